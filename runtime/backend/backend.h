@@ -1,0 +1,82 @@
+// The backend (delegate) interface and its explicit, fixed-capacity registry.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/core/evalue.h"
+#include "runtime/core/memory_allocator.h"
+#include "runtime/core/result.h"
+#include "runtime/core/span.h"
+
+namespace tern {
+
+/// Version of this interface; a backend built against another version is refused at
+/// registration.
+constexpr uint32_t kBackendInterfaceVersion = 1;
+constexpr size_t kMaxBackends = 16;
+
+/// One compile spec of a delegate, pointing into the program (valid while the Program lives).
+struct CompileSpecView {
+  const char* key;
+  Span<const uint8_t> value;
+};
+
+/// A backend's per-delegate state, defined by the backend.
+struct DelegateHandle;
+
+struct BackendInitContext {
+  /// The method allocator, for small per-delegate host state (may be used instead of the
+  /// heap). Backends may also use the heap and device memory at init.
+  MemoryAllocator* method_allocator = nullptr;
+  const char* method_name = nullptr;
+  /// Number of worker threads the caller asked for (0: backend default).
+  uint32_t num_threads = 0;
+};
+
+struct BackendExecuteContext {
+  /// Scratch memory for this call, or null.
+  MemoryAllocator* temp_allocator = nullptr;
+};
+
+/// What every backend implements. execute() must not allocate on the heap.
+class BackendInterface {
+ public:
+  virtual ~BackendInterface() = default;
+  /// Whether the backend can run here (device present, driver loaded). Cheap; called at load.
+  virtual bool is_available() const = 0;
+  /// Builds a delegate from its blob. `blob` and `specs` point into the Program and stay
+  /// valid while it lives. DelegateInvalidCompatibility makes the runtime take the portable
+  /// fallback; any other error fails the method load.
+  virtual Result<DelegateHandle*> init(BackendInitContext& context, Span<const uint8_t> blob,
+                                       Span<const CompileSpecView> specs) const = 0;
+  /// Runs the delegate on `args` (the delegate call's values: inputs, then outputs).
+  virtual Error execute(BackendExecuteContext& context, DelegateHandle* handle,
+                        Span<EValue*> args) const = 0;
+  /// Frees everything init() made. Called once per successful init().
+  virtual void destroy(DelegateHandle* handle) const = 0;
+};
+
+/// A registry entry. `name` and `backend` must outlive the registry (static storage).
+struct Backend {
+  const char* name = nullptr;
+  const BackendInterface* backend = nullptr;
+  uint32_t interface_version = kBackendInterfaceVersion;
+};
+
+/// Registers a backend. InvalidArgument for a null name/interface, a duplicate name or a
+/// wrong interface version; MemoryAllocationFailed when kMaxBackends are registered.
+/// Not thread-safe: register at startup.
+Error register_backend(const Backend& backend);
+
+/// The backend registered under `name`, or null.
+const Backend* find_backend(const char* name);
+
+size_t num_registered_backends();
+/// The i-th registered backend (i < num_registered_backends()).
+const Backend& registered_backend(size_t i);
+
+/// Removes every registered backend (tests only).
+void clear_backend_registry_for_testing();
+
+}  // namespace tern

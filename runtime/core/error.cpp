@@ -1,0 +1,50 @@
+#include "runtime/core/error.h"
+
+#include <cstdarg>
+#include <cstdio>
+
+#include "runtime/core/log.h"
+
+namespace tern {
+namespace {
+constexpr size_t kMessageCapacity = 1024;
+thread_local char g_last_message[kMessageCapacity] = {0};
+}  // namespace
+
+const char* to_string(Error error) {
+  switch (error) {
+    case Error::Ok: return "Ok";
+    case Error::Internal: return "Internal";
+    case Error::NotSupported: return "NotSupported";
+    case Error::InvalidArgument: return "InvalidArgument";
+    case Error::InvalidState: return "InvalidState";
+    case Error::NotFound: return "NotFound";
+    case Error::MemoryAllocationFailed: return "MemoryAllocationFailed";
+    case Error::AccessFailed: return "AccessFailed";
+    case Error::InvalidProgram: return "InvalidProgram";
+    case Error::ChecksumMismatch: return "ChecksumMismatch";
+    case Error::VersionMismatch: return "VersionMismatch";
+    case Error::NotATernProgram: return "NotATernProgram";
+    case Error::DelegateInvalidCompatibility: return "DelegateInvalidCompatibility";
+    case Error::DelegateMemoryAllocationFailed: return "DelegateMemoryAllocationFailed";
+    case Error::DelegateInvalidHandle: return "DelegateInvalidHandle";
+    case Error::DelegateExecutionFailed: return "DelegateExecutionFailed";
+    case Error::BackendUnavailable: return "BackendUnavailable";
+  }
+  return "UnknownError";
+}
+
+const char* last_error_message() { return g_last_message; }
+
+Error set_error_message(Error error, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  vsnprintf(g_last_message, kMessageCapacity, format, args);
+  va_end(args);
+  TERN_LOG(Debug, "%s: %s", to_string(error), g_last_message);
+  return error;
+}
+
+void clear_error_message() { g_last_message[0] = '\0'; }
+
+}  // namespace tern

@@ -1,0 +1,20 @@
+// MemoryManager: the memory a Method may use, all owned by the caller.
+#pragma once
+
+#include "runtime/core/hierarchical_allocator.h"
+#include "runtime/core/memory_allocator.h"
+
+namespace tern {
+
+/// The caller keeps every allocator (and the memory behind it) alive for the Method's life.
+struct MemoryManager {
+  /// Holds the method's own structures (values, tensor views, resolved instructions).
+  /// Size it with MethodMeta::method_allocator_bytes().
+  MemoryAllocator* method_allocator = nullptr;
+  /// One buffer per planned arena, sized with MethodMeta::arena_size().
+  HierarchicalAllocator* planned_memory = nullptr;
+  /// Scratch for kernels during execute(); reset after every instruction. May be null.
+  MemoryAllocator* temp_allocator = nullptr;
+};
+
+}  // namespace tern

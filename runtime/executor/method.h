@@ -1,0 +1,94 @@
+// Method: one loaded method of a Program, bound to the caller's memory, ready to execute.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/backend/backend.h"
+#include "runtime/core/evalue.h"
+#include "runtime/core/result.h"
+#include "runtime/core/span.h"
+#include "runtime/executor/kernel_registry.h"
+#include "runtime/executor/memory_manager.h"
+#include "runtime/executor/method_meta.h"
+
+namespace tern {
+
+class Program;
+
+struct MethodLoadOptions {
+  /// Backend names the method must not use; their delegates run their portable fallback.
+  /// The strings and the array must live until load_method returns.
+  Span<const char* const> disabled_backends;
+  /// Worker threads for backends (0: backend default).
+  uint32_t num_threads = 0;
+};
+
+/// Which way a delegate call of a loaded method runs.
+enum class DelegatePath : uint8_t { Backend = 0, Fallback = 1 };
+
+/// A loaded method. Not thread-safe: one thread at a time per Method; several Methods of one
+/// Program may run concurrently. Move-only; destroys its delegate handles on destruction.
+class Method {
+ public:
+  Method(Method&& other) noexcept;
+  Method& operator=(Method&&) = delete;
+  Method(const Method&) = delete;
+  ~Method();
+
+  MethodMeta meta() const { return MethodMeta(method_); }
+  size_t num_inputs() const { return num_inputs_; }
+  size_t num_outputs() const { return num_outputs_; }
+
+  /// Sets input `index` from `input`: checks dtype, rank, each size and byte count, and names
+  /// the input, expected and found on mismatch (InvalidArgument). An input planned in an arena
+  /// is copied in; an input with Caller storage is bound to input.data, which the caller
+  /// keeps alive and unchanged until execute() returns. Null data is InvalidArgument.
+  Error set_input(size_t index, const TensorView& input);
+  /// Sets a scalar input (the method input is an int/double/bool); type checked.
+  Error set_input(size_t index, const EValue& input);
+
+  /// Runs every instruction in order. Never allocates on the heap, never does I/O.
+  /// A kernel or delegate error is returned with a message naming the instruction.
+  Error execute();
+
+  /// Output `index` after a successful execute(); InvalidState before, InvalidArgument when
+  /// out of range or not a tensor. The view points into the planned memory.
+  Result<const TensorView*> output(size_t index) const;
+  /// Output `index` as a value (for scalar outputs).
+  Result<const EValue*> output_value(size_t index) const;
+
+  /// Re-initializes every state tensor (zero or its initial segment).
+  Error reset_state();
+
+  size_t num_delegate_calls() const { return num_delegate_calls_; }
+  /// How delegate call i runs (Backend or Fallback); InvalidArgument when out of range.
+  Result<DelegatePath> delegate_path(size_t index) const;
+  size_t num_steps() const { return num_steps_; }
+
+ private:
+  friend class Program;
+  Method() = default;
+
+  struct Step;          // one resolved kernel call or delegate call
+  struct DelegateSlot;  // an initialized delegate
+
+  const Program* program_ = nullptr;
+  const fb::Method* method_ = nullptr;
+  MemoryManager memory_{};
+  EValue* values_ = nullptr;
+  size_t num_values_ = 0;
+  uint32_t* input_indices_ = nullptr;
+  uint32_t* output_indices_ = nullptr;
+  size_t num_inputs_ = 0;
+  size_t num_outputs_ = 0;
+  Step* steps_ = nullptr;
+  size_t num_steps_ = 0;
+  DelegateSlot* delegates_ = nullptr;
+  size_t num_delegates_ = 0;
+  DelegatePath* delegate_paths_ = nullptr;
+  size_t num_delegate_calls_ = 0;
+  bool executed_ = false;
+};
+
+}  // namespace tern

@@ -1,0 +1,72 @@
+// Program: a loaded, verified .pte file.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/core/result.h"
+#include "runtime/core/span.h"
+#include "runtime/executor/data_loader.h"
+#include "runtime/executor/file_header.h"
+#include "runtime/executor/method_meta.h"
+
+namespace tern {
+namespace fb { struct Program; }
+
+class Method;
+struct MemoryManager;
+struct MethodLoadOptions;
+
+/// A program file, verified before anything in it is used. Immutable after load and safe to
+/// share between threads (each thread loads its own Method).
+class Program {
+ public:
+  enum class Verification : uint8_t {
+    /// Header checksum, FlatBuffers verifier and every index/offset/size of the structure.
+    Structure = 0,
+    /// Structure plus every segment's checksum (reads all weights once).
+    Full = 1,
+  };
+  struct LoadOptions {
+    Verification verification = Verification::Full;
+  };
+
+  /// Loads and verifies the program behind `loader`, which must outlive the Program.
+  /// Errors name what was wrong and where: NotATernProgram (bad magic, an ExecuTorch file),
+  /// VersionMismatch (both versions), ChecksumMismatch (header or which segment),
+  /// InvalidProgram (which method/value/instruction/segment and the bad index or range),
+  /// AccessFailed (the loader failed, e.g. a truncated file).
+  static Result<Program> load(DataLoader* loader, const LoadOptions& options = {});
+
+  Program(Program&&) noexcept = default;
+  Program& operator=(Program&&) noexcept = default;
+
+  const FileHeader& header() const { return header_; }
+  const fb::Program* flatbuffer() const { return program_; }
+
+  size_t num_methods() const;
+  /// Name of method i; InvalidArgument when out of range.
+  Result<const char*> method_name(size_t index) const;
+  /// NotFound names the method asked for and lists the program's methods.
+  Result<MethodMeta> method_meta(const char* name) const;
+
+  /// Loads method `name` into the caller's memory (see Method). The Program must outlive it.
+  Result<Method> load_method(const char* name, MemoryManager* memory,
+                             const MethodLoadOptions& options) const;
+  Result<Method> load_method(const char* name, MemoryManager* memory) const;
+
+  size_t num_segments() const;
+  /// The bytes of segment `index` (points into the loaded segment area).
+  Result<Span<const uint8_t>> segment_data(uint32_t index) const;
+  /// Recomputes every segment checksum; ChecksumMismatch names the first bad segment.
+  Error verify_segment_checksums() const;
+
+ private:
+  Program() = default;
+  FileHeader header_;
+  FreeableBuffer structure_;     // the FlatBuffer bytes
+  FreeableBuffer segment_area_;  // all segments
+  const fb::Program* program_ = nullptr;
+};
+
+}  // namespace tern
