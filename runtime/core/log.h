@@ -15,7 +15,8 @@ namespace tern {
 
 /// Whether lines of `level` survive the compile-time switch.
 constexpr bool log_compiled_in(LogLevel level) {
-  return static_cast<int>(level) >= TERN_MIN_LOG_LEVEL;
+  const int min_level = TERN_MIN_LOG_LEVEL;
+  return static_cast<int>(level) >= min_level;
 }
 
 /// Lines below `level` are not emitted. Default: Info.
