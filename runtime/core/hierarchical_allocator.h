@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/core/checked_math.h"
 #include "runtime/core/error.h"
 #include "runtime/core/result.h"
 #include "runtime/core/span.h"

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that tern's build, tests and demo need, if any is missing.
+# Root: apt-get directly; otherwise through sudo. Safe to run repeatedly (no-op when complete).
+set -euo pipefail
+
+packages=(
+  cmake make g++ pkg-config python3
+  libflatbuffers-dev flatbuffers-compiler   # program format
+  libxxhash-dev                             # checksums
+  libcli11-dev                              # CLI parsing
+  nlohmann-json3-dev                        # graph.json / safetensors headers
+  libgtest-dev                              # tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+if [ "$(id -u)" -eq 0 ]; then
+  SUDO=()
+else
+  SUDO=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${SUDO[@]}" apt-get update -qq
+"${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

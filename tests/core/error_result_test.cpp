@@ -1,0 +1,93 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "runtime/core/error.h"
+#include "runtime/core/result.h"
+
+namespace tern {
+namespace {
+
+Error check_positive(int v) {
+  TERN_CHECK_OR_RETURN_ERROR(v > 0, InvalidArgument, "value %d: expected > 0", v);
+  return Error::Ok;
+}
+
+Result<int> half(int v) {
+  TERN_CHECK_OR_RETURN_ERROR(v % 2 == 0, InvalidArgument, "%d is odd", v);
+  return v / 2;
+}
+
+Result<int> quarter(int v) {
+  TERN_ASSIGN_OR_RETURN(int h, half(v));
+  TERN_ASSIGN_OR_RETURN(int q, half(h));
+  return q;
+}
+
+Error chain(int v) {
+  TERN_RETURN_IF_ERROR(check_positive(v));
+  return Error::Ok;
+}
+
+TEST(ErrorTest, MessagesCarryContext) {
+  clear_error_message();
+  EXPECT_STREQ(last_error_message(), "");
+  EXPECT_EQ(check_positive(-3), Error::InvalidArgument);
+  EXPECT_STREQ(last_error_message(), "value -3: expected > 0");
+  EXPECT_EQ(chain(-4), Error::InvalidArgument);
+  EXPECT_EQ(chain(4), Error::Ok);
+}
+
+TEST(ErrorTest, LongMessagesAreTruncatedNotOverflowed) {
+  std::string big(5000, 'x');
+  EXPECT_EQ(set_error_message(Error::Internal, "%s", big.c_str()), Error::Internal);
+  EXPECT_EQ(std::strlen(last_error_message()), 1023u);
+}
+
+TEST(ErrorTest, EveryCodeHasAName) {
+  const Error all[] = {Error::Ok, Error::Internal, Error::NotSupported, Error::InvalidArgument,
+                       Error::InvalidState, Error::NotFound, Error::MemoryAllocationFailed,
+                       Error::AccessFailed, Error::InvalidProgram, Error::ChecksumMismatch,
+                       Error::VersionMismatch, Error::NotATernProgram,
+                       Error::DelegateInvalidCompatibility,
+                       Error::DelegateMemoryAllocationFailed, Error::DelegateInvalidHandle,
+                       Error::DelegateExecutionFailed, Error::BackendUnavailable};
+  for (Error e : all) {
+    EXPECT_STRNE(to_string(e), "UnknownError");
+  }
+  EXPECT_STREQ(to_string(Error::InvalidProgram), "InvalidProgram");
+  EXPECT_STREQ(to_string(static_cast<Error>(0xFFFF)), "UnknownError");
+}
+
+TEST(ResultTest, ValueAndErrorPaths) {
+  Result<int> q = quarter(12);
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(*q, 3);
+  Result<int> bad = quarter(6);  // 6 -> 3 -> odd
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error(), Error::InvalidArgument);
+  EXPECT_STREQ(last_error_message(), "3 is odd");
+}
+
+TEST(ResultTest, OkErrorWithoutValueBecomesInternal) {
+  Result<int> r(Error::Ok);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.error(), Error::Internal);
+}
+
+TEST(ResultTest, MoveOnlyValues) {
+  Result<std::unique_ptr<int>> r(std::make_unique<int>(5));
+  ASSERT_TRUE(r.ok());
+  Result<std::unique_ptr<int>> moved(std::move(r));
+  ASSERT_TRUE(moved.ok());
+  EXPECT_EQ(**moved, 5);
+  Result<std::unique_ptr<int>> assigned(Error::NotFound);
+  assigned = std::move(moved);
+  ASSERT_TRUE(assigned.ok());
+  EXPECT_EQ(**assigned, 5);
+}
+
+}  // namespace
+}  // namespace tern
