@@ -1,1 +1,70 @@
-// placeholder: being written
+#include "runtime/executor/mmap_data_loader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "runtime/core/checked_math.h"
+#include "runtime/core/error.h"
+
+namespace tern {
+
+Result<MmapDataLoader> MmapDataLoader::from(const char* path) {
+  TERN_CHECK_OR_RETURN_ERROR(path != nullptr, InvalidArgument, "file path is null");
+  int fd;
+  do {
+    fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  TERN_CHECK_OR_RETURN_ERROR(fd >= 0, AccessFailed, "cannot open '%s': %s", path, strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    TERN_RETURN_ERROR(AccessFailed, "cannot stat '%s': %s", path, strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    TERN_RETURN_ERROR(AccessFailed, "'%s' is not a regular file", path);
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  if (size == 0) {
+    ::close(fd);
+    return MmapDataLoader(nullptr, 0);
+  }
+  void* base = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  const int err = errno;
+  ::close(fd);
+  TERN_CHECK_OR_RETURN_ERROR(base != MAP_FAILED, AccessFailed, "cannot mmap '%s' (%zu bytes): %s",
+                             path, size, strerror(err));
+  return MmapDataLoader(base, size);
+}
+
+MmapDataLoader::MmapDataLoader(MmapDataLoader&& other) noexcept
+    : base_(other.base_), size_(other.size_) {
+  other.base_ = nullptr;
+  other.size_ = 0;
+}
+
+MmapDataLoader::~MmapDataLoader() {
+  if (base_ != nullptr) {
+    ::munmap(base_, size_);
+  }
+}
+
+Result<size_t> MmapDataLoader::size() const { return size_; }
+
+Result<FreeableBuffer> MmapDataLoader::load(size_t offset, size_t size) {
+  TERN_CHECK_OR_RETURN_ERROR(range_within(offset, size, size_), InvalidArgument,
+                             "mmap load of [%zu, +%zu) is outside the %zu-byte file", offset, size,
+                             size_);
+  if (size == 0) {
+    return FreeableBuffer(nullptr, 0, nullptr);
+  }
+  return FreeableBuffer(static_cast<const uint8_t*>(base_) + offset, size, nullptr);
+}
+
+}  // namespace tern

@@ -36,7 +36,10 @@ class Program {
   /// VersionMismatch (both versions), ChecksumMismatch (header or which segment),
   /// InvalidProgram (which method/value/instruction/segment and the bad index or range),
   /// AccessFailed (the loader failed, e.g. a truncated file).
-  static Result<Program> load(DataLoader* loader, const LoadOptions& options = {});
+  static Result<Program> load(DataLoader* loader, const LoadOptions& options);
+  /// load(loader, LoadOptions()): Full verification. (An overload rather than a `= {}`
+  /// default argument: GCC rejects `= {}` for a nested struct with member initializers.)
+  static Result<Program> load(DataLoader* loader);
 
   Program(Program&&) noexcept = default;
   Program& operator=(Program&&) noexcept = default;

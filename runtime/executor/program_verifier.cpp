@@ -1,1 +1,679 @@
-// placeholder: being written
+#include "runtime/executor/program_verifier.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "runtime/core/checked_math.h"
+#include "runtime/core/dtype.h"
+#include "runtime/core/tensor_view.h"
+#include "schema/program_generated.h"
+
+namespace tern {
+namespace internal {
+namespace {
+
+using ull = unsigned long long;
+
+/// A heap scratch array freed on scope exit (load time only).
+template <typename T>
+class Scratch {
+ public:
+  explicit Scratch(size_t count) {
+    data_ = static_cast<T*>(std::calloc(count == 0 ? 1 : count, sizeof(T)));
+  }
+  ~Scratch() { std::free(data_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  T* get() const { return data_; }
+
+ private:
+  T* data_ = nullptr;
+};
+
+template <typename V>
+uint32_t count_of(const V* vector) {
+  return vector == nullptr ? 0 : vector->size();
+}
+
+const char* value_kind_name(fb::Value kind) {
+  switch (kind) {
+    case fb::Value::NONE:
+      return "no value";
+    case fb::Value::Tensor:
+      return "tensor";
+    case fb::Value::Int:
+      return "int";
+    case fb::Value::Double:
+      return "double";
+    case fb::Value::Bool:
+      return "bool";
+    case fb::Value::IntList:
+      return "int list";
+    case fb::Value::DoubleList:
+      return "double list";
+    case fb::Value::String:
+      return "string";
+    case fb::Value::None:
+      return "none";
+    case fb::Value::TensorList:
+      return "tensor list";
+  }
+  return "unknown value kind";
+}
+
+/// Bytes per element for offset alignment (1 for sub-byte types).
+uint64_t element_alignment(DType dtype) {
+  const uint32_t bits = bits_per_element(dtype);
+  return bits < 8 ? 1 : bits / 8;
+}
+
+uint64_t ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+
+constexpr uint8_t kFlagInput = 1;
+constexpr uint8_t kFlagState = 2;
+
+/// Checks one method of a program; every message starts with "method 'NAME'".
+class MethodChecker {
+ public:
+  MethodChecker(const fb::Program* program, const fb::Method* method, uint32_t num_segments)
+      : program_(program),
+        method_(method),
+        name_(method->name()->c_str()),
+        num_values_(count_of(method->values())),
+        num_segments_(num_segments),
+        num_arenas_(count_of(method->arenas())),
+        num_operators_(count_of(method->operators())),
+        num_delegates_(count_of(method->delegates())),
+        num_fallback_(count_of(method->fallback_instructions())),
+        flags_(num_values_) {}
+
+  Error check();
+
+ private:
+  Error check_value(uint32_t index);
+  Error check_tensor(uint32_t index, const fb::Tensor* tensor);
+  Error check_quant(uint32_t index, const fb::Tensor* tensor, uint64_t numel);
+  Error check_quant_ref(uint32_t index, const char* field, int32_t ref, DType dtype,
+                        uint64_t expected_numel);
+  Error check_args(const char* list, uint32_t index, const flatbuffers::Vector<int32_t>* args);
+  Error check_instruction(const char* list, uint32_t index, const fb::Instruction* instruction,
+                          bool fallback);
+  Error check_delegate(uint32_t index, const fb::Delegate* delegate);
+  Error check_arena(uint32_t index, const fb::Arena* arena);
+  Error check_state(uint32_t index, const fb::StateTensor* state);
+  const fb::Segment* segment(uint32_t index) const { return program_->segments()->Get(index); }
+
+  const fb::Program* program_;
+  const fb::Method* method_;
+  const char* name_;
+  uint32_t num_values_;
+  uint32_t num_segments_;
+  uint32_t num_arenas_;
+  uint32_t num_operators_;
+  uint32_t num_delegates_;
+  uint32_t num_fallback_;
+  Scratch<uint8_t> flags_;  // per value: kFlagInput | kFlagState
+};
+
+Error MethodChecker::check() {
+  TERN_CHECK_OR_RETURN_ERROR(flags_.get() != nullptr, MemoryAllocationFailed,
+                             "method '%s': cannot allocate %u bytes of verification scratch", name_,
+                             num_values_);
+  // Inputs and outputs first: the tensor checks need to know which values are inputs.
+  const auto* inputs = method_->inputs();
+  for (uint32_t i = 0; i < count_of(inputs); ++i) {
+    const uint32_t v = inputs->Get(i);
+    TERN_CHECK_OR_RETURN_ERROR(v < num_values_, InvalidProgram,
+                               "method '%s' input %u: value index %u out of range (%u values)",
+                               name_, i, v, num_values_);
+    flags_.get()[v] |= kFlagInput;
+  }
+  const auto* outputs = method_->outputs();
+  for (uint32_t i = 0; i < count_of(outputs); ++i) {
+    const uint32_t v = outputs->Get(i);
+    TERN_CHECK_OR_RETURN_ERROR(v < num_values_, InvalidProgram,
+                               "method '%s' output %u: value index %u out of range (%u values)",
+                               name_, i, v, num_values_);
+  }
+  for (uint32_t i = 0; i < num_arenas_; ++i) {
+    TERN_RETURN_IF_ERROR(check_arena(i, method_->arenas()->Get(i)));
+  }
+  for (uint32_t i = 0; i < num_values_; ++i) {
+    TERN_RETURN_IF_ERROR(check_value(i));
+  }
+  for (uint32_t i = 0; i < count_of(inputs); ++i) {
+    const uint32_t v = inputs->Get(i);
+    const fb::Tensor* t = method_->values()->Get(v)->value_as_Tensor();
+    TERN_CHECK_OR_RETURN_ERROR(
+        t == nullptr || t->storage() != fb::StorageKind::Constant, InvalidProgram,
+        "method '%s' input %u: value %u is a constant tensor; inputs need arena or caller storage",
+        name_, i, v);
+  }
+  for (uint32_t i = 0; i < num_operators_; ++i) {
+    const flatbuffers::String* op = method_->operators()->Get(i);
+    TERN_CHECK_OR_RETURN_ERROR(op != nullptr && op->size() > 0, InvalidProgram,
+                               "method '%s' operator %u: missing or empty name", name_, i);
+  }
+  for (uint32_t i = 0; i < num_delegates_; ++i) {
+    TERN_RETURN_IF_ERROR(check_delegate(i, method_->delegates()->Get(i)));
+  }
+  const auto* instructions = method_->instructions();
+  for (uint32_t i = 0; i < count_of(instructions); ++i) {
+    TERN_RETURN_IF_ERROR(check_instruction("instruction", i, instructions->Get(i), false));
+  }
+  const auto* fallback = method_->fallback_instructions();
+  for (uint32_t i = 0; i < num_fallback_; ++i) {
+    TERN_RETURN_IF_ERROR(check_instruction("fallback instruction", i, fallback->Get(i), true));
+  }
+  const auto* state = method_->state();
+  for (uint32_t i = 0; i < count_of(state); ++i) {
+    TERN_RETURN_IF_ERROR(check_state(i, state->Get(i)));
+  }
+  return Error::Ok;
+}
+
+Error MethodChecker::check_arena(uint32_t index, const fb::Arena* arena) {
+  TERN_CHECK_OR_RETURN_ERROR(arena != nullptr, InvalidProgram, "method '%s' arena %u: missing",
+                             name_, index);
+  TERN_CHECK_OR_RETURN_ERROR(is_power_of_two(arena->alignment()), InvalidProgram,
+                             "method '%s' arena %u: alignment %u is not a power of two", name_,
+                             index, arena->alignment());
+  TERN_CHECK_OR_RETURN_ERROR(arena->size() <= SIZE_MAX, InvalidProgram,
+                             "method '%s' arena %u: size %llu does not fit in memory", name_, index,
+                             static_cast<ull>(arena->size()));
+  TERN_CHECK_OR_RETURN_ERROR(arena->lower_bound() <= arena->size(), InvalidProgram,
+                             "method '%s' arena %u: lower bound %llu exceeds its size %llu", name_,
+                             index, static_cast<ull>(arena->lower_bound()),
+                             static_cast<ull>(arena->size()));
+  return Error::Ok;
+}
+
+Error MethodChecker::check_value(uint32_t index) {
+  const fb::EValue* value = method_->values()->Get(index);
+  TERN_CHECK_OR_RETURN_ERROR(value != nullptr, InvalidProgram, "method '%s' value %u: missing",
+                             name_, index);
+  const fb::Value kind = value->value_type();
+  TERN_CHECK_OR_RETURN_ERROR(
+      kind >= fb::Value::Tensor && kind <= fb::Value::TensorList && value->value() != nullptr,
+      InvalidProgram, "method '%s' value %u: no value (union type %u, %s)", name_, index,
+      static_cast<unsigned>(kind), value->value() == nullptr ? "payload absent" : "unknown type");
+  switch (kind) {
+    case fb::Value::Tensor:
+      return check_tensor(index, value->value_as_Tensor());
+    case fb::Value::String:
+      TERN_CHECK_OR_RETURN_ERROR(value->value_as_String()->value() != nullptr, InvalidProgram,
+                                 "method '%s' value %u: string without text", name_, index);
+      return Error::Ok;
+    case fb::Value::TensorList: {
+      const auto* items = value->value_as_TensorList()->items();
+      for (uint32_t k = 0; k < count_of(items); ++k) {
+        const int32_t item = items->Get(k);
+        TERN_CHECK_OR_RETURN_ERROR(
+            item >= 0 && static_cast<uint32_t>(item) < num_values_, InvalidProgram,
+            "method '%s' value %u: tensor list item %u is value %d, out of range (%u values)",
+            name_, index, k, item, num_values_);
+        const fb::EValue* target = method_->values()->Get(static_cast<uint32_t>(item));
+        TERN_CHECK_OR_RETURN_ERROR(
+            target != nullptr && target->value_as_Tensor() != nullptr, InvalidProgram,
+            "method '%s' value %u: tensor list item %u is value %d, a %s, not a tensor", name_,
+            index, k, item,
+            target == nullptr ? "missing value" : value_kind_name(target->value_type()));
+      }
+      return Error::Ok;
+    }
+    default:
+      return Error::Ok;
+  }
+}
+
+Error MethodChecker::check_tensor(uint32_t index, const fb::Tensor* tensor) {
+  const uint8_t raw_dtype = static_cast<uint8_t>(tensor->dtype());
+  TERN_CHECK_OR_RETURN_ERROR(is_valid_dtype(raw_dtype), InvalidProgram,
+                             "method '%s' value %u: unknown dtype %u (known: 0..%u)", name_, index,
+                             raw_dtype, kNumDTypes - 1);
+  const DType dtype = static_cast<DType>(raw_dtype);
+  const auto* sizes = tensor->sizes();
+  const uint32_t rank = count_of(sizes);
+  TERN_CHECK_OR_RETURN_ERROR(rank <= kMaxRank, InvalidProgram,
+                             "method '%s' value %u: rank %u exceeds the maximum rank %zu", name_,
+                             index, rank, kMaxRank);
+  uint64_t numel = 1;
+  for (uint32_t d = 0; d < rank; ++d) {
+    const int64_t size = sizes->Get(d);
+    TERN_CHECK_OR_RETURN_ERROR(size >= 0, InvalidProgram,
+                               "method '%s' value %u: size %lld of dim %u is negative", name_,
+                               index, static_cast<long long>(size), d);
+    TERN_CHECK_OR_RETURN_ERROR(
+        checked_mul(numel, static_cast<uint64_t>(size), &numel), InvalidProgram,
+        "method '%s' value %u: element count overflows at dim %u", name_, index, d);
+  }
+  uint64_t nbytes = 0;
+  TERN_CHECK_OR_RETURN_ERROR(dtype_nbytes(dtype, numel, &nbytes), InvalidProgram,
+                             "method '%s' value %u: byte size of %llu %s elements overflows", name_,
+                             index, static_cast<ull>(numel), to_string(dtype));
+  const auto* dim_order = tensor->dim_order();
+  if (dim_order != nullptr) {
+    TERN_CHECK_OR_RETURN_ERROR(dim_order->size() == rank, InvalidProgram,
+                               "method '%s' value %u: dim order has %u entries for rank %u", name_,
+                               index, dim_order->size(), rank);
+    uint32_t seen = 0;
+    for (uint32_t d = 0; d < rank; ++d) {
+      const uint8_t dim = dim_order->Get(d);
+      TERN_CHECK_OR_RETURN_ERROR(dim < rank && (seen & (1u << dim)) == 0, InvalidProgram,
+                                 "method '%s' value %u: dim order entry %u is %u; not a "
+                                 "permutation of 0..%u",
+                                 name_, index, d, dim, rank - 1);
+      seen |= 1u << dim;
+    }
+  }
+  const uint8_t dynamism = static_cast<uint8_t>(tensor->dynamism());
+  TERN_CHECK_OR_RETURN_ERROR(dynamism <= static_cast<uint8_t>(fb::ShapeDynamism::DynamicBound),
+                             InvalidProgram, "method '%s' value %u: unknown shape dynamism %u",
+                             name_, index, dynamism);
+
+  const uint64_t offset = tensor->offset();
+  const uint64_t element_align = element_alignment(dtype);
+  switch (tensor->storage()) {
+    case fb::StorageKind::Caller:
+      TERN_CHECK_OR_RETURN_ERROR((flags_.get()[index] & kFlagInput) != 0, InvalidProgram,
+                                 "method '%s' value %u: caller-bound storage is only allowed for "
+                                 "method inputs",
+                                 name_, index);
+      break;
+    case fb::StorageKind::Constant: {
+      const uint32_t seg = tensor->location();
+      TERN_CHECK_OR_RETURN_ERROR(seg < num_segments_, InvalidProgram,
+                                 "method '%s' value %u: constant segment %u out of range (%u "
+                                 "segments)",
+                                 name_, index, seg, num_segments_);
+      const uint64_t seg_size = segment(seg)->size();
+      TERN_CHECK_OR_RETURN_ERROR(
+          range_within(offset, nbytes, seg_size), InvalidProgram,
+          "method '%s' value %u: tensor bytes [%llu, +%llu) exceed segment %u of %llu bytes", name_,
+          index, static_cast<ull>(offset), static_cast<ull>(nbytes), seg,
+          static_cast<ull>(seg_size));
+      TERN_CHECK_OR_RETURN_ERROR(offset % element_align == 0, InvalidProgram,
+                                 "method '%s' value %u: offset %llu in segment %u is not a "
+                                 "multiple of the %llu-byte %s element",
+                                 name_, index, static_cast<ull>(offset), seg,
+                                 static_cast<ull>(element_align), to_string(dtype));
+      break;
+    }
+    case fb::StorageKind::Arena: {
+      const uint32_t arena = tensor->location();
+      TERN_CHECK_OR_RETURN_ERROR(arena < num_arenas_, InvalidProgram,
+                                 "method '%s' value %u: arena %u out of range (%u arenas)", name_,
+                                 index, arena, num_arenas_);
+      const uint64_t arena_size = method_->arenas()->Get(arena)->size();
+      TERN_CHECK_OR_RETURN_ERROR(
+          range_within(offset, nbytes, arena_size), InvalidProgram,
+          "method '%s' value %u: tensor bytes [%llu, +%llu) exceed arena %u of %llu bytes", name_,
+          index, static_cast<ull>(offset), static_cast<ull>(nbytes), arena,
+          static_cast<ull>(arena_size));
+      TERN_CHECK_OR_RETURN_ERROR(offset % element_align == 0, InvalidProgram,
+                                 "method '%s' value %u: offset %llu in arena %u is not a multiple "
+                                 "of the %llu-byte %s element",
+                                 name_, index, static_cast<ull>(offset), arena,
+                                 static_cast<ull>(element_align), to_string(dtype));
+      break;
+    }
+    default:
+      TERN_RETURN_ERROR(InvalidProgram, "method '%s' value %u: unknown storage kind %u", name_,
+                        index, static_cast<unsigned>(tensor->storage()));
+  }
+  if (tensor->quant() != nullptr) {
+    TERN_RETURN_IF_ERROR(check_quant(index, tensor, numel));
+  }
+  return Error::Ok;
+}
+
+Error MethodChecker::check_quant_ref(uint32_t index, const char* field, int32_t ref, DType dtype,
+                                     uint64_t expected_numel) {
+  TERN_CHECK_OR_RETURN_ERROR(ref >= 0 && static_cast<uint32_t>(ref) < num_values_, InvalidProgram,
+                             "method '%s' value %u: quant %s is value %d, out of range (%u "
+                             "values)",
+                             name_, index, field, ref, num_values_);
+  const fb::EValue* value = method_->values()->Get(static_cast<uint32_t>(ref));
+  const fb::Tensor* t = value == nullptr ? nullptr : value->value_as_Tensor();
+  TERN_CHECK_OR_RETURN_ERROR(t != nullptr && t->storage() == fb::StorageKind::Constant,
+                             InvalidProgram,
+                             "method '%s' value %u: quant %s (value %d) must be a constant tensor",
+                             name_, index, field, ref);
+  TERN_CHECK_OR_RETURN_ERROR(t->dtype() == static_cast<fb::DType>(dtype), InvalidProgram,
+                             "method '%s' value %u: quant %s (value %d) has dtype %s, expected %s",
+                             name_, index, field, ref,
+                             is_valid_dtype(static_cast<uint8_t>(t->dtype()))
+                                 ? to_string(static_cast<DType>(t->dtype()))
+                                 : "invalid",
+                             to_string(dtype));
+  uint64_t numel = 0;
+  uint64_t nbytes = 0;
+  TERN_CHECK_OR_RETURN_ERROR(tensor_numel_nbytes(t, &numel, &nbytes), InvalidProgram,
+                             "method '%s' value %u: quant %s (value %d) has invalid sizes", name_,
+                             index, field, ref);
+  TERN_CHECK_OR_RETURN_ERROR(numel == expected_numel, InvalidProgram,
+                             "method '%s' value %u: quant %s (value %d) has %llu elements, "
+                             "expected %llu",
+                             name_, index, field, ref, static_cast<ull>(numel),
+                             static_cast<ull>(expected_numel));
+  return Error::Ok;
+}
+
+Error MethodChecker::check_quant(uint32_t index, const fb::Tensor* tensor, uint64_t numel) {
+  const fb::QuantParams* q = tensor->quant();
+  const DType dtype = static_cast<DType>(tensor->dtype());
+  switch (q->scheme()) {
+    case fb::QuantScheme::None:
+      return Error::Ok;
+    case fb::QuantScheme::NF4:
+    case fb::QuantScheme::NF4DoubleQuant: {
+      TERN_CHECK_OR_RETURN_ERROR(dtype == DType::NF4, InvalidProgram,
+                                 "method '%s' value %u: NF4 quantization on a %s tensor", name_,
+                                 index, to_string(dtype));
+      const uint32_t block = q->block_size();
+      TERN_CHECK_OR_RETURN_ERROR(is_power_of_two(block) && block >= 32 && block <= 4096,
+                                 InvalidProgram,
+                                 "method '%s' value %u: NF4 block size %u is not a power of two "
+                                 "in [32, 4096]",
+                                 name_, index, block);
+      const uint64_t num_blocks = ceil_div(numel, block);
+      if (q->scheme() == fb::QuantScheme::NF4) {
+        return check_quant_ref(index, "absmax", q->absmax(), DType::F32, num_blocks);
+      }
+      TERN_CHECK_OR_RETURN_ERROR(q->dq_block_size() > 0, InvalidProgram,
+                                 "method '%s' value %u: double-quant block size is 0", name_,
+                                 index);
+      TERN_RETURN_IF_ERROR(
+          check_quant_ref(index, "dq_codes", q->dq_codes(), DType::U8, num_blocks));
+      TERN_RETURN_IF_ERROR(check_quant_ref(index, "dq_absmax2", q->dq_absmax2(), DType::F32,
+                                           ceil_div(num_blocks, q->dq_block_size())));
+      return check_quant_ref(index, "dq_table", q->dq_table(), DType::F32, 256);
+    }
+    case fb::QuantScheme::FP8: {
+      TERN_CHECK_OR_RETURN_ERROR(dtype == DType::FP8E4M3 || dtype == DType::FP8E5M2, InvalidProgram,
+                                 "method '%s' value %u: FP8 quantization on a %s tensor", name_,
+                                 index, to_string(dtype));
+      const auto* sizes = tensor->sizes();
+      const uint64_t rows = count_of(sizes) >= 1 ? static_cast<uint64_t>(sizes->Get(0)) : 1;
+      const uint64_t cols = rows == 0 ? 0 : numel / rows;
+      uint64_t scales = 0;
+      switch (q->granularity()) {
+        case fb::ScaleGranularity::PerTensor:
+          scales = 1;
+          break;
+        case fb::ScaleGranularity::PerChannel:
+          scales = rows;
+          break;
+        case fb::ScaleGranularity::Block2D:
+          TERN_CHECK_OR_RETURN_ERROR(q->block_rows() > 0 && q->block_cols() > 0, InvalidProgram,
+                                     "method '%s' value %u: FP8 block %ux%u is empty", name_, index,
+                                     q->block_rows(), q->block_cols());
+          // Both factors are at most numel, so the product cannot overflow past numel^2 < 2^64
+          // unless numel is huge; check anyway.
+          TERN_CHECK_OR_RETURN_ERROR(
+              checked_mul(ceil_div(rows, q->block_rows()), ceil_div(cols, q->block_cols()),
+                          &scales),
+              InvalidProgram, "method '%s' value %u: FP8 block count overflows", name_, index);
+          break;
+        default:
+          TERN_RETURN_ERROR(InvalidProgram, "method '%s' value %u: unknown scale granularity %u",
+                            name_, index, static_cast<unsigned>(q->granularity()));
+      }
+      return check_quant_ref(index, "scale", q->scale(), DType::F32, scales);
+    }
+    default:
+      TERN_RETURN_ERROR(InvalidProgram, "method '%s' value %u: unknown quantization scheme %u",
+                        name_, index, static_cast<unsigned>(q->scheme()));
+  }
+}
+
+Error MethodChecker::check_args(const char* list, uint32_t index,
+                                const flatbuffers::Vector<int32_t>* args) {
+  for (uint32_t k = 0; k < count_of(args); ++k) {
+    const int32_t arg = args->Get(k);
+    TERN_CHECK_OR_RETURN_ERROR(arg >= 0 && static_cast<uint32_t>(arg) < num_values_, InvalidProgram,
+                               "method '%s' %s %u: argument %u is value %d, out of range (%u "
+                               "values)",
+                               name_, list, index, k, arg, num_values_);
+  }
+  return Error::Ok;
+}
+
+Error MethodChecker::check_instruction(const char* list, uint32_t index,
+                                       const fb::Instruction* instruction, bool fallback) {
+  TERN_CHECK_OR_RETURN_ERROR(instruction != nullptr, InvalidProgram, "method '%s' %s %u: missing",
+                             name_, list, index);
+  if (const fb::KernelCall* call = instruction->kind_as_KernelCall()) {
+    TERN_CHECK_OR_RETURN_ERROR(call->op() < num_operators_, InvalidProgram,
+                               "method '%s' %s %u: operator %u out of range (%u operators)", name_,
+                               list, index, call->op(), num_operators_);
+    return check_args(list, index, call->args());
+  }
+  if (const fb::DelegateCall* call = instruction->kind_as_DelegateCall()) {
+    TERN_CHECK_OR_RETURN_ERROR(!fallback, InvalidProgram,
+                               "method '%s' %s %u: a fallback may only hold kernel calls, found "
+                               "a delegate call",
+                               name_, list, index);
+    TERN_CHECK_OR_RETURN_ERROR(call->delegate() < num_delegates_, InvalidProgram,
+                               "method '%s' %s %u: delegate %u out of range (%u delegates)", name_,
+                               list, index, call->delegate(), num_delegates_);
+    TERN_CHECK_OR_RETURN_ERROR(
+        call->fallback_begin() <= call->fallback_end() && call->fallback_end() <= num_fallback_,
+        InvalidProgram,
+        "method '%s' %s %u: fallback range [%u, %u) is not inside the %u fallback instructions",
+        name_, list, index, call->fallback_begin(), call->fallback_end(), num_fallback_);
+    return check_args(list, index, call->args());
+  }
+  TERN_RETURN_ERROR(InvalidProgram, "method '%s' %s %u: no instruction (kind %u%s)", name_, list,
+                    index, static_cast<unsigned>(instruction->kind_type()),
+                    instruction->kind() == nullptr ? ", payload absent" : ", unknown kind");
+}
+
+Error MethodChecker::check_delegate(uint32_t index, const fb::Delegate* delegate) {
+  TERN_CHECK_OR_RETURN_ERROR(delegate != nullptr, InvalidProgram,
+                             "method '%s' delegate %u: missing", name_, index);
+  TERN_CHECK_OR_RETURN_ERROR(delegate->backend() != nullptr && delegate->backend()->size() > 0,
+                             InvalidProgram, "method '%s' delegate %u: missing backend name", name_,
+                             index);
+  TERN_CHECK_OR_RETURN_ERROR(delegate->segment() < num_segments_, InvalidProgram,
+                             "method '%s' delegate %u (%s): blob segment %u out of range (%u "
+                             "segments)",
+                             name_, index, delegate->backend()->c_str(), delegate->segment(),
+                             num_segments_);
+  const auto* specs = delegate->compile_specs();
+  for (uint32_t k = 0; k < count_of(specs); ++k) {
+    const fb::CompileSpec* spec = specs->Get(k);
+    TERN_CHECK_OR_RETURN_ERROR(spec != nullptr && spec->key() != nullptr, InvalidProgram,
+                               "method '%s' delegate %u: compile spec %u has no key", name_, index,
+                               k);
+  }
+  return Error::Ok;
+}
+
+Error MethodChecker::check_state(uint32_t index, const fb::StateTensor* state) {
+  TERN_CHECK_OR_RETURN_ERROR(state != nullptr, InvalidProgram, "method '%s' state %u: missing",
+                             name_, index);
+  const uint32_t v = state->value();
+  TERN_CHECK_OR_RETURN_ERROR(v < num_values_, InvalidProgram,
+                             "method '%s' state %u: value %u out of range (%u values)", name_,
+                             index, v, num_values_);
+  const fb::Tensor* t = method_->values()->Get(v)->value_as_Tensor();
+  TERN_CHECK_OR_RETURN_ERROR(t != nullptr && t->storage() == fb::StorageKind::Arena, InvalidProgram,
+                             "method '%s' state %u: value %u must be a tensor in an arena", name_,
+                             index, v);
+  TERN_CHECK_OR_RETURN_ERROR((flags_.get()[v] & kFlagState) == 0, InvalidProgram,
+                             "method '%s' state %u: value %u is listed as state twice", name_,
+                             index, v);
+  flags_.get()[v] |= kFlagState;
+  const int32_t init = state->init_segment();
+  if (init == -1) {
+    return Error::Ok;
+  }
+  TERN_CHECK_OR_RETURN_ERROR(init >= 0 && static_cast<uint32_t>(init) < num_segments_,
+                             InvalidProgram,
+                             "method '%s' state %u: init segment %d out of range (%u segments)",
+                             name_, index, init, num_segments_);
+  uint64_t numel = 0;
+  uint64_t nbytes = 0;
+  (void)tensor_numel_nbytes(t, &numel, &nbytes);  // checked with the values
+  const uint64_t seg_size = segment(static_cast<uint32_t>(init))->size();
+  TERN_CHECK_OR_RETURN_ERROR(seg_size == nbytes, InvalidProgram,
+                             "method '%s' state %u: init segment %d has %llu bytes, value %u "
+                             "needs %llu",
+                             name_, index, init, static_cast<ull>(seg_size), v,
+                             static_cast<ull>(nbytes));
+  return Error::Ok;
+}
+
+Error verify_segments(const fb::Program* program, const FileHeader& header) {
+  const auto* segments = program->segments();
+  const uint32_t n = count_of(segments);
+  for (uint32_t i = 0; i < n; ++i) {
+    const fb::Segment* seg = segments->Get(i);
+    TERN_CHECK_OR_RETURN_ERROR(seg != nullptr, InvalidProgram, "segment %u: missing", i);
+    const uint32_t align = seg->alignment();
+    TERN_CHECK_OR_RETURN_ERROR(is_power_of_two(align), InvalidProgram,
+                               "segment %u: alignment %u is not a power of two", i, align);
+    TERN_CHECK_OR_RETURN_ERROR(seg->offset() % align == 0, InvalidProgram,
+                               "segment %u: offset %llu is not a multiple of its alignment %u", i,
+                               static_cast<ull>(seg->offset()), align);
+    TERN_CHECK_OR_RETURN_ERROR(header.segment_area_offset % align == 0, InvalidProgram,
+                               "segment %u: the segment area's file offset %llu is not a "
+                               "multiple of the segment's alignment %u",
+                               i, static_cast<ull>(header.segment_area_offset), align);
+    TERN_CHECK_OR_RETURN_ERROR(range_within(seg->offset(), seg->size(), header.segment_area_size),
+                               InvalidProgram,
+                               "segment %u: bytes [%llu, +%llu) exceed the %llu-byte segment area",
+                               i, static_cast<ull>(seg->offset()), static_cast<ull>(seg->size()),
+                               static_cast<ull>(header.segment_area_size));
+  }
+  // Overlaps: sort the non-empty segments by offset and compare each with the furthest end.
+  Scratch<uint32_t> order(n);
+  TERN_CHECK_OR_RETURN_ERROR(order.get() != nullptr, MemoryAllocationFailed,
+                             "cannot allocate scratch to check %u segments", n);
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (segments->Get(i)->size() > 0) order.get()[m++] = i;
+  }
+  std::sort(order.get(), order.get() + m, [segments](uint32_t a, uint32_t b) {
+    const uint64_t oa = segments->Get(a)->offset();
+    const uint64_t ob = segments->Get(b)->offset();
+    return oa != ob ? oa < ob : a < b;
+  });
+  uint64_t furthest_end = 0;
+  uint32_t furthest = 0;
+  for (uint32_t k = 0; k < m; ++k) {
+    const fb::Segment* seg = segments->Get(order.get()[k]);
+    TERN_CHECK_OR_RETURN_ERROR(k == 0 || seg->offset() >= furthest_end, InvalidProgram,
+                               "segment %u: bytes [%llu, +%llu) overlap segment %u, which ends "
+                               "at %llu",
+                               order.get()[k], static_cast<ull>(seg->offset()),
+                               static_cast<ull>(seg->size()), furthest,
+                               static_cast<ull>(furthest_end));
+    const uint64_t end = seg->offset() + seg->size();  // in range: checked above
+    if (end > furthest_end) {
+      furthest_end = end;
+      furthest = order.get()[k];
+    }
+  }
+  return Error::Ok;
+}
+
+Error verify_method_names(const fb::Program* program) {
+  const auto* methods = program->methods();
+  const uint32_t n = count_of(methods);
+  for (uint32_t i = 0; i < n; ++i) {
+    const fb::Method* method = methods->Get(i);
+    TERN_CHECK_OR_RETURN_ERROR(method != nullptr, InvalidProgram, "method %u: missing", i);
+    TERN_CHECK_OR_RETURN_ERROR(method->name() != nullptr && method->name()->size() > 0,
+                               InvalidProgram, "method %u: missing or empty name", i);
+  }
+  Scratch<uint32_t> order(n);
+  TERN_CHECK_OR_RETURN_ERROR(order.get() != nullptr, MemoryAllocationFailed,
+                             "cannot allocate scratch to check %u method names", n);
+  for (uint32_t i = 0; i < n; ++i) order.get()[i] = i;
+  std::sort(order.get(), order.get() + n, [methods](uint32_t a, uint32_t b) {
+    const int c = strcmp(methods->Get(a)->name()->c_str(), methods->Get(b)->name()->c_str());
+    return c != 0 ? c < 0 : a < b;
+  });
+  for (uint32_t k = 1; k < n; ++k) {
+    const uint32_t a = order.get()[k - 1];
+    const uint32_t b = order.get()[k];
+    TERN_CHECK_OR_RETURN_ERROR(
+        strcmp(methods->Get(a)->name()->c_str(), methods->Get(b)->name()->c_str()) != 0,
+        InvalidProgram, "methods %u and %u are both named '%s'", a, b,
+        methods->Get(a)->name()->c_str());
+  }
+  return Error::Ok;
+}
+
+}  // namespace
+
+bool tensor_numel_nbytes(const fb::Tensor* tensor, uint64_t* numel, uint64_t* nbytes) {
+  if (tensor == nullptr || !is_valid_dtype(static_cast<uint8_t>(tensor->dtype()))) return false;
+  const auto* sizes = tensor->sizes();
+  const uint32_t rank = count_of(sizes);
+  if (rank > kMaxRank) return false;
+  uint64_t n = 1;
+  for (uint32_t d = 0; d < rank; ++d) {
+    const int64_t size = sizes->Get(d);
+    if (size < 0 || !checked_mul(n, static_cast<uint64_t>(size), &n)) return false;
+  }
+  *numel = n;
+  return dtype_nbytes(static_cast<DType>(tensor->dtype()), n, nbytes);
+}
+
+Error verify_flatbuffer(const uint8_t* data, size_t size) {
+  TERN_CHECK_OR_RETURN_ERROR(data != nullptr && size >= 8, InvalidProgram,
+                             "FlatBuffer of %zu bytes is too small", size);
+  TERN_CHECK_OR_RETURN_ERROR(size < FLATBUFFERS_MAX_BUFFER_SIZE, InvalidProgram,
+                             "FlatBuffer of %zu bytes exceeds the FlatBuffers limit of %zu", size,
+                             static_cast<size_t>(FLATBUFFERS_MAX_BUFFER_SIZE));
+  TERN_CHECK_OR_RETURN_ERROR(fb::ProgramBufferHasIdentifier(data), InvalidProgram,
+                             "FlatBuffer identifier is \"%c%c%c%c\", expected \"%s\"",
+                             data[4] >= 0x20 && data[4] < 0x7f ? data[4] : '?',
+                             data[5] >= 0x20 && data[5] < 0x7f ? data[5] : '?',
+                             data[6] >= 0x20 && data[6] < 0x7f ? data[6] : '?',
+                             data[7] >= 0x20 && data[7] < 0x7f ? data[7] : '?',
+                             kFlatbufferIdentifier);
+  flatbuffers::Verifier::Options options;
+  options.max_depth = 64;
+  options.max_tables = 1u << 26;
+  options.check_alignment = true;
+  flatbuffers::Verifier verifier(data, size, options);
+  TERN_CHECK_OR_RETURN_ERROR(fb::VerifyProgramBuffer(verifier), InvalidProgram,
+                             "the FlatBuffer (%zu bytes) failed the FlatBuffers verifier: an "
+                             "offset, length or alignment is out of bounds",
+                             size);
+  return Error::Ok;
+}
+
+Error verify_program(const fb::Program* program, const FileHeader& header) {
+  TERN_CHECK_OR_RETURN_ERROR(program != nullptr, InvalidProgram, "the FlatBuffer has no root");
+  const uint32_t header_version = static_cast<uint32_t>(header.version_major) * 1000u +
+                                  static_cast<uint32_t>(header.version_minor);
+  TERN_CHECK_OR_RETURN_ERROR(program->version() == header_version, InvalidProgram,
+                             "program version %u does not match the file header's version %u.%u "
+                             "(%u)",
+                             program->version(), header.version_major, header.version_minor,
+                             header_version);
+  TERN_RETURN_IF_ERROR(verify_segments(program, header));
+  TERN_RETURN_IF_ERROR(verify_method_names(program));
+  const auto* metadata = program->metadata();
+  for (uint32_t i = 0; i < count_of(metadata); ++i) {
+    const fb::KeyValue* kv = metadata->Get(i);
+    TERN_CHECK_OR_RETURN_ERROR(kv != nullptr && kv->key() != nullptr, InvalidProgram,
+                               "metadata entry %u has no key", i);
+  }
+  const uint32_t num_segments = count_of(program->segments());
+  const auto* methods = program->methods();
+  for (uint32_t i = 0; i < count_of(methods); ++i) {
+    MethodChecker checker(program, methods->Get(i), num_segments);
+    TERN_RETURN_IF_ERROR(checker.check());
+  }
+  return Error::Ok;
+}
+
+}  // namespace internal
+}  // namespace tern

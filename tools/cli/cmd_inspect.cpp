@@ -1,1 +1,213 @@
-// placeholder: being written
+// `tern inspect`: describe a program without running it.
+#include <cinttypes>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "schema/program_generated.h"
+#include "tools/cli/commands.h"
+
+namespace tern::cli {
+namespace {
+
+std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
+
+std::string tensor_string(const fb::Tensor* t) {
+  if (t == nullptr) return "?";
+  const auto raw = static_cast<uint8_t>(t->dtype());
+  std::string s = is_valid_dtype(raw) ? to_string(static_cast<DType>(raw)) : "invalid";
+  std::vector<int64_t> sizes;
+  if (t->sizes()) sizes.assign(t->sizes()->begin(), t->sizes()->end());
+  return s + " " + shape_string(Span<const int64_t>(sizes.data(), sizes.size()));
+}
+
+// Bytes a tensor's elements occupy; 0 if the shape is unusable.
+uint64_t tensor_nbytes(const fb::Tensor* t) {
+  const auto raw = static_cast<uint8_t>(t->dtype());
+  if (!is_valid_dtype(raw)) return 0;
+  uint64_t numel = 1;
+  if (t->sizes()) {
+    for (int64_t s : *t->sizes()) {
+      if (s < 0 || !checked_mul(numel, static_cast<uint64_t>(s), &numel)) return 0;
+    }
+  }
+  uint64_t nbytes = 0;
+  return dtype_nbytes(static_cast<DType>(raw), numel, &nbytes) ? nbytes : 0;
+}
+
+const fb::Tensor* value_tensor(const fb::Method* m, uint32_t index) {
+  if (m->values() == nullptr || index >= m->values()->size()) return nullptr;
+  const fb::EValue* v = m->values()->Get(index);
+  return v ? v->value_as_Tensor() : nullptr;
+}
+
+std::string value_kind(const fb::Method* m, uint32_t index) {
+  if (m->values() == nullptr || index >= m->values()->size()) return "?";
+  const fb::EValue* v = m->values()->Get(index);
+  if (v == nullptr) return "?";
+  if (const fb::Tensor* t = v->value_as_Tensor()) return tensor_string(t);
+  return fb::EnumNameValue(v->value_type());
+}
+
+std::string op_name(const fb::Method* m, uint32_t op) {
+  if (m->operators() == nullptr || op >= m->operators()->size()) return "<op " + std::to_string(op) + ">";
+  return str(m->operators()->Get(op));
+}
+
+void print_values(const char* title, const fb::Method* m,
+                  const flatbuffers::Vector<uint32_t>* indices) {
+  const size_t n = indices ? indices->size() : 0;
+  std::printf("  %s: %zu\n", title, n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t index = indices->Get(static_cast<flatbuffers::uoffset_t>(i));
+    const fb::Tensor* t = value_tensor(m, index);
+    std::string name = t ? str(t->name()) : "";
+    std::printf("    %zu%s%s: %s\n", i, name.empty() ? "" : " ", name.c_str(), value_kind(m, index).c_str());
+  }
+}
+
+void print_method(const fb::Program* p, const fb::Method* m, std::set<std::pair<uint32_t, uint64_t>>& seen_constants,
+                  std::map<std::string, uint64_t>& weight_bytes) {
+  std::printf("method '%s'\n", str(m->name()).c_str());
+  print_values("inputs", m, m->inputs());
+  print_values("outputs", m, m->outputs());
+
+  const size_t num_instructions = m->instructions() ? m->instructions()->size() : 0;
+  const size_t num_fallback = m->fallback_instructions() ? m->fallback_instructions()->size() : 0;
+  std::printf("  instructions: %zu (fallback instructions: %zu)\n", num_instructions, num_fallback);
+  std::map<std::string, size_t> histogram;
+  if (m->instructions()) {
+    for (const fb::Instruction* ins : *m->instructions()) {
+      if (ins == nullptr) continue;
+      if (const fb::KernelCall* k = ins->kind_as_KernelCall()) {
+        ++histogram[op_name(m, k->op())];
+      } else if (const fb::DelegateCall* d = ins->kind_as_DelegateCall()) {
+        std::string backend = "?";
+        if (m->delegates() && d->delegate() < m->delegates()->size()) {
+          backend = str(m->delegates()->Get(d->delegate())->backend());
+        }
+        ++histogram["delegate:" + backend];
+      }
+    }
+  }
+  if (m->fallback_instructions()) {
+    for (const fb::Instruction* ins : *m->fallback_instructions()) {
+      if (ins == nullptr) continue;
+      if (const fb::KernelCall* k = ins->kind_as_KernelCall()) {
+        ++histogram[op_name(m, k->op()) + " (fallback)"];
+      }
+    }
+  }
+  std::printf("  op histogram:\n");
+  for (const auto& [op, count] : histogram) std::printf("    %-36s %zu\n", op.c_str(), count);
+
+  const size_t num_delegates = m->delegates() ? m->delegates()->size() : 0;
+  std::printf("  delegates: %zu\n", num_delegates);
+  for (size_t i = 0; i < num_delegates; ++i) {
+    const fb::Delegate* d = m->delegates()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    if (d == nullptr) continue;
+    std::string keys;
+    if (d->compile_specs()) {
+      for (const fb::CompileSpec* spec : *d->compile_specs()) {
+        if (!keys.empty()) keys += ", ";
+        keys += spec ? str(spec->key()) : "?";
+      }
+    }
+    // Fallback size: the fallback ranges of this delegate's calls.
+    size_t fallback = 0;
+    if (m->instructions()) {
+      for (const fb::Instruction* ins : *m->instructions()) {
+        const fb::DelegateCall* call = ins ? ins->kind_as_DelegateCall() : nullptr;
+        if (call && call->delegate() == i && call->fallback_end() >= call->fallback_begin()) {
+          fallback += call->fallback_end() - call->fallback_begin();
+        }
+      }
+    }
+    std::string blob = "segment " + std::to_string(d->segment()) + " out of range";
+    if (p->segments() && d->segment() < p->segments()->size() && p->segments()->Get(d->segment())) {
+      blob = std::to_string(p->segments()->Get(d->segment())->size()) + " bytes";
+    }
+    std::printf("    %zu %s: blob %s, compile specs [%s], fallback %zu instructions\n", i,
+                str(d->backend()).c_str(), blob.c_str(), keys.c_str(), fallback);
+  }
+
+  const size_t num_arenas = m->arenas() ? m->arenas()->size() : 0;
+  std::printf("  arenas: %zu\n", num_arenas);
+  for (size_t i = 0; i < num_arenas; ++i) {
+    const fb::Arena* a = m->arenas()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    if (a == nullptr) continue;
+    const double ratio = a->lower_bound() ? static_cast<double>(a->size()) / a->lower_bound() : 1.0;
+    std::printf("    %zu: %" PRIu64 " bytes, lower bound %" PRIu64 " (%.3fx), alignment %u\n", i,
+                a->size(), a->lower_bound(), ratio, a->alignment());
+  }
+
+  const size_t num_state = m->state() ? m->state()->size() : 0;
+  std::printf("  state tensors: %zu\n", num_state);
+  for (size_t i = 0; i < num_state; ++i) {
+    const fb::StateTensor* s = m->state()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    if (s == nullptr) continue;
+    const fb::Tensor* t = value_tensor(m, s->value());
+    std::string init = s->init_segment() < 0 ? "zero-initialized"
+                                             : "initial value in segment " + std::to_string(s->init_segment());
+    std::printf("    %s: %s, %" PRIu64 " bytes, %s\n", t ? str(t->name()).c_str() : "?",
+                tensor_string(t).c_str(), t ? tensor_nbytes(t) : 0, init.c_str());
+  }
+
+  if (m->values()) {
+    for (const fb::EValue* v : *m->values()) {
+      const fb::Tensor* t = v ? v->value_as_Tensor() : nullptr;
+      if (t == nullptr || t->storage() != fb::StorageKind::Constant) continue;
+      // Aliases (several values over one segment range) count once.
+      if (!seen_constants.insert({t->location(), t->offset()}).second) continue;
+      const auto raw = static_cast<uint8_t>(t->dtype());
+      weight_bytes[is_valid_dtype(raw) ? to_string(static_cast<DType>(raw)) : "invalid"] += tensor_nbytes(t);
+    }
+  }
+}
+
+}  // namespace
+
+int cmd_inspect(const std::string& model) {
+  LoadedProgram loaded = load_program(model, Program::Verification::Structure);
+  const Program& program = *loaded.program;
+  const fb::Program* p = program.flatbuffer();
+  const FileHeader& h = program.header();
+  std::printf("program %s\n", model.c_str());
+  std::printf("  format version: %u.%u (program version %u)\n", h.version_major, h.version_minor,
+              p->version());
+  std::printf("  producer: %s\n", str(p->producer()).c_str());
+  std::printf("  source model: %s\n", str(p->source_model()).c_str());
+  if (p->metadata()) {
+    for (const fb::KeyValue* kv : *p->metadata()) {
+      if (kv) std::printf("  metadata: %s = %s\n", str(kv->key()).c_str(), str(kv->value()).c_str());
+    }
+  }
+  uint64_t segment_bytes = 0;
+  if (p->segments()) {
+    for (const fb::Segment* s : *p->segments()) {
+      if (s) segment_bytes += s->size();
+    }
+  }
+  std::printf("  segments: %zu (%" PRIu64 " bytes)\n", program.num_segments(), segment_bytes);
+  std::printf("  methods: %zu\n", program.num_methods());
+
+  std::set<std::pair<uint32_t, uint64_t>> seen_constants;
+  std::map<std::string, uint64_t> weight_bytes;
+  if (p->methods()) {
+    for (const fb::Method* m : *p->methods()) {
+      if (m) print_method(p, m, seen_constants, weight_bytes);
+    }
+  }
+  uint64_t total = 0;
+  std::printf("weights by dtype:\n");
+  for (const auto& [dtype, bytes] : weight_bytes) {
+    std::printf("  %-10s %" PRIu64 " bytes\n", dtype.c_str(), bytes);
+    total += bytes;
+  }
+  std::printf("  total      %" PRIu64 " bytes\n", total);
+  return 0;
+}
+
+}  // namespace tern::cli

@@ -1,1 +1,246 @@
-// placeholder: being written
+// `tern run`: load a method, set its inputs (.npy, random or ones), execute, report outputs.
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "runtime/executor/method.h"
+#include "runtime/executor/module.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/half.h"
+#include "tools/cli/npy.h"
+
+namespace tern::cli {
+namespace {
+
+constexpr uint64_t kValuesShown = 8;
+
+// Picks the method: the requested one, else "forward" if present, else the first.
+std::string choose_method(const Program& program, const std::string& requested) {
+  if (!requested.empty()) return requested;
+  const size_t n = program.num_methods();
+  if (n == 0) throw std::runtime_error("the program has no methods");
+  std::string first;
+  for (size_t i = 0; i < n; ++i) {
+    Result<const char*> name = program.method_name(i);
+    if (!name.ok()) continue;
+    if (std::strcmp(*name, "forward") == 0) return "forward";
+    if (first.empty()) first = *name;
+  }
+  if (first.empty()) throw std::runtime_error("the program's method names are unreadable");
+  return first;
+}
+
+std::string input_label(size_t index, const char* name) {
+  std::string label = "input " + std::to_string(index);
+  if (name != nullptr && name[0] != '\0') label += std::string(" (") + name + ")";
+  return label;
+}
+
+// Fills `bytes` (numel elements of `dtype`) with ones or seeded random values.
+void fill_generated(DType dtype, uint64_t numel, bool ones, std::mt19937_64& rng,
+                    std::vector<uint8_t>& bytes, const std::string& label) {
+  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> small(0, 9);
+  auto put = [&](uint64_t i, const void* v, size_t size) {
+    std::memcpy(bytes.data() + i * size, v, size);
+  };
+  for (uint64_t i = 0; i < numel; ++i) {
+    const float f = ones ? 1.0f : real(rng);
+    const int k = ones ? 1 : small(rng);
+    switch (dtype) {
+      case DType::F32: put(i, &f, 4); break;
+      case DType::F16: { const uint16_t h = float_to_half(f); put(i, &h, 2); break; }
+      case DType::BF16: { const uint16_t h = float_to_bf16(f); put(i, &h, 2); break; }
+      case DType::I64: { const int64_t v = k; put(i, &v, 8); break; }
+      case DType::I32: { const int32_t v = k; put(i, &v, 4); break; }
+      case DType::I16: { const int16_t v = static_cast<int16_t>(k); put(i, &v, 2); break; }
+      case DType::I8: case DType::U8: { const uint8_t v = static_cast<uint8_t>(k); put(i, &v, 1); break; }
+      case DType::Bool: { const uint8_t v = ones ? 1 : static_cast<uint8_t>(k & 1); put(i, &v, 1); break; }
+      default:
+        throw std::runtime_error(label + ": cannot generate " + std::string(to_string(dtype)) +
+                                 " values; give an .npy file with --input");
+    }
+  }
+}
+
+// Reads a scalar method input from a rank-0 (or one-element) .npy array.
+EValue scalar_from_npy(EValue::Tag tag, const NpyArray& array, const std::string& label) {
+  if (array.numel() != 1) {
+    throw std::runtime_error(label + ": expected a scalar (one element), found shape " +
+                             shape_string(Span<const int64_t>(array.shape.data(), array.shape.size())));
+  }
+  const std::string text = element_string(array.dtype, array.data.data(), 0);
+  switch (tag) {
+    case EValue::Tag::Int: return EValue::from_int(std::stoll(text));
+    case EValue::Tag::Double: return EValue::from_double(std::stod(text));
+    case EValue::Tag::Bool: return EValue::from_bool(text == "true" || (text != "0" && text != "false"));
+    default: break;
+  }
+  throw std::runtime_error(label + ": unsupported input kind " + std::string(to_string(tag)));
+}
+
+}  // namespace
+
+int cmd_run(const RunOptions& options) {
+  Module module;
+  clear_error_message();
+  throw_if_error(module.load(options.model.c_str()), "cannot load " + options.model);
+  const std::string method_name = choose_method(*module.program(), options.method);
+  clear_error_message();
+  Result<Method*> loaded = module.method(method_name.c_str());
+  if (!loaded.ok()) {
+    throw_if_error(loaded.error(), "cannot load method '" + method_name + "' of " + options.model);
+  }
+  Method& method = **loaded;
+  MethodMeta meta = method.meta();
+  const size_t num_inputs = meta.num_inputs();
+
+  if (!options.inputs.empty() && options.inputs.size() != num_inputs) {
+    throw std::runtime_error("method '" + method_name + "' takes " + std::to_string(num_inputs) +
+                             " inputs, " + std::to_string(options.inputs.size()) +
+                             " --input files given");
+  }
+  if (options.inputs.empty() && !options.random && !options.ones && num_inputs > 0) {
+    throw std::runtime_error("method '" + method_name + "' takes " + std::to_string(num_inputs) +
+                             " inputs: give --input FILE.npy for each, or --random or --ones");
+  }
+
+  // Input bytes must stay alive until execute() returns (caller-bound inputs point at them).
+  std::vector<NpyArray> input_arrays(num_inputs);
+  std::vector<TensorView> views(num_inputs);
+  std::mt19937_64 rng(options.seed);
+  for (size_t i = 0; i < num_inputs; ++i) {
+    Result<EValue::Tag> tag = meta.input_tag(i);
+    if (!tag.ok()) throw_if_error(tag.error(), "cannot read input " + std::to_string(i));
+    if (*tag != EValue::Tag::Tensor) {
+      const std::string label = input_label(i, nullptr);
+      EValue value;
+      if (!options.inputs.empty()) {
+        value = scalar_from_npy(*tag, read_npy(options.inputs[i]), label + " from " + options.inputs[i]);
+      } else if (*tag == EValue::Tag::Int) {
+        value = EValue::from_int(1);
+      } else if (*tag == EValue::Tag::Double) {
+        value = EValue::from_double(1.0);
+      } else if (*tag == EValue::Tag::Bool) {
+        value = EValue::from_bool(true);
+      } else {
+        throw std::runtime_error(label + ": unsupported input kind " + std::string(to_string(*tag)));
+      }
+      clear_error_message();
+      throw_if_error(method.set_input(i, value), "cannot set " + label);
+      continue;
+    }
+    Result<TensorInfo> info = meta.input_tensor_info(i);
+    if (!info.ok()) throw_if_error(info.error(), "cannot read input " + std::to_string(i));
+    const std::string label = input_label(i, info->name);
+    NpyArray& array = input_arrays[i];
+    const std::string expected = std::string(to_string(info->dtype)) + " " + shape_string(info->sizes);
+    if (!options.inputs.empty()) {
+      array = read_npy(options.inputs[i]);
+      const std::string found = std::string(to_string(array.dtype)) + " " +
+          shape_string(Span<const int64_t>(array.shape.data(), array.shape.size()));
+      if (found != expected) {
+        throw std::runtime_error(label + " from " + options.inputs[i] + ": expected " + expected +
+                                 ", found " + found);
+      }
+    } else {
+      array.dtype = info->dtype;
+      array.shape.assign(info->sizes.begin(), info->sizes.end());
+      array.data.resize(info->nbytes);
+      fill_generated(info->dtype, array.numel(), options.ones, rng, array.data, label);
+    }
+    TensorView& view = views[i];
+    view.dtype = array.dtype;
+    view.rank = static_cast<uint32_t>(array.shape.size());
+    view.sizes = array.shape.data();
+    // set_input refuses null data even for empty tensors; point at something valid.
+    static uint8_t empty_byte = 0;
+    view.data = array.data.empty() ? &empty_byte : array.data.data();
+    view.nbytes = array.data.size();
+    view.name = info->name;
+    clear_error_message();
+    throw_if_error(method.set_input(i, view), "cannot set " + label);
+  }
+
+  clear_error_message();
+  const auto start = std::chrono::steady_clock::now();
+  const Error status = method.execute();
+  const auto end = std::chrono::steady_clock::now();
+  throw_if_error(status, "execution of method '" + method_name + "' failed");
+  const double ms = std::chrono::duration<double, std::milli>(end - start).count();
+
+  if (!options.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.output_dir, ec);
+    if (ec) throw std::runtime_error("cannot create " + options.output_dir + ": " + ec.message());
+  }
+  std::printf("method '%s': %zu inputs, %zu outputs\n", method_name.c_str(), num_inputs,
+              method.num_outputs());
+  for (size_t i = 0; i < method.num_outputs(); ++i) {
+    clear_error_message();
+    Result<const EValue*> value = method.output_value(i);
+    if (!value.ok()) throw_if_error(value.error(), "cannot read output " + std::to_string(i));
+    const EValue& v = **value;
+    NpyArray array;
+    std::string line = "output " + std::to_string(i) + ": ";
+    if (v.is_tensor()) {
+      const TensorView& t = v.to_tensor();
+      if (t.name != nullptr && t.name[0] != '\0') line = "output " + std::to_string(i) + " (" + t.name + "): ";
+      const uint64_t numel = t.numel();
+      line += std::string(to_string(t.dtype)) + " " + shape_string(t.shape()) + " = [";
+      const uint64_t shown = numel < kValuesShown ? numel : kValuesShown;
+      for (uint64_t k = 0; k < shown; ++k) {
+        if (k) line += ", ";
+        line += element_string(t.dtype, static_cast<const uint8_t*>(t.data), k);
+      }
+      if (numel > shown) line += ", ... (" + std::to_string(numel) + " values)";
+      line += "]";
+      array.dtype = t.dtype;
+      array.shape.assign(t.sizes, t.sizes + t.rank);
+      uint64_t nbytes = 0;
+      if (!dtype_nbytes(t.dtype, numel, &nbytes) || nbytes > t.nbytes) {
+        throw std::runtime_error("output " + std::to_string(i) + ": byte size does not match its shape");
+      }
+      const uint8_t* data = static_cast<const uint8_t*>(t.data);
+      if (nbytes > 0) array.data.assign(data, data + nbytes);
+    } else if (v.is_int()) {
+      line += "int " + std::to_string(v.to_int());
+      array.dtype = DType::I64;
+      const int64_t x = v.to_int();
+      array.data.resize(8);
+      std::memcpy(array.data.data(), &x, 8);
+    } else if (v.is_double()) {
+      line += "double " + std::to_string(v.to_double());
+      array.dtype = DType::F32;
+      const float x = static_cast<float>(v.to_double());
+      array.data.resize(4);
+      std::memcpy(array.data.data(), &x, 4);
+    } else if (v.is_bool()) {
+      line += std::string("bool ") + (v.to_bool() ? "true" : "false");
+      array.dtype = DType::Bool;
+      array.data = {static_cast<uint8_t>(v.to_bool() ? 1 : 0)};
+    } else {
+      line += to_string(v.tag);
+    }
+    std::printf("%s\n", line.c_str());
+    if (!options.output_dir.empty() && (v.is_tensor() || v.is_int() || v.is_double() || v.is_bool())) {
+      const std::string path = (std::filesystem::path(options.output_dir) /
+                                ("output_" + std::to_string(i) + ".npy")).string();
+      write_npy(path, array);
+    }
+  }
+  for (size_t i = 0; i < method.num_delegate_calls(); ++i) {
+    Result<DelegatePath> path = method.delegate_path(i);
+    if (path.ok()) {
+      std::printf("delegate call %zu: %s\n", i,
+                  *path == DelegatePath::Backend ? "backend" : "portable fallback");
+    }
+  }
+  std::printf("execute: %.3f ms\n", ms);
+  return 0;
+}
+
+}  // namespace tern::cli

@@ -1,1 +1,99 @@
-int main() { return 0; }
+// The `tern` command: run, inspect, verify and compile programs.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "runtime/core/log.h"
+#include "runtime/kernels/portable/register_portable_kernels.h"
+#include "tools/cli/commands.h"
+
+namespace {
+
+// Prints the single error line: newlines in the message are folded into spaces.
+void print_error(const std::string& message) {
+  std::string line = message;
+  for (char& c : line) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  std::fprintf(stderr, "tern: error: %s\n", line.c_str());
+}
+
+int run_main(int argc, char** argv) {
+  CLI::App app{"tern: run, inspect, verify and compile tern programs (.pte)", "tern"};
+  app.require_subcommand(1);
+  // Subcommands inherit this, so `tern run m.pte -v` finds the parent's --verbose.
+  app.fallthrough();
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "Show runtime log lines (Info and above)");
+
+  tern::cli::RunOptions run;
+  CLI::App* run_cmd = app.add_subcommand("run", "Execute a method of a program");
+  run_cmd->add_option("model", run.model, "Program file (.pte)")->required();
+  run_cmd->add_option("--method", run.method, "Method to run (default: forward)");
+  run_cmd->add_option("--input", run.inputs, "Input .npy file, one per method input, in order")
+      ->expected(1, -1);
+  CLI::Option* random_opt = run_cmd->add_flag("--random", run.random, "Random inputs");
+  run_cmd->add_option("--seed", run.seed, "Seed for --random")->needs(random_opt);
+  CLI::Option* ones_opt = run_cmd->add_flag("--ones", run.ones, "Inputs filled with ones");
+  random_opt->excludes(ones_opt);
+  run_cmd->add_option("--output-dir", run.output_dir, "Write output_<i>.npy files here");
+
+  std::string inspect_model;
+  CLI::App* inspect_cmd = app.add_subcommand("inspect", "Describe a program");
+  inspect_cmd->add_option("model", inspect_model, "Program file (.pte)")->required();
+
+  std::string verify_model;
+  CLI::App* verify_cmd = app.add_subcommand("verify", "Fully verify a program (structure and checksums)");
+  verify_cmd->add_option("model", verify_model, "Program file (.pte)")->required();
+
+  tern::cli::CompileCommandOptions compile;
+  CLI::App* compile_cmd = app.add_subcommand("compile", "Compile graph.json into a program");
+  compile_cmd->add_option("graph", compile.graph, "Graph file (graph.json)")->required();
+  compile_cmd->add_option("-o,--output", compile.output, "Output program (.pte)")->required();
+  compile_cmd->add_option("--segment-alignment", compile.segment_alignment,
+                          "Segment alignment in bytes (power of two; 4096 for page alignment)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    print_error(std::string(e.what()) + " (run 'tern --help' for usage)");
+    return 2;
+  }
+
+  tern::set_log_level(verbose ? tern::LogLevel::Info : tern::LogLevel::Warning);
+  tern::cli::throw_if_error(tern::register_portable_kernels(), "cannot register the portable kernels");
+
+  if (*run_cmd) {
+    if (!run.inputs.empty() && (run.random || run.ones)) {
+      print_error("--input cannot be combined with --random or --ones");
+      return 2;
+    }
+    return tern::cli::cmd_run(run);
+  }
+  if (*inspect_cmd) return tern::cli::cmd_inspect(inspect_model);
+  if (*verify_cmd) return tern::cli::cmd_verify(verify_model);
+  if (*compile_cmd) return tern::cli::cmd_compile(compile);
+  print_error("no subcommand");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run_main(argc, argv);
+  } catch (const std::exception& e) {
+    print_error(e.what());
+  } catch (...) {
+    print_error("unknown exception");
+  }
+  return 1;
+}

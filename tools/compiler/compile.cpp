@@ -1,1 +1,36 @@
-// placeholder: being written
+// The compile driver: validate -> plan -> serialize.
+#include "tools/compiler/compile.h"
+
+#include <stdexcept>
+
+namespace tern::compiler {
+
+CompileResult compile_program(const ProgramGraph& program, const CompileOptions& options) {
+  if (program.methods.empty()) {
+    throw std::invalid_argument("compile_program: the program has no methods");
+  }
+  CompileResult result;
+  std::vector<MemoryPlan> plans;
+  plans.reserve(program.methods.size());
+  for (size_t i = 0; i < program.methods.size(); ++i) {
+    const Graph& method = program.methods[i];
+    for (size_t j = 0; j < i; ++j) {
+      if (program.methods[j].name == method.name) {
+        throw std::invalid_argument("compile_program: methods " + std::to_string(j) + " and " +
+                                    std::to_string(i) + " are both named '" + method.name + "'");
+      }
+    }
+    validate_graph(method);
+    plans.push_back(plan_memory(method, options.planner));
+    MethodReport report;
+    report.name = method.name;
+    report.arena_size = plans.back().arena_size;
+    report.lower_bound = plans.back().lower_bound;
+    report.num_nodes = method.nodes.size();
+    result.methods.push_back(report);
+  }
+  result.bytes = serialize_program(program, plans, options.serializer);
+  return result;
+}
+
+}  // namespace tern::compiler

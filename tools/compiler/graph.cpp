@@ -1,1 +1,351 @@
-// placeholder: being written
+// Graph IR helpers: view-op classification and structural validation.
+#include "tools/compiler/graph.h"
+
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tools/compiler/region_boundary.h"
+#include "tools/compiler/value_bytes.h"
+
+namespace tern::compiler {
+
+bool is_view_op(const std::string& op) {
+  return op == "tern::reshape" || op == "tern::view" || op == "tern::squeeze" ||
+         op == "tern::unsqueeze" || op == "tern::flatten" || op == "tern::alias";
+}
+
+namespace {
+
+const char* kind_name(Value::Kind kind) {
+  switch (kind) {
+    case Value::Kind::Tensor:
+      return "tensor";
+    case Value::Kind::Int:
+      return "int";
+    case Value::Kind::Double:
+      return "double";
+    case Value::Kind::Bool:
+      return "bool";
+    case Value::Kind::IntList:
+      return "int_list";
+    case Value::Kind::DoubleList:
+      return "double_list";
+    case Value::Kind::String:
+      return "string";
+    case Value::Kind::None:
+      return "none";
+    case Value::Kind::TensorList:
+      return "tensor_list";
+  }
+  return "invalid";
+}
+
+// Checks one method; every error message starts with "method '<name>': ".
+class Validator {
+ public:
+  explicit Validator(const Graph& g) : g_(g), n_(g.values.size()) {}
+
+  void run() {
+    check_values();
+    check_inputs();
+    check_nodes();
+    check_outputs();
+    check_delegates();
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& msg) const {
+    throw std::invalid_argument("method '" + g_.name + "': " + msg);
+  }
+
+  std::string describe(int id) const {
+    std::string s = "value " + std::to_string(id);
+    if (id >= 0 && static_cast<size_t>(id) < n_ && !g_.values[id].name.empty()) {
+      s += " '" + g_.values[id].name + "'";
+    }
+    return s;
+  }
+
+  void check_id(int id, const std::string& where) const {
+    if (id < 0 || static_cast<size_t>(id) >= n_) {
+      fail(where + ": value " + std::to_string(id) + " out of range (method has " +
+           std::to_string(n_) + " values)");
+    }
+  }
+
+  static std::string node_where(size_t i, const Node& node) {
+    return "node " + std::to_string(i) + " (" + node.op + ")";
+  }
+
+  void check_values() {
+    for (size_t i = 0; i < n_; ++i) {
+      const Value& v = g_.values[i];
+      const std::string where = describe(static_cast<int>(i));
+      if (v.kind == Value::Kind::TensorList) {
+        for (size_t k = 0; k < v.tensors.size(); ++k) {
+          const int t = v.tensors[k];
+          check_id(t, where + ": element " + std::to_string(k));
+          if (!g_.values[t].is_tensor()) {
+            fail(where + ": element " + std::to_string(k) + ": " + describe(t) + " is a " +
+                 kind_name(g_.values[t].kind) + ", expected a tensor");
+          }
+        }
+      }
+      if (!v.is_tensor()) {
+        if (v.is_constant || v.is_state || v.caller_bound) {
+          fail(where + ": a " + std::string(kind_name(v.kind)) +
+               " cannot be constant, state or caller-bound");
+        }
+        continue;
+      }
+      if (!is_valid_dtype(static_cast<uint8_t>(v.dtype))) {
+        fail(where + ": invalid dtype " + std::to_string(static_cast<int>(v.dtype)));
+      }
+      uint64_t nbytes = 0;
+      if (!shape_nbytes(v.dtype, v.sizes, &nbytes)) {
+        fail(where + ": shape " + shape_string(v.sizes) +
+             " has a negative size or its byte size overflows");
+      }
+      const int flags = int(v.is_constant) + int(v.is_state) + int(v.caller_bound);
+      if (flags > 1) fail(where + ": at most one of constant, state, caller-bound may be set");
+      if (v.is_constant && v.data.size() != nbytes) {
+        fail(where + ": constant " + to_string(v.dtype) + " " + shape_string(v.sizes) + " needs " +
+             std::to_string(nbytes) + " bytes, has " + std::to_string(v.data.size()));
+      }
+      if (v.is_state && !v.data.empty() && v.data.size() != nbytes) {
+        fail(where + ": state initial value of " + to_string(v.dtype) + " " +
+             shape_string(v.sizes) + " needs " + std::to_string(nbytes) + " bytes, has " +
+             std::to_string(v.data.size()));
+      }
+      if (!v.is_constant && !v.is_state && !v.data.empty()) {
+        fail(where + ": has data but is neither constant nor state");
+      }
+      check_quant(static_cast<int>(i), v.quant);
+    }
+  }
+
+  void check_quant(int id, const QuantSpec& q) {
+    const std::pair<const char*, int> refs[] = {{"absmax", q.absmax},
+                                                {"dq_codes", q.dq_codes},
+                                                {"dq_absmax2", q.dq_absmax2},
+                                                {"dq_table", q.dq_table},
+                                                {"scale", q.scale}};
+    for (const auto& r : refs) {
+      if (r.second == -1) continue;
+      const std::string where = describe(id) + ": quant." + r.first;
+      check_id(r.second, where);
+      const Value& ref = g_.values[r.second];
+      if (!ref.is_tensor() || !ref.is_constant) {
+        fail(where + ": " + describe(r.second) + " must be a constant tensor");
+      }
+    }
+  }
+
+  void check_inputs() {
+    std::set<int> seen;
+    for (size_t k = 0; k < g_.inputs.size(); ++k) {
+      const int id = g_.inputs[k];
+      const std::string where = "input " + std::to_string(k);
+      check_id(id, where);
+      const Value& v = g_.values[id];
+      const bool scalar = v.kind == Value::Kind::Int || v.kind == Value::Kind::Double ||
+                          v.kind == Value::Kind::Bool;
+      if (!v.is_tensor() && !scalar) {
+        fail(where + ": " + describe(id) + " is a " + kind_name(v.kind) +
+             ", expected a tensor or an int/double/bool scalar");
+      }
+      if (v.is_constant || v.is_state) {
+        fail(where + ": " + describe(id) + " is a constant or state tensor");
+      }
+      if (!seen.insert(id).second) fail(where + ": " + describe(id) + " listed twice");
+    }
+    for (size_t i = 0; i < n_; ++i) {
+      if (g_.values[i].caller_bound && !seen.count(static_cast<int>(i))) {
+        fail(describe(static_cast<int>(i)) + " is caller-bound but not a method input");
+      }
+    }
+  }
+
+  // Values available before the first node: inputs, constants, state, and non-tensors.
+  bool initially_defined(int id) const {
+    const Value& v = g_.values[id];
+    if (v.kind == Value::Kind::TensorList) return false;
+    return !v.is_tensor() || v.is_constant || v.is_state;
+  }
+
+  void check_nodes() {
+    defined_.assign(n_, false);
+    for (size_t i = 0; i < n_; ++i) defined_[i] = initially_defined(static_cast<int>(i));
+    for (int id : g_.inputs) defined_[id] = true;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& node = g_.nodes[i];
+      const std::string where = node_where(i, node);
+      if (node.op.empty()) fail("node " + std::to_string(i) + ": empty op name");
+      for (size_t a = 0; a < node.args.size(); ++a) {
+        const std::string aw = where + ": arg " + std::to_string(a);
+        const int id = node.args[a];
+        check_id(id, aw);
+        require_defined(id, aw);
+      }
+      for (size_t o = 0; o < node.outputs.size(); ++o) {
+        const std::string ow = where + ": output " + std::to_string(o);
+        const int id = node.outputs[o];
+        check_id(id, ow);
+        const Value& v = g_.values[id];
+        if (v.kind == Value::Kind::TensorList) {
+          for (int t : v.tensors) produce(t, ow + ": element");
+          defined_[id] = true;
+        } else if (v.is_tensor()) {
+          produce(id, ow);
+        } else {
+          fail(ow + ": " + describe(id) + " is a " + kind_name(v.kind) +
+               ", expected a tensor or tensor list");
+        }
+      }
+    }
+  }
+
+  void require_defined(int id, const std::string& where) {
+    const Value& v = g_.values[id];
+    if (v.kind == Value::Kind::TensorList) {
+      for (int t : v.tensors) {
+        if (!defined_[t]) {
+          fail(where + ": " + describe(id) + ": element " + describe(t) +
+               " is used before it is produced");
+        }
+      }
+      return;
+    }
+    if (!defined_[id]) fail(where + ": " + describe(id) + " is used before it is produced");
+  }
+
+  void produce(int id, const std::string& where) {
+    const Value& v = g_.values[id];
+    if (v.is_state) return;  // state may be updated any number of times
+    if (v.is_constant) fail(where + ": " + describe(id) + " is a constant and cannot be written");
+    if (defined_[id]) {
+      bool is_input = false;
+      for (int in : g_.inputs) is_input |= in == id;
+      fail(where + ": " + describe(id) +
+           (is_input ? " is a method input and cannot be written" : " is produced twice"));
+    }
+    defined_[id] = true;
+  }
+
+  void check_outputs() {
+    for (size_t k = 0; k < g_.outputs.size(); ++k) {
+      const int id = g_.outputs[k];
+      const std::string where = "output " + std::to_string(k);
+      check_id(id, where);
+      require_defined(id, where);
+    }
+    // Every tensor must come from somewhere: an unproduced tensor has no bytes to plan.
+    for (size_t i = 0; i < n_; ++i) {
+      if (g_.values[i].is_tensor() && !defined_[i]) {
+        fail(describe(static_cast<int>(i)) + " is never produced");
+      }
+    }
+  }
+
+  void check_delegates() {
+    std::vector<int> owner(g_.nodes.size(), -1);
+    for (size_t r = 0; r < g_.delegates.size(); ++r) {
+      const DelegateRegion& d = g_.delegates[r];
+      const std::string where = "delegate " + std::to_string(r) + " (" + d.backend + ")";
+      if (d.backend.empty()) fail(where + ": empty backend name");
+      if (d.nodes.empty()) fail(where + ": has no nodes");
+      for (size_t k = 0; k < d.nodes.size(); ++k) {
+        const int n = d.nodes[k];
+        if (n < 0 || static_cast<size_t>(n) >= g_.nodes.size()) {
+          fail(where + ": node " + std::to_string(n) + " out of range (method has " +
+               std::to_string(g_.nodes.size()) + " nodes)");
+        }
+        if (k > 0 && n != d.nodes[k - 1] + 1) {
+          fail(where + ": nodes must be ascending and contiguous, found " +
+               std::to_string(d.nodes[k - 1]) + " then " + std::to_string(n));
+        }
+        if (owner[n] >= 0) {
+          fail(where + ": node " + std::to_string(n) + " already belongs to delegate " +
+               std::to_string(owner[n]));
+        }
+        owner[n] = static_cast<int>(r);
+      }
+      BoundarySets b = region_boundary(g_, d.nodes.front(), d.nodes.back());
+      check_boundary(where, "input", d.inputs, b.inputs);
+      check_boundary(where, "output", d.outputs, b.outputs);
+    }
+  }
+
+  void check_boundary(const std::string& where, const char* what, const std::vector<int>& declared,
+                      const std::vector<int>& derived) {
+    std::set<int> decl;
+    for (size_t k = 0; k < declared.size(); ++k) {
+      check_id(declared[k], where + ": " + what + " " + std::to_string(k));
+      if (!decl.insert(declared[k]).second) {
+        fail(where + ": " + what + " " + std::to_string(k) + ": " + describe(declared[k]) +
+             " listed twice");
+      }
+    }
+    const std::set<int> need(derived.begin(), derived.end());
+    for (int id : derived) {
+      if (!decl.count(id)) {
+        fail(where + ": " + describe(id) + " crosses the region boundary but is not a declared " +
+             what);
+      }
+    }
+    for (int id : declared) {
+      if (!need.count(id)) {
+        fail(where + ": declared " + what + " " + describe(id) + " does not cross the region " +
+             "boundary as an " + what);
+      }
+    }
+  }
+
+  const Graph& g_;
+  const size_t n_;
+  std::vector<bool> defined_;
+};
+
+}  // namespace
+
+BoundarySets region_boundary(const Graph& graph, int first_node, int last_node) {
+  BoundarySets b;
+  std::set<int> produced;
+  std::set<int> seen_in;
+  for (int n = first_node; n <= last_node; ++n) {
+    const Node& node = graph.nodes[n];
+    for (int a : node.args) {
+      if (!produced.count(a) && seen_in.insert(a).second) b.inputs.push_back(a);
+    }
+    for (int o : node.outputs) produced.insert(o);
+  }
+  std::set<int> used_after(graph.outputs.begin(), graph.outputs.end());
+  for (int id : graph.outputs) {
+    if (graph.values[id].kind == Value::Kind::TensorList) {
+      used_after.insert(graph.values[id].tensors.begin(), graph.values[id].tensors.end());
+    }
+  }
+  for (size_t n = static_cast<size_t>(last_node) + 1; n < graph.nodes.size(); ++n) {
+    for (int a : graph.nodes[n].args) {
+      used_after.insert(a);
+      if (graph.values[a].kind == Value::Kind::TensorList) {
+        used_after.insert(graph.values[a].tensors.begin(), graph.values[a].tensors.end());
+      }
+    }
+  }
+  std::set<int> seen_out;
+  for (int n = first_node; n <= last_node; ++n) {
+    for (int o : graph.nodes[n].outputs) {
+      const bool state =
+          o >= 0 && static_cast<size_t>(o) < graph.values.size() && graph.values[o].is_state;
+      if ((used_after.count(o) || state) && seen_out.insert(o).second) b.outputs.push_back(o);
+    }
+  }
+  return b;
+}
+
+void validate_graph(const Graph& graph) { Validator(graph).run(); }
+
+}  // namespace tern::compiler

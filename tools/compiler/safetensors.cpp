@@ -1,1 +1,220 @@
-// placeholder: being written
+// safetensors reader and writer: an 8-byte little-endian header length, a JSON header
+// {"name": {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}}, then the
+// tensor bytes; offsets are relative to the first byte after the header.
+#include "tools/compiler/safetensors.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tools/compiler/value_bytes.h"
+
+namespace tern::compiler {
+
+namespace {
+
+using nlohmann::json;
+
+struct DTypeName {
+  const char* name;
+  DType dtype;
+};
+
+// NF4 has no safetensors name: it is written as its packed bytes (U8).
+constexpr DTypeName kDTypeNames[] = {
+    {"F32", DType::F32},         {"F16", DType::F16},         {"BF16", DType::BF16},
+    {"I64", DType::I64},         {"I32", DType::I32},         {"I16", DType::I16},
+    {"I8", DType::I8},           {"U8", DType::U8},           {"BOOL", DType::Bool},
+    {"F8_E4M3", DType::FP8E4M3}, {"F8_E5M2", DType::FP8E5M2},
+};
+
+[[noreturn]] void fail(const std::string& msg) { throw std::runtime_error("safetensors: " + msg); }
+
+DType parse_dtype(const std::string& tensor, const std::string& name) {
+  for (const DTypeName& d : kDTypeNames) {
+    if (name == d.name) return d.dtype;
+  }
+  fail("tensor '" + tensor + "': unsupported dtype \"" + name +
+       "\" (supported: F32 F16 BF16 I64 I32 I16 I8 U8 BOOL F8_E4M3 F8_E5M2)");
+}
+
+const char* dtype_name(DType dtype) {
+  for (const DTypeName& d : kDTypeNames) {
+    if (d.dtype == dtype) return d.name;
+  }
+  return nullptr;
+}
+
+struct Entry {
+  std::string name;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  SafeTensor tensor;
+};
+
+}  // namespace
+
+std::map<std::string, SafeTensor> parse_safetensors(const std::vector<uint8_t>& bytes) {
+  if (bytes.size() < 8) {
+    fail("file is " + std::to_string(bytes.size()) +
+         " bytes, too short for the 8-byte header length");
+  }
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = header_len << 8 | bytes[static_cast<size_t>(i)];
+  const uint64_t available = bytes.size() - 8;
+  if (header_len > available) {
+    fail("header length " + std::to_string(header_len) + " exceeds the " +
+         std::to_string(available) + " bytes after the length field");
+  }
+  const char* header_begin = reinterpret_cast<const char*>(bytes.data()) + 8;
+  json header;
+  try {
+    header = json::parse(header_begin, header_begin + header_len);
+  } catch (const json::exception& e) {
+    fail(std::string("header is not valid JSON: ") + e.what());
+  }
+  if (!header.is_object()) fail("header is not a JSON object");
+
+  const uint64_t data_size = available - header_len;
+  const uint8_t* data = bytes.data() + 8 + header_len;
+  std::vector<Entry> entries;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    const std::string& name = it.key();
+    const json& e = it.value();
+    if (name == "__metadata__") {
+      if (!e.is_object()) fail("__metadata__ is not an object");
+      for (auto m = e.begin(); m != e.end(); ++m) {
+        if (!m.value().is_string()) fail("__metadata__." + m.key() + " is not a string");
+      }
+      continue;
+    }
+    const std::string where = "tensor '" + name + "'";
+    if (!e.is_object()) fail(where + ": entry is not an object");
+    for (auto k = e.begin(); k != e.end(); ++k) {
+      if (k.key() != "dtype" && k.key() != "shape" && k.key() != "data_offsets") {
+        fail(where + ": unknown key \"" + k.key() + "\"");
+      }
+    }
+    if (!e.contains("dtype") || !e["dtype"].is_string()) fail(where + ": missing string \"dtype\"");
+    if (!e.contains("shape") || !e["shape"].is_array()) fail(where + ": missing array \"shape\"");
+    if (!e.contains("data_offsets") || !e["data_offsets"].is_array() ||
+        e["data_offsets"].size() != 2) {
+      fail(where + ": \"data_offsets\" must be an array [begin, end]");
+    }
+    Entry entry;
+    entry.name = name;
+    entry.tensor.dtype = parse_dtype(name, e["dtype"].get<std::string>());
+    for (const json& s : e["shape"]) {
+      if (!s.is_number_unsigned() || s.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+        fail(where + ": shape entry " + s.dump() + " is not a non-negative integer");
+      }
+      entry.tensor.shape.push_back(static_cast<int64_t>(s.get<uint64_t>()));
+    }
+    for (const json& o : e["data_offsets"]) {
+      if (!o.is_number_unsigned()) {
+        fail(where + ": data offset " + o.dump() + " is not a non-negative integer");
+      }
+    }
+    entry.begin = e["data_offsets"][0].get<uint64_t>();
+    entry.end = e["data_offsets"][1].get<uint64_t>();
+    if (entry.begin > entry.end) {
+      fail(where + ": data_offsets [" + std::to_string(entry.begin) + ", " +
+           std::to_string(entry.end) + "] has begin after end");
+    }
+    if (entry.end > data_size) {
+      fail(where + ": data_offsets [" + std::to_string(entry.begin) + ", " +
+           std::to_string(entry.end) + "] past the end of the " + std::to_string(data_size) +
+           "-byte data area");
+    }
+    uint64_t expected = 0;
+    if (!shape_nbytes(entry.tensor.dtype, entry.tensor.shape, &expected)) {
+      fail(where + ": byte size of shape " + shape_string(entry.tensor.shape) + " overflows");
+    }
+    if (entry.end - entry.begin != expected) {
+      fail(where + ": " + e["dtype"].get<std::string>() + " " + shape_string(entry.tensor.shape) +
+           " needs " + std::to_string(expected) + " bytes, data_offsets give " +
+           std::to_string(entry.end - entry.begin));
+    }
+    entries.push_back(std::move(entry));
+  }
+
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  for (size_t i = 1; i < entries.size(); ++i) {
+    if (entries[i].begin < entries[i - 1].end) {
+      fail("tensors '" + entries[i - 1].name + "' [" + std::to_string(entries[i - 1].begin) + ", " +
+           std::to_string(entries[i - 1].end) + ") and '" + entries[i].name + "' [" +
+           std::to_string(entries[i].begin) + ", " + std::to_string(entries[i].end) + ") overlap");
+    }
+  }
+
+  std::map<std::string, SafeTensor> out;
+  for (Entry& e : entries) {
+    e.tensor.data.assign(data + e.begin, data + e.end);
+    out.emplace(e.name, std::move(e.tensor));
+  }
+  return out;
+}
+
+std::map<std::string, SafeTensor> read_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open safetensors file");
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  if (in.bad()) throw std::runtime_error(path + ": read error");
+  try {
+    return parse_safetensors(bytes);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(path + ": " + e.what());
+  }
+}
+
+std::vector<uint8_t> write_safetensors(const std::map<std::string, SafeTensor>& tensors) {
+  json header = json::object();
+  uint64_t offset = 0;
+  for (const auto& kv : tensors) {
+    const SafeTensor& t = kv.second;
+    uint64_t nbytes = 0;
+    if (!shape_nbytes(t.dtype, t.shape, &nbytes)) {
+      throw std::invalid_argument("write_safetensors: tensor '" + kv.first + "': shape " +
+                                  shape_string(t.shape) + " is negative or overflows");
+    }
+    if (nbytes != t.data.size()) {
+      throw std::invalid_argument("write_safetensors: tensor '" + kv.first +
+                                  "': " + to_string(t.dtype) + " " + shape_string(t.shape) +
+                                  " needs " + std::to_string(nbytes) + " bytes, has " +
+                                  std::to_string(t.data.size()));
+    }
+    json entry;
+    if (t.dtype == DType::NF4) {
+      // Packed NF4 is stored as raw bytes; the graph JSON carries the logical dtype and shape.
+      entry["dtype"] = "U8";
+      entry["shape"] = json::array({nbytes});
+    } else {
+      entry["dtype"] = dtype_name(t.dtype);
+      entry["shape"] = t.shape;
+    }
+    entry["data_offsets"] = json::array({offset, offset + nbytes});
+    header[kv.first] = entry;
+    offset += nbytes;
+  }
+  std::string text = header.dump();
+  while (text.size() % 8 != 0) text += ' ';  // keep the data 8-byte aligned, as the format does
+  std::vector<uint8_t> out;
+  out.reserve(8 + text.size() + offset);
+  const uint64_t len = text.size();
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(len >> (8 * i)));
+  out.insert(out.end(), text.begin(), text.end());
+  for (const auto& kv : tensors)
+    out.insert(out.end(), kv.second.data.begin(), kv.second.data.end());
+  return out;
+}
+
+}  // namespace tern::compiler

@@ -1,0 +1,538 @@
+// plan_memory: hand-worked cases, then a property test over random graphs checked by an
+// independent checker (naive lifetimes recomputed from the graph, pairwise overlap checks).
+#include "tools/compiler/memory_planner.h"
+
+#include <gtest/gtest-spi.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <iostream>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tools/compiler/graph_builder.h"
+
+namespace tern::compiler {
+namespace {
+
+// ---------------------------------------------------------------- hand-worked cases
+
+TEST(MemoryPlanner, ChainReusesMemory) {
+  // x -> a -> b -> c, each f32[16] = 64 bytes. Positions 0, 1, 2.
+  // Lifetimes: x [-1, 0], a [0, 1], b [1, 2], c [2, 2] (output).
+  // Live bytes: pos -1: x = 64; pos 0: x + a = 128; pos 1: a + b = 128; pos 2: b + c = 128.
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {16});
+  const int a = g.op("tern::relu", {x}, DType::F32, {16});
+  const int b = g.op("tern::relu", {a}, DType::F32, {16});
+  const int c = g.op("tern::relu", {b}, DType::F32, {16});
+  g.output(c);
+  const MemoryPlan plan = plan_memory(g.build());
+  EXPECT_EQ(plan.lower_bound, 128u);
+  EXPECT_EQ(plan.arena_size, 128u);  // two tensors' worth
+  EXPECT_EQ(plan.lifetimes[x].first, -1);
+  EXPECT_EQ(plan.lifetimes[x].last, 0);
+  EXPECT_EQ(plan.lifetimes[a].first, 0);
+  EXPECT_EQ(plan.lifetimes[a].last, 1);
+  EXPECT_EQ(plan.lifetimes[b].first, 1);
+  EXPECT_EQ(plan.lifetimes[b].last, 2);
+  EXPECT_EQ(plan.lifetimes[c].first, 2);
+  EXPECT_EQ(plan.lifetimes[c].last, 2);
+  EXPECT_NE(plan.offsets[x], plan.offsets[a]);
+  EXPECT_NE(plan.offsets[a], plan.offsets[b]);
+  EXPECT_NE(plan.offsets[b], plan.offsets[c]);
+  EXPECT_EQ(plan.offsets[x], plan.offsets[b]);
+  EXPECT_EQ(plan.offsets[a], plan.offsets[c]);
+}
+
+TEST(MemoryPlanner, SizesAreAligned) {
+  // f32[1] = 4 bytes occupies 64; with alignment 128 it occupies 128.
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {1});
+  const int y = g.op("tern::relu", {x}, DType::F32, {1});
+  g.output(y);
+  const MemoryPlan p64 = plan_memory(g.build());
+  EXPECT_EQ(p64.arena_size, 128u);
+  EXPECT_EQ(p64.lower_bound, 128u);
+  PlannerOptions o;
+  o.alignment = 128;
+  const MemoryPlan p128 = plan_memory(g.build(), o);
+  EXPECT_EQ(p128.alignment, 128u);
+  EXPECT_EQ(p128.arena_size, 256u);
+  EXPECT_EQ(p128.offsets[x] % 128, 0);
+  EXPECT_EQ(p128.offsets[y] % 128, 0);
+  o.alignment = 48;
+  EXPECT_THROW(plan_memory(g.build(), o), std::invalid_argument);
+}
+
+TEST(MemoryPlanner, ViewAliasesRootAndExtendsItsLifetime) {
+  // x -> a = relu(x) -> v = reshape(a) -> w = relu(x) -> y = add(v, w).
+  // a's lifetime runs to y's node (3) through its view v.
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {4, 4});
+  const int a = g.op("tern::relu", {x}, DType::F32, {4, 4});
+  const int shape = g.int_list({16});
+  const int v = g.op("tern::reshape", {a, shape}, DType::F32, {16});
+  const int w = g.op("tern::relu", {x}, DType::F32, {16});
+  const int y = g.op("tern::add", {v, w}, DType::F32, {16});
+  g.output(y);
+  const MemoryPlan plan = plan_memory(g.build());
+  EXPECT_EQ(plan.alias_of[v], a);
+  EXPECT_EQ(plan.alias_of[a], -1);
+  EXPECT_EQ(plan.offsets[v], plan.offsets[a]);
+  EXPECT_EQ(plan.lifetimes[a].first, 0);
+  EXPECT_EQ(plan.lifetimes[a].last, 3);
+  EXPECT_NE(plan.offsets[w], plan.offsets[a]);  // w (pos 2) lives while a does
+  // Live: -1: x; 0: x a; 1: x a; 2: x a w; 3: a w y -> 3 tensors of 64 bytes.
+  EXPECT_EQ(plan.lower_bound, 192u);
+  EXPECT_EQ(plan.arena_size, 192u);
+}
+
+TEST(MemoryPlanner, ViewChainsFollowTheRoot) {
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {2, 8});
+  const int a = g.op("tern::relu", {x}, DType::F32, {2, 8});
+  const int v1 = g.op("tern::flatten", {a}, DType::F32, {16});
+  const int v2 = g.op("tern::unsqueeze", {v1}, DType::F32, {1, 16});
+  g.output(v2);
+  const MemoryPlan plan = plan_memory(g.build());
+  EXPECT_EQ(plan.alias_of[v1], a);
+  EXPECT_EQ(plan.alias_of[v2], a);
+  EXPECT_EQ(plan.offsets[v2], plan.offsets[a]);
+  EXPECT_EQ(plan.lifetimes[a].last, 2);
+}
+
+TEST(MemoryPlanner, ViewsOfConstantsAndCallerBoundInputs) {
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {4});
+  g.graph().values[x].caller_bound = true;
+  const int w = g.constant_f32("w", {2, 2}, {1, 2, 3, 4});
+  const int wv = g.op("tern::view", {w}, DType::F32, {4});
+  const int xv = g.op("tern::view", {x}, DType::F32, {4});
+  const int y = g.op("tern::add", {wv, xv}, DType::F32, {4});
+  g.output(y);
+  const MemoryPlan plan = plan_memory(g.build());
+  EXPECT_EQ(plan.offsets[x], -1);  // caller-bound: not planned
+  EXPECT_EQ(plan.offsets[w], -1);  // constant: not planned
+  EXPECT_EQ(plan.alias_of[wv], w);
+  EXPECT_EQ(plan.offsets[wv], -1);
+  EXPECT_EQ(plan.alias_of[xv], -1);  // caller memory is not ours to alias: a copy, planned
+  EXPECT_GE(plan.offsets[xv], 0);
+  EXPECT_GE(plan.offsets[y], 0);
+  EXPECT_EQ(plan.arena_size, 128u);
+}
+
+TEST(MemoryPlanner, ReshapeChangingByteSizeIsNotAnAlias) {
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {4});
+  const int v = g.op("tern::reshape", {x}, DType::F16, {4});
+  g.output(v);
+  const MemoryPlan plan = plan_memory(g.build());
+  EXPECT_EQ(plan.alias_of[v], -1);
+}
+
+TEST(MemoryPlanner, StateIsNeverShared) {
+  // s is only touched at node 0 but lives for the whole method; b and c could otherwise reuse it.
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {16});
+  const int s = g.state("s", DType::F32, {16});
+  g.op_into("tern::copy_", {x}, {s});
+  const int b = g.op("tern::relu", {x}, DType::F32, {16});
+  const int c = g.op("tern::relu", {b}, DType::F32, {16});
+  g.output(c);
+  const MemoryPlan plan = plan_memory(g.build());
+  EXPECT_EQ(plan.lifetimes[s].first, -1);
+  EXPECT_EQ(plan.lifetimes[s].last, 2);
+  for (int other : {x, b, c}) EXPECT_NE(plan.offsets[other], plan.offsets[s]);
+  // Live: -1: x s; 0: x s; 1: x s b; 2: s b c -> 192.
+  EXPECT_EQ(plan.lower_bound, 192u);
+  EXPECT_EQ(plan.arena_size, 192u);
+}
+
+TEST(MemoryPlanner, DelegateRegionIsOnePosition) {
+  // x -> a -> b -> c with nodes 0..1 delegated: positions 0, 0, 1.
+  // Lifetimes: x [-1, 0], a [0, 0], b [0, 1], c [1, 1]; at position 0 x, a and b are live.
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {16});
+  const int a = g.op("tern::relu", {x}, DType::F32, {16});
+  const int b = g.op("tern::relu", {a}, DType::F32, {16});
+  const int c = g.op("tern::relu", {b}, DType::F32, {16});
+  g.output(c);
+  g.delegate("cpu", 0, 1);
+  const MemoryPlan plan = plan_memory(g.build());
+  EXPECT_EQ(plan.lifetimes[a].first, 0);
+  EXPECT_EQ(plan.lifetimes[a].last, 0);
+  EXPECT_EQ(plan.lifetimes[b].first, 0);
+  EXPECT_EQ(plan.lifetimes[c].first, 1);
+  EXPECT_EQ(plan.lower_bound, 192u);
+  EXPECT_EQ(plan.arena_size, 192u);
+  EXPECT_NE(plan.offsets[x], plan.offsets[b]);  // would share without the region
+}
+
+TEST(MemoryPlanner, ZeroByteTensorTakesNoSpace) {
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {16});
+  const int e = g.op("tern::slice", {x}, DType::F32, {0, 16});
+  const int y = g.op("tern::cat", {x, e}, DType::F32, {16});
+  g.output(y);
+  const MemoryPlan plan = plan_memory(g.build());
+  EXPECT_GE(plan.offsets[e], 0);
+  EXPECT_EQ(plan.arena_size, 128u);
+  EXPECT_EQ(plan.lower_bound, 128u);
+}
+
+TEST(MemoryPlanner, WorkedGreedyExample) {
+  // Sizes in 64-byte units; lifetimes from the node order (positions 0..5):
+  //   x 1u [-1, 4], p 2u [0, 2], q 1u [1, 3], r 4u [2, 5], s 1u [3, 5], t 1u [4, 5], y 1u [5, 5].
+  // Live per position: -1: 1; 0: x p = 3; 1: x p q = 4; 2: x p q r = 8; 3: x q r s = 7;
+  //   4: x r s t = 7; 5: r s t y = 7 -> lower bound 8 units.
+  // Greedy, largest first (ties: longer lifetime, then id): r -> 0; p -> 4 (above r);
+  //   x -> 6; q -> 7; s fits the gap [4, 6) left by p (dead at 3) -> 4; t -> the rest of that
+  //   gap, 5; y overlaps r s t only -> 6 (x is dead by 5). Arena 8 units.
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {16});
+  const int p = g.op("tern::make", {x}, DType::F32, {2 * 16});
+  const int q = g.op("tern::make", {x}, DType::F32, {16});
+  const int r = g.op("tern::use", {p, q}, DType::F32, {4 * 16});
+  const int s = g.op("tern::use", {q, r}, DType::F32, {16});
+  const int t = g.op("tern::use", {x}, DType::F32, {16});
+  const int y = g.op("tern::sum", {r, s, t}, DType::F32, {16});
+  g.output(y);
+  const MemoryPlan plan = plan_memory(g.build());
+  EXPECT_EQ(plan.lower_bound, 8u * 64);
+  EXPECT_EQ(plan.arena_size, 8u * 64);
+  EXPECT_EQ(plan.offsets[r], 0 * 64);
+  EXPECT_EQ(plan.offsets[p], 4 * 64);
+  EXPECT_EQ(plan.offsets[x], 6 * 64);
+  EXPECT_EQ(plan.offsets[q], 7 * 64);
+  EXPECT_EQ(plan.offsets[s], 4 * 64);
+  EXPECT_EQ(plan.offsets[t], 5 * 64);
+  EXPECT_EQ(plan.offsets[y], 6 * 64);
+}
+
+TEST(MemoryPlanner, OutputsLiveToTheEnd) {
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {16});
+  const int a = g.op("tern::relu", {x}, DType::F32, {16});
+  const int b = g.op("tern::relu", {x}, DType::F32, {16});
+  const int c = g.op("tern::relu", {b}, DType::F32, {16});
+  g.output(a);
+  g.output(c);
+  const MemoryPlan plan = plan_memory(g.build());
+  EXPECT_EQ(plan.lifetimes[a].last, 2);
+  EXPECT_NE(plan.offsets[a], plan.offsets[c]);
+}
+
+TEST(MemoryPlanner, InvalidGraphThrows) {
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {16});
+  g.op("tern::relu", {x + 10}, DType::F32, {16});
+  EXPECT_THROW(plan_memory(g.graph()), std::invalid_argument);
+}
+
+// ---------------------------------------------------------------- property test
+
+// A random DAG: inputs (some caller-bound), constants, state tensors, ops with 1-3 args and
+// 1-2 outputs, views (same bytes, and some byte-changing "views" that must be copies), state
+// updates, tensor lists, multi-use values, outputs, and some delegate regions.
+Graph random_graph(std::mt19937& rng) {
+  auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  auto chance = [&](int percent) { return uni(0, 99) < percent; };
+  auto random_numel = [&]() -> int64_t {
+    if (chance(3)) return 0;
+    if (chance(50)) return uni(1, 64);
+    return int64_t(uni(1, 64)) * uni(1, 64);
+  };
+  GraphBuilder b;
+  std::vector<int> avail;  // tensors usable as args
+  std::vector<int> states;
+  const int num_inputs = uni(1, 3);
+  for (int i = 0; i < num_inputs; ++i) {
+    const int id = b.input("in" + std::to_string(i), DType::F32, {random_numel()});
+    if (chance(20)) b.graph().values[id].caller_bound = true;
+    avail.push_back(id);
+  }
+  for (int i = uni(0, 2); i > 0; --i) {
+    const int64_t n = uni(1, 16);
+    avail.push_back(b.constant("c" + std::to_string(i), DType::F32, {n},
+                               std::vector<uint8_t>(static_cast<size_t>(n) * 4)));
+  }
+  for (int i = uni(0, 2); i > 0; --i) {
+    states.push_back(b.state("s" + std::to_string(i), DType::F32, {random_numel()}));
+  }
+  const int num_nodes = uni(3, 40);
+  std::vector<int> produced;
+  for (int n = 0; n < num_nodes; ++n) {
+    // Recent values are likelier args, so lifetimes vary from short to long.
+    auto pick = [&]() {
+      const int sz = static_cast<int>(avail.size());
+      const int back = chance(70) ? uni(0, std::min(sz - 1, 3)) : uni(0, sz - 1);
+      return avail[static_cast<size_t>(sz - 1 - back)];
+    };
+    const int kind = uni(0, 99);
+    if (kind < 15) {
+      // A view of a random tensor: same byte size (an alias) or, rarely, not.
+      const int src = pick();
+      uint64_t numel = 1;
+      for (int64_t s : b.graph().values[src].sizes) numel *= static_cast<uint64_t>(s);
+      const DType dt = chance(10) ? DType::F16 : DType::F32;
+      static const char* kViews[] = {"tern::reshape",   "tern::view",    "tern::squeeze",
+                                     "tern::unsqueeze", "tern::flatten", "tern::alias"};
+      const int v = b.op(kViews[uni(0, 5)], {src}, dt, {1, static_cast<int64_t>(numel)});
+      avail.push_back(v);
+      produced.push_back(v);
+    } else if (kind < 22 && !states.empty()) {
+      const int s = states[static_cast<size_t>(uni(0, static_cast<int>(states.size()) - 1))];
+      b.op_into("tern::update_", {s, pick()}, {s});
+    } else if (kind < 27 && avail.size() >= 2) {
+      Value list;
+      list.kind = Value::Kind::TensorList;
+      list.tensors = {pick(), pick()};
+      b.graph().values.push_back(list);
+      const int l = static_cast<int>(b.graph().values.size() - 1);
+      const int v = b.op("tern::cat", {l}, DType::F32, {random_numel()});
+      avail.push_back(v);
+      produced.push_back(v);
+    } else {
+      std::vector<int> args;
+      for (int a = uni(1, 3); a > 0; --a) args.push_back(pick());
+      if (chance(20)) args.push_back(b.int_value(uni(0, 3)));
+      if (chance(15)) {
+        const int o1 = b.tensor("o1", DType::F32, {random_numel()});
+        const int o2 = b.tensor("o2", DType::F32, {random_numel()});
+        b.op_into("tern::split2", args, {o1, o2});
+        for (int o : {o1, o2}) {
+          avail.push_back(o);
+          produced.push_back(o);
+        }
+      } else {
+        const int v = b.op("tern::op", args, DType::F32, {random_numel()});
+        avail.push_back(v);
+        produced.push_back(v);
+      }
+    }
+  }
+  if (produced.empty()) produced.push_back(b.op("tern::op", {avail[0]}, DType::F32, {4}));
+  b.output(produced.back());
+  for (int i = uni(0, 2); i > 0; --i) {
+    b.output(produced[static_cast<size_t>(uni(0, static_cast<int>(produced.size()) - 1))]);
+  }
+  for (size_t i = 0; i < states.size(); ++i) {
+    if (chance(30)) b.output(states[i]);
+  }
+  // Some delegate regions over disjoint node ranges (after all nodes and outputs exist).
+  const int total = static_cast<int>(b.num_nodes());
+  int next = 0;
+  while (next < total && chance(30)) {
+    const int first = uni(next, total - 1);
+    const int last = uni(first, std::min(total - 1, first + 4));
+    b.delegate("cpu", first, last);
+    next = last + 1;
+  }
+  return b.build();
+}
+
+uint64_t nbytes_of(const Value& v) {
+  uint64_t numel = 1;
+  for (int64_t s : v.sizes) numel *= static_cast<uint64_t>(s);
+  return numel * (v.dtype == DType::F16 ? 2 : 4);
+}
+
+uint64_t align64(uint64_t n) { return (n + 63) / 64 * 64; }
+
+// The independent checker. Returns the checker's own lower bound.
+uint64_t check_plan(const Graph& g, const MemoryPlan& plan, const std::string& tag) {
+  const size_t n = g.values.size();
+  EXPECT_EQ(plan.offsets.size(), n) << tag;
+  EXPECT_EQ(plan.alias_of.size(), n) << tag;
+
+  // Positions, naively: a node continues the previous position when both are in one region.
+  std::vector<int> region(g.nodes.size(), -1);
+  for (size_t r = 0; r < g.delegates.size(); ++r) {
+    for (int node : g.delegates[r].nodes) region[static_cast<size_t>(node)] = static_cast<int>(r);
+  }
+  std::vector<int> pos(g.nodes.size());
+  int p = -1;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!(i > 0 && region[i] >= 0 && region[i] == region[i - 1])) ++p;
+    pos[i] = p;
+  }
+  const int last_pos = p;
+
+  // Value-level lifetimes straight from the graph.
+  const int kUnset = 1 << 30;
+  std::vector<int> first(n, kUnset), last(n, -kUnset);
+  auto touch = [&](int id, int at) {
+    std::vector<int> ids = {id};
+    if (g.values[static_cast<size_t>(id)].kind == Value::Kind::TensorList) {
+      ids = g.values[static_cast<size_t>(id)].tensors;
+    }
+    for (int t : ids) {
+      first[static_cast<size_t>(t)] = std::min(first[static_cast<size_t>(t)], at);
+      last[static_cast<size_t>(t)] = std::max(last[static_cast<size_t>(t)], at);
+    }
+  };
+  for (int id : g.inputs) touch(id, -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (int a : g.nodes[i].args) touch(a, pos[i]);
+    for (int o : g.nodes[i].outputs) touch(o, pos[i]);
+  }
+  for (int id : g.outputs) touch(id, last_pos);
+  for (size_t i = 0; i < n; ++i) {
+    if (g.values[i].is_state) {
+      touch(static_cast<int>(i), -1);
+      touch(static_cast<int>(i), last_pos);
+    }
+  }
+
+  // Who produced each value (for checking alias legality).
+  std::vector<int> producer(n, -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (int o : g.nodes[i].outputs) producer[static_cast<size_t>(o)] = static_cast<int>(i);
+  }
+
+  auto owner = [&](size_t i) -> int {  // the alias class of i
+    return plan.alias_of[i] >= 0 ? plan.alias_of[i] : static_cast<int>(i);
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const Value& v = g.values[i];
+    const int a = plan.alias_of[i];
+    if (a >= 0) {
+      // Legal alias: produced by a view op of a value in a's class, same byte size, root is
+      // neither caller-bound nor state, and the view is not state.
+      const int node = producer[i];
+      EXPECT_GE(node, 0) << tag << " alias " << i;
+      if (node < 0) continue;
+      const Node& nd = g.nodes[static_cast<size_t>(node)];
+      EXPECT_TRUE(is_view_op(nd.op)) << tag << " value " << i << " aliased by " << nd.op;
+      const int src = nd.args.at(0);
+      EXPECT_TRUE(src == a || plan.alias_of[static_cast<size_t>(src)] == a) << tag << " " << i;
+      EXPECT_EQ(plan.alias_of[static_cast<size_t>(a)], -1) << tag << " root of root";
+      EXPECT_EQ(nbytes_of(v), nbytes_of(g.values[static_cast<size_t>(a)])) << tag << " " << i;
+      EXPECT_FALSE(g.values[static_cast<size_t>(a)].caller_bound) << tag;
+      EXPECT_FALSE(g.values[static_cast<size_t>(a)].is_state) << tag;
+      EXPECT_FALSE(v.is_state) << tag;
+      EXPECT_EQ(plan.offsets[i], plan.offsets[static_cast<size_t>(a)]) << tag << " " << i;
+      continue;
+    }
+    const bool should_plan = v.is_tensor() && !v.is_constant && !v.caller_bound;
+    if (should_plan) {
+      EXPECT_GE(plan.offsets[i], 0) << tag << " value " << i;
+    } else {
+      EXPECT_EQ(plan.offsets[i], -1) << tag << " value " << i;
+    }
+  }
+
+  // Extents and alignment.
+  for (size_t i = 0; i < n; ++i) {
+    if (plan.offsets[i] < 0) continue;
+    EXPECT_EQ(plan.offsets[i] % 64, 0) << tag << " value " << i;
+    EXPECT_LE(static_cast<uint64_t>(plan.offsets[i]) + nbytes_of(g.values[i]), plan.arena_size)
+        << tag << " value " << i;
+  }
+
+  // Pairwise: simultaneously live tensors of different alias classes never share a byte.
+  // State tensors share with nothing at all.
+  for (size_t i = 0; i < n; ++i) {
+    if (plan.offsets[i] < 0 || nbytes_of(g.values[i]) == 0) continue;
+    for (size_t j = i + 1; j < n; ++j) {
+      if (plan.offsets[j] < 0 || nbytes_of(g.values[j]) == 0) continue;
+      if (owner(i) == owner(j)) continue;
+      const bool state = g.values[i].is_state || g.values[j].is_state;
+      const bool live_together = first[i] <= last[j] && first[j] <= last[i];
+      if (!state && !live_together) continue;
+      const uint64_t bi = static_cast<uint64_t>(plan.offsets[i]);
+      const uint64_t bj = static_cast<uint64_t>(plan.offsets[j]);
+      const bool disjoint = bi + nbytes_of(g.values[i]) <= bj || bj + nbytes_of(g.values[j]) <= bi;
+      EXPECT_TRUE(disjoint) << tag << ": values " << i << " [" << first[i] << ", " << last[i]
+                            << "] @" << bi << " and " << j << " [" << first[j] << ", " << last[j]
+                            << "] @" << bj << " overlap";
+    }
+  }
+
+  // The checker's own lower bound: per position, the aligned bytes of every live alias class.
+  std::vector<int> cfirst(n, kUnset), clast(n, -kUnset);
+  for (size_t i = 0; i < n; ++i) {
+    if (plan.offsets[i] < 0 || first[i] == kUnset) continue;
+    const size_t o = static_cast<size_t>(owner(i));
+    cfirst[o] = std::min(cfirst[o], first[i]);
+    clast[o] = std::max(clast[o], last[i]);
+  }
+  uint64_t bound = 0;
+  for (int at = -1; at <= last_pos; ++at) {
+    uint64_t live = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (cfirst[i] <= at && at <= clast[i]) live += align64(nbytes_of(g.values[i]));
+    }
+    bound = std::max(bound, live);
+  }
+  EXPECT_EQ(plan.lower_bound, bound) << tag;
+  EXPECT_GE(plan.arena_size, plan.lower_bound) << tag;
+  return bound;
+}
+
+TEST(MemoryPlannerProperty, CheckerCatchesABadPlan) {
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {16});
+  const int a = g.op("tern::relu", {x}, DType::F32, {16});
+  const int b = g.op("tern::relu", {a}, DType::F32, {16});
+  g.output(b);
+  const Graph graph = g.build();
+  MemoryPlan plan = plan_memory(graph);
+  check_plan(graph, plan, "good");
+  plan.offsets[b] = plan.offsets[a];  // a and b are both live at node 1
+  EXPECT_NONFATAL_FAILURE(check_plan(graph, plan, "bad"), "overlap");
+  plan = plan_memory(graph);
+  plan.offsets[b] = 136;  // misaligned, clear of a (which lies below 128)
+  plan.arena_size = 1024;
+  EXPECT_NONFATAL_FAILURE(check_plan(graph, plan, "bad"), "% 64");
+}
+
+TEST(MemoryPlannerProperty, RandomGraphs) {
+  std::mt19937 rng(20240611u);
+  constexpr int kGraphs = 1500;
+  double ratio_sum = 0;
+  int counted = 0;
+  double worst = 1.0;
+  int aliases = 0, regions = 0, states = 0;
+  for (int k = 0; k < kGraphs; ++k) {
+    const Graph g = random_graph(rng);
+    const MemoryPlan plan = plan_memory(g);
+    const std::string tag = "graph " + std::to_string(k);
+    regions += static_cast<int>(g.delegates.size());
+    for (size_t i = 0; i < g.values.size(); ++i) {
+      aliases += plan.alias_of[i] >= 0;
+      states += g.values[i].is_state;
+    }
+    const uint64_t bound = check_plan(g, plan, tag);
+    if (::testing::Test::HasFailure()) {
+      ADD_FAILURE() << "first failing graph: " << k;
+      return;
+    }
+    if (bound > 0) {
+      const double r = static_cast<double>(plan.arena_size) / static_cast<double>(bound);
+      ratio_sum += r;
+      worst = std::max(worst, r);
+      ++counted;
+    } else {
+      EXPECT_EQ(plan.arena_size, 0u) << tag;
+    }
+  }
+  ASSERT_GT(counted, kGraphs / 2);
+  EXPECT_GT(aliases, kGraphs / 2);  // the generator exercises views, regions and state
+  EXPECT_GT(regions, kGraphs / 4);
+  EXPECT_GT(states, kGraphs / 2);
+  const double mean = ratio_sum / counted;
+  std::cout << "[ planner ] " << counted << " graphs: mean arena_size / lower_bound = " << mean
+            << ", worst = " << worst << " (" << aliases << " aliases, " << regions
+            << " delegate regions, " << states << " state tensors)" << std::endl;
+  ::testing::Test::RecordProperty("mean_arena_over_lower_bound", std::to_string(mean));
+  ::testing::Test::RecordProperty("worst_arena_over_lower_bound", std::to_string(worst));
+  EXPECT_LE(mean, 1.10);
+}
+
+}  // namespace
+}  // namespace tern::compiler

@@ -1,0 +1,249 @@
+// safetensors: a round trip, a hand-made file, and every malformed case with its message.
+#include "tools/compiler/safetensors.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tern::compiler {
+namespace {
+
+// A file built by hand: 8-byte little-endian header length, the header text, then `data`.
+std::vector<uint8_t> make_file(const std::string& header, const std::vector<uint8_t>& data) {
+  std::vector<uint8_t> out;
+  const uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(n >> (8 * i)));
+  out.insert(out.end(), header.begin(), header.end());
+  out.insert(out.end(), data.begin(), data.end());
+  return out;
+}
+
+void expect_error(const std::vector<uint8_t>& bytes, std::initializer_list<const char*> fragments) {
+  try {
+    parse_safetensors(bytes);
+    ADD_FAILURE() << "parse_safetensors accepted a malformed file";
+  } catch (const std::runtime_error& e) {
+    const std::string msg = e.what();
+    for (const char* f : fragments) {
+      EXPECT_NE(msg.find(f), std::string::npos) << "message: " << msg << "\nmissing: " << f;
+    }
+  }
+}
+
+TEST(Safetensors, ParsesHandMadeFile) {
+  // "a": i16 [2] = bytes 0..3 (values 1, -2 little-endian), "b": bool [3] = bytes 4..6.
+  const std::string header = R"({"__metadata__":{"format":"pt"},)"
+                             R"("b":{"dtype":"BOOL","shape":[3],"data_offsets":[4,7]},)"
+                             R"("a":{"dtype":"I16","shape":[2],"data_offsets":[0,4]}})";
+  const auto t = parse_safetensors(make_file(header, {1, 0, 0xFE, 0xFF, 1, 0, 1}));
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t.at("a").dtype, DType::I16);
+  EXPECT_EQ(t.at("a").shape, std::vector<int64_t>({2}));
+  EXPECT_EQ(t.at("a").data, std::vector<uint8_t>({1, 0, 0xFE, 0xFF}));
+  EXPECT_EQ(t.at("b").dtype, DType::Bool);
+  EXPECT_EQ(t.at("b").data, std::vector<uint8_t>({1, 0, 1}));
+}
+
+TEST(Safetensors, RoundTripEveryDType) {
+  std::map<std::string, SafeTensor> in;
+  const std::pair<DType, int> types[] = {{DType::F32, 4},     {DType::F16, 2},    {DType::BF16, 2},
+                                         {DType::I64, 8},     {DType::I32, 4},    {DType::I16, 2},
+                                         {DType::I8, 1},      {DType::U8, 1},     {DType::Bool, 1},
+                                         {DType::FP8E4M3, 1}, {DType::FP8E5M2, 1}};
+  int k = 0;
+  for (const auto& t : types) {
+    SafeTensor st;
+    st.dtype = t.first;
+    st.shape = {2, 3};
+    for (int i = 0; i < 6 * t.second; ++i) st.data.push_back(static_cast<uint8_t>(k * 31 + i));
+    in["t" + std::to_string(k++)] = st;
+  }
+  SafeTensor scalar;  // rank 0: one element
+  scalar.dtype = DType::F32;
+  scalar.data = {0, 0, 0x80, 0x3F};
+  in["scalar"] = scalar;
+  SafeTensor empty;
+  empty.dtype = DType::I64;
+  empty.shape = {0, 5};
+  in["empty"] = empty;
+
+  const std::vector<uint8_t> bytes = write_safetensors(in);
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = header_len << 8 | bytes[static_cast<size_t>(i)];
+  EXPECT_EQ(header_len % 8, 0u);  // data starts 8-byte aligned
+  const auto out = parse_safetensors(bytes);
+  ASSERT_EQ(out.size(), in.size());
+  for (const auto& kv : in) {
+    const SafeTensor& o = out.at(kv.first);
+    EXPECT_EQ(o.dtype, kv.second.dtype) << kv.first;
+    EXPECT_EQ(o.shape, kv.second.shape) << kv.first;
+    EXPECT_EQ(o.data, kv.second.data) << kv.first;
+  }
+}
+
+TEST(Safetensors, Nf4IsWrittenAsPackedBytes) {
+  SafeTensor w;
+  w.dtype = DType::NF4;
+  w.shape = {3, 3};  // 9 codes -> 5 bytes
+  w.data = {0x12, 0x34, 0x56, 0x78, 0x90};
+  const auto out = parse_safetensors(write_safetensors({{"w", w}}));
+  EXPECT_EQ(out.at("w").dtype, DType::U8);
+  EXPECT_EQ(out.at("w").shape, std::vector<int64_t>({5}));
+  EXPECT_EQ(out.at("w").data, w.data);
+}
+
+TEST(Safetensors, WriteRejectsWrongByteCount) {
+  SafeTensor w;
+  w.dtype = DType::F32;
+  w.shape = {2};
+  w.data = {1, 2, 3};
+  EXPECT_THROW(write_safetensors({{"w", w}}), std::invalid_argument);
+}
+
+TEST(Safetensors, FileRoundTripAndMissingFile) {
+  SafeTensor w;
+  w.dtype = DType::U8;
+  w.shape = {2};
+  w.data = {7, 9};
+  const std::string path = ::testing::TempDir() + "/tern_safetensors_test.safetensors";
+  {
+    const auto bytes = write_safetensors({{"w", w}});
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+  }
+  EXPECT_EQ(read_safetensors(path).at("w").data, w.data);
+  std::remove(path.c_str());
+  try {
+    read_safetensors(path);
+    ADD_FAILURE() << "read a missing file";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+}
+
+TEST(Safetensors, ErrorNamesThePathForABadFile) {
+  const std::string path = ::testing::TempDir() + "/tern_safetensors_bad.safetensors";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << "abc";
+  }
+  try {
+    read_safetensors(path);
+    ADD_FAILURE() << "read a 3-byte file";
+  } catch (const std::runtime_error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(path), std::string::npos) << msg;
+    EXPECT_NE(msg.find("too short"), std::string::npos) << msg;
+  }
+  std::remove(path.c_str());
+}
+
+TEST(SafetensorsMalformed, TooShortForLength) { expect_error({1, 2, 3}, {"3 bytes", "too short"}); }
+
+TEST(SafetensorsMalformed, HeaderLengthPastEnd) {
+  std::vector<uint8_t> bytes = make_file("{}", {});
+  bytes[0] = 200;
+  expect_error(bytes, {"header length 200", "exceeds the 2 bytes"});
+}
+
+TEST(SafetensorsMalformed, HugeHeaderLength) {
+  std::vector<uint8_t> bytes(16, 0xFF);
+  expect_error(bytes, {"header length 18446744073709551615"});
+}
+
+TEST(SafetensorsMalformed, BadJson) { expect_error(make_file("{\"a\": ", {}), {"not valid JSON"}); }
+
+TEST(SafetensorsMalformed, HeaderNotObject) {
+  expect_error(make_file("[1, 2]", {}), {"not a JSON object"});
+}
+
+TEST(SafetensorsMalformed, EntryNotObject) {
+  expect_error(make_file(R"({"w": 3})", {}), {"tensor 'w'", "not an object"});
+}
+
+TEST(SafetensorsMalformed, MissingDType) {
+  expect_error(make_file(R"({"w": {"shape": [1], "data_offsets": [0, 1]}})", {0}),
+               {"tensor 'w'", "dtype"});
+}
+
+TEST(SafetensorsMalformed, UnsupportedDType) {
+  expect_error(make_file(R"({"w": {"dtype": "C64", "shape": [1], "data_offsets": [0, 8]}})",
+                         std::vector<uint8_t>(8)),
+               {"tensor 'w'", "unsupported dtype \"C64\""});
+}
+
+TEST(SafetensorsMalformed, MissingShape) {
+  expect_error(make_file(R"({"w": {"dtype": "U8", "data_offsets": [0, 1]}})", {0}),
+               {"tensor 'w'", "shape"});
+}
+
+TEST(SafetensorsMalformed, NegativeShape) {
+  expect_error(make_file(R"({"w": {"dtype": "U8", "shape": [-1], "data_offsets": [0, 1]}})", {0}),
+               {"tensor 'w'", "shape entry -1"});
+}
+
+TEST(SafetensorsMalformed, NonIntegerShape) {
+  expect_error(make_file(R"({"w": {"dtype": "U8", "shape": [1.5], "data_offsets": [0, 1]}})", {0}),
+               {"tensor 'w'", "shape entry 1.5"});
+}
+
+TEST(SafetensorsMalformed, BadOffsetsArity) {
+  expect_error(make_file(R"({"w": {"dtype": "U8", "shape": [1], "data_offsets": [0]}})", {0}),
+               {"tensor 'w'", "data_offsets"});
+}
+
+TEST(SafetensorsMalformed, NegativeOffset) {
+  expect_error(make_file(R"({"w": {"dtype": "U8", "shape": [1], "data_offsets": [-1, 0]}})", {0}),
+               {"tensor 'w'", "data offset -1"});
+}
+
+TEST(SafetensorsMalformed, BeginAfterEnd) {
+  expect_error(make_file(R"({"w": {"dtype": "U8", "shape": [1], "data_offsets": [2, 1]}})", {0, 0}),
+               {"tensor 'w'", "[2, 1]", "begin after end"});
+}
+
+TEST(SafetensorsMalformed, OffsetPastEnd) {
+  expect_error(make_file(R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})",
+                         std::vector<uint8_t>(7)),
+               {"tensor 'w'", "[0, 8]", "past the end", "7-byte data area"});
+}
+
+TEST(SafetensorsMalformed, SizeMismatch) {
+  expect_error(make_file(R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 20]}})",
+                         std::vector<uint8_t>(24)),
+               {"tensor 'w'", "needs 24 bytes", "give 20"});
+}
+
+TEST(SafetensorsMalformed, ShapeOverflow) {
+  expect_error(
+      make_file(
+          R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 4]}})",
+          std::vector<uint8_t>(4)),
+      {"tensor 'w'", "overflows"});
+}
+
+TEST(SafetensorsMalformed, Overlapping) {
+  expect_error(make_file(R"({"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]},)"
+                         R"("b": {"dtype": "U8", "shape": [4], "data_offsets": [2, 6]}})",
+                         std::vector<uint8_t>(6)),
+               {"'a' [0, 4)", "'b' [2, 6)", "overlap"});
+}
+
+TEST(SafetensorsMalformed, UnknownEntryKey) {
+  expect_error(
+      make_file(R"({"w": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1], "x": 1}})", {0}),
+      {"tensor 'w'", "unknown key \"x\""});
+}
+
+TEST(SafetensorsMalformed, MetadataNotStrings) {
+  expect_error(make_file(R"({"__metadata__": {"n": 3}})", {}), {"__metadata__.n", "not a string"});
+  expect_error(make_file(R"({"__metadata__": [1]})", {}), {"__metadata__", "not an object"});
+}
+
+}  // namespace
+}  // namespace tern::compiler

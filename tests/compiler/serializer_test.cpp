@@ -1,0 +1,472 @@
+// serialize_program round trips, read back through Program / MethodMeta and the FlatBuffer.
+#include "tools/compiler/serializer.h"
+
+#include <gtest/gtest.h>
+#include <xxhash.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "runtime/executor/buffer_data_loader.h"
+#include "runtime/executor/method_meta.h"
+#include "runtime/executor/program.h"
+#include "schema/program_generated.h"
+#include "tools/compiler/graph_builder.h"
+#include "tools/compiler/memory_planner.h"
+
+namespace tern::compiler {
+namespace {
+
+Value tensor(const std::string& name, std::vector<int64_t> sizes, DType dtype = DType::F32) {
+  Value v;
+  v.kind = Value::Kind::Tensor;
+  v.name = name;
+  v.dtype = dtype;
+  v.sizes = std::move(sizes);
+  return v;
+}
+
+Value constant(const std::string& name, std::vector<int64_t> sizes, size_t nbytes, uint8_t seed) {
+  Value v = tensor(name, std::move(sizes));
+  v.is_constant = true;
+  v.data.resize(nbytes);
+  for (size_t i = 0; i < nbytes; ++i) v.data[i] = static_cast<uint8_t>(seed + i * 3);
+  return v;
+}
+
+Value int_value(int64_t i) {
+  Value v;
+  v.kind = Value::Kind::Int;
+  v.int_value = i;
+  return v;
+}
+
+MemoryPlan plan_for(size_t num_values, std::vector<std::pair<int, int64_t>> offsets,
+                    uint64_t arena_size) {
+  MemoryPlan plan;
+  plan.offsets.assign(num_values, -1);
+  plan.alias_of.assign(num_values, -1);
+  plan.lifetimes.resize(num_values);
+  for (auto [id, off] : offsets) plan.offsets[static_cast<size_t>(id)] = off;
+  plan.arena_size = arena_size;
+  plan.lower_bound = arena_size;
+  return plan;
+}
+
+/// A loaded program that owns its bytes.
+struct Loaded {
+  std::vector<uint8_t> bytes;
+  BufferDataLoader loader{nullptr, 0};
+  Result<Program> program = Error::Internal;
+};
+
+std::unique_ptr<Loaded> load(std::vector<uint8_t> bytes) {
+  auto l = std::make_unique<Loaded>();
+  l->bytes = std::move(bytes);
+  l->loader = BufferDataLoader(l->bytes.data(), l->bytes.size());
+  l->program = Program::load(&l->loader);
+  return l;
+}
+
+uint64_t u64_at(const std::vector<uint8_t>& b, size_t at) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | b[at + static_cast<size_t>(i)];
+  return v;
+}
+
+/// x f32[1,8] -> linear-ish chain with weight w f32[8,8], bias b f32[8], a reshape view r of y.
+struct Mlp {
+  ProgramGraph program;
+  std::vector<MemoryPlan> plans;
+};
+
+Mlp mlp() {
+  Graph g;
+  g.values.push_back(tensor("x", {1, 8}));            // 0
+  g.values.push_back(constant("w", {8, 8}, 256, 1));  // 1
+  g.values.push_back(constant("b", {8}, 32, 50));     // 2
+  g.values.push_back(tensor("y", {1, 8}));            // 3
+  g.values.push_back(tensor("z", {1, 8}));            // 4
+  g.values.push_back(tensor("r", {8}));               // 5: view of z
+  g.values.push_back(tensor("wt", {64}));             // 6: view of w (constant)
+  g.nodes.push_back(Node{"tern::linear", {0, 1, 2}, {3}, "fc1"});
+  g.nodes.push_back(Node{"tern::relu", {3}, {4}, "act"});
+  g.nodes.push_back(Node{"tern::reshape", {4}, {5}, "flat"});
+  g.nodes.push_back(Node{"tern::reshape", {1}, {6}, "wflat"});
+  g.inputs = {0};
+  g.outputs = {5, 6};
+  MemoryPlan plan = plan_for(g.values.size(), {{0, 0}, {3, 64}, {4, 128}}, 192);
+  plan.alias_of[5] = 4;
+  plan.alias_of[6] = 1;
+  Mlp m;
+  m.program.source_model = "mlp.py";
+  m.program.metadata["author"] = "test";
+  m.program.methods.push_back(g);
+  m.plans.push_back(plan);
+  return m;
+}
+
+TEST(Serializer, LayoutOfTheFile) {
+  Mlp m = mlp();
+  const auto bytes = serialize_program(m.program, m.plans);
+  ASSERT_GE(bytes.size(), 64u);
+  EXPECT_EQ(0, std::memcmp(bytes.data(), "TERNPTE\0", 8));
+  EXPECT_EQ(u64_at(bytes, 16), 64u);  // the FlatBuffer right after the header
+  const uint64_t fb_size = u64_at(bytes, 24);
+  const uint64_t area = u64_at(bytes, 32);
+  EXPECT_EQ(area % 64, 0u);
+  EXPECT_GE(area, 64 + fb_size);
+  EXPECT_LT(area, 64 + fb_size + 64);  // the next multiple, not further
+  EXPECT_EQ(0, std::memcmp(bytes.data() + 64 + 4, "TRNP", 4));
+  // Two segments (w, b): 256 bytes, then 32 at offset 256.
+  EXPECT_EQ(u64_at(bytes, 40), 256u + 32u);
+  EXPECT_EQ(bytes.size(), area + 288);
+  // The header checksum, computed independently.
+  std::vector<uint8_t> hashed(bytes.begin(), bytes.begin() + static_cast<long>(64 + fb_size));
+  std::memset(hashed.data() + 48, 0, 8);
+  EXPECT_EQ(u64_at(bytes, 48), XXH3_64bits(hashed.data(), hashed.size()));
+  // The weights sit verbatim in the segment area.
+  EXPECT_EQ(0, std::memcmp(bytes.data() + area, m.program.methods[0].values[1].data.data(), 256));
+  EXPECT_EQ(0,
+            std::memcmp(bytes.data() + area + 256, m.program.methods[0].values[2].data.data(), 32));
+}
+
+TEST(Serializer, RoundTripsThroughProgramAndMethodMeta) {
+  Mlp m = mlp();
+  auto l = load(serialize_program(m.program, m.plans));
+  ASSERT_TRUE(l->program.ok()) << last_error_message();
+  Program& p = l->program.get();
+  ASSERT_EQ(p.num_methods(), 1u);
+  EXPECT_STREQ(*p.method_name(0), "forward");
+  const fb::Program* root = p.flatbuffer();
+  EXPECT_EQ(root->version(), kFormatVersionMajor * 1000u + kFormatVersionMinor);
+  EXPECT_STREQ(root->producer()->c_str(), "tern");
+  EXPECT_STREQ(root->source_model()->c_str(), "mlp.py");
+  ASSERT_EQ(root->metadata()->size(), 1u);
+  EXPECT_STREQ(root->metadata()->Get(0)->key()->c_str(), "author");
+  EXPECT_STREQ(root->metadata()->Get(0)->value()->c_str(), "test");
+
+  auto meta = p.method_meta("forward");
+  ASSERT_TRUE(meta.ok());
+  ASSERT_EQ(meta->num_inputs(), 1u);
+  ASSERT_EQ(meta->num_outputs(), 2u);
+  auto x = meta->input_tensor_info(0);
+  ASSERT_TRUE(x.ok());
+  EXPECT_EQ(x->dtype, DType::F32);
+  ASSERT_EQ(x->sizes.size(), 2u);
+  EXPECT_EQ(x->sizes[0], 1);
+  EXPECT_EQ(x->sizes[1], 8);
+  EXPECT_EQ(x->nbytes, 32u);
+  auto r = meta->output_tensor_info(0);
+  ASSERT_TRUE(r.ok());
+  EXPECT_STREQ(r->name, "r");
+  EXPECT_EQ(r->nbytes, 32u);
+  EXPECT_EQ(*meta->output_tag(1), EValue::Tag::Tensor);
+  EXPECT_EQ(*meta->arena_size(0), 192u);
+  EXPECT_EQ(*meta->arena_alignment(0), 64u);
+  EXPECT_EQ(*meta->arena_lower_bound(0), 192u);
+  EXPECT_EQ(meta->arena_size(1).error(), Error::InvalidArgument);
+  EXPECT_EQ(meta->input_tag(1).error(), Error::InvalidArgument);
+  EXPECT_EQ(meta->num_instructions(), 4u);
+  EXPECT_EQ(meta->num_delegates(), 0u);
+
+  const fb::Method* method = meta->flatbuffer();
+  // Operators deduplicated in first-use order.
+  ASSERT_EQ(method->operators()->size(), 3u);
+  EXPECT_STREQ(method->operators()->Get(0)->c_str(), "tern::linear");
+  EXPECT_STREQ(method->operators()->Get(1)->c_str(), "tern::relu");
+  EXPECT_STREQ(method->operators()->Get(2)->c_str(), "tern::reshape");
+  const fb::KernelCall* last = method->instructions()->Get(3)->kind_as_KernelCall();
+  ASSERT_NE(last, nullptr);
+  EXPECT_EQ(last->op(), 2u);
+  ASSERT_EQ(last->args()->size(), 2u);  // args then outputs
+  EXPECT_EQ(last->args()->Get(0), 1);
+  EXPECT_EQ(last->args()->Get(1), 6);
+  EXPECT_STREQ(method->instructions()->Get(0)->debug_name()->c_str(), "fc1");
+
+  // Storage: x, y, z in the arena at the planned offsets; r aliases z; wt aliases w's segment.
+  auto t = [&](uint32_t id) { return method->values()->Get(id)->value_as_Tensor(); };
+  EXPECT_EQ(t(0)->storage(), fb::StorageKind::Arena);
+  EXPECT_EQ(t(0)->offset(), 0u);
+  EXPECT_EQ(t(3)->offset(), 64u);
+  EXPECT_EQ(t(5)->storage(), fb::StorageKind::Arena);
+  EXPECT_EQ(t(5)->offset(), 128u);
+  EXPECT_EQ(t(1)->storage(), fb::StorageKind::Constant);
+  EXPECT_EQ(t(1)->location(), 0u);
+  EXPECT_EQ(t(2)->location(), 1u);
+  EXPECT_EQ(t(6)->storage(), fb::StorageKind::Constant);
+  EXPECT_EQ(t(6)->location(), 0u);
+  EXPECT_EQ(t(6)->offset(), 0u);
+  EXPECT_EQ(p.num_segments(), 2u);  // the view made no segment of its own
+
+  // Segment checksums are XXH3 of the weight bytes.
+  const auto& w = m.program.methods[0].values[1].data;
+  EXPECT_EQ(root->segments()->Get(0)->checksum(), XXH3_64bits(w.data(), w.size()));
+  auto seg = p.segment_data(0);
+  ASSERT_TRUE(seg.ok());
+  EXPECT_EQ(0, std::memcmp(seg->data(), w.data(), w.size()));
+}
+
+TEST(Serializer, PageAlignedSegments) {
+  Mlp m = mlp();
+  SerializeOptions options;
+  options.segment_alignment = 4096;
+  const auto bytes = serialize_program(m.program, m.plans, options);
+  const uint64_t area = u64_at(bytes, 32);
+  EXPECT_EQ(area % 4096, 0u);
+  auto l = load(bytes);
+  ASSERT_TRUE(l->program.ok()) << last_error_message();
+  const fb::Program* root = l->program->flatbuffer();
+  ASSERT_EQ(root->segments()->size(), 2u);
+  EXPECT_EQ(root->segments()->Get(0)->offset(), 0u);
+  EXPECT_EQ(root->segments()->Get(1)->offset(), 4096u);
+  EXPECT_EQ(root->segments()->Get(1)->alignment(), 4096u);
+  EXPECT_EQ(bytes.size(), area + 4096 + 32);
+
+  options.segment_alignment = 100;
+  EXPECT_THROW(serialize_program(m.program, m.plans, options), std::invalid_argument);
+}
+
+TEST(Serializer, DelegateCallWithFallbackRange) {
+  Graph g;
+  g.values.push_back(tensor("x", {4}));  // 0
+  g.values.push_back(tensor("a", {4}));  // 1
+  g.values.push_back(tensor("b", {4}));  // 2
+  g.values.push_back(tensor("c", {4}));  // 3
+  g.nodes.push_back(Node{"tern::relu", {0}, {1}, "n0"});
+  g.nodes.push_back(Node{"tern::neg", {1}, {2}, "n1"});
+  g.nodes.push_back(Node{"tern::exp", {2}, {3}, "n2"});
+  g.inputs = {0};
+  g.outputs = {3};
+  DelegateRegion region;
+  region.backend = "cpu";
+  region.blob = {9, 8, 7};
+  region.compile_specs = {{"threads", {4}}};
+  region.nodes = {1, 2};
+  region.inputs = {1};
+  region.outputs = {3};
+  g.delegates.push_back(region);
+  ProgramGraph program;
+  program.methods.push_back(g);
+  const std::vector<MemoryPlan> plans = {plan_for(4, {{0, 0}, {1, 64}, {2, 128}, {3, 192}}, 256)};
+
+  auto l = load(serialize_program(program, plans));
+  ASSERT_TRUE(l->program.ok()) << last_error_message();
+  auto meta = l->program->method_meta("forward");
+  ASSERT_TRUE(meta.ok());
+  EXPECT_EQ(meta->num_instructions(), 2u);
+  EXPECT_EQ(meta->num_delegates(), 1u);
+  const fb::Method* method = meta->flatbuffer();
+  ASSERT_NE(method->instructions()->Get(0)->kind_as_KernelCall(), nullptr);
+  const fb::DelegateCall* call = method->instructions()->Get(1)->kind_as_DelegateCall();
+  ASSERT_NE(call, nullptr);
+  EXPECT_EQ(call->delegate(), 0u);
+  ASSERT_EQ(call->args()->size(), 2u);
+  EXPECT_EQ(call->args()->Get(0), 1);
+  EXPECT_EQ(call->args()->Get(1), 3);
+  EXPECT_EQ(call->fallback_begin(), 0u);
+  EXPECT_EQ(call->fallback_end(), 2u);
+  ASSERT_EQ(method->fallback_instructions()->size(), 2u);
+  const fb::KernelCall* f1 = method->fallback_instructions()->Get(1)->kind_as_KernelCall();
+  ASSERT_NE(f1, nullptr);
+  EXPECT_STREQ(method->operators()->Get(f1->op())->c_str(), "tern::exp");
+  EXPECT_EQ(f1->args()->Get(0), 2);
+  EXPECT_EQ(f1->args()->Get(1), 3);
+  const fb::Delegate* d = method->delegates()->Get(0);
+  EXPECT_STREQ(d->backend()->c_str(), "cpu");
+  auto blob = l->program->segment_data(d->segment());
+  ASSERT_TRUE(blob.ok());
+  ASSERT_EQ(blob->size(), 3u);
+  EXPECT_EQ(blob->data()[0], 9);
+  ASSERT_EQ(d->compile_specs()->size(), 1u);
+  EXPECT_STREQ(d->compile_specs()->Get(0)->key()->c_str(), "threads");
+  EXPECT_EQ(d->compile_specs()->Get(0)->value()->Get(0), 4);
+}
+
+TEST(Serializer, StateTensorsAndCallerBoundInputs) {
+  Graph g;
+  Value x = tensor("x", {2});
+  x.caller_bound = true;
+  g.values.push_back(x);  // 0
+  Value cache = tensor("cache", {2, 2});
+  cache.is_state = true;
+  cache.data = std::vector<uint8_t>(16, 0x3f);
+  g.values.push_back(cache);  // 1
+  Value counter = tensor("counter", {1}, DType::I64);
+  counter.is_state = true;
+  g.values.push_back(counter);           // 2
+  g.values.push_back(tensor("y", {2}));  // 3
+  Value empty = tensor("empty", {0, 4});
+  g.values.push_back(empty);         // 4
+  g.values.push_back(int_value(3));  // 5
+  g.nodes.push_back(Node{"tern::add", {0, 1, 5}, {3}, ""});
+  g.nodes.push_back(Node{"tern::clone", {0}, {4}, ""});
+  g.inputs = {0};
+  g.outputs = {3, 4};
+  ProgramGraph program;
+  program.methods.push_back(g);
+  // The empty tensor has no planned offset: it needs none.
+  const std::vector<MemoryPlan> plans = {plan_for(6, {{1, 0}, {2, 64}, {3, 128}}, 192)};
+
+  auto l = load(serialize_program(program, plans));
+  ASSERT_TRUE(l->program.ok()) << last_error_message();
+  auto meta = l->program->method_meta("forward");
+  ASSERT_TRUE(meta.ok());
+  const fb::Method* method = meta->flatbuffer();
+  EXPECT_EQ(method->values()->Get(0)->value_as_Tensor()->storage(), fb::StorageKind::Caller);
+  ASSERT_EQ(method->state()->size(), 2u);
+  EXPECT_EQ(method->state()->Get(0)->value(), 1u);
+  const int32_t init = method->state()->Get(0)->init_segment();
+  ASSERT_GE(init, 0);
+  auto data = l->program->segment_data(static_cast<uint32_t>(init));
+  ASSERT_TRUE(data.ok());
+  ASSERT_EQ(data->size(), 16u);
+  EXPECT_EQ(data->data()[15], 0x3f);
+  EXPECT_EQ(method->state()->Get(1)->value(), 2u);
+  EXPECT_EQ(method->state()->Get(1)->init_segment(), -1);
+  EXPECT_EQ(method->values()->Get(2)->value_as_Tensor()->offset(), 64u);
+  auto info = meta->output_tensor_info(1);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->nbytes, 0u);
+  EXPECT_EQ(*meta->input_tag(0), EValue::Tag::Tensor);
+  EXPECT_EQ(method->values()->Get(5)->value_as_Int()->value(), 3);
+}
+
+TEST(Serializer, ScalarsListsAndQuantParams) {
+  Graph g;
+  Value q = tensor("q", {2, 64}, DType::NF4);
+  q.is_constant = true;
+  q.data.assign(64, 0x12);
+  q.quant.scheme = QuantSpec::Scheme::NF4;
+  q.quant.block_size = 64;
+  q.quant.absmax = 1;
+  g.values.push_back(q);                              // 0
+  g.values.push_back(constant("absmax", {2}, 8, 0));  // 1
+  Value dl;
+  dl.kind = Value::Kind::DoubleList;
+  dl.doubles = {0.5, 1.5};
+  g.values.push_back(dl);  // 2
+  Value il;
+  il.kind = Value::Kind::IntList;
+  il.ints = {1, -1};
+  g.values.push_back(il);  // 3
+  Value s;
+  s.kind = Value::Kind::String;
+  s.string_value = "tanh";
+  g.values.push_back(s);  // 4
+  Value none;
+  none.kind = Value::Kind::None;
+  g.values.push_back(none);              // 5
+  g.values.push_back(tensor("x", {2}));  // 6
+  Value tl;
+  tl.kind = Value::Kind::TensorList;
+  tl.tensors = {6, 0};
+  g.values.push_back(tl);  // 7
+  Value b;
+  b.kind = Value::Kind::Bool;
+  b.bool_value = true;
+  g.values.push_back(b);  // 8
+  g.inputs = {6};
+  g.outputs = {6};
+  ProgramGraph program;
+  program.methods.push_back(g);
+  auto l = load(serialize_program(program, {plan_for(9, {{6, 0}}, 64)}));
+  ASSERT_TRUE(l->program.ok()) << last_error_message();
+  const fb::Method* method = l->program->flatbuffer()->methods()->Get(0);
+  const fb::QuantParams* qp = method->values()->Get(0)->value_as_Tensor()->quant();
+  ASSERT_NE(qp, nullptr);
+  EXPECT_EQ(qp->scheme(), fb::QuantScheme::NF4);
+  EXPECT_EQ(qp->absmax(), 1);
+  EXPECT_EQ(method->values()->Get(0)->value_as_Tensor()->dtype(), fb::DType::NF4);
+  EXPECT_EQ(method->values()->Get(2)->value_as_DoubleList()->items()->Get(1), 1.5);
+  EXPECT_EQ(method->values()->Get(3)->value_as_IntList()->items()->Get(1), -1);
+  EXPECT_STREQ(method->values()->Get(4)->value_as_String()->value()->c_str(), "tanh");
+  EXPECT_NE(method->values()->Get(5)->value_as_None(), nullptr);
+  EXPECT_EQ(method->values()->Get(7)->value_as_TensorList()->items()->Get(1), 0);
+  EXPECT_TRUE(method->values()->Get(8)->value_as_Bool()->value());
+}
+
+TEST(Serializer, SeveralMethodsShareNothingButTheSegmentArea) {
+  Mlp a = mlp();
+  Mlp b = mlp();
+  b.program.methods[0].name = "decode";
+  a.program.methods.push_back(b.program.methods[0]);
+  a.plans.push_back(b.plans[0]);
+  auto l = load(serialize_program(a.program, a.plans));
+  ASSERT_TRUE(l->program.ok()) << last_error_message();
+  EXPECT_EQ(l->program->num_methods(), 2u);
+  EXPECT_EQ(l->program->num_segments(), 4u);
+  auto meta = l->program->method_meta("decode");
+  ASSERT_TRUE(meta.ok());
+  EXPECT_EQ(meta->flatbuffer()->values()->Get(1)->value_as_Tensor()->location(), 2u);
+
+  a.program.methods[1].name = "forward";
+  EXPECT_THROW(serialize_program(a.program, a.plans), std::invalid_argument);
+}
+
+TEST(Serializer, RejectsInconsistentInput) {
+  Mlp m = mlp();
+  EXPECT_THROW(serialize_program(m.program, {}), std::invalid_argument);  // plan count
+  Mlp bad = mlp();
+  bad.program.methods[0].values[1].data.resize(10);  // wrong constant size
+  EXPECT_THROW(serialize_program(bad.program, bad.plans), std::invalid_argument);
+  bad = mlp();
+  bad.plans[0].offsets[3] = -1;  // a planned tensor without an offset
+  EXPECT_THROW(serialize_program(bad.program, bad.plans), std::invalid_argument);
+  bad = mlp();
+  bad.plans[0].offsets[4] = 180;  // beyond the arena
+  EXPECT_THROW(serialize_program(bad.program, bad.plans), std::invalid_argument);
+  bad = mlp();
+  bad.program.methods[0].nodes[0].args[0] = 99;
+  EXPECT_THROW(serialize_program(bad.program, bad.plans), std::invalid_argument);
+  bad = mlp();
+  bad.program.methods[0].values[3].caller_bound = true;  // not an input
+  EXPECT_THROW(serialize_program(bad.program, bad.plans), std::invalid_argument);
+}
+
+TEST(Serializer, BuilderAndPlannerOutputVerifies) {
+  // The whole compiler path: GraphBuilder -> plan_memory -> serialize -> Program::load.
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {2, 8});
+  const int w = b.constant_f32("w", {8, 8}, std::vector<float>(64, 0.5f));
+  const int cache = b.state("cache", DType::F32, {2, 8}, std::vector<uint8_t>(64, 0));
+  const int h = b.op("tern::matmul", {x, w}, DType::F32, {2, 8}, "fc");
+  const int r = b.op("tern::reshape", {h, b.int_list({16})}, DType::F32, {16}, "flat");
+  const int e = b.op("tern::exp", {r}, DType::F32, {16}, "exp");
+  b.op_into("tern::copy_", {h}, {cache}, "store");
+  b.output(e);
+  b.delegate("cpu", 2, 2, {1, 2, 3});
+  ProgramGraph program;
+  program.methods.push_back(b.build());
+  const std::vector<MemoryPlan> plans = {plan_memory(program.methods[0])};
+  for (uint32_t alignment : {64u, 4096u}) {
+    SerializeOptions options;
+    options.segment_alignment = alignment;
+    auto l = load(serialize_program(program, plans, options));
+    ASSERT_TRUE(l->program.ok()) << last_error_message();
+    auto meta = l->program->method_meta("forward");
+    ASSERT_TRUE(meta.ok());
+    EXPECT_EQ(meta->num_delegates(), 1u);
+    EXPECT_EQ(*meta->arena_size(0), plans[0].arena_size);
+    auto out = meta->output_tensor_info(0);
+    ASSERT_TRUE(out.ok());
+    EXPECT_EQ(out->nbytes, 64u);
+    ASSERT_EQ(meta->flatbuffer()->state()->size(), 1u);
+    EXPECT_EQ(meta->flatbuffer()->state()->Get(0)->value(), static_cast<uint32_t>(cache));
+  }
+}
+
+TEST(Serializer, WriteFileReportsThePath) {
+  const std::vector<uint8_t> bytes = {1, 2, 3};
+  try {
+    write_file("/nonexistent/dir/out.pte", bytes);
+    FAIL() << "expected an exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/dir/out.pte"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace tern::compiler

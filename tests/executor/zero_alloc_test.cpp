@@ -1,0 +1,250 @@
+// Proves DESIGN.md's promise: Method::execute() (with set_input and output) never allocates
+// on the heap. This binary replaces malloc & co. and operator new/delete with counting
+// versions that forward to glibc's __libc_* allocator.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "runtime/executor/module.h"
+#include "runtime/kernels/portable/register_portable_kernels.h"
+#include "tests/executor/method_test_util.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TERN_ZERO_ALLOC_HOOKS 0  // sanitizers own malloc; the test skips itself
+#else
+#define TERN_ZERO_ALLOC_HOOKS 1
+#endif
+
+namespace {
+std::atomic<bool> g_armed{false};
+std::atomic<long> g_allocations{0};
+
+inline void note_allocation() {
+  if (g_armed.load(std::memory_order_relaxed)) {
+    g_allocations.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+}  // namespace
+
+#if TERN_ZERO_ALLOC_HOOKS
+extern "C" {
+void* __libc_malloc(size_t size);
+void* __libc_calloc(size_t count, size_t size);
+void* __libc_realloc(void* p, size_t size);
+void* __libc_memalign(size_t alignment, size_t size);
+void __libc_free(void* p);
+
+void* malloc(size_t size) {
+  note_allocation();
+  return __libc_malloc(size);
+}
+void* calloc(size_t count, size_t size) {
+  note_allocation();
+  return __libc_calloc(count, size);
+}
+void* realloc(void* p, size_t size) {
+  note_allocation();
+  return __libc_realloc(p, size);
+}
+void* memalign(size_t alignment, size_t size) {
+  note_allocation();
+  return __libc_memalign(alignment, size);
+}
+void* aligned_alloc(size_t alignment, size_t size) {
+  note_allocation();
+  return __libc_memalign(alignment, size);
+}
+int posix_memalign(void** out, size_t alignment, size_t size) {
+  note_allocation();
+  if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) return EINVAL;
+  void* p = __libc_memalign(alignment, size);
+  if (p == nullptr) return ENOMEM;
+  *out = p;
+  return 0;
+}
+void free(void* p) { __libc_free(p); }
+}  // extern "C"
+
+void* operator new(size_t size) {
+  void* p = malloc(size == 0 ? 1 : size);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+void* operator new[](size_t size) { return operator new(size); }
+void* operator new(size_t size, const std::nothrow_t&) noexcept {
+  return malloc(size == 0 ? 1 : size);
+}
+void* operator new[](size_t size, const std::nothrow_t&) noexcept {
+  return malloc(size == 0 ? 1 : size);
+}
+void* operator new(size_t size, std::align_val_t alignment) {
+  void* p = nullptr;
+  if (posix_memalign(&p, static_cast<size_t>(alignment), size == 0 ? 1 : size) != 0) {
+    throw std::bad_alloc();
+  }
+  return p;
+}
+void* operator new[](size_t size, std::align_val_t alignment) {
+  return operator new(size, alignment);
+}
+void operator delete(void* p) noexcept { free(p); }
+void operator delete[](void* p) noexcept { free(p); }
+void operator delete(void* p, size_t) noexcept { free(p); }
+void operator delete[](void* p, size_t) noexcept { free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { free(p); }
+void operator delete(void* p, size_t, std::align_val_t) noexcept { free(p); }
+void operator delete[](void* p, size_t, std::align_val_t) noexcept { free(p); }
+#endif  // TERN_ZERO_ALLOC_HOOKS
+
+namespace tern {
+namespace {
+
+using compiler::GraphBuilder;
+using testing::f32_view;
+using testing::TestBackend;
+
+TestBackend g_backend;
+
+/// Counts heap allocations while alive.
+class ArmedCounter {
+ public:
+  ArmedCounter() {
+    g_allocations.store(0);
+    g_armed.store(true);
+  }
+  ~ArmedCounter() { g_armed.store(false); }
+  long count() const { return g_allocations.load(); }
+};
+
+std::vector<float> ramp(size_t n, float start, float step) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = start + step * static_cast<float>(i);
+  return v;
+}
+
+/// x[1, 8] -> linear(w1, b1) -> relu (delegated to "test") -> linear(w2) -> add x -> mul
+/// itself -> reshape [2, 4]; plus a state accumulator acc += x.
+std::vector<uint8_t> busy_program() {
+  GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {1, 8});
+  const int w1 = b.constant_f32("w1", {16, 8}, ramp(128, -1.0f, 1.0f / 64));
+  const int b1 = b.constant_f32("b1", {16}, ramp(16, -0.5f, 1.0f / 16));
+  const int w2 = b.constant_f32("w2", {8, 16}, ramp(128, 0.75f, -1.0f / 96));
+  const int acc = b.state("acc", DType::F32, {1, 8});
+  const int h = b.op("tern::linear", {x, w1, b1}, DType::F32, {1, 16}, "fc1");
+  const int r = b.op("tern::relu", {h}, DType::F32, {1, 16}, "act");
+  b.delegate("test", 1, 1, testing::ascii("relu"));
+  const int y = b.op("tern::linear", {r, w2, b.none()}, DType::F32, {1, 8}, "fc2");
+  const int z = b.op("tern::add", {y, x}, DType::F32, {1, 8}, "residual");
+  const int m = b.op("tern::mul", {z, z}, DType::F32, {1, 8}, "square");
+  const int out = b.op("tern::reshape", {m, b.int_list({2, 4})}, DType::F32, {2, 4}, "fold");
+  b.op_into("tern::add", {acc, x}, {acc}, "accumulate");
+  b.output(out);
+  b.output(acc);
+  return testing::compile_graph(b.build());
+}
+
+class ZeroAllocTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!TERN_ZERO_ALLOC_HOOKS) GTEST_SKIP() << "allocation hooks are off under sanitizers";
+    ASSERT_EQ(register_portable_kernels(), Error::Ok);
+    clear_backend_registry_for_testing();
+    Backend entry;
+    entry.name = "test";
+    entry.backend = &g_backend;
+    ASSERT_EQ(register_backend(entry), Error::Ok);
+    g_backend.execute_calls = 0;
+  }
+  void TearDown() override { clear_backend_registry_for_testing(); }
+};
+
+TEST_F(ZeroAllocTest, CounterCountsDeliberateAllocations) {
+  void* (*volatile allocate)(size_t) = std::malloc;
+  void (*volatile release)(void*) = std::free;
+  long counted;
+  {
+    ArmedCounter counter;
+    void* p = allocate(16);
+    counted = counter.count();
+    release(p);
+  }
+  EXPECT_EQ(counted, 1);
+  {
+    ArmedCounter counter;
+    std::string* s = new std::string("a string long enough to need the heap, surely");
+    counted = counter.count();
+    delete s;
+  }
+  EXPECT_GE(counted, 1);
+}
+
+TEST_F(ZeroAllocTest, ExecuteSetInputOutputNeverAllocate) {
+  testing::LoadedProgram lp(busy_program());
+  testing::MethodMemory memory(lp.program().method_meta("forward").get());
+  auto method = lp.program().load_method("forward", memory.manager());
+  ASSERT_TRUE(method.ok()) << last_error_message();
+  ASSERT_EQ(method->delegate_path(0).get(), DelegatePath::Backend);
+  ASSERT_GE(method->num_steps(), 6u);
+
+  std::vector<int64_t> sizes = {1, 8};
+  std::vector<float> inputs[2] = {ramp(8, -1.0f, 0.25f), ramp(8, 2.0f, -0.5f)};
+  TensorView views[2] = {f32_view(sizes, inputs[0]), f32_view(sizes, inputs[1])};
+  float checksum = 0;
+  long allocations;
+  {
+    ArmedCounter counter;
+    for (int i = 0; i < 100; ++i) {
+      if (method->set_input(0, views[i % 2]) != Error::Ok) break;
+      if (method->execute() != Error::Ok) break;
+      auto out = method->output(0);
+      if (!out.ok()) break;
+      checksum += static_cast<const float*>(out.get()->data)[0];
+    }
+    allocations = counter.count();
+  }
+  EXPECT_EQ(allocations, 0) << "heap allocations during 100 set_input/execute/output rounds";
+  EXPECT_EQ(g_backend.execute_calls, 100);
+  EXPECT_EQ(std::string(last_error_message()), "");
+  // The accumulator saw 50 of each input: acc[0] = 50 * (-1) + 50 * 2.
+  auto acc = method->output(1);
+  ASSERT_TRUE(acc.ok());
+  EXPECT_FLOAT_EQ(static_cast<const float*>(acc.get()->data)[0], 50.0f);
+  (void)checksum;
+}
+
+TEST_F(ZeroAllocTest, ModuleMethodExecuteNeverAllocates) {
+  const std::vector<uint8_t> bytes = busy_program();
+  const std::string path = ::testing::TempDir() + "zero_alloc_test.pte";
+  compiler::write_file(path, bytes);
+  Module module;
+  ASSERT_EQ(module.load(path.c_str()), Error::Ok) << last_error_message();
+  auto method = module.method("forward");
+  ASSERT_TRUE(method.ok()) << last_error_message();
+  std::vector<int64_t> sizes = {1, 8};
+  std::vector<float> input = ramp(8, 0.5f, 0.125f);
+  const TensorView view = f32_view(sizes, input);
+  long allocations;
+  {
+    ArmedCounter counter;
+    for (int i = 0; i < 100; ++i) {
+      if ((*method)->set_input(0, view) != Error::Ok) break;
+      if ((*method)->execute() != Error::Ok) break;
+      if (!(*method)->output(0).ok()) break;
+    }
+    allocations = counter.count();
+  }
+  EXPECT_EQ(allocations, 0);
+  EXPECT_EQ(g_backend.execute_calls, 100);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace tern

@@ -1,0 +1,71 @@
+// The `tern` command's subcommands. Each returns the process exit code (0 on success) and
+// reports failures by throwing std::runtime_error with a one-line message, which main()
+// prints as "tern: error: <message>".
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "runtime/core/dtype.h"
+#include "runtime/core/error.h"
+#include "runtime/core/span.h"
+#include "runtime/executor/mmap_data_loader.h"
+#include "runtime/executor/program.h"
+
+namespace tern::cli {
+
+/// `tern run MODEL.pte ...`
+struct RunOptions {
+  std::string model;
+  std::string method;  ///< empty: "forward" if present, else the program's first method
+  std::vector<std::string> inputs;  ///< .npy files, one per method input, in order
+  bool random = false;
+  uint64_t seed = 0;
+  bool ones = false;
+  std::string output_dir;  ///< empty: no files written
+};
+int cmd_run(const RunOptions& options);
+
+/// `tern inspect MODEL.pte`
+int cmd_inspect(const std::string& model);
+
+/// `tern verify MODEL.pte`
+int cmd_verify(const std::string& model);
+
+/// `tern compile GRAPH.json -o OUT.pte`
+struct CompileCommandOptions {
+  std::string graph;
+  std::string output;
+  uint32_t segment_alignment = 64;
+};
+int cmd_compile(const CompileCommandOptions& options);
+
+/// "<ErrorName>: <last error message>" for a runtime error (the message part left out when
+/// empty).
+std::string describe_error(Error error);
+
+/// Throws std::runtime_error("<what>: " + describe_error(error)) unless error is Ok.
+void throw_if_error(Error error, const std::string& what);
+
+/// A program file opened with mmap and loaded with the given verification. The loader lives
+/// as long as the Program that points into it.
+struct LoadedProgram {
+  std::unique_ptr<MmapDataLoader> loader;
+  std::optional<Program> program;
+};
+
+/// Opens and loads `path`; throws std::runtime_error "cannot load <path>: <Error>: <message>".
+LoadedProgram load_program(const std::string& path, Program::Verification verification);
+
+/// "[2, 3]".
+std::string shape_string(Span<const int64_t> sizes);
+
+/// Element `i` of the `dtype` array at `data` as text ("1.5", "-3", "true"), with
+/// f16/bf16 converted to float; "?" for packed dtypes.
+std::string element_string(DType dtype, const uint8_t* data, uint64_t i);
+
+}  // namespace tern::cli
