@@ -114,11 +114,7 @@ std::string safetensors_bytes() {
 class CliTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const char* bin = std::getenv("TERN_BINARY_DIR");
-#ifdef TERN_DEFAULT_BINARY_DIR
-    if (bin == nullptr || bin[0] == '\0') bin = TERN_DEFAULT_BINARY_DIR;
-#endif
-    ASSERT_NE(bin, nullptr) << "TERN_BINARY_DIR is not set";
+    const char* bin = TERN_BINARY_DIR;
     binary_ = new std::string(std::string(bin) + "/tern");
     dir_ = new fs::path(fs::path(::testing::TempDir()) / ("tern_cli_test_" + std::to_string(::getpid())));
     fs::remove_all(*dir_);

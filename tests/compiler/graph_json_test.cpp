@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/temp_path.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -29,8 +31,7 @@ std::string read_text(const std::string& path) {
 
 // The ```json block following "<!-- example: mlp -->" in docs/graph-format.md.
 std::string doc_example() {
-  const char* src = std::getenv("TERN_SOURCE_DIR");
-  const std::string root = src ? src : ".";
+  const std::string root = TERN_SOURCE_DIR;
   const std::string doc = read_text(root + "/docs/graph-format.md");
   const size_t marker = doc.find("<!-- example: mlp -->");
   if (marker == std::string::npos) return "";
@@ -76,7 +77,7 @@ std::string replace(std::string text, const std::string& from, const std::string
 class GraphJsonTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/tern_graph_json_test";
+    dir_ = tern::testing_support::unique_temp_path("tern_graph_json_test");
     std::string cmd = "mkdir -p '" + dir_ + "'";
     ASSERT_EQ(std::system(cmd.c_str()), 0);
     weights_ = {{"fc1.weight", f32_tensor({8, 4}, 0.0f)},
@@ -86,6 +87,11 @@ class GraphJsonTest : public ::testing::Test {
     save_weights();
     example_ = doc_example();
     ASSERT_FALSE(example_.empty()) << "docs/graph-format.md has no MLP example";
+  }
+
+  void TearDown() override {
+    std::string cmd = "rm -rf '" + dir_ + "'";
+    (void)std::system(cmd.c_str());
   }
 
   void save_weights() { write_bytes(dir_ + "/mlp.safetensors", write_safetensors(weights_)); }

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/temp_path.h"
+
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
@@ -109,7 +111,7 @@ TEST(Safetensors, FileRoundTripAndMissingFile) {
   w.dtype = DType::U8;
   w.shape = {2};
   w.data = {7, 9};
-  const std::string path = ::testing::TempDir() + "/tern_safetensors_test.safetensors";
+  const std::string path = tern::testing_support::unique_temp_path("tern_safetensors_test", ".safetensors");
   {
     const auto bytes = write_safetensors({{"w", w}});
     std::ofstream f(path, std::ios::binary);
@@ -127,7 +129,7 @@ TEST(Safetensors, FileRoundTripAndMissingFile) {
 }
 
 TEST(Safetensors, ErrorNamesThePathForABadFile) {
-  const std::string path = ::testing::TempDir() + "/tern_safetensors_bad.safetensors";
+  const std::string path = tern::testing_support::unique_temp_path("tern_safetensors_bad", ".safetensors");
   {
     std::ofstream f(path, std::ios::binary);
     f << "abc";

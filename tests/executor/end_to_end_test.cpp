@@ -2,6 +2,8 @@
 // execute -> compare with a naive reference computed here. Plus state tensors.
 #include <gtest/gtest.h>
 
+#include "tests/support/temp_path.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -103,8 +105,7 @@ class EndToEndTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_EQ(register_portable_kernels(), Error::Ok);
     bytes_ = mlp_program();
-    path_ = ::testing::TempDir() + "tern_end_to_end_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".pte";
+    path_ = tern::testing_support::unique_temp_path("tern_end_to_end", ".pte");
     compiler::write_file(path_, bytes_);
   }
   void TearDown() override { std::remove(path_.c_str()); }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -170,7 +171,7 @@ TEST(FileHeader, ChecksumCoversHeaderWithZeroedFieldThenFlatBuffer) {
 
   // Reference: one-shot XXH3 over a concatenation made by hand.
   std::vector<uint8_t> joined(b);
-  std::memset(joined.data() + 48, 0, 8);
+  for (size_t i = kChecksumFieldOffset; i < kChecksumFieldOffset + 8; ++i) joined.at(i) = 0;
   joined.insert(joined.end(), flatbuffer.begin(), flatbuffer.end());
   const uint64_t expected = XXH3_64bits(joined.data(), joined.size());
 

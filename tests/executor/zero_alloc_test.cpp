@@ -3,6 +3,8 @@
 // versions that forward to glibc's __libc_* allocator.
 #include <gtest/gtest.h>
 
+#include "tests/support/temp_path.h"
+
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -222,7 +224,7 @@ TEST_F(ZeroAllocTest, ExecuteSetInputOutputNeverAllocate) {
 
 TEST_F(ZeroAllocTest, ModuleMethodExecuteNeverAllocates) {
   const std::vector<uint8_t> bytes = busy_program();
-  const std::string path = ::testing::TempDir() + "zero_alloc_test.pte";
+  const std::string path = tern::testing_support::unique_temp_path("zero_alloc_test", ".pte");
   compiler::write_file(path, bytes);
   Module module;
   ASSERT_EQ(module.load(path.c_str()), Error::Ok) << last_error_message();
