@@ -9,6 +9,7 @@ all: build
 
 deps:
 	bash scripts/install-deps.sh
+	bash scripts/setup-venv.sh
 
 configure: deps
 	cmake -S . -B $(BUILD_DIR) $(CMAKE_FLAGS)

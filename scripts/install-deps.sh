@@ -10,6 +10,8 @@ packages=(
   libcli11-dev                              # CLI parsing
   nlohmann-json3-dev                        # graph.json / safetensors headers
   libgtest-dev                              # tests
+  python3-venv                              # scripts/setup-venv.sh
+  python3-numpy python3-torch               # the PyTorch 1.13 line: op tests, exporter (make_fx)
 )
 
 missing=()
