@@ -13,7 +13,8 @@ struct MemoryManager {
   MemoryAllocator* method_allocator = nullptr;
   /// One buffer per planned arena, sized with MethodMeta::arena_size().
   HierarchicalAllocator* planned_memory = nullptr;
-  /// Scratch for kernels during execute(); reset after every instruction. May be null.
+  /// Scratch for kernels during execute(); reset after every instruction. Size it with
+  /// MethodMeta::temp_allocator_bytes(); may be null when that is 0.
   MemoryAllocator* temp_allocator = nullptr;
 };
 

@@ -123,6 +123,8 @@ Result<uint64_t> MethodMeta::arena_lower_bound(size_t index) const {
 
 size_t MethodMeta::num_instructions() const { return count_of(method_->instructions()); }
 
+uint64_t MethodMeta::temp_allocator_bytes() const { return method_->temp_size(); }
+
 size_t MethodMeta::num_delegates() const { return count_of(method_->delegates()); }
 
 }  // namespace tern

@@ -40,6 +40,9 @@ class MethodMeta {
   Result<uint32_t> arena_alignment(size_t index) const;
   Result<uint64_t> arena_lower_bound(size_t index) const;
 
+  /// Bytes of temp allocator the kernels of this method need (planned by the compiler).
+  uint64_t temp_allocator_bytes() const;
+
   size_t num_instructions() const;
   size_t num_delegates() const;
   /// Bytes of method allocator that Method load needs (an upper bound, exact enough that

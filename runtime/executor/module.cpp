@@ -15,7 +15,7 @@ namespace tern {
 namespace {
 
 /// Scratch memory per method for kernels (reset after every instruction).
-constexpr size_t kTempAllocatorBytes = 1u << 20;
+constexpr uint64_t kMinTempAllocatorBytes = 4096;
 constexpr size_t kMinBufferAlignment = 64;
 /// Method allocator bytes added per delegate for backends that keep their small host state
 /// there (MethodMeta::method_allocator_bytes() does not count backends' own allocations).
@@ -154,11 +154,18 @@ Result<Method*> Module::method(const char* name) {
   loaded->planned_memory = HierarchicalAllocator(
       Span<Span<uint8_t>>(loaded->arena_spans.data(), loaded->arena_spans.size()));
 
-  loaded->temp_buffer = allocate_aligned(kTempAllocatorBytes, kMinBufferAlignment);
+  // The compiler plans the kernels' scratch (MethodMeta::temp_allocator_bytes); keep a small
+  // floor so that kernels with tiny, unplanned needs still find room.
+  uint64_t temp_bytes = meta.temp_allocator_bytes();
+  if (temp_bytes < kMinTempAllocatorBytes) temp_bytes = kMinTempAllocatorBytes;
+  TERN_CHECK_OR_RETURN_ERROR(temp_bytes <= SIZE_MAX, MemoryAllocationFailed,
+                             "Module::method('%s'): %llu bytes of scratch do not fit in memory",
+                             name, static_cast<unsigned long long>(temp_bytes));
+  loaded->temp_buffer = allocate_aligned(static_cast<size_t>(temp_bytes), kMinBufferAlignment);
   TERN_CHECK_OR_RETURN_ERROR(loaded->temp_buffer != nullptr, MemoryAllocationFailed,
-                             "Module::method('%s'): cannot allocate %zu bytes of scratch memory",
-                             name, kTempAllocatorBytes);
-  loaded->temp_allocator = MemoryAllocator(loaded->temp_buffer.get(), kTempAllocatorBytes);
+                             "Module::method('%s'): cannot allocate %llu bytes of scratch memory",
+                             name, static_cast<unsigned long long>(temp_bytes));
+  loaded->temp_allocator = MemoryAllocator(loaded->temp_buffer.get(), static_cast<size_t>(temp_bytes));
 
   loaded->memory.method_allocator = &loaded->method_allocator;
   loaded->memory.planned_memory = &loaded->planned_memory;

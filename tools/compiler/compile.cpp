@@ -1,6 +1,8 @@
 // The compile driver: validate -> plan -> serialize.
 #include "tools/compiler/compile.h"
 
+#include "tools/compiler/kernel_scratch.h"
+
 #include <stdexcept>
 
 namespace tern::compiler {
@@ -22,10 +24,12 @@ CompileResult compile_program(const ProgramGraph& program, const CompileOptions&
     }
     validate_graph(method);
     plans.push_back(plan_memory(method, options.planner));
+    plans.back().temp_size = method_scratch_bytes(method);
     MethodReport report;
     report.name = method.name;
     report.arena_size = plans.back().arena_size;
     report.lower_bound = plans.back().lower_bound;
+    report.temp_size = plans.back().temp_size;
     report.num_nodes = method.nodes.size();
     result.methods.push_back(report);
   }

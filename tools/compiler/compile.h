@@ -20,6 +20,7 @@ struct MethodReport {
   std::string name;
   uint64_t arena_size = 0;
   uint64_t lower_bound = 0;
+  uint64_t temp_size = 0;  ///< scratch bytes the kernels need (MethodMeta::temp_allocator_bytes)
   size_t num_nodes = 0;
 };
 

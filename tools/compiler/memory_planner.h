@@ -34,6 +34,9 @@ struct MemoryPlan {
   /// Per value id: lifetime of planned tensors (meaningful where offsets >= 0 and the value
   /// is not an alias; an alias extends its root's lifetime).
   std::vector<Lifetime> lifetimes;
+  /// Bytes of temp (scratch) memory the method's kernels need at most in one node; filled by
+  /// compile_program (kernel_scratch.h), not by plan_memory.
+  uint64_t temp_size = 0;
 };
 
 /// Plans `graph` (liveness over node order, greedy best-fit by size, views aliased). A

@@ -425,7 +425,7 @@ Offset<fb::Method> MethodWriter::write() {
                           fbb_.CreateVector(inputs), fbb_.CreateVector(outputs),
                           fbb_.CreateVector(operators), fbb_.CreateVector(instructions),
                           fbb_.CreateVector(fallback), fbb_.CreateVector(delegates),
-                          fbb_.CreateVector(arenas), fbb_.CreateVector(state));
+                          fbb_.CreateVector(arenas), fbb_.CreateVector(state), plan_.temp_size);
 }
 
 }  // namespace
