@@ -1,25 +1,14 @@
 #include "runtime/kernels/portable/register_portable_kernels.h"
 
-#include "runtime/executor/kernel_registry.h"
-#include "runtime/kernels/portable/portable_kernels.h"
+#include "runtime/kernels/portable/kernel_families.h"
 
 namespace tern {
 
 Error register_portable_kernels() {
-  struct Entry {
-    const char* name;
-    KernelFn fn;
-  };
-  static const Entry kKernels[] = {
-      {"tern::add", portable::add},
-      {"tern::mul", portable::mul},
-      {"tern::relu", portable::relu},
-      {"tern::linear", portable::linear},
-      {"tern::reshape", portable::reshape},
-  };
-  for (const Entry& entry : kKernels) {
-    TERN_RETURN_IF_ERROR(register_kernel(entry.name, entry.fn));
-  }
+  TERN_RETURN_IF_ERROR(portable::register_elementwise_kernels());
+  TERN_RETURN_IF_ERROR(portable::register_reduction_kernels());
+  TERN_RETURN_IF_ERROR(portable::register_linalg_kernels());
+  TERN_RETURN_IF_ERROR(portable::register_data_movement_kernels());
   return Error::Ok;
 }
 
