@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build test demo clean
+.PHONY: all deps configure build test demo clean fuzz fuzz-smoke
 
 all: build
 
@@ -22,6 +22,16 @@ test: build
 
 demo: build
 	bash examples/run_demo.sh $(BUILD_DIR)
+
+# Fuzzing (docs/hardening.md): clang + libFuzzer build in build-fuzz/, FUZZ_SECONDS per target.
+FUZZ_SECONDS ?= 600
+fuzz:
+	bash scripts/install-deps.sh
+	FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) bash scripts/fuzz.sh
+
+fuzz-smoke:
+	bash scripts/install-deps.sh
+	FUZZ_SECONDS=20 JOBS=$(JOBS) bash scripts/fuzz.sh
 
 clean:
 	rm -rf $(BUILD_DIR)

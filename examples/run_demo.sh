@@ -21,3 +21,20 @@ echo "== tern run"
 "$tern" run "$out/mlp.pte" --input "$out/input.npy" --output-dir "$out/outputs"
 echo "== compare with the Python reference"
 python3 "$here/compare_npy.py" "$out/outputs/output_0.npy" "$out/expected.npy" 1e-5
+
+# With PyTorch and torchvision available (the .venv's 2.x line, else Debian's 1.13): export
+# torchvision's mobilenet_v2 with tern_export, run it with `tern run`, compare with PyTorch.
+demo_python=
+for py in "$here/../.venv/bin/python" /usr/bin/python3; do
+  if [ -x "$py" ] && "$py" -c "import torch, torchvision" 2>/dev/null; then
+    demo_python=$py
+    break
+  fi
+done
+if [ -n "$demo_python" ]; then
+  echo "== tern_export: torchvision mobilenet_v2 (random weights, calibrated batch norm)"
+  TERN="$tern" PYTHONPATH="$here/../tools/export" \
+    "$demo_python" "$here/../tools/export/demo_mobilenet_v2.py" "$out"
+else
+  echo "== (no Python with torch and torchvision: skipping the mobilenet_v2 export demo)"
+fi

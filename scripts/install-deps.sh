@@ -10,8 +10,10 @@ packages=(
   libcli11-dev                              # CLI parsing
   nlohmann-json3-dev                        # graph.json / safetensors headers
   libgtest-dev                              # tests
+  clang libclang-rt-14-dev                  # make fuzz: libFuzzer, ASan, UBSan
   python3-venv                              # scripts/setup-venv.sh
   python3-numpy python3-torch               # the PyTorch 1.13 line: op tests, exporter (make_fx)
+  python3-torchvision                       # model tests (tests/models) and the demo's mobilenet_v2
 )
 
 missing=()

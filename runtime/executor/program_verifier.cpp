@@ -36,6 +36,17 @@ uint32_t count_of(const V* vector) {
   return vector == nullptr ? 0 : vector->size();
 }
 
+/// Whether the elements of a FlatBuffer vector are aligned for their type. The FlatBuffers
+/// verifier checks only the 4-byte length prefix, so a crafted file can place a [long] or
+/// [double] 4 bytes off, and reading it would be a misaligned (undefined) load. The structure
+/// buffer itself is 16-byte aligned (Program::load), so address alignment is offset alignment.
+template <typename T>
+bool elements_aligned(const flatbuffers::Vector<T>* vector) {
+  // An empty vector is never read, and FlatBuffers does not align it.
+  return vector == nullptr || vector->size() == 0 ||
+         reinterpret_cast<uintptr_t>(vector->data()) % alignof(T) == 0;
+}
+
 const char* value_kind_name(fb::Value kind) {
   switch (kind) {
     case fb::Value::NONE:
@@ -205,6 +216,18 @@ Error MethodChecker::check_value(uint32_t index) {
       TERN_CHECK_OR_RETURN_ERROR(value->value_as_String()->value() != nullptr, InvalidProgram,
                                  "method '%s' value %u: string without text", name_, index);
       return Error::Ok;
+    case fb::Value::IntList:
+      TERN_CHECK_OR_RETURN_ERROR(elements_aligned(value->value_as_IntList()->items()),
+                                 InvalidProgram,
+                                 "method '%s' value %u: int list items are not 8-byte aligned",
+                                 name_, index);
+      return Error::Ok;
+    case fb::Value::DoubleList:
+      TERN_CHECK_OR_RETURN_ERROR(elements_aligned(value->value_as_DoubleList()->items()),
+                                 InvalidProgram,
+                                 "method '%s' value %u: double list items are not 8-byte aligned",
+                                 name_, index);
+      return Error::Ok;
     case fb::Value::TensorList: {
       const auto* items = value->value_as_TensorList()->items();
       for (uint32_t k = 0; k < count_of(items); ++k) {
@@ -235,6 +258,9 @@ Error MethodChecker::check_tensor(uint32_t index, const fb::Tensor* tensor) {
   const DType dtype = static_cast<DType>(raw_dtype);
   const auto* sizes = tensor->sizes();
   const uint32_t rank = count_of(sizes);
+  TERN_CHECK_OR_RETURN_ERROR(elements_aligned(sizes), InvalidProgram,
+                             "method '%s' value %u: tensor sizes are not 8-byte aligned", name_,
+                             index);
   TERN_CHECK_OR_RETURN_ERROR(rank <= kMaxRank, InvalidProgram,
                              "method '%s' value %u: rank %u exceeds the maximum rank %zu", name_,
                              index, rank, kMaxRank);

@@ -134,6 +134,187 @@ TEST(MemoryPlanner, ReshapeChangingByteSizeIsNotAnAlias) {
   EXPECT_EQ(plan.alias_of[v], -1);
 }
 
+// ---------------------------------------------------------------- offset aliases
+
+// Offsets below are worked by hand: f32 elements are 4 bytes; a piece along dim d of a tensor
+// whose leading dims are 1 starts at (first index) x (product of the sizes after d) elements.
+
+TEST(MemoryPlanner, ContiguousSliceIsAnOffsetAlias) {
+  // x f32[1, 8, 3]; s = x[:, 2:7, :] starts 2 x 3 = 6 elements = 24 bytes in.
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {1, 8, 3});
+  const int s = g.op("tern::slice", {x, g.int_value(1), g.int_value(2), g.int_value(7),
+                                     g.int_value(1)},
+                     DType::F32, {1, 5, 3});
+  const int y = g.op("tern::relu", {s}, DType::F32, {1, 5, 3});
+  g.output(y);
+  const MemoryPlan plan = plan_memory(g.build());
+  EXPECT_EQ(plan.alias_of[s], x);
+  EXPECT_EQ(plan.alias_offset[s], 24u);
+  EXPECT_EQ(plan.offsets[s], plan.offsets[x] + 24);
+  EXPECT_EQ(plan.alias_offset[x], 0u);
+  EXPECT_EQ(plan.lifetimes[x].last, 1);  // x lives while its piece is read
+  EXPECT_NE(plan.offsets[y], plan.offsets[x]);
+}
+
+TEST(MemoryPlanner, WholeDimAndSingleIndexPiecesAreAliases) {
+  // x f32[2, 3, 2]: x[:, 0:3] is all of x (offset 0); x[1:2:5] (step 5 picks row 1 only)
+  // starts 6 elements = 24 bytes in; select(dim 2) of x2 f32[2, 1] index 0 is all of x2.
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {2, 3, 2});
+  const int x2 = g.input("x2", DType::F32, {2, 1});
+  const int one = g.int_value(1);
+  const int a = g.op("tern::slice", {x, one, g.int_value(0), g.int_value(3), one}, DType::F32,
+                     {2, 3, 2});
+  const int b = g.op("tern::slice", {x, g.int_value(0), one, g.none(), g.int_value(5)},
+                     DType::F32, {1, 3, 2});
+  const int c = g.op("tern::select", {x2, one, g.int_value(0)}, DType::F32, {2});
+  for (int v : {a, b, c}) g.output(v);
+  const MemoryPlan plan = plan_memory(g.build());
+  EXPECT_EQ(plan.alias_of[a], x);
+  EXPECT_EQ(plan.alias_offset[a], 0u);
+  EXPECT_EQ(plan.alias_of[b], x);
+  EXPECT_EQ(plan.alias_offset[b], 24u);
+  EXPECT_EQ(plan.alias_of[c], x2);
+  EXPECT_EQ(plan.alias_offset[c], 0u);
+}
+
+TEST(MemoryPlanner, SliceBoundsAreClampedLikeATen) {
+  // x f32[6, 4]: x[-100:3] is rows 0..2 (offset 0); x[4:None] rows 4..5 (offset 64);
+  // x[-2:100] rows 4..5 too.
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {6, 4});
+  const int zero = g.int_value(0), one = g.int_value(1);
+  const int a = g.op("tern::slice", {x, zero, g.int_value(-100), g.int_value(3), one},
+                     DType::F32, {3, 4});
+  const int b = g.op("tern::slice", {x, zero, g.int_value(4), g.none(), one}, DType::F32, {2, 4});
+  const int c = g.op("tern::slice", {x, g.int_value(-2), g.int_value(-2), g.int_value(100), one},
+                     DType::F32, {2, 4});
+  for (int v : {a, b, c}) g.output(v);
+  const MemoryPlan plan = plan_memory(g.build());
+  EXPECT_EQ(plan.alias_of[a], x);
+  EXPECT_EQ(plan.alias_offset[a], 0u);
+  EXPECT_EQ(plan.alias_of[b], x);
+  EXPECT_EQ(plan.alias_offset[b], 64u);
+  EXPECT_EQ(plan.alias_of[c], x);
+  EXPECT_EQ(plan.alias_offset[c], 64u);
+}
+
+TEST(MemoryPlanner, NonContiguousPiecesAreCopies) {
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {2, 8});
+  const int one = g.int_value(1);
+  // Along dim 1 with a leading dim of 2: two separate runs.
+  const int a = g.op("tern::slice", {x, one, g.int_value(2), g.int_value(5), one}, DType::F32,
+                     {2, 3});
+  // Step 2 along a dim with leading 1s.
+  const int x1 = g.input("x1", DType::F32, {1, 8});
+  const int b = g.op("tern::slice", {x1, one, g.none(), g.none(), g.int_value(2)}, DType::F32,
+                     {1, 4});
+  const int c = g.op("tern::select", {x, one, g.int_value(3)}, DType::F32, {2});
+  // Declared sizes that are not what the op computes: left to the kernel to reject.
+  const int d = g.op("tern::select", {x, g.int_value(0), g.int_value(1)}, DType::F32, {4});
+  // Another dtype.
+  const int e = g.op("tern::select", {x, g.int_value(0), g.int_value(1)}, DType::I32, {8});
+  for (int v : {a, b, c, d, e}) g.output(v);
+  const MemoryPlan plan = plan_memory(g.build());
+  for (int v : {a, b, c, d, e}) {
+    EXPECT_EQ(plan.alias_of[v], -1) << v;
+    EXPECT_EQ(plan.alias_offset[v], 0u) << v;
+    EXPECT_GE(plan.offsets[v], 0) << v;
+  }
+}
+
+TEST(MemoryPlanner, SelectAndSplitPieces) {
+  // x f32[1, 9, 2]: select(dim 1, index -1) is element 8 x 2 = 16 -> 64 bytes.
+  // split([2, 3, 4], dim 1): pieces at elements 0, 4, 10 -> bytes 0, 16, 40.
+  // split([4], dim -2) (chunks 4, 4, 1): elements 0, 8, 16 -> bytes 0, 32, 64.
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {1, 9, 2});
+  const int sel = g.op("tern::select", {x, g.int_value(1), g.int_value(-1)}, DType::F32, {1, 2});
+  const int sizes = g.int_list({2, 3, 4});
+  const int p0 = g.tensor("p0", DType::F32, {1, 2, 2});
+  const int p1 = g.tensor("p1", DType::F32, {1, 3, 2});
+  const int p2 = g.tensor("p2", DType::F32, {1, 4, 2});
+  g.op_into("tern::split", {x, sizes, g.int_value(1)}, {p0, p1, p2});
+  const int q0 = g.tensor("q0", DType::F32, {1, 4, 2});
+  const int q1 = g.tensor("q1", DType::F32, {1, 4, 2});
+  const int q2 = g.tensor("q2", DType::F32, {1, 1, 2});
+  g.op_into("tern::split", {x, g.int_list({4}), g.int_value(-2)}, {q0, q1, q2});
+  for (int v : {sel, p0, p1, p2, q0, q1, q2}) g.output(v);
+  const MemoryPlan plan = plan_memory(g.build());
+  const std::pair<int, uint64_t> expected[] = {{sel, 64}, {p0, 0}, {p1, 16}, {p2, 40},
+                                               {q0, 0},   {q1, 32}, {q2, 64}};
+  for (const auto& [v, offset] : expected) {
+    EXPECT_EQ(plan.alias_of[v], x) << v;
+    EXPECT_EQ(plan.alias_offset[v], offset) << v;
+    EXPECT_EQ(plan.offsets[v], plan.offsets[x] + static_cast<int64_t>(offset)) << v;
+  }
+  EXPECT_EQ(plan.arena_size, 128u);  // only x (72 bytes, aligned to 128) is placed
+}
+
+TEST(MemoryPlanner, OffsetsAccumulateAlongViewChains) {
+  // x f32[10, 4]; a = x[2:8] (32 bytes in); b = a[1:3] (16 more: 48); c = reshape(b) [8];
+  // d = unsqueeze(c) [1, 8]; e = d[:, 4:] (4 elements more: 64). All alias x.
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {10, 4});
+  const int zero = g.int_value(0), one = g.int_value(1);
+  const int a = g.op("tern::slice", {x, zero, g.int_value(2), g.int_value(8), one}, DType::F32,
+                     {6, 4});
+  const int b = g.op("tern::slice", {a, zero, one, g.int_value(3), one}, DType::F32, {2, 4});
+  const int c = g.op("tern::reshape", {b, g.int_list({8})}, DType::F32, {8});
+  const int d = g.op("tern::unsqueeze", {c, zero}, DType::F32, {1, 8});
+  const int e = g.op("tern::slice", {d, one, g.int_value(4), g.none(), one}, DType::F32, {1, 4});
+  const int y = g.op("tern::relu", {e}, DType::F32, {1, 4});
+  g.output(y);
+  const MemoryPlan plan = plan_memory(g.build());
+  const std::pair<int, uint64_t> expected[] = {{a, 32}, {b, 48}, {c, 48}, {d, 48}, {e, 64}};
+  for (const auto& [v, offset] : expected) {
+    EXPECT_EQ(plan.alias_of[v], x) << v;
+    EXPECT_EQ(plan.alias_offset[v], offset) << v;
+    EXPECT_EQ(plan.offsets[v], plan.offsets[x] + static_cast<int64_t>(offset)) << v;
+  }
+  EXPECT_EQ(plan.lifetimes[x].last, 5);  // the relu of the last view
+}
+
+TEST(MemoryPlanner, PiecesOfConstantsAndCallerBoundInputs) {
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {4, 2});
+  g.graph().values[x].caller_bound = true;
+  const int w = g.constant_f32("w", {4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  const int ws = g.op("tern::select", {w, g.int_value(0), g.int_value(2)}, DType::F32, {2});
+  const int xs = g.op("tern::select", {x, g.int_value(0), g.int_value(2)}, DType::F32, {2});
+  const int y = g.op("tern::add", {ws, xs}, DType::F32, {2});
+  g.output(y);
+  const MemoryPlan plan = plan_memory(g.build());
+  EXPECT_EQ(plan.alias_of[ws], w);
+  EXPECT_EQ(plan.alias_offset[ws], 16u);
+  EXPECT_EQ(plan.offsets[ws], -1);  // in the constant's segment
+  EXPECT_EQ(plan.alias_of[xs], -1);  // caller memory: a planned copy
+  EXPECT_EQ(plan.alias_offset[xs], 0u);
+  EXPECT_GE(plan.offsets[xs], 0);
+}
+
+TEST(MemoryPlanner, ViewByteOffsetOfMalformedNodes) {
+  // Missing or mistyped attributes never alias (the kernel reports them).
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {1, 8});
+  const int a = g.op("tern::slice", {x}, DType::F32, {1, 8});
+  const int b = g.op("tern::slice", {x, g.int_value(1), g.double_value(1.0), g.none(),
+                                     g.int_value(1)},
+                     DType::F32, {1, 7});
+  const int c = g.op("tern::select", {x, g.int_value(5), g.int_value(0)}, DType::F32, {8});
+  const int p0 = g.tensor("p0", DType::F32, {1, 3});
+  const int p1 = g.tensor("p1", DType::F32, {1, 4});
+  g.op_into("tern::split", {x, g.int_list({3, 4}), g.int_value(1)}, {p0, p1});  // sums to 7
+  for (int v : {a, b, c, p0, p1}) g.output(v);
+  const Graph graph = g.build();
+  const MemoryPlan plan = plan_memory(graph);
+  for (int v : {a, b, c, p0, p1}) EXPECT_EQ(plan.alias_of[v], -1) << v;
+  uint64_t offset = 0;
+  EXPECT_FALSE(view_byte_offset(graph, graph.nodes[3], 2, &offset));  // no third output
+}
+
 TEST(MemoryPlanner, StateIsNeverShared) {
   // s is only touched at node 0 but lives for the whole method; b and c could otherwise reuse it.
   GraphBuilder g;
@@ -235,6 +416,87 @@ TEST(MemoryPlanner, InvalidGraphThrows) {
 
 // ---------------------------------------------------------------- property test
 
+// The indices a Python slice start:end:step (step > 0) picks from range(size): the test's
+// own statement of ATen's clamping (negative bounds count from the end, then clamp).
+std::vector<int64_t> python_slice(int64_t size, bool has_start, int64_t start, bool has_end,
+                                  int64_t end, int64_t step) {
+  auto clamp_bound = [&](int64_t v) {
+    if (v < 0) v += size;
+    return std::max<int64_t>(0, std::min(v, size));
+  };
+  const int64_t lo = has_start ? clamp_bound(start) : 0;
+  const int64_t hi = has_end ? clamp_bound(end) : size;
+  std::vector<int64_t> picked;
+  for (int64_t i = lo; i < hi; i += step) picked.push_back(i);
+  return picked;
+}
+
+// For output `k` of a slice/select/split node: the flat source element index of every output
+// element in row-major order, found by walking coordinates one by one. False when the
+// node is not a piece op or its attributes are malformed. Select's output drops the dim, which
+// leaves the row-major order unchanged.
+bool piece_source_indices(const Graph& g, const Node& nd, size_t k, std::vector<int64_t>* flat) {
+  const Value& x = g.values[static_cast<size_t>(nd.args.at(0))];
+  const int rank = static_cast<int>(x.sizes.size());
+  auto attr = [&](size_t i) -> const Value& { return g.values[static_cast<size_t>(nd.args.at(i))]; };
+  if (rank == 0) return false;
+  std::vector<int64_t> picked;  // source indices along dim, one per output position
+  int dim = 0;
+  if (nd.op == "tern::slice" && nd.args.size() == 5) {
+    dim = static_cast<int>(attr(1).int_value);
+    if (dim < 0) dim += rank;
+    const int64_t size = x.sizes[static_cast<size_t>(dim)];
+    picked = python_slice(size, attr(2).kind == Value::Kind::Int, attr(2).int_value,
+                          attr(3).kind == Value::Kind::Int, attr(3).int_value, attr(4).int_value);
+  } else if (nd.op == "tern::select" && nd.args.size() == 3) {
+    dim = static_cast<int>(attr(1).int_value);
+    if (dim < 0) dim += rank;
+    const int64_t size = x.sizes[static_cast<size_t>(dim)];
+    int64_t index = attr(2).int_value;
+    if (index < 0) index += size;
+    picked = {index};
+  } else if (nd.op == "tern::split" && nd.args.size() == 3) {
+    dim = static_cast<int>(attr(2).int_value);
+    if (dim < 0) dim += rank;
+    const int64_t size = x.sizes[static_cast<size_t>(dim)];
+    std::vector<int64_t> lens = attr(1).ints;
+    if (lens.size() == 1 && nd.outputs.size() != 1) {  // one chunk size
+      lens.clear();
+      for (int64_t at = 0; at < size; at += attr(1).ints[0]) {
+        lens.push_back(std::min(attr(1).ints[0], size - at));
+      }
+    }
+    int64_t start = 0;
+    for (size_t i = 0; i < k; ++i) start += lens.at(i);
+    for (int64_t i = 0; i < lens.at(k); ++i) picked.push_back(start + i);
+  } else {
+    return false;
+  }
+  // Walk every source coordinate whose dim-coordinate is picked, in output order.
+  std::vector<int64_t> strides(static_cast<size_t>(rank), 1);
+  for (int d = rank - 2; d >= 0; --d) {
+    strides[static_cast<size_t>(d)] = strides[static_cast<size_t>(d) + 1] * x.sizes[static_cast<size_t>(d) + 1];
+  }
+  std::vector<int64_t> out_sizes = x.sizes;
+  out_sizes[static_cast<size_t>(dim)] = static_cast<int64_t>(picked.size());
+  uint64_t total = 1;
+  for (int64_t s : out_sizes) total *= static_cast<uint64_t>(s);
+  flat->clear();
+  for (uint64_t n = 0; n < total; ++n) {
+    uint64_t rest = n;
+    int64_t offset = 0;
+    for (int d = rank - 1; d >= 0; --d) {
+      const uint64_t sz = static_cast<uint64_t>(out_sizes[static_cast<size_t>(d)]);
+      int64_t c = static_cast<int64_t>(rest % sz);
+      rest /= sz;
+      if (d == dim) c = picked[static_cast<size_t>(c)];
+      offset += c * strides[static_cast<size_t>(d)];
+    }
+    flat->push_back(offset);
+  }
+  return true;
+}
+
 // A random DAG: inputs (some caller-bound), constants, state tensors, ops with 1-3 args and
 // 1-2 outputs, views (same bytes, and some byte-changing "views" that must be copies), state
 // updates, tensor lists, multi-use values, outputs, and some delegate regions.
@@ -273,7 +535,74 @@ Graph random_graph(std::mt19937& rng) {
       return avail[static_cast<size_t>(sz - 1 - back)];
     };
     const int kind = uni(0, 99);
-    if (kind < 15) {
+    if (kind < 6) {
+      // A piece of a random tensor: slice / select / split, contiguous or not.
+      const int src = pick();
+      const Value sv = b.graph().values[static_cast<size_t>(src)];
+      if (sv.sizes.empty()) continue;
+      const int rank = static_cast<int>(sv.sizes.size());
+      const int dim_index = uni(0, rank - 1);
+      const int64_t size = sv.sizes[static_cast<size_t>(dim_index)];
+      const int dim = b.int_value(chance(30) ? dim_index - rank : dim_index);
+      std::vector<int64_t> out_sizes = sv.sizes;
+      const int which = uni(0, 2);
+      if (which == 0) {
+        const bool has_start = chance(80), has_end = chance(80);
+        const int64_t start = uni(-static_cast<int>(size) - 2, static_cast<int>(size) + 2);
+        const int64_t end = uni(-static_cast<int>(size) - 2, static_cast<int>(size) + 2);
+        const int64_t step = chance(75) ? 1 : uni(2, 3);
+        out_sizes[static_cast<size_t>(dim_index)] = static_cast<int64_t>(
+            python_slice(size, has_start, start, has_end, end, step).size());
+        const int v = b.op("tern::slice",
+                           {src, dim, has_start ? b.int_value(start) : b.none(),
+                            has_end ? b.int_value(end) : b.none(), b.int_value(step)},
+                           DType::F32, out_sizes);
+        avail.push_back(v);
+        produced.push_back(v);
+      } else if (which == 1 && size > 0) {
+        out_sizes.erase(out_sizes.begin() + dim_index);
+        const int v = b.op("tern::select",
+                           {src, dim, b.int_value(uni(-static_cast<int>(size),
+                                                      static_cast<int>(size) - 1))},
+                           DType::F32, out_sizes);
+        avail.push_back(v);
+        produced.push_back(v);
+      } else {
+        // Random cut points (sizes per output) or, sometimes, one chunk size.
+        std::vector<int64_t> pieces;
+        int64_t left = size;
+        while (left > 0 && pieces.size() < 3) {
+          const int64_t p = uni(0, static_cast<int>(left));
+          pieces.push_back(p);
+          left -= p;
+        }
+        pieces.push_back(left);
+        std::vector<int64_t> split_sizes = pieces;
+        if (size > 0 && chance(30)) {
+          const int64_t chunk = uni(1, static_cast<int>(size));
+          split_sizes = {chunk};
+          pieces.clear();
+          for (int64_t at = 0; at < size; at += chunk) pieces.push_back(std::min(chunk, size - at));
+        }
+        std::vector<int> outs;
+        for (int64_t p : pieces) {
+          out_sizes[static_cast<size_t>(dim_index)] = p;
+          outs.push_back(b.tensor("piece", DType::F32, out_sizes));
+        }
+        b.op_into("tern::split", {src, b.int_list(split_sizes), dim}, outs);
+        for (int o : outs) {
+          avail.push_back(o);
+          produced.push_back(o);
+        }
+      }
+    } else if (kind < 9) {
+      // A multi-dim tensor (leading 1s are common) for pieces to cut.
+      std::vector<int64_t> sizes;
+      for (int d = uni(1, 3); d > 0; --d) sizes.push_back(chance(50) ? 1 : uni(0, 6));
+      const int v = b.op("tern::op", {pick()}, DType::F32, sizes);
+      avail.push_back(v);
+      produced.push_back(v);
+    } else if (kind < 15) {
       // A view of a random tensor: same byte size (an alias) or, rarely, not.
       const int src = pick();
       uint64_t numel = 1;
@@ -348,6 +677,7 @@ uint64_t check_plan(const Graph& g, const MemoryPlan& plan, const std::string& t
   const size_t n = g.values.size();
   EXPECT_EQ(plan.offsets.size(), n) << tag;
   EXPECT_EQ(plan.alias_of.size(), n) << tag;
+  EXPECT_EQ(plan.alias_offset.size(), n) << tag;
 
   // Positions, naively: a node continues the previous position when both are in one region.
   std::vector<int> region(g.nodes.size(), -1);
@@ -397,25 +727,69 @@ uint64_t check_plan(const Graph& g, const MemoryPlan& plan, const std::string& t
   auto owner = [&](size_t i) -> int {  // the alias class of i
     return plan.alias_of[i] >= 0 ? plan.alias_of[i] : static_cast<int>(i);
   };
+  // Pieces (slice/select/split outputs) whose elements form one run of their source, found by
+  // enumerating element positions: they must be aliases at that run's start (unless their
+  // root is caller-bound or state); empty pieces may go either way.
+  std::vector<int64_t> piece_first(n, -1);  // first source element of a one-run piece
+  std::vector<size_t> output_index(n, 0);
+  for (const Node& nd : g.nodes) {
+    for (size_t k = 0; k < nd.outputs.size(); ++k) {
+      output_index[static_cast<size_t>(nd.outputs[k])] = k;
+      std::vector<int64_t> flat;
+      if (!piece_source_indices(g, nd, k, &flat) || flat.empty()) continue;
+      bool run = true;
+      for (size_t e = 0; e < flat.size(); ++e) run = run && flat[e] == flat[0] + int64_t(e);
+      if (!run) continue;
+      const size_t o = static_cast<size_t>(nd.outputs[k]);
+      piece_first[o] = flat[0];
+      const int src = nd.args.at(0);
+      const Value& root = g.values[static_cast<size_t>(owner(static_cast<size_t>(src)))];
+      const bool same_dtype = g.values[o].dtype == g.values[static_cast<size_t>(src)].dtype;
+      if (same_dtype && !root.caller_bound && !root.is_state && !g.values[o].is_state) {
+        EXPECT_GE(plan.alias_of[o], 0) << tag << ": piece " << o << " of " << nd.op
+                                       << " is one run of its source but not an alias";
+      }
+    }
+  }
   for (size_t i = 0; i < n; ++i) {
     const Value& v = g.values[i];
     const int a = plan.alias_of[i];
+    if (a < 0) {
+      EXPECT_EQ(plan.alias_offset[i], 0u) << tag << " value " << i;
+    }
     if (a >= 0) {
-      // Legal alias: produced by a view op of a value in a's class, same byte size, root is
-      // neither caller-bound nor state, and the view is not state.
+      // Legal alias: produced by a view op of a value in a's class with the same byte size, or
+      // a one-run piece of it; root is neither caller-bound nor state; the view is not state.
       const int node = producer[i];
       EXPECT_GE(node, 0) << tag << " alias " << i;
       if (node < 0) continue;
       const Node& nd = g.nodes[static_cast<size_t>(node)];
-      EXPECT_TRUE(is_view_op(nd.op)) << tag << " value " << i << " aliased by " << nd.op;
       const int src = nd.args.at(0);
       EXPECT_TRUE(src == a || plan.alias_of[static_cast<size_t>(src)] == a) << tag << " " << i;
       EXPECT_EQ(plan.alias_of[static_cast<size_t>(a)], -1) << tag << " root of root";
-      EXPECT_EQ(nbytes_of(v), nbytes_of(g.values[static_cast<size_t>(a)])) << tag << " " << i;
+      const uint64_t src_offset = plan.alias_offset[static_cast<size_t>(src)];
+      if (is_view_op(nd.op)) {
+        EXPECT_EQ(nbytes_of(v), nbytes_of(g.values[static_cast<size_t>(src)])) << tag << " " << i;
+        EXPECT_EQ(plan.alias_offset[i], src_offset) << tag << " " << i;
+      } else if (nbytes_of(v) > 0) {
+        EXPECT_GE(piece_first[i], 0) << tag << " value " << i << " aliased by " << nd.op
+                                     << " output " << output_index[i];
+        EXPECT_EQ(v.dtype, g.values[static_cast<size_t>(src)].dtype) << tag << " value " << i;
+        EXPECT_EQ(plan.alias_offset[i], src_offset + uint64_t(piece_first[i]) * 4)  // f32
+            << tag << " value " << i;
+      } else {
+        EXPECT_TRUE(nd.op == "tern::slice" || nd.op == "tern::select" || nd.op == "tern::split")
+            << tag << " " << i;
+      }
+      EXPECT_LE(plan.alias_offset[i] + nbytes_of(v), nbytes_of(g.values[static_cast<size_t>(a)]))
+          << tag << " value " << i << " reaches past its root";
       EXPECT_FALSE(g.values[static_cast<size_t>(a)].caller_bound) << tag;
       EXPECT_FALSE(g.values[static_cast<size_t>(a)].is_state) << tag;
       EXPECT_FALSE(v.is_state) << tag;
-      EXPECT_EQ(plan.offsets[i], plan.offsets[static_cast<size_t>(a)]) << tag << " " << i;
+      const int64_t root_offset = plan.offsets[static_cast<size_t>(a)];
+      EXPECT_EQ(plan.offsets[i],
+                root_offset < 0 ? -1 : root_offset + static_cast<int64_t>(plan.alias_offset[i]))
+          << tag << " " << i;
       continue;
     }
     const bool should_plan = v.is_tensor() && !v.is_constant && !v.caller_bound;
@@ -429,7 +803,9 @@ uint64_t check_plan(const Graph& g, const MemoryPlan& plan, const std::string& t
   // Extents and alignment.
   for (size_t i = 0; i < n; ++i) {
     if (plan.offsets[i] < 0) continue;
-    EXPECT_EQ(plan.offsets[i] % 64, 0) << tag << " value " << i;
+    if (plan.alias_of[i] < 0) {
+      EXPECT_EQ(plan.offsets[i] % 64, 0) << tag << " value " << i;
+    }
     EXPECT_LE(static_cast<uint64_t>(plan.offsets[i]) + nbytes_of(g.values[i]), plan.arena_size)
         << tag << " value " << i;
   }
@@ -491,13 +867,39 @@ TEST(MemoryPlannerProperty, CheckerCatchesABadPlan) {
   EXPECT_NONFATAL_FAILURE(check_plan(graph, plan, "bad"), "% 64");
 }
 
+TEST(MemoryPlannerProperty, CheckerCatchesABadOffsetAlias) {
+  // s = x[:, 2:6] of x f32[1, 8] is one run 8 bytes into x.
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {1, 8});
+  const int one = g.int_value(1);
+  const int s = g.op("tern::slice", {x, one, g.int_value(2), g.int_value(6), one}, DType::F32,
+                     {1, 4});
+  const int y = g.op("tern::relu", {s}, DType::F32, {1, 4});
+  g.output(y);
+  const Graph graph = g.build();
+  MemoryPlan plan = plan_memory(graph);
+  check_plan(graph, plan, "good");
+  plan.alias_offset[s] = 4;
+  plan.offsets[s] = plan.offsets[x] + 4;
+  EXPECT_NONFATAL_FAILURE(check_plan(graph, plan, "bad"), "alias_offset");
+  plan = plan_memory(graph);
+  plan.offsets[s] = plan.offsets[x];  // the offset list disagrees with alias_offset
+  EXPECT_NONFATAL_FAILURE(check_plan(graph, plan, "bad"), "root_offset");
+  plan = plan_memory(graph);
+  plan.alias_of[s] = -1;  // a missed alias
+  plan.alias_offset[s] = 0;
+  plan.offsets[s] = 128;
+  plan.arena_size = 192;
+  EXPECT_NONFATAL_FAILURE(check_plan(graph, plan, "bad"), "not an alias");
+}
+
 TEST(MemoryPlannerProperty, RandomGraphs) {
   std::mt19937 rng(20240611u);
   constexpr int kGraphs = 1500;
   double ratio_sum = 0;
   int counted = 0;
   double worst = 1.0;
-  int aliases = 0, regions = 0, states = 0;
+  int aliases = 0, offset_aliases = 0, regions = 0, states = 0;
   for (int k = 0; k < kGraphs; ++k) {
     const Graph g = random_graph(rng);
     const MemoryPlan plan = plan_memory(g);
@@ -505,6 +907,7 @@ TEST(MemoryPlannerProperty, RandomGraphs) {
     regions += static_cast<int>(g.delegates.size());
     for (size_t i = 0; i < g.values.size(); ++i) {
       aliases += plan.alias_of[i] >= 0;
+      offset_aliases += plan.alias_offset[i] > 0;
       states += g.values[i].is_state;
     }
     const uint64_t bound = check_plan(g, plan, tag);
@@ -523,11 +926,13 @@ TEST(MemoryPlannerProperty, RandomGraphs) {
   }
   ASSERT_GT(counted, kGraphs / 2);
   EXPECT_GT(aliases, kGraphs / 2);  // the generator exercises views, regions and state
+  EXPECT_GT(offset_aliases, kGraphs / 10);
   EXPECT_GT(regions, kGraphs / 4);
   EXPECT_GT(states, kGraphs / 2);
   const double mean = ratio_sum / counted;
   std::cout << "[ planner ] " << counted << " graphs: mean arena_size / lower_bound = " << mean
-            << ", worst = " << worst << " (" << aliases << " aliases, " << regions
+            << ", worst = " << worst << " (" << aliases << " aliases, " << offset_aliases
+            << " at an offset, " << regions
             << " delegate regions, " << states << " state tensors)" << std::endl;
   ::testing::Test::RecordProperty("mean_arena_over_lower_bound", std::to_string(mean));
   ::testing::Test::RecordProperty("worst_arena_over_lower_bound", std::to_string(worst));

@@ -458,6 +458,76 @@ TEST(Serializer, BuilderAndPlannerOutputVerifies) {
   }
 }
 
+TEST(Serializer, OffsetAliasesRoundTrip) {
+  // Pieces placed by the planner at an offset into their root: a slice of an intermediate
+  // (in the arena: root offset + 16 bytes), a select of a constant (its segment + 24 bytes),
+  // and a split whose second piece starts 8 bytes in. Hand-worked: x f32[1, 6, 2];
+  // xs = x[:, 2:5] starts 2 x 2 = 4 elements in; w f32[4, 3] row 2 starts 6 elements in;
+  // split([1, 5], dim 1) of x: piece 1 starts 1 x 2 = 2 elements in.
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {1, 6, 2});
+  std::vector<float> wv(12);
+  for (size_t i = 0; i < wv.size(); ++i) wv[i] = static_cast<float>(i) * 0.5f;
+  const int w = b.constant_f32("w", {4, 3}, wv);
+  const int h = b.op("tern::relu", {x}, DType::F32, {1, 6, 2});
+  const int one = b.int_value(1);
+  const int xs = b.op("tern::slice", {h, one, b.int_value(2), b.int_value(5), one}, DType::F32,
+                      {1, 3, 2}, "piece");
+  const int ws = b.op("tern::select", {w, b.int_value(0), b.int_value(2)}, DType::F32, {3}, "row");
+  const int p0 = b.tensor("p0", DType::F32, {1, 1, 2});
+  const int p1 = b.tensor("p1", DType::F32, {1, 5, 2});
+  b.op_into("tern::split", {h, b.int_list({1, 5}), one}, {p0, p1}, "halves");
+  for (int v : {xs, ws, p1}) b.output(v);
+  ProgramGraph program;
+  program.methods.push_back(b.build());
+  const std::vector<MemoryPlan> plans = {plan_memory(program.methods[0])};
+  const MemoryPlan& plan = plans[0];
+  ASSERT_EQ(plan.alias_of[xs], h);
+  ASSERT_EQ(plan.alias_offset[xs], 16u);
+  ASSERT_EQ(plan.alias_of[ws], w);
+  ASSERT_EQ(plan.alias_offset[ws], 24u);
+  ASSERT_EQ(plan.alias_offset[p1], 8u);
+
+  auto l = load(serialize_program(program, plans));
+  ASSERT_TRUE(l->program.ok()) << last_error_message();  // the verifier accepts the offsets
+  auto meta = l->program->method_meta("forward");
+  ASSERT_TRUE(meta.ok());
+  const fb::Method* method = meta->flatbuffer();
+  auto t = [&](int id) { return method->values()->Get(static_cast<uint32_t>(id))->value_as_Tensor(); };
+  const uint64_t h_offset = static_cast<uint64_t>(plan.offsets[h]);
+  EXPECT_EQ(t(h)->storage(), fb::StorageKind::Arena);
+  EXPECT_EQ(t(xs)->storage(), fb::StorageKind::Arena);
+  EXPECT_EQ(t(xs)->offset(), h_offset + 16);
+  EXPECT_EQ(t(p0)->offset(), h_offset);
+  EXPECT_EQ(t(p1)->offset(), h_offset + 8);
+  EXPECT_EQ(t(w)->storage(), fb::StorageKind::Constant);
+  EXPECT_EQ(t(ws)->storage(), fb::StorageKind::Constant);
+  EXPECT_EQ(t(ws)->location(), t(w)->location());
+  EXPECT_EQ(t(w)->offset(), 0u);
+  EXPECT_EQ(t(ws)->offset(), 24u);
+  EXPECT_EQ(l->program->num_segments(), 1u);  // the piece shares w's segment
+  // The bytes at that offset are w's row 2.
+  auto seg = l->program->segment_data(t(ws)->location());
+  ASSERT_TRUE(seg.ok());
+  float row[3];
+  std::memcpy(row, seg->data() + t(ws)->offset(), sizeof(row));
+  EXPECT_EQ(row[0], 3.0f);
+  EXPECT_EQ(row[1], 3.5f);
+  EXPECT_EQ(row[2], 4.0f);
+
+  // A plan whose alias reaches past its root, or whose offset list has the wrong length, is
+  // rejected.
+  std::vector<MemoryPlan> bad = plans;
+  bad[0].alias_offset[ws] = 40;  // 40 + 12 > 48 bytes of w
+  EXPECT_THROW(serialize_program(program, bad), std::invalid_argument);
+  bad = plans;
+  bad[0].alias_offset[xs] = 40;  // 40 + 24 > 48 bytes of h
+  EXPECT_THROW(serialize_program(program, bad), std::invalid_argument);
+  bad = plans;
+  bad[0].alias_offset.resize(3);
+  EXPECT_THROW(serialize_program(program, bad), std::invalid_argument);
+}
+
 TEST(Serializer, WriteFileReportsThePath) {
   const std::vector<uint8_t> bytes = {1, 2, 3};
   try {

@@ -160,8 +160,10 @@ TEST_F(AddTest, WrongDtypes) {
   auto a = zeros<float>({2});
   auto b = zeros<int32_t>({2});
   auto out = zeros<float>({2});
-  expect_invalid(call_kernel("tern::add", {&a->value, &b->value, &out->value}),
-                 {"tern::add", "b", "expected dtype f32", "found i32"});
+  // f32 + i32 promotes to f32 (torch.result_type); out must have the promoted dtype.
+  ASSERT_EQ(call_kernel("tern::add", {&a->value, &b->value, &out->value}), Error::Ok);
+  expect_invalid(call_kernel("tern::add", {&a->value, &b->value, &b->value}),
+                 {"tern::add", "out", "expected dtype f32", "found i32"});
   auto outi = zeros<int32_t>({2});
   auto bf = zeros<float>({2});
   expect_invalid(call_kernel("tern::add", {&a->value, &bf->value, &outi->value}),

@@ -82,6 +82,17 @@ class Case:
         return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
+def _json_number(v):
+    """graph.json spells non-finite doubles as "inf", "-inf" and "nan" (docs/graph-format.md)."""
+    if isinstance(v, list):
+        return [_json_number(x) for x in v]
+    if isinstance(v, float) and v != v:
+        return "nan"
+    if isinstance(v, float) and v in (float("inf"), float("-inf")):
+        return "inf" if v > 0 else "-inf"
+    return v
+
+
 def _tensor_value(name, t):
     return {"type": "tensor", "name": name, "dtype": _DTYPES[t.dtype], "shape": list(t.shape)}
 
@@ -107,7 +118,7 @@ def build_graph(case, outputs):
             values.append({"type": "none"})
             arg_ids.append(len(values) - 1)
         else:
-            values.append({"type": a.kind, "value": a.v})
+            values.append({"type": a.kind, "value": _json_number(a.v)})
             arg_ids.append(len(values) - 1)
     out_ids = []
     for i, t in enumerate(outputs):
@@ -138,7 +149,7 @@ def run_case(case, tern, workdir):
     d = tempfile.mkdtemp(dir=workdir)
     try:
         with open(os.path.join(d, "graph.json"), "w") as f:
-            json.dump(graph, f)
+            json.dump(graph, f, allow_nan=False)
         pte = os.path.join(d, "op.pte")
         r = subprocess.run([tern, "compile", os.path.join(d, "graph.json"), "-o", pte],
                            capture_output=True, text=True)

@@ -23,8 +23,8 @@ int cmd_compile(const CompileCommandOptions& options) {
   for (const compiler::MethodReport& m : result.methods) {
     const double ratio = m.lower_bound ? static_cast<double>(m.arena_size) / m.lower_bound : 1.0;
     std::printf("  method '%s': %zu nodes, arena %" PRIu64 " bytes, lower bound %" PRIu64
-                " (%.3fx)\n",
-                m.name.c_str(), m.num_nodes, m.arena_size, m.lower_bound, ratio);
+                " (%.3fx), temp %" PRIu64 " bytes\n",
+                m.name.c_str(), m.num_nodes, m.arena_size, m.lower_bound, ratio, m.temp_size);
   }
   return 0;
 }

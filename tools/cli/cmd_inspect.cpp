@@ -143,6 +143,9 @@ void print_method(const fb::Program* p, const fb::Method* m, std::set<std::pair<
                 a->size(), a->lower_bound(), ratio, a->alignment());
   }
 
+  // Scratch the kernels need (MethodMeta::temp_allocator_bytes()).
+  std::printf("  temp (scratch): %" PRIu64 " bytes\n", m->temp_size());
+
   const size_t num_state = m->state() ? m->state()->size() : 0;
   std::printf("  state tensors: %zu\n", num_state);
   for (size_t i = 0; i < num_state; ++i) {

@@ -1,5 +1,5 @@
-// The memory planner: liveness over instruction positions, views aliased to their root, greedy
-// best-fit placement of the largest tensors first.
+// The memory planner: liveness over instruction positions, views (and contiguous pieces, at a
+// byte offset) aliased to their root, greedy best-fit placement of the largest tensors first.
 #include "tools/compiler/memory_planner.h"
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/kernels/portable/split_piece.h"
 #include "tools/compiler/value_bytes.h"
 
 namespace tern::compiler {
@@ -40,6 +41,146 @@ uint64_t aligned_size(const Graph& g, int id, uint64_t alignment) {
   return aligned;
 }
 
+const Value* arg_value(const Graph& g, const Node& node, size_t i) {
+  if (i >= node.args.size()) return nullptr;
+  const int id = node.args[i];
+  if (id < 0 || static_cast<size_t>(id) >= g.values.size()) return nullptr;
+  return &g.values[static_cast<size_t>(id)];
+}
+
+// An Int attribute; false when absent or of another kind.
+bool int_attr(const Graph& g, const Node& node, size_t i, int64_t* v) {
+  const Value* a = arg_value(g, node, i);
+  if (a == nullptr || a->kind != Value::Kind::Int) return false;
+  *v = a->int_value;
+  return true;
+}
+
+// A dim normalized like ATen (negative counts from the end); false when out of range.
+bool wrap_dim(int64_t dim, size_t rank, size_t* out) {
+  const int64_t r = static_cast<int64_t>(rank);
+  if (dim < -r || dim >= r) return false;
+  *out = static_cast<size_t>(dim < 0 ? dim + r : dim);
+  return true;
+}
+
+// The piece [start, start + len) of `x` along `dim` as one contiguous run of x's bytes: the
+// dims before `dim` hold a single index (all 1), or the piece is all of `dim`. `out` must have
+// x's sizes with `dim` replaced by len (or removed when `drop_dim`). Sets the byte offset of
+// its first element.
+bool contiguous_piece(const Value& x, const Value& out, size_t dim, int64_t start, int64_t len,
+                      bool drop_dim, uint64_t* byte_offset) {
+  if (!x.is_tensor() || !out.is_tensor() || x.dtype != out.dtype) return false;
+  const uint32_t bits = bits_per_element(x.dtype);
+  if (bits % 8 != 0 || dim >= x.sizes.size()) return false;
+  if (start < 0 || len < 0 || start > x.sizes[dim] - len) return false;
+  bool one_outer = true;
+  for (size_t d = 0; d < dim; ++d) one_outer = one_outer && x.sizes[d] == 1;
+  if (!one_outer && len != x.sizes[dim]) return false;
+  std::vector<int64_t> expected = x.sizes;
+  if (drop_dim) {
+    expected.erase(expected.begin() + static_cast<std::ptrdiff_t>(dim));
+  } else {
+    expected[dim] = len;
+  }
+  if (expected != out.sizes) return false;
+  uint64_t inner = 1;
+  for (size_t d = dim + 1; d < x.sizes.size(); ++d) {
+    if (x.sizes[d] < 0 || !checked_mul(inner, static_cast<uint64_t>(x.sizes[d]), &inner)) {
+      return false;
+    }
+  }
+  uint64_t elements = 0;
+  return checked_mul(static_cast<uint64_t>(start), inner, &elements) &&
+         checked_mul(elements, bits / 8, byte_offset);
+}
+
+}  // namespace
+
+bool view_byte_offset(const Graph& graph, const Node& node, size_t output_index,
+                      uint64_t* byte_offset) {
+  if (output_index >= node.outputs.size()) return false;
+  const Value* x = arg_value(graph, node, 0);
+  const int out_id = node.outputs[output_index];
+  if (x == nullptr || out_id < 0 || static_cast<size_t>(out_id) >= graph.values.size()) {
+    return false;
+  }
+  const Value& out = graph.values[static_cast<size_t>(out_id)];
+  if (!x->is_tensor() || !out.is_tensor()) return false;
+
+  if (is_view_op(node.op)) {
+    if (node.outputs.size() != 1) return false;
+    uint64_t x_bytes = 0, out_bytes = 0;
+    if (!shape_nbytes(x->dtype, x->sizes, &x_bytes) ||
+        !shape_nbytes(out.dtype, out.sizes, &out_bytes) || x_bytes != out_bytes) {
+      return false;  // not a pure reinterpretation: the kernel copies
+    }
+    *byte_offset = 0;
+    return true;
+  }
+  size_t dim = 0;
+  int64_t raw_dim = 0;
+  if (node.op == "tern::slice") {
+    // x, dim, start: Int or None, end: Int or None, step: Int.
+    int64_t step = 0;
+    if (node.outputs.size() != 1 || !int_attr(graph, node, 1, &raw_dim) ||
+        !wrap_dim(raw_dim, x->sizes.size(), &dim) || !int_attr(graph, node, 4, &step) ||
+        step < 1) {
+      return false;
+    }
+    const int64_t size = x->sizes[dim];
+    int64_t bound[2] = {0, std::numeric_limits<int64_t>::max()};
+    for (size_t k = 0; k < 2; ++k) {
+      const Value* a = arg_value(graph, node, 2 + k);
+      if (a == nullptr) return false;
+      if (a->kind == Value::Kind::Int) {
+        bound[k] = a->int_value;
+      } else if (a->kind != Value::Kind::None) {
+        return false;
+      }
+    }
+    // ATen: negative bounds count from the end, then both are clamped into [0, size] and
+    // end below start means an empty slice.
+    int64_t start = bound[0], end = bound[1];
+    if (start < 0) start = start < -size ? 0 : start + size;
+    if (end < 0) end = end < -size ? 0 : end + size;
+    start = std::min(start, size);
+    end = std::min(std::max(end, start), size);
+    const int64_t len = end == start ? 0 : (end - start - 1) / step + 1;
+    if (step != 1 && len > 1) return false;  // every step-th element: not one run
+    return contiguous_piece(*x, out, dim, start, len, false, byte_offset);
+  }
+  if (node.op == "tern::select") {
+    // x, dim, index.
+    int64_t index = 0;
+    if (node.outputs.size() != 1 || !int_attr(graph, node, 1, &raw_dim) ||
+        !wrap_dim(raw_dim, x->sizes.size(), &dim) || !int_attr(graph, node, 2, &index)) {
+      return false;
+    }
+    const int64_t size = x->sizes[dim];
+    if (index < -size || index >= size) return false;
+    if (index < 0) index += size;
+    return contiguous_piece(*x, out, dim, index, 1, true, byte_offset);
+  }
+  if (node.op == "tern::split") {
+    // x, split_sizes: IntList, dim -> one output per piece.
+    const Value* sizes = arg_value(graph, node, 1);
+    if (sizes == nullptr || sizes->kind != Value::Kind::IntList ||
+        !int_attr(graph, node, 2, &raw_dim) || !wrap_dim(raw_dim, x->sizes.size(), &dim)) {
+      return false;
+    }
+    int64_t start = 0, len = 0;
+    if (!portable::split_piece(sizes->ints.data(), sizes->ints.size(), x->sizes[dim],
+                               node.outputs.size(), output_index, &start, &len)) {
+      return false;
+    }
+    return contiguous_piece(*x, out, dim, start, len, false, byte_offset);
+  }
+  return false;
+}
+
+namespace {
+
 struct Item {
   int id;
   uint64_t size;
@@ -64,29 +205,32 @@ MemoryPlan plan_memory(const Graph& graph, const PlannerOptions& options) {
   plan.alignment = options.alignment;
   plan.offsets.assign(n, -1);
   plan.alias_of.assign(n, -1);
+  plan.alias_offset.assign(n, 0);
   plan.lifetimes.assign(n, Lifetime{});
 
   int num_positions = 0;
   const std::vector<int> pos = node_positions(graph, &num_positions);
   const int end = num_positions - 1;  // the last position (-1 for a method without nodes)
 
-  // Views of contiguous tensors share their root's bytes. The root is followed through chains.
+  // Views share their root's bytes, at an offset for contiguous pieces. alias_of always names
+  // the root (chains are followed as they are made) and offsets accumulate along a chain.
   auto root_of = [&](int id) { return plan.alias_of[id] >= 0 ? plan.alias_of[id] : id; };
   for (const Node& node : graph.nodes) {
-    if (!is_view_op(node.op) || node.args.empty() || node.outputs.size() != 1) continue;
+    if (node.args.empty()) continue;
     const int src = node.args[0];
-    const int out = node.outputs[0];
-    const Value& sv = graph.values[src];
-    const Value& ov = graph.values[out];
-    if (!sv.is_tensor() || !ov.is_tensor() || ov.is_state || src == out) continue;
-    const int root = root_of(src);
-    const Value& rv = graph.values[root];
-    if (rv.caller_bound || rv.is_state) continue;  // caller memory / never shared
-    uint64_t src_bytes = 0, out_bytes = 0;
-    shape_nbytes(sv.dtype, sv.sizes, &src_bytes);
-    shape_nbytes(ov.dtype, ov.sizes, &out_bytes);
-    if (src_bytes != out_bytes) continue;  // not a pure reinterpretation: copy instead
-    plan.alias_of[out] = root;
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      const int out = node.outputs[k];
+      uint64_t piece = 0;
+      if (src == out || graph.values[out].is_state ||
+          !view_byte_offset(graph, node, k, &piece)) {
+        continue;
+      }
+      const int root = root_of(src);
+      const Value& rv = graph.values[root];
+      if (rv.caller_bound || rv.is_state) continue;  // caller memory / never shared
+      plan.alias_of[out] = root;
+      plan.alias_offset[out] = plan.alias_offset[src] + piece;  // within root's bytes
+    }
   }
 
   // Which values get their own arena bytes.
@@ -202,11 +346,13 @@ MemoryPlan plan_memory(const Graph& graph, const PlannerOptions& options) {
     plan.arena_size = std::max(plan.arena_size, item_end);
   }
 
-  // Views of planned roots take the root's offset (views of constants keep -1).
+  // Views of planned roots lie at the root's offset plus their own (views of constants keep -1).
   for (size_t i = 0; i < n; ++i) {
     const int r = plan.alias_of[i];
     if (r >= 0) {
-      plan.offsets[i] = plan.offsets[r];
+      plan.offsets[i] = plan.offsets[r] < 0
+                            ? -1
+                            : plan.offsets[r] + static_cast<int64_t>(plan.alias_offset[i]);
       plan.lifetimes[i] = plan.lifetimes[r];
     }
   }

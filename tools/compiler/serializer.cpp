@@ -139,6 +139,20 @@ Offset<fb::Tensor> MethodWriter::write_tensor(int id) {
   const uint64_t nbytes = tensor_nbytes(graph_, id);
   const int root = alias_root(graph_, plan_, id);
   const Value& root_value = graph_.values[static_cast<size_t>(root)];
+  // An alias's bytes start alias_offset bytes into its root's.
+  const uint64_t alias_offset =
+      root != id && static_cast<size_t>(id) < plan_.alias_offset.size()
+          ? plan_.alias_offset[static_cast<size_t>(id)]
+          : 0;
+  uint64_t alias_end = 0;
+  if (!checked_add(alias_offset, nbytes, &alias_end)) {
+    fail(graph_, where + " alias offset " + std::to_string(alias_offset) + " overflows");
+  }
+  if (root != id && root_value.is_tensor() && alias_end > tensor_nbytes(graph_, root)) {
+    fail(graph_, where + " views bytes [" + std::to_string(alias_offset) + ", +" +
+                     std::to_string(nbytes) + ") of value " + std::to_string(root) + ", which has " +
+                     std::to_string(tensor_nbytes(graph_, root)));
+  }
 
   fb::StorageKind storage = fb::StorageKind::Arena;
   uint32_t location = 0;
@@ -150,11 +164,12 @@ Offset<fb::Tensor> MethodWriter::write_tensor(int id) {
            where + " is a view of constant " + std::to_string(root) + ", which has no segment");
     }
     location = static_cast<uint32_t>(constant_segment_[static_cast<size_t>(root)]);
-    if (nbytes > root_value.data.size()) {
-      fail(graph_, where + " views " + std::to_string(nbytes) + " bytes of constant " +
-                       std::to_string(root) + ", which has " +
-                       std::to_string(root_value.data.size()));
+    if (alias_end > root_value.data.size()) {
+      fail(graph_, where + " views bytes [" + std::to_string(alias_offset) + ", +" +
+                       std::to_string(nbytes) + ") of constant " + std::to_string(root) +
+                       ", which has " + std::to_string(root_value.data.size()));
     }
+    offset = alias_offset;
   } else if (v.caller_bound) {
     if (!is_input_[static_cast<size_t>(id)]) {
       fail(graph_, where + " is caller-bound but not a method input");
@@ -166,16 +181,17 @@ Offset<fb::Tensor> MethodWriter::write_tensor(int id) {
   } else if (nbytes == 0) {
     offset = 0;  // an empty tensor needs no bytes; offset 0 is inside any arena
   } else {
-    int64_t planned = static_cast<size_t>(id) < plan_.offsets.size()
-                          ? plan_.offsets[static_cast<size_t>(id)]
-                          : -1;
-    if (planned < 0 && static_cast<size_t>(root) < plan_.offsets.size()) {
-      planned = plan_.offsets[static_cast<size_t>(root)];
-    }
+    // An alias lies at its root's offset plus its alias offset; others at their own.
+    const int placed = root != id ? root : id;
+    const int64_t planned = static_cast<size_t>(placed) < plan_.offsets.size()
+                                ? plan_.offsets[static_cast<size_t>(placed)]
+                                : -1;
     if (planned < 0) {
       fail(graph_, where + " is a planned tensor without an arena offset in the plan");
     }
-    offset = static_cast<uint64_t>(planned);
+    if (!checked_add(static_cast<uint64_t>(planned), alias_offset, &offset)) {
+      fail(graph_, where + " arena offset overflows");
+    }
     uint64_t end = 0;
     if (!checked_add(offset, nbytes, &end) || end > plan_.arena_size) {
       fail(graph_, where + " bytes [" + std::to_string(offset) + ", +" + std::to_string(nbytes) +
@@ -291,6 +307,10 @@ Offset<fb::Method> MethodWriter::write() {
   if (graph_.name.empty()) fail(graph_, "the method has no name");
   if (!plan_.alias_of.empty() && plan_.alias_of.size() != num_values) {
     fail(graph_, "the plan's alias list has " + std::to_string(plan_.alias_of.size()) +
+                     " entries for " + std::to_string(num_values) + " values");
+  }
+  if (!plan_.alias_offset.empty() && plan_.alias_offset.size() != num_values) {
+    fail(graph_, "the plan's alias offset list has " + std::to_string(plan_.alias_offset.size()) +
                      " entries for " + std::to_string(num_values) + " values");
   }
   if (!plan_.offsets.empty() && plan_.offsets.size() != num_values) {

@@ -9,8 +9,7 @@ Error broadcast_shapes(const char* op, Span<const int64_t> a, Span<const int64_t
   char sa[160];
   char sb[160];
   TERN_CHECK_OR_RETURN_ERROR(rank <= kMaxRank, InvalidArgument,
-                             "%s: broadcast rank %zu exceeds the maximum %zu", op, rank,
-                             kMaxRank);
+                             "%s: broadcast rank %zu exceeds the maximum %zu", op, rank, kMaxRank);
   out->rank = static_cast<uint32_t>(rank);
   for (size_t i = 0; i < rank; ++i) {
     // i counts dims from the right.
@@ -46,6 +45,37 @@ void broadcast_strides(Span<const int64_t> in, Span<const int64_t> out, int64_t*
     strides[i] = (size == 1 && out[i] != 1) ? 0 : stride;
     stride *= size;
   }
+}
+
+void make_broadcast_plan(Span<const int64_t> out, const Span<const int64_t>* inputs,
+                         size_t num_inputs, BroadcastPlan* plan) {
+  int64_t full[kMaxBroadcastInputs][kMaxRank];
+  for (size_t k = 0; k < num_inputs; ++k) broadcast_strides(inputs[k], out, full[k]);
+  plan->num_inputs = num_inputs;
+  plan->numel = 1;
+  for (int64_t s : out) plan->numel *= static_cast<uint64_t>(s);
+  uint32_t rank = 0;
+  for (size_t d = 0; d < out.size(); ++d) {
+    if (out[d] == 1) continue;  // size-1 dims step nowhere
+    bool merge = rank > 0;
+    for (size_t k = 0; merge && k < num_inputs; ++k) {
+      merge = plan->strides[k][rank - 1] == full[k][d] * out[d];
+    }
+    if (merge) {
+      plan->sizes[rank - 1] *= out[d];
+      for (size_t k = 0; k < num_inputs; ++k) plan->strides[k][rank - 1] = full[k][d];
+    } else {
+      plan->sizes[rank] = out[d];
+      for (size_t k = 0; k < num_inputs; ++k) plan->strides[k][rank] = full[k][d];
+      ++rank;
+    }
+  }
+  if (rank == 0) {  // a single element
+    plan->sizes[0] = 1;
+    for (size_t k = 0; k < num_inputs; ++k) plan->strides[k][0] = 0;
+    rank = 1;
+  }
+  plan->rank = rank;
 }
 
 }  // namespace portable

@@ -27,6 +27,54 @@ Error broadcast_shapes(const char* op, Span<const int64_t> a, Span<const int64_t
 /// out): 0 on broadcast dims, right-aligned. `strides` has out.size() entries.
 void broadcast_strides(Span<const int64_t> in, Span<const int64_t> out, int64_t* strides);
 
+/// Most inputs an elementwise op broadcasts together (where: cond, a, b).
+constexpr size_t kMaxBroadcastInputs = 3;
+
+/// How a contiguous output of some shape reads its broadcast inputs, with dims coalesced:
+/// size-1 dims dropped and neighbours merged where every input steps through them as one dim
+/// (a [N, C, H, W] * b [1, C, 1, 1] becomes [N, C, H*W] with b's strides [0, 1, 0]). The
+/// innermost stride of each input is 0 (broadcast) or 1.
+struct BroadcastPlan {
+  size_t num_inputs = 0;
+  uint32_t rank = 1;                                    ///< >= 1
+  int64_t sizes[kMaxRank] = {1};                        ///< rank entries
+  int64_t strides[kMaxBroadcastInputs][kMaxRank] = {};  ///< element strides per input
+  uint64_t numel = 1;                                   ///< product of sizes (0: nothing to do)
+};
+
+/// Plans reading `num_inputs` (<= kMaxBroadcastInputs) contiguous inputs of shapes `inputs`
+/// broadcast to `out` (the caller checked that they broadcast, e.g. with broadcast_shapes).
+void make_broadcast_plan(Span<const int64_t> out, const Span<const int64_t>* inputs,
+                         size_t num_inputs, BroadcastPlan* plan);
+
+/// Calls body(in_offsets, out_offset, n, in_strides) for every innermost run of the plan:
+/// elements out_offset .. out_offset + n - 1 of the output read input k at
+/// in_offsets[k] + i * in_strides[k] (in_strides[k] is 0 or 1).
+template <typename Body>
+void for_each_run(const BroadcastPlan& plan, Body body) {
+  if (plan.numel == 0) return;
+  const uint32_t rank = plan.rank;
+  const int64_t inner = plan.sizes[rank - 1];
+  int64_t inner_strides[kMaxBroadcastInputs] = {};
+  int64_t offsets[kMaxBroadcastInputs] = {};
+  for (size_t k = 0; k < plan.num_inputs; ++k) inner_strides[k] = plan.strides[k][rank - 1];
+  int64_t index[kMaxRank] = {};
+  const uint64_t outer = plan.numel / static_cast<uint64_t>(inner);
+  for (uint64_t o = 0; o < outer; ++o) {
+    body(static_cast<const int64_t*>(offsets), static_cast<int64_t>(o) * inner, inner,
+         static_cast<const int64_t*>(inner_strides));
+    for (int64_t d = static_cast<int64_t>(rank) - 2; d >= 0; --d) {
+      ++index[d];
+      for (size_t k = 0; k < plan.num_inputs; ++k) offsets[k] += plan.strides[k][d];
+      if (index[d] < plan.sizes[d]) break;
+      for (size_t k = 0; k < plan.num_inputs; ++k) {
+        offsets[k] -= plan.strides[k][d] * plan.sizes[d];
+      }
+      index[d] = 0;
+    }
+  }
+}
+
 /// out[i] = f(a[ia], b[ib]) over every element of the contiguous `out_shape`, where `a` and
 /// `b` have shapes broadcastable to it. The innermost dim runs as a flat loop. `out` may alias
 /// `a` or `b` only when that operand has the full output shape.

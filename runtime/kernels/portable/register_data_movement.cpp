@@ -7,6 +7,27 @@ namespace tern::portable {
 Error register_data_movement_kernels() {
   static const KernelEntry kKernels[] = {
       {"tern::reshape", reshape},
+      {"tern::view", view},
+      {"tern::squeeze", squeeze},
+      {"tern::unsqueeze", unsqueeze},
+      {"tern::flatten", flatten},
+      {"tern::permute", permute},
+      {"tern::transpose", transpose},
+      {"tern::expand", expand},
+      {"tern::cat", cat},
+      {"tern::slice", slice},
+      {"tern::select", select},
+      {"tern::split", split},
+      {"tern::index_select", index_select},
+      {"tern::gather", gather},
+      {"tern::embedding", embedding},
+      {"tern::pad", pad},
+      {"tern::repeat", repeat},
+      {"tern::upsample_nearest2d", upsample_nearest2d},
+      {"tern::upsample_bilinear2d", upsample_bilinear2d},
+      {"tern::triu", triu},
+      {"tern::tril", tril},
+      {"tern::clone", clone},
   };
   for (const KernelEntry& entry : kKernels) {
     TERN_RETURN_IF_ERROR(register_kernel(entry.name, entry.fn));

@@ -7,6 +7,15 @@ namespace tern::portable {
 Error register_linalg_kernels() {
   static const KernelEntry kKernels[] = {
       {"tern::linear", linear},
+      {"tern::matmul", matmul},
+      {"tern::bmm", bmm},
+      {"tern::addmm", addmm},
+      {"tern::conv1d", conv1d},
+      {"tern::conv2d", conv2d},
+      {"tern::conv_transpose2d", conv_transpose2d},
+      {"tern::max_pool2d", max_pool2d},
+      {"tern::avg_pool2d", avg_pool2d},
+      {"tern::adaptive_avg_pool2d", adaptive_avg_pool2d},
   };
   for (const KernelEntry& entry : kKernels) {
     TERN_RETURN_IF_ERROR(register_kernel(entry.name, entry.fn));

@@ -5,7 +5,25 @@
 namespace tern::portable {
 
 Error register_reduction_kernels() {
-  // This family's kernels are added here as they land (docs/ops.md).
+  static const KernelEntry kKernels[] = {
+      {"tern::sum", sum},
+      {"tern::mean", mean},
+      {"tern::amax", amax},
+      {"tern::amin", amin},
+      {"tern::argmax", argmax},
+      {"tern::argmin", argmin},
+      {"tern::cumsum", cumsum},
+      {"tern::softmax", softmax},
+      {"tern::log_softmax", log_softmax},
+      {"tern::layer_norm", layer_norm},
+      {"tern::rms_norm", rms_norm},
+      {"tern::group_norm", group_norm},
+      {"tern::batch_norm", batch_norm},
+      {"tern::scaled_dot_product_attention", scaled_dot_product_attention},
+  };
+  for (const KernelEntry& entry : kKernels) {
+    TERN_RETURN_IF_ERROR(register_kernel(entry.name, entry.fn));
+  }
   return Error::Ok;
 }
 

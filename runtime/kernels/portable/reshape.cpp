@@ -1,30 +1,25 @@
-// tern::reshape(x, shape, out): same elements, new shape; a view when the planner aliases.
+// tern::reshape / tern::view (x, shape, out): same elements, new shape; a view when the
+// planner aliases.
 #include <cinttypes>
-#include <cstring>
 
 #include "runtime/kernels/portable/broadcast.h"
+#include "runtime/kernels/portable/data_movement_args.h"
 #include "runtime/kernels/portable/kernel_args.h"
 #include "runtime/kernels/portable/portable_kernels.h"
+#include "runtime/kernels/portable/view_kernel.h"
 
 namespace tern {
 namespace portable {
 
-Error reshape(KernelContext& /*context*/, Span<EValue*> args) {
-  const char* op = "tern::reshape";
+using namespace dm;  // the data-movement helpers
+namespace {
+
+Error reshape_impl(const char* op, Span<EValue*> args) {
   TERN_RETURN_IF_ERROR(check_num_args(op, args, 3, 3));
   TERN_ASSIGN_OR_RETURN(TensorView* x, tensor_arg(op, args, 0, "x"));
   TERN_ASSIGN_OR_RETURN(TensorView* out, tensor_arg(op, args, 2, "out"));
-  TERN_CHECK_OR_RETURN_ERROR(args[1] != nullptr && args[1]->is_int_list(), InvalidArgument,
-                             "%s: argument 1 (shape): expected an int list, found %s", op,
-                             args[1] ? to_string(args[1]->tag) : "null");
-  const Span<const int64_t> shape = args[1]->to_int_list();
-  TERN_CHECK_OR_RETURN_ERROR(shape.size() <= kMaxRank, InvalidArgument,
-                             "%s: shape: rank %zu exceeds the maximum %zu", op, shape.size(),
-                             kMaxRank);
-  TERN_CHECK_OR_RETURN_ERROR(shape.size() == 0 || shape.data() != nullptr, InvalidArgument,
-                             "%s: shape: null list data", op);
-  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *out, x->dtype));
-
+  TERN_ASSIGN_OR_RETURN(const Span<const int64_t> shape,
+                        int_list_arg(op, args, 1, "shape", kMaxRank));
   const uint64_t numel = x->numel();
   FixedShape resolved;
   resolved.rank = static_cast<uint32_t>(shape.size());
@@ -60,14 +55,17 @@ Error reshape(KernelContext& /*context*/, Span<EValue*> args) {
                                op, format_shape(shape, ss, sizeof(ss)), known,
                                format_shape(x->shape(), xs, sizeof(xs)), numel);
   }
-  TERN_RETURN_IF_ERROR(check_shape(op, "out", *out, resolved.span()));
-  uint64_t nbytes = 0;
-  TERN_CHECK_OR_RETURN_ERROR(dtype_nbytes(x->dtype, numel, &nbytes), InvalidArgument,
-                             "%s: x: byte size overflows", op);
-  if (out->data != x->data && nbytes > 0) {
-    std::memmove(out->data, x->data, static_cast<size_t>(nbytes));
-  }
-  return Error::Ok;
+  return finish_view(op, *x, *out, resolved.span());
+}
+
+}  // namespace
+
+Error reshape(KernelContext& /*context*/, Span<EValue*> args) {
+  return reshape_impl("tern::reshape", args);
+}
+
+Error view(KernelContext& /*context*/, Span<EValue*> args) {
+  return reshape_impl("tern::view", args);
 }
 
 }  // namespace portable

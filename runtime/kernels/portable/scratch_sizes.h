@@ -13,4 +13,90 @@ namespace tern::portable {
 /// Alignment of every scratch allocation (and the slack the planner adds per allocation).
 constexpr uint64_t kScratchAlignment = 64;
 
+/// Bytes tern::scaled_dot_product_attention asks its temp allocator for: one row of `kv_len`
+/// f32 scores (kv_len = S, the second-to-last size of k). Saturates instead of overflowing.
+inline uint64_t sdpa_scratch_bytes(uint64_t kv_len) {
+  return kv_len > UINT64_MAX / sizeof(float) ? UINT64_MAX : kv_len * sizeof(float);
+}
+
+// --- Convolution (conv1d, conv2d, conv_transpose2d) ---
+// conv2d lowers to GEMM over an im2col buffer and conv_transpose2d to GEMM then col2im; both
+// build their column buffer for a tile of pixels at a time, so their scratch is bounded:
+// at most max(kConvScratchBudgetBytes, k_dim x kConvMinTilePixels x 4) bytes, where k_dim is
+// the buffer's row count (C/groups*kh*kw for conv2d, O/groups*kh*kw for conv_transpose2d).
+
+/// Target size of a convolution's column buffer (4 MiB).
+constexpr uint64_t kConvScratchBudgetBytes = uint64_t{4} << 20;
+/// Fewest pixels per column tile, whatever the budget (keeps the GEMM's N dimension useful).
+constexpr uint64_t kConvMinTilePixels = 64;
+
+/// a * b, or UINT64_MAX when that overflows.
+inline uint64_t conv_saturating_mul(uint64_t a, uint64_t b) {
+  uint64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+/// Pixels per column tile for a buffer of `k_dim` rows over `pixels` pixels: as many as fit
+/// the budget, at least kConvMinTilePixels, at most `pixels`.
+inline uint64_t conv_tile_pixels(uint64_t k_dim, uint64_t pixels) {
+  uint64_t tile = k_dim == 0 ? pixels : kConvScratchBudgetBytes / sizeof(float) / k_dim;
+  if (tile < kConvMinTilePixels) tile = kConvMinTilePixels;
+  return tile < pixels ? tile : pixels;
+}
+
+/// Bytes of a column buffer of `k_dim` rows by conv_tile_pixels() columns (saturating).
+inline uint64_t conv_columns_bytes(uint64_t k_dim, uint64_t pixels) {
+  return conv_saturating_mul(conv_saturating_mul(k_dim, conv_tile_pixels(k_dim, pixels)),
+                             sizeof(float));
+}
+
+/// True when tern::conv2d (and conv1d as conv2d with kh = 1) builds an im2col buffer: not a
+/// depthwise conv (one input channel per group: a direct loop) and not a 1x1, stride-1,
+/// unpadded conv (the input already is the column matrix).
+inline bool conv2d_uses_im2col(int64_t in_channels, int64_t groups, int64_t kh, int64_t kw,
+                               int64_t stride_h, int64_t stride_w, int64_t pad_h, int64_t pad_w) {
+  if (groups > 0 && in_channels == groups) return false;
+  if (kh == 1 && kw == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 && pad_w == 0) {
+    return false;
+  }
+  return true;
+}
+
+/// Bytes tern::conv2d / tern::conv1d ask their temp allocator for: x [N, C, H, W] (conv1d:
+/// H = 1), weight [O, C/groups, kh, kw], output spatial size out_h x out_w.
+inline uint64_t conv2d_scratch_bytes(int64_t in_channels, int64_t groups, int64_t kh, int64_t kw,
+                                     int64_t stride_h, int64_t stride_w, int64_t pad_h,
+                                     int64_t pad_w, int64_t out_h, int64_t out_w) {
+  if (in_channels < 0 || groups <= 0 || kh < 0 || kw < 0 || out_h < 0 || out_w < 0) return 0;
+  if (!conv2d_uses_im2col(in_channels, groups, kh, kw, stride_h, stride_w, pad_h, pad_w)) {
+    return 0;
+  }
+  const uint64_t k_dim = conv_saturating_mul(
+      conv_saturating_mul(static_cast<uint64_t>(in_channels / groups), static_cast<uint64_t>(kh)),
+      static_cast<uint64_t>(kw));
+  return conv_columns_bytes(
+      k_dim, conv_saturating_mul(static_cast<uint64_t>(out_h), static_cast<uint64_t>(out_w)));
+}
+
+/// True when tern::conv_transpose2d needs a column buffer (every case but 1x1, stride 1,
+/// unpadded, where the GEMM writes the output directly).
+inline bool conv_transpose2d_uses_columns(int64_t kh, int64_t kw, int64_t stride_h,
+                                          int64_t stride_w, int64_t pad_h, int64_t pad_w) {
+  return !(kh == 1 && kw == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 && pad_w == 0);
+}
+
+/// Bytes tern::conv_transpose2d asks its temp allocator for: weight [C, O/groups, kh, kw]
+/// (out_per_group = O/groups), input spatial size in_h x in_w.
+inline uint64_t conv_transpose2d_scratch_bytes(int64_t out_per_group, int64_t kh, int64_t kw,
+                                               int64_t stride_h, int64_t stride_w, int64_t pad_h,
+                                               int64_t pad_w, int64_t in_h, int64_t in_w) {
+  if (out_per_group < 0 || kh < 0 || kw < 0 || in_h < 0 || in_w < 0) return 0;
+  if (!conv_transpose2d_uses_columns(kh, kw, stride_h, stride_w, pad_h, pad_w)) return 0;
+  const uint64_t k_dim = conv_saturating_mul(
+      conv_saturating_mul(static_cast<uint64_t>(out_per_group), static_cast<uint64_t>(kh)),
+      static_cast<uint64_t>(kw));
+  return conv_columns_bytes(
+      k_dim, conv_saturating_mul(static_cast<uint64_t>(in_h), static_cast<uint64_t>(in_w)));
+}
+
 }  // namespace tern::portable

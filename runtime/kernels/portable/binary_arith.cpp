@@ -1,0 +1,276 @@
+// Broadcasting arithmetic: tern::add, sub, mul, div, pow, maximum, minimum (docs/ops.md).
+// Operands promote as torch.result_type says; the loop computes in the promoted dtype.
+#include <cmath>
+#include <cstring>
+
+#include "runtime/kernels/portable/elementwise_binary.h"
+#include "runtime/kernels/portable/portable_kernels.h"
+
+namespace tern {
+namespace portable {
+namespace {
+
+const DType kNumeric[] = {DType::F32, DType::I32, DType::I64};
+const DType kNumericBool[] = {DType::F32, DType::I32, DType::I64, DType::Bool};
+const DType kFloat[] = {DType::F32};
+
+// Calls fn(T{}) for the C++ type of `d` (one of f32, i32, i64, bool).
+template <typename Fn>
+Error dispatch(const char* op, DType d, Fn fn) {
+  switch (d) {
+    case DType::F32:
+      return fn(float{});
+    case DType::I32:
+      return fn(int32_t{});
+    case DType::I64:
+      return fn(int64_t{});
+    case DType::Bool:
+      return fn(bool{});
+    default:
+      break;
+  }
+  TERN_RETURN_ERROR(Internal, "%s: unhandled dtype %s", op, to_string(d));
+}
+
+// Shared by add and sub: out = a + sign * alpha * b.
+Error add_sub(const char* op, Span<EValue*> args, bool subtract) {
+  TERN_RETURN_IF_ERROR(check_num_args(op, args, 3, 4));
+  BinaryArgs p;
+  TERN_RETURN_IF_ERROR(binary_args(op, args, &p));
+  const Operand operands[2] = {p.a, p.b};
+  TERN_RETURN_IF_ERROR(
+      check_compute_dtype(op, operands, 2, p.promoted, Span<const DType>(kNumeric)));
+  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *p.out, p.promoted));
+  const EValue* alpha = args.size() == 4 ? args[2] : nullptr;
+  TERN_CHECK_OR_RETURN_ERROR(args.size() < 4 || alpha != nullptr, InvalidArgument,
+                             "%s: argument 2 (alpha) is a null EValue", op);
+  return dispatch(op, p.promoted, [&](auto zero) -> Error {
+    using T = decltype(zero);
+    T a_scalar{}, b_scalar{};
+    TERN_RETURN_IF_ERROR(bind_scalar<T>(op, &p.a, &a_scalar));
+    TERN_RETURN_IF_ERROR(bind_scalar<T>(op, &p.b, &b_scalar));
+    T alpha_value = 1;
+    if (alpha != nullptr) TERN_RETURN_IF_ERROR(scalar_arg<T>(op, "alpha", *alpha, &alpha_value));
+    if constexpr (std::is_same<T, bool>::value) {
+      return Error::Ok;  // not reached: bool is not in kNumeric
+    } else {
+      T* out = p.out->data_as<T>();
+      if (alpha_value == T(1)) {
+        if (subtract) {
+          binary_loop<T, T>(p.a, p.b, out, p.shape.span(), [](T x, T y) { return wrap_sub(x, y); });
+        } else {
+          binary_loop<T, T>(p.a, p.b, out, p.shape.span(), [](T x, T y) { return wrap_add(x, y); });
+        }
+      } else {
+        const T scale = subtract ? wrap_neg(alpha_value) : alpha_value;
+        binary_loop<T, T>(p.a, p.b, out, p.shape.span(),
+                          [scale](T x, T y) { return wrap_add(x, wrap_mul(scale, y)); });
+      }
+      return Error::Ok;
+    }
+  });
+}
+
+// A string argument equal to `text`.
+bool string_is(const EValue& v, const char* text) {
+  const size_t n = strlen(text);
+  return v.is_string() && v.payload.string.size == n &&
+         (n == 0 || memcmp(v.payload.string.data, text, n) == 0);
+}
+
+// Python's float floor division (ATen div_floor for floating types).
+float floor_divide(float a, float b) {
+  if (b == 0.0f) return a / b;
+  const float mod = std::fmod(a, b);
+  float div = (a - mod) / b;
+  if (mod != 0.0f && ((b < 0.0f) != (mod < 0.0f))) div -= 1.0f;
+  if (div == 0.0f) return std::copysign(0.0f, a / b);
+  float floored = std::floor(div);
+  if (div - floored > 0.5f) floored += 1.0f;
+  return floored;
+}
+
+// Integer division rounding toward zero (trunc) or toward -inf (floor); b == 0 sets *by_zero.
+template <typename T>
+T int_divide(T a, T b, bool floor_mode, bool* by_zero) {
+  if (b == 0) {
+    *by_zero = true;
+    return 0;
+  }
+  if (b == T(-1)) return wrap_neg(a);  // MIN / -1 wraps instead of trapping
+  T q = static_cast<T>(a / b);
+  if (floor_mode && (a % b) != 0 && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+template <typename T, typename F>
+Error simple_binary(const char* op, BinaryArgs& p, F f) {
+  T a_scalar{}, b_scalar{};
+  TERN_RETURN_IF_ERROR(bind_scalar<T>(op, &p.a, &a_scalar));
+  TERN_RETURN_IF_ERROR(bind_scalar<T>(op, &p.b, &b_scalar));
+  binary_loop<T, T>(p.a, p.b, p.out->data_as<T>(), p.shape.span(), f);
+  return Error::Ok;
+}
+
+}  // namespace
+
+Error add(KernelContext& /*context*/, Span<EValue*> args) {
+  return add_sub("tern::add", args, /*subtract=*/false);
+}
+
+Error sub(KernelContext& /*context*/, Span<EValue*> args) {
+  return add_sub("tern::sub", args, /*subtract=*/true);
+}
+
+Error mul(KernelContext& /*context*/, Span<EValue*> args) {
+  const char* op = "tern::mul";
+  TERN_RETURN_IF_ERROR(check_num_args(op, args, 3, 3));
+  BinaryArgs p;
+  TERN_RETURN_IF_ERROR(binary_args(op, args, &p));
+  const Operand operands[2] = {p.a, p.b};
+  TERN_RETURN_IF_ERROR(
+      check_compute_dtype(op, operands, 2, p.promoted, Span<const DType>(kNumericBool)));
+  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *p.out, p.promoted));
+  return dispatch(op, p.promoted, [&](auto zero) -> Error {
+    using T = decltype(zero);
+    if constexpr (std::is_same<T, bool>::value) {
+      return simple_binary<T>(op, p, [](bool x, bool y) { return x && y; });
+    } else {
+      return simple_binary<T>(op, p, [](T x, T y) { return wrap_mul(x, y); });
+    }
+  });
+}
+
+Error div_kernel(KernelContext& /*context*/, Span<EValue*> args) {
+  const char* op = "tern::div";
+  TERN_RETURN_IF_ERROR(check_num_args(op, args, 3, 4));
+  BinaryArgs p;
+  TERN_RETURN_IF_ERROR(binary_args(op, args, &p));
+  enum class Mode { True, Trunc, Floor } mode = Mode::True;
+  if (args.size() == 4) {
+    const EValue* m = args[2];
+    TERN_CHECK_OR_RETURN_ERROR(m != nullptr, InvalidArgument,
+                               "%s: argument 2 (rounding_mode) is a null EValue", op);
+    if (string_is(*m, "trunc")) {
+      mode = Mode::Trunc;
+    } else if (string_is(*m, "floor")) {
+      mode = Mode::Floor;
+    } else if (!m->is_none()) {
+      if (m->is_string()) {
+        TERN_RETURN_ERROR(
+            InvalidArgument,
+            "%s: rounding_mode: expected \"trunc\", \"floor\" or None, found "
+            "\"%.*s\"",
+            op, static_cast<int>(m->payload.string.size > 32 ? 32 : m->payload.string.size),
+            m->payload.string.data);
+      }
+      TERN_RETURN_ERROR(InvalidArgument, "%s: rounding_mode: expected a string or None, found %s",
+                        op, to_string(m->tag));
+    }
+  }
+  const Operand operands[2] = {p.a, p.b};
+  DType compute = p.promoted;
+  if (mode == Mode::True && (is_int_dtype(compute) || compute == DType::Bool)) {
+    compute = DType::F32;  // true division of integers gives the default float dtype
+  }
+  TERN_RETURN_IF_ERROR(check_compute_dtype(
+      op, operands, 2, compute,
+      mode == Mode::True ? Span<const DType>(kFloat) : Span<const DType>(kNumeric)));
+  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *p.out, compute));
+  if (mode == Mode::True) {
+    return simple_binary<float>(op, p, [](float x, float y) { return x / y; });
+  }
+  const bool floor_mode = mode == Mode::Floor;
+  return dispatch(op, compute, [&](auto zero) -> Error {
+    using T = decltype(zero);
+    if constexpr (std::is_same<T, float>::value) {
+      if (floor_mode) return simple_binary<T>(op, p, floor_divide);
+      return simple_binary<T>(op, p, [](float x, float y) { return std::trunc(x / y); });
+    } else if constexpr (std::is_same<T, bool>::value) {
+      return Error::Ok;  // not reached: bool is not in kNumeric
+    } else {
+      bool by_zero = false;
+      TERN_RETURN_IF_ERROR(simple_binary<T>(op, p, [&by_zero, floor_mode](T x, T y) {
+        return int_divide(x, y, floor_mode, &by_zero);
+      }));
+      TERN_CHECK_OR_RETURN_ERROR(!by_zero, InvalidArgument,
+                                 "%s: integer division by zero (b holds a 0)", op);
+      return Error::Ok;
+    }
+  });
+}
+
+Error pow_kernel(KernelContext& /*context*/, Span<EValue*> args) {
+  const char* op = "tern::pow";
+  TERN_RETURN_IF_ERROR(check_num_args(op, args, 3, 3));
+  BinaryArgs p;
+  TERN_RETURN_IF_ERROR(binary_args(op, args, &p));
+  const Operand operands[2] = {p.a, p.b};
+  TERN_RETURN_IF_ERROR(check_compute_dtype(op, operands, 2, p.promoted, Span<const DType>(kFloat)));
+  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *p.out, p.promoted));
+  if (p.b.scalar != nullptr) {
+    // Common exponents exactly as ATen computes them.
+    float e = 0.0f;
+    TERN_RETURN_IF_ERROR(scalar_arg<float>(op, "b", *p.b.scalar, &e));
+    float* out = p.out->data_as<float>();
+    const uint64_t n = p.out->numel();
+    if (e == 2.0f) {
+      unary_loop<float, float>(p.a, out, n, [](float x) { return x * x; });
+      return Error::Ok;
+    }
+    if (e == 0.5f) {
+      unary_loop<float, float>(p.a, out, n, [](float x) { return std::sqrt(x); });
+      return Error::Ok;
+    }
+    if (e == 1.0f) {
+      unary_loop<float, float>(p.a, out, n, [](float x) { return x; });
+      return Error::Ok;
+    }
+  }
+  return simple_binary<float>(op, p, [](float x, float y) { return std::pow(x, y); });
+}
+
+Error maximum(KernelContext& /*context*/, Span<EValue*> args) {
+  const char* op = "tern::maximum";
+  TERN_RETURN_IF_ERROR(check_num_args(op, args, 3, 3));
+  BinaryArgs p;
+  TERN_RETURN_IF_ERROR(binary_args(op, args, &p));
+  const Operand operands[2] = {p.a, p.b};
+  TERN_RETURN_IF_ERROR(
+      check_compute_dtype(op, operands, 2, p.promoted, Span<const DType>(kNumeric)));
+  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *p.out, p.promoted));
+  return dispatch(op, p.promoted, [&](auto zero) -> Error {
+    using T = decltype(zero);
+    return simple_binary<T>(op, p, [](T x, T y) {
+      if constexpr (std::is_floating_point<T>::value) {
+        if (std::isnan(x)) return x;
+        if (std::isnan(y)) return y;
+      }
+      return x > y ? x : y;
+    });
+  });
+}
+
+Error minimum(KernelContext& /*context*/, Span<EValue*> args) {
+  const char* op = "tern::minimum";
+  TERN_RETURN_IF_ERROR(check_num_args(op, args, 3, 3));
+  BinaryArgs p;
+  TERN_RETURN_IF_ERROR(binary_args(op, args, &p));
+  const Operand operands[2] = {p.a, p.b};
+  TERN_RETURN_IF_ERROR(
+      check_compute_dtype(op, operands, 2, p.promoted, Span<const DType>(kNumeric)));
+  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *p.out, p.promoted));
+  return dispatch(op, p.promoted, [&](auto zero) -> Error {
+    using T = decltype(zero);
+    return simple_binary<T>(op, p, [](T x, T y) {
+      if constexpr (std::is_floating_point<T>::value) {
+        if (std::isnan(x)) return x;
+        if (std::isnan(y)) return y;
+      }
+      return x < y ? x : y;
+    });
+  });
+}
+
+}  // namespace portable
+}  // namespace tern

@@ -1,0 +1,94 @@
+// tern::upsample_bilinear2d(x [N, C, H, W], align_corners, scale_h, scale_w, out): ATen's
+// bilinear interpolation with its area-pixel source index computation, in f32.
+#include <cinttypes>
+#include <cmath>
+
+#include "runtime/kernels/portable/broadcast.h"
+#include "runtime/kernels/portable/data_movement_args.h"
+#include "runtime/kernels/portable/kernel_args.h"
+#include "runtime/kernels/portable/portable_kernels.h"
+
+namespace tern {
+namespace portable {
+
+using namespace dm;  // the data-movement helpers
+namespace {
+
+// ATen's area_pixel_compute_scale.
+float area_scale(int64_t in, int64_t out, bool align_corners, bool has_scale, double scale) {
+  if (align_corners) {
+    return out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f;
+  }
+  return has_scale && scale > 0.0 ? static_cast<float>(1.0 / scale)
+                                  : static_cast<float>(in) / static_cast<float>(out);
+}
+
+// The two source indices and weights of output index `o` (ATen's
+// compute_source_index_and_lambda with area_pixel_compute_source_index).
+struct Taps {
+  int64_t i0, i1;
+  float w0, w1;
+};
+
+Taps taps(int64_t o, int64_t in, int64_t out, float scale, bool align_corners) {
+  if (in == out) return {o, o, 1.0f, 0.0f};
+  float real = align_corners ? scale * static_cast<float>(o)
+                             : scale * (static_cast<float>(o) + 0.5f) - 0.5f;
+  if (real < 0.0f) real = 0.0f;
+  const int64_t floor_index = static_cast<int64_t>(std::floor(real));
+  const int64_t i0 = floor_index < in - 1 ? floor_index : in - 1;
+  float lambda = real - static_cast<float>(i0);
+  lambda = lambda < 0.0f ? 0.0f : lambda > 1.0f ? 1.0f : lambda;
+  return {i0, i0 < in - 1 ? i0 + 1 : i0, 1.0f - lambda, lambda};
+}
+
+}  // namespace
+
+Error upsample_bilinear2d(KernelContext& /*context*/, Span<EValue*> args) {
+  const char* op = "tern::upsample_bilinear2d";
+  TERN_RETURN_IF_ERROR(check_num_args(op, args, 5, 5));
+  TERN_ASSIGN_OR_RETURN(TensorView* x, tensor_arg(op, args, 0, "x"));
+  TERN_ASSIGN_OR_RETURN(const bool align_corners, bool_arg(op, args, 1, "align_corners"));
+  bool has_h = false, has_w = false;
+  double scale_h = 0.0, scale_w = 0.0;
+  TERN_RETURN_IF_ERROR(optional_double_arg(op, args, 2, "scale_h", &has_h, &scale_h));
+  TERN_RETURN_IF_ERROR(optional_double_arg(op, args, 3, "scale_w", &has_w, &scale_w));
+  TERN_ASSIGN_OR_RETURN(TensorView* out, tensor_arg(op, args, 4, "out"));
+  TERN_RETURN_IF_ERROR(check_dtype(op, "x", *x, DType::F32));
+  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *out, DType::F32));
+  TERN_CHECK_OR_RETURN_ERROR(x->rank == 4, InvalidArgument,
+                             "%s: x: expected rank 4 [N, C, H, W], found rank %u", op, x->rank);
+  TERN_CHECK_OR_RETURN_ERROR(out->rank == 4, InvalidArgument,
+                             "%s: out: expected rank 4 [N, C, OH, OW], found rank %u", op,
+                             out->rank);
+  const int64_t h = x->sizes[2], w = x->sizes[3];
+  const int64_t oh = out->sizes[2], ow = out->sizes[3];
+  TERN_CHECK_OR_RETURN_ERROR(h > 0 && w > 0 && oh > 0 && ow > 0, InvalidArgument,
+                             "%s: input (%" PRId64 ", %" PRId64 ") and output (%" PRId64
+                             ", %" PRId64 ") sizes must be greater than 0",
+                             op, h, w, oh, ow);
+  const int64_t expected[4] = {x->sizes[0], x->sizes[1], oh, ow};
+  TERN_RETURN_IF_ERROR(check_shape(op, "out", *out, Span<const int64_t>(expected, 4)));
+  const float sh = area_scale(h, oh, align_corners, has_h, scale_h);
+  const float sw = area_scale(w, ow, align_corners, has_w, scale_w);
+  const uint64_t planes = static_cast<uint64_t>(x->sizes[0]) * static_cast<uint64_t>(x->sizes[1]);
+  const float* src = x->data_as<const float>();
+  float* dst = out->data_as<float>();
+  for (uint64_t p = 0; p < planes; ++p) {
+    const float* plane = src + p * static_cast<uint64_t>(h * w);
+    for (int64_t i = 0; i < oh; ++i) {
+      const Taps th = taps(i, h, oh, sh, align_corners);
+      const float* r0 = plane + th.i0 * w;
+      const float* r1 = plane + th.i1 * w;
+      for (int64_t j = 0; j < ow; ++j) {
+        const Taps tw = taps(j, w, ow, sw, align_corners);
+        *dst++ = th.w0 * (tw.w0 * r0[tw.i0] + tw.w1 * r0[tw.i1]) +
+                 th.w1 * (tw.w0 * r1[tw.i0] + tw.w1 * r1[tw.i1]);
+      }
+    }
+  }
+  return Error::Ok;
+}
+
+}  // namespace portable
+}  // namespace tern

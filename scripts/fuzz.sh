@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# make fuzz / make fuzz-smoke: builds the libFuzzer targets of tests/fuzz with clang (ASan +
+# UBSan) in build-fuzz/ and runs each for FUZZ_SECONDS seconds. Prints execs/s and total execs
+# per target; exits non-zero when any target found something (crash inputs are kept in
+# build-fuzz/fuzz-findings/<target>/; minimise one, then add it to tests/fuzz/regressions/).
+#
+# Environment: FUZZ_SECONDS (default 600), FUZZ_TARGETS (default: all five, names without the
+# fuzz_ prefix), FUZZ_BUILD_DIR (default build-fuzz), JOBS (build parallelism, default nproc).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${FUZZ_SECONDS:-600}
+build=${FUZZ_BUILD_DIR:-build-fuzz}
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+targets=${FUZZ_TARGETS:-"program_load method_load execute graph_json npy"}
+
+# Largest input per target: about twice the largest seed.
+declare -A max_len=([program_load]=32768 [method_load]=32768 [execute]=4096
+                    [graph_json]=65536 [npy]=4096)
+
+probe=$(mktemp -d)
+trap 'rm -rf "$probe"' EXIT
+echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' \
+  > "$probe/probe.cpp"
+if ! clang++ -fsanitize=fuzzer,address,undefined "$probe/probe.cpp" -o "$probe/probe" 2>/dev/null; then
+  echo "fuzz: clang++ cannot link -fsanitize=fuzzer; install clang and libclang-rt-14-dev" \
+       "(scripts/install-deps.sh does)" >&2
+  exit 2
+fi
+
+mkdir -p "$build"
+cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTERN_FUZZ=ON -DTERN_BUILD_TESTS=ON \
+  -DTERN_BACKEND_CUDA=OFF -DTERN_BACKEND_VULKAN=OFF > "$build/configure.log" 2>&1 ||
+  { cat "$build/configure.log" >&2; exit 1; }
+cmake --build "$build" --target tern_fuzz -j "$jobs"
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+status=0
+summary=()
+for t in $targets; do
+  bin="$build/fuzz/fuzz_$t"
+  work="$build/fuzz-work/$t"        # grows across runs (seeds + what libFuzzer keeps)
+  findings="$build/fuzz-findings/$t"
+  log="$build/fuzz-logs/$t.log"
+  mkdir -p "$work" "$findings" "$(dirname "$log")"
+  echo "== fuzz_$t for ${seconds}s (max_len ${max_len[$t]})"
+  rc=0
+  "$bin" -max_total_time="$seconds" -max_len="${max_len[$t]}" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$findings/" \
+    "$work" "$build/fuzz-corpus/fuzz_$t" "tests/fuzz/regressions/fuzz_$t" > "$log" 2>&1 || rc=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 || true)
+  if [ "$rc" -ne 0 ]; then
+    status=1
+    summary+=("fuzz_$t: FINDING (exit $rc) after ${execs:-?} execs; see $log and $findings/")
+    grep -E 'ERROR: |runtime error:|fuzz finding:|SUMMARY:' "$log" | head -5 >&2 || true
+  else
+    summary+=("fuzz_$t: ok, ${execs:-?} execs, ${rate:-?} execs/s, ${cov:-cov: ?}")
+  fi
+done
+echo "== fuzz summary (${seconds}s per target)"
+printf '%s\n' "${summary[@]}"
+exit $status

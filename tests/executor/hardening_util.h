@@ -1,0 +1,188 @@
+// Helpers for the hardening tests (f1): the demo program compiled at test time, exact-size
+// caller memory, an allocator that counts requests, and running a method on given inputs.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "runtime/core/hierarchical_allocator.h"
+#include "runtime/core/memory_allocator.h"
+#include "runtime/executor/buffer_data_loader.h"
+#include "runtime/executor/memory_manager.h"
+#include "runtime/executor/method.h"
+#include "runtime/executor/program.h"
+#include "tests/support/temp_path.h"
+#include "tools/compiler/compile.h"
+#include "tools/compiler/graph_json.h"
+
+namespace tern::hardening {
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+using Bytes = std::unique_ptr<uint8_t, FreeDeleter>;
+
+/// Exactly `size` bytes (so ASan flags a read one past the end) aligned to `alignment`.
+inline Bytes exact_bytes(size_t size, size_t alignment = 64) {
+  if (alignment < sizeof(void*)) alignment = sizeof(void*);
+  void* p = nullptr;
+  if (posix_memalign(&p, alignment, size == 0 ? 1 : size) != 0) throw std::bad_alloc();
+  return Bytes(static_cast<uint8_t*>(p));
+}
+
+/// The demo model: examples/mlp/make_mlp.py writes graph.json + weights (and input.npy,
+/// expected.npy from its plain-Python reference) into `dir`, compiled here as `tern compile`
+/// does. Throws std::runtime_error when python3 or the script fails.
+inline std::vector<uint8_t> demo_program_bytes(const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  const std::string cmd = "python3 '" + std::string(TERN_SOURCE_DIR) +
+                          "/examples/mlp/make_mlp.py' '" + dir + "' > /dev/null";
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("failed: " + cmd);
+  return compiler::compile_program(compiler::read_graph_json(dir + "/graph.json")).bytes;
+}
+
+/// A Program loaded from a 64-byte aligned copy of `bytes` (Full verification).
+class OwnedProgram {
+ public:
+  explicit OwnedProgram(const std::vector<uint8_t>& bytes)
+      : bytes_(exact_bytes(bytes.size())), loader_(bytes_.get(), bytes.size()) {
+    std::memcpy(bytes_.get(), bytes.data(), bytes.size());
+    auto program = Program::load(&loader_);
+    if (!program.ok()) {
+      throw std::runtime_error(std::string("Program::load: ") + last_error_message());
+    }
+    program_ = std::make_unique<Program>(std::move(*program));
+  }
+  const Program& operator*() const { return *program_; }
+  const Program* operator->() const { return program_.get(); }
+
+ private:
+  Bytes bytes_;
+  BufferDataLoader loader_;
+  std::unique_ptr<Program> program_;
+};
+
+/// A MemoryAllocator that counts allocate() calls.
+class CountingAllocator final : public MemoryAllocator {
+ public:
+  CountingAllocator(void* base, size_t size) : MemoryAllocator(base, size) {}
+  void* allocate(size_t size, size_t alignment) override {
+    ++calls_;
+    return MemoryAllocator::allocate(size, alignment);
+  }
+  long calls() const { return calls_; }
+
+ private:
+  long calls_ = 0;
+};
+
+/// Caller memory of exact sizes: method allocator, one buffer per arena, temp allocator.
+class ExactMemory {
+ public:
+  ExactMemory(size_t method_bytes, const std::vector<uint64_t>& arena_sizes,
+              const std::vector<uint32_t>& arena_alignments, size_t temp_bytes)
+      : method_buffer_(exact_bytes(method_bytes)),
+        method_allocator_(method_buffer_.get(), method_bytes),
+        temp_buffer_(exact_bytes(temp_bytes)),
+        temp_allocator_(temp_buffer_.get(), temp_bytes) {
+    for (size_t a = 0; a < arena_sizes.size(); ++a) {
+      const size_t size = static_cast<size_t>(arena_sizes[a]);
+      arena_buffers_.push_back(exact_bytes(size, arena_alignments[a] < 64 ? 64 : arena_alignments[a]));
+      arenas_.emplace_back(arena_buffers_.back().get(), size);
+    }
+    planned_ = HierarchicalAllocator(Span<Span<uint8_t>>(arenas_.data(), arenas_.size()));
+    manager_.method_allocator = &method_allocator_;
+    manager_.planned_memory = &planned_;
+    manager_.temp_allocator = &temp_allocator_;
+  }
+  /// Everything sized from `meta`.
+  static std::unique_ptr<ExactMemory> from_meta(const MethodMeta& meta) {
+    std::vector<uint64_t> sizes;
+    std::vector<uint32_t> alignments;
+    for (size_t a = 0; a < meta.num_arenas(); ++a) {
+      sizes.push_back(meta.arena_size(a).get());
+      alignments.push_back(meta.arena_alignment(a).get());
+    }
+    return std::make_unique<ExactMemory>(static_cast<size_t>(meta.method_allocator_bytes()), sizes,
+                                         alignments,
+                                         static_cast<size_t>(meta.temp_allocator_bytes()));
+  }
+  MemoryManager* manager() { return &manager_; }
+  const CountingAllocator& method_allocator() const { return method_allocator_; }
+  const CountingAllocator& temp_allocator() const { return temp_allocator_; }
+
+ private:
+  Bytes method_buffer_;
+  CountingAllocator method_allocator_;
+  std::vector<Bytes> arena_buffers_;
+  std::vector<Span<uint8_t>> arenas_;
+  HierarchicalAllocator planned_;
+  Bytes temp_buffer_;
+  CountingAllocator temp_allocator_;
+  MemoryManager manager_;
+};
+
+/// Deterministic input bytes for every tensor input of `meta` (f32: values in [-2, 2);
+/// integer dtypes: small integers), varied by `seed`.
+inline std::vector<std::vector<uint8_t>> make_inputs(const MethodMeta& meta, uint32_t seed) {
+  std::vector<std::vector<uint8_t>> inputs;
+  uint32_t state = seed * 2654435761u + 1;
+  for (size_t i = 0; i < meta.num_inputs(); ++i) {
+    const TensorInfo info = meta.input_tensor_info(i).get();
+    std::vector<uint8_t> bytes(static_cast<size_t>(info.nbytes));
+    const size_t width = info.dtype == DType::F32 || info.dtype == DType::I32 ? 4 : 1;
+    for (size_t k = 0; k + width <= bytes.size(); k += width) {
+      state = state * 1664525u + 1013904223u;
+      if (info.dtype == DType::F32) {
+        const float f = static_cast<float>(state >> 8) / static_cast<float>(1u << 24) * 4 - 2;
+        std::memcpy(&bytes[k], &f, 4);
+      } else if (info.dtype == DType::I32) {
+        const int32_t v = static_cast<int32_t>(state >> 24) - 128;
+        std::memcpy(&bytes[k], &v, 4);
+      } else {
+        bytes[k] = static_cast<uint8_t>(state >> 24);
+      }
+    }
+    inputs.push_back(std::move(bytes));
+  }
+  return inputs;
+}
+
+/// Sets every input of `method` from `inputs` (shaped by `meta`); returns the first error.
+inline Error set_inputs(Method& method, const MethodMeta& meta,
+                        std::vector<std::vector<uint8_t>>& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorInfo info = meta.input_tensor_info(i).get();
+    TensorView view;
+    view.dtype = info.dtype;
+    view.rank = static_cast<uint32_t>(info.sizes.size());
+    view.sizes = info.sizes.data();
+    view.data = inputs[i].data();
+    view.nbytes = inputs[i].size();
+    const Error err = method.set_input(i, view);
+    if (err != Error::Ok) return err;
+  }
+  return Error::Ok;
+}
+
+/// Every output tensor's bytes, concatenated (after a successful execute()).
+inline std::vector<uint8_t> output_bytes(const Method& method) {
+  std::vector<uint8_t> all;
+  for (size_t i = 0; i < method.num_outputs(); ++i) {
+    auto out = method.output(i);
+    if (!out.ok()) throw std::runtime_error(std::string("output: ") + last_error_message());
+    const uint8_t* p = static_cast<const uint8_t*>((*out)->data);
+    all.insert(all.end(), p, p + (*out)->nbytes);
+  }
+  return all;
+}
+
+}  // namespace tern::hardening

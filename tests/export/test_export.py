@@ -1,0 +1,431 @@
+#!/usr/bin/env python3
+"""Tests of tern_export (tools/export): small modules exported, compiled, run with `tern run` and
+compared with PyTorch eager; error paths. Runs under either PyTorch line (Debian 1.13 via
+make_fx, the .venv 2.x via torch.export). Prints one line per failure and "N passed, M failed";
+exits 1 on failure, 77 (skipped) without torch.
+
+  TERN=build/tern python3 tests/export/test_export.py [name-substring...]
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tools", "export"))
+
+try:
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError as e:
+    print("skipped: %s" % e)
+    sys.exit(77)
+
+import tern_export  # noqa: E402
+from tern_export import compiler, graph_writer, safetensors_io  # noqa: E402
+from tern_export.capture import torch_version  # noqa: E402
+
+WORK = tempfile.mkdtemp(prefix="tern_export_test_")
+
+
+def _path(name):
+    return os.path.join(WORK, name)
+
+
+def export_and_run(module, inputs, name, **kw):
+    pte = _path(name + ".pte")
+    result = tern_export.export(module, inputs, pte, keep_graph=_path(name + "_graph"), **kw)
+    return result, tern_export.run(pte, inputs)
+
+
+def assert_close(got, ref, rtol=1e-5, what="output"):
+    ref = ref.detach().numpy() if hasattr(ref, "detach") else ref
+    assert got.shape == ref.shape, "%s: shape %s, expected %s" % (what, got.shape, ref.shape)
+    assert got.dtype == ref.dtype, "%s: dtype %s, expected %s" % (what, got.dtype, ref.dtype)
+    if ref.dtype.kind in "biu":
+        assert np.array_equal(got, ref), "%s: values differ" % what
+        return
+    err = float(np.max(np.abs(got.astype(np.float64) - ref))) if ref.size else 0.0
+    scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+    assert err <= 1e-6 + rtol * scale, "%s: max abs error %.3g (max |ref| %.3g)" % (
+        what, err, scale)
+
+
+def graph_nodes(result):
+    with open(os.path.join(result.graph_dir, "graph.json")) as f:
+        return json.load(f)["methods"][0]["nodes"]
+
+
+def expect_raises(exc_type, fn):
+    try:
+        fn()
+    except exc_type as e:
+        return e
+    raise AssertionError("expected %s" % exc_type.__name__)
+
+
+# Models --------------------------------------------------------------------------------------
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.fc2(F.relu(self.fc1(x)))
+
+
+class ConvBnRelu(nn.Module):
+    def __init__(self, bias=False):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1, bias=bias)
+        self.bn = nn.BatchNorm2d(8)
+
+    def forward(self, x):
+        return F.relu(self.bn(self.conv(x)))
+
+
+class ConvBnShared(nn.Module):
+    """The conv output has a second user: the batch norm cannot be folded."""
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return self.bn(y) + y
+
+
+class LinearBn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(12, 6)
+        self.bn = nn.BatchNorm1d(6)
+
+    def forward(self, x):
+        return self.bn(self.fc(x))
+
+
+class MultiIO(nn.Module):
+    def forward(self, x, y):
+        return {"sum": x + y, "pair": (x * y, x - y), "last": [F.relu(x)]}
+
+
+class ConstFold(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 4))
+        self.register_buffer("scale", torch.full((4,), 0.5))
+
+    def forward(self, x):
+        w = (self.w * 2.0 + 1.0).t() * self.scale  # all constant: folded
+        mask = torch.ones(4, 4).tril()             # literal: folded
+        return (x @ w) * mask[1] + x.shape[0]
+
+
+class Unsupported(nn.Module):
+    def forward(self, x):
+        return torch.atan(x) + 1
+
+
+class VisionOps(nn.Module):
+    """Resampling, padding, pooling, conv1d, transposed conv, group norm."""
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv1d(4, 6, 3, padding=1)
+        self.ct = nn.ConvTranspose2d(4, 3, 3, stride=2, padding=1, output_padding=1)
+        self.gn = nn.GroupNorm(2, 4)
+
+    def forward(self, x):
+        return (F.interpolate(x, scale_factor=2, mode="nearest"),
+                F.interpolate(x, size=(10, 12), mode="bilinear", align_corners=False),
+                F.pad(x, (1, 2, 0, 1)), F.pad(x, (1, 1, 1, 1), mode="reflect"),
+                F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False),
+                self.ct(self.gn(x)), self.c1(x.flatten(2)[:, :, :7]),
+                F.adaptive_avg_pool2d(x, (2, 3)))
+
+
+class ElementwiseOps(nn.Module):
+    """Activations, comparisons, reductions, indexing and data movement."""
+    def forward(self, x, idx):
+        y = F.silu(x) + F.elu(x) - F.leaky_relu(x, 0.2) * F.softplus(x, beta=2)
+        y = y.clamp(-0.5, 0.7) + torch.where(x > 0, x, x * 0.1) + x.masked_fill(x < -1, 3.0)
+        z = torch.cumsum(x, dim=1) + F.log_softmax(x, -1) + x.abs().sqrt() + torch.tanh(x).exp()
+        m, i = x.max(dim=1)
+        parts = x.split([2, 3], dim=1)
+        w = torch.cat([parts[1], parts[0]], 1)[:, 1:4] + x[0, 2] + x.select(1, 3).unsqueeze(1)
+        g = torch.gather(x, 1, idx.view(1, -1).expand(4, -1) % 5)
+        return (y, z, m, i, w, x.unbind(0)[1], F.embedding(idx, x), g, x.argmin(), x.sum(),
+                x.mean(0, keepdim=True), x.pow(2) / 3, x.triu(1), x.repeat(2, 1),
+                torch.index_select(x, 1, idx % 5), (x * 100).round(), x.floor() // 2,
+                x.transpose(0, 1).contiguous(), x.permute(1, 0).reshape(-1), -x % 1.5)
+
+
+def calibrated(module, shape):
+    module.train()
+    with torch.no_grad():
+        for _ in range(3):
+            module(torch.randn(*shape))
+    return module.eval()
+
+
+# Tests ---------------------------------------------------------------------------------------
+
+def test_mlp():
+    m = MLP().eval()
+    x = torch.randn(3, 16)
+    result, (got,) = export_and_run(m, (x,), "mlp")
+    assert_close(got, m(x))
+    assert result.ops == {"tern::linear": 2, "tern::relu": 1}, result.ops
+
+
+def test_conv_bn_relu_folded():
+    for bias in (False, True):
+        m = calibrated(ConvBnRelu(bias), (4, 3, 10, 10))
+        x = torch.randn(2, 3, 10, 10)
+        result, (got,) = export_and_run(m, (x,), "convbn%d" % bias)
+        assert "tern::batch_norm" not in result.ops, result.ops
+        assert result.ops == {"tern::conv2d": 1, "tern::relu": 1}, result.ops
+        conv = graph_nodes(result)[0]
+        assert conv["op"] == "tern::conv2d"
+        assert_close(got, m(x), rtol=1e-5)
+
+
+def test_conv_bn_not_folded_when_shared():
+    m = calibrated(ConvBnShared(), (4, 3, 6, 6))
+    x = torch.randn(1, 3, 6, 6)
+    result, (got,) = export_and_run(m, (x,), "convbn_shared")
+    assert result.ops.get("tern::batch_norm") == 1, result.ops
+    assert_close(got, m(x))
+
+
+def test_linear_bn_folded():
+    m = calibrated(LinearBn(), (8, 12))
+    x = torch.randn(5, 12)
+    result, (got,) = export_and_run(m, (x,), "linearbn")
+    assert result.ops == {"tern::linear": 1}, result.ops
+    assert_close(got, m(x))
+
+
+def test_multiple_inputs_and_dict_outputs():
+    m = MultiIO()
+    x, y = torch.randn(2, 3), torch.randn(2, 3)
+    result, got = export_and_run(m, (x, y), "multi_io")
+    ref = tern_export.flatten_outputs(m(x, y))
+    assert len(got) == 4 == len(ref), "%d outputs" % len(got)
+    # Order: dict values in insertion order, nested tuples/lists in order.
+    for i, (g, r) in enumerate(zip(got, [x + y, x * y, x - y, F.relu(x)])):
+        assert_close(g, r, what="output %d" % i)
+    for g, r in zip(got, ref):
+        assert_close(g, r)
+
+
+def test_input_returned_and_repeated_output():
+    class M(nn.Module):
+        def forward(self, x):
+            y = x * 2
+            return x, y, y
+    m = M()
+    x = torch.randn(4)
+    _, got = export_and_run(m, (x,), "passthrough")
+    for g, r in zip(got, m(x)):
+        assert_close(g, r)
+
+
+def test_constant_folding():
+    torch.manual_seed(1)
+    m = ConstFold().eval()
+    x = torch.randn(3, 4)
+    result, (got,) = export_and_run(m, (x,), "constfold")
+    assert_close(got, m(x))
+    # Only the activation path remains: x @ w (mm with a constant -> linear), * mask, + 3.
+    ops = [n["op"] for n in graph_nodes(result)]
+    assert ops == ["tern::linear", "tern::mul", "tern::add"], ops
+    weights = safetensors_io.read_safetensors(os.path.join(result.graph_dir,
+                                                           "weights.safetensors"))
+    assert len(weights) == 2, list(weights)  # folded weight and mask row
+
+
+def test_scalar_ops_and_casts():
+    class M(nn.Module):
+        def forward(self, x, i):
+            return (x * 3 - 1) / 2, (i + 2) * i, x.sum(dim=1, keepdim=True), 1 - x
+    m = M()
+    x, i = torch.randn(3, 5), torch.randint(-5, 5, (3, 5))
+    _, got = export_and_run(m, (x, i), "scalars")
+    for k, (g, r) in enumerate(zip(got, m(x, i))):
+        assert_close(g, r, what="output %d" % k)
+
+
+def test_unsupported_op_names_it():
+    e = expect_raises(tern_export.UnsupportedOpError,
+                      lambda: tern_export.export(Unsupported(), (torch.randn(3),),
+                                                 _path("unsupported.pte")))
+    msg = str(e)
+    assert "aten.atan.default" in msg, msg
+    assert "*aten.atan.default" in msg and "aten.add.Tensor" in msg, msg
+    assert e.op == "aten.atan.default" and e.unsupported == ["aten.atan.default"], e.unsupported
+    if torch_version() >= (2, 1):
+        # torch.export records stack traces: the model's own line is named.
+        assert "test_export.py" in msg, msg
+
+
+def test_missing_weight_is_a_compile_error():
+    m = MLP().eval()
+    d = _path("missing_weight")
+    graph, _ = tern_export.export_graph(m, (torch.randn(1, 16),), d)
+    st = os.path.join(d, "weights.safetensors")
+    weights = safetensors_io.read_safetensors(st)
+    assert "fc2.bias" in weights, list(weights)
+    del weights["fc2.bias"]
+    safetensors_io.write_safetensors(st, {k: torch.from_numpy(v.copy()) for k, v in weights.items()})
+    e = expect_raises(tern_export.CompileError,
+                      lambda: compiler.run_compile(graph, _path("missing.pte")))
+    assert "fc2.bias" in e.stderr and "not found" in e.stderr, e.stderr
+
+
+def test_shape_mismatch_at_run():
+    m = MLP().eval()
+    pte = _path("mlp_shape.pte")
+    tern_export.export(m, (torch.randn(2, 16),), pte)
+    e = expect_raises(tern_export.RunError, lambda: tern_export.run(pte, [torch.randn(3, 16)]))
+    assert "input 0" in e.stderr and "[2, 16]" in e.stderr and "[3, 16]" in e.stderr, e.stderr
+
+
+def test_backends_and_quantize_not_implemented():
+    m = MLP().eval()
+    x = (torch.randn(1, 16),)
+    e = expect_raises(NotImplementedError,
+                      lambda: tern_export.export(m, x, _path("b.pte"), backends=("xnnpack",)))
+    assert "xnnpack" in str(e) and "later" in str(e), str(e)
+    e = expect_raises(NotImplementedError,
+                      lambda: tern_export.export(m, x, _path("q.pte"), quantize="nf4"))
+    assert "nf4" in str(e) and "later" in str(e), str(e)
+    tern_export.export(m, x, _path("portable.pte"), backends=("portable",))
+
+
+def test_tern_not_found_lists_what_was_tried():
+    saved = dict(os.environ), compiler._CHECKOUT
+    try:
+        os.environ["TERN"] = "/nonexistent/tern"
+        os.environ["PATH"] = WORK
+        compiler._CHECKOUT = WORK
+        e = expect_raises(tern_export.TernNotFoundError, compiler.find_tern)
+        msg = str(e)
+        assert "/nonexistent/tern" in msg and "PATH" in msg and \
+            os.path.join(WORK, "build", "tern") in msg, msg
+    finally:
+        os.environ.clear()
+        os.environ.update(saved[0])
+        compiler._CHECKOUT = saved[1]
+
+
+def test_safetensors_round_trip():
+    tensors = {"a": torch.randn(2, 3), "b": torch.arange(5), "c": torch.tensor([True, False]),
+               "d": torch.zeros(0, 4)}
+    p = _path("rt.safetensors")
+    safetensors_io.write_safetensors(p, tensors)
+    back = safetensors_io.read_safetensors(p)
+    assert list(back) == list(tensors)
+    for k, t in tensors.items():
+        assert np.array_equal(back[k], t.numpy()), k
+    with open(p, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+    assert n % 8 == 0
+
+
+def test_weight_dedupe_survives_temporaries():
+    # Weights are deduplicated by tensor identity; temporaries (folded constants) must not be
+    # confused when Python reuses a freed object's id.
+    mb = graph_writer.MethodBuilder()
+    ids = [mb.weight("w", torch.full((2,), float(i))) for i in range(64)]
+    assert len(set(ids)) == 64
+    assert [float(t[0]) for t in mb.weights.values()] == [float(i) for i in range(64)]
+
+
+def test_op_coverage():
+    cases = [(VisionOps().eval(), (torch.randn(2, 4, 5, 6),)),
+             (ElementwiseOps(), (torch.randn(4, 5), torch.tensor([0, 3, 2])))]
+    for k, (m, inputs) in enumerate(cases):
+        result, got = export_and_run(m, inputs, "coverage%d" % k)
+        ref = tern_export.flatten_outputs(m(*inputs))
+        assert len(got) == len(ref)
+        for i, (g, r) in enumerate(zip(got, ref)):
+            assert_close(g, r, what="%s output %d" % (type(m).__name__, i))
+
+
+def test_attention_masks():
+    if not hasattr(F, "scaled_dot_product_attention"):
+        return  # PyTorch < 2.0 has no F.scaled_dot_product_attention
+
+    class Attn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("keep", torch.rand(6, 6) > 0.3)
+            self.register_buffer("bias", torch.randn(6, 6))
+
+        def forward(self, q, k, v):
+            keep = self.keep | torch.eye(6, dtype=torch.bool)  # folded constant
+            return (F.scaled_dot_product_attention(q, k, v, attn_mask=keep),
+                    F.scaled_dot_product_attention(q, k, v, attn_mask=self.bias, scale=0.3),
+                    F.scaled_dot_product_attention(q, k, v, is_causal=True))
+    m = Attn()
+    inputs = tuple(torch.randn(2, 3, 6, 8) for _ in range(3))
+    result, got = export_and_run(m, inputs, "attention")
+    assert result.ops.get("tern::scaled_dot_product_attention") == 3, result.ops
+    for i, (g, r) in enumerate(zip(got, m(*inputs))):
+        assert_close(g, r, what="output %d" % i)
+
+
+def test_cli():
+    model_py = _path("cli_model.py")
+    with open(model_py, "w") as f:
+        f.write("import torch.nn as nn\n"
+                "def make():\n"
+                "    return nn.Sequential(nn.Linear(6, 4), nn.ReLU())\n")
+    out = _path("cli.pte")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(ROOT, "tools", "export")
+    r = subprocess.run([sys.executable, "-m", "tern_export", "--module", model_py + ":make",
+                        "--input-shape", "2x6", "-o", out, "--keep-graph", _path("cli_graph")],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                       env=env)
+    assert r.returncode == 0, r.stderr
+    assert "tern::linear x1" not in r.stdout and "linear x1" in r.stdout, r.stdout
+    assert os.path.isfile(out) and os.path.isfile(_path("cli_graph/graph.json"))
+    (got,) = tern_export.run(out, [np.ones((2, 6), np.float32)])
+    assert got.shape == (2, 4)
+    # A usage error names the problem.
+    r = subprocess.run([sys.executable, "-m", "tern_export", "--module", model_py,
+                        "--input-shape", "2x6", "-o", out],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                       env=env)
+    assert r.returncode != 0 and "FILE.py:FACTORY" in (r.stdout + r.stderr), r.stderr
+
+
+def main(filters):
+    tests = [(k, v) for k, v in sorted(globals().items()) if k.startswith("test_")]
+    if filters:
+        tests = [(k, v) for k, v in tests if any(f in k for f in filters)]
+    passed = failed = 0
+    for name, fn in tests:
+        torch.manual_seed(0)
+        try:
+            fn()
+            passed += 1
+        except Exception:
+            failed += 1
+            print("FAIL %s [torch %s]:\n%s" % (name, torch.__version__, traceback.format_exc()))
+    print("torch %s: %d passed, %d failed" % (torch.__version__, passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,141 @@
+"""tern_export: exports a PyTorch nn.Module to a tern program (.pte).
+
+    import tern_export
+    result = tern_export.export(model, (torch.randn(1, 3, 224, 224),), "model.pte")
+
+The model is captured as an ATen graph (torch.export on PyTorch >= 2.1, make_fx with
+functionalization on older releases), lowered to tern operators (docs/ops.md) with constant
+folding and batch-norm folding, written as graph.json + weights.safetensors
+(docs/graph-format.md) and compiled with `tern compile`. See docs/export.md.
+"""
+import json
+import os
+import shutil
+import tempfile
+
+import torch
+import torch.utils._pytree as pytree
+
+from .capture import capture, torch_version
+from .compiler import find_tern, run_compile
+from .errors import (CaptureError, CompileError, ExportError, TernNotFoundError,
+                     UnsupportedOpError)
+from .graph_writer import MethodBuilder, program_json
+from .lower import Lowerer
+from .ops_table import KEEP
+from .runner import RunError, arena_report, run
+from .safetensors_io import write_safetensors
+
+__version__ = "0.1"
+__all__ = ["export", "export_graph", "ExportResult", "ExportError", "CaptureError",
+           "UnsupportedOpError", "CompileError", "TernNotFoundError", "RunError", "find_tern",
+           "run", "arena_report", "flatten_outputs"]
+
+WEIGHTS_FILE = "weights.safetensors"
+SUPPORTED_BACKENDS = ("cpu", "portable")
+
+
+class ExportResult:
+    """What export() produced.
+
+    path: the .pte file; graph_dir: the folder holding graph.json and weights.safetensors when
+    kept (else None); ops: tern operator -> node count; aten_ops: the graph's ATen operators;
+    capture: which capture path ran; compile_report: `tern compile`'s stdout (arena sizes);
+    num_outputs: flattened output count."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+    def __repr__(self):
+        return "ExportResult(path=%r, ops=%r)" % (self.path, self.ops)
+
+
+def _check_options(backends, quantize):
+    if isinstance(backends, str):
+        backends = (backends,)
+    for b in backends:
+        if b not in SUPPORTED_BACKENDS:
+            raise NotImplementedError(
+                "tern_export: backend %r is not implemented yet (delegation to the XNNPACK, CUDA "
+                "and Vulkan backends comes in later issues); use backends=(\"cpu\",), which "
+                "currently means the portable kernels" % (b,))
+    if quantize is not None:
+        raise NotImplementedError(
+            "tern_export: quantize=%r is not implemented yet (NF4/FP8 weight quantization comes "
+            "in a later issue); use quantize=None" % (quantize,))
+
+
+def _example_inputs(example_inputs):
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    args = tuple(example_inputs)
+    for i, a in enumerate(args):
+        if not isinstance(a, torch.Tensor):
+            raise TypeError("tern_export: example input %d is %s; only tensors are supported as "
+                            "inputs" % (i, type(a).__name__))
+    return args
+
+
+def export_graph(module, example_inputs, graph_dir, source_model=None):
+    """Captures and lowers `module` and writes graph_dir/graph.json and
+    graph_dir/weights.safetensors, without compiling. Returns (graph.json path, Lowerer info
+    dict with 'ops', 'aten_ops', 'capture', 'num_outputs')."""
+    args = _example_inputs(example_inputs)
+    captured = capture(module, args, KEEP)
+    mb = MethodBuilder("forward")
+    lowerer = Lowerer(captured, args, mb)
+    lowerer.run()
+    ops = {}
+    for n in mb.nodes:
+        ops[n["op"]] = ops.get(n["op"], 0) + 1
+    source = source_model or type(module).__module__ + "." + type(module).__qualname__
+    producer = "tern_export %s (torch %s)" % (__version__, torch.__version__)
+    metadata = {"exporter": "tern_export " + __version__, "torch": torch.__version__,
+                "capture": captured.method}
+    os.makedirs(graph_dir, exist_ok=True)
+    graph_path = os.path.join(graph_dir, "graph.json")
+    with open(graph_path, "w") as f:
+        json.dump(program_json(mb, producer, source, metadata, WEIGHTS_FILE), f, indent=1)
+    if mb.weights:
+        write_safetensors(os.path.join(graph_dir, WEIGHTS_FILE), mb.weights)
+    info = {"ops": ops, "aten_ops": lowerer.graph_ops(), "capture": captured.method,
+            "num_outputs": len(mb.outputs)}
+    return graph_path, info
+
+
+def export(module, example_inputs, path, backends=("cpu",), quantize=None, keep_graph=None,
+           source_model=None):
+    """Exports `module` called on `example_inputs` (a tensor or tuple of tensors) to the tern
+    program `path`.
+
+    backends: ("cpu",) or ("portable",) — both mean the portable kernels for now; anything else
+    raises NotImplementedError (delegates are later issues). quantize: must be None for now.
+    keep_graph: a folder to keep graph.json and weights.safetensors in (else a temporary folder,
+    removed afterwards). Outputs are the pytree leaves of the module's return value, in order
+    (tuple/list elements in order, dict values in insertion order, recursively).
+
+    Raises CaptureError (PyTorch could not trace the module), UnsupportedOpError (an ATen
+    operator without a tern mapping; names the op, its source and the model's op list),
+    CompileError (`tern compile` failed; carries its stderr), TernNotFoundError."""
+    _check_options(backends, quantize)
+    tern = find_tern()
+    graph_dir = keep_graph or tempfile.mkdtemp(prefix="tern_export_")
+    try:
+        graph_path, info = export_graph(module, example_inputs, graph_dir, source_model)
+        out_dir = os.path.dirname(os.path.abspath(path))
+        os.makedirs(out_dir, exist_ok=True)
+        try:
+            report = run_compile(graph_path, path, tern)
+        except CompileError as e:
+            if not keep_graph:
+                e.graph_dir = None
+            raise
+    finally:
+        if not keep_graph:
+            shutil.rmtree(graph_dir, ignore_errors=True)
+    return ExportResult(path=path, graph_dir=keep_graph, compile_report=report, **info)
+
+
+def flatten_outputs(outputs):
+    """The module outputs flattened the way export() orders the program's outputs."""
+    return [o for o in pytree.tree_flatten(outputs)[0]]

@@ -1,0 +1,772 @@
+"""The explicit ATen -> tern operator table (docs/export.md; argument order: docs/ops.md).
+
+A handler is `handler(L, node, a, real) -> LVal` where L is the Lowerer, `a` the node's
+arguments bound to the ATen schema's names (defaults filled in; each a TVal, Const, Multi or a
+list of them) and `real` the value PyTorch computed for the node on the example inputs.
+Handlers raise lower.Unsupported (with a reason) for a case they cannot express.
+"""
+import torch
+
+from .values import Const, Multi, TVal, Unavailable
+
+aten = torch.ops.aten
+
+HANDLERS = {}
+
+
+def _overloads(names):
+    result = []
+    for name in names:
+        packet, _, overload = name.partition(".")
+        try:
+            op = getattr(getattr(aten, packet), overload or "default")
+        except (AttributeError, RuntimeError):
+            continue  # not in this PyTorch version
+        result.append(op)
+    return result
+
+
+def handles(*names):
+    def register(fn):
+        for op in _overloads(names):
+            HANDLERS[op] = fn
+        return fn
+    return register
+
+
+def bind(op, args, kwargs):
+    """Arguments bound to the schema's names, defaults (as Const) filled in."""
+    out = {}
+    for i, arg in enumerate(op._schema.arguments):
+        if i < len(args) and not arg.kwarg_only:
+            out[arg.name] = args[i]
+        elif arg.name in kwargs:
+            out[arg.name] = kwargs[arg.name]
+        elif arg.has_default_value():
+            out[arg.name] = Const(arg.default_value)
+        else:
+            out[arg.name] = Const(None)
+    return out
+
+
+def _unsupported(msg):
+    from .lower import Unsupported
+    return Unsupported(msg)
+
+
+def V(x):
+    """The literal value of an argument (recursively for lists); error for an activation."""
+    if isinstance(x, Const):
+        v = x.value
+        if isinstance(v, (list, tuple)):
+            return [V(Const(e)) if not isinstance(e, Const) else V(e) for e in v]
+        return v
+    if isinstance(x, (list, tuple)):
+        return [V(e) for e in x]
+    raise _unsupported("an attribute depends on the model's inputs (%s)" % type(x).__name__)
+
+
+def real_of(x):
+    if isinstance(x, TVal):
+        return x.real
+    if isinstance(x, Const):
+        return x.value
+    raise _unsupported("unexpected argument %s" % type(x).__name__)
+
+
+def is_none(x):
+    return isinstance(x, Const) and x.value is None
+
+
+def is_tensor(x):
+    return isinstance(x, TVal) or (isinstance(x, Const) and isinstance(x.value, torch.Tensor))
+
+
+def opt_tensor(L, x):
+    return L.mb.none() if is_none(x) else L.tensor_id(x)
+
+
+def rank(x):
+    return real_of(x).dim()
+
+
+# Elementwise -----------------------------------------------------------------------------------
+
+def _binary(L, a, real, op, promote=None, alpha=None):
+    x, y = a["self"], a["other"]
+    dt = promote if promote is not None else torch.result_type(real_of(x), real_of(y))
+    x = L.cast(x, dt) if is_tensor(x) else Const(torch.tensor(V(x), dtype=dt))
+    args = [L.tensor_id(x)]
+    if is_tensor(y):
+        args.append(L.tensor_id(L.cast(y, dt)))
+    else:
+        args.append(L.scalar_id(V(y), as_float=dt.is_floating_point))
+    if alpha is not None and V(alpha) != 1:
+        args.append(L.scalar_id(V(alpha), as_float=dt.is_floating_point))
+    return L.emit(op, args, real)
+
+
+def _binary_handler(op, with_alpha=False):
+    def h(L, n, a, real):
+        return _binary(L, a, real, op, alpha=a.get("alpha") if with_alpha else None)
+    return h
+
+
+for _name, _op in [("add", "add"), ("sub", "sub")]:
+    handles(_name + ".Tensor", _name + ".Scalar")(_binary_handler(_op, with_alpha=True))
+handles("mul.Tensor", "mul.Scalar")(_binary_handler("mul"))
+handles("maximum.default")(_binary_handler("maximum"))
+handles("minimum.default")(_binary_handler("minimum"))
+handles("pow.Tensor_Tensor", "pow.Tensor_Scalar")(
+    lambda L, n, a, real: _binary(L, {"self": a["self"], "other": a["exponent"]}, real, "pow",
+                                  promote=real.dtype))
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+    handles(_name + ".Tensor", _name + ".Scalar")(_binary_handler(_name))
+for _name in ("logical_and", "logical_or"):
+    handles(_name + ".default")(
+        (lambda op: lambda L, n, a, real: L.emit(
+            op, [L.tensor_id(a["self"]), L.tensor_id(a["other"])], real))(_name))
+
+
+@handles("div.Tensor", "div.Scalar", "div.Tensor_mode", "div.Scalar_mode")
+def _div(L, n, a, real):
+    mode = V(a["rounding_mode"]) if "rounding_mode" in a else None
+    x, y = a["self"], a["other"]
+    dt = torch.result_type(real_of(x), real_of(y))
+    args = [L.tensor_id(L.cast(x, dt))]
+    if is_tensor(y):
+        args.append(L.tensor_id(L.cast(y, dt)))
+    else:
+        args.append(L.scalar_id(V(y), as_float=dt.is_floating_point))
+    if mode is not None:
+        args.append(L.mb.string(mode))
+    return L.emit("div", args, real)
+
+
+@handles("floor_divide.default", "floor_divide.Scalar")
+def _floor_divide(L, n, a, real):
+    x, y = a["self"], a["other"]
+    dt = real.dtype
+    args = [L.tensor_id(L.cast(x, dt))]
+    if is_tensor(y):
+        args.append(L.tensor_id(L.cast(y, dt)))
+    else:
+        args.append(L.scalar_id(V(y), as_float=dt.is_floating_point))
+    return L.emit("div", args + [L.mb.string("floor")], real)
+
+
+@handles("remainder.Tensor", "remainder.Scalar")
+def _remainder(L, n, a, real):
+    # remainder(x, y) = x - y * floor(x / y)  (the sign of y, as Python's %)
+    x, y = a["self"], a["other"]
+    dt = real.dtype
+    x = L.cast(x, dt)
+    rx = real_of(x)
+    if is_tensor(y):
+        y = L.cast(y, dt)
+        yid, ry = L.tensor_id(y), real_of(y)
+    else:
+        yid, ry = L.scalar_id(V(y), as_float=dt.is_floating_point), V(y)
+    q = L.emit("div", [L.tensor_id(x), yid, L.mb.string("floor")],
+               torch.div(rx, ry, rounding_mode="floor"))
+    qy = L.emit("mul", [q.vid, yid], q.real * ry)
+    return L.emit("sub", [L.tensor_id(x), qy.vid], real)
+
+
+@handles("rsub.Scalar", "rsub.Tensor")
+def _rsub(L, n, a, real):
+    # rsub(x, other, alpha) = other - alpha * x
+    x, other, alpha = a["self"], a["other"], V(a["alpha"])
+    dt = real.dtype
+    if is_tensor(other):
+        args = [L.tensor_id(L.cast(other, dt)), L.tensor_id(L.cast(x, dt))]
+        if alpha != 1:
+            args.append(L.scalar_id(alpha, as_float=dt.is_floating_point))
+        return L.emit("sub", args, real)
+    x = L.cast(x, dt)
+    neg = L.emit("mul", [L.tensor_id(x), L.scalar_id(-alpha, as_float=dt.is_floating_point)],
+                 real_of(x) * -alpha)
+    return L.emit("add", [neg.vid, L.scalar_id(V(other), as_float=dt.is_floating_point)], real)
+
+
+@handles("where.self", "where.ScalarSelf", "where.ScalarOther", "where.Scalar")
+def _where(L, n, a, real):
+    cond = L.cast(a["condition"], torch.bool)
+    dt = real.dtype
+
+    def operand(x):
+        if is_tensor(x):
+            return L.tensor_id(L.cast(x, dt))
+        return L.weight(Const(torch.tensor(V(x), dtype=dt), "scalar"))
+    return L.emit("where", [L.tensor_id(cond), operand(a["self"]), operand(a["other"])], real)
+
+
+_UNARY = ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh",
+          "sigmoid", "erf", "floor", "ceil", "round", "relu", "silu", "hardswish",
+          "hardsigmoid"]
+
+
+def _unary_handler(op):
+    def h(L, n, a, real):
+        x = a["self"]
+        if real.dtype != real_of(x).dtype:
+            x = L.cast(x, real.dtype)
+        return L.emit(op, [L.tensor_id(x)], real)
+    return h
+
+
+for _name in _UNARY:
+    handles(_name + ".default")(_unary_handler(_name))
+
+
+@handles("logical_not.default")
+def _logical_not(L, n, a, real):
+    return L.emit("logical_not", [L.tensor_id(a["self"])], real)
+
+
+@handles("hardtanh.default")
+def _hardtanh(L, n, a, real):
+    return L.emit("hardtanh", [L.tensor_id(a["self"]), L.mb.double(V(a["min_val"])),
+                               L.mb.double(V(a["max_val"]))], real)
+
+
+def _clamp_bound(L, v, dtype):
+    if v is None:
+        return L.mb.none()
+    return L.mb.double(v) if dtype.is_floating_point else L.mb.int(v)
+
+
+@handles("clamp.default", "clamp_min.default", "clamp_max.default")
+def _clamp(L, n, a, real):
+    lo = V(a["min"]) if "min" in a else None
+    hi = V(a["max"]) if "max" in a else None
+    x = L.cast(a["self"], real.dtype)
+    return L.emit("clamp", [L.tensor_id(x), _clamp_bound(L, lo, real.dtype),
+                            _clamp_bound(L, hi, real.dtype)], real)
+
+
+@handles("leaky_relu.default")
+def _leaky_relu(L, n, a, real):
+    return L.emit("leaky_relu", [L.tensor_id(a["self"]), L.mb.double(V(a["negative_slope"]))],
+                  real)
+
+
+@handles("elu.default")
+def _elu(L, n, a, real):
+    return L.emit("elu", [L.tensor_id(a["self"]), L.mb.double(V(a["alpha"])),
+                          L.mb.double(V(a["scale"])), L.mb.double(V(a["input_scale"]))], real)
+
+
+@handles("gelu.default")
+def _gelu(L, n, a, real):
+    return L.emit("gelu", [L.tensor_id(a["self"]), L.mb.string(V(a["approximate"]))], real)
+
+
+@handles("softplus.default")
+def _softplus(L, n, a, real):
+    return L.emit("softplus", [L.tensor_id(a["self"]), L.mb.double(V(a["beta"])),
+                               L.mb.double(V(a["threshold"]))], real)
+
+
+@handles("_to_copy.default")
+def _to_copy(L, n, a, real):
+    x = a["self"]
+    if real.dtype == real_of(x).dtype:
+        return L.emit("clone", [L.tensor_id(x)], real)
+    return L.emit("cast", [L.tensor_id(x)], real)
+
+
+# Reductions ------------------------------------------------------------------------------------
+
+def _reduce_input(L, a, real):
+    x = a["self"]
+    want = V(a["dtype"]) if "dtype" in a else None
+    if want is not None:
+        x = L.cast(x, want)
+    elif real_of(x).dtype == torch.bool:
+        x = L.cast(x, torch.int64)
+    return x
+
+
+def _dims(a):
+    d = V(a["dim"]) if "dim" in a else None
+    if d is None:
+        return []
+    return [d] if isinstance(d, int) else list(d)
+
+
+@handles("sum.dim_IntList", "sum.default", "mean.dim", "mean.default")
+def _sum_mean(L, n, a, real):
+    op = "sum" if n.target._schema.name == "aten::sum" else "mean"
+    x = _reduce_input(L, a, real)
+    keep = V(a["keepdim"]) if "keepdim" in a else False
+    return L.emit(op, [L.tensor_id(x), L.mb.int_list(_dims(a)), L.mb.bool(keep)], real)
+
+
+@handles("amax.default", "amin.default")
+def _amax(L, n, a, real):
+    op = n.target._schema.name.split("::")[1]
+    return L.emit(op, [L.tensor_id(a["self"]), L.mb.int_list(_dims(a)),
+                       L.mb.bool(V(a["keepdim"]))], real)
+
+
+@handles("argmax.default", "argmin.default")
+def _argmax(L, n, a, real):
+    op = n.target._schema.name.split("::")[1]
+    d = V(a["dim"])
+    return L.emit(op, [L.tensor_id(a["self"]), L.mb.none() if d is None else L.mb.int(d),
+                       L.mb.bool(V(a["keepdim"]))], real)
+
+
+@handles("max.dim", "min.dim")
+def _max_dim(L, n, a, real):
+    base = "amax" if n.target._schema.name == "aten::max" else "amin"
+    arg = "argmax" if base == "amax" else "argmin"
+    x, d, keep = a["self"], V(a["dim"]), V(a["keepdim"])
+    return Multi([
+        lambda: L.emit(base, [L.tensor_id(x), L.mb.int_list([d]), L.mb.bool(keep)], real[0]),
+        lambda: L.emit(arg, [L.tensor_id(x), L.mb.int(d), L.mb.bool(keep)], real[1]),
+    ])
+
+
+@handles("max.default", "min.default")
+def _max_all(L, n, a, real):
+    op = "amax" if n.target._schema.name == "aten::max" else "amin"
+    return L.emit(op, [L.tensor_id(a["self"]), L.mb.int_list([]), L.mb.bool(False)], real)
+
+
+@handles("cumsum.default")
+def _cumsum(L, n, a, real):
+    x = L.cast(a["self"], real.dtype)
+    return L.emit("cumsum", [L.tensor_id(x), L.mb.int(V(a["dim"]))], real)
+
+
+# Normalisation ---------------------------------------------------------------------------------
+
+@handles("_softmax.default", "_log_softmax.default")
+def _softmax(L, n, a, real):
+    op = "softmax" if n.target._schema.name == "aten::_softmax" else "log_softmax"
+    return L.emit(op, [L.tensor_id(a["self"]), L.mb.int(V(a["dim"]))], real)
+
+
+@handles("native_layer_norm.default")
+def _layer_norm(L, n, a, real):
+    out = L.emit("layer_norm", [L.tensor_id(a["input"]), L.mb.int_list(V(a["normalized_shape"])),
+                                opt_tensor(L, a["weight"]), opt_tensor(L, a["bias"]),
+                                L.mb.double(V(a["eps"]))], real[0])
+    return Multi([out, Unavailable(n.target, 1), Unavailable(n.target, 2)])
+
+
+@handles("native_group_norm.default")
+def _group_norm(L, n, a, real):
+    out = L.emit("group_norm", [L.tensor_id(a["input"]), L.mb.int(V(a["group"])),
+                                opt_tensor(L, a["weight"]), opt_tensor(L, a["bias"]),
+                                L.mb.double(V(a["eps"]))], real[0])
+    return Multi([out, Unavailable(n.target, 1), Unavailable(n.target, 2)])
+
+
+@handles("rms_norm.default")
+def _rms_norm(L, n, a, real):
+    eps = V(a["eps"])
+    return L.emit("rms_norm", [L.tensor_id(a["input"]), L.mb.int_list(V(a["normalized_shape"])),
+                               opt_tensor(L, a["weight"]),
+                               L.mb.none() if eps is None else L.mb.double(eps)], real)
+
+
+NATIVE_BN = aten.native_batch_norm.default
+BN_OPS = set(_overloads(["native_batch_norm.default",
+                         "_native_batch_norm_legit_no_training.default"]))
+BN_FOLDABLE = set(_overloads(["convolution.default", "addmm.default", "mm.default"]))
+
+
+@handles("native_batch_norm.default", "_native_batch_norm_legit_no_training.default")
+def _batch_norm(L, n, a, real):
+    if n in L.folded_bn:
+        x = L.env[n.args[0]]
+    else:
+        if "training" in a and V(a["training"]):
+            raise _unsupported("training-mode batch norm (export the module in eval mode)")
+        x = L.emit("batch_norm", [L.tensor_id(a["input"]), opt_tensor(L, a["weight"]),
+                                  opt_tensor(L, a["bias"]), L.tensor_id(a["running_mean"]),
+                                  L.tensor_id(a["running_var"]), L.mb.double(V(a["eps"]))],
+                   real[0])
+    return Multi([x, Unavailable(n.target, 1), Unavailable(n.target, 2)])
+
+
+def _bn_scale_shift(L, bn):
+    """(scale, shift) in float64 of the batch norm node `bn` if all its parameters are
+    constants, else None: bn(y) = y * scale + shift per channel."""
+    def arg(i):
+        v = bn.args[i] if i < len(bn.args) else None
+        if isinstance(v, torch.fx.Node):
+            return L.env.get(v)
+        return Const(v)
+    w, b, mean, var = arg(1), arg(2), arg(3), arg(4)
+    eps = bn.args[7] if bn.target is NATIVE_BN else bn.args[6]
+    for x in (w, b, mean, var):
+        if not isinstance(x, Const):
+            return None
+    if not isinstance(mean.value, torch.Tensor) or not isinstance(var.value, torch.Tensor):
+        return None
+    var64 = var.value.double()
+    scale = torch.rsqrt(var64 + float(eps))
+    if w.value is not None:
+        scale = scale * w.value.double()
+    shift = -mean.value.double() * scale
+    if b.value is not None:
+        shift = shift + b.value.double()
+    return scale, shift
+
+
+def _bias_name(weight_name):
+    if weight_name and weight_name.endswith("weight"):
+        return weight_name[:-len("weight")] + "bias"
+    return (weight_name or "folded") + ".bias"
+
+
+def _try_fold_bn(L, n, weight, bias, channel_shape):
+    """Folded (weight, bias) Const pair when a batch norm folds into node n, else None.
+    `channel_shape` reshapes the per-channel scale to broadcast against the weight."""
+    bn = L.bn_folds.get(n)
+    if bn is None or not isinstance(weight, Const) or not isinstance(weight.value, torch.Tensor):
+        return None
+    if not (is_none(bias) or isinstance(bias, Const)):
+        return None
+    ss = _bn_scale_shift(L, bn)
+    if ss is None:
+        return None
+    scale, shift = ss
+    w = weight.value.double() * scale.reshape(channel_shape)
+    b = shift if is_none(bias) else bias.value.double() * scale + shift
+    L.folded_bn.add(bn)
+    dt = weight.value.dtype
+    return (Const(w.to(dt), weight.name),
+            Const(b.to(dt), bias.name if isinstance(bias, Const) and bias.name
+                  else _bias_name(weight.name)))
+
+
+# Linear algebra --------------------------------------------------------------------------------
+
+@handles("addmm.default")
+def _addmm(L, n, a, real):
+    bias, x, w = a["self"], a["mat1"], a["mat2"]
+    beta, alpha = V(a["beta"]), V(a["alpha"])
+    if isinstance(w, Const) and beta == 1 and alpha == 1 and real_of(bias).dim() == 1:
+        folded = _try_fold_bn(L, n, w, bias, (1, -1))
+        if folded:
+            w, bias = folded
+        weight = Const(w.value.t().contiguous(), w.name)
+        return L.emit("linear", [L.tensor_id(x), L.tensor_id(weight), L.tensor_id(bias)], real)
+    return L.emit("addmm", [L.tensor_id(bias), L.tensor_id(x), L.tensor_id(w),
+                            L.mb.double(beta), L.mb.double(alpha)], real)
+
+
+@handles("mm.default")
+def _mm(L, n, a, real):
+    x, w = a["self"], a["mat2"]
+    if isinstance(w, Const):
+        folded = _try_fold_bn(L, n, w, Const(None), (1, -1))
+        bias = L.mb.none()
+        if folded:
+            w, b = folded
+            bias = L.tensor_id(b)
+        weight = Const(w.value.t().contiguous(), w.name)
+        return L.emit("linear", [L.tensor_id(x), L.tensor_id(weight), bias], real)
+    return L.emit("matmul", [L.tensor_id(x), L.tensor_id(w)], real)
+
+
+@handles("bmm.default")
+def _bmm(L, n, a, real):
+    return L.emit("bmm", [L.tensor_id(a["self"]), L.tensor_id(a["mat2"])], real)
+
+
+# Convolution and pooling -----------------------------------------------------------------------
+
+def _ints(v, n):
+    v = list(v) if isinstance(v, (list, tuple)) else [v]
+    if len(v) == 1 and n > 1:
+        v = v * n
+    if len(v) != n:
+        raise _unsupported("expected %d values, found %s" % (n, v))
+    return [int(e) for e in v]
+
+
+@handles("convolution.default")
+def _convolution(L, n, a, real):
+    x, w, b = a["input"], a["weight"], a["bias"]
+    transposed, groups = V(a["transposed"]), V(a["groups"])
+    r = rank(x)
+    if r not in (3, 4) or (transposed and r != 4):
+        raise _unsupported("%s convolution of a %d-D input has no tern kernel (tern has conv1d, "
+                           "conv2d and conv_transpose2d)" % ("transposed" if transposed else "a", r))
+    k = r - 2
+    if not transposed:
+        folded = _try_fold_bn(L, n, w, b, (-1,) + (1,) * (r - 1))
+        if folded:
+            w, b = folded
+    args = [L.tensor_id(x), L.tensor_id(w), opt_tensor(L, b), L.mb.int_list(_ints(V(a["stride"]), k)),
+            L.mb.int_list(_ints(V(a["padding"]), k))]
+    if transposed:
+        args += [L.mb.int_list(_ints(V(a["output_padding"]), k)), L.mb.int(groups),
+                 L.mb.int_list(_ints(V(a["dilation"]), k))]
+        return L.emit("conv_transpose2d", args, real)
+    args += [L.mb.int_list(_ints(V(a["dilation"]), k)), L.mb.int(groups)]
+    return L.emit("conv2d" if r == 4 else "conv1d", args, real)
+
+
+def _pool_args(L, a):
+    kernel = _ints(V(a["kernel_size"]), 2)
+    stride = V(a["stride"])
+    stride = kernel if not stride else _ints(stride, 2)
+    return kernel, stride, _ints(V(a["padding"]), 2)
+
+
+@handles("max_pool2d_with_indices.default", "max_pool2d.default")
+def _max_pool2d(L, n, a, real):
+    kernel, stride, padding = _pool_args(L, a)
+    multi = isinstance(real, (tuple, list))
+    out = L.emit("max_pool2d", [L.tensor_id(a["self"]), L.mb.int_list(kernel), L.mb.int_list(stride),
+                                L.mb.int_list(padding), L.mb.int_list(_ints(V(a["dilation"]), 2)),
+                                L.mb.bool(V(a["ceil_mode"]))], real[0] if multi else real)
+    return Multi([out, Unavailable(n.target, 1)]) if multi else out
+
+
+@handles("avg_pool2d.default")
+def _avg_pool2d(L, n, a, real):
+    kernel, stride, padding = _pool_args(L, a)
+    div = V(a["divisor_override"])
+    return L.emit("avg_pool2d", [L.tensor_id(a["self"]), L.mb.int_list(kernel),
+                                 L.mb.int_list(stride), L.mb.int_list(padding),
+                                 L.mb.bool(V(a["ceil_mode"])), L.mb.bool(V(a["count_include_pad"])),
+                                 L.mb.none() if div is None else L.mb.int(div)], real)
+
+
+@handles("_adaptive_avg_pool2d.default")
+def _adaptive_avg_pool2d(L, n, a, real):
+    return L.emit("adaptive_avg_pool2d", [L.tensor_id(a["self"]),
+                                          L.mb.int_list(_ints(V(a["output_size"]), 2))], real)
+
+
+# Data movement ---------------------------------------------------------------------------------
+
+_VIEWS = ["view.default", "_unsafe_view.default", "_reshape_alias.default", "reshape.default",
+          "view_copy.default", "squeeze.default", "squeeze.dim", "squeeze.dims",
+          "unsqueeze.default", "flatten.using_ints", "squeeze_copy.dim", "squeeze_copy.dims",
+          "unsqueeze_copy.default"]
+
+
+@handles(*_VIEWS)
+def _view(L, n, a, real):
+    x = a["self"]
+    if list(real.shape) == x.shape:
+        return x
+    return L.emit("view", [L.tensor_id(x), L.mb.int_list(real.shape)], real)
+
+
+@handles("alias.default", "detach.default", "lift_fresh_copy.default")
+def _identity(L, n, a, real):
+    return a["self"]
+
+
+@handles("clone.default")
+def _clone(L, n, a, real):
+    return L.emit("clone", [L.tensor_id(a["self"])], real)
+
+
+@handles("permute.default")
+def _permute(L, n, a, real):
+    return L.emit("permute", [L.tensor_id(a["self"]), L.mb.int_list(V(a["dims"]))], real)
+
+
+@handles("transpose.int")
+def _transpose(L, n, a, real):
+    return L.emit("transpose", [L.tensor_id(a["self"]), L.mb.int(V(a["dim0"])),
+                                L.mb.int(V(a["dim1"]))], real)
+
+
+@handles("t.default")
+def _t(L, n, a, real):
+    if rank(a["self"]) < 2:
+        return a["self"]
+    return L.emit("transpose", [L.tensor_id(a["self"]), L.mb.int(0), L.mb.int(1)], real)
+
+
+@handles("expand.default")
+def _expand(L, n, a, real):
+    x = a["self"]
+    if isinstance(x, TVal) and list(real.shape) == x.shape:
+        return x
+    return L.emit("expand", [L.tensor_id(x), L.mb.int_list(real.shape)], real)
+
+
+@handles("cat.default")
+def _cat(L, n, a, real):
+    tensors = a["tensors"]
+    if isinstance(tensors, Const):
+        tensors = [Const(t) for t in tensors.value]
+    # Legacy: 1-D empty tensors are skipped by torch.cat.
+    kept = [t for t in tensors if not (real_of(t).dim() == 1 and real_of(t).numel() == 0)]
+    dt = real.dtype
+    ids = [L.tensor_id(L.cast(t, dt)) for t in kept]
+    return L.emit("cat", [L.mb.tensor_list(ids), L.mb.int(V(a["dim"]))], real)
+
+
+def _opt_int(L, v):
+    return L.mb.none() if v is None else L.mb.int(v)
+
+
+@handles("slice.Tensor")
+def _slice(L, n, a, real):
+    x = a["self"]
+    dim, start, end, step = V(a["dim"]), V(a["start"]), V(a["end"]), V(a["step"])
+    if isinstance(x, TVal) and list(real.shape) == x.shape and step == 1:
+        return x
+    return L.emit("slice", [L.tensor_id(x), L.mb.int(dim), _opt_int(L, start), _opt_int(L, end),
+                            L.mb.int(step)], real)
+
+
+@handles("split.Tensor", "split_with_sizes.default")
+def _split(L, n, a, real):
+    dim = V(a["dim"])
+    sizes = [int(t.shape[dim]) for t in real]
+    return Multi(L.emit("split", [L.tensor_id(a["self"]), L.mb.int_list(sizes), L.mb.int(dim)],
+                        list(real)))
+
+
+@handles("unbind.int")
+def _unbind(L, n, a, real):
+    x, dim = a["self"], V(a["dim"])
+    pieces = list(torch.split(real_of(x), 1, dim))
+    outs = L.emit("split", [L.tensor_id(x), L.mb.int_list([1] * len(pieces)), L.mb.int(dim)],
+                  pieces)
+    return Multi([L.emit("view", [o.vid, L.mb.int_list(r.shape)], r) for o, r in zip(outs, real)])
+
+
+@handles("select.int")
+def _select(L, n, a, real):
+    return L.emit("select", [L.tensor_id(a["self"]), L.mb.int(V(a["dim"])),
+                             L.mb.int(V(a["index"]))], real)
+
+
+@handles("index_select.default")
+def _index_select(L, n, a, real):
+    return L.emit("index_select", [L.tensor_id(a["self"]), L.mb.int(V(a["dim"])),
+                                   L.tensor_id(a["index"])], real)
+
+
+@handles("gather.default")
+def _gather(L, n, a, real):
+    return L.emit("gather", [L.tensor_id(a["self"]), L.mb.int(V(a["dim"])),
+                             L.tensor_id(a["index"])], real)
+
+
+@handles("embedding.default")
+def _embedding(L, n, a, real):
+    return L.emit("embedding", [L.tensor_id(a["weight"]), L.tensor_id(a["indices"])], real)
+
+
+@handles("constant_pad_nd.default")
+def _constant_pad(L, n, a, real):
+    return L.emit("pad", [L.tensor_id(a["self"]), L.mb.int_list(V(a["pad"])),
+                          L.mb.string("constant"), L.mb.double(V(a["value"]))], real)
+
+
+@handles("reflection_pad1d.default", "reflection_pad2d.default")
+def _reflection_pad(L, n, a, real):
+    return L.emit("pad", [L.tensor_id(a["self"]), L.mb.int_list(V(a["padding"])),
+                          L.mb.string("reflect"), L.mb.double(0.0)], real)
+
+
+@handles("repeat.default")
+def _repeat(L, n, a, real):
+    return L.emit("repeat", [L.tensor_id(a["self"]), L.mb.int_list(V(a["repeats"]))], real)
+
+
+def _scales(a):
+    if "scale_factors" in a:
+        s = V(a["scale_factors"])
+        return (None, None) if not s else (_ints_f(s)[0], _ints_f(s)[1])
+    return V(a["scales_h"]), V(a["scales_w"])
+
+
+def _ints_f(v):
+    v = list(v)
+    return v * 2 if len(v) == 1 else v
+
+
+@handles("upsample_nearest2d.vec", "upsample_nearest2d.default")
+def _upsample_nearest(L, n, a, real):
+    sh, sw = _scales(a)
+    x = a["input"] if "input" in a else a["self"]
+    return L.emit("upsample_nearest2d", [L.tensor_id(x), L.opt_double(sh), L.opt_double(sw)], real)
+
+
+@handles("upsample_bilinear2d.vec", "upsample_bilinear2d.default")
+def _upsample_bilinear(L, n, a, real):
+    sh, sw = _scales(a)
+    x = a["input"] if "input" in a else a["self"]
+    return L.emit("upsample_bilinear2d", [L.tensor_id(x), L.mb.bool(V(a["align_corners"])),
+                                          L.opt_double(sh), L.opt_double(sw)], real)
+
+
+@handles("triu.default", "tril.default")
+def _triu(L, n, a, real):
+    op = n.target._schema.name.split("::")[1]
+    return L.emit(op, [L.tensor_id(a["self"]), L.mb.int(V(a["diagonal"]))], real)
+
+
+# Attention -------------------------------------------------------------------------------------
+
+def _sdpa(L, a, real):
+    if V(a.get("dropout_p", Const(0.0))):
+        raise _unsupported("attention dropout (export the module in eval mode)")
+    if V(a.get("enable_gqa", Const(False))):
+        raise _unsupported("enable_gqa=True (grouped-query attention) is not supported")
+    mask = a.get("attn_mask", Const(None))
+    return L.emit("scaled_dot_product_attention", [
+        L.tensor_id(a["query"]), L.tensor_id(a["key"]), L.tensor_id(a["value"]),
+        opt_tensor(L, mask), L.mb.bool(V(a["is_causal"])), L.opt_double(V(a["scale"]))], real)
+
+
+@handles("scaled_dot_product_attention.default")
+def _sdpa_handler(L, n, a, real):
+    return _sdpa(L, a, real)
+
+
+@handles("_scaled_dot_product_flash_attention_for_cpu.default")
+def _sdpa_flash_cpu(L, n, a, real):
+    return Multi([_sdpa(L, a, real[0])] + [Unavailable(n.target, i) for i in range(1, len(real))])
+
+
+@handles("masked_fill.Scalar", "masked_fill.Tensor")
+def _masked_fill(L, n, a, real):
+    # masked_fill(x, mask, value) = where(mask, value, x)
+    value = a["value"]
+    if isinstance(value, Const) and isinstance(value.value, torch.Tensor):
+        value = Const(value.value.item())
+    if not isinstance(value, Const):
+        value_id = L.tensor_id(L.cast(value, real.dtype))
+    else:
+        value_id = L.weight(Const(torch.tensor(value.value, dtype=real.dtype), "fill_value"))
+    return L.emit("where", [L.tensor_id(L.cast(a["mask"], torch.bool)), value_id,
+                            L.tensor_id(L.cast(a["self"], real.dtype))], real)
+
+
+@handles("_local_scalar_dense.default")
+def _item(L, n, a, real):
+    raise _unsupported("the model reads a tensor's value as a Python number (.item()); a tern "
+                       "graph cannot depend on its input data this way")
+
+
+# Folded whatever their inputs: the result depends only on shapes (or nothing).
+SHAPE_ONLY = set(_overloads([
+    "sym_size.int", "sym_numel.default", "sym_stride.int", "zeros_like.default",
+    "ones_like.default", "full_like.default", "empty_like.default", "new_zeros.default",
+    "new_ones.default", "new_full.default", "new_empty.default", "fill.Scalar",
+    "scalar_tensor.default", "zeros.default", "ones.default", "full.default", "arange.default",
+    "arange.start", "arange.start_step", "empty.memory_format"]))
+UNINITIALIZED = set(_overloads(["empty_like.default", "new_empty.default",
+                                "empty.memory_format"]))
+
+# Operators left whole by the decomposition table (capture.py): those tern maps directly.
+KEEP = set(HANDLERS) | SHAPE_ONLY

@@ -1,0 +1,74 @@
+"""A minimal safetensors writer and reader (numpy + struct; no dependency on the safetensors
+package). Format: 8-byte little-endian header length, a JSON header {name: {dtype, shape,
+data_offsets}} padded with spaces to a multiple of 8, then the tensors' bytes back to back."""
+import json
+import struct
+import sys
+
+import numpy as np
+import torch
+
+# torch dtype -> (safetensors dtype, tern dtype)
+DTYPES = {
+    torch.float32: ("F32", "f32"),
+    torch.float16: ("F16", "f16"),
+    torch.bfloat16: ("BF16", "bf16"),
+    torch.int64: ("I64", "i64"),
+    torch.int32: ("I32", "i32"),
+    torch.int16: ("I16", "i16"),
+    torch.int8: ("I8", "i8"),
+    torch.uint8: ("U8", "u8"),
+    torch.bool: ("BOOL", "bool"),
+}
+
+_NUMPY = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
+          "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
+
+
+def tensor_bytes(t):
+    """The tensor's elements in C order, little-endian, as bytes."""
+    t = t.detach().contiguous().cpu()
+    if t.dtype == torch.bfloat16:
+        t = t.view(torch.int16)
+    if sys.byteorder != "little":
+        raise NotImplementedError("safetensors: writing from a big-endian host is not supported")
+    return t.numpy().tobytes()
+
+
+def write_safetensors(path, tensors, metadata=None):
+    """Writes `tensors` (an ordered mapping name -> torch.Tensor) to `path`."""
+    header, offset = {}, 0
+    if metadata:
+        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+    blobs = []
+    for name, t in tensors.items():
+        if t.dtype not in DTYPES:
+            raise ValueError("safetensors: tensor '%s' has unsupported dtype %s" % (name, t.dtype))
+        data = tensor_bytes(t)
+        header[name] = {"dtype": DTYPES[t.dtype][0], "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for b in blobs:
+            f.write(b)
+
+
+def read_safetensors(path):
+    """Reads a file written by write_safetensors (no BF16): name -> numpy array, in order."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n].decode())
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        arr = np.frombuffer(data[8 + n + begin:8 + n + end], dtype=_NUMPY[info["dtype"]])
+        out[name] = arr.reshape(info["shape"])
+    return out
