@@ -1,0 +1,49 @@
+// The compile half of a backend: which nodes it takes and how a region becomes its blob.
+// Each backend's folder implements one (backends/<name>/compile/); the partitioner uses them.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tools/compiler/graph.h"
+
+namespace tern::compiler {
+
+/// What lowering a region produces: the delegate blob and its compile specs.
+struct LoweredRegion {
+  std::vector<uint8_t> blob;
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> compile_specs;
+};
+
+class BackendCompiler {
+ public:
+  virtual ~BackendCompiler() = default;
+  /// The backend's name, equal to the runtime backend's registry name ("cpu", "cuda", ...).
+  virtual std::string name() const = 0;
+  /// Whether the backend can run `node` of `graph` (op, dtypes, attributes, shapes), on its own.
+  virtual bool supports(const Graph& graph, const Node& node) const = 0;
+  /// Whether a region of `nodes` (node indices in order, all supported) is worth delegating;
+  /// e.g. a lone reshape is not. Default: true.
+  virtual bool accepts_region(const Graph& graph, const std::vector<int>& nodes) const {
+    (void)graph;
+    (void)nodes;
+    return true;
+  }
+  /// Lowers a region (nodes, boundary inputs and outputs already set) to a blob. Throws
+  /// std::invalid_argument naming the node when it cannot.
+  virtual LoweredRegion lower(const Graph& graph, const DelegateRegion& region) const = 0;
+};
+
+/// Registers a backend compiler (explicitly, by the tools that link it). A second
+/// registration under the same name replaces the first.
+void register_backend_compiler(std::unique_ptr<BackendCompiler> backend);
+
+/// The backend compiler registered under `name`, or null.
+const BackendCompiler* find_backend_compiler(const std::string& name);
+
+/// Names of the registered backend compilers, in registration order.
+std::vector<std::string> registered_backend_compilers();
+
+}  // namespace tern::compiler
