@@ -217,16 +217,14 @@ Error MethodChecker::check_value(uint32_t index) {
                                  "method '%s' value %u: string without text", name_, index);
       return Error::Ok;
     case fb::Value::IntList:
-      TERN_CHECK_OR_RETURN_ERROR(elements_aligned(value->value_as_IntList()->items()),
-                                 InvalidProgram,
-                                 "method '%s' value %u: int list items are not 8-byte aligned",
-                                 name_, index);
+      TERN_CHECK_OR_RETURN_ERROR(
+          elements_aligned(value->value_as_IntList()->items()), InvalidProgram,
+          "method '%s' value %u: int list items are not 8-byte aligned", name_, index);
       return Error::Ok;
     case fb::Value::DoubleList:
-      TERN_CHECK_OR_RETURN_ERROR(elements_aligned(value->value_as_DoubleList()->items()),
-                                 InvalidProgram,
-                                 "method '%s' value %u: double list items are not 8-byte aligned",
-                                 name_, index);
+      TERN_CHECK_OR_RETURN_ERROR(
+          elements_aligned(value->value_as_DoubleList()->items()), InvalidProgram,
+          "method '%s' value %u: double list items are not 8-byte aligned", name_, index);
       return Error::Ok;
     case fb::Value::TensorList: {
       const auto* items = value->value_as_TensorList()->items();

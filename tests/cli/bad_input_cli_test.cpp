@@ -47,8 +47,8 @@ class BadInputCli : public ::testing::Test {
 
   CommandRun tern(const std::string& args) {
     const fs::path err = dir_ / "stderr";
-    const std::string cmd = std::string("'") + TERN_BINARY_DIR + "/tern' " + args + " >/dev/null 2>'" +
-                            err.string() + "'";
+    const std::string cmd = std::string("'") + TERN_BINARY_DIR + "/tern' " + args +
+                            " >/dev/null 2>'" + err.string() + "'";
     const int status = std::system(cmd.c_str());
     CommandRun r;
     r.exit_code = (status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
@@ -64,8 +64,10 @@ class BadInputCli : public ::testing::Test {
     a.shape = std::move(shape);
     a.data.assign(static_cast<size_t>(a.numel()) * 4, 0);
     std::vector<uint8_t> bytes = encode_npy(a);
-    if (extra < 0) bytes.resize(bytes.size() - static_cast<size_t>(-extra));
-    else bytes.insert(bytes.end(), static_cast<size_t>(extra), 0);
+    if (extra < 0)
+      bytes.resize(bytes.size() - static_cast<size_t>(-extra));
+    else
+      bytes.insert(bytes.end(), static_cast<size_t>(extra), 0);
     const fs::path path = dir_ / name;
     compiler::write_file(path.string(), bytes);
     return path;
@@ -74,7 +76,8 @@ class BadInputCli : public ::testing::Test {
     EXPECT_EQ(r.exit_code, 1) << r.err;
     EXPECT_EQ(r.err.rfind("tern: error:", 0), 0u) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-    for (const std::string& p : parts) EXPECT_NE(r.err.find(p), std::string::npos) << p << "\n" << r.err;
+    for (const std::string& p : parts)
+      EXPECT_NE(r.err.find(p), std::string::npos) << p << "\n" << r.err;
   }
 
   fs::path dir_;
@@ -82,8 +85,9 @@ class BadInputCli : public ::testing::Test {
 
 TEST_F(BadInputCli, NpyShorterThanItsHeaderSays) {
   const fs::path p = npy("short.npy", {2, 3}, DType::F32, -8);
-  expect_error(tern("run " + model() + " --input '" + p.string() + "'"),
-               {"short.npy", "truncated .npy data: shape (2, 3) of '<f4' needs 24 bytes, found 16"});
+  expect_error(
+      tern("run " + model() + " --input '" + p.string() + "'"),
+      {"short.npy", "truncated .npy data: shape (2, 3) of '<f4' needs 24 bytes, found 16"});
 }
 
 TEST_F(BadInputCli, NpyLongerThanItsHeaderSays) {

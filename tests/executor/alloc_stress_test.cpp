@@ -36,16 +36,16 @@ compiler::Graph sdpa_graph() {
   const int q = b.input("q", DType::F32, {1, 2, 4, 8});
   const int k = b.input("k", DType::F32, {1, 2, 6, 8});
   const int v = b.input("v", DType::F32, {1, 2, 6, 8});
-  const int out = b.op("tern::scaled_dot_product_attention",
-                       {q, k, v, b.none(), b.bool_value(false), b.none()}, DType::F32,
-                       {1, 2, 4, 8}, "attention");
+  const int out =
+      b.op("tern::scaled_dot_product_attention", {q, k, v, b.none(), b.bool_value(false), b.none()},
+           DType::F32, {1, 2, 4, 8}, "attention");
   b.output(out);
   return b.build();
 }
 
-constexpr const char* kCaseNames[] = {"demo_mlp",      "state",          "delegate_backend",
-                                     "delegate_fallback", "reshape_alias", "two_methods_second",
-                                     "sdpa_temp"};
+constexpr const char* kCaseNames[] = {"demo_mlp",          "state",         "delegate_backend",
+                                      "delegate_fallback", "reshape_alias", "two_methods_second",
+                                      "sdpa_temp"};
 
 /// The case named `name` (compiled on first use, not at test registration).
 const StressCase& stress_case(const std::string& name) {
@@ -103,7 +103,9 @@ TEST_P(AllocStress, EverySmallerSizeFailsCleanlyAndExecuteNeverAllocates) {
   if (c.disable_sample_backend) options.disabled_backends = Span<const char* const>(kDisabled, 1);
 
   const Sizes planned = [&] {
-    Sizes s{static_cast<size_t>(meta.method_allocator_bytes()), {}, {},
+    Sizes s{static_cast<size_t>(meta.method_allocator_bytes()),
+            {},
+            {},
             static_cast<size_t>(meta.temp_allocator_bytes())};
     for (size_t a = 0; a < meta.num_arenas(); ++a) {
       s.arenas.push_back(meta.arena_size(a).get());
@@ -135,7 +137,8 @@ TEST_P(AllocStress, EverySmallerSizeFailsCleanlyAndExecuteNeverAllocates) {
   };
   auto expect_clean_failure = [&](Error err, const std::string& what) {
     EXPECT_NE(err, Error::Ok) << what << " unexpectedly succeeded";
-    EXPECT_STRNE(last_error_message(), "") << what << ": " << to_string(err) << " without a message";
+    EXPECT_STRNE(last_error_message(), "")
+        << what << ": " << to_string(err) << " without a message";
   };
 
   std::vector<uint8_t> reference;
@@ -147,7 +150,8 @@ TEST_P(AllocStress, EverySmallerSizeFailsCleanlyAndExecuteNeverAllocates) {
       Sizes sizes = planned;
       sizes.arenas[a] = s;
       const Error err = attempt(sizes, false, nullptr);
-      expect_clean_failure(err, "arena " + std::to_string(a) + " of " + std::to_string(s) + " bytes");
+      expect_clean_failure(err,
+                           "arena " + std::to_string(a) + " of " + std::to_string(s) + " bytes");
       EXPECT_EQ(err, Error::MemoryAllocationFailed) << last_error_message();
       if (HasFailure()) return;
     }
@@ -183,7 +187,10 @@ TEST_P(AllocStress, EverySmallerSizeFailsCleanlyAndExecuteNeverAllocates) {
   }
   RecordProperty("method_allocator_needed", static_cast<int>(first_fit));
   RecordProperty("method_allocator_bytes", static_cast<int>(planned.method_bytes));
-  std::cout << "[alloc stress] " << c.name << ": method allocator needs " << first_fit << " of " << planned.method_bytes << " bytes; arenas"; for (uint64_t a : planned.arenas) std::cout << " " << a; std::cout << "; temp " << planned.temp_bytes << "\n";
+  std::cout << "[alloc stress] " << c.name << ": method allocator needs " << first_fit << " of "
+            << planned.method_bytes << " bytes; arenas";
+  for (uint64_t a : planned.arenas) std::cout << " " << a;
+  std::cout << "; temp " << planned.temp_bytes << "\n";
 
   // Temp allocator: execute fails cleanly below the kernels' need, never above the plan.
   if (planned.temp_bytes > 0) {

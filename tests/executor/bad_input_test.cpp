@@ -110,8 +110,7 @@ TEST_F(BadInput, OutputReadAfterFailedExecute) {
 TEST_F(BadInput, UnknownMethodName) {
   expect((*program_)->method_meta("decode").error(), Error::NotFound, "decode");
   expect((*program_)->method_meta("decode").error(), Error::NotFound, "forward");
-  expect((*program_)->load_method("decode", memory_->manager()).error(), Error::NotFound,
-         "decode");
+  expect((*program_)->load_method("decode", memory_->manager()).error(), Error::NotFound, "decode");
 }
 
 TEST_F(BadInput, UnknownMethodNameThroughModule) {

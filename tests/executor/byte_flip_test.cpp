@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/executor/hardening_util.h"
 #include "schema/program_generated.h"
+#include "tests/executor/hardening_util.h"
 #include "tests/fuzz/sample_programs.h"
 
 namespace tern {
@@ -90,12 +90,12 @@ Counts flip_every_byte(const std::vector<uint8_t>& original) {
       }
       std::vector<uint8_t> outputs;
       const std::string error = run_all(*program, &outputs);
-      EXPECT_EQ(error, "") << "flip at offset " << offset << " (xor 0x" << std::hex
-                           << int{mask} << std::dec << ", " << region_of(*reference_program, offset)
+      EXPECT_EQ(error, "") << "flip at offset " << offset << " (xor 0x" << std::hex << int{mask}
+                           << std::dec << ", " << region_of(*reference_program, offset)
                            << ") loads but then fails";
       EXPECT_TRUE(outputs == reference)
-          << "flip at offset " << offset << " (xor 0x" << std::hex << int{mask} << std::dec
-          << ", " << region_of(*reference_program, offset) << ") loads and changes the outputs";
+          << "flip at offset " << offset << " (xor 0x" << std::hex << int{mask} << std::dec << ", "
+          << region_of(*reference_program, offset) << ") loads and changes the outputs";
       if (error.empty() && outputs == reference) {
         ++counts.harmless;
         ++counts.harmless_regions[region_of(*reference_program, offset)];

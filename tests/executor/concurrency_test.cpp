@@ -94,8 +94,7 @@ TEST_P(Concurrency, SharedProgramOwnMethodsMatchSingleThreadedRun) {
 }
 
 // demo_mlp: kernels only; state: per-Method state tensors; delegate: a shared backend.
-INSTANTIATE_TEST_SUITE_P(Programs, Concurrency,
-                         ::testing::Values("demo_mlp", "state", "delegate"),
+INSTANTIATE_TEST_SUITE_P(Programs, Concurrency, ::testing::Values("demo_mlp", "state", "delegate"),
                          [](const ::testing::TestParamInfo<const char*>& info) {
                            return std::string(info.param);
                          });

@@ -95,7 +95,8 @@ class ExactMemory {
         temp_allocator_(temp_buffer_.get(), temp_bytes) {
     for (size_t a = 0; a < arena_sizes.size(); ++a) {
       const size_t size = static_cast<size_t>(arena_sizes[a]);
-      arena_buffers_.push_back(exact_bytes(size, arena_alignments[a] < 64 ? 64 : arena_alignments[a]));
+      arena_buffers_.push_back(
+          exact_bytes(size, arena_alignments[a] < 64 ? 64 : arena_alignments[a]));
       arenas_.emplace_back(arena_buffers_.back().get(), size);
     }
     planned_ = HierarchicalAllocator(Span<Span<uint8_t>>(arenas_.data(), arenas_.size()));

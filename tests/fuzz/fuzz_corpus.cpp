@@ -17,7 +17,9 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<uint8_t> to_bytes(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
+std::vector<uint8_t> to_bytes(const std::string& s) {
+  return std::vector<uint8_t>(s.begin(), s.end());
+}
 
 json value_json(const std::string& method, const compiler::Value& v, int id,
                 std::map<std::string, compiler::SafeTensor>* weights) {
@@ -44,14 +46,37 @@ json value_json(const std::string& method, const compiler::Value& v, int id,
       }
       break;
     }
-    case Kind::Int: j["type"] = "int"; j["value"] = v.int_value; break;
-    case Kind::Double: j["type"] = "double"; j["value"] = v.double_value; break;
-    case Kind::Bool: j["type"] = "bool"; j["value"] = v.bool_value; break;
-    case Kind::IntList: j["type"] = "int_list"; j["value"] = v.ints; break;
-    case Kind::DoubleList: j["type"] = "double_list"; j["value"] = v.doubles; break;
-    case Kind::String: j["type"] = "string"; j["value"] = v.string_value; break;
-    case Kind::None: j["type"] = "none"; break;
-    case Kind::TensorList: j["type"] = "tensor_list"; j["value"] = v.tensors; break;
+    case Kind::Int:
+      j["type"] = "int";
+      j["value"] = v.int_value;
+      break;
+    case Kind::Double:
+      j["type"] = "double";
+      j["value"] = v.double_value;
+      break;
+    case Kind::Bool:
+      j["type"] = "bool";
+      j["value"] = v.bool_value;
+      break;
+    case Kind::IntList:
+      j["type"] = "int_list";
+      j["value"] = v.ints;
+      break;
+    case Kind::DoubleList:
+      j["type"] = "double_list";
+      j["value"] = v.doubles;
+      break;
+    case Kind::String:
+      j["type"] = "string";
+      j["value"] = v.string_value;
+      break;
+    case Kind::None:
+      j["type"] = "none";
+      break;
+    case Kind::TensorList:
+      j["type"] = "tensor_list";
+      j["value"] = v.tensors;
+      break;
   }
   return j;
 }
@@ -189,8 +214,8 @@ std::pair<std::string, std::vector<uint8_t>> graph_json_document(
         if (!r.blob.empty()) {
           const std::string blob = g.name + ".blob" + std::to_string(d);
           region["blob"] = blob;
-          weights[blob] = compiler::SafeTensor{DType::U8, {static_cast<int64_t>(r.blob.size())},
-                                               r.blob};
+          weights[blob] =
+              compiler::SafeTensor{DType::U8, {static_cast<int64_t>(r.blob.size())}, r.blob};
         }
         m["delegates"].push_back(region);
       }
@@ -203,10 +228,14 @@ std::pair<std::string, std::vector<uint8_t>> graph_json_document(
 std::vector<Seed> seed_inputs(Target target) {
   switch (target) {
     case Target::ProgramLoad:
-    case Target::MethodLoad: return program_seeds();
-    case Target::Execute: return execute_seeds();
-    case Target::GraphJson: return graph_json_seeds();
-    case Target::Npy: return npy_seeds();
+    case Target::MethodLoad:
+      return program_seeds();
+    case Target::Execute:
+      return execute_seeds();
+    case Target::GraphJson:
+      return graph_json_seeds();
+    case Target::Npy:
+      return npy_seeds();
   }
   return {};
 }

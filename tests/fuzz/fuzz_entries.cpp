@@ -105,8 +105,8 @@ void exercise_program(const Program& program) {
     if (!name.ok()) continue;
     touch_string(*name);
     auto meta = program.method_meta(*name);
-    if (!meta.ok()) fuzz_failure(std::string("method_meta of listed method failed: ") +
-                                 last_error_message());
+    if (!meta.ok())
+      fuzz_failure(std::string("method_meta of listed method failed: ") + last_error_message());
     exercise_meta(*meta);
   }
   (void)program.method_meta("no such method");
@@ -199,8 +199,8 @@ std::vector<uint8_t> output_bytes(Method& method) {
   std::vector<uint8_t> all;
   for (size_t i = 0; i < method.num_outputs(); ++i) {
     auto out = method.output(i);
-    if (!out.ok()) fuzz_failure(std::string("output() failed after execute: ") +
-                                last_error_message());
+    if (!out.ok())
+      fuzz_failure(std::string("output() failed after execute: ") + last_error_message());
     const uint8_t* p = static_cast<const uint8_t*>((*out)->data);
     all.insert(all.end(), p, p + (*out)->nbytes);
   }
@@ -223,8 +223,8 @@ const LoadedSample& loaded_sample(size_t index) {
     std::memcpy(slot->bytes.get(), bytes.data(), bytes.size());
     slot->loader = std::make_unique<BufferDataLoader>(slot->bytes.get(), bytes.size());
     auto program = Program::load(slot->loader.get());
-    if (!program.ok()) fuzz_failure(std::string("sample program does not load: ") +
-                                    last_error_message());
+    if (!program.ok())
+      fuzz_failure(std::string("sample program does not load: ") + last_error_message());
     slot->program = std::make_unique<Program>(std::move(*program));
   }
   return *slot;
@@ -321,11 +321,16 @@ void fuzz_failure(const std::string& what) {
 
 const char* target_name(Target target) {
   switch (target) {
-    case Target::ProgramLoad: return "fuzz_program_load";
-    case Target::MethodLoad: return "fuzz_method_load";
-    case Target::Execute: return "fuzz_execute";
-    case Target::GraphJson: return "fuzz_graph_json";
-    case Target::Npy: return "fuzz_npy";
+    case Target::ProgramLoad:
+      return "fuzz_program_load";
+    case Target::MethodLoad:
+      return "fuzz_method_load";
+    case Target::Execute:
+      return "fuzz_execute";
+    case Target::GraphJson:
+      return "fuzz_graph_json";
+    case Target::Npy:
+      return "fuzz_npy";
   }
   return "?";
 }
@@ -391,8 +396,8 @@ int fuzz_execute(const uint8_t* data, size_t size) {
     const std::vector<uint8_t> fallback =
         run_sample(program, name, /*fallback=*/true, data + 2, size - 2, runs);
     if (backend != fallback) {
-      fuzz_failure(std::string("program '") + sample_programs()[index].name + "' method '" +
-                   name + "': backend and portable fallback outputs differ");
+      fuzz_failure(std::string("program '") + sample_programs()[index].name + "' method '" + name +
+                   "': backend and portable fallback outputs differ");
     }
   }
   return 0;
@@ -403,8 +408,9 @@ int fuzz_graph_json(const uint8_t* data, size_t size) {
   const std::string input(reinterpret_cast<const char*>(data), size);
   const size_t sep = input.find(kGraphJsonSeparator);
   const std::string json_text = input.substr(0, sep);
-  const std::string weights =
-      sep == std::string::npos ? std::string() : input.substr(sep + std::strlen(kGraphJsonSeparator));
+  const std::string weights = sep == std::string::npos
+                                  ? std::string()
+                                  : input.substr(sep + std::strlen(kGraphJsonSeparator));
   // The document may name any file as its weights; only ours is read (never /dev/stdin).
   try {
     const nlohmann::json doc = nlohmann::json::parse(json_text);
@@ -468,11 +474,16 @@ int fuzz_npy(const uint8_t* data, size_t size) {
 
 int run_target(Target target, const uint8_t* data, size_t size) {
   switch (target) {
-    case Target::ProgramLoad: return fuzz_program_load(data, size);
-    case Target::MethodLoad: return fuzz_method_load(data, size);
-    case Target::Execute: return fuzz_execute(data, size);
-    case Target::GraphJson: return fuzz_graph_json(data, size);
-    case Target::Npy: return fuzz_npy(data, size);
+    case Target::ProgramLoad:
+      return fuzz_program_load(data, size);
+    case Target::MethodLoad:
+      return fuzz_method_load(data, size);
+    case Target::Execute:
+      return fuzz_execute(data, size);
+    case Target::GraphJson:
+      return fuzz_graph_json(data, size);
+    case Target::Npy:
+      return fuzz_npy(data, size);
   }
   return 0;
 }

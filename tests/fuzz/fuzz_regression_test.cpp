@@ -15,9 +15,9 @@
 #include "tests/fuzz/fuzz_corpus.h"
 #include "tests/fuzz/fuzz_entries.h"
 #include "tests/fuzz/sample_programs.h"
+#include "tests/support/temp_path.h"
 #include "tools/compiler/compile.h"
 #include "tools/compiler/graph_json.h"
-#include "tests/support/temp_path.h"
 
 namespace tern::fuzz {
 
@@ -37,8 +37,10 @@ std::vector<uint8_t> read_bytes(const fs::path& path) {
 class FuzzRegression : public ::testing::TestWithParam<Target> {};
 
 TEST_P(FuzzRegression, CheckedInInputsRunClean) {
-  const fs::path dir = fs::path(TERN_SOURCE_DIR) / "tests/fuzz/regressions" / target_name(GetParam());
-  if (!fs::is_directory(dir)) GTEST_SKIP() << "no regression inputs for this target (" << dir << ")";
+  const fs::path dir =
+      fs::path(TERN_SOURCE_DIR) / "tests/fuzz/regressions" / target_name(GetParam());
+  if (!fs::is_directory(dir))
+    GTEST_SKIP() << "no regression inputs for this target (" << dir << ")";
   size_t replayed = 0;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (!entry.is_regular_file() || entry.path().filename().string()[0] == '.') continue;

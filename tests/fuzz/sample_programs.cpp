@@ -37,9 +37,8 @@ std::vector<float> lcg_values(uint64_t seed, size_t count, double scale) {
   std::vector<float> out(count);
   for (size_t i = 0; i < count; ++i) {
     state = (state * 1103515245ull + 12345ull) % (1ull << 31);
-    out[i] = static_cast<float>((static_cast<double>(state) / static_cast<double>(1ull << 31) * 2 -
-                                 1) *
-                                scale);
+    out[i] = static_cast<float>(
+        (static_cast<double>(state) / static_cast<double>(1ull << 31) * 2 - 1) * scale);
   }
   return out;
 }
@@ -80,22 +79,19 @@ Error SampleBackend::execute(BackendExecuteContext& /*context*/, DelegateHandle*
                              args.size());
   uint64_t numel = 0;
   for (size_t i = 0; i < args.size(); ++i) {
-    TERN_CHECK_OR_RETURN_ERROR(args[i] != nullptr && args[i]->is_tensor() &&
-                                   args[i]->payload.tensor != nullptr,
-                               DelegateExecutionFailed, "sample backend: arg %zu is not a tensor",
-                               i);
+    TERN_CHECK_OR_RETURN_ERROR(
+        args[i] != nullptr && args[i]->is_tensor() && args[i]->payload.tensor != nullptr,
+        DelegateExecutionFailed, "sample backend: arg %zu is not a tensor", i);
     const TensorView& t = *args[i]->payload.tensor;
-    TERN_CHECK_OR_RETURN_ERROR(t.dtype == DType::F32 && t.is_contiguous(),
-                               DelegateExecutionFailed,
+    TERN_CHECK_OR_RETURN_ERROR(t.dtype == DType::F32 && t.is_contiguous(), DelegateExecutionFailed,
                                "sample backend: arg %zu: expected contiguous f32, found %s", i,
                                to_string(t.dtype));
     if (i == 0) numel = t.numel();
-    TERN_CHECK_OR_RETURN_ERROR(t.numel() == numel && t.nbytes == numel * sizeof(float) &&
-                                   (t.data != nullptr || numel == 0),
-                               DelegateExecutionFailed,
-                               "sample backend: arg %zu: %llu elements, expected %llu", i,
-                               static_cast<unsigned long long>(t.numel()),
-                               static_cast<unsigned long long>(numel));
+    TERN_CHECK_OR_RETURN_ERROR(
+        t.numel() == numel && t.nbytes == numel * sizeof(float) &&
+            (t.data != nullptr || numel == 0),
+        DelegateExecutionFailed, "sample backend: arg %zu: %llu elements, expected %llu", i,
+        static_cast<unsigned long long>(t.numel()), static_cast<unsigned long long>(numel));
   }
   const float* a = static_cast<const float*>(args[0]->payload.tensor->data);
   const float* b = num_in > 1 ? static_cast<const float*>(args[1]->payload.tensor->data) : nullptr;
@@ -103,9 +99,15 @@ Error SampleBackend::execute(BackendExecuteContext& /*context*/, DelegateHandle*
   for (uint64_t i = 0; i < numel; ++i) {
     float r = 0;
     switch (op) {
-      case SampleOp::Add: r = a[i] + b[i]; break;
-      case SampleOp::Mul: r = a[i] * b[i]; break;
-      case SampleOp::Relu: r = a[i] < 0.0f ? 0.0f : a[i]; break;  // NaN and -0 kept
+      case SampleOp::Add:
+        r = a[i] + b[i];
+        break;
+      case SampleOp::Mul:
+        r = a[i] * b[i];
+        break;
+      case SampleOp::Relu:
+        r = a[i] < 0.0f ? 0.0f : a[i];
+        break;  // NaN and -0 kept
       case SampleOp::AddRelu:
         r = a[i] + b[i];
         r = r < 0.0f ? 0.0f : r;
@@ -194,7 +196,8 @@ compiler::Graph delegate_graph() {
   const int c = b.constant_f32("c", shape, {1, 2, 3, 4, 5, 6});
   const int s = b.op("tern::add", {x, y}, DType::F32, shape, "add0");
   const int r = b.op("tern::relu", {s}, DType::F32, shape, "relu0");
-  b.delegate(kSampleBackendName, 0, 1, std::vector<uint8_t>{'a', 'd', 'd', '_', 'r', 'e', 'l', 'u'});
+  b.delegate(kSampleBackendName, 0, 1,
+             std::vector<uint8_t>{'a', 'd', 'd', '_', 'r', 'e', 'l', 'u'});
   const int out = b.op("tern::mul", {r, c}, DType::F32, shape, "scale");
   b.output(out);
   return b.build();

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,12 @@ struct ConvCase {
   int64_t n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw, groups;
   bool bias;
 };
+
+std::ostream& operator<<(std::ostream& os, const ConvCase& c) {
+  return os << "x[" << c.n << "," << c.c << "," << c.h << "," << c.w << "] o" << c.o << " k"
+            << c.kh << "x" << c.kw << " s" << c.sh << "," << c.sw << " p" << c.ph << "," << c.pw
+            << " d" << c.dh << "," << c.dw << " g" << c.groups;
+}
 
 class ConvNaiveTest : public KernelTest, public ::testing::WithParamInterface<ConvCase> {};
 
@@ -91,6 +98,12 @@ TEST_P(ConvNaiveTest, MatchesDirectLoopWithPlannedScratch) {
   }
 }
 
+std::string conv_case_name(const ::testing::TestParamInfo<ConvCase>& info) {
+  static const char* const kNames[] = {"Im2col",    "GroupedStrided", "PixelTiles",
+                                       "Pointwise", "Depthwise",      "DepthwiseMultiplier"};
+  return kNames[info.index];
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Paths, ConvNaiveTest,
     ::testing::Values(
@@ -99,7 +112,8 @@ INSTANTIATE_TEST_SUITE_P(
         ConvCase{1, 8, 121, 121, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, true},  // several pixel tiles
         ConvCase{2, 6, 7, 5, 4, 1, 1, 1, 1, 0, 0, 1, 1, 2, true},     // 1x1 direct GEMM
         ConvCase{1, 5, 9, 10, 5, 3, 3, 2, 1, 1, 1, 1, 1, 5, true},    // depthwise
-        ConvCase{1, 3, 8, 8, 6, 5, 3, 1, 2, 2, 1, 1, 2, 3, false}));  // depthwise, multiplier 2
+        ConvCase{1, 3, 8, 8, 6, 5, 3, 1, 2, 2, 1, 1, 2, 3, false}),  // depthwise, multiplier 2
+    conv_case_name);
 
 class LinalgKernelTest : public KernelTest {};
 
