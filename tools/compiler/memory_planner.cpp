@@ -298,52 +298,94 @@ MemoryPlan plan_memory(const Graph& graph, const PlannerOptions& options) {
     }
   }
 
-  // Greedy best fit: largest first; among the gaps between already placed tensors whose
-  // lifetimes overlap, take the smallest that fits, else go above all of them.
-  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+  // Greedy best fit over a few orders (largest first; longest-lived first; earliest first;
+  // largest size x lifetime first): for each tensor, among the gaps between already placed
+  // tensors whose lifetimes overlap, take the smallest that fits, else go above all of them.
+  // The order with the smallest arena wins (ties: the first), which keeps the arena near the
+  // lower bound on graphs where one order fragments.
+  auto span_of = [](const Item& it) { return it.life.last - it.life.first; };
+  auto by_size = [&](const Item& a, const Item& b) {
     if (a.size != b.size) return a.size > b.size;
-    const int la = a.life.last - a.life.first, lb = b.life.last - b.life.first;
-    if (la != lb) return la > lb;
+    if (span_of(a) != span_of(b)) return span_of(a) > span_of(b);
     return a.id < b.id;
-  });
+  };
+  auto by_span = [&](const Item& a, const Item& b) {
+    if (span_of(a) != span_of(b)) return span_of(a) > span_of(b);
+    return by_size(a, b);
+  };
+  auto by_first_use = [&](const Item& a, const Item& b) {
+    if (a.life.first != b.life.first) return a.life.first < b.life.first;
+    return by_size(a, b);
+  };
+  auto by_area = [&](const Item& a, const Item& b) {
+    const long double area_a = static_cast<long double>(a.size) * (span_of(a) + 1);
+    const long double area_b = static_cast<long double>(b.size) * (span_of(b) + 1);
+    if (area_a != area_b) return area_a > area_b;
+    return by_size(a, b);
+  };
+
   struct Placed {
     uint64_t offset, end;
     Lifetime life;
   };
-  std::vector<Placed> placed;
-  std::vector<std::pair<uint64_t, uint64_t>> busy;
-  for (const Item& it : items) {
-    uint64_t offset = 0;
-    if (it.size > 0) {
-      busy.clear();
-      for (const Placed& p : placed) {
-        if (p.end > p.offset && overlaps(p.life, it.life)) busy.push_back({p.offset, p.end});
-      }
-      std::sort(busy.begin(), busy.end());
-      uint64_t cursor = 0;
-      uint64_t best_gap = std::numeric_limits<uint64_t>::max();
-      bool found = false;
-      for (const auto& b : busy) {
-        if (b.first > cursor) {
-          const uint64_t gap = b.first - cursor;
-          if (gap >= it.size && gap < best_gap) {
-            best_gap = gap;
-            offset = cursor;
-            found = true;
-          }
+  // Places `order` and returns the arena size; offsets go to `offsets` (indexed by value id).
+  auto place = [&](const std::vector<Item>& order, std::vector<int64_t>& offsets) {
+    std::vector<Placed> placed;
+    std::vector<std::pair<uint64_t, uint64_t>> busy;
+    uint64_t arena = 0;
+    for (const Item& it : order) {
+      uint64_t offset = 0;
+      if (it.size > 0) {
+        busy.clear();
+        for (const Placed& p : placed) {
+          if (p.end > p.offset && overlaps(p.life, it.life)) busy.push_back({p.offset, p.end});
         }
-        cursor = std::max(cursor, b.second);
+        std::sort(busy.begin(), busy.end());
+        uint64_t cursor = 0;
+        uint64_t best_gap = std::numeric_limits<uint64_t>::max();
+        bool found = false;
+        for (const auto& b : busy) {
+          if (b.first > cursor) {
+            const uint64_t gap = b.first - cursor;
+            if (gap >= it.size && gap < best_gap) {
+              best_gap = gap;
+              offset = cursor;
+              found = true;
+            }
+          }
+          cursor = std::max(cursor, b.second);
+        }
+        if (!found) offset = cursor;
       }
-      if (!found) offset = cursor;
+      uint64_t item_end = 0;
+      if (!checked_add(offset, it.size, &item_end) ||
+          offset > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        throw std::invalid_argument("method '" + graph.name + "': arena size overflows");
+      }
+      placed.push_back({offset, item_end, it.life});
+      offsets[it.id] = static_cast<int64_t>(offset);
+      arena = std::max(arena, item_end);
     }
-    uint64_t item_end = 0;
-    if (!checked_add(offset, it.size, &item_end) ||
-        offset > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      throw std::invalid_argument("method '" + graph.name + "': arena size overflows");
+    return arena;
+  };
+
+  bool have_best = false;
+  std::vector<int64_t> candidate = plan.offsets;
+  for (int strategy = 0; strategy < 4; ++strategy) {
+    std::vector<Item> order = items;
+    switch (strategy) {
+      case 0: std::stable_sort(order.begin(), order.end(), by_size); break;
+      case 1: std::stable_sort(order.begin(), order.end(), by_span); break;
+      case 2: std::stable_sort(order.begin(), order.end(), by_first_use); break;
+      default: std::stable_sort(order.begin(), order.end(), by_area); break;
     }
-    placed.push_back({offset, item_end, it.life});
-    plan.offsets[it.id] = static_cast<int64_t>(offset);
-    plan.arena_size = std::max(plan.arena_size, item_end);
+    const uint64_t arena = place(order, candidate);
+    if (!have_best || arena < plan.arena_size) {
+      have_best = true;
+      plan.arena_size = arena;
+      plan.offsets = candidate;
+    }
+    if (plan.arena_size == plan.lower_bound) break;  // cannot do better
   }
 
   // Views of planned roots lie at the root's offset plus their own (views of constants keep -1).
