@@ -10,6 +10,7 @@ packages=(
   libcli11-dev                              # CLI parsing
   nlohmann-json3-dev                        # graph.json / safetensors headers
   libgtest-dev                              # tests
+  libxnnpack-dev libpthreadpool-dev         # cpu backend (XNNPACK delegate)
   clang libclang-rt-14-dev                  # make fuzz: libFuzzer, ASan, UBSan
   python3-venv                              # scripts/setup-venv.sh
   python3-numpy python3-torch               # the PyTorch 1.13 line: op tests, exporter (make_fx)

@@ -50,6 +50,15 @@ class BackendInterface {
   /// fallback; any other error fails the method load.
   virtual Result<DelegateHandle*> init(BackendInitContext& context, Span<const uint8_t> blob,
                                        Span<const CompileSpecView> specs) const = 0;
+  /// Called once per delegate call at the end of method load, with the call's values bound
+  /// to their final memory (inputs, then outputs; the same EValues execute() receives). A
+  /// backend binds its plan to these addresses here (it may allocate), so that execute()
+  /// does not have to. An error fails the method load. Default: nothing to do.
+  virtual Error prepare(DelegateHandle* handle, Span<EValue*> args) const {
+    (void)handle;
+    (void)args;
+    return Error::Ok;
+  }
   /// Runs the delegate on `args` (the delegate call's values: inputs, then outputs).
   virtual Error execute(BackendExecuteContext& context, DelegateHandle* handle,
                         Span<EValue*> args) const = 0;

@@ -810,6 +810,21 @@ Result<Method> Program::load_method(const char* name, MemoryManager* memory,
   m.num_delegate_calls_ = call_index;
 
   TERN_RETURN_IF_ERROR(init_state(this, fm, c.values, c.num_values));
+  // Let each delegate bind to its arguments' final addresses (not during execute()).
+  for (size_t s = 0; s < m.num_steps_; ++s) {
+    const Method::Step& step = m.steps_[s];
+    if (step.backend == nullptr) continue;
+    const Error err = step.backend->prepare(step.handle, Span<EValue*>(step.args, step.num_args));
+    if (err != Error::Ok) {
+      char inner[512];
+      copy_last_message(inner, sizeof(inner));
+      return set_error_message(err,
+                               "method '%s': instruction %u: delegate %u (backend '%s') could "
+                               "not prepare its arguments: %s",
+                               c.name, step.instruction, step.delegate, or_empty(step.op_name),
+                               inner);
+    }
+  }
   return Result<Method>(std::move(m));
 }
 
@@ -831,7 +846,8 @@ Method::Method(Method&& other) noexcept
       num_delegates_(other.num_delegates_),
       delegate_paths_(other.delegate_paths_),
       num_delegate_calls_(other.num_delegate_calls_),
-      executed_(other.executed_) {
+      executed_(other.executed_),
+      observer_(other.observer_) {
   // The handles now belong to this Method only; the moved-from one refuses to run.
   other.method_ = nullptr;
   other.values_ = nullptr;
@@ -948,6 +964,7 @@ Error Method::execute() {
   for (size_t i = 0; i < num_steps_; ++i) {
     const Step& step = steps_[i];
     clear_error_message();
+    if (observer_ != nullptr) observer_->on_step_begin(i, step.op_name, step.debug_name);
     Error err;
     if (step.fn != nullptr) {
       KernelContext context;
@@ -961,6 +978,7 @@ Error Method::execute() {
       err = step.backend->execute(context, step.handle, Span<EValue*>(step.args, step.num_args));
     }
     if (temp != nullptr) temp->reset();
+    if (observer_ != nullptr) observer_->on_step_end(i, step.op_name, step.debug_name);
     if (err != Error::Ok) {
       char message[kMessageCopy];
       copy_last_message(message, sizeof(message));

@@ -11,6 +11,7 @@
 #include "runtime/executor/kernel_registry.h"
 #include "runtime/executor/memory_manager.h"
 #include "runtime/executor/method_meta.h"
+#include "runtime/executor/profiler.h"
 
 namespace tern {
 
@@ -66,6 +67,11 @@ class Method {
   Result<DelegatePath> delegate_path(size_t index) const;
   size_t num_steps() const { return num_steps_; }
 
+  /// Installs `observer` (null removes it); execute() then calls it around every step. The
+  /// caller owns the observer and keeps it alive while it is installed. Not thread-safe
+  /// with a concurrent execute().
+  void set_observer(ExecutionObserver* observer) { observer_ = observer; }
+
  private:
   friend class Program;
   Method() = default;
@@ -89,6 +95,7 @@ class Method {
   DelegatePath* delegate_paths_ = nullptr;
   size_t num_delegate_calls_ = 0;
   bool executed_ = false;
+  ExecutionObserver* observer_ = nullptr;  ///< not owned; may be null
 };
 
 }  // namespace tern

@@ -218,19 +218,19 @@ TEST_F(CliTest, InspectDescribesTheProgram) {
 }
 
 TEST_F(CliTest, DelegateRegionInspectAndFallbackRun) {
-  // The same graph with fc and act handed to the "cpu" backend; the CLI registers no backend,
+  // The same graph with fc and act handed to a backend no build has ("absent"),
   // so the method runs the region's portable fallback and gives the same values.
   std::string graph = kGraphJson;
   const std::string anchor = R"("nodes": [)";
   graph.insert(graph.find(anchor),
-               R"("delegates": [{"backend": "cpu", "nodes": [0, 1], "compile_specs": {"threads": "4"}}],
+               R"("delegates": [{"backend": "absent", "nodes": [0, 1], "compile_specs": {"threads": "4"}}],
     )");
   write_bytes(*dir_ / "graph_delegate.json", graph);
   CommandResult r = run_tern("compile " + q(*dir_ / "graph_delegate.json") + " -o " + q(*dir_ / "delegate.pte"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   r = run_tern("inspect " + q(*dir_ / "delegate.pte"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* s : {"delegate:cpu", "tern::linear (fallback)", "tern::relu (fallback)",
+  for (const char* s : {"delegate:absent", "tern::linear (fallback)", "tern::relu (fallback)",
                         "compile specs [threads]", "fallback 2 instructions"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << "missing '" << s << "' in\n" << r.out;
   }

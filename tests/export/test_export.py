@@ -302,13 +302,22 @@ def test_shape_mismatch_at_run():
 def test_backends_and_quantize_not_implemented():
     m = MLP().eval()
     x = (torch.randn(1, 16),)
-    e = expect_raises(NotImplementedError,
+    # A backend the compiler does not have: tern compile names the ones it has.
+    e = expect_raises(tern_export.CompileError,
                       lambda: tern_export.export(m, x, _path("b.pte"), backends=("xnnpack",)))
-    assert "xnnpack" in str(e) and "later" in str(e), str(e)
+    assert "'xnnpack'" in e.stderr and "registered" in e.stderr, e.stderr
     e = expect_raises(NotImplementedError,
                       lambda: tern_export.export(m, x, _path("q.pte"), quantize="nf4"))
     assert "nf4" in str(e) and "later" in str(e), str(e)
-    tern_export.export(m, x, _path("portable.pte"), backends=("portable",))
+    r = tern_export.export(m, x, _path("portable.pte"), backends=("portable",))
+    assert r.backends == () and "0 delegates" in r.compile_report, r.compile_report
+    # The default ("cpu",) uses the cpu backend when the compiler has it, else portable only.
+    r = tern_export.export(m, x, _path("default.pte"))
+    assert r.backends in ((), ("cpu",)), r.backends
+    if r.backends == ():
+        e = expect_raises(tern_export.CompileError,
+                          lambda: tern_export.export(m, x, _path("c.pte"), backends=("cpu",)))
+        assert "'cpu'" in e.stderr and "registered" in e.stderr, e.stderr
 
 
 def test_tern_not_found_lists_what_was_tried():

@@ -115,13 +115,22 @@ void print_method(const fb::Program* p, const fb::Method* m, std::set<std::pair<
         keys += spec ? str(spec->key()) : "?";
       }
     }
-    // Fallback size: the fallback ranges of this delegate's calls.
+    // Fallback size and ops: the fallback ranges of this delegate's calls.
     size_t fallback = 0;
+    std::map<std::string, size_t> fallback_ops;
+    const size_t num_fallback_total =
+        m->fallback_instructions() ? m->fallback_instructions()->size() : 0;
     if (m->instructions()) {
       for (const fb::Instruction* ins : *m->instructions()) {
         const fb::DelegateCall* call = ins ? ins->kind_as_DelegateCall() : nullptr;
         if (call && call->delegate() == i && call->fallback_end() >= call->fallback_begin()) {
           fallback += call->fallback_end() - call->fallback_begin();
+          for (uint32_t f = call->fallback_begin();
+               f < call->fallback_end() && f < num_fallback_total; ++f) {
+            const fb::Instruction* fi = m->fallback_instructions()->Get(f);
+            const fb::KernelCall* k = fi ? fi->kind_as_KernelCall() : nullptr;
+            if (k) ++fallback_ops[op_name(m, k->op())];
+          }
         }
       }
     }
@@ -131,6 +140,11 @@ void print_method(const fb::Program* p, const fb::Method* m, std::set<std::pair<
     }
     std::printf("    %zu %s: blob %s, compile specs [%s], fallback %zu instructions\n", i,
                 str(d->backend()).c_str(), blob.c_str(), keys.c_str(), fallback);
+    std::string ops;
+    for (const auto& [op, count] : fallback_ops) {
+      ops += (ops.empty() ? "" : ", ") + op + " x" + std::to_string(count);
+    }
+    std::printf("      fallback ops: %s\n", ops.empty() ? "none" : ops.c_str());
   }
 
   const size_t num_arenas = m->arenas() ? m->arenas()->size() : 0;

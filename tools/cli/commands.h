@@ -36,11 +36,14 @@ int cmd_inspect(const std::string& model);
 /// `tern verify MODEL.pte`
 int cmd_verify(const std::string& model);
 
-/// `tern compile GRAPH.json -o OUT.pte`
+/// `tern compile GRAPH.json -o OUT.pte [--backend NAME ...]`
 struct CompileCommandOptions {
   std::string graph;
   std::string output;
   uint32_t segment_alignment = 64;
+  /// Backend compilers to partition for, highest priority first; "portable" entries are
+  /// ignored (the portable kernels are always the fallback).
+  std::vector<std::string> backends;
 };
 int cmd_compile(const CompileCommandOptions& options);
 

@@ -5,9 +5,12 @@
 #include <exception>
 #include <string>
 
+#include "runtime/backend/register_all_backends.h"
 #include "runtime/core/log.h"
 #include "runtime/kernels/portable/register_portable_kernels.h"
+#include "tools/cli/cmd_bench.h"
 #include "tools/cli/commands.h"
+#include "tools/compiler/register_all_backend_compilers.h"
 
 namespace {
 
@@ -40,6 +43,27 @@ int run_main(int argc, char** argv) {
   random_opt->excludes(ones_opt);
   run_cmd->add_option("--output-dir", run.output_dir, "Write output_<i>.npy files here");
 
+  tern::cli::BenchOptions bench;
+  CLI::App* bench_cmd = app.add_subcommand("bench", "Time a method: latency percentiles, profile, trace");
+  bench_cmd->add_option("model", bench.model, "Program file (.pte)")->required();
+  bench_cmd->add_option("--method", bench.method, "Method to time (default: forward)");
+  bench_cmd->add_option("--iterations", bench.iterations, "Timed executes (default 50)")
+      ->check(CLI::PositiveNumber);
+  bench_cmd->add_option("--warmup", bench.warmup, "Untimed executes first (default 5)");
+  bench_cmd->add_option("--threads", bench.threads, "Backend worker threads (0: backend default)");
+  bench_cmd->add_flag("--profile", bench.profile, "Per-step and per-op timing tables");
+  bench_cmd->add_option("--trace", bench.trace, "Write a Chrome trace (JSON) for Perfetto here");
+  bench_cmd->add_option("--json", bench.json, "Write a JSON summary here");
+  CLI::Option* bench_input = bench_cmd->add_option(
+      "--input", bench.inputs, "Input .npy file, one per method input (default: --random)")
+      ->expected(1, -1);
+  bool bench_random = false;
+  CLI::Option* bench_random_opt = bench_cmd->add_flag("--random", bench_random, "Random inputs (default)");
+  CLI::Option* bench_ones_opt = bench_cmd->add_flag("--ones", bench.ones, "Inputs filled with ones");
+  bench_cmd->add_option("--seed", bench.seed, "Seed for the random inputs");
+  bench_random_opt->excludes(bench_ones_opt);
+  bench_input->excludes(bench_random_opt)->excludes(bench_ones_opt);
+
   std::string inspect_model;
   CLI::App* inspect_cmd = app.add_subcommand("inspect", "Describe a program");
   inspect_cmd->add_option("model", inspect_model, "Program file (.pte)")->required();
@@ -54,6 +78,8 @@ int run_main(int argc, char** argv) {
   compile_cmd->add_option("-o,--output", compile.output, "Output program (.pte)")->required();
   compile_cmd->add_option("--segment-alignment", compile.segment_alignment,
                           "Segment alignment in bytes (power of two; 4096 for page alignment)");
+  compile_cmd->add_option("--backend", compile.backends,
+                          "Delegate to this backend (repeat; first has priority; 'portable': none)");
 
   try {
     app.parse(argc, argv);
@@ -70,6 +96,9 @@ int run_main(int argc, char** argv) {
 
   tern::set_log_level(verbose ? tern::LogLevel::Info : tern::LogLevel::Warning);
   tern::cli::throw_if_error(tern::register_portable_kernels(), "cannot register the portable kernels");
+  // Every backend this build has: run/bench delegate to them, compile partitions for them.
+  tern::cli::throw_if_error(tern::register_all_backends(), "cannot register the backends");
+  tern::compiler::register_all_backend_compilers();
 
   if (*run_cmd) {
     if (!run.inputs.empty() && (run.random || run.ones)) {
@@ -78,6 +107,7 @@ int run_main(int argc, char** argv) {
     }
     return tern::cli::cmd_run(run);
   }
+  if (*bench_cmd) return tern::cli::cmd_bench(bench);
   if (*inspect_cmd) return tern::cli::cmd_inspect(inspect_model);
   if (*verify_cmd) return tern::cli::cmd_verify(verify_model);
   if (*compile_cmd) return tern::cli::cmd_compile(compile);

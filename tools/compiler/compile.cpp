@@ -1,7 +1,8 @@
-// The compile driver: validate -> plan -> serialize.
+// The compile driver: validate -> partition -> plan -> serialize.
 #include "tools/compiler/compile.h"
 
 #include "tools/compiler/kernel_scratch.h"
+#include "tools/compiler/partitioner.h"
 
 #include <stdexcept>
 
@@ -12,10 +13,15 @@ CompileResult compile_program(const ProgramGraph& program, const CompileOptions&
     throw std::invalid_argument("compile_program: the program has no methods");
   }
   CompileResult result;
+  // Methods are partitioned on a copy; without backends the caller's graphs are used as is.
+  ProgramGraph partitioned;
+  const bool partitioning = !options.backends.empty();
+  if (partitioning) partitioned = program;
+  const ProgramGraph& source = partitioning ? partitioned : program;
   std::vector<MemoryPlan> plans;
   plans.reserve(program.methods.size());
   for (size_t i = 0; i < program.methods.size(); ++i) {
-    const Graph& method = program.methods[i];
+    const Graph& method = source.methods[i];
     for (size_t j = 0; j < i; ++j) {
       if (program.methods[j].name == method.name) {
         throw std::invalid_argument("compile_program: methods " + std::to_string(j) + " and " +
@@ -23,6 +29,7 @@ CompileResult compile_program(const ProgramGraph& program, const CompileOptions&
       }
     }
     validate_graph(method);
+    if (partitioning) partition(partitioned.methods[i], options.backends);
     plans.push_back(plan_memory(method, options.planner));
     plans.back().temp_size = method_scratch_bytes(method);
     MethodReport report;
@@ -31,9 +38,10 @@ CompileResult compile_program(const ProgramGraph& program, const CompileOptions&
     report.lower_bound = plans.back().lower_bound;
     report.temp_size = plans.back().temp_size;
     report.num_nodes = method.nodes.size();
+    report.num_delegates = method.delegates.size();
     result.methods.push_back(report);
   }
-  result.bytes = serialize_program(program, plans, options.serializer);
+  result.bytes = serialize_program(source, plans, options.serializer);
   return result;
 }
 

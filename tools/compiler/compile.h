@@ -1,4 +1,4 @@
-// The compile driver: validate -> plan -> serialize, used by `tern compile` and tests.
+// The compile driver: validate -> partition -> plan -> serialize, used by `tern compile` and tests.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,9 @@ namespace tern::compiler {
 struct CompileOptions {
   PlannerOptions planner;
   SerializeOptions serializer;
+  /// Backend compilers to partition every method for, highest priority first (partitioner.h);
+  /// empty: portable kernels only. Each name must be registered (register_backend_compiler).
+  std::vector<std::string> backends;
 };
 
 struct MethodReport {
@@ -22,6 +25,7 @@ struct MethodReport {
   uint64_t lower_bound = 0;
   uint64_t temp_size = 0;  ///< scratch bytes the kernels need (MethodMeta::temp_allocator_bytes)
   size_t num_nodes = 0;
+  size_t num_delegates = 0;  ///< delegate regions after partitioning
 };
 
 struct CompileResult {
@@ -29,8 +33,10 @@ struct CompileResult {
   std::vector<MethodReport> methods;
 };
 
-/// Validates every method, plans its memory and serializes the program. Throws
-/// std::invalid_argument naming the problem.
+/// Validates every method, partitions it among options.backends (the planner then treats
+/// each region as one position), plans its memory and serializes the program. `program` is
+/// not modified (methods are partitioned on copies). Throws std::invalid_argument naming the
+/// problem (an unknown backend name lists the registered ones).
 CompileResult compile_program(const ProgramGraph& program, const CompileOptions& options = {});
 
 }  // namespace tern::compiler

@@ -17,7 +17,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from .capture import capture, torch_version
-from .compiler import find_tern, run_compile
+from .compiler import UNKNOWN_BACKEND_MARK, find_tern, run_compile
 from .errors import (CaptureError, CompileError, ExportError, TernNotFoundError,
                      UnsupportedOpError)
 from .graph_writer import MethodBuilder, program_json
@@ -29,10 +29,12 @@ from .safetensors_io import write_safetensors
 __version__ = "0.1"
 __all__ = ["export", "export_graph", "ExportResult", "ExportError", "CaptureError",
            "UnsupportedOpError", "CompileError", "TernNotFoundError", "RunError", "find_tern",
-           "run", "arena_report", "flatten_outputs"]
+           "run", "arena_report", "flatten_outputs", "DEFAULT_BACKENDS"]
 
 WEIGHTS_FILE = "weights.safetensors"
-SUPPORTED_BACKENDS = ("cpu", "portable")
+# The default backends. Passed explicitly, "cpu" must be in the tern compiler's build; left as
+# the default, a build without it falls back to the portable kernels (ExportResult.backends).
+DEFAULT_BACKENDS = ("cpu",)
 
 
 class ExportResult:
@@ -40,8 +42,9 @@ class ExportResult:
 
     path: the .pte file; graph_dir: the folder holding graph.json and weights.safetensors when
     kept (else None); ops: tern operator -> node count; aten_ops: the graph's ATen operators;
-    capture: which capture path ran; compile_report: `tern compile`'s stdout (arena sizes);
-    num_outputs: flattened output count."""
+    capture: which capture path ran; compile_report: `tern compile`'s stdout (arena sizes and
+    delegate counts); num_outputs: flattened output count; backends: the backends the program
+    was partitioned for (() = portable kernels only)."""
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
@@ -51,18 +54,21 @@ class ExportResult:
 
 
 def _check_options(backends, quantize):
+    """The backend names to pass to `tern compile` (without "portable"), in priority order."""
     if isinstance(backends, str):
         backends = (backends,)
+    names = []
     for b in backends:
-        if b not in SUPPORTED_BACKENDS:
-            raise NotImplementedError(
-                "tern_export: backend %r is not implemented yet (delegation to the XNNPACK, CUDA "
-                "and Vulkan backends comes in later issues); use backends=(\"cpu\",), which "
-                "currently means the portable kernels" % (b,))
+        if not isinstance(b, str) or not b:
+            raise TypeError("tern_export: backends must be backend names such as \"cpu\" or "
+                            "\"portable\", found %r" % (b,))
+        if b != "portable" and b not in names:
+            names.append(b)
     if quantize is not None:
         raise NotImplementedError(
             "tern_export: quantize=%r is not implemented yet (NF4/FP8 weight quantization comes "
             "in a later issue); use quantize=None" % (quantize,))
+    return tuple(names)
 
 
 def _example_inputs(example_inputs):
@@ -103,13 +109,16 @@ def export_graph(module, example_inputs, graph_dir, source_model=None):
     return graph_path, info
 
 
-def export(module, example_inputs, path, backends=("cpu",), quantize=None, keep_graph=None,
-           source_model=None):
+def export(module, example_inputs, path, backends=DEFAULT_BACKENDS, quantize=None,
+           keep_graph=None, source_model=None):
     """Exports `module` called on `example_inputs` (a tensor or tuple of tensors) to the tern
     program `path`.
 
-    backends: ("cpu",) or ("portable",) — both mean the portable kernels for now; anything else
-    raises NotImplementedError (delegates are later issues). quantize: must be None for now.
+    backends: backend names, highest priority first, passed to `tern compile --backend`: "cpu"
+    (XNNPACK), "cuda", "vulkan" as the compiler's build has them; "portable" means none (the
+    portable kernels, which are always kept as every delegate's fallback). A name the compiler
+    does not have raises CompileError naming the ones it has — except the default ("cpu",),
+    which falls back to the portable kernels on such a build. quantize: must be None for now.
     keep_graph: a folder to keep graph.json and weights.safetensors in (else a temporary folder,
     removed afterwards). Outputs are the pytree leaves of the module's return value, in order
     (tuple/list elements in order, dict values in insertion order, recursively).
@@ -117,7 +126,8 @@ def export(module, example_inputs, path, backends=("cpu",), quantize=None, keep_
     Raises CaptureError (PyTorch could not trace the module), UnsupportedOpError (an ATen
     operator without a tern mapping; names the op, its source and the model's op list),
     CompileError (`tern compile` failed; carries its stderr), TernNotFoundError."""
-    _check_options(backends, quantize)
+    names = _check_options(backends, quantize)
+    lenient = backends is DEFAULT_BACKENDS
     tern = find_tern()
     graph_dir = keep_graph or tempfile.mkdtemp(prefix="tern_export_")
     try:
@@ -125,7 +135,13 @@ def export(module, example_inputs, path, backends=("cpu",), quantize=None, keep_
         out_dir = os.path.dirname(os.path.abspath(path))
         os.makedirs(out_dir, exist_ok=True)
         try:
-            report = run_compile(graph_path, path, tern)
+            try:
+                report = run_compile(graph_path, path, tern, names)
+            except CompileError as e:
+                if not (lenient and UNKNOWN_BACKEND_MARK in (e.stderr or "")):
+                    raise
+                names = ()  # the default "cpu" is not in this build: portable kernels only
+                report = run_compile(graph_path, path, tern, names)
         except CompileError as e:
             if not keep_graph:
                 e.graph_dir = None
@@ -133,7 +149,8 @@ def export(module, example_inputs, path, backends=("cpu",), quantize=None, keep_
     finally:
         if not keep_graph:
             shutil.rmtree(graph_dir, ignore_errors=True)
-    return ExportResult(path=path, graph_dir=keep_graph, compile_report=report, **info)
+    return ExportResult(path=path, graph_dir=keep_graph, compile_report=report, backends=names,
+                        **info)
 
 
 def flatten_outputs(outputs):

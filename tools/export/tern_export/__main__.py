@@ -11,7 +11,7 @@ import sys
 
 import torch
 
-from . import export
+from . import DEFAULT_BACKENDS, export
 from .errors import ExportError
 
 _DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
@@ -55,7 +55,9 @@ def main(argv=None):
     p.add_argument("-o", "--output", required=True, help="the .pte to write")
     p.add_argument("--keep-graph", metavar="DIR",
                    help="keep graph.json and weights.safetensors in DIR")
-    p.add_argument("--backend", action="append", help="backend (default cpu = portable kernels)")
+    p.add_argument("--backend", action="append",
+                   help="delegate to this backend (repeat, highest priority first): cpu, cuda, "
+                        "vulkan, or portable for none (default: cpu when the compiler has it)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random example inputs")
     a = p.parse_args(argv)
 
@@ -71,7 +73,8 @@ def main(argv=None):
         inputs.append(torch.randn(shape).to(t) if t.is_floating_point else torch.zeros(shape, dtype=t))
     module = _load_factory(a.module)()
     try:
-        r = export(module, tuple(inputs), a.output, backends=tuple(a.backend or ["cpu"]),
+        backends = tuple(a.backend) if a.backend else DEFAULT_BACKENDS
+        r = export(module, tuple(inputs), a.output, backends=backends,
                    keep_graph=a.keep_graph, source_model=a.module)
     except (ExportError, NotImplementedError) as e:
         print(str(e), file=sys.stderr)

@@ -30,11 +30,21 @@ def find_tern():
     raise TernNotFoundError("tern_export: cannot find the tern compiler; tried " + ", ".join(tried))
 
 
-def run_compile(graph_json, out_path, tern=None):
-    """Runs `tern compile graph_json -o out_path`; returns its stdout (the arena report).
-    Raises CompileError carrying tern's stderr when it fails."""
+# What `tern compile` says when a --backend name is not in its build (partitioner.cpp).
+UNKNOWN_BACKEND_MARK = "is not a registered backend compiler"
+
+
+def run_compile(graph_json, out_path, tern=None, backends=()):
+    """Runs `tern compile graph_json -o out_path [--backend B ...]`; returns its stdout (the
+    arena report). `backends`: backend names, highest priority first ("portable" entries are
+    dropped: the portable kernels are always the fallback). Raises CompileError carrying tern's
+    stderr when it fails (an unknown backend: the message names the registered ones)."""
     tern = tern or find_tern()
-    r = subprocess.run([tern, "compile", graph_json, "-o", out_path],
+    cmd = [tern, "compile", graph_json, "-o", out_path]
+    for b in backends:
+        if b != "portable":
+            cmd += ["--backend", b]
+    r = subprocess.run(cmd,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     if r.returncode != 0:
         raise CompileError("tern compile failed for %s:\n%s" % (graph_json, r.stderr.strip()),

@@ -1,0 +1,143 @@
+#include "backends/cpu/compile/cpu_backend_compiler.h"
+
+#include <stdexcept>
+
+#include "backends/cpu/compile/node_attrs.h"
+#include "backends/cpu/compile/region_lowering.h"
+
+namespace tern::compiler {
+
+using namespace cpu_compile;
+
+namespace {
+
+void check_unary(const Graph& g, const Node& node) {
+  const Value& x = activation_tensor(g, arg(node, 0, "x"), "x");
+  const Value& out = single_output(g, node);
+  if (x.sizes != out.sizes) throw Unsupported("out shape differs from x");
+}
+
+void check_node(const Graph& g, const Node& node) {
+  const std::string& op = node.op;
+  if (op == "tern::conv2d") {
+    (void)conv_attrs(g, node);
+  } else if (op == "tern::linear") {
+    if (node.args.size() != 3) throw Unsupported("linear: expected 3 arguments");
+    const Value& x = activation_tensor(g, node.args[0], "x");
+    const Value& w = constant_tensor(g, node.args[1], "weight", 2);
+    const Value& out = single_output(g, node);
+    if (x.sizes.size() == 4) throw Unsupported("linear: 4-D x (NHWC inside the delegate)");
+    if (w.sizes[1] != x.sizes.back()) throw Unsupported("linear: in features differ");
+    if (!is_none(g, node.args[2])) {
+      const Value& b = constant_tensor(g, node.args[2], "bias", 1);
+      if (b.sizes[0] != w.sizes[0]) throw Unsupported("linear: bias size");
+    }
+    std::vector<int64_t> expect = x.sizes;
+    expect.back() = w.sizes[0];
+    if (out.sizes != expect) throw Unsupported("linear: out shape");
+  } else if (op == "tern::add" || op == "tern::sub" || op == "tern::mul" || op == "tern::div") {
+    (void)binary_alpha(g, node);
+  } else if (op == "tern::relu" || op == "tern::hardtanh" || op == "tern::clamp") {
+    float lo, hi;
+    clamp_bounds(g, node, &lo, &hi);
+    check_unary(g, node);
+  } else if (op == "tern::mean") {
+    (void)global_mean_keepdim(g, node);
+  } else if (op == "tern::hardswish" || op == "tern::sigmoid" || op == "tern::hardsigmoid") {
+    if (node.args.size() != 1) throw Unsupported("expected 1 argument");
+    check_unary(g, node);
+  } else if (op == "tern::softmax") {
+    if (node.args.size() != 2) throw Unsupported("softmax: expected 2 arguments");
+    const Value& x = activation_tensor(g, node.args[0], "x");
+    check_unary(g, node);
+    const int64_t rank = static_cast<int64_t>(x.sizes.size());
+    int64_t dim = int_value(g, node.args[1], "dim");
+    if (dim < 0) dim += rank;
+    if (dim != rank - 1) throw Unsupported("softmax: not over the last dim");
+    if (rank == 4) throw Unsupported("softmax: 4-D x (NHWC inside the delegate)");
+  } else if (op == "tern::max_pool2d" || op == "tern::avg_pool2d") {
+    (void)pool_attrs(g, node, op == "tern::max_pool2d");
+  } else if (op == "tern::adaptive_avg_pool2d") {
+    if (node.args.size() != 2) throw Unsupported("adaptive_avg_pool2d: arguments");
+    const Value& x = activation_tensor(g, node.args[0], "x");
+    const Value& out = single_output(g, node);
+    int64_t size[2];
+    spatial(g, node.args[1], "output_size", nullptr, 0, size);
+    if (x.sizes.size() != 4 || size[0] != 1 || size[1] != 1) {
+      throw Unsupported("adaptive_avg_pool2d: only [N, C, H, W] to 1x1");
+    }
+    if (out.sizes != std::vector<int64_t>{x.sizes[0], x.sizes[1], 1, 1}) {
+      throw Unsupported("adaptive_avg_pool2d: out shape");
+    }
+  } else if (is_cpu_view_op(op)) {
+    if (node.args.empty()) throw Unsupported("view: no x");
+    const Value& x = f32_tensor(g, node.args[0], "x");
+    if (x.is_constant) throw Unsupported("view: of a constant");
+    const Value& out = single_output(g, node);
+    uint64_t nx = 1, no = 1;
+    for (int64_t d : x.sizes) nx *= static_cast<uint64_t>(d);
+    for (int64_t d : out.sizes) no *= static_cast<uint64_t>(d);
+    if (nx != no) throw Unsupported("view: element counts differ");
+    if (x.sizes != out.sizes && (layout_sensitive(x.sizes) || layout_sensitive(out.sizes))) {
+      throw Unsupported("view: reorders an NHWC tensor");
+    }
+  } else if (op == "tern::pad") {
+    const Value& x = activation_tensor(g, arg(node, 0, "x"), "x");
+    const Value& out = single_output(g, node);
+    std::vector<int64_t> pre, post;
+    float value;
+    pad_amounts(g, node, x.sizes.size(), &pre, &post, &value);
+    std::vector<int64_t> expect = x.sizes;
+    for (size_t d = 0; d < expect.size(); ++d) expect[d] += pre[d] + post[d];
+    if (out.sizes != expect) throw Unsupported("pad: out shape");
+  } else {
+    throw Unsupported("op not taken by the cpu backend");
+  }
+}
+
+}  // namespace
+
+std::string CpuBackendCompiler::unsupported_reason(const Graph& graph, const Node& node) {
+  try {
+    check_node(graph, node);
+  } catch (const Unsupported& e) {
+    return node.op + ": " + e.what();
+  }
+  return "";
+}
+
+bool CpuBackendCompiler::supports(const Graph& graph, const Node& node) const {
+  return unsupported_reason(graph, node).empty();
+}
+
+bool CpuBackendCompiler::accepts_region(const Graph& graph, const std::vector<int>& nodes) const {
+  for (int n : nodes) {
+    if (n < 0 || static_cast<size_t>(n) >= graph.nodes.size()) continue;
+    const std::string& op = graph.nodes[static_cast<size_t>(n)].op;
+    if (op == "tern::conv2d" || op == "tern::linear" || op == "tern::max_pool2d" ||
+        op == "tern::avg_pool2d" || op == "tern::adaptive_avg_pool2d" || op == "tern::mean") {
+      return true;
+    }
+  }
+  return false;
+}
+
+LoweredRegion CpuBackendCompiler::lower(const Graph& graph, const DelegateRegion& region) const {
+  for (int n : region.nodes) {
+    if (n < 0 || static_cast<size_t>(n) >= graph.nodes.size()) {
+      throw std::invalid_argument("cpu backend: region node " + std::to_string(n) +
+                                  " out of range");
+    }
+    const Node& node = graph.nodes[static_cast<size_t>(n)];
+    const std::string why = unsupported_reason(graph, node);
+    if (!why.empty()) {
+      throw std::invalid_argument("cpu backend: node " + std::to_string(n) + " ('" +
+                                  node.debug_name + "'): " + why);
+    }
+  }
+  LoweredRegion lowered;
+  lowered.blob = cpu_compile::lower_region(graph, region);
+  return lowered;
+}
+
+}  // namespace tern::compiler

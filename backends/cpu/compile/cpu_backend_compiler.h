@@ -1,0 +1,31 @@
+// The compile half of the cpu (XNNPACK) backend: which nodes it takes and how a region
+// becomes its blob (format: backends/cpu/README.md).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tools/compiler/backend_compiler.h"
+
+namespace tern::compiler {
+
+/// The "cpu" backend compiler. Stateless; safe to share between threads.
+class CpuBackendCompiler : public BackendCompiler {
+ public:
+  std::string name() const override { return "cpu"; }
+  /// True for f32 nodes XNNPACK runs with tern's semantics (the op list and the rules for
+  /// each are in backends/cpu/README.md).
+  bool supports(const Graph& graph, const Node& node) const override;
+  /// True when the region holds a compute-heavy node (conv2d, linear, a pooling); a region of
+  /// only elementwise ops and views costs more in edge layout conversions than it saves.
+  bool accepts_region(const Graph& graph, const std::vector<int>& nodes) const override;
+  /// Lowers a region to a version-1 cpu blob, weights re-laid out for XNNPACK. Throws
+  /// std::invalid_argument naming the node (index, op, debug name) when a node is not
+  /// supported or the region is malformed.
+  LoweredRegion lower(const Graph& graph, const DelegateRegion& region) const override;
+
+  /// Why `node` is not supported (empty when it is); what supports() decides on.
+  static std::string unsupported_reason(const Graph& graph, const Node& node);
+};
+
+}  // namespace tern::compiler

@@ -1,0 +1,360 @@
+#include "backends/cpu/compile/node_attrs.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace tern::compiler::cpu_compile {
+namespace {
+
+/// Largest attribute XNNPACK takes in a uint32_t parameter (kept well inside).
+constexpr int64_t kMaxParam = int64_t{1} << 30;
+
+[[noreturn]] void fail(const std::string& why) { throw Unsupported(why); }
+
+bool same_dims(const std::vector<int64_t>& a, const std::vector<int64_t>& b) { return a == b; }
+
+}  // namespace
+
+const Value& value_at(const Graph& g, int id) {
+  if (id < 0 || static_cast<size_t>(id) >= g.values.size()) {
+    fail("value id " + std::to_string(id) + " out of range");
+  }
+  return g.values[static_cast<size_t>(id)];
+}
+
+int arg(const Node& node, size_t index, const char* what) {
+  if (index >= node.args.size()) {
+    fail(std::string("missing argument ") + std::to_string(index) + " (" + what + ")");
+  }
+  return node.args[index];
+}
+
+const Value& f32_tensor(const Graph& g, int id, const char* what) {
+  const Value& v = value_at(g, id);
+  if (!v.is_tensor()) fail(std::string(what) + ": not a tensor");
+  if (v.dtype != DType::F32) fail(std::string(what) + ": dtype is not f32");
+  if (v.quant.scheme != QuantSpec::Scheme::None) fail(std::string(what) + ": quantized");
+  if (v.sizes.empty() || v.sizes.size() > kMaxRank) {
+    fail(std::string(what) + ": rank " + std::to_string(v.sizes.size()) + " (1..6 taken)");
+  }
+  for (int64_t d : v.sizes) {
+    if (d < 1) fail(std::string(what) + ": empty or negative dim in " + shape_str(v.sizes));
+  }
+  return v;
+}
+
+const Value& activation_tensor(const Graph& g, int id, const char* what) {
+  const Value& v = f32_tensor(g, id, what);
+  if (v.is_constant) fail(std::string(what) + ": a constant (expected an activation)");
+  return v;
+}
+
+const Value& constant_tensor(const Graph& g, int id, const char* what, size_t rank) {
+  const Value& v = f32_tensor(g, id, what);
+  if (!v.is_constant) fail(std::string(what) + ": not a constant");
+  if (v.sizes.size() != rank) {
+    fail(std::string(what) + ": rank " + std::to_string(v.sizes.size()) + ", expected " +
+         std::to_string(rank));
+  }
+  uint64_t n = 1;
+  for (int64_t d : v.sizes) n *= static_cast<uint64_t>(d);
+  if (v.data.size() != n * sizeof(float)) fail(std::string(what) + ": constant byte size");
+  return v;
+}
+
+const Value& single_output(const Graph& g, const Node& node) {
+  if (node.outputs.size() != 1) fail("expected one output");
+  const int id = node.outputs[0];
+  const Value& v = f32_tensor(g, id, "out");
+  if (v.is_constant || v.is_state) fail("out: a constant or state tensor");
+  for (int a : node.args) {
+    if (a == id) fail("out is also an input (in place)");
+  }
+  return v;
+}
+
+const Value& static_value(const Graph& g, int id, const char* what) {
+  const Value& v = value_at(g, id);
+  for (int in : g.inputs) {
+    if (in == id) fail(std::string(what) + ": a method input (known only at run time)");
+  }
+  return v;
+}
+
+double number(const Graph& g, int id, const char* what) {
+  const Value& v = static_value(g, id, what);
+  if (v.kind == Value::Kind::Int) return static_cast<double>(v.int_value);
+  if (v.kind == Value::Kind::Double) return v.double_value;
+  fail(std::string(what) + ": expected an Int or Double");
+}
+
+int64_t int_value(const Graph& g, int id, const char* what) {
+  const Value& v = static_value(g, id, what);
+  if (v.kind != Value::Kind::Int) fail(std::string(what) + ": expected an Int");
+  return v.int_value;
+}
+
+bool bool_value(const Graph& g, int id, const char* what) {
+  const Value& v = static_value(g, id, what);
+  if (v.kind != Value::Kind::Bool) fail(std::string(what) + ": expected a Bool");
+  return v.bool_value;
+}
+
+bool is_none(const Graph& g, int id) {
+  return static_value(g, id, "argument").kind == Value::Kind::None;
+}
+
+void spatial(const Graph& g, int id, const char* what, const int64_t* empty_default,
+             int64_t min_value, int64_t out[2]) {
+  const Value& v = static_value(g, id, what);
+  if (v.kind == Value::Kind::Int) {
+    out[0] = out[1] = v.int_value;
+  } else if (v.kind == Value::Kind::IntList) {
+    if (v.ints.empty()) {
+      if (empty_default == nullptr) fail(std::string(what) + ": empty list");
+      out[0] = empty_default[0];
+      out[1] = empty_default[1];
+    } else if (v.ints.size() == 1 || v.ints.size() == 2) {
+      out[0] = v.ints[0];
+      out[1] = v.ints[v.ints.size() - 1];
+    } else {
+      fail(std::string(what) + ": expected 1 or 2 values");
+    }
+  } else {
+    fail(std::string(what) + ": expected an Int or IntList");
+  }
+  for (int d = 0; d < 2; ++d) {
+    if (out[d] < min_value || out[d] > kMaxParam) {
+      fail(std::string(what) + ": value " + std::to_string(out[d]) + " out of range");
+    }
+  }
+}
+
+std::vector<float> constant_floats(const Value& v) {
+  std::vector<float> f(v.data.size() / sizeof(float));
+  if (!f.empty()) std::memcpy(f.data(), v.data.data(), f.size() * sizeof(float));
+  return f;
+}
+
+bool layout_sensitive(const std::vector<int64_t>& dims) {
+  return dims.size() == 4 && dims[1] != 1 && dims[2] * dims[3] != 1;
+}
+
+std::vector<uint64_t> xnn_dims(const std::vector<int64_t>& dims) {
+  std::vector<uint64_t> x(dims.begin(), dims.end());
+  if (dims.size() == 4) {
+    x = {static_cast<uint64_t>(dims[0]), static_cast<uint64_t>(dims[2]),
+         static_cast<uint64_t>(dims[3]), static_cast<uint64_t>(dims[1])};
+  }
+  return x;
+}
+
+std::string shape_str(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(dims[i]);
+  }
+  return s + "]";
+}
+
+int64_t window_out(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dilation) {
+  const int64_t span = dilation * (k - 1) + 1;
+  const int64_t padded = in + 2 * pad;
+  if (padded < span) return -1;
+  return (padded - span) / stride + 1;
+}
+
+ConvAttrs conv_attrs(const Graph& g, const Node& node) {
+  // x, w, b, stride, padding, dilation, groups -> out
+  if (node.args.size() != 7) fail("conv2d: expected 7 arguments");
+  const Value& x = activation_tensor(g, arg(node, 0, "x"), "x");
+  const Value& w = constant_tensor(g, arg(node, 1, "weight"), "weight", 4);
+  const Value& out = single_output(g, node);
+  if (x.sizes.size() != 4) fail("conv2d: x is not [N, C, H, W]");
+  ConvAttrs a{};
+  const int64_t one[2] = {1, 1};
+  spatial(g, node.args[3], "stride", one, 1, a.stride);
+  spatial(g, node.args[4], "padding", nullptr, 0, a.pad);
+  spatial(g, node.args[5], "dilation", one, 1, a.dilation);
+  a.groups = int_value(g, node.args[6], "groups");
+  const int64_t n = x.sizes[0], c = x.sizes[1], o = w.sizes[0];
+  if (a.groups < 1 || a.groups > kMaxParam || c % a.groups != 0 || o % a.groups != 0) {
+    fail("conv2d: groups " + std::to_string(a.groups) + " do not divide channels");
+  }
+  if (w.sizes[1] != c / a.groups)
+    fail("conv2d: weight " + shape_str(w.sizes) + " vs x " + shape_str(x.sizes));
+  if (!is_none(g, node.args[2])) {
+    const Value& b = constant_tensor(g, node.args[2], "bias", 1);
+    if (b.sizes[0] != o) fail("conv2d: bias size");
+  }
+  const int64_t oh = window_out(x.sizes[2], w.sizes[2], a.stride[0], a.pad[0], a.dilation[0]);
+  const int64_t ow = window_out(x.sizes[3], w.sizes[3], a.stride[1], a.pad[1], a.dilation[1]);
+  if (!same_dims(out.sizes, {n, o, oh, ow})) {
+    fail("conv2d: out " + shape_str(out.sizes) + " is not " + shape_str({n, o, oh, ow}));
+  }
+  a.depthwise = a.groups > 1 && a.groups == c && w.sizes[1] == 1;
+  return a;
+}
+
+PoolAttrs pool_attrs(const Graph& g, const Node& node, bool is_max) {
+  // max: x, kernel, stride, padding, dilation, ceil_mode -> out
+  // avg: x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override -> out
+  if (node.args.size() != (is_max ? 6u : 7u)) fail("pool: wrong argument count");
+  const Value& x = activation_tensor(g, arg(node, 0, "x"), "x");
+  const Value& out = single_output(g, node);
+  if (x.sizes.size() != 4) fail("pool: x is not [N, C, H, W]");
+  PoolAttrs a{};
+  spatial(g, node.args[1], "kernel_size", nullptr, 1, a.kernel);
+  spatial(g, node.args[2], "stride", a.kernel, 1, a.stride);
+  spatial(g, node.args[3], "padding", nullptr, 0, a.pad);
+  a.dilation[0] = a.dilation[1] = 1;
+  if (is_max) {
+    const int64_t one[2] = {1, 1};
+    spatial(g, node.args[4], "dilation", one, 1, a.dilation);
+    (void)bool_value(g, node.args[5], "ceil_mode");
+  } else {
+    (void)bool_value(g, node.args[4], "ceil_mode");
+    const bool count_include_pad = bool_value(g, node.args[5], "count_include_pad");
+    if (!is_none(g, node.args[6])) fail("avg_pool2d: divisor_override");
+    // XNNPACK divides by the number of input pixels in the window (padding not counted).
+    if ((a.pad[0] > 0 || a.pad[1] > 0) && count_include_pad) {
+      fail("avg_pool2d: count_include_pad with padding");
+    }
+  }
+  if (a.kernel[0] * a.kernel[1] == 1) fail("pool: 1x1 window");
+  for (int d = 0; d < 2; ++d) {
+    if (2 * a.pad[d] > a.kernel[d]) fail("pool: padding over half the window");
+  }
+  const int64_t oh = window_out(x.sizes[2], a.kernel[0], a.stride[0], a.pad[0], a.dilation[0]);
+  const int64_t ow = window_out(x.sizes[3], a.kernel[1], a.stride[1], a.pad[1], a.dilation[1]);
+  // ceil_mode is taken when it gives the floor-mode size (XNNPACK has no ceil mode).
+  if (!same_dims(out.sizes, {x.sizes[0], x.sizes[1], oh, ow})) {
+    fail("pool: out " + shape_str(out.sizes) + " is not the floor-mode size");
+  }
+  return a;
+}
+
+void clamp_bounds(const Graph& g, const Node& node, float* lo, float* hi) {
+  const float inf = std::numeric_limits<float>::infinity();
+  double l = -inf, h = inf;
+  if (node.op == "tern::relu") {
+    if (node.args.size() != 1) fail("relu: expected 1 argument");
+    l = 0.0;
+  } else if (node.op == "tern::hardtanh") {
+    if (node.args.size() != 3) fail("hardtanh: expected 3 arguments");
+    l = number(g, node.args[1], "min_val");
+    h = number(g, node.args[2], "max_val");
+  } else {  // clamp
+    if (node.args.size() < 1 || node.args.size() > 3) fail("clamp: expected 1 to 3 arguments");
+    if (node.args.size() > 1 && !is_none(g, node.args[1])) l = number(g, node.args[1], "min");
+    if (node.args.size() > 2 && !is_none(g, node.args[2])) h = number(g, node.args[2], "max");
+  }
+  if (std::isnan(l) || std::isnan(h) || !(l <= h)) fail("clamp: bounds not ordered");
+  *lo = static_cast<float>(l);
+  *hi = static_cast<float>(h);
+}
+
+void pad_amounts(const Graph& g, const Node& node, size_t rank, std::vector<int64_t>* pre,
+                 std::vector<int64_t>* post, float* value) {
+  // x, pad, mode, value -> out
+  if (node.args.size() != 4) fail("pad: expected 4 arguments");
+  const Value& p = static_value(g, node.args[1], "pad");
+  if (p.kind != Value::Kind::IntList || p.ints.size() % 2 != 0 || p.ints.size() > 2 * rank) {
+    fail("pad: pad list");
+  }
+  const Value& mode = static_value(g, node.args[2], "mode");
+  if (mode.kind != Value::Kind::String || mode.string_value != "constant") {
+    fail("pad: mode is not \"constant\"");
+  }
+  double v = 0.0;
+  if (!is_none(g, node.args[3])) v = number(g, node.args[3], "value");
+  pre->assign(rank, 0);
+  post->assign(rank, 0);
+  for (size_t i = 0; i < p.ints.size() / 2; ++i) {
+    const int64_t a = p.ints[2 * i], b = p.ints[2 * i + 1];
+    if (a < 0 || b < 0 || a > kMaxParam || b > kMaxParam) fail("pad: negative or huge pad");
+    (*pre)[rank - 1 - i] = a;
+    (*post)[rank - 1 - i] = b;
+  }
+  *value = static_cast<float>(v);
+}
+
+double binary_alpha(const Graph& g, const Node& node) {
+  const bool has_alpha = node.op == "tern::add" || node.op == "tern::sub";
+  const size_t max_args = (has_alpha || node.op == "tern::div") ? 3 : 2;
+  if (node.args.size() < 2 || node.args.size() > max_args) fail("binary: argument count");
+  double alpha = 1.0;
+  if (node.args.size() == 3) {
+    if (has_alpha) {
+      alpha = number(g, node.args[2], "alpha");
+    } else if (!is_none(g, node.args[2])) {
+      fail("div: rounding_mode");
+    }
+  }
+  const Value& out = single_output(g, node);
+  const size_t r = out.sizes.size();
+  bool any_activation = false;
+  std::vector<int64_t> bcast(r, 1);
+  for (int k = 0; k < 2; ++k) {
+    const Value& v = value_at(g, node.args[k]);
+    const char* what = k == 0 ? "a" : "b";
+    if (v.kind == Value::Kind::Int || v.kind == Value::Kind::Double) {
+      if (k == 0) fail("binary: a is a scalar");
+      static_value(g, node.args[k], what);
+      continue;
+    }
+    f32_tensor(g, node.args[k], what);
+    const size_t vr = v.sizes.size();
+    if (vr > r) fail("binary: operand rank above out rank");
+    for (size_t i = 0; i < vr; ++i) {
+      const int64_t d = v.sizes[i];
+      int64_t& o = bcast[r - vr + i];
+      if (d != 1) {
+        if (o != 1 && o != d) fail("binary: operands do not broadcast");
+        o = d;
+      }
+    }
+    if (!v.is_constant) {
+      any_activation = true;
+      // An activation keeps the layout of its own rank: NHWC at rank 4, plain otherwise.
+      if ((vr == 4) != (r == 4)) fail("binary: activation rank differs across the NHWC rule");
+    }
+  }
+  if (!any_activation) fail("binary: no activation operand");
+  if (alpha != 1.0) {  // folded into a constant or scalar b at compile time
+    const Value& b = value_at(g, node.args[1]);
+    if (b.is_tensor() && !b.is_constant) fail("binary: alpha with an activation b");
+  }
+  if (bcast != out.sizes) fail("binary: out " + shape_str(out.sizes) + " is not the broadcast");
+  return alpha;
+}
+
+bool global_mean_keepdim(const Graph& g, const Node& node) {
+  // x, dims, keepdim -> out
+  if (node.args.size() != 3) fail("mean: expected 3 arguments");
+  const Value& x = activation_tensor(g, node.args[0], "x");
+  const Value& out = single_output(g, node);
+  if (x.sizes.size() != 4) fail("mean: x is not [N, C, H, W]");
+  const Value& dims = static_value(g, node.args[1], "dims");
+  if (dims.kind != Value::Kind::IntList || dims.ints.size() != 2) fail("mean: not over 2 dims");
+  bool seen[4] = {false, false, false, false};
+  for (int64_t d : dims.ints) {
+    if (d < 0) d += 4;
+    if (d < 2 || d > 3 || seen[d]) fail("mean: not over the spatial dims (2, 3)");
+    seen[d] = true;
+  }
+  const bool keepdim = bool_value(g, node.args[2], "keepdim");
+  const std::vector<int64_t> expect = keepdim ? std::vector<int64_t>{x.sizes[0], x.sizes[1], 1, 1}
+                                              : std::vector<int64_t>{x.sizes[0], x.sizes[1]};
+  if (out.sizes != expect) fail("mean: out shape");
+  return keepdim;
+}
+
+bool is_cpu_view_op(const std::string& op) {
+  return op == "tern::reshape" || op == "tern::view" || op == "tern::flatten" ||
+         op == "tern::squeeze" || op == "tern::unsqueeze";
+}
+
+}  // namespace tern::compiler::cpu_compile

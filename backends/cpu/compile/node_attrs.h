@@ -1,0 +1,99 @@
+// Reading and checking a node's operands and attributes for the cpu backend (internal to
+// backends/cpu/compile). Every function throws Unsupported with a reason on anything the
+// backend does not take.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tools/compiler/graph.h"
+
+namespace tern::compiler::cpu_compile {
+
+/// Why a node cannot be delegated.
+class Unsupported : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+/// Most dims XNNPACK takes.
+constexpr size_t kMaxRank = 6;
+
+/// Value `id` (Unsupported when out of range).
+const Value& value_at(const Graph& g, int id);
+/// Argument `index` of `node` (Unsupported naming `what` when missing).
+int arg(const Node& node, size_t index, const char* what);
+/// The one output of `node`: an f32 tensor, rank 1..6, not constant/state, not an input.
+const Value& single_output(const Graph& g, const Node& node);
+/// Value `id` as an f32 tensor of rank 1..6 with no zero dim.
+const Value& f32_tensor(const Graph& g, int id, const char* what);
+/// Value `id` as an f32 tensor that is not a constant (an activation).
+const Value& activation_tensor(const Graph& g, int id, const char* what);
+/// Value `id` as an f32 constant tensor of rank `rank`.
+const Value& constant_tensor(const Graph& g, int id, const char* what, size_t rank);
+/// Value `id` when its value is known at compile time (Unsupported for a method input).
+const Value& static_value(const Graph& g, int id, const char* what);
+/// An Int or Double value as a double.
+double number(const Graph& g, int id, const char* what);
+int64_t int_value(const Graph& g, int id, const char* what);
+bool bool_value(const Graph& g, int id, const char* what);
+bool is_none(const Graph& g, int id);
+/// An Int or an IntList of 1 or 2 values (one repeats) into out[2]; an empty list gives
+/// `empty_default` (Unsupported when null); each value must be >= min_value.
+void spatial(const Graph& g, int id, const char* what, const int64_t* empty_default,
+             int64_t min_value, int64_t out[2]);
+
+/// The f32 data of a constant tensor.
+std::vector<float> constant_floats(const Value& v);
+
+/// Whether NHWC and NCHW bytes differ for these dims (rank 4 with C > 1 and H*W > 1).
+bool layout_sensitive(const std::vector<int64_t>& dims);
+/// XNNPACK dims of a tern tensor: rank 4 goes NHWC, others stay.
+std::vector<uint64_t> xnn_dims(const std::vector<int64_t>& dims);
+/// "[1, 3, 224, 224]".
+std::string shape_str(const std::vector<int64_t>& dims);
+
+/// Output size of a sliding window (floor mode); -1 when the window does not fit.
+int64_t window_out(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dilation);
+
+struct ConvAttrs {
+  int64_t stride[2];
+  int64_t pad[2];
+  int64_t dilation[2];
+  int64_t groups;
+  bool depthwise;  ///< groups == C > 1 and one input channel per group
+};
+/// Checks a tern::conv2d node (shapes included) and reads its attributes.
+ConvAttrs conv_attrs(const Graph& g, const Node& node);
+
+struct PoolAttrs {
+  int64_t kernel[2];
+  int64_t stride[2];
+  int64_t pad[2];
+  int64_t dilation[2];
+};
+/// Checks a tern::max_pool2d / tern::avg_pool2d node and reads its attributes.
+PoolAttrs pool_attrs(const Graph& g, const Node& node, bool is_max);
+
+/// Clamp bounds of relu / hardtanh / clamp.
+void clamp_bounds(const Graph& g, const Node& node, float* lo, float* hi);
+
+/// Per-dim pre/post paddings of a constant tern::pad over a rank-`rank` tensor (tern order).
+void pad_amounts(const Graph& g, const Node& node, size_t rank, std::vector<int64_t>* pre,
+                 std::vector<int64_t>* post, float* value);
+
+/// Checks a node of a binary elementwise op (add sub mul div) and returns alpha (1 unless
+/// add/sub give one).
+double binary_alpha(const Graph& g, const Node& node);
+
+/// Checks a tern::mean over the spatial dims {2, 3} of an [N, C, H, W] activation (global
+/// average pooling) and returns keepdim.
+bool global_mean_keepdim(const Graph& g, const Node& node);
+
+/// Whether `op` is one of the view ops the backend takes (reshape view flatten squeeze
+/// unsqueeze).
+bool is_cpu_view_op(const std::string& op);
+
+}  // namespace tern::compiler::cpu_compile

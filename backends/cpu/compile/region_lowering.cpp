@@ -1,0 +1,374 @@
+#include "backends/cpu/compile/region_lowering.h"
+
+#include <cstring>
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "backends/cpu/compile/node_attrs.h"
+#include "backends/cpu/cpu_blob_format.h"
+
+namespace tern::compiler::cpu_compile {
+namespace {
+
+using cpu::BlobHeader;
+using cpu::BlobNode;
+using cpu::BlobValue;
+using cpu::NodeOp;
+using cpu::ValueKind;
+using cpu::ValueLayout;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+/// NCHW -> NHWC transpose of a row-major [n, c, h, w] block.
+std::vector<float> to_nhwc(const std::vector<float>& src, const std::vector<int64_t>& d) {
+  const int64_t n = d[0], c = d[1], hw = d[2] * d[3];
+  std::vector<float> dst(src.size());
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t ch = 0; ch < c; ++ch) {
+      for (int64_t p = 0; p < hw; ++p) dst[(i * hw + p) * c + ch] = src[(i * c + ch) * hw + p];
+    }
+  }
+  return dst;
+}
+
+class Lowering {
+ public:
+  Lowering(const Graph& g, const DelegateRegion& r) : g_(g), r_(r) {
+    const uint32_t num_in = static_cast<uint32_t>(r.inputs.size());
+    for (uint32_t i = 0; i < num_in; ++i) input_arg_.emplace(r.inputs[i], i);
+    for (uint32_t j = 0; j < r.outputs.size(); ++j) output_arg_.emplace(r.outputs[j], num_in + j);
+  }
+
+  std::vector<uint8_t> run() {
+    if (r_.outputs.empty()) {
+      throw std::invalid_argument(
+          "cpu backend: the region has no outputs (nothing reads what "
+          "it makes)");
+    }
+    for (int n : r_.nodes) lower_node(g_.nodes[static_cast<size_t>(n)]);
+    for (int out : r_.outputs) {
+      if (ids_.count(out) == 0) {
+        throw std::invalid_argument("cpu backend: region output value " + std::to_string(out) +
+                                    " is not produced by the region");
+      }
+    }
+    return serialize();
+  }
+
+ private:
+  uint32_t add_value(ValueKind kind, ValueLayout layout, const std::vector<uint64_t>& dims,
+                     uint32_t arg) {
+    BlobValue v{};
+    v.kind = static_cast<uint32_t>(kind);
+    v.layout = static_cast<uint32_t>(layout);
+    v.rank = static_cast<uint32_t>(dims.size());
+    v.arg = arg;
+    for (size_t i = 0; i < dims.size(); ++i) v.dims[i] = dims[i];
+    values_.push_back(v);
+    return static_cast<uint32_t>(values_.size() - 1);
+  }
+
+  uint32_t add_constant(const std::vector<uint64_t>& dims, const std::vector<float>& data) {
+    const uint32_t id = add_value(ValueKind::Constant, ValueLayout::Plain, dims, cpu::kNoValue);
+    size_t offset =
+        (data_.size() + cpu::kDataAlignment - 1) / cpu::kDataAlignment * cpu::kDataAlignment;
+    data_.resize(offset + data.size() * sizeof(float), 0);
+    if (!data.empty()) std::memcpy(data_.data() + offset, data.data(), data.size() * 4);
+    values_[id].data_offset = offset;
+    values_[id].data_bytes = data.size() * sizeof(float);
+    return id;
+  }
+
+  static ValueLayout layout_of(const std::vector<int64_t>& sizes) {
+    return sizes.size() == 4 ? ValueLayout::Nhwc : ValueLayout::Plain;
+  }
+
+  /// The blob value of activation `vid`: made earlier in the region, or a region input.
+  uint32_t activation(int vid) {
+    auto it = ids_.find(vid);
+    if (it != ids_.end()) return it->second;
+    auto in = input_arg_.find(vid);
+    if (in == input_arg_.end()) {
+      throw std::invalid_argument("cpu backend: value " + std::to_string(vid) +
+                                  " is read before the region makes it and is no region input");
+    }
+    const Value& v = g_.values[static_cast<size_t>(vid)];
+    const uint32_t id =
+        add_value(ValueKind::ExternalInput, layout_of(v.sizes), xnn_dims(v.sizes), in->second);
+    ids_.emplace(vid, id);
+    return id;
+  }
+
+  /// Defines the blob value node output `vid` (external when it leaves the region).
+  uint32_t output(int vid) {
+    if (ids_.count(vid) != 0) {
+      throw std::invalid_argument("cpu backend: value " + std::to_string(vid) +
+                                  " is produced twice");
+    }
+    const Value& v = g_.values[static_cast<size_t>(vid)];
+    auto out = output_arg_.find(vid);
+    const bool external = out != output_arg_.end();
+    // Layout only tells the runtime how to convert at the edge: internal values are Plain.
+    const uint32_t id = add_value(external ? ValueKind::ExternalOutput : ValueKind::Internal,
+                                  external ? layout_of(v.sizes) : ValueLayout::Plain,
+                                  xnn_dims(v.sizes), external ? out->second : cpu::kNoValue);
+    ids_.emplace(vid, id);
+    return id;
+  }
+
+  /// A new internal value (an intermediate of a node lowered to several XNNPACK nodes).
+  uint32_t internal(const std::vector<uint64_t>& dims) {
+    return add_value(ValueKind::Internal, ValueLayout::Plain, dims, cpu::kNoValue);
+  }
+
+  /// Operand `vid` of a binary op whose output has rank `out_rank`, scaled by `scale`
+  /// (constants and scalars only).
+  uint32_t binary_operand(int vid, size_t out_rank, double scale) {
+    const Value& v = g_.values[static_cast<size_t>(vid)];
+    if (v.kind == Value::Kind::Int || v.kind == Value::Kind::Double) {
+      const double s =
+          v.kind == Value::Kind::Int ? static_cast<double>(v.int_value) : v.double_value;
+      return add_constant({1}, {static_cast<float>(s * scale)});
+    }
+    if (!v.is_constant) return activation(vid);
+    std::vector<float> data = constant_floats(v);
+    if (scale != 1.0) {
+      for (float& f : data) f = static_cast<float>(f * scale);
+    }
+    std::vector<int64_t> dims(out_rank - v.sizes.size(), 1);
+    dims.insert(dims.end(), v.sizes.begin(), v.sizes.end());
+    if (out_rank == 4) data = to_nhwc(data, dims);
+    return add_constant(xnn_dims(dims), data);
+  }
+
+  BlobNode& add_node(NodeOp op, std::vector<uint32_t> inputs, uint32_t out) {
+    BlobNode n{};
+    n.op = static_cast<uint32_t>(op);
+    n.num_inputs = static_cast<uint32_t>(inputs.size());
+    for (uint32_t i = 0; i < cpu::kMaxNodeInputs; ++i) {
+      n.inputs[i] = i < inputs.size() ? inputs[i] : cpu::kNoValue;
+    }
+    n.output = out;
+    n.fparams[0] = -kInf;
+    n.fparams[1] = kInf;
+    nodes_.push_back(n);
+    return nodes_.back();
+  }
+
+  void lower_conv(const Node& node) {
+    const ConvAttrs a = conv_attrs(g_, node);
+    const Value& w = g_.values[static_cast<size_t>(node.args[1])];
+    const int64_t o = w.sizes[0], cg = w.sizes[1], kh = w.sizes[2], kw = w.sizes[3];
+    const std::vector<float> src = constant_floats(w);
+    std::vector<float> filt(src.size());
+    std::vector<uint64_t> fdims;
+    if (a.depthwise) {  // [O, 1, KH, KW] -> [1, KH, KW, O]
+      for (int64_t oc = 0; oc < o; ++oc) {
+        for (int64_t p = 0; p < kh * kw; ++p) filt[p * o + oc] = src[oc * kh * kw + p];
+      }
+      fdims = {1, static_cast<uint64_t>(kh), static_cast<uint64_t>(kw), static_cast<uint64_t>(o)};
+    } else {  // OIHW -> OHWI
+      for (int64_t oc = 0; oc < o; ++oc) {
+        for (int64_t c = 0; c < cg; ++c) {
+          for (int64_t p = 0; p < kh * kw; ++p) {
+            filt[(oc * kh * kw + p) * cg + c] = src[(oc * cg + c) * kh * kw + p];
+          }
+        }
+      }
+      fdims = {static_cast<uint64_t>(o), static_cast<uint64_t>(kh), static_cast<uint64_t>(kw),
+               static_cast<uint64_t>(cg)};
+    }
+    const uint32_t x = activation(node.args[0]);
+    const uint32_t f = add_constant(fdims, filt);
+    uint32_t b = cpu::kNoValue;
+    if (!is_none(g_, node.args[2])) {
+      b = add_constant({static_cast<uint64_t>(o)},
+                       constant_floats(g_.values[static_cast<size_t>(node.args[2])]));
+    }
+    const uint32_t out = output(node.outputs[0]);
+    BlobNode& n = add_node(
+        a.depthwise ? NodeOp::DepthwiseConv2d : NodeOp::Conv2d,
+        b == cpu::kNoValue ? std::vector<uint32_t>{x, f} : std::vector<uint32_t>{x, f, b}, out);
+    n.params[cpu::kPadTop] = n.params[cpu::kPadBottom] = static_cast<uint32_t>(a.pad[0]);
+    n.params[cpu::kPadLeft] = n.params[cpu::kPadRight] = static_cast<uint32_t>(a.pad[1]);
+    n.params[cpu::kKernelH] = static_cast<uint32_t>(kh);
+    n.params[cpu::kKernelW] = static_cast<uint32_t>(kw);
+    n.params[cpu::kStrideH] = static_cast<uint32_t>(a.stride[0]);
+    n.params[cpu::kStrideW] = static_cast<uint32_t>(a.stride[1]);
+    n.params[cpu::kDilationH] = static_cast<uint32_t>(a.dilation[0]);
+    n.params[cpu::kDilationW] = static_cast<uint32_t>(a.dilation[1]);
+    if (a.depthwise) {
+      n.params[cpu::kGroups] = static_cast<uint32_t>(o / a.groups);       // depth multiplier
+      n.params[cpu::kGroupInChannels] = static_cast<uint32_t>(a.groups);  // input channels
+    } else {
+      n.params[cpu::kGroups] = static_cast<uint32_t>(a.groups);
+      n.params[cpu::kGroupInChannels] = static_cast<uint32_t>(cg);
+      n.params[cpu::kGroupOutChannels] = static_cast<uint32_t>(o / a.groups);
+    }
+  }
+
+  void lower_linear(const Node& node) {
+    const Value& w = g_.values[static_cast<size_t>(node.args[1])];
+    const uint32_t x = activation(node.args[0]);
+    const uint32_t f = add_constant(
+        {static_cast<uint64_t>(w.sizes[0]), static_cast<uint64_t>(w.sizes[1])}, constant_floats(w));
+    std::vector<uint32_t> ins{x, f};
+    if (!is_none(g_, node.args[2])) {
+      ins.push_back(add_constant({static_cast<uint64_t>(w.sizes[0])},
+                                 constant_floats(g_.values[static_cast<size_t>(node.args[2])])));
+    }
+    add_node(NodeOp::FullyConnected, ins, output(node.outputs[0]));
+  }
+
+  void lower_binary(const Node& node) {
+    const double alpha = binary_alpha(g_, node);
+    const size_t r = g_.values[static_cast<size_t>(node.outputs[0])].sizes.size();
+    const uint32_t a = binary_operand(node.args[0], r, 1.0);
+    const uint32_t b = binary_operand(node.args[1], r, alpha);
+    NodeOp op = NodeOp::Add;
+    if (node.op == "tern::sub") op = NodeOp::Subtract;
+    if (node.op == "tern::mul") op = NodeOp::Multiply;
+    if (node.op == "tern::div") op = NodeOp::Divide;
+    add_node(op, {a, b}, output(node.outputs[0]));
+  }
+
+  void lower_pool(const Node& node, bool is_max) {
+    const PoolAttrs a = pool_attrs(g_, node, is_max);
+    const uint32_t x = activation(node.args[0]);
+    BlobNode& n =
+        add_node(is_max ? NodeOp::MaxPool2d : NodeOp::AvgPool2d, {x}, output(node.outputs[0]));
+    n.params[cpu::kPadTop] = n.params[cpu::kPadBottom] = static_cast<uint32_t>(a.pad[0]);
+    n.params[cpu::kPadLeft] = n.params[cpu::kPadRight] = static_cast<uint32_t>(a.pad[1]);
+    n.params[cpu::kKernelH] = static_cast<uint32_t>(a.kernel[0]);
+    n.params[cpu::kKernelW] = static_cast<uint32_t>(a.kernel[1]);
+    n.params[cpu::kStrideH] = static_cast<uint32_t>(a.stride[0]);
+    n.params[cpu::kStrideW] = static_cast<uint32_t>(a.stride[1]);
+    n.params[cpu::kDilationH] = static_cast<uint32_t>(a.dilation[0]);
+    n.params[cpu::kDilationW] = static_cast<uint32_t>(a.dilation[1]);
+  }
+
+  void lower_pad(const Node& node) {
+    const Value& xv = g_.values[static_cast<size_t>(node.args[0])];
+    const size_t rank = xv.sizes.size();
+    std::vector<int64_t> pre, post;
+    float value;
+    pad_amounts(g_, node, rank, &pre, &post, &value);
+    if (rank == 4) {  // tern dims N C H W -> XNNPACK dims N H W C
+      pre = {pre[0], pre[2], pre[3], pre[1]};
+      post = {post[0], post[2], post[3], post[1]};
+    }
+    const uint32_t x = activation(node.args[0]);
+    BlobNode& n = add_node(NodeOp::ConstantPad, {x}, output(node.outputs[0]));
+    for (size_t d = 0; d < rank; ++d) {
+      n.params[d] = static_cast<uint32_t>(pre[d]);
+      n.params[cpu::kMaxDims + d] = static_cast<uint32_t>(post[d]);
+    }
+    n.fparams[0] = value;
+    n.fparams[1] = 0.0f;
+  }
+
+  void lower_node(const Node& node) {
+    const std::string& op = node.op;
+    if (op == "tern::conv2d") {
+      lower_conv(node);
+    } else if (op == "tern::linear") {
+      lower_linear(node);
+    } else if (op == "tern::add" || op == "tern::sub" || op == "tern::mul" || op == "tern::div") {
+      lower_binary(node);
+    } else if (op == "tern::relu" || op == "tern::hardtanh" || op == "tern::clamp") {
+      float lo, hi;
+      clamp_bounds(g_, node, &lo, &hi);
+      const uint32_t x = activation(node.args[0]);
+      BlobNode& n = add_node(NodeOp::Clamp, {x}, output(node.outputs[0]));
+      n.fparams[0] = lo;
+      n.fparams[1] = hi;
+    } else if (op == "tern::hardsigmoid") {
+      // min(max(x + 3, 0), 6) / 6, as the portable kernel computes it; XNNPACK fuses the clamp
+      // into the add.
+      const Value& xv = g_.values[static_cast<size_t>(node.args[0])];
+      const std::vector<uint64_t> dims = xnn_dims(xv.sizes);
+      const uint32_t x = activation(node.args[0]);
+      const uint32_t shifted = internal(dims);
+      add_node(NodeOp::Add, {x, add_constant({1}, {3.0f})}, shifted);
+      const uint32_t clamped = internal(dims);
+      BlobNode& c = add_node(NodeOp::Clamp, {shifted}, clamped);
+      c.fparams[0] = 0.0f;
+      c.fparams[1] = 6.0f;
+      add_node(NodeOp::Divide, {clamped, add_constant({1}, {6.0f})}, output(node.outputs[0]));
+    } else if (op == "tern::mean") {
+      const bool keepdim = global_mean_keepdim(g_, node);
+      const Value& xv = g_.values[static_cast<size_t>(node.args[0])];
+      const uint32_t x = activation(node.args[0]);
+      if (keepdim) {
+        add_node(NodeOp::GlobalAvgPool2d, {x}, output(node.outputs[0]));
+      } else {  // [N, 1, 1, C] then reshape to [N, C] (same bytes)
+        const uint32_t pooled = internal(
+            {static_cast<uint64_t>(xv.sizes[0]), 1, 1, static_cast<uint64_t>(xv.sizes[1])});
+        add_node(NodeOp::GlobalAvgPool2d, {x}, pooled);
+        add_node(NodeOp::Reshape, {pooled}, output(node.outputs[0]));
+      }
+    } else if (op == "tern::hardswish" || op == "tern::sigmoid" || op == "tern::softmax") {
+      const NodeOp nop = op == "tern::hardswish" ? NodeOp::Hardswish
+                         : op == "tern::sigmoid" ? NodeOp::Sigmoid
+                                                 : NodeOp::Softmax;
+      const uint32_t x = activation(node.args[0]);
+      add_node(nop, {x}, output(node.outputs[0]));
+    } else if (op == "tern::max_pool2d" || op == "tern::avg_pool2d") {
+      lower_pool(node, op == "tern::max_pool2d");
+    } else if (op == "tern::adaptive_avg_pool2d") {
+      const uint32_t x = activation(node.args[0]);
+      add_node(NodeOp::GlobalAvgPool2d, {x}, output(node.outputs[0]));
+    } else if (is_cpu_view_op(op)) {
+      const uint32_t x = activation(node.args[0]);
+      add_node(NodeOp::Reshape, {x}, output(node.outputs[0]));
+    } else if (op == "tern::pad") {
+      lower_pad(node);
+    } else {
+      throw std::invalid_argument("cpu backend: no lowering for " + op);
+    }
+  }
+
+  std::vector<uint8_t> serialize() const {
+    BlobHeader h{};
+    std::memcpy(h.magic, cpu::kBlobMagic, 4);
+    h.version = cpu::kBlobVersion;
+    h.header_size = sizeof(BlobHeader);
+    h.num_args = static_cast<uint32_t>(r_.inputs.size() + r_.outputs.size());
+    h.num_values = static_cast<uint32_t>(values_.size());
+    h.num_nodes = static_cast<uint32_t>(nodes_.size());
+    h.value_record_size = sizeof(BlobValue);
+    h.node_record_size = sizeof(BlobNode);
+    const size_t tables =
+        sizeof(BlobHeader) + values_.size() * sizeof(BlobValue) + nodes_.size() * sizeof(BlobNode);
+    h.data_offset = (tables + cpu::kDataAlignment - 1) / cpu::kDataAlignment * cpu::kDataAlignment;
+    h.data_size = data_.size() + cpu::kDataTailPadding;
+    std::vector<uint8_t> blob(h.data_offset + h.data_size, 0);
+    uint8_t* p = blob.data();
+    std::memcpy(p, &h, sizeof(h));
+    p += sizeof(h);
+    if (!values_.empty()) std::memcpy(p, values_.data(), values_.size() * sizeof(BlobValue));
+    p += values_.size() * sizeof(BlobValue);
+    if (!nodes_.empty()) std::memcpy(p, nodes_.data(), nodes_.size() * sizeof(BlobNode));
+    if (!data_.empty()) std::memcpy(blob.data() + h.data_offset, data_.data(), data_.size());
+    return blob;
+  }
+
+  const Graph& g_;
+  const DelegateRegion& r_;
+  std::map<int, uint32_t> input_arg_;
+  std::map<int, uint32_t> output_arg_;
+  std::map<int, uint32_t> ids_;  ///< tern value id -> blob value index
+  std::vector<BlobValue> values_;
+  std::vector<BlobNode> nodes_;
+  std::vector<uint8_t> data_;
+};
+
+}  // namespace
+
+std::vector<uint8_t> lower_region(const Graph& graph, const DelegateRegion& region) {
+  return Lowering(graph, region).run();
+}
+
+}  // namespace tern::compiler::cpu_compile

@@ -1,0 +1,16 @@
+// Lowering of a delegate region to a cpu blob (internal to backends/cpu/compile).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tools/compiler/graph.h"
+
+namespace tern::compiler::cpu_compile {
+
+/// Serializes `region` (every node already checked as supported) into a version-1 cpu blob:
+/// values (4-D activations NHWC), nodes, and constants re-laid out for XNNPACK. Throws
+/// std::invalid_argument when the region is malformed (a tensor read before it is made).
+std::vector<uint8_t> lower_region(const Graph& graph, const DelegateRegion& region);
+
+}  // namespace tern::compiler::cpu_compile

@@ -1,0 +1,124 @@
+// The cpu (XNNPACK) delegate blob, version 1: shared by the compile half (writer) and the
+// runtime half (reader). Plain structs only (no STL): the runtime includes this file.
+// The byte layout is documented in backends/cpu/README.md; all fields are little-endian.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tern::cpu {
+
+/// The blob's first four bytes.
+constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
+/// The blob format version this build writes and reads. A blob of another version is refused
+/// with DelegateInvalidCompatibility (the method then runs the portable fallback).
+constexpr uint32_t kBlobVersion = 1;
+/// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
+constexpr uint32_t kMaxDims = 6;
+/// Most inputs of one node.
+constexpr uint32_t kMaxNodeInputs = 3;
+/// Integer parameters of one node.
+constexpr uint32_t kNodeParams = 16;
+/// "No value" in a node's input list and in a value's arg field.
+constexpr uint32_t kNoValue = 0xFFFFFFFFu;
+/// The data section starts at a multiple of this many bytes from the blob start, and every
+/// constant within it too.
+constexpr uint64_t kDataAlignment = 64;
+/// Bytes after the last constant that the data section keeps as zero padding: XNNPACK may
+/// read up to 16 bytes (XNN_EXTRA_BYTES) past a tensor.
+constexpr uint64_t kDataTailPadding = 64;
+
+/// Fixed header at offset 0.
+struct BlobHeader {
+  char magic[4];
+  uint32_t version;
+  uint32_t header_size;  ///< sizeof(BlobHeader); value records follow it
+  uint32_t num_args;     ///< arguments of the delegate call (region inputs + outputs)
+  uint32_t num_values;
+  uint32_t num_nodes;
+  uint32_t value_record_size;  ///< sizeof(BlobValue)
+  uint32_t node_record_size;   ///< sizeof(BlobNode); node records follow the value records
+  uint64_t data_offset;        ///< from the blob start; multiple of kDataAlignment
+  uint64_t data_size;          ///< bytes of the data section (including its tail padding)
+};
+
+/// What a value is.
+enum class ValueKind : uint32_t {
+  Internal = 0,        ///< produced and consumed inside the delegate
+  ExternalInput = 1,   ///< a delegate call argument read by the delegate
+  ExternalOutput = 2,  ///< a delegate call argument written by the delegate
+  Constant = 3,        ///< bytes in the data section (already in the XNNPACK layout)
+};
+
+/// How an external value's tern tensor maps onto the XNNPACK value.
+enum class ValueLayout : uint32_t {
+  Plain = 0,  ///< same dims, same row-major bytes
+  Nhwc = 1,   ///< XNNPACK dims [N, H, W, C]; the tern tensor is [N, C, H, W] (NCHW)
+};
+
+/// One value: a tensor of f32. `dims` are the XNNPACK dims (for Nhwc: N, H, W, C).
+struct BlobValue {
+  uint32_t kind;            ///< ValueKind
+  uint32_t layout;          ///< ValueLayout (Nhwc needs rank 4)
+  uint32_t rank;            ///< 1..kMaxDims
+  uint32_t arg;             ///< delegate call argument index for externals, else kNoValue
+  uint64_t dims[kMaxDims];  ///< first `rank` used, each >= 1; the rest 0
+  uint64_t data_offset;     ///< constants: from the data section start, else 0
+  uint64_t data_bytes;      ///< constants: 4 * numel, else 0
+};
+
+/// Node operators (BlobNode::op).
+enum class NodeOp : uint32_t {
+  Conv2d = 1,           ///< in: x, filter [O, KH, KW, C/g], bias [O]?; params: conv layout
+  DepthwiseConv2d = 2,  ///< in: x, filter [1, KH, KW, C*M], bias [C*M]?; params: conv layout
+  FullyConnected = 3,   ///< in: x [..., I], filter [O, I], bias [O]?
+  Add = 4,              ///< in: a, b (NumPy broadcasting over the XNNPACK dims)
+  Subtract = 5,
+  Multiply = 6,
+  Divide = 7,
+  Clamp = 8,  ///< fparams: min, max
+  Hardswish = 9,
+  Sigmoid = 10,
+  Softmax = 11,          ///< over the last XNNPACK dim
+  MaxPool2d = 12,        ///< params: pool layout (with dilation)
+  AvgPool2d = 13,        ///< params: pool layout (dilation unused); padding not counted
+  GlobalAvgPool2d = 14,  ///< x [N, H, W, C] -> [N, 1, 1, C]
+  ConstantPad = 15,      ///< params[0..5] pre, params[6..11] post paddings; fparams[0] value
+  Reshape = 16,          ///< to the output value's dims (same element count)
+};
+
+/// Indices into BlobNode::params for the convolution and pooling ops.
+enum ConvParam : uint32_t {
+  kPadTop = 0,
+  kPadRight = 1,
+  kPadBottom = 2,
+  kPadLeft = 3,
+  kKernelH = 4,
+  kKernelW = 5,
+  kStrideH = 6,
+  kStrideW = 7,
+  kDilationH = 8,
+  kDilationW = 9,
+  kGroups = 10,            ///< Conv2d; DepthwiseConv2d: depth multiplier
+  kGroupInChannels = 11,   ///< Conv2d; DepthwiseConv2d: input channels
+  kGroupOutChannels = 12,  ///< Conv2d only
+};
+
+/// One node. Unused inputs are kNoValue, unused params 0.
+struct BlobNode {
+  uint32_t op;  ///< NodeOp
+  uint32_t num_inputs;
+  uint32_t inputs[kMaxNodeInputs];
+  uint32_t output;
+  uint32_t params[kNodeParams];
+  float fparams[2];  ///< output_min/output_max (conv, fc, binary, clamp); pad value
+};
+
+static_assert(sizeof(BlobHeader) == 48, "BlobHeader layout");
+static_assert(sizeof(BlobValue) == 80, "BlobValue layout");
+static_assert(sizeof(BlobNode) == 96, "BlobNode layout");
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the cpu blob is read and written as little-endian structs"
+#endif
+
+}  // namespace tern::cpu

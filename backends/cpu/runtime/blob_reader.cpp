@@ -1,0 +1,549 @@
+#include "backends/cpu/runtime/blob_reader.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "runtime/core/checked_math.h"
+
+namespace tern::cpu {
+namespace {
+
+constexpr uint32_t kMaxValues = 1u << 20;
+constexpr uint32_t kMaxNodes = 1u << 20;
+constexpr uint32_t kMaxArgs = 1u << 20;
+/// Largest dim and node parameter taken (keeps every product below 2^62).
+constexpr uint64_t kMaxDim = uint64_t{1} << 31;
+constexpr uint64_t kMaxParam = uint64_t{1} << 30;
+/// XNN_EXTRA_BYTES: XNNPACK may read this far past a constant.
+constexpr uint64_t kExtraBytes = 16;
+
+const char* op_name(uint32_t op) {
+  switch (static_cast<NodeOp>(op)) {
+    case NodeOp::Conv2d:
+      return "conv2d";
+    case NodeOp::DepthwiseConv2d:
+      return "depthwise_conv2d";
+    case NodeOp::FullyConnected:
+      return "fully_connected";
+    case NodeOp::Add:
+      return "add";
+    case NodeOp::Subtract:
+      return "subtract";
+    case NodeOp::Multiply:
+      return "multiply";
+    case NodeOp::Divide:
+      return "divide";
+    case NodeOp::Clamp:
+      return "clamp";
+    case NodeOp::Hardswish:
+      return "hardswish";
+    case NodeOp::Sigmoid:
+      return "sigmoid";
+    case NodeOp::Softmax:
+      return "softmax";
+    case NodeOp::MaxPool2d:
+      return "max_pool2d";
+    case NodeOp::AvgPool2d:
+      return "avg_pool2d";
+    case NodeOp::GlobalAvgPool2d:
+      return "global_avg_pool2d";
+    case NodeOp::ConstantPad:
+      return "constant_pad";
+    case NodeOp::Reshape:
+      return "reshape";
+  }
+  return "?";
+}
+
+/// Inputs an op takes: [min, max], and which of them must be constants (bit mask).
+void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mask) {
+  *const_mask = 0;
+  switch (op) {
+    case NodeOp::Conv2d:
+    case NodeOp::DepthwiseConv2d:
+    case NodeOp::FullyConnected:
+      *min_in = 2;
+      *max_in = 3;
+      *const_mask = 0x6;
+      return;
+    case NodeOp::Add:
+    case NodeOp::Subtract:
+    case NodeOp::Multiply:
+    case NodeOp::Divide:
+      *min_in = *max_in = 2;
+      return;
+    default:
+      *min_in = *max_in = 1;
+      return;
+  }
+}
+
+bool dims_equal(const BlobValue& v, const uint64_t* dims, uint32_t rank) {
+  if (v.rank != rank) return false;
+  for (uint32_t i = 0; i < rank; ++i) {
+    if (v.dims[i] != dims[i]) return false;
+  }
+  return true;
+}
+
+/// "[1, 2, 3]" into buf.
+const char* dims_str(const uint64_t* dims, uint32_t rank, char* buf, size_t size) {
+  size_t used = 0;
+  buf[0] = '\0';
+  used += static_cast<size_t>(snprintf(buf, size, "["));
+  for (uint32_t i = 0; i < rank && used < size; ++i) {
+    used += static_cast<size_t>(snprintf(buf + used, size - used, "%s%llu", i ? ", " : "",
+                                         static_cast<unsigned long long>(dims[i])));
+  }
+  if (used < size) snprintf(buf + used, size - used, "]");
+  return buf;
+}
+
+Error check_out_dims(uint32_t n, const BlobNode& node, const BlobValue& out, const uint64_t* expect,
+                     uint32_t rank) {
+  if (dims_equal(out, expect, rank)) return Error::Ok;
+  char a[128], b[128];
+  TERN_RETURN_ERROR(InvalidProgram,
+                    "cpu blob: node %u (%s): output value %u has dims %s, the inputs and "
+                    "parameters give %s",
+                    n, op_name(node.op), node.output, dims_str(out.dims, out.rank, a, sizeof(a)),
+                    dims_str(expect, rank, b, sizeof(b)));
+}
+
+/// Output size of a window along one dim, or an error.
+Error window(uint32_t n, const BlobNode& node, const char* dim, uint64_t in, uint64_t pad0,
+             uint64_t pad1, uint64_t k, uint64_t stride, uint64_t dilation, uint64_t* out) {
+  const uint64_t padded = in + pad0 + pad1;
+  const uint64_t span = dilation * (k - 1) + 1;
+  TERN_CHECK_OR_RETURN_ERROR(padded >= span, InvalidProgram,
+                             "cpu blob: node %u (%s): the %s window (%llu) does not fit the "
+                             "padded input (%llu)",
+                             n, op_name(node.op), dim, static_cast<unsigned long long>(span),
+                             static_cast<unsigned long long>(padded));
+  *out = (padded - span) / stride + 1;
+  return Error::Ok;
+}
+
+Error check_params_range(uint32_t n, const BlobNode& node, uint32_t count, uint32_t min_from,
+                         uint32_t min_to) {
+  for (uint32_t i = 0; i < kNodeParams; ++i) {
+    const uint64_t p = node.params[i];
+    if (i >= count) {
+      TERN_CHECK_OR_RETURN_ERROR(p == 0, InvalidProgram,
+                                 "cpu blob: node %u (%s): unused parameter %u is %llu, expected 0",
+                                 n, op_name(node.op), i, static_cast<unsigned long long>(p));
+      continue;
+    }
+    TERN_CHECK_OR_RETURN_ERROR(p <= kMaxParam, InvalidProgram,
+                               "cpu blob: node %u (%s): parameter %u is %llu, above %llu", n,
+                               op_name(node.op), i, static_cast<unsigned long long>(p),
+                               static_cast<unsigned long long>(kMaxParam));
+    TERN_CHECK_OR_RETURN_ERROR(i < min_from || i >= min_to || p >= 1, InvalidProgram,
+                               "cpu blob: node %u (%s): parameter %u is 0, expected >= 1", n,
+                               op_name(node.op), i);
+  }
+  return Error::Ok;
+}
+
+Error check_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
+  const bool dw = static_cast<NodeOp>(node.op) == NodeOp::DepthwiseConv2d;
+  TERN_RETURN_IF_ERROR(check_params_range(n, node, dw ? 12 : 13, kKernelH, dw ? 12 : 13));
+  const BlobValue& x = v[node.inputs[0]];
+  const BlobValue& f = v[node.inputs[1]];
+  const uint64_t kh = node.params[kKernelH], kw = node.params[kKernelW];
+  uint64_t out_c, in_c;
+  uint64_t fexp[4];
+  if (dw) {
+    in_c = node.params[kGroupInChannels];
+    out_c = in_c * node.params[kGroups];
+    fexp[0] = 1;
+    fexp[1] = kh;
+    fexp[2] = kw;
+    fexp[3] = out_c;
+  } else {
+    in_c = static_cast<uint64_t>(node.params[kGroups]) * node.params[kGroupInChannels];
+    out_c = static_cast<uint64_t>(node.params[kGroups]) * node.params[kGroupOutChannels];
+    fexp[0] = out_c;
+    fexp[1] = kh;
+    fexp[2] = kw;
+    fexp[3] = node.params[kGroupInChannels];
+  }
+  TERN_CHECK_OR_RETURN_ERROR(x.rank == 4 && x.dims[3] == in_c, InvalidProgram,
+                             "cpu blob: node %u (%s): input value %u: expected 4 dims with %llu "
+                             "channels last, found rank %u",
+                             n, op_name(node.op), node.inputs[0],
+                             static_cast<unsigned long long>(in_c), x.rank);
+  if (!dims_equal(f, fexp, 4)) {
+    char a[128], b[128];
+    TERN_RETURN_ERROR(InvalidProgram,
+                      "cpu blob: node %u (%s): filter value %u: dims %s, expected %s", n,
+                      op_name(node.op), node.inputs[1], dims_str(f.dims, f.rank, a, sizeof(a)),
+                      dims_str(fexp, 4, b, sizeof(b)));
+  }
+  if (node.num_inputs == 3) {
+    TERN_CHECK_OR_RETURN_ERROR(dims_equal(v[node.inputs[2]], &out_c, 1), InvalidProgram,
+                               "cpu blob: node %u (%s): bias value %u: expected [%llu]", n,
+                               op_name(node.op), node.inputs[2],
+                               static_cast<unsigned long long>(out_c));
+  }
+  uint64_t out[4] = {x.dims[0], 0, 0, out_c};
+  TERN_RETURN_IF_ERROR(window(n, node, "height", x.dims[1], node.params[kPadTop],
+                              node.params[kPadBottom], kh, node.params[kStrideH],
+                              node.params[kDilationH], &out[1]));
+  TERN_RETURN_IF_ERROR(window(n, node, "width", x.dims[2], node.params[kPadLeft],
+                              node.params[kPadRight], kw, node.params[kStrideW],
+                              node.params[kDilationW], &out[2]));
+  return check_out_dims(n, node, v[node.output], out, 4);
+}
+
+Error check_pool(uint32_t n, const BlobNode& node, const BlobValue* v) {
+  const bool is_max = static_cast<NodeOp>(node.op) == NodeOp::MaxPool2d;
+  TERN_RETURN_IF_ERROR(check_params_range(n, node, 10, kKernelH, 10));
+  const uint64_t kh = node.params[kKernelH], kw = node.params[kKernelW];
+  TERN_CHECK_OR_RETURN_ERROR(kh * kw > 1, InvalidProgram, "cpu blob: node %u (%s): a 1x1 window", n,
+                             op_name(node.op));
+  TERN_CHECK_OR_RETURN_ERROR(
+      is_max || (node.params[kDilationH] == 1 && node.params[kDilationW] == 1), InvalidProgram,
+      "cpu blob: node %u (%s): dilation must be 1", n, op_name(node.op));
+  const BlobValue& x = v[node.inputs[0]];
+  TERN_CHECK_OR_RETURN_ERROR(x.rank == 4, InvalidProgram,
+                             "cpu blob: node %u (%s): input value %u: expected 4 dims, found %u", n,
+                             op_name(node.op), node.inputs[0], x.rank);
+  uint64_t out[4] = {x.dims[0], 0, 0, x.dims[3]};
+  TERN_RETURN_IF_ERROR(window(n, node, "height", x.dims[1], node.params[kPadTop],
+                              node.params[kPadBottom], kh, node.params[kStrideH],
+                              node.params[kDilationH], &out[1]));
+  TERN_RETURN_IF_ERROR(window(n, node, "width", x.dims[2], node.params[kPadLeft],
+                              node.params[kPadRight], kw, node.params[kStrideW],
+                              node.params[kDilationW], &out[2]));
+  return check_out_dims(n, node, v[node.output], out, 4);
+}
+
+Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v) {
+  const BlobValue& x = v[node.inputs[0]];
+  const BlobValue& out = v[node.output];
+  const NodeOp op = static_cast<NodeOp>(node.op);
+  switch (op) {
+    case NodeOp::Conv2d:
+    case NodeOp::DepthwiseConv2d:
+      return check_conv(n, node, v);
+    case NodeOp::MaxPool2d:
+    case NodeOp::AvgPool2d:
+      return check_pool(n, node, v);
+    case NodeOp::FullyConnected: {
+      TERN_RETURN_IF_ERROR(check_params_range(n, node, 0, 0, 0));
+      const BlobValue& f = v[node.inputs[1]];
+      TERN_CHECK_OR_RETURN_ERROR(f.rank == 2 && f.dims[1] == x.dims[x.rank - 1], InvalidProgram,
+                                 "cpu blob: node %u (fully_connected): filter value %u is not "
+                                 "[out, %llu]",
+                                 n, node.inputs[1],
+                                 static_cast<unsigned long long>(x.dims[x.rank - 1]));
+      if (node.num_inputs == 3) {
+        TERN_CHECK_OR_RETURN_ERROR(dims_equal(v[node.inputs[2]], &f.dims[0], 1), InvalidProgram,
+                                   "cpu blob: node %u (fully_connected): bias value %u is not "
+                                   "[%llu]",
+                                   n, node.inputs[2], static_cast<unsigned long long>(f.dims[0]));
+      }
+      uint64_t expect[kMaxDims];
+      for (uint32_t i = 0; i < x.rank; ++i) expect[i] = x.dims[i];
+      expect[x.rank - 1] = f.dims[0];
+      return check_out_dims(n, node, out, expect, x.rank);
+    }
+    case NodeOp::Add:
+    case NodeOp::Subtract:
+    case NodeOp::Multiply:
+    case NodeOp::Divide: {
+      TERN_RETURN_IF_ERROR(check_params_range(n, node, 0, 0, 0));
+      const BlobValue& y = v[node.inputs[1]];
+      const uint32_t r = x.rank > y.rank ? x.rank : y.rank;
+      uint64_t expect[kMaxDims];
+      for (uint32_t i = 0; i < r; ++i) {
+        const uint64_t a = i + x.rank >= r ? x.dims[i + x.rank - r] : 1;
+        const uint64_t b = i + y.rank >= r ? y.dims[i + y.rank - r] : 1;
+        TERN_CHECK_OR_RETURN_ERROR(a == b || a == 1 || b == 1, InvalidProgram,
+                                   "cpu blob: node %u (%s): inputs %u and %u do not broadcast "
+                                   "(dim %u: %llu vs %llu)",
+                                   n, op_name(node.op), node.inputs[0], node.inputs[1], i,
+                                   static_cast<unsigned long long>(a),
+                                   static_cast<unsigned long long>(b));
+        expect[i] = a == 1 ? b : a;
+      }
+      return check_out_dims(n, node, out, expect, r);
+    }
+    case NodeOp::Clamp:
+    case NodeOp::Hardswish:
+    case NodeOp::Sigmoid:
+    case NodeOp::Softmax:
+      TERN_RETURN_IF_ERROR(check_params_range(n, node, 0, 0, 0));
+      return check_out_dims(n, node, out, x.dims, x.rank);
+    case NodeOp::GlobalAvgPool2d: {
+      TERN_RETURN_IF_ERROR(check_params_range(n, node, 0, 0, 0));
+      TERN_CHECK_OR_RETURN_ERROR(x.rank == 4, InvalidProgram,
+                                 "cpu blob: node %u (global_avg_pool2d): input value %u: "
+                                 "expected 4 dims, found %u",
+                                 n, node.inputs[0], x.rank);
+      const uint64_t expect[4] = {x.dims[0], 1, 1, x.dims[3]};
+      return check_out_dims(n, node, out, expect, 4);
+    }
+    case NodeOp::ConstantPad: {
+      TERN_RETURN_IF_ERROR(check_params_range(n, node, 2 * kMaxDims, 0, 0));
+      uint64_t expect[kMaxDims];
+      for (uint32_t d = 0; d < kMaxDims; ++d) {
+        const uint64_t pre = node.params[d], post = node.params[kMaxDims + d];
+        TERN_CHECK_OR_RETURN_ERROR(d < x.rank || (pre == 0 && post == 0), InvalidProgram,
+                                   "cpu blob: node %u (constant_pad): padding of dim %u beyond "
+                                   "rank %u",
+                                   n, d, x.rank);
+        if (d < x.rank) expect[d] = x.dims[d] + pre + post;
+      }
+      return check_out_dims(n, node, out, expect, x.rank);
+    }
+    case NodeOp::Reshape:
+      TERN_RETURN_IF_ERROR(check_params_range(n, node, 0, 0, 0));
+      TERN_CHECK_OR_RETURN_ERROR(value_numel(x) == value_numel(out), InvalidProgram,
+                                 "cpu blob: node %u (reshape): %llu elements in, %llu out", n,
+                                 static_cast<unsigned long long>(value_numel(x)),
+                                 static_cast<unsigned long long>(value_numel(out)));
+      return Error::Ok;
+  }
+  TERN_RETURN_ERROR(InvalidProgram, "cpu blob: node %u: unknown op %u", n, node.op);
+}
+
+Error check_value(uint32_t i, const BlobValue& v, const BlobHeader& h, bool* arg_used) {
+  TERN_CHECK_OR_RETURN_ERROR(v.kind <= static_cast<uint32_t>(ValueKind::Constant), InvalidProgram,
+                             "cpu blob: value %u: kind %u unknown (0..3)", i, v.kind);
+  TERN_CHECK_OR_RETURN_ERROR(v.layout <= static_cast<uint32_t>(ValueLayout::Nhwc), InvalidProgram,
+                             "cpu blob: value %u: layout %u unknown (0..1)", i, v.layout);
+  TERN_CHECK_OR_RETURN_ERROR(v.rank >= 1 && v.rank <= kMaxDims, InvalidProgram,
+                             "cpu blob: value %u: rank %u, expected 1..%u", i, v.rank, kMaxDims);
+  for (uint32_t d = 0; d < kMaxDims; ++d) {
+    const bool used = d < v.rank;
+    TERN_CHECK_OR_RETURN_ERROR(used ? (v.dims[d] >= 1 && v.dims[d] <= kMaxDim) : v.dims[d] == 0,
+                               InvalidProgram, "cpu blob: value %u: dim %u is %llu, expected %s", i,
+                               d, static_cast<unsigned long long>(v.dims[d]),
+                               used ? "1..2^31" : "0 (beyond the rank)");
+  }
+  uint64_t numel = 1;
+  for (uint32_t d = 0; d < v.rank; ++d) {
+    TERN_CHECK_OR_RETURN_ERROR(checked_mul(numel, v.dims[d], &numel) && numel <= (1ull << 40),
+                               InvalidProgram, "cpu blob: value %u: element count overflows", i);
+  }
+  const ValueKind kind = static_cast<ValueKind>(v.kind);
+  const bool external = kind == ValueKind::ExternalInput || kind == ValueKind::ExternalOutput;
+  TERN_CHECK_OR_RETURN_ERROR(
+      v.layout == static_cast<uint32_t>(ValueLayout::Plain) || (external && v.rank == 4),
+      InvalidProgram, "cpu blob: value %u: NHWC layout needs an external 4-D value", i);
+  if (external) {
+    TERN_CHECK_OR_RETURN_ERROR(v.arg < h.num_args, InvalidProgram,
+                               "cpu blob: value %u: argument %u out of range (%u arguments)", i,
+                               v.arg, h.num_args);
+    TERN_CHECK_OR_RETURN_ERROR(!arg_used[v.arg], InvalidProgram,
+                               "cpu blob: value %u: argument %u is bound twice", i, v.arg);
+    arg_used[v.arg] = true;
+  } else {
+    TERN_CHECK_OR_RETURN_ERROR(v.arg == kNoValue, InvalidProgram,
+                               "cpu blob: value %u: argument %u on a non-external value", i, v.arg);
+  }
+  if (kind == ValueKind::Constant) {
+    TERN_CHECK_OR_RETURN_ERROR(v.data_bytes == numel * 4 && v.data_offset % 4 == 0, InvalidProgram,
+                               "cpu blob: value %u: constant of %llu bytes at %llu, expected %llu "
+                               "bytes at a multiple of 4",
+                               i, static_cast<unsigned long long>(v.data_bytes),
+                               static_cast<unsigned long long>(v.data_offset),
+                               static_cast<unsigned long long>(numel * 4));
+    TERN_CHECK_OR_RETURN_ERROR(range_within(v.data_offset, v.data_bytes + kExtraBytes, h.data_size),
+                               InvalidProgram,
+                               "cpu blob: value %u: constant bytes [%llu, +%llu) past the data "
+                               "section (%llu bytes)",
+                               i, static_cast<unsigned long long>(v.data_offset),
+                               static_cast<unsigned long long>(v.data_bytes),
+                               static_cast<unsigned long long>(h.data_size));
+  } else {
+    TERN_CHECK_OR_RETURN_ERROR(v.data_offset == 0 && v.data_bytes == 0, InvalidProgram,
+                               "cpu blob: value %u: data on a non-constant value", i);
+  }
+  return Error::Ok;
+}
+
+Error check_header(Span<const uint8_t> blob, BlobHeader* h) {
+  TERN_CHECK_OR_RETURN_ERROR(blob.size() >= sizeof(BlobHeader), InvalidProgram,
+                             "cpu blob: %zu bytes, shorter than its %zu-byte header", blob.size(),
+                             sizeof(BlobHeader));
+  std::memcpy(h, blob.data(), sizeof(BlobHeader));
+  TERN_CHECK_OR_RETURN_ERROR(std::memcmp(h->magic, kBlobMagic, 4) == 0, InvalidProgram,
+                             "cpu blob: bad magic %02x %02x %02x %02x, expected \"TCPU\"",
+                             static_cast<uint8_t>(h->magic[0]), static_cast<uint8_t>(h->magic[1]),
+                             static_cast<uint8_t>(h->magic[2]), static_cast<uint8_t>(h->magic[3]));
+  TERN_CHECK_OR_RETURN_ERROR(h->version == kBlobVersion, DelegateInvalidCompatibility,
+                             "cpu blob: version %u, this runtime reads version %u", h->version,
+                             kBlobVersion);
+  TERN_CHECK_OR_RETURN_ERROR(
+      h->header_size == sizeof(BlobHeader) && h->value_record_size == sizeof(BlobValue) &&
+          h->node_record_size == sizeof(BlobNode),
+      InvalidProgram, "cpu blob: header/value/node sizes %u/%u/%u, expected %zu/%zu/%zu",
+      h->header_size, h->value_record_size, h->node_record_size, sizeof(BlobHeader),
+      sizeof(BlobValue), sizeof(BlobNode));
+  TERN_CHECK_OR_RETURN_ERROR(h->num_values >= 1 && h->num_values <= kMaxValues &&
+                                 h->num_nodes >= 1 && h->num_nodes <= kMaxNodes &&
+                                 h->num_args <= kMaxArgs,
+                             InvalidProgram,
+                             "cpu blob: %u values, %u nodes, %u arguments (1..2^20 values and "
+                             "nodes, at most 2^20 arguments)",
+                             h->num_values, h->num_nodes, h->num_args);
+  const uint64_t tables = sizeof(BlobHeader) + uint64_t{h->num_values} * sizeof(BlobValue) +
+                          uint64_t{h->num_nodes} * sizeof(BlobNode);
+  TERN_CHECK_OR_RETURN_ERROR(h->data_offset % kDataAlignment == 0 && h->data_offset >= tables &&
+                                 range_within(h->data_offset, h->data_size, blob.size()),
+                             InvalidProgram,
+                             "cpu blob: data section [%llu, +%llu) must start at a multiple of "
+                             "%llu after the tables (%llu bytes) and end within the blob (%zu "
+                             "bytes)",
+                             static_cast<unsigned long long>(h->data_offset),
+                             static_cast<unsigned long long>(h->data_size),
+                             static_cast<unsigned long long>(kDataAlignment),
+                             static_cast<unsigned long long>(tables), blob.size());
+  return Error::Ok;
+}
+
+}  // namespace
+
+uint64_t value_numel(const BlobValue& v) {
+  uint64_t n = 1;
+  for (uint32_t d = 0; d < v.rank && d < kMaxDims; ++d) n *= v.dims[d];
+  return n;
+}
+
+void free_blob_plan(BlobPlan* plan) {
+  std::free(plan->values);
+  std::free(plan->nodes);
+  *plan = BlobPlan();
+}
+
+Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
+  *plan = BlobPlan();
+  TERN_CHECK_OR_RETURN_ERROR(reinterpret_cast<uintptr_t>(blob.data()) % 4 == 0, InvalidArgument,
+                             "cpu blob: not 4-byte aligned");
+  BlobHeader h;
+  TERN_RETURN_IF_ERROR(check_header(blob, &h));
+  const uint32_t nv = h.num_values, nn = h.num_nodes;
+  BlobValue* values = static_cast<BlobValue*>(std::malloc(sizeof(BlobValue) * nv));
+  BlobNode* nodes = static_cast<BlobNode*>(std::malloc(sizeof(BlobNode) * nn));
+  // Per value: 1 once produced (or available: constant / external input); per argument: used.
+  uint8_t* ready = static_cast<uint8_t*>(std::calloc(nv, 1));
+  bool* arg_used = static_cast<bool*>(std::calloc(h.num_args + 1, sizeof(bool)));
+  Error err = Error::Ok;
+  if (values == nullptr || nodes == nullptr || ready == nullptr || arg_used == nullptr) {
+    err = set_error_message(Error::MemoryAllocationFailed,
+                            "cpu blob: no memory for %u values and %u nodes", nv, nn);
+  }
+  if (err == Error::Ok) {
+    std::memcpy(values, blob.data() + sizeof(BlobHeader), sizeof(BlobValue) * nv);
+    std::memcpy(nodes, blob.data() + sizeof(BlobHeader) + sizeof(BlobValue) * nv,
+                sizeof(BlobNode) * nn);
+    for (uint32_t i = 0; i < nv && err == Error::Ok; ++i) {
+      err = check_value(i, values[i], h, arg_used);
+      const ValueKind k = static_cast<ValueKind>(values[i].kind);
+      ready[i] = (k == ValueKind::Constant || k == ValueKind::ExternalInput) ? 1 : 0;
+    }
+  }
+  for (uint32_t n = 0; n < nn && err == Error::Ok; ++n) {
+    const BlobNode& node = nodes[n];
+    uint32_t min_in = 0, max_in = 0, const_mask = 0;
+    if (node.op < static_cast<uint32_t>(NodeOp::Conv2d) ||
+        node.op > static_cast<uint32_t>(NodeOp::Reshape)) {
+      err =
+          set_error_message(Error::InvalidProgram, "cpu blob: node %u: unknown op %u", n, node.op);
+      break;
+    }
+    op_arity(static_cast<NodeOp>(node.op), &min_in, &max_in, &const_mask);
+    if (node.num_inputs < min_in || node.num_inputs > max_in) {
+      err = set_error_message(Error::InvalidProgram,
+                              "cpu blob: node %u (%s): %u inputs, expected %u..%u", n,
+                              op_name(node.op), node.num_inputs, min_in, max_in);
+      break;
+    }
+    for (uint32_t i = 0; i < kMaxNodeInputs && err == Error::Ok; ++i) {
+      const uint32_t id = node.inputs[i];
+      if (i >= node.num_inputs) {
+        if (id != kNoValue) {
+          err = set_error_message(Error::InvalidProgram,
+                                  "cpu blob: node %u (%s): unused input slot %u holds %u", n,
+                                  op_name(node.op), i, id);
+        }
+        continue;
+      }
+      if (id >= nv || !ready[id]) {
+        err = set_error_message(Error::InvalidProgram,
+                                "cpu blob: node %u (%s): input %u is value %u, which is out of "
+                                "range (%u values) or not made before this node",
+                                n, op_name(node.op), i, id, nv);
+        break;
+      }
+      const bool is_const = values[id].kind == static_cast<uint32_t>(ValueKind::Constant);
+      const bool want_const = (const_mask >> i) & 1u;
+      // Weights must be constants; the data input must not be (a binary op needs one
+      // non-constant operand of the two).
+      const bool binary = max_in == 2 && const_mask == 0;
+      const uint32_t other = binary ? node.inputs[1 - i] : kNoValue;
+      const bool other_const =
+          other < nv && values[other].kind == static_cast<uint32_t>(ValueKind::Constant);
+      if ((want_const && !is_const) || (!want_const && is_const && (!binary || other_const))) {
+        err = set_error_message(Error::InvalidProgram,
+                                "cpu blob: node %u (%s): input %u (value %u) must %sbe a "
+                                "constant",
+                                n, op_name(node.op), i, id, want_const ? "" : "not ");
+      }
+    }
+    if (err != Error::Ok) break;
+    if (static_cast<NodeOp>(node.op) != NodeOp::ConstantPad &&
+        (std::isnan(node.fparams[0]) || std::isnan(node.fparams[1]) ||
+         !(node.fparams[0] <= node.fparams[1]))) {
+      err = set_error_message(Error::InvalidProgram,
+                              "cpu blob: node %u (%s): output bounds [%g, %g] not ordered", n,
+                              op_name(node.op), static_cast<double>(node.fparams[0]),
+                              static_cast<double>(node.fparams[1]));
+      break;
+    }
+    if (node.output >= nv || ready[node.output] ||
+        (values[node.output].kind != static_cast<uint32_t>(ValueKind::Internal) &&
+         values[node.output].kind != static_cast<uint32_t>(ValueKind::ExternalOutput))) {
+      err = set_error_message(Error::InvalidProgram,
+                              "cpu blob: node %u (%s): output value %u is out of range (%u "
+                              "values), made twice, a constant or an external input",
+                              n, op_name(node.op), node.output, nv);
+      break;
+    }
+    err = check_node_shapes(n, node, values);
+    ready[node.output] = 1;
+  }
+  uint32_t num_outputs = 0;
+  for (uint32_t i = 0; i < nv && err == Error::Ok; ++i) {
+    const ValueKind k = static_cast<ValueKind>(values[i].kind);
+    if (k == ValueKind::ExternalOutput) ++num_outputs;
+    if (!ready[i]) {
+      err = set_error_message(Error::InvalidProgram,
+                              "cpu blob: value %u (%s) is never made by a node", i,
+                              k == ValueKind::Internal ? "internal" : "external output");
+    }
+  }
+  if (err == Error::Ok && num_outputs == 0) {
+    err = set_error_message(Error::InvalidProgram, "cpu blob: no external output");
+  }
+  std::free(ready);
+  std::free(arg_used);
+  if (err != Error::Ok) {
+    std::free(values);
+    std::free(nodes);
+    return err;
+  }
+  plan->header = h;
+  plan->values = values;
+  plan->nodes = nodes;
+  plan->data = blob.data() + h.data_offset;
+  plan->data_size = h.data_size;
+  return Error::Ok;
+}
+
+}  // namespace tern::cpu

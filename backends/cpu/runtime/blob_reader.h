@@ -1,0 +1,36 @@
+// Parsing and full validation of an untrusted cpu blob (internal to the cpu backend).
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cpu/cpu_blob_format.h"
+#include "runtime/core/error.h"
+#include "runtime/core/span.h"
+
+namespace tern::cpu {
+
+/// A validated blob. `values` and `nodes` are heap copies owned by the plan (free them with
+/// free_blob_plan); `data` points into the blob, which must outlive the plan.
+struct BlobPlan {
+  BlobHeader header{};
+  BlobValue* values = nullptr;
+  BlobNode* nodes = nullptr;
+  const uint8_t* data = nullptr;  ///< the data section (4-byte aligned)
+  uint64_t data_size = 0;
+};
+
+/// Parses and checks every field of `blob` (magic, version, sizes, ranges, value kinds, node
+/// operands and each node's output shape against its inputs and parameters). On success fills
+/// *plan. Errors (with a message naming the field, the value/node index, expected and found):
+/// DelegateInvalidCompatibility for another blob version; InvalidProgram for anything
+/// malformed; MemoryAllocationFailed when the tables cannot be copied. `blob` must be 4-byte
+/// aligned (the caller copies it otherwise).
+Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan);
+
+/// Frees what parse_blob allocated; safe on a default plan.
+void free_blob_plan(BlobPlan* plan);
+
+/// Element count of value `v` (validated: no overflow).
+uint64_t value_numel(const BlobValue& v);
+
+}  // namespace tern::cpu

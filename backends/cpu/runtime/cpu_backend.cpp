@@ -1,0 +1,311 @@
+// The cpu backend: a delegate is one XNNPACK runtime built from its blob at init, bound to
+// its arguments' memory at prepare, and invoked at execute. 4-D tensors are NHWC inside the
+// delegate; the edges convert with tern's own transposes through staging buffers allocated at
+// init. execute() never allocates.
+#include <xnnpack.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "backends/cpu/runtime/blob_reader.h"
+#include "backends/cpu/runtime/layout_transpose.h"
+#include "backends/cpu/runtime/register_cpu_backend.h"
+#include "backends/cpu/runtime/subgraph_builder.h"
+#include "backends/cpu/runtime/threadpool_cache.h"
+#include "runtime/core/checked_math.h"
+#include "runtime/core/tensor_view.h"
+
+namespace tern {
+namespace cpu {
+namespace {
+
+constexpr size_t kStageAlignment = 64;
+/// XNN_EXTRA_BYTES: XNNPACK may read this far past an input.
+constexpr uint64_t kExtraBytes = XNN_EXTRA_BYTES;
+
+/// One delegate call argument the XNNPACK runtime reads or writes.
+struct External {
+  uint32_t value = 0;  ///< blob value index (= XNNPACK external id)
+  uint32_t arg = 0;    ///< delegate call argument index
+  bool input = false;
+  bool nhwc = false;    ///< transposed at the edge
+  bool staged = false;  ///< XNNPACK works on `stage`, copied from/to the argument
+  uint64_t numel = 0;
+  uint64_t n = 0, c = 0, hw = 0;  ///< NHWC externals: the tern tensor is [n, c, h, w]
+  uint32_t rank = 0;              ///< the tern tensor's rank and sizes
+  int64_t sizes[kMaxDims] = {};
+  float* stage = nullptr;
+  void* bound = nullptr;  ///< unstaged outputs: the argument's data at prepare
+};
+
+/// The cpu backend's DelegateHandle.
+struct CpuDelegate {
+  BlobPlan plan;
+  void* blob_copy = nullptr;  ///< the blob, when it was not aligned in the program
+  pthreadpool_t pool = nullptr;
+  xnn_runtime_t runtime = nullptr;
+  External* externals = nullptr;
+  xnn_external_value* xnn_externals = nullptr;
+  uint32_t num_externals = 0;
+  void* staging = nullptr;
+  bool prepared = false;
+};
+
+bool xnnpack_ready() {
+  static const bool ok = xnn_initialize(nullptr) == xnn_status_success;
+  return ok;
+}
+
+void free_delegate(CpuDelegate* d) {
+  if (d == nullptr) return;
+  if (d->runtime != nullptr) xnn_delete_runtime(d->runtime);
+  release_threadpool(d->pool);
+  std::free(d->staging);
+  std::free(d->externals);
+  std::free(d->xnn_externals);
+  free_blob_plan(&d->plan);
+  std::free(d->blob_copy);
+  d->~CpuDelegate();
+  std::free(d);
+}
+
+/// Fills d->externals from the plan and allocates the staging buffers.
+Error plan_externals(CpuDelegate* d) {
+  const BlobPlan& p = d->plan;
+  uint32_t count = 0;
+  for (uint32_t i = 0; i < p.header.num_values; ++i) {
+    const ValueKind k = static_cast<ValueKind>(p.values[i].kind);
+    if (k == ValueKind::ExternalInput || k == ValueKind::ExternalOutput) ++count;
+  }
+  d->externals = static_cast<External*>(std::calloc(count, sizeof(External)));
+  d->xnn_externals =
+      static_cast<xnn_external_value*>(std::calloc(count, sizeof(xnn_external_value)));
+  TERN_CHECK_OR_RETURN_ERROR(d->externals != nullptr && d->xnn_externals != nullptr,
+                             DelegateMemoryAllocationFailed,
+                             "cpu backend: no memory for %u external values", count);
+  d->num_externals = count;
+  uint64_t staging_bytes = 0;
+  uint32_t e = 0;
+  for (uint32_t i = 0; i < p.header.num_values; ++i) {
+    const BlobValue& v = p.values[i];
+    const ValueKind k = static_cast<ValueKind>(v.kind);
+    if (k != ValueKind::ExternalInput && k != ValueKind::ExternalOutput) continue;
+    External& x = d->externals[e++];
+    new (&x) External();
+    x.value = i;
+    x.arg = v.arg;
+    x.input = k == ValueKind::ExternalInput;
+    x.nhwc = v.layout == static_cast<uint32_t>(ValueLayout::Nhwc);
+    x.numel = value_numel(v);
+    x.rank = v.rank;
+    for (uint32_t r = 0; r < v.rank; ++r) x.sizes[r] = static_cast<int64_t>(v.dims[r]);
+    if (x.nhwc) {  // XNNPACK [N, H, W, C]; tern [N, C, H, W]
+      x.n = v.dims[0];
+      x.c = v.dims[3];
+      x.hw = v.dims[1] * v.dims[2];
+      x.sizes[1] = static_cast<int64_t>(v.dims[3]);
+      x.sizes[2] = static_cast<int64_t>(v.dims[1]);
+      x.sizes[3] = static_cast<int64_t>(v.dims[2]);
+    }
+    // Inputs are always staged: XNNPACK reads up to XNN_EXTRA_BYTES past them, and a
+    // caller-bound input may move between executions. An output is staged when it is
+    // transposed or read again inside the delegate (the same over-read).
+    bool read_inside = false;
+    for (uint32_t n = 0; n < p.header.num_nodes && !read_inside; ++n) {
+      for (uint32_t j = 0; j < p.nodes[n].num_inputs; ++j) {
+        if (p.nodes[n].inputs[j] == i) read_inside = true;
+      }
+    }
+    x.staged = x.input || x.nhwc || read_inside;
+    if (x.staged) {
+      uint64_t bytes = 0;
+      TERN_CHECK_OR_RETURN_ERROR(
+          checked_align_up(x.numel * sizeof(float) + kExtraBytes, kStageAlignment, &bytes) &&
+              checked_add(staging_bytes, bytes, &staging_bytes),
+          DelegateMemoryAllocationFailed, "cpu backend: staging size overflows");
+    }
+  }
+  if (staging_bytes > 0) {
+    TERN_CHECK_OR_RETURN_ERROR(staging_bytes <= SIZE_MAX, DelegateMemoryAllocationFailed,
+                               "cpu backend: staging of %llu bytes",
+                               static_cast<unsigned long long>(staging_bytes));
+    d->staging = std::aligned_alloc(kStageAlignment, static_cast<size_t>(staging_bytes));
+    TERN_CHECK_OR_RETURN_ERROR(d->staging != nullptr, DelegateMemoryAllocationFailed,
+                               "cpu backend: no memory for %llu bytes of edge buffers",
+                               static_cast<unsigned long long>(staging_bytes));
+    std::memset(d->staging, 0, static_cast<size_t>(staging_bytes));
+    uint8_t* cursor = static_cast<uint8_t*>(d->staging);
+    for (uint32_t i = 0; i < d->num_externals; ++i) {
+      External& x = d->externals[i];
+      if (!x.staged) continue;
+      x.stage = reinterpret_cast<float*>(cursor);
+      uint64_t bytes = 0;
+      (void)checked_align_up(x.numel * sizeof(float) + kExtraBytes, kStageAlignment, &bytes);
+      cursor += bytes;
+    }
+  }
+  return Error::Ok;
+}
+
+/// The tensor of argument x.arg, checked against what the blob says; its data too when
+/// `need_data` (a caller-bound input has none until set_input, after prepare).
+Error argument_tensor(const External& x, Span<EValue*> args, bool need_data, TensorView** out) {
+  EValue* e = args[x.arg];
+  TERN_CHECK_OR_RETURN_ERROR(e != nullptr && e->is_tensor(), InvalidArgument,
+                             "cpu backend: argument %u (external %s of value %u): expected a "
+                             "tensor",
+                             x.arg, x.input ? "input" : "output", x.value);
+  TensorView& t = e->to_tensor();
+  char want[96], found[96];
+  bool same = t.rank == x.rank && t.sizes != nullptr;
+  for (uint32_t r = 0; same && r < x.rank; ++r) same = t.sizes[r] == x.sizes[r];
+  TERN_CHECK_OR_RETURN_ERROR(same, InvalidArgument,
+                             "cpu backend: argument %u ('%s'): expected an f32 tensor %s, found %s",
+                             x.arg, t.name ? t.name : "",
+                             format_shape(Span<const int64_t>(x.sizes, x.rank), want, sizeof(want)),
+                             t.sizes ? format_shape(t.shape(), found, sizeof(found)) : "no sizes");
+  TERN_CHECK_OR_RETURN_ERROR(
+      t.dtype == DType::F32 && t.is_contiguous() &&
+          (!need_data || (t.data != nullptr && t.nbytes >= x.numel * sizeof(float))),
+      InvalidArgument,
+      "cpu backend: argument %u ('%s'): expected contiguous f32 data of "
+      "%llu bytes",
+      x.arg, t.name ? t.name : "", static_cast<unsigned long long>(x.numel * sizeof(float)));
+  *out = &t;
+  return Error::Ok;
+}
+
+class CpuBackend final : public BackendInterface {
+ public:
+  bool is_available() const override { return xnnpack_ready(); }
+
+  Result<DelegateHandle*> init(BackendInitContext& context, Span<const uint8_t> blob,
+                               Span<const CompileSpecView> specs) const override {
+    (void)specs;  // the cpu backend has no compile specs; unknown ones are ignored
+    TERN_CHECK_OR_RETURN_ERROR(xnnpack_ready(), BackendUnavailable,
+                               "cpu backend: xnn_initialize failed (unsupported CPU?)");
+    void* mem = std::malloc(sizeof(CpuDelegate));
+    TERN_CHECK_OR_RETURN_ERROR(mem != nullptr, DelegateMemoryAllocationFailed,
+                               "cpu backend: no memory for a delegate");
+    CpuDelegate* d = new (mem) CpuDelegate();
+    Error err = setup(context, blob, d);
+    if (err != Error::Ok) {
+      free_delegate(d);
+      return err;
+    }
+    return reinterpret_cast<DelegateHandle*>(d);
+  }
+
+  Error prepare(DelegateHandle* handle, Span<EValue*> args) const override {
+    CpuDelegate* d = reinterpret_cast<CpuDelegate*>(handle);
+    TERN_CHECK_OR_RETURN_ERROR(d != nullptr, DelegateInvalidHandle, "cpu backend: null handle");
+    TERN_CHECK_OR_RETURN_ERROR(args.size() == d->plan.header.num_args, InvalidProgram,
+                               "cpu backend: the delegate call has %zu arguments, its blob "
+                               "expects %u",
+                               args.size(), d->plan.header.num_args);
+    d->prepared = false;
+    for (uint32_t i = 0; i < d->num_externals; ++i) {
+      External& x = d->externals[i];
+      TensorView* t = nullptr;
+      TERN_RETURN_IF_ERROR(argument_tensor(x, args, /*need_data=*/!x.input, &t));
+      x.bound = x.staged ? nullptr : t->data;
+      d->xnn_externals[i].id = x.value;
+      d->xnn_externals[i].data = x.staged ? static_cast<void*>(x.stage) : t->data;
+    }
+    const xnn_status s = xnn_setup_runtime(d->runtime, d->num_externals, d->xnn_externals);
+    TERN_CHECK_OR_RETURN_ERROR(s == xnn_status_success, DelegateExecutionFailed,
+                               "cpu backend: xnn_setup_runtime failed (status %d)",
+                               static_cast<int>(s));
+    d->prepared = true;
+    return Error::Ok;
+  }
+
+  Error execute(BackendExecuteContext& context, DelegateHandle* handle,
+                Span<EValue*> args) const override {
+    (void)context;
+    CpuDelegate* d = reinterpret_cast<CpuDelegate*>(handle);
+    TERN_CHECK_OR_RETURN_ERROR(d != nullptr, DelegateInvalidHandle, "cpu backend: null handle");
+    TERN_CHECK_OR_RETURN_ERROR(d->prepared, InvalidState,
+                               "cpu backend: execute before a successful prepare");
+    TERN_CHECK_OR_RETURN_ERROR(args.size() == d->plan.header.num_args, InvalidArgument,
+                               "cpu backend: %zu arguments, expected %u", args.size(),
+                               d->plan.header.num_args);
+    for (uint32_t i = 0; i < d->num_externals; ++i) {
+      const External& x = d->externals[i];
+      if (!x.input) continue;
+      TensorView* t = nullptr;
+      TERN_RETURN_IF_ERROR(argument_tensor(x, args, /*need_data=*/true, &t));
+      const float* src = static_cast<const float*>(t->data);
+      if (x.nhwc) {
+        nchw_to_nhwc(src, x.stage, x.n, x.c, x.hw);
+      } else {
+        std::memcpy(x.stage, src, x.numel * sizeof(float));
+      }
+    }
+    const xnn_status s = xnn_invoke_runtime(d->runtime);
+    TERN_CHECK_OR_RETURN_ERROR(s == xnn_status_success, DelegateExecutionFailed,
+                               "cpu backend: xnn_invoke_runtime failed (status %d)",
+                               static_cast<int>(s));
+    for (uint32_t i = 0; i < d->num_externals; ++i) {
+      const External& x = d->externals[i];
+      if (x.input) continue;
+      TensorView* t = nullptr;
+      TERN_RETURN_IF_ERROR(argument_tensor(x, args, /*need_data=*/true, &t));
+      if (!x.staged) {
+        TERN_CHECK_OR_RETURN_ERROR(t->data == x.bound, InvalidState,
+                                   "cpu backend: argument %u moved since prepare", x.arg);
+        continue;
+      }
+      float* dst = static_cast<float*>(t->data);
+      if (x.nhwc) {
+        nhwc_to_nchw(x.stage, dst, x.n, x.c, x.hw);
+      } else {
+        std::memcpy(dst, x.stage, x.numel * sizeof(float));
+      }
+    }
+    return Error::Ok;
+  }
+
+  void destroy(DelegateHandle* handle) const override {
+    free_delegate(reinterpret_cast<CpuDelegate*>(handle));
+  }
+
+ private:
+  static Error setup(BackendInitContext& context, Span<const uint8_t> blob, CpuDelegate* d) {
+    Span<const uint8_t> bytes = blob;
+    if (reinterpret_cast<uintptr_t>(blob.data()) % 64 != 0 && blob.size() > 0) {
+      // Constants are read in place; a misaligned blob (not from a .pte segment) is copied.
+      uint64_t rounded = 0;
+      TERN_CHECK_OR_RETURN_ERROR(checked_align_up(blob.size(), 64, &rounded),
+                                 DelegateMemoryAllocationFailed, "cpu backend: blob size");
+      d->blob_copy = std::aligned_alloc(64, static_cast<size_t>(rounded));
+      TERN_CHECK_OR_RETURN_ERROR(d->blob_copy != nullptr, DelegateMemoryAllocationFailed,
+                                 "cpu backend: no memory to align a %zu-byte blob", blob.size());
+      std::memcpy(d->blob_copy, blob.data(), blob.size());
+      bytes = Span<const uint8_t>(static_cast<const uint8_t*>(d->blob_copy), blob.size());
+    }
+    TERN_RETURN_IF_ERROR(parse_blob(bytes, &d->plan));
+    d->pool = acquire_threadpool(context.num_threads);
+    TERN_RETURN_IF_ERROR(build_xnn_runtime(d->plan, d->pool, &d->runtime));
+    return plan_externals(d);
+  }
+};
+
+const CpuBackend g_cpu_backend;
+
+}  // namespace
+}  // namespace cpu
+
+const BackendInterface& cpu_backend_interface() { return cpu::g_cpu_backend; }
+
+Error register_cpu_backend() {
+  const Backend* existing = find_backend("cpu");
+  if (existing != nullptr && existing->backend == &cpu::g_cpu_backend) return Error::Ok;
+  Backend entry;
+  entry.name = "cpu";
+  entry.backend = &cpu::g_cpu_backend;
+  return register_backend(entry);
+}
+
+}  // namespace tern

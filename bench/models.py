@@ -1,0 +1,101 @@
+"""The benchmark models (docs/BENCH.md "Models for benchmarks"): factories and example inputs.
+
+Every model has random weights from a fixed seed; convolutional nets get batch-norm statistics
+calibrated on random batches so that outputs are not ~0.
+"""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+def _calibrate_bn(model, shape, batches=4, batch=8):
+    """Running statistics from random batches (cumulative average), then eval()."""
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            m.reset_running_stats()
+            m.momentum = None
+    model.train()
+    with torch.no_grad():
+        for _ in range(batches):
+            model(torch.randn(batch, *shape[1:]))
+    return model.eval()
+
+
+def _torchvision(name):
+    import torchvision
+    model = getattr(torchvision.models, name)(weights=None)
+    return _calibrate_bn(model, (1, 3, 224, 224))
+
+
+class GPTBlock(nn.Module):
+    """A GPT-2 style decoder block: pre-norm causal self-attention and a GELU MLP."""
+
+    def __init__(self, d_model=512, n_head=8, mlp_ratio=4):
+        super().__init__()
+        self.n_head = n_head
+        self.ln1 = nn.LayerNorm(d_model)
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.proj = nn.Linear(d_model, d_model)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.fc = nn.Linear(d_model, mlp_ratio * d_model)
+        self.out = nn.Linear(mlp_ratio * d_model, d_model)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        h = self.ln1(x)
+        q, k, v = self.qkv(h).split(c, dim=2)
+        q = q.view(b, t, self.n_head, c // self.n_head).transpose(1, 2)
+        k = k.view(b, t, self.n_head, c // self.n_head).transpose(1, 2)
+        v = v.view(b, t, self.n_head, c // self.n_head).transpose(1, 2)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, t, c))
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+class LinearStack(nn.Module):
+    """Large linear layers at batch 1: weight-bandwidth bound, like a decode step."""
+
+    def __init__(self, width=2048, depth=6):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(width, width) for _ in range(depth))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = F.relu(layer(x))
+        return x
+
+
+def _encoder():
+    return nn.TransformerEncoderLayer(d_model=512, nhead=8, batch_first=True).eval()
+
+
+# name -> (factory, input shape, description)
+MODELS = {
+    "resnet18": (lambda: _torchvision("resnet18"), (1, 3, 224, 224), "torchvision resnet18, 1x3x224x224"),
+    "mobilenet_v2": (lambda: _torchvision("mobilenet_v2"), (1, 3, 224, 224), "torchvision mobilenet_v2, 1x3x224x224"),
+    "mobilenet_v3_small": (lambda: _torchvision("mobilenet_v3_small"), (1, 3, 224, 224),
+                           "torchvision mobilenet_v3_small, 1x3x224x224"),
+    "transformer_encoder": (_encoder, (1, 128, 512), "nn.TransformerEncoderLayer(512, 8), seq 128"),
+    "gpt_block": (lambda: GPTBlock().eval(), (1, 128, 512), "GPT-2 style block (d 512, 8 heads, MLP 4x), seq 128"),
+    "linear_stack": (lambda: LinearStack().eval(), (1, 2048), "6 x Linear(2048, 2048) + relu, batch 1 (96 MiB f32 weights)"),
+}
+
+# The single fully-connected layer for raw XNNPACK against tern's cpu delegate.
+FC_SHAPE = {"batch": 1, "in": 4096, "out": 4096}
+
+
+def fc_layer():
+    return nn.Linear(FC_SHAPE["in"], FC_SHAPE["out"]).eval()
+
+
+def build(name, seed=0):
+    """(model in eval mode, example input) for `name`, deterministic for a seed."""
+    factory, shape, _ = MODELS[name]
+    torch.manual_seed(seed)
+    model = factory()
+    torch.manual_seed(seed + 1)
+    return model, torch.randn(*shape)
+
+
+def weight_bytes(model):
+    return sum(p.numel() * p.element_size() for p in model.parameters())

@@ -1,0 +1,38 @@
+"""ONNX Runtime (CPU): export with torch.onnx.export, run with intra_op_num_threads = T."""
+import os
+
+
+def prepare(name, model, example, outdir):
+    import torch
+    path = os.path.join(outdir, name + ".onnx")
+    kwargs = dict(input_names=["x"], output_names=["y"], opset_version=18)
+    try:
+        # torch >= 2.5: the dynamo exporter (needs onnxscript); external data off for one file.
+        torch.onnx.export(model, (example,), path, dynamo=True, external_data=False, **kwargs)
+    except TypeError:
+        torch.onnx.export(model, (example,), path, **kwargs)
+    return {"path": path}
+
+
+def run(artifact, x, threads, runs, warmup):
+    import onnxruntime as ort
+    from peer_common import measure
+    state = {}
+
+    def load_and_first():
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        sess = ort.InferenceSession(artifact["path"], opts, providers=["CPUExecutionProvider"])
+        state["sess"] = sess
+        state["feed"] = {sess.get_inputs()[0].name: x}
+        sess.run(None, state["feed"])
+
+    def call():
+        state["sess"].run(None, state["feed"])
+
+    result = measure(load_and_first, call, runs, warmup)
+    result["version"] = ort.__version__
+    return result

@@ -1,0 +1,434 @@
+// The cpu backend's compile half (what it claims, what it refuses, the blob it writes) and its
+// runtime half's defence against bad blobs and bad arguments: every corruption is a clean
+// error, never a crash.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_blob_format.h"
+#include "tests/backends/cpu/cpu_test_util.h"
+
+namespace tern::cpu_test {
+namespace {
+
+using compiler::CpuBackendCompiler;
+
+/// x [1, 4, 6, 6] -> conv3x3 (pad 1) -> relu -> add x; region = all three nodes.
+GraphBuilder small_model() {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {1, 4, 6, 6});
+  const int w = b.constant_f32("w", {4, 4, 3, 3}, random_floats(144, 3, -0.3f, 0.3f));
+  const int bias = b.constant_f32("b", {4}, {0.1f, -0.2f, 0.3f, -0.4f});
+  const int c =
+      b.op("tern::conv2d",
+           {x, w, bias, b.int_list({1, 1}), b.int_list({1, 1}), b.int_list({1, 1}), b.int_value(1)},
+           DType::F32, {1, 4, 6, 6}, "conv");
+  const int r = b.op("tern::relu", {c}, DType::F32, {1, 4, 6, 6}, "relu");
+  b.output(b.op("tern::add", {r, x}, DType::F32, {1, 4, 6, 6}, "residual"));
+  return b;
+}
+
+std::vector<uint8_t> small_blob(compiler::Graph* graph_out = nullptr) {
+  GraphBuilder b = small_model();
+  delegate_cpu(b, 0, 2);
+  if (graph_out) *graph_out = b.build();
+  return b.graph().delegates[0].blob;
+}
+
+/// Arguments for the small model's delegate call: x, w, b, 3 lists, groups (inputs), out.
+struct SmallArgs {
+  std::vector<int64_t> sizes{1, 4, 6, 6};
+  std::vector<float> x = random_floats(144, 9);
+  std::vector<float> out = std::vector<float>(144);
+  TensorView xv, ov;
+  std::vector<EValue> values;
+  std::vector<EValue*> ptrs;
+  explicit SmallArgs(size_t num_args) {
+    xv = testing::f32_view(sizes, x);
+    ov = testing::f32_view(sizes, out);
+    values.resize(num_args);
+    values[0] = EValue::from_tensor(&xv);
+    values[num_args - 1] = EValue::from_tensor(&ov);
+    for (EValue& v : values) ptrs.push_back(&v);
+  }
+  Span<EValue*> span() { return Span<EValue*>(ptrs.data(), ptrs.size()); }
+};
+
+/// init (+ prepare + execute when init succeeds) on `blob`; returns the first error.
+Error try_blob(const std::vector<uint8_t>& blob, size_t num_args, std::string* message) {
+  const BackendInterface& be = cpu_backend_interface();
+  BackendInitContext ctx;
+  ctx.num_threads = 1;
+  std::vector<uint64_t> store(blob.size() / 8 + 2);
+  if (!blob.empty()) std::memcpy(store.data(), blob.data(), blob.size());
+  auto h =
+      be.init(ctx, Span<const uint8_t>(reinterpret_cast<uint8_t*>(store.data()), blob.size()), {});
+  if (!h.ok()) {
+    *message = last_error_message();
+    return h.error();
+  }
+  SmallArgs args(num_args);
+  Error e = be.prepare(h.get(), args.span());
+  if (e == Error::Ok) {
+    BackendExecuteContext ectx;
+    e = be.execute(ectx, h.get(), args.span());
+  }
+  *message = e == Error::Ok ? "" : last_error_message();
+  be.destroy(h.get());
+  return e;
+}
+
+class CpuBlobTest : public ::testing::Test {
+ protected:
+  void SetUp() override { register_all(); }
+};
+
+TEST_F(CpuBlobTest, BlobHeaderDescribesTheRegion) {
+  compiler::Graph g;
+  const std::vector<uint8_t> blob = small_blob(&g);
+  ASSERT_GE(blob.size(), sizeof(cpu::BlobHeader));
+  cpu::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  EXPECT_EQ(std::memcmp(h.magic, "TCPU", 4), 0);
+  EXPECT_EQ(h.version, cpu::kBlobVersion);
+  EXPECT_EQ(h.num_args, g.delegates[0].inputs.size() + g.delegates[0].outputs.size());
+  EXPECT_EQ(h.num_nodes, 3u);  // conv, clamp, add
+  EXPECT_EQ(h.data_offset % 64, 0u);
+  EXPECT_EQ(h.data_offset + h.data_size, blob.size());
+  // Value 0 is x, NHWC [1, 6, 6, 4]; the filter is OHWI [4, 3, 3, 4].
+  cpu::BlobValue v0, v1;
+  std::memcpy(&v0, blob.data() + sizeof(h), sizeof(v0));
+  std::memcpy(&v1, blob.data() + sizeof(h) + sizeof(v0), sizeof(v1));
+  EXPECT_EQ(v0.kind, static_cast<uint32_t>(cpu::ValueKind::ExternalInput));
+  EXPECT_EQ(v0.layout, static_cast<uint32_t>(cpu::ValueLayout::Nhwc));
+  EXPECT_EQ(std::vector<uint64_t>(v0.dims, v0.dims + 4), (std::vector<uint64_t>{1, 6, 6, 4}));
+  EXPECT_EQ(v1.kind, static_cast<uint32_t>(cpu::ValueKind::Constant));
+  EXPECT_EQ(std::vector<uint64_t>(v1.dims, v1.dims + 4), (std::vector<uint64_t>{4, 3, 3, 4}));
+  // OHWI element [o=1, h=2, w=0, i=3] is OIHW element [1, 3, 2, 0].
+  const auto& w = g.values[static_cast<size_t>(g.nodes[0].args[1])];
+  float want, got;
+  std::memcpy(&want, w.data.data() + 4 * (((1 * 4 + 3) * 3 + 2) * 3 + 0), 4);
+  std::memcpy(
+      &got, blob.data() + h.data_offset + v1.data_offset + 4 * (((1 * 3 + 2) * 3 + 0) * 4 + 3), 4);
+  EXPECT_EQ(want, got);
+}
+
+TEST_F(CpuBlobTest, SupportsRefusesWhatXnnpackCannotMatch) {
+  struct Refused {
+    const char* what;
+    std::function<void(GraphBuilder&)> build;
+  };
+  const std::vector<Refused> refused = {
+      {"avg pool with padding counted",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {1, 2, 6, 6});
+         b.op("tern::avg_pool2d",
+              {x, b.int_list({3}), b.int_list({1}), b.int_list({1}), b.bool_value(false),
+               b.bool_value(true), b.none()},
+              DType::F32, {1, 2, 6, 6});
+       }},
+      {"avg pool with a divisor",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {1, 2, 6, 6});
+         b.op("tern::avg_pool2d",
+              {x, b.int_list({2}), b.int_list({2}), b.int_list({0}), b.bool_value(false),
+               b.bool_value(true), b.int_value(3)},
+              DType::F32, {1, 2, 3, 3});
+       }},
+      {"max pool ceil mode that grows the output",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {1, 2, 7, 7});
+         b.op("tern::max_pool2d",
+              {x, b.int_list({2}), b.int_list({2}), b.int_list({0}), b.int_list({1}),
+               b.bool_value(true)},
+              DType::F32, {1, 2, 4, 4});
+       }},
+      {"softmax over channels",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {2, 5});
+         b.op("tern::softmax", {x, b.int_value(0)}, DType::F32, {2, 5});
+       }},
+      {"softmax of a 4-D tensor",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {1, 2, 3, 4});
+         b.op("tern::softmax", {x, b.int_value(-1)}, DType::F32, {1, 2, 3, 4});
+       }},
+      {"linear of a 4-D tensor",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {1, 2, 3, 4});
+         const int w = b.constant_f32("w", {2, 4}, std::vector<float>(8, 1.0f));
+         b.op("tern::linear", {x, w, b.none()}, DType::F32, {1, 2, 3, 2});
+       }},
+      {"linear with a runtime weight",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {2, 4});
+         const int w = b.input("w", DType::F32, {3, 4});
+         b.op("tern::linear", {x, w, b.none()}, DType::F32, {2, 3});
+       }},
+      {"conv with a runtime weight",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {1, 2, 4, 4});
+         const int w = b.input("w", DType::F32, {2, 2, 1, 1});
+         b.op("tern::conv2d",
+              {x, w, b.none(), b.int_list({1}), b.int_list({0}), b.int_list({1}), b.int_value(1)},
+              DType::F32, {1, 2, 4, 4});
+       }},
+      {"flatten that reorders an NHWC tensor",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {1, 2, 3, 3});
+         b.op("tern::flatten", {x, b.int_value(1), b.int_value(-1)}, DType::F32, {1, 18});
+       }},
+      {"reflect pad",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {1, 4});
+         b.op("tern::pad", {x, b.int_list({1, 1}), b.string_value("reflect"), b.none()}, DType::F32,
+              {1, 6});
+       }},
+      {"negative pad (crop)",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {1, 4});
+         b.op("tern::pad", {x, b.int_list({-1, 0}), b.string_value("constant"), b.none()},
+              DType::F32, {1, 3});
+       }},
+      {"div with rounding",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {4});
+         b.op("tern::div", {x, b.double_value(2.0), b.string_value("floor")}, DType::F32, {4});
+       }},
+      {"add with alpha on an activation",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {4});
+         const int y = b.input("y", DType::F32, {4});
+         b.op("tern::add", {x, y, b.double_value(2.0)}, DType::F32, {4});
+       }},
+      {"add of a 4-D and a 2-D activation",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {1, 2, 3, 4});
+         const int y = b.input("y", DType::F32, {3, 4});
+         b.op("tern::add", {x, y}, DType::F32, {1, 2, 3, 4});
+       }},
+      {"a scalar operand that is a method input",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {4});
+         const int s = b.double_value(2.0);
+         b.graph().inputs.push_back(s);
+         b.op("tern::mul", {x, s}, DType::F32, {4});
+       }},
+      {"int tensors",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::I64, {4});
+         b.op("tern::relu", {x}, DType::I64, {4});
+       }},
+      {"gelu",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {4});
+         b.op("tern::gelu", {x, b.string_value("none")}, DType::F32, {4});
+       }},
+      {"rank 7",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {1, 1, 1, 1, 1, 1, 2});
+         b.op("tern::relu", {x}, DType::F32, {1, 1, 1, 1, 1, 1, 2});
+       }},
+      {"unbatched conv",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {2, 4, 4});
+         const int w = b.constant_f32("w", {2, 2, 1, 1}, {1, 2, 3, 4});
+         b.op("tern::conv2d",
+              {x, w, b.none(), b.int_list({1}), b.int_list({0}), b.int_list({1}), b.int_value(1)},
+              DType::F32, {2, 4, 4});
+       }},
+  };
+  for (const Refused& r : refused) {
+    GraphBuilder b;
+    r.build(b);
+    const compiler::Node& node = b.graph().nodes.back();
+    EXPECT_FALSE(CpuBackendCompiler().supports(b.graph(), node)) << r.what;
+    EXPECT_NE(CpuBackendCompiler::unsupported_reason(b.graph(), node), "") << r.what;
+    // lower() names the node it cannot take.
+    const int n = static_cast<int>(b.num_nodes()) - 1;
+    b.delegate("cpu", n, n);
+    try {
+      CpuBackendCompiler().lower(b.graph(), b.graph().delegates[0]);
+      ADD_FAILURE() << r.what << ": lower() did not throw";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("node " + std::to_string(n)), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST_F(CpuBlobTest, AcceptsOnlyRegionsWithHeavyOps) {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {2, 8});
+  const int r = b.op("tern::reshape", {x, b.int_list({4, 4})}, DType::F32, {4, 4});
+  const int s = b.op("tern::sigmoid", {r}, DType::F32, {4, 4});
+  const int w = b.constant_f32("w", {3, 4}, std::vector<float>(12, 0.5f));
+  b.output(b.op("tern::linear", {s, w, b.none()}, DType::F32, {4, 3}));
+  const CpuBackendCompiler cc;
+  EXPECT_EQ(cc.name(), "cpu");
+  EXPECT_FALSE(cc.accepts_region(b.graph(), {0}));
+  EXPECT_FALSE(cc.accepts_region(b.graph(), {0, 1}));
+  EXPECT_TRUE(cc.accepts_region(b.graph(), {0, 1, 2}));
+}
+
+TEST_F(CpuBlobTest, EveryTruncationIsACleanError) {
+  compiler::Graph g;
+  const std::vector<uint8_t> blob = small_blob(&g);
+  const size_t num_args = g.delegates[0].inputs.size() + g.delegates[0].outputs.size();
+  for (size_t len = 0; len < blob.size(); ++len) {
+    std::string msg;
+    const Error e =
+        try_blob(std::vector<uint8_t>(blob.begin(), blob.begin() + len), num_args, &msg);
+    EXPECT_EQ(e, Error::InvalidProgram) << len << " bytes: " << msg;
+    EXPECT_NE(msg.find("cpu blob"), std::string::npos) << msg;
+  }
+  std::string msg;
+  EXPECT_EQ(try_blob(blob, num_args, &msg), Error::Ok) << msg;
+}
+
+TEST_F(CpuBlobTest, EveryTableByteFlipIsHandled) {
+  compiler::Graph g;
+  const std::vector<uint8_t> blob = small_blob(&g);
+  const size_t num_args = g.delegates[0].inputs.size() + g.delegates[0].outputs.size();
+  cpu::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  int accepted = 0, refused = 0;
+  for (size_t i = 0; i < h.data_offset; ++i) {
+    for (uint8_t flip : {uint8_t{0x01}, uint8_t{0x80}, uint8_t{0xFF}}) {
+      std::vector<uint8_t> bad = blob;
+      bad[i] ^= flip;
+      std::string msg;
+      const Error e = try_blob(bad, num_args, &msg);  // must return, whatever it decides
+      if (e == Error::Ok) {
+        ++accepted;
+      } else {
+        ++refused;
+        EXPECT_NE(msg, "") << "byte " << i << " flip " << int(flip) << ": no message";
+      }
+    }
+  }
+  EXPECT_GT(refused, accepted);
+  RecordProperty("accepted", accepted);
+  RecordProperty("refused", refused);
+}
+
+TEST_F(CpuBlobTest, SpecificCorruptionsNameTheProblem) {
+  compiler::Graph g;
+  const std::vector<uint8_t> blob = small_blob(&g);
+  const size_t num_args = g.delegates[0].inputs.size() + g.delegates[0].outputs.size();
+  std::string msg;
+  {
+    std::vector<uint8_t> bad = blob;
+    bad[0] = 'X';
+    EXPECT_EQ(try_blob(bad, num_args, &msg), Error::InvalidProgram);
+    EXPECT_NE(msg.find("magic"), std::string::npos) << msg;
+  }
+  {
+    std::vector<uint8_t> bad = blob;
+    bad[4] = 2;  // version 2
+    EXPECT_EQ(try_blob(bad, num_args, &msg), Error::DelegateInvalidCompatibility);
+    EXPECT_NE(msg.find("version 2"), std::string::npos) << msg;
+  }
+  {
+    // Value 0's dim 1 (H of x): the conv output no longer matches.
+    std::vector<uint8_t> bad = blob;
+    bad[sizeof(cpu::BlobHeader) + offsetof(cpu::BlobValue, dims) + 8] = 7;
+    EXPECT_EQ(try_blob(bad, num_args, &msg), Error::InvalidProgram);
+    EXPECT_NE(msg.find("node 0 (conv2d)"), std::string::npos) << msg;
+  }
+  {
+    // A constant's data offset far past the data section.
+    std::vector<uint8_t> bad = blob;
+    bad[sizeof(cpu::BlobHeader) + sizeof(cpu::BlobValue) + offsetof(cpu::BlobValue, data_offset) +
+        5] = 0x10;
+    EXPECT_EQ(try_blob(bad, num_args, &msg), Error::InvalidProgram);
+    EXPECT_NE(msg.find("past the data section"), std::string::npos) << msg;
+  }
+  {
+    // Node 0 reads a value index out of range.
+    std::vector<uint8_t> bad = blob;
+    cpu::BlobHeader h;
+    std::memcpy(&h, blob.data(), sizeof(h));
+    const size_t node0 = sizeof(h) + h.num_values * sizeof(cpu::BlobValue);
+    const uint32_t big = 1000;
+    std::memcpy(bad.data() + node0 + offsetof(cpu::BlobNode, inputs), &big, 4);
+    EXPECT_EQ(try_blob(bad, num_args, &msg), Error::InvalidProgram);
+    EXPECT_NE(msg.find("value 1000"), std::string::npos) << msg;
+  }
+}
+
+TEST_F(CpuBlobTest, BadArgumentsAreRefused) {
+  compiler::Graph g;
+  const std::vector<uint8_t> blob = small_blob(&g);
+  const size_t num_args = g.delegates[0].inputs.size() + g.delegates[0].outputs.size();
+  const BackendInterface& be = cpu_backend_interface();
+  BackendInitContext ctx;
+  // Misaligned on purpose: the backend copies the blob.
+  std::vector<uint8_t> store(blob.size() + 1);
+  std::memcpy(store.data() + 1, blob.data(), blob.size());
+  auto h = be.init(ctx, Span<const uint8_t>(store.data() + 1, blob.size()), {});
+  ASSERT_TRUE(h.ok()) << last_error_message();
+  BackendExecuteContext ectx;
+  {
+    SmallArgs args(num_args);
+    EXPECT_EQ(be.execute(ectx, h.get(), args.span()), Error::InvalidState);
+  }
+  {
+    SmallArgs args(num_args + 1);
+    EXPECT_EQ(be.prepare(h.get(), args.span()), Error::InvalidProgram);
+    EXPECT_NE(std::string(last_error_message()).find("arguments"), std::string::npos);
+  }
+  {
+    SmallArgs args(num_args);
+    args.sizes[2] = 5;
+    EXPECT_EQ(be.prepare(h.get(), args.span()), Error::InvalidArgument);
+    EXPECT_NE(std::string(last_error_message()).find("[1, 4, 6, 6]"), std::string::npos)
+        << last_error_message();
+  }
+  {
+    SmallArgs args(num_args);
+    args.values[0] = EValue();
+    EXPECT_EQ(be.prepare(h.get(), args.span()), Error::InvalidArgument);
+  }
+  {
+    SmallArgs args(num_args);
+    ASSERT_EQ(be.prepare(h.get(), args.span()), Error::Ok) << last_error_message();
+    EXPECT_EQ(be.execute(ectx, h.get(), args.span()), Error::Ok) << last_error_message();
+  }
+  be.destroy(h.get());
+}
+
+TEST_F(CpuBlobTest, MethodLoadFallsBackOnNewerBlobAndFailsOnCorruptOne) {
+  const std::vector<float> in = random_floats(144, 77);
+  for (int variant = 0; variant < 2; ++variant) {
+    GraphBuilder b = small_model();
+    delegate_cpu(b, 0, 2);
+    std::vector<uint8_t>& blob = b.graph().delegates[0].blob;
+    if (variant == 0) blob[4] = 9;    // version 9: not this runtime's
+    if (variant == 1) blob[1] = 'Z';  // not a cpu blob at all
+    const compiler::Graph graph = b.build();
+    const auto pte = testing::compile_graph(graph);
+    testing::LoadedProgram lp(pte);
+    testing::MethodMemory memory(lp.program().method_meta("forward").get(), -1, 0, 1 << 20);
+    auto method = lp.program().load_method("forward", memory.manager());
+    if (variant == 0) {
+      ASSERT_TRUE(method.ok()) << last_error_message();
+      EXPECT_EQ(method->delegate_path(0).get(), DelegatePath::Fallback);
+      const RunResult fallback = run_program(pte, graph, {in}, false);
+      const RunResult portable = run_program(pte, graph, {in}, true);
+      EXPECT_EQ(fallback.outputs, portable.outputs);
+    } else {
+      ASSERT_FALSE(method.ok());
+      EXPECT_EQ(method.error(), Error::InvalidProgram);
+      EXPECT_NE(std::string(last_error_message()).find("cpu blob: bad magic"), std::string::npos)
+          << last_error_message();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tern::cpu_test

@@ -1,0 +1,613 @@
+// Conformance of the cpu (XNNPACK) backend against the portable kernels: every op the backend
+// claims runs as a delegate and as its portable fallback on the same random inputs; outputs
+// compare by NMSE under a per-op threshold, are finite, and (driving the backend interface
+// directly) nothing is written past an output or into an input (guard bytes).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tests/backends/cpu/cpu_test_util.h"
+
+namespace tern::cpu_test {
+namespace {
+
+struct OpCase {
+  std::string name;
+  /// Adds inputs, nodes and outputs; every node must be supported by the cpu backend.
+  std::function<void(GraphBuilder&)> build;
+  double threshold = 1e-10;
+};
+
+std::vector<float> ramp(size_t n, uint32_t seed, float scale = 0.5f) {
+  return random_floats(n, seed, -scale, scale);
+}
+
+int constant(GraphBuilder& b, const std::string& name, std::vector<int64_t> sizes, uint32_t seed,
+             float scale = 0.5f) {
+  const size_t n = numel(sizes);
+  return b.constant_f32(name, std::move(sizes), ramp(n, seed, scale));
+}
+
+/// conv2d node over x (shape xs) with weight [o, c/groups, kh, kw].
+int conv(GraphBuilder& b, int x, const std::vector<int64_t>& xs, int64_t o, int64_t kh, int64_t kw,
+         std::vector<int64_t> stride, std::vector<int64_t> pad, std::vector<int64_t> dil,
+         int64_t groups, bool bias, uint32_t seed) {
+  const int w = constant(b, "w" + std::to_string(seed), {o, xs[1] / groups, kh, kw}, seed);
+  const int bv = bias ? constant(b, "b" + std::to_string(seed), {o}, seed + 1) : b.none();
+  const int64_t oh = (xs[2] + 2 * pad[0] - dil[0] * (kh - 1) - 1) / stride[0] + 1;
+  const int64_t ow = (xs[3] + 2 * pad[1] - dil[1] * (kw - 1) - 1) / stride[1] + 1;
+  return b.op("tern::conv2d",
+              {x, w, bv, b.int_list(stride), b.int_list(pad), b.int_list(dil), b.int_value(groups)},
+              DType::F32, {xs[0], o, oh, ow}, "conv" + std::to_string(seed));
+}
+
+OpCase unary(const std::string& name, const std::string& op, std::vector<int64_t> shape,
+             std::function<std::vector<int>(GraphBuilder&)> attrs = nullptr) {
+  return {name, [=](GraphBuilder& b) {
+            const int x = b.input("x", DType::F32, shape);
+            std::vector<int> args{x};
+            if (attrs) {
+              for (int a : attrs(b)) args.push_back(a);
+            }
+            b.output(b.op(op, args, DType::F32, shape));
+          }};
+}
+
+std::vector<OpCase> cases() {
+  std::vector<OpCase> c;
+  const double kConv = 1e-9, kEltwise = 1e-12, kTranscendental = 1e-9;
+  // ---- conv2d ----
+  c.push_back({"conv3x3_pad1_bias",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 8, 12, 12});
+                 b.output(conv(b, x, {1, 8, 12, 12}, 16, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 1));
+               },
+               kConv});
+  c.push_back({"conv_stride_pad_dilation_nobias",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 4, 11, 9});
+                 b.output(conv(b, x, {2, 4, 11, 9}, 6, 3, 3, {2, 1}, {1, 2}, {2, 1}, 1, false, 3));
+               },
+               kConv});
+  c.push_back({"conv_grouped",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 8, 7, 7});
+                 b.output(conv(b, x, {1, 8, 7, 7}, 12, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, true, 5));
+               },
+               kConv});
+  c.push_back({"conv_depthwise",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 8, 10, 10});
+                 b.output(conv(b, x, {1, 8, 10, 10}, 8, 3, 3, {2, 2}, {1, 1}, {1, 1}, 8, true, 7));
+               },
+               kConv});
+  c.push_back({"conv_depthwise_multiplier2",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 4, 9, 9});
+                 b.output(conv(b, x, {1, 4, 9, 9}, 8, 5, 5, {1, 1}, {2, 2}, {1, 1}, 4, false, 9));
+               },
+               kConv});
+  c.push_back({"conv1x1",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 16, 7, 7});
+                 b.output(conv(b, x, {1, 16, 7, 7}, 32, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 11));
+               },
+               kConv});
+  c.push_back({"conv_one_value_lists",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 3, 9, 9});
+                 const int w = constant(b, "w", {5, 3, 3, 3}, 13);
+                 b.output(b.op("tern::conv2d",
+                               {x, w, b.none(), b.int_list({2}), b.int_list({1}), b.int_list({1}),
+                                b.int_value(1)},
+                               DType::F32, {1, 5, 5, 5}));
+               },
+               kConv});
+  // ---- linear ----
+  c.push_back({"linear_2d_bias",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {4, 32});
+                 const int w = constant(b, "w", {10, 32}, 21), bias = constant(b, "b", {10}, 22);
+                 b.output(b.op("tern::linear", {x, w, bias}, DType::F32, {4, 10}));
+               },
+               kConv});
+  c.push_back({"linear_3d_nobias",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 3, 16});
+                 const int w = constant(b, "w", {8, 16}, 23);
+                 b.output(b.op("tern::linear", {x, w, b.none()}, DType::F32, {2, 3, 8}));
+               },
+               kConv});
+  // ---- binary ----
+  c.push_back({"add_4d_same",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 3, 4, 5});
+                 const int y = b.input("y", DType::F32, {2, 3, 4, 5});
+                 b.output(b.op("tern::add", {x, y}, DType::F32, {2, 3, 4, 5}));
+               },
+               kEltwise});
+  c.push_back({"add_4d_channel_constant",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 6, 4, 5});
+                 const int k = constant(b, "k", {6, 1, 1}, 31);
+                 b.output(b.op("tern::add", {x, k}, DType::F32, {2, 6, 4, 5}));
+               },
+               kEltwise});
+  c.push_back({"add_scalar_alpha",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {3, 7});
+                 b.output(b.op("tern::add", {x, b.double_value(1.5), b.double_value(-2.0)},
+                               DType::F32, {3, 7}));
+               },
+               kEltwise});
+  c.push_back({"sub_constant_alpha",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 4, 3, 3});
+                 const int k = constant(b, "k", {1, 4, 3, 3}, 32);
+                 b.output(b.op("tern::sub", {x, k, b.int_value(3)}, DType::F32, {1, 4, 3, 3}));
+               },
+               kEltwise});
+  c.push_back({"sub_constant_first",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 9});
+                 const int k = constant(b, "k", {9}, 33);
+                 b.output(b.op("tern::sub", {k, x}, DType::F32, {2, 9}));
+               },
+               kEltwise});
+  c.push_back({"mul_4d_broadcast_activation",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 8, 5, 5});
+                 const int s = b.input("s", DType::F32, {2, 8, 1, 1});
+                 b.output(b.op("tern::mul", {x, s}, DType::F32, {2, 8, 5, 5}));
+               },
+               kEltwise});
+  c.push_back({"mul_2d_row_broadcast",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {4, 8});
+                 const int y = b.input("y", DType::F32, {8});
+                 b.output(b.op("tern::mul", {x, y}, DType::F32, {4, 8}));
+               },
+               kEltwise});
+  c.push_back({"div_constant",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 3, 4, 4});
+                 const int k = b.constant_f32("k", {1, 3, 1, 1}, {0.5f, -2.0f, 4.0f});
+                 b.output(b.op("tern::div", {x, k, b.none()}, DType::F32, {1, 3, 4, 4}));
+               },
+               1e-12});
+  c.push_back({"div_scalar",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {5, 6});
+                 b.output(b.op("tern::div", {x, b.double_value(3.0)}, DType::F32, {5, 6}));
+               },
+               1e-12});
+  // ---- activations ----
+  c.push_back(unary("relu", "tern::relu", {2, 4, 5, 5}));
+  c.push_back(unary("relu6_hardtanh", "tern::hardtanh", {1, 6, 4, 4}, [](GraphBuilder& b) {
+    return std::vector<int>{b.double_value(0.0), b.double_value(0.6)};
+  }));
+  c.push_back(unary("clamp_min_only", "tern::clamp", {3, 10}, [](GraphBuilder& b) {
+    return std::vector<int>{b.double_value(-0.5), b.none()};
+  }));
+  c.push_back(unary("clamp_int_bounds", "tern::clamp", {2, 3, 4}, [](GraphBuilder& b) {
+    return std::vector<int>{b.int_value(-1), b.int_value(1)};
+  }));
+  c.back().threshold = kEltwise;
+  c.push_back(unary("hardswish", "tern::hardswish", {1, 8, 6, 6}));
+  c.back().threshold = 1e-10;
+  c.push_back(unary("hardsigmoid", "tern::hardsigmoid", {1, 8, 5, 5}));
+  c.back().threshold = kEltwise;
+  c.push_back({"hardsigmoid_wide_range",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {64});
+                 const int k = b.double_value(4.0);
+                 const int y = b.op("tern::mul", {x, k}, DType::F32, {64});
+                 b.output(b.op("tern::hardsigmoid", {y}, DType::F32, {64}));
+               },
+               kEltwise});
+  c.push_back(unary("sigmoid", "tern::sigmoid", {2, 4, 3, 3}));
+  c.back().threshold = kTranscendental;
+  c.push_back(unary("softmax_2d", "tern::softmax", {4, 10},
+                    [](GraphBuilder& b) { return std::vector<int>{b.int_value(-1)}; }));
+  c.back().threshold = kTranscendental;
+  c.push_back(unary("softmax_3d", "tern::softmax", {2, 3, 17},
+                    [](GraphBuilder& b) { return std::vector<int>{b.int_value(2)}; }));
+  c.back().threshold = kTranscendental;
+  // ---- pooling ----
+  c.push_back({"max_pool3x3_s2_p1",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 4, 11, 11});
+                 b.output(b.op("tern::max_pool2d",
+                               {x, b.int_list({3, 3}), b.int_list({2, 2}), b.int_list({1, 1}),
+                                b.int_list({1, 1}), b.bool_value(false)},
+                               DType::F32, {1, 4, 6, 6}));
+               },
+               0.0});
+  c.push_back({"max_pool2x2_dilation2_default_stride",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 3, 9, 8});
+                 b.output(b.op("tern::max_pool2d",
+                               {x, b.int_list({2, 2}), b.int_list({}), b.int_list({0, 0}),
+                                b.int_list({2, 2}), b.bool_value(false)},
+                               DType::F32, {2, 3, 4, 3}));
+               },
+               0.0});
+  c.push_back({"max_pool_ceil_mode_same_size",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 2, 8, 8});
+                 b.output(b.op("tern::max_pool2d",
+                               {x, b.int_list({2}), b.int_list({2}), b.int_list({0}),
+                                b.int_list({1}), b.bool_value(true)},
+                               DType::F32, {1, 2, 4, 4}));
+               },
+               0.0});
+  c.push_back({"avg_pool2x2_s2",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 5, 8, 6});
+                 b.output(b.op("tern::avg_pool2d",
+                               {x, b.int_list({2, 2}), b.int_list({2, 2}), b.int_list({0, 0}),
+                                b.bool_value(false), b.bool_value(true), b.none()},
+                               DType::F32, {2, 5, 4, 3}));
+               },
+               1e-12});
+  c.push_back({"avg_pool3x3_p1_exclude_pad",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 3, 7, 7});
+                 b.output(b.op("tern::avg_pool2d",
+                               {x, b.int_list({3, 3}), b.int_list({1, 1}), b.int_list({1, 1}),
+                                b.bool_value(false), b.bool_value(false), b.none()},
+                               DType::F32, {1, 3, 7, 7}));
+               },
+               1e-12});
+  c.push_back({"global_avg_pool",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 16, 7, 7});
+                 b.output(b.op("tern::adaptive_avg_pool2d", {x, b.int_list({1, 1})}, DType::F32,
+                               {2, 16, 1, 1}));
+               },
+               1e-12});
+  c.push_back({"mean_hw_keepdim",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 12, 6, 5});
+                 b.output(b.op("tern::mean", {x, b.int_list({-1, -2}), b.bool_value(true)},
+                               DType::F32, {2, 12, 1, 1}));
+               },
+               1e-12});
+  c.push_back({"mean_hw_flat",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 12, 6, 5});
+                 b.output(b.op("tern::mean", {x, b.int_list({2, 3}), b.bool_value(false)},
+                               DType::F32, {2, 12}));
+               },
+               1e-12});
+  // ---- views and pad ----
+  c.push_back({"pool_flatten_linear_head",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 16, 5, 5});
+                 const int p = b.op("tern::adaptive_avg_pool2d", {x, b.int_list({1})}, DType::F32,
+                                    {2, 16, 1, 1});
+                 const int f = b.op("tern::flatten", {p, b.int_value(1), b.int_value(-1)},
+                                    DType::F32, {2, 16});
+                 const int w = constant(b, "w", {10, 16}, 41), bias = constant(b, "b", {10}, 42);
+                 b.output(b.op("tern::linear", {f, w, bias}, DType::F32, {2, 10}));
+               },
+               kConv});
+  c.push_back({"view_channels_to_4d",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {3, 12});
+                 const int v =
+                     b.op("tern::view", {x, b.int_list({3, 12, 1, 1})}, DType::F32, {3, 12, 1, 1});
+                 b.output(b.op("tern::relu", {v}, DType::F32, {3, 12, 1, 1}));
+               },
+               0.0});
+  c.push_back(
+      {"reshape_plain_3d",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {4, 6});
+         const int r = b.op("tern::reshape", {x, b.int_list({2, 2, 6})}, DType::F32, {2, 2, 6});
+         b.output(b.op("tern::sigmoid", {r}, DType::F32, {2, 2, 6}));
+       },
+       kTranscendental});
+  c.push_back({"pad_4d_constant",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 3, 4, 5});
+                 b.output(b.op("tern::pad",
+                               {x, b.int_list({1, 2, 0, 1, 1, 0}), b.string_value("constant"),
+                                b.double_value(0.25)},
+                               DType::F32, {1, 4, 5, 8}));
+               },
+               0.0});
+  c.push_back({"pad_2d_default_value",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {3, 4});
+                 b.output(b.op("tern::pad",
+                               {x, b.int_list({2, 1}), b.string_value("constant"), b.none()},
+                               DType::F32, {3, 7}));
+               },
+               0.0});
+  // ---- composite: a ResNet-like basic block with a classifier ----
+  c.push_back(
+      {"resnet_block_head",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {1, 3, 16, 16});
+         const int c1 = conv(b, x, {1, 3, 16, 16}, 8, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, true, 51);
+         const int r1 = b.op("tern::relu", {c1}, DType::F32, {1, 8, 8, 8});
+         const int p = b.op("tern::max_pool2d",
+                            {r1, b.int_list({3, 3}), b.int_list({2, 2}), b.int_list({1, 1}),
+                             b.int_list({1, 1}), b.bool_value(false)},
+                            DType::F32, {1, 8, 4, 4});
+         const int c2 = conv(b, p, {1, 8, 4, 4}, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 53);
+         const int r2 = b.op("tern::relu", {c2}, DType::F32, {1, 8, 4, 4});
+         const int c3 = conv(b, r2, {1, 8, 4, 4}, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, false, 55);
+         const int sum = b.op("tern::add", {c3, p}, DType::F32, {1, 8, 4, 4});
+         const int r3 = b.op("tern::relu", {sum}, DType::F32, {1, 8, 4, 4});
+         const int g =
+             b.op("tern::adaptive_avg_pool2d", {r3, b.int_list({1, 1})}, DType::F32, {1, 8, 1, 1});
+         const int f = b.op("tern::reshape", {g, b.int_list({1, -1})}, DType::F32, {1, 8});
+         const int w = constant(b, "fc_w", {5, 8}, 57);
+         b.output(b.op("tern::linear", {f, w, b.none()}, DType::F32, {1, 5}));
+         b.output(r3);  // a 4-D region output read again inside the region
+       },
+       kConv});
+  c.push_back(
+      {"mobilenet_dw_hardswish_se",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {1, 8, 9, 9});
+         const int d = conv(b, x, {1, 8, 9, 9}, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 8, true, 61);
+         const int h = b.op("tern::hardswish", {d}, DType::F32, {1, 8, 9, 9});
+         const int g =
+             b.op("tern::adaptive_avg_pool2d", {h, b.int_list({1, 1})}, DType::F32, {1, 8, 1, 1});
+         const int s1 = conv(b, g, {1, 8, 1, 1}, 4, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 63);
+         const int s2 = b.op("tern::relu", {s1}, DType::F32, {1, 4, 1, 1});
+         const int s3 = conv(b, s2, {1, 4, 1, 1}, 8, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 65);
+         const int s4 = b.op("tern::hardtanh", {s3, b.double_value(0), b.double_value(1)},
+                             DType::F32, {1, 8, 1, 1});
+         const int m = b.op("tern::mul", {h, s4}, DType::F32, {1, 8, 9, 9});
+         b.output(conv(b, m, {1, 8, 9, 9}, 16, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, false, 67));
+       },
+       kConv});
+  return c;
+}
+
+class CpuConformance : public ::testing::TestWithParam<OpCase> {
+ protected:
+  void SetUp() override { register_all(); }
+};
+
+/// One buffer per delegate call argument, with guard bytes after the data.
+struct GuardedArg {
+  static constexpr size_t kGuard = 64;
+  static constexpr uint8_t kPattern = 0xA5;
+  std::vector<int64_t> sizes;
+  std::vector<uint8_t> bytes;  ///< data + kGuard guard bytes
+  TensorView view;
+  EValue value;
+  size_t data_bytes = 0;
+
+  bool guard_intact() const {
+    for (size_t i = data_bytes; i < bytes.size(); ++i) {
+      if (bytes[i] != kPattern) return false;
+    }
+    return true;
+  }
+};
+
+/// Drives the backend interface directly on `graph`'s region 0 with guarded buffers; returns
+/// the region outputs (by value id) after checking guards and that inputs are untouched.
+std::map<int, std::vector<float>> run_guarded(const compiler::Graph& graph,
+                                              const std::map<int, std::vector<float>>& inputs) {
+  const compiler::DelegateRegion& region = graph.delegates.at(0);
+  const BackendInterface& be = cpu_backend_interface();
+  BackendInitContext ictx;
+  ictx.num_threads = 2;
+  // The blob as a 64-byte-aligned program segment would be.
+  std::vector<uint64_t> blob_store((region.blob.size() + 7) / 8 + 8);
+  uint8_t* blob = reinterpret_cast<uint8_t*>(blob_store.data());
+  while (reinterpret_cast<uintptr_t>(blob) % 64 != 0) ++blob;
+  std::memcpy(blob, region.blob.data(), region.blob.size());
+  auto handle = be.init(ictx, Span<const uint8_t>(blob, region.blob.size()), {});
+  EXPECT_TRUE(handle.ok()) << last_error_message();
+  std::map<int, std::vector<float>> outputs;
+  if (!handle.ok()) return outputs;
+
+  std::vector<int> ids = region.inputs;
+  ids.insert(ids.end(), region.outputs.begin(), region.outputs.end());
+  std::vector<GuardedArg> args(ids.size());
+  std::vector<EValue*> arg_ptrs;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const compiler::Value& v = graph.values[static_cast<size_t>(ids[i])];
+    GuardedArg& a = args[i];
+    if (!v.is_tensor()) {
+      a.value = EValue();
+      arg_ptrs.push_back(&a.value);
+      continue;
+    }
+    a.sizes = v.sizes;
+    a.data_bytes = numel(v.sizes) * sizeof(float);
+    a.bytes.assign(a.data_bytes + GuardedArg::kGuard, GuardedArg::kPattern);
+    const bool is_output = i >= region.inputs.size();
+    if (v.is_constant) {
+      std::memcpy(a.bytes.data(), v.data.data(), a.data_bytes);
+    } else if (!is_output) {
+      const std::vector<float>& in = inputs.at(ids[i]);
+      std::memcpy(a.bytes.data(), in.data(), a.data_bytes);
+    }
+    a.view.dtype = DType::F32;
+    a.view.rank = static_cast<uint32_t>(a.sizes.size());
+    a.view.sizes = a.sizes.data();
+    a.view.data = a.bytes.data();
+    a.view.nbytes = a.data_bytes;
+    a.value = EValue::from_tensor(&a.view);
+    arg_ptrs.push_back(&a.value);
+  }
+  // Snapshot the inputs to check the delegate never writes them.
+  std::vector<std::vector<uint8_t>> before;
+  for (const GuardedArg& a : args) before.push_back(a.bytes);
+  Span<EValue*> span(arg_ptrs.data(), arg_ptrs.size());
+  EXPECT_EQ(be.prepare(handle.get(), span), Error::Ok) << last_error_message();
+  BackendExecuteContext ectx;
+  for (int run = 0; run < 2; ++run) {
+    EXPECT_EQ(be.execute(ectx, handle.get(), span), Error::Ok) << last_error_message();
+  }
+  be.destroy(handle.get());
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].bytes.empty()) continue;
+    EXPECT_TRUE(args[i].guard_intact()) << "bytes written past argument " << i;
+    if (i < region.inputs.size()) {
+      EXPECT_EQ(args[i].bytes, before[i]) << "input argument " << i << " was written";
+    } else {
+      std::vector<float> out(args[i].data_bytes / sizeof(float));
+      std::memcpy(out.data(), args[i].bytes.data(), args[i].data_bytes);
+      outputs[ids[i]] = out;
+    }
+  }
+  return outputs;
+}
+
+TEST_P(CpuConformance, MatchesPortable) {
+  const OpCase& tc = GetParam();
+  GraphBuilder b;
+  tc.build(b);
+  for (size_t n = 0; n < b.num_nodes(); ++n) {
+    ASSERT_EQ(compiler::CpuBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes[n]), "")
+        << "node " << n;
+  }
+  delegate_cpu(b, 0, static_cast<int>(b.num_nodes()) - 1);
+  const compiler::Graph graph = b.build();
+  const std::vector<uint8_t> pte = testing::compile_graph(graph);
+
+  std::vector<std::vector<float>> inputs;
+  std::map<int, std::vector<float>> inputs_by_id;
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    const auto& v = graph.values[static_cast<size_t>(graph.inputs[i])];
+    inputs.push_back(random_floats(numel(v.sizes), 1000 + static_cast<uint32_t>(i)));
+    inputs_by_id[graph.inputs[i]] = inputs.back();
+  }
+  const RunResult delegated = run_program(pte, graph, inputs, /*disable_cpu=*/false);
+  const RunResult portable = run_program(pte, graph, inputs, /*disable_cpu=*/true);
+  ASSERT_EQ(delegated.paths, std::vector<DelegatePath>{DelegatePath::Backend});
+  ASSERT_EQ(portable.paths, std::vector<DelegatePath>{DelegatePath::Fallback});
+  ASSERT_EQ(delegated.outputs.size(), graph.outputs.size());
+  ASSERT_EQ(portable.outputs.size(), graph.outputs.size());
+  for (size_t i = 0; i < graph.outputs.size(); ++i) {
+    EXPECT_TRUE(all_finite(delegated.outputs[i])) << "output " << i;
+    const double e = nmse(delegated.outputs[i], portable.outputs[i]);
+    EXPECT_LE(e, tc.threshold) << "output " << i << " NMSE " << e;
+  }
+
+  const std::map<int, std::vector<float>> guarded = run_guarded(graph, inputs_by_id);
+  for (size_t i = 0; i < graph.outputs.size(); ++i) {
+    auto it = guarded.find(graph.outputs[i]);
+    ASSERT_NE(it, guarded.end());
+    const double e = nmse(it->second, portable.outputs[i]);
+    EXPECT_LE(e, tc.threshold) << "guarded run, output " << i << " NMSE " << e;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, CpuConformance, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<OpCase>& info) {
+                           return info.param.name;
+                         });
+
+// A delegate whose output is also consumed after it, and a multi-threaded load.
+TEST(CpuConformanceSingle, ConvThenPortableTailWithThreads) {
+  register_all();
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {1, 6, 10, 10});
+  const int c1 = conv(b, x, {1, 6, 10, 10}, 12, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 71);
+  const int r = b.op("tern::relu", {c1}, DType::F32, {1, 12, 10, 10});
+  // Portable tail: a gelu the backend does not take.
+  const int g = b.op("tern::gelu", {r, b.string_value("none")}, DType::F32, {1, 12, 10, 10});
+  EXPECT_FALSE(compiler::CpuBackendCompiler().supports(b.graph(), b.graph().nodes.back()));
+  b.output(g);
+  delegate_cpu(b, 0, 1);
+  const compiler::Graph graph = b.build();
+  const auto pte = testing::compile_graph(graph);
+  const std::vector<std::vector<float>> in{random_floats(600, 5)};
+  for (uint32_t threads : {0u, 1u, 2u}) {
+    const RunResult d = run_program(pte, graph, in, false, 3, threads);
+    const RunResult p = run_program(pte, graph, in, true);
+    ASSERT_EQ(d.outputs.size(), 1u);
+    EXPECT_LE(nmse(d.outputs[0], p.outputs[0]), 1e-9) << threads << " threads";
+  }
+}
+
+}  // namespace
+}  // namespace tern::cpu_test
+
+namespace tern::cpu_test {
+namespace {
+
+// Perf mode (not a test; run with --gtest_also_run_disabled_tests): a ResNet-18 layer1 conv
+// (64 -> 64, 3x3, pad 1, 56x56) + relu through the delegate and through the portable kernels.
+TEST(CpuConformancePerf, DISABLED_Resnet18ConvLayer) {
+  register_all();
+  struct Shape {
+    int64_t c, hw;
+  };
+  for (const Shape s : {Shape{64, 56}, Shape{128, 28}, Shape{256, 14}}) {
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {1, s.c, s.hw, s.hw});
+    const int y = conv(b, x, {1, s.c, s.hw, s.hw}, s.c, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 91);
+    b.output(b.op("tern::relu", {y}, DType::F32, {1, s.c, s.hw, s.hw}));
+    delegate_cpu(b, 0, 1);
+    const compiler::Graph graph = b.build();
+    const auto pte = testing::compile_graph(graph);
+    const std::vector<std::vector<float>> in{random_floats(numel({1, s.c, s.hw, s.hw}), 3)};
+    for (uint32_t threads : {1u, 2u}) {
+      for (bool disable : {false, true}) {
+        const int runs = 20;
+        double ms = 0;
+        run_program(pte, graph, in, disable, runs, threads, &ms);
+        std::printf(
+            "conv3x3 %lld->%lld @%lldx%lld + relu, %u thread(s), %-8s: %.2f ms per "
+            "execute (mean of %d)\n",
+            static_cast<long long>(s.c), static_cast<long long>(s.c), static_cast<long long>(s.hw),
+            static_cast<long long>(s.hw), threads, disable ? "portable" : "cpu", ms, runs);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tern::cpu_test
+
+namespace tern::cpu_test {
+namespace {
+
+// A caller-bound input (no copy into the arena; its address is known only at set_input, after
+// the delegate's prepare, and may change between executions).
+TEST(CpuConformanceSingle, CallerBoundInputMayMove) {
+  register_all();
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {1, 4, 8, 8});
+  b.graph().values[static_cast<size_t>(x)].caller_bound = true;
+  const int c = conv(b, x, {1, 4, 8, 8}, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 81);
+  b.output(b.op("tern::relu", {c}, DType::F32, {1, 4, 8, 8}));
+  delegate_cpu(b, 0, 1);
+  const compiler::Graph graph = b.build();
+  const auto pte = testing::compile_graph(graph);
+  testing::LoadedProgram lp(pte);
+  testing::MethodMemory memory(lp.program().method_meta("forward").get(), -1, 0, 1 << 20);
+  auto method = lp.program().load_method("forward", memory.manager());
+  ASSERT_TRUE(method.ok()) << last_error_message();
+  ASSERT_EQ(method->delegate_path(0).get(), DelegatePath::Backend);
+  std::vector<int64_t> sizes{1, 4, 8, 8};
+  for (uint32_t seed : {1u, 2u}) {
+    std::vector<float> in = random_floats(256, seed);  // a fresh buffer each round
+    ASSERT_EQ(method->set_input(0, testing::f32_view(sizes, in)), Error::Ok);
+    ASSERT_EQ(method->execute(), Error::Ok) << last_error_message();
+    const std::vector<float> got = testing::to_vector(*method->output(0).get());
+    const RunResult portable = run_program(pte, graph, {in}, true);
+    EXPECT_LE(nmse(got, portable.outputs[0]), 1e-9) << "seed " << seed;
+  }
+}
+
+}  // namespace
+}  // namespace tern::cpu_test

@@ -1,0 +1,124 @@
+// Helpers for the cpu backend tests: delegate a node range to "cpu" with a blob from
+// CpuBackendCompiler::lower, run a program with the backend or its portable fallback, random
+// inputs and NMSE.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/compile/cpu_backend_compiler.h"
+#include "backends/cpu/runtime/register_cpu_backend.h"
+#include "runtime/kernels/portable/register_portable_kernels.h"
+#include "tests/executor/method_test_util.h"
+
+namespace tern::cpu_test {
+
+using compiler::GraphBuilder;
+
+/// Hands nodes [first, last] of `b` to "cpu" with the blob lowered by CpuBackendCompiler.
+/// Returns the region index.
+inline int delegate_cpu(GraphBuilder& b, int first, int last) {
+  const int index = b.delegate("cpu", first, last);
+  compiler::DelegateRegion& region = b.graph().delegates[static_cast<size_t>(index)];
+  region.blob = compiler::CpuBackendCompiler().lower(b.graph(), region).blob;
+  return index;
+}
+
+/// Uniform random floats in [lo, hi), seeded.
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -2.0f,
+                                        float hi = 2.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& f : v) f = dist(rng);
+  return v;
+}
+
+inline size_t numel(const std::vector<int64_t>& sizes) {
+  size_t n = 1;
+  for (int64_t d : sizes) n *= static_cast<size_t>(d);
+  return n;
+}
+
+/// sum (a - b)^2 / sum b^2 (absolute when b is all zeros).
+inline double nmse(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    const double d = static_cast<double>(a[i]) - b[i];
+    num += d * d;
+    den += static_cast<double>(b[i]) * b[i];
+  }
+  return den > 0 ? num / den : num;
+}
+
+inline bool all_finite(const std::vector<float>& v) {
+  for (float f : v) {
+    if (!std::isfinite(f)) return false;
+  }
+  return true;
+}
+
+/// The outputs of one run of method "forward" and how its delegate calls ran.
+struct RunResult {
+  std::vector<std::vector<float>> outputs;
+  std::vector<DelegatePath> paths;
+};
+
+/// Loads `pte` (cpu backend registered; disabled for this load when `disable_cpu`), sets the
+/// f32 inputs of `graph` from `inputs`, executes `runs` times and returns the outputs (and,
+/// when `ms_per_run` is given, the mean wall time of one execute()).
+inline RunResult run_program(const std::vector<uint8_t>& pte, const compiler::Graph& graph,
+                             const std::vector<std::vector<float>>& inputs, bool disable_cpu,
+                             int runs = 1, uint32_t num_threads = 0, double* ms_per_run = nullptr) {
+  RunResult result;
+  testing::LoadedProgram lp(pte);
+  testing::MethodMemory memory(lp.program().method_meta("forward").get(), -1, 0, 8 * 1024 * 1024);
+  const char* disabled[] = {"cpu"};
+  MethodLoadOptions options;
+  if (disable_cpu) options.disabled_backends = Span<const char* const>(disabled, 1);
+  options.num_threads = num_threads;
+  auto method = lp.program().load_method("forward", memory.manager(), options);
+  EXPECT_TRUE(method.ok()) << last_error_message();
+  if (!method.ok()) return result;
+  std::vector<std::vector<int64_t>> sizes;
+  std::vector<std::vector<float>> data = inputs;
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    sizes.push_back(graph.values[static_cast<size_t>(graph.inputs[i])].sizes);
+  }
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    const TensorView view = testing::f32_view(sizes[i], data[i]);
+    EXPECT_EQ(method->set_input(i, view), Error::Ok) << last_error_message();
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < runs; ++r) {
+    EXPECT_EQ(method->execute(), Error::Ok) << last_error_message();
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  if (ms_per_run != nullptr) {
+    *ms_per_run = std::chrono::duration<double, std::milli>(t1 - t0).count() / runs;
+  }
+  for (size_t i = 0; i < method->num_outputs(); ++i) {
+    auto out = method->output(i);
+    EXPECT_TRUE(out.ok()) << last_error_message();
+    if (out.ok()) result.outputs.push_back(testing::to_vector(*out.get()));
+  }
+  for (size_t i = 0; i < method->num_delegate_calls(); ++i) {
+    result.paths.push_back(method->delegate_path(i).get());
+  }
+  return result;
+}
+
+/// Registers the portable kernels and the cpu backend (idempotent).
+inline void register_all() {
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  ASSERT_EQ(register_cpu_backend(), Error::Ok) << last_error_message();
+  ASSERT_TRUE(cpu_backend_interface().is_available());
+}
+
+}  // namespace tern::cpu_test

@@ -1,0 +1,48 @@
+// The registry of backend compilers (the compile halves of the backends).
+#include "tools/compiler/backend_compiler.h"
+
+#include <stdexcept>
+
+namespace tern::compiler {
+
+namespace {
+
+// Registration order is kept: registered_backend_compilers() lists names in it.
+std::vector<std::unique_ptr<BackendCompiler>>& registry() {
+  static std::vector<std::unique_ptr<BackendCompiler>> backends;
+  return backends;
+}
+
+}  // namespace
+
+void register_backend_compiler(std::unique_ptr<BackendCompiler> backend) {
+  if (backend == nullptr) {
+    throw std::invalid_argument("register_backend_compiler: null backend compiler");
+  }
+  const std::string name = backend->name();
+  if (name.empty()) {
+    throw std::invalid_argument("register_backend_compiler: a backend compiler has an empty name");
+  }
+  for (std::unique_ptr<BackendCompiler>& existing : registry()) {
+    if (existing->name() == name) {
+      existing = std::move(backend);  // replaces, keeping its place in the order
+      return;
+    }
+  }
+  registry().push_back(std::move(backend));
+}
+
+const BackendCompiler* find_backend_compiler(const std::string& name) {
+  for (const std::unique_ptr<BackendCompiler>& b : registry()) {
+    if (b->name() == name) return b.get();
+  }
+  return nullptr;
+}
+
+std::vector<std::string> registered_backend_compilers() {
+  std::vector<std::string> names;
+  for (const std::unique_ptr<BackendCompiler>& b : registry()) names.push_back(b->name());
+  return names;
+}
+
+}  // namespace tern::compiler
