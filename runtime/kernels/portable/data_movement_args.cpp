@@ -4,28 +4,6 @@
 #include <cstring>
 
 namespace tern::portable::dm {
-namespace {
-
-Result<const EValue*> value_arg(const char* op, Span<EValue*> args, size_t index,
-                                const char* name) {
-  TERN_CHECK_OR_RETURN_ERROR(index < args.size(), InvalidArgument,
-                             "%s: argument %zu (%s) missing: only %zu arguments", op, index, name,
-                             args.size());
-  TERN_CHECK_OR_RETURN_ERROR(args[index] != nullptr, InvalidArgument,
-                             "%s: argument %zu (%s) is a null EValue", op, index, name);
-  return static_cast<const EValue*>(args[index]);
-}
-
-}  // namespace
-
-Result<int64_t> int_arg(const char* op, Span<EValue*> args, size_t index, const char* name) {
-  TERN_ASSIGN_OR_RETURN(const EValue* v, value_arg(op, args, index, name));
-  TERN_CHECK_OR_RETURN_ERROR(v->is_int(), InvalidArgument,
-                             "%s: argument %zu (%s): expected an int, found %s", op, index, name,
-                             to_string(v->tag));
-  return v->to_int();
-}
-
 Error optional_int_arg(const char* op, Span<EValue*> args, size_t index, const char* name,
                        bool* present, int64_t* value) {
   TERN_ASSIGN_OR_RETURN(const EValue* v, value_arg(op, args, index, name));
@@ -35,14 +13,6 @@ Error optional_int_arg(const char* op, Span<EValue*> args, size_t index, const c
                              "%s: argument %zu (%s): expected an int or none, found %s", op, index,
                              name, to_string(v->tag));
   return Error::Ok;
-}
-
-Result<bool> bool_arg(const char* op, Span<EValue*> args, size_t index, const char* name) {
-  TERN_ASSIGN_OR_RETURN(const EValue* v, value_arg(op, args, index, name));
-  TERN_CHECK_OR_RETURN_ERROR(v->is_bool(), InvalidArgument,
-                             "%s: argument %zu (%s): expected a bool, found %s", op, index, name,
-                             to_string(v->tag));
-  return v->to_bool();
 }
 
 Error optional_double_arg(const char* op, Span<EValue*> args, size_t index, const char* name,

@@ -10,18 +10,18 @@
 #include "runtime/core/result.h"
 #include "runtime/core/span.h"
 #include "runtime/core/tensor_view.h"
+#include "runtime/kernels/portable/kernel_args.h"
 
 namespace tern::portable::dm {
 
-/// The Int at `args[index]`.
-Result<int64_t> int_arg(const char* op, Span<EValue*> args, size_t index, const char* name);
+// The shared readers (kernel_args.h), under this family's names.
+using portable::bool_arg;
+using portable::int_arg;
+using portable::value_arg;
 
 /// The Int at `args[index]`, or `*present = false` when it is None.
 Error optional_int_arg(const char* op, Span<EValue*> args, size_t index, const char* name,
                        bool* present, int64_t* value);
-
-/// The Bool at `args[index]`.
-Result<bool> bool_arg(const char* op, Span<EValue*> args, size_t index, const char* name);
 
 /// The Double (or Int, converted) at `args[index]`, or `*present = false` when it is None.
 Error optional_double_arg(const char* op, Span<EValue*> args, size_t index, const char* name,

@@ -101,5 +101,41 @@ Error check_shape(const char* op, const char* name, const TensorView& t,
                     found);
 }
 
+Result<const EValue*> value_arg(const char* op, Span<EValue*> args, size_t index,
+                                const char* name) {
+  TERN_CHECK_OR_RETURN_ERROR(index < args.size(), InvalidArgument,
+                             "%s: argument %zu (%s) missing: only %zu arguments", op, index, name,
+                             args.size());
+  TERN_CHECK_OR_RETURN_ERROR(args[index] != nullptr, InvalidArgument,
+                             "%s: argument %zu (%s) is a null EValue", op, index, name);
+  return static_cast<const EValue*>(args[index]);
+}
+
+Result<int64_t> int_arg(const char* op, Span<EValue*> args, size_t index, const char* name) {
+  TERN_ASSIGN_OR_RETURN(const EValue* v, value_arg(op, args, index, name));
+  TERN_CHECK_OR_RETURN_ERROR(v->is_int(), InvalidArgument,
+                             "%s: argument %zu (%s): expected an int, found %s", op, index, name,
+                             to_string(v->tag));
+  return v->to_int();
+}
+
+Result<bool> bool_arg(const char* op, Span<EValue*> args, size_t index, const char* name) {
+  TERN_ASSIGN_OR_RETURN(const EValue* v, value_arg(op, args, index, name));
+  TERN_CHECK_OR_RETURN_ERROR(v->is_bool(), InvalidArgument,
+                             "%s: argument %zu (%s): expected a bool, found %s", op, index, name,
+                             to_string(v->tag));
+  return v->to_bool();
+}
+
+Result<TensorView*> optional_tensor_arg(const char* op, Span<EValue*> args, size_t index,
+                                        const char* name) {
+  TERN_ASSIGN_OR_RETURN(const EValue* v, value_arg(op, args, index, name));
+  if (v->is_none()) return static_cast<TensorView*>(nullptr);
+  TERN_CHECK_OR_RETURN_ERROR(v->is_tensor(), InvalidArgument,
+                             "%s: argument %zu (%s): expected a tensor or none, found %s", op,
+                             index, name, to_string(v->tag));
+  return tensor_arg(op, args, index, name);
+}
+
 }  // namespace portable
 }  // namespace tern

@@ -34,6 +34,22 @@ Error check_dtype_in(const char* op, const char* name, const TensorView& t,
 Error check_shape(const char* op, const char* name, const TensorView& t,
                   Span<const int64_t> expected);
 
+/// The EValue at `args[index]`, checked present and non-null; InvalidArgument naming `op`,
+/// the index and `name` otherwise. Owned by the Method.
+Result<const EValue*> value_arg(const char* op, Span<EValue*> args, size_t index,
+                                const char* name);
+
+/// The Int at `args[index]`; InvalidArgument naming `op`/`name` when absent or another kind.
+Result<int64_t> int_arg(const char* op, Span<EValue*> args, size_t index, const char* name);
+
+/// The Bool at `args[index]`; InvalidArgument when absent or another kind.
+Result<bool> bool_arg(const char* op, Span<EValue*> args, size_t index, const char* name);
+
+/// The tensor at `args[index]` (checked as tensor_arg does), or null when the value is None;
+/// InvalidArgument naming `op` and `name` for any other kind.
+Result<TensorView*> optional_tensor_arg(const char* op, Span<EValue*> args, size_t index,
+                                        const char* name);
+
 /// Bytes of one element of a byte-addressable dtype (0 for NF4).
 inline size_t element_size(DType dtype) { return bits_per_element(dtype) / 8; }
 

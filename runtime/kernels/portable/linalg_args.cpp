@@ -5,40 +5,8 @@
 #include "runtime/kernels/portable/kernel_args.h"
 
 namespace tern::portable {
-namespace {
-
-Result<const EValue*> value_at(const char* op, Span<EValue*> args, size_t index,
-                               const char* name) {
-  TERN_CHECK_OR_RETURN_ERROR(index < args.size(), InvalidArgument,
-                             "%s: argument %zu (%s) missing: only %zu arguments", op, index, name,
-                             args.size());
-  TERN_CHECK_OR_RETURN_ERROR(args[index] != nullptr, InvalidArgument,
-                             "%s: argument %zu (%s) is a null EValue", op, index, name);
-  return static_cast<const EValue*>(args[index]);
-}
-
-}  // namespace
-
-Result<TensorView*> optional_tensor_arg(const char* op, Span<EValue*> args, size_t index,
-                                        const char* name) {
-  TERN_ASSIGN_OR_RETURN(const EValue* v, value_at(op, args, index, name));
-  if (v->is_none()) return static_cast<TensorView*>(nullptr);
-  TERN_CHECK_OR_RETURN_ERROR(v->is_tensor(), InvalidArgument,
-                             "%s: argument %zu (%s): expected a tensor or none, found %s", op,
-                             index, name, to_string(v->tag));
-  return tensor_arg(op, args, index, name);
-}
-
-Result<int64_t> int_arg(const char* op, Span<EValue*> args, size_t index, const char* name) {
-  TERN_ASSIGN_OR_RETURN(const EValue* v, value_at(op, args, index, name));
-  TERN_CHECK_OR_RETURN_ERROR(v->is_int(), InvalidArgument,
-                             "%s: argument %zu (%s): expected an int, found %s", op, index, name,
-                             to_string(v->tag));
-  return v->to_int();
-}
-
 Result<double> number_arg(const char* op, Span<EValue*> args, size_t index, const char* name) {
-  TERN_ASSIGN_OR_RETURN(const EValue* v, value_at(op, args, index, name));
+  TERN_ASSIGN_OR_RETURN(const EValue* v, value_arg(op, args, index, name));
   if (v->is_int()) return static_cast<double>(v->to_int());
   TERN_CHECK_OR_RETURN_ERROR(v->is_double(), InvalidArgument,
                              "%s: argument %zu (%s): expected a double or int, found %s", op,
@@ -46,17 +14,9 @@ Result<double> number_arg(const char* op, Span<EValue*> args, size_t index, cons
   return v->to_double();
 }
 
-Result<bool> bool_arg(const char* op, Span<EValue*> args, size_t index, const char* name) {
-  TERN_ASSIGN_OR_RETURN(const EValue* v, value_at(op, args, index, name));
-  TERN_CHECK_OR_RETURN_ERROR(v->is_bool(), InvalidArgument,
-                             "%s: argument %zu (%s): expected a bool, found %s", op, index, name,
-                             to_string(v->tag));
-  return v->to_bool();
-}
-
 Error spatial_arg(const char* op, Span<EValue*> args, size_t index, const char* name,
                   size_t dims, int64_t min_value, const int64_t* empty_default, int64_t* out) {
-  TERN_ASSIGN_OR_RETURN(const EValue* v, value_at(op, args, index, name));
+  TERN_ASSIGN_OR_RETURN(const EValue* v, value_arg(op, args, index, name));
   if (v->is_int()) {
     for (size_t d = 0; d < dims; ++d) out[d] = v->to_int();
   } else {

@@ -9,22 +9,12 @@
 #include "runtime/core/result.h"
 #include "runtime/core/span.h"
 #include "runtime/core/tensor_view.h"
+#include "runtime/kernels/portable/kernel_args.h"
 
 namespace tern::portable {
 
-/// The tensor at `args[index]` (checked as tensor_arg does), or null when the value is None.
-/// InvalidArgument naming `op` and `name` for any other kind.
-Result<TensorView*> optional_tensor_arg(const char* op, Span<EValue*> args, size_t index,
-                                        const char* name);
-
-/// The Int at `args[index]`; InvalidArgument naming `op`/`name` when absent or another kind.
-Result<int64_t> int_arg(const char* op, Span<EValue*> args, size_t index, const char* name);
-
 /// The Double (or Int, converted) at `args[index]`.
 Result<double> number_arg(const char* op, Span<EValue*> args, size_t index, const char* name);
-
-/// The Bool at `args[index]`.
-Result<bool> bool_arg(const char* op, Span<EValue*> args, size_t index, const char* name);
 
 /// Reads a pair of spatial parameters (stride, padding, ...) for `dims` spatial dims (1 or 2)
 /// from the IntList (or Int) at `args[index]` into out[0..dims): a list of `dims` entries, or

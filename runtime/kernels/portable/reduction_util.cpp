@@ -7,35 +7,6 @@
 namespace tern {
 namespace portable {
 namespace reduction {
-namespace {
-
-Result<const EValue*> value_arg(const char* op, Span<EValue*> args, size_t index,
-                                const char* name) {
-  TERN_CHECK_OR_RETURN_ERROR(index < args.size(), InvalidArgument,
-                             "%s: argument %zu (%s) missing: only %zu arguments", op, index, name,
-                             args.size());
-  TERN_CHECK_OR_RETURN_ERROR(args[index] != nullptr, InvalidArgument,
-                             "%s: argument %zu (%s) is a null EValue", op, index, name);
-  return static_cast<const EValue*>(args[index]);
-}
-
-}  // namespace
-
-Result<int64_t> int_arg(const char* op, Span<EValue*> args, size_t index, const char* name) {
-  TERN_ASSIGN_OR_RETURN(const EValue* v, value_arg(op, args, index, name));
-  TERN_CHECK_OR_RETURN_ERROR(v->is_int(), InvalidArgument,
-                             "%s: argument %zu (%s): expected an int, found %s", op, index, name,
-                             to_string(v->tag));
-  return v->to_int();
-}
-
-Result<bool> bool_arg(const char* op, Span<EValue*> args, size_t index, const char* name) {
-  TERN_ASSIGN_OR_RETURN(const EValue* v, value_arg(op, args, index, name));
-  TERN_CHECK_OR_RETURN_ERROR(v->is_bool(), InvalidArgument,
-                             "%s: argument %zu (%s): expected a bool, found %s", op, index, name,
-                             to_string(v->tag));
-  return v->to_bool();
-}
 
 Result<double> double_arg(const char* op, Span<EValue*> args, size_t index, const char* name) {
   TERN_ASSIGN_OR_RETURN(const EValue* v, value_arg(op, args, index, name));
@@ -61,16 +32,6 @@ Result<Span<const int64_t>> int_list_arg(const char* op, Span<EValue*> args, siz
                              "%s: argument %zu (%s): int list of %zu entries without data", op,
                              index, name, list.size());
   return list;
-}
-
-Result<TensorView*> optional_tensor_arg(const char* op, Span<EValue*> args, size_t index,
-                                        const char* name) {
-  TERN_ASSIGN_OR_RETURN(const EValue* v, value_arg(op, args, index, name));
-  if (v->is_none()) return static_cast<TensorView*>(nullptr);
-  TERN_CHECK_OR_RETURN_ERROR(v->is_tensor(), InvalidArgument,
-                             "%s: argument %zu (%s): expected a tensor or none, found %s", op,
-                             index, name, to_string(v->tag));
-  return tensor_arg(op, args, index, name);
 }
 
 Error normalize_dim(const char* op, const char* name, int64_t dim, uint32_t rank, uint32_t* out) {

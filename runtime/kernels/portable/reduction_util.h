@@ -11,16 +11,16 @@
 #include "runtime/core/span.h"
 #include "runtime/core/tensor_view.h"
 #include "runtime/kernels/portable/broadcast.h"
+#include "runtime/kernels/portable/kernel_args.h"
 
 namespace tern {
 namespace portable {
 namespace reduction {
 
-/// The Int at `args[index]`; InvalidArgument naming `op`/`name` when missing or another kind.
-Result<int64_t> int_arg(const char* op, Span<EValue*> args, size_t index, const char* name);
-
-/// The Bool at `args[index]`; InvalidArgument when missing or another kind.
-Result<bool> bool_arg(const char* op, Span<EValue*> args, size_t index, const char* name);
+// The shared readers (kernel_args.h), under this family's names.
+using portable::bool_arg;
+using portable::int_arg;
+using portable::optional_tensor_arg;
 
 /// The Double (or Int, converted) at `args[index]`; InvalidArgument otherwise.
 Result<double> double_arg(const char* op, Span<EValue*> args, size_t index, const char* name);
@@ -31,10 +31,6 @@ bool is_none_arg(Span<EValue*> args, size_t index);
 /// The IntList at `args[index]` (points into the Method's values); InvalidArgument otherwise.
 Result<Span<const int64_t>> int_list_arg(const char* op, Span<EValue*> args, size_t index,
                                          const char* name);
-
-/// The tensor at `args[index]` checked as tensor_arg() does, or null when the value is None.
-Result<TensorView*> optional_tensor_arg(const char* op, Span<EValue*> args, size_t index,
-                                        const char* name);
 
 /// `dim` normalised against `rank` like ATen: in [-rank, rank) (a rank-0 tensor accepts -1
 /// and 0, both meaning "the whole tensor", stored as 0). InvalidArgument naming op and range.
