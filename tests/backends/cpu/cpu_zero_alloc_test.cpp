@@ -11,108 +11,13 @@
 #include <vector>
 
 #include "tests/backends/cpu/cpu_test_util.h"
+#include "tests/support/allocation_counter.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define TERN_ZERO_ALLOC_HOOKS 0  // sanitizers own malloc; the test skips itself
-#else
-#define TERN_ZERO_ALLOC_HOOKS 1
-#endif
-
-namespace {
-std::atomic<bool> g_armed{false};
-std::atomic<long> g_allocations{0};
-
-inline void note_allocation() {
-  if (g_armed.load(std::memory_order_relaxed)) {
-    g_allocations.fetch_add(1, std::memory_order_relaxed);
-  }
-}
-}  // namespace
-
-#if TERN_ZERO_ALLOC_HOOKS
-extern "C" {
-void* __libc_malloc(size_t size);
-void* __libc_calloc(size_t count, size_t size);
-void* __libc_realloc(void* p, size_t size);
-void* __libc_memalign(size_t alignment, size_t size);
-void __libc_free(void* p);
-
-void* malloc(size_t size) {
-  note_allocation();
-  return __libc_malloc(size);
-}
-void* calloc(size_t count, size_t size) {
-  note_allocation();
-  return __libc_calloc(count, size);
-}
-void* realloc(void* p, size_t size) {
-  note_allocation();
-  return __libc_realloc(p, size);
-}
-void* memalign(size_t alignment, size_t size) {
-  note_allocation();
-  return __libc_memalign(alignment, size);
-}
-void* aligned_alloc(size_t alignment, size_t size) {
-  note_allocation();
-  return __libc_memalign(alignment, size);
-}
-int posix_memalign(void** out, size_t alignment, size_t size) {
-  note_allocation();
-  if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) return EINVAL;
-  void* p = __libc_memalign(alignment, size);
-  if (p == nullptr) return ENOMEM;
-  *out = p;
-  return 0;
-}
-void free(void* p) { __libc_free(p); }
-}  // extern "C"
-
-void* operator new(size_t size) {
-  void* p = malloc(size == 0 ? 1 : size);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-void* operator new[](size_t size) { return operator new(size); }
-void* operator new(size_t size, const std::nothrow_t&) noexcept {
-  return malloc(size == 0 ? 1 : size);
-}
-void* operator new[](size_t size, const std::nothrow_t&) noexcept {
-  return malloc(size == 0 ? 1 : size);
-}
-void* operator new(size_t size, std::align_val_t alignment) {
-  void* p = nullptr;
-  if (posix_memalign(&p, static_cast<size_t>(alignment), size == 0 ? 1 : size) != 0) {
-    throw std::bad_alloc();
-  }
-  return p;
-}
-void* operator new[](size_t size, std::align_val_t alignment) {
-  return operator new(size, alignment);
-}
-void operator delete(void* p) noexcept { free(p); }
-void operator delete[](void* p) noexcept { free(p); }
-void operator delete(void* p, size_t) noexcept { free(p); }
-void operator delete[](void* p, size_t) noexcept { free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { free(p); }
-void operator delete(void* p, size_t, std::align_val_t) noexcept { free(p); }
-void operator delete[](void* p, size_t, std::align_val_t) noexcept { free(p); }
-#endif  // TERN_ZERO_ALLOC_HOOKS
 
 namespace tern::cpu_test {
 namespace {
 
-/// Counts heap allocations while alive.
-class ArmedCounter {
- public:
-  ArmedCounter() {
-    g_allocations.store(0);
-    g_armed.store(true);
-  }
-  ~ArmedCounter() { g_armed.store(false); }
-  long count() const { return g_allocations.load(); }
-};
+using testing_support::ArmedCounter;
 
 /// conv -> relu -> max_pool -> conv (+ residual) -> relu -> global pool -> flatten -> linear,
 /// delegated to "cpu", with a portable sigmoid after it.
