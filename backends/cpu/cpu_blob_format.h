@@ -1,4 +1,4 @@
-// The cpu (XNNPACK) delegate blob, version 1: shared by the compile half (writer) and the
+// The cpu delegate blob, version 2: shared by the compile half (writer) and the
 // runtime half (reader). Plain structs only (no STL): the runtime includes this file.
 // The byte layout is documented in backends/cpu/README.md; all fields are little-endian.
 #pragma once
@@ -12,13 +12,15 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 1;
+constexpr uint32_t kBlobVersion = 2;
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node.
 constexpr uint32_t kMaxNodeInputs = 3;
 /// Integer parameters of one node.
 constexpr uint32_t kNodeParams = 16;
+/// Output columns per panel of a packed fully-connected weight (PackedFullyConnected).
+constexpr uint64_t kPackedPanelWidth = 16;
 /// "No value" in a node's input list and in a value's arg field.
 constexpr uint32_t kNoValue = 0xFFFFFFFFu;
 /// The data section starts at a multiple of this many bytes from the blob start, and every
@@ -85,7 +87,26 @@ enum class NodeOp : uint32_t {
   GlobalAvgPool2d = 14,  ///< x [N, H, W, C] -> [N, 1, 1, C]
   ConstantPad = 15,      ///< params[0..5] pre, params[6..11] post paddings; fparams[0] value
   Reshape = 16,          ///< to the output value's dims (same element count)
+  /// tern's own GEMM (not XNNPACK). in: x [..., K], packed weight (a constant [F] with
+  /// F = packed_fc_floats(N, K)); params[0] = N (out features), params[1] = K; fparams:
+  /// output min, max. Output [..., N].
+  PackedFullyConnected = 17,
 };
+
+/// The last NodeOp.
+constexpr uint32_t kLastNodeOp = 17;
+
+/// Floats of a packed fully-connected weight with `n` out and `k` in features: ceil(n / 16)
+/// panels, each 16 bias floats then k rows of 16 weights (panel p, row r, lane j holds
+/// W[16p + j][r]; columns past n are zero). Callers keep n, k <= 2^31.
+constexpr uint64_t packed_fc_floats(uint64_t n, uint64_t k) {
+  return (n + kPackedPanelWidth - 1) / kPackedPanelWidth * kPackedPanelWidth * (k + 1);
+}
+
+/// Whether tern's own kernels (not XNNPACK) run this op.
+constexpr bool is_own_kernel_op(uint32_t op) {
+  return op == static_cast<uint32_t>(NodeOp::PackedFullyConnected);
+}
 
 /// Indices into BlobNode::params for the convolution and pooling ops.
 enum ConvParam : uint32_t {

@@ -1,5 +1,6 @@
 #include "backends/cpu/compile/region_lowering.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -8,6 +9,7 @@
 
 #include "backends/cpu/compile/node_attrs.h"
 #include "backends/cpu/cpu_blob_format.h"
+#include "backends/cpu/kernels/packed_gemm.h"
 
 namespace tern::compiler::cpu_compile {
 namespace {
@@ -39,6 +41,12 @@ class Lowering {
     const uint32_t num_in = static_cast<uint32_t>(r.inputs.size());
     for (uint32_t i = 0; i < num_in; ++i) input_arg_.emplace(r.inputs[i], i);
     for (uint32_t j = 0; j < r.outputs.size(); ++j) output_arg_.emplace(r.outputs[j], num_in + j);
+    for (size_t v = 0; v < g.values.size(); ++v) uses_[static_cast<int>(v)] = 0;
+    for (const Node& n : g.nodes) {
+      for (int a : n.args) {
+        if (a >= 0) ++uses_[a];
+      }
+    }
   }
 
   std::vector<uint8_t> run() {
@@ -157,9 +165,20 @@ class Lowering {
     return nodes_.back();
   }
 
+  /// A pointwise conv (1x1, stride 1, no padding, one group) of an NHWC tensor is a
+  /// fully-connected layer over its pixels: x [N, H, W, C] -> [N, H, W, O] with weight [O, C].
+  static bool is_pointwise(const ConvAttrs& a, const std::vector<int64_t>& w) {
+    return !a.depthwise && a.groups == 1 && w[2] == 1 && w[3] == 1 && a.stride[0] == 1 &&
+           a.stride[1] == 1 && a.pad[0] == 0 && a.pad[1] == 0;
+  }
+
   void lower_conv(const Node& node) {
     const ConvAttrs a = conv_attrs(g_, node);
     const Value& w = g_.values[static_cast<size_t>(node.args[1])];
+    if (is_pointwise(a, w.sizes)) {
+      lower_packed_fc(node, w.sizes[0], w.sizes[1]);
+      return;
+    }
     const int64_t o = w.sizes[0], cg = w.sizes[1], kh = w.sizes[2], kw = w.sizes[3];
     const std::vector<float> src = constant_floats(w);
     std::vector<float> filt(src.size());
@@ -209,17 +228,60 @@ class Lowering {
     }
   }
 
+  /// linear runs on tern's own GEMM: the weight (and bias) packed once here into the panel
+  /// layout the kernel streams, so the runtime reads it in place from the program.
   void lower_linear(const Node& node) {
     const Value& w = g_.values[static_cast<size_t>(node.args[1])];
+    lower_packed_fc(node, w.sizes[0], w.sizes[1]);
+  }
+
+  /// Node args 0, 1, 2 are x, a constant weight of n x k floats (row-major) and an optional
+  /// bias; the output is x with its last (XNNPACK) dim k replaced by n.
+  void lower_packed_fc(const Node& node, int64_t n, int64_t k) {
+    const Value& w = g_.values[static_cast<size_t>(node.args[1])];
     const uint32_t x = activation(node.args[0]);
-    const uint32_t f = add_constant(
-        {static_cast<uint64_t>(w.sizes[0]), static_cast<uint64_t>(w.sizes[1])}, constant_floats(w));
-    std::vector<uint32_t> ins{x, f};
+    const std::vector<float> weight = constant_floats(w);
+    std::vector<float> bias;
     if (!is_none(g_, node.args[2])) {
-      ins.push_back(add_constant({static_cast<uint64_t>(w.sizes[0])},
-                                 constant_floats(g_.values[static_cast<size_t>(node.args[2])])));
+      bias = constant_floats(g_.values[static_cast<size_t>(node.args[2])]);
     }
-    add_node(NodeOp::FullyConnected, ins, output(node.outputs[0]));
+    std::vector<float> packed(
+        static_cast<size_t>(cpu::packed_fc_floats(static_cast<uint64_t>(n), static_cast<uint64_t>(k))));
+    cpu::pack_fc_weight(weight.data(), bias.empty() ? nullptr : bias.data(), n, k, packed.data());
+    const uint32_t f = add_constant({static_cast<uint64_t>(packed.size())}, packed);
+    BlobNode& fc = add_node(NodeOp::PackedFullyConnected, {x, f}, output(node.outputs[0]));
+    fc.params[0] = static_cast<uint32_t>(n);
+    fc.params[1] = static_cast<uint32_t>(k);
+  }
+
+  /// A relu/hardtanh/clamp whose input is made by the node just lowered, a fully-connected
+  /// node that nothing else reads, folds into that node's output bounds. Returns false when
+  /// it does not apply.
+  bool fuse_clamp_into_fc(const Node& node, float lo, float hi) {
+    const int in = node.args[0];
+    if (nodes_.empty() || ids_.count(in) == 0 || uses_.at(in) != 1 || output_arg_.count(in) != 0) {
+      return false;
+    }
+    BlobNode& last = nodes_.back();
+    if (last.op != static_cast<uint32_t>(NodeOp::PackedFullyConnected) ||
+        last.output != ids_.at(in)) {
+      return false;
+    }
+    last.fparams[0] = std::max(last.fparams[0], lo);
+    last.fparams[1] = std::min(last.fparams[1], hi);
+    // The fc's output value becomes the clamp's: external when the clamp's output leaves.
+    const int out = node.outputs[0];
+    const uint32_t id = last.output;
+    ids_.erase(in);
+    ids_.emplace(out, id);
+    auto ext = output_arg_.find(out);
+    if (ext != output_arg_.end()) {
+      const Value& v = g_.values[static_cast<size_t>(out)];
+      values_[id].kind = static_cast<uint32_t>(ValueKind::ExternalOutput);
+      values_[id].layout = static_cast<uint32_t>(layout_of(v.sizes));
+      values_[id].arg = ext->second;
+    }
+    return true;
   }
 
   void lower_binary(const Node& node) {
@@ -280,6 +342,7 @@ class Lowering {
     } else if (op == "tern::relu" || op == "tern::hardtanh" || op == "tern::clamp") {
       float lo, hi;
       clamp_bounds(g_, node, &lo, &hi);
+      if (fuse_clamp_into_fc(node, lo, hi)) return;
       const uint32_t x = activation(node.args[0]);
       BlobNode& n = add_node(NodeOp::Clamp, {x}, output(node.outputs[0]));
       n.fparams[0] = lo;
@@ -360,6 +423,7 @@ class Lowering {
   std::map<int, uint32_t> input_arg_;
   std::map<int, uint32_t> output_arg_;
   std::map<int, uint32_t> ids_;  ///< tern value id -> blob value index
+  std::map<int, int> uses_;      ///< tern value id -> how many node arguments read it
   std::vector<BlobValue> values_;
   std::vector<BlobNode> nodes_;
   std::vector<uint8_t> data_;

@@ -53,6 +53,8 @@ const char* op_name(uint32_t op) {
       return "constant_pad";
     case NodeOp::Reshape:
       return "reshape";
+    case NodeOp::PackedFullyConnected:
+      return "packed_fully_connected";
   }
   return "?";
 }
@@ -67,6 +69,10 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
       *min_in = 2;
       *max_in = 3;
       *const_mask = 0x6;
+      return;
+    case NodeOp::PackedFullyConnected:
+      *min_in = *max_in = 2;
+      *const_mask = 0x2;
       return;
     case NodeOp::Add:
     case NodeOp::Subtract:
@@ -300,6 +306,27 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v) {
       }
       return check_out_dims(n, node, out, expect, x.rank);
     }
+    case NodeOp::PackedFullyConnected: {
+      TERN_RETURN_IF_ERROR(check_params_range(n, node, 2, 0, 2));
+      const uint64_t out_features = node.params[0], in_features = node.params[1];
+      const BlobValue& f = v[node.inputs[1]];
+      const uint64_t want = packed_fc_floats(out_features, in_features);
+      TERN_CHECK_OR_RETURN_ERROR(x.dims[x.rank - 1] == in_features, InvalidProgram,
+                                 "cpu blob: node %u (packed_fully_connected): x's last dim is "
+                                 "%llu, params give %llu in features",
+                                 n, static_cast<unsigned long long>(x.dims[x.rank - 1]),
+                                 static_cast<unsigned long long>(in_features));
+      TERN_CHECK_OR_RETURN_ERROR(f.rank == 1 && f.dims[0] == want, InvalidProgram,
+                                 "cpu blob: node %u (packed_fully_connected): packed weight value "
+                                 "%u is not [%llu] (%llu out x %llu in features)",
+                                 n, node.inputs[1], static_cast<unsigned long long>(want),
+                                 static_cast<unsigned long long>(out_features),
+                                 static_cast<unsigned long long>(in_features));
+      uint64_t expect[kMaxDims];
+      for (uint32_t i = 0; i < x.rank; ++i) expect[i] = x.dims[i];
+      expect[x.rank - 1] = out_features;
+      return check_out_dims(n, node, out, expect, x.rank);
+    }
     case NodeOp::Reshape:
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 0, 0, 0));
       TERN_CHECK_OR_RETURN_ERROR(value_numel(x) == value_numel(out), InvalidProgram,
@@ -452,7 +479,7 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
     const BlobNode& node = nodes[n];
     uint32_t min_in = 0, max_in = 0, const_mask = 0;
     if (node.op < static_cast<uint32_t>(NodeOp::Conv2d) ||
-        node.op > static_cast<uint32_t>(NodeOp::Reshape)) {
+        node.op > kLastNodeOp) {
       err =
           set_error_message(Error::InvalidProgram, "cpu blob: node %u: unknown op %u", n, node.op);
       break;

@@ -1,7 +1,8 @@
-// The cpu backend: a delegate is one XNNPACK runtime built from its blob at init, bound to
-// its arguments' memory at prepare, and invoked at execute. 4-D tensors are NHWC inside the
-// delegate; the edges convert with tern's own transposes through staging buffers allocated at
-// init. execute() never allocates.
+// The cpu backend: a delegate runs its blob's nodes in stages (stage_plan.h) — XNNPACK
+// runtimes built at init and tern's own kernels — bound to their arguments' memory at prepare
+// and run in order at execute. 4-D tensors are NHWC inside the delegate; the edges convert with
+// tern's own transposes through staging buffers, and values crossing stages live in a
+// workspace; both are allocated at init. execute() never allocates.
 #include <xnnpack.h>
 
 #include <cstdlib>
@@ -10,6 +11,8 @@
 
 #include "backends/cpu/runtime/blob_reader.h"
 #include "backends/cpu/runtime/layout_transpose.h"
+#include "backends/cpu/runtime/own_kernel_node.h"
+#include "backends/cpu/runtime/stage_plan.h"
 #include "backends/cpu/runtime/register_cpu_backend.h"
 #include "backends/cpu/runtime/subgraph_builder.h"
 #include "backends/cpu/runtime/threadpool_cache.h"
@@ -24,13 +27,13 @@ constexpr size_t kStageAlignment = 64;
 /// XNN_EXTRA_BYTES: XNNPACK may read this far past an input.
 constexpr uint64_t kExtraBytes = XNN_EXTRA_BYTES;
 
-/// One delegate call argument the XNNPACK runtime reads or writes.
+/// One delegate call argument the delegate reads or writes.
 struct External {
   uint32_t value = 0;  ///< blob value index (= XNNPACK external id)
   uint32_t arg = 0;    ///< delegate call argument index
   bool input = false;
   bool nhwc = false;    ///< transposed at the edge
-  bool staged = false;  ///< XNNPACK works on `stage`, copied from/to the argument
+  bool staged = false;  ///< the stages work on `stage`, copied from/to the argument
   uint64_t numel = 0;
   uint64_t n = 0, c = 0, hw = 0;  ///< NHWC externals: the tern tensor is [n, c, h, w]
   uint32_t rank = 0;              ///< the tern tensor's rank and sizes
@@ -44,11 +47,13 @@ struct CpuDelegate {
   BlobPlan plan;
   void* blob_copy = nullptr;  ///< the blob, when it was not aligned in the program
   pthreadpool_t pool = nullptr;
-  xnn_runtime_t runtime = nullptr;
+  StagePlan stages;
+  XnnStage* xnn = nullptr;  ///< per stage (empty for own-kernel stages)
+  float** addr = nullptr;   ///< per blob value: its bytes (null for XnnInternal; Bound at prepare)
   External* externals = nullptr;
-  xnn_external_value* xnn_externals = nullptr;
   uint32_t num_externals = 0;
-  void* staging = nullptr;
+  void* staging = nullptr;    ///< edge buffers of Staged externals
+  void* workspace = nullptr;  ///< Workspace values
   bool prepared = false;
 };
 
@@ -59,36 +64,68 @@ bool xnnpack_ready() {
 
 void free_delegate(CpuDelegate* d) {
   if (d == nullptr) return;
-  if (d->runtime != nullptr) xnn_delete_runtime(d->runtime);
+  if (d->xnn != nullptr) {
+    for (uint32_t s = 0; s < d->stages.num_stages; ++s) free_xnn_stage(&d->xnn[s]);
+    std::free(d->xnn);
+  }
   release_threadpool(d->pool);
   std::free(d->staging);
+  std::free(d->workspace);
   std::free(d->externals);
-  std::free(d->xnn_externals);
+  std::free(d->addr);
+  free_stage_plan(&d->stages);
   free_blob_plan(&d->plan);
   std::free(d->blob_copy);
   d->~CpuDelegate();
   std::free(d);
 }
 
-/// Fills d->externals from the plan and allocates the staging buffers.
+/// Bytes of the buffer of a value of `numel` floats: XNN_EXTRA_BYTES of slack (XNNPACK may
+/// read that far past an input), rounded to kStageAlignment.
+bool buffer_bytes(uint64_t numel, uint64_t* out) {
+  return checked_align_up(numel * sizeof(float) + kExtraBytes, kStageAlignment, out);
+}
+
+/// Allocates `bytes` (zeroed, kStageAlignment-aligned) into *out; nothing for 0 bytes.
+Error allocate_buffers(uint64_t bytes, const char* what, void** out) {
+  if (bytes == 0) return Error::Ok;
+  TERN_CHECK_OR_RETURN_ERROR(bytes <= SIZE_MAX, DelegateMemoryAllocationFailed,
+                             "cpu backend: %s of %llu bytes", what,
+                             static_cast<unsigned long long>(bytes));
+  *out = std::aligned_alloc(kStageAlignment, static_cast<size_t>(bytes));
+  TERN_CHECK_OR_RETURN_ERROR(*out != nullptr, DelegateMemoryAllocationFailed,
+                             "cpu backend: no memory for %llu bytes of %s",
+                             static_cast<unsigned long long>(bytes), what);
+  std::memset(*out, 0, static_cast<size_t>(bytes));
+  return Error::Ok;
+}
+
+/// Fills d->externals and d->addr from the plans and allocates the staging buffers and the
+/// workspace.
 Error plan_externals(CpuDelegate* d) {
   const BlobPlan& p = d->plan;
+  const uint32_t nv = p.header.num_values;
+  d->addr = static_cast<float**>(std::calloc(nv, sizeof(float*)));
+  TERN_CHECK_OR_RETURN_ERROR(d->addr != nullptr, DelegateMemoryAllocationFailed,
+                             "cpu backend: no memory for %u value addresses", nv);
   uint32_t count = 0;
-  for (uint32_t i = 0; i < p.header.num_values; ++i) {
+  for (uint32_t i = 0; i < nv; ++i) {
     const ValueKind k = static_cast<ValueKind>(p.values[i].kind);
     if (k == ValueKind::ExternalInput || k == ValueKind::ExternalOutput) ++count;
   }
   d->externals = static_cast<External*>(std::calloc(count, sizeof(External)));
-  d->xnn_externals =
-      static_cast<xnn_external_value*>(std::calloc(count, sizeof(xnn_external_value)));
-  TERN_CHECK_OR_RETURN_ERROR(d->externals != nullptr && d->xnn_externals != nullptr,
-                             DelegateMemoryAllocationFailed,
+  TERN_CHECK_OR_RETURN_ERROR(d->externals != nullptr, DelegateMemoryAllocationFailed,
                              "cpu backend: no memory for %u external values", count);
   d->num_externals = count;
   uint64_t staging_bytes = 0;
   uint32_t e = 0;
-  for (uint32_t i = 0; i < p.header.num_values; ++i) {
+  for (uint32_t i = 0; i < nv; ++i) {
     const BlobValue& v = p.values[i];
+    const ValueHome home = d->stages.homes[i];
+    uint64_t bytes = 0;
+    if (home == ValueHome::Constant) {
+      d->addr[i] = const_cast<float*>(reinterpret_cast<const float*>(p.data + v.data_offset));
+    }
     const ValueKind k = static_cast<ValueKind>(v.kind);
     if (k != ValueKind::ExternalInput && k != ValueKind::ExternalOutput) continue;
     External& x = d->externals[e++];
@@ -100,7 +137,7 @@ Error plan_externals(CpuDelegate* d) {
     x.numel = value_numel(v);
     x.rank = v.rank;
     for (uint32_t r = 0; r < v.rank; ++r) x.sizes[r] = static_cast<int64_t>(v.dims[r]);
-    if (x.nhwc) {  // XNNPACK [N, H, W, C]; tern [N, C, H, W]
+    if (x.nhwc) {  // blob [N, H, W, C]; tern [N, C, H, W]
       x.n = v.dims[0];
       x.c = v.dims[3];
       x.hw = v.dims[1] * v.dims[2];
@@ -108,42 +145,30 @@ Error plan_externals(CpuDelegate* d) {
       x.sizes[2] = static_cast<int64_t>(v.dims[1]);
       x.sizes[3] = static_cast<int64_t>(v.dims[2]);
     }
-    // Inputs are always staged: XNNPACK reads up to XNN_EXTRA_BYTES past them, and a
-    // caller-bound input may move between executions. An output is staged when it is
-    // transposed or read again inside the delegate (the same over-read).
-    bool read_inside = false;
-    for (uint32_t n = 0; n < p.header.num_nodes && !read_inside; ++n) {
-      for (uint32_t j = 0; j < p.nodes[n].num_inputs; ++j) {
-        if (p.nodes[n].inputs[j] == i) read_inside = true;
-      }
-    }
-    x.staged = x.input || x.nhwc || read_inside;
+    x.staged = home == ValueHome::Staged;
     if (x.staged) {
-      uint64_t bytes = 0;
       TERN_CHECK_OR_RETURN_ERROR(
-          checked_align_up(x.numel * sizeof(float) + kExtraBytes, kStageAlignment, &bytes) &&
-              checked_add(staging_bytes, bytes, &staging_bytes),
+          buffer_bytes(x.numel, &bytes) && checked_add(staging_bytes, bytes, &staging_bytes),
           DelegateMemoryAllocationFailed, "cpu backend: staging size overflows");
     }
   }
-  if (staging_bytes > 0) {
-    TERN_CHECK_OR_RETURN_ERROR(staging_bytes <= SIZE_MAX, DelegateMemoryAllocationFailed,
-                               "cpu backend: staging of %llu bytes",
-                               static_cast<unsigned long long>(staging_bytes));
-    d->staging = std::aligned_alloc(kStageAlignment, static_cast<size_t>(staging_bytes));
-    TERN_CHECK_OR_RETURN_ERROR(d->staging != nullptr, DelegateMemoryAllocationFailed,
-                               "cpu backend: no memory for %llu bytes of edge buffers",
-                               static_cast<unsigned long long>(staging_bytes));
-    std::memset(d->staging, 0, static_cast<size_t>(staging_bytes));
-    uint8_t* cursor = static_cast<uint8_t*>(d->staging);
-    for (uint32_t i = 0; i < d->num_externals; ++i) {
-      External& x = d->externals[i];
-      if (!x.staged) continue;
-      x.stage = reinterpret_cast<float*>(cursor);
-      uint64_t bytes = 0;
-      (void)checked_align_up(x.numel * sizeof(float) + kExtraBytes, kStageAlignment, &bytes);
-      cursor += bytes;
-    }
+  TERN_RETURN_IF_ERROR(allocate_buffers(staging_bytes, "edge buffers", &d->staging));
+  TERN_RETURN_IF_ERROR(
+      allocate_buffers(d->stages.workspace_bytes, "workspace", &d->workspace));
+  uint8_t* cursor = static_cast<uint8_t*>(d->staging);
+  for (uint32_t i = 0; i < d->num_externals; ++i) {
+    External& x = d->externals[i];
+    if (!x.staged) continue;
+    x.stage = reinterpret_cast<float*>(cursor);
+    d->addr[x.value] = x.stage;
+    uint64_t bytes = 0;
+    (void)buffer_bytes(x.numel, &bytes);
+    cursor += bytes;
+  }
+  for (uint32_t i = 0; i < nv; ++i) {
+    if (d->stages.homes[i] != ValueHome::Workspace) continue;
+    d->addr[i] = reinterpret_cast<float*>(static_cast<uint8_t*>(d->workspace) +
+                                          d->stages.workspace_offsets[i]);
   }
   return Error::Ok;
 }
@@ -210,13 +235,20 @@ class CpuBackend final : public BackendInterface {
       TensorView* t = nullptr;
       TERN_RETURN_IF_ERROR(argument_tensor(x, args, /*need_data=*/!x.input, &t));
       x.bound = x.staged ? nullptr : t->data;
-      d->xnn_externals[i].id = x.value;
-      d->xnn_externals[i].data = x.staged ? static_cast<void*>(x.stage) : t->data;
+      if (!x.staged) d->addr[x.value] = static_cast<float*>(t->data);
     }
-    const xnn_status s = xnn_setup_runtime(d->runtime, d->num_externals, d->xnn_externals);
-    TERN_CHECK_OR_RETURN_ERROR(s == xnn_status_success, DelegateExecutionFailed,
-                               "cpu backend: xnn_setup_runtime failed (status %d)",
-                               static_cast<int>(s));
+    for (uint32_t s = 0; s < d->stages.num_stages; ++s) {
+      XnnStage& st = d->xnn[s];
+      if (st.runtime == nullptr) continue;
+      for (uint32_t e = 0; e < st.num_externals; ++e) {
+        st.externals[e].id = e;
+        st.externals[e].data = d->addr[st.values[e]];
+      }
+      const xnn_status status = xnn_setup_runtime(st.runtime, st.num_externals, st.externals);
+      TERN_CHECK_OR_RETURN_ERROR(status == xnn_status_success, DelegateExecutionFailed,
+                                 "cpu backend: xnn_setup_runtime of stage %u failed (status %d)",
+                                 s, static_cast<int>(status));
+    }
     d->prepared = true;
     return Error::Ok;
   }
@@ -243,10 +275,17 @@ class CpuBackend final : public BackendInterface {
         std::memcpy(x.stage, src, x.numel * sizeof(float));
       }
     }
-    const xnn_status s = xnn_invoke_runtime(d->runtime);
-    TERN_CHECK_OR_RETURN_ERROR(s == xnn_status_success, DelegateExecutionFailed,
-                               "cpu backend: xnn_invoke_runtime failed (status %d)",
-                               static_cast<int>(s));
+    for (uint32_t s = 0; s < d->stages.num_stages; ++s) {
+      const Stage& stage = d->stages.stages[s];
+      if (stage.own_kernel) {
+        TERN_RETURN_IF_ERROR(run_own_kernel_node(d->plan, stage.first_node, d->addr, d->pool));
+        continue;
+      }
+      const xnn_status status = xnn_invoke_runtime(d->xnn[s].runtime);
+      TERN_CHECK_OR_RETURN_ERROR(status == xnn_status_success, DelegateExecutionFailed,
+                                 "cpu backend: xnn_invoke_runtime of stage %u failed (status %d)",
+                                 s, static_cast<int>(status));
+    }
     for (uint32_t i = 0; i < d->num_externals; ++i) {
       const External& x = d->externals[i];
       if (x.input) continue;
@@ -286,8 +325,17 @@ class CpuBackend final : public BackendInterface {
       bytes = Span<const uint8_t>(static_cast<const uint8_t*>(d->blob_copy), blob.size());
     }
     TERN_RETURN_IF_ERROR(parse_blob(bytes, &d->plan));
+    TERN_RETURN_IF_ERROR(plan_stages(d->plan, kStageAlignment, kExtraBytes, &d->stages));
     d->pool = acquire_threadpool(context.num_threads);
-    TERN_RETURN_IF_ERROR(build_xnn_runtime(d->plan, d->pool, &d->runtime));
+    d->xnn = static_cast<XnnStage*>(std::calloc(d->stages.num_stages, sizeof(XnnStage)));
+    TERN_CHECK_OR_RETURN_ERROR(d->xnn != nullptr, DelegateMemoryAllocationFailed,
+                               "cpu backend: no memory for %u stages", d->stages.num_stages);
+    for (uint32_t s = 0; s < d->stages.num_stages; ++s) {
+      new (&d->xnn[s]) XnnStage();
+      if (d->stages.stages[s].own_kernel) continue;
+      TERN_RETURN_IF_ERROR(
+          build_xnn_stage(d->plan, d->stages, d->stages.stages[s], d->pool, &d->xnn[s]));
+    }
     return plan_externals(d);
   }
 };

@@ -1,6 +1,7 @@
 #include "backends/cpu/runtime/subgraph_builder.h"
 
 #include <cstddef>
+#include <cstdlib>
 
 namespace tern::cpu {
 namespace {
@@ -94,50 +95,112 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
     case NodeOp::Reshape:
       // The output value's dims are the new shape (filled by the caller below).
       return Error::Ok;
+    case NodeOp::PackedFullyConnected:
+      break;  // tern's own kernel: never in an XNNPACK stage
   }
   return Error::InvalidProgram;
 }
 
 }  // namespace
 
-Error build_xnn_runtime(const BlobPlan& plan, pthreadpool_t pool, xnn_runtime_t* out) {
-  *out = nullptr;
+Error build_xnn_stage(const BlobPlan& plan, const StagePlan& stages, const Stage& stage,
+                      pthreadpool_t pool, XnnStage* out) {
+  *out = XnnStage();
   const uint32_t nv = plan.header.num_values;
+  // Blob value -> XNNPACK id in this stage's subgraph (kUnset: not used by the stage).
+  constexpr uint32_t kUnset = 0xFFFFFFFEu;
+  uint32_t* xid = static_cast<uint32_t*>(std::malloc(sizeof(uint32_t) * nv));
+  bool* made_here = static_cast<bool*>(std::calloc(nv, sizeof(bool)));
+  out->values = static_cast<uint32_t*>(std::malloc(sizeof(uint32_t) * nv));
+  out->externals = static_cast<xnn_external_value*>(std::calloc(nv, sizeof(xnn_external_value)));
+  if (xid == nullptr || made_here == nullptr || out->values == nullptr ||
+      out->externals == nullptr) {
+    std::free(xid);
+    std::free(made_here);
+    free_xnn_stage(out);
+    TERN_RETURN_ERROR(DelegateMemoryAllocationFailed,
+                      "cpu backend: no memory to build a stage of %u values", nv);
+  }
+  for (uint32_t i = 0; i < nv; ++i) xid[i] = kUnset;
+  // External ids: every value of the stage that has an address outside the runtime.
+  uint32_t num_ext = 0;
+  for (uint32_t n = stage.first_node; n < stage.end_node; ++n) {
+    const BlobNode& node = plan.nodes[n];
+    made_here[node.output] = true;
+    for (uint32_t j = 0; j <= node.num_inputs; ++j) {
+      const uint32_t id = j < node.num_inputs ? node.inputs[j] : node.output;
+      const ValueHome h = stages.homes[id];
+      if (xid[id] != kUnset || h == ValueHome::Constant || h == ValueHome::XnnInternal) continue;
+      xid[id] = num_ext;
+      out->values[num_ext++] = id;
+    }
+  }
+  out->num_externals = num_ext;
   xnn_subgraph_t sg = nullptr;
-  TERN_CHECK_OR_RETURN_ERROR(xnn_create_subgraph(nv, 0, &sg) == xnn_status_success,
-                             DelegateMemoryAllocationFailed,
-                             "cpu backend: xnn_create_subgraph(%u values) failed", nv);
+  if (xnn_create_subgraph(num_ext, 0, &sg) != xnn_status_success) {
+    std::free(xid);
+    std::free(made_here);
+    free_xnn_stage(out);
+    TERN_RETURN_ERROR(DelegateMemoryAllocationFailed,
+                      "cpu backend: xnn_create_subgraph(%u external values) failed", num_ext);
+  }
   Error err = Error::Ok;
-  for (uint32_t i = 0; i < nv && err == Error::Ok; ++i) {
+  auto define_value = [&](uint32_t i) {
+    if (err != Error::Ok) return;
     const BlobValue& v = plan.values[i];
     size_t dims[kMaxDims];
     for (uint32_t d = 0; d < v.rank; ++d) dims[d] = static_cast<size_t>(v.dims[d]);
-    const ValueKind kind = static_cast<ValueKind>(v.kind);
-    const void* data = kind == ValueKind::Constant ? plan.data + v.data_offset : nullptr;
+    const ValueHome home = stages.homes[i];
+    const void* data = home == ValueHome::Constant ? plan.data + v.data_offset : nullptr;
+    uint32_t external_id = XNN_INVALID_VALUE_ID;
     uint32_t flags = 0;
-    if (kind == ValueKind::ExternalInput) flags = XNN_VALUE_FLAG_EXTERNAL_INPUT;
-    if (kind == ValueKind::ExternalOutput) flags = XNN_VALUE_FLAG_EXTERNAL_OUTPUT;
+    if (xid[i] != kUnset) {  // an external of this stage
+      external_id = xid[i];
+      flags = made_here[i] ? XNN_VALUE_FLAG_EXTERNAL_OUTPUT : XNN_VALUE_FLAG_EXTERNAL_INPUT;
+    }
     uint32_t id = XNN_INVALID_VALUE_ID;
-    if (xnn_define_tensor_value(sg, xnn_datatype_fp32, v.rank, dims, data, i, flags, &id) !=
-            xnn_status_success ||
-        id != i) {
+    if (xnn_define_tensor_value(sg, xnn_datatype_fp32, v.rank, dims, data, external_id, flags,
+                                &id) != xnn_status_success ||
+        (external_id != XNN_INVALID_VALUE_ID && id != external_id)) {
       err = set_error_message(Error::InvalidProgram,
                               "cpu backend: XNNPACK refused value %u (rank %u)", i, v.rank);
+      return;
     }
+    xid[i] = id;
+  };
+  // Externals first (their ids are fixed), then the others as the nodes meet them.
+  for (uint32_t e = 0; e < num_ext; ++e) {
+    const uint32_t i = out->values[e];
+    xid[i] = e;
+    define_value(i);
   }
-  for (uint32_t n = 0; n < plan.header.num_nodes && err == Error::Ok; ++n) {
+  bool* defined = made_here;  // reuse: now "defined in the subgraph"
+  for (uint32_t i = 0; i < nv; ++i) defined[i] = false;
+  for (uint32_t e = 0; e < num_ext; ++e) defined[out->values[e]] = true;
+  for (uint32_t n = stage.first_node; n < stage.end_node && err == Error::Ok; ++n) {
     const BlobNode& node = plan.nodes[n];
+    for (uint32_t j = 0; j <= node.num_inputs && err == Error::Ok; ++j) {
+      const uint32_t id = j < node.num_inputs ? node.inputs[j] : node.output;
+      if (defined[id]) continue;
+      xid[id] = kUnset;
+      define_value(id);
+      defined[id] = true;
+    }
+    BlobNode mapped = node;
+    for (uint32_t j = 0; j < node.num_inputs; ++j) mapped.inputs[j] = xid[node.inputs[j]];
+    mapped.output = xid[node.output];
+    if (err != Error::Ok) break;
     Error e;
     if (static_cast<NodeOp>(node.op) == NodeOp::Reshape) {
       const BlobValue& o = plan.values[node.output];
       size_t shape[kMaxDims];
       for (uint32_t d = 0; d < o.rank; ++d) shape[d] = static_cast<size_t>(o.dims[d]);
-      e = xnn_define_static_reshape(sg, o.rank, shape, node.inputs[0], node.output, 0) ==
+      e = xnn_define_static_reshape(sg, o.rank, shape, mapped.inputs[0], mapped.output, 0) ==
                   xnn_status_success
               ? Error::Ok
               : Error::InvalidProgram;
     } else {
-      e = define_node(sg, node);
+      e = define_node(sg, mapped);
     }
     if (e != Error::Ok) {
       err = set_error_message(e, "cpu backend: XNNPACK refused node %u (op %u)", n, node.op);
@@ -152,11 +215,21 @@ Error build_xnn_runtime(const BlobPlan& plan, pthreadpool_t pool, xnn_runtime_t*
                               "cpu backend: xnn_create_runtime_v2 failed (status %d)",
                               static_cast<int>(s));
     } else {
-      *out = rt;
+      out->runtime = rt;
     }
   }
   xnn_delete_subgraph(sg);
+  std::free(xid);
+  std::free(made_here);
+  if (err != Error::Ok) free_xnn_stage(out);
   return err;
+}
+
+void free_xnn_stage(XnnStage* stage) {
+  if (stage->runtime != nullptr) xnn_delete_runtime(stage->runtime);
+  std::free(stage->values);
+  std::free(stage->externals);
+  *stage = XnnStage();
 }
 
 }  // namespace tern::cpu

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_blob_format.h"
+#include "backends/cpu/runtime/blob_reader.h"
 #include "tests/backends/cpu/cpu_test_util.h"
 
 namespace tern::cpu_test {
@@ -329,9 +330,9 @@ TEST_F(CpuBlobTest, SpecificCorruptionsNameTheProblem) {
   }
   {
     std::vector<uint8_t> bad = blob;
-    bad[4] = 2;  // version 2
+    bad[4] = 1;  // version 1: written before tern's own kernels joined the blob
     EXPECT_EQ(try_blob(bad, num_args, &msg), Error::DelegateInvalidCompatibility);
-    EXPECT_NE(msg.find("version 2"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("version 1"), std::string::npos) << msg;
   }
   {
     // Value 0's dim 1 (H of x): the conv output no longer matches.
@@ -427,6 +428,88 @@ TEST_F(CpuBlobTest, MethodLoadFallsBackOnNewerBlobAndFailsOnCorruptOne) {
       EXPECT_NE(std::string(last_error_message()).find("cpu blob: bad magic"), std::string::npos)
           << last_error_message();
     }
+  }
+}
+
+/// x [3, 20] -> linear (w [18, 20], bias) -> relu; the region is both nodes.
+std::vector<uint8_t> linear_blob(compiler::Graph* graph_out) {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {3, 20});
+  const int w = b.constant_f32("w", {18, 20}, random_floats(360, 5, -1.0f, 1.0f));
+  const int bias = b.constant_f32("b", {18}, random_floats(18, 6, -1.0f, 1.0f));
+  const int h = b.op("tern::linear", {x, w, bias}, DType::F32, {3, 18}, "fc");
+  b.output(b.op("tern::relu", {h}, DType::F32, {3, 18}, "relu"));
+  delegate_cpu(b, 0, 1);
+  *graph_out = b.build();
+  return graph_out->delegates[0].blob;
+}
+
+float f32_at(const std::vector<float>& v, size_t i) { return v[i]; }
+
+TEST_F(CpuBlobTest, LinearIsPackedForTernsGemmWithTheReluFolded) {
+  compiler::Graph g;
+  const std::vector<uint8_t> blob = linear_blob(&g);
+  cpu::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  ASSERT_EQ(h.num_nodes, 1u);  // the relu became the fc's lower bound
+  cpu::BlobNode node;
+  std::memcpy(&node, blob.data() + sizeof(h) + h.num_values * sizeof(cpu::BlobValue),
+              sizeof(node));
+  EXPECT_EQ(node.op, static_cast<uint32_t>(cpu::NodeOp::PackedFullyConnected));
+  EXPECT_EQ(node.params[0], 18u);
+  EXPECT_EQ(node.params[1], 20u);
+  EXPECT_EQ(node.fparams[0], 0.0f);
+  cpu::BlobValue packed;
+  std::memcpy(&packed, blob.data() + sizeof(h) + node.inputs[1] * sizeof(cpu::BlobValue),
+              sizeof(packed));
+  // Two panels of 16 columns, each 16 bias floats then 20 rows of 16 (docs: README blob format).
+  ASSERT_EQ(packed.dims[0], 2u * 16u * 21u);
+  std::vector<float> got(static_cast<size_t>(packed.dims[0]));
+  std::memcpy(got.data(), blob.data() + h.data_offset + packed.data_offset, got.size() * 4);
+  const auto floats = [&](int arg) {
+    const auto& v = g.values[static_cast<size_t>(g.nodes[0].args[static_cast<size_t>(arg)])];
+    std::vector<float> f(v.data.size() / 4);
+    std::memcpy(f.data(), v.data.data(), v.data.size());
+    return f;
+  };
+  const std::vector<float> w = floats(1), bias = floats(2);
+  for (size_t col = 0; col < 32; ++col) {
+    const size_t panel = col / 16, lane = col % 16, base = panel * 16 * 21;
+    EXPECT_EQ(got[base + lane], col < 18 ? f32_at(bias, col) : 0.0f) << "bias " << col;
+    for (size_t r = 0; r < 20; ++r) {
+      EXPECT_EQ(got[base + 16 * (r + 1) + lane], col < 18 ? f32_at(w, col * 20 + r) : 0.0f)
+          << "column " << col << " row " << r;
+    }
+  }
+}
+
+TEST_F(CpuBlobTest, PackedLinearFieldsAreChecked) {
+  compiler::Graph g;
+  const std::vector<uint8_t> blob = linear_blob(&g);
+  cpu::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  const size_t node_at = sizeof(h) + h.num_values * sizeof(cpu::BlobValue);
+  struct Case {
+    size_t offset;
+    uint32_t value;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {offsetof(cpu::BlobNode, params), 33, "is not [1008]"},  // 33 out features: 3 panels
+      {offsetof(cpu::BlobNode, params) + 4, 21, "params give 21"},
+      {offsetof(cpu::BlobNode, params) + 4, 0, "is 0, expected >= 1"},
+      {offsetof(cpu::BlobNode, params) + 8, 1, "unused parameter 2"},
+      {offsetof(cpu::BlobNode, num_inputs), 3, "3 inputs, expected 2..2"},
+  };
+  for (const Case& c : cases) {
+    std::vector<uint8_t> bad = blob;
+    std::memcpy(bad.data() + node_at + c.offset, &c.value, 4);
+    cpu::BlobPlan plan;
+    const Error e = cpu::parse_blob(Span<const uint8_t>(bad.data(), bad.size()), &plan);
+    EXPECT_EQ(e, Error::InvalidProgram) << c.expect;
+    EXPECT_NE(std::string(last_error_message()).find(c.expect), std::string::npos)
+        << last_error_message();
+    cpu::free_blob_plan(&plan);
   }
 }
 

@@ -124,6 +124,70 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::linear", {x, w, b.none()}, DType::F32, {2, 3, 8}));
                },
                kConv});
+  // tern's own GEMM (PackedFullyConnected) between XNNPACK stages.
+  c.push_back({"linear_gemv_edge_columns",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 300});
+                 const int w = constant(b, "w", {70, 300}, 24), bias = constant(b, "b", {70}, 25);
+                 b.output(b.op("tern::linear", {x, w, bias}, DType::F32, {1, 70}));
+               },
+               kConv});
+  c.push_back({"linear_many_rows",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 70, 64});
+                 const int w = constant(b, "w", {48, 64}, 26), bias = constant(b, "b", {48}, 27);
+                 b.output(b.op("tern::linear", {x, w, bias}, DType::F32, {2, 70, 48}));
+               },
+               kConv});
+  c.push_back({"linear_relu_linear_hardtanh",  // both clamps fold into the GEMMs
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {3, 40});
+                 const int w1 = constant(b, "w1", {33, 40}, 28), b1 = constant(b, "b1", {33}, 29);
+                 const int h = b.op("tern::linear", {x, w1, b1}, DType::F32, {3, 33});
+                 const int r = b.op("tern::relu", {h}, DType::F32, {3, 33});
+                 const int w2 = constant(b, "w2", {17, 33}, 30);
+                 const int y = b.op("tern::linear", {r, w2, b.none()}, DType::F32, {3, 17});
+                 b.output(b.op("tern::hardtanh", {y, b.double_value(-0.1), b.double_value(0.1)},
+                               DType::F32, {3, 17}));
+               },
+               kConv});
+  c.push_back({"linear_output_also_read",  // an fc output that leaves and feeds a clamp
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {5, 24});
+                 const int w = constant(b, "w", {20, 24}, 31);
+                 const int h = b.op("tern::linear", {x, w, b.none()}, DType::F32, {5, 20});
+                 b.output(h);
+                 b.output(b.op("tern::relu", {h}, DType::F32, {5, 20}));
+               },
+               kConv});
+  c.push_back({"pointwise_convs_on_own_gemm",  // 1x1 convs run as GEMMs over NHWC pixels
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{2, 8, 5, 6};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int p1 = conv(b, x, xs, 20, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 37);
+                 const int r = b.op("tern::relu", {p1}, DType::F32, {2, 20, 5, 6});
+                 const int c3 =
+                     conv(b, r, {2, 20, 5, 6}, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, false, 39);
+                 b.output(conv(b, c3, xs, 12, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, false, 40));
+               },
+               kConv});
+  c.push_back({"conv_pool_linear_softmax",  // XNNPACK -> own GEMM -> XNNPACK -> own -> XNNPACK
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{2, 3, 8, 8};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int c1 = conv(b, x, xs, 6, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 32);
+                 const int p = b.op("tern::adaptive_avg_pool2d", {c1, b.int_list({1})}, DType::F32,
+                                    {2, 6, 1, 1});
+                 const int f = b.op("tern::flatten", {p, b.int_value(1), b.int_value(-1)},
+                                    DType::F32, {2, 6});
+                 const int w1 = constant(b, "w1", {40, 6}, 34), b1 = constant(b, "b1", {40}, 35);
+                 const int h = b.op("tern::linear", {f, w1, b1}, DType::F32, {2, 40});
+                 const int s = b.op("tern::sigmoid", {h}, DType::F32, {2, 40});
+                 const int w2 = constant(b, "w2", {9, 40}, 36);
+                 const int y = b.op("tern::linear", {s, w2, b.none()}, DType::F32, {2, 9});
+                 b.output(b.op("tern::softmax", {y, b.int_value(-1)}, DType::F32, {2, 9}));
+               },
+               kConv});
   // ---- binary ----
   c.push_back({"add_4d_same",
                [](GraphBuilder& b) {

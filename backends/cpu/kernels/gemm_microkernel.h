@@ -1,0 +1,64 @@
+// Internal to the packed GEMM: the contract between the driver (packed_gemm.cpp: blocking,
+// threading) and the per-ISA microkernels (gemm_avx512.cpp, gemm_avx2.cpp, gemm_scalar.cpp).
+//
+// A microkernel computes one register tile: `mr` rows of C times `np` consecutive panels
+// (np * 16 columns) over one block of kc rows of K, keeping the tile in registers.
+#pragma once
+
+#include <cstdint>
+
+namespace tern::cpu::gemm_detail {
+
+/// One call of a microkernel.
+struct TileArgs {
+  const float* a = nullptr;  ///< A at [row0, k0]; row r at a + r * lda
+  int64_t lda = 0;
+  const float* b = nullptr;     ///< first panel's data at K row k0 (16 floats per K row)
+  const float* bias = nullptr;  ///< first panel's 16 bias floats (read only when `first`)
+  int64_t panel_stride = 0;     ///< floats from one panel to the next: 16 * (k + 1)
+  int64_t kc = 0;               ///< K rows in this block (may be 0)
+  float* c = nullptr;           ///< C at [row0, col0]; row r at c + r * ldc
+  int64_t ldc = 0;
+  int last_cols = 16;  ///< valid columns of the tile's last panel (1..16); others are full
+  bool first = true;   ///< first K block: start from the bias (else from C's partial sums)
+  bool last = true;    ///< last K block: apply the clamp (else store the partial sums)
+  float out_min = 0, out_max = 0;
+};
+
+using TileKernel = void (*)(const TileArgs&);
+
+constexpr int kMaxTileRows = 14;
+constexpr int kMaxTilePanels = 4;
+
+/// What one ISA offers. The driver tiles M in "wide" tiles of up to max_rows rows × wide_panels
+/// panels; when m <= small_m_max it uses one tile of m rows × small_panels panels instead
+/// (more panels per row keeps enough independent accumulators for GEMV-like shapes).
+struct MicrokernelSet {
+  int max_rows = 1;
+  int wide_panels = 1;
+  int small_m_max = 0;
+  int small_panels = 1;
+  /// kernels[mr][np]; null where not offered. The driver only asks for mr <= max_rows with
+  /// np <= wide_panels, and mr <= small_m_max with np <= small_panels.
+  TileKernel kernels[kMaxTileRows + 1][kMaxTilePanels + 1] = {};
+};
+
+/// Each returns null when the build has no such code (e.g. AVX-512 on aarch64).
+const MicrokernelSet* avx512_microkernels();
+const MicrokernelSet* avx2_microkernels();
+const MicrokernelSet* scalar_microkernels();
+
+/// The set of the ISA dispatch picked (never null: the scalar set exists everywhere).
+const MicrokernelSet* active_microkernels();
+
+/// Cache-blocking knobs of the driver. Defaults suit ~1 MiB L2 per core; benchmarks may change
+/// them between calls (never while a GEMM runs).
+struct GemmBlocking {
+  int64_t kc_max = 1024;              ///< K rows per block when B slivers are reused by tiles
+  int64_t a_block_bytes = 256 << 10;  ///< A block (rows × kc floats) kept in L2 per task
+  int64_t tasks_per_thread = 4;       ///< split into at least this many tasks per pool thread
+  int64_t min_task_fmas = 1 << 18;    ///< but no task smaller than this (m·n·k per task)
+};
+GemmBlocking& gemm_blocking();
+
+}  // namespace tern::cpu::gemm_detail

@@ -1,0 +1,163 @@
+// The packed GEMM's driver: cuts C = clamp(A · Wᵀ + bias) into register tiles, cache blocks and
+// thread tasks, and calls the dispatched microkernel on each tile. Never allocates.
+//
+// Tiles: M is cut into T balanced tiles of at most max_rows rows (sizes differ by at most one,
+// so m = 128 gives ten tiles of 12-13 rows rather than nine of 14 and one of 2); N into tiles of
+// `panels` 16-column panels. Tasks: M tiles are grouped into m-blocks (A block rows × kc within
+// the L2 budget) and N tiles into n-groups; one task = one (m-block, n-group) pair, computing its
+// C block over all of K, so tasks never share outputs. Inside a task, for each K block (kc rows;
+// one block when a task has a single M tile, as B is then not reused): for each N tile (its B
+// sliver stays in L1/L2) for each M tile (A rows from the L2-resident A block): microkernel.
+#include "backends/cpu/kernels/packed_gemm.h"
+
+#include "backends/cpu/kernels/gemm_microkernel.h"
+
+namespace tern::cpu {
+namespace gemm_detail {
+
+GemmBlocking& gemm_blocking() {
+  static GemmBlocking blocking;
+  return blocking;
+}
+
+}  // namespace gemm_detail
+
+namespace {
+
+using gemm_detail::MicrokernelSet;
+using gemm_detail::TileArgs;
+using gemm_detail::TileKernel;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/// Start of part i of `count` when `total` is split as evenly as possible.
+int64_t split_point(int64_t total, int64_t count, int64_t i) { return i * total / count; }
+
+struct Plan {
+  const GemmProblem* p = nullptr;
+  const MicrokernelSet* ks = nullptr;
+  int64_t panels = 0;        // ceil(n / 16)
+  int64_t panel_stride = 0;  // 16 * (k + 1)
+  int last_cols = 16;        // columns of the last panel
+  int64_t tile_panels = 1;   // panels per N tile
+  int64_t m_tiles = 1;
+  int64_t n_tiles = 1;
+  int64_t k_blocks = 1;
+  int64_t m_blocks = 1;
+  int64_t n_groups = 1;
+};
+
+void run_task(const Plan& plan, int64_t task) {
+  const GemmProblem& p = *plan.p;
+  const int64_t mb = task / plan.n_groups;
+  const int64_t ng = task % plan.n_groups;
+  const int64_t t0 = split_point(plan.m_tiles, plan.m_blocks, mb);
+  const int64_t t1 = split_point(plan.m_tiles, plan.m_blocks, mb + 1);
+  const int64_t j0 = split_point(plan.n_tiles, plan.n_groups, ng);
+  const int64_t j1 = split_point(plan.n_tiles, plan.n_groups, ng + 1);
+
+  TileArgs args;
+  args.lda = p.lda;
+  args.panel_stride = plan.panel_stride;
+  args.ldc = p.ldc;
+  args.out_min = p.out_min;
+  args.out_max = p.out_max;
+  for (int64_t kb = 0; kb < plan.k_blocks; ++kb) {
+    const int64_t k0 = split_point(p.k, plan.k_blocks, kb);
+    const int64_t k1 = split_point(p.k, plan.k_blocks, kb + 1);
+    args.kc = k1 - k0;
+    args.first = kb == 0;
+    args.last = kb == plan.k_blocks - 1;
+    for (int64_t j = j0; j < j1; ++j) {
+      const int64_t panel0 = j * plan.tile_panels;
+      const int64_t np = min64(plan.tile_panels, plan.panels - panel0);
+      const float* panel = p.packed + panel0 * plan.panel_stride;
+      args.bias = panel;
+      args.b = panel + kPanelWidth + k0 * kPanelWidth;
+      args.last_cols = panel0 + np == plan.panels ? plan.last_cols : static_cast<int>(kPanelWidth);
+      for (int64_t i = t0; i < t1; ++i) {
+        const int64_t r0 = split_point(p.m, plan.m_tiles, i);
+        const int64_t r1 = split_point(p.m, plan.m_tiles, i + 1);
+        const TileKernel kernel = plan.ks->kernels[r1 - r0][np];
+        args.a = p.a + r0 * p.lda + k0;
+        args.c = p.c + r0 * p.ldc + panel0 * kPanelWidth;
+        kernel(args);
+      }
+    }
+  }
+}
+
+void run_task_entry(void* context, size_t task) {
+  run_task(*static_cast<const Plan*>(context), static_cast<int64_t>(task));
+}
+
+Plan make_plan(const GemmProblem& p, const MicrokernelSet* ks, int64_t threads) {
+  const gemm_detail::GemmBlocking& blocking = gemm_detail::gemm_blocking();
+  Plan plan;
+  plan.p = &p;
+  plan.ks = ks;
+  plan.panels = ceil_div(p.n, kPanelWidth);
+  plan.panel_stride = kPanelWidth * (p.k + 1);
+  plan.last_cols = static_cast<int>(p.n - (plan.panels - 1) * kPanelWidth);
+
+  // Register tiles.
+  int64_t max_rows = ks->max_rows;
+  if (p.m <= ks->small_m_max) {
+    max_rows = p.m;
+    plan.tile_panels = ks->small_panels;
+  } else {
+    plan.tile_panels = ks->wide_panels;
+  }
+  plan.m_tiles = ceil_div(p.m, max_rows);
+  plan.n_tiles = ceil_div(plan.panels, plan.tile_panels);
+
+  // K blocks: only worth it when a B sliver is reused by several M tiles.
+  plan.k_blocks = plan.m_tiles > 1 ? ceil_div(p.k, blocking.kc_max) : 1;
+  if (plan.k_blocks < 1) plan.k_blocks = 1;
+  const int64_t kc = max64(1, ceil_div(p.k, plan.k_blocks));
+
+  // M blocks: an A block of about a_block_bytes.
+  const int64_t block_rows = max64(max_rows, blocking.a_block_bytes / (kc * 4));
+  const int64_t tiles_per_block = max64(1, block_rows / max_rows);
+  plan.m_blocks = ceil_div(plan.m_tiles, tiles_per_block);
+  plan.n_groups = 1;
+
+  // Enough tasks for the pool (more N groups first: they keep the M tiles big), but none tiny.
+  if (threads > 1) {
+    const double fmas = static_cast<double>(p.m) * static_cast<double>(p.n) *
+                        static_cast<double>(max64(p.k, 1));  // double: no overflow
+    const double task_cap = fmas / static_cast<double>(blocking.min_task_fmas);
+    const int64_t max_tasks = task_cap < 1.0   ? 1
+                              : task_cap > 1e6 ? 1000000
+                                               : static_cast<int64_t>(task_cap);
+    const int64_t wanted = min64(threads * blocking.tasks_per_thread, max_tasks);
+    if (plan.m_blocks < wanted) {
+      plan.n_groups = min64(plan.n_tiles, ceil_div(wanted, plan.m_blocks));
+      if (plan.m_blocks * plan.n_groups < wanted) {
+        plan.m_blocks = min64(plan.m_tiles, ceil_div(wanted, plan.n_groups));
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace
+
+void packed_gemm(const GemmProblem& p, pthreadpool_t pool) {
+  if (p.m <= 0 || p.n <= 0 || p.k < 0) return;
+  const MicrokernelSet* ks = gemm_detail::active_microkernels();
+  const int64_t threads =
+      pool != nullptr ? static_cast<int64_t>(pthreadpool_get_threads_count(pool)) : 1;
+  const Plan plan = make_plan(p, ks, threads);
+  const int64_t tasks = plan.m_blocks * plan.n_groups;
+  if (pool == nullptr || threads <= 1 || tasks == 1) {
+    for (int64_t t = 0; t < tasks; ++t) run_task(plan, t);
+    return;
+  }
+  pthreadpool_parallelize_1d(pool, &run_task_entry, const_cast<Plan*>(&plan),
+                             static_cast<size_t>(tasks), 0);
+}
+
+}  // namespace tern::cpu

@@ -1,0 +1,461 @@
+// tern's packed f32 GEMM (backends/cpu/kernels): every ISA this CPU runs, forced in turn, against
+// a naive double-precision reference over edge shapes (m, n not multiples of the tiles, n < 16,
+// k = 1, large k), row strides, bias or none, clamp or none, no pool and a 2-thread pool, small
+// cache blocks; C's padding and a guard region after C stay untouched; A and C ending at a
+// PROT_NONE page are neither over-read nor over-written; no heap allocation; NaN propagates.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/cpu/kernels/gemm_microkernel.h"
+#include "backends/cpu/kernels/packed_gemm.h"
+#include "tests/support/allocation_counter.h"
+
+namespace tern::cpu {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kGuard = -12345.678f;  // what C's padding and guard region hold
+
+std::vector<float> random_floats(size_t count, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(count);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+std::vector<GemmIsa> supported_isas() {
+  std::vector<GemmIsa> isas;
+  for (GemmIsa isa : {GemmIsa::Scalar, GemmIsa::Avx2, GemmIsa::Avx512}) {
+    if (packed_gemm_isa_supported(isa)) isas.push_back(isa);
+  }
+  return isas;
+}
+
+/// Restores dispatch's choice and the blocking knobs after each test.
+class CpuGemm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    saved_isa_ = packed_gemm_isa();
+    saved_blocking_ = gemm_detail::gemm_blocking();
+  }
+  void TearDown() override {
+    ASSERT_TRUE(packed_gemm_force_isa(saved_isa_));
+    gemm_detail::gemm_blocking() = saved_blocking_;
+  }
+  GemmIsa saved_isa_ = GemmIsa::Scalar;
+  gemm_detail::GemmBlocking saved_blocking_;
+};
+
+struct Case {
+  int64_t m, n, k;
+  int64_t lda_pad = 0, ldc_pad = 0;
+  bool bias = true;
+  float out_min = -kInf, out_max = kInf;
+};
+
+std::string describe(const Case& c, GemmIsa isa, bool pool) {
+  return std::string(gemm_isa_name(isa)) + " m=" + std::to_string(c.m) +
+         " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " lda+" +
+         std::to_string(c.lda_pad) + " ldc+" + std::to_string(c.ldc_pad) +
+         (c.bias ? " bias" : " no-bias") + " clamp[" + std::to_string(c.out_min) + ", " +
+         std::to_string(c.out_max) + "]" + (pool ? " pool2" : " no-pool");
+}
+
+/// Checks c (m rows of ldc, values in [m x n]) against the double reference of a [m x k] (lda)
+/// times w [n x k] plus bias; returns the number of mismatches (reported via ADD_FAILURE).
+int check_against_reference(const Case& cs, const float* a, int64_t lda, const float* w,
+                            const float* bias, const float* c, int64_t ldc,
+                            const std::string& what) {
+  int bad = 0;
+  for (int64_t i = 0; i < cs.m; ++i) {
+    for (int64_t j = 0; j < cs.n; ++j) {
+      double sum = bias != nullptr ? bias[j] : 0.0;
+      double mag = bias != nullptr ? std::fabs(bias[j]) : 0.0;
+      for (int64_t kk = 0; kk < cs.k; ++kk) {
+        const double prod = static_cast<double>(a[i * lda + kk]) * w[j * cs.k + kk];
+        sum += prod;
+        mag += std::fabs(prod);
+      }
+      double want = sum;
+      if (want > cs.out_max) want = cs.out_max;
+      if (want < cs.out_min) want = cs.out_min;
+      const double tol = 1e-6 * (1.0 + std::sqrt(static_cast<double>(cs.k))) * mag + 1e-30;
+      const float got = c[i * ldc + j];
+      if (!(std::fabs(got - want) <= tol)) {
+        if (++bad <= 5) {
+          ADD_FAILURE() << what << ": C[" << i << ", " << j << "] = " << got << ", want " << want
+                        << " (tol " << tol << ")";
+        }
+      }
+    }
+  }
+  return bad;
+}
+
+/// Runs one case with the current ISA: C has ldc = n + ldc_pad and a guard region after it.
+void run_case(const Case& cs, pthreadpool_t pool, GemmIsa isa, uint32_t seed) {
+  const int64_t lda = cs.k + cs.lda_pad;
+  const int64_t ldc = cs.n + cs.ldc_pad;
+  const std::vector<float> a = random_floats(static_cast<size_t>(cs.m * lda), seed);
+  const std::vector<float> w = random_floats(static_cast<size_t>(cs.n * cs.k), seed + 1);
+  const std::vector<float> bias = random_floats(static_cast<size_t>(cs.n), seed + 2);
+  std::vector<float> packed(packed_weight_floats(cs.n, cs.k), 99.0f);
+  pack_fc_weight(w.data(), cs.bias ? bias.data() : nullptr, cs.n, cs.k, packed.data());
+
+  constexpr int64_t kGuardFloats = 64;
+  std::vector<float> c(static_cast<size_t>(cs.m * ldc + kGuardFloats), kGuard);
+  GemmProblem p;
+  p.m = cs.m;
+  p.n = cs.n;
+  p.k = cs.k;
+  p.a = a.data();
+  p.lda = lda;
+  p.packed = packed.data();
+  p.c = c.data();
+  p.ldc = ldc;
+  p.out_min = cs.out_min;
+  p.out_max = cs.out_max;
+  packed_gemm(p, pool);
+
+  const std::string what = describe(cs, isa, pool != nullptr);
+  check_against_reference(cs, a.data(), lda, w.data(), cs.bias ? bias.data() : nullptr, c.data(),
+                          ldc, what);
+  int touched = 0;
+  for (int64_t idx = 0; idx < static_cast<int64_t>(c.size()); ++idx) {
+    const bool inside = idx < cs.m * ldc && idx % ldc < cs.n;
+    if (!inside && std::memcmp(&c[idx], &kGuard, sizeof(float)) != 0) ++touched;
+  }
+  EXPECT_EQ(touched, 0) << what << ": floats outside [m x n] of C were written";
+}
+
+struct Pool {
+  explicit Pool(size_t threads) : pool(pthreadpool_create(threads)) {}
+  ~Pool() { pthreadpool_destroy(pool); }
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+  pthreadpool_t pool;
+};
+
+TEST_F(CpuGemm, DispatchPicksTheBestSupportedIsa) {
+  const std::vector<GemmIsa> isas = supported_isas();
+  ASSERT_FALSE(isas.empty());
+  EXPECT_EQ(isas.front(), GemmIsa::Scalar);  // the portable kernels exist everywhere
+  EXPECT_EQ(saved_isa_, isas.back());
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  EXPECT_EQ(packed_gemm_isa_supported(GemmIsa::Avx512), __builtin_cpu_supports("avx512f") != 0);
+#else
+  EXPECT_FALSE(packed_gemm_isa_supported(GemmIsa::Avx512));
+  EXPECT_FALSE(packed_gemm_force_isa(GemmIsa::Avx512));
+#endif
+  for (GemmIsa isa : isas) {
+    EXPECT_TRUE(packed_gemm_force_isa(isa));
+    EXPECT_EQ(packed_gemm_isa(), isa);
+  }
+}
+
+TEST_F(CpuGemm, PackedLayoutIsPanelsOfBiasThenRows) {
+  const int64_t n = 21, k = 3;
+  ASSERT_EQ(packed_weight_floats(n, k), 2u * 16u * 4u);
+  EXPECT_EQ(packed_weight_floats(16, 5), 16u * 6u);
+  EXPECT_EQ(packed_weight_floats(1, 0), 16u);
+  std::vector<float> w(n * k), bias(n);
+  for (int64_t j = 0; j < n; ++j) {
+    bias[j] = 1000.0f + j;
+    for (int64_t kk = 0; kk < k; ++kk) w[j * k + kk] = static_cast<float>(j * 10 + kk);
+  }
+  std::vector<float> packed(packed_weight_floats(n, k), -1.0f);
+  pack_fc_weight(w.data(), bias.data(), n, k, packed.data());
+  for (int64_t panel = 0; panel < 2; ++panel) {
+    const float* base = packed.data() + panel * 16 * (k + 1);
+    for (int64_t col = 0; col < 16; ++col) {
+      const int64_t j = panel * 16 + col;
+      EXPECT_EQ(base[col], j < n ? 1000.0f + j : 0.0f) << "bias of column " << j;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        EXPECT_EQ(base[16 + kk * 16 + col], j < n ? static_cast<float>(j * 10 + kk) : 0.0f)
+            << "column " << j << " row " << kk;
+      }
+    }
+  }
+  pack_fc_weight(w.data(), nullptr, n, k, packed.data());
+  for (int64_t col = 0; col < 16; ++col) EXPECT_EQ(packed[col], 0.0f);
+}
+
+TEST_F(CpuGemm, EdgeShapesEveryIsaAgainstDoubleReference) {
+  const int64_t ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 14, 15, 16, 17, 27, 29, 31, 64, 100};
+  const int64_t ns[] = {1, 5, 15, 16, 17, 31, 32, 33, 47, 48, 63, 64, 65, 100};
+  const int64_t ks[] = {1, 2, 7, 16, 64, 300};
+  Pool two(2);
+  uint32_t seed = 1;
+  for (GemmIsa isa : supported_isas()) {
+    ASSERT_TRUE(packed_gemm_force_isa(isa));
+    int v = 0;
+    for (int64_t m : ms) {
+      for (int64_t n : ns) {
+        ++v;
+        Case cs{m, n, ks[v % 6]};
+        cs.lda_pad = (v % 3 == 0) ? 3 : 0;
+        cs.ldc_pad = (v % 4 == 0) ? 5 : 0;
+        cs.bias = v % 5 != 0;
+        if (v % 7 == 0) {
+          cs.out_min = -0.5f;
+          cs.out_max = 0.75f;
+        } else if (v % 7 == 3) {
+          cs.out_min = 0.0f;  // relu
+        }
+        run_case(cs, v % 2 == 0 ? two.pool : nullptr, isa, seed++);
+        if (HasFailure()) return;
+      }
+    }
+  }
+}
+
+TEST_F(CpuGemm, LargeKAndBlockedShapes) {
+  const Case cases[] = {
+      {1, 40, 4100},        {2, 17, 3000, 1, 0},
+      {3, 100, 2500, 0, 2}, {20, 33, 2100, 4, 4},
+      {40, 40, 600},        {300, 20, 520, 0, 0},
+      {700, 20, 600, 2, 1}, {129, 70, 257, 0, 0, false},
+      {14, 32, 1030},       {28, 64, 513, 0, 0, true, -0.1f, 0.1f},
+  };
+  Pool two(2);
+  uint32_t seed = 100;
+  for (GemmIsa isa : supported_isas()) {
+    ASSERT_TRUE(packed_gemm_force_isa(isa));
+    for (const Case& cs : cases) {
+      run_case(cs, nullptr, isa, seed);
+      run_case(cs, two.pool, isa, seed);
+      ++seed;
+    }
+  }
+}
+
+TEST_F(CpuGemm, TinyCacheBlocksAndManyTasks) {
+  // Force every blocking path on small shapes: several K blocks, several M blocks, many tasks.
+  gemm_detail::GemmBlocking& blocking = gemm_detail::gemm_blocking();
+  blocking.kc_max = 5;
+  blocking.a_block_bytes = 1;
+  blocking.tasks_per_thread = 16;
+  blocking.min_task_fmas = 1;
+  const Case cases[] = {{1, 50, 23},
+                        {15, 33, 17},
+                        {45, 70, 31, 2, 3},
+                        {100, 9, 12, 0, 0, false},
+                        {31, 130, 11, 0, 0, true, -0.2f, 0.3f}};
+  Pool two(2);
+  uint32_t seed = 200;
+  for (GemmIsa isa : supported_isas()) {
+    ASSERT_TRUE(packed_gemm_force_isa(isa));
+    for (const Case& cs : cases) {
+      run_case(cs, nullptr, isa, seed);
+      run_case(cs, two.pool, isa, seed);
+      ++seed;
+    }
+  }
+}
+
+TEST_F(CpuGemm, ZeroSizesTouchNothingAndKZeroGivesTheClampedBias) {
+  const float w[1] = {0};
+  std::vector<float> bias = {0.5f, -2.0f, 3.0f};
+  std::vector<float> packed(packed_weight_floats(3, 0));
+  pack_fc_weight(w, bias.data(), 3, 0, packed.data());
+  float c[8];
+  for (float& x : c) x = kGuard;
+  GemmProblem p;
+  p.m = 2;
+  p.n = 3;
+  p.k = 0;
+  p.a = w;
+  p.lda = 0;
+  p.packed = packed.data();
+  p.c = c;
+  p.ldc = 4;
+  p.out_min = -1.0f;
+  for (GemmIsa isa : supported_isas()) {
+    ASSERT_TRUE(packed_gemm_force_isa(isa));
+    for (float& x : c) x = kGuard;
+    packed_gemm(p, nullptr);
+    const float want[8] = {0.5f, -1.0f, 3.0f, kGuard, 0.5f, -1.0f, 3.0f, kGuard};
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(c[i], want[i]) << gemm_isa_name(isa) << " at " << i;
+    GemmProblem empty = p;
+    empty.m = 0;
+    for (float& x : c) x = kGuard;
+    packed_gemm(empty, nullptr);
+    empty = p;
+    empty.n = 0;
+    packed_gemm(empty, nullptr);
+    for (float x : c) EXPECT_EQ(x, kGuard);
+  }
+}
+
+TEST_F(CpuGemm, NanPropagatesWithoutAClamp) {
+  const int64_t m = 3, n = 20, k = 5;
+  std::vector<float> a = random_floats(m * k, 7);
+  a[1 * k + 2] = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> w = random_floats(n * k, 8);
+  std::vector<float> packed(packed_weight_floats(n, k));
+  pack_fc_weight(w.data(), nullptr, n, k, packed.data());
+  std::vector<float> c(m * n);
+  GemmProblem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.a = a.data();
+  p.lda = k;
+  p.packed = packed.data();
+  p.c = c.data();
+  p.ldc = n;
+  for (GemmIsa isa : supported_isas()) {
+    ASSERT_TRUE(packed_gemm_force_isa(isa));
+    packed_gemm(p, nullptr);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        EXPECT_EQ(std::isnan(c[i * n + j]), i == 1)
+            << gemm_isa_name(isa) << " C[" << i << ", " << j << "] = " << c[i * n + j];
+      }
+    }
+  }
+}
+
+/// `bytes` ending exactly at a PROT_NONE page: reading or writing one byte past faults.
+class GuardedBuffer {
+ public:
+  explicit GuardedBuffer(size_t bytes) {
+    page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    data_pages_ = (bytes + page_ - 1) / page_;
+    total_ = (data_pages_ + 1) * page_;
+    void* base = mmap(nullptr, total_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) return;
+    base_ = static_cast<uint8_t*>(base);
+    if (mprotect(base_ + data_pages_ * page_, page_, PROT_NONE) != 0) return;
+    data_ = reinterpret_cast<float*>(base_ + data_pages_ * page_ - bytes);
+  }
+  ~GuardedBuffer() {
+    if (base_ != nullptr) munmap(base_, total_);
+  }
+  GuardedBuffer(const GuardedBuffer&) = delete;
+  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
+  float* data() const { return data_; }
+
+ private:
+  size_t page_ = 0, data_pages_ = 0, total_ = 0;
+  uint8_t* base_ = nullptr;
+  float* data_ = nullptr;
+};
+
+TEST_F(CpuGemm, ExactSizeAAndCEndingAtAGuardPage) {
+  const Case cases[] = {{1, 1, 1},     {1, 7, 3},   {3, 5, 9},     {7, 33, 17},
+                        {14, 31, 5},   {15, 17, 2}, {29, 3, 40},   {50, 47, 600},
+                        {1, 100, 700}, {2, 9, 513}, {30, 17, 1100}};
+  Pool two(2);
+  uint32_t seed = 300;
+  const gemm_detail::GemmBlocking defaults = gemm_detail::gemm_blocking();
+  gemm_detail::GemmBlocking tiny = defaults;  // several K blocks: C is read back between them
+  tiny.kc_max = 7;
+  tiny.a_block_bytes = 1;
+  for (GemmIsa isa : supported_isas()) {
+    ASSERT_TRUE(packed_gemm_force_isa(isa));
+    for (const Case& cs : cases) {
+      for (int variant = 0; variant < 4; ++variant) {
+        pthreadpool_t pool = variant % 2 ? two.pool : nullptr;
+        gemm_detail::gemm_blocking() = variant < 2 ? defaults : tiny;
+        const std::vector<float> a_src = random_floats(cs.m * cs.k, seed);
+        const std::vector<float> w = random_floats(cs.n * cs.k, seed + 1);
+        const std::vector<float> bias = random_floats(cs.n, seed + 2);
+        ++seed;
+        GuardedBuffer a(sizeof(float) * cs.m * cs.k);
+        GuardedBuffer c(sizeof(float) * cs.m * cs.n);
+        ASSERT_NE(a.data(), nullptr);
+        ASSERT_NE(c.data(), nullptr);
+        std::memcpy(a.data(), a_src.data(), sizeof(float) * a_src.size());
+        std::vector<float> packed(packed_weight_floats(cs.n, cs.k));
+        pack_fc_weight(w.data(), bias.data(), cs.n, cs.k, packed.data());
+        GemmProblem p;
+        p.m = cs.m;
+        p.n = cs.n;
+        p.k = cs.k;
+        p.a = a.data();
+        p.lda = cs.k;
+        p.packed = packed.data();
+        p.c = c.data();
+        p.ldc = cs.n;
+        packed_gemm(p, pool);  // an over-read of A or over-write of C dies with SIGSEGV here
+        check_against_reference(cs, a.data(), cs.k, w.data(), bias.data(), c.data(), cs.n,
+                                describe(cs, isa, pool != nullptr) + " (guard page, " +
+                                    (variant < 2 ? "default" : "tiny") + " blocks)");
+      }
+    }
+  }
+}
+
+TEST_F(CpuGemm, ConcurrentCallsOnDistinctOutputs) {
+  const Case cs{37, 45, 130};
+  const std::vector<float> a = random_floats(cs.m * cs.k, 400);
+  const std::vector<float> w = random_floats(cs.n * cs.k, 401);
+  std::vector<float> packed(packed_weight_floats(cs.n, cs.k));
+  pack_fc_weight(w.data(), nullptr, cs.n, cs.k, packed.data());
+  std::vector<float> c0(cs.m * cs.n), c1(cs.m * cs.n);
+  auto run = [&](float* c) {
+    GemmProblem p;
+    p.m = cs.m;
+    p.n = cs.n;
+    p.k = cs.k;
+    p.a = a.data();
+    p.lda = cs.k;
+    p.packed = packed.data();
+    p.c = c;
+    p.ldc = cs.n;
+    for (int i = 0; i < 50; ++i) packed_gemm(p, nullptr);
+  };
+  std::thread t0(run, c0.data()), t1(run, c1.data());
+  t0.join();
+  t1.join();
+  Case no_bias = cs;
+  no_bias.bias = false;
+  check_against_reference(no_bias, a.data(), cs.k, w.data(), nullptr, c0.data(), cs.n, "thread 0");
+  check_against_reference(no_bias, a.data(), cs.k, w.data(), nullptr, c1.data(), cs.n, "thread 1");
+}
+
+TEST_F(CpuGemm, NeverAllocates) {
+  if (!TERN_ZERO_ALLOC_HOOKS) GTEST_SKIP() << "allocation hooks are off under sanitizers";
+  const Case shapes[] = {{1, 300, 400}, {64, 100, 600}};
+  Pool two(2);
+  for (const Case& cs : shapes) {
+    const std::vector<float> a = random_floats(cs.m * cs.k, 500);
+    const std::vector<float> w = random_floats(cs.n * cs.k, 501);
+    std::vector<float> packed(packed_weight_floats(cs.n, cs.k));
+    pack_fc_weight(w.data(), nullptr, cs.n, cs.k, packed.data());
+    std::vector<float> c(cs.m * cs.n);
+    GemmProblem p;
+    p.m = cs.m;
+    p.n = cs.n;
+    p.k = cs.k;
+    p.a = a.data();
+    p.lda = cs.k;
+    p.packed = packed.data();
+    p.c = c.data();
+    p.ldc = cs.n;
+    for (GemmIsa isa : supported_isas()) {
+      ASSERT_TRUE(packed_gemm_force_isa(isa));
+      packed_gemm(p, two.pool);  // warm: dispatch detection, pool threads started
+      testing_support::ArmedCounter counter;
+      packed_gemm(p, nullptr);
+      packed_gemm(p, two.pool);
+      EXPECT_EQ(counter.count(), 0) << gemm_isa_name(isa);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tern::cpu
