@@ -91,10 +91,15 @@ enum class NodeOp : uint32_t {
   /// F = packed_fc_floats(N, K)); params[0] = N (out features), params[1] = K; fparams:
   /// output min, max. Output [..., N].
   PackedFullyConnected = 17,
+  /// tern's own NHWC convolution (one group). in: x [N, H, W, C], packed weight (a constant
+  /// [F] with F = packed_fc_floats(O, KH * KW * C), the [O, KH, KW, C] filter as an
+  /// [O, KH*KW*C] matrix); params: pads, KH, KW, strides, dilations at the ConvParam indices,
+  /// [10] = C, [11] = O; fparams: output min, max. Output [N, OH, OW, O].
+  PackedConv2d = 18,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 17;
+constexpr uint32_t kLastNodeOp = 18;
 
 /// Floats of a packed fully-connected weight with `n` out and `k` in features: ceil(n / 16)
 /// panels, each 16 bias floats then k rows of 16 weights (panel p, row r, lane j holds
@@ -105,7 +110,8 @@ constexpr uint64_t packed_fc_floats(uint64_t n, uint64_t k) {
 
 /// Whether tern's own kernels (not XNNPACK) run this op.
 constexpr bool is_own_kernel_op(uint32_t op) {
-  return op == static_cast<uint32_t>(NodeOp::PackedFullyConnected);
+  return op == static_cast<uint32_t>(NodeOp::PackedFullyConnected) ||
+         op == static_cast<uint32_t>(NodeOp::PackedConv2d);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.
@@ -123,6 +129,8 @@ enum ConvParam : uint32_t {
   kGroups = 10,            ///< Conv2d; DepthwiseConv2d: depth multiplier
   kGroupInChannels = 11,   ///< Conv2d; DepthwiseConv2d: input channels
   kGroupOutChannels = 12,  ///< Conv2d only
+  kPackedInChannels = 10,   ///< PackedConv2d: C
+  kPackedOutChannels = 11,  ///< PackedConv2d: O
 };
 
 /// One node. Unused inputs are kNoValue, unused params 0.

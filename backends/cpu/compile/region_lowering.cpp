@@ -179,6 +179,10 @@ class Lowering {
       lower_packed_fc(node, w.sizes[0], w.sizes[1]);
       return;
     }
+    if (!a.depthwise && a.groups == 1) {
+      lower_packed_conv(node, a);
+      return;
+    }
     const int64_t o = w.sizes[0], cg = w.sizes[1], kh = w.sizes[2], kw = w.sizes[3];
     const std::vector<float> src = constant_floats(w);
     std::vector<float> filt(src.size());
@@ -254,8 +258,46 @@ class Lowering {
     fc.params[1] = static_cast<uint32_t>(k);
   }
 
-  /// A relu/hardtanh/clamp whose input is made by the node just lowered, a fully-connected
-  /// node that nothing else reads, folds into that node's output bounds. Returns false when
+  /// A dense conv (one group) runs on tern's own NHWC convolution: the OIHW weight becomes
+  /// the [O, KH*KW*C] matrix in (kh, kw, c) order, packed with its bias like a linear.
+  void lower_packed_conv(const Node& node, const ConvAttrs& a) {
+    const Value& w = g_.values[static_cast<size_t>(node.args[1])];
+    const int64_t o = w.sizes[0], c = w.sizes[1], kh = w.sizes[2], kw = w.sizes[3];
+    const std::vector<float> src = constant_floats(w);
+    const int64_t k = kh * kw * c;
+    std::vector<float> matrix(src.size());
+    for (int64_t oc = 0; oc < o; ++oc) {
+      for (int64_t ch = 0; ch < c; ++ch) {
+        for (int64_t p = 0; p < kh * kw; ++p) {
+          matrix[static_cast<size_t>(oc * k + p * c + ch)] =
+              src[static_cast<size_t>((oc * c + ch) * kh * kw + p)];
+        }
+      }
+    }
+    std::vector<float> bias;
+    if (!is_none(g_, node.args[2])) {
+      bias = constant_floats(g_.values[static_cast<size_t>(node.args[2])]);
+    }
+    std::vector<float> packed(static_cast<size_t>(
+        cpu::packed_fc_floats(static_cast<uint64_t>(o), static_cast<uint64_t>(k))));
+    cpu::pack_fc_weight(matrix.data(), bias.empty() ? nullptr : bias.data(), o, k, packed.data());
+    const uint32_t x = activation(node.args[0]);
+    const uint32_t f = add_constant({static_cast<uint64_t>(packed.size())}, packed);
+    BlobNode& n = add_node(NodeOp::PackedConv2d, {x, f}, output(node.outputs[0]));
+    n.params[cpu::kPadTop] = n.params[cpu::kPadBottom] = static_cast<uint32_t>(a.pad[0]);
+    n.params[cpu::kPadLeft] = n.params[cpu::kPadRight] = static_cast<uint32_t>(a.pad[1]);
+    n.params[cpu::kKernelH] = static_cast<uint32_t>(kh);
+    n.params[cpu::kKernelW] = static_cast<uint32_t>(kw);
+    n.params[cpu::kStrideH] = static_cast<uint32_t>(a.stride[0]);
+    n.params[cpu::kStrideW] = static_cast<uint32_t>(a.stride[1]);
+    n.params[cpu::kDilationH] = static_cast<uint32_t>(a.dilation[0]);
+    n.params[cpu::kDilationW] = static_cast<uint32_t>(a.dilation[1]);
+    n.params[cpu::kPackedInChannels] = static_cast<uint32_t>(c);
+    n.params[cpu::kPackedOutChannels] = static_cast<uint32_t>(o);
+  }
+
+  /// A relu/hardtanh/clamp whose input is made by the node just lowered, one of tern's GEMM
+  /// nodes (fc or conv), and read by nothing else folds into that node's output bounds. Returns false when
   /// it does not apply.
   bool fuse_clamp_into_fc(const Node& node, float lo, float hi) {
     const int in = node.args[0];
@@ -263,7 +305,8 @@ class Lowering {
       return false;
     }
     BlobNode& last = nodes_.back();
-    if (last.op != static_cast<uint32_t>(NodeOp::PackedFullyConnected) ||
+    if ((last.op != static_cast<uint32_t>(NodeOp::PackedFullyConnected) &&
+         last.op != static_cast<uint32_t>(NodeOp::PackedConv2d)) ||
         last.output != ids_.at(in)) {
       return false;
     }

@@ -112,6 +112,25 @@ TERN_AVX2_TARGET void tile_avx2(const TileArgs& t) {
   }
 }
 
+/// The conv gather's copy: whole ymm, then one masked ymm (vmaskmovps neither faults on nor
+/// writes masked-off lanes, so nothing past n floats is touched).
+TERN_AVX2_TARGET void copy_avx2(float* dst, const float* src, int64_t n) {
+  for (; n >= 16; n -= 16, dst += 16, src += 16) {
+    const __m256 v0 = _mm256_loadu_ps(src);
+    const __m256 v1 = _mm256_loadu_ps(src + 8);
+    _mm256_storeu_ps(dst, v0);
+    _mm256_storeu_ps(dst + 8, v1);
+  }
+  if (n >= 8) {
+    _mm256_storeu_ps(dst, _mm256_loadu_ps(src));
+    n -= 8, dst += 8, src += 8;
+  }
+  if (n > 0) {
+    const __m256i mask = half_mask(static_cast<int>(n), 0);
+    _mm256_maskstore_ps(dst, mask, _mm256_maskload_ps(src, mask));
+  }
+}
+
 template <int MR, int NP>
 constexpr void fill_rows(MicrokernelSet& s) {
   s.kernels[MR][NP] = &tile_avx2<MR, NP>;
@@ -126,6 +145,7 @@ constexpr MicrokernelSet make_set() {
   s.small_panels = 2;
   fill_rows<6, 1>(s);
   fill_rows<2, 2>(s);
+  s.copy = &copy_avx2;
   return s;
 }
 

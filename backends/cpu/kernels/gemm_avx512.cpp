@@ -86,6 +86,25 @@ TERN_AVX512_TARGET void tile_avx512(const TileArgs& t) {
   }
 }
 
+/// The conv gather's copy: whole zmm, then one masked zmm (masked-off lanes neither fault nor
+/// write, so nothing past n floats is touched).
+TERN_AVX512_TARGET void copy_avx512(float* dst, const float* src, int64_t n) {
+  for (; n >= 32; n -= 32, dst += 32, src += 32) {
+    const __m512 v0 = _mm512_loadu_ps(src);
+    const __m512 v1 = _mm512_loadu_ps(src + 16);
+    _mm512_storeu_ps(dst, v0);
+    _mm512_storeu_ps(dst + 16, v1);
+  }
+  if (n >= 16) {
+    _mm512_storeu_ps(dst, _mm512_loadu_ps(src));
+    n -= 16, dst += 16, src += 16;
+  }
+  if (n > 0) {
+    const __mmask16 mask = static_cast<__mmask16>((1u << n) - 1u);
+    _mm512_mask_storeu_ps(dst, mask, _mm512_maskz_loadu_ps(mask, src));
+  }
+}
+
 template <int MR, int NP>
 constexpr void fill_rows(MicrokernelSet& s) {
   s.kernels[MR][NP] = &tile_avx512<MR, NP>;
@@ -102,6 +121,7 @@ constexpr MicrokernelSet make_set() {
   fill_rows<14, 2>(s);
   fill_rows<7, 3>(s);
   fill_rows<7, 4>(s);
+  s.copy = &copy_avx512;
   return s;
 }
 

@@ -27,6 +27,10 @@ struct TileArgs {
 
 using TileKernel = void (*)(const TileArgs&);
 
+/// Copies n floats (n >= 0) from src to dst (not overlapping), reading and writing nothing past
+/// them: the row gather of packed_conv_nhwc, in the ISA's widest vectors.
+using CopyKernel = void (*)(float* dst, const float* src, int64_t n);
+
 constexpr int kMaxTileRows = 14;
 constexpr int kMaxTilePanels = 4;
 
@@ -41,6 +45,7 @@ struct MicrokernelSet {
   /// kernels[mr][np]; null where not offered. The driver only asks for mr <= max_rows with
   /// np <= wide_panels, and mr <= small_m_max with np <= small_panels.
   TileKernel kernels[kMaxTileRows + 1][kMaxTilePanels + 1] = {};
+  CopyKernel copy = nullptr;  ///< never null in a set
 };
 
 /// Each returns null when the build has no such code (e.g. AVX-512 on aarch64).
@@ -60,5 +65,18 @@ struct GemmBlocking {
   int64_t min_task_fmas = 1 << 18;    ///< but no task smaller than this (m·n·k per task)
 };
 GemmBlocking& gemm_blocking();
+
+/// Blocking knobs of packed_conv_nhwc (packed_conv.cpp); benchmarks and tests may change them
+/// between calls. The gathered A block (tile rows × kc floats) always fits kConvABufferFloats.
+struct ConvBlocking {
+  int64_t kc_max = 1 << 20;           ///< K rows per block (further capped by the A buffer)
+  int64_t b_block_bytes = 512 << 10;  ///< a task's B block (kc × its columns) kept in L2
+  int64_t tasks_per_thread = 4;       ///< split into at least this many tasks per pool thread
+  int64_t min_task_fmas = 1 << 18;    ///< but no task smaller than this
+};
+ConvBlocking& conv_blocking();
+
+/// Floats of the stack buffer a conv task gathers A into (30 KiB: the frame stays under 32 KiB).
+constexpr int64_t kConvABufferFloats = 7680;
 
 }  // namespace tern::cpu::gemm_detail

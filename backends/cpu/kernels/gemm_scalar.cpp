@@ -59,6 +59,11 @@ void tile_portable(const TileArgs& t) {
   }
 }
 
+/// The conv gather's copy (memcpy: the portable build has no wider vectors to offer).
+void copy_portable(float* dst, const float* src, int64_t n) {
+  std::memcpy(dst, src, sizeof(float) * static_cast<size_t>(n));
+}
+
 constexpr MicrokernelSet make_set() {
   MicrokernelSet s;
   s.max_rows = 4;
@@ -69,6 +74,7 @@ constexpr MicrokernelSet make_set() {
   s.kernels[2][1] = &tile_portable<2>;
   s.kernels[3][1] = &tile_portable<3>;
   s.kernels[4][1] = &tile_portable<4>;
+  s.copy = &copy_portable;
   return s;
 }
 

@@ -55,6 +55,8 @@ const char* op_name(uint32_t op) {
       return "reshape";
     case NodeOp::PackedFullyConnected:
       return "packed_fully_connected";
+    case NodeOp::PackedConv2d:
+      return "packed_conv2d";
   }
   return "?";
 }
@@ -71,6 +73,7 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
       *const_mask = 0x6;
       return;
     case NodeOp::PackedFullyConnected:
+    case NodeOp::PackedConv2d:
       *min_in = *max_in = 2;
       *const_mask = 0x2;
       return;
@@ -204,6 +207,43 @@ Error check_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
   return check_out_dims(n, node, v[node.output], out, 4);
 }
 
+Error check_packed_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
+  TERN_RETURN_IF_ERROR(check_params_range(n, node, 12, kKernelH, 12));
+  const BlobValue& x = v[node.inputs[0]];
+  const BlobValue& f = v[node.inputs[1]];
+  const uint64_t kh = node.params[kKernelH], kw = node.params[kKernelW];
+  const uint64_t in_c = node.params[kPackedInChannels], out_c = node.params[kPackedOutChannels];
+  TERN_CHECK_OR_RETURN_ERROR(x.rank == 4 && x.dims[3] == in_c, InvalidProgram,
+                             "cpu blob: node %u (%s): input value %u: expected 4 dims with %llu "
+                             "channels last, found rank %u",
+                             n, op_name(node.op), node.inputs[0],
+                             static_cast<unsigned long long>(in_c), x.rank);
+  uint64_t taps = 0, k = 0;
+  TERN_CHECK_OR_RETURN_ERROR(
+      checked_mul(kh, kw, &taps) && checked_mul(taps, in_c, &k) && k <= kMaxDim, InvalidProgram,
+      "cpu blob: node %u (%s): %llux%llu window x %llu channels is too large", n, op_name(node.op),
+      static_cast<unsigned long long>(kh), static_cast<unsigned long long>(kw),
+      static_cast<unsigned long long>(in_c));
+  const uint64_t want = packed_fc_floats(out_c, k);
+  TERN_CHECK_OR_RETURN_ERROR(f.rank == 1 && f.dims[0] == want, InvalidProgram,
+                             "cpu blob: node %u (%s): packed weight value %u is not [%llu] (%llu "
+                             "out channels x %llux%llux%llu)",
+                             n, op_name(node.op), node.inputs[1],
+                             static_cast<unsigned long long>(want),
+                             static_cast<unsigned long long>(out_c),
+                             static_cast<unsigned long long>(kh),
+                             static_cast<unsigned long long>(kw),
+                             static_cast<unsigned long long>(in_c));
+  uint64_t out[4] = {x.dims[0], 0, 0, out_c};
+  TERN_RETURN_IF_ERROR(window(n, node, "height", x.dims[1], node.params[kPadTop],
+                              node.params[kPadBottom], kh, node.params[kStrideH],
+                              node.params[kDilationH], &out[1]));
+  TERN_RETURN_IF_ERROR(window(n, node, "width", x.dims[2], node.params[kPadLeft],
+                              node.params[kPadRight], kw, node.params[kStrideW],
+                              node.params[kDilationW], &out[2]));
+  return check_out_dims(n, node, v[node.output], out, 4);
+}
+
 Error check_pool(uint32_t n, const BlobNode& node, const BlobValue* v) {
   const bool is_max = static_cast<NodeOp>(node.op) == NodeOp::MaxPool2d;
   TERN_RETURN_IF_ERROR(check_params_range(n, node, 10, kKernelH, 10));
@@ -306,6 +346,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v) {
       }
       return check_out_dims(n, node, out, expect, x.rank);
     }
+    case NodeOp::PackedConv2d:
+      return check_packed_conv(n, node, v);
     case NodeOp::PackedFullyConnected: {
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 2, 0, 2));
       const uint64_t out_features = node.params[0], in_features = node.params[1];

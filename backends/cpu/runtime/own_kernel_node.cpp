@@ -1,5 +1,6 @@
 #include "backends/cpu/runtime/own_kernel_node.h"
 
+#include "backends/cpu/kernels/packed_conv.h"
 #include "backends/cpu/kernels/packed_gemm.h"
 
 namespace tern::cpu {
@@ -26,6 +27,34 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       p.out_min = node.fparams[0];
       p.out_max = node.fparams[1];
       packed_gemm(p, pool);
+      return Error::Ok;
+    }
+    case NodeOp::PackedConv2d: {
+      const BlobValue& x = plan.values[node.inputs[0]];
+      const BlobValue& y = plan.values[node.output];
+      const uint32_t* q = node.params;
+      ConvProblem c;
+      c.batch = static_cast<int64_t>(x.dims[0]);
+      c.in_h = static_cast<int64_t>(x.dims[1]);
+      c.in_w = static_cast<int64_t>(x.dims[2]);
+      c.in_c = static_cast<int64_t>(x.dims[3]);
+      c.out_h = static_cast<int64_t>(y.dims[1]);
+      c.out_w = static_cast<int64_t>(y.dims[2]);
+      c.out_c = static_cast<int64_t>(y.dims[3]);
+      c.kernel_h = q[kKernelH];
+      c.kernel_w = q[kKernelW];
+      c.stride_h = q[kStrideH];
+      c.stride_w = q[kStrideW];
+      c.dilation_h = q[kDilationH];
+      c.dilation_w = q[kDilationW];
+      c.pad_top = q[kPadTop];
+      c.pad_left = q[kPadLeft];
+      c.x = addr[node.inputs[0]];
+      c.packed = addr[node.inputs[1]];
+      c.y = addr[node.output];
+      c.out_min = node.fparams[0];
+      c.out_max = node.fparams[1];
+      packed_conv_nhwc(c, pool);
       return Error::Ok;
     }
     default:

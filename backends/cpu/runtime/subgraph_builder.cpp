@@ -96,7 +96,8 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
       // The output value's dims are the new shape (filled by the caller below).
       return Error::Ok;
     case NodeOp::PackedFullyConnected:
-      break;  // tern's own kernel: never in an XNNPACK stage
+    case NodeOp::PackedConv2d:
+      break;  // tern's own kernels: never in an XNNPACK stage
   }
   return Error::InvalidProgram;
 }

@@ -3,6 +3,7 @@
 // error, never a crash.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <functional>
@@ -11,6 +12,7 @@
 
 #include "backends/cpu/cpu_blob_format.h"
 #include "backends/cpu/runtime/blob_reader.h"
+#include "backends/cpu/runtime/stage_plan.h"
 #include "tests/backends/cpu/cpu_test_util.h"
 
 namespace tern::cpu_test {
@@ -97,25 +99,35 @@ TEST_F(CpuBlobTest, BlobHeaderDescribesTheRegion) {
   EXPECT_EQ(std::memcmp(h.magic, "TCPU", 4), 0);
   EXPECT_EQ(h.version, cpu::kBlobVersion);
   EXPECT_EQ(h.num_args, g.delegates[0].inputs.size() + g.delegates[0].outputs.size());
-  EXPECT_EQ(h.num_nodes, 3u);  // conv, clamp, add
+  EXPECT_EQ(h.num_nodes, 2u);  // tern's conv with the relu folded in, add
   EXPECT_EQ(h.data_offset % 64, 0u);
   EXPECT_EQ(h.data_offset + h.data_size, blob.size());
-  // Value 0 is x, NHWC [1, 6, 6, 4]; the filter is OHWI [4, 3, 3, 4].
+  // Value 0 is x, NHWC [1, 6, 6, 4]; value 1 the packed filter: one panel of 16 columns,
+  // 16 bias floats then 3*3*4 = 36 rows in (kh, kw, c) order.
   cpu::BlobValue v0, v1;
+  cpu::BlobNode n0;
   std::memcpy(&v0, blob.data() + sizeof(h), sizeof(v0));
   std::memcpy(&v1, blob.data() + sizeof(h) + sizeof(v0), sizeof(v1));
+  std::memcpy(&n0, blob.data() + sizeof(h) + h.num_values * sizeof(cpu::BlobValue), sizeof(n0));
+  EXPECT_EQ(n0.op, static_cast<uint32_t>(cpu::NodeOp::PackedConv2d));
+  EXPECT_EQ(n0.fparams[0], 0.0f);  // relu
   EXPECT_EQ(v0.kind, static_cast<uint32_t>(cpu::ValueKind::ExternalInput));
   EXPECT_EQ(v0.layout, static_cast<uint32_t>(cpu::ValueLayout::Nhwc));
   EXPECT_EQ(std::vector<uint64_t>(v0.dims, v0.dims + 4), (std::vector<uint64_t>{1, 6, 6, 4}));
   EXPECT_EQ(v1.kind, static_cast<uint32_t>(cpu::ValueKind::Constant));
-  EXPECT_EQ(std::vector<uint64_t>(v1.dims, v1.dims + 4), (std::vector<uint64_t>{4, 3, 3, 4}));
-  // OHWI element [o=1, h=2, w=0, i=3] is OIHW element [1, 3, 2, 0].
+  EXPECT_EQ(v1.rank, 1u);
+  EXPECT_EQ(v1.dims[0], 16u * 37u);
+  // Filter OIHW element [o=1, i=3, h=2, w=0] is row (2 * 3 + 0) * 4 + 3 = 27, lane 1.
   const auto& w = g.values[static_cast<size_t>(g.nodes[0].args[1])];
   float want, got;
   std::memcpy(&want, w.data.data() + 4 * (((1 * 4 + 3) * 3 + 2) * 3 + 0), 4);
-  std::memcpy(
-      &got, blob.data() + h.data_offset + v1.data_offset + 4 * (((1 * 3 + 2) * 3 + 0) * 4 + 3), 4);
+  std::memcpy(&got, blob.data() + h.data_offset + v1.data_offset + 4 * (16 * (1 + 27) + 1), 4);
   EXPECT_EQ(want, got);
+  // Bias of channel 2 in the panel's first row; lanes past 4 channels are zero.
+  std::memcpy(&got, blob.data() + h.data_offset + v1.data_offset + 4 * 2, 4);
+  EXPECT_EQ(got, 0.3f);
+  std::memcpy(&got, blob.data() + h.data_offset + v1.data_offset + 4 * (16 * 5 + 9), 4);
+  EXPECT_EQ(got, 0.0f);
 }
 
 TEST_F(CpuBlobTest, SupportsRefusesWhatXnnpackCannotMatch) {
@@ -339,7 +351,7 @@ TEST_F(CpuBlobTest, SpecificCorruptionsNameTheProblem) {
     std::vector<uint8_t> bad = blob;
     bad[sizeof(cpu::BlobHeader) + offsetof(cpu::BlobValue, dims) + 8] = 7;
     EXPECT_EQ(try_blob(bad, num_args, &msg), Error::InvalidProgram);
-    EXPECT_NE(msg.find("node 0 (conv2d)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("node 0 (packed_conv2d)"), std::string::npos) << msg;
   }
   {
     // A constant's data offset far past the data section.
@@ -511,6 +523,82 @@ TEST_F(CpuBlobTest, PackedLinearFieldsAreChecked) {
         << last_error_message();
     cpu::free_blob_plan(&plan);
   }
+}
+
+/// XNNPACK and own-kernel stages alternating: conv 3x3 (own) -> sigmoid (XNNPACK) -> conv 1x1
+/// (own) -> sigmoid -> global pool -> flatten (XNNPACK) -> linear (own) -> softmax (XNNPACK).
+TEST_F(CpuBlobTest, StagesAlternateAndLiveWorkspaceValuesNeverShareBytes) {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {1, 4, 6, 6});
+  const int w1 = b.constant_f32("w1", {8, 4, 3, 3}, random_floats(288, 7, -0.3f, 0.3f));
+  const int c1 = b.op("tern::conv2d",
+                      {x, w1, b.none(), b.int_list({1, 1}), b.int_list({1, 1}),
+                       b.int_list({1, 1}), b.int_value(1)},
+                      DType::F32, {1, 8, 6, 6});
+  const int s1 = b.op("tern::sigmoid", {c1}, DType::F32, {1, 8, 6, 6});
+  const int w2 = b.constant_f32("w2", {8, 8, 1, 1}, random_floats(64, 8, -0.3f, 0.3f));
+  const int c2 = b.op("tern::conv2d",
+                      {s1, w2, b.none(), b.int_list({1, 1}), b.int_list({0, 0}),
+                       b.int_list({1, 1}), b.int_value(1)},
+                      DType::F32, {1, 8, 6, 6});
+  const int s2 = b.op("tern::sigmoid", {c2}, DType::F32, {1, 8, 6, 6});
+  const int p = b.op("tern::adaptive_avg_pool2d", {s2, b.int_list({1})}, DType::F32, {1, 8, 1, 1});
+  const int f = b.op("tern::flatten", {p, b.int_value(1), b.int_value(-1)}, DType::F32, {1, 8});
+  const int w3 = b.constant_f32("w3", {5, 8}, random_floats(40, 9, -0.3f, 0.3f));
+  const int l = b.op("tern::linear", {f, w3, b.none()}, DType::F32, {1, 5});
+  b.output(b.op("tern::softmax", {l, b.int_value(-1)}, DType::F32, {1, 5}));
+  delegate_cpu(b, 0, 7);
+  const compiler::Graph g = b.build();
+  const std::vector<uint8_t>& blob = g.delegates[0].blob;
+  std::vector<uint64_t> store(blob.size() / 8 + 1);
+  std::memcpy(store.data(), blob.data(), blob.size());
+  cpu::BlobPlan plan;
+  ASSERT_EQ(cpu::parse_blob(Span<const uint8_t>(reinterpret_cast<uint8_t*>(store.data()),
+                                                blob.size()),
+                            &plan),
+            Error::Ok)
+      << last_error_message();
+  cpu::StagePlan stages;
+  ASSERT_EQ(cpu::plan_stages(plan, 64, 16, &stages), Error::Ok);
+  // own conv | sigmoid | own conv | sigmoid, pool, reshape | own linear | softmax
+  ASSERT_EQ(stages.num_stages, 6u);
+  const bool own[6] = {true, false, true, false, true, false};
+  for (uint32_t i = 0; i < 6; ++i) EXPECT_EQ(stages.stages[i].own_kernel, own[i]) << i;
+  // Independent lifetimes: the stage of each node, per value its maker and last reader.
+  std::vector<int> stage_of(plan.header.num_nodes);
+  for (uint32_t s = 0; s < stages.num_stages; ++s) {
+    for (uint32_t n = stages.stages[s].first_node; n < stages.stages[s].end_node; ++n) {
+      stage_of[n] = static_cast<int>(s);
+    }
+  }
+  const uint32_t nv = plan.header.num_values;
+  std::vector<int> first(nv, -1), last(nv, -1);
+  for (uint32_t n = 0; n < plan.header.num_nodes; ++n) {
+    first[plan.nodes[n].output] = stage_of[n];
+    for (uint32_t j = 0; j < plan.nodes[n].num_inputs; ++j) {
+      last[plan.nodes[n].inputs[j]] = std::max(last[plan.nodes[n].inputs[j]], stage_of[n]);
+    }
+  }
+  int workspace_values = 0;
+  for (uint32_t i = 0; i < nv; ++i) {
+    if (stages.homes[i] != cpu::ValueHome::Workspace) continue;
+    ++workspace_values;
+    const uint64_t bi = cpu::value_numel(plan.values[i]) * 4;
+    EXPECT_EQ(stages.workspace_offsets[i] % 64, 0u);
+    EXPECT_LE(stages.workspace_offsets[i] + bi + 16, stages.workspace_bytes);
+    for (uint32_t j = i + 1; j < nv; ++j) {
+      if (stages.homes[j] != cpu::ValueHome::Workspace) continue;
+      const int li = std::max(last[i], first[i]), lj = std::max(last[j], first[j]);
+      if (li < first[j] || lj < first[i]) continue;  // never live together
+      const uint64_t bj = cpu::value_numel(plan.values[j]) * 4;
+      const uint64_t oi = stages.workspace_offsets[i], oj = stages.workspace_offsets[j];
+      EXPECT_TRUE(oi + bi + 16 <= oj || oj + bj + 16 <= oi)
+          << "values " << i << " and " << j << " overlap while both live";
+    }
+  }
+  EXPECT_EQ(workspace_values, 5);  // c1, s1 (read by the conv), c2, flatten, linear
+  cpu::free_stage_plan(&stages);
+  cpu::free_blob_plan(&plan);
 }
 
 }  // namespace

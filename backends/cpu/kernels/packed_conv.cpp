@@ -1,0 +1,303 @@
+// The NHWC convolution driver (implicit GEMM on the packed GEMM's microkernels). Never allocates.
+//
+// Rows of the implicit A are output pixels, columns the K = KH·KW·C taps in (kh, kw, c) order.
+// A row's K range splits into runs that are contiguous in x: with dilation_w == 1 one run is a
+// whole kernel row (KW·C floats: the taps kw = 0..KW-1 read neighbouring input pixels), else one
+// tap (C floats); the part of a run outside the image is zeros. Tasks = (M block, N group) pairs
+// over all of K (tasks never share outputs). A task runs: for each K block (kc rows: the
+// gathered tile fits the stack buffer, the task's B block kc × its columns stays in L2), for each
+// M tile (max_rows output pixels): gather the tile's A rows for the block into the stack buffer,
+// then for each N tile of the group: microkernel (first block from the bias, later ones from y's
+// partial sums, the last with the clamp). One gather serves every column panel of the group.
+#include "backends/cpu/kernels/packed_conv.h"
+
+#include <cstring>
+
+#include "backends/cpu/kernels/gemm_microkernel.h"
+#include "backends/cpu/kernels/packed_gemm.h"
+
+namespace tern::cpu {
+namespace gemm_detail {
+
+ConvBlocking& conv_blocking() {
+  static ConvBlocking blocking;
+  return blocking;
+}
+
+}  // namespace gemm_detail
+
+namespace {
+
+using gemm_detail::kConvABufferFloats;
+using gemm_detail::MicrokernelSet;
+using gemm_detail::TileArgs;
+using gemm_detail::TileKernel;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+int64_t split_point(int64_t total, int64_t count, int64_t i) { return i * total / count; }
+
+struct ConvPlan {
+  const ConvProblem* p = nullptr;
+  const MicrokernelSet* ks = nullptr;
+  int64_t m = 0;                   // output pixels
+  int64_t k = 0;                   // KH * KW * C
+  int64_t pixels = 0;              // out_h * out_w
+  int64_t image_floats = 0;        // in_h * in_w * in_c
+  int64_t run_len = 0;             // floats per contiguous run of a row's K range
+  bool row_runs = false;           // dilation_w == 1: a run is a kernel row (KW taps)
+  int64_t span_h = 0, span_w = 0;  // (KH - 1) · dh, (KW - 1) · dw: a receptive field's extent - 1
+  int64_t row_step = 0;  // floats from one kernel row's input to the next: dh · in_w · C
+  int64_t panels = 0;
+  int64_t panel_stride = 0;
+  int last_cols = 16;
+  int64_t tile_panels = 1;
+  int64_t m_tiles = 1, n_tiles = 1, k_blocks = 1, m_blocks = 1, n_groups = 1;
+  int64_t lda = 0;       // row stride of the gathered A tile
+  bool m_outer = false;  // a task finishes each M tile over all of K (its group's B fits in L2)
+};
+
+inline void zero_floats(float* d, int64_t n) {
+  const float zeros[16] = {};
+  for (; n >= 16; n -= 16, d += 16) std::memcpy(d, zeros, 64);
+  if (n >= 8) {
+    std::memcpy(d, zeros, 32);
+    n -= 8, d += 8;
+  }
+  if (n >= 4) {
+    std::memcpy(d, zeros, 16);
+    n -= 4, d += 4;
+  }
+  for (; n > 0; --n) *d++ = 0.0f;
+}
+
+/// Writes the A rows [r0, r0 + rows) (output pixels) at K columns [k0, k0 + kc) to the tile
+/// buffer (row r at dst + r * lda). Divisions happen once per tile, not per row or run.
+void gather_tile(const ConvPlan& plan, int64_t r0, int64_t rows, int64_t k0, int64_t kc, float* dst,
+                 int64_t lda) {
+  const ConvProblem& p = *plan.p;
+  const gemm_detail::CopyKernel copy = plan.ks->copy;
+  const int64_t c = p.in_c;
+  int64_t img = r0 / plan.pixels;
+  int64_t oh = (r0 - img * plan.pixels) / p.out_w;
+  int64_t ow = r0 - img * plan.pixels - oh * p.out_w;
+  // The run holding k0 and its (kh, first kw).
+  const int64_t run0 = k0 / plan.run_len;
+  const int64_t off0 = k0 - run0 * plan.run_len;
+  const int64_t kh0 = plan.row_runs ? run0 : run0 / p.kernel_w;
+  const int64_t kw00 = plan.row_runs ? 0 : run0 - kh0 * p.kernel_w;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t ih0 = oh * p.stride_h - p.pad_top;
+    const int64_t iw0 = ow * p.stride_w - p.pad_left;
+    const float* image = p.x + img * plan.image_floats;
+    float* d = dst + r * lda;
+    int64_t left = kc;  // floats of this row still to write
+    int64_t off = off0, kh = kh0, kw0 = kw00;
+    if (plan.row_runs && ih0 >= 0 && ih0 + plan.span_h < p.in_h && iw0 >= 0 &&
+        iw0 + plan.span_w < p.in_w) {
+      // Every tap inside the image (most pixels): kernel row kh is the KW·C floats at
+      // x[img, ih0 + kh·dh, iw0, 0]; consecutive kernel rows are dh input rows apart.
+      const float* run = image + ((ih0 + kh * p.dilation_h) * p.in_w + iw0) * c;
+      while (left > 0) {
+        const int64_t n = min64(plan.run_len - off, left);
+        copy(d, run + off, n);
+        d += n;
+        left -= n;
+        off = 0;
+        run += plan.row_step;
+      }
+      left = 0;
+    }
+    while (left > 0) {
+      const int64_t end = plan.run_len - off < left ? plan.run_len : off + left;
+      const int64_t ih = ih0 + kh * p.dilation_h;
+      const int64_t iw = iw0 + kw0 * p.dilation_w;  // input column of the run's first tap
+      int64_t lo = 0, hi = 0;                       // floats of the run inside the image
+      if (ih >= 0 && ih < p.in_h) {
+        if (plan.row_runs) {
+          const int64_t first = iw < 0 ? -iw : 0;               // first tap inside
+          const int64_t last = min64(p.kernel_w, p.in_w - iw);  // one past the last inside
+          if (last > first) {
+            lo = first * c;
+            hi = last * c;
+          }
+        } else if (iw >= 0 && iw < p.in_w) {
+          hi = c;
+        }
+      }
+      const int64_t c0 = max64(off, lo), c1 = min64(end, hi);
+      if (c1 > c0) {
+        zero_floats(d, c0 - off);
+        // Run float j is x[img, ih, iw + j / C, j % C]: index (ih * in_w + iw) * C + j (>= 0
+        // for j >= lo).
+        copy(d + (c0 - off), image + (ih * p.in_w + iw) * c + c0, c1 - c0);
+        zero_floats(d + (c1 - off), end - c1);
+      } else {
+        zero_floats(d, end - off);
+      }
+      d += end - off;
+      left -= end - off;
+      off = 0;
+      if (plan.row_runs || ++kw0 == p.kernel_w) {
+        kw0 = 0;
+        ++kh;
+      }
+    }
+    if (++ow == p.out_w) {
+      ow = 0;
+      if (++oh == p.out_h) {
+        oh = 0;
+        ++img;
+      }
+    }
+  }
+}
+
+void run_task(const ConvPlan& plan, int64_t task) {
+  const ConvProblem& p = *plan.p;
+  const int64_t mb = task / plan.n_groups;
+  const int64_t ng = task % plan.n_groups;
+  const int64_t t0 = split_point(plan.m_tiles, plan.m_blocks, mb);
+  const int64_t t1 = split_point(plan.m_tiles, plan.m_blocks, mb + 1);
+  const int64_t j0 = split_point(plan.n_tiles, plan.n_groups, ng);
+  const int64_t j1 = split_point(plan.n_tiles, plan.n_groups, ng + 1);
+
+  alignas(64) float abuf[kConvABufferFloats];
+  TileArgs args;
+  args.a = abuf;
+  args.lda = plan.lda;
+  args.panel_stride = plan.panel_stride;
+  args.ldc = p.out_c;
+  args.out_min = p.out_min;
+  args.out_max = p.out_max;
+  // One (M tile, K block) step: gather the tile's A rows, then every N tile of the group.
+  auto step = [&](int64_t i, int64_t kb) {
+    const int64_t k0 = split_point(plan.k, plan.k_blocks, kb);
+    const int64_t k1 = split_point(plan.k, plan.k_blocks, kb + 1);
+    const int64_t r0 = split_point(plan.m, plan.m_tiles, i);
+    const int64_t r1 = split_point(plan.m, plan.m_tiles, i + 1);
+    args.kc = k1 - k0;
+    args.first = kb == 0;
+    args.last = kb == plan.k_blocks - 1;
+    gather_tile(plan, r0, r1 - r0, k0, k1 - k0, abuf, plan.lda);
+    for (int64_t j = j0; j < j1; ++j) {
+      const int64_t panel0 = j * plan.tile_panels;
+      const int64_t np = min64(plan.tile_panels, plan.panels - panel0);
+      const float* panel = p.packed + panel0 * plan.panel_stride;
+      args.bias = panel;
+      args.b = panel + kPanelWidth + k0 * kPanelWidth;
+      args.last_cols = panel0 + np == plan.panels ? plan.last_cols : static_cast<int>(kPanelWidth);
+      args.c = p.y + r0 * p.out_c + panel0 * kPanelWidth;
+      plan.ks->kernels[r1 - r0][np](args);
+    }
+  };
+  if (plan.m_outer) {
+    // The group's whole B stays in L2: finish each tile over all of K (its C stays in L1).
+    for (int64_t i = t0; i < t1; ++i) {
+      for (int64_t kb = 0; kb < plan.k_blocks; ++kb) step(i, kb);
+    }
+  } else {
+    // Only a K block of B fits in L2: every tile passes over it before the next block.
+    for (int64_t kb = 0; kb < plan.k_blocks; ++kb) {
+      for (int64_t i = t0; i < t1; ++i) step(i, kb);
+    }
+  }
+}
+
+void run_task_entry(void* context, size_t task) {
+  run_task(*static_cast<const ConvPlan*>(context), static_cast<int64_t>(task));
+}
+
+ConvPlan make_plan(const ConvProblem& p, const MicrokernelSet* ks, int64_t threads) {
+  const gemm_detail::ConvBlocking& blocking = gemm_detail::conv_blocking();
+  ConvPlan plan;
+  plan.p = &p;
+  plan.ks = ks;
+  plan.pixels = p.out_h * p.out_w;
+  plan.m = p.batch * plan.pixels;
+  plan.k = p.kernel_h * p.kernel_w * p.in_c;
+  plan.image_floats = p.in_h * p.in_w * p.in_c;
+  plan.row_runs = p.dilation_w == 1;
+  plan.run_len = plan.row_runs ? p.kernel_w * p.in_c : p.in_c;
+  plan.span_h = (p.kernel_h - 1) * p.dilation_h;
+  plan.span_w = (p.kernel_w - 1) * p.dilation_w;
+  plan.row_step = p.dilation_h * p.in_w * p.in_c;
+  plan.panels = ceil_div(p.out_c, kPanelWidth);
+  plan.panel_stride = kPanelWidth * (plan.k + 1);
+  plan.last_cols = static_cast<int>(p.out_c - (plan.panels - 1) * kPanelWidth);
+
+  // Register tiles, as packed_gemm picks them.
+  int64_t max_rows = ks->max_rows;
+  if (plan.m <= ks->small_m_max) {
+    max_rows = plan.m;
+    plan.tile_panels = ks->small_panels;
+  } else {
+    plan.tile_panels = ks->wide_panels;
+  }
+  plan.m_tiles = ceil_div(plan.m, max_rows);
+  plan.n_tiles = ceil_div(plan.panels, plan.tile_panels);
+
+  // K blocks: a tile of max_rows rows × (kc rounded up to 16, plus 16 floats so the rows do not
+  // share cache sets) must fit the stack buffer.
+  const int64_t buffer_kc =
+      (kConvABufferFloats / max_rows - kPanelWidth) / kPanelWidth * kPanelWidth;
+  const int64_t kc_cap = max64(1, min64(blocking.kc_max, buffer_kc));
+  plan.k_blocks = ceil_div(plan.k, kc_cap);
+  const int64_t kc = ceil_div(plan.k, plan.k_blocks);
+  plan.lda = ceil_div(kc, kPanelWidth) * kPanelWidth + kPanelWidth;
+
+  // N groups: a task's B block (kc × its columns) within the L2 budget. When all of B fits,
+  // tasks finish each M tile over all of K instead (no partial sums go back to memory).
+  plan.m_outer = plan.k * plan.panels * kPanelWidth * 4 <= blocking.b_block_bytes;
+  const int64_t b_panels = max64(1, blocking.b_block_bytes / (kc * kPanelWidth * 4));
+  const int64_t tiles_per_group = max64(1, b_panels / plan.tile_panels);
+  plan.n_groups = ceil_div(plan.n_tiles, tiles_per_group);
+  plan.m_blocks = 1;
+
+  // Enough tasks for the pool, none tiny. An extra M block costs one more pass over the group's
+  // B (from L3: cheap while a task keeps two or more M tiles to reuse each B load); an extra N
+  // group repeats the gathers of its rows (a cost per gathered float that fewer columns amortize
+  // worse). So: M blocks of at least two tiles first, then N groups, then single-tile M blocks.
+  if (threads > 1) {
+    const double fmas = static_cast<double>(plan.m) * static_cast<double>(p.out_c) *
+                        static_cast<double>(plan.k);
+    const double task_cap = fmas / static_cast<double>(max64(1, blocking.min_task_fmas));
+    const int64_t max_tasks = task_cap < 1.0   ? 1
+                              : task_cap > 1e6 ? 1000000
+                                               : static_cast<int64_t>(task_cap);
+    const int64_t wanted = min64(threads * blocking.tasks_per_thread, max_tasks);
+    if (plan.m_blocks * plan.n_groups < wanted) {
+      plan.m_blocks = min64(max64(1, plan.m_tiles / 2), ceil_div(wanted, plan.n_groups));
+    }
+    if (plan.m_blocks * plan.n_groups < wanted) {
+      plan.n_groups = min64(plan.n_tiles, ceil_div(wanted, plan.m_blocks));
+    }
+    if (plan.m_blocks * plan.n_groups < wanted) {
+      plan.m_blocks = min64(plan.m_tiles, ceil_div(wanted, plan.n_groups));
+    }
+  }
+  return plan;
+}
+
+}  // namespace
+
+void packed_conv_nhwc(const ConvProblem& p, pthreadpool_t pool) {
+  if (p.batch <= 0 || p.in_h <= 0 || p.in_w <= 0 || p.in_c <= 0 || p.out_h <= 0 || p.out_w <= 0 ||
+      p.out_c <= 0 || p.kernel_h <= 0 || p.kernel_w <= 0) {
+    return;
+  }
+  const MicrokernelSet* ks = gemm_detail::active_microkernels();
+  const int64_t threads =
+      pool != nullptr ? static_cast<int64_t>(pthreadpool_get_threads_count(pool)) : 1;
+  const ConvPlan plan = make_plan(p, ks, threads);
+  const int64_t tasks = plan.m_blocks * plan.n_groups;
+  if (pool == nullptr || threads <= 1 || tasks == 1) {
+    for (int64_t t = 0; t < tasks; ++t) run_task(plan, t);
+    return;
+  }
+  pthreadpool_parallelize_1d(pool, &run_task_entry, const_cast<ConvPlan*>(&plan),
+                             static_cast<size_t>(tasks), 0);
+}
+
+}  // namespace tern::cpu

@@ -1,0 +1,38 @@
+// tern's dense 2-D convolution over NHWC tensors on the packed GEMM's microkernels (implicit
+// GEMM): M = output pixels (batch · out_h · out_w), N = output channels, K = kernel_h · kernel_w ·
+// in_c in (kh, kw, c) order. The weight [O, KH, KW, C] flattened to [O, KH*KW*C] is packed once
+// with pack_fc_weight (bias included); per register tile of output pixels the A rows of one K
+// block are gathered from x (zeros where a tap falls in the padding) into a stack buffer and
+// reused across every column panel of the task. Design: README.md next to this.
+//
+// Runtime code: no exceptions, no RTTI, and packed_conv_nhwc() never allocates.
+#pragma once
+
+#include <pthreadpool.h>
+
+#include <cstdint>
+#include <limits>
+
+namespace tern::cpu {
+
+/// One convolution, groups == 1. All sizes >= 1 (else nothing happens); strides and dilations
+/// >= 1; pads >= 0 (bottom/right padding is whatever out_h/out_w imply).
+struct ConvProblem {
+  int64_t batch = 0, in_h = 0, in_w = 0, in_c = 0;  ///< x [batch, in_h, in_w, in_c], contiguous
+  int64_t out_h = 0, out_w = 0, out_c = 0;          ///< y [batch, out_h, out_w, out_c], contiguous
+  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  int64_t pad_top = 0, pad_left = 0;
+  const float* x = nullptr;
+  const float* packed = nullptr;  ///< pack_fc_weight(out_c, kernel_h * kernel_w * in_c)
+  float* y = nullptr;
+  float out_min = -std::numeric_limits<float>::infinity();  ///< fused clamp; (-inf, +inf) for none
+  float out_max = std::numeric_limits<float>::infinity();
+};
+
+/// y = clamp(conv(x, W) + bias). Splits the work over `pool` (null: the caller's thread only).
+/// Never allocates (its A buffer lives on the stack, under 32 KiB per call frame); reads x only
+/// inside [batch, in_h, in_w, in_c] and writes y only inside [batch, out_h, out_w, out_c].
+/// Uses the ISA packed_gemm_isa() names. Thread-safe for distinct y.
+void packed_conv_nhwc(const ConvProblem& p, pthreadpool_t pool);
+
+}  // namespace tern::cpu

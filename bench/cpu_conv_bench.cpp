@@ -1,0 +1,281 @@
+// Microbenchmark: tern's NHWC convolution on the packed GEMM (backends/cpu/kernels/packed_conv.h)
+// against XNNPACK's f32 convolution operator on ResNet-18's conv layers (224x224 input, batch 1)
+// with the same pthreadpool size. Not a test.
+//
+//   cpu_conv_bench [--runs N] [--threads LIST] [--isa scalar|avx2|avx512] [--cputime]
+//                  [--kc N] [--bblock BYTES] [--tasks N] [--layer NAME]
+//
+// Built with -DTERN_BUILD_GEMM_BENCH=ON (target cpu_conv_bench). Default threads "1,2", 20 runs
+// per row, the two libraries alternating call by call so that load from other processes hits
+// both alike. Prints one row per layer and thread count (median and best GFLOP/s of each), then
+// per thread count the total for one ResNet-18's worth of these layers (each layer's median time
+// times its count in the net; and the same with each layer's fastest run).
+#include <pthreadpool.h>
+#include <time.h>
+#include <xnnpack.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/kernels/gemm_microkernel.h"
+#include "backends/cpu/kernels/packed_conv.h"
+#include "backends/cpu/kernels/packed_gemm.h"
+
+namespace {
+
+using tern::cpu::ConvProblem;
+using tern::cpu::GemmIsa;
+
+struct Layer {
+  const char* name;
+  int64_t in_hw, in_c, out_c, kernel, stride, pad;
+  int count;  // how many times ResNet-18 has it
+  int64_t out_hw() const { return (in_hw + 2 * pad - kernel) / stride + 1; }
+  double flops() const {
+    return 2.0 * out_hw() * out_hw() * out_c * kernel * kernel * static_cast<double>(in_c);
+  }
+};
+
+// ResNet-18 (torchvision), 224x224 input. The 1x1/2 128->256 and 256->512 downsamples complete
+// the net's conv layers.
+const Layer kLayers[] = {
+    {"stem 7x7/2 3->64 @224", 224, 3, 64, 7, 2, 3, 1},
+    {"3x3 64->64 @56", 56, 64, 64, 3, 1, 1, 4},
+    {"3x3/2 64->128 @56", 56, 64, 128, 3, 2, 1, 1},
+    {"3x3 128->128 @28", 28, 128, 128, 3, 1, 1, 3},
+    {"1x1/2 64->128 @56", 56, 64, 128, 1, 2, 0, 1},
+    {"3x3/2 128->256 @28", 28, 128, 256, 3, 2, 1, 1},
+    {"3x3 256->256 @14", 14, 256, 256, 3, 1, 1, 3},
+    {"1x1/2 128->256 @28", 28, 128, 256, 1, 2, 0, 1},
+    {"3x3/2 256->512 @14", 14, 256, 512, 3, 2, 1, 1},
+    {"3x3 512->512 @7", 7, 512, 512, 3, 1, 1, 3},
+    {"1x1/2 256->512 @14", 14, 256, 512, 1, 2, 0, 1},
+};
+
+struct Stats {
+  double median_s, best_s;
+};
+
+Stats stats_of(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  const size_t n = samples.size();
+  const double median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  return {median, samples.front()};
+}
+
+/// Wall-clock seconds, or with --cputime this process's CPU seconds (meaningful with one thread
+/// only: it leaves out the time the OS gave to other processes).
+bool g_cputime = false;
+
+double now_seconds() {
+  if (g_cputime) {
+    timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string load_average() {
+  FILE* f = std::fopen("/proc/loadavg", "r");
+  if (f == nullptr) return "?";
+  char buf[128] = {};
+  const size_t got = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  std::string s(buf, got);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::vector<int> parse_list(const char* s) {
+  std::vector<int> out;
+  for (const char* p = s; *p != '\0';) {
+    out.push_back(std::atoi(p));
+    while (*p != '\0' && *p != ',') ++p;
+    if (*p == ',') ++p;
+  }
+  return out;
+}
+
+struct Result {
+  bool ok = false;
+  double tern_s = 0, xnn_s = 0;            // medians
+  double tern_best_s = 0, xnn_best_s = 0;  // fastest runs
+};
+
+Result run(const Layer& l, int threads, int runs) {
+  Result result;
+  const int64_t oh = l.out_hw(), k = l.kernel * l.kernel * l.in_c;
+  const size_t x_floats = static_cast<size_t>(l.in_hw * l.in_hw * l.in_c);
+  const size_t y_floats = static_cast<size_t>(oh * oh * l.out_c);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
+  // XNNPACK reads up to XNN_EXTRA_BYTES past its input: pad x.
+  std::vector<float> x(x_floats + 64), w(static_cast<size_t>(l.out_c * k)),
+      bias(static_cast<size_t>(l.out_c)), y_tern(y_floats), y_xnn(y_floats);
+  for (float& v : x) v = dist(rng);
+  for (float& v : w) v = dist(rng);
+  for (float& v : bias) v = dist(rng);
+
+  // tern: w [O, KH, KW, C] is the [O, KH*KW*C] matrix; packed in a 64-byte aligned buffer.
+  const uint64_t floats = tern::cpu::packed_weight_floats(l.out_c, k);
+  float* packed = static_cast<float*>(std::aligned_alloc(64, ((floats * 4 + 63) / 64) * 64));
+  tern::cpu::pack_fc_weight(w.data(), bias.data(), l.out_c, k, packed);
+  ConvProblem p;
+  p.batch = 1;
+  p.in_h = p.in_w = l.in_hw;
+  p.in_c = l.in_c;
+  p.out_h = p.out_w = oh;
+  p.out_c = l.out_c;
+  p.kernel_h = p.kernel_w = l.kernel;
+  p.stride_h = p.stride_w = l.stride;
+  p.pad_top = p.pad_left = l.pad;
+  p.x = x.data();
+  p.packed = packed;
+  p.y = y_tern.data();
+  p.out_min = 0.0f;  // a fused ReLU, as in the net
+  p.out_max = std::numeric_limits<float>::infinity();
+
+  pthreadpool_t pool = threads > 1 ? pthreadpool_create(static_cast<size_t>(threads)) : nullptr;
+  xnn_operator_t op = nullptr;
+  const uint32_t pad = static_cast<uint32_t>(l.pad), ks = static_cast<uint32_t>(l.kernel),
+                 st = static_cast<uint32_t>(l.stride);
+  xnn_status status = xnn_create_convolution2d_nhwc_f32(
+      pad, pad, pad, pad, ks, ks, st, st, 1, 1, 1, static_cast<size_t>(l.in_c),
+      static_cast<size_t>(l.out_c), static_cast<size_t>(l.in_c), static_cast<size_t>(l.out_c),
+      w.data(), bias.data(), 0.0f, std::numeric_limits<float>::infinity(), 0, &op);
+  if (status != xnn_status_success) {
+    std::fprintf(stderr, "xnn_create_convolution2d_nhwc_f32 failed (%d)\n", status);
+    return result;
+  }
+  status =
+      xnn_setup_convolution2d_nhwc_f32(op, 1, static_cast<size_t>(l.in_hw),
+                                       static_cast<size_t>(l.in_hw), x.data(), y_xnn.data(), pool);
+  if (status != xnn_status_success) {
+    std::fprintf(stderr, "xnn_setup_convolution2d_nhwc_f32 failed (%d)\n", status);
+    return result;
+  }
+
+  const int warmup = 2;
+  std::vector<double> t_tern, t_xnn;
+  for (int i = 0; i < warmup + runs; ++i) {
+    const double t0 = now_seconds();
+    tern::cpu::packed_conv_nhwc(p, pool);
+    const double t1 = now_seconds();
+    xnn_run_operator(op, pool);
+    const double t2 = now_seconds();
+    if (i >= warmup) {
+      t_tern.push_back(t1 - t0);
+      t_xnn.push_back(t2 - t1);
+    }
+  }
+  double max_diff = 0;
+  for (size_t i = 0; i < y_floats; ++i) {
+    max_diff = std::max(max_diff, static_cast<double>(std::fabs(y_tern[i] - y_xnn[i])));
+  }
+
+  const Stats s_t = stats_of(t_tern), s_x = stats_of(t_xnn);
+  const double flops = l.flops();
+  std::printf(
+      "%-24s x%d  %d thr | tern %7.1f GFLOP/s (best %7.1f) | xnnpack %7.1f (best %7.1f) | "
+      "tern/xnn %.2fx | max|diff| %.1e\n",
+      l.name, l.count, threads, flops / s_t.median_s * 1e-9, flops / s_t.best_s * 1e-9,
+      flops / s_x.median_s * 1e-9, flops / s_x.best_s * 1e-9, s_x.median_s / s_t.median_s,
+      max_diff);
+  std::fflush(stdout);
+
+  xnn_delete_operator(op);
+  if (pool != nullptr) pthreadpool_destroy(pool);
+  std::free(packed);
+  result.ok = max_diff < 1e-3;
+  result.tern_s = s_t.median_s;
+  result.xnn_s = s_x.median_s;
+  result.tern_best_s = s_t.best_s;
+  result.xnn_best_s = s_x.best_s;
+  return result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int runs = 20;
+  std::vector<int> threads = {1, 2};
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    const char* arg = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (std::strcmp(arg, "--cputime") == 0) {
+      g_cputime = true;
+    } else if (std::strcmp(arg, "--runs") == 0 && has_value) {
+      runs = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(arg, "--threads") == 0 && has_value) {
+      threads = parse_list(argv[++i]);
+    } else if (std::strcmp(arg, "--isa") == 0 && has_value) {
+      const std::string name = argv[++i];
+      const GemmIsa isa = name == "avx512" ? GemmIsa::Avx512
+                          : name == "avx2" ? GemmIsa::Avx2
+                                           : GemmIsa::Scalar;
+      if (!tern::cpu::packed_gemm_force_isa(isa)) {
+        std::fprintf(stderr, "isa %s is not supported here\n", name.c_str());
+        return 2;
+      }
+    } else if (std::strcmp(arg, "--kc") == 0 && has_value) {
+      tern::cpu::gemm_detail::conv_blocking().kc_max = std::atoll(argv[++i]);
+    } else if (std::strcmp(arg, "--bblock") == 0 && has_value) {
+      tern::cpu::gemm_detail::conv_blocking().b_block_bytes = std::atoll(argv[++i]);
+    } else if (std::strcmp(arg, "--tasks") == 0 && has_value) {
+      tern::cpu::gemm_detail::conv_blocking().tasks_per_thread = std::atoll(argv[++i]);
+    } else if (std::strcmp(arg, "--layer") == 0 && has_value) {
+      only = argv[++i];
+    } else {
+      std::fprintf(stderr,
+                   "usage: cpu_conv_bench [--runs N] [--threads 1,2] [--isa ISA] [--cputime] "
+                   "[--kc N] [--bblock BYTES] [--tasks N] [--layer NAME-SUBSTRING]\n");
+      return 2;
+    }
+  }
+  if (xnn_initialize(nullptr) != xnn_status_success) {
+    std::fprintf(stderr, "xnn_initialize failed\n");
+    return 1;
+  }
+  std::printf("tern isa %s, %d runs per row, %s time, load average before: %s\n",
+              tern::cpu::gemm_isa_name(tern::cpu::packed_gemm_isa()), runs,
+              g_cputime ? "process CPU" : "wall-clock", load_average().c_str());
+  int failures = 0;
+  for (int t : threads) {
+    double total_flops = 0, total_tern = 0, total_xnn = 0, best_tern = 0, best_xnn = 0;
+    for (const Layer& l : kLayers) {
+      if (!only.empty() && std::string(l.name).find(only) == std::string::npos) continue;
+      const Result r = run(l, t, runs);
+      if (!r.ok) ++failures;
+      total_flops += l.count * l.flops();
+      total_tern += l.count * r.tern_s;
+      total_xnn += l.count * r.xnn_s;
+      best_tern += l.count * r.tern_best_s;
+      best_xnn += l.count * r.xnn_best_s;
+    }
+    std::printf(
+        "TOTAL (one ResNet-18's conv layers, %.2f GFLOP) %d thr | tern %.2f ms = %.1f GFLOP/s | "
+        "xnnpack %.2f ms = %.1f GFLOP/s | tern/xnn %.2fx\n",
+        total_flops * 1e-9, t, total_tern * 1e3, total_flops / total_tern * 1e-9, total_xnn * 1e3,
+        total_flops / total_xnn * 1e-9, total_xnn / total_tern);
+    // On a loaded machine the medians of multi-threaded runs include waits for descheduled
+    // workers; the sum of the fastest runs is the better estimate of an idle machine.
+    std::printf(
+        "TOTAL of fastest runs %d thr | tern %.2f ms = %.1f GFLOP/s | xnnpack %.2f ms = %.1f "
+        "GFLOP/s | tern/xnn %.2fx\n",
+        t, best_tern * 1e3, total_flops / best_tern * 1e-9, best_xnn * 1e3,
+        total_flops / best_xnn * 1e-9, best_xnn / best_tern);
+  }
+  std::printf("load average after: %s\n", load_average().c_str());
+  xnn_deinitialize();
+  return failures == 0 ? 0 : 1;
+}

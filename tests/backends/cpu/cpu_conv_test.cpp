@@ -1,0 +1,354 @@
+// tern's NHWC convolution on the packed GEMM (backends/cpu/kernels/packed_conv.h): every ISA this
+// CPU runs, forced in turn, against a naive double-precision NHWC convolution over a spread of
+// shapes (the ResNet stem 7x7/2 with C = 3, 3x3/1 and 3x3/2 with padding, 1x1/2, dilation 2,
+// non-square kernels, images and strides, batch 2, out_c not a multiple of 16, tiny images where
+// the kernel is mostly padding), bias or none, clamp or none, no pool and a 2-thread pool, default
+// and tiny cache blocks; a guard region after y stays untouched; x and y ending at a PROT_NONE
+// page are neither over-read nor over-written; no heap allocation.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/kernels/gemm_microkernel.h"
+#include "backends/cpu/kernels/packed_conv.h"
+#include "backends/cpu/kernels/packed_gemm.h"
+#include "tests/support/allocation_counter.h"
+
+namespace tern::cpu {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kGuard = -12345.678f;  // what the guard region after y holds
+constexpr int64_t kGuardFloats = 67;
+
+std::vector<float> random_floats(size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(count);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+std::vector<GemmIsa> supported_isas() {
+  std::vector<GemmIsa> isas;
+  for (GemmIsa isa : {GemmIsa::Scalar, GemmIsa::Avx2, GemmIsa::Avx512}) {
+    if (packed_gemm_isa_supported(isa)) isas.push_back(isa);
+  }
+  return isas;
+}
+
+struct Pool {
+  explicit Pool(size_t threads) : pool(pthreadpool_create(threads)) {}
+  ~Pool() { pthreadpool_destroy(pool); }
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+  pthreadpool_t pool;
+};
+
+/// Restores dispatch's choice and the blocking knobs after each test.
+class CpuConv : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    saved_isa_ = packed_gemm_isa();
+    saved_blocking_ = gemm_detail::conv_blocking();
+  }
+  void TearDown() override {
+    ASSERT_TRUE(packed_gemm_force_isa(saved_isa_));
+    gemm_detail::conv_blocking() = saved_blocking_;
+  }
+  GemmIsa saved_isa_ = GemmIsa::Scalar;
+  gemm_detail::ConvBlocking saved_blocking_;
+};
+
+struct Case {
+  const char* name;
+  int64_t batch, in_h, in_w, in_c, out_c;
+  int64_t kh, kw, sh, sw, dh, dw;
+  int64_t pt, pl, pb, pr;  // padding top, left, bottom, right
+  int64_t out_h() const { return (in_h + pt + pb - dh * (kh - 1) - 1) / sh + 1; }
+  int64_t out_w() const { return (in_w + pl + pr - dw * (kw - 1) - 1) / sw + 1; }
+  int64_t k() const { return kh * kw * in_c; }
+  int64_t x_floats() const { return batch * in_h * in_w * in_c; }
+  int64_t y_floats() const { return batch * out_h() * out_w() * out_c; }
+};
+
+const Case kCases[] = {
+    // name                 N   H   W   C    O  kh kw sh sw dh dw pt pl pb pr
+    {"stem 7x7/2 C=3", 1, 30, 30, 3, 64, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3},
+    {"3x3/1 p1", 1, 9, 9, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"3x3/2 p1", 1, 12, 12, 32, 48, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+    {"1x1/2 downsample", 1, 14, 14, 64, 128, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},
+    {"3x3 dilation 2", 1, 11, 10, 8, 24, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2},
+    {"dilation h only", 1, 10, 9, 5, 7, 3, 2, 1, 1, 2, 1, 1, 0, 2, 1},
+    {"dilation w only, stride 3x1", 1, 13, 11, 6, 20, 2, 3, 3, 1, 1, 3, 0, 2, 1, 3},
+    {"non-square 1x5 and 5x1 image", 1, 5, 17, 7, 33, 1, 5, 1, 2, 1, 1, 0, 2, 0, 2},
+    {"batch 2, out_c 17", 2, 8, 7, 19, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"batch 2, 3x3/2, out_c 5", 2, 9, 11, 16, 5, 3, 3, 2, 2, 1, 1, 1, 1, 0, 1},
+    {"tiny image 1x1, 3x3 p1", 1, 1, 1, 4, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"tiny image 2x2, 7x7/2 p3", 1, 2, 2, 3, 20, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3},
+    {"tiny 3x2, 5x5 p4 (output wider than input)", 2, 3, 2, 2, 3, 5, 5, 1, 1, 1, 1, 4, 4, 4, 4},
+    {"asymmetric padding", 1, 6, 7, 3, 16, 3, 3, 1, 1, 1, 1, 0, 2, 2, 0},
+    {"C=1, out_c=1", 1, 6, 6, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"deep K 3x3x300", 1, 5, 6, 300, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"many pixels 3x3/1 C=16", 1, 24, 23, 16, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+};
+
+std::string describe(const Case& c, GemmIsa isa, bool bias, bool clamp, bool pool) {
+  return std::string(c.name) + " [" + gemm_isa_name(isa) + (bias ? ", bias" : ", no bias") +
+         (clamp ? ", clamp" : "") + (pool ? ", pool2" : ", no pool") + "]";
+}
+
+/// y (out_c of each pixel) against a double-precision NHWC convolution of x with w [O, KH, KW, C]
+/// plus bias, clamped; the tolerance is relative to sum |x| |w| + |bias| of each output.
+int check_against_reference(const Case& cs, const float* x, const float* w, const float* bias,
+                            float lo, float hi, const float* y, const std::string& what) {
+  const int64_t oh_n = cs.out_h(), ow_n = cs.out_w();
+  int bad = 0;
+  for (int64_t n = 0; n < cs.batch; ++n) {
+    for (int64_t oh = 0; oh < oh_n; ++oh) {
+      for (int64_t ow = 0; ow < ow_n; ++ow) {
+        for (int64_t o = 0; o < cs.out_c; ++o) {
+          double sum = bias != nullptr ? bias[o] : 0.0;
+          double mag = bias != nullptr ? std::fabs(bias[o]) : 0.0;
+          for (int64_t i = 0; i < cs.kh; ++i) {
+            const int64_t ih = oh * cs.sh - cs.pt + i * cs.dh;
+            if (ih < 0 || ih >= cs.in_h) continue;
+            for (int64_t j = 0; j < cs.kw; ++j) {
+              const int64_t iw = ow * cs.sw - cs.pl + j * cs.dw;
+              if (iw < 0 || iw >= cs.in_w) continue;
+              for (int64_t c = 0; c < cs.in_c; ++c) {
+                const double xv = x[((n * cs.in_h + ih) * cs.in_w + iw) * cs.in_c + c];
+                const double wv = w[((o * cs.kh + i) * cs.kw + j) * cs.in_c + c];
+                sum += xv * wv;
+                mag += std::fabs(xv * wv);
+              }
+            }
+          }
+          const double want = std::fmin(std::fmax(sum, lo), hi);
+          const double got = y[((n * oh_n + oh) * ow_n + ow) * cs.out_c + o];
+          const double tol = 1e-5 * mag + 1e-6;
+          if (!(std::fabs(got - want) <= tol)) {
+            if (bad < 5) {
+              ADD_FAILURE() << what << ": y[" << n << ", " << oh << ", " << ow << ", " << o
+                            << "] = " << got << ", want " << want << " (tol " << tol << ")";
+            }
+            ++bad;
+          }
+        }
+      }
+    }
+  }
+  return bad;
+}
+
+ConvProblem make_problem(const Case& cs, const float* x, const float* packed, float* y, float lo,
+                         float hi) {
+  ConvProblem p;
+  p.batch = cs.batch;
+  p.in_h = cs.in_h;
+  p.in_w = cs.in_w;
+  p.in_c = cs.in_c;
+  p.out_h = cs.out_h();
+  p.out_w = cs.out_w();
+  p.out_c = cs.out_c;
+  p.kernel_h = cs.kh;
+  p.kernel_w = cs.kw;
+  p.stride_h = cs.sh;
+  p.stride_w = cs.sw;
+  p.dilation_h = cs.dh;
+  p.dilation_w = cs.dw;
+  p.pad_top = cs.pt;
+  p.pad_left = cs.pl;
+  p.x = x;
+  p.packed = packed;
+  p.y = y;
+  p.out_min = lo;
+  p.out_max = hi;
+  return p;
+}
+
+/// Runs every case with every ISA, bias/none × clamp/none × no pool/2 threads under the current
+/// blocking knobs; y is exactly sized with a guard region after it.
+void run_all_cases(const std::string& blocks) {
+  Pool two(2);
+  uint32_t seed = 1;
+  for (GemmIsa isa : supported_isas()) {
+    ASSERT_TRUE(packed_gemm_force_isa(isa));
+    for (const Case& cs : kCases) {
+      ASSERT_GE(cs.out_h(), 1) << cs.name;
+      ASSERT_GE(cs.out_w(), 1) << cs.name;
+      const std::vector<float> x = random_floats(cs.x_floats(), seed);
+      const std::vector<float> w = random_floats(cs.out_c * cs.k(), seed + 1);
+      const std::vector<float> bias = random_floats(cs.out_c, seed + 2);
+      ++seed;
+      for (int variant = 0; variant < 8; ++variant) {
+        const bool with_bias = variant & 1, clamp = variant & 2, pooled = variant & 4;
+        const float lo = clamp ? -0.5f : -kInf, hi = clamp ? 0.75f : kInf;
+        std::vector<float> packed(packed_weight_floats(cs.out_c, cs.k()));
+        pack_fc_weight(w.data(), with_bias ? bias.data() : nullptr, cs.out_c, cs.k(),
+                       packed.data());
+        std::vector<float> y(cs.y_floats() + kGuardFloats, kGuard);
+        const ConvProblem p = make_problem(cs, x.data(), packed.data(), y.data(), lo, hi);
+        packed_conv_nhwc(p, pooled ? two.pool : nullptr);
+        const std::string what = describe(cs, isa, with_bias, clamp, pooled) + " " + blocks;
+        check_against_reference(cs, x.data(), w.data(), with_bias ? bias.data() : nullptr, lo, hi,
+                                y.data(), what);
+        for (int64_t i = 0; i < kGuardFloats; ++i) {
+          ASSERT_EQ(y[cs.y_floats() + i], kGuard) << what << ": guard float " << i << " written";
+        }
+      }
+    }
+  }
+}
+
+TEST_F(CpuConv, EveryIsaEveryShapeAgainstDoubleReference) { run_all_cases("(default blocks)"); }
+
+TEST_F(CpuConv, TinyBlocksSplitRunsAndManyTasks) {
+  // K blocks of 5 or 37 floats cut runs (kernel rows, taps) in the middle; a 1-byte B budget
+  // gives one N tile per group; many tasks per thread.
+  for (int64_t kc : {5, 37}) {
+    gemm_detail::ConvBlocking& b = gemm_detail::conv_blocking();
+    b.kc_max = kc;
+    b.b_block_bytes = 1;
+    b.tasks_per_thread = 64;
+    b.min_task_fmas = 1;
+    run_all_cases("(kc_max " + std::to_string(kc) + ", tiny B blocks, many tasks)");
+  }
+}
+
+TEST_F(CpuConv, ResNetLayerShapesAtReducedSize) {
+  // ResNet-18's channel counts on small images: K up to 4608 (several K blocks of the stack
+  // buffer), out_c up to 512 (several N groups).
+  const Case cases[] = {
+      {"3x3 256->256", 1, 4, 4, 256, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+      {"3x3/2 256->512", 1, 7, 7, 256, 512, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+      {"3x3 512->512", 1, 3, 3, 512, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+      {"1x1/2 256->512", 1, 7, 7, 256, 512, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},
+      {"stem 7x7/2 3->64", 1, 56, 56, 3, 64, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3},
+  };
+  Pool two(2);
+  uint32_t seed = 100;
+  for (GemmIsa isa : supported_isas()) {
+    ASSERT_TRUE(packed_gemm_force_isa(isa));
+    for (const Case& cs : cases) {
+      const std::vector<float> x = random_floats(cs.x_floats(), seed);
+      const std::vector<float> w = random_floats(cs.out_c * cs.k(), seed + 1);
+      const std::vector<float> bias = random_floats(cs.out_c, seed + 2);
+      ++seed;
+      std::vector<float> packed(packed_weight_floats(cs.out_c, cs.k()));
+      pack_fc_weight(w.data(), bias.data(), cs.out_c, cs.k(), packed.data());
+      for (pthreadpool_t pool : {static_cast<pthreadpool_t>(nullptr), two.pool}) {
+        std::vector<float> y(cs.y_floats() + kGuardFloats, kGuard);
+        packed_conv_nhwc(make_problem(cs, x.data(), packed.data(), y.data(), 0.0f, kInf), pool);
+        const std::string what = describe(cs, isa, true, true, pool != nullptr);
+        check_against_reference(cs, x.data(), w.data(), bias.data(), 0.0f, kInf, y.data(), what);
+        for (int64_t i = 0; i < kGuardFloats; ++i) {
+          ASSERT_EQ(y[cs.y_floats() + i], kGuard) << what << ": guard float " << i << " written";
+        }
+      }
+    }
+  }
+}
+
+/// `bytes` ending exactly at a PROT_NONE page: reading or writing one byte past faults.
+class GuardedBuffer {
+ public:
+  explicit GuardedBuffer(size_t bytes) {
+    page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    data_pages_ = (bytes + page_ - 1) / page_;
+    total_ = (data_pages_ + 1) * page_;
+    void* base = mmap(nullptr, total_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) return;
+    base_ = static_cast<uint8_t*>(base);
+    if (mprotect(base_ + data_pages_ * page_, page_, PROT_NONE) != 0) return;
+    data_ = reinterpret_cast<float*>(base_ + data_pages_ * page_ - bytes);
+  }
+  ~GuardedBuffer() {
+    if (base_ != nullptr) munmap(base_, total_);
+  }
+  GuardedBuffer(const GuardedBuffer&) = delete;
+  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
+  float* data() const { return data_; }
+
+ private:
+  size_t page_ = 0, data_pages_ = 0, total_ = 0;
+  uint8_t* base_ = nullptr;
+  float* data_ = nullptr;
+};
+
+TEST_F(CpuConv, ExactSizeXAndYEndingAtAGuardPage) {
+  Pool two(2);
+  uint32_t seed = 200;
+  for (GemmIsa isa : supported_isas()) {
+    ASSERT_TRUE(packed_gemm_force_isa(isa));
+    for (const Case& cs : kCases) {
+      const std::vector<float> x_src = random_floats(cs.x_floats(), seed);
+      const std::vector<float> w = random_floats(cs.out_c * cs.k(), seed + 1);
+      ++seed;
+      std::vector<float> packed(packed_weight_floats(cs.out_c, cs.k()));
+      pack_fc_weight(w.data(), nullptr, cs.out_c, cs.k(), packed.data());
+      GuardedBuffer x(sizeof(float) * cs.x_floats());
+      GuardedBuffer y(sizeof(float) * cs.y_floats());
+      ASSERT_NE(x.data(), nullptr);
+      ASSERT_NE(y.data(), nullptr);
+      std::memcpy(x.data(), x_src.data(), sizeof(float) * x_src.size());
+      for (pthreadpool_t pool : {static_cast<pthreadpool_t>(nullptr), two.pool}) {
+        // An over-read of x or an over-write of y dies with SIGSEGV here.
+        packed_conv_nhwc(make_problem(cs, x.data(), packed.data(), y.data(), -kInf, kInf), pool);
+        check_against_reference(cs, x.data(), w.data(), nullptr, -kInf, kInf, y.data(),
+                                describe(cs, isa, false, false, pool != nullptr) + " guard page");
+      }
+    }
+  }
+}
+
+TEST_F(CpuConv, NoHeapAllocation) {
+  if (!TERN_ZERO_ALLOC_HOOKS) GTEST_SKIP() << "sanitizers own malloc";
+  const Case cs{"3x3/2 p1 batch 2", 2, 15, 13, 24, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+  const std::vector<float> x = random_floats(cs.x_floats(), 300);
+  const std::vector<float> w = random_floats(cs.out_c * cs.k(), 301);
+  std::vector<float> packed(packed_weight_floats(cs.out_c, cs.k()));
+  pack_fc_weight(w.data(), nullptr, cs.out_c, cs.k(), packed.data());
+  std::vector<float> y(cs.y_floats());
+  Pool two(2);
+  packed_conv_nhwc(make_problem(cs, x.data(), packed.data(), y.data(), -kInf, kInf), two.pool);
+  for (GemmIsa isa : supported_isas()) {
+    ASSERT_TRUE(packed_gemm_force_isa(isa));
+    for (pthreadpool_t pool : {static_cast<pthreadpool_t>(nullptr), two.pool}) {
+      const ConvProblem p = make_problem(cs, x.data(), packed.data(), y.data(), -kInf, kInf);
+      long allocations = 0;
+      {
+        testing_support::ArmedCounter counter;
+        packed_conv_nhwc(p, pool);
+        allocations = counter.count();
+      }
+      EXPECT_EQ(allocations, 0) << gemm_isa_name(isa) << (pool ? " pool2" : " no pool");
+    }
+  }
+}
+
+TEST_F(CpuConv, EmptyProblemsTouchNothing) {
+  std::vector<float> y(64, kGuard);
+  const std::vector<float> x(64, 1.0f);
+  std::vector<float> packed(packed_weight_floats(4, 4), 1.0f);
+  const Case cs{"1x1", 1, 2, 2, 1, 4, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0};
+  for (int which = 0; which < 3; ++which) {
+    ConvProblem p = make_problem(cs, x.data(), packed.data(), y.data(), -kInf, kInf);
+    if (which == 0) p.batch = 0;
+    if (which == 1) p.out_c = 0;
+    if (which == 2) p.out_w = 0;
+    packed_conv_nhwc(p, nullptr);
+    for (float v : y) ASSERT_EQ(v, kGuard) << which;
+  }
+}
+
+}  // namespace
+}  // namespace tern::cpu
