@@ -54,9 +54,8 @@ const StressCase& stress_case(const std::string& name) {
   if (it != cache.end()) return it->second;
   StressCase c{name, {}};
   if (name == "demo_mlp") {
-    const std::string dir = tern::testing_support::unique_temp_path("alloc_stress_demo");
-    c.bytes = hardening::demo_program_bytes(dir);
-    std::filesystem::remove_all(dir);
+    const hardening::ScopedTempDir dir("alloc_stress_demo");  // removed, also on a throw
+    c.bytes = hardening::demo_program_bytes(dir.path());
   } else if (name == "state") {
     c.bytes = fuzz::compile_one(fuzz::state_graph(), "state");
   } else if (name == "delegate_backend" || name == "delegate_fallback") {

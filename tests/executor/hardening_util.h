@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -37,6 +38,32 @@ inline Bytes exact_bytes(size_t size, size_t alignment = 64) {
   if (posix_memalign(&p, alignment, size == 0 ? 1 : size) != 0) throw std::bad_alloc();
   return Bytes(static_cast<uint8_t*>(p));
 }
+
+/// A new temporary folder for the current test, removed with everything in it when this
+/// object goes out of scope (also when the test throws). Unlike unique_temp_path() alone, a
+/// parameterized test's name ("Test/param") does not nest the folder inside another one that
+/// would be left behind: the '/' becomes '_'.
+class ScopedTempDir {
+ public:
+  explicit ScopedTempDir(const std::string& stem) {
+    std::string temp = ::testing::TempDir();
+    if (!temp.empty() && temp.back() != '/') temp += '/';
+    path_ = tern::testing_support::unique_temp_path(stem);
+    std::replace(path_.begin() + static_cast<std::ptrdiff_t>(std::min(temp.size(), path_.size())),
+                 path_.end(), '/', '_');
+    std::filesystem::create_directories(path_);
+  }
+  ~ScopedTempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScopedTempDir(const ScopedTempDir&) = delete;
+  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 /// The demo model: examples/mlp/make_mlp.py writes graph.json + weights (and input.npy,
 /// expected.npy from its plain-Python reference) into `dir`, compiled here as `tern compile`

@@ -9,6 +9,9 @@
 #include <stdexcept>
 
 #include "tests/fuzz/sample_programs.h"
+#if TERN_FUZZ_CPU_BLOB
+#include "tests/fuzz/cpu_blob_seeds.h"
+#endif
 #include "tools/cli/npy.h"
 #include "tools/compiler/safetensors.h"
 
@@ -236,6 +239,12 @@ std::vector<Seed> seed_inputs(Target target) {
       return graph_json_seeds();
     case Target::Npy:
       return npy_seeds();
+    case Target::CpuBlob:
+#if TERN_FUZZ_CPU_BLOB
+      return cpu_blob_seeds();
+#else
+      return {};
+#endif
   }
   return {};
 }

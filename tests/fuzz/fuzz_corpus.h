@@ -15,7 +15,8 @@ namespace tern::fuzz {
 using Seed = std::pair<std::string, std::vector<uint8_t>>;
 
 /// The seeds of `target`: compiled sample programs (.pte), fuzz_execute inputs, graph.json +
-/// separator + safetensors documents, and .npy files of every supported dtype.
+/// separator + safetensors documents, .npy files of every supported dtype, and cpu delegate
+/// blobs (cpu_blob_seeds.h).
 std::vector<Seed> seed_inputs(Target target);
 
 /// `program` as graph.json text (docs/graph-format.md) whose weights file is

@@ -331,6 +331,8 @@ const char* target_name(Target target) {
       return "fuzz_graph_json";
     case Target::Npy:
       return "fuzz_npy";
+    case Target::CpuBlob:
+      return "fuzz_cpu_blob";
   }
   return "?";
 }
@@ -484,6 +486,12 @@ int run_target(Target target, const uint8_t* data, size_t size) {
       return fuzz_graph_json(data, size);
     case Target::Npy:
       return fuzz_npy(data, size);
+    case Target::CpuBlob:
+#if TERN_FUZZ_CPU_BLOB
+      return fuzz_cpu_blob(data, size);
+#else
+      return 0;
+#endif
   }
   return 0;
 }

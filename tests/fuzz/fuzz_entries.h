@@ -13,11 +13,18 @@
 
 namespace tern::fuzz {
 
-enum class Target : uint8_t { ProgramLoad, MethodLoad, Execute, GraphJson, Npy };
+enum class Target : uint8_t { ProgramLoad, MethodLoad, Execute, GraphJson, Npy, CpuBlob };
+/// The targets of this build: CpuBlob only when the cpu backend is built (tests/fuzz/
+/// CMakeLists.txt then defines TERN_FUZZ_CPU_BLOB=1 for everything linking tern_fuzz_support).
 constexpr Target kAllTargets[] = {Target::ProgramLoad, Target::MethodLoad, Target::Execute,
-                                  Target::GraphJson, Target::Npy};
+                                  Target::GraphJson,   Target::Npy,
+#if TERN_FUZZ_CPU_BLOB
+                                  Target::CpuBlob
+#endif
+};
 
-/// "fuzz_program_load", "fuzz_method_load", "fuzz_execute", "fuzz_graph_json", "fuzz_npy".
+/// "fuzz_program_load", "fuzz_method_load", "fuzz_execute", "fuzz_graph_json", "fuzz_npy",
+/// "fuzz_cpu_blob".
 const char* target_name(Target target);
 
 /// One-time set-up: registers kernels and the sample backend, quiets Info/Warning logs.
@@ -40,7 +47,12 @@ int fuzz_graph_json(const uint8_t* data, size_t size);
 /// parse_npy on the input; a parsed array must re-encode and re-parse to itself.
 int fuzz_npy(const uint8_t* data, size_t size);
 
-/// Dispatches to the entry of `target`.
+/// parse_blob of the cpu backend on the input (64-byte aligned copy); what it accepts must lie
+/// inside the blob; small accepted blobs then go through the backend's init and destroy.
+/// Defined in fuzz_cpu_blob.cpp, built only with TERN_FUZZ_CPU_BLOB.
+int fuzz_cpu_blob(const uint8_t* data, size_t size);
+
+/// Dispatches to the entry of `target` (a target this build lacks returns 0).
 int run_target(Target target, const uint8_t* data, size_t size);
 
 /// Separates graph.json text from safetensors bytes in fuzz_graph_json inputs.

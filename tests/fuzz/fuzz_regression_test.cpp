@@ -10,6 +10,10 @@
 #include <string>
 #include <vector>
 
+#if TERN_FUZZ_CPU_BLOB
+#include "backends/cpu/runtime/blob_reader.h"
+#include "backends/cpu/runtime/register_cpu_backend.h"
+#endif
 #include "runtime/executor/buffer_data_loader.h"
 #include "runtime/executor/program.h"
 #include "tests/fuzz/fuzz_corpus.h"
@@ -101,6 +105,30 @@ TEST(FuzzSeeds, GraphJsonDocumentsCompile) {
   }
   fs::remove_all(dir);
 }
+
+#if TERN_FUZZ_CPU_BLOB
+// The cpu blob seeds are only useful if the reader accepts them: the compile half's blobs
+// parse, and the backend builds a delegate from each.
+TEST(FuzzSeeds, CpuBlobSeedsParseAndInit) {
+  const std::vector<Seed> seeds = seed_inputs(Target::CpuBlob);
+  ASSERT_GE(seeds.size(), 4u) << "expected blobs from demo_mlp, convnet, dense and pad";
+  for (const Seed& seed : seeds) {
+    SCOPED_TRACE(seed.first);
+    std::vector<uint64_t> aligned(seed.second.size() / 8 + 1);
+    std::memcpy(aligned.data(), seed.second.data(), seed.second.size());
+    const Span<const uint8_t> blob(reinterpret_cast<const uint8_t*>(aligned.data()),
+                                   seed.second.size());
+    cpu::BlobPlan plan;
+    EXPECT_EQ(cpu::parse_blob(blob, &plan), Error::Ok) << last_error_message();
+    cpu::free_blob_plan(&plan);
+    BackendInitContext context;
+    context.num_threads = 1;
+    auto handle = cpu_backend_interface().init(context, blob, Span<const CompileSpecView>());
+    ASSERT_TRUE(handle.ok()) << last_error_message();
+    cpu_backend_interface().destroy(*handle);
+  }
+}
+#endif
 
 INSTANTIATE_TEST_SUITE_P(AllTargets, FuzzRegression, ::testing::ValuesIn(kAllTargets),
                          [](const ::testing::TestParamInfo<Target>& info) {

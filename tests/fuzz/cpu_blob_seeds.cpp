@@ -1,0 +1,157 @@
+// Seeds of fuzz_cpu_blob (see cpu_blob_seeds.h).
+#include "tests/fuzz/cpu_blob_seeds.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "backends/cpu/compile/register_cpu_backend_compiler.h"
+#include "runtime/executor/buffer_data_loader.h"
+#include "runtime/executor/program.h"
+#include "schema/program_generated.h"
+#include "tests/fuzz/sample_programs.h"
+#include "tools/compiler/compile.h"
+#include "tools/compiler/graph_builder.h"
+
+namespace tern::fuzz {
+namespace {
+
+using compiler::GraphBuilder;
+
+/// Deterministic weights in [-0.5, 0.5).
+std::vector<float> weights(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  uint32_t state = seed * 2654435761u + 1;
+  for (float& f : v) {
+    state = state * 1664525u + 1013904223u;
+    f = static_cast<float>(state >> 8) / static_cast<float>(1u << 24) - 0.5f;
+  }
+  return v;
+}
+
+int constant(GraphBuilder& b, const std::string& name, std::vector<int64_t> sizes, uint32_t seed) {
+  size_t n = 1;
+  for (int64_t d : sizes) n *= static_cast<size_t>(d);
+  return b.constant_f32(name, std::move(sizes), weights(n, seed));
+}
+
+/// x[1, 3, 16, 16] -> conv 3x3/2 -> relu -> max_pool 3x3/2 -> depthwise conv 3x3 ->
+/// hardswish -> avg_pool 2x2/2 -> global pool -> flatten -> linear -> softmax.
+compiler::Graph convnet_graph() {
+  GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {1, 3, 16, 16});
+  const int c1 = b.op("tern::conv2d",
+                      {x, constant(b, "w1", {8, 3, 3, 3}, 1), constant(b, "b1", {8}, 2),
+                       b.int_list({2, 2}), b.int_list({1, 1}), b.int_list({1, 1}), b.int_value(1)},
+                      DType::F32, {1, 8, 8, 8});
+  const int r1 = b.op("tern::relu", {c1}, DType::F32, {1, 8, 8, 8});
+  const int p1 = b.op("tern::max_pool2d",
+                      {r1, b.int_list({3, 3}), b.int_list({2, 2}), b.int_list({1, 1}),
+                       b.int_list({1, 1}), b.bool_value(false)},
+                      DType::F32, {1, 8, 4, 4});
+  const int d = b.op("tern::conv2d",
+                     {p1, constant(b, "wd", {8, 1, 3, 3}, 3), constant(b, "bd", {8}, 4),
+                      b.int_list({1, 1}), b.int_list({1, 1}), b.int_list({1, 1}), b.int_value(8)},
+                     DType::F32, {1, 8, 4, 4});
+  const int h = b.op("tern::hardswish", {d}, DType::F32, {1, 8, 4, 4});
+  const int a = b.op("tern::avg_pool2d",
+                     {h, b.int_list({2, 2}), b.int_list({2, 2}), b.int_list({0, 0}),
+                      b.bool_value(false), b.bool_value(true), b.none()},
+                     DType::F32, {1, 8, 2, 2});
+  const int g =
+      b.op("tern::adaptive_avg_pool2d", {a, b.int_list({1, 1})}, DType::F32, {1, 8, 1, 1});
+  const int f = b.op("tern::flatten", {g, b.int_value(1), b.int_value(-1)}, DType::F32, {1, 8});
+  const int l = b.op("tern::linear", {f, constant(b, "wf", {5, 8}, 5), constant(b, "bf", {5}, 6)},
+                     DType::F32, {1, 5});
+  b.output(b.op("tern::softmax", {l, b.int_value(-1)}, DType::F32, {1, 5}));
+  return b.build();
+}
+
+/// x[2, 8] -> linear 16 -> sigmoid -> - c -> / d -> hardtanh(-1, 1) -> linear 4.
+compiler::Graph dense_graph() {
+  GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {2, 8});
+  const int l1 =
+      b.op("tern::linear", {x, constant(b, "w1", {16, 8}, 11), constant(b, "b1", {16}, 12)},
+           DType::F32, {2, 16});
+  const int s = b.op("tern::sigmoid", {l1}, DType::F32, {2, 16});
+  const int sub =
+      b.op("tern::sub", {s, constant(b, "c", {16}, 13), b.int_value(1)}, DType::F32, {2, 16});
+  const int div =
+      b.op("tern::div", {sub, constant(b, "d", {2, 16}, 14), b.none()}, DType::F32, {2, 16});
+  const int t =
+      b.op("tern::hardtanh", {div, b.double_value(-1), b.double_value(1)}, DType::F32, {2, 16});
+  b.output(b.op("tern::linear", {t, constant(b, "w2", {4, 16}, 15), b.none()}, DType::F32, {2, 4}));
+  return b.build();
+}
+
+/// x[1, 3, 4, 5] -> conv 1x1 -> pad (constant 0.25) -> sigmoid.
+compiler::Graph pad_graph() {
+  GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {1, 3, 4, 5});
+  const int c = b.op("tern::conv2d",
+                     {x, constant(b, "w", {4, 3, 1, 1}, 21), b.none(), b.int_list({1, 1}),
+                      b.int_list({0, 0}), b.int_list({1, 1}), b.int_value(1)},
+                     DType::F32, {1, 4, 4, 5});
+  const int p =
+      b.op("tern::pad",
+           {c, b.int_list({1, 2, 0, 1, 1, 0}), b.string_value("constant"), b.double_value(0.25)},
+           DType::F32, {1, 5, 5, 8});
+  b.output(b.op("tern::sigmoid", {p}, DType::F32, {1, 5, 5, 8}));
+  return b.build();
+}
+
+/// The bytes of every "cpu" delegate blob of the compiled program `pte`.
+std::vector<std::vector<uint8_t>> cpu_blobs(const std::vector<uint8_t>& pte) {
+  void* raw = nullptr;
+  if (posix_memalign(&raw, 64, pte.size()) != 0) throw std::bad_alloc();
+  std::unique_ptr<void, void (*)(void*)> copy(raw, std::free);
+  std::memcpy(raw, pte.data(), pte.size());
+  BufferDataLoader loader(raw, pte.size());
+  auto program = Program::load(&loader);
+  if (!program.ok()) throw std::runtime_error(std::string("seed program: ") + last_error_message());
+  std::vector<std::vector<uint8_t>> blobs;
+  const auto* methods = program->flatbuffer()->methods();
+  for (uint32_t m = 0; methods != nullptr && m < methods->size(); ++m) {
+    const auto* delegates = methods->Get(m)->delegates();
+    for (uint32_t d = 0; delegates != nullptr && d < delegates->size(); ++d) {
+      const fb::Delegate* delegate = delegates->Get(d);
+      if (delegate->backend() == nullptr || delegate->backend()->str() != "cpu") continue;
+      auto bytes = program->segment_data(delegate->segment());
+      if (!bytes.ok()) throw std::runtime_error(last_error_message());
+      blobs.emplace_back(bytes->data(), bytes->data() + bytes->size());
+    }
+  }
+  return blobs;
+}
+
+}  // namespace
+
+std::vector<Seed> cpu_blob_seeds() {
+  compiler::register_cpu_backend_compiler();
+  compiler::CompileOptions options;
+  options.backends = {"cpu"};
+  std::vector<std::pair<std::string, compiler::ProgramGraph>> programs;
+  for (const SampleProgram& p : sample_programs()) programs.emplace_back(p.name, p.graph);
+  const std::pair<const char*, compiler::Graph> extra[] = {
+      {"convnet", convnet_graph()}, {"dense", dense_graph()}, {"pad", pad_graph()}};
+  for (const auto& [name, graph] : extra) {
+    compiler::ProgramGraph program;
+    program.source_model = name;
+    program.methods.push_back(graph);
+    programs.emplace_back(name, program);
+  }
+  std::vector<Seed> seeds;
+  for (const auto& [name, program] : programs) {
+    const std::vector<std::vector<uint8_t>> blobs =
+        cpu_blobs(compiler::compile_program(program, options).bytes);
+    for (size_t i = 0; i < blobs.size(); ++i) {
+      seeds.emplace_back(name + "_" + std::to_string(i) + ".blob", blobs[i]);
+    }
+  }
+  return seeds;
+}
+
+}  // namespace tern::fuzz
