@@ -94,6 +94,32 @@ def cases():
             out.append(Case("tern::scaled_dot_product_attention",
                             [r(2, 3, 6, 8), r(2, 3, 9, 8), r(2, 3, 9, 4), mask, B(False), D(0.5)],
                             ref, rtol=1e-5, atol=1e-5, name="sdpa_floatmask_%s%s" % (mtag, tag_ref)))
+        # Blocks of query rows (at most 64 at once): L not a multiple of the block, L = 1 with
+        # S = 1, causal with L != S across blocks, E and S past the kernel's k chunks of 256,
+        # Ev not a multiple of the vector width.
+        for qs, ks, vs in [((1, 2, 70, 16), (1, 2, 90, 16), (1, 2, 90, 20)),
+                           ((2, 1, 16), (2, 1, 16), (2, 1, 8)),
+                           ((1, 130, 8), (1, 37, 8), (1, 37, 33)),
+                           ((1, 37, 8), (1, 130, 8), (1, 130, 33)),
+                           ((1, 20, 300), (1, 40, 300), (1, 40, 7)),
+                           ((1, 65, 16), (1, 300, 16), (1, 300, 40))]:
+            q, k, v = r(*qs), r(*ks), r(*vs)
+            for causal in (False, True):
+                out.append(Case("tern::scaled_dot_product_attention",
+                                [q, k, v, NONE, B(causal), NONE], ref, rtol=1e-5, atol=1e-5,
+                                name="sdpa_block%s%s%s%s" % ("_causal" if causal else "", qs, ks,
+                                                             tag_ref)))
+        # Masks read across blocks: bool [L, S] with a fully masked row in the second block,
+        # bool [B, 1, 1, S], float [H, 1, S] with -inf entries.
+        bm = torch.rand(80, 45) > 0.3
+        bm[70] = False
+        fm = r(3, 1, 45)
+        fm[1, 0, :5] = float("-inf")
+        for mask, mtag in ((bm, "LS"), (torch.rand(2, 1, 1, 45) > 0.4, "B11S"), (fm, "H1S")):
+            out.append(Case("tern::scaled_dot_product_attention",
+                            [r(2, 3, 80, 8), r(2, 3, 45, 8), r(2, 3, 45, 6), mask, B(False),
+                             NONE], ref, rtol=1e-5, atol=1e-5,
+                            name="sdpa_block_mask_%s%s" % (mtag, tag_ref)))
     # Empty sizes: no keys gives zeros; no queries gives an empty output.
     out.append(Case("tern::scaled_dot_product_attention",
                     [r(2, 4, 8), r(2, 0, 8), r(2, 0, 3), NONE, B(False), NONE], reference,

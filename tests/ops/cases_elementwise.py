@@ -237,6 +237,17 @@ def activation_cases():
     for approx in ["none", "tanh"]:
         out.append(Case("tern::gelu", [x(), S(approx)],
                         lambda t, a: F.gelu(t, approximate=a), name="gelu_" + approx))
+    # Large magnitudes against float64 (the tails where 1 + erf and 1 + tanh cancel in f32),
+    # and values whose result is exactly x or -0.
+    big = torch.linspace(-20, 20, 4001)
+    extremes = torch.tensor([1e3, -1e3, 1e30, -1e30, 3e38, -3e38])
+    for approx in ["none", "tanh"]:
+        out.append(Case("tern::gelu", [big, S(approx)],
+                        lambda t, a: F.gelu(t.double(), approximate=a).float(), rtol=0, atol=2e-6,
+                        name="gelu_large_" + approx))
+        out.append(Case("tern::gelu", [extremes, S(approx)],
+                        lambda t, a: F.gelu(t.double(), approximate=a).float(), rtol=0, atol=0,
+                        name="gelu_extremes_" + approx))
     out.append(Case("tern::silu", [x()], F.silu))
     out.append(Case("tern::hardswish", [x()], F.hardswish))
     out.append(Case("tern::hardsigmoid", [x()], F.hardsigmoid))

@@ -66,21 +66,30 @@ uint64_t conv_scratch_bytes(const Graph& graph, const Node& node) {
                                         out.sizes[orank - 1]);
 }
 
+// Score-block bytes of tern::scaled_dot_product_attention (scratch_sizes.h): a block of query
+// rows (q's second-to-last size L) by k's second-to-last size S; 0 for other ops or malformed
+// nodes. A q whose L cannot be read plans one row (the kernel's least).
+uint64_t attention_scratch_bytes(const Graph& graph, const Node& node) {
+  if (node.op != "tern::scaled_dot_product_attention") return 0;
+  const Value* q = node_arg(graph, node, 0);
+  const Value* k = node_arg(graph, node, 1);
+  if (k == nullptr || !k->is_tensor() || k->sizes.size() < 2 || k->sizes[k->sizes.size() - 2] < 0) {
+    return 0;
+  }
+  const uint64_t kv_len = static_cast<uint64_t>(k->sizes[k->sizes.size() - 2]);
+  uint64_t q_len = 1;
+  if (q != nullptr && q->is_tensor() && q->sizes.size() >= 2 && q->sizes[q->sizes.size() - 2] > 0) {
+    q_len = static_cast<uint64_t>(q->sizes[q->sizes.size() - 2]);
+  }
+  return portable::sdpa_block_scratch_bytes(q_len, kv_len);
+}
+
 }  // namespace
 
 uint64_t node_scratch_bytes(const Graph& graph, const Node& node) {
-  (void)graph;
-  (void)node;
-  if (node.op == "tern::scaled_dot_product_attention" && node.args.size() >= 2 &&
-      node.args[1] >= 0 && static_cast<size_t>(node.args[1]) < graph.values.size()) {
-    const Value& k = graph.values[static_cast<size_t>(node.args[1])];
-    if (k.is_tensor() && k.sizes.size() >= 2 && k.sizes[k.sizes.size() - 2] >= 0) {
-      const uint64_t bytes =
-          portable::sdpa_scratch_bytes(static_cast<uint64_t>(k.sizes[k.sizes.size() - 2]));
-      return bytes > UINT64_MAX - portable::kScratchAlignment
-                 ? UINT64_MAX
-                 : bytes + portable::kScratchAlignment;
-    }
+  if (const uint64_t bytes = attention_scratch_bytes(graph, node); bytes != 0) {
+    return bytes > UINT64_MAX - portable::kScratchAlignment ? UINT64_MAX
+                                                            : bytes + portable::kScratchAlignment;
   }
   if (const uint64_t bytes = conv_scratch_bytes(graph, node); bytes != 0) {
     return bytes > UINT64_MAX - portable::kScratchAlignment ? UINT64_MAX

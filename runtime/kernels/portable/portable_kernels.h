@@ -212,8 +212,9 @@ Error batch_norm(KernelContext& context, Span<EValue*> args);
 
 /// tern::scaled_dot_product_attention(q [..., L, E], k [..., S, E], v [..., S, Ev],
 /// attn_mask (bool or f32, broadcast to [..., L, S]) or None, is_causal Bool, scale Double or
-/// None (1/sqrt(E)), out [..., L, Ev]): f32. Takes sdpa_scratch_bytes(S) from
-/// context.temp_allocator (MemoryAllocationFailed when absent or too small).
+/// None (1/sqrt(E)), out [..., L, Ev]): f32. Takes sdpa_block_scratch_bytes(L, S) from
+/// context.temp_allocator, or as many query rows as fit down to one row,
+/// sdpa_scratch_bytes(S) (MemoryAllocationFailed when absent or smaller than that).
 Error scaled_dot_product_attention(KernelContext& context, Span<EValue*> args);
 
 }  // namespace portable

@@ -13,10 +13,40 @@ namespace tern::portable {
 /// Alignment of every scratch allocation (and the slack the planner adds per allocation).
 constexpr uint64_t kScratchAlignment = 64;
 
-/// Bytes tern::scaled_dot_product_attention asks its temp allocator for: one row of `kv_len`
-/// f32 scores (kv_len = S, the second-to-last size of k). Saturates instead of overflowing.
+// --- tern::scaled_dot_product_attention ---
+// Scores a block of query rows at a time: rows x S f32 scores (S = kv_len, the second-to-last
+// size of k). It asks for sdpa_block_scratch_bytes() and, when the temp allocator has less
+// (programs planned before blocks existed hold one row), takes as many rows as fit, down to
+// one row (sdpa_scratch_bytes); the result is the same either way, only slower.
+
+/// Most query rows scored at once.
+constexpr uint64_t kSdpaMaxBlockRows = 64;
+/// Target size of the score block (256 KiB): fewer rows when S is long, never fewer than one.
+constexpr uint64_t kSdpaScoresBudgetBytes = uint64_t{256} << 10;
+
+/// Bytes of one row of `kv_len` f32 scores: the least the kernel needs. Saturates instead of
+/// overflowing.
 inline uint64_t sdpa_scratch_bytes(uint64_t kv_len) {
   return kv_len > UINT64_MAX / sizeof(float) ? UINT64_MAX : kv_len * sizeof(float);
+}
+
+/// Query rows per score block for q_len query rows and kv_len keys: as many as
+/// kSdpaScoresBudgetBytes holds, at most kSdpaMaxBlockRows and q_len, at least 1.
+inline uint64_t sdpa_block_rows(uint64_t q_len, uint64_t kv_len) {
+  const uint64_t row = sdpa_scratch_bytes(kv_len);
+  uint64_t rows = row == 0 ? kSdpaMaxBlockRows : kSdpaScoresBudgetBytes / row;
+  if (rows > kSdpaMaxBlockRows) rows = kSdpaMaxBlockRows;
+  if (rows > q_len) rows = q_len;
+  return rows < 1 ? 1 : rows;
+}
+
+/// Bytes the kernel asks its temp allocator for, and the compiler plans: sdpa_block_rows()
+/// rows of scores. Saturates instead of overflowing.
+inline uint64_t sdpa_block_scratch_bytes(uint64_t q_len, uint64_t kv_len) {
+  uint64_t bytes;
+  return __builtin_mul_overflow(sdpa_block_rows(q_len, kv_len), sdpa_scratch_bytes(kv_len), &bytes)
+             ? UINT64_MAX
+             : bytes;
 }
 
 // --- Convolution (conv1d, conv2d, conv_transpose2d) ---

@@ -1,12 +1,13 @@
 // tern::scaled_dot_product_attention(q [..., L, E], k [..., S, E], v [..., S, Ev],
 // attn_mask?, is_causal, scale?, out [..., L, Ev]), f32.
 //
-// Row by row: the S scores of one query row (contiguous dot products with the key rows) go to
-// a scratch row from the temp allocator (sdpa_scratch_bytes(S)), are masked, turned into
-// max-subtracted exps, and out's row accumulates p_j * v_j (contiguous axpy) before one
-// division by the sum. Batch dims of q, k, v broadcast; the mask (bool: true attends; f32:
-// added to the scores) broadcasts to [..., L, S]; is_causal keeps keys j <= i (top-left
-// aligned, as torch). A row with no attended key (every score -inf) gives zeros, as torch.
+// This file checks the arguments, walks the batch and takes the scratch; sdpa_block.cpp computes
+// each head a block of query rows at a time: the block's scores (rows x S floats from the temp
+// allocator: sdpa_block_scratch_bytes(L, S), or as many rows as fit, down to one row,
+// sdpa_scratch_bytes(S), for programs planned with less), softmax, then P V. Batch dims of
+// q, k, v broadcast; the mask (bool: true attends; f32: added to the scores) broadcasts to
+// [..., L, S]; is_causal keeps keys j <= i (top-left aligned, as torch). A row with no attended
+// key (every score -inf) gives zeros, as torch.
 #include <cinttypes>
 #include <cmath>
 #include <cstdint>
@@ -17,69 +18,46 @@
 #include "runtime/kernels/portable/portable_kernels.h"
 #include "runtime/kernels/portable/reduction_util.h"
 #include "runtime/kernels/portable/scratch_sizes.h"
+#include "runtime/kernels/portable/sdpa_block.h"
 
 namespace tern {
 namespace portable {
 namespace {
 
-inline float dot(const float* a, const float* b, int64_t n) {
-  float l0 = 0, l1 = 0, l2 = 0, l3 = 0;
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    l0 += a[i] * b[i];
-    l1 += a[i + 1] * b[i + 1];
-    l2 += a[i + 2] * b[i + 2];
-    l3 += a[i + 3] * b[i + 3];
-  }
-  for (; i < n; ++i) l0 += a[i] * b[i];
-  return (l0 + l1) + (l2 + l3);
-}
-
 struct Dims {
   int64_t l = 0, s = 0, e = 0, ev = 0;
 };
 
-struct Mask {
-  const void* data = nullptr;  // null: no mask
-  bool is_bool = false;
-  int64_t stride_l = 0;  // element strides of the mask read as [..., L, S]
-  int64_t stride_s = 0;
-};
-
-// One query row: scores into `scores`, softmax, out_row = P . V.
-void attend_row(const float* q_row, const float* k, const float* v, const Mask& mask,
-                int64_t mask_off, int64_t row, bool causal, float scale, const Dims& d,
-                float* scores, float* out_row) {
-  std::memset(out_row, 0, static_cast<size_t>(d.ev) * sizeof(float));
-  int64_t keys = d.s;
-  if (causal && row + 1 < keys) keys = row + 1;
-  float m = -INFINITY;
-  bool nan = false;
-  for (int64_t j = 0; j < keys; ++j) {
-    float s = dot(q_row, k + j * d.e, d.e) * scale;
-    if (mask.data != nullptr) {
-      const int64_t at = mask_off + row * mask.stride_l + j * mask.stride_s;
-      if (mask.is_bool) {
-        if (static_cast<const uint8_t*>(mask.data)[at] == 0) s = -INFINITY;
-      } else {
-        s += static_cast<const float*>(mask.data)[at];
-      }
+// Score rows from the temp allocator: `want` rows of `row_bytes` when they fit, else as many
+// as the free space holds, else one. Null when not even one row fits.
+float* take_score_rows(MemoryAllocator* temp, uint64_t row_bytes, uint64_t want, int64_t* rows) {
+  if (temp == nullptr || row_bytes > SIZE_MAX) return nullptr;
+  uint64_t bytes = 0;
+  if (!__builtin_mul_overflow(want, row_bytes, &bytes) && bytes <= SIZE_MAX) {
+    if (void* p = temp->allocate(static_cast<size_t>(bytes), kScratchAlignment)) {
+      *rows = static_cast<int64_t>(want);
+      return static_cast<float*>(p);
     }
-    scores[j] = s;
-    m = s > m ? s : m;
-    nan = nan || s != s;
   }
-  if (m == -INFINITY && !nan) return;  // nothing attended: zeros
-  double sum = 0.0;
-  for (int64_t j = 0; j < keys; ++j) {
-    const float p = std::exp(scores[j] - m);
-    if (p == 0.0f) continue;
-    sum += p;
-    const float* v_row = v + j * d.ev;
-    for (int64_t c = 0; c < d.ev; ++c) out_row[c] += p * v_row[c];
+  // What fits after aligning the next free byte.
+  const uintptr_t next = reinterpret_cast<uintptr_t>(temp->base()) + temp->used();
+  const uintptr_t start = (next + (kScratchAlignment - 1)) & ~uintptr_t{kScratchAlignment - 1};
+  const uintptr_t end = reinterpret_cast<uintptr_t>(temp->base()) + temp->size();
+  uint64_t fit = start < end && row_bytes > 0 ? (end - start) / row_bytes : 0;
+  if (fit >= want) fit = want - 1;
+  if (fit > 1) {
+    if (void* p = temp->allocate(static_cast<size_t>(fit * row_bytes), kScratchAlignment)) {
+      *rows = static_cast<int64_t>(fit);
+      return static_cast<float*>(p);
+    }
   }
-  const float inv = static_cast<float>(1.0 / sum);
-  for (int64_t c = 0; c < d.ev; ++c) out_row[c] *= inv;
+  if (want > 1) {
+    if (void* p = temp->allocate(static_cast<size_t>(row_bytes), kScratchAlignment)) {
+      *rows = 1;
+      return static_cast<float*>(p);
+    }
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -143,7 +121,7 @@ Error scaled_dot_product_attention(KernelContext& context, Span<EValue*> args) {
   TERN_RETURN_IF_ERROR(check_shape(op, "out", *out, want_out.span()));
 
   // The mask broadcasts to [batch..., L, S] without changing it.
-  Mask mask;
+  SdpaHead head;
   FixedShape scores_shape = batch;
   scores_shape.sizes[scores_shape.rank++] = d.l;
   scores_shape.sizes[scores_shape.rank++] = d.s;
@@ -167,10 +145,10 @@ Error scaled_dot_product_attention(KernelContext& context, Span<EValue*> args) {
                         found);
     }
     broadcast_strides(mask_t->shape(), scores_shape.span(), mask_strides);
-    mask.data = mask_t->data;
-    mask.is_bool = mask_t->dtype == DType::Bool;
-    mask.stride_l = mask_strides[batch.rank];
-    mask.stride_s = mask_strides[batch.rank + 1];
+    head.mask = mask_t->data;
+    head.mask_is_bool = mask_t->dtype == DType::Bool;
+    head.mask_stride_l = mask_strides[batch.rank];
+    head.mask_stride_s = mask_strides[batch.rank + 1];
   }
 
   uint64_t batch_n = 1;
@@ -182,16 +160,15 @@ Error scaled_dot_product_attention(KernelContext& context, Span<EValue*> args) {
     return Error::Ok;
   }
 
-  const uint64_t scratch_bytes = sdpa_scratch_bytes(static_cast<uint64_t>(d.s));
-  float* scores = nullptr;
-  if (context.temp_allocator != nullptr && scratch_bytes <= SIZE_MAX) {
-    scores = static_cast<float*>(context.temp_allocator->allocate(
-        static_cast<size_t>(scratch_bytes), static_cast<size_t>(kScratchAlignment)));
-  }
+  const uint64_t row_bytes = sdpa_scratch_bytes(static_cast<uint64_t>(d.s));
+  int64_t block_rows = 0;
+  float* scores = take_score_rows(
+      context.temp_allocator, row_bytes,
+      sdpa_block_rows(static_cast<uint64_t>(d.l), static_cast<uint64_t>(d.s)), &block_rows);
   TERN_CHECK_OR_RETURN_ERROR(scores != nullptr, MemoryAllocationFailed,
                              "%s: needs %" PRIu64 " bytes of temp allocator for a row of %" PRId64
                              " scores, found %zu bytes available",
-                             op, scratch_bytes, d.s,
+                             op, row_bytes, d.s,
                              context.temp_allocator
                                  ? context.temp_allocator->size() - context.temp_allocator->used()
                                  : static_cast<size_t>(0));
@@ -203,8 +180,13 @@ Error scaled_dot_product_attention(KernelContext& context, Span<EValue*> args) {
   broadcast_strides(Span<const int64_t>(q->sizes, q->rank - 2), batch.span(), qs);
   broadcast_strides(Span<const int64_t>(k->sizes, k->rank - 2), batch.span(), ks);
   broadcast_strides(Span<const int64_t>(v->sizes, v->rank - 2), batch.span(), vs);
-  const float fscale =
+  head.scale =
       static_cast<float>(default_scale ? 1.0 / std::sqrt(static_cast<double>(d.e)) : scale);
+  head.causal = causal;
+  head.l = d.l;
+  head.s = d.s;
+  head.e = d.e;
+  head.ev = d.ev;
   const float* qd = q->data_as<const float>();
   const float* kd = k->data_as<const float>();
   const float* vd = v->data_as<const float>();
@@ -217,13 +199,12 @@ Error scaled_dot_product_attention(KernelContext& context, Span<EValue*> args) {
       vo += index[i] * vs[i];
       mo += index[i] * mask_strides[i];
     }
-    const float* qb = qd + qo * d.l * d.e;
-    const float* kb = kd + ko * d.s * d.e;
-    const float* vb = vd + vo * d.s * d.ev;
-    float* ob = dst + static_cast<int64_t>(b) * d.l * d.ev;
-    for (int64_t row = 0; row < d.l; ++row) {
-      attend_row(qb + row * d.e, kb, vb, mask, mo, row, causal, fscale, d, scores, ob + row * d.ev);
-    }
+    head.q = qd + qo * d.l * d.e;
+    head.k = kd + ko * d.s * d.e;
+    head.v = vd + vo * d.s * d.ev;
+    head.out = dst + static_cast<int64_t>(b) * d.l * d.ev;
+    head.mask_offset = mo;
+    sdpa_head(head, scores, block_rows);
     for (uint32_t i = batch.rank; i-- > 0;) {
       if (++index[i] < batch.sizes[i]) break;
       index[i] = 0;
