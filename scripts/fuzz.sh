@@ -4,18 +4,19 @@
 # per target; exits non-zero when any target found something (crash inputs are kept in
 # build-fuzz/fuzz-findings/<target>/; minimise one, then add it to tests/fuzz/regressions/).
 #
-# Environment: FUZZ_SECONDS (default 600), FUZZ_TARGETS (default: all five, names without the
-# fuzz_ prefix), FUZZ_BUILD_DIR (default build-fuzz), JOBS (build parallelism, default nproc).
+# Environment: FUZZ_SECONDS (default 600), FUZZ_TARGETS (default: all six, names without the
+# fuzz_ prefix; cpu_blob exists only when the cpu backend is built and is skipped otherwise),
+# FUZZ_BUILD_DIR (default build-fuzz), JOBS (build parallelism, default nproc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-600}
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
-targets=${FUZZ_TARGETS:-"program_load method_load execute graph_json npy"}
+targets=${FUZZ_TARGETS:-"program_load method_load execute graph_json npy cpu_blob"}
 
 # Largest input per target: about twice the largest seed.
 declare -A max_len=([program_load]=32768 [method_load]=32768 [execute]=4096
-                    [graph_json]=65536 [npy]=4096)
+                    [graph_json]=65536 [npy]=4096 [cpu_blob]=16384)
 
 probe=$(mktemp -d)
 trap 'rm -rf "$probe"' EXIT
@@ -40,6 +41,14 @@ status=0
 summary=()
 for t in $targets; do
   bin="$build/fuzz/fuzz_$t"
+  if [ ! -x "$bin" ]; then
+    if [ "$t" = cpu_blob ]; then  # only built with the cpu backend (XNNPACK found)
+      summary+=("fuzz_$t: skipped (no cpu backend in this build)")
+      continue
+    fi
+    echo "fuzz: $bin was not built" >&2
+    exit 1
+  fi
   work="$build/fuzz-work/$t"        # grows across runs (seeds + what libFuzzer keeps)
   findings="$build/fuzz-findings/$t"
   log="$build/fuzz-logs/$t.log"
