@@ -21,7 +21,7 @@ sys.path.insert(0, HERE)
 # (key, title): the table columns, tern first.
 PEERS = [
     ("tern-portable", "tern portable"),
-    ("tern-cpu", "tern cpu (XNNPACK)"),
+    ("tern-cpu", "tern cpu"),
     ("executorch", "ExecuTorch XNNPACK"),
     ("ort", "ONNX Runtime"),
     ("torch", "PyTorch eager"),
@@ -243,7 +243,7 @@ def write_report(args, rec, names, peers, models):
     w("Models: " + "; ".join("`%s`: %s" % (n, models.MODELS[n][2]) for n in names if n in models.MODELS) + ".")
     w("")
     if not cpu_ok and "tern-cpu" in peers:
-        w("tern's cpu (XNNPACK) backend did not delegate anything in this build, so only the portable "
+        w("tern's cpu backend did not delegate anything in this build, so only the portable "
           "kernels were timed.")
         w("")
     failures = [(n, p, res[n][p]["error"]) for n in names for p in shown
