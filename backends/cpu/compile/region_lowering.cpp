@@ -175,11 +175,13 @@ class Lowering {
   void lower_conv(const Node& node) {
     const ConvAttrs a = conv_attrs(g_, node);
     const Value& w = g_.values[static_cast<size_t>(node.args[1])];
-    if (is_pointwise(a, w.sizes)) {
+    const Value& xv = g_.values[static_cast<size_t>(node.args[0])];
+    const int64_t pixels = xv.sizes[0] * xv.sizes[2] * xv.sizes[3];
+    if (is_pointwise(a, w.sizes) && !is_tiny_gemm(pixels, w.sizes[0], w.sizes[1])) {
       lower_packed_fc(node, w.sizes[0], w.sizes[1]);
       return;
     }
-    if (!a.depthwise && a.groups == 1) {
+    if (!a.depthwise && a.groups == 1 && !is_pointwise(a, w.sizes)) {
       lower_packed_conv(node, a);
       return;
     }
@@ -236,7 +238,32 @@ class Lowering {
   /// layout the kernel streams, so the runtime reads it in place from the program.
   void lower_linear(const Node& node) {
     const Value& w = g_.values[static_cast<size_t>(node.args[1])];
-    lower_packed_fc(node, w.sizes[0], w.sizes[1]);
+    const Value& xv = g_.values[static_cast<size_t>(node.args[0])];
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < xv.sizes.size(); ++d) rows *= xv.sizes[d];
+    if (is_tiny_gemm(rows, w.sizes[0], w.sizes[1])) {
+      lower_xnn_fc(node);
+    } else {
+      lower_packed_fc(node, w.sizes[0], w.sizes[1]);
+    }
+  }
+
+  /// A product this small (e.g. a squeeze-excitation block's 1x1 convs on a 1x1 image) takes
+  /// less time than a stage boundary: it stays in the surrounding XNNPACK stage.
+  static bool is_tiny_gemm(int64_t m, int64_t n, int64_t k) { return m * n * k <= (1 << 17); }
+
+  /// linear as XNNPACK's fully-connected node (weight [out, in] and bias as they are).
+  void lower_xnn_fc(const Node& node) {
+    const Value& w = g_.values[static_cast<size_t>(node.args[1])];
+    const uint32_t x = activation(node.args[0]);
+    const uint32_t f = add_constant(
+        {static_cast<uint64_t>(w.sizes[0]), static_cast<uint64_t>(w.sizes[1])}, constant_floats(w));
+    std::vector<uint32_t> ins{x, f};
+    if (!is_none(g_, node.args[2])) {
+      ins.push_back(add_constant({static_cast<uint64_t>(w.sizes[0])},
+                                 constant_floats(g_.values[static_cast<size_t>(node.args[2])])));
+    }
+    add_node(NodeOp::FullyConnected, ins, output(node.outputs[0]));
   }
 
   /// Node args 0, 1, 2 are x, a constant weight of n x k floats (row-major) and an optional

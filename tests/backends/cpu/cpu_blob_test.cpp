@@ -443,14 +443,15 @@ TEST_F(CpuBlobTest, MethodLoadFallsBackOnNewerBlobAndFailsOnCorruptOne) {
   }
 }
 
-/// x [3, 20] -> linear (w [18, 20], bias) -> relu; the region is both nodes.
+/// x [400, 20] -> linear (w [18, 20], bias) -> relu; the region is both nodes. (400 rows: a
+/// product this size is not "tiny", so tern's GEMM takes it.)
 std::vector<uint8_t> linear_blob(compiler::Graph* graph_out) {
   GraphBuilder b;
-  const int x = b.input("x", DType::F32, {3, 20});
+  const int x = b.input("x", DType::F32, {400, 20});
   const int w = b.constant_f32("w", {18, 20}, random_floats(360, 5, -1.0f, 1.0f));
   const int bias = b.constant_f32("b", {18}, random_floats(18, 6, -1.0f, 1.0f));
-  const int h = b.op("tern::linear", {x, w, bias}, DType::F32, {3, 18}, "fc");
-  b.output(b.op("tern::relu", {h}, DType::F32, {3, 18}, "relu"));
+  const int h = b.op("tern::linear", {x, w, bias}, DType::F32, {400, 18}, "fc");
+  b.output(b.op("tern::relu", {h}, DType::F32, {400, 18}, "relu"));
   delegate_cpu(b, 0, 1);
   *graph_out = b.build();
   return graph_out->delegates[0].blob;
@@ -529,24 +530,24 @@ TEST_F(CpuBlobTest, PackedLinearFieldsAreChecked) {
 /// (own) -> sigmoid -> global pool -> flatten (XNNPACK) -> linear (own) -> softmax (XNNPACK).
 TEST_F(CpuBlobTest, StagesAlternateAndLiveWorkspaceValuesNeverShareBytes) {
   GraphBuilder b;
-  const int x = b.input("x", DType::F32, {1, 4, 6, 6});
-  const int w1 = b.constant_f32("w1", {8, 4, 3, 3}, random_floats(288, 7, -0.3f, 0.3f));
+  const int x = b.input("x", DType::F32, {1, 32, 16, 16});
+  const int w1 = b.constant_f32("w1", {32, 32, 3, 3}, random_floats(9216, 7, -0.3f, 0.3f));
   const int c1 = b.op("tern::conv2d",
                       {x, w1, b.none(), b.int_list({1, 1}), b.int_list({1, 1}),
                        b.int_list({1, 1}), b.int_value(1)},
-                      DType::F32, {1, 8, 6, 6});
-  const int s1 = b.op("tern::sigmoid", {c1}, DType::F32, {1, 8, 6, 6});
-  const int w2 = b.constant_f32("w2", {8, 8, 1, 1}, random_floats(64, 8, -0.3f, 0.3f));
+                      DType::F32, {1, 32, 16, 16});
+  const int s1 = b.op("tern::sigmoid", {c1}, DType::F32, {1, 32, 16, 16});
+  const int w2 = b.constant_f32("w2", {32, 32, 1, 1}, random_floats(1024, 8, -0.3f, 0.3f));
   const int c2 = b.op("tern::conv2d",
                       {s1, w2, b.none(), b.int_list({1, 1}), b.int_list({0, 0}),
                        b.int_list({1, 1}), b.int_value(1)},
-                      DType::F32, {1, 8, 6, 6});
-  const int s2 = b.op("tern::sigmoid", {c2}, DType::F32, {1, 8, 6, 6});
-  const int p = b.op("tern::adaptive_avg_pool2d", {s2, b.int_list({1})}, DType::F32, {1, 8, 1, 1});
-  const int f = b.op("tern::flatten", {p, b.int_value(1), b.int_value(-1)}, DType::F32, {1, 8});
-  const int w3 = b.constant_f32("w3", {5, 8}, random_floats(40, 9, -0.3f, 0.3f));
-  const int l = b.op("tern::linear", {f, w3, b.none()}, DType::F32, {1, 5});
-  b.output(b.op("tern::softmax", {l, b.int_value(-1)}, DType::F32, {1, 5}));
+                      DType::F32, {1, 32, 16, 16});
+  const int s2 = b.op("tern::sigmoid", {c2}, DType::F32, {1, 32, 16, 16});
+  const int p = b.op("tern::adaptive_avg_pool2d", {s2, b.int_list({1})}, DType::F32, {1, 32, 1, 1});
+  const int f = b.op("tern::flatten", {p, b.int_value(1), b.int_value(-1)}, DType::F32, {1, 32});
+  const int w3 = b.constant_f32("w3", {5000, 32}, random_floats(160000, 9, -0.3f, 0.3f));
+  const int l = b.op("tern::linear", {f, w3, b.none()}, DType::F32, {1, 5000});
+  b.output(b.op("tern::softmax", {l, b.int_value(-1)}, DType::F32, {1, 5000}));
   delegate_cpu(b, 0, 7);
   const compiler::Graph g = b.build();
   const std::vector<uint8_t>& blob = g.delegates[0].blob;
@@ -599,6 +600,27 @@ TEST_F(CpuBlobTest, StagesAlternateAndLiveWorkspaceValuesNeverShareBytes) {
   EXPECT_EQ(workspace_values, 5);  // c1, s1 (read by the conv), c2, flatten, linear
   cpu::free_stage_plan(&stages);
   cpu::free_blob_plan(&plan);
+}
+
+TEST_F(CpuBlobTest, TinyProductsStayInXnnpackLargeOnesGoToTernsKernels) {
+  const auto ops_of = [](int64_t rows, int64_t in, int64_t out) {
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {rows, in});
+    const int w = b.constant_f32("w", {out, in}, random_floats(size_t(out * in), 3, -1.0f, 1.0f));
+    b.output(b.op("tern::linear", {x, w, b.none()}, DType::F32, {rows, out}));
+    delegate_cpu(b, 0, 0);
+    const std::vector<uint8_t>& blob = b.graph().delegates[0].blob;
+    cpu::BlobHeader h;
+    std::memcpy(&h, blob.data(), sizeof(h));
+    cpu::BlobNode node;
+    std::memcpy(&node, blob.data() + sizeof(h) + h.num_values * sizeof(cpu::BlobValue),
+                sizeof(node));
+    return node.op;
+  };
+  // 1 x 576 -> 144 (a MobileNetV3 squeeze-excitation fc): 82,944 multiply-adds <= 2^17.
+  EXPECT_EQ(ops_of(1, 576, 144), static_cast<uint32_t>(cpu::NodeOp::FullyConnected));
+  // 1 x 576 -> 1024 (its classifier): 589,824 > 2^17.
+  EXPECT_EQ(ops_of(1, 576, 1024), static_cast<uint32_t>(cpu::NodeOp::PackedFullyConnected));
 }
 
 }  // namespace

@@ -127,9 +127,9 @@ std::vector<OpCase> cases() {
   // tern's own GEMM (PackedFullyConnected) between XNNPACK stages.
   c.push_back({"linear_gemv_edge_columns",
                [](GraphBuilder& b) {
-                 const int x = b.input("x", DType::F32, {1, 300});
-                 const int w = constant(b, "w", {70, 300}, 24), bias = constant(b, "b", {70}, 25);
-                 b.output(b.op("tern::linear", {x, w, bias}, DType::F32, {1, 70}));
+                 const int x = b.input("x", DType::F32, {1, 700});
+                 const int w = constant(b, "w", {270, 700}, 24), bias = constant(b, "b", {270}, 25);
+                 b.output(b.op("tern::linear", {x, w, bias}, DType::F32, {1, 270}));
                },
                kConv});
   c.push_back({"linear_many_rows",
@@ -141,37 +141,46 @@ std::vector<OpCase> cases() {
                kConv});
   c.push_back({"linear_relu_linear_hardtanh",  // both clamps fold into the GEMMs
                [](GraphBuilder& b) {
-                 const int x = b.input("x", DType::F32, {3, 40});
-                 const int w1 = constant(b, "w1", {33, 40}, 28), b1 = constant(b, "b1", {33}, 29);
-                 const int h = b.op("tern::linear", {x, w1, b1}, DType::F32, {3, 33});
-                 const int r = b.op("tern::relu", {h}, DType::F32, {3, 33});
-                 const int w2 = constant(b, "w2", {17, 33}, 30);
-                 const int y = b.op("tern::linear", {r, w2, b.none()}, DType::F32, {3, 17});
+                 const int x = b.input("x", DType::F32, {3, 400});
+                 const int w1 = constant(b, "w1", {330, 400}, 28), b1 = constant(b, "b1", {330}, 29);
+                 const int h = b.op("tern::linear", {x, w1, b1}, DType::F32, {3, 330});
+                 const int r = b.op("tern::relu", {h}, DType::F32, {3, 330});
+                 const int w2 = constant(b, "w2", {170, 330}, 30);
+                 const int y = b.op("tern::linear", {r, w2, b.none()}, DType::F32, {3, 170});
                  b.output(b.op("tern::hardtanh", {y, b.double_value(-0.1), b.double_value(0.1)},
-                               DType::F32, {3, 17}));
+                               DType::F32, {3, 170}));
                },
                kConv});
   c.push_back({"linear_output_also_read",  // an fc output that leaves and feeds a clamp
                [](GraphBuilder& b) {
-                 const int x = b.input("x", DType::F32, {5, 24});
-                 const int w = constant(b, "w", {20, 24}, 31);
-                 const int h = b.op("tern::linear", {x, w, b.none()}, DType::F32, {5, 20});
+                 const int x = b.input("x", DType::F32, {5, 240});
+                 const int w = constant(b, "w", {200, 240}, 31);
+                 const int h = b.op("tern::linear", {x, w, b.none()}, DType::F32, {5, 200});
                  b.output(h);
-                 b.output(b.op("tern::relu", {h}, DType::F32, {5, 20}));
+                 b.output(b.op("tern::relu", {h}, DType::F32, {5, 200}));
                },
                kConv});
   c.push_back({"pointwise_convs_on_own_gemm",  // 1x1 convs run as GEMMs over NHWC pixels
                [](GraphBuilder& b) {
-                 const std::vector<int64_t> xs{2, 8, 5, 6};
+                 const std::vector<int64_t> xs{2, 32, 10, 12};
                  const int x = b.input("x", DType::F32, xs);
-                 const int p1 = conv(b, x, xs, 20, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 37);
-                 const int r = b.op("tern::relu", {p1}, DType::F32, {2, 20, 5, 6});
+                 const int p1 = conv(b, x, xs, 40, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 37);
+                 const int r = b.op("tern::relu", {p1}, DType::F32, {2, 40, 10, 12});
                  const int c3 =
-                     conv(b, r, {2, 20, 5, 6}, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, false, 39);
-                 b.output(conv(b, c3, xs, 12, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, false, 40));
+                     conv(b, r, {2, 40, 10, 12}, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, false, 39);
+                 b.output(conv(b, c3, xs, 48, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, false, 40));
                },
                kConv});
-  c.push_back({"conv_pool_linear_softmax",  // XNNPACK -> own GEMM -> XNNPACK -> own -> XNNPACK
+  c.push_back({"tiny_pointwise_conv_and_linear_stay_in_xnnpack",  // an SE block's shapes
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 24, 1, 1};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int c1 = conv(b, x, xs, 8, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 41);
+                 const int r = b.op("tern::relu", {c1}, DType::F32, {1, 8, 1, 1});
+                 b.output(conv(b, r, {1, 8, 1, 1}, 24, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 42));
+               },
+               kConv});
+  c.push_back({"conv_pool_linear_softmax",  // own conv -> XNNPACK (tiny fcs stay in XNNPACK)
                [](GraphBuilder& b) {
                  const std::vector<int64_t> xs{2, 3, 8, 8};
                  const int x = b.input("x", DType::F32, xs);
