@@ -3,7 +3,13 @@
 // with the same pthreadpool size. Not a test.
 //
 //   cpu_conv_bench [--runs N] [--threads LIST] [--isa scalar|avx2|avx512] [--cputime]
-//                  [--kc N] [--bblock BYTES] [--tasks N] [--layer NAME]
+//                  [--kc N] [--bblock BYTES] [--tasks N] [--layer NAME] [--residual]
+//
+// --residual: instead of XNNPACK, times on the 3x3 stride-1 layers (the ones ResNet-18 ends a
+// basic block with) y = relu(conv + bias + residual) fused into packed_conv_nhwc (ConvProblem::
+// residual) against packed_conv_nhwc without ReLU followed by a separate add + ReLU pass over y,
+// in a rotating order call by call (plus the same conv + ReLU with no residual: the floor);
+// prints the medians and the time the fusion saves per layer.
 //
 // Built with -DTERN_BUILD_GEMM_BENCH=ON (target cpu_conv_bench). Default threads "1,2", 20 runs
 // per row, the two libraries alternating call by call so that load from other processes hits
@@ -203,17 +209,117 @@ Result run(const Layer& l, int threads, int runs) {
   return result;
 }
 
+/// Medians of the fused residual conv and of conv-then-add on one layer; ok = the outputs agree.
+struct ResidualResult {
+  bool ok = false;
+  double fused_s = 0, separate_s = 0, conv_s = 0;
+};
+
+/// The unfused epilogue: y = max(y + residual, 0), one pass over y and the residual.
+__attribute__((noinline)) void add_relu(float* y, const float* residual, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const float v = y[i] + residual[i];
+    y[i] = v > 0.0f ? v : 0.0f;
+  }
+}
+
+ResidualResult run_residual(const Layer& l, int threads, int runs) {
+  ResidualResult result;
+  const int64_t oh = l.out_hw(), k = l.kernel * l.kernel * l.in_c;
+  const size_t x_floats = static_cast<size_t>(l.in_hw * l.in_hw * l.in_c);
+  const size_t y_floats = static_cast<size_t>(oh * oh * l.out_c);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
+  std::vector<float> x(x_floats), w(static_cast<size_t>(l.out_c * k)),
+      bias(static_cast<size_t>(l.out_c)), residual(y_floats), y_fused(y_floats),
+      y_separate(y_floats);
+  for (float& v : x) v = dist(rng);
+  for (float& v : w) v = dist(rng);
+  for (float& v : bias) v = dist(rng);
+  for (float& v : residual) v = dist(rng);
+  const uint64_t floats = tern::cpu::packed_weight_floats(l.out_c, k);
+  float* packed = static_cast<float*>(std::aligned_alloc(64, ((floats * 4 + 63) / 64) * 64));
+  tern::cpu::pack_fc_weight(w.data(), bias.data(), l.out_c, k, packed);
+  ConvProblem p;
+  p.batch = 1;
+  p.in_h = p.in_w = l.in_hw;
+  p.in_c = l.in_c;
+  p.out_h = p.out_w = oh;
+  p.out_c = l.out_c;
+  p.kernel_h = p.kernel_w = l.kernel;
+  p.stride_h = p.stride_w = l.stride;
+  p.pad_top = p.pad_left = l.pad;
+  p.x = x.data();
+  p.packed = packed;
+  ConvProblem fused = p;
+  fused.y = y_fused.data();
+  fused.residual = residual.data();
+  fused.out_min = 0.0f;
+  fused.out_max = std::numeric_limits<float>::infinity();
+  ConvProblem plain = p;  // no clamp: the ReLU comes after the add
+  plain.y = y_separate.data();
+  ConvProblem conv_only = fused;  // the floor: the same conv with its ReLU and no residual
+  conv_only.residual = nullptr;
+  std::vector<float> y_conv(y_floats);
+  conv_only.y = y_conv.data();
+
+  pthreadpool_t pool = threads > 1 ? pthreadpool_create(static_cast<size_t>(threads)) : nullptr;
+  const int warmup = 2;
+  std::vector<double> t_fused, t_separate, t_conv;
+  for (int i = 0; i < warmup + runs; ++i) {
+    // The three variants in a rotating order, so none always runs after the same one.
+    for (int step = 0; step < 3; ++step) {
+      const int which = (i + step) % 3;
+      const double t0 = now_seconds();
+      if (which == 0) {
+        tern::cpu::packed_conv_nhwc(fused, pool);
+      } else if (which == 1) {
+        tern::cpu::packed_conv_nhwc(plain, pool);
+        add_relu(y_separate.data(), residual.data(), y_floats);
+      } else {
+        tern::cpu::packed_conv_nhwc(conv_only, pool);
+      }
+      const double t1 = now_seconds();
+      if (i >= warmup) (which == 0 ? t_fused : which == 1 ? t_separate : t_conv).push_back(t1 - t0);
+    }
+  }
+  double max_diff = 0;
+  for (size_t i = 0; i < y_floats; ++i) {
+    max_diff = std::max(max_diff, static_cast<double>(std::fabs(y_fused[i] - y_separate[i])));
+  }
+  const Stats s_f = stats_of(t_fused), s_s = stats_of(t_separate), s_c = stats_of(t_conv);
+  std::printf(
+      "%-24s x%d  %d thr | fused %7.1f us (best %7.1f) | conv + add/relu %7.1f us (best %7.1f) | "
+      "saved %5.1f us = %4.1f%% | conv+relu alone %7.1f us (best %7.1f) | y %4.0f KiB | "
+      "max|diff| %.1e\n",
+      l.name, l.count, threads, s_f.median_s * 1e6, s_f.best_s * 1e6, s_s.median_s * 1e6,
+      s_s.best_s * 1e6, (s_s.median_s - s_f.median_s) * 1e6,
+      100.0 * (s_s.median_s - s_f.median_s) / s_s.median_s, s_c.median_s * 1e6, s_c.best_s * 1e6,
+      y_floats * 4.0 / 1024.0, max_diff);
+  std::fflush(stdout);
+  if (pool != nullptr) pthreadpool_destroy(pool);
+  std::free(packed);
+  result.ok = max_diff < 1e-4;
+  result.fused_s = s_f.median_s;
+  result.separate_s = s_s.median_s;
+  result.conv_s = s_c.median_s;
+  return result;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int runs = 20;
   std::vector<int> threads = {1, 2};
   std::string only;
+  bool residual = false;
   for (int i = 1; i < argc; ++i) {
     const char* arg = argv[i];
     const bool has_value = i + 1 < argc;
     if (std::strcmp(arg, "--cputime") == 0) {
       g_cputime = true;
+    } else if (std::strcmp(arg, "--residual") == 0) {
+      residual = true;
     } else if (std::strcmp(arg, "--runs") == 0 && has_value) {
       runs = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(arg, "--threads") == 0 && has_value) {
@@ -238,9 +344,38 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: cpu_conv_bench [--runs N] [--threads 1,2] [--isa ISA] [--cputime] "
-                   "[--kc N] [--bblock BYTES] [--tasks N] [--layer NAME-SUBSTRING]\n");
+                   "[--kc N] [--bblock BYTES] [--tasks N] [--layer NAME-SUBSTRING] "
+                   "[--residual]\n");
       return 2;
     }
+  }
+  if (residual) {
+    std::printf(
+        "fused residual vs conv + add/relu pass, tern isa %s, %d runs per row, %s time, "
+        "load average before: %s\n",
+        tern::cpu::gemm_isa_name(tern::cpu::packed_gemm_isa()), runs,
+        g_cputime ? "process CPU" : "wall-clock", load_average().c_str());
+    int failures = 0;
+    for (int t : threads) {
+      double fused = 0, separate = 0;
+      for (const Layer& l : kLayers) {
+        if (l.kernel != 3 || l.stride != 1) continue;
+        if (!only.empty() && std::string(l.name).find(only) == std::string::npos) continue;
+        const ResidualResult r = run_residual(l, t, runs);
+        if (!r.ok) ++failures;
+        // Each stage's two basic blocks end in a 3x3/1 conv with a residual add: two of the
+        // 64->64 layer's four, two of the other 3x3/1 layers' three.
+        const int with_residual = (l.count + 1) / 2;
+        fused += with_residual * r.fused_s;
+        separate += with_residual * r.separate_s;
+      }
+      std::printf(
+          "TOTAL (3x3/1 convs that end a ResNet-18 basic block) %d thr | fused %.3f ms | "
+          "conv + add/relu %.3f ms | saved %.3f ms\n",
+          t, fused * 1e3, separate * 1e3, (separate - fused) * 1e3);
+    }
+    std::printf("load average after: %s\n", load_average().c_str());
+    return failures == 0 ? 0 : 1;
   }
   if (xnn_initialize(nullptr) != xnn_status_success) {
     std::fprintf(stderr, "xnn_initialize failed\n");

@@ -93,8 +93,9 @@ enum class NodeOp : uint32_t {
   PackedFullyConnected = 17,
   /// tern's own NHWC convolution (one group). in: x [N, H, W, C], packed weight (a constant
   /// [F] with F = packed_fc_floats(O, KH * KW * C), the [O, KH, KW, C] filter as an
-  /// [O, KH*KW*C] matrix); params: pads, KH, KW, strides, dilations at the ConvParam indices,
-  /// [10] = C, [11] = O; fparams: output min, max. Output [N, OH, OW, O].
+  /// [O, KH*KW*C] matrix), optional residual [N, OH, OW, O] (not a constant; added after the
+  /// bias, before the clamp); params: pads, KH, KW, strides, dilations at the ConvParam
+  /// indices, [10] = C, [11] = O; fparams: output min, max. Output [N, OH, OW, O].
   PackedConv2d = 18,
 };
 

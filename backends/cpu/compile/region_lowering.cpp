@@ -339,23 +339,58 @@ class Lowering {
     }
     last.fparams[0] = std::max(last.fparams[0], lo);
     last.fparams[1] = std::min(last.fparams[1], hi);
-    // The fc's output value becomes the clamp's: external when the clamp's output leaves.
-    const int out = node.outputs[0];
-    const uint32_t id = last.output;
-    ids_.erase(in);
-    ids_.emplace(out, id);
-    auto ext = output_arg_.find(out);
+    retarget_output(in, node.outputs[0]);
+    return true;
+  }
+
+  /// The blob value of tern value `from` (made by the last node) now stands for tern value
+  /// `to` (a folded node's output): external when `to` leaves the region.
+  void retarget_output(int from, int to) {
+    const uint32_t id = ids_.at(from);
+    ids_.erase(from);
+    ids_.emplace(to, id);
+    auto ext = output_arg_.find(to);
     if (ext != output_arg_.end()) {
-      const Value& v = g_.values[static_cast<size_t>(out)];
+      const Value& v = g_.values[static_cast<size_t>(to)];
       values_[id].kind = static_cast<uint32_t>(ValueKind::ExternalOutput);
       values_[id].layout = static_cast<uint32_t>(layout_of(v.sizes));
       values_[id].arg = ext->second;
     }
-    return true;
+  }
+
+  /// add(conv_out, r) (either order, alpha 1) where conv_out is made by the node just lowered,
+  /// one of tern's convs with no clamp or residual yet, and read by nothing else, and r is an
+  /// activation of the output's shape: r becomes the conv's residual input. Returns false
+  /// when it does not apply.
+  bool fuse_residual_into_conv(const Node& node, double alpha) {
+    if (node.op != "tern::add" || alpha != 1.0 || nodes_.empty()) return false;
+    BlobNode& last = nodes_.back();
+    if (last.op != static_cast<uint32_t>(NodeOp::PackedConv2d) || last.num_inputs != 2 ||
+        last.fparams[0] != -kInf || last.fparams[1] != kInf) {
+      return false;
+    }
+    const Value& out = g_.values[static_cast<size_t>(node.outputs[0])];
+    for (int i = 0; i < 2; ++i) {
+      const int conv_out = node.args[static_cast<size_t>(i)];
+      const int other = node.args[static_cast<size_t>(1 - i)];
+      const Value& ov = g_.values[static_cast<size_t>(other)];
+      if (ids_.count(conv_out) == 0 || ids_.at(conv_out) != last.output ||
+          uses_.at(conv_out) != 1 || output_arg_.count(conv_out) != 0 || conv_out == other ||
+          ov.kind != Value::Kind::Tensor || ov.is_constant || ov.sizes != out.sizes ||
+          (ids_.count(other) == 0 && input_arg_.count(other) == 0)) {  // must exist already
+        continue;
+      }
+      last.inputs[2] = activation(other);
+      last.num_inputs = 3;
+      retarget_output(conv_out, node.outputs[0]);
+      return true;
+    }
+    return false;
   }
 
   void lower_binary(const Node& node) {
     const double alpha = binary_alpha(g_, node);
+    if (fuse_residual_into_conv(node, alpha)) return;
     const size_t r = g_.values[static_cast<size_t>(node.outputs[0])].sizes.size();
     const uint32_t a = binary_operand(node.args[0], r, 1.0);
     const uint32_t b = binary_operand(node.args[1], r, alpha);

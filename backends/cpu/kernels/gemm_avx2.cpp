@@ -83,6 +83,23 @@ TERN_AVX2_TARGET void tile_avx2(const TileArgs& t) {
   }
 
   if (t.last) {
+    if (t.residual != nullptr) {
+      // The fused residual add: one read per output element, masked like C's ragged last panel.
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+        const float* rr = t.residual + r * t.ldc;
+#pragma GCC unroll 4
+        for (int p = 0; p < NP; ++p) {
+          if (p == NP - 1 && partial) {
+            acc[r][p][0] = _mm256_add_ps(acc[r][p][0], _mm256_maskload_ps(rr + 16 * p, mask0));
+            acc[r][p][1] = _mm256_add_ps(acc[r][p][1], _mm256_maskload_ps(rr + 16 * p + 8, mask1));
+          } else {
+            acc[r][p][0] = _mm256_add_ps(acc[r][p][0], _mm256_loadu_ps(rr + 16 * p));
+            acc[r][p][1] = _mm256_add_ps(acc[r][p][1], _mm256_loadu_ps(rr + 16 * p + 8));
+          }
+        }
+      }
+    }
     // min(hi, x) / max(lo, x) return x when x is NaN, so NaN propagates.
     const __m256 lo = _mm256_set1_ps(t.out_min);
     const __m256 hi = _mm256_set1_ps(t.out_max);

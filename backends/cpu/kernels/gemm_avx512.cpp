@@ -65,6 +65,18 @@ TERN_AVX512_TARGET void tile_avx512(const TileArgs& t) {
   }
 
   if (t.last) {
+    if (t.residual != nullptr) {
+      // The fused residual add: one read per output element, masked like C's last panel.
+#pragma GCC unroll 14
+      for (int r = 0; r < MR; ++r) {
+        const float* rr = t.residual + r * t.ldc;
+#pragma GCC unroll 4
+        for (int p = 0; p < NP - 1; ++p)
+          acc[r][p] = _mm512_add_ps(acc[r][p], _mm512_loadu_ps(rr + 16 * p));
+        acc[r][NP - 1] =
+            _mm512_add_ps(acc[r][NP - 1], _mm512_maskz_loadu_ps(last_mask, rr + 16 * (NP - 1)));
+      }
+    }
     // min(hi, x) / max(lo, x) return x when x is NaN, so NaN propagates. (The maskz forms with
     // an all-ones mask are the plain min/max without GCC 12's bogus -Wmaybe-uninitialized.)
     const __mmask16 all = 0xFFFF;

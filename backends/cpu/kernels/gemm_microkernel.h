@@ -19,9 +19,14 @@ struct TileArgs {
   int64_t kc = 0;               ///< K rows in this block (may be 0)
   float* c = nullptr;           ///< C at [row0, col0]; row r at c + r * ldc
   int64_t ldc = 0;
+  /// Null, or a tensor added to the tile in the last K block's epilogue, after the bias and the
+  /// K sum and before the clamp: at [row0, col0] with C's row stride (row r at residual + r *
+  /// ldc). Read once per element, like C's store (masked in the last panel: nothing past its
+  /// last_cols columns). Never aliases C or A. packed_gemm passes null.
+  const float* residual = nullptr;
   int last_cols = 16;  ///< valid columns of the tile's last panel (1..16); others are full
   bool first = true;   ///< first K block: start from the bias (else from C's partial sums)
-  bool last = true;    ///< last K block: apply the clamp (else store the partial sums)
+  bool last = true;    ///< last K block: add the residual (if any), clamp (else store partial sums)
   float out_min = 0, out_max = 0;
 };
 

@@ -48,6 +48,12 @@ void tile_portable(const TileArgs& t) {
   for (int r = 0; r < MR; ++r) {
     float row[16];
     std::memcpy(row, acc[r], sizeof(row));
+    if (t.last && t.residual != nullptr) {
+      // The fused residual add: only the row's valid columns are read.
+      float res[16] = {};
+      std::memcpy(res, t.residual + r * t.ldc, sizeof(float) * static_cast<size_t>(cols));
+      for (int q = 0; q < 16; ++q) row[q] += res[q];
+    }
     if (t.last) {
       // Comparisons are false for NaN, so NaN propagates.
       for (float& v : row) {

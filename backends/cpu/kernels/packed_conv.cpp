@@ -8,7 +8,8 @@
 // gathered tile fits the stack buffer, the task's B block kc × its columns stays in L2), for each
 // M tile (max_rows output pixels): gather the tile's A rows for the block into the stack buffer,
 // then for each N tile of the group: microkernel (first block from the bias, later ones from y's
-// partial sums, the last with the clamp). One gather serves every column panel of the group.
+// partial sums, the last adds the optional residual, then clamps: all in the microkernel's final
+// store, so the residual costs no pass of its own). One gather serves every column panel.
 #include "backends/cpu/kernels/packed_conv.h"
 
 #include <cstring>
@@ -189,6 +190,10 @@ void run_task(const ConvPlan& plan, int64_t task) {
       args.b = panel + kPanelWidth + k0 * kPanelWidth;
       args.last_cols = panel0 + np == plan.panels ? plan.last_cols : static_cast<int>(kPanelWidth);
       args.c = p.y + r0 * p.out_c + panel0 * kPanelWidth;
+      // y's layout: the residual at the tile's [row0, col0] (read only by the last K block).
+      args.residual = p.residual != nullptr && args.last
+                          ? p.residual + r0 * p.out_c + panel0 * kPanelWidth
+                          : nullptr;
       plan.ks->kernels[r1 - r0][np](args);
     }
   };

@@ -25,14 +25,19 @@ struct ConvProblem {
   const float* x = nullptr;
   const float* packed = nullptr;  ///< pack_fc_weight(out_c, kernel_h * kernel_w * in_c)
   float* y = nullptr;
+  /// Optional (null: none) residual added before the clamp: exactly y's shape and layout
+  /// [batch, out_h, out_w, out_c], contiguous NHWC. Read once per output element in the
+  /// microkernel's final store (never past its end). Must not alias (nor overlap) y or x.
+  const float* residual = nullptr;
   float out_min = -std::numeric_limits<float>::infinity();  ///< fused clamp; (-inf, +inf) for none
   float out_max = std::numeric_limits<float>::infinity();
 };
 
-/// y = clamp(conv(x, W) + bias). Splits the work over `pool` (null: the caller's thread only).
-/// Never allocates (its A buffer lives on the stack, under 32 KiB per call frame); reads x only
-/// inside [batch, in_h, in_w, in_c] and writes y only inside [batch, out_h, out_w, out_c].
-/// Uses the ISA packed_gemm_isa() names. Thread-safe for distinct y.
+/// y = clamp(conv(x, W) + bias + residual) (no residual term when it is null). Splits the work
+/// over `pool` (null: the caller's thread only). Never allocates (its A buffer lives on the
+/// stack, under 32 KiB per call frame); reads x only inside [batch, in_h, in_w, in_c], the
+/// residual only inside y's shape, and writes y only inside [batch, out_h, out_w, out_c]. Uses
+/// the ISA packed_gemm_isa() names. Thread-safe for distinct y.
 void packed_conv_nhwc(const ConvProblem& p, pthreadpool_t pool);
 
 }  // namespace tern::cpu

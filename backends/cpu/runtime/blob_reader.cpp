@@ -73,8 +73,12 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
       *const_mask = 0x6;
       return;
     case NodeOp::PackedFullyConnected:
-    case NodeOp::PackedConv2d:
       *min_in = *max_in = 2;
+      *const_mask = 0x2;
+      return;
+    case NodeOp::PackedConv2d:  // x, packed weight, residual?
+      *min_in = 2;
+      *max_in = 3;
       *const_mask = 0x2;
       return;
     case NodeOp::Add:
@@ -241,6 +245,15 @@ Error check_packed_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
   TERN_RETURN_IF_ERROR(window(n, node, "width", x.dims[2], node.params[kPadLeft],
                               node.params[kPadRight], kw, node.params[kStrideW],
                               node.params[kDilationW], &out[2]));
+  if (node.num_inputs == 3 && !dims_equal(v[node.inputs[2]], out, 4)) {
+    char a[128], b[128];
+    TERN_RETURN_ERROR(InvalidProgram,
+                      "cpu blob: node %u (%s): residual value %u has dims %s, expected the "
+                      "output's %s",
+                      n, op_name(node.op), node.inputs[2],
+                      dims_str(v[node.inputs[2]].dims, v[node.inputs[2]].rank, a, sizeof(a)),
+                      dims_str(out, 4, b, sizeof(b)));
+  }
   return check_out_dims(n, node, v[node.output], out, 4);
 }
 

@@ -52,6 +52,7 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       c.x = addr[node.inputs[0]];
       c.packed = addr[node.inputs[1]];
       c.y = addr[node.output];
+      c.residual = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
       c.out_min = node.fparams[0];
       c.out_max = node.fparams[1];
       packed_conv_nhwc(c, pool);

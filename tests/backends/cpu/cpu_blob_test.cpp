@@ -623,5 +623,41 @@ TEST_F(CpuBlobTest, TinyProductsStayInXnnpackLargeOnesGoToTernsKernels) {
   EXPECT_EQ(ops_of(1, 576, 1024), static_cast<uint32_t>(cpu::NodeOp::PackedFullyConnected));
 }
 
+TEST_F(CpuBlobTest, ResidualAddAndReluFoldIntoTheConv) {
+  GraphBuilder b;
+  const std::vector<int64_t> xs{1, 16, 8, 8};
+  const int x = b.input("x", DType::F32, xs);
+  const int w = b.constant_f32("w", {16, 16, 3, 3}, random_floats(2304, 11, -0.3f, 0.3f));
+  const int c = b.op("tern::conv2d",
+                     {x, w, b.none(), b.int_list({1, 1}), b.int_list({1, 1}), b.int_list({1, 1}),
+                      b.int_value(1)},
+                     DType::F32, xs);
+  const int s = b.op("tern::add", {x, c}, DType::F32, xs);
+  b.output(b.op("tern::relu", {s}, DType::F32, xs));
+  delegate_cpu(b, 0, 2);
+  const compiler::Graph g = b.build();
+  std::vector<uint8_t> blob = g.delegates[0].blob;
+  cpu::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  ASSERT_EQ(h.num_nodes, 1u);  // conv + add + relu in one node
+  const size_t node_at = sizeof(h) + h.num_values * sizeof(cpu::BlobValue);
+  cpu::BlobNode node;
+  std::memcpy(&node, blob.data() + node_at, sizeof(node));
+  EXPECT_EQ(node.op, static_cast<uint32_t>(cpu::NodeOp::PackedConv2d));
+  ASSERT_EQ(node.num_inputs, 3u);
+  EXPECT_EQ(node.inputs[2], node.inputs[0]);  // the residual is x itself
+  EXPECT_EQ(node.fparams[0], 0.0f);
+  // A residual pointing at the packed weight is refused: it must not be a constant.
+  std::vector<uint8_t> bad = blob;
+  const uint32_t weight = node.inputs[1];
+  std::memcpy(bad.data() + node_at + offsetof(cpu::BlobNode, inputs) + 8, &weight, 4);
+  cpu::BlobPlan plan;
+  EXPECT_EQ(cpu::parse_blob(Span<const uint8_t>(bad.data(), bad.size()), &plan),
+            Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("must not be a constant"), std::string::npos)
+      << last_error_message();
+  cpu::free_blob_plan(&plan);
+}
+
 }  // namespace
 }  // namespace tern::cpu_test

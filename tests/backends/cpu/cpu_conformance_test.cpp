@@ -171,6 +171,35 @@ std::vector<OpCase> cases() {
                  b.output(conv(b, c3, xs, 48, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, false, 40));
                },
                kConv});
+  c.push_back({"basic_block_residual_fused",  // relu(conv(relu(conv(x))) + x): add + relu fold
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 32, 12, 12};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int c1 = conv(b, x, xs, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 43);
+                 const int r1 = b.op("tern::relu", {c1}, DType::F32, xs);
+                 const int c2 = conv(b, r1, xs, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 44);
+                 const int s = b.op("tern::add", {c2, x}, DType::F32, xs);
+                 b.output(b.op("tern::relu", {s}, DType::F32, xs));
+               },
+               kConv});
+  c.push_back({"residual_first_operand_and_downsample",  // add(identity, conv), strided 1x1
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{2, 16, 10, 10};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int d = conv(b, x, xs, 32, 1, 1, {2, 2}, {0, 0}, {1, 1}, 1, false, 45);
+                 const int c1 = conv(b, x, xs, 32, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, true, 46);
+                 b.output(b.op("tern::add", {d, c1}, DType::F32, {2, 32, 5, 5}));
+               },
+               kConv});
+  c.push_back({"conv_output_also_read_not_fused",
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 24, 9, 9};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int c1 = conv(b, x, xs, 24, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 47);
+                 b.output(b.op("tern::add", {c1, x}, DType::F32, xs));
+                 b.output(b.op("tern::sigmoid", {c1}, DType::F32, xs));
+               },
+               kConv});
   c.push_back({"tiny_pointwise_conv_and_linear_stay_in_xnnpack",  // an SE block's shapes
                [](GraphBuilder& b) {
                  const std::vector<int64_t> xs{1, 24, 1, 1};

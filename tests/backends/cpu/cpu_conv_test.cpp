@@ -2,9 +2,11 @@
 // CPU runs, forced in turn, against a naive double-precision NHWC convolution over a spread of
 // shapes (the ResNet stem 7x7/2 with C = 3, 3x3/1 and 3x3/2 with padding, 1x1/2, dilation 2,
 // non-square kernels, images and strides, batch 2, out_c not a multiple of 16, tiny images where
-// the kernel is mostly padding), bias or none, clamp or none, no pool and a 2-thread pool, default
-// and tiny cache blocks; a guard region after y stays untouched; x and y ending at a PROT_NONE
-// page are neither over-read nor over-written; no heap allocation.
+// the kernel is mostly padding), bias or none, clamp or none, fused residual or none (with a ReLU
+// clamp: ResNet's relu(conv + bias + identity)), no pool and a 2-thread pool, default and tiny
+// cache blocks (K split into several blocks: the residual is added once, in the last); a guard
+// region after y stays untouched; x, y and the residual ending at a PROT_NONE page are neither
+// over-read nor over-written (the residual read-only); no heap allocation.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -101,15 +103,19 @@ const Case kCases[] = {
     {"many pixels 3x3/1 C=16", 1, 24, 23, 16, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
 };
 
-std::string describe(const Case& c, GemmIsa isa, bool bias, bool clamp, bool pool) {
+std::string describe(const Case& c, GemmIsa isa, bool bias, bool clamp, bool pool,
+                     bool residual = false) {
   return std::string(c.name) + " [" + gemm_isa_name(isa) + (bias ? ", bias" : ", no bias") +
-         (clamp ? ", clamp" : "") + (pool ? ", pool2" : ", no pool") + "]";
+         (clamp ? ", clamp" : "") + (residual ? ", residual" : "") +
+         (pool ? ", pool2" : ", no pool") + "]";
 }
 
 /// y (out_c of each pixel) against a double-precision NHWC convolution of x with w [O, KH, KW, C]
-/// plus bias, clamped; the tolerance is relative to sum |x| |w| + |bias| of each output.
+/// plus bias plus residual (y's layout; null: none), clamped; the tolerance is relative to
+/// sum |x| |w| + |bias| + |residual| of each output.
 int check_against_reference(const Case& cs, const float* x, const float* w, const float* bias,
-                            float lo, float hi, const float* y, const std::string& what) {
+                            float lo, float hi, const float* y, const std::string& what,
+                            const float* residual = nullptr) {
   const int64_t oh_n = cs.out_h(), ow_n = cs.out_w();
   int bad = 0;
   for (int64_t n = 0; n < cs.batch; ++n) {
@@ -132,8 +138,13 @@ int check_against_reference(const Case& cs, const float* x, const float* w, cons
               }
             }
           }
+          const int64_t at = ((n * oh_n + oh) * ow_n + ow) * cs.out_c + o;
+          if (residual != nullptr) {
+            sum += residual[at];
+            mag += std::fabs(residual[at]);
+          }
           const double want = std::fmin(std::fmax(sum, lo), hi);
-          const double got = y[((n * oh_n + oh) * ow_n + ow) * cs.out_c + o];
+          const double got = y[at];
           const double tol = 1e-5 * mag + 1e-6;
           if (!(std::fabs(got - want) <= tol)) {
             if (bad < 5) {
@@ -150,7 +161,7 @@ int check_against_reference(const Case& cs, const float* x, const float* w, cons
 }
 
 ConvProblem make_problem(const Case& cs, const float* x, const float* packed, float* y, float lo,
-                         float hi) {
+                         float hi, const float* residual = nullptr) {
   ConvProblem p;
   p.batch = cs.batch;
   p.in_h = cs.in_h;
@@ -170,13 +181,15 @@ ConvProblem make_problem(const Case& cs, const float* x, const float* packed, fl
   p.x = x;
   p.packed = packed;
   p.y = y;
+  p.residual = residual;
   p.out_min = lo;
   p.out_max = hi;
   return p;
 }
 
-/// Runs every case with every ISA, bias/none × clamp/none × no pool/2 threads under the current
-/// blocking knobs; y is exactly sized with a guard region after it.
+/// Runs every case with every ISA, bias/none × clamp/none × no pool/2 threads × residual/none
+/// under the current blocking knobs; y is exactly sized with a guard region after it. With a
+/// residual the clamp is a ReLU (ResNet's relu(conv + bias + identity)).
 void run_all_cases(const std::string& blocks) {
   Pool two(2);
   uint32_t seed = 1;
@@ -188,19 +201,24 @@ void run_all_cases(const std::string& blocks) {
       const std::vector<float> x = random_floats(cs.x_floats(), seed);
       const std::vector<float> w = random_floats(cs.out_c * cs.k(), seed + 1);
       const std::vector<float> bias = random_floats(cs.out_c, seed + 2);
+      const std::vector<float> residual = random_floats(cs.y_floats(), seed + 3);
       ++seed;
-      for (int variant = 0; variant < 8; ++variant) {
-        const bool with_bias = variant & 1, clamp = variant & 2, pooled = variant & 4;
-        const float lo = clamp ? -0.5f : -kInf, hi = clamp ? 0.75f : kInf;
+      for (int variant = 0; variant < 16; ++variant) {
+        const bool with_bias = variant & 1, clamp = variant & 2, pooled = variant & 4,
+                   with_residual = variant & 8;
+        const float* res = with_residual ? residual.data() : nullptr;
+        const float lo = clamp ? (with_residual ? 0.0f : -0.5f) : -kInf;
+        const float hi = clamp && !with_residual ? 0.75f : kInf;
         std::vector<float> packed(packed_weight_floats(cs.out_c, cs.k()));
         pack_fc_weight(w.data(), with_bias ? bias.data() : nullptr, cs.out_c, cs.k(),
                        packed.data());
         std::vector<float> y(cs.y_floats() + kGuardFloats, kGuard);
-        const ConvProblem p = make_problem(cs, x.data(), packed.data(), y.data(), lo, hi);
+        const ConvProblem p = make_problem(cs, x.data(), packed.data(), y.data(), lo, hi, res);
         packed_conv_nhwc(p, pooled ? two.pool : nullptr);
-        const std::string what = describe(cs, isa, with_bias, clamp, pooled) + " " + blocks;
+        const std::string what =
+            describe(cs, isa, with_bias, clamp, pooled, with_residual) + " " + blocks;
         check_against_reference(cs, x.data(), w.data(), with_bias ? bias.data() : nullptr, lo, hi,
-                                y.data(), what);
+                                y.data(), what, res);
         for (int64_t i = 0; i < kGuardFloats; ++i) {
           ASSERT_EQ(y[cs.y_floats() + i], kGuard) << what << ": guard float " << i << " written";
         }
@@ -226,7 +244,8 @@ TEST_F(CpuConv, TinyBlocksSplitRunsAndManyTasks) {
 
 TEST_F(CpuConv, ResNetLayerShapesAtReducedSize) {
   // ResNet-18's channel counts on small images: K up to 4608 (several K blocks of the stack
-  // buffer), out_c up to 512 (several N groups).
+  // buffer: the residual is added once, by the last), out_c up to 512 (several N groups); fused
+  // ReLU, with and without a residual.
   const Case cases[] = {
       {"3x3 256->256", 1, 4, 4, 256, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
       {"3x3/2 256->512", 1, 7, 7, 256, 512, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
@@ -243,15 +262,20 @@ TEST_F(CpuConv, ResNetLayerShapesAtReducedSize) {
       const std::vector<float> w = random_floats(cs.out_c * cs.k(), seed + 1);
       const std::vector<float> bias = random_floats(cs.out_c, seed + 2);
       ++seed;
+      const std::vector<float> residual = random_floats(cs.y_floats(), seed + 3);
       std::vector<float> packed(packed_weight_floats(cs.out_c, cs.k()));
       pack_fc_weight(w.data(), bias.data(), cs.out_c, cs.k(), packed.data());
-      for (pthreadpool_t pool : {static_cast<pthreadpool_t>(nullptr), two.pool}) {
-        std::vector<float> y(cs.y_floats() + kGuardFloats, kGuard);
-        packed_conv_nhwc(make_problem(cs, x.data(), packed.data(), y.data(), 0.0f, kInf), pool);
-        const std::string what = describe(cs, isa, true, true, pool != nullptr);
-        check_against_reference(cs, x.data(), w.data(), bias.data(), 0.0f, kInf, y.data(), what);
-        for (int64_t i = 0; i < kGuardFloats; ++i) {
-          ASSERT_EQ(y[cs.y_floats() + i], kGuard) << what << ": guard float " << i << " written";
+      for (const float* res : {static_cast<const float*>(nullptr), residual.data()}) {
+        for (pthreadpool_t pool : {static_cast<pthreadpool_t>(nullptr), two.pool}) {
+          std::vector<float> y(cs.y_floats() + kGuardFloats, kGuard);
+          packed_conv_nhwc(make_problem(cs, x.data(), packed.data(), y.data(), 0.0f, kInf, res),
+                           pool);
+          const std::string what = describe(cs, isa, true, true, pool != nullptr, res != nullptr);
+          check_against_reference(cs, x.data(), w.data(), bias.data(), 0.0f, kInf, y.data(), what,
+                                  res);
+          for (int64_t i = 0; i < kGuardFloats; ++i) {
+            ASSERT_EQ(y[cs.y_floats() + i], kGuard) << what << ": guard float " << i << " written";
+          }
         }
       }
     }
@@ -277,6 +301,8 @@ class GuardedBuffer {
   GuardedBuffer(const GuardedBuffer&) = delete;
   GuardedBuffer& operator=(const GuardedBuffer&) = delete;
   float* data() const { return data_; }
+  /// Makes the data pages read-only: a write faults too.
+  bool make_read_only() { return mprotect(base_, data_pages_ * page_, PROT_READ) == 0; }
 
  private:
   size_t page_ = 0, data_pages_ = 0, total_ = 0;
@@ -310,6 +336,44 @@ TEST_F(CpuConv, ExactSizeXAndYEndingAtAGuardPage) {
   }
 }
 
+TEST_F(CpuConv, ReadOnlyResidualEndingAtAGuardPage) {
+  // The residual exactly sized, read-only, ending at a PROT_NONE page (out_c 5, 9, 17, 33 make
+  // the last row's last panel ragged): an over-read or a write dies with SIGSEGV. Default and
+  // tiny K blocks (only the last block reads the residual).
+  Pool two(2);
+  uint32_t seed = 250;
+  for (int64_t kc : {int64_t{1} << 20, int64_t{37}}) {
+    gemm_detail::conv_blocking().kc_max = kc;
+    for (GemmIsa isa : supported_isas()) {
+      ASSERT_TRUE(packed_gemm_force_isa(isa));
+      for (const Case& cs : kCases) {
+        const std::vector<float> x = random_floats(cs.x_floats(), seed);
+        const std::vector<float> w = random_floats(cs.out_c * cs.k(), seed + 1);
+        const std::vector<float> bias = random_floats(cs.out_c, seed + 2);
+        const std::vector<float> res_src = random_floats(cs.y_floats(), seed + 3);
+        ++seed;
+        std::vector<float> packed(packed_weight_floats(cs.out_c, cs.k()));
+        pack_fc_weight(w.data(), bias.data(), cs.out_c, cs.k(), packed.data());
+        GuardedBuffer residual(sizeof(float) * cs.y_floats());
+        ASSERT_NE(residual.data(), nullptr);
+        std::memcpy(residual.data(), res_src.data(), sizeof(float) * res_src.size());
+        ASSERT_TRUE(residual.make_read_only());
+        GuardedBuffer y(sizeof(float) * cs.y_floats());
+        ASSERT_NE(y.data(), nullptr);
+        for (pthreadpool_t pool : {static_cast<pthreadpool_t>(nullptr), two.pool}) {
+          packed_conv_nhwc(
+              make_problem(cs, x.data(), packed.data(), y.data(), 0.0f, kInf, residual.data()),
+              pool);
+          check_against_reference(cs, x.data(), w.data(), bias.data(), 0.0f, kInf, y.data(),
+                                  describe(cs, isa, true, true, pool != nullptr, true) +
+                                      " residual at a guard page, kc_max " + std::to_string(kc),
+                                  residual.data());
+        }
+      }
+    }
+  }
+}
+
 TEST_F(CpuConv, NoHeapAllocation) {
   if (!TERN_ZERO_ALLOC_HOOKS) GTEST_SKIP() << "sanitizers own malloc";
   const Case cs{"3x3/2 p1 batch 2", 2, 15, 13, 24, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
@@ -317,20 +381,24 @@ TEST_F(CpuConv, NoHeapAllocation) {
   const std::vector<float> w = random_floats(cs.out_c * cs.k(), 301);
   std::vector<float> packed(packed_weight_floats(cs.out_c, cs.k()));
   pack_fc_weight(w.data(), nullptr, cs.out_c, cs.k(), packed.data());
+  const std::vector<float> residual = random_floats(cs.y_floats(), 302);
   std::vector<float> y(cs.y_floats());
   Pool two(2);
   packed_conv_nhwc(make_problem(cs, x.data(), packed.data(), y.data(), -kInf, kInf), two.pool);
   for (GemmIsa isa : supported_isas()) {
     ASSERT_TRUE(packed_gemm_force_isa(isa));
-    for (pthreadpool_t pool : {static_cast<pthreadpool_t>(nullptr), two.pool}) {
-      const ConvProblem p = make_problem(cs, x.data(), packed.data(), y.data(), -kInf, kInf);
-      long allocations = 0;
-      {
-        testing_support::ArmedCounter counter;
-        packed_conv_nhwc(p, pool);
-        allocations = counter.count();
+    for (const float* res : {static_cast<const float*>(nullptr), residual.data()}) {
+      for (pthreadpool_t pool : {static_cast<pthreadpool_t>(nullptr), two.pool}) {
+        const ConvProblem p = make_problem(cs, x.data(), packed.data(), y.data(), 0.0f, kInf, res);
+        long allocations = 0;
+        {
+          testing_support::ArmedCounter counter;
+          packed_conv_nhwc(p, pool);
+          allocations = counter.count();
+        }
+        EXPECT_EQ(allocations, 0) << gemm_isa_name(isa) << (pool ? " pool2" : " no pool")
+                                  << (res ? " residual" : "");
       }
-      EXPECT_EQ(allocations, 0) << gemm_isa_name(isa) << (pool ? " pool2" : " no pool");
     }
   }
 }
