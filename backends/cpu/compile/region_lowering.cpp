@@ -216,14 +216,7 @@ class Lowering {
     BlobNode& n = add_node(
         a.depthwise ? NodeOp::DepthwiseConv2d : NodeOp::Conv2d,
         b == cpu::kNoValue ? std::vector<uint32_t>{x, f} : std::vector<uint32_t>{x, f, b}, out);
-    n.params[cpu::kPadTop] = n.params[cpu::kPadBottom] = static_cast<uint32_t>(a.pad[0]);
-    n.params[cpu::kPadLeft] = n.params[cpu::kPadRight] = static_cast<uint32_t>(a.pad[1]);
-    n.params[cpu::kKernelH] = static_cast<uint32_t>(kh);
-    n.params[cpu::kKernelW] = static_cast<uint32_t>(kw);
-    n.params[cpu::kStrideH] = static_cast<uint32_t>(a.stride[0]);
-    n.params[cpu::kStrideW] = static_cast<uint32_t>(a.stride[1]);
-    n.params[cpu::kDilationH] = static_cast<uint32_t>(a.dilation[0]);
-    n.params[cpu::kDilationW] = static_cast<uint32_t>(a.dilation[1]);
+    set_window_params(n, a, kh, kw);
     if (a.depthwise) {
       n.params[cpu::kGroups] = static_cast<uint32_t>(o / a.groups);       // depth multiplier
       n.params[cpu::kGroupInChannels] = static_cast<uint32_t>(a.groups);  // input channels
@@ -269,20 +262,35 @@ class Lowering {
   /// Node args 0, 1, 2 are x, a constant weight of n x k floats (row-major) and an optional
   /// bias; the output is x with its last (XNNPACK) dim k replaced by n.
   void lower_packed_fc(const Node& node, int64_t n, int64_t k) {
-    const Value& w = g_.values[static_cast<size_t>(node.args[1])];
     const uint32_t x = activation(node.args[0]);
-    const std::vector<float> weight = constant_floats(w);
-    std::vector<float> bias;
-    if (!is_none(g_, node.args[2])) {
-      bias = constant_floats(g_.values[static_cast<size_t>(node.args[2])]);
-    }
-    std::vector<float> packed(
-        static_cast<size_t>(cpu::packed_fc_floats(static_cast<uint64_t>(n), static_cast<uint64_t>(k))));
-    cpu::pack_fc_weight(weight.data(), bias.empty() ? nullptr : bias.data(), n, k, packed.data());
-    const uint32_t f = add_constant({static_cast<uint64_t>(packed.size())}, packed);
+    const uint32_t f = add_packed_weight(
+        constant_floats(g_.values[static_cast<size_t>(node.args[1])]), n, k, node.args[2]);
     BlobNode& fc = add_node(NodeOp::PackedFullyConnected, {x, f}, output(node.outputs[0]));
     fc.params[0] = static_cast<uint32_t>(n);
     fc.params[1] = static_cast<uint32_t>(k);
+  }
+
+  /// The constant of a row-major weight matrix [n, k] and the bias of node argument
+  /// `bias_arg` (None: zeros) packed for tern's GEMM (cpu_blob_format.h packed_fc_floats).
+  uint32_t add_packed_weight(const std::vector<float>& matrix, int64_t n, int64_t k, int bias_arg) {
+    std::vector<float> bias;
+    if (!is_none(g_, bias_arg)) bias = constant_floats(g_.values[static_cast<size_t>(bias_arg)]);
+    std::vector<float> packed(static_cast<size_t>(
+        cpu::packed_fc_floats(static_cast<uint64_t>(n), static_cast<uint64_t>(k))));
+    cpu::pack_fc_weight(matrix.data(), bias.empty() ? nullptr : bias.data(), n, k, packed.data());
+    return add_constant({static_cast<uint64_t>(packed.size())}, packed);
+  }
+
+  /// Pads, window, strides and dilations of a conv at the ConvParam indices.
+  static void set_window_params(BlobNode& n, const ConvAttrs& a, int64_t kh, int64_t kw) {
+    n.params[cpu::kPadTop] = n.params[cpu::kPadBottom] = static_cast<uint32_t>(a.pad[0]);
+    n.params[cpu::kPadLeft] = n.params[cpu::kPadRight] = static_cast<uint32_t>(a.pad[1]);
+    n.params[cpu::kKernelH] = static_cast<uint32_t>(kh);
+    n.params[cpu::kKernelW] = static_cast<uint32_t>(kw);
+    n.params[cpu::kStrideH] = static_cast<uint32_t>(a.stride[0]);
+    n.params[cpu::kStrideW] = static_cast<uint32_t>(a.stride[1]);
+    n.params[cpu::kDilationH] = static_cast<uint32_t>(a.dilation[0]);
+    n.params[cpu::kDilationW] = static_cast<uint32_t>(a.dilation[1]);
   }
 
   /// A dense conv (one group) runs on tern's own NHWC convolution: the OIHW weight becomes
@@ -301,31 +309,17 @@ class Lowering {
         }
       }
     }
-    std::vector<float> bias;
-    if (!is_none(g_, node.args[2])) {
-      bias = constant_floats(g_.values[static_cast<size_t>(node.args[2])]);
-    }
-    std::vector<float> packed(static_cast<size_t>(
-        cpu::packed_fc_floats(static_cast<uint64_t>(o), static_cast<uint64_t>(k))));
-    cpu::pack_fc_weight(matrix.data(), bias.empty() ? nullptr : bias.data(), o, k, packed.data());
     const uint32_t x = activation(node.args[0]);
-    const uint32_t f = add_constant({static_cast<uint64_t>(packed.size())}, packed);
+    const uint32_t f = add_packed_weight(matrix, o, k, node.args[2]);
     BlobNode& n = add_node(NodeOp::PackedConv2d, {x, f}, output(node.outputs[0]));
-    n.params[cpu::kPadTop] = n.params[cpu::kPadBottom] = static_cast<uint32_t>(a.pad[0]);
-    n.params[cpu::kPadLeft] = n.params[cpu::kPadRight] = static_cast<uint32_t>(a.pad[1]);
-    n.params[cpu::kKernelH] = static_cast<uint32_t>(kh);
-    n.params[cpu::kKernelW] = static_cast<uint32_t>(kw);
-    n.params[cpu::kStrideH] = static_cast<uint32_t>(a.stride[0]);
-    n.params[cpu::kStrideW] = static_cast<uint32_t>(a.stride[1]);
-    n.params[cpu::kDilationH] = static_cast<uint32_t>(a.dilation[0]);
-    n.params[cpu::kDilationW] = static_cast<uint32_t>(a.dilation[1]);
+    set_window_params(n, a, kh, kw);
     n.params[cpu::kPackedInChannels] = static_cast<uint32_t>(c);
     n.params[cpu::kPackedOutChannels] = static_cast<uint32_t>(o);
   }
 
   /// A relu/hardtanh/clamp whose input is made by the node just lowered, one of tern's GEMM
-  /// nodes (fc or conv), and read by nothing else folds into that node's output bounds. Returns false when
-  /// it does not apply.
+  /// nodes (fc or conv), and read by nothing else folds into that node's output bounds.
+  /// Returns false when it does not apply.
   bool fuse_clamp_into_fc(const Node& node, float lo, float hi) {
     const int in = node.args[0];
     if (nodes_.empty() || ids_.count(in) == 0 || uses_.at(in) != 1 || output_arg_.count(in) != 0) {

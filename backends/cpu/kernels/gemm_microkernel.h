@@ -84,4 +84,42 @@ ConvBlocking& conv_blocking();
 /// Floats of the stack buffer a conv task gathers A into (30 KiB: the frame stays under 32 KiB).
 constexpr int64_t kConvABufferFloats = 7680;
 
+// ---- planning helpers shared by the GEMM and conv drivers ----
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+/// Start of part i of `count` when `total` is split as evenly as possible.
+inline int64_t split_point(int64_t total, int64_t count, int64_t i) { return i * total / count; }
+
+/// Register tiles for m rows over `panels` column panels: the set's wide tiles, or one tile of
+/// all m rows with the small-m panel count when m is small enough.
+struct TileChoice {
+  int64_t max_rows = 1;     ///< rows per tile
+  int64_t tile_panels = 1;  ///< panels per N tile
+  int64_t m_tiles = 1;
+  int64_t n_tiles = 1;
+};
+inline TileChoice choose_tiles(const MicrokernelSet& ks, int64_t m, int64_t panels) {
+  TileChoice t;
+  t.max_rows = ks.max_rows;
+  t.tile_panels = ks.wide_panels;
+  if (m <= ks.small_m_max) {
+    t.max_rows = m;
+    t.tile_panels = ks.small_panels;
+  }
+  t.m_tiles = ceil_div(m, t.max_rows);
+  t.n_tiles = ceil_div(panels, t.tile_panels);
+  return t;
+}
+
+/// Tasks a problem of `fmas` multiply-adds wants on `threads` pool threads: tasks_per_thread
+/// per thread, but none smaller than min_task_fmas (at least 1).
+inline int64_t wanted_tasks(double fmas, int64_t threads, int64_t tasks_per_thread,
+                            int64_t min_task_fmas) {
+  const double cap = fmas / static_cast<double>(max64(1, min_task_fmas));
+  const int64_t max_tasks = cap < 1.0 ? 1 : cap > 1e6 ? 1000000 : static_cast<int64_t>(cap);
+  return min64(threads * tasks_per_thread, max_tasks);
+}
+
 }  // namespace tern::cpu::gemm_detail

@@ -34,10 +34,10 @@ using gemm_detail::MicrokernelSet;
 using gemm_detail::TileArgs;
 using gemm_detail::TileKernel;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-int64_t split_point(int64_t total, int64_t count, int64_t i) { return i * total / count; }
+using gemm_detail::ceil_div;
+using gemm_detail::max64;
+using gemm_detail::min64;
+using gemm_detail::split_point;
 
 struct ConvPlan {
   const ConvProblem* p = nullptr;
@@ -233,15 +233,11 @@ ConvPlan make_plan(const ConvProblem& p, const MicrokernelSet* ks, int64_t threa
   plan.last_cols = static_cast<int>(p.out_c - (plan.panels - 1) * kPanelWidth);
 
   // Register tiles, as packed_gemm picks them.
-  int64_t max_rows = ks->max_rows;
-  if (plan.m <= ks->small_m_max) {
-    max_rows = plan.m;
-    plan.tile_panels = ks->small_panels;
-  } else {
-    plan.tile_panels = ks->wide_panels;
-  }
-  plan.m_tiles = ceil_div(plan.m, max_rows);
-  plan.n_tiles = ceil_div(plan.panels, plan.tile_panels);
+  const gemm_detail::TileChoice tiles = gemm_detail::choose_tiles(*ks, plan.m, plan.panels);
+  const int64_t max_rows = tiles.max_rows;
+  plan.tile_panels = tiles.tile_panels;
+  plan.m_tiles = tiles.m_tiles;
+  plan.n_tiles = tiles.n_tiles;
 
   // K blocks: a tile of max_rows rows × (kc rounded up to 16, plus 16 floats so the rows do not
   // share cache sets) must fit the stack buffer.
@@ -267,11 +263,8 @@ ConvPlan make_plan(const ConvProblem& p, const MicrokernelSet* ks, int64_t threa
   if (threads > 1) {
     const double fmas = static_cast<double>(plan.m) * static_cast<double>(p.out_c) *
                         static_cast<double>(plan.k);
-    const double task_cap = fmas / static_cast<double>(max64(1, blocking.min_task_fmas));
-    const int64_t max_tasks = task_cap < 1.0   ? 1
-                              : task_cap > 1e6 ? 1000000
-                                               : static_cast<int64_t>(task_cap);
-    const int64_t wanted = min64(threads * blocking.tasks_per_thread, max_tasks);
+    const int64_t wanted = gemm_detail::wanted_tasks(fmas, threads, blocking.tasks_per_thread,
+                                                     blocking.min_task_fmas);
     if (plan.m_blocks * plan.n_groups < wanted) {
       plan.m_blocks = min64(max64(1, plan.m_tiles / 2), ceil_div(wanted, plan.n_groups));
     }

@@ -28,12 +28,10 @@ using gemm_detail::MicrokernelSet;
 using gemm_detail::TileArgs;
 using gemm_detail::TileKernel;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-
-/// Start of part i of `count` when `total` is split as evenly as possible.
-int64_t split_point(int64_t total, int64_t count, int64_t i) { return i * total / count; }
+using gemm_detail::ceil_div;
+using gemm_detail::max64;
+using gemm_detail::min64;
+using gemm_detail::split_point;
 
 struct Plan {
   const GemmProblem* p = nullptr;
@@ -103,15 +101,11 @@ Plan make_plan(const GemmProblem& p, const MicrokernelSet* ks, int64_t threads) 
   plan.last_cols = static_cast<int>(p.n - (plan.panels - 1) * kPanelWidth);
 
   // Register tiles.
-  int64_t max_rows = ks->max_rows;
-  if (p.m <= ks->small_m_max) {
-    max_rows = p.m;
-    plan.tile_panels = ks->small_panels;
-  } else {
-    plan.tile_panels = ks->wide_panels;
-  }
-  plan.m_tiles = ceil_div(p.m, max_rows);
-  plan.n_tiles = ceil_div(plan.panels, plan.tile_panels);
+  const gemm_detail::TileChoice tiles = gemm_detail::choose_tiles(*ks, p.m, plan.panels);
+  const int64_t max_rows = tiles.max_rows;
+  plan.tile_panels = tiles.tile_panels;
+  plan.m_tiles = tiles.m_tiles;
+  plan.n_tiles = tiles.n_tiles;
 
   // K blocks: only worth it when a B sliver is reused by several M tiles.
   plan.k_blocks = plan.m_tiles > 1 ? ceil_div(p.k, blocking.kc_max) : 1;
@@ -128,11 +122,8 @@ Plan make_plan(const GemmProblem& p, const MicrokernelSet* ks, int64_t threads) 
   if (threads > 1) {
     const double fmas = static_cast<double>(p.m) * static_cast<double>(p.n) *
                         static_cast<double>(max64(p.k, 1));  // double: no overflow
-    const double task_cap = fmas / static_cast<double>(blocking.min_task_fmas);
-    const int64_t max_tasks = task_cap < 1.0   ? 1
-                              : task_cap > 1e6 ? 1000000
-                                               : static_cast<int64_t>(task_cap);
-    const int64_t wanted = min64(threads * blocking.tasks_per_thread, max_tasks);
+    const int64_t wanted = gemm_detail::wanted_tasks(fmas, threads, blocking.tasks_per_thread,
+                                                     blocking.min_task_fmas);
     if (plan.m_blocks < wanted) {
       plan.n_groups = min64(plan.n_tiles, ceil_div(wanted, plan.m_blocks));
       if (plan.m_blocks * plan.n_groups < wanted) {
