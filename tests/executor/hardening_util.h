@@ -20,24 +20,17 @@
 #include "runtime/executor/memory_manager.h"
 #include "runtime/executor/method.h"
 #include "runtime/executor/program.h"
+#include "tests/support/exact_memory.h"
 #include "tests/support/temp_path.h"
 #include "tools/compiler/compile.h"
 #include "tools/compiler/graph_json.h"
 
 namespace tern::hardening {
 
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-using Bytes = std::unique_ptr<uint8_t, FreeDeleter>;
-
-/// Exactly `size` bytes (so ASan flags a read one past the end) aligned to `alignment`.
-inline Bytes exact_bytes(size_t size, size_t alignment = 64) {
-  if (alignment < sizeof(void*)) alignment = sizeof(void*);
-  void* p = nullptr;
-  if (posix_memalign(&p, alignment, size == 0 ? 1 : size) != 0) throw std::bad_alloc();
-  return Bytes(static_cast<uint8_t*>(p));
-}
+using testing_support::Bytes;
+using testing_support::CountingAllocator;
+using testing_support::exact_bytes;
+using testing_support::ExactMemory;
 
 /// A new temporary folder for the current test, removed with everything in it when this
 /// object goes out of scope (also when the test throws). Unlike unique_temp_path() alone, a
@@ -95,67 +88,6 @@ class OwnedProgram {
   Bytes bytes_;
   BufferDataLoader loader_;
   std::unique_ptr<Program> program_;
-};
-
-/// A MemoryAllocator that counts allocate() calls.
-class CountingAllocator final : public MemoryAllocator {
- public:
-  CountingAllocator(void* base, size_t size) : MemoryAllocator(base, size) {}
-  void* allocate(size_t size, size_t alignment) override {
-    ++calls_;
-    return MemoryAllocator::allocate(size, alignment);
-  }
-  long calls() const { return calls_; }
-
- private:
-  long calls_ = 0;
-};
-
-/// Caller memory of exact sizes: method allocator, one buffer per arena, temp allocator.
-class ExactMemory {
- public:
-  ExactMemory(size_t method_bytes, const std::vector<uint64_t>& arena_sizes,
-              const std::vector<uint32_t>& arena_alignments, size_t temp_bytes)
-      : method_buffer_(exact_bytes(method_bytes)),
-        method_allocator_(method_buffer_.get(), method_bytes),
-        temp_buffer_(exact_bytes(temp_bytes)),
-        temp_allocator_(temp_buffer_.get(), temp_bytes) {
-    for (size_t a = 0; a < arena_sizes.size(); ++a) {
-      const size_t size = static_cast<size_t>(arena_sizes[a]);
-      arena_buffers_.push_back(
-          exact_bytes(size, arena_alignments[a] < 64 ? 64 : arena_alignments[a]));
-      arenas_.emplace_back(arena_buffers_.back().get(), size);
-    }
-    planned_ = HierarchicalAllocator(Span<Span<uint8_t>>(arenas_.data(), arenas_.size()));
-    manager_.method_allocator = &method_allocator_;
-    manager_.planned_memory = &planned_;
-    manager_.temp_allocator = &temp_allocator_;
-  }
-  /// Everything sized from `meta`.
-  static std::unique_ptr<ExactMemory> from_meta(const MethodMeta& meta) {
-    std::vector<uint64_t> sizes;
-    std::vector<uint32_t> alignments;
-    for (size_t a = 0; a < meta.num_arenas(); ++a) {
-      sizes.push_back(meta.arena_size(a).get());
-      alignments.push_back(meta.arena_alignment(a).get());
-    }
-    return std::make_unique<ExactMemory>(static_cast<size_t>(meta.method_allocator_bytes()), sizes,
-                                         alignments,
-                                         static_cast<size_t>(meta.temp_allocator_bytes()));
-  }
-  MemoryManager* manager() { return &manager_; }
-  const CountingAllocator& method_allocator() const { return method_allocator_; }
-  const CountingAllocator& temp_allocator() const { return temp_allocator_; }
-
- private:
-  Bytes method_buffer_;
-  CountingAllocator method_allocator_;
-  std::vector<Bytes> arena_buffers_;
-  std::vector<Span<uint8_t>> arenas_;
-  HierarchicalAllocator planned_;
-  Bytes temp_buffer_;
-  CountingAllocator temp_allocator_;
-  MemoryManager manager_;
 };
 
 /// Deterministic input bytes for every tensor input of `meta` (f32: values in [-2, 2);

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "runtime/core/error.h"
-#include "tests/hardening/exact_memory.h"
+#include "tests/support/exact_memory.h"
 #include "tests/hardening/method_runner.h"
 
 namespace tern::model_hardening {

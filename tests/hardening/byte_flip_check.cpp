@@ -36,7 +36,7 @@
 #include "runtime/executor/buffer_data_loader.h"
 #include "runtime/executor/program.h"
 #include "schema/program_generated.h"
-#include "tests/hardening/exact_memory.h"
+#include "tests/support/exact_memory.h"
 #include "tests/hardening/method_runner.h"
 
 namespace tern::model_hardening {

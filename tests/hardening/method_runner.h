@@ -13,9 +13,15 @@
 #include "runtime/executor/method.h"
 #include "runtime/executor/method_meta.h"
 #include "runtime/executor/program.h"
-#include "tests/hardening/exact_memory.h"
+#include "tests/support/exact_memory.h"
 
 namespace tern::model_hardening {
+
+using testing_support::Bytes;
+using testing_support::CountingAllocator;
+using testing_support::exact_bytes;
+using testing_support::ExactMemory;
+using testing_support::MemorySizes;
 
 /// How methods are loaded: backend worker threads, and whether every registered backend is
 /// disabled (their delegate calls then run the portable fallback instructions).

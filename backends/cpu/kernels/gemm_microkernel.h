@@ -5,6 +5,9 @@
 // (np * 16 columns) over one block of kc rows of K, keeping the tile in registers.
 #pragma once
 
+#include <pthreadpool.h>
+
+#include <cstddef>
 #include <cstdint>
 
 namespace tern::cpu::gemm_detail {
@@ -111,6 +114,22 @@ inline TileChoice choose_tiles(const MicrokernelSet& ks, int64_t m, int64_t pane
   t.m_tiles = ceil_div(m, t.max_rows);
   t.n_tiles = ceil_div(panels, t.tile_panels);
   return t;
+}
+
+/// Worker threads of `pool` (1 for none).
+inline int64_t pool_threads(pthreadpool_t pool) {
+  return pool != nullptr ? static_cast<int64_t>(pthreadpool_get_threads_count(pool)) : 1;
+}
+
+/// Runs task(context, t) for every t in [0, tasks): on the caller's thread when there is no
+/// pool, one thread or one task, else split over the pool (which returns when all are done).
+inline void run_tasks(pthreadpool_t pool, void (*task)(void*, size_t), void* context,
+                      int64_t tasks) {
+  if (pool == nullptr || pool_threads(pool) <= 1 || tasks == 1) {
+    for (int64_t t = 0; t < tasks; ++t) task(context, static_cast<size_t>(t));
+    return;
+  }
+  pthreadpool_parallelize_1d(pool, task, context, static_cast<size_t>(tasks), 0);
 }
 
 /// Tasks a problem of `fmas` multiply-adds wants on `threads` pool threads: tasks_per_thread

@@ -286,16 +286,9 @@ void packed_conv_nhwc(const ConvProblem& p, pthreadpool_t pool) {
     return;
   }
   const MicrokernelSet* ks = gemm_detail::active_microkernels();
-  const int64_t threads =
-      pool != nullptr ? static_cast<int64_t>(pthreadpool_get_threads_count(pool)) : 1;
-  const ConvPlan plan = make_plan(p, ks, threads);
-  const int64_t tasks = plan.m_blocks * plan.n_groups;
-  if (pool == nullptr || threads <= 1 || tasks == 1) {
-    for (int64_t t = 0; t < tasks; ++t) run_task(plan, t);
-    return;
-  }
-  pthreadpool_parallelize_1d(pool, &run_task_entry, const_cast<ConvPlan*>(&plan),
-                             static_cast<size_t>(tasks), 0);
+  const ConvPlan plan = make_plan(p, ks, gemm_detail::pool_threads(pool));
+  gemm_detail::run_tasks(pool, &run_task_entry, const_cast<ConvPlan*>(&plan),
+                         plan.m_blocks * plan.n_groups);
 }
 
 }  // namespace tern::cpu

@@ -139,16 +139,9 @@ Plan make_plan(const GemmProblem& p, const MicrokernelSet* ks, int64_t threads) 
 void packed_gemm(const GemmProblem& p, pthreadpool_t pool) {
   if (p.m <= 0 || p.n <= 0 || p.k < 0) return;
   const MicrokernelSet* ks = gemm_detail::active_microkernels();
-  const int64_t threads =
-      pool != nullptr ? static_cast<int64_t>(pthreadpool_get_threads_count(pool)) : 1;
-  const Plan plan = make_plan(p, ks, threads);
-  const int64_t tasks = plan.m_blocks * plan.n_groups;
-  if (pool == nullptr || threads <= 1 || tasks == 1) {
-    for (int64_t t = 0; t < tasks; ++t) run_task(plan, t);
-    return;
-  }
-  pthreadpool_parallelize_1d(pool, &run_task_entry, const_cast<Plan*>(&plan),
-                             static_cast<size_t>(tasks), 0);
+  const Plan plan = make_plan(p, ks, gemm_detail::pool_threads(pool));
+  gemm_detail::run_tasks(pool, &run_task_entry, const_cast<Plan*>(&plan),
+                         plan.m_blocks * plan.n_groups);
 }
 
 }  // namespace tern::cpu

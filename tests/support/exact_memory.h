@@ -1,6 +1,7 @@
-// Caller memory of exact sizes for the model hardening checker (no GoogleTest): one
-// heap block per arena, a method allocator and a temp allocator, each exactly as large as
-// asked (so ASan sees one byte past), with allocators that count their allocate() calls.
+// Caller memory of exact sizes for the hardening tests and the model hardening checker (no
+// GoogleTest): one heap block per arena, a method allocator and a temp allocator, each exactly
+// as large as asked (so ASan sees one byte past), with allocators that count their allocate()
+// calls.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +15,7 @@
 #include "runtime/executor/memory_manager.h"
 #include "runtime/executor/method_meta.h"
 
-namespace tern::model_hardening {
+namespace tern::testing_support {
 
 struct FreeDeleter {
   void operator()(void* p) const { std::free(p); }
@@ -83,11 +84,20 @@ class ExactMemory {
     manager_.planned_memory = &planned_;
     manager_.temp_allocator = &temp_allocator_;
   }
+  ExactMemory(size_t method_bytes, const std::vector<uint64_t>& arena_sizes,
+              const std::vector<uint32_t>& arena_alignments, size_t temp_bytes)
+      : ExactMemory(MemorySizes{method_bytes, arena_sizes, arena_alignments, temp_bytes}) {}
   ExactMemory(const ExactMemory&) = delete;
   ExactMemory& operator=(const ExactMemory&) = delete;
 
+  /// Everything sized as `meta` plans it.
+  static std::unique_ptr<ExactMemory> from_meta(const MethodMeta& meta) {
+    return std::make_unique<ExactMemory>(MemorySizes::planned(meta));
+  }
+
   MemoryManager* manager() { return &manager_; }
   const CountingAllocator& method_allocator() const { return method_allocator_; }
+  const CountingAllocator& temp_allocator() const { return temp_allocator_; }
 
  private:
   Bytes method_buffer_;
@@ -100,4 +110,4 @@ class ExactMemory {
   MemoryManager manager_;
 };
 
-}  // namespace tern::model_hardening
+}  // namespace tern::testing_support
