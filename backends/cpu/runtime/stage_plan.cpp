@@ -121,8 +121,12 @@ Error plan_stages(const BlobPlan& blob, uint64_t alignment, uint64_t slack, Stag
                      : ValueHome::Bound;
           break;
         case ValueKind::Internal: {
+          // A value nothing reads also goes to the workspace: XNNPACK's subgraph optimizer
+          // drops unread internal values but keeps the node that makes them, and then aborts
+          // on the node's missing output (found by fuzz_cpu_blob).
           const bool in_xnn = maker[i] != kNone && !out->stages[maker[i]].own_kernel;
-          home = in_xnn && !read_elsewhere[i] ? ValueHome::XnnInternal : ValueHome::Workspace;
+          home = in_xnn && read_at_all[i] && !read_elsewhere[i] ? ValueHome::XnnInternal
+                                                                 : ValueHome::Workspace;
           break;
         }
       }

@@ -6,7 +6,8 @@
 // value made and read only inside one XNNPACK stage lives inside that runtime; every other
 // non-constant value needs an address the stages share: a staging buffer or the argument's
 // own memory for the delegate's inputs and outputs, and a workspace buffer (allocated at init)
-// for an internal value that crosses stages.
+// for an internal value that crosses stages or that nothing reads (XNNPACK drops unread
+// values but keeps their nodes).
 #pragma once
 
 #include <cstdint>
