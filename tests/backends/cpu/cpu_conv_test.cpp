@@ -22,38 +22,23 @@
 #include "backends/cpu/kernels/gemm_microkernel.h"
 #include "backends/cpu/kernels/packed_conv.h"
 #include "backends/cpu/kernels/packed_gemm.h"
+#include "tests/backends/cpu/kernel_test_util.h"
 #include "tests/support/allocation_counter.h"
 
 namespace tern::cpu {
 namespace {
 
+using kernel_test::GuardedBuffer;
+using kernel_test::Pool;
+using kernel_test::random_floats;
+using kernel_test::supported_isas;
+
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kGuard = -12345.678f;  // what the guard region after y holds
 constexpr int64_t kGuardFloats = 67;
 
-std::vector<float> random_floats(size_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(count);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
-std::vector<GemmIsa> supported_isas() {
-  std::vector<GemmIsa> isas;
-  for (GemmIsa isa : {GemmIsa::Scalar, GemmIsa::Avx2, GemmIsa::Avx512}) {
-    if (packed_gemm_isa_supported(isa)) isas.push_back(isa);
-  }
-  return isas;
-}
 
-struct Pool {
-  explicit Pool(size_t threads) : pool(pthreadpool_create(threads)) {}
-  ~Pool() { pthreadpool_destroy(pool); }
-  Pool(const Pool&) = delete;
-  Pool& operator=(const Pool&) = delete;
-  pthreadpool_t pool;
-};
 
 /// Restores dispatch's choice and the blocking knobs after each test.
 class CpuConv : public ::testing::Test {
@@ -282,33 +267,6 @@ TEST_F(CpuConv, ResNetLayerShapesAtReducedSize) {
   }
 }
 
-/// `bytes` ending exactly at a PROT_NONE page: reading or writing one byte past faults.
-class GuardedBuffer {
- public:
-  explicit GuardedBuffer(size_t bytes) {
-    page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    data_pages_ = (bytes + page_ - 1) / page_;
-    total_ = (data_pages_ + 1) * page_;
-    void* base = mmap(nullptr, total_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (base == MAP_FAILED) return;
-    base_ = static_cast<uint8_t*>(base);
-    if (mprotect(base_ + data_pages_ * page_, page_, PROT_NONE) != 0) return;
-    data_ = reinterpret_cast<float*>(base_ + data_pages_ * page_ - bytes);
-  }
-  ~GuardedBuffer() {
-    if (base_ != nullptr) munmap(base_, total_);
-  }
-  GuardedBuffer(const GuardedBuffer&) = delete;
-  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
-  float* data() const { return data_; }
-  /// Makes the data pages read-only: a write faults too.
-  bool make_read_only() { return mprotect(base_, data_pages_ * page_, PROT_READ) == 0; }
-
- private:
-  size_t page_ = 0, data_pages_ = 0, total_ = 0;
-  uint8_t* base_ = nullptr;
-  float* data_ = nullptr;
-};
 
 TEST_F(CpuConv, ExactSizeXAndYEndingAtAGuardPage) {
   Pool two(2);

@@ -18,29 +18,21 @@
 
 #include "backends/cpu/kernels/gemm_microkernel.h"
 #include "backends/cpu/kernels/packed_gemm.h"
+#include "tests/backends/cpu/kernel_test_util.h"
 #include "tests/support/allocation_counter.h"
 
 namespace tern::cpu {
 namespace {
 
+using kernel_test::GuardedBuffer;
+using kernel_test::Pool;
+using kernel_test::random_floats;
+using kernel_test::supported_isas;
+
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kGuard = -12345.678f;  // what C's padding and guard region hold
 
-std::vector<float> random_floats(size_t count, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(count);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
-std::vector<GemmIsa> supported_isas() {
-  std::vector<GemmIsa> isas;
-  for (GemmIsa isa : {GemmIsa::Scalar, GemmIsa::Avx2, GemmIsa::Avx512}) {
-    if (packed_gemm_isa_supported(isa)) isas.push_back(isa);
-  }
-  return isas;
-}
 
 /// Restores dispatch's choice and the blocking knobs after each test.
 class CpuGemm : public ::testing::Test {
@@ -139,13 +131,6 @@ void run_case(const Case& cs, pthreadpool_t pool, GemmIsa isa, uint32_t seed) {
   EXPECT_EQ(touched, 0) << what << ": floats outside [m x n] of C were written";
 }
 
-struct Pool {
-  explicit Pool(size_t threads) : pool(pthreadpool_create(threads)) {}
-  ~Pool() { pthreadpool_destroy(pool); }
-  Pool(const Pool&) = delete;
-  Pool& operator=(const Pool&) = delete;
-  pthreadpool_t pool;
-};
 
 TEST_F(CpuGemm, DispatchPicksTheBestSupportedIsa) {
   const std::vector<GemmIsa> isas = supported_isas();
@@ -328,31 +313,6 @@ TEST_F(CpuGemm, NanPropagatesWithoutAClamp) {
   }
 }
 
-/// `bytes` ending exactly at a PROT_NONE page: reading or writing one byte past faults.
-class GuardedBuffer {
- public:
-  explicit GuardedBuffer(size_t bytes) {
-    page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    data_pages_ = (bytes + page_ - 1) / page_;
-    total_ = (data_pages_ + 1) * page_;
-    void* base = mmap(nullptr, total_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (base == MAP_FAILED) return;
-    base_ = static_cast<uint8_t*>(base);
-    if (mprotect(base_ + data_pages_ * page_, page_, PROT_NONE) != 0) return;
-    data_ = reinterpret_cast<float*>(base_ + data_pages_ * page_ - bytes);
-  }
-  ~GuardedBuffer() {
-    if (base_ != nullptr) munmap(base_, total_);
-  }
-  GuardedBuffer(const GuardedBuffer&) = delete;
-  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
-  float* data() const { return data_; }
-
- private:
-  size_t page_ = 0, data_pages_ = 0, total_ = 0;
-  uint8_t* base_ = nullptr;
-  float* data_ = nullptr;
-};
 
 TEST_F(CpuGemm, ExactSizeAAndCEndingAtAGuardPage) {
   const Case cases[] = {{1, 1, 1},     {1, 7, 3},   {3, 5, 9},     {7, 33, 17},
