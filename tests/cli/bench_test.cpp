@@ -17,26 +17,18 @@
 #include <string>
 #include <vector>
 
+#include "tests/cli/cli_test_util.h"
+
 namespace tern {
 namespace {
 
 namespace fs = std::filesystem;
+using cli_test::CommandResult;
+using cli_test::read_text;
+using cli_test::write_bytes;
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
-void write_bytes(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 // y = sigmoid(relu(linear(x, W, b)) + s): four kernel steps, none of them a view.
 // x: [4, 8], W: [16, 8], b: [16], s: [16].
@@ -118,21 +110,10 @@ class BenchTest : public ::testing::Test {
     ASSERT_EQ(compile_->exit_code, 0) << compile_->err << compile_->out;
   }
 
-  static std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+  static std::string q(const fs::path& p) { return cli_test::quote(p); }
   static std::string model() { return q(*dir_ / "model.pte"); }
 
-  static CommandResult run_tern(const std::string& args) {
-    static int counter = 0;
-    const fs::path out = *dir_ / ("stdout_" + std::to_string(counter));
-    const fs::path err = *dir_ / ("stderr_" + std::to_string(counter++));
-    const std::string cmd = "'" + *binary_ + "' " + args + " >" + q(out) + " 2>" + q(err);
-    const int status = std::system(cmd.c_str());
-    CommandResult r;
-    r.exit_code = (status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
-    r.out = read_text(out);
-    r.err = read_text(err);
-    return r;
-  }
+  static CommandResult run_tern(const std::string& args) { return cli_test::run_tern(args, *dir_); }
 
   static std::string* binary_;
   static fs::path* dir_;

@@ -17,27 +17,18 @@
 #include <vector>
 
 #include "tools/cli/npy.h"
+#include "tests/cli/cli_test_util.h"
 
 namespace tern {
 namespace {
 
 namespace fs = std::filesystem;
+using cli_test::CommandResult;
+using cli_test::read_text;
+using cli_test::write_bytes;
 
-struct CommandResult {
-  int exit_code = -1;  // -1 when the process did not exit normally (a signal)
-  std::string out;
-  std::string err;
-};
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
-void write_bytes(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 std::string f32_bytes(const std::vector<float>& values) {
   std::string s(values.size() * 4, '\0');
@@ -131,21 +122,9 @@ class CliTest : public ::testing::Test {
     delete compile_result_;
   }
 
-  static std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+  static std::string q(const fs::path& p) { return cli_test::quote(p); }
 
-  // Runs `tern <args>` capturing stdout and stderr.
-  static CommandResult run_tern(const std::string& args) {
-    static int counter = 0;
-    const fs::path out = *dir_ / ("stdout_" + std::to_string(counter));
-    const fs::path err = *dir_ / ("stderr_" + std::to_string(counter++));
-    const std::string cmd = "'" + *binary_ + "' " + args + " >" + q(out) + " 2>" + q(err);
-    const int status = std::system(cmd.c_str());
-    CommandResult r;
-    r.exit_code = (status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
-    r.out = read_text(out);
-    r.err = read_text(err);
-    return r;
-  }
+  static CommandResult run_tern(const std::string& args) { return cli_test::run_tern(args, *dir_); }
 
   // Asserts a failed command: the given exit code and exactly one stderr line, "tern: error:".
   static void expect_one_error_line(const CommandResult& r, int exit_code, const std::string& what) {
