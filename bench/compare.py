@@ -78,10 +78,51 @@ def fmt_ms(r):
     return "%.2f" % r["median_ms"]
 
 
-def ratio(a, b):
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
+def aggregate(rounds):
+    """One peer's rounds -> one result: the median of the round medians (min and p90 likewise),
+    the median load time, the highest peak RSS, and every round's median in `rounds_ms` (None
+    for a failed round). All rounds failed: the first error."""
+    ok = [r for r in rounds if "median_ms" in r]
+    if not ok:
+        return rounds[0] if rounds else {"error": "not run"}
+    out = dict(ok[0])
+    for key in ("median_ms", "min_ms", "p90_ms", "load_ms", "mean_ms"):
+        vals = [r[key] for r in ok if key in r]
+        if vals:
+            out[key] = median(vals)
+    rss = [r["peak_rss_mib"] for r in ok if "peak_rss_mib" in r]
+    if rss:
+        out["peak_rss_mib"] = max(rss)
+    out["rounds_ms"] = [r.get("median_ms") for r in rounds]
+    return out
+
+
+def round_ratios(a, b):
+    """tern ÷ peer in each round where both ran."""
+    ra, rb = a.get("rounds_ms"), b.get("rounds_ms")
+    if not ra or not rb or len(ra) != len(rb):
+        return []
+    return [x / y for x, y in zip(ra, rb) if x and y]
+
+
+def ratio(a, b, spread=False):
+    """The median over rounds of tern ÷ peer (both timed in the same round), with the range of
+    the per-round ratios when `spread`."""
     if not a or not b or "error" in a or "error" in b:
         return "—"
-    return "%.2f×" % (a["median_ms"] / b["median_ms"])
+    rs = round_ratios(a, b)
+    if not rs:
+        return "%.2f×" % (a["median_ms"] / b["median_ms"])
+    text = "%.2f×" % median(rs)
+    if spread and len(rs) > 1:
+        text += " (%.2f–%.2f)" % (min(rs), max(rs))
+    return text
 
 
 def main():
@@ -89,6 +130,8 @@ def main():
     ap.add_argument("--threads", type=int, default=int(os.environ.get("BENCH_THREADS", 2)))
     ap.add_argument("--runs", type=int, default=int(os.environ.get("BENCH_RUNS", 30)))
     ap.add_argument("--warmup", type=int, default=int(os.environ.get("BENCH_WARMUP", 5)))
+    ap.add_argument("--rounds", type=int, default=int(os.environ.get("BENCH_ROUNDS", 5)),
+                    help="timing rounds: each round times every peer once, in alternating order")
     ap.add_argument("--models", default=os.environ.get("BENCH_MODELS", ""))
     ap.add_argument("--peers", default=os.environ.get("BENCH_PEERS", ""))
     ap.add_argument("--et-python", default=sys.executable)
@@ -117,7 +160,8 @@ def main():
     prepare_timeout = int(os.environ.get("BENCH_PREPARE_TIMEOUT", 1800))
     run_timeout = int(os.environ.get("BENCH_RUN_TIMEOUT", 900))
 
-    def run_peer(peer, name, input_npy):
+    def prepare_peer(peer, name):
+        """The peer's artifact for `name` (a dict), or {"error": ...}."""
         step_python = args.et_python if peer == "executorch" else python
         module = "tern" if peer.startswith("tern") else peer
         prep = ["prepare", module, name, art_dir]
@@ -132,17 +176,36 @@ def main():
         if peer == "tern-cpu" and not art.get("delegates"):
             log("%s %s: no cpu delegate (%s)" % (name, peer, art.get("note", "nothing delegated")))
             return {"error": "no cpu delegate", "skipped": True, "note": art.get("note", "")}
-        log("%s %s: prepared in %.0f s; timing" % (name, peer, time.time() - t))
+        log("%s %s: prepared in %.0f s" % (name, peer, time.time() - t))
+        return {"artifact": art}
+
+    def time_peer(peer, name, art, input_npy, rnd):
+        """One timing run of a prepared peer in a fresh process: its result dict or {"error": ...}."""
+        step_python = args.et_python if peer == "executorch" else python
+        module = "tern" if peer.startswith("tern") else peer
         out_json = os.path.join(args.workdir, "%s.%s.bench.json" % (name, peer))
         r = call_step(step_python, ["run", module, json.dumps(art), input_npy, args.threads, args.runs,
                                     args.warmup, out_json], run_timeout)
         if "error" in r:
-            log("%s %s: run failed: %s" % (name, peer, r["error"]))
+            log("%s %s round %d: run failed: %s" % (name, peer, rnd + 1, r["error"]))
             return {"error": "run: " + r["error"]}
         res = r["result"]
-        log("%s %s: median %.3f ms, load %.1f ms, peak RSS %.0f MiB" %
-            (name, peer, res["median_ms"], res["load_ms"], res["peak_rss_mib"]))
+        log("%s %s round %d: median %.3f ms, load %.1f ms, peak RSS %.0f MiB" %
+            (name, peer, rnd + 1, res["median_ms"], res["load_ms"], res["peak_rss_mib"]))
         return res
+
+    def measure(name, input_npy, which):
+        """Prepares each peer of `which`, then times them in args.rounds rounds (every peer once
+        per round; the order reverses every other round), so that the peers are compared at the
+        same moments of a machine whose speed drifts. Returns {peer: aggregated result}."""
+        arts = {p: prepare_peer(p, name) for p in which}
+        per_round = {p: [] for p in which}
+        for rnd in range(max(1, args.rounds)):
+            order = which if rnd % 2 == 0 else list(reversed(which))
+            for p in order:
+                if "artifact" in arts[p]:
+                    per_round[p].append(time_peer(p, name, arts[p]["artifact"], input_npy, rnd))
+        return {p: (aggregate(per_round[p]) if "artifact" in arts[p] else arts[p]) for p in which}
 
     for name in names:
         shutil.rmtree(os.path.join(art_dir, name + ".graph"), ignore_errors=True)
@@ -151,12 +214,12 @@ def main():
         np.save(input_npy, x.numpy().astype(np.float32))
         results[name] = {"weights_bytes": models.weight_bytes(model)}
         del model
-        for peer in peers:
-            try:
-                results[name][peer] = run_peer(peer, name, input_npy)
-            except Exception as e:  # noqa: BLE001 - one peer never stops the run
-                log("%s %s: %s" % (name, peer, e))
-                results[name][peer] = {"error": "%s: %s" % (type(e).__name__, e)}
+        try:
+            results[name].update(measure(name, input_npy, peers))
+        except Exception as e:  # noqa: BLE001 - one model never stops the run
+            log("%s: %s" % (name, e))
+            for peer in peers:
+                results[name].setdefault(peer, {"error": "%s: %s" % (type(e).__name__, e)})
 
     # Raw XNNPACK against tern's cpu delegate on one fully-connected layer.
     fc = None
@@ -169,21 +232,27 @@ def main():
         fc_npy = os.path.join(args.workdir, "fc.input.npy")
         shutil.rmtree(os.path.join(art_dir, "fc.graph"), ignore_errors=True)
         np.save(fc_npy, x.numpy())
-        fc["tern-cpu"] = run_peer("tern-cpu", "fc", fc_npy)
-        if "median_ms" in fc["tern-cpu"]:
+        prep = prepare_peer("tern-cpu", "fc")
+        if "artifact" in prep:
             cmd = [args.xnnpack_fc, str(models.FC_SHAPE["batch"]), str(models.FC_SHAPE["in"]),
                    str(models.FC_SHAPE["out"]), str(args.threads), str(args.runs), str(args.warmup)]
-            try:
-                r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   universal_newlines=True, timeout=run_timeout)
-                fc["xnnpack"] = json.loads(r.stdout) if r.returncode == 0 else {"error": r.stderr.strip()[-300:]}
-            except (subprocess.TimeoutExpired, ValueError) as e:
-                fc["xnnpack"] = {"error": str(e)[:300]}
-            log("fc raw XNNPACK: %s" % fc["xnnpack"].get("median_ms", fc["xnnpack"].get("error")))
+            ours, raw = [], []
+            for rnd in range(max(1, args.rounds)):  # alternating, like the models
+                ours.append(time_peer("tern-cpu", "fc", prep["artifact"], fc_npy, rnd))
+                try:
+                    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       universal_newlines=True, timeout=run_timeout)
+                    raw.append(json.loads(r.stdout) if r.returncode == 0 else {"error": r.stderr.strip()[-300:]})
+                except (subprocess.TimeoutExpired, ValueError) as e:
+                    raw.append({"error": str(e)[:300]})
+                log("fc raw XNNPACK round %d: %s" % (rnd + 1, raw[-1].get("median_ms", raw[-1].get("error"))))
+            fc["tern-cpu"], fc["xnnpack"] = aggregate(ours), aggregate(raw)
+        else:
+            fc["tern-cpu"] = prep
 
     info["loadavg_end"] = os.getloadavg()
     record = {"machine": info, "started": started.isoformat(timespec="seconds"), "threads": args.threads,
-              "runs": args.runs, "warmup": args.warmup, "command": args.command, "results": results,
+              "runs": args.runs, "warmup": args.warmup, "rounds": max(1, args.rounds), "command": args.command, "results": results,
               "fc": fc}
     with open(os.path.join(args.workdir, "results.json"), "w") as f:
         json.dump(record, f, indent=1)
@@ -212,8 +281,10 @@ def write_report(args, rec, names, peers, models):
       (tuple(info["loadavg"]) + tuple(info["loadavg_end"])))
     w("| threads | %d for every runtime (tern `--threads`, ORT `intra_op_num_threads`, ExecuTorch threadpool, "
       "`torch.set_num_threads`); tern's portable kernels always run on one thread |" % rec["threads"])
-    w("| protocol | same input (seeded), one fresh process per runtime and model; load + first output, %d warm-up, "
-      "median of %d timed runs |" % (rec["warmup"], rec["runs"]))
+    w("| protocol | same input (seeded); %d rounds, each timing every runtime once in a fresh process (the order "
+      "reverses every other round); a timing = load + first output, %d warm-up, median of %d timed runs; a "
+      "cell is the median over the rounds, a ratio the median of the per-round ratios (range in brackets) |"
+      % (rec.get("rounds", 1), rec["warmup"], rec["runs"]))
     versions = {}
     for n in names:
         for p in peers:
@@ -228,7 +299,8 @@ def write_report(args, rec, names, peers, models):
         w("")
     w("## Latency (median ms, batch 1, f32)")
     w("")
-    w("Ratio = tern (%s) median ÷ peer median: below 1× tern is faster." % titles[tern_key])
+    w("Ratio = tern (%s) ÷ peer, the median over the rounds of the two medians timed in the same round "
+      "(in brackets: the lowest and highest round): below 1× tern is faster." % titles[tern_key])
     w("")
     shown = [p for p in peers if p != "tern-cpu" or cpu_ok]
     peer_cols = [p for p in shown if not p.startswith("tern")]
@@ -237,11 +309,29 @@ def write_report(args, rec, names, peers, models):
     w("|" + "---|" * len(header))
     for n in names:
         row = ["%s" % n] + [fmt_ms(res[n].get(p)) for p in shown]
-        row += [ratio(res[n].get(tern_key), res[n].get(p)) for p in peer_cols]
+        row += [ratio(res[n].get(tern_key), res[n].get(p), spread=True) for p in peer_cols]
         w("| " + " | ".join(row) + " |")
     w("")
     w("Models: " + "; ".join("`%s`: %s" % (n, models.MODELS[n][2]) for n in names if n in models.MODELS) + ".")
     w("")
+    if rec.get("rounds", 1) > 1:
+        w("### Every round (median ms)")
+        w("")
+        w("This VM's speed drifts (its two vCPUs sometimes run at about half the two-thread throughput "
+          "for seconds to minutes), so one runtime's median can move 1.5x between rounds; the rounds let "
+          "each ratio compare runtimes timed at the same moment.")
+        w("")
+        header = ["model"] + [titles[p] for p in shown]
+        w("| " + " | ".join(header) + " |")
+        w("|" + "---|" * len(header))
+        for n in names:
+            row = [n]
+            for p in shown:
+                r = res[n].get(p) or {}
+                rs = r.get("rounds_ms")
+                row.append(" / ".join("%.2f" % x if x else "failed" for x in rs) if rs else fmt_ms(r))
+            w("| " + " | ".join(row) + " |")
+        w("")
     if not cpu_ok and "tern-cpu" in peers:
         w("tern's cpu backend did not delegate anything in this build, so only the portable "
           "kernels were timed.")
@@ -307,7 +397,7 @@ def write_report(args, rec, names, peers, models):
         w("|---|---|---|")
         w("| raw XNNPACK | %.3f | %.1f |" % (x["median_ms"], wb / (x["median_ms"] * 1e-3) / 1e9))
         w("| tern cpu delegate | %.3f | %.1f |" % (t["median_ms"], wb / (t["median_ms"] * 1e-3) / 1e9))
-        w("| tern ÷ raw XNNPACK | %.2f× | |" % (t["median_ms"] / x["median_ms"]))
+        w("| tern ÷ raw XNNPACK | %s | |" % ratio(t, x, spread=True))
     elif fc:
         w("Not measured: tern cpu: `%s`; raw XNNPACK: `%s`." %
           (fc.get("tern-cpu", {}).get("error", "ok"), fc.get("xnnpack", {}).get("error", "not run")))

@@ -623,6 +623,56 @@ TEST_F(CpuBlobTest, TinyProductsStayInXnnpackLargeOnesGoToTernsKernels) {
   EXPECT_EQ(ops_of(1, 576, 1024), static_cast<uint32_t>(cpu::NodeOp::PackedFullyConnected));
 }
 
+/// The ops of the nodes of `b`'s only delegate blob.
+std::vector<uint32_t> blob_ops(GraphBuilder& b) {
+  const std::vector<uint8_t>& blob = b.graph().delegates[0].blob;
+  cpu::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  std::vector<uint32_t> ops;
+  for (uint32_t i = 0; i < h.num_nodes; ++i) {
+    cpu::BlobNode node;
+    std::memcpy(&node,
+                blob.data() + sizeof(h) + h.num_values * sizeof(cpu::BlobValue) +
+                    i * sizeof(cpu::BlobNode),
+                sizeof(node));
+    ops.push_back(node.op);
+  }
+  return ops;
+}
+
+TEST_F(CpuBlobTest, HardsigmoidFoldsIntoTheLayerBeforeIt) {
+  // linear -> hardsigmoid: one node (weights scaled at compile time, clamp [0, 1]), where the
+  // unfused form is four (fc, add 3, clamp, divide by 6). Values: cpu_conformance_test.
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {1, 12});
+  const int w = b.constant_f32("w", {20, 12}, random_floats(240, 5, -1.0f, 1.0f));
+  const int y = b.op("tern::linear", {x, w, b.none()}, DType::F32, {1, 20});
+  b.output(b.op("tern::hardsigmoid", {y}, DType::F32, {1, 20}));
+  delegate_cpu(b, 0, 1);
+  const std::vector<uint32_t> ops = blob_ops(b);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0], static_cast<uint32_t>(cpu::NodeOp::FullyConnected));
+}
+
+TEST_F(CpuBlobTest, ShallowConvsStayInXnnpack) {
+  const auto first_op = [](int64_t c, int64_t k) {
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {1, c, 16, 16});
+    const int w =
+        b.constant_f32("w", {32, c, k, k}, random_floats(size_t(32 * c * k * k), 7, -1.0f, 1.0f));
+    b.output(b.op("tern::conv2d",
+                  {x, w, b.none(), b.int_list({2, 2}), b.int_list({k / 2, k / 2}),
+                   b.int_list({1, 1}), b.int_value(1)},
+                  DType::F32, {1, 32, 8, 8}));
+    delegate_cpu(b, 0, 0);
+    return blob_ops(b)[0];
+  };
+  // 3x3 on RGB: 27 taps per output, under 32: XNNPACK's conv (measured ~1.35-3x faster).
+  EXPECT_EQ(first_op(3, 3), static_cast<uint32_t>(cpu::NodeOp::Conv2d));
+  // ResNet's 7x7 stem on RGB: 147 taps: tern's conv.
+  EXPECT_EQ(first_op(3, 7), static_cast<uint32_t>(cpu::NodeOp::PackedConv2d));
+}
+
 TEST_F(CpuBlobTest, ResidualAddAndReluFoldIntoTheConv) {
   GraphBuilder b;
   const std::vector<int64_t> xs{1, 16, 8, 8};

@@ -191,6 +191,52 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::add", {d, c1}, DType::F32, {2, 32, 5, 5}));
                },
                kConv});
+  c.push_back({"squeeze_excitation_hardsigmoid_folds",  // MobileNetV3's SE block, tiny convs
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 16, 5, 5};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int m = b.op("tern::mean", {x, b.int_list({-1, -2}), b.bool_value(true)},
+                                    DType::F32, {1, 16, 1, 1});
+                 const int f1 = conv(b, m, {1, 16, 1, 1}, 8, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1,
+                                     true, 48);
+                 const int r = b.op("tern::relu", {f1}, DType::F32, {1, 8, 1, 1});
+                 // No bias: the fold adds one (1/2).
+                 const int f2 = conv(b, r, {1, 8, 1, 1}, 16, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1,
+                                     false, 50);
+                 const int s = b.op("tern::hardsigmoid", {f2}, DType::F32, {1, 16, 1, 1});
+                 b.output(b.op("tern::mul", {x, s}, DType::F32, xs));
+               },
+               kConv});
+  c.push_back({"hardsigmoid_folds_into_tiny_linear_with_bias",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 24});
+                 const int w = constant(b, "w", {40, 24}, 51, 4.0f);  // saturates both ends
+                 const int bias = constant(b, "b", {40}, 52, 3.0f);
+                 const int y = b.op("tern::linear", {x, w, bias}, DType::F32, {2, 40});
+                 b.output(b.op("tern::hardsigmoid", {y}, DType::F32, {2, 40}));
+               },
+               kConv});
+  c.push_back({"hardsigmoid_folds_into_packed_linear_and_conv",  // tern's GEMM and conv
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {70, 64});
+                 const int w = constant(b, "w", {37, 64}, 53, 2.0f);
+                 const int bias = constant(b, "b", {37}, 54, 3.0f);
+                 const int y = b.op("tern::linear", {x, w, bias}, DType::F32, {70, 37});
+                 b.output(b.op("tern::hardsigmoid", {y}, DType::F32, {70, 37}));
+                 const std::vector<int64_t> xs{1, 8, 10, 10};
+                 const int xi = b.input("xi", DType::F32, xs);
+                 const int c3 = conv(b, xi, xs, 33, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 55);
+                 b.output(b.op("tern::hardsigmoid", {c3}, DType::F32, {1, 33, 10, 10}));
+               },
+               kConv});
+  c.push_back({"shallow_stem_conv_in_xnnpack",  // 3x3/2 on RGB: 27 taps, XNNPACK's conv
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 3, 17, 17};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int c1 = conv(b, x, xs, 16, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, true, 56);
+                 b.output(b.op("tern::hardswish", {c1}, DType::F32, {1, 16, 9, 9}));
+               },
+               kConv});
   c.push_back({"conv_output_also_read_not_fused",
                [](GraphBuilder& b) {
                  const std::vector<int64_t> xs{1, 24, 9, 9};
