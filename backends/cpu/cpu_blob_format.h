@@ -1,4 +1,4 @@
-// The cpu delegate blob, version 2: shared by the compile half (writer) and the
+// The cpu delegate blob, version 3: shared by the compile half (writer) and the
 // runtime half (reader). Plain structs only (no STL): the runtime includes this file.
 // The byte layout is documented in backends/cpu/README.md; all fields are little-endian.
 #pragma once
@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 2;
+constexpr uint32_t kBlobVersion = 3;  // 3: PackedWinogradConv2d
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node.
@@ -97,10 +97,15 @@ enum class NodeOp : uint32_t {
   /// bias, before the clamp); params: pads, KH, KW, strides, dilations at the ConvParam
   /// indices, [10] = C, [11] = O; fparams: output min, max. Output [N, OH, OW, O].
   PackedConv2d = 18,
+  /// tern's own Winograd F(2x2,3x3) NHWC convolution: a 3x3 stride-1 dilation-1 one-group conv
+  /// (params and inputs as PackedConv2d, the window params fixed to 3x3/1/1). The weight is a
+  /// constant [F] with F = winograd_packed_floats(O, C): 16 matrices of packed_fc_floats(O, C)
+  /// (the transformed filter G g Gᵀ at each 4x4 tile position; the bias in the 6th).
+  PackedWinogradConv2d = 19,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 18;
+constexpr uint32_t kLastNodeOp = 19;
 
 /// Floats of a packed fully-connected weight with `n` out and `k` in features: ceil(n / 16)
 /// panels, each 16 bias floats then k rows of 16 weights (panel p, row r, lane j holds
@@ -109,10 +114,16 @@ constexpr uint64_t packed_fc_floats(uint64_t n, uint64_t k) {
   return (n + kPackedPanelWidth - 1) / kPackedPanelWidth * kPackedPanelWidth * (k + 1);
 }
 
+/// Floats of a Winograd-packed 3x3 filter with `n` out and `k` in channels.
+constexpr uint64_t winograd_packed_floats(uint64_t n, uint64_t k) {
+  return 16 * packed_fc_floats(n, k);
+}
+
 /// Whether tern's own kernels (not XNNPACK) run this op.
 constexpr bool is_own_kernel_op(uint32_t op) {
   return op == static_cast<uint32_t>(NodeOp::PackedFullyConnected) ||
-         op == static_cast<uint32_t>(NodeOp::PackedConv2d);
+         op == static_cast<uint32_t>(NodeOp::PackedConv2d) ||
+         op == static_cast<uint32_t>(NodeOp::PackedWinogradConv2d);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.
@@ -130,8 +141,8 @@ enum ConvParam : uint32_t {
   kGroups = 10,            ///< Conv2d; DepthwiseConv2d: depth multiplier
   kGroupInChannels = 11,   ///< Conv2d; DepthwiseConv2d: input channels
   kGroupOutChannels = 12,  ///< Conv2d only
-  kPackedInChannels = 10,   ///< PackedConv2d: C
-  kPackedOutChannels = 11,  ///< PackedConv2d: O
+  kPackedInChannels = 10,   ///< PackedConv2d, PackedWinogradConv2d: C
+  kPackedOutChannels = 11,  ///< PackedConv2d, PackedWinogradConv2d: O
 };
 
 /// One node. Unused inputs are kNoValue, unused params 0.

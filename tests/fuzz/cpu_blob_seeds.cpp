@@ -103,6 +103,19 @@ compiler::Graph pad_graph() {
   return b.build();
 }
 
+/// x[1, 16, 8, 16] -> 3x3 conv (32 tiles of 2x2: tern's Winograd conv) + x -> relu.
+compiler::Graph winograd_graph() {
+  GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {1, 16, 8, 16});
+  const int c = b.op("tern::conv2d",
+                     {x, constant(b, "w", {16, 16, 3, 3}, 23), b.none(), b.int_list({1, 1}),
+                      b.int_list({1, 1}), b.int_list({1, 1}), b.int_value(1)},
+                     DType::F32, {1, 16, 8, 16});
+  const int s = b.op("tern::add", {c, x}, DType::F32, {1, 16, 8, 16});
+  b.output(b.op("tern::relu", {s}, DType::F32, {1, 16, 8, 16}));
+  return b.build();
+}
+
 /// The bytes of every "cpu" delegate blob of the compiled program `pte`.
 std::vector<std::vector<uint8_t>> cpu_blobs(const std::vector<uint8_t>& pte) {
   void* raw = nullptr;
@@ -136,7 +149,8 @@ std::vector<Seed> cpu_blob_seeds() {
   std::vector<std::pair<std::string, compiler::ProgramGraph>> programs;
   for (const SampleProgram& p : sample_programs()) programs.emplace_back(p.name, p.graph);
   const std::pair<const char*, compiler::Graph> extra[] = {
-      {"convnet", convnet_graph()}, {"dense", dense_graph()}, {"pad", pad_graph()}};
+      {"convnet", convnet_graph()}, {"dense", dense_graph()}, {"pad", pad_graph()},
+      {"winograd", winograd_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;
     program.source_model = name;

@@ -57,6 +57,8 @@ const char* op_name(uint32_t op) {
       return "packed_fully_connected";
     case NodeOp::PackedConv2d:
       return "packed_conv2d";
+    case NodeOp::PackedWinogradConv2d:
+      return "packed_winograd_conv2d";
   }
   return "?";
 }
@@ -77,6 +79,7 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
       *const_mask = 0x2;
       return;
     case NodeOp::PackedConv2d:  // x, packed weight, residual?
+    case NodeOp::PackedWinogradConv2d:
       *min_in = 2;
       *max_in = 3;
       *const_mask = 0x2;
@@ -228,7 +231,19 @@ Error check_packed_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
       "cpu blob: node %u (%s): %llux%llu window x %llu channels is too large", n, op_name(node.op),
       static_cast<unsigned long long>(kh), static_cast<unsigned long long>(kw),
       static_cast<unsigned long long>(in_c));
-  const uint64_t want = packed_fc_floats(out_c, k);
+  const bool winograd = static_cast<NodeOp>(node.op) == NodeOp::PackedWinogradConv2d;
+  if (winograd) {
+    const uint32_t* q = node.params;
+    TERN_CHECK_OR_RETURN_ERROR(kh == 3 && kw == 3 && q[kStrideH] == 1 && q[kStrideW] == 1 &&
+                                   q[kDilationH] == 1 && q[kDilationW] == 1,
+                               InvalidProgram,
+                               "cpu blob: node %u (%s): expected a 3x3 window, stride 1, dilation "
+                               "1; found %llux%llu, stride %ux%u, dilation %ux%u",
+                               n, op_name(node.op), static_cast<unsigned long long>(kh),
+                               static_cast<unsigned long long>(kw), q[kStrideH], q[kStrideW],
+                               q[kDilationH], q[kDilationW]);
+  }
+  const uint64_t want = winograd ? winograd_packed_floats(out_c, in_c) : packed_fc_floats(out_c, k);
   TERN_CHECK_OR_RETURN_ERROR(f.rank == 1 && f.dims[0] == want, InvalidProgram,
                              "cpu blob: node %u (%s): packed weight value %u is not [%llu] (%llu "
                              "out channels x %llux%llux%llu)",
@@ -360,6 +375,7 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v) {
       return check_out_dims(n, node, out, expect, x.rank);
     }
     case NodeOp::PackedConv2d:
+    case NodeOp::PackedWinogradConv2d:
       return check_packed_conv(n, node, v);
     case NodeOp::PackedFullyConnected: {
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 2, 0, 2));

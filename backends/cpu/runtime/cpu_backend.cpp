@@ -54,6 +54,7 @@ struct CpuDelegate {
   uint32_t num_externals = 0;
   void* staging = nullptr;    ///< edge buffers of Staged externals
   void* workspace = nullptr;  ///< Workspace values
+  float* scratch = nullptr;   ///< own kernels' scratch (the largest any node needs)
   bool prepared = false;
 };
 
@@ -71,6 +72,7 @@ void free_delegate(CpuDelegate* d) {
   release_threadpool(d->pool);
   std::free(d->staging);
   std::free(d->workspace);
+  std::free(d->scratch);
   std::free(d->externals);
   std::free(d->addr);
   free_stage_plan(&d->stages);
@@ -155,6 +157,22 @@ Error plan_externals(CpuDelegate* d) {
   TERN_RETURN_IF_ERROR(allocate_buffers(staging_bytes, "edge buffers", &d->staging));
   TERN_RETURN_IF_ERROR(
       allocate_buffers(d->stages.workspace_bytes, "workspace", &d->workspace));
+  // Own kernels' scratch: one buffer, as large as the largest need (stages run one at a time).
+  const int64_t threads =
+      d->pool != nullptr ? static_cast<int64_t>(pthreadpool_get_threads_count(d->pool)) : 1;
+  uint64_t scratch_floats = 0;
+  for (uint32_t n = 0; n < p.header.num_nodes; ++n) {
+    const uint64_t f = own_kernel_scratch_floats(p, n, threads);
+    if (f > scratch_floats) scratch_floats = f;
+  }
+  uint64_t scratch_bytes = 0;
+  TERN_CHECK_OR_RETURN_ERROR(checked_mul(scratch_floats, sizeof(float), &scratch_bytes) &&
+                                 checked_align_up(scratch_bytes, kStageAlignment, &scratch_bytes),
+                             DelegateMemoryAllocationFailed,
+                             "cpu backend: kernel scratch size overflows");
+  void* scratch = nullptr;
+  TERN_RETURN_IF_ERROR(allocate_buffers(scratch_bytes, "kernel scratch", &scratch));
+  d->scratch = static_cast<float*>(scratch);
   uint8_t* cursor = static_cast<uint8_t*>(d->staging);
   for (uint32_t i = 0; i < d->num_externals; ++i) {
     External& x = d->externals[i];
@@ -270,7 +288,7 @@ class CpuBackend final : public BackendInterface {
       TERN_RETURN_IF_ERROR(argument_tensor(x, args, /*need_data=*/true, &t));
       const float* src = static_cast<const float*>(t->data);
       if (x.nhwc) {
-        nchw_to_nhwc(src, x.stage, x.n, x.c, x.hw);
+        nchw_to_nhwc(src, x.stage, x.n, x.c, x.hw, d->pool);
       } else {
         std::memcpy(x.stage, src, x.numel * sizeof(float));
       }
@@ -278,7 +296,8 @@ class CpuBackend final : public BackendInterface {
     for (uint32_t s = 0; s < d->stages.num_stages; ++s) {
       const Stage& stage = d->stages.stages[s];
       if (stage.own_kernel) {
-        TERN_RETURN_IF_ERROR(run_own_kernel_node(d->plan, stage.first_node, d->addr, d->pool));
+        TERN_RETURN_IF_ERROR(
+            run_own_kernel_node(d->plan, stage.first_node, d->addr, d->pool, d->scratch));
         continue;
       }
       const xnn_status status = xnn_invoke_runtime(d->xnn[s].runtime);
@@ -298,7 +317,7 @@ class CpuBackend final : public BackendInterface {
       }
       float* dst = static_cast<float*>(t->data);
       if (x.nhwc) {
-        nhwc_to_nchw(x.stage, dst, x.n, x.c, x.hw);
+        nhwc_to_nchw(x.stage, dst, x.n, x.c, x.hw, d->pool);
       } else {
         std::memcpy(dst, x.stage, x.numel * sizeof(float));
       }

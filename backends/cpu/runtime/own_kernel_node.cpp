@@ -2,14 +2,50 @@
 
 #include "backends/cpu/kernels/packed_conv.h"
 #include "backends/cpu/kernels/packed_gemm.h"
+#include "backends/cpu/kernels/winograd_conv.h"
 
 namespace tern::cpu {
 
 static_assert(kPanelWidth == static_cast<int64_t>(kPackedPanelWidth),
               "the blob's packed weight layout is the kernel's");
 
+namespace {
+
+/// The Winograd problem of node `node` (op 19); data pointers from `addr` when it is not null.
+WinogradProblem winograd_problem(const BlobPlan& plan, const BlobNode& node, float* const* addr) {
+  const BlobValue& x = plan.values[node.inputs[0]];
+  const BlobValue& y = plan.values[node.output];
+  WinogradProblem w;
+  w.batch = static_cast<int64_t>(x.dims[0]);
+  w.in_h = static_cast<int64_t>(x.dims[1]);
+  w.in_w = static_cast<int64_t>(x.dims[2]);
+  w.in_c = static_cast<int64_t>(x.dims[3]);
+  w.out_h = static_cast<int64_t>(y.dims[1]);
+  w.out_w = static_cast<int64_t>(y.dims[2]);
+  w.out_c = static_cast<int64_t>(y.dims[3]);
+  w.pad_top = node.params[kPadTop];
+  w.pad_left = node.params[kPadLeft];
+  w.out_min = node.fparams[0];
+  w.out_max = node.fparams[1];
+  if (addr != nullptr) {
+    w.x = addr[node.inputs[0]];
+    w.packed = addr[node.inputs[1]];
+    w.y = addr[node.output];
+    w.residual = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
+  }
+  return w;
+}
+
+}  // namespace
+
+uint64_t own_kernel_scratch_floats(const BlobPlan& plan, uint32_t n, int64_t threads) {
+  const BlobNode& node = plan.nodes[n];
+  if (static_cast<NodeOp>(node.op) != NodeOp::PackedWinogradConv2d) return 0;
+  return winograd_scratch_floats(winograd_problem(plan, node, nullptr), threads);
+}
+
 Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
-                          pthreadpool_t pool) {
+                          pthreadpool_t pool, float* scratch) {
   const BlobNode& node = plan.nodes[n];
   switch (static_cast<NodeOp>(node.op)) {
     case NodeOp::PackedFullyConnected: {
@@ -58,6 +94,9 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       packed_conv_nhwc(c, pool);
       return Error::Ok;
     }
+    case NodeOp::PackedWinogradConv2d:
+      winograd_conv_nhwc(winograd_problem(plan, node, addr), scratch, pool);
+      return Error::Ok;
     default:
       break;
   }

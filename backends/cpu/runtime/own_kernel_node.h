@@ -11,10 +11,15 @@
 
 namespace tern::cpu {
 
+/// Scratch floats node `n` of `plan` (validated by parse_blob) needs on a pool of `threads`
+/// threads: 0 for every op but the Winograd conv.
+uint64_t own_kernel_scratch_floats(const BlobPlan& plan, uint32_t n, int64_t threads);
+
 /// Runs node `n` of `plan` (an own-kernel op, validated by parse_blob) reading and writing the
-/// value addresses in `addr` (one per blob value), on `pool` (null: the caller's thread).
-/// Never allocates.
+/// value addresses in `addr` (one per blob value), on `pool` (null: the caller's thread), with
+/// `scratch` of at least own_kernel_scratch_floats(plan, n, pool's threads) floats (64-byte
+/// aligned; may be null when that is 0). Never allocates.
 Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
-                          pthreadpool_t pool);
+                          pthreadpool_t pool, float* scratch);
 
 }  // namespace tern::cpu

@@ -97,6 +97,7 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
       return Error::Ok;
     case NodeOp::PackedFullyConnected:
     case NodeOp::PackedConv2d:
+    case NodeOp::PackedWinogradConv2d:
       break;  // tern's own kernels: never in an XNNPACK stage
   }
   return Error::InvalidProgram;

@@ -673,6 +673,56 @@ TEST_F(CpuBlobTest, ShallowConvsStayInXnnpack) {
   EXPECT_EQ(first_op(3, 7), static_cast<uint32_t>(cpu::NodeOp::PackedConv2d));
 }
 
+TEST_F(CpuBlobTest, LargeThreeByThreeConvsGoToWinograd) {
+  const auto first_op = [](int64_t hw, int64_t stride) {
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {1, 16, hw, hw});
+    const int w = b.constant_f32("w", {16, 16, 3, 3}, random_floats(2304, 9, -1.0f, 1.0f));
+    const int64_t o = (hw + 2 - 3) / stride + 1;
+    b.output(b.op("tern::conv2d",
+                  {x, w, b.none(), b.int_list({stride, stride}), b.int_list({1, 1}),
+                   b.int_list({1, 1}), b.int_value(1)},
+                  DType::F32, {1, 16, o, o}));
+    delegate_cpu(b, 0, 0);
+    return blob_ops(b)[0];
+  };
+  // 20x20 output: 100 tiles of 2x2.
+  EXPECT_EQ(first_op(20, 1), static_cast<uint32_t>(cpu::NodeOp::PackedWinogradConv2d));
+  // 8x8: 16 tiles (under 32), too few to reuse the transformed weight: the direct conv.
+  EXPECT_EQ(first_op(8, 1), static_cast<uint32_t>(cpu::NodeOp::PackedConv2d));
+  // Stride 2: the direct conv.
+  EXPECT_EQ(first_op(40, 2), static_cast<uint32_t>(cpu::NodeOp::PackedConv2d));
+}
+
+TEST_F(CpuBlobTest, WinogradNodeWithAnotherWindowIsRefused) {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {1, 16, 20, 20});
+  const int w = b.constant_f32("w", {16, 16, 3, 3}, random_floats(2304, 9, -1.0f, 1.0f));
+  b.output(b.op("tern::conv2d",
+                {x, w, b.none(), b.int_list({1, 1}), b.int_list({1, 1}), b.int_list({1, 1}),
+                 b.int_value(1)},
+                DType::F32, {1, 16, 20, 20}));
+  delegate_cpu(b, 0, 0);
+  std::vector<uint8_t> blob = b.graph().delegates[0].blob;
+  cpu::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  const size_t node_at = sizeof(h) + h.num_values * sizeof(cpu::BlobValue);
+  cpu::BlobNode node;
+  std::memcpy(&node, blob.data() + node_at, sizeof(node));
+  ASSERT_EQ(node.op, static_cast<uint32_t>(cpu::NodeOp::PackedWinogradConv2d));
+  cpu::BlobPlan plan;
+  ASSERT_EQ(cpu::parse_blob(Span<const uint8_t>(blob.data(), blob.size()), &plan), Error::Ok);
+  cpu::free_blob_plan(&plan);
+  node.params[cpu::kDilationW] = 2;  // the window then still fits: only the op's rule refuses
+  std::memcpy(blob.data() + node_at, &node, sizeof(node));
+  EXPECT_EQ(cpu::parse_blob(Span<const uint8_t>(blob.data(), blob.size()), &plan),
+            Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("expected a 3x3 window, stride 1, dilation 1"),
+            std::string::npos)
+      << last_error_message();
+  cpu::free_blob_plan(&plan);
+}
+
 TEST_F(CpuBlobTest, ResidualAddAndReluFoldIntoTheConv) {
   GraphBuilder b;
   const std::vector<int64_t> xs{1, 16, 8, 8};

@@ -229,6 +229,33 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::hardsigmoid", {c3}, DType::F32, {1, 33, 10, 10}));
                },
                kConv});
+  // ---- Winograd F(2x2,3x3): 3x3 stride-1 convs with >= 100 output tiles ----
+  c.push_back({"winograd_conv_relu_odd_width",  // 10 x 11 tiles, the last column half
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 16, 20, 21};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int c1 = conv(b, x, xs, 24, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 57);
+                 b.output(b.op("tern::relu", {c1}, DType::F32, {1, 24, 20, 21}));
+               },
+               kConv});
+  c.push_back({"winograd_no_padding_no_bias",  // 21 x 21 output: 11 x 11 tiles
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 17, 23, 23};
+                 const int x = b.input("x", DType::F32, xs);
+                 b.output(conv(b, x, xs, 33, 3, 3, {1, 1}, {0, 0}, {1, 1}, 1, false, 59));
+               },
+               kConv});
+  c.push_back({"winograd_basic_block_residual",  // relu(conv(relu(conv(x))) + x), batch 2
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{2, 16, 15, 15};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int c1 = conv(b, x, xs, 16, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 60);
+                 const int r1 = b.op("tern::relu", {c1}, DType::F32, xs);
+                 const int c2 = conv(b, r1, xs, 16, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 61);
+                 const int s = b.op("tern::add", {c2, x}, DType::F32, xs);
+                 b.output(b.op("tern::relu", {s}, DType::F32, xs));
+               },
+               kConv});
   c.push_back({"shallow_stem_conv_in_xnnpack",  // 3x3/2 on RGB: 27 taps, XNNPACK's conv
                [](GraphBuilder& b) {
                  const std::vector<int64_t> xs{1, 3, 17, 17};

@@ -19,8 +19,9 @@ namespace {
 
 using testing_support::ArmedCounter;
 
-/// conv -> relu -> max_pool -> conv (+ residual) -> relu -> global pool -> flatten -> linear,
-/// delegated to "cpu", with a portable sigmoid after it.
+/// conv (XNNPACK) -> relu -> conv (tern's Winograd) -> relu -> max_pool -> conv (tern's, +
+/// residual) -> relu -> global pool -> flatten -> linear, delegated to "cpu", with a portable
+/// sigmoid after it.
 std::vector<uint8_t> model(compiler::Graph* graph) {
   GraphBuilder b;
   const int x = b.input("x", DType::F32, {1, 3, 32, 32});
@@ -36,9 +37,11 @@ std::vector<uint8_t> model(compiler::Graph* graph) {
   };
   const int c1 = conv(x, 3, 16, 32, 2, 1);
   const int r1 = b.op("tern::relu", {c1}, DType::F32, {1, 16, 16, 16});
+  const int c1w = conv(r1, 16, 16, 16, 1, 4);  // 64 tiles of 2x2: the Winograd kernel (scratch)
+  const int r1w = b.op("tern::relu", {c1w}, DType::F32, {1, 16, 16, 16});
   const int p = b.op(
       "tern::max_pool2d",
-      {r1, b.int_list({3}), b.int_list({2}), b.int_list({1}), b.int_list({1}), b.bool_value(false)},
+      {r1w, b.int_list({3}), b.int_list({2}), b.int_list({1}), b.int_list({1}), b.bool_value(false)},
       DType::F32, {1, 16, 8, 8});
   const int c2 = conv(p, 16, 16, 8, 1, 2);
   const int s = b.op("tern::add", {c2, p}, DType::F32, {1, 16, 8, 8});

@@ -1,0 +1,63 @@
+// tern's Winograd F(2x2, 3x3) convolution over NHWC tensors, for 3x3 stride-1 convolutions
+// (groups 1, dilation 1): each 2x2 block of outputs comes from a 4x4 input tile as
+// Y = Aᵀ [Σ_c (G g Gᵀ) ⊙ (Bᵀ d B)] A, so the 36 multiplies of a 2x2 output become 16, done as 16
+// GEMMs (one per 4x4 position) on the packed GEMM's microkernels. The weight is transformed and
+// packed once (pack_winograd_weight); per block of tiles a task input-transforms the tiles into
+// its scratch slot, runs the 16 GEMMs into the slot and output-transforms them into y with the
+// bias, the optional residual and the clamp. Design and figures: README.md next to this.
+//
+// Runtime code: no exceptions, no RTTI, and winograd_conv_nhwc() never allocates.
+#pragma once
+
+#include <pthreadpool.h>
+
+#include <cstdint>
+#include <limits>
+
+namespace tern::cpu {
+
+/// Floats of a Winograd-packed weight for out_c O, in_c C: 16 matrices of
+/// packed_weight_floats(O, C) floats each.
+uint64_t winograd_weight_floats(int64_t out_c, int64_t in_c);
+
+/// Packs a PyTorch conv weight w [O, C, 3, 3] (OIHW, row-major) and optional bias [O] (null:
+/// zeros) into `out` (winograd_weight_floats(O, C) floats). Matrix xi = 4a + b (a: tile row,
+/// b: tile column) holds U[xi][o][c] = (G g_oc Gᵀ)[a][b] in pack_fc_weight's layout for n = O,
+/// k = C (ceil(O/16) panels of [16 bias floats][C rows of 16 columns]). The bias is stored once,
+/// in the bias slots of matrix 5 (a = b = 1), the others' are zeros: the output transform gives
+/// every output of a tile exactly +1 times M[5], so the bias lands once in each output.
+/// Runs at compile time (or init); the matrices start on 64-byte boundaries when `out` does.
+void pack_winograd_weight(const float* w, const float* bias, int64_t out_c, int64_t in_c,
+                          float* out);
+
+/// One 3x3 stride-1 convolution (dilation 1, groups 1). All sizes >= 1 (else nothing happens);
+/// pads >= 0 (bottom/right padding is whatever out_h/out_w imply); taps outside x read as zero.
+struct WinogradProblem {
+  int64_t batch = 0, in_h = 0, in_w = 0, in_c = 0;  ///< x [batch, in_h, in_w, in_c], contiguous
+  int64_t out_h = 0, out_w = 0, out_c = 0;          ///< y [batch, out_h, out_w, out_c], contiguous
+  int64_t pad_top = 0, pad_left = 0;
+  const float* x = nullptr;
+  const float* packed = nullptr;  ///< pack_winograd_weight(out_c, in_c)
+  float* y = nullptr;
+  /// Optional (null: none): y's shape and layout, added before the clamp; read only inside
+  /// y's shape; must not overlap y or x.
+  const float* residual = nullptr;
+  float out_min = -std::numeric_limits<float>::infinity();  ///< fused clamp; (-inf, +inf) for none
+  float out_max = std::numeric_limits<float>::infinity();
+};
+
+/// Scratch floats winograd_conv_nhwc needs for `p` with a pool of at most `threads` threads (a
+/// null pool counts as 1). The caller allocates it once, 64-byte aligned (not required, but
+/// slower without). Depends on p's sizes and the blocking knobs only (not on the ISA), so one
+/// buffer serves every call with the same shapes. 0 for an empty problem.
+uint64_t winograd_scratch_floats(const WinogradProblem& p, int64_t threads);
+
+/// y = clamp(conv3x3(x, W) + bias + residual) (no residual term when it is null). Splits the
+/// work over `pool` (null: the caller's thread only); `scratch` holds
+/// winograd_scratch_floats(p, t) floats for some t >= the pool's thread count. Never allocates;
+/// reads x only inside its shape and the residual only inside y's, writes y only inside its shape
+/// and scratch only inside its size. Uses the ISA packed_gemm_isa() names. Thread-safe for
+/// distinct y and scratch.
+void winograd_conv_nhwc(const WinogradProblem& p, float* scratch, pthreadpool_t pool);
+
+}  // namespace tern::cpu

@@ -1,0 +1,236 @@
+// Microbenchmark (not a test): tern's Winograd F(2x2, 3x3) convolution (winograd_conv_nhwc)
+// against its implicit-GEMM convolution (packed_conv_nhwc) on ResNet-18's 3x3 stride-1 layers
+// (224x224 input, batch 1 unless --batch, fused ReLU), same pool size, the two alternating call by
+// call. Prints per layer the median and fastest time of each, the speedup, and the largest
+// difference between the two outputs relative to the largest |output|; then one ResNet-18's worth
+// of these layers.
+#include <pthreadpool.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/kernels/packed_conv.h"
+#include "backends/cpu/kernels/packed_gemm.h"
+#include "backends/cpu/kernels/winograd_conv.h"
+#include "backends/cpu/kernels/winograd_transform.h"
+#include "bench/bench_timing.h"
+
+namespace {
+
+using bench_timing::g_cputime;
+using bench_timing::load_average;
+using bench_timing::now_seconds;
+using bench_timing::parse_list;
+using bench_timing::Stats;
+using bench_timing::stats_of;
+
+struct Layer {
+  const char* name;
+  int64_t hw, c, o;
+  int count;  // how many times ResNet-18 has it
+  double flops() const { return 2.0 * hw * hw * o * 9.0 * static_cast<double>(c); }
+};
+
+const Layer kLayers[] = {
+    {"3x3 64->64 @56", 56, 64, 64, 4},
+    {"3x3 128->128 @28", 28, 128, 128, 3},
+    {"3x3 256->256 @14", 14, 256, 256, 3},
+    {"3x3 512->512 @7", 7, 512, 512, 3},
+};
+
+float* aligned_floats(uint64_t n) {
+  return static_cast<float*>(std::aligned_alloc(64, ((n * 4 + 63) / 64) * 64 + 64));
+}
+
+struct Result {
+  bool ok = false;
+  double direct_s = 0, winograd_s = 0, direct_best_s = 0, winograd_best_s = 0;
+};
+
+Result run(const Layer& l, int64_t batch, int threads, int runs, bool residual) {
+  Result result;
+  const int64_t hw = l.hw, c = l.c, o = l.o;
+  const size_t x_floats = static_cast<size_t>(batch * hw * hw * c),
+               y_floats = static_cast<size_t>(batch * hw * hw * o);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
+  std::vector<float> x(x_floats), w(static_cast<size_t>(o * c * 9)), bias(static_cast<size_t>(o)),
+      res(y_floats), y_direct(y_floats), y_winograd(y_floats);
+  for (float& v : x) v = dist(rng);
+  for (float& v : w) v = dist(rng);
+  for (float& v : bias) v = dist(rng);
+  for (float& v : res) v = dist(rng);
+
+  // packed_conv_nhwc wants [O, KH, KW, C]; w is PyTorch's [O, C, KH, KW].
+  std::vector<float> w_ohwc(w.size());
+  for (int64_t oo = 0; oo < o; ++oo)
+    for (int64_t cc = 0; cc < c; ++cc)
+      for (int64_t t = 0; t < 9; ++t) w_ohwc[(oo * 9 + t) * c + cc] = w[(oo * c + cc) * 9 + t];
+  const uint64_t direct_floats = tern::cpu::packed_weight_floats(o, 9 * c);
+  float* direct_packed = aligned_floats(direct_floats);
+  tern::cpu::pack_fc_weight(w_ohwc.data(), bias.data(), o, 9 * c, direct_packed);
+  float* wino_packed = aligned_floats(tern::cpu::winograd_weight_floats(o, c));
+  tern::cpu::pack_winograd_weight(w.data(), bias.data(), o, c, wino_packed);
+
+  tern::cpu::ConvProblem d;
+  d.batch = batch;
+  d.in_h = d.in_w = d.out_h = d.out_w = hw;
+  d.in_c = c;
+  d.out_c = o;
+  d.kernel_h = d.kernel_w = 3;
+  d.pad_top = d.pad_left = 1;
+  d.x = x.data();
+  d.packed = direct_packed;
+  d.y = y_direct.data();
+  d.residual = residual ? res.data() : nullptr;
+  d.out_min = 0.0f;
+  d.out_max = std::numeric_limits<float>::infinity();
+
+  tern::cpu::WinogradProblem p;
+  p.batch = batch;
+  p.in_h = p.in_w = p.out_h = p.out_w = hw;
+  p.in_c = c;
+  p.out_c = o;
+  p.pad_top = p.pad_left = 1;
+  p.x = x.data();
+  p.packed = wino_packed;
+  p.y = y_winograd.data();
+  p.residual = d.residual;
+  p.out_min = 0.0f;
+  p.out_max = std::numeric_limits<float>::infinity();
+  const uint64_t scratch_floats = tern::cpu::winograd_scratch_floats(p, threads);
+  float* scratch = aligned_floats(scratch_floats);
+
+  pthreadpool_t pool = threads > 1 ? pthreadpool_create(static_cast<size_t>(threads)) : nullptr;
+  const int warmup = 2;
+  std::vector<double> t_direct, t_wino;
+  for (int i = 0; i < warmup + runs; ++i) {
+    // Alternate which runs first, so neither always follows the other.
+    for (int step = 0; step < 2; ++step) {
+      const bool wino = (i + step) % 2 == 0;
+      const double t0 = now_seconds();
+      if (wino) {
+        tern::cpu::winograd_conv_nhwc(p, scratch, pool);
+      } else {
+        tern::cpu::packed_conv_nhwc(d, pool);
+      }
+      const double t1 = now_seconds();
+      if (i >= warmup) (wino ? t_wino : t_direct).push_back(t1 - t0);
+    }
+  }
+  double max_diff = 0, max_abs = 0;
+  for (size_t i = 0; i < y_floats; ++i) {
+    max_diff = std::max(max_diff, static_cast<double>(std::fabs(y_direct[i] - y_winograd[i])));
+    max_abs = std::max(max_abs, static_cast<double>(std::fabs(y_direct[i])));
+  }
+  const double rel = max_diff / std::max(max_abs, 1e-30);
+
+  const Stats s_d = stats_of(t_direct), s_w = stats_of(t_wino);
+  std::printf(
+      "%-18s x%d %d thr | packed_conv %8.1f us (best %8.1f) = %6.1f GFLOP/s | winograd %8.1f us "
+      "(best %8.1f) = %6.1f eff. GFLOP/s | speedup %.2fx (best %.2fx) | scratch %5.0f KiB | "
+      "max|diff|/max|y| %.1e\n",
+      l.name, l.count, threads, s_d.median_s * 1e6, s_d.best_s * 1e6,
+      batch * l.flops() / s_d.median_s * 1e-9, s_w.median_s * 1e6, s_w.best_s * 1e6,
+      batch * l.flops() / s_w.median_s * 1e-9, s_d.median_s / s_w.median_s, s_d.best_s / s_w.best_s,
+      scratch_floats * 4.0 / 1024.0, rel);
+  std::fflush(stdout);
+
+  if (pool != nullptr) pthreadpool_destroy(pool);
+  std::free(direct_packed);
+  std::free(wino_packed);
+  std::free(scratch);
+  result.ok = rel < 1e-4;
+  result.direct_s = s_d.median_s;
+  result.winograd_s = s_w.median_s;
+  result.direct_best_s = s_d.best_s;
+  result.winograd_best_s = s_w.best_s;
+  return result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int runs = 30;
+  int64_t batch = 1;
+  std::vector<int> threads = {1, 2};
+  std::string only;
+  bool residual = false;
+  tern::cpu::winograd_detail::WinogradBlocking& blocking =
+      tern::cpu::winograd_detail::winograd_blocking();
+  for (int i = 1; i < argc; ++i) {
+    const char* arg = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (std::strcmp(arg, "--cputime") == 0) {
+      g_cputime = true;
+    } else if (std::strcmp(arg, "--residual") == 0) {
+      residual = true;
+    } else if (std::strcmp(arg, "--batch") == 0 && has_value) {
+      batch = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(arg, "--runs") == 0 && has_value) {
+      runs = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(arg, "--threads") == 0 && has_value) {
+      threads = parse_list(argv[++i]);
+    } else if (std::strcmp(arg, "--isa") == 0 && has_value) {
+      const std::string name = argv[++i];
+      const tern::cpu::GemmIsa isa = name == "avx512" ? tern::cpu::GemmIsa::Avx512
+                                     : name == "avx2" ? tern::cpu::GemmIsa::Avx2
+                                                      : tern::cpu::GemmIsa::Scalar;
+      if (!tern::cpu::packed_gemm_force_isa(isa)) {
+        std::fprintf(stderr, "isa %s is not supported here\n", name.c_str());
+        return 2;
+      }
+    } else if (std::strcmp(arg, "--kc") == 0 && has_value) {
+      blocking.kc_max = std::atoll(argv[++i]);
+    } else if (std::strcmp(arg, "--block-bytes") == 0 && has_value) {
+      blocking.block_bytes = std::atoll(argv[++i]);
+    } else if (std::strcmp(arg, "--min-tiles") == 0 && has_value) {
+      blocking.min_tiles_per_part = std::atoll(argv[++i]);
+    } else if (std::strcmp(arg, "--layer") == 0 && has_value) {
+      only = argv[++i];
+    } else {
+      std::fprintf(stderr,
+                   "usage: cpu_winograd_bench [--runs N] [--batch N] [--threads 1,2] [--isa ISA] "
+                   "[--cputime] "
+                   "[--residual] [--kc N] [--block-bytes BYTES] [--min-tiles N] "
+                   "[--layer NAME-SUBSTRING]\n");
+      return 2;
+    }
+  }
+  std::printf(
+      "winograd vs packed_conv, batch %lld, isa %s, %d runs per row, %s time, kc_max %lld, block "
+      "%lld KiB, "
+      "min tiles/part %lld%s, load average before: %s\n",
+      static_cast<long long>(batch), tern::cpu::gemm_isa_name(tern::cpu::packed_gemm_isa()), runs,
+      g_cputime ? "process CPU" : "wall-clock", static_cast<long long>(blocking.kc_max),
+      static_cast<long long>(blocking.block_bytes >> 10),
+      static_cast<long long>(blocking.min_tiles_per_part), residual ? ", fused residual" : "",
+      load_average().c_str());
+  int failures = 0;
+  for (int t : threads) {
+    double direct = 0, wino = 0, direct_best = 0, wino_best = 0;
+    for (const Layer& l : kLayers) {
+      if (!only.empty() && std::string(l.name).find(only) == std::string::npos) continue;
+      const Result r = run(l, batch, t, runs, residual);
+      if (!r.ok) ++failures;
+      direct += l.count * r.direct_s;
+      wino += l.count * r.winograd_s;
+      direct_best += l.count * r.direct_best_s;
+      wino_best += l.count * r.winograd_best_s;
+    }
+    std::printf(
+        "TOTAL (ResNet-18's 3x3/1 layers, each times its count) %d thr | packed_conv %.3f ms | "
+        "winograd %.3f ms | speedup %.2fx | fastest runs %.3f vs %.3f ms = %.2fx\n",
+        t, direct * 1e3, wino * 1e3, direct / wino, direct_best * 1e3, wino_best * 1e3,
+        direct_best / wino_best);
+  }
+  std::printf("load average after: %s\n", load_average().c_str());
+  return failures == 0 ? 0 : 1;
+}
