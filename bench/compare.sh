@@ -7,6 +7,7 @@
 #   BENCH_THREADS=2        threads for every runtime
 #   BENCH_RUNS=30          timed runs per runtime and model (>= 20 for figures that count)
 #   BENCH_WARMUP=5         warm-up runs
+#   BENCH_ROUNDS=5         timing rounds: every runtime once per round, the order reversing
 #   BENCH_MODELS=a,b       subset of resnet18,mobilenet_v2,mobilenet_v3_small,transformer_encoder,
 #                          gpt_block,linear_stack
 #   BENCH_PEERS=a,b        subset of tern-portable,tern-cpu,executorch,ort,torch
@@ -47,7 +48,7 @@ if ! "$py" -c "import executorch.runtime" >/dev/null 2>&1 && [ -x bench/.venv-et
 fi
 
 cmdline="bench/compare.sh"
-for v in BENCH_THREADS BENCH_RUNS BENCH_WARMUP BENCH_MODELS BENCH_PEERS; do
+for v in BENCH_THREADS BENCH_RUNS BENCH_WARMUP BENCH_ROUNDS BENCH_MODELS BENCH_PEERS; do
   [ -n "${!v:-}" ] && cmdline="$v=${!v} $cmdline"
 done
 exec "$py" bench/compare.py --et-python "$et_py" --xnnpack-fc "$xnnpack_fc" \

@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 3;  // 3: PackedWinogradConv2d
+constexpr uint32_t kBlobVersion = 3;  // 3: PackedWinogradConv2d, Gelu
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node.
@@ -102,10 +102,13 @@ enum class NodeOp : uint32_t {
   /// constant [F] with F = winograd_packed_floats(O, C): 16 matrices of packed_fc_floats(O, C)
   /// (the transformed filter G g Gᵀ at each 4x4 tile position; the bias in the 6th).
   PackedWinogradConv2d = 19,
+  /// tern's own GELU over the whole tensor, split over the pool (not in this XNNPACK). in: x;
+  /// params[0] = 0 for the erf form, 1 for the tanh form. Output: x's dims.
+  Gelu = 20,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 19;
+constexpr uint32_t kLastNodeOp = 20;
 
 /// Floats of a packed fully-connected weight with `n` out and `k` in features: ceil(n / 16)
 /// panels, each 16 bias floats then k rows of 16 weights (panel p, row r, lane j holds
@@ -123,7 +126,8 @@ constexpr uint64_t winograd_packed_floats(uint64_t n, uint64_t k) {
 constexpr bool is_own_kernel_op(uint32_t op) {
   return op == static_cast<uint32_t>(NodeOp::PackedFullyConnected) ||
          op == static_cast<uint32_t>(NodeOp::PackedConv2d) ||
-         op == static_cast<uint32_t>(NodeOp::PackedWinogradConv2d);
+         op == static_cast<uint32_t>(NodeOp::PackedWinogradConv2d) ||
+         op == static_cast<uint32_t>(NodeOp::Gelu);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.

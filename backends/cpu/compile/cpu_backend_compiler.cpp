@@ -46,6 +46,9 @@ void check_node(const Graph& g, const Node& node) {
   } else if (op == "tern::hardswish" || op == "tern::sigmoid" || op == "tern::hardsigmoid") {
     if (node.args.size() != 1) throw Unsupported("expected 1 argument");
     check_unary(g, node);
+  } else if (op == "tern::gelu") {
+    (void)gelu_tanh_form(g, node);
+    check_unary(g, node);
   } else if (op == "tern::softmax") {
     if (node.args.size() != 2) throw Unsupported("softmax: expected 2 arguments");
     const Value& x = activation_tensor(g, node.args[0], "x");

@@ -331,6 +331,19 @@ double binary_alpha(const Graph& g, const Node& node) {
   return alpha;
 }
 
+bool gelu_tanh_form(const Graph& g, const Node& node) {
+  if (node.args.empty() || node.args.size() > 2) {
+    throw Unsupported("gelu: expected 1 or 2 arguments");
+  }
+  if (node.args.size() == 1 || node.args[1] < 0) return false;
+  const Value& a = g.values[static_cast<size_t>(node.args[1])];
+  if (a.kind == Value::Kind::None) return false;
+  if (a.kind != Value::Kind::String || (a.string_value != "none" && a.string_value != "tanh")) {
+    throw Unsupported("gelu: approximate is not \"none\" or \"tanh\"");
+  }
+  return a.string_value == "tanh";
+}
+
 bool global_mean_keepdim(const Graph& g, const Node& node) {
   // x, dims, keepdim -> out
   if (node.args.size() != 3) fail("mean: expected 3 arguments");

@@ -88,6 +88,10 @@ void pad_amounts(const Graph& g, const Node& node, size_t rank, std::vector<int6
 /// add/sub give one).
 double binary_alpha(const Graph& g, const Node& node);
 
+/// gelu's form: true for approximate "tanh", false for "none" (or the argument left out).
+/// Unsupported for anything else.
+bool gelu_tanh_form(const Graph& g, const Node& node);
+
 /// Checks a tern::mean over the spatial dims {2, 3} of an [N, C, H, W] activation (global
 /// average pooling) and returns keepdim.
 bool global_mean_keepdim(const Graph& g, const Node& node);

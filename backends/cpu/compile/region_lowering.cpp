@@ -583,6 +583,11 @@ class Lowering {
                                                  : NodeOp::Softmax;
       const uint32_t x = activation(node.args[0]);
       add_node(nop, {x}, output(node.outputs[0]));
+    } else if (op == "tern::gelu") {  // tern's own kernel, split over the pool
+      const bool tanh_form = gelu_tanh_form(g_, node);
+      const uint32_t x = activation(node.args[0]);
+      BlobNode& n = add_node(NodeOp::Gelu, {x}, output(node.outputs[0]));
+      n.params[0] = tanh_form ? 1 : 0;
     } else if (op == "tern::max_pool2d" || op == "tern::avg_pool2d") {
       lower_pool(node, op == "tern::max_pool2d");
     } else if (op == "tern::adaptive_avg_pool2d") {

@@ -59,6 +59,8 @@ const char* op_name(uint32_t op) {
       return "packed_conv2d";
     case NodeOp::PackedWinogradConv2d:
       return "packed_winograd_conv2d";
+    case NodeOp::Gelu:
+      return "gelu";
   }
   return "?";
 }
@@ -377,6 +379,13 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v) {
     case NodeOp::PackedConv2d:
     case NodeOp::PackedWinogradConv2d:
       return check_packed_conv(n, node, v);
+    case NodeOp::Gelu:
+      TERN_RETURN_IF_ERROR(check_params_range(n, node, 1, 0, 0));
+      TERN_CHECK_OR_RETURN_ERROR(node.params[0] <= 1, InvalidProgram,
+                                 "cpu blob: node %u (gelu): form %u, expected 0 (erf) or 1 "
+                                 "(tanh)",
+                                 n, node.params[0]);
+      return check_out_dims(n, node, out, x.dims, x.rank);
     case NodeOp::PackedFullyConnected: {
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 2, 0, 2));
       const uint64_t out_features = node.params[0], in_features = node.params[1];

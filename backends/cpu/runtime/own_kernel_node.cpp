@@ -3,6 +3,7 @@
 #include "backends/cpu/kernels/packed_conv.h"
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "backends/cpu/kernels/winograd_conv.h"
+#include "runtime/kernels/portable/gelu_array.h"
 
 namespace tern::cpu {
 
@@ -34,6 +35,33 @@ WinogradProblem winograd_problem(const BlobPlan& plan, const BlobNode& node, flo
     w.residual = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
   }
   return w;
+}
+
+/// GELU split over the pool in chunks of kGeluChunk floats (enough work per task to pay for
+/// the dispatch), each through the portable kernel's vectorized loop.
+constexpr int64_t kGeluChunk = 16384;
+
+struct GeluTask {
+  const float* x = nullptr;
+  float* y = nullptr;
+  int64_t n = 0;
+  bool tanh_form = false;
+};
+
+void gelu_chunk(void* context, size_t i) {
+  const GeluTask& t = *static_cast<const GeluTask*>(context);
+  const int64_t begin = static_cast<int64_t>(i) * kGeluChunk;
+  const int64_t count = t.n - begin < kGeluChunk ? t.n - begin : kGeluChunk;
+  portable::gelu_f32(t.tanh_form, t.x + begin, t.y + begin, count);
+}
+
+void run_gelu(const GeluTask& t, pthreadpool_t pool) {
+  const size_t chunks = static_cast<size_t>((t.n + kGeluChunk - 1) / kGeluChunk);
+  if (pool == nullptr || chunks <= 1 || pthreadpool_get_threads_count(pool) <= 1) {
+    portable::gelu_f32(t.tanh_form, t.x, t.y, t.n);
+    return;
+  }
+  pthreadpool_parallelize_1d(pool, &gelu_chunk, const_cast<GeluTask*>(&t), chunks, 0);
 }
 
 }  // namespace
@@ -97,6 +125,15 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
     case NodeOp::PackedWinogradConv2d:
       winograd_conv_nhwc(winograd_problem(plan, node, addr), scratch, pool);
       return Error::Ok;
+    case NodeOp::Gelu: {
+      GeluTask t;
+      t.x = addr[node.inputs[0]];
+      t.y = addr[node.output];
+      t.n = static_cast<int64_t>(value_numel(plan.values[node.output]));
+      t.tanh_form = node.params[0] == 1;
+      run_gelu(t, pool);
+      return Error::Ok;
+    }
     default:
       break;
   }

@@ -236,10 +236,15 @@ TEST_F(CpuBlobTest, SupportsRefusesWhatXnnpackCannotMatch) {
          const int x = b.input("x", DType::I64, {4});
          b.op("tern::relu", {x}, DType::I64, {4});
        }},
-      {"gelu",
+      {"silu",
        [](GraphBuilder& b) {
          const int x = b.input("x", DType::F32, {4});
-         b.op("tern::gelu", {x, b.string_value("none")}, DType::F32, {4});
+         b.op("tern::silu", {x}, DType::F32, {4});
+       }},
+      {"gelu of an unknown form",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {4});
+         b.op("tern::gelu", {x, b.string_value("erf")}, DType::F32, {4});
        }},
       {"rank 7",
        [](GraphBuilder& b) {
@@ -652,6 +657,34 @@ TEST_F(CpuBlobTest, HardsigmoidFoldsIntoTheLayerBeforeIt) {
   const std::vector<uint32_t> ops = blob_ops(b);
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(ops[0], static_cast<uint32_t>(cpu::NodeOp::FullyConnected));
+}
+
+TEST_F(CpuBlobTest, GeluRunsInTheDelegateAndBadFormsAreRefused) {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {64, 64});
+  const int w = b.constant_f32("w", {64, 64}, random_floats(4096, 5, -1.0f, 1.0f));
+  const int y = b.op("tern::linear", {x, w, b.none()}, DType::F32, {64, 64});
+  b.output(b.op("tern::gelu", {y, b.string_value("tanh")}, DType::F32, {64, 64}));
+  delegate_cpu(b, 0, 1);
+  const std::vector<uint32_t> ops = blob_ops(b);
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[1], static_cast<uint32_t>(cpu::NodeOp::Gelu));
+  std::vector<uint8_t> blob = b.graph().delegates[0].blob;
+  cpu::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  const size_t node_at = sizeof(h) + h.num_values * sizeof(cpu::BlobValue) + sizeof(cpu::BlobNode);
+  cpu::BlobNode node;
+  std::memcpy(&node, blob.data() + node_at, sizeof(node));
+  EXPECT_EQ(node.params[0], 1u);  // the tanh form
+  node.params[0] = 2;             // no such form
+  std::memcpy(blob.data() + node_at, &node, sizeof(node));
+  cpu::BlobPlan plan;
+  EXPECT_EQ(cpu::parse_blob(Span<const uint8_t>(blob.data(), blob.size()), &plan),
+            Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("form 2, expected 0 (erf) or 1 (tanh)"),
+            std::string::npos)
+      << last_error_message();
+  cpu::free_blob_plan(&plan);
 }
 
 TEST_F(CpuBlobTest, ShallowConvsStayInXnnpack) {

@@ -256,6 +256,26 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::relu", {s}, DType::F32, xs));
                },
                kConv});
+  c.push_back({"mlp_gelu_erf_on_own_kernel",  // linear -> gelu (split over the pool) -> linear
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {40, 64});
+                 const int w1 = constant(b, "w1", {600, 64}, 62, 2.0f);  // gelu's tails too
+                 const int b1 = constant(b, "b1", {600}, 63);
+                 const int h = b.op("tern::linear", {x, w1, b1}, DType::F32, {40, 600});
+                 const int a = b.op("tern::gelu", {h}, DType::F32, {40, 600});
+                 const int w2 = constant(b, "w2", {48, 600}, 64);
+                 b.output(b.op("tern::linear", {a, w2, b.none()}, DType::F32, {40, 48}));
+               },
+               kConv});
+  c.push_back({"gelu_tanh_on_own_kernel",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {3, 37, 50});
+                 const int w = constant(b, "w", {70, 50}, 65, 3.0f);
+                 const int h = b.op("tern::linear", {x, w, b.none()}, DType::F32, {3, 37, 70});
+                 b.output(b.op("tern::gelu", {h, b.string_value("tanh")}, DType::F32,
+                               {3, 37, 70}));
+               },
+               kConv});
   c.push_back({"shallow_stem_conv_in_xnnpack",  // 3x3/2 on RGB: 27 taps, XNNPACK's conv
                [](GraphBuilder& b) {
                  const std::vector<int64_t> xs{1, 3, 17, 17};
@@ -697,8 +717,8 @@ TEST(CpuConformanceSingle, ConvThenPortableTailWithThreads) {
   const int x = b.input("x", DType::F32, {1, 6, 10, 10});
   const int c1 = conv(b, x, {1, 6, 10, 10}, 12, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 71);
   const int r = b.op("tern::relu", {c1}, DType::F32, {1, 12, 10, 10});
-  // Portable tail: a gelu the backend does not take.
-  const int g = b.op("tern::gelu", {r, b.string_value("none")}, DType::F32, {1, 12, 10, 10});
+  // Portable tail: a silu the backend does not take.
+  const int g = b.op("tern::silu", {r}, DType::F32, {1, 12, 10, 10});
   EXPECT_FALSE(compiler::CpuBackendCompiler().supports(b.graph(), b.graph().nodes.back()));
   b.output(g);
   delegate_cpu(b, 0, 1);
