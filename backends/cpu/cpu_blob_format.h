@@ -88,7 +88,8 @@ enum class NodeOp : uint32_t {
   ConstantPad = 15,      ///< params[0..5] pre, params[6..11] post paddings; fparams[0] value
   Reshape = 16,          ///< to the output value's dims (same element count)
   /// tern's own GEMM (not XNNPACK). in: x [..., K], packed weight (a constant [F] with
-  /// F = packed_fc_floats(N, K)); params[0] = N (out features), params[1] = K; fparams:
+  /// F = packed_fc_floats(N, K)), optional residual (the output's dims, not a constant; added
+  /// after the bias, before the clamp); params[0] = N (out features), params[1] = K; fparams:
   /// output min, max. Output [..., N].
   PackedFullyConnected = 17,
   /// tern's own NHWC convolution (one group). in: x [N, H, W, C], packed weight (a constant

@@ -456,14 +456,15 @@ class Lowering {
   }
 
   /// add(conv_out, r) (either order, alpha 1) where conv_out is made by the node just lowered,
-  /// one of tern's convs with no clamp or residual yet, and read by nothing else, and r is an
-  /// activation of the output's shape: r becomes the conv's residual input. Returns false
-  /// when it does not apply.
+  /// one of tern's convs or GEMMs with no clamp or residual yet, and read by nothing else, and
+  /// r is an activation of the output's shape: r becomes the node's residual input (ResNet's
+  /// basic block, MobileNetV2's inverted residual). Returns false when it does not apply.
   bool fuse_residual_into_conv(const Node& node, double alpha) {
     if (node.op != "tern::add" || alpha != 1.0 || nodes_.empty()) return false;
     BlobNode& last = nodes_.back();
     if ((last.op != static_cast<uint32_t>(NodeOp::PackedConv2d) &&
-         last.op != static_cast<uint32_t>(NodeOp::PackedWinogradConv2d)) ||
+         last.op != static_cast<uint32_t>(NodeOp::PackedWinogradConv2d) &&
+         last.op != static_cast<uint32_t>(NodeOp::PackedFullyConnected)) ||
         last.num_inputs != 2 ||
         last.fparams[0] != -kInf || last.fparams[1] != kInf) {
       return false;
@@ -475,6 +476,7 @@ class Lowering {
       const Value& ov = g_.values[static_cast<size_t>(other)];
       if (ids_.count(conv_out) == 0 || ids_.at(conv_out) != last.output ||
           uses_.at(conv_out) != 1 || output_arg_.count(conv_out) != 0 || conv_out == other ||
+          g_.values[static_cast<size_t>(conv_out)].sizes != out.sizes ||  // no broadcasting
           ov.kind != Value::Kind::Tensor || ov.is_constant || ov.sizes != out.sizes ||
           (ids_.count(other) == 0 && input_arg_.count(other) == 0)) {  // must exist already
         continue;

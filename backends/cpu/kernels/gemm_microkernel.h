@@ -25,7 +25,7 @@ struct TileArgs {
   /// Null, or a tensor added to the tile in the last K block's epilogue, after the bias and the
   /// K sum and before the clamp: at [row0, col0] with C's row stride (row r at residual + r *
   /// ldc). Read once per element, like C's store (masked in the last panel: nothing past its
-  /// last_cols columns). Never aliases C or A. packed_gemm passes null.
+  /// last_cols columns). Never aliases C or A.
   const float* residual = nullptr;
   int last_cols = 16;  ///< valid columns of the tile's last panel (1..16); others are full
   bool first = true;   ///< first K block: start from the bias (else from C's partial sums)

@@ -81,6 +81,9 @@ void run_task(const Plan& plan, int64_t task) {
         const TileKernel kernel = plan.ks->kernels[r1 - r0][np];
         args.a = p.a + r0 * p.lda + k0;
         args.c = p.c + r0 * p.ldc + panel0 * kPanelWidth;
+        args.residual = p.residual != nullptr && args.last
+                            ? p.residual + r0 * p.ldc + panel0 * kPanelWidth
+                            : nullptr;
         kernel(args);
       }
     }

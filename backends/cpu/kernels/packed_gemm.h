@@ -35,11 +35,16 @@ struct GemmProblem {
   const float* packed = nullptr;  ///< from pack_fc_weight(n, k)
   float* c = nullptr;             ///< C [m, n] row-major with row stride ldc (>= n)
   int64_t ldc = 0;
+  /// Optional (null: none): R [m, n] with C's row stride ldc, added after the bias and before
+  /// the clamp, in the microkernel's final store (read once per element, never past [m x n]).
+  /// Must not overlap C or A.
+  const float* residual = nullptr;
   float out_min = -std::numeric_limits<float>::infinity();  ///< fused clamp; (-inf, +inf) for none
   float out_max = std::numeric_limits<float>::infinity();
 };
 
-/// C = clamp(A · Wᵀ + bias). Splits the work over `pool` (null: the caller's thread only).
+/// C = clamp(A · Wᵀ + bias + R) (no R term when residual is null). Splits the work over `pool`
+/// (null: the caller's thread only).
 /// Never allocates; never reads A or writes C outside [m x k] / [m x n] (A and C may be
 /// exact-size buffers). Thread-safe for distinct C. m, n or k of 0: nothing is read (k = 0
 /// gives C = clamp(bias)). NaN propagates through the clamp.

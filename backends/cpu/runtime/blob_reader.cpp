@@ -76,11 +76,8 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
       *max_in = 3;
       *const_mask = 0x6;
       return;
-    case NodeOp::PackedFullyConnected:
-      *min_in = *max_in = 2;
-      *const_mask = 0x2;
-      return;
-    case NodeOp::PackedConv2d:  // x, packed weight, residual?
+    case NodeOp::PackedFullyConnected:  // x, packed weight, residual?
+    case NodeOp::PackedConv2d:
     case NodeOp::PackedWinogradConv2d:
       *min_in = 2;
       *max_in = 3;
@@ -405,6 +402,15 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v) {
       uint64_t expect[kMaxDims];
       for (uint32_t i = 0; i < x.rank; ++i) expect[i] = x.dims[i];
       expect[x.rank - 1] = out_features;
+      if (node.num_inputs == 3 && !dims_equal(v[node.inputs[2]], expect, x.rank)) {
+        char a[128], b[128];
+        TERN_RETURN_ERROR(InvalidProgram,
+                          "cpu blob: node %u (packed_fully_connected): residual value %u has "
+                          "dims %s, expected the output's %s",
+                          n, node.inputs[2],
+                          dims_str(v[node.inputs[2]].dims, v[node.inputs[2]].rank, a, sizeof(a)),
+                          dims_str(expect, x.rank, b, sizeof(b)));
+      }
       return check_out_dims(n, node, out, expect, x.rank);
     }
     case NodeOp::Reshape:

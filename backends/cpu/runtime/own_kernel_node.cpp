@@ -88,6 +88,7 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       p.packed = addr[node.inputs[1]];
       p.c = addr[node.output];
       p.ldc = out_features;
+      p.residual = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
       p.out_min = node.fparams[0];
       p.out_max = node.fparams[1];
       packed_gemm(p, pool);

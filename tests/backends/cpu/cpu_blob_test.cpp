@@ -517,7 +517,9 @@ TEST_F(CpuBlobTest, PackedLinearFieldsAreChecked) {
       {offsetof(cpu::BlobNode, params) + 4, 21, "params give 21"},
       {offsetof(cpu::BlobNode, params) + 4, 0, "is 0, expected >= 1"},
       {offsetof(cpu::BlobNode, params) + 8, 1, "unused parameter 2"},
-      {offsetof(cpu::BlobNode, num_inputs), 3, "3 inputs, expected 2..2"},
+      {offsetof(cpu::BlobNode, num_inputs), 4, "4 inputs, expected 2..3"},
+      // A residual input must be a value made before the node.
+      {offsetof(cpu::BlobNode, num_inputs), 3, "input 2 is value 4294967295"},
   };
   for (const Case& c : cases) {
     std::vector<uint8_t> bad = blob;
@@ -685,6 +687,25 @@ TEST_F(CpuBlobTest, GeluRunsInTheDelegateAndBadFormsAreRefused) {
             std::string::npos)
       << last_error_message();
   cpu::free_blob_plan(&plan);
+}
+
+TEST_F(CpuBlobTest, ResidualAddFoldsIntoTheGemmUnlessItBroadcasts) {
+  const auto ops_of = [](int64_t out) {
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {64, 32});
+    const int h = b.input("h", DType::F32, {64, 256});
+    const int w = b.constant_f32("w", {out, 256},
+                                 random_floats(size_t(out * 256), 5, -1.0f, 1.0f));
+    const int y = b.op("tern::linear", {h, w, b.none()}, DType::F32, {64, out});
+    b.output(b.op("tern::add", {y, x}, DType::F32, {64, 32}));
+    delegate_cpu(b, 0, 1);
+    return blob_ops(b);
+  };
+  // [64, 32] + [64, 32]: one node, the GEMM with x as its residual.
+  EXPECT_EQ(ops_of(32), (std::vector<uint32_t>{
+                            static_cast<uint32_t>(cpu::NodeOp::PackedFullyConnected)}));
+  // [64, 1] + [64, 32] broadcasts: the add stays.
+  EXPECT_EQ(ops_of(1).size(), 2u);
 }
 
 TEST_F(CpuBlobTest, ShallowConvsStayInXnnpack) {

@@ -276,6 +276,38 @@ std::vector<OpCase> cases() {
                                {3, 37, 70}));
                },
                kConv});
+  c.push_back({"inverted_residual_add_folds_into_gemm",  // MobileNetV2: expand, dw, project + x
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 24, 14, 14}, hs{1, 144, 14, 14};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int e = conv(b, x, xs, 144, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 66);
+                 const int r1 = b.op("tern::hardtanh", {e, b.double_value(0.0),
+                                                        b.double_value(6.0)}, DType::F32, hs);
+                 const int d = conv(b, r1, hs, 144, 3, 3, {1, 1}, {1, 1}, {1, 1}, 144, true, 67);
+                 const int r2 = b.op("tern::hardtanh", {d, b.double_value(0.0),
+                                                        b.double_value(6.0)}, DType::F32, hs);
+                 const int p = conv(b, r2, hs, 24, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 68);
+                 b.output(b.op("tern::add", {x, p}, DType::F32, xs));
+               },
+               kConv});
+  c.push_back({"transformer_residual_folds_into_linear",  // x + linear(h), rows of 3-D
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 50, 64});
+                 const int h = b.input("h", DType::F32, {1, 50, 96});
+                 const int w = constant(b, "w", {64, 96}, 69), bias = constant(b, "b", {64}, 70);
+                 const int y = b.op("tern::linear", {h, w, bias}, DType::F32, {1, 50, 64});
+                 b.output(b.op("tern::add", {y, x}, DType::F32, {1, 50, 64}));
+               },
+               kConv});
+  c.push_back({"broadcast_add_after_linear_not_folded",  // [50, 1] + [50, 64]: a real add
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {50, 64});
+                 const int h = b.input("h", DType::F32, {50, 4000});
+                 const int w = constant(b, "w", {1, 4000}, 71);
+                 const int y = b.op("tern::linear", {h, w, b.none()}, DType::F32, {50, 1});
+                 b.output(b.op("tern::add", {y, x}, DType::F32, {50, 64}));
+               },
+               kConv});
   c.push_back({"shallow_stem_conv_in_xnnpack",  // 3x3/2 on RGB: 27 taps, XNNPACK's conv
                [](GraphBuilder& b) {
                  const std::vector<int64_t> xs{1, 3, 17, 17};

@@ -54,6 +54,7 @@ struct Case {
   int64_t lda_pad = 0, ldc_pad = 0;
   bool bias = true;
   float out_min = -kInf, out_max = kInf;
+  bool residual = false;  ///< add R [m, n] (C's row stride) before the clamp
 };
 
 std::string describe(const Case& c, GemmIsa isa, bool pool) {
@@ -61,19 +62,25 @@ std::string describe(const Case& c, GemmIsa isa, bool pool) {
          " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " lda+" +
          std::to_string(c.lda_pad) + " ldc+" + std::to_string(c.ldc_pad) +
          (c.bias ? " bias" : " no-bias") + " clamp[" + std::to_string(c.out_min) + ", " +
-         std::to_string(c.out_max) + "]" + (pool ? " pool2" : " no-pool");
+         std::to_string(c.out_max) + "]" + (c.residual ? " residual" : "") +
+         (pool ? " pool2" : " no-pool");
 }
 
 /// Checks c (m rows of ldc, values in [m x n]) against the double reference of a [m x k] (lda)
-/// times w [n x k] plus bias; returns the number of mismatches (reported via ADD_FAILURE).
+/// times w [n x k] plus bias plus the residual r (ldc; null: none); returns the number of
+/// mismatches (reported via ADD_FAILURE).
 int check_against_reference(const Case& cs, const float* a, int64_t lda, const float* w,
                             const float* bias, const float* c, int64_t ldc,
-                            const std::string& what) {
+                            const std::string& what, const float* r = nullptr) {
   int bad = 0;
   for (int64_t i = 0; i < cs.m; ++i) {
     for (int64_t j = 0; j < cs.n; ++j) {
       double sum = bias != nullptr ? bias[j] : 0.0;
       double mag = bias != nullptr ? std::fabs(bias[j]) : 0.0;
+      if (r != nullptr) {
+        sum += r[i * ldc + j];
+        mag += std::fabs(r[i * ldc + j]);
+      }
       for (int64_t kk = 0; kk < cs.k; ++kk) {
         const double prod = static_cast<double>(a[i * lda + kk]) * w[j * cs.k + kk];
         sum += prod;
@@ -107,6 +114,7 @@ void run_case(const Case& cs, pthreadpool_t pool, GemmIsa isa, uint32_t seed) {
 
   constexpr int64_t kGuardFloats = 64;
   std::vector<float> c(static_cast<size_t>(cs.m * ldc + kGuardFloats), kGuard);
+  const std::vector<float> r = random_floats(static_cast<size_t>(cs.m * ldc), seed + 3, -2.0f, 2.0f);
   GemmProblem p;
   p.m = cs.m;
   p.n = cs.n;
@@ -118,11 +126,12 @@ void run_case(const Case& cs, pthreadpool_t pool, GemmIsa isa, uint32_t seed) {
   p.ldc = ldc;
   p.out_min = cs.out_min;
   p.out_max = cs.out_max;
+  p.residual = cs.residual ? r.data() : nullptr;
   packed_gemm(p, pool);
 
   const std::string what = describe(cs, isa, pool != nullptr);
   check_against_reference(cs, a.data(), lda, w.data(), cs.bias ? bias.data() : nullptr, c.data(),
-                          ldc, what);
+                          ldc, what, cs.residual ? r.data() : nullptr);
   int touched = 0;
   for (int64_t idx = 0; idx < static_cast<int64_t>(c.size()); ++idx) {
     const bool inside = idx < cs.m * ldc && idx % ldc < cs.n;
@@ -222,6 +231,29 @@ TEST_F(CpuGemm, LargeKAndBlockedShapes) {
       run_case(cs, nullptr, isa, seed);
       run_case(cs, two.pool, isa, seed);
       ++seed;
+    }
+  }
+}
+
+TEST_F(CpuGemm, ResidualIsAddedOnceBeforeTheClamp) {
+  // MobileNetV2's project conv + identity (3136 pixels, 144 -> 24) and smaller edge shapes;
+  // with K split into several blocks the residual must still be added once, in the last.
+  Case cases[] = {
+      {3136, 24, 144},  {49, 160, 960},    {7, 5, 3, 1, 3},
+      {33, 37, 70, 0, 2, false, -0.5f, 0.5f}, {1, 20, 50, 0, 0, true, 0.0f, kInf},
+  };
+  for (Case& cs : cases) cs.residual = true;
+  Pool two(2);
+  uint32_t seed = 300;
+  for (GemmIsa isa : supported_isas()) {
+    ASSERT_TRUE(packed_gemm_force_isa(isa));
+    for (int64_t kc : {int64_t{1024}, int64_t{16}}) {
+      gemm_detail::gemm_blocking().kc_max = kc;
+      for (const Case& cs : cases) {
+        run_case(cs, nullptr, isa, seed);
+        run_case(cs, two.pool, isa, seed);
+        ++seed;
+      }
     }
   }
 }
