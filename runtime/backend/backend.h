@@ -34,9 +34,19 @@ struct BackendInitContext {
   uint32_t num_threads = 0;
 };
 
+/// Where a backend reports the parts of one execute() call it timed (its stages, its edge
+/// copies), for profilers: report(sink, label, begin_ns, end_ns) with monotonic_ns() times
+/// inside the call and a label that stays valid while the delegate lives. Must not allocate.
+using DelegatePartReporter = void (*)(void* sink, const char* label, uint64_t begin_ns,
+                                      uint64_t end_ns);
+
 struct BackendExecuteContext {
   /// Scratch memory for this call, or null.
   MemoryAllocator* temp_allocator = nullptr;
+  /// Null unless a profiler listens (ExecutionObserver): then a backend may time its parts
+  /// and report them; it should not read the clock otherwise.
+  DelegatePartReporter report_part = nullptr;
+  void* part_sink = nullptr;
 };
 
 /// What every backend implements. execute() must not allocate on the heap.

@@ -31,6 +31,17 @@ const char* method_name_of(const fb::Method* method) {
   return method ? or_empty(fb_str(method->name())) : "";
 }
 
+/// Where a delegate step's parts go: the observer and the step index.
+struct PartSink {
+  ExecutionObserver* observer;
+  size_t step;
+};
+
+void forward_delegate_part(void* sink, const char* label, uint64_t begin_ns, uint64_t end_ns) {
+  const PartSink* s = static_cast<const PartSink*>(sink);
+  s->observer->on_delegate_part(s->step, label, begin_ns, end_ns);
+}
+
 /// Copies this thread's last error message (set_error_message() overwrites it).
 void copy_last_message(char* out, size_t size) {
   const char* msg = last_error_message();
@@ -975,6 +986,11 @@ Error Method::execute() {
     } else {
       BackendExecuteContext context;
       context.temp_allocator = temp;
+      PartSink sink{observer_, i};
+      if (observer_ != nullptr) {
+        context.report_part = &forward_delegate_part;
+        context.part_sink = &sink;
+      }
       err = step.backend->execute(context, step.handle, Span<EValue*>(step.args, step.num_args));
     }
     if (temp != nullptr) temp->reset();

@@ -87,6 +87,38 @@ TEST(ChromeTrace, ValidJsonInMicroseconds) {
   EXPECT_EQ(doc["otherData"]["model"], "m \"quoted\".pte");
 }
 
+TEST(Profile, DelegatePartsAggregatePerStepAndLabel) {
+  const char* a = "stage 0: packed_conv2d [1, 8, 8, 16]";
+  const char* b = "stage 1: xnnpack max_pool2d [1, 4, 4, 16]";
+  const std::vector<RecordedPart> parts = {
+      {0, 1, a, 1000000, 3000000}, {0, 1, b, 3000000, 3500000},
+      {1, 1, a, 6000000, 8000000}, {1, 1, b, 8000000, 8500000},
+  };
+  const std::vector<PartRow> rows = profile_parts(parts);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].label, a);  // 2 x 2 ms, the longest
+  EXPECT_EQ(rows[0].step, 1u);
+  EXPECT_EQ(rows[0].count, 2u);
+  EXPECT_DOUBLE_EQ(rows[0].total_ms, 4.0);
+  EXPECT_DOUBLE_EQ(rows[1].total_ms, 1.0);
+  std::ostringstream text;
+  print_parts(text, parts, 10.0);
+  EXPECT_NE(text.str().find("inside delegate steps"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("40.0%"), std::string::npos) << text.str();  // 4 of 10 ms
+  std::ostringstream none;
+  print_parts(none, {}, 10.0);
+  EXPECT_TRUE(none.str().empty());
+  // The trace has the parts too, with cat "part".
+  std::ostringstream trace;
+  write_chrome_trace(trace, sample_events(), {{1000000, 6000000}}, "m.pte", parts);
+  size_t part_events = 0;
+  const nlohmann::json doc = nlohmann::json::parse(trace.str());
+  for (const auto& e : doc["traceEvents"]) {
+    if (e.contains("cat") && e["cat"] == "part") ++part_events;
+  }
+  EXPECT_EQ(part_events, 4u) << trace.str();
+}
+
 TEST(StepRecorder, StoresUntilFullThenCountsDropped) {
   StepEvent buffer[2];
   StepRecorder recorder(Span<StepEvent>(buffer, 2));

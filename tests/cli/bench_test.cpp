@@ -162,6 +162,27 @@ TEST_F(BenchTest, ProfileNamesEveryOpAndStep) {
   EXPECT_NE(r.out.find("executor overhead"), std::string::npos);
 }
 
+TEST_F(BenchTest, ProfileShowsTheStagesInsideACpuDelegate) {
+  const CommandResult c = run_tern("compile " + q(*dir_ / "graph.json") + " -o " +
+                                   q(*dir_ / "model_cpu.pte") + " --backend cpu");
+  if (c.exit_code != 0 && c.err.find("backend") != std::string::npos) {
+    GTEST_SKIP() << "this build has no cpu backend: " << c.err;
+  }
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  const CommandResult r = run_tern("bench " + q(*dir_ / "model_cpu.pte") +
+                                   " --iterations 5 --warmup 1 --profile --ones --threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t parts = r.out.find("inside delegate steps");
+  ASSERT_NE(parts, std::string::npos) << r.out;
+  const std::string table = r.out.substr(parts);
+  // All four nodes form one XNNPACK stage; the edges are the input and output copies.
+  const std::regex stage("\\n\\s+0\\s+stage 0: xnnpack fully_connected \\.\\. sigmoid \\(4 nodes\\) "
+                         "\\[4, 16\\]\\s+5\\s");
+  EXPECT_TRUE(std::regex_search(table, stage)) << table;
+  EXPECT_NE(table.find("inputs in (copies"), std::string::npos) << table;
+  EXPECT_NE(table.find("outputs out (copies"), std::string::npos) << table;
+}
+
 TEST_F(BenchTest, TraceIsChromeTraceJsonWithOneEventPerStepPerIteration) {
   const fs::path trace = *dir_ / "trace.json";
   const fs::path summary = *dir_ / "summary.json";

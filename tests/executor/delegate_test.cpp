@@ -203,5 +203,42 @@ TEST_F(DelegateTest, BackendExecuteErrorNamesDelegate) {
   EXPECT_NE(message().find("step 0"), std::string::npos) << message();
 }
 
+TEST_F(DelegateTest, ObserverReceivesTheBackendsPartsInsideTheDelegateStep) {
+  register_test_backend();
+  LoadedProgram lp(delegated_program());
+  MethodMemory memory(lp.program().method_meta("forward").get());
+  auto method = lp.program().load_method("forward", memory.manager());
+  ASSERT_TRUE(method.ok()) << message();
+  std::vector<int64_t> sizes = kShape;
+  std::vector<float> x(6, 1.0f);
+  ASSERT_EQ(method->set_input(0, f32_view(sizes, x)), Error::Ok);
+  ASSERT_EQ(method->set_input(1, f32_view(sizes, x)), Error::Ok);
+  // No observer: the backend is given no reporter (and reads no clock for it).
+  ASSERT_EQ(method->execute(), Error::Ok) << message();
+  EXPECT_EQ(g_backend.reported_calls, 0);
+
+  StepEvent steps[4];
+  PartEvent parts[1];
+  StepRecorder recorder(Span<StepEvent>(steps, 4), Span<PartEvent>(parts, 1));
+  method->set_observer(&recorder);
+  ASSERT_EQ(method->execute(), Error::Ok) << message();
+  EXPECT_EQ(g_backend.reported_calls, 1);
+  ASSERT_EQ(recorder.size(), 2u);  // the delegate call, then the portable mul
+  ASSERT_EQ(recorder.parts_size(), 1u);
+  const PartEvent& p = recorder.part(0);
+  EXPECT_EQ(p.step, 0u);  // the delegate call's step
+  EXPECT_STREQ(p.label, "test backend: elementwise loop");
+  EXPECT_LE(recorder.event(0).begin_ns, p.begin_ns);
+  EXPECT_LE(p.begin_ns, p.end_ns);
+  EXPECT_LE(p.end_ns, recorder.event(0).end_ns);
+  // A second execute with the part buffer full: counted, not stored.
+  ASSERT_EQ(method->execute(), Error::Ok) << message();
+  EXPECT_EQ(recorder.parts_dropped(), 1u);
+  recorder.clear();
+  EXPECT_EQ(recorder.parts_size(), 0u);
+  EXPECT_EQ(recorder.parts_dropped(), 0u);
+  method->set_observer(nullptr);
+}
+
 }  // namespace
 }  // namespace tern

@@ -174,8 +174,48 @@ std::string json_escape(const std::string& s) {
   return out;
 }
 
+std::vector<PartRow> profile_parts(const std::vector<RecordedPart>& parts) {
+  std::map<std::pair<uint32_t, std::string>, PartRow> by_part;
+  for (const RecordedPart& p : parts) {
+    const std::string label = p.label ? p.label : "?";
+    PartRow& r = by_part[{p.step, label}];
+    r.step = p.step;
+    r.label = label;
+    ++r.count;
+    r.total_ms += ns_to_ms(p.end_ns >= p.begin_ns ? p.end_ns - p.begin_ns : 0);
+  }
+  std::vector<PartRow> rows;
+  for (auto& kv : by_part) rows.push_back(std::move(kv.second));
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const PartRow& a, const PartRow& b) { return a.total_ms > b.total_ms; });
+  return rows;
+}
+
+void print_parts(std::ostream& out, const std::vector<RecordedPart>& parts, double steps_ms) {
+  if (parts.empty()) return;
+  const std::vector<PartRow> rows = profile_parts(parts);
+  size_t label_w = 4;
+  for (const PartRow& r : rows) label_w = std::max(label_w, r.label.size());
+  out << "\ninside delegate steps (parts the backends timed, sorted by total time):\n";
+  out << " step  part" << std::string(label_w - 4, ' ')
+      << "    count    total ms    mean ms   share\n";
+  char line[128];
+  for (const PartRow& r : rows) {
+    const double mean = r.count ? r.total_ms / static_cast<double>(r.count) : 0.0;
+    const double share = steps_ms > 0 ? 100.0 * r.total_ms / steps_ms : 0.0;
+    std::snprintf(line, sizeof(line), "%5u  ", r.step);
+    std::string row = line;
+    row += r.label + std::string(label_w - r.label.size(), ' ');
+    std::snprintf(line, sizeof(line), "  %7llu  %10.3f  %9.4f  %5.1f%%\n",
+                  static_cast<unsigned long long>(r.count), r.total_ms, mean, share);
+    row += line;
+    out << row;
+  }
+}
+
 void write_chrome_trace(std::ostream& out, const std::vector<RecordedStep>& events,
-                        const std::vector<IterationSpan>& iterations, const std::string& model) {
+                        const std::vector<IterationSpan>& iterations, const std::string& model,
+                        const std::vector<RecordedPart>& parts) {
   uint64_t origin = UINT64_MAX;
   for (const IterationSpan& it : iterations) origin = std::min(origin, it.begin_ns);
   for (const RecordedStep& e : events) origin = std::min(origin, e.begin_ns);
@@ -201,6 +241,13 @@ void write_chrome_trace(std::ostream& out, const std::vector<RecordedStep>& even
         << us(e.begin_ns) << ",\"dur\":" << dur_us(e.begin_ns, e.end_ns) << ",\"args\":{\"op\":\""
         << json_escape(op) << "\",\"debug_name\":\"" << json_escape(debug) << "\",\"step\":" << e.step
         << ",\"iteration\":" << e.iteration << "}}";
+  }
+  for (const RecordedPart& p : parts) {
+    const std::string label = p.label ? p.label : "?";
+    out << ",\n{\"name\":\"" << json_escape(label)
+        << "\",\"cat\":\"part\",\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":" << us(p.begin_ns)
+        << ",\"dur\":" << dur_us(p.begin_ns, p.end_ns) << ",\"args\":{\"step\":" << p.step
+        << ",\"iteration\":" << p.iteration << "}}";
   }
   out << "\n]}\n";
 }

@@ -29,6 +29,16 @@ struct RecordedStep {
   uint64_t end_ns = 0;
 };
 
+/// One part of a delegate step that its backend timed (a stage, the edge copies). `label`
+/// points into the backend's delegate state and must outlive the report calls.
+struct RecordedPart {
+  uint32_t iteration = 0;
+  uint32_t step = 0;
+  const char* label = nullptr;
+  uint64_t begin_ns = 0;
+  uint64_t end_ns = 0;
+};
+
 /// The start and end of one timed execute() call (monotonic ns).
 struct IterationSpan {
   uint64_t begin_ns = 0;
@@ -59,12 +69,29 @@ std::vector<ProfileRow> profile_by_op(const std::vector<RecordedStep>& events);
 /// outside steps (the executor's own overhead).
 void print_profile(std::ostream& out, const std::vector<RecordedStep>& events, double wall_ms);
 
+/// One row of the delegate-parts table: a (step, label) pair over the iterations.
+struct PartRow {
+  uint32_t step = 0;
+  std::string label;
+  uint64_t count = 0;
+  double total_ms = 0;
+};
+
+/// Per (delegate step, part label) rows, sorted by total time, longest first.
+std::vector<PartRow> profile_parts(const std::vector<RecordedPart>& parts);
+
+/// Writes the delegate-parts table (nothing when `parts` is empty): step, label, count, total
+/// ms, mean ms and share of the summed step time `steps_ms`.
+void print_parts(std::ostream& out, const std::vector<RecordedPart>& parts, double steps_ms);
+
 /// Writes a Chrome trace event file (the JSON object form) that chrome://tracing and Perfetto
 /// open: one complete ("ph":"X") event with cat "step" per recorded step, named
-/// "<op> / <debug name>", and one with cat "iteration" per timed execute; ts and dur in
-/// microseconds from the first iteration's start.
+/// "<op> / <debug name>", one with cat "part" per delegate part (nested in its step's time),
+/// and one with cat "iteration" per timed execute; ts and dur in microseconds from the first
+/// iteration's start.
 void write_chrome_trace(std::ostream& out, const std::vector<RecordedStep>& events,
-                        const std::vector<IterationSpan>& iterations, const std::string& model);
+                        const std::vector<IterationSpan>& iterations, const std::string& model,
+                        const std::vector<RecordedPart>& parts = {});
 
 /// `s` escaped as the inside of a JSON string.
 std::string json_escape(const std::string& s);

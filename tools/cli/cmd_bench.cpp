@@ -31,6 +31,8 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 // Most step events kept for --trace (about 40 MB of JSON); later iterations are profiled but
 // not traced.
 constexpr size_t kMaxTraceEvents = 200000;
+// Delegate parts recorded per timed iteration (a cpu delegate reports one per stage plus two).
+constexpr size_t kMaxPartsPerIteration = 4096;
 
 std::string choose_method(const Program& program, const std::string& requested) {
   if (!requested.empty()) return requested;
@@ -212,12 +214,17 @@ int cmd_bench(const BenchOptions& options) {
 
   const bool observe = options.profile || !options.trace.empty();
   std::vector<StepEvent> buffer(observe ? std::max<size_t>(method.num_steps(), 1) : 1);
-  StepRecorder recorder(Span<StepEvent>(buffer.data(), buffer.size()));
+  // Parts the backends time inside their delegate steps (a cpu delegate: its stages).
+  std::vector<PartEvent> part_buffer(observe ? kMaxPartsPerIteration : 1);
+  StepRecorder recorder(Span<StepEvent>(buffer.data(), buffer.size()),
+                        Span<PartEvent>(part_buffer.data(), part_buffer.size()));
   if (observe) method.set_observer(&recorder);
 
   std::vector<double> samples;
   samples.reserve(options.iterations);
   std::vector<RecordedStep> events;
+  std::vector<RecordedPart> parts;
+  size_t parts_dropped = 0;
   std::vector<IterationSpan> spans;
   size_t untraced = 0;
   Progress progress("bench", options.iterations);
@@ -235,6 +242,11 @@ int cmd_bench(const BenchOptions& options) {
         const StepEvent& e = recorder.event(k);
         events.push_back({it, e.step, e.op, e.debug_name, e.begin_ns, e.end_ns});
       }
+      for (size_t k = 0; k < recorder.parts_size(); ++k) {
+        const PartEvent& e = recorder.part(k);
+        parts.push_back({it, e.step, e.label, e.begin_ns, e.end_ns});
+      }
+      parts_dropped += recorder.parts_dropped();
     }
     progress.update(it + 1);
   }
@@ -263,7 +275,16 @@ int cmd_bench(const BenchOptions& options) {
 
   double wall_ms = 0;
   for (double s : samples) wall_ms += s;
-  if (options.profile) print_profile(std::cout, events, wall_ms);
+  if (options.profile) {
+    print_profile(std::cout, events, wall_ms);
+    double steps_ms = 0;
+    for (const RecordedStep& e : events) steps_ms += (e.end_ns - e.begin_ns) / 1e6;
+    print_parts(std::cout, parts, steps_ms);
+    if (parts_dropped > 0) {
+      std::printf("(%zu delegate parts past %zu per iteration were not recorded)\n",
+                  parts_dropped, kMaxPartsPerIteration);
+    }
+  }
   std::cout.flush();
 
   if (!options.trace.empty()) {
@@ -274,7 +295,9 @@ int cmd_bench(const BenchOptions& options) {
     }
     std::ofstream out(options.trace, std::ios::binary | std::ios::trunc);
     if (!out) throw std::runtime_error("cannot write " + options.trace);
-    write_chrome_trace(out, traced, spans, options.model);
+    std::vector<RecordedPart> traced_parts = parts;
+    if (traced_parts.size() > kMaxTraceEvents) traced_parts.resize(kMaxTraceEvents);
+    write_chrome_trace(out, traced, spans, options.model, traced_parts);
     out.close();
     if (!out) throw std::runtime_error("cannot write " + options.trace);
     std::printf("trace: %s (%zu step events%s)\n", options.trace.c_str(), traced.size(),

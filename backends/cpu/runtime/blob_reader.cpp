@@ -522,6 +522,12 @@ Error check_header(Span<const uint8_t> blob, BlobHeader* h) {
 
 }  // namespace
 
+const char* node_op_name(uint32_t op) { return op_name(op); }
+
+const char* format_dims(const uint64_t* dims, uint32_t rank, char* buf, size_t size) {
+  return dims_str(dims, rank, buf, size);
+}
+
 uint64_t value_numel(const BlobValue& v) {
   uint64_t n = 1;
   for (uint32_t d = 0; d < v.rank && d < kMaxDims; ++d) n *= v.dims[d];

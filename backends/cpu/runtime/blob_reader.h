@@ -33,4 +33,10 @@ void free_blob_plan(BlobPlan* plan);
 /// Element count of value `v` (validated: no overflow).
 uint64_t value_numel(const BlobValue& v);
 
+/// The op's name as messages show it ("packed_conv2d"; "?" for an unknown op).
+const char* node_op_name(uint32_t op);
+
+/// `dims` as "[1, 56, 56, 64]" in buf (truncated to size); returns buf.
+const char* format_dims(const uint64_t* dims, uint32_t rank, char* buf, size_t size);
+
 }  // namespace tern::cpu

@@ -5,6 +5,7 @@
 // workspace; both are allocated at init. execute() never allocates.
 #include <xnnpack.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -17,6 +18,7 @@
 #include "backends/cpu/runtime/subgraph_builder.h"
 #include "backends/cpu/runtime/threadpool_cache.h"
 #include "runtime/core/checked_math.h"
+#include "runtime/core/platform.h"
 #include "runtime/core/tensor_view.h"
 
 namespace tern {
@@ -24,6 +26,8 @@ namespace cpu {
 namespace {
 
 constexpr size_t kStageAlignment = 64;
+/// Bytes of one part label (a stage, or the edge copies) shown by profilers.
+constexpr size_t kLabelBytes = 112;
 /// XNN_EXTRA_BYTES: XNNPACK may read this far past an input.
 constexpr uint64_t kExtraBytes = XNN_EXTRA_BYTES;
 
@@ -55,6 +59,8 @@ struct CpuDelegate {
   void* staging = nullptr;    ///< edge buffers of Staged externals
   void* workspace = nullptr;  ///< Workspace values
   float* scratch = nullptr;   ///< own kernels' scratch (the largest any node needs)
+  /// Profiler labels: one per stage, then "inputs in" and "outputs out" (kLabelBytes each).
+  char* labels = nullptr;
   bool prepared = false;
 };
 
@@ -73,6 +79,7 @@ void free_delegate(CpuDelegate* d) {
   std::free(d->staging);
   std::free(d->workspace);
   std::free(d->scratch);
+  std::free(d->labels);
   std::free(d->externals);
   std::free(d->addr);
   free_stage_plan(&d->stages);
@@ -191,6 +198,38 @@ Error plan_externals(CpuDelegate* d) {
   return Error::Ok;
 }
 
+/// Writes the profiler labels: "stage S: <op> <output dims>" for an own-kernel stage,
+/// "stage S: xnnpack <first op> .. <last op> (N nodes) <output dims>" for an XNNPACK stage.
+Error make_labels(CpuDelegate* d) {
+  const uint32_t n = d->stages.num_stages;
+  d->labels = static_cast<char*>(std::calloc(n + 2, kLabelBytes));
+  TERN_CHECK_OR_RETURN_ERROR(d->labels != nullptr, DelegateMemoryAllocationFailed,
+                             "cpu backend: no memory for %u stage labels", n);
+  for (uint32_t s = 0; s < n; ++s) {
+    const Stage& st = d->stages.stages[s];
+    const BlobNode& first = d->plan.nodes[st.first_node];
+    const BlobNode& last = d->plan.nodes[st.end_node - 1];
+    const BlobValue& out = d->plan.values[last.output];
+    char dims[64];
+    format_dims(out.dims, out.rank, dims, sizeof(dims));
+    char* label = d->labels + s * kLabelBytes;
+    if (st.own_kernel) {
+      std::snprintf(label, kLabelBytes, "stage %u: %s %s", s, node_op_name(first.op), dims);
+    } else if (st.end_node - st.first_node == 1) {
+      std::snprintf(label, kLabelBytes, "stage %u: xnnpack %s %s", s, node_op_name(first.op),
+                    dims);
+    } else {
+      std::snprintf(label, kLabelBytes, "stage %u: xnnpack %s .. %s (%u nodes) %s", s,
+                    node_op_name(first.op), node_op_name(last.op), st.end_node - st.first_node,
+                    dims);
+    }
+  }
+  std::snprintf(d->labels + n * kLabelBytes, kLabelBytes, "inputs in (copies, NCHW -> NHWC)");
+  std::snprintf(d->labels + (n + 1) * kLabelBytes, kLabelBytes,
+                "outputs out (copies, NHWC -> NCHW)");
+  return Error::Ok;
+}
+
 /// The tensor of argument x.arg, checked against what the blob says; its data too when
 /// `need_data` (a caller-bound input has none until set_input, after prepare).
 Error argument_tensor(const External& x, Span<EValue*> args, bool need_data, TensorView** out) {
@@ -273,7 +312,6 @@ class CpuBackend final : public BackendInterface {
 
   Error execute(BackendExecuteContext& context, DelegateHandle* handle,
                 Span<EValue*> args) const override {
-    (void)context;
     CpuDelegate* d = reinterpret_cast<CpuDelegate*>(handle);
     TERN_CHECK_OR_RETURN_ERROR(d != nullptr, DelegateInvalidHandle, "cpu backend: null handle");
     TERN_CHECK_OR_RETURN_ERROR(d->prepared, InvalidState,
@@ -281,6 +319,10 @@ class CpuBackend final : public BackendInterface {
     TERN_CHECK_OR_RETURN_ERROR(args.size() == d->plan.header.num_args, InvalidArgument,
                                "cpu backend: %zu arguments, expected %u", args.size(),
                                d->plan.header.num_args);
+    // A profiler listening: time the edge copies and every stage (the clock is read only then).
+    const bool timed = context.report_part != nullptr;
+    const uint32_t num_stages = d->stages.num_stages;
+    uint64_t t0 = timed ? monotonic_ns() : 0;
     for (uint32_t i = 0; i < d->num_externals; ++i) {
       const External& x = d->externals[i];
       if (!x.input) continue;
@@ -293,17 +335,20 @@ class CpuBackend final : public BackendInterface {
         std::memcpy(x.stage, src, x.numel * sizeof(float));
       }
     }
-    for (uint32_t s = 0; s < d->stages.num_stages; ++s) {
+    if (timed) t0 = report(context, d->labels + num_stages * kLabelBytes, t0);
+    for (uint32_t s = 0; s < num_stages; ++s) {
       const Stage& stage = d->stages.stages[s];
       if (stage.own_kernel) {
         TERN_RETURN_IF_ERROR(
             run_own_kernel_node(d->plan, stage.first_node, d->addr, d->pool, d->scratch));
-        continue;
+      } else {
+        const xnn_status status = xnn_invoke_runtime(d->xnn[s].runtime);
+        TERN_CHECK_OR_RETURN_ERROR(status == xnn_status_success, DelegateExecutionFailed,
+                                   "cpu backend: xnn_invoke_runtime of stage %u failed (status "
+                                   "%d)",
+                                   s, static_cast<int>(status));
       }
-      const xnn_status status = xnn_invoke_runtime(d->xnn[s].runtime);
-      TERN_CHECK_OR_RETURN_ERROR(status == xnn_status_success, DelegateExecutionFailed,
-                                 "cpu backend: xnn_invoke_runtime of stage %u failed (status %d)",
-                                 s, static_cast<int>(status));
+      if (timed) t0 = report(context, d->labels + s * kLabelBytes, t0);
     }
     for (uint32_t i = 0; i < d->num_externals; ++i) {
       const External& x = d->externals[i];
@@ -322,7 +367,16 @@ class CpuBackend final : public BackendInterface {
         std::memcpy(dst, x.stage, x.numel * sizeof(float));
       }
     }
+    if (timed) (void)report(context, d->labels + (num_stages + 1) * kLabelBytes, t0);
     return Error::Ok;
+  }
+
+  /// Reports the part `label` that began at `begin_ns` and ends now; returns now.
+  static uint64_t report(const BackendExecuteContext& context, const char* label,
+                         uint64_t begin_ns) {
+    const uint64_t now = monotonic_ns();
+    context.report_part(context.part_sink, label, begin_ns, now);
+    return now;
   }
 
   void destroy(DelegateHandle* handle) const override {
@@ -355,7 +409,8 @@ class CpuBackend final : public BackendInterface {
       TERN_RETURN_IF_ERROR(
           build_xnn_stage(d->plan, d->stages, d->stages.stages[s], d->pool, &d->xnn[s]));
     }
-    return plan_externals(d);
+    TERN_RETURN_IF_ERROR(plan_externals(d));
+    return make_labels(d);
   }
 };
 

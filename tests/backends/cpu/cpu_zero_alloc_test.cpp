@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "tests/backends/cpu/cpu_test_util.h"
@@ -114,6 +115,57 @@ TEST(CpuZeroAlloc, ExecuteNeverAllocates) {
     EXPECT_EQ(ok_runs, 100) << last_error_message();
     EXPECT_EQ(allocations, 0) << "heap allocations in 100 executions, " << threads << " threads";
   }
+}
+
+TEST(CpuZeroAlloc, ProfiledExecuteReportsEveryStageAndStillNeverAllocates) {
+  register_all();
+  compiler::Graph graph;
+  const std::vector<uint8_t> pte = model(&graph);
+  testing::LoadedProgram lp(pte);
+  testing::MethodMemory memory(lp.program().method_meta("forward").get(), -1, 0, 1 << 20);
+  auto method = lp.program().load_method("forward", memory.manager());
+  ASSERT_TRUE(method.ok()) << last_error_message();
+  ASSERT_EQ(method->delegate_path(0).get(), DelegatePath::Backend);
+  std::vector<int64_t> sizes{1, 3, 32, 32};
+  std::vector<float> input = random_floats(3072, 1);
+  ASSERT_EQ(method->set_input(0, testing::f32_view(sizes, input)), Error::Ok);
+  StepEvent steps[16];
+  PartEvent parts[64];
+  StepRecorder recorder(Span<StepEvent>(steps, 16), Span<PartEvent>(parts, 64));
+  method->set_observer(&recorder);
+  ASSERT_EQ(method->execute(), Error::Ok) << last_error_message();
+  long allocations = 0;
+  if (TERN_ZERO_ALLOC_HOOKS) {
+    recorder.clear();
+    ArmedCounter counter;
+    ASSERT_EQ(method->execute(), Error::Ok) << last_error_message();
+    allocations = counter.count();
+  }
+  EXPECT_EQ(allocations, 0);
+  // The delegate is step 0; its parts: the input copy, every stage in order, the output copy,
+  // all inside the step's time and one after another.
+  ASSERT_GE(recorder.parts_size(), 4u);
+  std::vector<std::string> labels;
+  uint64_t previous_end = recorder.event(0).begin_ns;
+  for (size_t i = 0; i < recorder.parts_size(); ++i) {
+    const PartEvent& p = recorder.part(i);
+    EXPECT_EQ(p.step, 0u);
+    EXPECT_LE(previous_end, p.begin_ns) << p.label;
+    EXPECT_LE(p.begin_ns, p.end_ns) << p.label;
+    previous_end = p.end_ns;
+    labels.emplace_back(p.label);
+  }
+  EXPECT_LE(previous_end, recorder.event(0).end_ns);
+  EXPECT_EQ(labels.front(), "inputs in (copies, NCHW -> NHWC)");
+  EXPECT_EQ(labels.back(), "outputs out (copies, NHWC -> NCHW)");
+  EXPECT_EQ(labels[1].rfind("stage 0: xnnpack conv2d", 0), 0u) << labels[1];  // the RGB stem
+  bool winograd = false, gemm = false;
+  for (const std::string& l : labels) {
+    winograd = winograd || l.find("packed_winograd_conv2d [1, 16, 16, 16]") != std::string::npos;
+    gemm = gemm || l.find("packed_conv2d [1, 8, 8, 16]") != std::string::npos;
+  }
+  EXPECT_TRUE(winograd && gemm) << "stages: " << labels.size();
+  method->set_observer(nullptr);
 }
 
 }  // namespace
