@@ -89,8 +89,9 @@ enum class NodeOp : uint32_t {
   Reshape = 16,          ///< to the output value's dims (same element count)
   /// tern's own GEMM (not XNNPACK). in: x [..., K], packed weight (a constant [F] with
   /// F = packed_fc_floats(N, K)), optional residual (the output's dims, not a constant; added
-  /// after the bias, before the clamp); params[0] = N (out features), params[1] = K; fparams:
-  /// output min, max. Output [..., N].
+  /// after the bias, before the clamp); params[0] = N (out features), params[1] = K,
+  /// params[2] = the activation after the clamp (kernels/gemm_activation.h GemmActivation: 0
+  /// none, 1 hardswish, 2 GELU erf, 3 GELU tanh); fparams: output min, max. Output [..., N].
   PackedFullyConnected = 17,
   /// tern's own NHWC convolution (one group). in: x [N, H, W, C], packed weight (a constant
   /// [F] with F = packed_fc_floats(O, KH * KW * C), the [O, KH, KW, C] filter as an

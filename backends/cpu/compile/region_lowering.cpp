@@ -365,6 +365,31 @@ class Lowering {
     n.params[cpu::kPackedOutChannels] = static_cast<uint32_t>(o);
   }
 
+  /// Whether node `last` is tern's GEMM with an activation already folded in: nothing that the
+  /// graph applies after it (a clamp, a residual, a hardsigmoid's scaling) may fold in then.
+  static bool has_activation(const BlobNode& last) {
+    return last.op == static_cast<uint32_t>(NodeOp::PackedFullyConnected) && last.params[2] != 0;
+  }
+
+  /// A hardswish or GELU whose input is made by the node just lowered, tern's GEMM (fc or 1x1
+  /// conv) with no activation yet, and read by nothing else becomes the GEMM's epilogue
+  /// activation, applied to each finished tile in L1 (after its clamp and residual, which the
+  /// graph applies first). Returns false when it does not apply.
+  bool fuse_activation_into_gemm(const Node& node, cpu::GemmActivation act) {
+    const int in = node.args[0];
+    if (nodes_.empty() || ids_.count(in) == 0 || uses_.at(in) != 1 || output_arg_.count(in) != 0) {
+      return false;
+    }
+    BlobNode& last = nodes_.back();
+    if (last.op != static_cast<uint32_t>(NodeOp::PackedFullyConnected) ||
+        last.output != ids_.at(in) || has_activation(last)) {
+      return false;
+    }
+    last.params[2] = static_cast<uint32_t>(act);
+    retarget_output(in, node.outputs[0]);
+    return true;
+  }
+
   /// A relu/hardtanh/clamp whose input is made by the node just lowered, one of tern's GEMM
   /// nodes (fc or conv), and read by nothing else folds into that node's output bounds.
   /// Returns false when it does not apply.
@@ -377,7 +402,7 @@ class Lowering {
     if ((last.op != static_cast<uint32_t>(NodeOp::PackedFullyConnected) &&
          last.op != static_cast<uint32_t>(NodeOp::PackedConv2d) &&
          last.op != static_cast<uint32_t>(NodeOp::PackedWinogradConv2d)) ||
-        last.output != ids_.at(in)) {
+        last.output != ids_.at(in) || has_activation(last)) {
       return false;
     }
     last.fparams[0] = std::max(last.fparams[0], lo);
@@ -402,7 +427,8 @@ class Lowering {
       return false;
     }
     BlobNode& last = nodes_.back();
-    if (last.output != ids_.at(in) || last.fparams[0] != -kInf || last.fparams[1] != kInf) {
+    if (last.output != ids_.at(in) || last.fparams[0] != -kInf || last.fparams[1] != kInf ||
+        has_activation(last)) {
       return false;
     }
     const NodeOp op = static_cast<NodeOp>(last.op);
@@ -465,7 +491,7 @@ class Lowering {
     if ((last.op != static_cast<uint32_t>(NodeOp::PackedConv2d) &&
          last.op != static_cast<uint32_t>(NodeOp::PackedWinogradConv2d) &&
          last.op != static_cast<uint32_t>(NodeOp::PackedFullyConnected)) ||
-        last.num_inputs != 2 ||
+        last.num_inputs != 2 || has_activation(last) ||
         last.fparams[0] != -kInf || last.fparams[1] != kInf) {
       return false;
     }
@@ -579,14 +605,21 @@ class Lowering {
         add_node(NodeOp::GlobalAvgPool2d, {x}, pooled);
         add_node(NodeOp::Reshape, {pooled}, output(node.outputs[0]));
       }
+    } else if (op == "tern::hardswish" &&
+               fuse_activation_into_gemm(node, cpu::GemmActivation::Hardswish)) {
+      return;
     } else if (op == "tern::hardswish" || op == "tern::sigmoid" || op == "tern::softmax") {
       const NodeOp nop = op == "tern::hardswish" ? NodeOp::Hardswish
                          : op == "tern::sigmoid" ? NodeOp::Sigmoid
                                                  : NodeOp::Softmax;
       const uint32_t x = activation(node.args[0]);
       add_node(nop, {x}, output(node.outputs[0]));
-    } else if (op == "tern::gelu") {  // tern's own kernel, split over the pool
+    } else if (op == "tern::gelu") {  // into the GEMM before it, else its own kernel
       const bool tanh_form = gelu_tanh_form(g_, node);
+      if (fuse_activation_into_gemm(node, tanh_form ? cpu::GemmActivation::GeluTanh
+                                                    : cpu::GemmActivation::GeluErf)) {
+        return;
+      }
       const uint32_t x = activation(node.args[0]);
       BlobNode& n = add_node(NodeOp::Gelu, {x}, output(node.outputs[0]));
       n.params[0] = tanh_form ? 1 : 0;

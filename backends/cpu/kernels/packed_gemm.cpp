@@ -1,5 +1,6 @@
 // The packed GEMM's driver: cuts C = clamp(A · Wᵀ + bias) into register tiles, cache blocks and
-// thread tasks, and calls the dispatched microkernel on each tile. Never allocates.
+// thread tasks, and calls the dispatched microkernel on each tile (then the optional activation
+// on the finished tile). Never allocates.
 //
 // Tiles: M is cut into T balanced tiles of at most max_rows rows (sizes differ by at most one,
 // so m = 128 gives ten tiles of 12-13 rows rather than nine of 14 and one of 2); N into tiles of
@@ -36,6 +37,7 @@ using gemm_detail::split_point;
 struct Plan {
   const GemmProblem* p = nullptr;
   const MicrokernelSet* ks = nullptr;
+  ActivationFn activation = nullptr;  // the epilogue's, or null
   int64_t panels = 0;        // ceil(n / 16)
   int64_t panel_stride = 0;  // 16 * (k + 1)
   int last_cols = 16;        // columns of the last panel
@@ -85,6 +87,11 @@ void run_task(const Plan& plan, int64_t task) {
                             ? p.residual + r0 * p.ldc + panel0 * kPanelWidth
                             : nullptr;
         kernel(args);
+        if (args.last && plan.activation != nullptr) {
+          // The tile is final and in L1: its activation now, row by row.
+          const int64_t cols = min64(np * kPanelWidth, p.n - panel0 * kPanelWidth);
+          for (int64_t r = 0; r < r1 - r0; ++r) plan.activation(args.c + r * p.ldc, cols);
+        }
       }
     }
   }
@@ -142,9 +149,9 @@ Plan make_plan(const GemmProblem& p, const MicrokernelSet* ks, int64_t threads) 
 void packed_gemm(const GemmProblem& p, pthreadpool_t pool) {
   if (p.m <= 0 || p.n <= 0 || p.k < 0) return;
   const MicrokernelSet* ks = gemm_detail::active_microkernels();
-  const Plan plan = make_plan(p, ks, gemm_detail::pool_threads(pool));
-  gemm_detail::run_tasks(pool, &run_task_entry, const_cast<Plan*>(&plan),
-                         plan.m_blocks * plan.n_groups);
+  Plan plan = make_plan(p, ks, gemm_detail::pool_threads(pool));
+  plan.activation = gemm_activation_fn(p.activation);
+  gemm_detail::run_tasks(pool, &run_task_entry, &plan, plan.m_blocks * plan.n_groups);
 }
 
 }  // namespace tern::cpu

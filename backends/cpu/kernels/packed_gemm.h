@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "backends/cpu/kernels/gemm_activation.h"
+
 namespace tern::cpu {
 
 /// Columns per packed panel (the same for every ISA, so a packed blob works everywhere).
@@ -39,12 +41,14 @@ struct GemmProblem {
   /// the clamp, in the microkernel's final store (read once per element, never past [m x n]).
   /// Must not overlap C or A.
   const float* residual = nullptr;
+  /// Applied after the clamp to each finished output tile (while it is in L1).
+  GemmActivation activation = GemmActivation::None;
   float out_min = -std::numeric_limits<float>::infinity();  ///< fused clamp; (-inf, +inf) for none
   float out_max = std::numeric_limits<float>::infinity();
 };
 
-/// C = clamp(A · Wᵀ + bias + R) (no R term when residual is null). Splits the work over `pool`
-/// (null: the caller's thread only).
+/// C = act(clamp(A · Wᵀ + bias + R)) (no R term when residual is null, no act for None).
+/// Splits the work over `pool` (null: the caller's thread only).
 /// Never allocates; never reads A or writes C outside [m x k] / [m x n] (A and C may be
 /// exact-size buffers). Thread-safe for distinct C. m, n or k of 0: nothing is read (k = 0
 /// gives C = clamp(bias)). NaN propagates through the clamp.

@@ -384,7 +384,11 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v) {
                                  n, node.params[0]);
       return check_out_dims(n, node, out, x.dims, x.rank);
     case NodeOp::PackedFullyConnected: {
-      TERN_RETURN_IF_ERROR(check_params_range(n, node, 2, 0, 2));
+      TERN_RETURN_IF_ERROR(check_params_range(n, node, 3, 0, 2));
+      TERN_CHECK_OR_RETURN_ERROR(node.params[2] <= 3, InvalidProgram,
+                                 "cpu blob: node %u (packed_fully_connected): activation %u, "
+                                 "expected 0 (none), 1 (hardswish), 2 (gelu) or 3 (gelu tanh)",
+                                 n, node.params[2]);
       const uint64_t out_features = node.params[0], in_features = node.params[1];
       const BlobValue& f = v[node.inputs[1]];
       const uint64_t want = packed_fc_floats(out_features, in_features);

@@ -9,6 +9,7 @@ namespace tern::cpu {
 
 static_assert(kPanelWidth == static_cast<int64_t>(kPackedPanelWidth),
               "the blob's packed weight layout is the kernel's");
+static_assert(kLastGemmActivation == 3, "the blob's activation codes are the kernel's");
 
 namespace {
 
@@ -89,6 +90,7 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       p.c = addr[node.output];
       p.ldc = out_features;
       p.residual = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
+      p.activation = static_cast<GemmActivation>(node.params[2]);  // validated: 0..3
       p.out_min = node.fparams[0];
       p.out_max = node.fparams[1];
       packed_gemm(p, pool);

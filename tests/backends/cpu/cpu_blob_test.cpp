@@ -516,7 +516,8 @@ TEST_F(CpuBlobTest, PackedLinearFieldsAreChecked) {
       {offsetof(cpu::BlobNode, params), 33, "is not [1008]"},  // 33 out features: 3 panels
       {offsetof(cpu::BlobNode, params) + 4, 21, "params give 21"},
       {offsetof(cpu::BlobNode, params) + 4, 0, "is 0, expected >= 1"},
-      {offsetof(cpu::BlobNode, params) + 8, 1, "unused parameter 2"},
+      {offsetof(cpu::BlobNode, params) + 8, 4, "activation 4, expected 0 (none)"},
+      {offsetof(cpu::BlobNode, params) + 12, 1, "unused parameter 3"},
       {offsetof(cpu::BlobNode, num_inputs), 4, "4 inputs, expected 2..3"},
       // A residual input must be a value made before the node.
       {offsetof(cpu::BlobNode, num_inputs), 3, "input 2 is value 4294967295"},
@@ -661,15 +662,34 @@ TEST_F(CpuBlobTest, HardsigmoidFoldsIntoTheLayerBeforeIt) {
   EXPECT_EQ(ops[0], static_cast<uint32_t>(cpu::NodeOp::FullyConnected));
 }
 
-TEST_F(CpuBlobTest, GeluRunsInTheDelegateAndBadFormsAreRefused) {
+TEST_F(CpuBlobTest, GeluFoldsIntoTheGemmOrRunsOnItsOwnNode) {
+  {  // After tern's GEMM: its epilogue activation (params[2] = 3, GELU tanh).
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {64, 64});
+    const int w = b.constant_f32("w", {64, 64}, random_floats(4096, 5, -1.0f, 1.0f));
+    const int y = b.op("tern::linear", {x, w, b.none()}, DType::F32, {64, 64});
+    b.output(b.op("tern::gelu", {y, b.string_value("tanh")}, DType::F32, {64, 64}));
+    delegate_cpu(b, 0, 1);
+    ASSERT_EQ(blob_ops(b), (std::vector<uint32_t>{
+                               static_cast<uint32_t>(cpu::NodeOp::PackedFullyConnected)}));
+    const std::vector<uint8_t>& blob = b.graph().delegates[0].blob;
+    cpu::BlobHeader h;
+    std::memcpy(&h, blob.data(), sizeof(h));
+    cpu::BlobNode node;
+    std::memcpy(&node, blob.data() + sizeof(h) + h.num_values * sizeof(cpu::BlobValue),
+                sizeof(node));
+    EXPECT_EQ(node.params[2], 3u);
+  }
+  // After XNNPACK's fc (a tiny product): tern's own gelu node.
   GraphBuilder b;
-  const int x = b.input("x", DType::F32, {64, 64});
-  const int w = b.constant_f32("w", {64, 64}, random_floats(4096, 5, -1.0f, 1.0f));
-  const int y = b.op("tern::linear", {x, w, b.none()}, DType::F32, {64, 64});
-  b.output(b.op("tern::gelu", {y, b.string_value("tanh")}, DType::F32, {64, 64}));
+  const int x = b.input("x", DType::F32, {4, 16});
+  const int w = b.constant_f32("w", {64, 16}, random_floats(1024, 5, -1.0f, 1.0f));
+  const int y = b.op("tern::linear", {x, w, b.none()}, DType::F32, {4, 64});
+  b.output(b.op("tern::gelu", {y, b.string_value("tanh")}, DType::F32, {4, 64}));
   delegate_cpu(b, 0, 1);
   const std::vector<uint32_t> ops = blob_ops(b);
   ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0], static_cast<uint32_t>(cpu::NodeOp::FullyConnected));
   EXPECT_EQ(ops[1], static_cast<uint32_t>(cpu::NodeOp::Gelu));
   std::vector<uint8_t> blob = b.graph().delegates[0].blob;
   cpu::BlobHeader h;

@@ -256,7 +256,7 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::relu", {s}, DType::F32, xs));
                },
                kConv});
-  c.push_back({"mlp_gelu_erf_on_own_kernel",  // linear -> gelu (split over the pool) -> linear
+  c.push_back({"mlp_gelu_erf_folds_into_gemm",  // linear -> gelu (the GEMM's epilogue) -> linear
                [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {40, 64});
                  const int w1 = constant(b, "w1", {600, 64}, 62, 2.0f);  // gelu's tails too
@@ -267,7 +267,7 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::linear", {a, w2, b.none()}, DType::F32, {40, 48}));
                },
                kConv});
-  c.push_back({"gelu_tanh_on_own_kernel",
+  c.push_back({"gelu_tanh_folds_into_gemm",
                [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {3, 37, 50});
                  const int w = constant(b, "w", {70, 50}, 65, 3.0f);
@@ -306,6 +306,32 @@ std::vector<OpCase> cases() {
                  const int w = constant(b, "w", {1, 4000}, 71);
                  const int y = b.op("tern::linear", {h, w, b.none()}, DType::F32, {50, 1});
                  b.output(b.op("tern::add", {y, x}, DType::F32, {50, 64}));
+               },
+               kConv});
+  c.push_back({"gelu_after_tiny_linear_on_own_kernel",  // XNNPACK's fc, then op 20 on the pool
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 24});
+                 const int w = constant(b, "w", {40, 24}, 72, 3.0f);
+                 const int h = b.op("tern::linear", {x, w, b.none()}, DType::F32, {2, 40});
+                 b.output(b.op("tern::gelu", {h}, DType::F32, {2, 40}));
+               },
+               kConv});
+  c.push_back({"expand_conv_hardswish_folds_into_gemm",  // MobileNetV3's expand 1x1 conv
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 16, 14, 14};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int e = conv(b, x, xs, 96, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 73);
+                 b.output(b.op("tern::hardswish", {e}, DType::F32, {1, 96, 14, 14}));
+               },
+               kConv});
+  c.push_back({"clamp_after_folded_hardswish_stays_after",  // clamp(hardswish(x)), not reversed
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 16, 14, 14};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int e = conv(b, x, xs, 40, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 74);
+                 const int h = b.op("tern::hardswish", {e}, DType::F32, {1, 40, 14, 14});
+                 b.output(b.op("tern::hardtanh", {h, b.double_value(-0.2), b.double_value(0.5)},
+                               DType::F32, {1, 40, 14, 14}));
                },
                kConv});
   c.push_back({"shallow_stem_conv_in_xnnpack",  // 3x3/2 on RGB: 27 taps, XNNPACK's conv

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -55,14 +56,31 @@ struct Case {
   bool bias = true;
   float out_min = -kInf, out_max = kInf;
   bool residual = false;  ///< add R [m, n] (C's row stride) before the clamp
+  GemmActivation activation = GemmActivation::None;  ///< after the clamp
 };
+
+/// The activation in double precision, from its definition (std::erf, std::tanh).
+double activate(GemmActivation act, double v) {
+  switch (act) {
+    case GemmActivation::None:
+      return v;
+    case GemmActivation::Hardswish:
+      return v * std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0;
+    case GemmActivation::GeluErf:
+      return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+    case GemmActivation::GeluTanh:
+      return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+  }
+  return v;
+}
 
 std::string describe(const Case& c, GemmIsa isa, bool pool) {
   return std::string(gemm_isa_name(isa)) + " m=" + std::to_string(c.m) +
          " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k) + " lda+" +
          std::to_string(c.lda_pad) + " ldc+" + std::to_string(c.ldc_pad) +
          (c.bias ? " bias" : " no-bias") + " clamp[" + std::to_string(c.out_min) + ", " +
-         std::to_string(c.out_max) + "]" + (c.residual ? " residual" : "") +
+         std::to_string(c.out_max) + "]" + (c.residual ? " residual" : "") + " act " +
+         std::to_string(static_cast<int>(c.activation)) +
          (pool ? " pool2" : " no-pool");
 }
 
@@ -89,7 +107,10 @@ int check_against_reference(const Case& cs, const float* a, int64_t lda, const f
       double want = sum;
       if (want > cs.out_max) want = cs.out_max;
       if (want < cs.out_min) want = cs.out_min;
-      const double tol = 1e-6 * (1.0 + std::sqrt(static_cast<double>(cs.k))) * mag + 1e-30;
+      want = activate(cs.activation, want);
+      // The activations' slopes stay under 1.5; GELU's own error is a few ulp of its result.
+      const double tol = 1.5e-6 * (1.0 + std::sqrt(static_cast<double>(cs.k))) * mag +
+                         1e-6 * std::fabs(want) + 1e-30;
       const float got = c[i * ldc + j];
       if (!(std::fabs(got - want) <= tol)) {
         if (++bad <= 5) {
@@ -127,6 +148,7 @@ void run_case(const Case& cs, pthreadpool_t pool, GemmIsa isa, uint32_t seed) {
   p.out_min = cs.out_min;
   p.out_max = cs.out_max;
   p.residual = cs.residual ? r.data() : nullptr;
+  p.activation = cs.activation;
   packed_gemm(p, pool);
 
   const std::string what = describe(cs, isa, pool != nullptr);
@@ -253,6 +275,34 @@ TEST_F(CpuGemm, ResidualIsAddedOnceBeforeTheClamp) {
         run_case(cs, nullptr, isa, seed);
         run_case(cs, two.pool, isa, seed);
         ++seed;
+      }
+    }
+  }
+}
+
+TEST_F(CpuGemm, ActivationsApplyToEveryFinishedTile) {
+  // hardswish after a clamp and a residual (MobileNetV3's expand convs have neither; the order
+  // is the graph's), GELU in both forms on a transformer MLP's shape and edge shapes, with K in
+  // several blocks (the activation must run once, after the last).
+  Case cases[] = {
+      {196, 120, 40}, {49, 576, 96, 0, 3}, {7, 5, 3, 1, 3}, {128, 200, 64},
+      {33, 37, 70, 0, 2, false, -2.0f, 2.5f}, {1, 20, 50},
+  };
+  cases[1].residual = true;
+  Pool two(2);
+  uint32_t seed = 500;
+  for (GemmIsa isa : supported_isas()) {
+    ASSERT_TRUE(packed_gemm_force_isa(isa));
+    for (GemmActivation act : {GemmActivation::Hardswish, GemmActivation::GeluErf,
+                               GemmActivation::GeluTanh}) {
+      for (int64_t kc : {int64_t{1024}, int64_t{16}}) {
+        gemm_detail::gemm_blocking().kc_max = kc;
+        for (Case cs : cases) {
+          cs.activation = act;
+          run_case(cs, nullptr, isa, seed);
+          run_case(cs, two.pool, isa, seed);
+          ++seed;
+        }
       }
     }
   }

@@ -1,0 +1,27 @@
+// Activations tern's GEMM applies to its output tiles after the last K block, while they are
+// still in L1 (a fused epilogue, no pass of its own): hardswish (MobileNetV3's expand convs)
+// and GELU (a transformer MLP's first linear), each built for AVX-512, AVX2+FMA and baseline.
+//
+// Runtime code: no exceptions, no RTTI, never allocates.
+#pragma once
+
+#include <cstdint>
+
+namespace tern::cpu {
+
+/// What follows the clamp in the GEMM's epilogue. The values are stored in cpu blobs.
+enum class GemmActivation : uint8_t {
+  None = 0,
+  Hardswish = 1,  ///< x · min(max(x + 3, 0), 6) / 6
+  GeluErf = 2,    ///< x/2 · (1 + erf(x / √2)), the portable kernel's form (≤ 5.6 ulp)
+  GeluTanh = 3,   ///< the tanh approximation, the portable kernel's form
+};
+constexpr uint32_t kLastGemmActivation = 3;
+
+/// x[i] = act(x[i]) for i < n, in place.
+using ActivationFn = void (*)(float* x, int64_t n);
+
+/// The function for `act` in the ISA packed_gemm_isa() names (null for None).
+ActivationFn gemm_activation_fn(GemmActivation act);
+
+}  // namespace tern::cpu
