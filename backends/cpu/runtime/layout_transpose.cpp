@@ -106,7 +106,15 @@ void run_block(void* context, size_t task) {
   convert_block(t, t.src + offset, t.dst + offset, p0, p1);
 }
 
-void convert(Transpose t, pthreadpool_t pool) {
+void convert(const float* src, float* dst, uint64_t n, uint64_t c, uint64_t hw, bool to_nhwc,
+             pthreadpool_t pool) {
+  Transpose t;
+  t.src = src;
+  t.dst = dst;
+  t.n = n;
+  t.c = c;
+  t.hw = hw;
+  t.to_nhwc = to_nhwc;
   if (t.n == 0 || t.c == 0 || t.hw == 0) return;
   const uint64_t threads = pool != nullptr ? pthreadpool_get_threads_count(pool) : 1;
   const uint64_t blocks = (t.hw * t.c + kPixelsPerTask - 1) / kPixelsPerTask;
@@ -123,26 +131,12 @@ void convert(Transpose t, pthreadpool_t pool) {
 
 void nchw_to_nhwc(const float* src, float* dst, uint64_t n, uint64_t c, uint64_t hw,
                   pthreadpool_t pool) {
-  Transpose t;
-  t.src = src;
-  t.dst = dst;
-  t.n = n;
-  t.c = c;
-  t.hw = hw;
-  t.to_nhwc = true;
-  convert(t, pool);
+  convert(src, dst, n, c, hw, /*to_nhwc=*/true, pool);
 }
 
 void nhwc_to_nchw(const float* src, float* dst, uint64_t n, uint64_t c, uint64_t hw,
                   pthreadpool_t pool) {
-  Transpose t;
-  t.src = src;
-  t.dst = dst;
-  t.n = n;
-  t.c = c;
-  t.hw = hw;
-  t.to_nhwc = false;
-  convert(t, pool);
+  convert(src, dst, n, c, hw, /*to_nhwc=*/false, pool);
 }
 
 }  // namespace tern::cpu

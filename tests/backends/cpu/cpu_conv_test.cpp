@@ -41,19 +41,8 @@ constexpr int64_t kGuardFloats = 67;
 
 
 /// Restores dispatch's choice and the blocking knobs after each test.
-class CpuConv : public ::testing::Test {
- protected:
-  void SetUp() override {
-    saved_isa_ = packed_gemm_isa();
-    saved_blocking_ = gemm_detail::conv_blocking();
-  }
-  void TearDown() override {
-    ASSERT_TRUE(packed_gemm_force_isa(saved_isa_));
-    gemm_detail::conv_blocking() = saved_blocking_;
-  }
-  GemmIsa saved_isa_ = GemmIsa::Scalar;
-  gemm_detail::ConvBlocking saved_blocking_;
-};
+using CpuConv =
+    kernel_test::RestoresIsaAndKnobs<gemm_detail::ConvBlocking, &gemm_detail::conv_blocking>;
 
 struct Case {
   const char* name;

@@ -36,19 +36,8 @@ constexpr float kGuard = -12345.678f;  // what C's padding and guard region hold
 
 
 /// Restores dispatch's choice and the blocking knobs after each test.
-class CpuGemm : public ::testing::Test {
- protected:
-  void SetUp() override {
-    saved_isa_ = packed_gemm_isa();
-    saved_blocking_ = gemm_detail::gemm_blocking();
-  }
-  void TearDown() override {
-    ASSERT_TRUE(packed_gemm_force_isa(saved_isa_));
-    gemm_detail::gemm_blocking() = saved_blocking_;
-  }
-  GemmIsa saved_isa_ = GemmIsa::Scalar;
-  gemm_detail::GemmBlocking saved_blocking_;
-};
+using CpuGemm =
+    kernel_test::RestoresIsaAndKnobs<gemm_detail::GemmBlocking, &gemm_detail::gemm_blocking>;
 
 struct Case {
   int64_t m, n, k;

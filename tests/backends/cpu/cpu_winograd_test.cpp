@@ -38,19 +38,8 @@ constexpr float kGuard = -12345.678f;  // what the guard regions after y and the
 constexpr int64_t kGuardFloats = 67;
 
 /// Restores dispatch's choice and the blocking knobs after each test.
-class CpuWinograd : public ::testing::Test {
- protected:
-  void SetUp() override {
-    saved_isa_ = packed_gemm_isa();
-    saved_blocking_ = winograd_detail::winograd_blocking();
-  }
-  void TearDown() override {
-    ASSERT_TRUE(packed_gemm_force_isa(saved_isa_));
-    winograd_detail::winograd_blocking() = saved_blocking_;
-  }
-  GemmIsa saved_isa_ = GemmIsa::Scalar;
-  winograd_detail::WinogradBlocking saved_blocking_;
-};
+using CpuWinograd = kernel_test::RestoresIsaAndKnobs<winograd_detail::WinogradBlocking,
+                                                     &winograd_detail::winograd_blocking>;
 
 struct Case {
   const char* name;

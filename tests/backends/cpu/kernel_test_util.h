@@ -1,7 +1,9 @@
-// Helpers shared by the cpu kernel tests (cpu_gemm_test, cpu_conv_test): random data, the ISAs
-// this CPU runs, an owned pthreadpool, and buffers that end at a PROT_NONE page.
+// Helpers shared by the cpu kernel tests (cpu_gemm_test, cpu_conv_test, cpu_winograd_test,
+// cpu_layout_test): random data, the ISAs this CPU runs, an owned pthreadpool, buffers that end
+// at a PROT_NONE page, and a fixture restoring the ISA and blocking knobs.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <pthreadpool.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -69,6 +71,27 @@ class GuardedBuffer {
   size_t page_ = 0, data_pages_ = 0, total_ = 0;
   uint8_t* base_ = nullptr;
   float* data_ = nullptr;
+};
+
+/// A test fixture that restores dispatch's ISA choice and one set of blocking knobs (the
+/// object `knobs()` returns, e.g. gemm_detail::gemm_blocking()) after each test, so a test may
+/// force an ISA or shrink the blocks.
+template <typename Knobs, Knobs& (*knobs)()>
+class RestoresIsaAndKnobs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    saved_isa_ = packed_gemm_isa();
+    saved_knobs_ = knobs();
+  }
+  void TearDown() override {
+    ASSERT_TRUE(packed_gemm_force_isa(saved_isa_));
+    knobs() = saved_knobs_;
+  }
+
+  GemmIsa saved_isa_ = GemmIsa::Scalar;  ///< dispatch's choice when the test started
+
+ private:
+  Knobs saved_knobs_;
 };
 
 }  // namespace tern::cpu::kernel_test
