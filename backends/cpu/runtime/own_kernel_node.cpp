@@ -13,29 +13,32 @@ static_assert(kLastGemmActivation == 3, "the blob's activation codes are the ker
 
 namespace {
 
-/// The Winograd problem of node `node` (op 19); data pointers from `addr` when it is not null.
-WinogradProblem winograd_problem(const BlobPlan& plan, const BlobNode& node, float* const* addr) {
+/// Fills what a direct and a Winograd conv problem share (ConvProblem, WinogradProblem) from
+/// node `node` (ops 18, 19): NHWC sizes, top/left pads, the clamp, and the data pointers from
+/// `addr` when it is not null.
+template <typename Problem>
+Problem conv_problem(const BlobPlan& plan, const BlobNode& node, float* const* addr) {
   const BlobValue& x = plan.values[node.inputs[0]];
   const BlobValue& y = plan.values[node.output];
-  WinogradProblem w;
-  w.batch = static_cast<int64_t>(x.dims[0]);
-  w.in_h = static_cast<int64_t>(x.dims[1]);
-  w.in_w = static_cast<int64_t>(x.dims[2]);
-  w.in_c = static_cast<int64_t>(x.dims[3]);
-  w.out_h = static_cast<int64_t>(y.dims[1]);
-  w.out_w = static_cast<int64_t>(y.dims[2]);
-  w.out_c = static_cast<int64_t>(y.dims[3]);
-  w.pad_top = node.params[kPadTop];
-  w.pad_left = node.params[kPadLeft];
-  w.out_min = node.fparams[0];
-  w.out_max = node.fparams[1];
+  Problem p;
+  p.batch = static_cast<int64_t>(x.dims[0]);
+  p.in_h = static_cast<int64_t>(x.dims[1]);
+  p.in_w = static_cast<int64_t>(x.dims[2]);
+  p.in_c = static_cast<int64_t>(x.dims[3]);
+  p.out_h = static_cast<int64_t>(y.dims[1]);
+  p.out_w = static_cast<int64_t>(y.dims[2]);
+  p.out_c = static_cast<int64_t>(y.dims[3]);
+  p.pad_top = node.params[kPadTop];
+  p.pad_left = node.params[kPadLeft];
+  p.out_min = node.fparams[0];
+  p.out_max = node.fparams[1];
   if (addr != nullptr) {
-    w.x = addr[node.inputs[0]];
-    w.packed = addr[node.inputs[1]];
-    w.y = addr[node.output];
-    w.residual = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
+    p.x = addr[node.inputs[0]];
+    p.packed = addr[node.inputs[1]];
+    p.y = addr[node.output];
+    p.residual = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
   }
-  return w;
+  return p;
 }
 
 /// GELU split over the pool in chunks of kGeluChunk floats (enough work per task to pay for
@@ -70,7 +73,7 @@ void run_gelu(const GeluTask& t, pthreadpool_t pool) {
 uint64_t own_kernel_scratch_floats(const BlobPlan& plan, uint32_t n, int64_t threads) {
   const BlobNode& node = plan.nodes[n];
   if (static_cast<NodeOp>(node.op) != NodeOp::PackedWinogradConv2d) return 0;
-  return winograd_scratch_floats(winograd_problem(plan, node, nullptr), threads);
+  return winograd_scratch_floats(conv_problem<WinogradProblem>(plan, node, nullptr), threads);
 }
 
 Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
@@ -97,36 +100,19 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       return Error::Ok;
     }
     case NodeOp::PackedConv2d: {
-      const BlobValue& x = plan.values[node.inputs[0]];
-      const BlobValue& y = plan.values[node.output];
       const uint32_t* q = node.params;
-      ConvProblem c;
-      c.batch = static_cast<int64_t>(x.dims[0]);
-      c.in_h = static_cast<int64_t>(x.dims[1]);
-      c.in_w = static_cast<int64_t>(x.dims[2]);
-      c.in_c = static_cast<int64_t>(x.dims[3]);
-      c.out_h = static_cast<int64_t>(y.dims[1]);
-      c.out_w = static_cast<int64_t>(y.dims[2]);
-      c.out_c = static_cast<int64_t>(y.dims[3]);
+      ConvProblem c = conv_problem<ConvProblem>(plan, node, addr);
       c.kernel_h = q[kKernelH];
       c.kernel_w = q[kKernelW];
       c.stride_h = q[kStrideH];
       c.stride_w = q[kStrideW];
       c.dilation_h = q[kDilationH];
       c.dilation_w = q[kDilationW];
-      c.pad_top = q[kPadTop];
-      c.pad_left = q[kPadLeft];
-      c.x = addr[node.inputs[0]];
-      c.packed = addr[node.inputs[1]];
-      c.y = addr[node.output];
-      c.residual = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
-      c.out_min = node.fparams[0];
-      c.out_max = node.fparams[1];
       packed_conv_nhwc(c, pool);
       return Error::Ok;
     }
     case NodeOp::PackedWinogradConv2d:
-      winograd_conv_nhwc(winograd_problem(plan, node, addr), scratch, pool);
+      winograd_conv_nhwc(conv_problem<WinogradProblem>(plan, node, addr), scratch, pool);
       return Error::Ok;
     case NodeOp::Gelu: {
       GeluTask t;
