@@ -90,6 +90,34 @@ class CpuBlobTest : public ::testing::Test {
   void SetUp() override { register_all(); }
 };
 
+/// Byte offset of node i in `blob` (whose header and tables the compile half wrote).
+size_t node_offset(const std::vector<uint8_t>& blob, uint32_t i) {
+  cpu::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  return sizeof(h) + h.num_values * sizeof(cpu::BlobValue) + i * sizeof(cpu::BlobNode);
+}
+
+/// Node i of `blob`.
+cpu::BlobNode blob_node(const std::vector<uint8_t>& blob, uint32_t i) {
+  cpu::BlobNode node;
+  std::memcpy(&node, blob.data() + node_offset(blob, i), sizeof(node));
+  return node;
+}
+
+/// Overwrites node i of `blob` with `node`.
+void set_blob_node(std::vector<uint8_t>* blob, uint32_t i, const cpu::BlobNode& node) {
+  std::memcpy(blob->data() + node_offset(*blob, i), &node, sizeof(node));
+}
+
+/// What parse_blob says of `blob`: its error, and its message in *message.
+Error parse_result(const std::vector<uint8_t>& blob, std::string* message) {
+  cpu::BlobPlan plan;
+  const Error e = cpu::parse_blob(Span<const uint8_t>(blob.data(), blob.size()), &plan);
+  *message = last_error_message();
+  cpu::free_blob_plan(&plan);
+  return e;
+}
+
 TEST_F(CpuBlobTest, BlobHeaderDescribesTheRegion) {
   compiler::Graph g;
   const std::vector<uint8_t> blob = small_blob(&g);
@@ -617,13 +645,7 @@ TEST_F(CpuBlobTest, TinyProductsStayInXnnpackLargeOnesGoToTernsKernels) {
     const int w = b.constant_f32("w", {out, in}, random_floats(size_t(out * in), 3, -1.0f, 1.0f));
     b.output(b.op("tern::linear", {x, w, b.none()}, DType::F32, {rows, out}));
     delegate_cpu(b, 0, 0);
-    const std::vector<uint8_t>& blob = b.graph().delegates[0].blob;
-    cpu::BlobHeader h;
-    std::memcpy(&h, blob.data(), sizeof(h));
-    cpu::BlobNode node;
-    std::memcpy(&node, blob.data() + sizeof(h) + h.num_values * sizeof(cpu::BlobValue),
-                sizeof(node));
-    return node.op;
+    return blob_node(b.graph().delegates[0].blob, 0).op;
   };
   // 1 x 576 -> 144 (a MobileNetV3 squeeze-excitation fc): 82,944 multiply-adds <= 2^17.
   EXPECT_EQ(ops_of(1, 576, 144), static_cast<uint32_t>(cpu::NodeOp::FullyConnected));
@@ -637,14 +659,7 @@ std::vector<uint32_t> blob_ops(GraphBuilder& b) {
   cpu::BlobHeader h;
   std::memcpy(&h, blob.data(), sizeof(h));
   std::vector<uint32_t> ops;
-  for (uint32_t i = 0; i < h.num_nodes; ++i) {
-    cpu::BlobNode node;
-    std::memcpy(&node,
-                blob.data() + sizeof(h) + h.num_values * sizeof(cpu::BlobValue) +
-                    i * sizeof(cpu::BlobNode),
-                sizeof(node));
-    ops.push_back(node.op);
-  }
+  for (uint32_t i = 0; i < h.num_nodes; ++i) ops.push_back(blob_node(blob, i).op);
   return ops;
 }
 
@@ -672,13 +687,7 @@ TEST_F(CpuBlobTest, GeluFoldsIntoTheGemmOrRunsOnItsOwnNode) {
     delegate_cpu(b, 0, 1);
     ASSERT_EQ(blob_ops(b), (std::vector<uint32_t>{
                                static_cast<uint32_t>(cpu::NodeOp::PackedFullyConnected)}));
-    const std::vector<uint8_t>& blob = b.graph().delegates[0].blob;
-    cpu::BlobHeader h;
-    std::memcpy(&h, blob.data(), sizeof(h));
-    cpu::BlobNode node;
-    std::memcpy(&node, blob.data() + sizeof(h) + h.num_values * sizeof(cpu::BlobValue),
-                sizeof(node));
-    EXPECT_EQ(node.params[2], 3u);
+    EXPECT_EQ(blob_node(b.graph().delegates[0].blob, 0).params[2], 3u);
   }
   // After XNNPACK's fc (a tiny product): tern's own gelu node.
   GraphBuilder b;
@@ -692,21 +701,13 @@ TEST_F(CpuBlobTest, GeluFoldsIntoTheGemmOrRunsOnItsOwnNode) {
   EXPECT_EQ(ops[0], static_cast<uint32_t>(cpu::NodeOp::FullyConnected));
   EXPECT_EQ(ops[1], static_cast<uint32_t>(cpu::NodeOp::Gelu));
   std::vector<uint8_t> blob = b.graph().delegates[0].blob;
-  cpu::BlobHeader h;
-  std::memcpy(&h, blob.data(), sizeof(h));
-  const size_t node_at = sizeof(h) + h.num_values * sizeof(cpu::BlobValue) + sizeof(cpu::BlobNode);
-  cpu::BlobNode node;
-  std::memcpy(&node, blob.data() + node_at, sizeof(node));
+  cpu::BlobNode node = blob_node(blob, 1);
   EXPECT_EQ(node.params[0], 1u);  // the tanh form
   node.params[0] = 2;             // no such form
-  std::memcpy(blob.data() + node_at, &node, sizeof(node));
-  cpu::BlobPlan plan;
-  EXPECT_EQ(cpu::parse_blob(Span<const uint8_t>(blob.data(), blob.size()), &plan),
-            Error::InvalidProgram);
-  EXPECT_NE(std::string(last_error_message()).find("form 2, expected 0 (erf) or 1 (tanh)"),
-            std::string::npos)
-      << last_error_message();
-  cpu::free_blob_plan(&plan);
+  set_blob_node(&blob, 1, node);
+  std::string message;
+  EXPECT_EQ(parse_result(blob, &message), Error::InvalidProgram);
+  EXPECT_NE(message.find("form 2, expected 0 (erf) or 1 (tanh)"), std::string::npos) << message;
 }
 
 TEST_F(CpuBlobTest, ResidualAddFoldsIntoTheGemmUnlessItBroadcasts) {
@@ -778,23 +779,15 @@ TEST_F(CpuBlobTest, WinogradNodeWithAnotherWindowIsRefused) {
                 DType::F32, {1, 16, 20, 20}));
   delegate_cpu(b, 0, 0);
   std::vector<uint8_t> blob = b.graph().delegates[0].blob;
-  cpu::BlobHeader h;
-  std::memcpy(&h, blob.data(), sizeof(h));
-  const size_t node_at = sizeof(h) + h.num_values * sizeof(cpu::BlobValue);
-  cpu::BlobNode node;
-  std::memcpy(&node, blob.data() + node_at, sizeof(node));
+  cpu::BlobNode node = blob_node(blob, 0);
   ASSERT_EQ(node.op, static_cast<uint32_t>(cpu::NodeOp::PackedWinogradConv2d));
-  cpu::BlobPlan plan;
-  ASSERT_EQ(cpu::parse_blob(Span<const uint8_t>(blob.data(), blob.size()), &plan), Error::Ok);
-  cpu::free_blob_plan(&plan);
+  std::string message;
+  ASSERT_EQ(parse_result(blob, &message), Error::Ok);
   node.params[cpu::kDilationW] = 2;  // the window then still fits: only the op's rule refuses
-  std::memcpy(blob.data() + node_at, &node, sizeof(node));
-  EXPECT_EQ(cpu::parse_blob(Span<const uint8_t>(blob.data(), blob.size()), &plan),
-            Error::InvalidProgram);
-  EXPECT_NE(std::string(last_error_message()).find("expected a 3x3 window, stride 1, dilation 1"),
-            std::string::npos)
-      << last_error_message();
-  cpu::free_blob_plan(&plan);
+  set_blob_node(&blob, 0, node);
+  EXPECT_EQ(parse_result(blob, &message), Error::InvalidProgram);
+  EXPECT_NE(message.find("expected a 3x3 window, stride 1, dilation 1"), std::string::npos)
+      << message;
 }
 
 TEST_F(CpuBlobTest, ResidualAddAndReluFoldIntoTheConv) {
