@@ -1,4 +1,4 @@
-// The cpu delegate blob, version 3: shared by the compile half (writer) and the
+// The cpu delegate blob, version 4: shared by the compile half (writer) and the
 // runtime half (reader). Plain structs only (no STL): the runtime includes this file.
 // The byte layout is documented in backends/cpu/README.md; all fields are little-endian.
 #pragma once
@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 3;  // 3: PackedWinogradConv2d, Gelu
+constexpr uint32_t kBlobVersion = 4;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node.
@@ -107,10 +107,21 @@ enum class NodeOp : uint32_t {
   /// tern's own GELU over the whole tensor, split over the pool (not in this XNNPACK). in: x;
   /// params[0] = 0 for the erf form, 1 for the tanh form. Output: x's dims.
   Gelu = 20,
+  /// tern's fused inverted bottleneck (kernels/bottleneck.h): an optional 1x1 expand GEMM, a
+  /// KHxKW depthwise conv (dilation 1) and an optional 1x1 project GEMM with an optional
+  /// residual, in one pass per band of rows. in: x [N, H, W, C], weights (a constant [F] with
+  /// F = bottleneck_weight_floats(...): the expand weight packed as packed_fc_floats(E, C) when
+  /// there is one, then the depthwise taps [KH*KW][E] and bias [E] padded to a multiple of 16
+  /// floats, then the project weight packed as packed_fc_floats(O, E) when there is one),
+  /// optional residual [N, OH, OW, O] (with a project only; not a constant). params: pads, KH,
+  /// KW, strides, dilations (1) at the ConvParam indices, then the BottleneckParam ones;
+  /// fparams: the project's output min, max (-inf, +inf without a project). Output
+  /// [N, OH, OW, O] (O = E without a project).
+  PackedBottleneck = 21,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 20;
+constexpr uint32_t kLastNodeOp = 21;
 
 /// Floats of a packed fully-connected weight with `n` out and `k` in features: ceil(n / 16)
 /// panels, each 16 bias floats then k rows of 16 weights (panel p, row r, lane j holds
@@ -124,12 +135,41 @@ constexpr uint64_t winograd_packed_floats(uint64_t n, uint64_t k) {
   return 16 * packed_fc_floats(n, k);
 }
 
+/// A stage epilogue of PackedBottleneck (its expand and depthwise stages): what follows the
+/// bias.
+enum class BottleneckEpilogue : uint32_t {
+  None = 0,
+  Relu = 1,       ///< clamp to [0, +inf)
+  Relu6 = 2,      ///< clamp to [0, 6]
+  Hardswish = 3,  ///< x · min(max(x + 3, 0), 6) / 6
+};
+constexpr uint32_t kLastBottleneckEpilogue = 3;
+
+/// PackedBottleneck's flags (params[kBottleneckFlags]).
+constexpr uint32_t kBottleneckHasExpand = 1;
+constexpr uint32_t kBottleneckHasProject = 2;
+/// The tallest depthwise window of a PackedBottleneck.
+constexpr uint32_t kMaxBottleneckWindow = 16;
+
+/// Floats of PackedBottleneck's depthwise section: KH*KW*E taps and E biases, padded to 16.
+constexpr uint64_t bottleneck_depthwise_floats(uint64_t kh, uint64_t kw, uint64_t e) {
+  return (kh * kw * e + e + 15) / 16 * 16;
+}
+
+/// Floats of PackedBottleneck's weight constant (callers keep every size <= 2^30).
+constexpr uint64_t bottleneck_weight_floats(bool expand, bool project, uint64_t c, uint64_t e,
+                                            uint64_t o, uint64_t kh, uint64_t kw) {
+  return (expand ? packed_fc_floats(e, c) : 0) + bottleneck_depthwise_floats(kh, kw, e) +
+         (project ? packed_fc_floats(o, e) : 0);
+}
+
 /// Whether tern's own kernels (not XNNPACK) run this op.
 constexpr bool is_own_kernel_op(uint32_t op) {
   return op == static_cast<uint32_t>(NodeOp::PackedFullyConnected) ||
          op == static_cast<uint32_t>(NodeOp::PackedConv2d) ||
          op == static_cast<uint32_t>(NodeOp::PackedWinogradConv2d) ||
-         op == static_cast<uint32_t>(NodeOp::Gelu);
+         op == static_cast<uint32_t>(NodeOp::Gelu) ||
+         op == static_cast<uint32_t>(NodeOp::PackedBottleneck);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.
@@ -149,6 +189,16 @@ enum ConvParam : uint32_t {
   kGroupOutChannels = 12,  ///< Conv2d only
   kPackedInChannels = 10,   ///< PackedConv2d, PackedWinogradConv2d: C
   kPackedOutChannels = 11,  ///< PackedConv2d, PackedWinogradConv2d: O
+};
+
+/// Indices into BlobNode::params for PackedBottleneck (after its window at the ConvParam ones).
+enum BottleneckParam : uint32_t {
+  kBottleneckInChannels = 10,         ///< C
+  kBottleneckExpandedChannels = 11,   ///< E (= C without an expand)
+  kBottleneckOutChannels = 12,        ///< O (= E without a project)
+  kBottleneckFlags = 13,              ///< kBottleneckHasExpand | kBottleneckHasProject
+  kBottleneckExpandEpilogue = 14,     ///< BottleneckEpilogue (0 without an expand)
+  kBottleneckDepthwiseEpilogue = 15,  ///< BottleneckEpilogue
 };
 
 /// One node. Unused inputs are kNoValue, unused params 0.

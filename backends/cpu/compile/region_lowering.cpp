@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "backends/cpu/compile/bottleneck_match.h"
 #include "backends/cpu/compile/node_attrs.h"
 #include "backends/cpu/cpu_blob_format.h"
 #include "backends/cpu/kernels/packed_gemm.h"
@@ -56,7 +57,19 @@ class Lowering {
           "cpu backend: the region has no outputs (nothing reads what "
           "it makes)");
     }
-    for (int n : r_.nodes) lower_node(g_.nodes[static_cast<size_t>(n)]);
+    const std::vector<BottleneckMatch> chains = match_bottlenecks(g_, r_);
+    std::map<int, const BottleneckMatch*> fused;  // node -> its chain
+    for (const BottleneckMatch& m : chains) {
+      for (int n : m.nodes) fused.emplace(n, &m);
+    }
+    for (int n : r_.nodes) {
+      auto f = fused.find(n);
+      if (f == fused.end()) {
+        lower_node(g_.nodes[static_cast<size_t>(n)]);
+      } else if (f->second->nodes.back() == n) {  // the chain runs where its last node was
+        lower_bottleneck(*f->second);
+      }
+    }
     for (int out : r_.outputs) {
       if (ids_.count(out) == 0) {
         throw std::invalid_argument("cpu backend: region output value " + std::to_string(out) +
@@ -287,6 +300,30 @@ class Lowering {
         cpu::packed_fc_floats(static_cast<uint64_t>(n), static_cast<uint64_t>(k))));
     cpu::pack_fc_weight(matrix.data(), bias.empty() ? nullptr : bias.data(), n, k, packed.data());
     return add_constant({static_cast<uint64_t>(packed.size())}, packed);
+  }
+
+  /// An inverted bottleneck chain (bottleneck_match.h) as one PackedBottleneck node.
+  void lower_bottleneck(const BottleneckMatch& m) {
+    const Node& dw = g_.nodes[static_cast<size_t>(m.depthwise)];
+    const ConvAttrs a = conv_attrs(g_, dw);
+    const std::vector<int64_t>& wd = g_.values[static_cast<size_t>(dw.args[1])].sizes;
+    const int64_t c = g_.values[static_cast<size_t>(m.input)].sizes[1];
+    const int64_t e = wd[0];
+    const int64_t o = g_.values[static_cast<size_t>(m.output)].sizes[1];
+    const uint32_t x = activation(m.input);
+    const std::vector<float> packed = pack_bottleneck_weights(g_, m);
+    const uint32_t f = add_constant({static_cast<uint64_t>(packed.size())}, packed);
+    std::vector<uint32_t> ins{x, f};
+    if (m.residual >= 0) ins.push_back(activation(m.residual));
+    BlobNode& n = add_node(NodeOp::PackedBottleneck, ins, output(m.output));
+    set_window_params(n, a, wd[2], wd[3]);
+    n.params[cpu::kBottleneckInChannels] = static_cast<uint32_t>(c);
+    n.params[cpu::kBottleneckExpandedChannels] = static_cast<uint32_t>(e);
+    n.params[cpu::kBottleneckOutChannels] = static_cast<uint32_t>(o);
+    n.params[cpu::kBottleneckFlags] = (m.expand >= 0 ? cpu::kBottleneckHasExpand : 0u) |
+                                      (m.project >= 0 ? cpu::kBottleneckHasProject : 0u);
+    n.params[cpu::kBottleneckExpandEpilogue] = m.expand_epilogue;
+    n.params[cpu::kBottleneckDepthwiseEpilogue] = m.depthwise_epilogue;
   }
 
   /// Pads, window, strides and dilations of a conv at the ConvParam indices.

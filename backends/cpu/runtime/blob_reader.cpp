@@ -61,6 +61,8 @@ const char* op_name(uint32_t op) {
       return "packed_winograd_conv2d";
     case NodeOp::Gelu:
       return "gelu";
+    case NodeOp::PackedBottleneck:
+      return "packed_bottleneck";
   }
   return "?";
 }
@@ -79,6 +81,7 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
     case NodeOp::PackedFullyConnected:  // x, packed weight, residual?
     case NodeOp::PackedConv2d:
     case NodeOp::PackedWinogradConv2d:
+    case NodeOp::PackedBottleneck:  // x, weights, residual?
       *min_in = 2;
       *max_in = 3;
       *const_mask = 0x2;
@@ -271,6 +274,76 @@ Error check_packed_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
   return check_out_dims(n, node, v[node.output], out, 4);
 }
 
+/// PackedBottleneck: the window, channels, flags and epilogues, the weight constant's size, the
+/// residual (with a project only) and the output dims.
+Error check_bottleneck(uint32_t n, const BlobNode& node, const BlobValue* v) {
+  const uint32_t* q = node.params;
+  TERN_RETURN_IF_ERROR(check_params_range(n, node, kNodeParams, kKernelH, kBottleneckFlags));
+  const uint64_t c = q[kBottleneckInChannels], e = q[kBottleneckExpandedChannels],
+                 o = q[kBottleneckOutChannels], kh = q[kKernelH], kw = q[kKernelW];
+  const uint32_t flags = q[kBottleneckFlags];
+  const bool expand = (flags & kBottleneckHasExpand) != 0;
+  const bool project = (flags & kBottleneckHasProject) != 0;
+  TERN_CHECK_OR_RETURN_ERROR(
+      flags <= (kBottleneckHasExpand | kBottleneckHasProject) &&
+          q[kBottleneckExpandEpilogue] <= (expand ? kLastBottleneckEpilogue : 0) &&
+          q[kBottleneckDepthwiseEpilogue] <= kLastBottleneckEpilogue,
+      InvalidProgram,
+      "cpu blob: node %u (packed_bottleneck): flags %u, epilogues %u and %u; expected flags <= 3 "
+      "and epilogues <= %u (the expand's 0 without an expand)",
+      n, flags, q[kBottleneckExpandEpilogue], q[kBottleneckDepthwiseEpilogue],
+      kLastBottleneckEpilogue);
+  TERN_CHECK_OR_RETURN_ERROR(kh <= kMaxBottleneckWindow && q[kDilationH] == 1 &&
+                                 q[kDilationW] == 1,
+                             InvalidProgram,
+                             "cpu blob: node %u (packed_bottleneck): a %llux%llu window with "
+                             "dilation %ux%u; expected at most %u rows and dilation 1",
+                             n, static_cast<unsigned long long>(kh),
+                             static_cast<unsigned long long>(kw), q[kDilationH], q[kDilationW],
+                             kMaxBottleneckWindow);
+  TERN_CHECK_OR_RETURN_ERROR((expand || e == c) && (project || o == e) &&
+                                 (project || node.num_inputs == 2),
+                             InvalidProgram,
+                             "cpu blob: node %u (packed_bottleneck): %llu -> %llu -> %llu "
+                             "channels, %u inputs, flags %u: without an expand the expanded "
+                             "channels are the input's, without a project the output's are the "
+                             "expanded ones and there is no residual",
+                             n, static_cast<unsigned long long>(c),
+                             static_cast<unsigned long long>(e),
+                             static_cast<unsigned long long>(o), node.num_inputs, flags);
+  const BlobValue& x = v[node.inputs[0]];
+  TERN_CHECK_OR_RETURN_ERROR(x.rank == 4 && x.dims[3] == c, InvalidProgram,
+                             "cpu blob: node %u (packed_bottleneck): input value %u: expected 4 "
+                             "dims with %llu channels last, found rank %u",
+                             n, node.inputs[0], static_cast<unsigned long long>(c), x.rank);
+  const BlobValue& f = v[node.inputs[1]];
+  const uint64_t want = bottleneck_weight_floats(expand, project, c, e, o, kh, kw);
+  TERN_CHECK_OR_RETURN_ERROR(f.rank == 1 && f.dims[0] == want, InvalidProgram,
+                             "cpu blob: node %u (packed_bottleneck): weight value %u is not "
+                             "[%llu] (%llu -> %llu -> %llu channels, %llux%llu window)",
+                             n, node.inputs[1], static_cast<unsigned long long>(want),
+                             static_cast<unsigned long long>(c),
+                             static_cast<unsigned long long>(e),
+                             static_cast<unsigned long long>(o),
+                             static_cast<unsigned long long>(kh),
+                             static_cast<unsigned long long>(kw));
+  uint64_t out[4] = {x.dims[0], 0, 0, o};
+  TERN_RETURN_IF_ERROR(window(n, node, "height", x.dims[1], q[kPadTop], q[kPadBottom], kh,
+                              q[kStrideH], 1, &out[1]));
+  TERN_RETURN_IF_ERROR(window(n, node, "width", x.dims[2], q[kPadLeft], q[kPadRight], kw,
+                              q[kStrideW], 1, &out[2]));
+  if (node.num_inputs == 3 && !dims_equal(v[node.inputs[2]], out, 4)) {
+    char a[128], b[128];
+    TERN_RETURN_ERROR(InvalidProgram,
+                      "cpu blob: node %u (packed_bottleneck): residual value %u has dims %s, "
+                      "expected the output's %s",
+                      n, node.inputs[2],
+                      dims_str(v[node.inputs[2]].dims, v[node.inputs[2]].rank, a, sizeof(a)),
+                      dims_str(out, 4, b, sizeof(b)));
+  }
+  return check_out_dims(n, node, v[node.output], out, 4);
+}
+
 Error check_pool(uint32_t n, const BlobNode& node, const BlobValue* v) {
   const bool is_max = static_cast<NodeOp>(node.op) == NodeOp::MaxPool2d;
   TERN_RETURN_IF_ERROR(check_params_range(n, node, 10, kKernelH, 10));
@@ -376,6 +449,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v) {
     case NodeOp::PackedConv2d:
     case NodeOp::PackedWinogradConv2d:
       return check_packed_conv(n, node, v);
+    case NodeOp::PackedBottleneck:
+      return check_bottleneck(n, node, v);
     case NodeOp::Gelu:
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 1, 0, 0));
       TERN_CHECK_OR_RETURN_ERROR(node.params[0] <= 1, InvalidProgram,

@@ -1,5 +1,6 @@
 #include "backends/cpu/runtime/own_kernel_node.h"
 
+#include "backends/cpu/kernels/bottleneck.h"
 #include "backends/cpu/kernels/packed_conv.h"
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "backends/cpu/kernels/winograd_conv.h"
@@ -10,6 +11,7 @@ namespace tern::cpu {
 static_assert(kPanelWidth == static_cast<int64_t>(kPackedPanelWidth),
               "the blob's packed weight layout is the kernel's");
 static_assert(kLastGemmActivation == 3, "the blob's activation codes are the kernel's");
+static_assert(kMaxBottleneckKernel == kMaxBottleneckWindow, "the blob's window bound is the kernel's");
 
 namespace {
 
@@ -37,6 +39,72 @@ Problem conv_problem(const BlobPlan& plan, const BlobNode& node, float* const* a
     p.packed = addr[node.inputs[1]];
     p.y = addr[node.output];
     p.residual = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
+  }
+  return p;
+}
+
+/// A PackedBottleneck stage epilogue code (validated) as the kernel's clamp and activation.
+StageEpilogue stage_epilogue(uint32_t code) {
+  StageEpilogue e;
+  switch (static_cast<BottleneckEpilogue>(code)) {
+    case BottleneckEpilogue::Relu:
+      e.lo = 0.0f;
+      break;
+    case BottleneckEpilogue::Relu6:
+      e.lo = 0.0f;
+      e.hi = 6.0f;
+      break;
+    case BottleneckEpilogue::Hardswish:
+      e.act = GemmActivation::Hardswish;
+      break;
+    case BottleneckEpilogue::None:
+      break;
+  }
+  return e;
+}
+
+/// The kernel's problem for PackedBottleneck node `node`; pointers from `addr` when not null.
+BottleneckProblem bottleneck_problem(const BlobPlan& plan, const BlobNode& node,
+                                     float* const* addr) {
+  const uint32_t* q = node.params;
+  const BlobValue& x = plan.values[node.inputs[0]];
+  const BlobValue& y = plan.values[node.output];
+  const bool expand = (q[kBottleneckFlags] & kBottleneckHasExpand) != 0;
+  const bool project = (q[kBottleneckFlags] & kBottleneckHasProject) != 0;
+  BottleneckProblem p;
+  p.batch = static_cast<int64_t>(x.dims[0]);
+  p.in_h = static_cast<int64_t>(x.dims[1]);
+  p.in_w = static_cast<int64_t>(x.dims[2]);
+  p.in_c = static_cast<int64_t>(x.dims[3]);
+  p.exp_c = q[kBottleneckExpandedChannels];
+  p.out_h = static_cast<int64_t>(y.dims[1]);
+  p.out_w = static_cast<int64_t>(y.dims[2]);
+  p.out_c = static_cast<int64_t>(y.dims[3]);
+  p.kernel_h = q[kKernelH];
+  p.kernel_w = q[kKernelW];
+  p.stride_h = q[kStrideH];
+  p.stride_w = q[kStrideW];
+  p.pad_top = q[kPadTop];
+  p.pad_left = q[kPadLeft];
+  p.expand = stage_epilogue(q[kBottleneckExpandEpilogue]);
+  p.depthwise = stage_epilogue(q[kBottleneckDepthwiseEpilogue]);
+  p.out_min = node.fparams[0];
+  p.out_max = node.fparams[1];
+  // Placeholders that only say which stages exist (the scratch size depends on that).
+  static const float kAbsent = 0.0f;
+  p.expand_packed = expand ? &kAbsent : nullptr;
+  p.project_packed = project ? &kAbsent : nullptr;
+  if (addr != nullptr) {
+    const float* w = addr[node.inputs[1]];
+    const uint64_t dw_at = expand ? packed_fc_floats(p.exp_c, p.in_c) : 0;
+    p.x = addr[node.inputs[0]];
+    p.expand_packed = expand ? w : nullptr;
+    p.dw_weight = w + dw_at;
+    p.dw_bias = w + dw_at + p.kernel_h * p.kernel_w * p.exp_c;
+    p.project_packed =
+        project ? w + dw_at + bottleneck_depthwise_floats(p.kernel_h, p.kernel_w, p.exp_c) : nullptr;
+    p.residual = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
+    p.y = addr[node.output];
   }
   return p;
 }
@@ -72,8 +140,14 @@ void run_gelu(const GeluTask& t, pthreadpool_t pool) {
 
 uint64_t own_kernel_scratch_floats(const BlobPlan& plan, uint32_t n, int64_t threads) {
   const BlobNode& node = plan.nodes[n];
-  if (static_cast<NodeOp>(node.op) != NodeOp::PackedWinogradConv2d) return 0;
-  return winograd_scratch_floats(conv_problem<WinogradProblem>(plan, node, nullptr), threads);
+  switch (static_cast<NodeOp>(node.op)) {
+    case NodeOp::PackedWinogradConv2d:
+      return winograd_scratch_floats(conv_problem<WinogradProblem>(plan, node, nullptr), threads);
+    case NodeOp::PackedBottleneck:
+      return bottleneck_scratch_floats(bottleneck_problem(plan, node, nullptr), threads);
+    default:
+      return 0;
+  }
 }
 
 Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
@@ -113,6 +187,9 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
     }
     case NodeOp::PackedWinogradConv2d:
       winograd_conv_nhwc(conv_problem<WinogradProblem>(plan, node, addr), scratch, pool);
+      return Error::Ok;
+    case NodeOp::PackedBottleneck:
+      bottleneck_nhwc(bottleneck_problem(plan, node, addr), scratch, pool);
       return Error::Ok;
     case NodeOp::Gelu: {
       GeluTask t;

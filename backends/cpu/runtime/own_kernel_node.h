@@ -12,7 +12,7 @@
 namespace tern::cpu {
 
 /// Scratch floats node `n` of `plan` (validated by parse_blob) needs on a pool of `threads`
-/// threads: 0 for every op but the Winograd conv.
+/// threads: 0 for every op but the Winograd conv and the fused bottleneck.
 uint64_t own_kernel_scratch_floats(const BlobPlan& plan, uint32_t n, int64_t threads);
 
 /// Runs node `n` of `plan` (an own-kernel op, validated by parse_blob) reading and writing the

@@ -99,6 +99,7 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
     case NodeOp::PackedConv2d:
     case NodeOp::PackedWinogradConv2d:
     case NodeOp::Gelu:
+    case NodeOp::PackedBottleneck:
       break;  // tern's own kernels: never in an XNNPACK stage
   }
   return Error::InvalidProgram;

@@ -1,0 +1,207 @@
+#include "backends/cpu/compile/bottleneck_match.h"
+
+#include <set>
+
+#include "backends/cpu/compile/node_attrs.h"
+#include "backends/cpu/cpu_blob_format.h"
+#include "backends/cpu/kernels/packed_gemm.h"
+
+namespace tern::compiler::cpu_compile {
+namespace {
+
+using cpu::BottleneckEpilogue;
+
+class Matcher {
+ public:
+  Matcher(const Graph& g, const DelegateRegion& r) : g_(g), r_(r) {
+    readers_.resize(g.values.size());
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      for (int a : g.nodes[n].args) {
+        if (a >= 0) readers_[static_cast<size_t>(a)].push_back(static_cast<int>(n));
+      }
+    }
+    leaving_.insert(r.outputs.begin(), r.outputs.end());
+    leaving_.insert(g.outputs.begin(), g.outputs.end());
+  }
+
+  /// The chain starting at region node `first`, if one does.
+  bool match(int first, BottleneckMatch* m) {
+    *m = BottleneckMatch();
+    const Node& head = node(first);
+    int dw = first;
+    if (is_pointwise(head)) {
+      m->expand = first;
+      m->nodes.push_back(first);
+      int e = head.outputs[0];
+      dw = sole_reader(e);
+      if (dw >= 0 && epilogue(node(dw), &m->expand_epilogue)) {
+        m->nodes.push_back(dw);
+        e = node(dw).outputs[0];
+        dw = sole_reader(e);
+      }
+      if (dw < 0 || !is_depthwise(node(dw)) || node(dw).args[0] != e) return false;
+      m->input = head.args[0];
+    } else if (is_depthwise(head)) {
+      m->input = head.args[0];
+    } else {
+      return false;
+    }
+    m->depthwise = dw;
+    m->nodes.push_back(dw);
+    int d = node(dw).outputs[0];
+    const int act = sole_reader(d);
+    if (act >= 0 && epilogue(node(act), &m->depthwise_epilogue)) {
+      m->nodes.push_back(act);
+      d = node(act).outputs[0];
+    }
+    m->output = d;
+    const int proj = sole_reader(d);
+    if (proj >= 0 && is_pointwise(node(proj)) && node(proj).args[0] == d) {
+      m->project = proj;
+      m->nodes.push_back(proj);
+      m->output = node(proj).outputs[0];
+      fold_residual(m);
+    }
+    return m->expand >= 0 || m->project >= 0;
+  }
+
+ private:
+  const Node& node(int n) const { return g_.nodes[static_cast<size_t>(n)]; }
+  const Value& value(int v) const { return g_.values[static_cast<size_t>(v)]; }
+  bool in_region(int n) const { return n >= r_.nodes.front() && n <= r_.nodes.back(); }
+
+  /// The one region node reading value `v` (once), or -1 when another node reads it, it is read
+  /// twice, or it leaves the region.
+  int sole_reader(int v) const {
+    const std::vector<int>& rs = readers_[static_cast<size_t>(v)];
+    if (rs.size() != 1 || leaving_.count(v) != 0 || !in_region(rs[0])) return -1;
+    return rs[0];
+  }
+
+  /// A relu, relu6 (hardtanh/clamp to [0, 6]) or hardswish as the kernel's stage epilogue.
+  bool epilogue(const Node& n, uint32_t* code) const {
+    if (n.op == "tern::hardswish") {
+      *code = static_cast<uint32_t>(BottleneckEpilogue::Hardswish);
+      return true;
+    }
+    if (n.op != "tern::relu" && n.op != "tern::hardtanh" && n.op != "tern::clamp") return false;
+    float lo, hi;
+    clamp_bounds(g_, n, &lo, &hi);
+    if (lo != 0.0f) return false;
+    if (hi == 6.0f) {
+      *code = static_cast<uint32_t>(BottleneckEpilogue::Relu6);
+      return true;
+    }
+    if (hi > 3.0e38f) {
+      *code = static_cast<uint32_t>(BottleneckEpilogue::Relu);
+      return true;
+    }
+    return false;
+  }
+
+  bool is_conv_on_activation(const Node& n) const {
+    return n.op == "tern::conv2d" && n.args.size() >= 3 && !value(n.args[0]).is_constant &&
+           value(n.args[1]).is_constant &&
+           (is_none(g_, n.args[2]) || value(n.args[2]).is_constant);
+  }
+
+  /// A 1x1 stride-1 unpadded one-group conv.
+  bool is_pointwise(const Node& n) const {
+    if (!is_conv_on_activation(n)) return false;
+    const ConvAttrs a = conv_attrs(g_, n);
+    const std::vector<int64_t>& w = value(n.args[1]).sizes;
+    return !a.depthwise && a.groups == 1 && w[2] == 1 && w[3] == 1 && a.stride[0] == 1 &&
+           a.stride[1] == 1 && a.pad[0] == 0 && a.pad[1] == 0;
+  }
+
+  /// A depthwise conv with one output channel per input channel, dilation 1 and a window of at
+  /// most kMaxBottleneckWindow rows.
+  bool is_depthwise(const Node& n) const {
+    if (!is_conv_on_activation(n)) return false;
+    const ConvAttrs a = conv_attrs(g_, n);
+    const std::vector<int64_t>& w = value(n.args[1]).sizes;
+    return a.depthwise && w[0] == a.groups && a.dilation[0] == 1 && a.dilation[1] == 1 &&
+           w[2] <= static_cast<int64_t>(cpu::kMaxBottleneckWindow);
+  }
+
+  /// add(project_out, r) (either order, alpha 1, no broadcasting) read by nothing else: r
+  /// becomes the residual and the add's output the chain's.
+  void fold_residual(BottleneckMatch* m) const {
+    const int add = sole_reader(m->output);
+    if (add < 0 || node(add).op != "tern::add" || binary_alpha(g_, node(add)) != 1.0) return;
+    const Node& a = node(add);
+    const int other = a.args[0] == m->output ? a.args[1] : a.args[0];
+    const Value& ov = value(other);
+    if (other == m->output || ov.kind != Value::Kind::Tensor || ov.is_constant ||
+        ov.sizes != value(m->output).sizes || value(a.outputs[0]).sizes != ov.sizes) {
+      return;
+    }
+    m->residual = other;
+    m->nodes.push_back(add);
+    m->output = a.outputs[0];
+  }
+
+  const Graph& g_;
+  const DelegateRegion& r_;
+  std::vector<std::vector<int>> readers_;  ///< value -> nodes reading it (graph-wide)
+  std::set<int> leaving_;                  ///< region and graph outputs
+};
+
+std::vector<float> floats_or_zeros(const Graph& g, int id, size_t count) {
+  if (is_none(g, id)) return std::vector<float>(count, 0.0f);
+  return constant_floats(g.values[static_cast<size_t>(id)]);
+}
+
+/// A 1x1 conv's weight [O, I, 1, 1] (row-major: the [O, I] matrix) and bias, packed.
+void pack_pointwise(const Graph& g, const Node& conv, std::vector<float>* out) {
+  const Value& w = g.values[static_cast<size_t>(conv.args[1])];
+  const int64_t o = w.sizes[0], i = w.sizes[1];
+  const std::vector<float> bias = floats_or_zeros(g, conv.args[2], static_cast<size_t>(o));
+  const size_t at = out->size();
+  out->resize(at + cpu::packed_fc_floats(static_cast<uint64_t>(o), static_cast<uint64_t>(i)));
+  cpu::pack_fc_weight(constant_floats(w).data(), bias.data(), o, i, out->data() + at);
+}
+
+}  // namespace
+
+std::vector<BottleneckMatch> match_bottlenecks(const Graph& g, const DelegateRegion& region) {
+  std::vector<BottleneckMatch> found;
+  if (region.nodes.empty()) return found;
+  Matcher matcher(g, region);
+  std::set<int> claimed;
+  for (int n : region.nodes) {
+    BottleneckMatch m;
+    if (claimed.count(n) != 0 || !matcher.match(n, &m)) continue;
+    bool free = true;
+    for (int k : m.nodes) free = free && claimed.count(k) == 0;
+    if (!free) continue;
+    claimed.insert(m.nodes.begin(), m.nodes.end());
+    found.push_back(m);
+  }
+  return found;
+}
+
+std::vector<float> pack_bottleneck_weights(const Graph& g, const BottleneckMatch& m) {
+  std::vector<float> out;
+  if (m.expand >= 0) pack_pointwise(g, g.nodes[static_cast<size_t>(m.expand)], &out);
+  const Node& dw = g.nodes[static_cast<size_t>(m.depthwise)];
+  const Value& w = g.values[static_cast<size_t>(dw.args[1])];
+  const int64_t e = w.sizes[0], taps = w.sizes[2] * w.sizes[3];
+  const std::vector<float> src = constant_floats(w);  // [E, 1, KH, KW]
+  const std::vector<float> bias = floats_or_zeros(g, dw.args[2], static_cast<size_t>(e));
+  const size_t at = out.size();
+  out.resize(at + cpu::bottleneck_depthwise_floats(static_cast<uint64_t>(w.sizes[2]),
+                                                   static_cast<uint64_t>(w.sizes[3]),
+                                                   static_cast<uint64_t>(e)),
+             0.0f);
+  for (int64_t c = 0; c < e; ++c) {
+    for (int64_t t = 0; t < taps; ++t) {
+      out[at + static_cast<size_t>(t * e + c)] = src[static_cast<size_t>(c * taps + t)];
+    }
+    out[at + static_cast<size_t>(taps * e + c)] = bias[static_cast<size_t>(c)];
+  }
+  if (m.project >= 0) pack_pointwise(g, g.nodes[static_cast<size_t>(m.project)], &out);
+  return out;
+}
+
+}  // namespace tern::compiler::cpu_compile

@@ -1,0 +1,37 @@
+// Finding inverted bottlenecks in a cpu region (internal to backends/cpu/compile): the chains
+// [1x1 expand conv -> activation ->] depthwise conv [-> activation] [-> 1x1 project conv
+// [-> add residual]] of MobileNetV2/V3 that lower to one PackedBottleneck node (the fused kernel
+// of backends/cpu/kernels/bottleneck.h), and packing their weights into its constant.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tools/compiler/graph.h"
+
+namespace tern::compiler::cpu_compile {
+
+/// One chain of graph nodes the fused kernel runs. Every intermediate value is read by the next
+/// node of the chain only and does not leave the region.
+struct BottleneckMatch {
+  int expand = -1;             ///< the 1x1 expand conv node, or -1
+  uint32_t expand_epilogue = 0;  ///< cpu::BottleneckEpilogue after it
+  int depthwise = -1;          ///< the depthwise conv node
+  uint32_t depthwise_epilogue = 0;
+  int project = -1;            ///< the 1x1 project conv node, or -1
+  int residual = -1;           ///< value added to the project's output (an add folded), or -1
+  int input = -1;              ///< value the chain reads (x)
+  int output = -1;             ///< value the chain makes
+  std::vector<int> nodes;      ///< every node it replaces, ascending; the last is where it runs
+};
+
+/// The chains in `region`, disjoint, each with a depthwise conv and an expand or a project
+/// (a lone depthwise conv stays XNNPACK's), found from the first region node on.
+std::vector<BottleneckMatch> match_bottlenecks(const Graph& g, const DelegateRegion& region);
+
+/// The PackedBottleneck weight constant of `m` (cpu_blob_format.h): the expand conv's weight
+/// and bias packed for tern's GEMM, the depthwise taps [KH*KW][E] and bias [E] padded to 16
+/// floats, the project conv's weight and bias packed.
+std::vector<float> pack_bottleneck_weights(const Graph& g, const BottleneckMatch& m);
+
+}  // namespace tern::compiler::cpu_compile

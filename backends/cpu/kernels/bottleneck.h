@@ -1,0 +1,95 @@
+// tern's fused inverted bottleneck over NHWC tensors (MobileNetV2/V3's block): an optional 1x1
+// expand GEMM, a depthwise KHxKW conv and an optional 1x1 project GEMM (with an optional residual)
+// in one pass per band of output rows, so the expanded tensors (the block's largest) live only
+// in a task's L2-sized scratch and never travel through memory. Each task owns a contiguous range
+// of output rows: per band it expands the input rows the band's depthwise window needs (keeping
+// the rows it shares with the previous band), runs the depthwise conv into a band buffer and the
+// project GEMM from it into y. The GEMMs are the packed GEMM's microkernels (packed_gemm.h).
+//
+// Runtime code: no exceptions, no RTTI, and bottleneck_nhwc() never allocates.
+#pragma once
+
+#include <pthreadpool.h>
+
+#include <cstdint>
+#include <limits>
+
+#include "backends/cpu/kernels/gemm_activation.h"
+
+namespace tern::cpu {
+
+/// The tallest depthwise window bottleneck_nhwc runs.
+constexpr int64_t kMaxBottleneckKernel = 16;
+
+/// What follows a stage's bias: a clamp to [lo, hi] (NaN propagates), then `act`.
+struct StageEpilogue {
+  float lo = -std::numeric_limits<float>::infinity();
+  float hi = std::numeric_limits<float>::infinity();
+  GemmActivation act = GemmActivation::None;  ///< None or Hardswish for the depthwise stage
+};
+
+/// One inverted bottleneck, batch images of x [batch, in_h, in_w, in_c] (contiguous NHWC):
+///   e = expand ? epi_e(x · Weᵀ + be) : x                    [in_h, in_w, exp_c]
+///   d = epi_d(depthwise(e, Wd, stride, pads) + bd)           [out_h, out_w, exp_c]
+///   y = project ? clamp(d · Wpᵀ + bp + residual) : d         [out_h, out_w, out_c]
+/// All sizes >= 1 (else nothing happens); kernel_h <= kMaxBottleneckKernel (else nothing
+/// happens); pads >= 0 (bottom/right padding is whatever out_h / out_w imply); taps outside e
+/// read as zero. Dilation 1.
+struct BottleneckProblem {
+  int64_t batch = 0, in_h = 0, in_w = 0, in_c = 0;
+  int64_t exp_c = 0;  ///< channels of e and d: == in_c when there is no expand
+  int64_t out_h = 0, out_w = 0;
+  int64_t out_c = 0;  ///< == exp_c when there is no project
+  int64_t kernel_h = 3, kernel_w = 3, stride_h = 1, stride_w = 1, pad_top = 1, pad_left = 1;
+  const float* x = nullptr;
+  /// pack_fc_weight(exp_c, in_c) (bias included), or null: no expand.
+  const float* expand_packed = nullptr;
+  StageEpilogue expand;
+  /// [kernel_h * kernel_w][exp_c]: tap (ky, kx) of channel c at (ky * kernel_w + kx) * exp_c + c.
+  const float* dw_weight = nullptr;
+  const float* dw_bias = nullptr;  ///< [exp_c], or null: zeros
+  StageEpilogue depthwise;
+  /// pack_fc_weight(out_c, exp_c) (bias included), or null: no project (y = d).
+  const float* project_packed = nullptr;
+  /// Optional (null: none; only with a project): y's shape, added after the project's bias and
+  /// before its clamp; must not overlap y (it may be x).
+  const float* residual = nullptr;
+  float out_min = -std::numeric_limits<float>::infinity();  ///< the project's clamp
+  float out_max = std::numeric_limits<float>::infinity();
+  float* y = nullptr;  ///< [batch, out_h, out_w, out_c]; must not overlap x
+};
+
+/// Scratch floats bottleneck_nhwc needs for `p` with a pool of at most `threads` threads (a null
+/// pool counts as 1): one slot per thread holding a band's expanded rows and its depthwise output.
+/// Depends on p's sizes and the band knob only (not on the ISA). 0 for an empty problem.
+uint64_t bottleneck_scratch_floats(const BottleneckProblem& p, int64_t threads);
+
+/// Runs `p`, split over `pool` (null: the caller's thread only), with `scratch` of
+/// bottleneck_scratch_floats(p, t) floats for some t >= the pool's thread count (64-byte aligned
+/// is best). Never allocates; reads x and the residual only inside their shapes, writes y only
+/// inside its shape and scratch only inside its size. Uses the ISA packed_gemm_isa() names.
+/// Thread-safe for distinct y and scratch.
+void bottleneck_nhwc(const BottleneckProblem& p, float* scratch, pthreadpool_t pool);
+
+/// Tests and benchmarks only: the floats of a task's band of expanded rows the driver aims at
+/// (it takes at least one output row per band whatever this says). Default 64 Ki floats (256 KiB).
+int64_t& bottleneck_band_floats();
+
+/// One output row of a depthwise conv (internal to bottleneck_nhwc, exposed for tests):
+/// out[ox][c] = epi(bias[c] + Σ_{ky,kx} rows[ky][ox * stride_w - pad_left + kx][c] ·
+/// w[(ky * kernel_w + kx) * channels + c]) for ox < out_w, c < channels, where rows[ky] is an
+/// input row of in_w pixels x `channels` floats or null (a row of zeros: padding), and taps with
+/// the column outside [0, in_w) are zeros. `bias` may be null (zeros). Reads exactly the floats
+/// inside rows' in_w x channels, writes exactly out_w x channels floats.
+struct DepthwiseRow {
+  const float* const* rows = nullptr;  ///< kernel_h row pointers
+  int64_t in_w = 0, channels = 0, out_w = 0;
+  int64_t kernel_h = 3, kernel_w = 3, stride_w = 1, pad_left = 1;
+  const float* w = nullptr;
+  const float* bias = nullptr;
+  StageEpilogue epi;
+  float* out = nullptr;
+};
+void depthwise_row(const DepthwiseRow& r);
+
+}  // namespace tern::cpu
