@@ -1,7 +1,10 @@
-// The depthwise row kernel in AVX2+FMA: per output pixel, 32 channels (four ymm accumulators)
-// at a time over the window's taps, then 8 at a time, then a masked tail (maskload/maskstore),
-// so nothing past `channels` floats of an input pixel, a weight tap or the output is touched.
-// Per-function target attributes: runs only when dispatch saw AVX2 and FMA.
+// The depthwise row kernel in AVX2+FMA. Channels are the outer loop (8 per ymm, the tail masked
+// with maskload/maskstore, so nothing past `channels` floats of an input pixel, a weight tap or
+// the output is touched); along the row, interior pixels (whole window inside the row) go 4 at a
+// time for the common windows (3 or 5 wide, stride 1 or 2): each input column of a window row is
+// loaded once for every pixel that uses it and each weight once for the 4 accumulators. Border
+// pixels go one at a time with the window clipped. Per-function target attributes: runs only
+// when dispatch saw AVX2 and FMA.
 #include "backends/cpu/kernels/depthwise_row.h"
 
 #if defined(__x86_64__)
@@ -13,56 +16,113 @@
 namespace tern::cpu::depthwise_detail {
 namespace {
 
-/// NV vectors of channels [c, c + 8 NV) of output pixel ox (the last one masked by `tail`).
-template <int NV>
-TERN_AVX2_TARGET inline void pixel_block(const DepthwiseRow& r, int64_t ix0, int64_t kx_lo,
-                                         int64_t kx_hi, int64_t c, __m256i tail, float* out) {
-  const int64_t ch = r.channels;
-  const __m256i all = _mm256_set1_epi32(-1);
-  __m256 acc[NV];
-#pragma GCC unroll 4
-  for (int v = 0; v < NV; ++v) {
-    const __m256i m = v == NV - 1 ? tail : all;
-    acc[v] = r.bias != nullptr ? _mm256_maskload_ps(r.bias + c + 8 * v, m) : _mm256_setzero_ps();
-  }
-  for (int64_t ky = 0; ky < r.kernel_h; ++ky) {
-    const float* row = r.rows[ky];
-    if (row == nullptr) continue;
-    const float* in = row + (ix0 + kx_lo) * ch + c;
-    const float* w = r.w + (ky * r.kernel_w + kx_lo) * ch + c;
-    for (int64_t kx = kx_lo; kx < kx_hi; ++kx, in += ch, w += ch) {
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) {
-        const __m256i m = v == NV - 1 ? tail : all;
-        acc[v] = _mm256_fmadd_ps(_mm256_maskload_ps(in + 8 * v, m),
-                                 _mm256_maskload_ps(w + 8 * v, m), acc[v]);
-      }
-    }
-  }
+TERN_AVX2_TARGET inline __m256 bias_of(const DepthwiseRow& r, int64_t c, __m256i m) {
+  return r.bias != nullptr ? _mm256_maskload_ps(r.bias + c, m) : _mm256_setzero_ps();
+}
+
+/// Clamps NP accumulators (NaN propagates: max(lo, min(hi, x)) returns x when x is NaN) and
+/// stores them to output pixels ox.. under mask m.
+template <int NP>
+TERN_AVX2_TARGET inline void store(const DepthwiseRow& r, int64_t ox, int64_t c, __m256i m,
+                                   const __m256 (&acc)[NP]) {
   const __m256 lo = _mm256_set1_ps(r.epi.lo);
   const __m256 hi = _mm256_set1_ps(r.epi.hi);
-#pragma GCC unroll 4
-  for (int v = 0; v < NV; ++v) {
-    const __m256i m = v == NV - 1 ? tail : all;
-    // max(lo, min(hi, x)) returns x when x is NaN: NaN propagates.
-    _mm256_maskstore_ps(out + 8 * v, m, _mm256_max_ps(lo, _mm256_min_ps(hi, acc[v])));
+  float* out = r.out + ox * r.channels + c;
+#pragma GCC unroll 8
+  for (int p = 0; p < NP; ++p) {
+    _mm256_maskstore_ps(out + p * r.channels, m, _mm256_max_ps(lo, _mm256_min_ps(hi, acc[p])));
   }
 }
 
-TERN_AVX2_TARGET void row_avx2(const DepthwiseRow& r) {
+/// One output pixel, channels [c, c + 8) masked by m, taps [kx_lo, kx_hi) of every non-null row.
+TERN_AVX2_TARGET void pixel(const DepthwiseRow& r, int64_t ox, int64_t kx_lo, int64_t kx_hi,
+                            int64_t c, __m256i m) {
   const int64_t ch = r.channels;
-  const __m256i all = _mm256_set1_epi32(-1);
-  for (int64_t ox = 0; ox < r.out_w; ++ox) {
+  __m256 acc[1] = {bias_of(r, c, m)};
+  for (int64_t ky = 0; ky < r.kernel_h; ++ky) {
+    const float* row = r.rows[ky];
+    if (row == nullptr) continue;
+    const float* in = row + (ox * r.stride_w - r.pad_left) * ch + c;
+    const float* w = r.w + ky * r.kernel_w * ch + c;
+    for (int64_t kx = kx_lo; kx < kx_hi; ++kx) {
+      acc[0] = _mm256_fmadd_ps(_mm256_maskload_ps(in + kx * ch, m),
+                               _mm256_maskload_ps(w + kx * ch, m), acc[0]);
+    }
+  }
+  store<1>(r, ox, c, m, acc);
+}
+
+/// NP interior output pixels from ox for a window KW wide at stride S (both fixed).
+template <int NP, int KW, int S>
+TERN_AVX2_TARGET inline void interior(const DepthwiseRow& r, int64_t ox, int64_t c, __m256i m) {
+  constexpr int kCols = (NP - 1) * S + KW;
+  const int64_t ch = r.channels;
+  const __m256 bias = bias_of(r, c, m);
+  __m256 acc[NP];
+#pragma GCC unroll 8
+  for (int p = 0; p < NP; ++p) acc[p] = bias;
+  for (int64_t ky = 0; ky < r.kernel_h; ++ky) {
+    const float* row = r.rows[ky];
+    if (row == nullptr) continue;
+    const float* in = row + (ox * S - r.pad_left) * ch + c;
+    __m256 col[kCols];
+#pragma GCC unroll 16
+    for (int j = 0; j < kCols; ++j) col[j] = _mm256_maskload_ps(in + j * ch, m);
+    const float* w = r.w + ky * KW * ch + c;
+#pragma GCC unroll 8
+    for (int kx = 0; kx < KW; ++kx) {
+      const __m256 wv = _mm256_maskload_ps(w + kx * ch, m);
+#pragma GCC unroll 8
+      for (int p = 0; p < NP; ++p) acc[p] = _mm256_fmadd_ps(col[p * S + kx], wv, acc[p]);
+    }
+  }
+  store<NP>(r, ox, c, m, acc);
+}
+
+/// Interior pixels [ox, end), NP at a time (NP chosen so the columns and accumulators fit the
+/// 16 ymm registers), then 2, then 1.
+template <int NP, int KW, int S>
+TERN_AVX2_TARGET inline void interior_run(const DepthwiseRow& r, int64_t ox, int64_t end,
+                                          int64_t c, __m256i m) {
+  for (; ox + NP <= end; ox += NP) interior<NP, KW, S>(r, ox, c, m);
+  if (NP > 2 && ox + 2 <= end) {
+    interior<2, KW, S>(r, ox, c, m);
+    ox += 2;
+  }
+  if (ox < end) interior<1, KW, S>(r, ox, c, m);
+}
+
+TERN_AVX2_TARGET void row_avx2(const DepthwiseRow& r) {
+  // Interior pixels [in0, in1): the whole window lies inside the row.
+  int64_t in0 = (r.pad_left + r.stride_w - 1) / r.stride_w;
+  int64_t in1 = r.in_w + r.pad_left - r.kernel_w;
+  in1 = in1 < 0 ? 0 : in1 / r.stride_w + 1;
+  if (in1 > r.out_w) in1 = r.out_w;
+  if (in0 > in1) in0 = in1;
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const int64_t kw = r.kernel_w, sw = r.stride_w;
+  for (int64_t c = 0; c < r.channels; c += 8) {
+    const int64_t left = r.channels - c;
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(left >= 8 ? 8 : static_cast<int>(left)), lanes);
     int64_t ix0, kx_lo, kx_hi;
-    tap_range(r, ox, &ix0, &kx_lo, &kx_hi);
-    float* out = r.out + ox * ch;
-    int64_t c = 0;
-    for (; c + 32 <= ch; c += 32) pixel_block<4>(r, ix0, kx_lo, kx_hi, c, all, out + c);
-    for (; c + 8 <= ch; c += 8) pixel_block<1>(r, ix0, kx_lo, kx_hi, c, all, out + c);
-    if (c < ch) {
-      const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-      const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(ch - c)), lanes);
-      pixel_block<1>(r, ix0, kx_lo, kx_hi, c, tail, out + c);
+    for (int64_t ox = 0; ox < in0; ++ox) {
+      tap_range(r, ox, &ix0, &kx_lo, &kx_hi);
+      pixel(r, ox, kx_lo, kx_hi, c, m);
+    }
+    if (kw == 3 && sw == 1) {
+      interior_run<4, 3, 1>(r, in0, in1, c, m);
+    } else if (kw == 3 && sw == 2) {
+      interior_run<4, 3, 2>(r, in0, in1, c, m);
+    } else if (kw == 5 && sw == 1) {
+      interior_run<4, 5, 1>(r, in0, in1, c, m);
+    } else if (kw == 5 && sw == 2) {
+      interior_run<2, 5, 2>(r, in0, in1, c, m);
+    } else {
+      for (int64_t ox = in0; ox < in1; ++ox) pixel(r, ox, 0, kw, c, m);
+    }
+    for (int64_t ox = in1; ox < r.out_w; ++ox) {
+      tap_range(r, ox, &ix0, &kx_lo, &kx_hi);
+      pixel(r, ox, kx_lo, kx_hi, c, m);
     }
   }
 }
