@@ -116,6 +116,38 @@ compiler::Graph winograd_graph() {
   return b.build();
 }
 
+/// Two PackedBottleneck nodes: x[1, 16, 12, 12] -> 1x1 16->64 + relu6 -> dw 3x3 + relu6 ->
+/// 1x1 64->16 -> + x (MobileNetV2's block), then 1x1 16->48 + hardswish -> dw 5x5/2 +
+/// hardswish (no project) -> global mean.
+compiler::Graph bottleneck_graph() {
+  GraphBuilder b("forward");
+  const std::vector<int64_t> xs{1, 16, 12, 12}, hs{1, 64, 12, 12};
+  const int x = b.input("x", DType::F32, xs);
+  auto conv = [&](int in, int64_t c_in, int64_t c_out, int64_t k, int64_t stride, int64_t groups,
+                  int64_t hw, uint32_t seed) {
+    const int64_t o = (hw + 2 * (k / 2) - k) / stride + 1;
+    return b.op("tern::conv2d",
+                {in, constant(b, "w" + std::to_string(seed), {c_out, c_in / groups, k, k}, seed),
+                 constant(b, "b" + std::to_string(seed), {c_out}, seed + 1),
+                 b.int_list({stride, stride}), b.int_list({k / 2, k / 2}), b.int_list({1, 1}),
+                 b.int_value(groups)},
+                DType::F32, {1, c_out, o, o});
+  };
+  auto relu6 = [&](int in, const std::vector<int64_t>& s) {
+    return b.op("tern::hardtanh", {in, b.double_value(0), b.double_value(6)}, DType::F32, s);
+  };
+  const int e = relu6(conv(x, 16, 64, 1, 1, 1, 12, 31), hs);
+  const int d = relu6(conv(e, 64, 64, 3, 1, 64, 12, 33), hs);
+  const int y = b.op("tern::add", {conv(d, 64, 16, 1, 1, 1, 12, 35), x}, DType::F32, xs);
+  const int e2 = b.op("tern::hardswish", {conv(y, 16, 48, 1, 1, 1, 12, 37)}, DType::F32,
+                      {1, 48, 12, 12});
+  const int d2 =
+      b.op("tern::hardswish", {conv(e2, 48, 48, 5, 2, 48, 12, 39)}, DType::F32, {1, 48, 6, 6});
+  b.output(b.op("tern::mean", {d2, b.int_list({-1, -2}), b.bool_value(true)}, DType::F32,
+                {1, 48, 1, 1}));
+  return b.build();
+}
+
 /// The bytes of every "cpu" delegate blob of the compiled program `pte`.
 std::vector<std::vector<uint8_t>> cpu_blobs(const std::vector<uint8_t>& pte) {
   void* raw = nullptr;
@@ -150,7 +182,7 @@ std::vector<Seed> cpu_blob_seeds() {
   for (const SampleProgram& p : sample_programs()) programs.emplace_back(p.name, p.graph);
   const std::pair<const char*, compiler::Graph> extra[] = {
       {"convnet", convnet_graph()}, {"dense", dense_graph()}, {"pad", pad_graph()},
-      {"winograd", winograd_graph()}};
+      {"winograd", winograd_graph()}, {"bottleneck", bottleneck_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;
     program.source_model = name;

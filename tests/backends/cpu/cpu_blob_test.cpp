@@ -61,7 +61,22 @@ struct SmallArgs {
   Span<EValue*> span() { return Span<EValue*>(ptrs.data(), ptrs.size()); }
 };
 
+/// Arguments for bottleneck_blob()'s delegate call: x [1, 16, 12, 12] first, out (same dims)
+/// last, the others (constants and lists the backend does not read) empty.
+struct BottleneckArgs : SmallArgs {
+  explicit BottleneckArgs(size_t num_args) : SmallArgs(num_args) {
+    sizes = {1, 16, 12, 12};
+    x = random_floats(2304, 9);
+    out.assign(2304, 0.0f);
+    xv = testing::f32_view(sizes, x);
+    ov = testing::f32_view(sizes, out);
+    values[0] = EValue::from_tensor(&xv);
+    values[num_args - 1] = EValue::from_tensor(&ov);
+  }
+};
+
 /// init (+ prepare + execute when init succeeds) on `blob`; returns the first error.
+template <typename Args = SmallArgs>
 Error try_blob(const std::vector<uint8_t>& blob, size_t num_args, std::string* message) {
   const BackendInterface& be = cpu_backend_interface();
   BackendInitContext ctx;
@@ -74,7 +89,7 @@ Error try_blob(const std::vector<uint8_t>& blob, size_t num_args, std::string* m
     *message = last_error_message();
     return h.error();
   }
-  SmallArgs args(num_args);
+  Args args(num_args);
   Error e = be.prepare(h.get(), args.span());
   if (e == Error::Ok) {
     BackendExecuteContext ectx;
@@ -373,11 +388,17 @@ TEST_F(CpuBlobTest, SpecificCorruptionsNameTheProblem) {
     EXPECT_EQ(try_blob(bad, num_args, &msg), Error::InvalidProgram);
     EXPECT_NE(msg.find("magic"), std::string::npos) << msg;
   }
-  {
+  // Every older version: 1 (before tern's own kernels joined the blob), 2 (before
+  // PackedWinogradConv2d and Gelu), 3 (before PackedBottleneck).
+  static_assert(cpu::kBlobVersion == 4, "add the version this one replaces to the list below");
+  for (uint32_t old : {1u, 2u, 3u}) {
     std::vector<uint8_t> bad = blob;
-    bad[4] = 1;  // version 1: written before tern's own kernels joined the blob
-    EXPECT_EQ(try_blob(bad, num_args, &msg), Error::DelegateInvalidCompatibility);
-    EXPECT_NE(msg.find("version 1"), std::string::npos) << msg;
+    std::memcpy(bad.data() + offsetof(cpu::BlobHeader, version), &old, 4);
+    EXPECT_EQ(try_blob(bad, num_args, &msg), Error::DelegateInvalidCompatibility) << old;
+    EXPECT_NE(msg.find("version " + std::to_string(old) + ", this runtime reads version 4"),
+              std::string::npos)
+        << msg;
+    EXPECT_EQ(parse_result(bad, &msg), Error::DelegateInvalidCompatibility) << old;
   }
   {
     // Value 0's dim 1 (H of x): the conv output no longer matches.
@@ -824,6 +845,186 @@ TEST_F(CpuBlobTest, ResidualAddAndReluFoldIntoTheConv) {
   EXPECT_NE(std::string(last_error_message()).find("must not be a constant"), std::string::npos)
       << last_error_message();
   cpu::free_blob_plan(&plan);
+}
+
+/// x [1, 16, 12, 12] -> 1x1 16->64 + bias -> relu6 -> dw 3x3 pad 1 -> relu6 -> 1x1 64->16 -> +x
+/// (MobileNetV2's block): one PackedBottleneck node.
+std::vector<uint8_t> bottleneck_blob() {
+  GraphBuilder b;
+  const std::vector<int64_t> xs{1, 16, 12, 12}, hs{1, 64, 12, 12};
+  const int x = b.input("x", DType::F32, xs);
+  const auto conv = [&](int in, int64_t o, int64_t i, int64_t k, int64_t groups, uint32_t seed) {
+    const int w = b.constant_f32("w" + std::to_string(seed), {o, i, k, k},
+                                 random_floats(size_t(o * i * k * k), seed, -0.3f, 0.3f));
+    const int bias = b.constant_f32("b" + std::to_string(seed), {o},
+                                    random_floats(size_t(o), seed + 1, -0.3f, 0.3f));
+    return b.op("tern::conv2d",
+                {in, w, bias, b.int_list({1, 1}), b.int_list({k / 2, k / 2}), b.int_list({1, 1}),
+                 b.int_value(groups)},
+                DType::F32, {1, o, 12, 12});
+  };
+  const auto relu6 = [&](int in, const std::vector<int64_t>& s) {
+    return b.op("tern::hardtanh", {in, b.double_value(0.0), b.double_value(6.0)}, DType::F32, s);
+  };
+  const int e = relu6(conv(x, 64, 16, 1, 1, 31), hs);
+  const int d = relu6(conv(e, 64, 1, 3, 64, 33), hs);
+  const int p = conv(d, 16, 64, 1, 1, 35);
+  b.output(b.op("tern::add", {p, x}, DType::F32, xs));
+  delegate_cpu(b, 0, static_cast<int>(b.num_nodes()) - 1);
+  return b.graph().delegates[0].blob;
+}
+
+TEST_F(CpuBlobTest, BottleneckChainIsOneNode) {
+  const std::vector<uint8_t> blob = bottleneck_blob();
+  cpu::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  ASSERT_EQ(h.num_nodes, 1u);  // 1x1, relu6, dw, relu6, 1x1, add: one node
+  const cpu::BlobNode n = blob_node(blob, 0);
+  EXPECT_EQ(n.op, static_cast<uint32_t>(cpu::NodeOp::PackedBottleneck));
+  ASSERT_EQ(n.num_inputs, 3u);
+  EXPECT_EQ(n.inputs[2], n.inputs[0]);  // the residual is x
+  EXPECT_EQ(n.params[cpu::kKernelH], 3u);
+  EXPECT_EQ(n.params[cpu::kKernelW], 3u);
+  EXPECT_EQ(n.params[cpu::kPadTop], 1u);
+  EXPECT_EQ(n.params[cpu::kStrideH], 1u);
+  EXPECT_EQ(n.params[cpu::kDilationH], 1u);
+  EXPECT_EQ(n.params[cpu::kBottleneckInChannels], 16u);
+  EXPECT_EQ(n.params[cpu::kBottleneckExpandedChannels], 64u);
+  EXPECT_EQ(n.params[cpu::kBottleneckOutChannels], 16u);
+  EXPECT_EQ(n.params[cpu::kBottleneckFlags],
+            cpu::kBottleneckHasExpand | cpu::kBottleneckHasProject);
+  EXPECT_EQ(n.params[cpu::kBottleneckExpandEpilogue],
+            static_cast<uint32_t>(cpu::BottleneckEpilogue::Relu6));
+  EXPECT_EQ(n.params[cpu::kBottleneckDepthwiseEpilogue],
+            static_cast<uint32_t>(cpu::BottleneckEpilogue::Relu6));
+  cpu::BlobValue w;
+  std::memcpy(&w, blob.data() + sizeof(h) + n.inputs[1] * sizeof(cpu::BlobValue), sizeof(w));
+  EXPECT_EQ(w.kind, static_cast<uint32_t>(cpu::ValueKind::Constant));
+  ASSERT_EQ(w.rank, 1u);
+  EXPECT_EQ(w.dims[0], cpu::bottleneck_weight_floats(true, true, 16, 64, 16, 3, 3));
+  std::string message;
+  EXPECT_EQ(parse_result(blob, &message), Error::Ok) << message;
+  EXPECT_EQ(try_blob<BottleneckArgs>(blob, h.num_args, &message), Error::Ok) << message;
+  // Another model's arguments: prepare refuses them.
+  EXPECT_EQ(try_blob(blob, h.num_args, &message), Error::InvalidArgument) << message;
+}
+
+TEST_F(CpuBlobTest, BottleneckTableByteFlipsAreHandled) {
+  const std::vector<uint8_t> blob = bottleneck_blob();
+  cpu::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  int accepted = 0, refused = 0;
+  for (size_t i = 0; i < h.data_offset; ++i) {
+    for (uint8_t flip : {uint8_t{0x01}, uint8_t{0x80}, uint8_t{0xFF}}) {
+      std::vector<uint8_t> bad = blob;
+      bad[i] ^= flip;
+      std::string msg;
+      // init, prepare and execute with the model's own arguments: must return.
+      const Error e = try_blob<BottleneckArgs>(bad, h.num_args, &msg);
+      if (e == Error::Ok) {
+        ++accepted;
+      } else {
+        ++refused;
+        EXPECT_NE(msg, "") << "byte " << i << " flip " << int(flip) << ": no message";
+      }
+    }
+  }
+  EXPECT_GT(refused, accepted);
+  RecordProperty("accepted", accepted);
+  RecordProperty("refused", refused);
+}
+
+TEST_F(CpuBlobTest, BottleneckFieldsAreChecked) {
+  const std::vector<uint8_t> blob = bottleneck_blob();
+  ASSERT_EQ(blob_node(blob, 0).op, static_cast<uint32_t>(cpu::NodeOp::PackedBottleneck));
+  struct Case {
+    const char* what;
+    std::function<void(cpu::BlobNode&)> mutate;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"flags 4", [](cpu::BlobNode& n) { n.params[cpu::kBottleneckFlags] = 4; },
+       "flags 4, epilogues 2 and 2; expected flags <= 3"},
+      {"expand epilogue 4",
+       [](cpu::BlobNode& n) { n.params[cpu::kBottleneckExpandEpilogue] = 4; },
+       "flags 3, epilogues 4 and 2"},
+      {"depthwise epilogue 4",
+       [](cpu::BlobNode& n) { n.params[cpu::kBottleneckDepthwiseEpilogue] = 4; },
+       "flags 3, epilogues 2 and 4"},
+      {"an expand epilogue without an expand",  // project only, expand epilogue relu6
+       [](cpu::BlobNode& n) { n.params[cpu::kBottleneckFlags] = cpu::kBottleneckHasProject; },
+       "flags 2, epilogues 2 and 2; expected flags <= 3 and epilogues <= 3 (the expand's 0 "
+       "without an expand)"},
+      {"dilation 2", [](cpu::BlobNode& n) { n.params[cpu::kDilationH] = 2; },
+       "a 3x3 window with dilation 2x1; expected at most 16 rows and dilation 1"},
+      {"a window taller than 16", [](cpu::BlobNode& n) { n.params[cpu::kKernelH] = 17; },
+       "a 17x3 window with dilation 1x1; expected at most 16 rows"},
+      {"a residual without a project",  // O = E, so only the residual is wrong
+       [](cpu::BlobNode& n) {
+         n.params[cpu::kBottleneckFlags] = cpu::kBottleneckHasExpand;
+         n.params[cpu::kBottleneckOutChannels] = 64;
+       },
+       "16 -> 64 -> 64 channels, 3 inputs, flags 1"},
+      {"no expand with other expanded channels",
+       [](cpu::BlobNode& n) {
+         n.params[cpu::kBottleneckFlags] = cpu::kBottleneckHasProject;
+         n.params[cpu::kBottleneckExpandEpilogue] = 0;
+       },
+       "16 -> 64 -> 16 channels, 3 inputs, flags 2"},
+      {"a weight constant of the wrong size",
+       [](cpu::BlobNode& n) { n.params[cpu::kBottleneckOutChannels] = 17; },
+       "16 -> 64 -> 17 channels, 3x3 window)"},
+      {"residual dims that are not the output's",  // stride 2: a 6x6 output, x is 12x12
+       [](cpu::BlobNode& n) { n.params[cpu::kStrideH] = n.params[cpu::kStrideW] = 2; },
+       "has dims [1, 12, 12, 16], expected the output's [1, 6, 6, 16]"},
+      {"in channels that are not x's",
+       [](cpu::BlobNode& n) { n.params[cpu::kBottleneckInChannels] = 15; },
+       "input value 0: expected 4 dims with 15 channels last"},
+      {"an expanded channel count over the limit",
+       [](cpu::BlobNode& n) { n.params[cpu::kBottleneckExpandedChannels] = (1u << 30) + 1; },
+       "parameter 11 is 1073741825, above 1073741824"},
+      {"a window of zero rows", [](cpu::BlobNode& n) { n.params[cpu::kKernelH] = 0; },
+       "parameter 4 is 0, expected >= 1"},
+      {"zero out channels", [](cpu::BlobNode& n) { n.params[cpu::kBottleneckOutChannels] = 0; },
+       "parameter 12 is 0, expected >= 1"},
+      {"a constant residual",
+       [](cpu::BlobNode& n) { n.inputs[2] = n.inputs[1]; }, "must not be a constant"},
+      {"4 inputs", [](cpu::BlobNode& n) { n.num_inputs = 4; }, "4 inputs, expected 2..3"},
+      {"project output bounds out of order",
+       [](cpu::BlobNode& n) {
+         n.fparams[0] = 1.0f;
+         n.fparams[1] = -1.0f;
+       },
+       "output bounds [1, -1] not ordered"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    std::vector<uint8_t> bad = blob;
+    cpu::BlobNode n = blob_node(bad, 0);
+    c.mutate(n);
+    set_blob_node(&bad, 0, n);
+    std::string message;
+    EXPECT_EQ(parse_result(bad, &message), Error::InvalidProgram) << message;
+    EXPECT_NE(message.find(c.expect), std::string::npos) << message;
+    if (std::string(c.expect).find("parameter") == std::string::npos &&
+        std::string(c.expect).find("inputs") == std::string::npos &&
+        std::string(c.expect).find("constant") == std::string::npos &&
+        std::string(c.expect).find("bounds") == std::string::npos) {
+      EXPECT_NE(message.find("node 0 (packed_bottleneck)"), std::string::npos) << message;
+    }
+  }
+  // Channels that do not match x's through the residual: x's C is 16 (value 0), set 12 on it.
+  {
+    std::vector<uint8_t> bad = blob;
+    const uint64_t c = 12;
+    std::memcpy(bad.data() + sizeof(cpu::BlobHeader) + offsetof(cpu::BlobValue, dims) + 3 * 8, &c,
+                8);
+    std::string message;
+    EXPECT_EQ(parse_result(bad, &message), Error::InvalidProgram);
+    EXPECT_NE(message.find("input value 0: expected 4 dims with 16 channels last"),
+              std::string::npos)
+        << message;
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // directly) nothing is written past an output or into an input (guard bytes).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/cpu_blob_format.h"
 #include "tests/backends/cpu/cpu_test_util.h"
 
 namespace tern::cpu_test {
@@ -22,6 +24,8 @@ struct OpCase {
   /// Adds inputs, nodes and outputs; every node must be supported by the cpu backend.
   std::function<void(GraphBuilder&)> build;
   double threshold = 1e-10;
+  /// The region must lower to a blob holding a PackedBottleneck node (op 21).
+  bool bottleneck = false;
 };
 
 std::vector<float> ramp(size_t n, uint32_t seed, float scale = 0.5f) {
@@ -46,6 +50,46 @@ int conv(GraphBuilder& b, int x, const std::vector<int64_t>& xs, int64_t o, int6
               {x, w, bv, b.int_list(stride), b.int_list(pad), b.int_list(dil), b.int_value(groups)},
               DType::F32, {xs[0], o, oh, ow}, "conv" + std::to_string(seed));
 }
+
+/// A bottleneck stage activation on x (shape s): "relu", "relu6" (hardtanh 0..6) or
+/// "hardswish".
+int stage_act(GraphBuilder& b, const std::string& kind, int x, const std::vector<int64_t>& s) {
+  if (kind == "relu") return b.op("tern::relu", {x}, DType::F32, s);
+  if (kind == "relu6") {
+    return b.op("tern::hardtanh", {x, b.double_value(0.0), b.double_value(6.0)}, DType::F32, s);
+  }
+  return b.op("tern::hardswish", {x}, DType::F32, s);
+}
+
+/// The ops of the nodes of a cpu blob.
+std::vector<uint32_t> blob_ops(const std::vector<uint8_t>& blob) {
+  cpu::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  std::vector<uint32_t> ops;
+  for (uint32_t i = 0; i < h.num_nodes; ++i) {
+    cpu::BlobNode n;
+    std::memcpy(&n,
+                blob.data() + sizeof(h) + h.num_values * sizeof(cpu::BlobValue) +
+                    i * sizeof(cpu::BlobNode),
+                sizeof(n));
+    ops.push_back(n.op);
+  }
+  return ops;
+}
+
+/// Node i of a cpu blob.
+cpu::BlobNode blob_node(const std::vector<uint8_t>& blob, uint32_t i) {
+  cpu::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  cpu::BlobNode n;
+  std::memcpy(&n,
+              blob.data() + sizeof(h) + h.num_values * sizeof(cpu::BlobValue) +
+                  i * sizeof(cpu::BlobNode),
+              sizeof(n));
+  return n;
+}
+
+constexpr uint32_t kBottleneckOp = static_cast<uint32_t>(cpu::NodeOp::PackedBottleneck);
 
 OpCase unary(const std::string& name, const std::string& op, std::vector<int64_t> shape,
              std::function<std::vector<int>(GraphBuilder&)> attrs = nullptr) {
@@ -375,6 +419,111 @@ std::vector<OpCase> cases() {
                  const int w2 = constant(b, "w2", {9, 40}, 36);
                  const int y = b.op("tern::linear", {s, w2, b.none()}, DType::F32, {2, 9});
                  b.output(b.op("tern::softmax", {y, b.int_value(-1)}, DType::F32, {2, 9}));
+               },
+               kConv});
+  // ---- PackedBottleneck (op 21): tern's fused inverted bottleneck ----
+  c.push_back({"bottleneck_v2_residual",  // 1x1 16->64 + relu6, dw 3x3 + relu6, 1x1 64->16, + x
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 16, 12, 12}, hs{1, 64, 12, 12};
+                 const int x = b.input("x", DType::F32, xs);
+                 // A large expand weight: many expanded values pass 6 (relu6, not relu).
+                 const int we = constant(b, "we", {64, 16, 1, 1}, 101, 2.0f);
+                 const int e = b.op("tern::conv2d",
+                                    {x, we, constant(b, "be", {64}, 102), b.int_list({1, 1}),
+                                     b.int_list({0, 0}), b.int_list({1, 1}), b.int_value(1)},
+                                    DType::F32, hs);
+                 const int r1 = stage_act(b, "relu6", e, hs);
+                 const int d = conv(b, r1, hs, 64, 3, 3, {1, 1}, {1, 1}, {1, 1}, 64, true, 103);
+                 const int r2 = stage_act(b, "relu6", d, hs);
+                 const int p = conv(b, r2, hs, 16, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, false, 105);
+                 b.output(b.op("tern::add", {p, x}, DType::F32, xs));
+               },
+               kConv, true});
+  c.push_back({"bottleneck_stride2_odd_no_residual",  // 15x13 -> 8x7, relu stages
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 8, 15, 13}, hs{1, 40, 15, 13},
+                     ds{1, 40, 8, 7};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int e = conv(b, x, xs, 40, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 107);
+                 const int r1 = stage_act(b, "relu", e, hs);
+                 const int d = conv(b, r1, hs, 40, 3, 3, {2, 2}, {1, 1}, {1, 1}, 40, true, 109);
+                 const int r2 = stage_act(b, "relu", d, ds);
+                 b.output(conv(b, r2, ds, 24, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 111));
+               },
+               kConv, true});
+  c.push_back({"bottleneck_v3_no_project_feeds_se",  // dw output read twice: no project folds
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 16, 11, 11}, hs{1, 72, 11, 11},
+                     ps{1, 72, 1, 1};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int e = conv(b, x, xs, 72, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 113);
+                 const int r1 = stage_act(b, "hardswish", e, hs);
+                 const int d = conv(b, r1, hs, 72, 5, 5, {1, 1}, {2, 2}, {1, 1}, 72, true, 115);
+                 const int h = stage_act(b, "hardswish", d, hs);
+                 const int m = b.op("tern::mean", {h, b.int_list({-1, -2}), b.bool_value(true)},
+                                    DType::F32, ps);
+                 const int s1 = conv(b, m, ps, 24, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 117);
+                 const int s2 = b.op("tern::relu", {s1}, DType::F32, {1, 24, 1, 1});
+                 const int s3 =
+                     conv(b, s2, {1, 24, 1, 1}, 72, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 119);
+                 const int s4 = b.op("tern::hardsigmoid", {s3}, DType::F32, ps);
+                 const int y = b.op("tern::mul", {h, s4}, DType::F32, hs);
+                 b.output(conv(b, y, hs, 24, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, false, 121));
+               },
+               kConv, true});
+  c.push_back({"bottleneck_no_expand_relu6_project",  // MobileNetV2's first block: dw, 1x1
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 32, 12, 12};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int d = conv(b, x, xs, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}, 32, true, 123);
+                 const int r = stage_act(b, "relu6", d, xs);
+                 b.output(conv(b, r, xs, 16, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 125));
+               },
+               kConv, true});
+  c.push_back({"bottleneck_batch2_residual_first",  // batch 2, odd 11x9, add(x, project)
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{2, 24, 11, 9}, hs{2, 96, 11, 9};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int e = conv(b, x, xs, 96, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 127);
+                 const int r1 = stage_act(b, "relu6", e, hs);
+                 const int d = conv(b, r1, hs, 96, 3, 3, {1, 1}, {1, 1}, {1, 1}, 96, true, 129);
+                 const int r2 = stage_act(b, "relu6", d, hs);
+                 const int p = conv(b, r2, hs, 24, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 131);
+                 b.output(b.op("tern::add", {x, p}, DType::F32, xs));
+               },
+               kConv, true});
+  c.push_back({"bottleneck_no_activations_no_bias",  // epilogue code 0 in both stages
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 8, 9, 10}, hs{1, 48, 9, 10};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int e = conv(b, x, xs, 48, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, false, 133);
+                 const int d = conv(b, e, hs, 48, 3, 3, {1, 1}, {1, 1}, {1, 1}, 48, false, 135);
+                 b.output(conv(b, d, hs, 8, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, false, 137));
+               },
+               kConv, true});
+  c.push_back({"bottleneck_depthwise_output_is_graph_output",  // no fusing past it
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 16, 10, 10}, hs{1, 64, 10, 10};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int e = conv(b, x, xs, 64, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 139);
+                 const int r1 = stage_act(b, "relu6", e, hs);
+                 const int d = conv(b, r1, hs, 64, 3, 3, {1, 1}, {1, 1}, {1, 1}, 64, true, 141);
+                 b.output(d);  // read by the relu6 and leaving the graph
+                 const int r2 = stage_act(b, "relu6", d, hs);
+                 const int p = conv(b, r2, hs, 16, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 143);
+                 b.output(b.op("tern::add", {p, x}, DType::F32, xs));
+               },
+               kConv});
+  c.push_back({"bottleneck_activated_output_is_graph_output",  // the project stays apart
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 16, 10, 10}, hs{1, 64, 10, 10};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int e = conv(b, x, xs, 64, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 145);
+                 const int r1 = stage_act(b, "hardswish", e, hs);
+                 const int d = conv(b, r1, hs, 64, 3, 3, {1, 1}, {1, 1}, {1, 1}, 64, true, 147);
+                 const int r2 = stage_act(b, "relu", d, hs);
+                 b.output(r2);
+                 b.output(conv(b, r2, hs, 16, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 149));
                },
                kConv});
   // ---- binary ----
@@ -733,6 +882,11 @@ TEST_P(CpuConformance, MatchesPortable) {
   }
   delegate_cpu(b, 0, static_cast<int>(b.num_nodes()) - 1);
   const compiler::Graph graph = b.build();
+  if (tc.bottleneck) {
+    const std::vector<uint32_t> ops = blob_ops(graph.delegates.at(0).blob);
+    EXPECT_NE(std::find(ops.begin(), ops.end(), kBottleneckOp), ops.end())
+        << "no PackedBottleneck node in the blob";
+  }
   const std::vector<uint8_t> pte = testing::compile_graph(graph);
 
   std::vector<std::vector<float>> inputs;
@@ -788,6 +942,94 @@ TEST(CpuConformanceSingle, ConvThenPortableTailWithThreads) {
     const RunResult p = run_program(pte, graph, in, true);
     ASSERT_EQ(d.outputs.size(), 1u);
     EXPECT_LE(nmse(d.outputs[0], p.outputs[0]), 1e-9) << threads << " threads";
+  }
+}
+
+// A bottleneck chain stops at an intermediate that leaves the graph: the fused node ends there
+// (no project, and no activation after a depthwise output that leaves), the rest runs apart.
+TEST(CpuConformanceSingle, BottleneckStopsAtAGraphOutput) {
+  register_all();
+  struct Want {
+    const char* name;
+    uint32_t depthwise_epilogue;
+    size_t num_nodes;  // op 21, then what stays apart
+  };
+  const Want wants[] = {
+      // op 21 (expand, dw), the relu6, the project (XNNPACK's: a tiny product), the add
+      {"bottleneck_depthwise_output_is_graph_output", 0, 4},
+      // op 21 (expand, dw + relu), the project
+      {"bottleneck_activated_output_is_graph_output",
+       static_cast<uint32_t>(cpu::BottleneckEpilogue::Relu), 2},
+  };
+  const std::vector<OpCase> all = cases();
+  for (const Want& want : wants) {
+    SCOPED_TRACE(want.name);
+    auto it = std::find_if(all.begin(), all.end(),
+                           [&](const OpCase& c) { return c.name == want.name; });
+    ASSERT_NE(it, all.end());
+    GraphBuilder b;
+    it->build(b);
+    delegate_cpu(b, 0, static_cast<int>(b.num_nodes()) - 1);
+    const std::vector<uint8_t>& blob = b.graph().delegates[0].blob;
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    ASSERT_EQ(std::count(ops.begin(), ops.end(), kBottleneckOp), 1);
+    EXPECT_EQ(ops.size(), want.num_nodes) << ::testing::PrintToString(ops);
+    const size_t at = static_cast<size_t>(std::find(ops.begin(), ops.end(), kBottleneckOp) -
+                                          ops.begin());
+    const cpu::BlobNode n = blob_node(blob, static_cast<uint32_t>(at));
+    EXPECT_EQ(n.params[cpu::kBottleneckFlags], cpu::kBottleneckHasExpand);
+    EXPECT_EQ(n.params[cpu::kBottleneckOutChannels], 64u);
+    EXPECT_EQ(n.params[cpu::kBottleneckDepthwiseEpilogue], want.depthwise_epilogue);
+    EXPECT_EQ(n.num_inputs, 2u);  // no residual without a project
+  }
+}
+
+// Chains cut by region boundaries: region A = expand -> relu6 -> dw -> relu6 (its output read
+// by a portable silu), region B = the 1x1 project after it; and a region whose dw output
+// leaves it straight away. Both still lower to op 21 (expand + dw) and match portable.
+TEST(CpuConformanceSingle, BottleneckCutByTheRegionBoundary) {
+  register_all();
+  for (bool act_in_region : {true, false}) {
+    SCOPED_TRACE(act_in_region ? "activation in the region" : "dw output leaves");
+    GraphBuilder b;
+    const std::vector<int64_t> xs{1, 16, 10, 10}, hs{1, 64, 10, 10};
+    const int x = b.input("x", DType::F32, xs);
+    const int e = conv(b, x, xs, 64, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 151);
+    const int r1 = stage_act(b, "relu6", e, hs);
+    const int d = conv(b, r1, hs, 64, 3, 3, {1, 1}, {1, 1}, {1, 1}, 64, true, 153);
+    int last_a = 2, t = d;
+    if (act_in_region) {
+      t = stage_act(b, "relu6", d, hs);
+      last_a = 3;
+    }
+    const int s = b.op("tern::silu", {t}, DType::F32, hs);  // portable: ends region A
+    ASSERT_FALSE(compiler::CpuBackendCompiler().supports(b.graph(), b.graph().nodes.back()));
+    b.output(conv(b, s, hs, 16, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 155));
+    const int project = static_cast<int>(b.num_nodes()) - 1;
+    delegate_cpu(b, 0, last_a);
+    delegate_cpu(b, project, project);
+    const compiler::Graph graph = b.build();
+    const std::vector<uint32_t> ops = blob_ops(graph.delegates[0].blob);
+    ASSERT_EQ(ops, std::vector<uint32_t>{kBottleneckOp});
+    const cpu::BlobNode n = blob_node(graph.delegates[0].blob, 0);
+    EXPECT_EQ(n.params[cpu::kBottleneckFlags], cpu::kBottleneckHasExpand);
+    EXPECT_EQ(n.params[cpu::kBottleneckExpandEpilogue],
+              static_cast<uint32_t>(cpu::BottleneckEpilogue::Relu6));
+    EXPECT_EQ(n.params[cpu::kBottleneckDepthwiseEpilogue],
+              act_in_region ? static_cast<uint32_t>(cpu::BottleneckEpilogue::Relu6) : 0u);
+    const std::vector<uint32_t> ops_b = blob_ops(graph.delegates[1].blob);
+    EXPECT_EQ(std::count(ops_b.begin(), ops_b.end(), kBottleneckOp), 0);
+    const auto pte = testing::compile_graph(graph);
+    const std::vector<std::vector<float>> in{random_floats(numel(xs), 7)};
+    const RunResult p = run_program(pte, graph, in, true);
+    for (uint32_t threads : {1u, 2u}) {
+      const RunResult d2 = run_program(pte, graph, in, false, 2, threads);
+      ASSERT_EQ(d2.paths, (std::vector<DelegatePath>{DelegatePath::Backend,
+                                                     DelegatePath::Backend}));
+      ASSERT_EQ(d2.outputs.size(), 1u);
+      EXPECT_TRUE(all_finite(d2.outputs[0]));
+      EXPECT_LE(nmse(d2.outputs[0], p.outputs[0]), 1e-9) << threads << " threads";
+    }
   }
 }
 

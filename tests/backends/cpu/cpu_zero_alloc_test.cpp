@@ -7,10 +7,12 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <string>
 #include <vector>
 
+#include "backends/cpu/cpu_blob_format.h"
 #include "tests/backends/cpu/cpu_test_util.h"
 #include "tests/support/allocation_counter.h"
 
@@ -166,6 +168,106 @@ TEST(CpuZeroAlloc, ProfiledExecuteReportsEveryStageAndStillNeverAllocates) {
   }
   EXPECT_TRUE(winograd && gemm) << "stages: " << labels.size();
   method->set_observer(nullptr);
+}
+
+/// Two PackedBottleneck nodes: x [1, 16, 12, 12] -> 1x1 16->64 + relu6 -> dw 3x3 + relu6 ->
+/// 1x1 64->16 -> + x (MobileNetV2's block), then 1x1 16->48 + hardswish -> dw 5x5/2 +
+/// hardswish (no project: a global pool reads it) -> global pool -> flatten -> linear.
+std::vector<uint8_t> bottleneck_model(compiler::Graph* graph) {
+  GraphBuilder b;
+  const std::vector<int64_t> xs{1, 16, 12, 12}, hs{1, 64, 12, 12};
+  const int x = b.input("x", DType::F32, xs);
+  auto conv = [&](int in, int64_t c_in, int64_t c_out, int64_t k, int64_t stride, int64_t groups,
+                  int64_t hw, uint32_t seed) {
+    const int64_t per_group = c_in / groups;
+    const int w = b.constant_f32(
+        "w" + std::to_string(seed), {c_out, per_group, k, k},
+        random_floats(static_cast<size_t>(c_out * per_group * k * k), seed, -0.3f, 0.3f));
+    const int bias = b.constant_f32("b" + std::to_string(seed), {c_out},
+                                    random_floats(static_cast<size_t>(c_out), seed + 1));
+    const int64_t o = (hw + 2 * (k / 2) - k) / stride + 1;
+    return b.op("tern::conv2d",
+                {in, w, bias, b.int_list({stride}), b.int_list({k / 2}), b.int_list({1}),
+                 b.int_value(groups)},
+                DType::F32, {1, c_out, o, o});
+  };
+  auto relu6 = [&](int in, const std::vector<int64_t>& s) {
+    return b.op("tern::hardtanh", {in, b.double_value(0.0), b.double_value(6.0)}, DType::F32, s);
+  };
+  const int e = relu6(conv(x, 16, 64, 1, 1, 1, 12, 11), hs);
+  const int d = relu6(conv(e, 64, 64, 3, 1, 64, 12, 13), hs);
+  const int y = b.op("tern::add", {conv(d, 64, 16, 1, 1, 1, 12, 15), x}, DType::F32, xs);
+  const int e2 = b.op("tern::hardswish", {conv(y, 16, 48, 1, 1, 1, 12, 17)}, DType::F32,
+                      {1, 48, 12, 12});
+  const int d2 =
+      b.op("tern::hardswish", {conv(e2, 48, 48, 5, 2, 48, 12, 19)}, DType::F32, {1, 48, 6, 6});
+  const int g =
+      b.op("tern::adaptive_avg_pool2d", {d2, b.int_list({1, 1})}, DType::F32, {1, 48, 1, 1});
+  const int f = b.op("tern::flatten", {g, b.int_value(1), b.int_value(-1)}, DType::F32, {1, 48});
+  const int w = b.constant_f32("fc", {10, 48}, random_floats(480, 3, -0.3f, 0.3f));
+  b.output(b.op("tern::linear", {f, w, b.none()}, DType::F32, {1, 10}));
+  b.output(y);  // the first block's output leaves too
+  delegate_cpu(b, 0, static_cast<int>(b.num_nodes()) - 1);
+  *graph = b.build();
+  return testing::compile_graph(*graph);
+}
+
+TEST(CpuZeroAlloc, ExecuteWithBottlenecksNeverAllocates) {
+  if (!TERN_ZERO_ALLOC_HOOKS) GTEST_SKIP() << "allocation hooks are off under sanitizers";
+  register_all();
+  compiler::Graph graph;
+  const std::vector<uint8_t> pte = bottleneck_model(&graph);
+  {  // Both chains lowered to op 21.
+    const std::vector<uint8_t>& blob = graph.delegates.at(0).blob;
+    cpu::BlobHeader h;
+    std::memcpy(&h, blob.data(), sizeof(h));
+    int bottlenecks = 0;
+    for (uint32_t i = 0; i < h.num_nodes; ++i) {
+      cpu::BlobNode n;
+      std::memcpy(&n,
+                  blob.data() + sizeof(h) + h.num_values * sizeof(cpu::BlobValue) +
+                      i * sizeof(cpu::BlobNode),
+                  sizeof(n));
+      if (n.op == static_cast<uint32_t>(cpu::NodeOp::PackedBottleneck)) ++bottlenecks;
+    }
+    ASSERT_EQ(bottlenecks, 2);
+  }
+  for (uint32_t threads : {1u, 0u}) {
+    testing::LoadedProgram lp(pte);
+    testing::MethodMemory memory(lp.program().method_meta("forward").get(), -1, 0, 1 << 20);
+    MethodLoadOptions options;
+    options.num_threads = threads;
+    auto method = lp.program().load_method("forward", memory.manager(), options);
+    ASSERT_TRUE(method.ok()) << last_error_message();
+    ASSERT_EQ(method->delegate_path(0).get(), DelegatePath::Backend);
+    std::vector<int64_t> sizes{1, 16, 12, 12};
+    std::vector<float> inputs[2] = {random_floats(2304, 1), random_floats(2304, 2)};
+    const TensorView views[2] = {testing::f32_view(sizes, inputs[0]),
+                                 testing::f32_view(sizes, inputs[1])};
+    ASSERT_EQ(method->set_input(0, views[0]), Error::Ok);
+    ASSERT_EQ(method->execute(), Error::Ok) << last_error_message();
+    long allocations;
+    int ok_runs = 0;
+    {
+      ArmedCounter counter;
+      for (int i = 0; i < 100; ++i) {
+        if (method->set_input(0, views[i % 2]) != Error::Ok) break;
+        if (method->execute() != Error::Ok) break;
+        if (!method->output(0).ok() || !method->output(1).ok()) break;
+        ++ok_runs;
+      }
+      allocations = counter.count();
+    }
+    EXPECT_EQ(ok_runs, 100) << last_error_message();
+    EXPECT_EQ(allocations, 0) << "heap allocations in 100 executions, " << threads << " threads";
+    // And the outputs are the portable kernels'.
+    const RunResult portable = run_program(pte, graph, {inputs[1]}, true);
+    ASSERT_EQ(portable.outputs.size(), 2u);
+    for (size_t o = 0; o < 2; ++o) {
+      const std::vector<float> got = testing::to_vector(*method->output(o).get());
+      EXPECT_LE(nmse(got, portable.outputs[o]), 1e-9) << "output " << o;
+    }
+  }
 }
 
 }  // namespace
