@@ -62,7 +62,7 @@ class Matcher {
       m->output = node(proj).outputs[0];
       fold_residual(m);
     }
-    return m->expand >= 0 || m->project >= 0;
+    return m->expand >= 0 || m->project >= 0 || is_large_depthwise(node(dw));
   }
 
  private:
@@ -123,6 +123,15 @@ class Matcher {
     return a.depthwise && w[0] == a.groups && a.dilation[0] == 1 && a.dilation[1] == 1 &&
            w[2] <= static_cast<int64_t>(cpu::kMaxBottleneckWindow);
   }
+
+  /// A lone depthwise conv with at least kLoneDepthwiseMinWork output floats runs on tern's
+  /// kernel too (MobileNetV3's first block: 56x56x16): its depthwise rows beat XNNPACK's by more
+  /// than the extra stage boundary costs (single thread, 112x112x16 stride 2: 10.5 µs vs 28.9).
+  bool is_large_depthwise(const Node& n) const {
+    const std::vector<int64_t>& y = value(n.outputs[0]).sizes;
+    return y[1] * y[2] * y[3] >= kLoneDepthwiseMinWork;
+  }
+  static constexpr int64_t kLoneDepthwiseMinWork = 1 << 15;
 
   /// add(project_out, r) (either order, alpha 1, no broadcasting) read by nothing else: r
   /// becomes the residual and the add's output the chain's.

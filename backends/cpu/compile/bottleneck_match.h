@@ -25,8 +25,9 @@ struct BottleneckMatch {
   std::vector<int> nodes;      ///< every node it replaces, ascending; the last is where it runs
 };
 
-/// The chains in `region`, disjoint, each with a depthwise conv and an expand or a project
-/// (a lone depthwise conv stays XNNPACK's), found from the first region node on.
+/// The chains in `region`, disjoint, each with a depthwise conv and an expand or a project, or
+/// a lone depthwise conv with a large output (smaller ones stay XNNPACK's: a stage boundary
+/// would cost more than tern's kernel saves), found from the first region node on.
 std::vector<BottleneckMatch> match_bottlenecks(const Graph& g, const DelegateRegion& region);
 
 /// The PackedBottleneck weight constant of `m` (cpu_blob_format.h): the expand conv's weight

@@ -480,6 +480,14 @@ std::vector<OpCase> cases() {
                  b.output(conv(b, r, xs, 16, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 125));
                },
                kConv, true});
+  c.push_back({"bottleneck_lone_large_depthwise",  // MobileNetV3's first block: dw alone
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 16, 130, 129}, ys{1, 16, 65, 65};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int d = conv(b, x, xs, 16, 3, 3, {2, 2}, {1, 1}, {1, 1}, 16, true, 139);
+                 b.output(stage_act(b, "relu", d, ys));
+               },
+               kConv, true});
   c.push_back({"bottleneck_batch2_residual_first",  // batch 2, odd 11x9, add(x, project)
                [](GraphBuilder& b) {
                  const std::vector<int64_t> xs{2, 24, 11, 9}, hs{2, 96, 11, 9};
