@@ -97,7 +97,9 @@ enum class NodeOp : uint32_t {
   /// [F] with F = packed_fc_floats(O, KH * KW * C), the [O, KH, KW, C] filter as an
   /// [O, KH*KW*C] matrix), optional residual [N, OH, OW, O] (not a constant; added after the
   /// bias, before the clamp); params: pads, KH, KW, strides, dilations at the ConvParam
-  /// indices, [10] = C, [11] = O; fparams: output min, max. Output [N, OH, OW, O].
+  /// indices, [10] = C, [11] = O, [12] = the activation after the clamp (as op 17's params[2]);
+  /// fparams: output min, max. Output [N, OH, OW, O]. A window of fewer than 32 taps (KH*KW*C)
+  /// runs as a direct convolution (kernels/shallow_conv.h).
   PackedConv2d = 18,
   /// tern's own Winograd F(2x2,3x3) NHWC convolution: a 3x3 stride-1 dilation-1 one-group conv
   /// (params and inputs as PackedConv2d, the window params fixed to 3x3/1/1). The weight is a
@@ -189,6 +191,7 @@ enum ConvParam : uint32_t {
   kGroupOutChannels = 12,  ///< Conv2d only
   kPackedInChannels = 10,   ///< PackedConv2d, PackedWinogradConv2d: C
   kPackedOutChannels = 11,  ///< PackedConv2d, PackedWinogradConv2d: O
+  kPackedActivation = 12,   ///< PackedConv2d: GemmActivation after the clamp (0 none)
 };
 
 /// Indices into BlobNode::params for PackedBottleneck (after its window at the ConvParam ones).

@@ -195,8 +195,7 @@ class Lowering {
       lower_packed_fc(node, w.sizes[0], w.sizes[1]);
       return;
     }
-    if (!a.depthwise && a.groups == 1 && !is_pointwise(a, w.sizes) &&
-        !is_shallow_conv(w.sizes)) {
+    if (!a.depthwise && a.groups == 1 && !is_pointwise(a, w.sizes)) {
       lower_packed_conv(node, a);
       return;
     }
@@ -255,12 +254,6 @@ class Lowering {
       lower_packed_fc(node, w.sizes[0], w.sizes[1]);
     }
   }
-
-  /// A conv with fewer than 32 taps per output (KH·KW·C), e.g. a 3x3 stem on RGB (27), keeps
-  /// the microkernel's register tile mostly loading and storing: XNNPACK's conv is faster there
-  /// (measured on mobilenet_v3_small's 3x3/2 3->16 stem: ~3x; mobilenet_v2's 3->32: ~1.35x).
-  /// ResNet's 7x7 stem (147 taps) stays on tern's conv (1.22x XNNPACK's).
-  static bool is_shallow_conv(const std::vector<int64_t>& w) { return w[1] * w[2] * w[3] < 32; }
 
   /// A product this small (e.g. a squeeze-excitation block's 1x1 convs on a 1x1 image) takes
   /// less time than a stage boundary: it stays in the surrounding XNNPACK stage.
@@ -405,24 +398,28 @@ class Lowering {
   /// Whether node `last` is tern's GEMM with an activation already folded in: nothing that the
   /// graph applies after it (a clamp, a residual, a hardsigmoid's scaling) may fold in then.
   static bool has_activation(const BlobNode& last) {
-    return last.op == static_cast<uint32_t>(NodeOp::PackedFullyConnected) && last.params[2] != 0;
+    return (last.op == static_cast<uint32_t>(NodeOp::PackedFullyConnected) && last.params[2] != 0) ||
+           (last.op == static_cast<uint32_t>(NodeOp::PackedConv2d) &&
+            last.params[cpu::kPackedActivation] != 0);
   }
 
   /// A hardswish or GELU whose input is made by the node just lowered, tern's GEMM (fc or 1x1
-  /// conv) with no activation yet, and read by nothing else becomes the GEMM's epilogue
-  /// activation, applied to each finished tile in L1 (after its clamp and residual, which the
-  /// graph applies first). Returns false when it does not apply.
+  /// conv) or direct conv (op 18; e.g. MobileNetV3's stem) with no activation yet, and read by
+  /// nothing else becomes that node's epilogue activation, applied to each finished tile or row
+  /// while it is in cache (after its clamp and residual, which the graph applies first). Returns
+  /// false when it does not apply.
   bool fuse_activation_into_gemm(const Node& node, cpu::GemmActivation act) {
     const int in = node.args[0];
     if (nodes_.empty() || ids_.count(in) == 0 || uses_.at(in) != 1 || output_arg_.count(in) != 0) {
       return false;
     }
     BlobNode& last = nodes_.back();
-    if (last.op != static_cast<uint32_t>(NodeOp::PackedFullyConnected) ||
+    const bool fc = last.op == static_cast<uint32_t>(NodeOp::PackedFullyConnected);
+    if ((!fc && last.op != static_cast<uint32_t>(NodeOp::PackedConv2d)) ||
         last.output != ids_.at(in) || has_activation(last)) {
       return false;
     }
-    last.params[2] = static_cast<uint32_t>(act);
+    last.params[fc ? 2u : static_cast<uint32_t>(cpu::kPackedActivation)] = static_cast<uint32_t>(act);
     retarget_output(in, node.outputs[0]);
     return true;
   }

@@ -16,6 +16,7 @@
 
 #include "backends/cpu/kernels/gemm_microkernel.h"
 #include "backends/cpu/kernels/packed_gemm.h"
+#include "backends/cpu/kernels/shallow_conv.h"
 
 namespace tern::cpu {
 namespace gemm_detail {
@@ -57,6 +58,7 @@ struct ConvPlan {
   int64_t m_tiles = 1, n_tiles = 1, k_blocks = 1, m_blocks = 1, n_groups = 1;
   int64_t lda = 0;       // row stride of the gathered A tile
   bool m_outer = false;  // a task finishes each M tile over all of K (its group's B fits in L2)
+  ActivationFn activation = nullptr;  // the epilogue's, or null
 };
 
 inline void zero_floats(float* d, int64_t n) {
@@ -195,6 +197,11 @@ void run_task(const ConvPlan& plan, int64_t task) {
                           ? p.residual + r0 * p.out_c + panel0 * kPanelWidth
                           : nullptr;
       plan.ks->kernels[r1 - r0][np](args);
+      if (args.last && plan.activation != nullptr) {
+        // The tile is final and in L1: its activation now, row by row.
+        const int64_t cols = min64(np * kPanelWidth, p.out_c - panel0 * kPanelWidth);
+        for (int64_t r = 0; r < r1 - r0; ++r) plan.activation(args.c + r * p.out_c, cols);
+      }
     }
   };
   if (plan.m_outer) {
@@ -285,8 +292,13 @@ void packed_conv_nhwc(const ConvProblem& p, pthreadpool_t pool) {
       p.out_c <= 0 || p.kernel_h <= 0 || p.kernel_w <= 0) {
     return;
   }
+  if (p.kernel_h * p.kernel_w * p.in_c < shallow_detail::kShallowConvTaps) {
+    shallow_detail::shallow_conv_nhwc(p, pool);
+    return;
+  }
   const MicrokernelSet* ks = gemm_detail::active_microkernels();
-  const ConvPlan plan = make_plan(p, ks, gemm_detail::pool_threads(pool));
+  ConvPlan plan = make_plan(p, ks, gemm_detail::pool_threads(pool));
+  plan.activation = gemm_activation_fn(p.activation);
   gemm_detail::run_tasks(pool, &run_task_entry, const_cast<ConvPlan*>(&plan),
                          plan.m_blocks * plan.n_groups);
 }

@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "backends/cpu/kernels/gemm_activation.h"
+
 namespace tern::cpu {
 
 /// One convolution, groups == 1. All sizes >= 1 (else nothing happens); strides and dilations
@@ -31,9 +33,13 @@ struct ConvProblem {
   const float* residual = nullptr;
   float out_min = -std::numeric_limits<float>::infinity();  ///< fused clamp; (-inf, +inf) for none
   float out_max = std::numeric_limits<float>::infinity();
+  /// Applied after the clamp to each finished output tile or row (while it is in cache).
+  GemmActivation activation = GemmActivation::None;
 };
 
-/// y = clamp(conv(x, W) + bias + residual) (no residual term when it is null). Splits the work
+/// y = act(clamp(conv(x, W) + bias + residual)) (no residual term when it is null). A shallow
+/// window (KH·KW·C < 32, e.g. a 3x3 stem on RGB) runs as a direct convolution from x
+/// (shallow_conv.h) instead of the implicit GEMM. Splits the work
 /// over `pool` (null: the caller's thread only). Never allocates (its A buffer lives on the
 /// stack, under 32 KiB per call frame); reads x only inside [batch, in_h, in_w, in_c], the
 /// residual only inside y's shape, and writes y only inside [batch, out_h, out_w, out_c]. Uses

@@ -217,7 +217,13 @@ Error check_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
 }
 
 Error check_packed_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
-  TERN_RETURN_IF_ERROR(check_params_range(n, node, 12, kKernelH, 12));
+  const bool winograd = static_cast<NodeOp>(node.op) == NodeOp::PackedWinogradConv2d;
+  // Op 18 has its epilogue activation at kPackedActivation; op 19 none.
+  TERN_RETURN_IF_ERROR(check_params_range(n, node, winograd ? 12 : 13, kKernelH, 12));
+  TERN_CHECK_OR_RETURN_ERROR(node.params[kPackedActivation] <= 3, InvalidProgram,
+                             "cpu blob: node %u (%s): activation %u, expected 0 (none), 1 "
+                             "(hardswish), 2 (gelu) or 3 (gelu tanh)",
+                             n, op_name(node.op), node.params[kPackedActivation]);
   const BlobValue& x = v[node.inputs[0]];
   const BlobValue& f = v[node.inputs[1]];
   const uint64_t kh = node.params[kKernelH], kw = node.params[kKernelW];
@@ -233,7 +239,6 @@ Error check_packed_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
       "cpu blob: node %u (%s): %llux%llu window x %llu channels is too large", n, op_name(node.op),
       static_cast<unsigned long long>(kh), static_cast<unsigned long long>(kw),
       static_cast<unsigned long long>(in_c));
-  const bool winograd = static_cast<NodeOp>(node.op) == NodeOp::PackedWinogradConv2d;
   if (winograd) {
     const uint32_t* q = node.params;
     TERN_CHECK_OR_RETURN_ERROR(kh == 3 && kw == 3 && q[kStrideH] == 1 && q[kStrideW] == 1 &&

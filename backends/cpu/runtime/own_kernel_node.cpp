@@ -182,6 +182,7 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       c.stride_w = q[kStrideW];
       c.dilation_h = q[kDilationH];
       c.dilation_w = q[kDilationW];
+      c.activation = static_cast<GemmActivation>(q[kPackedActivation]);  // validated: 0..3
       packed_conv_nhwc(c, pool);
       return Error::Ok;
     }

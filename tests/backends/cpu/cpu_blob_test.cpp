@@ -750,7 +750,7 @@ TEST_F(CpuBlobTest, ResidualAddFoldsIntoTheGemmUnlessItBroadcasts) {
   EXPECT_EQ(ops_of(1).size(), 2u);
 }
 
-TEST_F(CpuBlobTest, ShallowConvsStayInXnnpack) {
+TEST_F(CpuBlobTest, ShallowConvsRunOnTernsDirectConv) {
   const auto first_op = [](int64_t c, int64_t k) {
     GraphBuilder b;
     const int x = b.input("x", DType::F32, {1, c, 16, 16});
@@ -763,10 +763,34 @@ TEST_F(CpuBlobTest, ShallowConvsStayInXnnpack) {
     delegate_cpu(b, 0, 0);
     return blob_ops(b)[0];
   };
-  // 3x3 on RGB: 27 taps per output, under 32: XNNPACK's conv (measured ~1.35-3x faster).
-  EXPECT_EQ(first_op(3, 3), static_cast<uint32_t>(cpu::NodeOp::Conv2d));
-  // ResNet's 7x7 stem on RGB: 147 taps: tern's conv.
+  // 3x3 on RGB: 27 taps per output, under 32: op 18, run as the direct shallow conv.
+  EXPECT_EQ(first_op(3, 3), static_cast<uint32_t>(cpu::NodeOp::PackedConv2d));
+  // ResNet's 7x7 stem on RGB: 147 taps: op 18 too (the implicit GEMM).
   EXPECT_EQ(first_op(3, 7), static_cast<uint32_t>(cpu::NodeOp::PackedConv2d));
+}
+
+TEST_F(CpuBlobTest, HardswishFoldsIntoTernsConv) {
+  // MobileNetV3's stem: conv 3x3/2 on RGB then hardswish: one op-18 node with activation 1.
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {1, 3, 16, 16});
+  const int w = b.constant_f32("w", {16, 3, 3, 3}, random_floats(432, 8, -1.0f, 1.0f));
+  const int c = b.op("tern::conv2d",
+                     {x, w, b.none(), b.int_list({2, 2}), b.int_list({1, 1}), b.int_list({1, 1}),
+                      b.int_value(1)},
+                     DType::F32, {1, 16, 8, 8});
+  b.output(b.op("tern::hardswish", {c}, DType::F32, {1, 16, 8, 8}));
+  delegate_cpu(b, 0, 1);
+  const std::vector<uint32_t> ops = blob_ops(b);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0], static_cast<uint32_t>(cpu::NodeOp::PackedConv2d));
+  std::vector<uint8_t> blob = b.graph().delegates[0].blob;
+  cpu::BlobNode n = blob_node(blob, 0);
+  EXPECT_EQ(n.params[cpu::kPackedActivation], 1u);
+  n.params[cpu::kPackedActivation] = 4;  // no such activation
+  set_blob_node(&blob, 0, n);
+  std::string message;
+  EXPECT_EQ(parse_result(blob, &message), Error::InvalidProgram);
+  EXPECT_NE(message.find("activation 4"), std::string::npos) << message;
 }
 
 TEST_F(CpuBlobTest, LargeThreeByThreeConvsGoToWinograd) {

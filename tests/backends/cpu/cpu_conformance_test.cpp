@@ -378,7 +378,15 @@ std::vector<OpCase> cases() {
                                DType::F32, {1, 40, 14, 14}));
                },
                kConv});
-  c.push_back({"shallow_stem_conv_in_xnnpack",  // 3x3/2 on RGB: 27 taps, XNNPACK's conv
+  c.push_back({"shallow_stem_conv_relu6_wide",  // MobileNetV2's stem: tern's direct conv
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 3, 33, 35}, ys{1, 32, 17, 18};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int c1 = conv(b, x, xs, 32, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, true, 57);
+                 b.output(stage_act(b, "relu6", c1, ys));
+               },
+               kConv});
+  c.push_back({"shallow_stem_conv_hardswish",  // 3x3/2 on RGB: 27 taps, tern's direct conv
                [](GraphBuilder& b) {
                  const std::vector<int64_t> xs{1, 3, 17, 17};
                  const int x = b.input("x", DType::F32, xs);

@@ -75,6 +75,11 @@ const Case kCases[] = {
     {"C=1, out_c=1", 1, 6, 6, 1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
     {"deep K 3x3x300", 1, 5, 6, 300, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
     {"many pixels 3x3/1 C=16", 1, 24, 23, 16, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    // Shallow windows (KH*KW*C < 32): the direct convolution (shallow_conv.h).
+    {"shallow stem 3x3/2 C=3 O=32", 1, 23, 21, 3, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+    {"shallow 3x3/2 C=3 O=16", 1, 17, 18, 3, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+    {"shallow C=3 O=40 wide row, batch 2", 2, 5, 30, 3, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"shallow 2x2 C=7 O=24 stride 3 dilation 2", 1, 14, 15, 7, 24, 2, 2, 3, 3, 2, 2, 0, 1, 0, 1},
 };
 
 std::string describe(const Case& c, GemmIsa isa, bool bias, bool clamp, bool pool,
@@ -202,6 +207,37 @@ void run_all_cases(const std::string& blocks) {
 }
 
 TEST_F(CpuConv, EveryIsaEveryShapeAgainstDoubleReference) { run_all_cases("(default blocks)"); }
+
+TEST_F(CpuConv, ActivationFollowsTheClampOnEveryOutput) {
+  // Hardswish after the clamp, on the shallow (direct) and the implicit-GEMM paths: equal to the
+  // same problem without the activation with hardswish applied afterwards (the reference
+  // formula, x * min(max(x + 3, 0), 6) / 6, in float as the portable kernel computes it).
+  Pool two(2);
+  const Case cases[] = {kCases[0], kCases[2]};
+  const Case shallow{"shallow stem 3x3/2 C=3 O=24", 1, 19, 22, 3, 24, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+  for (GemmIsa isa : supported_isas()) {
+    ASSERT_TRUE(packed_gemm_force_isa(isa));
+    for (const Case& cs : {cases[0], cases[1], shallow}) {
+      const std::vector<float> x = random_floats(cs.x_floats(), 71, -4.0f, 4.0f);
+      const std::vector<float> w = random_floats(cs.out_c * cs.k(), 72);
+      std::vector<float> packed(packed_weight_floats(cs.out_c, cs.k()));
+      pack_fc_weight(w.data(), nullptr, cs.out_c, cs.k(), packed.data());
+      std::vector<float> plain(cs.y_floats()), act(cs.y_floats());
+      ConvProblem p = make_problem(cs, x.data(), packed.data(), plain.data(), -2.5f, 5.0f);
+      packed_conv_nhwc(p, two.pool);
+      p.y = act.data();
+      p.activation = GemmActivation::Hardswish;
+      packed_conv_nhwc(p, two.pool);
+      for (int64_t i = 0; i < cs.y_floats(); ++i) {
+        const float v = plain[static_cast<size_t>(i)];
+        const float r = v + 3.0f;
+        const float want = v * (r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r)) / 6.0f;
+        ASSERT_EQ(act[static_cast<size_t>(i)], want)
+            << cs.name << " [" << gemm_isa_name(isa) << "] output " << i;
+      }
+    }
+  }
+}
 
 TEST_F(CpuConv, TinyBlocksSplitRunsAndManyTasks) {
   // K blocks of 5 or 37 floats cut runs (kernel rows, taps) in the middle; a 1-byte B budget

@@ -1,0 +1,46 @@
+// The shallow convolution's driver (shallow_conv.h): the batch's output rows in one contiguous
+// range per pool thread, each row by the ISA's row kernel, then the activation on the finished
+// row (still in L1/L2).
+#include "backends/cpu/kernels/shallow_conv.h"
+
+#include "backends/cpu/kernels/gemm_microkernel.h"
+#include "backends/cpu/kernels/packed_gemm.h"
+
+namespace tern::cpu::shallow_detail {
+namespace {
+
+using gemm_detail::max64;
+using gemm_detail::min64;
+using gemm_detail::split_point;
+
+struct Plan {
+  const ConvProblem* p = nullptr;
+  RowFn row = nullptr;
+  ActivationFn act = nullptr;
+  int64_t parts = 1;
+};
+
+void run_part(void* context, size_t part) {
+  const Plan& plan = *static_cast<const Plan*>(context);
+  const ConvProblem& p = *plan.p;
+  const int64_t rows = p.batch * p.out_h;
+  const int64_t r1 = split_point(rows, plan.parts, static_cast<int64_t>(part) + 1);
+  for (int64_t r = split_point(rows, plan.parts, static_cast<int64_t>(part)); r < r1; ++r) {
+    plan.row(p, r / p.out_h, r % p.out_h);
+    if (plan.act != nullptr) plan.act(p.y + r * p.out_w * p.out_c, p.out_w * p.out_c);
+  }
+}
+
+}  // namespace
+
+void shallow_conv_nhwc(const ConvProblem& p, pthreadpool_t pool) {
+  Plan plan;
+  plan.p = &p;
+  plan.row = packed_gemm_isa() == GemmIsa::Avx512 && avx512_row() != nullptr ? avx512_row()
+                                                                               : generic_row();
+  plan.act = gemm_activation_fn(p.activation);
+  plan.parts = max64(1, min64(gemm_detail::pool_threads(pool), p.batch * p.out_h));
+  gemm_detail::run_tasks(pool, &run_part, &plan, plan.parts);
+}
+
+}  // namespace tern::cpu::shallow_detail

@@ -1,0 +1,44 @@
+// Internal to packed_conv_nhwc (packed_conv.cpp): the direct NHWC convolution for shallow windows
+// (fewer than kShallowConvTaps taps per output, KH·KW·C, e.g. a 3x3 stem on RGB), where the
+// implicit GEMM's gathered K blocks are too short to pay for themselves. Each output pixel block
+// accumulates straight from x: per tap, one weight vector per 16 output channels (a row of the
+// same packed weight, pack_fc_weight's layout) and one broadcast input value per pixel. Output
+// rows are split over the pool. One row kernel per ISA (shallow_conv_avx512.cpp,
+// shallow_conv_generic.cpp for AVX2 and baseline).
+#pragma once
+
+#include <pthreadpool.h>
+
+#include <cstdint>
+
+#include "backends/cpu/kernels/packed_conv.h"
+
+namespace tern::cpu::shallow_detail {
+
+/// Taps per output below which packed_conv_nhwc takes this path.
+constexpr int64_t kShallowConvTaps = 32;
+
+/// Output row oy of image n of p: y's out_w x out_c floats, with the bias, the residual and the
+/// clamp (not the activation).
+using RowFn = void (*)(const ConvProblem& p, int64_t n, int64_t oy);
+
+/// Null when the build has no such code.
+RowFn avx512_row();
+RowFn generic_row();
+
+/// Runs p (non-empty, KH·KW·C < kShallowConvTaps) over `pool`.
+void shallow_conv_nhwc(const ConvProblem& p, pthreadpool_t pool);
+
+/// The interior output columns [*in0, *in1): every tap of the window inside [0, in_w).
+inline void interior_columns(const ConvProblem& p, int64_t* in0, int64_t* in1) {
+  const int64_t span = (p.kernel_w - 1) * p.dilation_w;
+  int64_t lo = (p.pad_left + p.stride_w - 1) / p.stride_w;
+  const int64_t last = p.in_w - 1 + p.pad_left - span;  // ox * stride_w <= last
+  int64_t hi = last < 0 ? 0 : last / p.stride_w + 1;
+  if (hi > p.out_w) hi = p.out_w;
+  if (lo > hi) lo = hi;
+  *in0 = lo;
+  *in1 = hi;
+}
+
+}  // namespace tern::cpu::shallow_detail
