@@ -15,6 +15,22 @@
 namespace tern::cpu::depthwise_detail {
 namespace {
 
+/// Clamps NP accumulators and stores them to output pixels ox.. under mask m. max(lo, min(hi,
+/// x)) returns x when x is NaN: NaN propagates. (The maskz forms with a full mask: GCC 12's plain
+/// _mm512_max_ps warns of an uninitialized pass-through.)
+template <int NP>
+TERN_AVX512_TARGET inline void store(const DepthwiseRow& r, int64_t ox, int64_t c, __mmask16 m,
+                                     const __m512 (&acc)[NP]) {
+  const __m512 lo = _mm512_set1_ps(r.epi.lo);
+  const __m512 hi = _mm512_set1_ps(r.epi.hi);
+  float* out = r.out + ox * r.channels + c;
+#pragma GCC unroll 8
+  for (int p = 0; p < NP; ++p) {
+    const __m512 y = _mm512_maskz_max_ps(0xFFFF, lo, _mm512_maskz_min_ps(0xFFFF, hi, acc[p]));
+    _mm512_mask_storeu_ps(out + p * r.channels, m, y);
+  }
+}
+
 /// NP consecutive output pixels from ox, channels [c, c + 16) masked by m, taps [kx_lo, kx_hi)
 /// of every non-null row (the caller checked they are inside the row for every pixel).
 template <int NP>
@@ -40,16 +56,7 @@ TERN_AVX512_TARGET inline void pixels(const DepthwiseRow& r, int64_t ox, int64_t
       }
     }
   }
-  const __m512 lo = _mm512_set1_ps(r.epi.lo);
-  const __m512 hi = _mm512_set1_ps(r.epi.hi);
-  float* out = r.out + ox * ch + c;
-#pragma GCC unroll 8
-  for (int p = 0; p < NP; ++p) {
-    // max(lo, min(hi, x)) returns x when x is NaN: NaN propagates. (The maskz forms with a full
-    // mask: GCC 12's plain _mm512_max_ps warns of an uninitialized pass-through.)
-    const __m512 y = _mm512_maskz_max_ps(0xFFFF, lo, _mm512_maskz_min_ps(0xFFFF, hi, acc[p]));
-    _mm512_mask_storeu_ps(out + p * ch, m, y);
-  }
+  store<NP>(r, ox, c, m, acc);
 }
 
 /// NP interior output pixels from ox for a window KW wide at stride S (both fixed): each input
@@ -78,14 +85,7 @@ TERN_AVX512_TARGET inline void interior(const DepthwiseRow& r, int64_t ox, int64
       for (int p = 0; p < NP; ++p) acc[p] = _mm512_fmadd_ps(col[p * S + kx], wv, acc[p]);
     }
   }
-  const __m512 lo = _mm512_set1_ps(r.epi.lo);
-  const __m512 hi = _mm512_set1_ps(r.epi.hi);
-  float* out = r.out + ox * ch + c;
-#pragma GCC unroll 8
-  for (int p = 0; p < NP; ++p) {
-    const __m512 y = _mm512_maskz_max_ps(0xFFFF, lo, _mm512_maskz_min_ps(0xFFFF, hi, acc[p]));
-    _mm512_mask_storeu_ps(out + p * ch, m, y);
-  }
+  store<NP>(r, ox, c, m, acc);
 }
 
 /// Interior pixels [ox, end) with the window and stride fixed: 8 at a time, then 4, 2, 1.

@@ -27,17 +27,46 @@ struct Row {
   __mmask16 mask[2];       ///< columns of each panel of the block
 };
 
-/// NP pixels from ox x NV panels. CHECK: skip taps outside the row (border pixels).
-template <int NP, int NV, bool CHECK>
-TERN_AVX512_TARGET inline void block(const Row& r, int64_t ox) {
-  const ConvProblem& p = *r.p;
-  __m512 acc[NP][NV];
+/// Every accumulator of an NP x NV block starts at its panel's bias.
+template <int NP, int NV>
+TERN_AVX512_TARGET inline void init(const Row& r, __m512 (&acc)[NP][NV]) {
 #pragma GCC unroll 2
   for (int v = 0; v < NV; ++v) {
     const __m512 bias = _mm512_loadu_ps(r.panels + v * r.panel_stride);
 #pragma GCC unroll 12
     for (int q = 0; q < NP; ++q) acc[q][v] = bias;
   }
+}
+
+/// Adds the residual, clamps (max(lo, min(hi, x)) returns x when x is NaN: NaN propagates; the
+/// maskz forms with a full mask because GCC 12's plain _mm512_max_ps warns of an uninitialized
+/// pass-through) and stores an NP x NV block of pixels from ox.
+template <int NP, int NV>
+TERN_AVX512_TARGET inline void store(const Row& r, int64_t ox, const __m512 (&acc)[NP][NV]) {
+  const ConvProblem& p = *r.p;
+  const __m512 lo = _mm512_set1_ps(p.out_min);
+  const __m512 hi = _mm512_set1_ps(p.out_max);
+#pragma GCC unroll 12
+  for (int q = 0; q < NP; ++q) {
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) {
+      const int64_t at = (ox + q) * p.out_c + v * kPanelWidth;
+      __m512 s = acc[q][v];
+      if (r.residual != nullptr) {
+        s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(r.mask[v], r.residual + at));
+      }
+      s = _mm512_maskz_max_ps(0xFFFF, lo, _mm512_maskz_min_ps(0xFFFF, hi, s));
+      _mm512_mask_storeu_ps(r.y + at, r.mask[v], s);
+    }
+  }
+}
+
+/// NP pixels from ox x NV panels. CHECK: skip taps outside the row (border pixels).
+template <int NP, int NV, bool CHECK>
+TERN_AVX512_TARGET inline void block(const Row& r, int64_t ox) {
+  const ConvProblem& p = *r.p;
+  __m512 acc[NP][NV];
+  init<NP, NV>(r, acc);
   const int64_t c_n = p.in_c;
   for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
     const int64_t iy = r.iy0 + ky * p.dilation_h;
@@ -61,23 +90,7 @@ TERN_AVX512_TARGET inline void block(const Row& r, int64_t ox) {
       }
     }
   }
-  const __m512 lo = _mm512_set1_ps(p.out_min);
-  const __m512 hi = _mm512_set1_ps(p.out_max);
-#pragma GCC unroll 12
-  for (int q = 0; q < NP; ++q) {
-#pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) {
-      const int64_t at = (ox + q) * p.out_c + v * kPanelWidth;
-      __m512 s = acc[q][v];
-      if (r.residual != nullptr) {
-        s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(r.mask[v], r.residual + at));
-      }
-      // max(lo, min(hi, x)) returns x when x is NaN: NaN propagates. (The maskz forms with a
-      // full mask: GCC 12's plain _mm512_max_ps warns of an uninitialized pass-through.)
-      s = _mm512_maskz_max_ps(0xFFFF, lo, _mm512_maskz_min_ps(0xFFFF, hi, s));
-      _mm512_mask_storeu_ps(r.y + at, r.mask[v], s);
-    }
-  }
+  store<NP, NV>(r, ox, acc);
 }
 
 /// An interior block with the window width KW, channels C and stride S fixed (dilation 1): every
@@ -86,12 +99,7 @@ template <int NP, int NV, int KW, int C, int S>
 TERN_AVX512_TARGET inline void fixed_block(const Row& r, int64_t ox) {
   const ConvProblem& p = *r.p;
   __m512 acc[NP][NV];
-#pragma GCC unroll 2
-  for (int v = 0; v < NV; ++v) {
-    const __m512 bias = _mm512_loadu_ps(r.panels + v * r.panel_stride);
-#pragma GCC unroll 12
-    for (int q = 0; q < NP; ++q) acc[q][v] = bias;
-  }
+  init<NP, NV>(r, acc);
   for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
     const int64_t iy = r.iy0 + ky;
     if (iy < 0 || iy >= p.in_h) continue;
@@ -110,21 +118,7 @@ TERN_AVX512_TARGET inline void fixed_block(const Row& r, int64_t ox) {
       }
     }
   }
-  const __m512 lo = _mm512_set1_ps(p.out_min);
-  const __m512 hi = _mm512_set1_ps(p.out_max);
-#pragma GCC unroll 12
-  for (int q = 0; q < NP; ++q) {
-#pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) {
-      const int64_t at = (ox + q) * p.out_c + v * kPanelWidth;
-      __m512 s = acc[q][v];
-      if (r.residual != nullptr) {
-        s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(r.mask[v], r.residual + at));
-      }
-      s = _mm512_maskz_max_ps(0xFFFF, lo, _mm512_maskz_min_ps(0xFFFF, hi, s));
-      _mm512_mask_storeu_ps(r.y + at, r.mask[v], s);
-    }
-  }
+  store<NP, NV>(r, ox, acc);
 }
 
 template <int NV>

@@ -105,20 +105,6 @@ class CpuBlobTest : public ::testing::Test {
   void SetUp() override { register_all(); }
 };
 
-/// Byte offset of node i in `blob` (whose header and tables the compile half wrote).
-size_t node_offset(const std::vector<uint8_t>& blob, uint32_t i) {
-  cpu::BlobHeader h;
-  std::memcpy(&h, blob.data(), sizeof(h));
-  return sizeof(h) + h.num_values * sizeof(cpu::BlobValue) + i * sizeof(cpu::BlobNode);
-}
-
-/// Node i of `blob`.
-cpu::BlobNode blob_node(const std::vector<uint8_t>& blob, uint32_t i) {
-  cpu::BlobNode node;
-  std::memcpy(&node, blob.data() + node_offset(blob, i), sizeof(node));
-  return node;
-}
-
 /// Overwrites node i of `blob` with `node`.
 void set_blob_node(std::vector<uint8_t>* blob, uint32_t i, const cpu::BlobNode& node) {
   std::memcpy(blob->data() + node_offset(*blob, i), &node, sizeof(node));
@@ -676,12 +662,7 @@ TEST_F(CpuBlobTest, TinyProductsStayInXnnpackLargeOnesGoToTernsKernels) {
 
 /// The ops of the nodes of `b`'s only delegate blob.
 std::vector<uint32_t> blob_ops(GraphBuilder& b) {
-  const std::vector<uint8_t>& blob = b.graph().delegates[0].blob;
-  cpu::BlobHeader h;
-  std::memcpy(&h, blob.data(), sizeof(h));
-  std::vector<uint32_t> ops;
-  for (uint32_t i = 0; i < h.num_nodes; ++i) ops.push_back(blob_node(blob, i).op);
-  return ops;
+  return cpu_test::blob_ops(b.graph().delegates[0].blob);
 }
 
 TEST_F(CpuBlobTest, HardsigmoidFoldsIntoTheLayerBeforeIt) {

@@ -61,34 +61,6 @@ int stage_act(GraphBuilder& b, const std::string& kind, int x, const std::vector
   return b.op("tern::hardswish", {x}, DType::F32, s);
 }
 
-/// The ops of the nodes of a cpu blob.
-std::vector<uint32_t> blob_ops(const std::vector<uint8_t>& blob) {
-  cpu::BlobHeader h;
-  std::memcpy(&h, blob.data(), sizeof(h));
-  std::vector<uint32_t> ops;
-  for (uint32_t i = 0; i < h.num_nodes; ++i) {
-    cpu::BlobNode n;
-    std::memcpy(&n,
-                blob.data() + sizeof(h) + h.num_values * sizeof(cpu::BlobValue) +
-                    i * sizeof(cpu::BlobNode),
-                sizeof(n));
-    ops.push_back(n.op);
-  }
-  return ops;
-}
-
-/// Node i of a cpu blob.
-cpu::BlobNode blob_node(const std::vector<uint8_t>& blob, uint32_t i) {
-  cpu::BlobHeader h;
-  std::memcpy(&h, blob.data(), sizeof(h));
-  cpu::BlobNode n;
-  std::memcpy(&n,
-              blob.data() + sizeof(h) + h.num_values * sizeof(cpu::BlobValue) +
-                  i * sizeof(cpu::BlobNode),
-              sizeof(n));
-  return n;
-}
-
 constexpr uint32_t kBottleneckOp = static_cast<uint32_t>(cpu::NodeOp::PackedBottleneck);
 
 OpCase unary(const std::string& name, const std::string& op, std::vector<int64_t> shape,

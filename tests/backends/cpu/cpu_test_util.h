@@ -8,11 +8,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/compile/cpu_backend_compiler.h"
+#include "backends/cpu/cpu_blob_format.h"
 #include "backends/cpu/runtime/register_cpu_backend.h"
 #include "runtime/kernels/portable/register_portable_kernels.h"
 #include "tests/executor/method_test_util.h"
@@ -20,6 +22,29 @@
 namespace tern::cpu_test {
 
 using compiler::GraphBuilder;
+
+/// Byte offset of node i in `blob` (whose header and tables the compile half wrote).
+inline size_t node_offset(const std::vector<uint8_t>& blob, uint32_t i) {
+  cpu::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  return sizeof(h) + h.num_values * sizeof(cpu::BlobValue) + i * sizeof(cpu::BlobNode);
+}
+
+/// Node i of `blob`.
+inline cpu::BlobNode blob_node(const std::vector<uint8_t>& blob, uint32_t i) {
+  cpu::BlobNode node;
+  std::memcpy(&node, blob.data() + node_offset(blob, i), sizeof(node));
+  return node;
+}
+
+/// The ops of `blob`'s nodes, in order.
+inline std::vector<uint32_t> blob_ops(const std::vector<uint8_t>& blob) {
+  cpu::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  std::vector<uint32_t> ops;
+  for (uint32_t i = 0; i < h.num_nodes; ++i) ops.push_back(blob_node(blob, i).op);
+  return ops;
+}
 
 /// Hands nodes [first, last] of `b` to "cpu" with the blob lowered by CpuBackendCompiler.
 /// Returns the region index.

@@ -4,6 +4,8 @@
 // glibc's __libc_* allocator (as tests/executor/zero_alloc_test.cpp does).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -220,19 +222,10 @@ TEST(CpuZeroAlloc, ExecuteWithBottlenecksNeverAllocates) {
   compiler::Graph graph;
   const std::vector<uint8_t> pte = bottleneck_model(&graph);
   {  // Both chains lowered to op 21.
-    const std::vector<uint8_t>& blob = graph.delegates.at(0).blob;
-    cpu::BlobHeader h;
-    std::memcpy(&h, blob.data(), sizeof(h));
-    int bottlenecks = 0;
-    for (uint32_t i = 0; i < h.num_nodes; ++i) {
-      cpu::BlobNode n;
-      std::memcpy(&n,
-                  blob.data() + sizeof(h) + h.num_values * sizeof(cpu::BlobValue) +
-                      i * sizeof(cpu::BlobNode),
-                  sizeof(n));
-      if (n.op == static_cast<uint32_t>(cpu::NodeOp::PackedBottleneck)) ++bottlenecks;
-    }
-    ASSERT_EQ(bottlenecks, 2);
+    const std::vector<uint32_t> ops = cpu_test::blob_ops(graph.delegates.at(0).blob);
+    ASSERT_EQ(std::count(ops.begin(), ops.end(),
+                         static_cast<uint32_t>(cpu::NodeOp::PackedBottleneck)),
+              2);
   }
   for (uint32_t threads : {1u, 0u}) {
     testing::LoadedProgram lp(pte);
