@@ -60,6 +60,15 @@ class DataLoader {
   /// caller's alignment). The buffer stays valid until freed, and the loader must outlive it.
   /// Out of range: InvalidArgument naming the range and the size.
   virtual Result<FreeableBuffer> load(size_t offset, size_t size) = 0;
+  /// A hint after a one-off read of bytes a load() returned (e.g. checksumming them): they need
+  /// not stay in this process's memory. They stay valid; a loader whose buffers are backed by
+  /// their source (MmapDataLoader) drops the pages and the next touch reads them again from the
+  /// page cache, so weights only verified (a delegate's portable fallback) never count in the
+  /// process's RSS. Heap and caller buffers ignore it (the default).
+  virtual void release_resident(const void* data, size_t size) {
+    (void)data;
+    (void)size;
+  }
 };
 
 }  // namespace tern

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "runtime/core/checked_math.h"
@@ -65,6 +66,21 @@ Result<FreeableBuffer> MmapDataLoader::load(size_t offset, size_t size) {
     return FreeableBuffer(nullptr, 0, nullptr);
   }
   return FreeableBuffer(static_cast<const uint8_t*>(base_) + offset, size, nullptr);
+}
+
+void MmapDataLoader::release_resident(const void* data, size_t size) {
+  const uintptr_t base = reinterpret_cast<uintptr_t>(base_);
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data);
+  if (base_ == nullptr || begin < base || begin - base > size_ || size > size_ - (begin - base)) {
+    return;
+  }
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (begin + page - 1) / page * page;  // whole pages only
+  const uintptr_t end = (begin + size) / page * page;
+  if (end > first) {
+    // Advice only: a failure leaves the pages resident, which is still correct.
+    (void)::madvise(reinterpret_cast<void*>(first), end - first, MADV_DONTNEED);
+  }
 }
 
 }  // namespace tern

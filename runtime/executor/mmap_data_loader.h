@@ -17,6 +17,10 @@ class MmapDataLoader final : public DataLoader {
 
   Result<size_t> size() const override;
   Result<FreeableBuffer> load(size_t offset, size_t size) override;
+  /// Drops the whole pages of [data, data + size) inside the mapping from this process's memory
+  /// (madvise MADV_DONTNEED on a read-only private file mapping: the bytes read back from the
+  /// file's page cache on the next touch). Ranges outside the mapping are ignored.
+  void release_resident(const void* data, size_t size) override;
 
  private:
   MmapDataLoader(void* base, size_t size) : base_(base), size_(size) {}

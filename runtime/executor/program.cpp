@@ -132,7 +132,7 @@ Result<Program> Program::load(DataLoader* loader, const LoadOptions& options) {
   }
 
   if (options.verification == Verification::Full) {
-    TERN_RETURN_IF_ERROR(program.verify_segment_checksums());
+    TERN_RETURN_IF_ERROR(program.verify_segment_checksums(loader));
   }
   return program;
 }
@@ -190,7 +190,9 @@ Result<Span<const uint8_t>> Program::segment_data(uint32_t index) const {
   return Span<const uint8_t>(base + seg->offset(), static_cast<size_t>(seg->size()));
 }
 
-Error Program::verify_segment_checksums() const {
+Error Program::verify_segment_checksums() const { return verify_segment_checksums(nullptr); }
+
+Error Program::verify_segment_checksums(DataLoader* release_to) const {
   const size_t n = num_segments();
   for (size_t i = 0; i < n; ++i) {
     const fb::Segment* seg = program_->segments()->Get(static_cast<uint32_t>(i));
@@ -204,6 +206,7 @@ Error Program::verify_segment_checksums() const {
                                "expected 0x%016llx, found 0x%016llx (the weights are corrupt)",
                                i, static_cast<ull>(seg->offset()), static_cast<ull>(seg->size()),
                                static_cast<ull>(seg->checksum()), static_cast<ull>(found));
+    if (release_to != nullptr) release_to->release_resident(data->data(), data->size());
   }
   return Error::Ok;
 }

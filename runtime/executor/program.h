@@ -63,6 +63,9 @@ class Program {
   Result<Span<const uint8_t>> segment_data(uint32_t index) const;
   /// Recomputes every segment checksum; ChecksumMismatch names the first bad segment.
   Error verify_segment_checksums() const;
+  /// The same, handing each segment to release_to->release_resident() once checksummed (load()
+  /// passes its loader: an mmapped segment that nothing else reads then never stays resident).
+  Error verify_segment_checksums(DataLoader* release_to) const;
 
  private:
   Program() = default;

@@ -194,6 +194,52 @@ TEST(MmapDataLoader, EmptyFileHasSizeZero) {
   EXPECT_FALSE(r->load(0, 1).ok());
 }
 
+/// Resident KiB of the mapping containing `addr`, from /proc/self/smaps (-1 when not found).
+long resident_kib(const void* addr) {
+  FILE* f = std::fopen("/proc/self/smaps", "r");
+  if (f == nullptr) return -1;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(addr);
+  char line[512];
+  bool inside = false;
+  long kib = -1;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && std::strchr(line, ':') == nullptr) {
+      inside = a >= lo && a < hi;
+      continue;
+    }
+    if (inside && std::sscanf(line, "Rss: %ld kB", &kib) == 1) break;
+  }
+  std::fclose(f);
+  return kib;
+}
+
+TEST(MmapDataLoader, ReleaseResidentDropsWholePagesAndKeepsTheBytes) {
+  const size_t size = 8u << 20;
+  const auto bytes = pattern(size);
+  TempFile file(bytes);
+  auto r = MmapDataLoader::from(file.path());
+  ASSERT_TRUE(r.ok()) << last_error_message();
+  auto buffer = r->load(0, size);
+  ASSERT_TRUE(buffer.ok());
+  const uint8_t* data = static_cast<const uint8_t*>(buffer->data());
+  unsigned sum = 0;
+  for (size_t i = 0; i < size; i += 4096) sum += data[i];  // touch every page
+  EXPECT_NE(sum, 0u);
+  const long before = resident_kib(data);
+  if (before < 0) GTEST_SKIP() << "no /proc/self/smaps";
+  EXPECT_GE(before, 7L << 10);
+  // A range not starting on a page: only the whole pages inside it go.
+  r->release_resident(data + 100, size - 200);
+  EXPECT_LE(resident_kib(data), 8 + 2 * static_cast<long>(sysconf(_SC_PAGESIZE)) / 1024);
+  // The bytes are still there (read back from the file).
+  EXPECT_EQ(std::memcmp(data, bytes.data(), size), 0);
+  // Ranges outside the mapping are ignored.
+  r->release_resident(bytes.data(), 4096);
+  r->release_resident(data + size - 10, 4096);
+  EXPECT_EQ(std::memcmp(data, bytes.data(), size), 0);
+}
+
 TEST(BufferDataLoader, PointsIntoTheCallersBuffer) {
   const auto bytes = pattern(100);
   BufferDataLoader loader(bytes.data(), bytes.size());
