@@ -15,6 +15,15 @@
 namespace tern::cpu::depthwise_detail {
 namespace {
 
+/// Every accumulator starts at the bias of channels [c, c + 16) (masked by m; zeros without one).
+template <int NP>
+TERN_AVX512_TARGET inline void init(const DepthwiseRow& r, int64_t c, __mmask16 m,
+                                    __m512 (&acc)[NP]) {
+  const __m512 bias = r.bias != nullptr ? _mm512_maskz_loadu_ps(m, r.bias + c) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+  for (int p = 0; p < NP; ++p) acc[p] = bias;
+}
+
 /// Clamps NP accumulators and stores them to output pixels ox.. under mask m. max(lo, min(hi,
 /// x)) returns x when x is NaN: NaN propagates. (The maskz forms with a full mask: GCC 12's plain
 /// _mm512_max_ps warns of an uninitialized pass-through.)
@@ -38,10 +47,8 @@ TERN_AVX512_TARGET inline void pixels(const DepthwiseRow& r, int64_t ox, int64_t
                                       int64_t kx_hi, int64_t c, __mmask16 m) {
   const int64_t ch = r.channels;
   const int64_t step = r.stride_w * ch;  // from one output pixel's input to the next's
-  const __m512 bias = r.bias != nullptr ? _mm512_maskz_loadu_ps(m, r.bias + c) : _mm512_setzero_ps();
   __m512 acc[NP];
-#pragma GCC unroll 8
-  for (int p = 0; p < NP; ++p) acc[p] = bias;
+  init<NP>(r, c, m, acc);
   for (int64_t ky = 0; ky < r.kernel_h; ++ky) {
     const float* row = r.rows[ky];
     if (row == nullptr) continue;
@@ -66,10 +73,8 @@ TERN_AVX512_TARGET inline void interior(const DepthwiseRow& r, int64_t ox, int64
                                         __mmask16 m) {
   constexpr int kCols = (NP - 1) * S + KW;
   const int64_t ch = r.channels;
-  const __m512 bias = r.bias != nullptr ? _mm512_maskz_loadu_ps(m, r.bias + c) : _mm512_setzero_ps();
   __m512 acc[NP];
-#pragma GCC unroll 8
-  for (int p = 0; p < NP; ++p) acc[p] = bias;
+  init<NP>(r, c, m, acc);
   for (int64_t ky = 0; ky < r.kernel_h; ++ky) {
     const float* row = r.rows[ky];
     if (row == nullptr) continue;

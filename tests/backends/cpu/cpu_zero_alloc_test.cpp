@@ -83,6 +83,28 @@ TEST(CpuZeroAlloc, CounterSeesTheBackendsInitAllocations) {
   EXPECT_GT(allocations, 3);
 }
 
+/// One warm-up execution outside the counter (a failure is easier to read when isolated), then
+/// 100 rounds of set_input (alternating `views`) + execute + reading both outputs: all succeed and
+/// none allocates.
+void expect_no_allocations(Method& method, const TensorView (&views)[2], uint32_t threads) {
+  ASSERT_EQ(method.set_input(0, views[0]), Error::Ok);
+  ASSERT_EQ(method.execute(), Error::Ok) << last_error_message();
+  long allocations;
+  int ok_runs = 0;
+  {
+    ArmedCounter counter;
+    for (int i = 0; i < 100; ++i) {
+      if (method.set_input(0, views[i % 2]) != Error::Ok) break;
+      if (method.execute() != Error::Ok) break;
+      if (!method.output(0).ok() || !method.output(1).ok()) break;
+      ++ok_runs;
+    }
+    allocations = counter.count();
+  }
+  EXPECT_EQ(ok_runs, 100) << last_error_message();
+  EXPECT_EQ(allocations, 0) << "heap allocations in 100 executions, " << threads << " threads";
+}
+
 TEST(CpuZeroAlloc, ExecuteNeverAllocates) {
   if (!TERN_ZERO_ALLOC_HOOKS) GTEST_SKIP() << "allocation hooks are off under sanitizers";
   register_all();
@@ -100,24 +122,7 @@ TEST(CpuZeroAlloc, ExecuteNeverAllocates) {
     std::vector<float> inputs[2] = {random_floats(3072, 1), random_floats(3072, 2)};
     const TensorView views[2] = {testing::f32_view(sizes, inputs[0]),
                                  testing::f32_view(sizes, inputs[1])};
-    // One warm-up execution outside the counter (XNNPACK's first run is allowed nothing
-    // special either, but a failure is easier to read when isolated).
-    ASSERT_EQ(method->set_input(0, views[0]), Error::Ok);
-    ASSERT_EQ(method->execute(), Error::Ok) << last_error_message();
-    long allocations;
-    int ok_runs = 0;
-    {
-      ArmedCounter counter;
-      for (int i = 0; i < 100; ++i) {
-        if (method->set_input(0, views[i % 2]) != Error::Ok) break;
-        if (method->execute() != Error::Ok) break;
-        if (!method->output(0).ok() || !method->output(1).ok()) break;
-        ++ok_runs;
-      }
-      allocations = counter.count();
-    }
-    EXPECT_EQ(ok_runs, 100) << last_error_message();
-    EXPECT_EQ(allocations, 0) << "heap allocations in 100 executions, " << threads << " threads";
+    expect_no_allocations(*method, views, threads);
   }
 }
 
@@ -239,22 +244,7 @@ TEST(CpuZeroAlloc, ExecuteWithBottlenecksNeverAllocates) {
     std::vector<float> inputs[2] = {random_floats(2304, 1), random_floats(2304, 2)};
     const TensorView views[2] = {testing::f32_view(sizes, inputs[0]),
                                  testing::f32_view(sizes, inputs[1])};
-    ASSERT_EQ(method->set_input(0, views[0]), Error::Ok);
-    ASSERT_EQ(method->execute(), Error::Ok) << last_error_message();
-    long allocations;
-    int ok_runs = 0;
-    {
-      ArmedCounter counter;
-      for (int i = 0; i < 100; ++i) {
-        if (method->set_input(0, views[i % 2]) != Error::Ok) break;
-        if (method->execute() != Error::Ok) break;
-        if (!method->output(0).ok() || !method->output(1).ok()) break;
-        ++ok_runs;
-      }
-      allocations = counter.count();
-    }
-    EXPECT_EQ(ok_runs, 100) << last_error_message();
-    EXPECT_EQ(allocations, 0) << "heap allocations in 100 executions, " << threads << " threads";
+    expect_no_allocations(*method, views, threads);
     // And the outputs are the portable kernels'.
     const RunResult portable = run_program(pte, graph, {inputs[1]}, true);
     ASSERT_EQ(portable.outputs.size(), 2u);
