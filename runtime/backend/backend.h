@@ -5,6 +5,8 @@
 #include <cstdint>
 
 #include "runtime/core/evalue.h"
+#include "runtime/core/data_loader.h"
+#include "runtime/core/freeable_buffer.h"
 #include "runtime/core/memory_allocator.h"
 #include "runtime/core/result.h"
 #include "runtime/core/span.h"
@@ -55,10 +57,14 @@ class BackendInterface {
   virtual ~BackendInterface() = default;
   /// Whether the backend can run here (device present, driver loaded). Cheap; called at load.
   virtual bool is_available() const = 0;
-  /// Builds a delegate from its blob. `blob` and `specs` point into the Program and stay
-  /// valid while it lives. DelegateInvalidCompatibility makes the runtime take the portable
-  /// fallback; any other error fails the method load.
-  virtual Result<DelegateHandle*> init(BackendInitContext& context, Span<const uint8_t> blob,
+  /// Builds a delegate from its blob. The backend owns `blob` from here on: its bytes are
+  /// aligned to kLoaderAlignment (64; the loader's promise, data_loader.h) and stay readable
+  /// while the backend holds the buffer. A backend that reads them in place keeps the buffer in
+  /// its handle until destroy(); one that copies what it needs (weights uploaded to a device)
+  /// frees it, which releases the host pages of an mmapped program. `specs` point into the
+  /// Program and stay valid while it lives. DelegateInvalidCompatibility makes the runtime take
+  /// the portable fallback; any other error fails the method load.
+  virtual Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer blob,
                                        Span<const CompileSpecView> specs) const = 0;
   /// Called once per delegate call at the end of method load, with the call's values bound
   /// to their final memory (inputs, then outputs; the same EValues execute() receives). A
@@ -83,9 +89,11 @@ struct Backend {
   uint32_t interface_version = kBackendInterfaceVersion;
 };
 
-/// Registers a backend. InvalidArgument for a null name/interface, a duplicate name or a
-/// wrong interface version; MemoryAllocationFailed when kMaxBackends are registered.
-/// Not thread-safe: register at startup.
+/// Registers a backend. The registration rule shared with kernels and backend compilers:
+/// registering a name again replaces the earlier entry in place (the last registration wins).
+/// InvalidArgument for a null name/interface or a wrong interface version;
+/// MemoryAllocationFailed when kMaxBackends are registered. Not thread-safe: register at
+/// startup.
 Error register_backend(const Backend& backend);
 
 /// The backend registered under `name`, or null.

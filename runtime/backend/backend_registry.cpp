@@ -21,13 +21,16 @@ Error register_backend(const Backend& backend) {
                              "register_backend: backend '%s' was built against interface "
                              "version %u, this runtime has version %u",
                              backend.name, backend.interface_version, kBackendInterfaceVersion);
-  TERN_CHECK_OR_RETURN_ERROR(find_backend(backend.name) == nullptr, InvalidArgument,
-                             "register_backend: a backend named '%s' is already registered",
-                             backend.name);
   TERN_CHECK_OR_RETURN_ERROR(g_num_backends < kMaxBackends, MemoryAllocationFailed,
                              "register_backend: cannot register '%s': the registry is full "
                              "(kMaxBackends = %zu)",
                              backend.name, kMaxBackends);
+  for (size_t i = 0; i < g_num_backends; ++i) {
+    if (std::strcmp(g_backends[i].name, backend.name) == 0) {
+      g_backends[i] = backend;  // the registration rule: the last one wins, in place
+      return Error::Ok;
+    }
+  }
   g_backends[g_num_backends++] = backend;
   return Error::Ok;
 }

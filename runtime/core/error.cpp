@@ -1,7 +1,9 @@
 #include "runtime/core/error.h"
 
 #include <cstdarg>
+#include <cstddef>
 #include <cstdio>
+#include <cstring>
 
 #include "runtime/core/log.h"
 
@@ -41,6 +43,29 @@ Error set_error_message(Error error, const char* format, ...) {
   va_start(args, format);
   vsnprintf(g_last_message, kMessageCapacity, format, args);
   va_end(args);
+  TERN_LOG(Debug, "%s: %s", to_string(error), g_last_message);
+  return error;
+}
+
+Error chain_error_message(Error error, const char* format, ...) {
+  // The cause is copied first: the new message is written over it.
+  char cause[kMessageCapacity];
+  const char* previous = g_last_message[0] != '\0' ? g_last_message : "(no message)";
+  const size_t cause_length = strnlen(previous, kMessageCapacity - 1);
+  memcpy(cause, previous, cause_length);
+  cause[cause_length] = '\0';
+  va_list args;
+  va_start(args, format);
+  const int written = vsnprintf(g_last_message, kMessageCapacity, format, args);
+  va_end(args);
+  // Appends ": <cause>", truncated to what is left of the buffer.
+  size_t at = written < 0 ? 0 : static_cast<size_t>(written);
+  if (at >= kMessageCapacity) at = kMessageCapacity - 1;  // already truncated
+  const char* parts[2] = {": ", cause};
+  for (const char* part : parts) {
+    for (; *part != '\0' && at + 1 < kMessageCapacity; ++part) g_last_message[at++] = *part;
+  }
+  if (at < kMessageCapacity) g_last_message[at] = '\0';
   TERN_LOG(Debug, "%s: %s", to_string(error), g_last_message);
   return error;
 }

@@ -43,6 +43,15 @@ Error set_error_message(Error error, const char* format, ...)
 #endif
     ;
 
+/// Wraps the error a callee just raised: records "<formatted message>: <the previous last
+/// message>" ("(no message)" when there was none) and returns `error`. The one way tern chains
+/// an error's cause into the message of the layer above. Never allocates.
+Error chain_error_message(Error error, const char* format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 /// Clears this thread's last error message.
 void clear_error_message();
 
@@ -59,6 +68,11 @@ void clear_error_message();
 /// Returns `error` with a formatted message, unconditionally.
 #define TERN_RETURN_ERROR(error, ...) \
   return ::tern::set_error_message(::tern::Error::error, __VA_ARGS__)
+
+/// Returns `error` with a formatted message followed by the cause already recorded
+/// (chain_error_message), unconditionally.
+#define TERN_RETURN_CHAINED_ERROR(error, ...) \
+  return ::tern::chain_error_message(::tern::Error::error, __VA_ARGS__)
 
 /// Evaluates an expression yielding Error and returns it from the enclosing function if not Ok.
 #define TERN_RETURN_IF_ERROR(expr)              \

@@ -1,5 +1,5 @@
 // Method: set inputs, execute (a loop over the steps Program::load_method resolved, which never
-// allocates), read outputs, reset state. Loading is method_load.cpp.
+// allocates), read outputs, reset state. Loading is program_load_method.cpp.
 #include "runtime/executor/method.h"
 
 #include <cstdio>
@@ -11,9 +11,7 @@
 
 namespace tern {
 
-using internal::copy_last_message;
 using internal::init_state;
-using internal::kMessageCopy;
 using internal::method_name_of;
 using internal::or_empty;
 
@@ -68,7 +66,7 @@ Method::Method(Method&& other) noexcept
 
 Method::~Method() {
   for (size_t i = 0; i < num_delegates_; ++i) {
-    DelegateSlot& slot = delegates_[i];
+    internal::MethodDelegateSlot& slot = delegates_[i];
     if (slot.initialized && slot.backend != nullptr) {
       slot.backend->destroy(slot.handle);
       slot.initialized = false;
@@ -166,7 +164,7 @@ Error Method::execute() {
   }
   MemoryAllocator* temp = memory_.temp_allocator;
   for (size_t i = 0; i < num_steps_; ++i) {
-    const Step& step = steps_[i];
+    const internal::MethodStep& step = steps_[i];
     clear_error_message();
     if (observer_ != nullptr) observer_->on_step_begin(i, step.op_name, step.debug_name);
     Error err;
@@ -189,29 +187,28 @@ Error Method::execute() {
     if (temp != nullptr) temp->reset();
     if (observer_ != nullptr) observer_->on_step_end(i, step.op_name, step.debug_name);
     if (err != Error::Ok) {
-      char message[kMessageCopy];
-      copy_last_message(message, sizeof(message));
       if (step.fn == nullptr) {
-        return set_error_message(err,
-                                 "method '%s': step %zu (instruction %u, delegate %u, backend "
-                                 "'%s', '%s') failed with %s: %s",
-                                 method_name_of(method_), i, step.instruction, step.delegate,
-                                 or_empty(step.op_name), or_empty(step.debug_name), to_string(err),
-                                 message);
+        return chain_error_message(err,
+                                   "method '%s': step %zu (instruction %u, delegate %u, backend "
+                                   "'%s', '%s') failed with %s",
+                                   method_name_of(method_), i, step.instruction, step.delegate,
+                                   or_empty(step.op_name), or_empty(step.debug_name),
+                                   to_string(err));
       }
       if (step.fallback >= 0) {
-        return set_error_message(err,
-                                 "method '%s': step %zu (fallback instruction %d of delegate call "
-                                 "at instruction %u, op '%s', '%s') failed with %s: %s",
-                                 method_name_of(method_), i, step.fallback, step.instruction,
-                                 or_empty(step.op_name), or_empty(step.debug_name), to_string(err),
-                                 message);
+        return chain_error_message(err,
+                                   "method '%s': step %zu (fallback instruction %d of delegate "
+                                   "call at instruction %u, op '%s', '%s') failed with %s",
+                                   method_name_of(method_), i, step.fallback, step.instruction,
+                                   or_empty(step.op_name), or_empty(step.debug_name),
+                                   to_string(err));
       }
-      return set_error_message(err,
-                               "method '%s': step %zu (instruction %u, op '%s', '%s') failed "
-                               "with %s: %s",
-                               method_name_of(method_), i, step.instruction, or_empty(step.op_name),
-                               or_empty(step.debug_name), to_string(err), message);
+      return chain_error_message(err,
+                                 "method '%s': step %zu (instruction %u, op '%s', '%s') failed "
+                                 "with %s",
+                                 method_name_of(method_), i, step.instruction,
+                                 or_empty(step.op_name), or_empty(step.debug_name),
+                                 to_string(err));
     }
   }
   executed_ = true;

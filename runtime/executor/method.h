@@ -8,25 +8,18 @@
 #include "runtime/core/evalue.h"
 #include "runtime/core/result.h"
 #include "runtime/core/span.h"
-#include "runtime/executor/kernel_registry.h"
 #include "runtime/executor/memory_manager.h"
+#include "runtime/executor/method_load_options.h"
 #include "runtime/executor/method_meta.h"
 #include "runtime/executor/profiler.h"
 
 namespace tern {
 
 class Program;
-
-struct MethodLoadOptions {
-  /// Backend names the method must not use; their delegates run their portable fallback.
-  /// The strings and the array must live until load_method returns.
-  Span<const char* const> disabled_backends;
-  /// Worker threads for backends (0: backend default).
-  uint32_t num_threads = 0;
-};
-
-/// Which way a delegate call of a loaded method runs.
-enum class DelegatePath : uint8_t { Backend = 0, Fallback = 1 };
+namespace internal {
+struct MethodStep;
+struct MethodDelegateSlot;
+}  // namespace internal
 
 /// A loaded method. Not thread-safe: one thread at a time per Method; several Methods of one
 /// Program may run concurrently. Move-only; destroys its delegate handles on destruction.
@@ -76,9 +69,6 @@ class Method {
   friend class Program;
   Method() = default;
 
-  struct Step;          // one resolved kernel call or delegate call
-  struct DelegateSlot;  // an initialized delegate
-
   const Program* program_ = nullptr;
   const fb::Method* method_ = nullptr;
   MemoryManager memory_{};
@@ -88,9 +78,9 @@ class Method {
   uint32_t* output_indices_ = nullptr;
   size_t num_inputs_ = 0;
   size_t num_outputs_ = 0;
-  Step* steps_ = nullptr;
+  internal::MethodStep* steps_ = nullptr;  ///< resolved kernel and delegate calls
   size_t num_steps_ = 0;
-  DelegateSlot* delegates_ = nullptr;
+  internal::MethodDelegateSlot* delegates_ = nullptr;  ///< initialized delegates
   size_t num_delegates_ = 0;
   DelegatePath* delegate_paths_ = nullptr;
   size_t num_delegate_calls_ = 0;

@@ -10,40 +10,12 @@
 #include "runtime/core/checked_math.h"
 #include "runtime/core/evalue.h"
 #include "runtime/core/tensor_view.h"
-#include "runtime/executor/kernel_registry.h"
-#include "runtime/executor/method.h"
+#include "runtime/executor/method_load_options.h"
+#include "runtime/executor/method_step.h"
 #include "schema/program_generated.h"
 
 namespace tern {
 namespace internal {
-
-/// One resolved step of a loaded method: a kernel call (fn set) or a delegate call (backend
-/// set). Method::Step derives from it without adding members.
-struct MethodStepData {
-  KernelFn fn = nullptr;
-  const BackendInterface* backend = nullptr;
-  DelegateHandle* handle = nullptr;
-  const char* op_name = nullptr;     ///< operator name, or the backend name for a delegate
-  const char* debug_name = nullptr;  ///< the instruction's debug name (may be null)
-  EValue** args = nullptr;
-  uint32_t num_args = 0;
-  uint32_t instruction = 0;  ///< index in Method.instructions
-  uint32_t delegate = 0;     ///< index in Method.delegates (delegate steps)
-  int32_t fallback = -1;     ///< index in Method.fallback_instructions, or -1
-};
-
-/// One delegate of a loaded method. Method::DelegateSlot derives from it without adding
-/// members. `handle` is owned (destroyed by ~Method) when non-null.
-struct MethodDelegateSlotData {
-  const BackendInterface* backend = nullptr;
-  DelegateHandle* handle = nullptr;
-  const char* backend_name = nullptr;
-  bool resolved = false;  ///< init attempted (or fallback decided)
-  bool use_fallback = false;
-  bool initialized = false;  ///< init() succeeded: destroy(handle) is owed
-  CompileSpecView* specs = nullptr;
-  uint32_t num_specs = 0;
-};
 
 /// Element counts of every array a loaded Method keeps in its method allocator. Counts are
 /// upper bounds computed from the (structurally verified) FlatBuffer before any semantic
@@ -57,9 +29,9 @@ struct MethodLayout {
   uint64_t num_tensor_refs = 0;     ///< TensorView*: tensor list items
   uint64_t num_inputs = 0;          ///< 2 x uint32_t each: the value index, then a "set" flag
   uint64_t num_outputs = 0;         ///< uint32_t
-  uint64_t num_steps = 0;           ///< Method::Step (delegate calls count their fallback size)
+  uint64_t num_steps = 0;           ///< MethodStep (delegate calls count their fallback size)
   uint64_t num_step_args = 0;       ///< EValue*
-  uint64_t num_delegates = 0;       ///< Method::DelegateSlot
+  uint64_t num_delegates = 0;       ///< MethodDelegateSlot
   uint64_t num_specs = 0;           ///< CompileSpecView
   uint64_t num_delegate_calls = 0;  ///< DelegatePath
 };
@@ -190,10 +162,10 @@ inline uint64_t method_layout_bytes(const MethodLayout& l) {
   layout_add_array(&total, layout_saturating_add(l.num_inputs, l.num_inputs), sizeof(uint32_t),
                    alignof(uint32_t));
   layout_add_array(&total, l.num_outputs, sizeof(uint32_t), alignof(uint32_t));
-  layout_add_array(&total, l.num_steps, sizeof(MethodStepData), alignof(MethodStepData));
+  layout_add_array(&total, l.num_steps, sizeof(MethodStep), alignof(MethodStep));
   layout_add_array(&total, l.num_step_args, sizeof(EValue*), alignof(EValue*));
-  layout_add_array(&total, l.num_delegates, sizeof(MethodDelegateSlotData),
-                   alignof(MethodDelegateSlotData));
+  layout_add_array(&total, l.num_delegates, sizeof(MethodDelegateSlot),
+                   alignof(MethodDelegateSlot));
   layout_add_array(&total, l.num_specs, sizeof(CompileSpecView), alignof(CompileSpecView));
   layout_add_array(&total, l.num_delegate_calls, sizeof(DelegatePath), alignof(DelegatePath));
   return total;

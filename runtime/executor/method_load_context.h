@@ -14,7 +14,8 @@
 #include "runtime/core/memory_allocator.h"
 #include "runtime/core/tensor_view.h"
 #include "runtime/executor/memory_manager.h"
-#include "runtime/executor/method.h"
+#include "runtime/executor/method_load_options.h"
+#include "runtime/executor/method_step.h"
 #include "runtime/executor/method_layout.h"
 #include "runtime/executor/program.h"
 #include "schema/program_generated.h"
@@ -22,22 +23,12 @@
 namespace tern {
 namespace internal {
 
-/// Bytes of an error message copied before another call overwrites it.
-constexpr size_t kMessageCopy = 1024;
-
 inline const char* or_empty(const char* s) { return s ? s : ""; }
 
 inline const char* fb_str(const flatbuffers::String* s) { return s ? s->c_str() : nullptr; }
 
 inline const char* method_name_of(const fb::Method* method) {
   return method ? or_empty(fb_str(method->name())) : "";
-}
-
-/// Copies this thread's last error message (set_error_message() overwrites it).
-inline void copy_last_message(char* out, size_t size) {
-  const char* msg = last_error_message();
-  if (msg[0] == '\0') msg = "(no message)";
-  std::snprintf(out, size, "%s", msg);
 }
 
 /// Bump-allocates from a pre-sized pool, failing (never overflowing) past its capacity.
@@ -117,19 +108,14 @@ Error init_state(const Program* program, const fb::Method* method, const EValue*
 
 /// Resolves value indices `args` into a slice of the step-arg pool.
 Error resolve_args(LoadContext& c, const flatbuffers::Vector<int32_t>* args, const char* where,
-                   uint32_t where_index, MethodStepData& step);
+                   uint32_t where_index, MethodStep& step);
 /// Fills `step` from a kernel call. `fallback` is the index in fallback_instructions or -1.
 Error fill_kernel_step(LoadContext& c, const fb::Instruction* instr, uint32_t instruction,
-                       int32_t fallback, MethodStepData& step);
+                       int32_t fallback, MethodStep& step);
 /// Decides how delegate `index` runs: initializes its backend, or marks it for the fallback
 /// (logging one line that says why). `fallback_kernels` is for the log line.
 Error resolve_delegate(LoadContext& c, uint32_t index, const MethodLoadOptions& options,
-                       uint32_t fallback_kernels, MethodDelegateSlotData& slot);
+                       uint32_t fallback_kernels, MethodDelegateSlot& slot);
 
 }  // namespace internal
-
-// The private nested types of Method, shared by method_load.cpp and method.cpp.
-struct Method::Step : internal::MethodStepData {};
-struct Method::DelegateSlot : internal::MethodDelegateSlotData {};
-
 }  // namespace tern

@@ -4,6 +4,7 @@
 
 #include "runtime/core/log.h"
 #include "runtime/executor/method_load_context.h"
+#include "runtime/kernel/kernel_registry.h"
 
 namespace tern {
 namespace internal {
@@ -12,7 +13,7 @@ namespace internal {
 
 /// Resolves value indices `args` into a slice of the step-arg pool.
 Error resolve_args(LoadContext& c, const flatbuffers::Vector<int32_t>* args, const char* where,
-                   uint32_t where_index, MethodStepData& step) {
+                   uint32_t where_index, MethodStep& step) {
   const uint32_t n = args ? args->size() : 0;
   EValue** out = c.step_args.take(n);
   if (out == nullptr && n > 0) return pool_exhausted(c, "step arguments");
@@ -32,7 +33,7 @@ Error resolve_args(LoadContext& c, const flatbuffers::Vector<int32_t>* args, con
 
 /// Fills `step` from a kernel call. `fallback` is the index in fallback_instructions or -1.
 Error fill_kernel_step(LoadContext& c, const fb::Instruction* instr, uint32_t instruction,
-                       int32_t fallback, MethodStepData& step) {
+                       int32_t fallback, MethodStep& step) {
   const char* where = fallback < 0 ? "instruction" : "fallback instruction";
   const uint32_t where_index = fallback < 0 ? instruction : static_cast<uint32_t>(fallback);
   step.instruction = instruction;
@@ -72,7 +73,7 @@ bool is_disabled(const MethodLoadOptions& options, const char* backend) {
 /// Decides how delegate `index` runs: initializes its backend, or marks it for the fallback
 /// (logging one line that says why). `fallback_kernels` is for the log line.
 Error resolve_delegate(LoadContext& c, uint32_t index, const MethodLoadOptions& options,
-                       uint32_t fallback_kernels, MethodDelegateSlotData& slot) {
+                       uint32_t fallback_kernels, MethodDelegateSlot& slot) {
   const fb::Delegate* d = c.method->delegates()->Get(index);
   slot.resolved = true;
   slot.backend_name = d ? fb_str(d->backend()) : nullptr;
@@ -106,14 +107,14 @@ Error resolve_delegate(LoadContext& c, uint32_t index, const MethodLoadOptions& 
   } else if (!entry->backend->is_available()) {
     reason = "not available";
   } else {
-    auto blob = c.program->segment_data(segment);
+    auto blob = c.program->segment_buffer(segment);
     if (!blob.ok()) return blob.error();
     BackendInitContext init_context;
     init_context.method_allocator = c.memory->method_allocator;
     init_context.method_name = c.name;
     init_context.num_threads = options.num_threads;
     clear_error_message();
-    auto handle = entry->backend->init(init_context, blob.get(),
+    auto handle = entry->backend->init(init_context, std::move(blob.get()),
                                        Span<const CompileSpecView>(slot.specs, num_specs));
     if (handle.ok()) {
       slot.backend = entry->backend;
@@ -121,17 +122,18 @@ Error resolve_delegate(LoadContext& c, uint32_t index, const MethodLoadOptions& 
       slot.initialized = true;
       return Error::Ok;
     }
-    char message[kMessageCopy];
-    copy_last_message(message, sizeof(message));
     if (handle.error() != Error::DelegateInvalidCompatibility) {
-      return set_error_message(handle.error(),
-                               "method '%s': delegate %u (backend '%s'): init failed with %s: %s",
-                               c.name, index, backend, to_string(handle.error()), message);
+      return chain_error_message(handle.error(),
+                                 "method '%s': delegate %u (backend '%s'): init failed with %s",
+                                 c.name, index, backend, to_string(handle.error()));
     }
+    // Logging does not touch the last error message: the backend's reason is read in place.
+    const char* reason_text = last_error_message();
     TERN_LOG(Info,
              "method '%s': delegate %u (backend '%s') rejected its blob (%s); running its "
              "portable fallback (%u kernels)",
-             c.name, index, backend, message, fallback_kernels);
+             c.name, index, backend, reason_text[0] != '\0' ? reason_text : "(no message)",
+             fallback_kernels);
     slot.use_fallback = true;
     return Error::Ok;
   }

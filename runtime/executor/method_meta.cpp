@@ -1,7 +1,7 @@
 // MethodMeta over a verified fb::Method (every index was checked by Program::load).
-// method_allocator_bytes() lives in method_allocator_bytes.cpp.
 #include "runtime/executor/method_meta.h"
 
+#include "runtime/executor/method_layout.h"
 #include "runtime/executor/program_verifier.h"
 #include "schema/program_generated.h"
 
@@ -126,5 +126,9 @@ size_t MethodMeta::num_instructions() const { return count_of(method_->instructi
 uint64_t MethodMeta::temp_allocator_bytes() const { return method_->temp_size(); }
 
 size_t MethodMeta::num_delegates() const { return count_of(method_->delegates()); }
+
+uint64_t MethodMeta::method_allocator_bytes() const {
+  return internal::method_layout_bytes(internal::compute_method_layout(method_));
+}
 
 }  // namespace tern

@@ -2,7 +2,6 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
 #include "runtime/core/checked_math.h"
@@ -15,35 +14,28 @@ namespace {
 
 using ull = unsigned long long;
 
-constexpr uintptr_t kStructureAlignment = 16;
-constexpr uintptr_t kMaxSegmentAlignment = 4096;
+/// The alignment DataLoader::load() promises for a range at `offset` (data_loader.h).
+size_t promised_alignment(uint64_t offset) {
+  if (offset == 0) return kLoaderAlignment;
+  const uint64_t lowest = offset & (~offset + 1);
+  return lowest < kLoaderAlignment ? static_cast<size_t>(lowest) : kLoaderAlignment;
+}
 
-/// Copies the thread's last error message (the loader's) so a new message can quote it.
-struct SavedMessage {
-  SavedMessage() { snprintf(text, sizeof(text), "%s", last_error_message()); }
-  char text[256];
-};
+/// InvalidArgument when a loader broke its alignment promise (a caller's own DataLoader).
+Error check_loader_alignment(const FreeableBuffer& buffer, uint64_t offset, const char* what) {
+  const size_t alignment = promised_alignment(offset);
+  TERN_CHECK_OR_RETURN_ERROR(
+      buffer.size() == 0 || reinterpret_cast<uintptr_t>(buffer.data()) % alignment == 0,
+      InvalidArgument,
+      "the data loader returned the %s (file offset %llu) at address %p, which is not "
+      "%zu-byte aligned as DataLoader::load() promises",
+      what, static_cast<ull>(offset), buffer.data(), alignment);
+  return Error::Ok;
+}
 
-void free_aligned(void* /*context*/, void* data, size_t /*size*/) { std::free(data); }
-
-/// Returns `buffer` unchanged when its data is aligned to `alignment`, otherwise an aligned
-/// heap copy (a caller's buffer need not be aligned; FlatBuffers and kernels need it).
-Result<FreeableBuffer> ensure_aligned(FreeableBuffer buffer, uintptr_t alignment,
-                                      const char* what) {
-  if (buffer.size() == 0 || reinterpret_cast<uintptr_t>(buffer.data()) % alignment == 0) {
-    return buffer;
-  }
-  void* copy = nullptr;
-  TERN_CHECK_OR_RETURN_ERROR(posix_memalign(&copy, alignment, buffer.size()) == 0,
-                             MemoryAllocationFailed,
-                             "cannot allocate %zu bytes to align the %s to %zu bytes",
-                             buffer.size(), what, static_cast<size_t>(alignment));
-  TERN_LOG(Warning, "the loader's %s is not %zu-byte aligned; copying %zu bytes", what,
-           static_cast<size_t>(alignment), buffer.size());
-  memcpy(copy, buffer.data(), buffer.size());
-  const size_t size = buffer.size();
-  buffer.free();
-  return FreeableBuffer(copy, size, free_aligned);
+/// Release function of segment_buffer(): the loader may drop the bytes from memory.
+void release_to_loader(void* loader, void* data, size_t size) {
+  if (loader != nullptr) static_cast<DataLoader*>(loader)->release_resident(data, size);
 }
 
 }  // namespace
@@ -58,10 +50,9 @@ Result<Program> Program::load(DataLoader* loader, const LoadOptions& options) {
   {
     auto head = loader->load(0, head_size);
     if (!head.ok()) {
-      const SavedMessage cause;
-      TERN_RETURN_ERROR(AccessFailed,
-                        "cannot read the %zu-byte file header (file of %zu bytes): %s", head_size,
-                        file_size, cause.text);
+      TERN_RETURN_CHAINED_ERROR(AccessFailed,
+                                "cannot read the %zu-byte file header (file of %zu bytes)",
+                                head_size, file_size);
     }
     TERN_CHECK_OR_RETURN_ERROR(head->size() == head_size, AccessFailed,
                                "loader returned %zu bytes for the %zu-byte header", head->size(),
@@ -77,18 +68,17 @@ Result<Program> Program::load(DataLoader* loader, const LoadOptions& options) {
     auto structure = loader->load(static_cast<size_t>(header.flatbuffer_offset),
                                   static_cast<size_t>(header.flatbuffer_size));
     if (!structure.ok()) {
-      const SavedMessage cause;
-      TERN_RETURN_ERROR(AccessFailed,
-                        "cannot read the FlatBuffer [%llu, +%llu) of the %zu-byte "
-                        "file: %s",
-                        static_cast<ull>(header.flatbuffer_offset),
-                        static_cast<ull>(header.flatbuffer_size), file_size, cause.text);
+      TERN_RETURN_CHAINED_ERROR(AccessFailed,
+                                "cannot read the FlatBuffer [%llu, +%llu) of the %zu-byte file",
+                                static_cast<ull>(header.flatbuffer_offset),
+                                static_cast<ull>(header.flatbuffer_size), file_size);
     }
     TERN_CHECK_OR_RETURN_ERROR(structure->size() == header.flatbuffer_size, AccessFailed,
                                "loader returned %zu bytes for the %llu-byte FlatBuffer",
                                structure->size(), static_cast<ull>(header.flatbuffer_size));
-    TERN_ASSIGN_OR_RETURN(program.structure_, ensure_aligned(std::move(structure.get()),
-                                                             kStructureAlignment, "FlatBuffer"));
+    TERN_RETURN_IF_ERROR(
+        check_loader_alignment(structure.get(), header.flatbuffer_offset, "FlatBuffer"));
+    program.structure_ = std::move(structure.get());
   }
   const uint8_t* fb_bytes = static_cast<const uint8_t*>(program.structure_.data());
   const uint64_t computed = compute_header_checksum(
@@ -105,34 +95,24 @@ Result<Program> Program::load(DataLoader* loader, const LoadOptions& options) {
     auto area = loader->load(static_cast<size_t>(header.segment_area_offset),
                              static_cast<size_t>(header.segment_area_size));
     if (!area.ok()) {
-      const SavedMessage cause;
-      TERN_RETURN_ERROR(AccessFailed,
-                        "cannot read the segment area [%llu, +%llu) of the "
-                        "%zu-byte file: %s",
-                        static_cast<ull>(header.segment_area_offset),
-                        static_cast<ull>(header.segment_area_size), file_size, cause.text);
+      TERN_RETURN_CHAINED_ERROR(AccessFailed,
+                                "cannot read the segment area [%llu, +%llu) of the %zu-byte file",
+                                static_cast<ull>(header.segment_area_offset),
+                                static_cast<ull>(header.segment_area_size), file_size);
     }
     TERN_CHECK_OR_RETURN_ERROR(area->size() == header.segment_area_size, AccessFailed,
                                "loader returned %zu bytes for the %llu-byte segment area",
                                area->size(), static_cast<ull>(header.segment_area_size));
-    uintptr_t alignment = 1;
-    const auto* segments = program.program_->segments();
-    for (uint32_t i = 0; segments != nullptr && i < segments->size(); ++i) {
-      if (segments->Get(i)->alignment() > alignment) alignment = segments->Get(i)->alignment();
-    }
-    if (alignment > kMaxSegmentAlignment) alignment = kMaxSegmentAlignment;
-    // A base aligned to 64 bytes is enough for every kernel; only copy below that.
-    const uintptr_t needed = alignment < 64 ? alignment : 64;
-    if (reinterpret_cast<uintptr_t>(area->data()) % needed == 0) {
-      program.segment_area_ = std::move(area.get());
-    } else {
-      TERN_ASSIGN_OR_RETURN(program.segment_area_,
-                            ensure_aligned(std::move(area.get()), alignment, "segment area"));
-    }
+    // Segments are verified to lie at multiples of their alignment inside the area, so the
+    // loader's promise for the area's offset carries over to every segment.
+    TERN_RETURN_IF_ERROR(
+        check_loader_alignment(area.get(), header.segment_area_offset, "segment area"));
+    program.segment_area_ = std::move(area.get());
   }
+  program.loader_ = loader;
 
   if (options.verification == Verification::Full) {
-    TERN_RETURN_IF_ERROR(program.verify_segment_checksums(loader));
+    TERN_RETURN_IF_ERROR(program.verify_segment_checksums(/*release_checked=*/true));
   }
   return program;
 }
@@ -190,9 +170,14 @@ Result<Span<const uint8_t>> Program::segment_data(uint32_t index) const {
   return Span<const uint8_t>(base + seg->offset(), static_cast<size_t>(seg->size()));
 }
 
-Error Program::verify_segment_checksums() const { return verify_segment_checksums(nullptr); }
+Result<FreeableBuffer> Program::segment_buffer(uint32_t index) const {
+  TERN_ASSIGN_OR_RETURN(const Span<const uint8_t> data, segment_data(index));
+  return FreeableBuffer(data.data(), data.size(), release_to_loader, loader_);
+}
 
-Error Program::verify_segment_checksums(DataLoader* release_to) const {
+Error Program::verify_segment_checksums() const { return verify_segment_checksums(false); }
+
+Error Program::verify_segment_checksums(bool release_checked) const {
   const size_t n = num_segments();
   for (size_t i = 0; i < n; ++i) {
     const fb::Segment* seg = program_->segments()->Get(static_cast<uint32_t>(i));
@@ -206,7 +191,9 @@ Error Program::verify_segment_checksums(DataLoader* release_to) const {
                                "expected 0x%016llx, found 0x%016llx (the weights are corrupt)",
                                i, static_cast<ull>(seg->offset()), static_cast<ull>(seg->size()),
                                static_cast<ull>(seg->checksum()), static_cast<ull>(found));
-    if (release_to != nullptr) release_to->release_resident(data->data(), data->size());
+    if (release_checked && loader_ != nullptr) {
+      loader_->release_resident(data->data(), data->size());
+    }
   }
   return Error::Ok;
 }

@@ -6,7 +6,7 @@
 
 #include "runtime/core/result.h"
 #include "runtime/core/span.h"
-#include "runtime/executor/data_loader.h"
+#include "runtime/core/data_loader.h"
 #include "runtime/executor/file_header.h"
 #include "runtime/executor/method_meta.h"
 
@@ -31,7 +31,10 @@ class Program {
     Verification verification = Verification::Full;
   };
 
-  /// Loads and verifies the program behind `loader`, which must outlive the Program.
+  /// Loads and verifies the program behind `loader`, which must outlive the Program (its
+  /// buffers hold the program's bytes; segment_buffer() hands the loader's release back).
+  /// Relies on the loader's alignment promise (DataLoader::load()); a loader that breaks it is
+  /// InvalidArgument.
   /// Errors name what was wrong and where: NotATernProgram (bad magic, an ExecuTorch file),
   /// VersionMismatch (both versions), ChecksumMismatch (header or which segment),
   /// InvalidProgram (which method/value/instruction/segment and the bad index or range),
@@ -61,18 +64,26 @@ class Program {
   size_t num_segments() const;
   /// The bytes of segment `index` (points into the loaded segment area).
   Result<Span<const uint8_t>> segment_data(uint32_t index) const;
+  /// Segment `index` as a buffer its receiver owns (a delegate's blob for BackendInterface::
+  /// init): the bytes point into the segment area (aligned as the segment's alignment, at most
+  /// kLoaderAlignment) and stay valid while the Program lives; freeing the buffer tells the
+  /// loader they need not stay in memory (an mmapped file's pages are dropped and read back
+  /// from the page cache if touched again). InvalidArgument when out of range.
+  Result<FreeableBuffer> segment_buffer(uint32_t index) const;
   /// Recomputes every segment checksum; ChecksumMismatch names the first bad segment.
   Error verify_segment_checksums() const;
-  /// The same, handing each segment to release_to->release_resident() once checksummed (load()
-  /// passes its loader: an mmapped segment that nothing else reads then never stays resident).
-  Error verify_segment_checksums(DataLoader* release_to) const;
 
  private:
   Program() = default;
+  /// Checksums every segment; with `release_checked` (load) each one is then handed to the
+  /// loader's release_resident(): weights only verified never stay resident.
+  Error verify_segment_checksums(bool release_checked) const;
+
   FileHeader header_;
   FreeableBuffer structure_;     // the FlatBuffer bytes
   FreeableBuffer segment_area_;  // all segments
   const fb::Program* program_ = nullptr;
+  DataLoader* loader_ = nullptr;  // not owned; outlives the Program
 };
 
 }  // namespace tern

@@ -377,8 +377,9 @@ class InterpBackend final : public BackendInterface {
   mutable int execute_calls = 0;
 
   bool is_available() const override { return true; }
-  Result<DelegateHandle*> init(BackendInitContext&, Span<const uint8_t> blob,
+  Result<DelegateHandle*> init(BackendInitContext&, FreeableBuffer blob_buffer,
                                Span<const CompileSpecView>) const override {
+    const Span<const uint8_t> blob = blob_buffer.bytes();
     std::istringstream in(std::string(reinterpret_cast<const char*>(blob.data()), blob.size()));
     auto h = std::make_unique<Handle>();
     std::string line;

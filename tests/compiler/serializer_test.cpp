@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/executor/buffer_data_loader.h"
+#include "runtime/loader/buffer_data_loader.h"
 #include "runtime/executor/method_meta.h"
 #include "runtime/executor/program.h"
 #include "schema/program_generated.h"

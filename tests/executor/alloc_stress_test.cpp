@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "runtime/core/log.h"
-#include "runtime/executor/kernel_registry.h"
+#include "runtime/kernel/kernel_registry.h"
 #include "tests/executor/hardening_util.h"
 #include "tests/fuzz/sample_programs.h"
 #include "tools/compiler/graph_builder.h"

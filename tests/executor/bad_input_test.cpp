@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/executor/module.h"
+#include "runtime/extension/module.h"
 #include "tests/executor/hardening_util.h"
 #include "tests/fuzz/sample_programs.h"
 #include "tools/compiler/serializer.h"

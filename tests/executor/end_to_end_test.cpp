@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/executor/file_data_loader.h"
-#include "runtime/executor/mmap_data_loader.h"
-#include "runtime/executor/module.h"
+#include "runtime/loader/file_data_loader.h"
+#include "runtime/loader/mmap_data_loader.h"
+#include "runtime/extension/module.h"
 #include "runtime/kernels/portable/register_portable_kernels.h"
 #include "tests/executor/method_test_util.h"
 

@@ -16,7 +16,7 @@
 
 #include "runtime/core/hierarchical_allocator.h"
 #include "runtime/core/memory_allocator.h"
-#include "runtime/executor/buffer_data_loader.h"
+#include "runtime/loader/buffer_data_loader.h"
 #include "runtime/executor/memory_manager.h"
 #include "runtime/executor/method.h"
 #include "runtime/executor/program.h"

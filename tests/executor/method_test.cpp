@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/executor/kernel_registry.h"
+#include "runtime/kernel/kernel_registry.h"
 #include "runtime/kernels/portable/register_portable_kernels.h"
 #include "tests/executor/method_test_util.h"
 #include "tests/executor/raw_program.h"

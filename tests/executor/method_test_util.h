@@ -16,7 +16,7 @@
 #include "runtime/core/memory_allocator.h"
 #include "runtime/core/platform.h"
 #include "runtime/core/tensor_view.h"
-#include "runtime/executor/buffer_data_loader.h"
+#include "runtime/loader/buffer_data_loader.h"
 #include "runtime/executor/memory_manager.h"
 #include "runtime/executor/method.h"
 #include "runtime/executor/program.h"
@@ -152,9 +152,10 @@ class TestBackend final : public BackendInterface {
 
   bool is_available() const override { return available; }
 
-  Result<DelegateHandle*> init(BackendInitContext& context, Span<const uint8_t> blob,
+  Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer blob_buffer,
                                Span<const CompileSpecView> /*specs*/) const override {
     ++init_calls;
+    const Span<const uint8_t> blob = blob_buffer.bytes();
     if (init_error != Error::Ok) {
       return set_error_message(init_error, "test backend: configured to fail init");
     }

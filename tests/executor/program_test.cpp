@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/executor/buffer_data_loader.h"
-#include "runtime/executor/file_data_loader.h"
-#include "runtime/executor/mmap_data_loader.h"
+#include "runtime/loader/buffer_data_loader.h"
+#include "runtime/loader/file_data_loader.h"
+#include "runtime/loader/mmap_data_loader.h"
 #include "schema/program_generated.h"
 #include "tests/executor/raw_program.h"
 #include "tools/compiler/serializer.h"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/executor/module.h"
+#include "runtime/extension/module.h"
 #include "runtime/kernels/portable/register_portable_kernels.h"
 #include "tests/executor/method_test_util.h"
 #include "tests/support/allocation_counter.h"

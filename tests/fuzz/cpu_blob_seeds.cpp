@@ -8,7 +8,7 @@
 #include <string>
 
 #include "backends/cpu/compile/register_cpu_backend_compiler.h"
-#include "runtime/executor/buffer_data_loader.h"
+#include "runtime/loader/buffer_data_loader.h"
 #include "runtime/executor/program.h"
 #include "schema/program_generated.h"
 #include "tests/fuzz/sample_programs.h"

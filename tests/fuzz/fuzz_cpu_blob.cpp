@@ -108,7 +108,8 @@ int fuzz_cpu_blob(const uint8_t* data, size_t size) {
   context.method_name = "forward";
   context.num_threads = 1;
   clear_error_message();
-  auto handle = backend.init(context, blob, Span<const CompileSpecView>());
+  auto handle = backend.init(context, FreeableBuffer(blob.data(), blob.size(), nullptr),
+                              Span<const CompileSpecView>());
   if (handle.ok()) {
     backend.destroy(*handle);
   } else if (last_error_message()[0] == '\0') {

@@ -14,7 +14,7 @@
 #include "backends/cpu/runtime/blob_reader.h"
 #include "backends/cpu/runtime/register_cpu_backend.h"
 #endif
-#include "runtime/executor/buffer_data_loader.h"
+#include "runtime/loader/buffer_data_loader.h"
 #include "runtime/executor/program.h"
 #include "tests/fuzz/fuzz_corpus.h"
 #include "tests/fuzz/fuzz_entries.h"
@@ -114,7 +114,11 @@ TEST(FuzzSeeds, CpuBlobSeedsParseAndInit) {
   ASSERT_GE(seeds.size(), 4u) << "expected blobs from demo_mlp, convnet, dense and pad";
   for (const Seed& seed : seeds) {
     SCOPED_TRACE(seed.first);
-    std::vector<uint64_t> aligned(seed.second.size() / 8 + 1);
+    // 64-byte aligned, as a program segment hands a blob to init.
+    struct alignas(64) Line {
+      uint8_t bytes[64];
+    };
+    std::vector<Line> aligned(seed.second.size() / 64 + 1);
     std::memcpy(aligned.data(), seed.second.data(), seed.second.size());
     const Span<const uint8_t> blob(reinterpret_cast<const uint8_t*>(aligned.data()),
                                    seed.second.size());
@@ -123,7 +127,8 @@ TEST(FuzzSeeds, CpuBlobSeedsParseAndInit) {
     cpu::free_blob_plan(&plan);
     BackendInitContext context;
     context.num_threads = 1;
-    auto handle = cpu_backend_interface().init(context, blob, Span<const CompileSpecView>());
+    auto handle = cpu_backend_interface().init(
+        context, FreeableBuffer(blob.data(), blob.size(), nullptr), Span<const CompileSpecView>());
     ASSERT_TRUE(handle.ok()) << last_error_message();
     cpu_backend_interface().destroy(*handle);
   }

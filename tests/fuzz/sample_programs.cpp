@@ -60,8 +60,9 @@ compiler::ProgramGraph one_method(const std::string& name, compiler::Graph graph
 }  // namespace
 
 Result<DelegateHandle*> SampleBackend::init(BackendInitContext& /*context*/,
-                                            Span<const uint8_t> blob,
+                                            FreeableBuffer blob_buffer,
                                             Span<const CompileSpecView> /*specs*/) const {
+  const Span<const uint8_t> blob = blob_buffer.bytes();
   if (blob_is(blob, "add")) return handle_of(SampleOp::Add);
   if (blob_is(blob, "mul")) return handle_of(SampleOp::Mul);
   if (blob_is(blob, "relu")) return handle_of(SampleOp::Relu);

@@ -22,7 +22,7 @@ extern const char kSampleBackendName[];
 class SampleBackend final : public BackendInterface {
  public:
   bool is_available() const override { return true; }
-  Result<DelegateHandle*> init(BackendInitContext& context, Span<const uint8_t> blob,
+  Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer blob,
                                Span<const CompileSpecView> specs) const override;
   Error execute(BackendExecuteContext& context, DelegateHandle* handle,
                 Span<EValue*> args) const override;

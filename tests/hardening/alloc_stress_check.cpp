@@ -25,7 +25,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "runtime/executor/buffer_data_loader.h"
+#include "runtime/loader/buffer_data_loader.h"
 #include "runtime/executor/method.h"
 #include "runtime/executor/program.h"
 #include "tests/hardening/method_runner.h"

@@ -33,7 +33,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "runtime/executor/buffer_data_loader.h"
+#include "runtime/loader/buffer_data_loader.h"
 #include "runtime/executor/program.h"
 #include "schema/program_generated.h"
 #include "tests/support/exact_memory.h"

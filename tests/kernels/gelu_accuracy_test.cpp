@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/kernels/portable/simd_dispatch.h"
+#include "runtime/kernels/util/simd_dispatch.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace tern {

@@ -12,7 +12,7 @@
 
 #include "runtime/core/error.h"
 #include "runtime/core/evalue.h"
-#include "runtime/executor/kernel_registry.h"
+#include "runtime/kernel/kernel_registry.h"
 #include "runtime/kernels/portable/register_portable_kernels.h"
 
 namespace tern {

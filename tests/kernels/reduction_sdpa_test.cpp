@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "runtime/core/memory_allocator.h"
-#include "runtime/kernels/portable/scratch_sizes.h"
+#include "runtime/kernels/util/scratch_sizes.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace tern {

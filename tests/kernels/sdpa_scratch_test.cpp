@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "runtime/core/memory_allocator.h"
-#include "runtime/kernels/portable/scratch_sizes.h"
-#include "runtime/kernels/portable/simd_dispatch.h"
+#include "runtime/kernels/util/scratch_sizes.h"
+#include "runtime/kernels/util/simd_dispatch.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tools/compiler/graph.h"
 #include "tools/compiler/kernel_scratch.h"

@@ -11,7 +11,7 @@
 #include <random>
 
 #include "runtime/executor/method.h"
-#include "runtime/executor/module.h"
+#include "runtime/extension/module.h"
 #include "runtime/executor/profiler.h"
 #include "tools/cli/bench_report.h"
 #include "tools/cli/cmd_bench.h"

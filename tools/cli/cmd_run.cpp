@@ -7,7 +7,7 @@
 #include <random>
 
 #include "runtime/executor/method.h"
-#include "runtime/executor/module.h"
+#include "runtime/extension/module.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/half.h"
 #include "tools/cli/npy.h"

@@ -13,7 +13,7 @@
 #include "runtime/core/dtype.h"
 #include "runtime/core/error.h"
 #include "runtime/core/span.h"
-#include "runtime/executor/mmap_data_loader.h"
+#include "runtime/loader/mmap_data_loader.h"
 #include "runtime/executor/program.h"
 
 namespace tern::cli {

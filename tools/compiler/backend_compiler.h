@@ -36,8 +36,10 @@ class BackendCompiler {
   virtual LoweredRegion lower(const Graph& graph, const DelegateRegion& region) const = 0;
 };
 
-/// Registers a backend compiler (explicitly, by the tools that link it). A second
-/// registration under the same name replaces the first.
+/// Registers a backend compiler (explicitly, by the tools that link it). The registration rule
+/// shared with kernels and runtime backends: a second registration under the same name replaces
+/// the first in place (the last registration wins). Throws std::invalid_argument for a null
+/// compiler or an empty name.
 void register_backend_compiler(std::unique_ptr<BackendCompiler> backend);
 
 /// The backend compiler registered under `name`, or null.

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "runtime/kernels/portable/scratch_sizes.h"
+#include "runtime/kernels/util/scratch_sizes.h"
 
 namespace tern::compiler {
 

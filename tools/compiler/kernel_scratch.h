@@ -8,7 +8,7 @@
 namespace tern::compiler {
 
 /// Temp-allocator bytes the portable kernel of `node` needs (0 for most ops), from
-/// runtime/kernels/portable/scratch_sizes.h, including alignment slack.
+/// runtime/kernels/util/scratch_sizes.h, including alignment slack.
 uint64_t node_scratch_bytes(const Graph& graph, const Node& node);
 
 /// The largest node_scratch_bytes over every node of `graph` (the temp allocator is reset

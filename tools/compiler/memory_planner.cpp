@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/kernels/portable/split_piece.h"
+#include "runtime/kernels/util/split_piece.h"
 #include "tools/compiler/value_bytes.h"
 
 namespace tern::compiler {

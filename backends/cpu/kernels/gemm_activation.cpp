@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "backends/cpu/kernels/packed_gemm.h"
-#include "runtime/kernels/portable/vector_math.h"
+#include "runtime/kernels/util/vector_math.h"
 
 namespace tern::cpu {
 namespace {

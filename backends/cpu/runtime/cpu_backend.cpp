@@ -49,7 +49,7 @@ struct External {
 /// The cpu backend's DelegateHandle.
 struct CpuDelegate {
   BlobPlan plan;
-  void* blob_copy = nullptr;  ///< the blob, when it was not aligned in the program
+  FreeableBuffer blob;  ///< the blob segment: constants are read from it in place
   pthreadpool_t pool = nullptr;
   StagePlan stages;
   XnnStage* xnn = nullptr;  ///< per stage (empty for own-kernel stages)
@@ -84,7 +84,6 @@ void free_delegate(CpuDelegate* d) {
   std::free(d->addr);
   free_stage_plan(&d->stages);
   free_blob_plan(&d->plan);
-  std::free(d->blob_copy);
   d->~CpuDelegate();
   std::free(d);
 }
@@ -262,7 +261,7 @@ class CpuBackend final : public BackendInterface {
  public:
   bool is_available() const override { return xnnpack_ready(); }
 
-  Result<DelegateHandle*> init(BackendInitContext& context, Span<const uint8_t> blob,
+  Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer blob,
                                Span<const CompileSpecView> specs) const override {
     (void)specs;  // the cpu backend has no compile specs; unknown ones are ignored
     TERN_CHECK_OR_RETURN_ERROR(xnnpack_ready(), BackendUnavailable,
@@ -271,7 +270,8 @@ class CpuBackend final : public BackendInterface {
     TERN_CHECK_OR_RETURN_ERROR(mem != nullptr, DelegateMemoryAllocationFailed,
                                "cpu backend: no memory for a delegate");
     CpuDelegate* d = new (mem) CpuDelegate();
-    Error err = setup(context, blob, d);
+    d->blob = std::move(blob);
+    Error err = setup(context, d);
     if (err != Error::Ok) {
       free_delegate(d);
       return err;
@@ -384,19 +384,15 @@ class CpuBackend final : public BackendInterface {
   }
 
  private:
-  static Error setup(BackendInitContext& context, Span<const uint8_t> blob, CpuDelegate* d) {
-    Span<const uint8_t> bytes = blob;
-    if (reinterpret_cast<uintptr_t>(blob.data()) % 64 != 0 && blob.size() > 0) {
-      // Constants are read in place; a misaligned blob (not from a .pte segment) is copied.
-      uint64_t rounded = 0;
-      TERN_CHECK_OR_RETURN_ERROR(checked_align_up(blob.size(), 64, &rounded),
-                                 DelegateMemoryAllocationFailed, "cpu backend: blob size");
-      d->blob_copy = std::aligned_alloc(64, static_cast<size_t>(rounded));
-      TERN_CHECK_OR_RETURN_ERROR(d->blob_copy != nullptr, DelegateMemoryAllocationFailed,
-                                 "cpu backend: no memory to align a %zu-byte blob", blob.size());
-      std::memcpy(d->blob_copy, blob.data(), blob.size());
-      bytes = Span<const uint8_t>(static_cast<const uint8_t*>(d->blob_copy), blob.size());
-    }
+  static Error setup(BackendInitContext& context, CpuDelegate* d) {
+    // Constants are read in place: the blob keeps the interface's 64-byte alignment promise.
+    const Span<const uint8_t> bytes = d->blob.bytes();
+    TERN_CHECK_OR_RETURN_ERROR(
+        reinterpret_cast<uintptr_t>(bytes.data()) % kLoaderAlignment == 0,
+        DelegateInvalidCompatibility,
+        "cpu backend: the %zu-byte blob at %p is not %zu-byte aligned (BackendInterface::init "
+        "promises it)",
+        bytes.size(), static_cast<const void*>(bytes.data()), kLoaderAlignment);
     TERN_RETURN_IF_ERROR(parse_blob(bytes, &d->plan));
     TERN_RETURN_IF_ERROR(plan_stages(d->plan, kStageAlignment, kExtraBytes, &d->stages));
     d->pool = acquire_threadpool(context.num_threads);
@@ -422,8 +418,6 @@ const CpuBackend g_cpu_backend;
 const BackendInterface& cpu_backend_interface() { return cpu::g_cpu_backend; }
 
 Error register_cpu_backend() {
-  const Backend* existing = find_backend("cpu");
-  if (existing != nullptr && existing->backend == &cpu::g_cpu_backend) return Error::Ok;
   Backend entry;
   entry.name = "cpu";
   entry.backend = &cpu::g_cpu_backend;

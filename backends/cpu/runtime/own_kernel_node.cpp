@@ -4,7 +4,7 @@
 #include "backends/cpu/kernels/packed_conv.h"
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "backends/cpu/kernels/winograd_conv.h"
-#include "runtime/kernels/portable/gelu_array.h"
+#include "runtime/kernels/util/gelu_array.h"
 
 namespace tern::cpu {
 

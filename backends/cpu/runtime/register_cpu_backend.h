@@ -7,7 +7,8 @@
 namespace tern {
 
 /// Registers the XNNPACK delegate under the name "cpu" (explicit registration; call once at
-/// startup, not thread-safe like register_backend). Calling it again is a no-op (Ok).
+/// startup, not thread-safe like register_backend). Calling it again re-registers the same
+/// interface (Ok), as register_backend's rule says.
 /// Errors as register_backend (e.g. MemoryAllocationFailed when the registry is full).
 Error register_cpu_backend();
 

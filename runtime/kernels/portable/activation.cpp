@@ -6,10 +6,10 @@
 #include <cstring>
 
 #include "runtime/kernels/portable/elementwise_unary.h"
-#include "runtime/kernels/portable/gelu_array.h"
+#include "runtime/kernels/util/gelu_array.h"
 #include "runtime/kernels/portable/portable_kernels.h"
-#include "runtime/kernels/portable/simd_dispatch.h"
-#include "runtime/kernels/portable/vector_math.h"
+#include "runtime/kernels/util/simd_dispatch.h"
+#include "runtime/kernels/util/vector_math.h"
 
 namespace tern {
 namespace portable {

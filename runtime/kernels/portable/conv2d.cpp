@@ -12,7 +12,7 @@
 #include "runtime/kernels/portable/kernel_args.h"
 #include "runtime/kernels/portable/linalg_args.h"
 #include "runtime/kernels/portable/portable_kernels.h"
-#include "runtime/kernels/portable/scratch_sizes.h"
+#include "runtime/kernels/util/scratch_sizes.h"
 
 namespace tern {
 namespace portable {

@@ -2,7 +2,7 @@
 
 #include <cinttypes>
 
-#include "runtime/kernels/portable/scratch_sizes.h"
+#include "runtime/kernels/util/scratch_sizes.h"
 
 namespace tern::portable {
 

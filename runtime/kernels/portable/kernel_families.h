@@ -4,7 +4,7 @@
 #include "runtime/core/error.h"
 #include "runtime/core/evalue.h"
 #include "runtime/core/span.h"
-#include "runtime/executor/kernel_registry.h"
+#include "runtime/kernel/kernel_registry.h"
 
 namespace tern::portable {
 

@@ -10,7 +10,7 @@
 #include "runtime/kernels/portable/kernel_args.h"
 #include "runtime/kernels/portable/portable_kernels.h"
 #include "runtime/kernels/portable/reduction_util.h"
-#include "runtime/kernels/portable/simd_dispatch.h"
+#include "runtime/kernels/util/simd_dispatch.h"
 
 namespace tern {
 namespace portable {

@@ -1,4 +1,4 @@
-#include "runtime/executor/kernel_registry.h"
+#include "runtime/kernel/kernel_registry.h"
 #include "runtime/kernels/portable/kernel_families.h"
 #include "runtime/kernels/portable/portable_kernels.h"
 

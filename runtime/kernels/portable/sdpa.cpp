@@ -17,7 +17,7 @@
 #include "runtime/kernels/portable/kernel_args.h"
 #include "runtime/kernels/portable/portable_kernels.h"
 #include "runtime/kernels/portable/reduction_util.h"
-#include "runtime/kernels/portable/scratch_sizes.h"
+#include "runtime/kernels/util/scratch_sizes.h"
 #include "runtime/kernels/portable/sdpa_block.h"
 
 namespace tern {

@@ -19,9 +19,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "runtime/kernels/portable/scratch_sizes.h"
-#include "runtime/kernels/portable/simd_dispatch.h"
-#include "runtime/kernels/portable/vector_math.h"
+#include "runtime/kernels/util/scratch_sizes.h"
+#include "runtime/kernels/util/simd_dispatch.h"
+#include "runtime/kernels/util/vector_math.h"
 
 namespace tern::portable {
 namespace {

@@ -7,7 +7,7 @@
 #include "runtime/kernels/portable/data_movement_args.h"
 #include "runtime/kernels/portable/kernel_args.h"
 #include "runtime/kernels/portable/portable_kernels.h"
-#include "runtime/kernels/portable/split_piece.h"
+#include "runtime/kernels/util/split_piece.h"
 #include "runtime/kernels/portable/strided_copy.h"
 
 namespace tern {

@@ -81,10 +81,8 @@ Error try_blob(const std::vector<uint8_t>& blob, size_t num_args, std::string* m
   const BackendInterface& be = cpu_backend_interface();
   BackendInitContext ctx;
   ctx.num_threads = 1;
-  std::vector<uint64_t> store(blob.size() / 8 + 2);
-  if (!blob.empty()) std::memcpy(store.data(), blob.data(), blob.size());
-  auto h =
-      be.init(ctx, Span<const uint8_t>(reinterpret_cast<uint8_t*>(store.data()), blob.size()), {});
+  AlignedBlob store(blob);
+  auto h = be.init(ctx, store.buffer(), {});
   if (!h.ok()) {
     *message = last_error_message();
     return h.error();
@@ -420,10 +418,8 @@ TEST_F(CpuBlobTest, BadArgumentsAreRefused) {
   const size_t num_args = g.delegates[0].inputs.size() + g.delegates[0].outputs.size();
   const BackendInterface& be = cpu_backend_interface();
   BackendInitContext ctx;
-  // Misaligned on purpose: the backend copies the blob.
-  std::vector<uint8_t> store(blob.size() + 1);
-  std::memcpy(store.data() + 1, blob.data(), blob.size());
-  auto h = be.init(ctx, Span<const uint8_t>(store.data() + 1, blob.size()), {});
+  AlignedBlob store(blob);
+  auto h = be.init(ctx, store.buffer(), {});
   ASSERT_TRUE(h.ok()) << last_error_message();
   BackendExecuteContext ectx;
   {

@@ -796,12 +796,8 @@ std::map<int, std::vector<float>> run_guarded(const compiler::Graph& graph,
   const BackendInterface& be = cpu_backend_interface();
   BackendInitContext ictx;
   ictx.num_threads = 2;
-  // The blob as a 64-byte-aligned program segment would be.
-  std::vector<uint64_t> blob_store((region.blob.size() + 7) / 8 + 8);
-  uint8_t* blob = reinterpret_cast<uint8_t*>(blob_store.data());
-  while (reinterpret_cast<uintptr_t>(blob) % 64 != 0) ++blob;
-  std::memcpy(blob, region.blob.data(), region.blob.size());
-  auto handle = be.init(ictx, Span<const uint8_t>(blob, region.blob.size()), {});
+  AlignedBlob blob(region.blob);  // as a 64-byte-aligned program segment would be
+  auto handle = be.init(ictx, blob.buffer(), {});
   EXPECT_TRUE(handle.ok()) << last_error_message();
   std::map<int, std::vector<float>> outputs;
   if (!handle.ok()) return outputs;

@@ -46,6 +46,26 @@ inline std::vector<uint32_t> blob_ops(const std::vector<uint8_t>& blob) {
   return ops;
 }
 
+/// A blob in 64-byte aligned memory, as a program segment hands it to init (the loader's
+/// alignment promise, runtime/core/data_loader.h).
+class AlignedBlob {
+ public:
+  explicit AlignedBlob(const std::vector<uint8_t>& bytes) : size_(bytes.size()) {
+    store_.resize((size_ + 63) / 64 + 1);
+    if (size_ > 0) std::memcpy(data(), bytes.data(), size_);
+  }
+  uint8_t* data() { return reinterpret_cast<uint8_t*>(store_.data()); }
+  /// A view for BackendInterface::init (nothing to free).
+  FreeableBuffer buffer() { return FreeableBuffer(data(), size_, nullptr); }
+
+ private:
+  struct alignas(64) Line {
+    uint8_t bytes[64];
+  };
+  std::vector<Line> store_;
+  size_t size_;
+};
+
 /// Hands nodes [first, last] of `b` to "cpu" with the blob lowered by CpuBackendCompiler.
 /// Returns the region index.
 inline int delegate_cpu(GraphBuilder& b, int first, int last) {

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "runtime/kernels/portable/simd_dispatch.h"
+#include "runtime/kernels/util/simd_dispatch.h"
 
 namespace tern::portable::vmath {
 

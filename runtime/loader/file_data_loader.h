@@ -1,7 +1,7 @@
 // FileDataLoader: reads a file with pread into aligned heap buffers, at load time.
 #pragma once
 
-#include "runtime/executor/data_loader.h"
+#include "runtime/core/data_loader.h"
 
 namespace tern {
 

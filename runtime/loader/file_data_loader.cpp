@@ -1,7 +1,5 @@
-#include "runtime/executor/file_data_loader.h"
+#include "runtime/loader/file_data_loader.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,6 +8,7 @@
 
 #include "runtime/core/checked_math.h"
 #include "runtime/core/error.h"
+#include "runtime/loader/regular_file.h"
 
 namespace tern {
 namespace {
@@ -31,23 +30,8 @@ void free_heap(void* /*context*/, void* data, size_t /*size*/) { std::free(data)
 }  // namespace
 
 Result<FileDataLoader> FileDataLoader::from(const char* path) {
-  TERN_CHECK_OR_RETURN_ERROR(path != nullptr, InvalidArgument, "file path is null");
-  int fd;
-  do {
-    fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  } while (fd < 0 && errno == EINTR);
-  TERN_CHECK_OR_RETURN_ERROR(fd >= 0, AccessFailed, "cannot open '%s': %s", path, strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    TERN_RETURN_ERROR(AccessFailed, "cannot stat '%s': %s", path, strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    TERN_RETURN_ERROR(AccessFailed, "'%s' is not a regular file", path);
-  }
-  return FileDataLoader(fd, static_cast<size_t>(st.st_size));
+  TERN_ASSIGN_OR_RETURN(const RegularFile file, open_regular_file(path));
+  return FileDataLoader(file.fd, file.size);
 }
 
 FileDataLoader::FileDataLoader(FileDataLoader&& other) noexcept

@@ -6,7 +6,9 @@
 #include <new>
 
 #include "runtime/core/log.h"
+#include "runtime/executor/method.h"
 #include "runtime/executor/method_load_context.h"
+#include "runtime/executor/program.h"
 
 namespace tern {
 
@@ -42,8 +44,8 @@ Result<Method> Program::load_method(const char* name, MemoryManager* memory,
   Pool<EValue> values;
   Pool<uint32_t> io_inputs;
   Pool<uint32_t> io_outputs;
-  Pool<Method::Step> steps;
-  Pool<Method::DelegateSlot> slots;
+  Pool<internal::MethodStep> steps;
+  Pool<internal::MethodDelegateSlot> slots;
   Pool<DelegatePath> paths;
   const bool allocated = allocate_pool(allocator, layout.num_values, &values) &&
                          allocate_pool(allocator, layout.num_tensors, &c.tensors) &&
@@ -58,9 +60,6 @@ Result<Method> Program::load_method(const char* name, MemoryManager* memory,
                          allocate_pool(allocator, layout.num_delegates, &slots) &&
                          allocate_pool(allocator, layout.num_specs, &c.specs) &&
                          allocate_pool(allocator, layout.num_delegate_calls, &paths);
-  static_assert(sizeof(Method::Step) == sizeof(internal::MethodStepData), "layout drift");
-  static_assert(sizeof(Method::DelegateSlot) == sizeof(internal::MethodDelegateSlotData),
-                "layout drift");
   TERN_CHECK_OR_RETURN_ERROR(
       allocated, MemoryAllocationFailed,
       "method '%s': the method allocator is too small: load needs up to %llu bytes "
@@ -79,7 +78,7 @@ Result<Method> Program::load_method(const char* name, MemoryManager* memory,
   m.values_ = values.data;
   m.num_values_ = c.num_values;
   // The slots go into the Method first, so its destructor destroys any handle made below.
-  for (uint64_t i = 0; i < layout.num_delegates; ++i) new (&slots.data[i]) Method::DelegateSlot();
+  for (uint64_t i = 0; i < layout.num_delegates; ++i) new (&slots.data[i]) internal::MethodDelegateSlot();
   m.delegates_ = slots.data;
   m.num_delegates_ = layout.num_delegates;
 
@@ -112,9 +111,9 @@ Result<Method> Program::load_method(const char* name, MemoryManager* memory,
     const char* debug_name = instr ? fb_str(instr->debug_name()) : nullptr;
     const fb::DelegateCall* call = instr ? instr->kind_as_DelegateCall() : nullptr;
     if (call == nullptr) {
-      Method::Step* step = steps.take(1);
+      internal::MethodStep* step = steps.take(1);
       if (step == nullptr) return pool_exhausted(c, "steps");
-      new (step) Method::Step();
+      new (step) internal::MethodStep();
       ++m.num_steps_;
       TERN_RETURN_IF_ERROR(fill_kernel_step(c, instr, i, -1, *step));
       continue;
@@ -130,14 +129,14 @@ Result<Method> Program::load_method(const char* name, MemoryManager* memory,
                                "method '%s': instruction %u ('%s'): fallback range [%u, %u) is "
                                "not inside the %u fallback instructions",
                                c.name, i, or_empty(debug_name), begin, end, num_fallbacks);
-    Method::DelegateSlot& slot = slots.data[d];
+    internal::MethodDelegateSlot& slot = slots.data[d];
     if (!slot.resolved) {
       TERN_RETURN_IF_ERROR(resolve_delegate(c, d, options, end - begin, slot));
     }
     if (!slot.use_fallback) {
-      Method::Step* step = steps.take(1);
+      internal::MethodStep* step = steps.take(1);
       if (step == nullptr) return pool_exhausted(c, "steps");
-      new (step) Method::Step();
+      new (step) internal::MethodStep();
       ++m.num_steps_;
       step->backend = slot.backend;
       step->handle = slot.handle;
@@ -154,9 +153,9 @@ Result<Method> Program::load_method(const char* name, MemoryManager* memory,
                                "cannot run here and has no portable fallback",
                                c.name, i, or_empty(debug_name), d, slot.backend_name);
     for (uint32_t f = begin; f < end; ++f) {
-      Method::Step* step = steps.take(1);
+      internal::MethodStep* step = steps.take(1);
       if (step == nullptr) return pool_exhausted(c, "steps");
-      new (step) Method::Step();
+      new (step) internal::MethodStep();
       ++m.num_steps_;
       step->delegate = d;
       TERN_RETURN_IF_ERROR(
@@ -169,17 +168,14 @@ Result<Method> Program::load_method(const char* name, MemoryManager* memory,
   TERN_RETURN_IF_ERROR(init_state(this, fm, c.values, c.num_values));
   // Let each delegate bind to its arguments' final addresses (not during execute()).
   for (size_t s = 0; s < m.num_steps_; ++s) {
-    const Method::Step& step = m.steps_[s];
+    const internal::MethodStep& step = m.steps_[s];
     if (step.backend == nullptr) continue;
     const Error err = step.backend->prepare(step.handle, Span<EValue*>(step.args, step.num_args));
     if (err != Error::Ok) {
-      char inner[512];
-      copy_last_message(inner, sizeof(inner));
-      return set_error_message(err,
-                               "method '%s': instruction %u: delegate %u (backend '%s') could "
-                               "not prepare its arguments: %s",
-                               c.name, step.instruction, step.delegate, or_empty(step.op_name),
-                               inner);
+      return chain_error_message(err,
+                                 "method '%s': instruction %u: delegate %u (backend '%s') could "
+                                 "not prepare its arguments",
+                                 c.name, step.instruction, step.delegate, or_empty(step.op_name));
     }
   }
   return Result<Method>(std::move(m));

@@ -1,5 +1,5 @@
 // The kernel registry: a fixed-capacity, zero-initialized table filled by explicit calls.
-#include "runtime/executor/kernel_registry.h"
+#include "runtime/kernel/kernel_registry.h"
 
 #include <cstring>
 

@@ -1,8 +1,6 @@
-#include "runtime/executor/mmap_data_loader.h"
+#include "runtime/loader/mmap_data_loader.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,27 +9,14 @@
 
 #include "runtime/core/checked_math.h"
 #include "runtime/core/error.h"
+#include "runtime/loader/regular_file.h"
 
 namespace tern {
 
 Result<MmapDataLoader> MmapDataLoader::from(const char* path) {
-  TERN_CHECK_OR_RETURN_ERROR(path != nullptr, InvalidArgument, "file path is null");
-  int fd;
-  do {
-    fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  } while (fd < 0 && errno == EINTR);
-  TERN_CHECK_OR_RETURN_ERROR(fd >= 0, AccessFailed, "cannot open '%s': %s", path, strerror(errno));
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    TERN_RETURN_ERROR(AccessFailed, "cannot stat '%s': %s", path, strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    TERN_RETURN_ERROR(AccessFailed, "'%s' is not a regular file", path);
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
+  TERN_ASSIGN_OR_RETURN(const RegularFile file, open_regular_file(path));
+  const int fd = file.fd;
+  const size_t size = file.size;
   if (size == 0) {
     ::close(fd);
     return MmapDataLoader(nullptr, 0);

@@ -1,7 +1,7 @@
 // MmapDataLoader: maps the whole file read-only; load() returns zero-copy slices.
 #pragma once
 
-#include "runtime/executor/data_loader.h"
+#include "runtime/core/data_loader.h"
 
 namespace tern {
 

@@ -1,6 +1,6 @@
 // Module: owns the loader, the Program and, per loaded method, every buffer it needs.
 // Allocates on the heap at load only; Method::execute() never comes through here.
-#include "runtime/executor/module.h"
+#include "runtime/extension/module.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "runtime/core/log.h"
-#include "runtime/executor/file_data_loader.h"
-#include "runtime/executor/mmap_data_loader.h"
+#include "runtime/loader/file_data_loader.h"
+#include "runtime/loader/mmap_data_loader.h"
 
 namespace tern {
 namespace {

@@ -1,11 +1,11 @@
 // GELU over a float array: the vector_math.h forms compiled for the baseline, AVX2+FMA and
 // AVX-512, picked at run time (simd_dispatch.h).
-#include "runtime/kernels/portable/gelu_array.h"
+#include "runtime/kernels/util/gelu_array.h"
 
 #include <cstring>
 
-#include "runtime/kernels/portable/simd_dispatch.h"
-#include "runtime/kernels/portable/vector_math.h"
+#include "runtime/kernels/util/simd_dispatch.h"
+#include "runtime/kernels/util/vector_math.h"
 
 namespace tern {
 namespace portable {

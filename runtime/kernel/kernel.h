@@ -1,12 +1,9 @@
-// The kernel signature, the context kernels run in, and the explicit kernel registry.
+// The kernel signature and the context a kernel runs in.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
-
+#include "runtime/core/error.h"
 #include "runtime/core/evalue.h"
 #include "runtime/core/memory_allocator.h"
-#include "runtime/core/result.h"
 #include "runtime/core/span.h"
 
 namespace tern {
@@ -24,19 +21,5 @@ struct KernelContext {
 /// outputs. A kernel checks argument kinds, dtypes and shapes on every call (the program is
 /// untrusted) and returns InvalidArgument with a message naming the op, expected and found.
 using KernelFn = Error (*)(KernelContext& context, Span<EValue*> args);
-
-constexpr size_t kMaxKernels = 512;
-
-/// Registers `fn` under `name` (e.g. "tern::add"); `name` must have static storage.
-/// Registering the same name again replaces the function. MemoryAllocationFailed when full.
-/// Not thread-safe: register at startup.
-Error register_kernel(const char* name, KernelFn fn);
-
-/// The kernel registered under `name`, or null.
-KernelFn find_kernel(const char* name);
-
-size_t num_registered_kernels();
-/// Name of the i-th registered kernel (i < num_registered_kernels()).
-const char* registered_kernel_name(size_t i);
 
 }  // namespace tern
