@@ -46,6 +46,36 @@ TEST(ErrorTest, LongMessagesAreTruncatedNotOverflowed) {
   EXPECT_EQ(std::strlen(last_error_message()), 1023u);
 }
 
+TEST(ErrorTest, ChainedMessagesQuoteTheirCause) {
+  set_error_message(Error::AccessFailed, "cannot open '%s'", "m.pte");
+  const Error e = chain_error_message(Error::InvalidProgram, "loading %s", "forward");
+  EXPECT_EQ(e, Error::InvalidProgram);
+  EXPECT_STREQ(last_error_message(), "loading forward: cannot open 'm.pte'");
+  // Chains nest, innermost last.
+  chain_error_message(Error::InvalidProgram, "outer");
+  EXPECT_STREQ(last_error_message(), "outer: loading forward: cannot open 'm.pte'");
+}
+
+TEST(ErrorTest, ChainWithoutACauseSaysSo) {
+  clear_error_message();
+  chain_error_message(Error::Internal, "step %d", 3);
+  EXPECT_STREQ(last_error_message(), "step 3: (no message)");
+}
+
+TEST(ErrorTest, LongChainsAreTruncatedNotOverflowed) {
+  const std::string cause(2000, 'c');
+  set_error_message(Error::Internal, "%s", cause.c_str());
+  const std::string outer(700, 'o');
+  chain_error_message(Error::Internal, "%s", outer.c_str());
+  const std::string msg = last_error_message();
+  EXPECT_EQ(msg.size(), 1023u);
+  EXPECT_EQ(msg.substr(0, 702), outer + ": ");
+  EXPECT_EQ(msg.back(), 'c');
+  const std::string huge(3000, 'h');  // the new part alone fills the buffer
+  chain_error_message(Error::Internal, "%s", huge.c_str());
+  EXPECT_EQ(std::string(last_error_message()), huge.substr(0, 1023));
+}
+
 TEST(ErrorTest, EveryCodeHasAName) {
   const Error all[] = {Error::Ok, Error::Internal, Error::NotSupported, Error::InvalidArgument,
                        Error::InvalidState, Error::NotFound, Error::MemoryAllocationFailed,

@@ -1,4 +1,4 @@
-// Proves DESIGN.md's promise: Method::execute() (with set_input and output) never allocates
+// Proves docs/architecture.md's promise: Method::execute() (with set_input and output) never allocates
 // on the heap. This binary replaces malloc & co. and operator new/delete with counting
 // versions that forward to glibc's __libc_* allocator.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// DESIGN.md's promise with the cpu backend: Method::execute() (set_input, the XNNPACK
+// docs/architecture.md's promise with the cpu backend: Method::execute() (set_input, the XNNPACK
 // delegate with its edge transposes, output) never allocates on the heap. This binary
 // replaces malloc & co. and operator new/delete with counting versions that forward to
 // glibc's __libc_* allocator (as tests/executor/zero_alloc_test.cpp does).
