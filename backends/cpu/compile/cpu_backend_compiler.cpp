@@ -1,9 +1,11 @@
 #include "backends/cpu/compile/cpu_backend_compiler.h"
 
+#include <memory>
 #include <stdexcept>
 
 #include "backends/cpu/compile/node_attrs.h"
 #include "backends/cpu/compile/region_lowering.h"
+#include "backends/cpu/compile/register_cpu_backend_compiler.h"
 
 namespace tern::compiler {
 
@@ -141,6 +143,10 @@ LoweredRegion CpuBackendCompiler::lower(const Graph& graph, const DelegateRegion
   LoweredRegion lowered;
   lowered.blob = cpu_compile::lower_region(graph, region);
   return lowered;
+}
+
+void register_cpu_backend_compiler() {
+  register_backend_compiler(std::make_unique<CpuBackendCompiler>());
 }
 
 }  // namespace tern::compiler

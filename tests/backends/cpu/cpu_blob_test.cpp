@@ -412,6 +412,24 @@ TEST_F(CpuBlobTest, SpecificCorruptionsNameTheProblem) {
   }
 }
 
+// BackendInterface::init promises a 64-byte aligned blob (the loader's promise); the cpu
+// backend reads constants in place and refuses a blob that breaks it, naming the alignment
+// (the runtime then takes the portable fallback).
+TEST_F(CpuBlobTest, UnalignedBlobIsRefusedAsIncompatible) {
+  compiler::Graph g;
+  const std::vector<uint8_t> blob = small_blob(&g);
+  std::vector<uint8_t> store(blob.size() + 64);
+  uint8_t* p = store.data();
+  while (reinterpret_cast<uintptr_t>(p) % 64 != 1) ++p;
+  std::memcpy(p, blob.data(), blob.size());
+  BackendInitContext ctx;
+  auto h = cpu_backend_interface().init(ctx, FreeableBuffer(p, blob.size(), nullptr), {});
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.error(), Error::DelegateInvalidCompatibility);
+  EXPECT_NE(std::string(last_error_message()).find("not 64-byte aligned"), std::string::npos)
+      << last_error_message();
+}
+
 TEST_F(CpuBlobTest, BadArgumentsAreRefused) {
   compiler::Graph g;
   const std::vector<uint8_t> blob = small_blob(&g);
