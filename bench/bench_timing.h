@@ -1,5 +1,6 @@
-// Timing helpers shared by the kernel microbenchmarks (cpu_gemm_bench, cpu_conv_bench):
-// median/best of samples, a wall or CPU clock, the load average, and "1,2" list parsing.
+// Timing helpers shared by the kernel microbenchmarks (cpu_gemm_bench, cpu_conv_bench,
+// cpu_winograd_bench, cpu_bottleneck_bench): median/best of samples, a wall or CPU clock, calls
+// timed interleaved, the load average. Their command line: kernel_bench_cli.h.
 #pragma once
 
 #include <time.h>
@@ -7,8 +8,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bench_timing {
@@ -48,14 +50,26 @@ inline std::string load_average() {
   return s;
 }
 
-inline std::vector<int> parse_list(const char* s) {
-  std::vector<int> out;
-  for (const char* p = s; *p != '\0';) {
-    out.push_back(std::atoi(p));
-    while (*p != '\0' && *p != ',') ++p;
-    if (*p == ',') ++p;
+/// Times the calls in `fns` interleaved call by call, so that load from other processes hits them
+/// alike: `warmup` untimed rounds, then `runs` timed ones, each calling every fn once, in order, or
+/// with `rotate` starting one later each round (so that none always runs after the same one).
+/// Returns each fn's Stats, in the order of `fns`.
+inline std::vector<Stats> time_interleaved(int warmup, int runs, bool rotate,
+                                           const std::vector<std::function<void()>>& fns) {
+  const size_t n = fns.size();
+  std::vector<std::vector<double>> samples(n);
+  for (int i = 0; i < warmup + runs; ++i) {
+    for (size_t step = 0; step < n; ++step) {
+      const size_t which = rotate ? (static_cast<size_t>(i) + step) % n : step;
+      const double t0 = now_seconds();
+      fns[which]();
+      const double t1 = now_seconds();
+      if (i >= warmup) samples[which].push_back(t1 - t0);
+    }
   }
-  return out;
+  std::vector<Stats> stats;
+  for (std::vector<double>& s : samples) stats.push_back(stats_of(std::move(s)));
+  return stats;
 }
 
 }  // namespace bench_timing

@@ -2,20 +2,20 @@
 // same block run unfused on tern's kernels (the expand GEMM over the pool, the depthwise rows
 // over the pool, the project GEMM over the pool, each tensor written out in full), on the
 // blocks of MobileNetV2 (224x224 input, batch 1), the two alternating call by call. Prints per
-// block the median time of each and of the unfused parts, and the speedup.
-//   cpu_bottleneck_bench [--threads N] [--reps R] [--band FLOATS]
+// block the median time of each and of the unfused parts, and the speedup; per thread count.
+//   cpu_bottleneck_bench [--threads LIST] [--reps R] [--band FLOATS] [--isa ISA] [--cputime]
+// (--runs is --reps; --help lists the options.)
 #include <pthreadpool.h>
 
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/kernels/bottleneck.h"
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "bench/bench_timing.h"
+#include "bench/kernel_bench_cli.h"
 
 namespace {
 
@@ -82,21 +82,11 @@ void dw_rows(void* ctx, size_t oy) {
   tern::cpu::depthwise_row(r);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  int threads = 2, reps = 200;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    if (a == "--threads") threads = std::atoi(argv[i + 1]);
-    if (a == "--reps") reps = std::atoi(argv[i + 1]);
-    if (a == "--band") tern::cpu::bottleneck_band_floats() = std::atoll(argv[i + 1]);
-  }
-  pthreadpool_t pool = threads > 1 ? pthreadpool_create(static_cast<size_t>(threads)) : nullptr;
-  std::printf("threads %d, reps %d, band %lld floats, isa %s, load %s\n", threads, reps,
-              static_cast<long long>(tern::cpu::bottleneck_band_floats()),
-              tern::cpu::gemm_isa_name(tern::cpu::packed_gemm_isa()),
-              bench_timing::load_average().c_str());
+/// Every block on `threads` threads, `reps` times each: a row per block and their sum.
+void run_blocks(int threads, int reps) {
+  const bench_cli::Pool pool_owner(threads);
+  pthreadpool_t pool = pool_owner.get();
+  std::printf("threads %d\n", threads);
   std::printf("%-26s %9s %9s %7s | %8s %8s %8s\n", "block", "fused us", "split us", "speedup",
               "expand", "dw", "project");
   double total_f = 0, total_s = 0;
@@ -170,6 +160,25 @@ int main(int argc, char** argv) {
                 stats_of(t_p).median_s * 1e6);
   }
   std::printf("%-26s %9.1f %9.1f %7.2f\n", "sum", total_f, total_s, total_s / total_f);
-  if (pool) pthreadpool_destroy(pool);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bench_cli::KernelBenchCli cli(
+      "cpu_bottleneck_bench",
+      "tern's fused inverted bottleneck against the same block stage by stage on MobileNetV2's "
+      "blocks",
+      /*default_runs=*/200, /*default_threads=*/{2}, /*runs_names=*/"--reps,--runs");
+  cli.app
+      .add_option("--band", tern::cpu::bottleneck_band_floats(),
+                  "Expanded input floats a thread's band of output rows may need")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+      ->capture_default_str();
+  if (const int status = cli.parse(argc, argv); status >= 0) return status;
+  cli.print_start("fused bottleneck vs stage by stage, band " +
+                  std::to_string(tern::cpu::bottleneck_band_floats()) + " floats, tern ");
+  for (int t : cli.threads) run_blocks(t, cli.runs);
+  cli.print_end();
   return 0;
 }

@@ -17,15 +17,12 @@
 // per thread count the total for one ResNet-18's worth of these layers (each layer's median time
 // times its count in the net; and the same with each layer's fastest run).
 #include <pthreadpool.h>
-#include <time.h>
 #include <xnnpack.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -35,11 +32,12 @@
 #include "backends/cpu/kernels/packed_conv.h"
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "bench/bench_timing.h"
+#include "bench/kernel_bench_cli.h"
 
 namespace {
 
+using bench_timing::Stats;
 using tern::cpu::ConvProblem;
-using tern::cpu::GemmIsa;
 
 struct Layer {
   const char* name;
@@ -67,12 +65,50 @@ const Layer kLayers[] = {
     {"1x1/2 256->512 @14", 14, 256, 512, 1, 2, 0, 1},
 };
 
-using bench_timing::g_cputime;
-using bench_timing::load_average;
-using bench_timing::now_seconds;
-using bench_timing::parse_list;
-using bench_timing::Stats;
-using bench_timing::stats_of;
+/// One layer's inputs for tern: x, w [O, KH, KW, C] and bias drawn from [-0.05, 0.05) (seed 1,
+/// in that order; x with `x_slack` more floats), w packed (the [O, KH*KW*C] matrix) into a 64-byte
+/// aligned buffer, and the ConvProblem over them (batch 1; y, residual and clamp left to the
+/// caller). `rng` and `dist` go on drawing for the caller's own buffers.
+struct ConvSetup {
+  ConvSetup(const Layer& l, size_t x_slack)
+      : oh(l.out_hw()),
+        k(l.kernel * l.kernel * l.in_c),
+        x_floats(static_cast<size_t>(l.in_hw * l.in_hw * l.in_c)),
+        y_floats(static_cast<size_t>(oh * oh * l.out_c)),
+        rng(1),
+        dist(-0.05f, 0.05f),
+        x(x_floats + x_slack),
+        w(static_cast<size_t>(l.out_c * k)),
+        bias(static_cast<size_t>(l.out_c)) {
+    for (float& v : x) v = dist(rng);
+    for (float& v : w) v = dist(rng);
+    for (float& v : bias) v = dist(rng);
+    const uint64_t floats = tern::cpu::packed_weight_floats(l.out_c, k);
+    packed = static_cast<float*>(std::aligned_alloc(64, ((floats * 4 + 63) / 64) * 64));
+    tern::cpu::pack_fc_weight(w.data(), bias.data(), l.out_c, k, packed);
+    p.batch = 1;
+    p.in_h = p.in_w = l.in_hw;
+    p.in_c = l.in_c;
+    p.out_h = p.out_w = oh;
+    p.out_c = l.out_c;
+    p.kernel_h = p.kernel_w = l.kernel;
+    p.stride_h = p.stride_w = l.stride;
+    p.pad_top = p.pad_left = l.pad;
+    p.x = x.data();
+    p.packed = packed;
+  }
+  ~ConvSetup() { std::free(packed); }
+  ConvSetup(const ConvSetup&) = delete;
+  ConvSetup& operator=(const ConvSetup&) = delete;
+
+  const int64_t oh, k;
+  const size_t x_floats, y_floats;
+  std::mt19937 rng;
+  std::uniform_real_distribution<float> dist;
+  std::vector<float> x, w, bias;
+  float* packed = nullptr;
+  ConvProblem p;
+};
 
 struct Result {
   bool ok = false;
@@ -82,45 +118,25 @@ struct Result {
 
 Result run(const Layer& l, int threads, int runs) {
   Result result;
-  const int64_t oh = l.out_hw(), k = l.kernel * l.kernel * l.in_c;
-  const size_t x_floats = static_cast<size_t>(l.in_hw * l.in_hw * l.in_c);
-  const size_t y_floats = static_cast<size_t>(oh * oh * l.out_c);
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
   // XNNPACK reads up to XNN_EXTRA_BYTES past its input: pad x.
-  std::vector<float> x(x_floats + 64), w(static_cast<size_t>(l.out_c * k)),
-      bias(static_cast<size_t>(l.out_c)), y_tern(y_floats), y_xnn(y_floats);
-  for (float& v : x) v = dist(rng);
-  for (float& v : w) v = dist(rng);
-  for (float& v : bias) v = dist(rng);
-
-  // tern: w [O, KH, KW, C] is the [O, KH*KW*C] matrix; packed in a 64-byte aligned buffer.
-  const uint64_t floats = tern::cpu::packed_weight_floats(l.out_c, k);
-  float* packed = static_cast<float*>(std::aligned_alloc(64, ((floats * 4 + 63) / 64) * 64));
-  tern::cpu::pack_fc_weight(w.data(), bias.data(), l.out_c, k, packed);
-  ConvProblem p;
-  p.batch = 1;
-  p.in_h = p.in_w = l.in_hw;
-  p.in_c = l.in_c;
-  p.out_h = p.out_w = oh;
-  p.out_c = l.out_c;
-  p.kernel_h = p.kernel_w = l.kernel;
-  p.stride_h = p.stride_w = l.stride;
-  p.pad_top = p.pad_left = l.pad;
-  p.x = x.data();
-  p.packed = packed;
+  ConvSetup setup(l, /*x_slack=*/64);
+  const std::vector<float>& x = setup.x;
+  const size_t y_floats = setup.y_floats;
+  std::vector<float> y_tern(y_floats), y_xnn(y_floats);
+  ConvProblem& p = setup.p;
   p.y = y_tern.data();
   p.out_min = 0.0f;  // a fused ReLU, as in the net
   p.out_max = std::numeric_limits<float>::infinity();
 
-  pthreadpool_t pool = threads > 1 ? pthreadpool_create(static_cast<size_t>(threads)) : nullptr;
+  const bench_cli::Pool pool_owner(threads);
+  pthreadpool_t pool = pool_owner.get();
   xnn_operator_t op = nullptr;
   const uint32_t pad = static_cast<uint32_t>(l.pad), ks = static_cast<uint32_t>(l.kernel),
                  st = static_cast<uint32_t>(l.stride);
   xnn_status status = xnn_create_convolution2d_nhwc_f32(
       pad, pad, pad, pad, ks, ks, st, st, 1, 1, 1, static_cast<size_t>(l.in_c),
       static_cast<size_t>(l.out_c), static_cast<size_t>(l.in_c), static_cast<size_t>(l.out_c),
-      w.data(), bias.data(), 0.0f, std::numeric_limits<float>::infinity(), 0, &op);
+      setup.w.data(), setup.bias.data(), 0.0f, std::numeric_limits<float>::infinity(), 0, &op);
   if (status != xnn_status_success) {
     std::fprintf(stderr, "xnn_create_convolution2d_nhwc_f32 failed (%d)\n", status);
     return result;
@@ -133,25 +149,16 @@ Result run(const Layer& l, int threads, int runs) {
     return result;
   }
 
-  const int warmup = 2;
-  std::vector<double> t_tern, t_xnn;
-  for (int i = 0; i < warmup + runs; ++i) {
-    const double t0 = now_seconds();
-    tern::cpu::packed_conv_nhwc(p, pool);
-    const double t1 = now_seconds();
-    xnn_run_operator(op, pool);
-    const double t2 = now_seconds();
-    if (i >= warmup) {
-      t_tern.push_back(t1 - t0);
-      t_xnn.push_back(t2 - t1);
-    }
-  }
+  const std::vector<Stats> times = bench_timing::time_interleaved(
+      /*warmup=*/2, runs, /*rotate=*/false,
+      {[&] { tern::cpu::packed_conv_nhwc(p, pool); }, [&] { xnn_run_operator(op, pool); }});
   double max_diff = 0;
   for (size_t i = 0; i < y_floats; ++i) {
     max_diff = std::max(max_diff, static_cast<double>(std::fabs(y_tern[i] - y_xnn[i])));
   }
 
-  const Stats s_t = stats_of(t_tern), s_x = stats_of(t_xnn);
+  const Stats& s_t = times[0];
+  const Stats& s_x = times[1];
   const double flops = l.flops();
   std::printf(
       "%-24s x%d  %d thr | tern %7.1f GFLOP/s (best %7.1f) | xnnpack %7.1f (best %7.1f) | "
@@ -162,8 +169,6 @@ Result run(const Layer& l, int threads, int runs) {
   std::fflush(stdout);
 
   xnn_delete_operator(op);
-  if (pool != nullptr) pthreadpool_destroy(pool);
-  std::free(packed);
   result.ok = max_diff < 1e-3;
   result.tern_s = s_t.median_s;
   result.xnn_s = s_x.median_s;
@@ -188,32 +193,11 @@ __attribute__((noinline)) void add_relu(float* y, const float* residual, size_t 
 
 ResidualResult run_residual(const Layer& l, int threads, int runs) {
   ResidualResult result;
-  const int64_t oh = l.out_hw(), k = l.kernel * l.kernel * l.in_c;
-  const size_t x_floats = static_cast<size_t>(l.in_hw * l.in_hw * l.in_c);
-  const size_t y_floats = static_cast<size_t>(oh * oh * l.out_c);
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
-  std::vector<float> x(x_floats), w(static_cast<size_t>(l.out_c * k)),
-      bias(static_cast<size_t>(l.out_c)), residual(y_floats), y_fused(y_floats),
-      y_separate(y_floats);
-  for (float& v : x) v = dist(rng);
-  for (float& v : w) v = dist(rng);
-  for (float& v : bias) v = dist(rng);
-  for (float& v : residual) v = dist(rng);
-  const uint64_t floats = tern::cpu::packed_weight_floats(l.out_c, k);
-  float* packed = static_cast<float*>(std::aligned_alloc(64, ((floats * 4 + 63) / 64) * 64));
-  tern::cpu::pack_fc_weight(w.data(), bias.data(), l.out_c, k, packed);
-  ConvProblem p;
-  p.batch = 1;
-  p.in_h = p.in_w = l.in_hw;
-  p.in_c = l.in_c;
-  p.out_h = p.out_w = oh;
-  p.out_c = l.out_c;
-  p.kernel_h = p.kernel_w = l.kernel;
-  p.stride_h = p.stride_w = l.stride;
-  p.pad_top = p.pad_left = l.pad;
-  p.x = x.data();
-  p.packed = packed;
+  ConvSetup setup(l, /*x_slack=*/0);
+  const size_t y_floats = setup.y_floats;
+  std::vector<float> residual(y_floats), y_fused(y_floats), y_separate(y_floats);
+  for (float& v : residual) v = setup.dist(setup.rng);
+  const ConvProblem& p = setup.p;
   ConvProblem fused = p;
   fused.y = y_fused.data();
   fused.residual = residual.data();
@@ -226,31 +210,24 @@ ResidualResult run_residual(const Layer& l, int threads, int runs) {
   std::vector<float> y_conv(y_floats);
   conv_only.y = y_conv.data();
 
-  pthreadpool_t pool = threads > 1 ? pthreadpool_create(static_cast<size_t>(threads)) : nullptr;
-  const int warmup = 2;
-  std::vector<double> t_fused, t_separate, t_conv;
-  for (int i = 0; i < warmup + runs; ++i) {
-    // The three variants in a rotating order, so none always runs after the same one.
-    for (int step = 0; step < 3; ++step) {
-      const int which = (i + step) % 3;
-      const double t0 = now_seconds();
-      if (which == 0) {
-        tern::cpu::packed_conv_nhwc(fused, pool);
-      } else if (which == 1) {
-        tern::cpu::packed_conv_nhwc(plain, pool);
-        add_relu(y_separate.data(), residual.data(), y_floats);
-      } else {
-        tern::cpu::packed_conv_nhwc(conv_only, pool);
-      }
-      const double t1 = now_seconds();
-      if (i >= warmup) (which == 0 ? t_fused : which == 1 ? t_separate : t_conv).push_back(t1 - t0);
-    }
-  }
+  const bench_cli::Pool pool_owner(threads);
+  pthreadpool_t pool = pool_owner.get();
+  // The three variants in a rotating order, so none always runs after the same one.
+  const std::vector<Stats> times = bench_timing::time_interleaved(
+      /*warmup=*/2, runs, /*rotate=*/true,
+      {[&] { tern::cpu::packed_conv_nhwc(fused, pool); },
+       [&] {
+         tern::cpu::packed_conv_nhwc(plain, pool);
+         add_relu(y_separate.data(), residual.data(), y_floats);
+       },
+       [&] { tern::cpu::packed_conv_nhwc(conv_only, pool); }});
   double max_diff = 0;
   for (size_t i = 0; i < y_floats; ++i) {
     max_diff = std::max(max_diff, static_cast<double>(std::fabs(y_fused[i] - y_separate[i])));
   }
-  const Stats s_f = stats_of(t_fused), s_s = stats_of(t_separate), s_c = stats_of(t_conv);
+  const Stats& s_f = times[0];
+  const Stats& s_s = times[1];
+  const Stats& s_c = times[2];
   std::printf(
       "%-24s x%d  %d thr | fused %7.1f us (best %7.1f) | conv + add/relu %7.1f us (best %7.1f) | "
       "saved %5.1f us = %4.1f%% | conv+relu alone %7.1f us (best %7.1f) | y %4.0f KiB | "
@@ -260,8 +237,6 @@ ResidualResult run_residual(const Layer& l, int threads, int runs) {
       100.0 * (s_s.median_s - s_f.median_s) / s_s.median_s, s_c.median_s * 1e6, s_c.best_s * 1e6,
       y_floats * 4.0 / 1024.0, max_diff);
   std::fflush(stdout);
-  if (pool != nullptr) pthreadpool_destroy(pool);
-  std::free(packed);
   result.ok = max_diff < 1e-4;
   result.fused_s = s_f.median_s;
   result.separate_s = s_s.median_s;
@@ -272,59 +247,30 @@ ResidualResult run_residual(const Layer& l, int threads, int runs) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int runs = 20;
-  std::vector<int> threads = {1, 2};
-  std::string only;
+  bench_cli::KernelBenchCli cli(
+      "cpu_conv_bench",
+      "tern's NHWC convolution (packed_conv_nhwc) against XNNPACK's on ResNet-18's conv layers",
+      /*default_runs=*/20, /*default_threads=*/{1, 2});
+  cli.add_layer_filter();
+  tern::cpu::gemm_detail::ConvBlocking& blocking = tern::cpu::gemm_detail::conv_blocking();
+  cli.app.add_option("--kc", blocking.kc_max, "K rows per block")->capture_default_str();
+  cli.app.add_option("--bblock", blocking.b_block_bytes, "A task's B block kept in L2, in bytes")
+      ->capture_default_str();
+  cli.app.add_option("--tasks", blocking.tasks_per_thread, "At least this many tasks per thread")
+      ->capture_default_str();
   bool residual = false;
-  for (int i = 1; i < argc; ++i) {
-    const char* arg = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (std::strcmp(arg, "--cputime") == 0) {
-      g_cputime = true;
-    } else if (std::strcmp(arg, "--residual") == 0) {
-      residual = true;
-    } else if (std::strcmp(arg, "--runs") == 0 && has_value) {
-      runs = std::max(1, std::atoi(argv[++i]));
-    } else if (std::strcmp(arg, "--threads") == 0 && has_value) {
-      threads = parse_list(argv[++i]);
-    } else if (std::strcmp(arg, "--isa") == 0 && has_value) {
-      const std::string name = argv[++i];
-      const GemmIsa isa = name == "avx512" ? GemmIsa::Avx512
-                          : name == "avx2" ? GemmIsa::Avx2
-                                           : GemmIsa::Scalar;
-      if (!tern::cpu::packed_gemm_force_isa(isa)) {
-        std::fprintf(stderr, "isa %s is not supported here\n", name.c_str());
-        return 2;
-      }
-    } else if (std::strcmp(arg, "--kc") == 0 && has_value) {
-      tern::cpu::gemm_detail::conv_blocking().kc_max = std::atoll(argv[++i]);
-    } else if (std::strcmp(arg, "--bblock") == 0 && has_value) {
-      tern::cpu::gemm_detail::conv_blocking().b_block_bytes = std::atoll(argv[++i]);
-    } else if (std::strcmp(arg, "--tasks") == 0 && has_value) {
-      tern::cpu::gemm_detail::conv_blocking().tasks_per_thread = std::atoll(argv[++i]);
-    } else if (std::strcmp(arg, "--layer") == 0 && has_value) {
-      only = argv[++i];
-    } else {
-      std::fprintf(stderr,
-                   "usage: cpu_conv_bench [--runs N] [--threads 1,2] [--isa ISA] [--cputime] "
-                   "[--kc N] [--bblock BYTES] [--tasks N] [--layer NAME-SUBSTRING] "
-                   "[--residual]\n");
-      return 2;
-    }
-  }
+  cli.app.add_flag("--residual", residual,
+                   "Instead of XNNPACK: on the 3x3 stride-1 layers, the fused residual + ReLU "
+                   "against the conv and a separate add + ReLU pass");
+  if (const int status = cli.parse(argc, argv); status >= 0) return status;
   if (residual) {
-    std::printf(
-        "fused residual vs conv + add/relu pass, tern isa %s, %d runs per row, %s time, "
-        "load average before: %s\n",
-        tern::cpu::gemm_isa_name(tern::cpu::packed_gemm_isa()), runs,
-        g_cputime ? "process CPU" : "wall-clock", load_average().c_str());
+    cli.print_start("fused residual vs conv + add/relu pass, tern ");
     int failures = 0;
-    for (int t : threads) {
+    for (int t : cli.threads) {
       double fused = 0, separate = 0;
       for (const Layer& l : kLayers) {
-        if (l.kernel != 3 || l.stride != 1) continue;
-        if (!only.empty() && std::string(l.name).find(only) == std::string::npos) continue;
-        const ResidualResult r = run_residual(l, t, runs);
+        if (l.kernel != 3 || l.stride != 1 || !cli.selected(l.name)) continue;
+        const ResidualResult r = run_residual(l, t, cli.runs);
         if (!r.ok) ++failures;
         // Each stage's two basic blocks end in a 3x3/1 conv with a residual add: two of the
         // 64->64 layer's four, two of the other 3x3/1 layers' three.
@@ -337,22 +283,20 @@ int main(int argc, char** argv) {
           "conv + add/relu %.3f ms | saved %.3f ms\n",
           t, fused * 1e3, separate * 1e3, (separate - fused) * 1e3);
     }
-    std::printf("load average after: %s\n", load_average().c_str());
+    cli.print_end();
     return failures == 0 ? 0 : 1;
   }
   if (xnn_initialize(nullptr) != xnn_status_success) {
     std::fprintf(stderr, "xnn_initialize failed\n");
     return 1;
   }
-  std::printf("tern isa %s, %d runs per row, %s time, load average before: %s\n",
-              tern::cpu::gemm_isa_name(tern::cpu::packed_gemm_isa()), runs,
-              g_cputime ? "process CPU" : "wall-clock", load_average().c_str());
+  cli.print_start("tern ");
   int failures = 0;
-  for (int t : threads) {
+  for (int t : cli.threads) {
     double total_flops = 0, total_tern = 0, total_xnn = 0, best_tern = 0, best_xnn = 0;
     for (const Layer& l : kLayers) {
-      if (!only.empty() && std::string(l.name).find(only) == std::string::npos) continue;
-      const Result r = run(l, t, runs);
+      if (!cli.selected(l.name)) continue;
+      const Result r = run(l, t, cli.runs);
       if (!r.ok) ++failures;
       total_flops += l.count * l.flops();
       total_tern += l.count * r.tern_s;
@@ -373,7 +317,7 @@ int main(int argc, char** argv) {
         t, best_tern * 1e3, total_flops / best_tern * 1e-9, best_xnn * 1e3,
         total_flops / best_xnn * 1e-9, best_xnn / best_tern);
   }
-  std::printf("load average after: %s\n", load_average().c_str());
+  cli.print_end();
   xnn_deinitialize();
   return failures == 0 ? 0 : 1;
 }

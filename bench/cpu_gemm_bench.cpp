@@ -10,15 +10,12 @@
 // call so that load from other processes hits both alike. Prints one row per shape and thread
 // count: median (and best) GFLOP/s of each, and for M = 1 the weight bandwidth in GB/s.
 #include <pthreadpool.h>
-#include <time.h>
 #include <xnnpack.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -27,22 +24,28 @@
 #include "backends/cpu/kernels/gemm_microkernel.h"
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "bench/bench_timing.h"
+#include "bench/kernel_bench_cli.h"
 
 namespace {
 
-using tern::cpu::GemmIsa;
+using bench_timing::Stats;
 using tern::cpu::GemmProblem;
 
 struct Shape {
   int64_t m, n, k;
 };
 
-using bench_timing::g_cputime;
-using bench_timing::load_average;
-using bench_timing::now_seconds;
-using bench_timing::parse_list;
-using bench_timing::Stats;
-using bench_timing::stats_of;
+/// "MxNxK" with each > 0, or false.
+bool parse_shape(const std::string& text, Shape* s) {
+  long long m = 0, n = 0, k = 0;
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%lldx%lldx%lld%c", &m, &n, &k, &tail) != 3 || m <= 0 || n <= 0 ||
+      k <= 0) {
+    return false;
+  }
+  *s = {m, n, k};
+  return true;
+}
 
 int run(const Shape& s, int threads, int runs) {
   const size_t m = static_cast<size_t>(s.m), n = static_cast<size_t>(s.n),
@@ -68,7 +71,8 @@ int run(const Shape& s, int threads, int runs) {
   p.c = c_tern.data();
   p.ldc = s.n;
 
-  pthreadpool_t pool = threads > 1 ? pthreadpool_create(static_cast<size_t>(threads)) : nullptr;
+  const bench_cli::Pool pool_owner(threads);
+  pthreadpool_t pool = pool_owner.get();
   // XNNPACK reads up to XNN_EXTRA_BYTES past its input: give it a padded copy of A.
   std::vector<float> a_xnn(m * k + 64);
   std::copy(a.begin(), a.end(), a_xnn.begin());
@@ -86,26 +90,16 @@ int run(const Shape& s, int threads, int runs) {
     return 1;
   }
 
-  const int warmup = 3;
-  std::vector<double> t_tern, t_xnn;
-  for (int i = 0; i < warmup + runs; ++i) {
-    const double t0 = now_seconds();
-    tern::cpu::packed_gemm(p, pool);
-    const double t1 = now_seconds();
-    xnn_run_operator(op, pool);
-    const double t2 = now_seconds();
-    const double dt = t1 - t0, dx = t2 - t1;
-    if (i >= warmup) {
-      t_tern.push_back(dt);
-      t_xnn.push_back(dx);
-    }
-  }
+  const std::vector<Stats> times = bench_timing::time_interleaved(
+      /*warmup=*/3, runs, /*rotate=*/false,
+      {[&] { tern::cpu::packed_gemm(p, pool); }, [&] { xnn_run_operator(op, pool); }});
   double max_diff = 0;
   for (size_t i = 0; i < m * n; ++i) {
     max_diff = std::max(max_diff, static_cast<double>(std::fabs(c_tern[i] - c_xnn[i])));
   }
 
-  const Stats st_t = stats_of(t_tern), st_x = stats_of(t_xnn);
+  const Stats& st_t = times[0];
+  const Stats& st_x = times[1];
   const double flops = 2.0 * s.m * s.n * s.k;
   std::printf(
       "%5lld x %5lld x %5lld  %d thr | tern %7.1f GFLOP/s (best %7.1f) | xnnpack %7.1f "
@@ -122,7 +116,6 @@ int run(const Shape& s, int threads, int runs) {
   std::fflush(stdout);
 
   xnn_delete_operator(op);
-  if (pool != nullptr) pthreadpool_destroy(pool);
   std::free(packed);
   return max_diff < 1e-3 ? 0 : 1;
 }
@@ -132,59 +125,44 @@ void noop_task(void*, size_t) {}
 /// The pool's own round trip (an empty 2-item parallel call): on a machine where other processes
 /// keep the cores busy, waiting for every worker to be scheduled dominates short parallel calls.
 void pool_round_trip(int threads, int runs) {
-  pthreadpool_t pool = pthreadpool_create(static_cast<size_t>(threads));
-  std::vector<double> samples;
-  for (int i = 0; i < 3 + runs; ++i) {
-    const double t0 = now_seconds();
-    pthreadpool_parallelize_1d(pool, &noop_task, nullptr, 2, 0);
-    if (i >= 3) samples.push_back(now_seconds() - t0);
-  }
-  const Stats st = stats_of(samples);
+  const bench_cli::Pool pool(threads);
+  const Stats st = bench_timing::time_interleaved(
+      /*warmup=*/3, runs, /*rotate=*/false,
+      {[&] { pthreadpool_parallelize_1d(pool.get(), &noop_task, nullptr, 2, 0); }})[0];
   std::printf("pool round trip (empty parallel call), %d threads: median %.1f us, best %.1f us\n",
               threads, st.median_s * 1e6, st.best_s * 1e6);
-  pthreadpool_destroy(pool);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int runs = 60;
-  std::vector<int> threads = {1, 2};
+  bench_cli::KernelBenchCli cli("cpu_gemm_bench",
+                                "tern's packed GEMM against XNNPACK's f32 fully-connected operator",
+                                /*default_runs=*/60, /*default_threads=*/{1, 2});
+  tern::cpu::gemm_detail::GemmBlocking& blocking = tern::cpu::gemm_detail::gemm_blocking();
+  cli.app.add_option("--kc", blocking.kc_max, "K rows per block")->capture_default_str();
+  cli.app.add_option("--ablock", blocking.a_block_bytes, "A block kept in L2 per task, in bytes")
+      ->capture_default_str();
+  cli.app.add_option("--tasks", blocking.tasks_per_thread, "At least this many tasks per thread")
+      ->capture_default_str();
+  std::vector<std::string> shape_args;
+  cli.app
+      .add_option("shapes", shape_args,
+                  "M x N x K (A [M, K], W [N, K]); default 1x4096x4096 128x2048x512 "
+                  "128x512x2048 3136x64x576 784x128x1152")
+      ->type_name("MxNxK")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            Shape s;
+            return parse_shape(text, &s) ? std::string() : "not MxNxK with M, N, K > 0: " + text;
+          },
+          ""));
+  if (const int status = cli.parse(argc, argv); status >= 0) return status;
   std::vector<Shape> shapes;
-  for (int i = 1; i < argc; ++i) {
-    const char* arg = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (std::strcmp(arg, "--cputime") == 0) {
-      g_cputime = true;
-    } else if (std::strcmp(arg, "--runs") == 0 && has_value) {
-      runs = std::max(1, std::atoi(argv[++i]));
-    } else if (std::strcmp(arg, "--threads") == 0 && has_value) {
-      threads = parse_list(argv[++i]);
-    } else if (std::strcmp(arg, "--isa") == 0 && has_value) {
-      const std::string name = argv[++i];
-      const GemmIsa isa = name == "avx512" ? GemmIsa::Avx512
-                          : name == "avx2" ? GemmIsa::Avx2
-                                           : GemmIsa::Scalar;
-      if (!tern::cpu::packed_gemm_force_isa(isa)) {
-        std::fprintf(stderr, "isa %s is not supported here\n", name.c_str());
-        return 2;
-      }
-    } else if (std::strcmp(arg, "--kc") == 0 && has_value) {
-      tern::cpu::gemm_detail::gemm_blocking().kc_max = std::atoll(argv[++i]);
-    } else if (std::strcmp(arg, "--ablock") == 0 && has_value) {
-      tern::cpu::gemm_detail::gemm_blocking().a_block_bytes = std::atoll(argv[++i]);
-    } else if (std::strcmp(arg, "--tasks") == 0 && has_value) {
-      tern::cpu::gemm_detail::gemm_blocking().tasks_per_thread = std::atoll(argv[++i]);
-    } else {
-      long long m = 0, n = 0, k = 0;
-      if (std::sscanf(arg, "%lldx%lldx%lld", &m, &n, &k) != 3 || m <= 0 || n <= 0 || k <= 0) {
-        std::fprintf(stderr,
-                     "usage: cpu_gemm_bench [--runs N] [--threads 1,2] [--isa ISA] [--cputime] "
-                     "[--kc N] [--ablock BYTES] [--tasks N] [MxNxK ...]\n");
-        return 2;
-      }
-      shapes.push_back({m, n, k});
-    }
+  for (const std::string& text : shape_args) {
+    Shape s;
+    parse_shape(text, &s);
+    shapes.push_back(s);
   }
   if (shapes.empty()) {
     shapes = {
@@ -194,17 +172,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "xnn_initialize failed\n");
     return 1;
   }
-  std::printf("tern isa %s, %d runs per row, %s time, load average before: %s\n",
-              tern::cpu::gemm_isa_name(tern::cpu::packed_gemm_isa()), runs,
-              g_cputime ? "process CPU" : "wall-clock", load_average().c_str());
-  for (int t : threads) {
-    if (t > 1) pool_round_trip(t, runs);
+  cli.print_start("tern ");
+  for (int t : cli.threads) {
+    if (t > 1) pool_round_trip(t, cli.runs);
   }
   int failures = 0;
   for (const Shape& s : shapes) {
-    for (int t : threads) failures += run(s, t, runs);
+    for (int t : cli.threads) failures += run(s, t, cli.runs);
   }
-  std::printf("load average after: %s\n", load_average().c_str());
+  cli.print_end();
   xnn_deinitialize();
   return failures == 0 ? 0 : 1;
 }

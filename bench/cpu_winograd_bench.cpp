@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -21,15 +20,11 @@
 #include "backends/cpu/kernels/winograd_conv.h"
 #include "backends/cpu/kernels/winograd_transform.h"
 #include "bench/bench_timing.h"
+#include "bench/kernel_bench_cli.h"
 
 namespace {
 
-using bench_timing::g_cputime;
-using bench_timing::load_average;
-using bench_timing::now_seconds;
-using bench_timing::parse_list;
 using bench_timing::Stats;
-using bench_timing::stats_of;
 
 struct Layer {
   const char* name;
@@ -108,23 +103,13 @@ Result run(const Layer& l, int64_t batch, int threads, int runs, bool residual) 
   const uint64_t scratch_floats = tern::cpu::winograd_scratch_floats(p, threads);
   float* scratch = aligned_floats(scratch_floats);
 
-  pthreadpool_t pool = threads > 1 ? pthreadpool_create(static_cast<size_t>(threads)) : nullptr;
-  const int warmup = 2;
-  std::vector<double> t_direct, t_wino;
-  for (int i = 0; i < warmup + runs; ++i) {
-    // Alternate which runs first, so neither always follows the other.
-    for (int step = 0; step < 2; ++step) {
-      const bool wino = (i + step) % 2 == 0;
-      const double t0 = now_seconds();
-      if (wino) {
-        tern::cpu::winograd_conv_nhwc(p, scratch, pool);
-      } else {
-        tern::cpu::packed_conv_nhwc(d, pool);
-      }
-      const double t1 = now_seconds();
-      if (i >= warmup) (wino ? t_wino : t_direct).push_back(t1 - t0);
-    }
-  }
+  const bench_cli::Pool pool_owner(threads);
+  pthreadpool_t pool = pool_owner.get();
+  // Alternate which runs first, so neither always follows the other.
+  const std::vector<Stats> times = bench_timing::time_interleaved(
+      /*warmup=*/2, runs, /*rotate=*/true,
+      {[&] { tern::cpu::winograd_conv_nhwc(p, scratch, pool); },
+       [&] { tern::cpu::packed_conv_nhwc(d, pool); }});
   double max_diff = 0, max_abs = 0;
   for (size_t i = 0; i < y_floats; ++i) {
     max_diff = std::max(max_diff, static_cast<double>(std::fabs(y_direct[i] - y_winograd[i])));
@@ -132,7 +117,8 @@ Result run(const Layer& l, int64_t batch, int threads, int runs, bool residual) 
   }
   const double rel = max_diff / std::max(max_abs, 1e-30);
 
-  const Stats s_d = stats_of(t_direct), s_w = stats_of(t_wino);
+  const Stats& s_w = times[0];
+  const Stats& s_d = times[1];
   std::printf(
       "%-18s x%d %d thr | packed_conv %8.1f us (best %8.1f) = %6.1f GFLOP/s | winograd %8.1f us "
       "(best %8.1f) = %6.1f eff. GFLOP/s | speedup %.2fx (best %.2fx) | scratch %5.0f KiB | "
@@ -143,7 +129,6 @@ Result run(const Layer& l, int64_t batch, int threads, int runs, bool residual) 
       scratch_floats * 4.0 / 1024.0, rel);
   std::fflush(stdout);
 
-  if (pool != nullptr) pthreadpool_destroy(pool);
   std::free(direct_packed);
   std::free(wino_packed);
   std::free(scratch);
@@ -158,67 +143,40 @@ Result run(const Layer& l, int64_t batch, int threads, int runs, bool residual) 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int runs = 30;
+  bench_cli::KernelBenchCli cli(
+      "cpu_winograd_bench",
+      "tern's Winograd F(2x2, 3x3) conv against its implicit-GEMM conv on ResNet-18's 3x3/1 layers",
+      /*default_runs=*/30, /*default_threads=*/{1, 2});
+  cli.add_layer_filter();
   int64_t batch = 1;
-  std::vector<int> threads = {1, 2};
-  std::string only;
+  cli.app.add_option("--batch", batch, "Images per call")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->capture_default_str();
   bool residual = false;
+  cli.app.add_flag("--residual", residual, "Fuse a residual add into both convs");
   tern::cpu::winograd_detail::WinogradBlocking& blocking =
       tern::cpu::winograd_detail::winograd_blocking();
-  for (int i = 1; i < argc; ++i) {
-    const char* arg = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (std::strcmp(arg, "--cputime") == 0) {
-      g_cputime = true;
-    } else if (std::strcmp(arg, "--residual") == 0) {
-      residual = true;
-    } else if (std::strcmp(arg, "--batch") == 0 && has_value) {
-      batch = std::max(1, std::atoi(argv[++i]));
-    } else if (std::strcmp(arg, "--runs") == 0 && has_value) {
-      runs = std::max(1, std::atoi(argv[++i]));
-    } else if (std::strcmp(arg, "--threads") == 0 && has_value) {
-      threads = parse_list(argv[++i]);
-    } else if (std::strcmp(arg, "--isa") == 0 && has_value) {
-      const std::string name = argv[++i];
-      const tern::cpu::GemmIsa isa = name == "avx512" ? tern::cpu::GemmIsa::Avx512
-                                     : name == "avx2" ? tern::cpu::GemmIsa::Avx2
-                                                      : tern::cpu::GemmIsa::Scalar;
-      if (!tern::cpu::packed_gemm_force_isa(isa)) {
-        std::fprintf(stderr, "isa %s is not supported here\n", name.c_str());
-        return 2;
-      }
-    } else if (std::strcmp(arg, "--kc") == 0 && has_value) {
-      blocking.kc_max = std::atoll(argv[++i]);
-    } else if (std::strcmp(arg, "--block-bytes") == 0 && has_value) {
-      blocking.block_bytes = std::atoll(argv[++i]);
-    } else if (std::strcmp(arg, "--min-tiles") == 0 && has_value) {
-      blocking.min_tiles_per_part = std::atoll(argv[++i]);
-    } else if (std::strcmp(arg, "--layer") == 0 && has_value) {
-      only = argv[++i];
-    } else {
-      std::fprintf(stderr,
-                   "usage: cpu_winograd_bench [--runs N] [--batch N] [--threads 1,2] [--isa ISA] "
-                   "[--cputime] "
-                   "[--residual] [--kc N] [--block-bytes BYTES] [--min-tiles N] "
-                   "[--layer NAME-SUBSTRING]\n");
-      return 2;
-    }
-  }
-  std::printf(
-      "winograd vs packed_conv, batch %lld, isa %s, %d runs per row, %s time, kc_max %lld, block "
-      "%lld KiB, "
-      "min tiles/part %lld%s, load average before: %s\n",
-      static_cast<long long>(batch), tern::cpu::gemm_isa_name(tern::cpu::packed_gemm_isa()), runs,
-      g_cputime ? "process CPU" : "wall-clock", static_cast<long long>(blocking.kc_max),
-      static_cast<long long>(blocking.block_bytes >> 10),
-      static_cast<long long>(blocking.min_tiles_per_part), residual ? ", fused residual" : "",
-      load_average().c_str());
+  cli.app.add_option("--kc", blocking.kc_max, "Input channels per K block")->capture_default_str();
+  cli.app
+      .add_option("--block-bytes", blocking.block_bytes,
+                  "A task's V + M for one block of tiles (L2), in bytes")
+      ->capture_default_str();
+  cli.app
+      .add_option("--min-tiles", blocking.min_tiles_per_part,
+                  "Fewer tiles per thread: split out_c across threads")
+      ->capture_default_str();
+  if (const int status = cli.parse(argc, argv); status >= 0) return status;
+  cli.print_start("winograd vs packed_conv, batch " + std::to_string(batch) + ", ",
+                  ", kc_max " + std::to_string(blocking.kc_max) + ", block " +
+                      std::to_string(blocking.block_bytes >> 10) + " KiB, min tiles/part " +
+                      std::to_string(blocking.min_tiles_per_part) +
+                      (residual ? ", fused residual" : ""));
   int failures = 0;
-  for (int t : threads) {
+  for (int t : cli.threads) {
     double direct = 0, wino = 0, direct_best = 0, wino_best = 0;
     for (const Layer& l : kLayers) {
-      if (!only.empty() && std::string(l.name).find(only) == std::string::npos) continue;
-      const Result r = run(l, batch, t, runs, residual);
+      if (!cli.selected(l.name)) continue;
+      const Result r = run(l, batch, t, cli.runs, residual);
       if (!r.ok) ++failures;
       direct += l.count * r.direct_s;
       wino += l.count * r.winograd_s;
@@ -231,6 +189,6 @@ int main(int argc, char** argv) {
         t, direct * 1e3, wino * 1e3, direct / wino, direct_best * 1e3, wino_best * 1e3,
         direct_best / wino_best);
   }
-  std::printf("load average after: %s\n", load_average().c_str());
+  cli.print_end();
   return failures == 0 ? 0 : 1;
 }

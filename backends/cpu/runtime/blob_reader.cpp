@@ -130,18 +130,66 @@ Error check_out_dims(uint32_t n, const BlobNode& node, const BlobValue& out, con
                     dims_str(expect, rank, b, sizeof(b)));
 }
 
-/// Output size of a window along one dim, or an error.
-Error window(uint32_t n, const BlobNode& node, const char* dim, uint64_t in, uint64_t pad0,
-             uint64_t pad1, uint64_t k, uint64_t stride, uint64_t dilation, uint64_t* out) {
-  const uint64_t padded = in + pad0 + pad1;
-  const uint64_t span = dilation * (k - 1) + 1;
-  TERN_CHECK_OR_RETURN_ERROR(padded >= span, InvalidProgram,
-                             "cpu blob: node %u (%s): the %s window (%llu) does not fit the "
-                             "padded input (%llu)",
-                             n, op_name(node.op), dim, static_cast<unsigned long long>(span),
-                             static_cast<unsigned long long>(padded));
-  *out = (padded - span) / stride + 1;
+/// A 3rd input (the residual of tern's packed ops), when the node has one, has dims `expect`; or an
+/// error.
+Error check_residual(uint32_t n, const BlobNode& node, const BlobValue* v, const uint64_t* expect,
+                     uint32_t rank) {
+  if (node.num_inputs != 3 || dims_equal(v[node.inputs[2]], expect, rank)) return Error::Ok;
+  char a[128], b[128];
+  TERN_RETURN_ERROR(InvalidProgram,
+                    "cpu blob: node %u (%s): residual value %u has dims %s, expected the "
+                    "output's %s",
+                    n, op_name(node.op), node.inputs[2],
+                    dims_str(v[node.inputs[2]].dims, v[node.inputs[2]].rank, a, sizeof(a)),
+                    dims_str(expect, rank, b, sizeof(b)));
+}
+
+/// The node's input 0 is NHWC with `in_c` channels, or an error.
+Error check_nhwc_input(uint32_t n, const BlobNode& node, const BlobValue* v, uint64_t in_c) {
+  const BlobValue& x = v[node.inputs[0]];
+  TERN_CHECK_OR_RETURN_ERROR(x.rank == 4 && x.dims[3] == in_c, InvalidProgram,
+                             "cpu blob: node %u (%s): input value %u: expected 4 dims with %llu "
+                             "channels last, found rank %u",
+                             n, op_name(node.op), node.inputs[0],
+                             static_cast<unsigned long long>(in_c), x.rank);
   return Error::Ok;
+}
+
+/// The output of a window over the node's 4-D NHWC input 0 (kernel, stride, padding and dilation
+/// at the ConvParam indices of node.params, each already checked by check_params_range: kernel,
+/// stride and dilation in 1..2^30, padding at most 2^30, so nothing below overflows with dims of
+/// at most 2^31) is [N, OH, OW, out_c]; each dim's dilated window must fit its padded input. With
+/// `residual`, a 3rd input (the residual) must have the output's dims (check_residual); then the
+/// output value must. Every checker of a windowed op (conv, depthwise conv, pooling, tern's
+/// packed and Winograd convs, the fused bottleneck) ends with this.
+Error check_window_output(uint32_t n, const BlobNode& node, const BlobValue* v, uint64_t out_c,
+                          bool residual) {
+  struct Dim {
+    const char* name;
+    uint32_t pad0, pad1, kernel, stride, dilation;
+  };
+  static constexpr Dim kDims[2] = {
+      {"height", kPadTop, kPadBottom, kKernelH, kStrideH, kDilationH},
+      {"width", kPadLeft, kPadRight, kKernelW, kStrideW, kDilationW},
+  };
+  const BlobValue& x = v[node.inputs[0]];
+  const uint32_t* q = node.params;
+  uint64_t out[4] = {x.dims[0], 0, 0, out_c};
+  for (uint32_t d = 0; d < 2; ++d) {
+    const Dim& w = kDims[d];
+    const uint64_t padded = x.dims[1 + d] + q[w.pad0] + q[w.pad1];
+    const uint64_t span = uint64_t{q[w.dilation]} * (q[w.kernel] - uint64_t{1}) + 1;
+    TERN_CHECK_OR_RETURN_ERROR(padded >= span, InvalidProgram,
+                               "cpu blob: node %u (%s): the %s window (%llu) does not fit the "
+                               "padded input (%llu)",
+                               n, op_name(node.op), w.name, static_cast<unsigned long long>(span),
+                               static_cast<unsigned long long>(padded));
+    out[1 + d] = (padded - span) / q[w.stride] + 1;
+  }
+  if (residual) {
+    TERN_RETURN_IF_ERROR(check_residual(n, node, v, out, 4));
+  }
+  return check_out_dims(n, node, v[node.output], out, 4);
 }
 
 Error check_params_range(uint32_t n, const BlobNode& node, uint32_t count, uint32_t min_from,
@@ -168,7 +216,6 @@ Error check_params_range(uint32_t n, const BlobNode& node, uint32_t count, uint3
 Error check_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
   const bool dw = static_cast<NodeOp>(node.op) == NodeOp::DepthwiseConv2d;
   TERN_RETURN_IF_ERROR(check_params_range(n, node, dw ? 12 : 13, kKernelH, dw ? 12 : 13));
-  const BlobValue& x = v[node.inputs[0]];
   const BlobValue& f = v[node.inputs[1]];
   const uint64_t kh = node.params[kKernelH], kw = node.params[kKernelW];
   uint64_t out_c, in_c;
@@ -188,11 +235,7 @@ Error check_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
     fexp[2] = kw;
     fexp[3] = node.params[kGroupInChannels];
   }
-  TERN_CHECK_OR_RETURN_ERROR(x.rank == 4 && x.dims[3] == in_c, InvalidProgram,
-                             "cpu blob: node %u (%s): input value %u: expected 4 dims with %llu "
-                             "channels last, found rank %u",
-                             n, op_name(node.op), node.inputs[0],
-                             static_cast<unsigned long long>(in_c), x.rank);
+  TERN_RETURN_IF_ERROR(check_nhwc_input(n, node, v, in_c));
   if (!dims_equal(f, fexp, 4)) {
     char a[128], b[128];
     TERN_RETURN_ERROR(InvalidProgram,
@@ -206,14 +249,7 @@ Error check_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
                                op_name(node.op), node.inputs[2],
                                static_cast<unsigned long long>(out_c));
   }
-  uint64_t out[4] = {x.dims[0], 0, 0, out_c};
-  TERN_RETURN_IF_ERROR(window(n, node, "height", x.dims[1], node.params[kPadTop],
-                              node.params[kPadBottom], kh, node.params[kStrideH],
-                              node.params[kDilationH], &out[1]));
-  TERN_RETURN_IF_ERROR(window(n, node, "width", x.dims[2], node.params[kPadLeft],
-                              node.params[kPadRight], kw, node.params[kStrideW],
-                              node.params[kDilationW], &out[2]));
-  return check_out_dims(n, node, v[node.output], out, 4);
+  return check_window_output(n, node, v, out_c, /*residual=*/false);  // input 2 is the bias
 }
 
 Error check_packed_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
@@ -224,15 +260,10 @@ Error check_packed_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
                              "cpu blob: node %u (%s): activation %u, expected 0 (none), 1 "
                              "(hardswish), 2 (gelu) or 3 (gelu tanh)",
                              n, op_name(node.op), node.params[kPackedActivation]);
-  const BlobValue& x = v[node.inputs[0]];
   const BlobValue& f = v[node.inputs[1]];
   const uint64_t kh = node.params[kKernelH], kw = node.params[kKernelW];
   const uint64_t in_c = node.params[kPackedInChannels], out_c = node.params[kPackedOutChannels];
-  TERN_CHECK_OR_RETURN_ERROR(x.rank == 4 && x.dims[3] == in_c, InvalidProgram,
-                             "cpu blob: node %u (%s): input value %u: expected 4 dims with %llu "
-                             "channels last, found rank %u",
-                             n, op_name(node.op), node.inputs[0],
-                             static_cast<unsigned long long>(in_c), x.rank);
+  TERN_RETURN_IF_ERROR(check_nhwc_input(n, node, v, in_c));
   uint64_t taps = 0, k = 0;
   TERN_CHECK_OR_RETURN_ERROR(
       checked_mul(kh, kw, &taps) && checked_mul(taps, in_c, &k) && k <= kMaxDim, InvalidProgram,
@@ -260,23 +291,7 @@ Error check_packed_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
                              static_cast<unsigned long long>(kh),
                              static_cast<unsigned long long>(kw),
                              static_cast<unsigned long long>(in_c));
-  uint64_t out[4] = {x.dims[0], 0, 0, out_c};
-  TERN_RETURN_IF_ERROR(window(n, node, "height", x.dims[1], node.params[kPadTop],
-                              node.params[kPadBottom], kh, node.params[kStrideH],
-                              node.params[kDilationH], &out[1]));
-  TERN_RETURN_IF_ERROR(window(n, node, "width", x.dims[2], node.params[kPadLeft],
-                              node.params[kPadRight], kw, node.params[kStrideW],
-                              node.params[kDilationW], &out[2]));
-  if (node.num_inputs == 3 && !dims_equal(v[node.inputs[2]], out, 4)) {
-    char a[128], b[128];
-    TERN_RETURN_ERROR(InvalidProgram,
-                      "cpu blob: node %u (%s): residual value %u has dims %s, expected the "
-                      "output's %s",
-                      n, op_name(node.op), node.inputs[2],
-                      dims_str(v[node.inputs[2]].dims, v[node.inputs[2]].rank, a, sizeof(a)),
-                      dims_str(out, 4, b, sizeof(b)));
-  }
-  return check_out_dims(n, node, v[node.output], out, 4);
+  return check_window_output(n, node, v, out_c, /*residual=*/true);
 }
 
 /// PackedBottleneck: the window, channels, flags and epilogues, the weight constant's size, the
@@ -316,11 +331,7 @@ Error check_bottleneck(uint32_t n, const BlobNode& node, const BlobValue* v) {
                              n, static_cast<unsigned long long>(c),
                              static_cast<unsigned long long>(e),
                              static_cast<unsigned long long>(o), node.num_inputs, flags);
-  const BlobValue& x = v[node.inputs[0]];
-  TERN_CHECK_OR_RETURN_ERROR(x.rank == 4 && x.dims[3] == c, InvalidProgram,
-                             "cpu blob: node %u (packed_bottleneck): input value %u: expected 4 "
-                             "dims with %llu channels last, found rank %u",
-                             n, node.inputs[0], static_cast<unsigned long long>(c), x.rank);
+  TERN_RETURN_IF_ERROR(check_nhwc_input(n, node, v, c));
   const BlobValue& f = v[node.inputs[1]];
   const uint64_t want = bottleneck_weight_floats(expand, project, c, e, o, kh, kw);
   TERN_CHECK_OR_RETURN_ERROR(f.rank == 1 && f.dims[0] == want, InvalidProgram,
@@ -332,21 +343,8 @@ Error check_bottleneck(uint32_t n, const BlobNode& node, const BlobValue* v) {
                              static_cast<unsigned long long>(o),
                              static_cast<unsigned long long>(kh),
                              static_cast<unsigned long long>(kw));
-  uint64_t out[4] = {x.dims[0], 0, 0, o};
-  TERN_RETURN_IF_ERROR(window(n, node, "height", x.dims[1], q[kPadTop], q[kPadBottom], kh,
-                              q[kStrideH], 1, &out[1]));
-  TERN_RETURN_IF_ERROR(window(n, node, "width", x.dims[2], q[kPadLeft], q[kPadRight], kw,
-                              q[kStrideW], 1, &out[2]));
-  if (node.num_inputs == 3 && !dims_equal(v[node.inputs[2]], out, 4)) {
-    char a[128], b[128];
-    TERN_RETURN_ERROR(InvalidProgram,
-                      "cpu blob: node %u (packed_bottleneck): residual value %u has dims %s, "
-                      "expected the output's %s",
-                      n, node.inputs[2],
-                      dims_str(v[node.inputs[2]].dims, v[node.inputs[2]].rank, a, sizeof(a)),
-                      dims_str(out, 4, b, sizeof(b)));
-  }
-  return check_out_dims(n, node, v[node.output], out, 4);
+  // The dilation is 1 (checked above).
+  return check_window_output(n, node, v, o, /*residual=*/true);
 }
 
 Error check_pool(uint32_t n, const BlobNode& node, const BlobValue* v) {
@@ -362,14 +360,7 @@ Error check_pool(uint32_t n, const BlobNode& node, const BlobValue* v) {
   TERN_CHECK_OR_RETURN_ERROR(x.rank == 4, InvalidProgram,
                              "cpu blob: node %u (%s): input value %u: expected 4 dims, found %u", n,
                              op_name(node.op), node.inputs[0], x.rank);
-  uint64_t out[4] = {x.dims[0], 0, 0, x.dims[3]};
-  TERN_RETURN_IF_ERROR(window(n, node, "height", x.dims[1], node.params[kPadTop],
-                              node.params[kPadBottom], kh, node.params[kStrideH],
-                              node.params[kDilationH], &out[1]));
-  TERN_RETURN_IF_ERROR(window(n, node, "width", x.dims[2], node.params[kPadLeft],
-                              node.params[kPadRight], kw, node.params[kStrideW],
-                              node.params[kDilationW], &out[2]));
-  return check_out_dims(n, node, v[node.output], out, 4);
+  return check_window_output(n, node, v, x.dims[3], /*residual=*/false);
 }
 
 Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v) {
@@ -486,15 +477,7 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v) {
       uint64_t expect[kMaxDims];
       for (uint32_t i = 0; i < x.rank; ++i) expect[i] = x.dims[i];
       expect[x.rank - 1] = out_features;
-      if (node.num_inputs == 3 && !dims_equal(v[node.inputs[2]], expect, x.rank)) {
-        char a[128], b[128];
-        TERN_RETURN_ERROR(InvalidProgram,
-                          "cpu blob: node %u (packed_fully_connected): residual value %u has "
-                          "dims %s, expected the output's %s",
-                          n, node.inputs[2],
-                          dims_str(v[node.inputs[2]].dims, v[node.inputs[2]].rank, a, sizeof(a)),
-                          dims_str(expect, x.rank, b, sizeof(b)));
-      }
+      TERN_RETURN_IF_ERROR(check_residual(n, node, v, expect, x.rank));
       return check_out_dims(n, node, out, expect, x.rank);
     }
     case NodeOp::Reshape:
