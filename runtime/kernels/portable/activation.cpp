@@ -15,8 +15,6 @@ namespace tern {
 namespace portable {
 namespace {
 
-const DType kNumeric[] = {DType::F32, DType::I32, DType::I64};
-
 // An activation computing in f32 from f32 input only, with nothing but doubles as attributes.
 template <typename MakeF>
 Error float_activation(const char* op, Span<EValue*> args, size_t num_attrs, MakeF make_f) {
@@ -30,27 +28,9 @@ Error float_activation(const char* op, Span<EValue*> args, size_t num_attrs, Mak
 }  // namespace
 
 Error relu(KernelContext& /*context*/, Span<EValue*> args) {
-  const char* op = "tern::relu";
-  Operand x;
-  TensorView* out = nullptr;
-  TERN_RETURN_IF_ERROR(unary_args(op, args, 2, 2, &x, &out));
-  TERN_RETURN_IF_ERROR(check_compute_dtype(op, &x, 1, x.dtype, Span<const DType>(kNumeric)));
-  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *out, x.dtype));
-  const uint64_t n = out->numel();
   // NaN stays NaN, as in ATen (clamp_min propagates NaN).
   auto f = [](auto v) { return v < 0 ? decltype(v)(0) : v; };
-  switch (x.dtype) {
-    case DType::F32:
-      unary_loop<float, float>(x, out->data_as<float>(), n, f);
-      break;
-    case DType::I32:
-      unary_loop<int32_t, int32_t>(x, out->data_as<int32_t>(), n, f);
-      break;
-    default:
-      unary_loop<int64_t, int64_t>(x, out->data_as<int64_t>(), n, f);
-      break;
-  }
-  return Error::Ok;
+  return numeric_unary("tern::relu", args, f, f);
 }
 
 Error clamp(KernelContext& /*context*/, Span<EValue*> args) {
@@ -77,7 +57,7 @@ Error clamp(KernelContext& /*context*/, Span<EValue*> args) {
   TERN_CHECK_OR_RETURN_ERROR(!bounds[0]->is_none() || !bounds[1]->is_none(), InvalidArgument,
                              "%s: expected min or max to be given, found both None", op);
   const DType compute = rt.result();
-  TERN_RETURN_IF_ERROR(check_compute_dtype(op, &x, 1, compute, Span<const DType>(kNumeric)));
+  TERN_RETURN_IF_ERROR(check_compute_dtype(op, &x, 1, compute, Span<const DType>(kNumericDtypes)));
   TERN_RETURN_IF_ERROR(check_dtype(op, "out", *out, compute));
   auto run = [&](auto zero) -> Error {
     using T = decltype(zero);

@@ -1,7 +1,6 @@
 // Broadcasting arithmetic: tern::add, sub, mul, div, pow, maximum, minimum (docs/ops.md).
 // Operands promote as torch.result_type says; the loop computes in the promoted dtype.
 #include <cmath>
-#include <cstring>
 
 #include "runtime/kernels/portable/elementwise_binary.h"
 #include "runtime/kernels/portable/portable_kernels.h"
@@ -10,9 +9,17 @@ namespace tern {
 namespace portable {
 namespace {
 
-const DType kNumeric[] = {DType::F32, DType::I32, DType::I64};
 const DType kNumericBool[] = {DType::F32, DType::I32, DType::I64, DType::Bool};
 const DType kFloat[] = {DType::F32};
+
+// What each op takes, for binary_args: {most arguments, compute dtypes, int_to_float}; out
+// has the compute dtype.
+const BinaryOpSpec kAddSubSpec = {4, Span<const DType>(kNumericDtypes)};  // alpha? before out
+const BinaryOpSpec kMulSpec = {3, Span<const DType>(kNumericBool)};
+const BinaryOpSpec kTrueDivSpec = {4, Span<const DType>(kFloat), /*int_to_float=*/true};
+const BinaryOpSpec kRoundingDivSpec = {4, Span<const DType>(kNumericDtypes)};
+const BinaryOpSpec kPowSpec = {3, Span<const DType>(kFloat)};
+const BinaryOpSpec kExtremumSpec = {3, Span<const DType>(kNumericDtypes)};
 
 // Calls fn(T{}) for the C++ type of `d` (one of f32, i32, i64, bool).
 template <typename Fn>
@@ -32,27 +39,22 @@ Error dispatch(const char* op, DType d, Fn fn) {
   TERN_RETURN_ERROR(Internal, "%s: unhandled dtype %s", op, to_string(d));
 }
 
-// Shared by add and sub: out = a + sign * alpha * b.
+// Shared by add and sub (a, b, alpha?, out): out = a + sign * alpha * b.
 Error add_sub(const char* op, Span<EValue*> args, bool subtract) {
-  TERN_RETURN_IF_ERROR(check_num_args(op, args, 3, 4));
   BinaryArgs p;
-  TERN_RETURN_IF_ERROR(binary_args(op, args, &p));
-  const Operand operands[2] = {p.a, p.b};
-  TERN_RETURN_IF_ERROR(
-      check_compute_dtype(op, operands, 2, p.promoted, Span<const DType>(kNumeric)));
-  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *p.out, p.promoted));
-  const EValue* alpha = args.size() == 4 ? args[2] : nullptr;
-  TERN_CHECK_OR_RETURN_ERROR(args.size() < 4 || alpha != nullptr, InvalidArgument,
-                             "%s: argument 2 (alpha) is a null EValue", op);
-  return dispatch(op, p.promoted, [&](auto zero) -> Error {
+  TERN_RETURN_IF_ERROR(binary_args(op, args, kAddSubSpec, &p));
+  const EValue* alpha = nullptr;
+  if (args.size() == 4) {
+    TERN_ASSIGN_OR_RETURN(alpha, value_arg(op, args, 2, "alpha"));
+  }
+  return dispatch(op, p.compute, [&](auto zero) -> Error {
     using T = decltype(zero);
-    T a_scalar{}, b_scalar{};
-    TERN_RETURN_IF_ERROR(bind_scalar<T>(op, &p.a, &a_scalar));
-    TERN_RETURN_IF_ERROR(bind_scalar<T>(op, &p.b, &b_scalar));
+    T scalars[2] = {};
+    TERN_RETURN_IF_ERROR(bind_scalars(op, &p, scalars));
     T alpha_value = 1;
     if (alpha != nullptr) TERN_RETURN_IF_ERROR(scalar_arg<T>(op, "alpha", *alpha, &alpha_value));
     if constexpr (std::is_same<T, bool>::value) {
-      return Error::Ok;  // not reached: bool is not in kNumeric
+      return Error::Ok;  // not reached: bool is not in kNumericDtypes
     } else {
       T* out = p.out->data_as<T>();
       if (alpha_value == T(1)) {
@@ -69,13 +71,6 @@ Error add_sub(const char* op, Span<EValue*> args, bool subtract) {
       return Error::Ok;
     }
   });
-}
-
-// A string argument equal to `text`.
-bool string_is(const EValue& v, const char* text) {
-  const size_t n = strlen(text);
-  return v.is_string() && v.payload.string.size == n &&
-         (n == 0 || memcmp(v.payload.string.data, text, n) == 0);
 }
 
 // Python's float floor division (ATen div_floor for floating types).
@@ -105,11 +100,31 @@ T int_divide(T a, T b, bool floor_mode, bool* by_zero) {
 
 template <typename T, typename F>
 Error simple_binary(const char* op, BinaryArgs& p, F f) {
-  T a_scalar{}, b_scalar{};
-  TERN_RETURN_IF_ERROR(bind_scalar<T>(op, &p.a, &a_scalar));
-  TERN_RETURN_IF_ERROR(bind_scalar<T>(op, &p.b, &b_scalar));
+  T scalars[2] = {};
+  TERN_RETURN_IF_ERROR(bind_scalars(op, &p, scalars));
   binary_loop<T, T>(p.a, p.b, p.out->data_as<T>(), p.shape.span(), f);
   return Error::Ok;
+}
+
+// maximum (kMax) and minimum: a NaN operand gives NaN, as in ATen.
+template <bool kMax>
+Error extremum(const char* op, Span<EValue*> args) {
+  BinaryArgs p;
+  TERN_RETURN_IF_ERROR(binary_args(op, args, kExtremumSpec, &p));
+  return dispatch(op, p.compute, [&](auto zero) -> Error {
+    using T = decltype(zero);
+    return simple_binary<T>(op, p, [](T x, T y) {
+      if constexpr (std::is_floating_point<T>::value) {
+        if (std::isnan(x)) return x;
+        if (std::isnan(y)) return y;
+      }
+      if constexpr (kMax) {
+        return x > y ? x : y;
+      } else {
+        return x < y ? x : y;
+      }
+    });
+  });
 }
 
 }  // namespace
@@ -124,14 +139,9 @@ Error sub(KernelContext& /*context*/, Span<EValue*> args) {
 
 Error mul(KernelContext& /*context*/, Span<EValue*> args) {
   const char* op = "tern::mul";
-  TERN_RETURN_IF_ERROR(check_num_args(op, args, 3, 3));
   BinaryArgs p;
-  TERN_RETURN_IF_ERROR(binary_args(op, args, &p));
-  const Operand operands[2] = {p.a, p.b};
-  TERN_RETURN_IF_ERROR(
-      check_compute_dtype(op, operands, 2, p.promoted, Span<const DType>(kNumericBool)));
-  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *p.out, p.promoted));
-  return dispatch(op, p.promoted, [&](auto zero) -> Error {
+  TERN_RETURN_IF_ERROR(binary_args(op, args, kMulSpec, &p));
+  return dispatch(op, p.compute, [&](auto zero) -> Error {
     using T = decltype(zero);
     if constexpr (std::is_same<T, bool>::value) {
       return simple_binary<T>(op, p, [](bool x, bool y) { return x && y; });
@@ -143,17 +153,13 @@ Error mul(KernelContext& /*context*/, Span<EValue*> args) {
 
 Error div_kernel(KernelContext& /*context*/, Span<EValue*> args) {
   const char* op = "tern::div";
-  TERN_RETURN_IF_ERROR(check_num_args(op, args, 3, 4));
-  BinaryArgs p;
-  TERN_RETURN_IF_ERROR(binary_args(op, args, &p));
+  // rounding_mode first: it decides the compute dtype that binary_args checks.
   enum class Mode { True, Trunc, Floor } mode = Mode::True;
   if (args.size() == 4) {
-    const EValue* m = args[2];
-    TERN_CHECK_OR_RETURN_ERROR(m != nullptr, InvalidArgument,
-                               "%s: argument 2 (rounding_mode) is a null EValue", op);
-    if (string_is(*m, "trunc")) {
+    TERN_ASSIGN_OR_RETURN(const EValue* m, value_arg(op, args, 2, "rounding_mode"));
+    if (string_equals(*m, "trunc")) {
       mode = Mode::Trunc;
-    } else if (string_is(*m, "floor")) {
+    } else if (string_equals(*m, "floor")) {
       mode = Mode::Floor;
     } else if (!m->is_none()) {
       if (m->is_string()) {
@@ -168,26 +174,20 @@ Error div_kernel(KernelContext& /*context*/, Span<EValue*> args) {
                         op, to_string(m->tag));
     }
   }
-  const Operand operands[2] = {p.a, p.b};
-  DType compute = p.promoted;
-  if (mode == Mode::True && (is_int_dtype(compute) || compute == DType::Bool)) {
-    compute = DType::F32;  // true division of integers gives the default float dtype
-  }
-  TERN_RETURN_IF_ERROR(check_compute_dtype(
-      op, operands, 2, compute,
-      mode == Mode::True ? Span<const DType>(kFloat) : Span<const DType>(kNumeric)));
-  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *p.out, compute));
+  BinaryArgs p;
+  TERN_RETURN_IF_ERROR(
+      binary_args(op, args, mode == Mode::True ? kTrueDivSpec : kRoundingDivSpec, &p));
   if (mode == Mode::True) {
     return simple_binary<float>(op, p, [](float x, float y) { return x / y; });
   }
   const bool floor_mode = mode == Mode::Floor;
-  return dispatch(op, compute, [&](auto zero) -> Error {
+  return dispatch(op, p.compute, [&](auto zero) -> Error {
     using T = decltype(zero);
     if constexpr (std::is_same<T, float>::value) {
       if (floor_mode) return simple_binary<T>(op, p, floor_divide);
       return simple_binary<T>(op, p, [](float x, float y) { return std::trunc(x / y); });
     } else if constexpr (std::is_same<T, bool>::value) {
-      return Error::Ok;  // not reached: bool is not in kNumeric
+      return Error::Ok;  // not reached: bool is not in kNumericDtypes
     } else {
       bool by_zero = false;
       TERN_RETURN_IF_ERROR(simple_binary<T>(op, p, [&by_zero, floor_mode](T x, T y) {
@@ -202,12 +202,8 @@ Error div_kernel(KernelContext& /*context*/, Span<EValue*> args) {
 
 Error pow_kernel(KernelContext& /*context*/, Span<EValue*> args) {
   const char* op = "tern::pow";
-  TERN_RETURN_IF_ERROR(check_num_args(op, args, 3, 3));
   BinaryArgs p;
-  TERN_RETURN_IF_ERROR(binary_args(op, args, &p));
-  const Operand operands[2] = {p.a, p.b};
-  TERN_RETURN_IF_ERROR(check_compute_dtype(op, operands, 2, p.promoted, Span<const DType>(kFloat)));
-  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *p.out, p.promoted));
+  TERN_RETURN_IF_ERROR(binary_args(op, args, kPowSpec, &p));
   if (p.b.scalar != nullptr) {
     // Common exponents exactly as ATen computes them.
     float e = 0.0f;
@@ -231,45 +227,11 @@ Error pow_kernel(KernelContext& /*context*/, Span<EValue*> args) {
 }
 
 Error maximum(KernelContext& /*context*/, Span<EValue*> args) {
-  const char* op = "tern::maximum";
-  TERN_RETURN_IF_ERROR(check_num_args(op, args, 3, 3));
-  BinaryArgs p;
-  TERN_RETURN_IF_ERROR(binary_args(op, args, &p));
-  const Operand operands[2] = {p.a, p.b};
-  TERN_RETURN_IF_ERROR(
-      check_compute_dtype(op, operands, 2, p.promoted, Span<const DType>(kNumeric)));
-  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *p.out, p.promoted));
-  return dispatch(op, p.promoted, [&](auto zero) -> Error {
-    using T = decltype(zero);
-    return simple_binary<T>(op, p, [](T x, T y) {
-      if constexpr (std::is_floating_point<T>::value) {
-        if (std::isnan(x)) return x;
-        if (std::isnan(y)) return y;
-      }
-      return x > y ? x : y;
-    });
-  });
+  return extremum</*kMax=*/true>("tern::maximum", args);
 }
 
 Error minimum(KernelContext& /*context*/, Span<EValue*> args) {
-  const char* op = "tern::minimum";
-  TERN_RETURN_IF_ERROR(check_num_args(op, args, 3, 3));
-  BinaryArgs p;
-  TERN_RETURN_IF_ERROR(binary_args(op, args, &p));
-  const Operand operands[2] = {p.a, p.b};
-  TERN_RETURN_IF_ERROR(
-      check_compute_dtype(op, operands, 2, p.promoted, Span<const DType>(kNumeric)));
-  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *p.out, p.promoted));
-  return dispatch(op, p.promoted, [&](auto zero) -> Error {
-    using T = decltype(zero);
-    return simple_binary<T>(op, p, [](T x, T y) {
-      if constexpr (std::is_floating_point<T>::value) {
-        if (std::isnan(x)) return x;
-        if (std::isnan(y)) return y;
-      }
-      return x < y ? x : y;
-    });
-  });
+  return extremum</*kMax=*/false>("tern::minimum", args);
 }
 
 }  // namespace portable

@@ -30,9 +30,8 @@ inline bool compare(T a, T b) {
 
 template <Cmp kCmp, typename T>
 Error run_compare(const char* op, BinaryArgs& p) {
-  T a_scalar{}, b_scalar{};
-  TERN_RETURN_IF_ERROR(bind_scalar<T>(op, &p.a, &a_scalar));
-  TERN_RETURN_IF_ERROR(bind_scalar<T>(op, &p.b, &b_scalar));
+  T scalars[2] = {};
+  TERN_RETURN_IF_ERROR(bind_scalars(op, &p, scalars));
   binary_loop<T, bool>(p.a, p.b, p.out->data_as<bool>(), p.shape.span(),
                        [](T x, T y) { return compare<kCmp>(x, y); });
   return Error::Ok;
@@ -40,13 +39,11 @@ Error run_compare(const char* op, BinaryArgs& p) {
 
 template <Cmp kCmp>
 Error comparison(const char* op, Span<EValue*> args) {
-  TERN_RETURN_IF_ERROR(check_num_args(op, args, 3, 3));
   BinaryArgs p;
-  TERN_RETURN_IF_ERROR(binary_args(op, args, &p));
-  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *p.out, DType::Bool));
-  if (p.promoted == DType::Bool) return run_compare<kCmp, bool>(op, p);
-  if (is_float_dtype(p.promoted)) return run_compare<kCmp, float>(op, p);
-  if (p.promoted == DType::I32) return run_compare<kCmp, int32_t>(op, p);
+  TERN_RETURN_IF_ERROR(binary_args(op, args, kPredicateSpec, &p));
+  if (p.compute == DType::Bool) return run_compare<kCmp, bool>(op, p);
+  if (is_float_dtype(p.compute)) return run_compare<kCmp, float>(op, p);
+  if (p.compute == DType::I32) return run_compare<kCmp, int32_t>(op, p);
   return run_compare<kCmp, int64_t>(op, p);  // every integer dtype compares exactly as i64
 }
 

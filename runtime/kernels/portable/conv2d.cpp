@@ -152,14 +152,10 @@ Error conv2d_run(KernelContext& context, const char* op, const ConvGeometry& g,
 // Checks and runs conv1d (spatial == 1) or conv2d (spatial == 2):
 // x, weight, bias?, stride, padding, dilation, groups, out.
 Error conv_kernel(KernelContext& context, Span<EValue*> args, const char* op, uint32_t spatial) {
-  TERN_RETURN_IF_ERROR(check_num_args(op, args, 8, 8));
-  TERN_ASSIGN_OR_RETURN(TensorView* x, tensor_arg(op, args, 0, "x"));
-  TERN_ASSIGN_OR_RETURN(TensorView* w, tensor_arg(op, args, 1, "weight"));
-  TERN_ASSIGN_OR_RETURN(TensorView* bias, optional_tensor_arg(op, args, 2, "bias"));
-  TERN_ASSIGN_OR_RETURN(TensorView* out, tensor_arg(op, args, 7, "out"));
-  TERN_RETURN_IF_ERROR(check_f32_rank(op, "x", *x, spatial + 1, spatial + 2));
-  TERN_RETURN_IF_ERROR(check_f32_rank(op, "weight", *w, spatial + 2, spatial + 2));
-  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *out, DType::F32));
+  ConvTensors t;
+  TERN_RETURN_IF_ERROR(conv_tensor_args(op, args, 8, spatial, &t));
+  const TensorView* x = t.x;
+  const TensorView* w = t.weight;
   int64_t stride[2], pad[2], dilation[2];
   TERN_RETURN_IF_ERROR(spatial_arg(op, args, 3, "stride", spatial, 1, nullptr, stride));
   TERN_RETURN_IF_ERROR(spatial_arg(op, args, 4, "padding", spatial, 0, nullptr, pad));
@@ -211,24 +207,10 @@ Error conv_kernel(KernelContext& context, Span<EValue*> args, const char* op, ui
   }
   TERN_RETURN_IF_ERROR(window_output_size(op, spatial == 2 ? "width" : "length", g.in_w, g.kw,
                                           g.stride[1], g.pad[1], g.dilation[1], false, &g.out_w));
-  if (bias != nullptr) {
-    TERN_RETURN_IF_ERROR(check_dtype(op, "bias", *bias, DType::F32));
-    const int64_t want_bias[1] = {g.out_channels};
-    TERN_RETURN_IF_ERROR(check_shape(op, "bias", *bias, Span<const int64_t>(want_bias)));
-  }
-  int64_t want[4];
-  uint32_t rank = 0;
-  if (batched) want[rank++] = g.batch;
-  want[rank++] = g.out_channels;
-  if (spatial == 2) want[rank++] = g.out_h;
-  want[rank++] = g.out_w;
-  TERN_RETURN_IF_ERROR(check_shape(op, "out", *out, Span<const int64_t>(want, rank)));
-  TERN_RETURN_IF_ERROR(check_no_overlap(op, *out, *x, "x"));
-  TERN_RETURN_IF_ERROR(check_no_overlap(op, *out, *w, "weight"));
-  if (bias != nullptr) TERN_RETURN_IF_ERROR(check_no_overlap(op, *out, *bias, "bias"));
-  if (out->numel() == 0) return Error::Ok;
+  TERN_RETURN_IF_ERROR(check_conv_output(op, g, spatial, batched, t));
+  if (t.out->numel() == 0) return Error::Ok;
   return conv2d_run(context, op, g, x->data_as<const float>(), w->data_as<const float>(),
-                    bias ? bias->data_as<const float>() : nullptr, out->data_as<float>());
+                    t.bias ? t.bias->data_as<const float>() : nullptr, t.out->data_as<float>());
 }
 
 }  // namespace

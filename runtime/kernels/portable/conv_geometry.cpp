@@ -2,9 +2,43 @@
 
 #include <cinttypes>
 
+#include "runtime/kernels/portable/kernel_args.h"
+#include "runtime/kernels/portable/linalg_args.h"
 #include "runtime/kernels/util/scratch_sizes.h"
 
 namespace tern::portable {
+
+Error conv_tensor_args(const char* op, Span<EValue*> args, size_t num_args, uint32_t spatial,
+                       ConvTensors* t) {
+  TERN_RETURN_IF_ERROR(check_num_args(op, args, num_args, num_args));
+  TERN_ASSIGN_OR_RETURN(t->x, tensor_arg(op, args, 0, "x"));
+  TERN_ASSIGN_OR_RETURN(t->weight, tensor_arg(op, args, 1, "weight"));
+  TERN_ASSIGN_OR_RETURN(t->bias, optional_tensor_arg(op, args, 2, "bias"));
+  TERN_ASSIGN_OR_RETURN(t->out, tensor_arg(op, args, num_args - 1, "out"));
+  TERN_RETURN_IF_ERROR(check_f32_rank(op, "x", *t->x, spatial + 1, spatial + 2));
+  TERN_RETURN_IF_ERROR(check_f32_rank(op, "weight", *t->weight, spatial + 2, spatial + 2));
+  return check_dtype(op, "out", *t->out, DType::F32);
+}
+
+Error check_conv_output(const char* op, const ConvGeometry& g, uint32_t spatial, bool batched,
+                        const ConvTensors& t) {
+  if (t.bias != nullptr) {
+    TERN_RETURN_IF_ERROR(check_dtype(op, "bias", *t.bias, DType::F32));
+    const int64_t want_bias[1] = {g.out_channels};
+    TERN_RETURN_IF_ERROR(check_shape(op, "bias", *t.bias, Span<const int64_t>(want_bias)));
+  }
+  int64_t want[4];
+  uint32_t rank = 0;
+  if (batched) want[rank++] = g.batch;
+  want[rank++] = g.out_channels;
+  if (spatial == 2) want[rank++] = g.out_h;
+  want[rank++] = g.out_w;
+  TERN_RETURN_IF_ERROR(check_shape(op, "out", *t.out, Span<const int64_t>(want, rank)));
+  TERN_RETURN_IF_ERROR(check_no_overlap(op, *t.out, *t.x, "x"));
+  TERN_RETURN_IF_ERROR(check_no_overlap(op, *t.out, *t.weight, "weight"));
+  if (t.bias != nullptr) TERN_RETURN_IF_ERROR(check_no_overlap(op, *t.out, *t.bias, "bias"));
+  return Error::Ok;
+}
 
 Error window_output_size(const char* op, const char* dim_name, int64_t in, int64_t k,
                          int64_t stride, int64_t pad, int64_t dilation, bool ceil_mode,

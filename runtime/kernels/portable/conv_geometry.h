@@ -5,7 +5,10 @@
 #include <cstdint>
 
 #include "runtime/core/error.h"
+#include "runtime/core/evalue.h"
 #include "runtime/core/memory_allocator.h"
+#include "runtime/core/span.h"
+#include "runtime/core/tensor_view.h"
 
 namespace tern::portable {
 
@@ -25,6 +28,27 @@ struct ConvGeometry {
   int64_t out_h = 1;
   int64_t out_w = 0;
 };
+
+/// The tensors of a convolution (x, weight, bias?, <attributes>, out).
+struct ConvTensors {
+  TensorView* x = nullptr;
+  TensorView* weight = nullptr;
+  TensorView* bias = nullptr;  ///< null when None
+  TensorView* out = nullptr;
+};
+
+/// Reads the tensors of a convolution over `spatial` (1 or 2) dims that takes exactly
+/// `num_args` arguments (x, weight, bias?, <attributes>, out) and checks x (f32, rank
+/// spatial + 1 unbatched or spatial + 2), weight (f32, rank spatial + 2) and out (f32, the
+/// last argument). InvalidArgument naming op and the argument. Owned by the Method.
+Error conv_tensor_args(const char* op, Span<EValue*> args, size_t num_args, uint32_t spatial,
+                       ConvTensors* t);
+
+/// Checks the output side of a convolution of geometry `g`: bias (when present) f32
+/// [out_channels], out of shape [N (when `batched`), O, OH (when spatial == 2), OW], and out
+/// sharing no memory with x, weight or bias.
+Error check_conv_output(const char* op, const ConvGeometry& g, uint32_t spatial, bool batched,
+                        const ConvTensors& t);
 
 /// Output size of a sliding window along one dim: floor or (ceil_mode) ceil of
 /// (in + 2 pad - dilation (k - 1) - 1) / stride, plus 1; with ceil_mode a last window that

@@ -57,14 +57,12 @@ void col2im(const ConvGeometry& g, int64_t og, const float* col, int64_t pix0, i
 Error conv_transpose2d(KernelContext& context, Span<EValue*> args) {
   const char* op = "tern::conv_transpose2d";
   // x, weight, bias?, stride, padding, output_padding, groups, dilation, out
-  TERN_RETURN_IF_ERROR(check_num_args(op, args, 9, 9));
-  TERN_ASSIGN_OR_RETURN(TensorView* x, tensor_arg(op, args, 0, "x"));
-  TERN_ASSIGN_OR_RETURN(TensorView* w, tensor_arg(op, args, 1, "weight"));
-  TERN_ASSIGN_OR_RETURN(TensorView* bias, optional_tensor_arg(op, args, 2, "bias"));
-  TERN_ASSIGN_OR_RETURN(TensorView* out, tensor_arg(op, args, 8, "out"));
-  TERN_RETURN_IF_ERROR(check_f32_rank(op, "x", *x, 3, 4));
-  TERN_RETURN_IF_ERROR(check_f32_rank(op, "weight", *w, 4, 4));
-  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *out, DType::F32));
+  ConvTensors t;
+  TERN_RETURN_IF_ERROR(conv_tensor_args(op, args, 9, /*spatial=*/2, &t));
+  const TensorView* x = t.x;
+  const TensorView* w = t.weight;
+  const TensorView* bias = t.bias;
+  TensorView* out = t.out;
   int64_t stride[2], pad[2], out_pad[2], dilation[2];
   TERN_RETURN_IF_ERROR(spatial_arg(op, args, 3, "stride", 2, 1, nullptr, stride));
   TERN_RETURN_IF_ERROR(spatial_arg(op, args, 4, "padding", 2, 0, nullptr, pad));
@@ -128,21 +126,7 @@ Error conv_transpose2d(KernelContext& context, Span<EValue*> args) {
   }
   g.out_h = out_sizes[0];
   g.out_w = out_sizes[1];
-  if (bias != nullptr) {
-    TERN_RETURN_IF_ERROR(check_dtype(op, "bias", *bias, DType::F32));
-    const int64_t want_bias[1] = {g.out_channels};
-    TERN_RETURN_IF_ERROR(check_shape(op, "bias", *bias, Span<const int64_t>(want_bias)));
-  }
-  int64_t want[4];
-  uint32_t rank = 0;
-  if (batched) want[rank++] = g.batch;
-  want[rank++] = g.out_channels;
-  want[rank++] = g.out_h;
-  want[rank++] = g.out_w;
-  TERN_RETURN_IF_ERROR(check_shape(op, "out", *out, Span<const int64_t>(want, rank)));
-  TERN_RETURN_IF_ERROR(check_no_overlap(op, *out, *x, "x"));
-  TERN_RETURN_IF_ERROR(check_no_overlap(op, *out, *w, "weight"));
-  if (bias != nullptr) TERN_RETURN_IF_ERROR(check_no_overlap(op, *out, *bias, "bias"));
+  TERN_RETURN_IF_ERROR(check_conv_output(op, g, /*spatial=*/2, batched, t));
   if (out->numel() == 0) return Error::Ok;
 
   const int64_t cg = g.in_channels / groups;

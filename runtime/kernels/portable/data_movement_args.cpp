@@ -1,7 +1,6 @@
 #include "runtime/kernels/portable/data_movement_args.h"
 
 #include <cinttypes>
-#include <cstring>
 
 namespace tern::portable::dm {
 Error optional_int_arg(const char* op, Span<EValue*> args, size_t index, const char* name,
@@ -42,14 +41,6 @@ Result<Span<const int64_t>> int_list_arg(const char* op, Span<EValue*> args, siz
   return list;
 }
 
-bool string_equals(const EValue& value, const char* expected) {
-  if (!value.is_string()) return false;
-  const size_t n = std::strlen(expected);
-  return value.payload.string.size == n &&
-         (n == 0 || (value.payload.string.data != nullptr &&
-                     std::memcmp(value.payload.string.data, expected, n) == 0));
-}
-
 Result<uint32_t> wrap_dim(const char* op, const char* name, int64_t dim, uint32_t rank) {
   const int64_t r = rank == 0 ? 1 : static_cast<int64_t>(rank);
   TERN_CHECK_OR_RETURN_ERROR(dim >= -r && dim < r, InvalidArgument,
@@ -70,6 +61,39 @@ Error check_index_dtype(const char* op, const char* name, const TensorView& t) {
   TERN_CHECK_OR_RETURN_ERROR(t.dtype == DType::I64 || t.dtype == DType::I32, InvalidArgument,
                              "%s: %s: expected dtype one of {i64, i32}, found %s", op, name,
                              to_string(t.dtype));
+  return Error::Ok;
+}
+
+Error index_args(const char* op, Span<EValue*> args, IndexArgs* out) {
+  TERN_RETURN_IF_ERROR(check_num_args(op, args, 4, 4));
+  TERN_ASSIGN_OR_RETURN(out->x, tensor_arg(op, args, 0, "x"));
+  TERN_ASSIGN_OR_RETURN(out->dim, int_arg(op, args, 1, "dim"));
+  TERN_ASSIGN_OR_RETURN(out->index, tensor_arg(op, args, 2, "index"));
+  TERN_ASSIGN_OR_RETURN(out->out, tensor_arg(op, args, 3, "out"));
+  TERN_RETURN_IF_ERROR(check_byte_dtype(op, "x", *out->x));
+  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *out->out, out->x->dtype));
+  return check_index_dtype(op, "index", *out->index);
+}
+
+Error check_upsample2d(const char* op, const TensorView& x, const TensorView& out,
+                       Upsample2dSizes* sizes) {
+  TERN_CHECK_OR_RETURN_ERROR(x.rank == 4, InvalidArgument,
+                             "%s: x: expected rank 4 [N, C, H, W], found rank %u", op, x.rank);
+  TERN_CHECK_OR_RETURN_ERROR(out.rank == 4, InvalidArgument,
+                             "%s: out: expected rank 4 [N, C, OH, OW], found rank %u", op,
+                             out.rank);
+  const int64_t h = x.sizes[2], w = x.sizes[3];
+  const int64_t oh = out.sizes[2], ow = out.sizes[3];
+  TERN_CHECK_OR_RETURN_ERROR(h > 0 && w > 0 && oh > 0 && ow > 0, InvalidArgument,
+                             "%s: input (%" PRId64 ", %" PRId64 ") and output (%" PRId64
+                             ", %" PRId64 ") sizes must be greater than 0",
+                             op, h, w, oh, ow);
+  const int64_t expected[4] = {x.sizes[0], x.sizes[1], oh, ow};
+  TERN_RETURN_IF_ERROR(check_shape(op, "out", out, Span<const int64_t>(expected, 4)));
+  sizes->h = h;
+  sizes->w = w;
+  sizes->oh = oh;
+  sizes->ow = ow;
   return Error::Ok;
 }
 

@@ -17,6 +17,7 @@ namespace tern::portable::dm {
 // The shared readers (kernel_args.h), under this family's names.
 using portable::bool_arg;
 using portable::int_arg;
+using portable::string_equals;
 using portable::value_arg;
 
 /// The Int at `args[index]`, or `*present = false` when it is None.
@@ -32,9 +33,6 @@ Error optional_double_arg(const char* op, Span<EValue*> args, size_t index, cons
 Result<Span<const int64_t>> int_list_arg(const char* op, Span<EValue*> args, size_t index,
                                          const char* name, size_t max_size);
 
-/// The String at `args[index]` equals `expected` (exactly).
-bool string_equals(const EValue& value, const char* expected);
-
 /// `dim` wrapped into [0, rank) like ATen (negative counts from the end; a rank-0 tensor
 /// takes dims -1 and 0 as if it had rank 1, and gives 0).
 Result<uint32_t> wrap_dim(const char* op, const char* name, int64_t dim, uint32_t rank);
@@ -45,6 +43,36 @@ Error check_byte_dtype(const char* op, const char* name, const TensorView& t);
 
 /// InvalidArgument unless `t` is an i64 or i32 tensor (an index tensor).
 Error check_index_dtype(const char* op, const char* name, const TensorView& t);
+
+/// The arguments of gather and index_select, (x, dim, index, out).
+struct IndexArgs {
+  TensorView* x = nullptr;
+  int64_t dim = 0;  ///< as given (the caller wraps it against x's rank)
+  TensorView* index = nullptr;
+  TensorView* out = nullptr;
+};
+
+/// Reads (x, dim, index, out), four arguments, and checks their kinds and dtypes: x of whole
+/// bytes per element, out of x's dtype, index i64 or i32. The caller checks the shapes.
+/// Pointers are owned by the Method.
+Error index_args(const char* op, Span<EValue*> args, IndexArgs* out);
+
+/// The spatial sizes of a 2-D upsampling, x [N, C, H, W] to out [N, C, OH, OW].
+struct Upsample2dSizes {
+  int64_t h = 0, w = 0, oh = 0, ow = 0;
+};
+
+/// Checks the shapes of a 2-D upsampling: x and out of rank 4, every spatial size > 0, out's
+/// batch and channels those of x.
+Error check_upsample2d(const char* op, const TensorView& x, const TensorView& out,
+                       Upsample2dSizes* sizes);
+
+/// ATen's input-per-output scale of an upsampled dim (compute_scales_value): 1 / scale
+/// when `has_scale` and scale > 0, else in / out.
+inline float upsample_scale(bool has_scale, double scale, int64_t in, int64_t out) {
+  return has_scale && scale > 0.0 ? static_cast<float>(1.0 / scale)
+                                  : static_cast<float>(in) / static_cast<float>(out);
+}
 
 /// Element `i` of an i64 or i32 tensor as int64.
 inline int64_t index_at(const TensorView& t, uint64_t i) {

@@ -86,9 +86,8 @@ Error check_compute_dtype(const char* op, const Operand* operands, size_t num_op
                     op, list, to_string(compute), found, to_string(compute));
 }
 
-Error binary_args(const char* op, Span<EValue*> args, BinaryArgs* out) {
-  TERN_CHECK_OR_RETURN_ERROR(args.size() >= 3, InvalidArgument,
-                             "%s: expected at least 3 arguments, found %zu", op, args.size());
+Error binary_args(const char* op, Span<EValue*> args, const BinaryOpSpec& spec, BinaryArgs* out) {
+  TERN_RETURN_IF_ERROR(check_num_args(op, args, 3, spec.max_args));
   TERN_RETURN_IF_ERROR(operand_arg(op, args, 0, "a", false, &out->a));
   TERN_RETURN_IF_ERROR(operand_arg(op, args, 1, "b", true, &out->b));
   TERN_ASSIGN_OR_RETURN(out->out, tensor_arg(op, args, args.size() - 1, "out"));
@@ -97,8 +96,16 @@ Error binary_args(const char* op, Span<EValue*> args, BinaryArgs* out) {
   ResultType rt;
   add_operand(&rt, out->a);
   add_operand(&rt, out->b);
-  out->promoted = rt.result();
-  return Error::Ok;
+  DType compute = rt.result();
+  if (spec.int_to_float && (is_int_dtype(compute) || compute == DType::Bool)) {
+    compute = DType::F32;  // the default float dtype
+  }
+  out->compute = compute;
+  if (spec.compute.size() != 0) {
+    const Operand operands[2] = {out->a, out->b};
+    TERN_RETURN_IF_ERROR(check_compute_dtype(op, operands, 2, compute, spec.compute));
+  }
+  return check_dtype(op, "out", *out->out, spec.bool_out ? DType::Bool : compute);
 }
 
 }  // namespace portable

@@ -117,23 +117,48 @@ inline void add_operand(ResultType* rt, const Operand& o) {
   }
 }
 
+/// The numeric compute dtypes of the arithmetic ops that compute in their operands' dtype
+/// (add, sub, maximum, neg, abs, relu, clamp, ...).
+inline constexpr DType kNumericDtypes[] = {DType::F32, DType::I32, DType::I64};
+
 /// InvalidArgument unless `compute` (the dtype the operands promote to) is in `allowed`;
 /// the message names the operands' dtypes.
 Error check_compute_dtype(const char* op, const Operand* operands, size_t num_operands,
                           DType compute, Span<const DType> allowed);
 
+/// What a broadcasting binary op (a, b[, attribute], out) accepts: binary_args checks its
+/// arguments against this.
+struct BinaryOpSpec {
+  /// 3, or 4 when one optional attribute (alpha, rounding_mode) stands before out; the
+  /// kernel reads that attribute itself.
+  size_t max_args = 3;
+  /// The dtypes the operands may promote to (the compute dtype); empty: any plain dtype.
+  Span<const DType> compute;
+  /// Integer and bool operands compute in f32 (true division, as in ATen).
+  bool int_to_float = false;
+  /// out is bool (comparisons, logical ops); otherwise out has the compute dtype.
+  bool bool_out = false;
+};
+
+/// The comparisons and logical ops: (a, b, out), any compute dtype, out bool.
+inline constexpr BinaryOpSpec kPredicateSpec = {3, Span<const DType>(), /*int_to_float=*/false,
+                                                /*bool_out=*/true};
+
 /// The checked operands and output of a broadcasting binary op.
 struct BinaryArgs {
   Operand a, b;
   TensorView* out = nullptr;
-  FixedShape shape;  ///< the broadcast shape (out's shape was checked against it)
-  DType promoted;    ///< torch.result_type(a, b)
+  FixedShape shape;            ///< the broadcast shape (out's shape was checked against it)
+  DType compute = DType::F32;  ///< torch.result_type(a, b), or f32 per spec.int_to_float
 };
 
-/// Parses (a, b, ..., out): a is a tensor, b a tensor or a scalar, out is
-/// the last argument; checks that a and b broadcast and out has the broadcast shape. The
-/// caller checks the argument count and out's dtype.
-Error binary_args(const char* op, Span<EValue*> args, BinaryArgs* out);
+/// The argument prologue of every broadcasting binary op (arithmetic, comparisons, logical):
+/// checks the argument count (3 to spec.max_args), a (a tensor of a plain dtype), b (such a
+/// tensor or an Int/Double/Bool scalar), out (the last argument, a tensor of the broadcast
+/// shape of a and b), the compute dtype (torch.result_type, one of spec.compute) and out's
+/// dtype (the compute dtype, or bool with spec.bool_out). InvalidArgument naming op, the
+/// argument, expected and found. The pointers in *out are owned by the Method.
+Error binary_args(const char* op, Span<EValue*> args, const BinaryOpSpec& spec, BinaryArgs* out);
 
 /// When `o` is a scalar, stores it as T in `*storage` and points `o` at it (Int range checked
 /// for integer T; Double refused for integer T).
@@ -144,6 +169,13 @@ Error bind_scalar(const char* op, Operand* o, T* storage) {
   o->data = storage;
   o->dtype = dtype_of<T>();
   return Error::Ok;
+}
+
+/// bind_scalar for both operands of `p`; `storage` must outlive the loops that read p.
+template <typename T>
+Error bind_scalars(const char* op, BinaryArgs* p, T (&storage)[2]) {
+  TERN_RETURN_IF_ERROR(bind_scalar<T>(op, &p->a, &storage[0]));
+  return bind_scalar<T>(op, &p->b, &storage[1]);
 }
 
 /// Elements per block when an operand is converted to the compute dtype on the fly.

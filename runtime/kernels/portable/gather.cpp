@@ -15,15 +15,12 @@ using namespace dm;  // the data-movement helpers
 
 Error gather(KernelContext& /*context*/, Span<EValue*> args) {
   const char* op = "tern::gather";
-  TERN_RETURN_IF_ERROR(check_num_args(op, args, 4, 4));
-  TERN_ASSIGN_OR_RETURN(TensorView* x, tensor_arg(op, args, 0, "x"));
-  TERN_ASSIGN_OR_RETURN(const int64_t raw_dim, int_arg(op, args, 1, "dim"));
-  TERN_ASSIGN_OR_RETURN(TensorView* index, tensor_arg(op, args, 2, "index"));
-  TERN_ASSIGN_OR_RETURN(TensorView* out, tensor_arg(op, args, 3, "out"));
-  TERN_RETURN_IF_ERROR(check_byte_dtype(op, "x", *x));
-  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *out, x->dtype));
-  TERN_RETURN_IF_ERROR(check_index_dtype(op, "index", *index));
-  TERN_ASSIGN_OR_RETURN(const uint32_t dim, wrap_dim(op, "dim", raw_dim, x->rank));
+  IndexArgs a;
+  TERN_RETURN_IF_ERROR(index_args(op, args, &a));
+  const TensorView* x = a.x;
+  const TensorView* index = a.index;
+  TensorView* out = a.out;
+  TERN_ASSIGN_OR_RETURN(const uint32_t dim, wrap_dim(op, "dim", a.dim, x->rank));
   // ATen treats a rank-0 tensor as [1] here; index must have x's rank (both 0 is fine).
   TERN_CHECK_OR_RETURN_ERROR(index->rank == x->rank, InvalidArgument,
                              "%s: index: expected rank %u (x's), found %u", op, x->rank,

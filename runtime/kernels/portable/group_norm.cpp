@@ -17,12 +17,12 @@ Error group_norm(KernelContext& /*context*/, Span<EValue*> args) {
   TERN_RETURN_IF_ERROR(check_num_args(op, args, 6, 6));
   TERN_ASSIGN_OR_RETURN(TensorView * x, tensor_arg(op, args, 0, "x"));
   TERN_ASSIGN_OR_RETURN(const int64_t groups, reduction::int_arg(op, args, 1, "num_groups"));
-  TERN_ASSIGN_OR_RETURN(TensorView * weight, reduction::optional_tensor_arg(op, args, 2, "weight"));
-  TERN_ASSIGN_OR_RETURN(TensorView * bias, reduction::optional_tensor_arg(op, args, 3, "bias"));
-  TERN_ASSIGN_OR_RETURN(const double eps, reduction::double_arg(op, args, 4, "eps"));
-  TERN_ASSIGN_OR_RETURN(TensorView * out, tensor_arg(op, args, 5, "out"));
-  TERN_RETURN_IF_ERROR(check_dtype(op, "x", *x, DType::F32));
-  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *out, DType::F32));
+  reduction::NormArgs a;
+  TERN_RETURN_IF_ERROR(reduction::norm_args(op, args, 2, /*with_bias=*/true, nullptr, *x, &a));
+  TensorView* weight = a.weight;
+  TensorView* bias = a.bias;
+  TensorView* out = a.out;
+  const double eps = a.eps;
   TERN_CHECK_OR_RETURN_ERROR(x->rank >= 2, InvalidArgument,
                              "%s: x: expected rank >= 2 [N, C, *], found rank %u", op, x->rank);
   const int64_t n = x->sizes[0];

@@ -14,20 +14,17 @@ using namespace dm;  // the data-movement helpers
 
 Error index_select(KernelContext& /*context*/, Span<EValue*> args) {
   const char* op = "tern::index_select";
-  TERN_RETURN_IF_ERROR(check_num_args(op, args, 4, 4));
-  TERN_ASSIGN_OR_RETURN(TensorView* x, tensor_arg(op, args, 0, "x"));
-  TERN_ASSIGN_OR_RETURN(const int64_t raw_dim, int_arg(op, args, 1, "dim"));
-  TERN_ASSIGN_OR_RETURN(TensorView* index, tensor_arg(op, args, 2, "index"));
-  TERN_ASSIGN_OR_RETURN(TensorView* out, tensor_arg(op, args, 3, "out"));
-  TERN_RETURN_IF_ERROR(check_byte_dtype(op, "x", *x));
-  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *out, x->dtype));
-  TERN_RETURN_IF_ERROR(check_index_dtype(op, "index", *index));
+  IndexArgs a;
+  TERN_RETURN_IF_ERROR(index_args(op, args, &a));
+  const TensorView* x = a.x;
+  const TensorView* index = a.index;
+  TensorView* out = a.out;
   TERN_CHECK_OR_RETURN_ERROR(index->rank <= 1, InvalidArgument,
                              "%s: index: expected a 0-D or 1-D tensor, found rank %u", op,
                              index->rank);
   TERN_CHECK_OR_RETURN_ERROR(x->rank > 0, InvalidArgument,
                              "%s: x: expected rank >= 1, found a rank-0 tensor", op);
-  TERN_ASSIGN_OR_RETURN(const uint32_t dim, wrap_dim(op, "dim", raw_dim, x->rank));
+  TERN_ASSIGN_OR_RETURN(const uint32_t dim, wrap_dim(op, "dim", a.dim, x->rank));
   const uint64_t n = index->numel();
   const int64_t size = x->sizes[dim];
   for (uint64_t i = 0; i < n; ++i) {

@@ -2,6 +2,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 
 namespace tern {
 namespace portable {
@@ -135,6 +136,14 @@ Result<TensorView*> optional_tensor_arg(const char* op, Span<EValue*> args, size
                              "%s: argument %zu (%s): expected a tensor or none, found %s", op,
                              index, name, to_string(v->tag));
   return tensor_arg(op, args, index, name);
+}
+
+bool string_equals(const EValue& value, const char* expected) {
+  if (!value.is_string()) return false;
+  const size_t n = std::strlen(expected);
+  return value.payload.string.size == n &&
+         (n == 0 || (value.payload.string.data != nullptr &&
+                     std::memcmp(value.payload.string.data, expected, n) == 0));
 }
 
 }  // namespace portable

@@ -50,6 +50,9 @@ Result<bool> bool_arg(const char* op, Span<EValue*> args, size_t index, const ch
 Result<TensorView*> optional_tensor_arg(const char* op, Span<EValue*> args, size_t index,
                                         const char* name);
 
+/// True when `value` is a String equal to `expected` (exactly); false for any other kind.
+bool string_equals(const EValue& value, const char* expected);
+
 /// Bytes of one element of a byte-addressable dtype (0 for NF4).
 inline size_t element_size(DType dtype) { return bits_per_element(dtype) / 8; }
 

@@ -114,23 +114,17 @@ Error layer_norm(KernelContext& /*context*/, Span<EValue*> args) {
   TERN_ASSIGN_OR_RETURN(TensorView * x, tensor_arg(op, args, 0, "x"));
   TERN_ASSIGN_OR_RETURN(Span<const int64_t> shape,
                         reduction::int_list_arg(op, args, 1, "normalized_shape"));
-  TERN_ASSIGN_OR_RETURN(TensorView * weight, reduction::optional_tensor_arg(op, args, 2, "weight"));
-  TERN_ASSIGN_OR_RETURN(TensorView * bias, reduction::optional_tensor_arg(op, args, 3, "bias"));
-  TERN_ASSIGN_OR_RETURN(const double eps, reduction::double_arg(op, args, 4, "eps"));
-  TERN_ASSIGN_OR_RETURN(TensorView * out, tensor_arg(op, args, 5, "out"));
-  TERN_RETURN_IF_ERROR(check_dtype(op, "x", *x, DType::F32));
-  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *out, DType::F32));
+  reduction::NormArgs a;
+  TERN_RETURN_IF_ERROR(reduction::norm_args(op, args, 2, /*with_bias=*/true, nullptr, *x, &a));
   int64_t rows = 0;
   int64_t cols = 0;
-  TERN_RETURN_IF_ERROR(reduction::normalized_rows(op, *x, shape, &rows, &cols));
-  TERN_RETURN_IF_ERROR(reduction::check_optional_param(op, "weight", weight, shape));
-  TERN_RETURN_IF_ERROR(reduction::check_optional_param(op, "bias", bias, shape));
-  TERN_RETURN_IF_ERROR(check_shape(op, "out", *out, x->shape()));
+  TERN_RETURN_IF_ERROR(reduction::check_row_norm(op, *x, shape, a, &rows, &cols));
   if (rows == 0 || cols == 0) return Error::Ok;
-  const float* w = weight ? weight->data_as<const float>() : nullptr;
-  const float* b = bias ? bias->data_as<const float>() : nullptr;
+  const double eps = a.eps;
+  const float* w = a.weight ? a.weight->data_as<const float>() : nullptr;
+  const float* b = a.bias ? a.bias->data_as<const float>() : nullptr;
   const float* src = x->data_as<const float>();
-  float* dst = out->data_as<float>();
+  float* dst = a.out->data_as<float>();
 #if defined(TERN_SIMD_X86_DISPATCH)
   switch (simd_level()) {
     case SimdLevel::Avx512:

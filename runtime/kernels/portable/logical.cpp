@@ -7,26 +7,23 @@ namespace tern {
 namespace portable {
 namespace {
 
+// When `o` is a scalar, stores its truth value (any nonzero Int/Double is true) in *storage
+// and points `o` at it.
+void bind_truth_value(Operand* o, bool* storage) {
+  if (o->scalar == nullptr) return;
+  const EValue& s = *o->scalar;
+  *storage = s.is_bool() ? s.payload.b : s.is_int() ? s.payload.i != 0 : s.payload.d != 0.0;
+  o->data = storage;
+  o->dtype = DType::Bool;
+}
+
 template <typename F>
 Error logical_binary(const char* op, Span<EValue*> args, F f) {
-  TERN_RETURN_IF_ERROR(check_num_args(op, args, 3, 3));
   BinaryArgs p;
-  TERN_RETURN_IF_ERROR(binary_args(op, args, &p));
-  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *p.out, DType::Bool));
-  bool a_scalar = false, b_scalar = false;
-  // Scalars as truth values: any nonzero Int/Double is true.
-  if (p.a.scalar != nullptr) {
-    const EValue& s = *p.a.scalar;
-    a_scalar = s.is_bool() ? s.payload.b : s.is_int() ? s.payload.i != 0 : s.payload.d != 0.0;
-    p.a.data = &a_scalar;
-    p.a.dtype = DType::Bool;
-  }
-  if (p.b.scalar != nullptr) {
-    const EValue& s = *p.b.scalar;
-    b_scalar = s.is_bool() ? s.payload.b : s.is_int() ? s.payload.i != 0 : s.payload.d != 0.0;
-    p.b.data = &b_scalar;
-    p.b.dtype = DType::Bool;
-  }
+  TERN_RETURN_IF_ERROR(binary_args(op, args, kPredicateSpec, &p));
+  bool scalars[2] = {false, false};
+  bind_truth_value(&p.a, &scalars[0]);
+  bind_truth_value(&p.b, &scalars[1]);
   binary_loop<bool, bool>(p.a, p.b, p.out->data_as<bool>(), p.shape.span(), f);
   return Error::Ok;
 }

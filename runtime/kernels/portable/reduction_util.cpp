@@ -82,6 +82,32 @@ Error check_optional_param(const char* op, const char* name, const TensorView* t
   return check_shape(op, name, *t, shape);
 }
 
+Error norm_args(const char* op, Span<EValue*> args, size_t first, bool with_bias,
+                const double* eps_if_none, const TensorView& x, NormArgs* out) {
+  size_t i = first;
+  TERN_ASSIGN_OR_RETURN(out->weight, optional_tensor_arg(op, args, i++, "weight"));
+  if (with_bias) {
+    TERN_ASSIGN_OR_RETURN(out->bias, optional_tensor_arg(op, args, i++, "bias"));
+  }
+  if (eps_if_none != nullptr && is_none_arg(args, i)) {
+    out->eps = *eps_if_none;
+  } else {
+    TERN_ASSIGN_OR_RETURN(out->eps, double_arg(op, args, i, "eps"));
+  }
+  ++i;
+  TERN_ASSIGN_OR_RETURN(out->out, tensor_arg(op, args, i, "out"));
+  TERN_RETURN_IF_ERROR(check_dtype(op, "x", x, DType::F32));
+  return check_dtype(op, "out", *out->out, DType::F32);
+}
+
+Error check_row_norm(const char* op, const TensorView& x, Span<const int64_t> normalized_shape,
+                     const NormArgs& a, int64_t* rows, int64_t* cols) {
+  TERN_RETURN_IF_ERROR(normalized_rows(op, x, normalized_shape, rows, cols));
+  TERN_RETURN_IF_ERROR(check_optional_param(op, "weight", a.weight, normalized_shape));
+  TERN_RETURN_IF_ERROR(check_optional_param(op, "bias", a.bias, normalized_shape));
+  return check_shape(op, "out", *a.out, x.shape());
+}
+
 DimSplit split_at_dim(Span<const int64_t> shape, uint32_t dim) {
   DimSplit s;
   if (shape.size() == 0) return s;

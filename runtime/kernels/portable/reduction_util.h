@@ -56,6 +56,29 @@ Error normalized_rows(const char* op, const TensorView& x, Span<const int64_t> n
 Error check_optional_param(const char* op, const char* name, const TensorView* t,
                            Span<const int64_t> shape);
 
+/// The trailing arguments of layer_norm, rms_norm and group_norm: (x, <the op's own
+/// argument>, weight?, [bias?,] eps, out).
+struct NormArgs {
+  TensorView* weight = nullptr;  ///< null when None
+  TensorView* bias = nullptr;    ///< null when None or when the op takes no bias
+  double eps = 0.0;
+  TensorView* out = nullptr;
+};
+
+/// Reads weight? (a tensor or None) at args[first], bias? at args[first + 1] when
+/// `with_bias`, then eps (a Double or Int; None gives *eps_if_none when that is non-null and
+/// is refused otherwise) and out; then checks that x and out are f32. The caller checked the
+/// argument count and read x and its own arguments before `first`. Pointers are owned by the
+/// Method.
+Error norm_args(const char* op, Span<EValue*> args, size_t first, bool with_bias,
+                const double* eps_if_none, const TensorView& x, NormArgs* out);
+
+/// The shape checks of layer_norm and rms_norm: x viewed as [rows, cols] over
+/// `normalized_shape` (normalized_rows), weight and bias (when present) of that shape, out of
+/// x's shape.
+Error check_row_norm(const char* op, const TensorView& x, Span<const int64_t> normalized_shape,
+                     const NormArgs& a, int64_t* rows, int64_t* cols);
+
 /// Which dims a reduction reduces, and the input layout regrouped for the loops: runs of
 /// adjacent dims of one kind (kept or reduced) are merged, size-1 dims are dropped.
 struct ReducePlan {

@@ -18,21 +18,17 @@ Error rms_norm(KernelContext& /*context*/, Span<EValue*> args) {
   TERN_ASSIGN_OR_RETURN(TensorView * x, tensor_arg(op, args, 0, "x"));
   TERN_ASSIGN_OR_RETURN(Span<const int64_t> shape,
                         reduction::int_list_arg(op, args, 1, "normalized_shape"));
-  TERN_ASSIGN_OR_RETURN(TensorView * weight, reduction::optional_tensor_arg(op, args, 2, "weight"));
-  double eps = FLT_EPSILON;
-  if (!reduction::is_none_arg(args, 3)) {
-    TERN_ASSIGN_OR_RETURN(eps, reduction::double_arg(op, args, 3, "eps"));
-  }
-  TERN_ASSIGN_OR_RETURN(TensorView * out, tensor_arg(op, args, 4, "out"));
-  TERN_RETURN_IF_ERROR(check_dtype(op, "x", *x, DType::F32));
-  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *out, DType::F32));
+  const double default_eps = FLT_EPSILON;
+  reduction::NormArgs a;
+  TERN_RETURN_IF_ERROR(
+      reduction::norm_args(op, args, 2, /*with_bias=*/false, &default_eps, *x, &a));
   int64_t rows = 0;
   int64_t cols = 0;
-  TERN_RETURN_IF_ERROR(reduction::normalized_rows(op, *x, shape, &rows, &cols));
-  TERN_RETURN_IF_ERROR(reduction::check_optional_param(op, "weight", weight, shape));
-  TERN_RETURN_IF_ERROR(check_shape(op, "out", *out, x->shape()));
+  TERN_RETURN_IF_ERROR(reduction::check_row_norm(op, *x, shape, a, &rows, &cols));
   if (rows == 0 || cols == 0) return Error::Ok;
-  const float* w = weight ? weight->data_as<const float>() : nullptr;
+  const double eps = a.eps;
+  TensorView* out = a.out;
+  const float* w = a.weight ? a.weight->data_as<const float>() : nullptr;
   for (int64_t r = 0; r < rows; ++r) {
     const float* src = x->data_as<const float>() + r * cols;
     float* dst = out->data_as<float>() + r * cols;

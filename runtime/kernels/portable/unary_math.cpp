@@ -11,31 +11,6 @@ namespace tern {
 namespace portable {
 namespace {
 
-const DType kNumeric[] = {DType::F32, DType::I32, DType::I64};
-
-// neg and abs: computed in x's dtype (f32, i32, i64; integers wrap).
-template <typename FloatF, typename IntF>
-Error signed_unary(const char* op, Span<EValue*> args, FloatF ff, IntF fi) {
-  Operand x;
-  TensorView* out = nullptr;
-  TERN_RETURN_IF_ERROR(unary_args(op, args, 2, 2, &x, &out));
-  TERN_RETURN_IF_ERROR(check_compute_dtype(op, &x, 1, x.dtype, Span<const DType>(kNumeric)));
-  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *out, x.dtype));
-  const uint64_t n = out->numel();
-  switch (x.dtype) {
-    case DType::F32:
-      unary_loop<float, float>(x, out->data_as<float>(), n, ff);
-      break;
-    case DType::I32:
-      unary_loop<int32_t, int32_t>(x, out->data_as<int32_t>(), n, fi);
-      break;
-    default:
-      unary_loop<int64_t, int64_t>(x, out->data_as<int64_t>(), n, fi);
-      break;
-  }
-  return Error::Ok;
-}
-
 template <typename F>
 Error float_unary(const char* op, Span<EValue*> args, F f) {
   Operand x;
@@ -67,12 +42,12 @@ Error rounding_unary(const char* op, Span<EValue*> args, F f) {
 }  // namespace
 
 Error neg(KernelContext&, Span<EValue*> args) {
-  return signed_unary(
+  return numeric_unary(
       "tern::neg", args, [](float v) { return -v; }, [](auto v) { return wrap_neg(v); });
 }
 
 Error abs_kernel(KernelContext&, Span<EValue*> args) {
-  return signed_unary(
+  return numeric_unary(
       "tern::abs", args, [](float v) { return std::fabs(v); },
       [](auto v) { return v < 0 ? wrap_neg(v) : v; });
 }

@@ -1,6 +1,5 @@
 // tern::upsample_bilinear2d(x [N, C, H, W], align_corners, scale_h, scale_w, out): ATen's
 // bilinear interpolation with its area-pixel source index computation, in f32.
-#include <cinttypes>
 #include <cmath>
 
 #include "runtime/kernels/portable/broadcast.h"
@@ -19,8 +18,7 @@ float area_scale(int64_t in, int64_t out, bool align_corners, bool has_scale, do
   if (align_corners) {
     return out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f;
   }
-  return has_scale && scale > 0.0 ? static_cast<float>(1.0 / scale)
-                                  : static_cast<float>(in) / static_cast<float>(out);
+  return upsample_scale(has_scale, scale, in, out);
 }
 
 // The two source indices and weights of output index `o` (ATen's
@@ -56,19 +54,9 @@ Error upsample_bilinear2d(KernelContext& /*context*/, Span<EValue*> args) {
   TERN_ASSIGN_OR_RETURN(TensorView* out, tensor_arg(op, args, 4, "out"));
   TERN_RETURN_IF_ERROR(check_dtype(op, "x", *x, DType::F32));
   TERN_RETURN_IF_ERROR(check_dtype(op, "out", *out, DType::F32));
-  TERN_CHECK_OR_RETURN_ERROR(x->rank == 4, InvalidArgument,
-                             "%s: x: expected rank 4 [N, C, H, W], found rank %u", op, x->rank);
-  TERN_CHECK_OR_RETURN_ERROR(out->rank == 4, InvalidArgument,
-                             "%s: out: expected rank 4 [N, C, OH, OW], found rank %u", op,
-                             out->rank);
-  const int64_t h = x->sizes[2], w = x->sizes[3];
-  const int64_t oh = out->sizes[2], ow = out->sizes[3];
-  TERN_CHECK_OR_RETURN_ERROR(h > 0 && w > 0 && oh > 0 && ow > 0, InvalidArgument,
-                             "%s: input (%" PRId64 ", %" PRId64 ") and output (%" PRId64
-                             ", %" PRId64 ") sizes must be greater than 0",
-                             op, h, w, oh, ow);
-  const int64_t expected[4] = {x->sizes[0], x->sizes[1], oh, ow};
-  TERN_RETURN_IF_ERROR(check_shape(op, "out", *out, Span<const int64_t>(expected, 4)));
+  Upsample2dSizes s;
+  TERN_RETURN_IF_ERROR(check_upsample2d(op, *x, *out, &s));
+  const int64_t h = s.h, w = s.w, oh = s.oh, ow = s.ow;
   const float sh = area_scale(h, oh, align_corners, has_h, scale_h);
   const float sw = area_scale(w, ow, align_corners, has_w, scale_w);
   const uint64_t planes = static_cast<uint64_t>(x->sizes[0]) * static_cast<uint64_t>(x->sizes[1]);

@@ -1,7 +1,6 @@
 // tern::upsample_nearest2d(x [N, C, H, W], scale_h, scale_w, out [N, C, OH, OW]): ATen's
 // "nearest": src = min(floor(dst * scale), in - 1) in float, scale = 1 / scale_factor when
 // given (> 0), else in / out.
-#include <cinttypes>
 #include <cmath>
 #include <cstring>
 
@@ -15,11 +14,6 @@ namespace portable {
 
 using namespace dm;  // the data-movement helpers
 namespace {
-
-float nearest_scale(bool has_scale, double scale, int64_t in, int64_t out) {
-  return has_scale && scale > 0.0 ? static_cast<float>(1.0 / scale)
-                                   : static_cast<float>(in) / static_cast<float>(out);
-}
 
 // ATen's nearest_idx, shortcuts included (they decide ties of float rounding).
 inline int64_t nearest_index(int64_t o, int64_t in, int64_t out, float scale) {
@@ -42,21 +36,11 @@ Error upsample_nearest2d(KernelContext& /*context*/, Span<EValue*> args) {
   TERN_ASSIGN_OR_RETURN(TensorView* out, tensor_arg(op, args, 3, "out"));
   TERN_RETURN_IF_ERROR(check_byte_dtype(op, "x", *x));
   TERN_RETURN_IF_ERROR(check_dtype(op, "out", *out, x->dtype));
-  TERN_CHECK_OR_RETURN_ERROR(x->rank == 4, InvalidArgument,
-                             "%s: x: expected rank 4 [N, C, H, W], found rank %u", op, x->rank);
-  TERN_CHECK_OR_RETURN_ERROR(out->rank == 4, InvalidArgument,
-                             "%s: out: expected rank 4 [N, C, OH, OW], found rank %u", op,
-                             out->rank);
-  const int64_t h = x->sizes[2], w = x->sizes[3];
-  const int64_t oh = out->sizes[2], ow = out->sizes[3];
-  TERN_CHECK_OR_RETURN_ERROR(h > 0 && w > 0 && oh > 0 && ow > 0, InvalidArgument,
-                             "%s: input (%" PRId64 ", %" PRId64 ") and output (%" PRId64
-                             ", %" PRId64 ") sizes must be greater than 0",
-                             op, h, w, oh, ow);
-  const int64_t expected[4] = {x->sizes[0], x->sizes[1], oh, ow};
-  TERN_RETURN_IF_ERROR(check_shape(op, "out", *out, Span<const int64_t>(expected, 4)));
-  const float sh = nearest_scale(has_h, scale_h, h, oh);
-  const float sw = nearest_scale(has_w, scale_w, w, ow);
+  Upsample2dSizes s;
+  TERN_RETURN_IF_ERROR(check_upsample2d(op, *x, *out, &s));
+  const int64_t h = s.h, w = s.w, oh = s.oh, ow = s.ow;
+  const float sh = upsample_scale(has_h, scale_h, h, oh);
+  const float sw = upsample_scale(has_w, scale_w, w, ow);
   const uint64_t planes = static_cast<uint64_t>(x->sizes[0]) * static_cast<uint64_t>(x->sizes[1]);
   const size_t es = element_size(x->dtype);
   const uint8_t* src = static_cast<const uint8_t*>(x->data);
