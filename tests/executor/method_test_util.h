@@ -5,40 +5,32 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "runtime/backend/backend.h"
-#include "runtime/core/hierarchical_allocator.h"
-#include "runtime/core/memory_allocator.h"
 #include "runtime/core/platform.h"
 #include "runtime/core/tensor_view.h"
-#include "runtime/loader/buffer_data_loader.h"
-#include "runtime/executor/memory_manager.h"
 #include "runtime/executor/method.h"
 #include "runtime/executor/program.h"
+#include "runtime/extension/method_memory.h"
+#include "runtime/loader/buffer_data_loader.h"
 #include "tools/compiler/compile.h"
 #include "tools/compiler/graph_builder.h"
 
 namespace tern::testing {
 
-/// Frees with std::free.
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-using AlignedBytes = std::unique_ptr<uint8_t, FreeDeleter>;
+using AlignedBytes = HeapBlock;
 
-/// `size` bytes (at least 1) aligned to `alignment` (>= 64).
+/// `size` bytes (at least 1) aligned to `alignment` (>= 64), rounded up to the alignment.
 inline AlignedBytes aligned_bytes(size_t size, size_t alignment = 64) {
-  if (alignment < 64) alignment = 64;
-  size_t rounded = (size == 0 ? 1 : size);
-  rounded = (rounded + alignment - 1) / alignment * alignment;
-  void* p = nullptr;
-  if (posix_memalign(&p, alignment, rounded) != 0) throw std::bad_alloc();
-  return AlignedBytes(static_cast<uint8_t*>(p));
+  AlignedBytes bytes = allocate_heap_block(size, alignment < 64 ? 64 : alignment, /*exact=*/false);
+  if (bytes == nullptr) throw std::bad_alloc();
+  return bytes;
 }
 
 /// Compiles one method graph into .pte bytes.
@@ -73,43 +65,24 @@ class LoadedProgram {
   std::unique_ptr<Program> program_;
 };
 
-/// The memory a method runs in, sized from its MethodMeta (or smaller, for failure tests).
-/// Never moves once made (hold it in a unique_ptr if needed).
-class MethodMemory {
+/// The memory a method runs in (tern::MethodMemory, 64-byte aligned rounded blocks), sized
+/// from its MethodMeta (or smaller, for failure tests). Never moves once made (hold it in a
+/// unique_ptr if needed). Throws std::runtime_error when it cannot be allocated.
+class MethodMemory : public ::tern::MethodMemory {
  public:
   /// `method_bytes` < 0: meta.method_allocator_bytes(). `arena_shrink`: bytes taken off
-  /// every arena.
+  /// every arena. `temp_bytes`: the temp allocator's size (whatever meta plans).
   explicit MethodMemory(const MethodMeta& meta, int64_t method_bytes = -1,
                         uint64_t arena_shrink = 0, size_t temp_bytes = 64 * 1024) {
-    const size_t mbytes = method_bytes < 0 ? static_cast<size_t>(meta.method_allocator_bytes())
-                                           : static_cast<size_t>(method_bytes);
-    method_buffer_ = aligned_bytes(mbytes);
-    method_allocator_ = MemoryAllocator(method_buffer_.get(), mbytes);
-    for (size_t a = 0; a < meta.num_arenas(); ++a) {
-      uint64_t size = meta.arena_size(a).get();
-      size = size > arena_shrink ? size - arena_shrink : 0;
-      arena_buffers_.push_back(aligned_bytes(size, meta.arena_alignment(a).get()));
-      arenas_.emplace_back(arena_buffers_.back().get(), static_cast<size_t>(size));
+    Result<MethodMemorySizes> sizes = MethodMemorySizes::planned(meta);
+    if (!sizes.ok()) throw std::runtime_error(std::string("MethodMeta: ") + last_error_message());
+    if (method_bytes >= 0) sizes->method_bytes = static_cast<uint64_t>(method_bytes);
+    for (uint64_t& size : sizes->arenas) size = size > arena_shrink ? size - arena_shrink : 0;
+    sizes->temp_bytes = temp_bytes;
+    if (allocate(*sizes) != Error::Ok) {
+      throw std::runtime_error(std::string("MethodMemory: ") + last_error_message());
     }
-    planned_ = HierarchicalAllocator(Span<Span<uint8_t>>(arenas_.data(), arenas_.size()));
-    temp_buffer_ = aligned_bytes(temp_bytes);
-    temp_allocator_ = MemoryAllocator(temp_buffer_.get(), temp_bytes);
-    manager_.method_allocator = &method_allocator_;
-    manager_.planned_memory = &planned_;
-    manager_.temp_allocator = &temp_allocator_;
   }
-  MemoryManager* manager() { return &manager_; }
-  MemoryAllocator& method_allocator() { return method_allocator_; }
-
- private:
-  AlignedBytes method_buffer_;
-  MemoryAllocator method_allocator_;
-  std::vector<AlignedBytes> arena_buffers_;
-  std::vector<Span<uint8_t>> arenas_;
-  HierarchicalAllocator planned_;
-  AlignedBytes temp_buffer_;
-  MemoryAllocator temp_allocator_;
-  MemoryManager manager_;
 };
 
 /// An f32 input view over caller data; `sizes` and `data` must outlive the view.

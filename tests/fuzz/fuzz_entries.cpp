@@ -16,14 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/hierarchical_allocator.h"
 #include "runtime/core/log.h"
-#include "runtime/core/memory_allocator.h"
-#include "runtime/loader/buffer_data_loader.h"
 #include "runtime/executor/file_header.h"
-#include "runtime/executor/memory_manager.h"
 #include "runtime/executor/method.h"
 #include "runtime/executor/program.h"
+#include "runtime/extension/method_memory.h"
+#include "runtime/loader/buffer_data_loader.h"
 #include "tests/fuzz/sample_programs.h"
 #include "tools/cli/npy.h"
 #include "tools/compiler/compile.h"
@@ -36,17 +34,11 @@ const char kGraphJsonSeparator[] = "\n#SAFETENSORS#\n";
 
 namespace {
 
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-using Buffer = std::unique_ptr<uint8_t, FreeDeleter>;
+using Buffer = HeapBlock;
 
 /// Exactly `size` bytes (ASan sees one past the end) aligned to `alignment`; null on failure.
 Buffer aligned_buffer(size_t size, size_t alignment) {
-  if (alignment < sizeof(void*)) alignment = sizeof(void*);
-  void* p = nullptr;
-  if (posix_memalign(&p, alignment, size == 0 ? 1 : size) != 0) return Buffer();
-  return Buffer(static_cast<uint8_t*>(p));
+  return allocate_heap_block(size, alignment, /*exact=*/true);
 }
 
 /// Reads every byte of `bytes` (so ASan checks the range) and returns a value the compiler
@@ -117,51 +109,22 @@ void exercise_program(const Program& program) {
   (void)program.verify_segment_checksums();
 }
 
-/// Caller memory for one method, sized by its MethodMeta.
-struct MethodMemory {
-  Buffer method_bytes;
-  MemoryAllocator method_allocator;
-  std::vector<Buffer> arena_bytes;
-  std::vector<Span<uint8_t>> arenas;
-  HierarchicalAllocator planned;
-  Buffer temp_bytes;
-  MemoryAllocator temp_allocator;
-  MemoryManager manager;
-
-  /// False when the method needs more than kMaxMethodMemory (or an odd alignment).
-  bool init(const MethodMeta& meta) {
-    uint64_t total = meta.method_allocator_bytes();
-    const uint64_t temp = meta.temp_allocator_bytes();
-    if (total > kMaxMethodMemory || temp > kMaxMethodMemory - total) return false;
-    total += temp;
-    for (size_t a = 0; a < meta.num_arenas(); ++a) {
-      auto size = meta.arena_size(a);
-      auto alignment = meta.arena_alignment(a);
-      if (!size.ok() || !alignment.ok()) return false;
-      if (*size > kMaxMethodMemory - total || *alignment > 4096) return false;
-      total += *size;
-    }
-    const size_t method_size = static_cast<size_t>(meta.method_allocator_bytes());
-    method_bytes = aligned_buffer(method_size, 64);
-    if (!method_bytes) return false;
-    method_allocator = MemoryAllocator(method_bytes.get(), method_size);
-    for (size_t a = 0; a < meta.num_arenas(); ++a) {
-      const size_t size = static_cast<size_t>(*meta.arena_size(a));
-      const size_t alignment = *meta.arena_alignment(a);
-      arena_bytes.push_back(aligned_buffer(size, alignment < 64 ? 64 : alignment));
-      if (!arena_bytes.back()) return false;
-      arenas.emplace_back(arena_bytes.back().get(), size);
-    }
-    planned = HierarchicalAllocator(Span<Span<uint8_t>>(arenas.data(), arenas.size()));
-    temp_bytes = aligned_buffer(static_cast<size_t>(temp), 64);
-    if (!temp_bytes) return false;
-    temp_allocator = MemoryAllocator(temp_bytes.get(), static_cast<size_t>(temp));
-    manager.method_allocator = &method_allocator;
-    manager.planned_memory = &planned;
-    manager.temp_allocator = &temp_allocator;
-    return true;
+/// Allocates `memory` for one method, each buffer exactly as its MethodMeta plans. False
+/// when the method needs more than kMaxMethodMemory (or an odd alignment).
+bool allocate_method_memory(const MethodMeta& meta, MethodMemory* memory) {
+  auto sizes = MethodMemorySizes::planned(meta);
+  if (!sizes.ok()) return false;
+  uint64_t total = sizes->method_bytes;
+  if (total > kMaxMethodMemory || sizes->temp_bytes > kMaxMethodMemory - total) return false;
+  total += sizes->temp_bytes;
+  for (size_t a = 0; a < sizes->arenas.size(); ++a) {
+    if (sizes->arenas[a] > kMaxMethodMemory - total || sizes->alignments[a] > 4096) return false;
+    total += sizes->arenas[a];
   }
-};
+  MethodMemoryOptions options;
+  options.exact = true;
+  return memory->allocate(*sizes, options) == Error::Ok;
+}
 
 void load_methods(const Program& program) {
   static const char* const kDisabled[] = {kSampleBackendName};
@@ -172,10 +135,10 @@ void load_methods(const Program& program) {
     if (!meta.ok()) continue;
     for (int pass = 0; pass < 2; ++pass) {
       MethodMemory memory;
-      if (!memory.init(*meta)) break;
+      if (!allocate_method_memory(*meta, &memory)) break;
       MethodLoadOptions options;
       if (pass == 1) options.disabled_backends = Span<const char* const>(kDisabled, 1);
-      auto method = program.load_method(*name, &memory.manager, options);
+      auto method = program.load_method(*name, memory.manager(), options);
       if (!method.ok()) {
         if (last_error_message()[0] == '\0') {
           fuzz_failure(std::string("load_method failed without a message: ") +
@@ -238,10 +201,10 @@ std::vector<uint8_t> run_sample(const Program& program, const char* name, bool f
   auto meta = program.method_meta(name);
   if (!meta.ok()) fuzz_failure(last_error_message());
   MethodMemory memory;
-  if (!memory.init(*meta)) fuzz_failure("sample program memory");
+  if (!allocate_method_memory(*meta, &memory)) fuzz_failure("sample program memory");
   MethodLoadOptions options;
   if (fallback) options.disabled_backends = Span<const char* const>(kDisabled, 1);
-  auto method = program.load_method(name, &memory.manager, options);
+  auto method = program.load_method(name, memory.manager(), options);
   if (!method.ok()) fuzz_failure(std::string("sample load_method: ") + last_error_message());
   std::vector<std::vector<uint8_t>> inputs(method->num_inputs());
   std::vector<std::vector<int64_t>> shapes(method->num_inputs());
