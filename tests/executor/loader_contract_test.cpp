@@ -10,8 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/backend/backend.h"
 #include "runtime/core/data_loader.h"
+#include "runtime/executor/method.h"
 #include "runtime/executor/program.h"
+#include "runtime/extension/method_memory.h"
 #include "runtime/loader/buffer_data_loader.h"
 #include "tools/compiler/compile.h"
 #include "tools/compiler/graph_builder.h"
@@ -136,6 +139,53 @@ TEST(LoaderContract, SegmentBufferIsTheSegmentAndItsReleaseReachesTheLoader) {
   auto out_of_range = program->segment_buffer(static_cast<uint32_t>(program->num_segments()));
   ASSERT_FALSE(out_of_range.ok());
   EXPECT_EQ(out_of_range.error(), Error::InvalidArgument);
+}
+
+/// A device-style backend: copies what it needs from the blob at init, then frees the blob.
+class CopyingBackend final : public BackendInterface {
+ public:
+  bool is_available() const override { return true; }
+  Result<DelegateHandle*> init(BackendInitContext&, FreeableBuffer blob,
+                               Span<const CompileSpecView>) const override {
+    seen_alignment = reinterpret_cast<uintptr_t>(blob.data()) % kLoaderAlignment;
+    seen.assign(blob.bytes().begin(), blob.bytes().end());
+    blob.free();  // the host copy is no longer needed
+    return reinterpret_cast<DelegateHandle*>(&seen);
+  }
+  Error execute(BackendExecuteContext&, DelegateHandle*, Span<EValue*>) const override {
+    return Error::Ok;
+  }
+  void destroy(DelegateHandle*) const override {}
+  mutable std::vector<uint8_t> seen;
+  mutable uintptr_t seen_alignment = 1;
+};
+
+TEST(LoaderContract, ABackendThatFreesItsBlobReleasesItsPagesThroughTheLoader) {
+  const std::vector<uint8_t> bytes = program_with_a_blob("weights to upload");
+  AlignedCopy copy(bytes);
+  RecordingLoader loader(copy.data(), bytes.size());
+  auto program = Program::load(&loader, structure_only());
+  ASSERT_TRUE(program.ok()) << last_error_message();
+  static CopyingBackend backend;
+  Backend entry;
+  entry.name = "keeper";
+  entry.backend = &backend;
+  ASSERT_EQ(register_backend(entry), Error::Ok);
+
+  auto meta = program->method_meta("forward");
+  ASSERT_TRUE(meta.ok());
+  MethodMemory memory;
+  ASSERT_EQ(memory.allocate(*meta), Error::Ok) << last_error_message();
+  auto method = program->load_method("forward", memory.manager());
+  ASSERT_TRUE(method.ok()) << last_error_message();
+  ASSERT_EQ(method->delegate_path(0).get(), DelegatePath::Backend);
+  EXPECT_EQ(std::string(backend.seen.begin(), backend.seen.end()), "weights to upload");
+  EXPECT_EQ(backend.seen_alignment, 0u);
+  // The blob's segment, and only it, went back to the loader.
+  ASSERT_EQ(loader.released.size(), 1u);
+  EXPECT_EQ(loader.released[0].second, backend.seen.size());
+  EXPECT_EQ(std::memcmp(copy.data() + loader.released[0].first, "weights to upload", 17), 0);
+  clear_backend_registry_for_testing();
 }
 
 }  // namespace
