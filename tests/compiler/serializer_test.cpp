@@ -13,20 +13,14 @@
 #include "runtime/executor/method_meta.h"
 #include "runtime/executor/program.h"
 #include "schema/program_generated.h"
+#include "tests/compiler/serializer_test_util.h"
 #include "tools/compiler/graph_builder.h"
 #include "tools/compiler/memory_planner.h"
 
 namespace tern::compiler {
 namespace {
 
-Value tensor(const std::string& name, std::vector<int64_t> sizes, DType dtype = DType::F32) {
-  Value v;
-  v.kind = Value::Kind::Tensor;
-  v.name = name;
-  v.dtype = dtype;
-  v.sizes = std::move(sizes);
-  return v;
-}
+using testing::tensor;
 
 Value constant(const std::string& name, std::vector<int64_t> sizes, size_t nbytes, uint8_t seed) {
   Value v = tensor(name, std::move(sizes));
@@ -70,17 +64,10 @@ std::unique_ptr<Loaded> load(std::vector<uint8_t> bytes) {
   return l;
 }
 
-uint64_t u64_at(const std::vector<uint8_t>& b, size_t at) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | b[at + static_cast<size_t>(i)];
-  return v;
-}
+uint64_t u64_at(const std::vector<uint8_t>& b, size_t at) { return testing::read_u64(b, at); }
 
 /// x f32[1,8] -> linear-ish chain with weight w f32[8,8], bias b f32[8], a reshape view r of y.
-struct Mlp {
-  ProgramGraph program;
-  std::vector<MemoryPlan> plans;
-};
+using Mlp = testing::PlannedProgram;
 
 Mlp mlp() {
   Graph g;
@@ -536,6 +523,226 @@ TEST(Serializer, WriteFileReportsThePath) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/dir/out.pte"), std::string::npos);
   }
+}
+
+// ---------------------------------------------------------------- write_pte: the file layer
+
+/// Reads the FlatBuffer of a write_pte file back (through the FlatBuffers verifier only).
+const fb::Program* flatbuffer_of(const std::vector<uint8_t>& bytes) {
+  const uint8_t* fb_bytes = bytes.data() + 64;
+  flatbuffers::Verifier verifier(fb_bytes, static_cast<size_t>(u64_at(bytes, 24)));
+  return fb::VerifyProgramBuffer(verifier) ? fb::GetProgram(fb_bytes) : nullptr;
+}
+
+TEST(Serializer, WritePteWritesEveryFieldAsGiven) {
+  // Values no checker would let through (indices out of range, unknown enumerations) and
+  // every field away from its default.
+  pte::File file;
+  file.major = 7;
+  file.minor = 3;
+  file.version = 1234;
+  file.producer = "p";
+  file.source_model = "s";
+  file.metadata = {pte::KeyValue{"k", "v"}, pte::KeyValue{std::nullopt, "no key"}};
+  pte::Method m;
+  m.name = "m";
+  pte::Value t;
+  t.tensor.dtype = 200;
+  t.tensor.sizes = {-1, 3};
+  t.tensor.dim_order = std::vector<uint8_t>{1, 0, 9};
+  t.tensor.storage = 9;
+  t.tensor.location = 77;
+  t.tensor.offset = 1ull << 40;
+  t.tensor.dynamism = 1;
+  t.tensor.name = "t";
+  pte::Quant q;
+  q.scheme = 2;
+  q.block_size = 3;
+  q.absmax = 4;
+  q.dq_codes = 5;
+  q.dq_absmax2 = 6;
+  q.dq_table = 7;
+  q.dq_offset = 0.25f;
+  q.dq_block_size = 8;
+  q.scale = 9;
+  q.granularity = 2;
+  q.block_rows = 10;
+  q.block_cols = 11;
+  t.tensor.quant = q;
+  m.values.push_back(t);
+  pte::Value v;
+  v.type = fb::Value::Double;
+  v.double_value = 2.5;
+  m.values.push_back(v);
+  v.type = fb::Value::Bool;
+  v.bool_value = true;
+  m.values.push_back(v);
+  v.type = fb::Value::IntList;
+  v.ints = {1, -2};
+  m.values.push_back(v);
+  v.type = fb::Value::DoubleList;
+  v.doubles = {0.5};
+  m.values.push_back(v);
+  v.type = fb::Value::String;
+  v.string_value = "str";
+  m.values.push_back(v);
+  v.type = fb::Value::TensorList;
+  v.items = {99};
+  m.values.push_back(v);
+  v.type = fb::Value::Int;
+  v.omit_payload = true;
+  m.values.push_back(v);
+  m.inputs = {5};
+  m.outputs = {6, 7};
+  m.operators = {"op"};
+  pte::Instruction call;
+  call.kind = fb::InstructionKind::DelegateCall;
+  call.index = 3;
+  call.args = {-1};
+  call.fallback_begin = 2;
+  call.fallback_end = 1;
+  call.debug_name = "d";
+  m.instructions = {call};
+  pte::Instruction kernel;
+  kernel.index = 4;
+  m.fallback = {kernel};
+  m.delegates = {pte::Delegate{"b", 12, {pte::CompileSpec{"key", {1, 2}}}}};
+  m.arenas = {pte::Arena{10, 48, 20}};
+  m.state = {pte::StateTensor{3, 5}};
+  m.temp_size = 99;
+  file.methods = {m, pte::Method{}};
+  file.segments = {pte::Segment{8, 4, 24, 0xabc}};
+
+  const std::vector<uint8_t> bytes = write_pte(file);
+  EXPECT_EQ(bytes[8] | bytes[9] << 8, 7);
+  EXPECT_EQ(bytes[10] | bytes[11] << 8, 3);
+  const fb::Program* root = flatbuffer_of(bytes);
+  ASSERT_NE(root, nullptr);
+  EXPECT_EQ(root->version(), 1234u);
+  EXPECT_STREQ(root->producer()->c_str(), "p");
+  EXPECT_STREQ(root->source_model()->c_str(), "s");
+  ASSERT_EQ(root->metadata()->size(), 2u);
+  EXPECT_STREQ(root->metadata()->Get(0)->key()->c_str(), "k");
+  EXPECT_EQ(root->metadata()->Get(1)->key(), nullptr);
+  EXPECT_STREQ(root->metadata()->Get(1)->value()->c_str(), "no key");
+  ASSERT_EQ(root->segments()->size(), 1u);
+  const fb::Segment* seg = root->segments()->Get(0);
+  EXPECT_EQ(seg->offset(), 8u);
+  EXPECT_EQ(seg->size(), 4u);
+  EXPECT_EQ(seg->alignment(), 24u);
+  EXPECT_EQ(seg->checksum(), 0xabcu);
+  ASSERT_EQ(root->methods()->size(), 2u);
+  EXPECT_EQ(root->methods()->Get(1)->name(), nullptr);
+
+  const fb::Method* method = root->methods()->Get(0);
+  EXPECT_STREQ(method->name()->c_str(), "m");
+  ASSERT_EQ(method->values()->size(), 8u);
+  const fb::Tensor* tensor = method->values()->Get(0)->value_as_Tensor();
+  ASSERT_NE(tensor, nullptr);
+  EXPECT_EQ(static_cast<int>(tensor->dtype()), 200);
+  EXPECT_EQ(std::vector<int64_t>(tensor->sizes()->begin(), tensor->sizes()->end()),
+            (std::vector<int64_t>{-1, 3}));
+  EXPECT_EQ(std::vector<uint8_t>(tensor->dim_order()->begin(), tensor->dim_order()->end()),
+            (std::vector<uint8_t>{1, 0, 9}));
+  EXPECT_EQ(static_cast<int>(tensor->storage()), 9);
+  EXPECT_EQ(tensor->location(), 77u);
+  EXPECT_EQ(tensor->offset(), 1ull << 40);
+  EXPECT_EQ(tensor->dynamism(), fb::ShapeDynamism::DynamicBound);
+  EXPECT_STREQ(tensor->name()->c_str(), "t");
+  const fb::QuantParams* qp = tensor->quant();
+  ASSERT_NE(qp, nullptr);
+  EXPECT_EQ(qp->scheme(), fb::QuantScheme::NF4DoubleQuant);
+  EXPECT_EQ(qp->block_size(), 3u);
+  EXPECT_EQ(qp->absmax(), 4);
+  EXPECT_EQ(qp->dq_codes(), 5);
+  EXPECT_EQ(qp->dq_absmax2(), 6);
+  EXPECT_EQ(qp->dq_table(), 7);
+  EXPECT_EQ(qp->dq_offset(), 0.25f);
+  EXPECT_EQ(qp->dq_block_size(), 8u);
+  EXPECT_EQ(qp->scale(), 9);
+  EXPECT_EQ(qp->granularity(), fb::ScaleGranularity::Block2D);
+  EXPECT_EQ(qp->block_rows(), 10u);
+  EXPECT_EQ(qp->block_cols(), 11u);
+  EXPECT_EQ(method->values()->Get(1)->value_as_Double()->value(), 2.5);
+  EXPECT_TRUE(method->values()->Get(2)->value_as_Bool()->value());
+  EXPECT_EQ(method->values()->Get(3)->value_as_IntList()->items()->Get(1), -2);
+  EXPECT_EQ(method->values()->Get(4)->value_as_DoubleList()->items()->Get(0), 0.5);
+  EXPECT_STREQ(method->values()->Get(5)->value_as_String()->value()->c_str(), "str");
+  EXPECT_EQ(method->values()->Get(6)->value_as_TensorList()->items()->Get(0), 99);
+  EXPECT_EQ(method->values()->Get(7)->value_type(), fb::Value::Int);
+  EXPECT_EQ(method->values()->Get(7)->value(), nullptr);
+  EXPECT_EQ(method->inputs()->Get(0), 5u);
+  EXPECT_EQ(method->outputs()->Get(1), 7u);
+  EXPECT_STREQ(method->operators()->Get(0)->c_str(), "op");
+  const fb::DelegateCall* dc = method->instructions()->Get(0)->kind_as_DelegateCall();
+  ASSERT_NE(dc, nullptr);
+  EXPECT_EQ(dc->delegate(), 3u);
+  EXPECT_EQ(dc->args()->Get(0), -1);
+  EXPECT_EQ(dc->fallback_begin(), 2u);
+  EXPECT_EQ(dc->fallback_end(), 1u);
+  EXPECT_STREQ(method->instructions()->Get(0)->debug_name()->c_str(), "d");
+  EXPECT_EQ(method->fallback_instructions()->Get(0)->kind_as_KernelCall()->op(), 4u);
+  EXPECT_EQ(method->fallback_instructions()->Get(0)->debug_name(), nullptr);
+  const fb::Delegate* d = method->delegates()->Get(0);
+  EXPECT_STREQ(d->backend()->c_str(), "b");
+  EXPECT_EQ(d->segment(), 12u);
+  EXPECT_STREQ(d->compile_specs()->Get(0)->key()->c_str(), "key");
+  EXPECT_EQ(d->compile_specs()->Get(0)->value()->Get(1), 2);
+  EXPECT_EQ(method->arenas()->Get(0)->size(), 10u);
+  EXPECT_EQ(method->arenas()->Get(0)->alignment(), 48u);
+  EXPECT_EQ(method->arenas()->Get(0)->lower_bound(), 20u);
+  EXPECT_EQ(method->state()->Get(0)->value(), 3u);
+  EXPECT_EQ(method->state()->Get(0)->init_segment(), 5);
+  EXPECT_EQ(method->temp_size(), 99u);
+}
+
+TEST(Serializer, WritePteLaysOutTheAreaAndChecksumsIt) {
+  std::vector<uint8_t> a(16), b(8);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint8_t>(i + 1);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>(0xf0 + i);
+  pte::File file;
+  file.methods.emplace_back();
+  file.area_alignment = 100;  // need not be a power of two
+  file.area_size = 30;
+  // b over the middle of a; a piece reaching past the area is cut there.
+  file.area_contents = {pte::AreaBytes{0, Span<const uint8_t>(a.data(), a.size())},
+                        pte::AreaBytes{4, Span<const uint8_t>(b.data(), b.size())},
+                        pte::AreaBytes{24, Span<const uint8_t>(a.data(), a.size())}};
+  file.segments = {pte::Segment{0, 4, 64, std::nullopt},    // inside a only
+                   pte::Segment{2, 12, 64, std::nullopt},   // a, b over a, a
+                   pte::Segment{16, 10, 64, std::nullopt},  // zeros, then a's start
+                   pte::Segment{20, 11, 64, std::nullopt},  // past the area: 0
+                   pte::Segment{0, 4, 64, 42u}};            // as given
+  const std::vector<uint8_t> bytes = write_pte(file);
+
+  const uint64_t area = u64_at(bytes, 32);
+  EXPECT_EQ(area % 100, 0u);
+  EXPECT_GE(area, 64 + u64_at(bytes, 24));
+  EXPECT_LT(area, 64 + u64_at(bytes, 24) + 100);
+  EXPECT_EQ(u64_at(bytes, 40), 30u);
+  ASSERT_EQ(bytes.size(), area + 30);
+  std::vector<uint8_t> expected(30, 0);
+  std::memcpy(expected.data(), a.data(), 16);
+  std::memcpy(expected.data() + 4, b.data(), 8);
+  std::memcpy(expected.data() + 24, a.data(), 6);
+  EXPECT_EQ(std::vector<uint8_t>(bytes.begin() + static_cast<long>(area), bytes.end()), expected);
+  // The header checksum, computed independently.
+  std::vector<uint8_t> hashed(bytes.begin(),
+                              bytes.begin() + static_cast<long>(64 + u64_at(bytes, 24)));
+  std::memset(hashed.data() + 48, 0, 8);
+  EXPECT_EQ(u64_at(bytes, 48), XXH3_64bits(hashed.data(), hashed.size()));
+
+  const fb::Program* root = flatbuffer_of(bytes);
+  ASSERT_NE(root, nullptr);
+  EXPECT_EQ(root->version(), kFormatVersionMajor * 1000u + kFormatVersionMinor);
+  const auto checksum = [&](size_t i) {
+    return root->segments()->Get(static_cast<unsigned>(i))->checksum();
+  };
+  EXPECT_EQ(checksum(0), XXH3_64bits(expected.data(), 4));
+  EXPECT_EQ(checksum(1), XXH3_64bits(expected.data() + 2, 12));
+  EXPECT_EQ(checksum(2), XXH3_64bits(expected.data() + 16, 10));
+  EXPECT_EQ(checksum(3), 0u);
+  EXPECT_EQ(checksum(4), 42u);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "runtime/loader/file_data_loader.h"
 #include "runtime/loader/mmap_data_loader.h"
 #include "schema/program_generated.h"
+#include "tests/compiler/serializer_test_util.h"
 #include "tests/executor/raw_program.h"
 #include "tools/compiler/serializer.h"
 
@@ -39,14 +40,8 @@ using testing::RawSegment;
 using testing::RawState;
 using testing::RawValue;
 
-Value tensor(const std::string& name, std::vector<int64_t> sizes, DType dtype = DType::F32) {
-  Value v;
-  v.kind = Value::Kind::Tensor;
-  v.name = name;
-  v.dtype = dtype;
-  v.sizes = std::move(sizes);
-  return v;
-}
+using testing::read_u64;
+using testing::tensor;
 
 Value constant_f32(const std::string& name, std::vector<int64_t> sizes, float first) {
   Value v = tensor(name, std::move(sizes));
@@ -62,10 +57,7 @@ Value constant_f32(const std::string& name, std::vector<int64_t> sizes, float fi
 
 /// forward(x f32[2,3]) -> y f32[2,4] = add(matmul(x, w f32[3,4]), b f32[4], alpha=1)
 /// with a hand-made plan: x @0 (24 B), h @64 (32 B), y @128 (32 B); arena 192 bytes.
-struct Sample {
-  ProgramGraph program;
-  std::vector<MemoryPlan> plans;
-};
+using Sample = testing::PlannedProgram;
 
 Sample sample() {
   Graph g;
@@ -120,12 +112,6 @@ Error load_error(const std::vector<uint8_t>& bytes,
     EXPECT_NE(std::string(last_error_message()).find(substring), std::string::npos) \
         << "message: " << last_error_message();                                     \
   } while (0)
-
-uint64_t read_u64(const std::vector<uint8_t>& b, size_t at) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | b[at + static_cast<size_t>(i)];
-  return v;
-}
 
 // ---------------------------------------------------------------- serializer output accepted
 

@@ -2,6 +2,7 @@
 
 #include <flatbuffers/flatbuffers.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -16,14 +17,281 @@
 namespace tern::compiler {
 namespace {
 
+// ------------------------------------------------------------------ write_pte: pte::File -> bytes
+//
+// The order in which objects are built fixes the bytes (a FlatBuffer is built back to front),
+// so it is spelled out statement by statement, never left to the unspecified evaluation order
+// of function arguments. It is the order serialize_program has always used: reordering it
+// changes every .pte file tern writes (identical in meaning, not in bytes).
+
 using flatbuffers::FlatBufferBuilder;
 using flatbuffers::Offset;
+using flatbuffers::String;
 
-/// One segment to write: bytes owned by the ProgramGraph (which outlives serialization).
-struct PendingSegment {
-  const std::vector<uint8_t>* bytes;
-  uint64_t offset = 0;  // from the start of the segment area
-};
+Offset<String> optional_string(FlatBufferBuilder& fbb, const std::optional<std::string>& s) {
+  return s ? fbb.CreateString(*s) : Offset<String>();
+}
+Offset<String> nonempty_string(FlatBufferBuilder& fbb, const std::string& s) {
+  return s.empty() ? Offset<String>() : fbb.CreateString(s);
+}
+
+Offset<fb::QuantParams> build_quant(FlatBufferBuilder& fbb, const pte::Quant& q) {
+  fb::QuantParamsBuilder b(fbb);
+  b.add_scheme(static_cast<fb::QuantScheme>(q.scheme));
+  b.add_block_size(q.block_size);
+  b.add_absmax(q.absmax);
+  b.add_dq_codes(q.dq_codes);
+  b.add_dq_absmax2(q.dq_absmax2);
+  b.add_dq_table(q.dq_table);
+  b.add_dq_offset(q.dq_offset);
+  b.add_dq_block_size(q.dq_block_size);
+  b.add_scale(q.scale);
+  b.add_granularity(static_cast<fb::ScaleGranularity>(q.granularity));
+  b.add_block_rows(q.block_rows);
+  b.add_block_cols(q.block_cols);
+  return b.Finish();
+}
+
+Offset<fb::Tensor> build_tensor(FlatBufferBuilder& fbb, const pte::Tensor& t) {
+  const auto sizes = fbb.CreateVector(t.sizes);
+  Offset<flatbuffers::Vector<uint8_t>> dim_order;
+  if (t.dim_order) dim_order = fbb.CreateVector(*t.dim_order);
+  const auto name = nonempty_string(fbb, t.name);
+  Offset<fb::QuantParams> quant;
+  if (t.quant) quant = build_quant(fbb, *t.quant);
+  fb::TensorBuilder b(fbb);
+  b.add_dtype(static_cast<fb::DType>(t.dtype));
+  b.add_sizes(sizes);
+  if (t.dim_order) b.add_dim_order(dim_order);
+  b.add_storage(static_cast<fb::StorageKind>(t.storage));
+  b.add_location(t.location);
+  b.add_offset(t.offset);
+  if (t.quant) b.add_quant(quant);
+  b.add_dynamism(static_cast<fb::ShapeDynamism>(t.dynamism));
+  if (!name.IsNull()) b.add_name(name);
+  return b.Finish();
+}
+
+Offset<fb::EValue> build_value(FlatBufferBuilder& fbb, const pte::Value& v) {
+  Offset<void> payload;
+  if (!v.omit_payload) {
+    switch (v.type) {
+      case fb::Value::Tensor:
+        payload = build_tensor(fbb, v.tensor).Union();
+        break;
+      case fb::Value::Int:
+        payload = fb::CreateInt(fbb, v.int_value).Union();
+        break;
+      case fb::Value::Double:
+        payload = fb::CreateDouble(fbb, v.double_value).Union();
+        break;
+      case fb::Value::Bool:
+        payload = fb::CreateBool(fbb, v.bool_value).Union();
+        break;
+      case fb::Value::IntList: {
+        const auto items = fbb.CreateVector(v.ints);
+        payload = fb::CreateIntList(fbb, items).Union();
+        break;
+      }
+      case fb::Value::DoubleList: {
+        const auto items = fbb.CreateVector(v.doubles);
+        payload = fb::CreateDoubleList(fbb, items).Union();
+        break;
+      }
+      case fb::Value::String: {
+        const auto text = fbb.CreateString(v.string_value);
+        payload = fb::CreateString(fbb, text).Union();
+        break;
+      }
+      case fb::Value::TensorList: {
+        const auto items = fbb.CreateVector(v.items);
+        payload = fb::CreateTensorList(fbb, items).Union();
+        break;
+      }
+      default:  // None, NONE or a type the union does not have: an empty table
+        payload = fb::CreateNone(fbb).Union();
+        break;
+    }
+  }
+  return fb::CreateEValue(fbb, v.type, payload);
+}
+
+Offset<fb::Instruction> build_instruction(FlatBufferBuilder& fbb, const pte::Instruction& i) {
+  Offset<void> payload;
+  if (i.kind == fb::InstructionKind::KernelCall) {
+    const auto args = fbb.CreateVector(i.args);
+    payload = fb::CreateKernelCall(fbb, i.index, args).Union();
+  } else if (i.kind == fb::InstructionKind::DelegateCall) {
+    const auto args = fbb.CreateVector(i.args);
+    payload = fb::CreateDelegateCall(fbb, i.index, args, i.fallback_begin, i.fallback_end).Union();
+  }
+  const auto debug_name = nonempty_string(fbb, i.debug_name);
+  return fb::CreateInstruction(fbb, i.kind, payload, debug_name);
+}
+
+Offset<fb::Delegate> build_delegate(FlatBufferBuilder& fbb, const pte::Delegate& d) {
+  std::vector<Offset<fb::CompileSpec>> specs;
+  for (const pte::CompileSpec& spec : d.compile_specs) {
+    const auto value = fbb.CreateVector(spec.value);
+    const auto key = optional_string(fbb, spec.key);
+    specs.push_back(fb::CreateCompileSpec(fbb, key, value));
+  }
+  const auto spec_vector = fbb.CreateVector(specs);
+  const auto backend = optional_string(fbb, d.backend);
+  return fb::CreateDelegate(fbb, backend, d.segment, spec_vector);
+}
+
+Offset<fb::Method> build_method(FlatBufferBuilder& fbb, const pte::Method& m) {
+  std::vector<Offset<fb::StateTensor>> state;
+  for (const pte::StateTensor& s : m.state) {
+    state.push_back(fb::CreateStateTensor(fbb, s.value, s.init_segment));
+  }
+  std::vector<Offset<fb::EValue>> values;
+  values.reserve(m.values.size());
+  for (const pte::Value& v : m.values) values.push_back(build_value(fbb, v));
+  // A delegate call's fallback instructions are built just before it (those up to its
+  // fallback_end not built yet); the rest after the last instruction.
+  std::vector<Offset<fb::Instruction>> instructions;
+  std::vector<Offset<fb::Instruction>> fallback;
+  for (const pte::Instruction& i : m.instructions) {
+    if (i.kind == fb::InstructionKind::DelegateCall) {
+      const size_t end = std::min<size_t>(i.fallback_end, m.fallback.size());
+      while (fallback.size() < end)
+        fallback.push_back(build_instruction(fbb, m.fallback[fallback.size()]));
+    }
+    instructions.push_back(build_instruction(fbb, i));
+  }
+  while (fallback.size() < m.fallback.size()) {
+    fallback.push_back(build_instruction(fbb, m.fallback[fallback.size()]));
+  }
+  std::vector<Offset<fb::Delegate>> delegates;
+  for (const pte::Delegate& d : m.delegates) delegates.push_back(build_delegate(fbb, d));
+  std::vector<Offset<String>> operators;
+  for (const std::string& op : m.operators) operators.push_back(fbb.CreateString(op));
+  std::vector<Offset<fb::Arena>> arenas;
+  for (const pte::Arena& a : m.arenas) {
+    arenas.push_back(fb::CreateArena(fbb, a.size, a.alignment, a.lower_bound));
+  }
+  const auto state_vector = fbb.CreateVector(state);
+  const auto arena_vector = fbb.CreateVector(arenas);
+  const auto delegate_vector = fbb.CreateVector(delegates);
+  const auto fallback_vector = fbb.CreateVector(fallback);
+  const auto instruction_vector = fbb.CreateVector(instructions);
+  const auto operator_vector = fbb.CreateVector(operators);
+  const auto output_vector = fbb.CreateVector(m.outputs);
+  const auto input_vector = fbb.CreateVector(m.inputs);
+  const auto value_vector = fbb.CreateVector(values);
+  const auto name = optional_string(fbb, m.name);
+  return fb::CreateMethod(fbb, name, value_vector, input_vector, output_vector, operator_vector,
+                          instruction_vector, fallback_vector, delegate_vector, arena_vector,
+                          state_vector, m.temp_size);
+}
+
+/// The part [from, to) of `piece` inside [offset, end); false when they do not meet.
+bool piece_within(const pte::AreaBytes& piece, uint64_t offset, uint64_t end, uint64_t* from,
+                  uint64_t* to) {
+  const uint64_t size = piece.bytes.size();
+  if (size == 0 || piece.offset >= end) return false;
+  if (piece.offset < offset && offset - piece.offset >= size) return false;
+  *from = std::max(offset, piece.offset);
+  *to = size >= end - piece.offset ? end : piece.offset + size;
+  return true;
+}
+
+/// XXH3-64 of the segment area's bytes [offset, +size) as write_pte lays them out; 0 when
+/// that range is not inside the area.
+uint64_t area_checksum(const pte::File& file, uint64_t offset, uint64_t size) {
+  if (!range_within(offset, size, file.area_size)) return 0;
+  const uint64_t end = offset + size;
+  const pte::AreaBytes* only = nullptr;
+  size_t meeting = 0;
+  uint64_t from = 0;
+  uint64_t to = 0;
+  for (const pte::AreaBytes& piece : file.area_contents) {
+    if (!piece_within(piece, offset, end, &from, &to)) continue;
+    ++meeting;
+    only = &piece;
+  }
+  // The range lies inside one piece (the last one met) that no other piece meets: hash it in
+  // place, as for every segment serialize_program writes.
+  if (meeting == 1 && from == offset && to == end) {
+    return checksum64(only->bytes.data() + (offset - only->offset), size);
+  }
+  std::vector<uint8_t> bytes(size, 0);
+  for (const pte::AreaBytes& piece : file.area_contents) {
+    if (!piece_within(piece, offset, end, &from, &to)) continue;
+    std::memcpy(bytes.data() + (from - offset), piece.bytes.data() + (from - piece.offset),
+                to - from);
+  }
+  return checksum64(bytes.data(), bytes.size());
+}
+
+}  // namespace
+
+std::vector<uint8_t> write_pte(const pte::File& file) {
+  FlatBufferBuilder fbb(1024);
+  std::vector<Offset<fb::Method>> methods;
+  for (const pte::Method& m : file.methods) methods.push_back(build_method(fbb, m));
+  std::vector<Offset<fb::Segment>> segments;
+  for (const pte::Segment& s : file.segments) {
+    const uint64_t checksum = s.checksum ? *s.checksum : area_checksum(file, s.offset, s.size);
+    segments.push_back(fb::CreateSegment(fbb, s.offset, s.size, s.alignment, checksum));
+  }
+  std::vector<Offset<fb::KeyValue>> metadata;
+  for (const pte::KeyValue& kv : file.metadata) {
+    const auto value = fbb.CreateString(kv.value);
+    const auto key = optional_string(fbb, kv.key);
+    metadata.push_back(fb::CreateKeyValue(fbb, key, value));
+  }
+  const auto segment_vector = fbb.CreateVector(segments);
+  const auto method_vector = fbb.CreateVector(methods);
+  const auto metadata_vector = fbb.CreateVector(metadata);
+  const auto source_model = fbb.CreateString(file.source_model);
+  const auto producer = fbb.CreateString(file.producer);
+  const uint32_t version =
+      file.version ? *file.version : uint32_t{file.major} * 1000u + uint32_t{file.minor};
+  const auto root = fb::CreateProgram(fbb, version, producer, source_model, metadata_vector,
+                                      method_vector, segment_vector);
+  fb::FinishProgramBuffer(fbb, root);
+
+  // The segment area starts at the first multiple of area_alignment after the FlatBuffer.
+  const uint64_t fb_size = fbb.GetSize();
+  const uint64_t alignment = std::max<uint64_t>(file.area_alignment, 1);
+  uint64_t area_offset = 0;
+  uint64_t file_size = 0;
+  if (!checked_add(kFileHeaderSize + fb_size, alignment - 1, &area_offset) ||
+      !checked_add(area_offset / alignment * alignment, file.area_size, &file_size) ||
+      file_size > SIZE_MAX) {
+    throw std::invalid_argument("write_pte: a segment area of " + std::to_string(file.area_size) +
+                                " bytes aligned to " + std::to_string(alignment) +
+                                " does not fit in memory");
+  }
+  area_offset = area_offset / alignment * alignment;
+
+  std::vector<uint8_t> out(static_cast<size_t>(file_size), 0);
+  std::memcpy(out.data() + kFileHeaderSize, fbb.GetBufferPointer(), fb_size);
+  for (const pte::AreaBytes& a : file.area_contents) {
+    if (a.offset >= file.area_size) continue;
+    const uint64_t n = std::min<uint64_t>(a.bytes.size(), file.area_size - a.offset);
+    if (n > 0) std::memcpy(out.data() + area_offset + a.offset, a.bytes.data(), n);
+  }
+  FileHeader header;
+  header.version_major = file.major;
+  header.version_minor = file.minor;
+  header.flatbuffer_offset = kFileHeaderSize;
+  header.flatbuffer_size = fb_size;
+  header.segment_area_offset = area_offset;
+  header.segment_area_size = file.area_size;
+  encode_file_header(header, out.data());
+  header.checksum = compute_header_checksum(
+      out.data(), Span<const uint8_t>(out.data() + kFileHeaderSize, fb_size));
+  encode_file_header(header, out.data());
+  return out;
+}
+
+namespace {
+
+// --------------------------------------------- serialize_program: ProgramGraph -> pte::File
 
 [[noreturn]] void fail(const Graph& graph, const std::string& what) {
   throw std::invalid_argument("serialize method '" + graph.name + "': " + what);
@@ -61,20 +329,35 @@ int alias_root(const Graph& graph, const MemoryPlan& plan, int id) {
   fail(graph, "plan aliases of value " + std::to_string(id) + " form a cycle");
 }
 
-fb::DType to_fb(DType dtype) { return static_cast<fb::DType>(dtype); }
+pte::Quant to_pte(const QuantSpec& q) {
+  pte::Quant out;
+  out.scheme = static_cast<uint8_t>(q.scheme);
+  out.block_size = q.block_size;
+  out.absmax = q.absmax;
+  out.dq_codes = q.dq_codes;
+  out.dq_absmax2 = q.dq_absmax2;
+  out.dq_table = q.dq_table;
+  out.dq_offset = q.dq_offset;
+  out.dq_block_size = q.dq_block_size;
+  out.scale = q.scale;
+  out.granularity = static_cast<uint8_t>(q.granularity);
+  out.block_rows = q.block_rows;
+  out.block_cols = q.block_cols;
+  return out;
+}
 
-/// Serializes one method, appending its segments to `segments`.
-class MethodWriter {
+/// Checks one method and describes it, appending its segments' bytes to `segments`.
+class MethodLowering {
  public:
-  MethodWriter(FlatBufferBuilder& fbb, const Graph& graph, const MemoryPlan& plan,
-               std::vector<PendingSegment>& segments)
-      : fbb_(fbb), graph_(graph), plan_(plan), segments_(segments) {}
+  MethodLowering(const Graph& graph, const MemoryPlan& plan,
+                 std::vector<const std::vector<uint8_t>*>& segments)
+      : graph_(graph), plan_(plan), segments_(segments) {}
 
-  Offset<fb::Method> write();
+  pte::Method lower();
 
  private:
   uint32_t add_segment(const std::vector<uint8_t>& bytes) {
-    segments_.push_back(PendingSegment{&bytes});
+    segments_.push_back(&bytes);
     return static_cast<uint32_t>(segments_.size() - 1);
   }
   void check_value_id(int id, const std::string& where) const {
@@ -84,22 +367,20 @@ class MethodWriter {
     }
   }
   void assign_constant_segments();
-  Offset<fb::EValue> write_value(int id);
-  Offset<fb::Tensor> write_tensor(int id);
-  Offset<fb::QuantParams> write_quant(const QuantSpec& q);
-  Offset<fb::Instruction> write_kernel_call(int node_index);
+  pte::Value lower_value(int id);
+  pte::Tensor lower_tensor(int id);
+  pte::Instruction kernel_call(int node_index);
   uint32_t op_index(const std::string& op);
 
-  FlatBufferBuilder& fbb_;
   const Graph& graph_;
   const MemoryPlan& plan_;
-  std::vector<PendingSegment>& segments_;
+  std::vector<const std::vector<uint8_t>*>& segments_;
   std::vector<int64_t> constant_segment_;  // per value: segment of a constant root, or -1
   std::vector<bool> is_input_;
   std::vector<std::string> operators_;
 };
 
-void MethodWriter::assign_constant_segments() {
+void MethodLowering::assign_constant_segments() {
   const size_t n = graph_.values.size();
   constant_segment_.assign(n, -1);
   for (size_t i = 0; i < n; ++i) {
@@ -116,70 +397,53 @@ void MethodWriter::assign_constant_segments() {
   }
 }
 
-Offset<fb::QuantParams> MethodWriter::write_quant(const QuantSpec& q) {
-  fb::QuantParamsBuilder b(fbb_);
-  b.add_scheme(static_cast<fb::QuantScheme>(q.scheme));
-  b.add_block_size(q.block_size);
-  b.add_absmax(q.absmax);
-  b.add_dq_codes(q.dq_codes);
-  b.add_dq_absmax2(q.dq_absmax2);
-  b.add_dq_table(q.dq_table);
-  b.add_dq_offset(q.dq_offset);
-  b.add_dq_block_size(q.dq_block_size);
-  b.add_scale(q.scale);
-  b.add_granularity(static_cast<fb::ScaleGranularity>(q.granularity));
-  b.add_block_rows(q.block_rows);
-  b.add_block_cols(q.block_cols);
-  return b.Finish();
-}
-
-Offset<fb::Tensor> MethodWriter::write_tensor(int id) {
+pte::Tensor MethodLowering::lower_tensor(int id) {
   const Value& v = graph_.values[static_cast<size_t>(id)];
   const std::string where = "value " + std::to_string(id) + " ('" + v.name + "')";
   const uint64_t nbytes = tensor_nbytes(graph_, id);
   const int root = alias_root(graph_, plan_, id);
   const Value& root_value = graph_.values[static_cast<size_t>(root)];
   // An alias's bytes start alias_offset bytes into its root's.
-  const uint64_t alias_offset =
-      root != id && static_cast<size_t>(id) < plan_.alias_offset.size()
-          ? plan_.alias_offset[static_cast<size_t>(id)]
-          : 0;
+  const uint64_t alias_offset = root != id && static_cast<size_t>(id) < plan_.alias_offset.size()
+                                    ? plan_.alias_offset[static_cast<size_t>(id)]
+                                    : 0;
   uint64_t alias_end = 0;
   if (!checked_add(alias_offset, nbytes, &alias_end)) {
     fail(graph_, where + " alias offset " + std::to_string(alias_offset) + " overflows");
   }
   if (root != id && root_value.is_tensor() && alias_end > tensor_nbytes(graph_, root)) {
     fail(graph_, where + " views bytes [" + std::to_string(alias_offset) + ", +" +
-                     std::to_string(nbytes) + ") of value " + std::to_string(root) + ", which has " +
-                     std::to_string(tensor_nbytes(graph_, root)));
+                     std::to_string(nbytes) + ") of value " + std::to_string(root) +
+                     ", which has " + std::to_string(tensor_nbytes(graph_, root)));
   }
 
-  fb::StorageKind storage = fb::StorageKind::Arena;
-  uint32_t location = 0;
-  uint64_t offset = 0;
+  pte::Tensor t;
+  t.dtype = static_cast<uint8_t>(v.dtype);
+  t.sizes = v.sizes;
+  t.storage = static_cast<uint8_t>(fb::StorageKind::Arena);
   if (root_value.is_tensor() && root_value.is_constant) {
-    storage = fb::StorageKind::Constant;
+    t.storage = static_cast<uint8_t>(fb::StorageKind::Constant);
     if (constant_segment_[static_cast<size_t>(root)] < 0) {
       fail(graph_,
            where + " is a view of constant " + std::to_string(root) + ", which has no segment");
     }
-    location = static_cast<uint32_t>(constant_segment_[static_cast<size_t>(root)]);
+    t.location = static_cast<uint32_t>(constant_segment_[static_cast<size_t>(root)]);
     if (alias_end > root_value.data.size()) {
       fail(graph_, where + " views bytes [" + std::to_string(alias_offset) + ", +" +
                        std::to_string(nbytes) + ") of constant " + std::to_string(root) +
                        ", which has " + std::to_string(root_value.data.size()));
     }
-    offset = alias_offset;
+    t.offset = alias_offset;
   } else if (v.caller_bound) {
     if (!is_input_[static_cast<size_t>(id)]) {
       fail(graph_, where + " is caller-bound but not a method input");
     }
-    storage = fb::StorageKind::Caller;
+    t.storage = static_cast<uint8_t>(fb::StorageKind::Caller);
   } else if (root != id && root_value.caller_bound) {
     fail(graph_, where + " is a view of caller-bound input " + std::to_string(root) +
                      "; the format cannot alias caller memory (plan the view instead)");
   } else if (nbytes == 0) {
-    offset = 0;  // an empty tensor needs no bytes; offset 0 is inside any arena
+    t.offset = 0;  // an empty tensor needs no bytes; offset 0 is inside any arena
   } else {
     // An alias lies at its root's offset plus its alias offset; others at their own.
     const int placed = root != id ? root : id;
@@ -189,77 +453,63 @@ Offset<fb::Tensor> MethodWriter::write_tensor(int id) {
     if (planned < 0) {
       fail(graph_, where + " is a planned tensor without an arena offset in the plan");
     }
-    if (!checked_add(static_cast<uint64_t>(planned), alias_offset, &offset)) {
+    if (!checked_add(static_cast<uint64_t>(planned), alias_offset, &t.offset)) {
       fail(graph_, where + " arena offset overflows");
     }
     uint64_t end = 0;
-    if (!checked_add(offset, nbytes, &end) || end > plan_.arena_size) {
-      fail(graph_, where + " bytes [" + std::to_string(offset) + ", +" + std::to_string(nbytes) +
+    if (!checked_add(t.offset, nbytes, &end) || end > plan_.arena_size) {
+      fail(graph_, where + " bytes [" + std::to_string(t.offset) + ", +" + std::to_string(nbytes) +
                        ") exceed the planned arena of " + std::to_string(plan_.arena_size) +
                        " bytes");
     }
   }
-
-  const auto sizes = fbb_.CreateVector(v.sizes);
-  const auto name = v.name.empty() ? Offset<flatbuffers::String>() : fbb_.CreateString(v.name);
-  Offset<fb::QuantParams> quant;
+  t.name = v.name;
   if (v.quant.scheme != QuantSpec::Scheme::None) {
     for (int ref :
          {v.quant.absmax, v.quant.dq_codes, v.quant.dq_absmax2, v.quant.dq_table, v.quant.scale}) {
       if (ref != -1) check_value_id(ref, where + " quant params");
     }
-    quant = write_quant(v.quant);
+    t.quant = to_pte(v.quant);
   }
-  fb::TensorBuilder b(fbb_);
-  b.add_dtype(to_fb(v.dtype));
-  b.add_sizes(sizes);
-  b.add_storage(storage);
-  b.add_location(location);
-  b.add_offset(offset);
-  if (!quant.IsNull()) b.add_quant(quant);
-  b.add_dynamism(fb::ShapeDynamism::Static);
-  if (!name.IsNull()) b.add_name(name);
-  return b.Finish();
+  return t;
 }
 
-Offset<fb::EValue> MethodWriter::write_value(int id) {
+pte::Value MethodLowering::lower_value(int id) {
   const Value& v = graph_.values[static_cast<size_t>(id)];
-  fb::Value type = fb::Value::None;
-  Offset<void> payload;
+  pte::Value out;
   switch (v.kind) {
     case Value::Kind::Tensor:
-      type = fb::Value::Tensor;
-      payload = write_tensor(id).Union();
+      out.type = fb::Value::Tensor;
+      out.tensor = lower_tensor(id);
       break;
     case Value::Kind::Int:
-      type = fb::Value::Int;
-      payload = fb::CreateInt(fbb_, v.int_value).Union();
+      out.type = fb::Value::Int;
+      out.int_value = v.int_value;
       break;
     case Value::Kind::Double:
-      type = fb::Value::Double;
-      payload = fb::CreateDouble(fbb_, v.double_value).Union();
+      out.type = fb::Value::Double;
+      out.double_value = v.double_value;
       break;
     case Value::Kind::Bool:
-      type = fb::Value::Bool;
-      payload = fb::CreateBool(fbb_, v.bool_value).Union();
+      out.type = fb::Value::Bool;
+      out.bool_value = v.bool_value;
       break;
     case Value::Kind::IntList:
-      type = fb::Value::IntList;
-      payload = fb::CreateIntList(fbb_, fbb_.CreateVector(v.ints)).Union();
+      out.type = fb::Value::IntList;
+      out.ints = v.ints;
       break;
     case Value::Kind::DoubleList:
-      type = fb::Value::DoubleList;
-      payload = fb::CreateDoubleList(fbb_, fbb_.CreateVector(v.doubles)).Union();
+      out.type = fb::Value::DoubleList;
+      out.doubles = v.doubles;
       break;
     case Value::Kind::String:
-      type = fb::Value::String;
-      payload = fb::CreateString(fbb_, fbb_.CreateString(v.string_value)).Union();
+      out.type = fb::Value::String;
+      out.string_value = v.string_value;
       break;
     case Value::Kind::None:
-      type = fb::Value::None;
-      payload = fb::CreateNone(fbb_).Union();
+      out.type = fb::Value::None;
       break;
-    case Value::Kind::TensorList: {
+    case Value::Kind::TensorList:
       for (int item : v.tensors) {
         check_value_id(item, "tensor list value " + std::to_string(id));
         if (!graph_.values[static_cast<size_t>(item)].is_tensor()) {
@@ -267,15 +517,14 @@ Offset<fb::EValue> MethodWriter::write_value(int id) {
                            std::to_string(item) + ", which is not a tensor");
         }
       }
-      type = fb::Value::TensorList;
-      payload = fb::CreateTensorList(fbb_, fbb_.CreateVector(v.tensors)).Union();
+      out.type = fb::Value::TensorList;
+      out.items.assign(v.tensors.begin(), v.tensors.end());
       break;
-    }
   }
-  return fb::CreateEValue(fbb_, type, payload);
+  return out;
 }
 
-uint32_t MethodWriter::op_index(const std::string& op) {
+uint32_t MethodLowering::op_index(const std::string& op) {
   for (size_t i = 0; i < operators_.size(); ++i) {
     if (operators_[i] == op) return static_cast<uint32_t>(i);
   }
@@ -283,26 +532,25 @@ uint32_t MethodWriter::op_index(const std::string& op) {
   return static_cast<uint32_t>(operators_.size() - 1);
 }
 
-Offset<fb::Instruction> MethodWriter::write_kernel_call(int node_index) {
+pte::Instruction MethodLowering::kernel_call(int node_index) {
   const Node& node = graph_.nodes[static_cast<size_t>(node_index)];
   if (node.op.empty()) fail(graph_, "node " + std::to_string(node_index) + " has no operator");
-  std::vector<int32_t> args;
+  pte::Instruction call;
+  call.kind = fb::InstructionKind::KernelCall;
   for (int a : node.args) {
     check_value_id(a, "node " + std::to_string(node_index) + " (" + node.op + ")");
-    args.push_back(a);
+    call.args.push_back(a);
   }
   for (int o : node.outputs) {
     check_value_id(o, "node " + std::to_string(node_index) + " (" + node.op + ")");
-    args.push_back(o);
+    call.args.push_back(o);
   }
-  const uint32_t op = op_index(node.op);
-  const auto call = fb::CreateKernelCall(fbb_, op, fbb_.CreateVector(args));
-  const auto debug =
-      node.debug_name.empty() ? Offset<flatbuffers::String>() : fbb_.CreateString(node.debug_name);
-  return fb::CreateInstruction(fbb_, fb::InstructionKind::KernelCall, call.Union(), debug);
+  call.index = op_index(node.op);
+  call.debug_name = node.debug_name;
+  return call;
 }
 
-Offset<fb::Method> MethodWriter::write() {
+pte::Method MethodLowering::lower() {
   const size_t num_values = graph_.values.size();
   if (graph_.name.empty()) fail(graph_, "the method has no name");
   if (!plan_.alias_of.empty() && plan_.alias_of.size() != num_values) {
@@ -327,6 +575,9 @@ Offset<fb::Method> MethodWriter::write() {
     is_input_[static_cast<size_t>(in)] = true;
   }
   for (int out : graph_.outputs) check_value_id(out, "an output");
+
+  pte::Method m;
+  m.name = graph_.name;
 
   // Segments: constants (in value order), then delegate blobs, then state initial values.
   assign_constant_segments();
@@ -355,13 +606,17 @@ Offset<fb::Method> MethodWriter::write() {
     for (int id : region.inputs) check_value_id(id, where + " inputs");
     for (int id : region.outputs) check_value_id(id, where + " outputs");
   }
-  std::vector<uint32_t> blob_segment;
   for (const DelegateRegion& region : graph_.delegates) {
-    blob_segment.push_back(add_segment(region.blob));
+    pte::Delegate d;
+    d.backend = region.backend;
+    d.segment = add_segment(region.blob);
+    for (const auto& spec : region.compile_specs) {
+      d.compile_specs.push_back(pte::CompileSpec{spec.first, spec.second});
+    }
+    m.delegates.push_back(std::move(d));
   }
 
   // State tensors.
-  std::vector<Offset<fb::StateTensor>> state;
   for (size_t i = 0; i < num_values; ++i) {
     const Value& v = graph_.values[i];
     if (!v.is_tensor() || !v.is_state) continue;
@@ -378,74 +633,54 @@ Offset<fb::Method> MethodWriter::write() {
       }
       init = static_cast<int32_t>(add_segment(v.data));
     }
-    state.push_back(fb::CreateStateTensor(fbb_, static_cast<uint32_t>(i), init));
+    m.state.push_back(pte::StateTensor{static_cast<uint32_t>(i), init});
   }
 
-  std::vector<Offset<fb::EValue>> values;
-  values.reserve(num_values);
-  for (size_t i = 0; i < num_values; ++i) values.push_back(write_value(static_cast<int>(i)));
+  m.values.reserve(num_values);
+  for (size_t i = 0; i < num_values; ++i) m.values.push_back(lower_value(static_cast<int>(i)));
 
   // Instructions: a region becomes one DelegateCall at its first node; its nodes become
   // kernel calls in fallback_instructions.
-  std::vector<Offset<fb::Instruction>> instructions;
-  std::vector<Offset<fb::Instruction>> fallback;
   for (size_t n = 0; n < graph_.nodes.size(); ++n) {
     const int r = region_of[n];
     if (r < 0) {
-      instructions.push_back(write_kernel_call(static_cast<int>(n)));
+      m.instructions.push_back(kernel_call(static_cast<int>(n)));
       continue;
     }
     const DelegateRegion& region = graph_.delegates[static_cast<size_t>(r)];
     if (static_cast<int>(n) != region.nodes.front()) continue;
-    const uint32_t begin = static_cast<uint32_t>(fallback.size());
-    for (int node : region.nodes) fallback.push_back(write_kernel_call(node));
-    const uint32_t end = static_cast<uint32_t>(fallback.size());
-    std::vector<int32_t> args(region.inputs.begin(), region.inputs.end());
-    args.insert(args.end(), region.outputs.begin(), region.outputs.end());
-    const auto call =
-        fb::CreateDelegateCall(fbb_, static_cast<uint32_t>(r), fbb_.CreateVector(args), begin, end);
-    std::string debug = region.backend + "[";
+    pte::Instruction call;
+    call.kind = fb::InstructionKind::DelegateCall;
+    call.index = static_cast<uint32_t>(r);
+    call.fallback_begin = static_cast<uint32_t>(m.fallback.size());
+    for (int node : region.nodes) m.fallback.push_back(kernel_call(node));
+    call.fallback_end = static_cast<uint32_t>(m.fallback.size());
+    call.args.assign(region.inputs.begin(), region.inputs.end());
+    call.args.insert(call.args.end(), region.outputs.begin(), region.outputs.end());
+    call.debug_name = region.backend + "[";
     for (size_t k = 0; k < region.nodes.size(); ++k) {
       const Node& node = graph_.nodes[static_cast<size_t>(region.nodes[k])];
-      debug += (k == 0 ? "" : ",") + (node.debug_name.empty() ? node.op : node.debug_name);
-      if (debug.size() > 200) {
-        debug += ",...";
+      call.debug_name +=
+          (k == 0 ? "" : ",") + (node.debug_name.empty() ? node.op : node.debug_name);
+      if (call.debug_name.size() > 200) {
+        call.debug_name += ",...";
         break;
       }
     }
-    debug += "]";
-    instructions.push_back(fb::CreateInstruction(fbb_, fb::InstructionKind::DelegateCall,
-                                                 call.Union(), fbb_.CreateString(debug)));
+    call.debug_name += "]";
+    m.instructions.push_back(std::move(call));
   }
 
-  std::vector<Offset<fb::Delegate>> delegates;
-  for (size_t r = 0; r < graph_.delegates.size(); ++r) {
-    const DelegateRegion& region = graph_.delegates[r];
-    std::vector<Offset<fb::CompileSpec>> specs;
-    for (const auto& spec : region.compile_specs) {
-      specs.push_back(fb::CreateCompileSpec(fbb_, fbb_.CreateString(spec.first),
-                                            fbb_.CreateVector(spec.second)));
-    }
-    delegates.push_back(fb::CreateDelegate(fbb_, fbb_.CreateString(region.backend), blob_segment[r],
-                                           fbb_.CreateVector(specs)));
-  }
-
-  std::vector<Offset<flatbuffers::String>> operators;
-  for (const std::string& op : operators_) operators.push_back(fbb_.CreateString(op));
+  m.operators = operators_;
   if (plan_.lower_bound > plan_.arena_size) {
     fail(graph_, "the plan's lower bound " + std::to_string(plan_.lower_bound) +
                      " exceeds its arena size " + std::to_string(plan_.arena_size));
   }
-  std::vector<Offset<fb::Arena>> arenas = {
-      fb::CreateArena(fbb_, plan_.arena_size, plan_.alignment, plan_.lower_bound)};
-  std::vector<uint32_t> inputs(graph_.inputs.begin(), graph_.inputs.end());
-  std::vector<uint32_t> outputs(graph_.outputs.begin(), graph_.outputs.end());
-
-  return fb::CreateMethod(fbb_, fbb_.CreateString(graph_.name), fbb_.CreateVector(values),
-                          fbb_.CreateVector(inputs), fbb_.CreateVector(outputs),
-                          fbb_.CreateVector(operators), fbb_.CreateVector(instructions),
-                          fbb_.CreateVector(fallback), fbb_.CreateVector(delegates),
-                          fbb_.CreateVector(arenas), fbb_.CreateVector(state), plan_.temp_size);
+  m.arenas = {pte::Arena{plan_.arena_size, plan_.alignment, plan_.lower_bound}};
+  m.inputs.assign(graph_.inputs.begin(), graph_.inputs.end());
+  m.outputs.assign(graph_.outputs.begin(), graph_.outputs.end());
+  m.temp_size = plan_.temp_size;
+  return m;
 }
 
 }  // namespace
@@ -471,58 +706,31 @@ std::vector<uint8_t> serialize_program(const ProgramGraph& program,
     }
   }
 
-  FlatBufferBuilder fbb(1024);
-  std::vector<PendingSegment> segments;
-  std::vector<Offset<fb::Method>> methods;
+  pte::File file;
+  file.producer = program.producer;
+  file.source_model = program.source_model;
+  for (const auto& kv : program.metadata)
+    file.metadata.push_back(pte::KeyValue{kv.first, kv.second});
+  std::vector<const std::vector<uint8_t>*> segment_bytes;
   for (size_t i = 0; i < program.methods.size(); ++i) {
-    MethodWriter writer(fbb, program.methods[i], plans[i], segments);
-    methods.push_back(writer.write());
+    file.methods.push_back(MethodLowering(program.methods[i], plans[i], segment_bytes).lower());
   }
 
-  // Segment layout: each at the next multiple of the alignment.
-  uint64_t area_size = 0;
-  std::vector<Offset<fb::Segment>> fb_segments;
-  for (PendingSegment& seg : segments) {
-    if (!checked_align_up(area_size, alignment, &seg.offset) ||
-        !checked_add(seg.offset, seg.bytes->size(), &area_size)) {
+  // Segment layout: each at the next multiple of the alignment; write_pte checksums them.
+  for (const std::vector<uint8_t>* bytes : segment_bytes) {
+    pte::Segment seg;
+    seg.size = bytes->size();
+    seg.alignment = static_cast<uint32_t>(alignment);
+    if (!checked_align_up(file.area_size, alignment, &seg.offset) ||
+        !checked_add(seg.offset, seg.size, &file.area_size)) {
       throw std::invalid_argument("serialize: segment area size overflows");
     }
-    fb_segments.push_back(fb::CreateSegment(fbb, seg.offset, seg.bytes->size(),
-                                            static_cast<uint32_t>(alignment),
-                                            checksum64(seg.bytes->data(), seg.bytes->size())));
+    file.area_contents.push_back(
+        pte::AreaBytes{seg.offset, Span<const uint8_t>(bytes->data(), bytes->size())});
+    file.segments.push_back(seg);
   }
-
-  std::vector<Offset<fb::KeyValue>> metadata;
-  for (const auto& kv : program.metadata) {
-    metadata.push_back(
-        fb::CreateKeyValue(fbb, fbb.CreateString(kv.first), fbb.CreateString(kv.second)));
-  }
-  const auto root = fb::CreateProgram(
-      fbb, static_cast<uint32_t>(kFormatVersionMajor) * 1000u + kFormatVersionMinor,
-      fbb.CreateString(program.producer), fbb.CreateString(program.source_model),
-      fbb.CreateVector(metadata), fbb.CreateVector(methods), fbb.CreateVector(fb_segments));
-  fb::FinishProgramBuffer(fbb, root);
-
-  FileHeader header;
-  header.flatbuffer_offset = kFileHeaderSize;
-  header.flatbuffer_size = fbb.GetSize();
-  uint64_t area_offset = 0;
-  checked_align_up(header.flatbuffer_offset + header.flatbuffer_size, alignment, &area_offset);
-  header.segment_area_offset = area_offset;
-  header.segment_area_size = area_size;
-
-  std::vector<uint8_t> out(area_offset + area_size, 0);
-  std::memcpy(out.data() + kFileHeaderSize, fbb.GetBufferPointer(), fbb.GetSize());
-  for (const PendingSegment& seg : segments) {
-    if (!seg.bytes->empty()) {
-      std::memcpy(out.data() + area_offset + seg.offset, seg.bytes->data(), seg.bytes->size());
-    }
-  }
-  encode_file_header(header, out.data());
-  header.checksum = compute_header_checksum(
-      out.data(), Span<const uint8_t>(out.data() + kFileHeaderSize, fbb.GetSize()));
-  encode_file_header(header, out.data());
-  return out;
+  file.area_alignment = alignment;
+  return write_pte(file);
 }
 
 void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {

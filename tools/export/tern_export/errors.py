@@ -34,3 +34,10 @@ class CompileError(ExportError):
 
 class TernNotFoundError(ExportError, FileNotFoundError):
     """No `tern` executable was found; the message lists every place that was tried."""
+
+
+class Unsupported(Exception):
+    """Raised by an operator handler (ops_table.py) or by the Lowerer: this node cannot be
+    lowered (the message says why). Internal to lowering: the Lowerer catches it and reports
+    every such node in one UnsupportedOpError. Lives here, not in lower.py, so that ops_table
+    (which lower imports) never imports lower back."""

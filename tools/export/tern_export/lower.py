@@ -17,13 +17,9 @@ import torch
 import torch.fx
 
 from . import ops_table
-from .errors import ExportError, UnsupportedOpError
+from .errors import ExportError, Unsupported, UnsupportedOpError
 from .graph_writer import tern_dtype
 from .values import POISON, Const, Multi, Poison, TVal, Unavailable
-
-
-class Unsupported(Exception):
-    """Raised by a handler: this node cannot be lowered (the message says why)."""
 
 
 def op_name(target):

@@ -3,10 +3,11 @@
 A handler is `handler(L, node, a, real) -> LVal` where L is the Lowerer, `a` the node's
 arguments bound to the ATen schema's names (defaults filled in; each a TVal, Const, Multi or a
 list of them) and `real` the value PyTorch computed for the node on the example inputs.
-Handlers raise lower.Unsupported (with a reason) for a case they cannot express.
+Handlers raise errors.Unsupported (with a reason) for a case they cannot express.
 """
 import torch
 
+from .errors import Unsupported
 from .values import Const, Multi, TVal, Unavailable
 
 aten = torch.ops.aten
@@ -49,11 +50,6 @@ def bind(op, args, kwargs):
     return out
 
 
-def _unsupported(msg):
-    from .lower import Unsupported
-    return Unsupported(msg)
-
-
 def V(x):
     """The literal value of an argument (recursively for lists); error for an activation."""
     if isinstance(x, Const):
@@ -63,7 +59,7 @@ def V(x):
         return v
     if isinstance(x, (list, tuple)):
         return [V(e) for e in x]
-    raise _unsupported("an attribute depends on the model's inputs (%s)" % type(x).__name__)
+    raise Unsupported("an attribute depends on the model's inputs (%s)" % type(x).__name__)
 
 
 def real_of(x):
@@ -71,7 +67,7 @@ def real_of(x):
         return x.real
     if isinstance(x, Const):
         return x.value
-    raise _unsupported("unexpected argument %s" % type(x).__name__)
+    raise Unsupported("unexpected argument %s" % type(x).__name__)
 
 
 def is_none(x):
@@ -385,7 +381,7 @@ def _batch_norm(L, n, a, real):
         x = L.env[n.args[0]]
     else:
         if "training" in a and V(a["training"]):
-            raise _unsupported("training-mode batch norm (export the module in eval mode)")
+            raise Unsupported("training-mode batch norm (export the module in eval mode)")
         x = L.emit("batch_norm", [L.tensor_id(a["input"]), opt_tensor(L, a["weight"]),
                                   opt_tensor(L, a["bias"]), L.tensor_id(a["running_mean"]),
                                   L.tensor_id(a["running_var"]), L.mb.double(V(a["eps"]))],
@@ -487,7 +483,7 @@ def _ints(v, n):
     if len(v) == 1 and n > 1:
         v = v * n
     if len(v) != n:
-        raise _unsupported("expected %d values, found %s" % (n, v))
+        raise Unsupported("expected %d values, found %s" % (n, v))
     return [int(e) for e in v]
 
 
@@ -497,8 +493,8 @@ def _convolution(L, n, a, real):
     transposed, groups = V(a["transposed"]), V(a["groups"])
     r = rank(x)
     if r not in (3, 4) or (transposed and r != 4):
-        raise _unsupported("%s convolution of a %d-D input has no tern kernel (tern has conv1d, "
-                           "conv2d and conv_transpose2d)" % ("transposed" if transposed else "a", r))
+        raise Unsupported("%s convolution of a %d-D input has no tern kernel (tern has conv1d, "
+                          "conv2d and conv_transpose2d)" % ("transposed" if transposed else "a", r))
     k = r - 2
     if not transposed:
         folded = _try_fold_bn(L, n, w, b, (-1,) + (1,) * (r - 1))
@@ -719,9 +715,9 @@ def _triu(L, n, a, real):
 
 def _sdpa(L, a, real):
     if V(a.get("dropout_p", Const(0.0))):
-        raise _unsupported("attention dropout (export the module in eval mode)")
+        raise Unsupported("attention dropout (export the module in eval mode)")
     if V(a.get("enable_gqa", Const(False))):
-        raise _unsupported("enable_gqa=True (grouped-query attention) is not supported")
+        raise Unsupported("enable_gqa=True (grouped-query attention) is not supported")
     mask = a.get("attn_mask", Const(None))
     return L.emit("scaled_dot_product_attention", [
         L.tensor_id(a["query"]), L.tensor_id(a["key"]), L.tensor_id(a["value"]),
@@ -754,8 +750,8 @@ def _masked_fill(L, n, a, real):
 
 @handles("_local_scalar_dense.default")
 def _item(L, n, a, real):
-    raise _unsupported("the model reads a tensor's value as a Python number (.item()); a tern "
-                       "graph cannot depend on its input data this way")
+    raise Unsupported("the model reads a tensor's value as a Python number (.item()); a tern "
+                      "graph cannot depend on its input data this way")
 
 
 # Folded whatever their inputs: the result depends only on shapes (or nothing).
