@@ -1,6 +1,9 @@
 // Helpers shared by the subcommands: error text, program loading, value formatting.
 #include <cinttypes>
 #include <cstring>
+#include <random>
+#include <stdexcept>
+#include <vector>
 #include <sstream>
 
 #include "tools/cli/commands.h"
@@ -89,6 +92,51 @@ std::string element_string(DType dtype, const uint8_t* data, uint64_t i) {
     default: out << "?"; break;
   }
   return out.str();
+}
+
+std::string choose_method(const Program& program, const std::string& requested) {
+  if (!requested.empty()) return requested;
+  const size_t n = program.num_methods();
+  if (n == 0) throw std::runtime_error("the program has no methods");
+  std::string first;
+  for (size_t i = 0; i < n; ++i) {
+    Result<const char*> name = program.method_name(i);
+    if (!name.ok()) continue;
+    if (std::strcmp(*name, "forward") == 0) return "forward";
+    if (first.empty()) first = *name;
+  }
+  if (first.empty()) throw std::runtime_error("the program's method names are unreadable");
+  return first;
+}
+
+std::vector<uint8_t> generated_input(DType dtype, uint64_t numel, bool ones, std::mt19937_64& rng,
+                                     const std::string& label) {
+  uint64_t nbytes = 0;
+  if (!dtype_nbytes(dtype, numel, &nbytes)) throw std::runtime_error(label + ": size overflows");
+  std::vector<uint8_t> bytes(static_cast<size_t>(nbytes));
+  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> small(0, 9);
+  auto put = [&](uint64_t i, const void* v, size_t size) {
+    std::memcpy(bytes.data() + i * size, v, size);
+  };
+  for (uint64_t i = 0; i < numel; ++i) {
+    const float f = ones ? 1.0f : real(rng);
+    const int k = ones ? 1 : small(rng);
+    switch (dtype) {
+      case DType::F32: put(i, &f, 4); break;
+      case DType::F16: { const uint16_t h = float_to_half(f); put(i, &h, 2); break; }
+      case DType::BF16: { const uint16_t h = float_to_bf16(f); put(i, &h, 2); break; }
+      case DType::I64: { const int64_t v = k; put(i, &v, 8); break; }
+      case DType::I32: { const int32_t v = k; put(i, &v, 4); break; }
+      case DType::I16: { const int16_t v = static_cast<int16_t>(k); put(i, &v, 2); break; }
+      case DType::I8: case DType::U8: { const uint8_t v = static_cast<uint8_t>(k); put(i, &v, 1); break; }
+      case DType::Bool: { const uint8_t v = ones ? 1 : static_cast<uint8_t>(k & 1); put(i, &v, 1); break; }
+      default:
+        throw std::runtime_error(label + ": cannot generate " + std::string(to_string(dtype)) +
+                                 " values; give an .npy file with --input");
+    }
+  }
+  return bytes;
 }
 
 }  // namespace tern::cli

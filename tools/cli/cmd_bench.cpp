@@ -34,48 +34,6 @@ constexpr size_t kMaxTraceEvents = 200000;
 // Delegate parts recorded per timed iteration (a cpu delegate reports one per stage plus two).
 constexpr size_t kMaxPartsPerIteration = 4096;
 
-std::string choose_method(const Program& program, const std::string& requested) {
-  if (!requested.empty()) return requested;
-  std::string first;
-  for (size_t i = 0; i < program.num_methods(); ++i) {
-    Result<const char*> name = program.method_name(i);
-    if (!name.ok()) continue;
-    if (std::strcmp(*name, "forward") == 0) return "forward";
-    if (first.empty()) first = *name;
-  }
-  if (first.empty()) throw std::runtime_error("the program has no readable methods");
-  return first;
-}
-
-// Generated input bytes: ones, or seeded uniform [-1, 1) floats / small integers.
-std::vector<uint8_t> generate(DType dtype, uint64_t numel, bool ones, std::mt19937_64& rng,
-                              const std::string& label) {
-  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
-  std::uniform_int_distribution<int> small(0, 9);
-  uint64_t nbytes = 0;
-  if (!dtype_nbytes(dtype, numel, &nbytes)) throw std::runtime_error(label + ": size overflows");
-  std::vector<uint8_t> out(nbytes);
-  for (uint64_t i = 0; i < numel; ++i) {
-    const float f = ones ? 1.0f : real(rng);
-    const int k = ones ? 1 : small(rng);
-    uint8_t* p = out.data();
-    switch (dtype) {
-      case DType::F32: std::memcpy(p + 4 * i, &f, 4); break;
-      case DType::F16: { const uint16_t h = float_to_half(f); std::memcpy(p + 2 * i, &h, 2); break; }
-      case DType::BF16: { const uint16_t h = float_to_bf16(f); std::memcpy(p + 2 * i, &h, 2); break; }
-      case DType::I64: { const int64_t v = k; std::memcpy(p + 8 * i, &v, 8); break; }
-      case DType::I32: { const int32_t v = k; std::memcpy(p + 4 * i, &v, 4); break; }
-      case DType::I16: { const int16_t v = static_cast<int16_t>(k); std::memcpy(p + 2 * i, &v, 2); break; }
-      case DType::I8: case DType::U8: p[i] = static_cast<uint8_t>(k); break;
-      case DType::Bool: p[i] = ones ? 1 : static_cast<uint8_t>(k & 1); break;
-      default:
-        throw std::runtime_error(label + ": cannot generate " + std::string(to_string(dtype)) +
-                                 " values; give an .npy file with --input");
-    }
-  }
-  return out;
-}
-
 // Sets every input of `method`; `arrays` keeps the bytes alive (caller-bound inputs).
 void set_inputs(Method& method, const BenchOptions& options, std::vector<NpyArray>* arrays) {
   MethodMeta meta = method.meta();
@@ -108,7 +66,7 @@ void set_inputs(Method& method, const BenchOptions& options, std::vector<NpyArra
     } else {
       array.dtype = info->dtype;
       array.shape.assign(info->sizes.begin(), info->sizes.end());
-      array.data = generate(info->dtype, array.numel(), options.ones, rng, label);
+      array.data = generated_input(info->dtype, array.numel(), options.ones, rng, label);
     }
     static uint8_t empty_byte = 0;
     TensorView view;

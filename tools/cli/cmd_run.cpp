@@ -17,53 +17,10 @@ namespace {
 
 constexpr uint64_t kValuesShown = 8;
 
-// Picks the method: the requested one, else "forward" if present, else the first.
-std::string choose_method(const Program& program, const std::string& requested) {
-  if (!requested.empty()) return requested;
-  const size_t n = program.num_methods();
-  if (n == 0) throw std::runtime_error("the program has no methods");
-  std::string first;
-  for (size_t i = 0; i < n; ++i) {
-    Result<const char*> name = program.method_name(i);
-    if (!name.ok()) continue;
-    if (std::strcmp(*name, "forward") == 0) return "forward";
-    if (first.empty()) first = *name;
-  }
-  if (first.empty()) throw std::runtime_error("the program's method names are unreadable");
-  return first;
-}
-
 std::string input_label(size_t index, const char* name) {
   std::string label = "input " + std::to_string(index);
   if (name != nullptr && name[0] != '\0') label += std::string(" (") + name + ")";
   return label;
-}
-
-// Fills `bytes` (numel elements of `dtype`) with ones or seeded random values.
-void fill_generated(DType dtype, uint64_t numel, bool ones, std::mt19937_64& rng,
-                    std::vector<uint8_t>& bytes, const std::string& label) {
-  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
-  std::uniform_int_distribution<int> small(0, 9);
-  auto put = [&](uint64_t i, const void* v, size_t size) {
-    std::memcpy(bytes.data() + i * size, v, size);
-  };
-  for (uint64_t i = 0; i < numel; ++i) {
-    const float f = ones ? 1.0f : real(rng);
-    const int k = ones ? 1 : small(rng);
-    switch (dtype) {
-      case DType::F32: put(i, &f, 4); break;
-      case DType::F16: { const uint16_t h = float_to_half(f); put(i, &h, 2); break; }
-      case DType::BF16: { const uint16_t h = float_to_bf16(f); put(i, &h, 2); break; }
-      case DType::I64: { const int64_t v = k; put(i, &v, 8); break; }
-      case DType::I32: { const int32_t v = k; put(i, &v, 4); break; }
-      case DType::I16: { const int16_t v = static_cast<int16_t>(k); put(i, &v, 2); break; }
-      case DType::I8: case DType::U8: { const uint8_t v = static_cast<uint8_t>(k); put(i, &v, 1); break; }
-      case DType::Bool: { const uint8_t v = ones ? 1 : static_cast<uint8_t>(k & 1); put(i, &v, 1); break; }
-      default:
-        throw std::runtime_error(label + ": cannot generate " + std::string(to_string(dtype)) +
-                                 " values; give an .npy file with --input");
-    }
-  }
 }
 
 // Reads a scalar method input from a rank-0 (or one-element) .npy array.
@@ -149,8 +106,7 @@ int cmd_run(const RunOptions& options) {
     } else {
       array.dtype = info->dtype;
       array.shape.assign(info->sizes.begin(), info->sizes.end());
-      array.data.resize(info->nbytes);
-      fill_generated(info->dtype, array.numel(), options.ones, rng, array.data, label);
+      array.data = generated_input(info->dtype, array.numel(), options.ones, rng, label);
     }
     TensorView& view = views[i];
     view.dtype = array.dtype;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -66,6 +67,16 @@ LoadedProgram load_program(const std::string& path, Program::Verification verifi
 
 /// "[2, 3]".
 std::string shape_string(Span<const int64_t> sizes);
+
+/// The method to run: `requested` when not empty, else "forward" if the program has it, else
+/// its first method. Throws when the program has no readable method.
+std::string choose_method(const Program& program, const std::string& requested);
+
+/// `numel` generated elements of `dtype` for an input labelled `label`: all ones, or seeded
+/// uniform [-1, 1) floats / small integers [0, 9] (bools: k & 1). Throws for a dtype it cannot
+/// generate (the message asks for an .npy file with --input) or a size that overflows.
+std::vector<uint8_t> generated_input(DType dtype, uint64_t numel, bool ones, std::mt19937_64& rng,
+                                     const std::string& label);
 
 /// Element `i` of the `dtype` array at `data` as text ("1.5", "-3", "true"), with
 /// f16/bf16 converted to float; "?" for packed dtypes.
