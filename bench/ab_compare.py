@@ -8,7 +8,8 @@ fresh process, so a slow spell of the machine hits both. Prints per model the me
 of each build's median latency and the median of the per-round ratios B/A with their range.
 
   .venv/bin/python bench/ab_compare.py --a OLD/tern --b NEW/tern [--rounds 5] [--runs 30]
-      [--threads 2] [--models resnet18,mobilenet_v2] [--workdir /tmp/tern-ab]
+      [--threads 2] [--models resnet18,mobilenet_v2] [--backend cpu|portable]
+      [--workdir /tmp/tern-ab]
 
 Not a test: timings go into a note or docs/BENCHMARKS.md with the command that made them.
 """
@@ -24,9 +25,11 @@ sys.path.insert(0, os.path.join(ROOT, "tools", "export"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-def compile_for(tern, graph_json, out):
-    subprocess.run([tern, "compile", graph_json, "-o", out, "--backend", "cpu"], check=True,
-                   stdout=subprocess.DEVNULL)
+def compile_for(tern, graph_json, out, backend):
+    cmd = [tern, "compile", graph_json, "-o", out]
+    if backend != "portable":
+        cmd += ["--backend", backend]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return out
 
 
@@ -48,6 +51,7 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--models", default="resnet18,mobilenet_v2,mobilenet_v3_small,"
                                         "transformer_encoder,gpt_block,linear_stack")
+    p.add_argument("--backend", default="cpu", help="cpu, or portable (no delegation)")
     p.add_argument("--workdir", default="/tmp/tern-ab")
     args = p.parse_args()
 
@@ -65,7 +69,8 @@ def main():
         input_npy = os.path.join(args.workdir, name + ".input.npy")
         np.save(input_npy, example.detach().numpy() if isinstance(example, torch.Tensor)
                 else np.asarray(example))
-        ptes = {k: compile_for(t, graph_json, os.path.join(args.workdir, "%s.%s.pte" % (name, k)))
+        ptes = {k: compile_for(t, graph_json, os.path.join(args.workdir, "%s.%s.pte" % (name, k)),
+                               args.backend)
                 for k, t in (("a", args.a), ("b", args.b))}
         times = {"a": [], "b": []}
         ratios = []
