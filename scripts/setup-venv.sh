@@ -1,30 +1,51 @@
 #!/usr/bin/env bash
-# Creates (or reuses) the project's virtual environment .venv with the current PyTorch 2.x line
-# and numpy from PyPI, for the exporter (torch.export) and the op/model tests. Debian's own
-# python3-torch (the 1.13 line) stays under /usr/bin/python3, untouched.
+# Creates (or completes) the project's virtual environment .venv with the current PyTorch 2.x
+# line, torchvision, numpy and Hugging Face transformers from PyPI, for the exporter
+# (torch.export) and the op/model tests. Debian's own python3-torch (the 1.13 line) stays under
+# /usr/bin/python3, untouched. Idempotent: what is already there is kept; only what is missing
+# is installed (and never a different torch than the one the venv has).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=.venv
 want_torch="${TERN_TORCH_SPEC:-torch>=2.1}"
+py="$venv/bin/python"
 
-if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import torch, numpy" 2>/dev/null; then
-  if "$venv/bin/python" -c "import torchvision" 2>/dev/null; then
-    exit 0
-  fi
-  # torchvision (model tests, demo) matching the installed torch: pinning torch to the installed
-  # version lets pip pick a compatible torchvision and never touch torch itself.
-  have_torch=$("$venv/bin/python" -c "import torch; print(torch.__version__.split('+')[0])")
+if ! { [ -x "$py" ] && "$py" -c "import torch, numpy" 2>/dev/null; }; then
+  echo "setup-venv: creating $venv with $want_torch, torchvision and numpy (PyPI)"
+  python3 -m venv "$venv" 2>/dev/null || /usr/bin/python3 -m venv "$venv"
+  "$py" -m pip install -q --upgrade pip
+  "$py" -m pip install -q "$want_torch" torchvision pillow numpy
+  "$py" -c "import torch; print('setup-venv: torch', torch.__version__)"
+fi
+
+# Pinning torch to the installed version lets pip pick compatible packages and never touch
+# torch itself.
+have_torch=$("$py" -c "import torch; print(torch.__version__.split('+')[0])")
+
+if ! "$py" -c "import torchvision" 2>/dev/null; then
+  # torchvision (model tests, demo) matching the installed torch.
   echo "setup-venv: adding torchvision for torch $have_torch"
-  if ! "$venv/bin/python" -m pip install -q torchvision pillow "torch==$have_torch"; then
+  if ! "$py" -m pip install -q torchvision pillow "torch==$have_torch"; then
     echo "setup-venv: no torchvision release declares torch $have_torch; installing the latest" \
          "without dependencies (its Python models work; its C++ ops may not)"
-    "$venv/bin/python" -m pip install -q --no-deps torchvision
-    "$venv/bin/python" -m pip install -q pillow
+    "$py" -m pip install -q --no-deps torchvision
+    "$py" -m pip install -q pillow
   fi
-  exit 0
 fi
-echo "setup-venv: creating $venv with $want_torch, torchvision and numpy (PyPI)"
-python3 -m venv "$venv" 2>/dev/null || /usr/bin/python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --upgrade pip
-"$venv/bin/python" -m pip install -q "$want_torch" torchvision pillow numpy
-"$venv/bin/python" -c "import torch; print('setup-venv: torch', torch.__version__)"
+
+if ! "$py" -c "import transformers" 2>/dev/null; then
+  # transformers (model tests: BERT, GPT-2 and ViT built from tiny random configs; nothing is
+  # downloaded from the hub). Optional: without it those tests report "skipped".
+  echo "setup-venv: adding transformers for torch $have_torch"
+  if ! "$py" -m pip install -q transformers "torch==$have_torch"; then
+    echo "setup-venv: warning: could not install transformers; the transformers model tests" \
+         "will be skipped"
+  fi
+fi
+if "$py" -c "import transformers" 2>/dev/null &&
+   ! "$py" -c "import transformers, sys; sys.exit(not transformers.is_torch_available())" \
+     2>/dev/null; then
+  echo "setup-venv: note: this transformers release does not support torch $have_torch; the" \
+       "transformers model tests will be skipped"
+fi
+exit 0

@@ -18,7 +18,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 
-MODELS = ["mlp", "conv_bn_relu", "residual", "mobile_block", "norm_mlp"]
+MODELS = ["mlp", "conv_bn_relu", "residual", "mobile_block", "norm_mlp", "rotary_swiglu"]
 
 
 def build(name):
@@ -64,6 +64,24 @@ def build(name):
         def forward(self, x):
             return x + self.fc2(F.gelu(self.fc1(self.ln(x)))).softmax(-1)
 
+    class RotarySwiGLU(nn.Module):
+        """RMSNorm, an interleaved rotary embedding (torch.stack) and a SwiGLU MLP."""
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.ones(16))
+            self.register_buffer("cos", torch.randn(5, 8))
+            self.register_buffer("sin", torch.randn(5, 8))
+            self.w1 = nn.Linear(16, 32, bias=False)
+            self.w3 = nn.Linear(16, 32, bias=False)
+            self.w2 = nn.Linear(32, 16, bias=False)
+
+        def forward(self, x):
+            x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.w
+            x0, x1 = x[..., 0::2], x[..., 1::2]
+            x = torch.stack((x0 * self.cos - x1 * self.sin, x0 * self.sin + x1 * self.cos),
+                            dim=-1).flatten(-2)
+            return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
     if name == "mlp":
         return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)), (1, 8)
     if name == "conv_bn_relu":
@@ -74,6 +92,8 @@ def build(name):
         return MobileBlock(), (1, 8, 8, 8)
     if name == "norm_mlp":
         return NormMLP(), (2, 5, 16)
+    if name == "rotary_swiglu":
+        return RotarySwiGLU(), (2, 5, 16)
     raise KeyError(name)
 
 

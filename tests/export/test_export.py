@@ -393,6 +393,123 @@ def test_attention_masks():
         assert_close(g, r, what="output %d" % i)
 
 
+def _ops(result):
+    return [n["op"] for n in graph_nodes(result)]
+
+
+def test_stack():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("c", torch.randn(3, 4))
+
+        def forward(self, x, y):
+            return (torch.stack([x, y, x * 2]), torch.stack((x, self.c), dim=-1),
+                    torch.stack([x.sum(1), y.sum(1)], dim=1))
+    m = M()
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    result, got = export_and_run(m, (x, y), "stack")
+    assert "tern::stack" not in result.ops and result.ops.get("tern::cat") == 3, result.ops
+    for i, (g, r) in enumerate(zip(got, m(x, y))):
+        assert_close(g, r, what="output %d" % i)
+
+
+def test_as_strided_views_and_copies():
+    class M(nn.Module):
+        def forward(self, x):
+            y = x + 1  # contiguous [4, 6]
+            return (torch.as_strided(y, (6, 4), (4, 1)),       # every element in order: view
+                    torch.as_strided(y, (2, 5), (5, 1), 3),    # a contiguous run: slice
+                    torch.as_strided(y, (6, 4), (1, 6)),       # a transpose: permute
+                    torch.as_strided(y, (5, 4), (2, 1)),       # overlapping windows: gather
+                    torch.as_strided(y, (1, 24, 1), (7, 1, 3)))  # size-1 dims: any stride
+    m = M()
+    x = torch.randn(4, 6)
+    result, got = export_and_run(m, (x,), "as_strided")
+    for i, (g, r) in enumerate(zip(got, m(x))):
+        assert_close(g, r, what="output %d" % i)
+    ops = _ops(result)
+    assert "tern::index_select" in ops and "tern::permute" in ops and "tern::slice" in ops, ops
+    assert ops.count("tern::index_select") == 1 and ops.count("tern::permute") == 1, ops
+
+
+def test_as_strided_outside_the_input_is_refused():
+    class M(nn.Module):
+        def forward(self, x):
+            y = (x + 1)[:, 1:]  # a view: its storage also holds column 0
+            return torch.as_strided(y, (2, 3), (6, 1), 0) * 2  # reads column 0
+    m = M()
+    x = torch.randn(3, 6)
+    e = expect_raises(tern_export.UnsupportedOpError,
+                      lambda: tern_export.export(m, (x,), _path("as_strided_bad.pte")))
+    msg = str(e)
+    assert e.op in ("aten.as_strided.default", "aten.as_strided_copy.default"), msg
+    assert "reads memory outside its input" in msg, msg
+
+
+def test_index_tensor():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("keep", torch.tensor([True, False, True, True]))
+            self.register_buffer("perm", torch.tensor([4, 0, 3, 1, 2]))
+            self.register_buffer("rows", torch.tensor([[2, 0], [1, 1]]))
+
+        def forward(self, x, i, j):
+            return (x[:, self.keep],          # constant boolean mask
+                    x[:, :, self.perm],       # constant indices
+                    x[self.rows],             # constant 2-D indices
+                    x[i],                     # input indices (with a negative one)
+                    x[:, j],                  # input indices on dim 1
+                    x[i, j],                  # two input indices, broadcast
+                    x[i[:2], :, j[None, :2]],  # indexed dims apart: index dims first
+                    x[self.rows[0], j[:2]],   # a constant and an input index
+                    x.view(3, 2, 2, 5)[:, j[1:2], :, i[:1]])
+    m = M()
+    x = torch.randn(3, 4, 5)
+    i = torch.tensor([2, -1, 0])
+    j = torch.tensor([3, 0, -2])
+    result, got = export_and_run(m, (x, i, j), "index")
+    for k, (g, r) in enumerate(zip(got, m(x, i, j))):
+        assert_close(g, r, what="output %d" % k)
+    assert "aten.index.Tensor" in result.aten_ops, result.aten_ops
+
+
+def test_index_with_an_input_mask_is_refused():
+    class M(nn.Module):
+        def forward(self, x):
+            return x[x > 0] * 2
+    e = expect_raises(tern_export.UnsupportedOpError,
+                      lambda: tern_export.export(M(), (torch.randn(3, 4),), _path("mask.pte")))
+    assert e.op == "aten.index.Tensor" and "boolean mask" in str(e), str(e)
+
+
+def test_bitwise_on_bool_masks():
+    class M(nn.Module):
+        def forward(self, x, y, keep):
+            a, b = x > 0, y < 0.5
+            out = (a & b, a | b, ~a, a ^ b, keep & a, torch.where(a & ~b | keep, x, y))
+            if torch_version() >= (2, 0):  # 1.13's make_fx cannot trace a Python bool operand
+                out += (a & True, b | False)
+            return out
+    m = M()
+    x, y = torch.randn(4, 5), torch.randn(4, 5)
+    keep = torch.rand(4, 5) > 0.5
+    result, got = export_and_run(m, (x, y, keep), "bitwise")
+    for k, (g, r) in enumerate(zip(got, m(x, y, keep))):
+        assert_close(g, r, what="output %d" % k)
+    assert any(o.startswith("aten.bitwise_and") for o in result.aten_ops), result.aten_ops
+
+
+def test_bitwise_on_integers_is_refused():
+    class M(nn.Module):
+        def forward(self, i):
+            return (i & 6) + 1
+    e = expect_raises(tern_export.UnsupportedOpError,
+                      lambda: tern_export.export(M(), (torch.arange(5),), _path("bitand.pte")))
+    assert "bitwise_and" in str(e) and "bool" in str(e), str(e)
+
+
 def test_cli():
     model_py = _path("cli_model.py")
     with open(model_py, "w") as f:

@@ -2,7 +2,9 @@
 
 Every factory returns (module in eval mode, example inputs, is_classifier). Weights are random
 (seeded by the caller); batch-norm running statistics are calibrated by running a few random
-batches in train mode, so eval-mode outputs are not ~0.
+batches in train mode, so eval-mode outputs are not ~0. The Hugging Face models (BERT, GPT-2,
+ViT) are built from tiny configs with random weights: nothing is downloaded, and the hub is set
+offline before transformers is imported.
 """
 import math
 
@@ -14,6 +16,8 @@ import torch.nn.functional as F
 def calibrate_bn(model, shape, batches=4):
     """Sets BN running stats from random batches (momentum None: cumulative average)."""
     bns = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    if not bns:
+        return model.eval()
     for bn in bns:
         bn.reset_running_stats()
         bn.momentum = None
@@ -111,3 +115,199 @@ MODELS = {
 }
 TORCHVISION = {"resnet18", "mobilenet_v2", "mobilenet_v3_small", "squeezenet1_1",
                "shufflenet_v2_x0_5"}
+
+
+# Llama-style decoder block -------------------------------------------------------------------
+
+class RMSNorm(nn.Module):
+    """Written out (not nn.RMSNorm, absent before PyTorch 2.4), as Llama's reference code."""
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(1.0 + 0.1 * torch.randn(d))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def rotary_tables(head_dim, max_len, theta=10000.0):
+    inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2).float() / head_dim))
+    ang = torch.outer(torch.arange(max_len).float(), inv)      # [T, hd/2]
+    return torch.cos(ang), torch.sin(ang)
+
+
+def apply_rotary(x, cos, sin):
+    """Interleaved rotary embedding (Llama's pairs (x0, x1), (x2, x3), ...), in real
+    arithmetic: the rotated pairs are put back together with torch.stack."""
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    return torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1).flatten(-2)
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, d_model, n_head, n_kv_head, max_len):
+        super().__init__()
+        self.n_head, self.n_kv_head = n_head, n_kv_head
+        self.hd = d_model // n_head
+        self.wq = nn.Linear(d_model, n_head * self.hd, bias=False)
+        self.wk = nn.Linear(d_model, n_kv_head * self.hd, bias=False)
+        self.wv = nn.Linear(d_model, n_kv_head * self.hd, bias=False)
+        self.wo = nn.Linear(n_head * self.hd, d_model, bias=False)
+        cos, sin = rotary_tables(self.hd, max_len)
+        self.register_buffer("cos", cos)
+        self.register_buffer("sin", sin)
+        self.register_buffer("causal", torch.tril(torch.ones(max_len, max_len, dtype=torch.bool)))
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q = self.wq(x).view(b, t, self.n_head, self.hd).transpose(1, 2)
+        k = self.wk(x).view(b, t, self.n_kv_head, self.hd).transpose(1, 2)
+        v = self.wv(x).view(b, t, self.n_kv_head, self.hd).transpose(1, 2)
+        cos, sin = self.cos[:t], self.sin[:t]
+        q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+        rep = self.n_head // self.n_kv_head                       # grouped-query attention
+        k = k[:, :, None].expand(b, self.n_kv_head, rep, t, self.hd).reshape(b, self.n_head, t, self.hd)
+        v = v[:, :, None].expand(b, self.n_kv_head, rep, t, self.hd).reshape(b, self.n_head, t, self.hd)
+        if hasattr(F, "scaled_dot_product_attention"):
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:  # PyTorch < 2.0: masked softmax
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(self.hd)
+            att = att.masked_fill(~self.causal[:t, :t], float("-inf"))
+            y = F.softmax(att, dim=-1) @ v
+        return self.wo(y.transpose(1, 2).reshape(b, t, self.n_head * self.hd))
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, d_model, hidden):
+        super().__init__()
+        self.w1 = nn.Linear(d_model, hidden, bias=False)
+        self.w3 = nn.Linear(d_model, hidden, bias=False)
+        self.w2 = nn.Linear(hidden, d_model, bias=False)
+
+    def forward(self, x):
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class LlamaBlock(nn.Module):
+    """Pre-norm decoder block: RMSNorm, rotary causal attention (grouped-query), SwiGLU."""
+    def __init__(self, d_model=128, n_head=4, n_kv_head=2, hidden=352, max_len=64):
+        super().__init__()
+        self.attention_norm = RMSNorm(d_model)
+        self.attention = LlamaAttention(d_model, n_head, n_kv_head, max_len)
+        self.ffn_norm = RMSNorm(d_model)
+        self.feed_forward = SwiGLU(d_model, hidden)
+
+    def forward(self, x):
+        h = x + self.attention(self.attention_norm(x))
+        return h + self.feed_forward(self.ffn_norm(h))
+
+
+def llama_block():
+    return LlamaBlock().eval(), (torch.randn(1, 32, 128),), False
+
+
+# Hugging Face transformers (random tiny configs; nothing is downloaded) -----------------------
+
+def _offline():
+    # Models are built from configs (random weights): nothing needs the hub, and nothing may
+    # try to reach it.
+    import os
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+
+def transformers_missing():
+    """None when `transformers` can build PyTorch models here, else why not."""
+    _offline()
+    try:
+        import transformers
+    except ImportError as e:
+        return "%s (scripts/setup-venv.sh installs transformers into .venv)" % e
+    if not transformers.is_torch_available():
+        return ("transformers %s does not support torch %s (it disables its PyTorch models)"
+                % (transformers.__version__, torch.__version__))
+    return None
+
+
+def _transformers():
+    _offline()
+    import transformers
+    return transformers
+
+
+def _hf(cls, config):
+    try:
+        return cls(config, attn_implementation="eager")
+    except TypeError:  # older releases take it in the config only
+        return cls(config)
+
+
+class HFOutputs(nn.Module):
+    """Calls a transformers model with keyword arguments and returns its tensors as a tuple."""
+    def __init__(self, model, input_names, output_names):
+        super().__init__()
+        self.model = model
+        self.input_names = input_names
+        self.output_names = output_names
+
+    def forward(self, *args):
+        out = self.model(**dict(zip(self.input_names, args)), return_dict=True)
+        return tuple(getattr(out, k) for k in self.output_names)
+
+
+def bert_tiny():
+    tf = _transformers()
+    cfg = tf.BertConfig(vocab_size=512, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=128, max_position_embeddings=64,
+                        attn_implementation="eager")
+    model = _hf(tf.BertModel, cfg).eval()
+    ids = torch.randint(0, cfg.vocab_size, (2, 16))
+    mask = torch.ones(2, 16, dtype=torch.int64)
+    mask[1, 11:] = 0  # the second sequence is padded
+    types = torch.zeros(2, 16, dtype=torch.int64)
+    types[:, 8:] = 1
+    m = HFOutputs(model, ["input_ids", "attention_mask", "token_type_ids"],
+                  ["last_hidden_state", "pooler_output"])
+    return m.eval(), (ids, mask, types), False
+
+
+def gpt2_tiny():
+    tf = _transformers()
+    cfg = tf.GPT2Config(vocab_size=512, n_positions=64, n_embd=64, n_layer=2, n_head=4,
+                        bos_token_id=0, eos_token_id=0, use_cache=False,
+                        attn_implementation="eager")
+    model = _hf(tf.GPT2LMHeadModel, cfg).eval()
+    ids = torch.randint(0, cfg.vocab_size, (1, 16))
+    return HFOutputs(model, ["input_ids"], ["logits"]).eval(), (ids,), False
+
+
+def vit_tiny():
+    tf = _transformers()
+    cfg = tf.ViTConfig(image_size=32, patch_size=8, num_channels=3, hidden_size=64,
+                       num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+                       attn_implementation="eager")
+    model = _hf(tf.ViTModel, cfg).eval()
+    return (HFOutputs(model, ["pixel_values"], ["last_hidden_state", "pooler_output"]).eval(),
+            (torch.randn(1, 3, 32, 32),), False)
+
+
+def convnext_tiny():
+    """torchvision's convnext_tiny at 64x64 (its stages downsample by 32: 2x2 at the end).
+    The layer scales (1e-6 at init) are set to 0.5, so the blocks count in the output."""
+    model, inputs, classifier = _torchvision("convnext_tiny", size=64)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("layer_scale"):
+                p.fill_(0.5)
+    return model, inputs, classifier
+
+
+MODELS.update({
+    "convnext_tiny": convnext_tiny,
+    "llama_block": llama_block,
+    "bert_tiny": bert_tiny,
+    "gpt2_tiny": gpt2_tiny,
+    "vit_tiny": vit_tiny,
+})
+TORCHVISION.add("convnext_tiny")
+TRANSFORMERS = {"bert_tiny", "gpt2_tiny", "vit_tiny"}

@@ -6,6 +6,7 @@ list of them) and `real` the value PyTorch computed for the node on the example 
 Handlers raise errors.Unsupported (with a reason) for a case they cannot express.
 """
 import torch
+import torch.fx
 
 from .errors import Unsupported
 from .values import Const, Multi, TVal, Unavailable
@@ -709,6 +710,300 @@ def _upsample_bilinear(L, n, a, real):
 def _triu(L, n, a, real):
     op = n.target._schema.name.split("::")[1]
     return L.emit(op, [L.tensor_id(a["self"]), L.mb.int(V(a["diagonal"]))], real)
+
+
+@handles("stack.default")
+def _stack(L, n, a, real):
+    # stack(tensors, dim) = cat([unsqueeze(t, dim) for t in tensors], dim): the unsqueezes are
+    # views (aliases), the cat is the only copy.
+    tensors = a["tensors"]
+    if isinstance(tensors, Const):
+        tensors = [Const(t) for t in tensors.value]
+    dim = V(a["dim"])
+    if dim < 0:
+        dim += real.dim()
+    dt = real.dtype
+    ids = []
+    for t in tensors:
+        t = L.cast(t, dt)
+        r = real_of(t).unsqueeze(dim)
+        if isinstance(t, Const):
+            ids.append(L.tensor_id(Const(t.value.unsqueeze(dim), t.name)))
+        else:
+            ids.append(L.emit("view", [t.vid, L.mb.int_list(r.shape)], r).vid)
+    return L.emit("cat", [L.mb.tensor_list(ids), L.mb.int(dim)], real)
+
+
+# Gathers by a constant element map (as_strided, index.Tensor with constant indices) -------------
+
+def _reshaped(L, x, shape):
+    """x (a TVal) viewed as `shape` (an alias; nothing emitted when the shape is x's)."""
+    shape = [int(d) for d in shape]
+    if x.shape == shape:
+        return x
+    return L.emit("view", [x.vid, L.mb.int_list(shape)], x.real.reshape(shape))
+
+
+def _axis_permutation(m):
+    """When the constant map m (int64, any shape) is start + an axis permutation of a
+    contiguous block — m[i] = start + sum_k i_k * s_k with the dims of size > 1, ordered by
+    stride, having contiguous strides — returns (start, sizes in stride order, permutation
+    such that permute(view(block, sizes), perm) has m's non-1 dims in order); else None."""
+    dims = [d for d in range(m.dim()) if m.shape[d] > 1]
+    if not dims:
+        return None
+    base = int(m.reshape(-1)[0])
+    strides = []
+    for d in dims:
+        idx = [0] * m.dim()
+        idx[d] = 1
+        strides.append(int(m[tuple(idx)]) - base)
+    if any(s <= 0 for s in strides) or len(set(strides)) != len(strides):
+        return None
+    expected = torch.full(m.shape, base, dtype=torch.int64)
+    for d, s in zip(dims, strides):
+        shape = [1] * m.dim()
+        shape[d] = m.shape[d]
+        expected = expected + torch.arange(m.shape[d], dtype=torch.int64).view(shape) * s
+    if not torch.equal(expected, m):
+        return None
+    order = sorted(range(len(dims)), key=lambda k: -strides[k])
+    sizes = [int(m.shape[dims[k]]) for k in order]
+    step = 1
+    for k, size in zip(reversed(order), reversed(sizes)):
+        if strides[k] != step:
+            return None
+        step *= size
+    return base, sizes, [order.index(k) for k in range(len(dims))]
+
+
+def gather_by_map(L, x, m, real):
+    """out = x.flatten()[m] for a constant int64 map `m` of out's shape whose values index x's
+    elements in row-major order (tern tensors are contiguous). In order of preference:
+    - m is every element in order: a view of x (an alias);
+    - m is a contiguous run: a slice of the flattened x (an alias), viewed as out;
+    - m is an axis permutation of a contiguous run: view + permute (one copy) + view;
+    - otherwise: index_select of the flattened x by the constant m (one copy)."""
+    if not isinstance(x, TVal):
+        x = TVal(L.tensor_id(x), real_of(x))
+    shape = list(real.shape)
+    numel = x.real.numel()
+    flat = m.reshape(-1)
+    k = flat.numel()
+    start = int(flat[0]) if k else 0
+    if k and torch.equal(flat, torch.arange(start, start + k, dtype=torch.int64)):
+        if k == numel:
+            return _reshaped(L, x, shape)
+        line = _reshaped(L, x, [numel])
+        piece = L.emit("slice", [line.vid, L.mb.int(0), L.mb.int(start), L.mb.int(start + k),
+                                 L.mb.int(1)], line.real[start:start + k])
+        return _reshaped(L, piece, shape)
+    perm = _axis_permutation(m)
+    if perm is not None:
+        start, sizes, dims = perm
+        block = 1
+        for s in sizes:
+            block *= s
+        src = x
+        if block != numel:
+            line = _reshaped(L, x, [numel])
+            src = L.emit("slice", [line.vid, L.mb.int(0), L.mb.int(start),
+                                   L.mb.int(start + block), L.mb.int(1)],
+                         line.real[start:start + block])
+        src = _reshaped(L, src, sizes)
+        moved = L.emit("permute", [src.vid, L.mb.int_list(dims)], src.real.permute(dims)
+                       .contiguous())
+        return _reshaped(L, moved, shape)
+    line = _reshaped(L, x, [numel])
+    index = L.weight(Const(flat.clone(), "index_map"))
+    picked = L.emit("index_select", [line.vid, L.mb.int(0), index], line.real[flat])
+    return _reshaped(L, picked, shape)
+
+
+def _storage_elements(x):
+    if hasattr(x, "untyped_storage"):
+        return x.untyped_storage().nbytes() // x.element_size()
+    return x.storage().size()  # PyTorch < 2.0
+
+
+def _element_map(x):
+    """A tensor like x (same shape, strides and storage offset, over a storage of the same
+    size) whose elements are x's row-major element numbers; storage x does not cover holds -1.
+    Running a view operator on it gives, for each element of the result, the element of x it
+    reads (or -1: storage outside x). Elements sharing memory (stride 0) share a number's
+    place; any of their numbers is right, since they hold the same value."""
+    storage = torch.full((max(_storage_elements(x), 1),), -1, dtype=torch.int64)
+    pos = torch.full(x.shape, x.storage_offset(), dtype=torch.int64)
+    for d in range(x.dim()):
+        shape = [1] * x.dim()
+        shape[d] = x.shape[d]
+        pos = pos + torch.arange(x.shape[d], dtype=torch.int64).view(shape) * x.stride(d)
+    storage[pos.reshape(-1)] = torch.arange(x.numel(), dtype=torch.int64)
+    return storage.as_strided(x.shape, x.stride(), x.storage_offset())
+
+
+def _input_real(L, n, a, name="self"):
+    """The value PyTorch computed for the node's input `name` (first argument), with the
+    strides and storage offset eager mode gave it (TVal.real may be a contiguous copy)."""
+    src = n.args[0] if n.args else None
+    if isinstance(src, torch.fx.Node) and src in L.real:
+        return L.real[src]
+    return real_of(a[name])
+
+
+@handles("as_strided.default", "as_strided_copy.default")
+def _as_strided(L, n, a, real):
+    # as_strided addresses its input's *storage*; tern tensors are contiguous, so the node is
+    # re-expressed over the input's elements: which element of x each output element reads is
+    # found by running the same as_strided on a map of x's element numbers.
+    x = a["self"]
+    rx = _input_real(L, n, a)
+    size, stride, offset = V(a["size"]), V(a["stride"]), V(a["storage_offset"])
+    m = n.target(_element_map(rx), size, stride, offset)
+    if m.numel() and int(m.min()) < 0:
+        raise Unsupported(
+            "as_strided(size=%s, stride=%s, storage_offset=%s) reads memory outside its input "
+            "(shape %s, strides %s, storage offset %d, in a storage of %d elements); a tern "
+            "tensor holds only its own elements, so this view cannot be expressed"
+            % (list(size), list(stride), offset, list(rx.shape), list(rx.stride()),
+               rx.storage_offset(), _storage_elements(rx)))
+    return gather_by_map(L, x, m.contiguous(), real)
+
+
+def _index_list(a):
+    idx = a["indices"]
+    if isinstance(idx, Const):
+        idx = [Const(t) for t in idx.value]
+    return list(idx)
+
+
+def _expand_bool_indices(indices):
+    """Boolean mask indices (constants) become their nonzero() integer indices, one per masked
+    dim, as ATen does; None entries stay None."""
+    out = []
+    for t in indices:
+        if is_none(t) or real_of(t).dtype != torch.bool:
+            out.append(t)
+            continue
+        if not isinstance(t, Const):
+            raise Unsupported(
+                "indexing with a boolean mask computed from the model's inputs: the result's "
+                "shape depends on the data (tern programs have static shapes)")
+        nz = t.value.nonzero()
+        for k in range(t.value.dim()):
+            out.append(Const(nz[:, k].clone()))
+    return out
+
+
+# Above this many elements, constant indices are not analysed through a map of every element
+# (an int64 tensor of that size); they go the index_select way of input-dependent indices.
+_PROBE_LIMIT = 1 << 24
+
+
+@handles("index.Tensor", "_unsafe_index.Tensor")
+def _index(L, n, a, real):
+    # Advanced indexing x[i0, i1, ...]. Constant indices: a gather by a constant element map
+    # (a view, slice, permute or index_select: gather_by_map). Indices computed from the
+    # inputs: the indexed dims are brought together, their broadcast indices turned into one
+    # flat index (negative ones wrapped) and the rows picked with index_select.
+    x = a["self"]
+    rx = real_of(x)
+    raw = _index_list(a)
+    indices = _expand_bool_indices(raw)
+    if len(indices) > rx.dim():
+        raise Unsupported("%d indices for a %d-D tensor" % (len(indices), rx.dim()))
+    if all(is_none(t) or isinstance(t, Const) for t in indices) and rx.numel() <= _PROBE_LIMIT:
+        probe = torch.arange(rx.numel(), dtype=torch.int64).view(rx.shape)
+        m = n.target(probe, [None if is_none(t) else t.value for t in raw])
+        return gather_by_map(L, x, m.contiguous(), real)
+    return _index_dynamic(L, x, indices, real)
+
+
+def _add_terms(L, p, q):
+    """p + q for index terms (Const or TVal, int64), in torch when both are constants."""
+    if p is None:
+        return q
+    if isinstance(p, Const) and isinstance(q, Const):
+        return Const(p.value + q.value)
+    return L.emit("add", [L.tensor_id(p), L.tensor_id(q)], real_of(p) + real_of(q))
+
+
+def _index_dynamic(L, x, indices, real):
+    rx = real_of(x)
+    if not isinstance(x, TVal):
+        x = TVal(L.tensor_id(x), rx)
+    dims = [d for d, t in enumerate(indices) if not is_none(t)]
+    for d in dims:
+        if real_of(indices[d]).dtype not in (torch.int64, torch.int32):
+            raise Unsupported("index of dtype %s (expected int64, int32 or bool)"
+                              % real_of(indices[d]).dtype)
+    if dims != list(range(dims[0], dims[-1] + 1)):
+        # Indexed dims apart: ATen puts the broadcast index dims first, so move them there.
+        order = dims + [d for d in range(rx.dim()) if d not in dims]
+        x = L.emit("permute", [x.vid, L.mb.int_list(order)], rx.permute(order).contiguous())
+        rx = x.real
+        indices = [indices[d] for d in dims]
+        dims = list(range(len(dims)))
+    else:
+        indices = [indices[d] for d in dims]
+    first = dims[0]
+    sizes = [int(rx.shape[d]) for d in dims]
+    # One flat index over the indexed dims: sum_j idx_j * prod(sizes after j); negative
+    # indices count from the end (as in ATen); out-of-range ones stay errors (index_select).
+    flat, scale = None, 1
+    for j in reversed(range(len(dims))):
+        t = L.cast(indices[j], torch.int64)
+        if isinstance(t, Const):
+            v = t.value
+            if bool(((v < -sizes[j]) | (v >= sizes[j])).any()):
+                raise Unsupported("constant index out of range for a dim of size %d" % sizes[j])
+            term = Const(torch.where(v < 0, v + sizes[j], v) * scale)
+        else:
+            tr = t.real
+            neg = L.emit("lt", [t.vid, L.mb.int(0)], tr < 0)
+            up = L.emit("add", [t.vid, L.mb.int(sizes[j])], tr + sizes[j])
+            term = L.emit("where", [neg.vid, up.vid, t.vid], torch.where(tr < 0, tr + sizes[j], tr))
+            if scale != 1:
+                term = L.emit("mul", [term.vid, L.mb.int(scale)], term.real * scale)
+        flat = _add_terms(L, flat, term)
+        scale *= sizes[j]
+    if isinstance(flat, Const):  # constant indices on a large tensor
+        flat = TVal(L.weight(Const(flat.value.contiguous(), "index")), flat.value)
+    merged = _reshaped(L, x, list(rx.shape[:first]) + [scale] + list(rx.shape[first + len(dims):]))
+    line = _reshaped(L, flat, [flat.real.numel()])
+    picked = L.emit("index_select", [merged.vid, L.mb.int(first), line.vid],
+                    torch.index_select(merged.real, first, line.real))
+    return _reshaped(L, picked, list(real.shape))
+
+
+# Bitwise operators on bool tensors are the logical ones; tern has no integer bitwise ops.
+
+def _bitwise(op):
+    def h(L, n, a, real):
+        x, y = a["self"], a["other"]
+        if real.dtype != torch.bool:
+            raise Unsupported("%s on %s tensors: tern has logical operators on bool tensors only"
+                              % (n.target._schema.name.split("::")[1], real.dtype))
+        xid = L.tensor_id(L.cast(x, torch.bool)) if is_tensor(x) else L.weight(
+            Const(torch.tensor(bool(V(x))), "scalar"))
+        yid = L.tensor_id(L.cast(y, torch.bool)) if is_tensor(y) else L.weight(
+            Const(torch.tensor(bool(V(y))), "scalar"))
+        return L.emit(op, [xid, yid], real)
+    return h
+
+
+handles("bitwise_and.Tensor", "bitwise_and.Scalar")(_bitwise("logical_and"))
+handles("bitwise_or.Tensor", "bitwise_or.Scalar")(_bitwise("logical_or"))
+handles("bitwise_xor.Tensor", "bitwise_xor.Scalar")(_bitwise("ne"))
+handles("logical_xor.default")(_bitwise("ne"))
+
+
+@handles("bitwise_not.default")
+def _bitwise_not(L, n, a, real):
+    if real.dtype != torch.bool:
+        raise Unsupported("bitwise_not on %s tensors: tern has logical_not on bool tensors only"
+                          % real.dtype)
+    return L.emit("logical_not", [L.tensor_id(a["self"])], real)
 
 
 # Attention -------------------------------------------------------------------------------------
