@@ -1,4 +1,4 @@
-// The cpu delegate blob, version 4: shared by the compile half (writer) and the
+// The cpu delegate blob, version 5: shared by the compile half (writer) and the
 // runtime half (reader). Plain structs only (no STL): the runtime includes this file.
 // The byte layout is documented in backends/cpu/README.md; all fields are little-endian.
 #pragma once
@@ -12,7 +12,9 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 4;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck
+constexpr uint32_t kBlobVersion = 5;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+                                      // 5: SiLU and sigmoid activations (4, 5), bottleneck
+                                      // SiLU epilogue (4) and squeeze-excitation
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node.
@@ -91,7 +93,8 @@ enum class NodeOp : uint32_t {
   /// F = packed_fc_floats(N, K)), optional residual (the output's dims, not a constant; added
   /// after the bias, before the clamp); params[0] = N (out features), params[1] = K,
   /// params[2] = the activation after the clamp (kernels/gemm_activation.h GemmActivation: 0
-  /// none, 1 hardswish, 2 GELU erf, 3 GELU tanh); fparams: output min, max. Output [..., N].
+  /// none, 1 hardswish, 2 GELU erf, 3 GELU tanh, 4 SiLU, 5 sigmoid); fparams: output min, max.
+  /// Output [..., N].
   PackedFullyConnected = 17,
   /// tern's own NHWC convolution (one group). in: x [N, H, W, C], packed weight (a constant
   /// [F] with F = packed_fc_floats(O, KH * KW * C), the [O, KH, KW, C] filter as an
@@ -118,7 +121,10 @@ enum class NodeOp : uint32_t {
   /// optional residual [N, OH, OW, O] (with a project only; not a constant). params: pads, KH,
   /// KW, strides, dilations (1) at the ConvParam indices, then the BottleneckParam ones;
   /// fparams: the project's output min, max (-inf, +inf without a project). Output
-  /// [N, OH, OW, O] (O = E without a project).
+  /// [N, OH, OW, O] (O = E without a project). With squeeze-excitation (flag
+  /// kBottleneckHasSqueezeExcite, only with a project) the weight constant continues with the
+  /// squeeze [S, E] and the excitation [E, S] weights, each packed with its bias, and the
+  /// project reads d scaled per image and channel by the gate (bottleneck.h).
   PackedBottleneck = 21,
 };
 
@@ -144,12 +150,29 @@ enum class BottleneckEpilogue : uint32_t {
   Relu = 1,       ///< clamp to [0, +inf)
   Relu6 = 2,      ///< clamp to [0, 6]
   Hardswish = 3,  ///< x · min(max(x + 3, 0), 6) / 6
+  Silu = 4,       ///< x · sigmoid(x)
 };
-constexpr uint32_t kLastBottleneckEpilogue = 3;
+constexpr uint32_t kLastBottleneckEpilogue = 4;
+/// The last activation code of PackedFullyConnected / PackedConv2d (kernels' GemmActivation).
+constexpr uint32_t kLastPackedActivation = 5;
+
+/// The gate of PackedBottleneck's squeeze-excitation: what follows the excitation's bias.
+enum class SqueezeGate : uint32_t {
+  Sigmoid = 0,  ///< 1 / (1 + e^-x) (EfficientNet's)
+  Clamp01 = 1,  ///< clamp to [0, 1]: a hardsigmoid folded into the excitation (weights and
+                ///< bias / 6, bias + 1/2; MobileNetV3's)
+};
+constexpr uint32_t kLastSqueezeGate = 1;
 
 /// PackedBottleneck's flags (params[kBottleneckFlags]).
 constexpr uint32_t kBottleneckHasExpand = 1;
 constexpr uint32_t kBottleneckHasProject = 2;
+constexpr uint32_t kBottleneckHasSqueezeExcite = 4;  ///< only with kBottleneckHasProject
+constexpr uint32_t kBottleneckFlagBits = 7;
+/// Params [13], [14], [15] of PackedBottleneck hold two fields each: the low byte (flags, the
+/// expand epilogue, the depthwise epilogue) and, from this bit on, the squeeze-excitation's
+/// (its squeeze channels S, the squeeze epilogue, the SqueezeGate; 0 without).
+constexpr uint32_t kBottleneckHighShift = 8;
 /// The tallest depthwise window of a PackedBottleneck.
 constexpr uint32_t kMaxBottleneckWindow = 16;
 
@@ -158,11 +181,14 @@ constexpr uint64_t bottleneck_depthwise_floats(uint64_t kh, uint64_t kw, uint64_
   return (kh * kw * e + e + 15) / 16 * 16;
 }
 
-/// Floats of PackedBottleneck's weight constant (callers keep every size <= 2^30).
+/// Floats of PackedBottleneck's weight constant (callers keep every size <= 2^30); `se` is the
+/// squeeze-excitation's squeeze channels S (0: none).
 constexpr uint64_t bottleneck_weight_floats(bool expand, bool project, uint64_t c, uint64_t e,
-                                            uint64_t o, uint64_t kh, uint64_t kw) {
+                                            uint64_t o, uint64_t kh, uint64_t kw,
+                                            uint64_t se = 0) {
   return (expand ? packed_fc_floats(e, c) : 0) + bottleneck_depthwise_floats(kh, kw, e) +
-         (project ? packed_fc_floats(o, e) : 0);
+         (project ? packed_fc_floats(o, e) : 0) +
+         (se > 0 ? packed_fc_floats(se, e) + packed_fc_floats(e, se) : 0);
 }
 
 /// Whether tern's own kernels (not XNNPACK) run this op.
@@ -199,9 +225,15 @@ enum BottleneckParam : uint32_t {
   kBottleneckInChannels = 10,         ///< C
   kBottleneckExpandedChannels = 11,   ///< E (= C without an expand)
   kBottleneckOutChannels = 12,        ///< O (= E without a project)
-  kBottleneckFlags = 13,              ///< kBottleneckHasExpand | kBottleneckHasProject
-  kBottleneckExpandEpilogue = 14,     ///< BottleneckEpilogue (0 without an expand)
-  kBottleneckDepthwiseEpilogue = 15,  ///< BottleneckEpilogue
+  /// kBottleneckHasExpand | kBottleneckHasProject | kBottleneckHasSqueezeExcite, and S <<
+  /// kBottleneckHighShift (the squeeze channels, >= 1 with squeeze-excitation, else 0)
+  kBottleneckFlags = 13,
+  /// BottleneckEpilogue (0 without an expand), and the squeeze's BottleneckEpilogue <<
+  /// kBottleneckHighShift (0 without squeeze-excitation)
+  kBottleneckExpandEpilogue = 14,
+  /// BottleneckEpilogue, and the SqueezeGate << kBottleneckHighShift (0 without
+  /// squeeze-excitation)
+  kBottleneckDepthwiseEpilogue = 15,
 };
 
 /// One node. Unused inputs are kNoValue, unused params 0.

@@ -148,6 +148,37 @@ compiler::Graph bottleneck_graph() {
   return b.build();
 }
 
+/// EfficientNet's MBConv: x[1, 16, 10, 10] -> 1x1 16->64 + silu -> dw 3x3 + silu ->
+/// squeeze-excitation (mean, 1x1 64->4 + silu, 1x1 4->64, sigmoid, mul) -> 1x1 64->16 -> + x
+/// (one PackedBottleneck node with squeeze-excitation), then 1x1 16->64 + silu (tern's GEMM with
+/// activation 4) -> global mean.
+compiler::Graph squeeze_excite_graph() {
+  GraphBuilder b("forward");
+  const std::vector<int64_t> xs{1, 16, 10, 10}, hs{1, 64, 10, 10}, ps{1, 64, 1, 1};
+  const int x = b.input("x", DType::F32, xs);
+  auto conv = [&](int in, int64_t c_in, int64_t c_out, int64_t k, int64_t groups, int64_t hw,
+                  uint32_t seed) {
+    return b.op("tern::conv2d",
+                {in, constant(b, "w" + std::to_string(seed), {c_out, c_in / groups, k, k}, seed),
+                 constant(b, "b" + std::to_string(seed), {c_out}, seed + 1), b.int_list({1, 1}),
+                 b.int_list({k / 2, k / 2}), b.int_list({1, 1}), b.int_value(groups)},
+                DType::F32, {1, c_out, hw, hw});
+  };
+  auto silu = [&](int in, const std::vector<int64_t>& s) {
+    return b.op("tern::silu", {in}, DType::F32, s);
+  };
+  const int e = silu(conv(x, 16, 64, 1, 1, 10, 41), hs);
+  const int d = silu(conv(e, 64, 64, 3, 64, 10, 43), hs);
+  const int m = b.op("tern::mean", {d, b.int_list({-1, -2}), b.bool_value(true)}, DType::F32, ps);
+  const int s1 = silu(conv(m, 64, 4, 1, 1, 1, 45), {1, 4, 1, 1});
+  const int g = b.op("tern::sigmoid", {conv(s1, 4, 64, 1, 1, 1, 47)}, DType::F32, ps);
+  const int y = b.op("tern::mul", {d, g}, DType::F32, hs);
+  const int r = b.op("tern::add", {conv(y, 64, 16, 1, 1, 10, 49), x}, DType::F32, xs);
+  const int h = silu(conv(r, 16, 64, 1, 1, 10, 51), hs);
+  b.output(b.op("tern::mean", {h, b.int_list({2, 3}), b.bool_value(true)}, DType::F32, ps));
+  return b.build();
+}
+
 /// The bytes of every "cpu" delegate blob of the compiled program `pte`.
 std::vector<std::vector<uint8_t>> cpu_blobs(const std::vector<uint8_t>& pte) {
   void* raw = nullptr;
@@ -182,7 +213,8 @@ std::vector<Seed> cpu_blob_seeds() {
   for (const SampleProgram& p : sample_programs()) programs.emplace_back(p.name, p.graph);
   const std::pair<const char*, compiler::Graph> extra[] = {
       {"convnet", convnet_graph()}, {"dense", dense_graph()}, {"pad", pad_graph()},
-      {"winograd", winograd_graph()}, {"bottleneck", bottleneck_graph()}};
+      {"winograd", winograd_graph()}, {"bottleneck", bottleneck_graph()},
+      {"squeeze_excite", squeeze_excite_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;
     program.source_model = name;

@@ -55,7 +55,17 @@ class Matcher {
       d = node(act).outputs[0];
     }
     m->output = d;
-    const int proj = sole_reader(d);
+    int proj = sole_reader(d);
+    BottleneckMatch se = *m;
+    if (proj < 0 && match_se(d, &se)) {  // the project reads d · gate
+      const int gated = se.output;
+      const int p = sole_reader(gated);
+      if (p >= 0 && is_pointwise(node(p)) && node(p).args[0] == gated) {
+        *m = se;
+        d = gated;
+        proj = p;
+      }
+    }
     if (proj >= 0 && is_pointwise(node(proj)) && node(proj).args[0] == d) {
       m->project = proj;
       m->nodes.push_back(proj);
@@ -78,10 +88,92 @@ class Matcher {
     return rs[0];
   }
 
-  /// A relu, relu6 (hardtanh/clamp to [0, 6]) or hardswish as the kernel's stage epilogue.
+  /// The squeeze-excitation reading d (the depthwise stage's output, read by nothing else than
+  /// its global mean and the gating mul): mean(d) or adaptive_avg_pool2d(d, 1) -> 1x1 conv
+  /// (S channels) [-> relu, relu6, hardswish or silu] -> 1x1 conv (back to E) -> sigmoid or
+  /// hardsigmoid -> mul(d, gate) (either order), every intermediate read once, inside the region
+  /// and not leaving it. Appends the nodes to m and sets m->output to the mul's output.
+  bool match_se(int d, BottleneckMatch* m) const {
+    const std::vector<int>& rs = readers_[static_cast<size_t>(d)];
+    if (rs.size() != 2 || leaving_.count(d) != 0 || !in_region(rs[0]) || !in_region(rs[1])) {
+      return false;
+    }
+    const Value& dv = value(d);
+    if (dv.sizes.size() != 4) return false;
+    const int64_t e = dv.sizes[1];
+    const std::vector<int64_t> pooled{dv.sizes[0], e, 1, 1};
+    int pool = -1, mul = -1;
+    for (int r : rs) {
+      const Node& n = node(r);
+      if (n.op == "tern::mul" && n.outputs.size() == 1) mul = r;
+      if ((n.op == "tern::mean" || n.op == "tern::adaptive_avg_pool2d") && n.args[0] == d &&
+          n.outputs.size() == 1 && value(n.outputs[0]).sizes == pooled) {
+        pool = r;
+      }
+    }
+    if (pool < 0 || mul < 0) return false;
+    try {
+      if (node(pool).op == "tern::mean") {
+        if (!global_mean_keepdim(g_, node(pool))) return false;
+      } else {
+        int64_t size[2];
+        spatial(g_, node(pool).args[1], "output_size", nullptr, 0, size);
+        if (size[0] != 1 || size[1] != 1) return false;
+      }
+    } catch (const Unsupported&) {
+      return false;
+    }
+    BottleneckMatch se = *m;
+    se.nodes.push_back(pool);
+    int v = node(pool).outputs[0];
+    const int squeeze = sole_reader(v);
+    if (squeeze < 0 || !is_pointwise(node(squeeze)) || node(squeeze).args[0] != v) return false;
+    se.se_squeeze = squeeze;
+    se.se_channels = value(node(squeeze).outputs[0]).sizes[1];
+    if (se.se_channels >= (int64_t{1} << 22)) return false;  // the blob's field holds less
+    se.nodes.push_back(squeeze);
+    v = node(squeeze).outputs[0];
+    int next = sole_reader(v);
+    if (next >= 0 && epilogue(node(next), &se.se_squeeze_epilogue)) {
+      se.nodes.push_back(next);
+      v = node(next).outputs[0];
+      next = sole_reader(v);
+    }
+    if (next < 0 || !is_pointwise(node(next)) || node(next).args[0] != v ||
+        value(node(next).outputs[0]).sizes != pooled) {
+      return false;
+    }
+    se.se_excite = next;
+    se.nodes.push_back(next);
+    v = node(next).outputs[0];
+    const int gate = sole_reader(v);
+    if (gate < 0 || node(gate).args.size() != 1 || node(gate).outputs.size() != 1 ||
+        (node(gate).op != "tern::sigmoid" && node(gate).op != "tern::hardsigmoid")) {
+      return false;
+    }
+    se.se_gate = static_cast<uint32_t>(node(gate).op == "tern::sigmoid"
+                                           ? cpu::SqueezeGate::Sigmoid
+                                           : cpu::SqueezeGate::Clamp01);
+    se.nodes.push_back(gate);
+    v = node(gate).outputs[0];
+    const Node& mn = node(mul);
+    if (sole_reader(v) != mul || mn.args.size() != 2 ||
+        !((mn.args[0] == d && mn.args[1] == v) || (mn.args[0] == v && mn.args[1] == d)) ||
+        value(mn.outputs[0]).sizes != dv.sizes) {
+      return false;
+    }
+    se.nodes.push_back(mul);
+    se.output = mn.outputs[0];
+    *m = se;
+    return true;
+  }
+
+  /// A relu, relu6 (hardtanh/clamp to [0, 6]), hardswish or silu as the kernel's stage epilogue.
   bool epilogue(const Node& n, uint32_t* code) const {
-    if (n.op == "tern::hardswish") {
-      *code = static_cast<uint32_t>(BottleneckEpilogue::Hardswish);
+    if (n.op == "tern::hardswish" || n.op == "tern::silu") {
+      if (n.args.size() != 1) return false;
+      *code = static_cast<uint32_t>(n.op == "tern::silu" ? BottleneckEpilogue::Silu
+                                                          : BottleneckEpilogue::Hardswish);
       return true;
     }
     if (n.op != "tern::relu" && n.op != "tern::hardtanh" && n.op != "tern::clamp") return false;
@@ -210,6 +302,21 @@ std::vector<float> pack_bottleneck_weights(const Graph& g, const BottleneckMatch
     out[at + static_cast<size_t>(taps * e + c)] = bias[static_cast<size_t>(c)];
   }
   if (m.project >= 0) pack_pointwise(g, g.nodes[static_cast<size_t>(m.project)], &out);
+  if (m.se_squeeze >= 0) {
+    pack_pointwise(g, g.nodes[static_cast<size_t>(m.se_squeeze)], &out);
+    const size_t excite_at = out.size();
+    pack_pointwise(g, g.nodes[static_cast<size_t>(m.se_excite)], &out);
+    if (m.se_gate == static_cast<uint32_t>(cpu::SqueezeGate::Clamp01)) {
+      // hardsigmoid(y) = clamp(y / 6 + 1/2, 0, 1): weights and bias / 6, 1/2 added to the bias.
+      const uint64_t k = static_cast<uint64_t>(m.se_channels);
+      for (size_t i = excite_at; i < out.size(); ++i) {
+        out[i] = static_cast<float>(out[i] * (1.0 / 6.0));
+      }
+      for (uint64_t col = 0; col < static_cast<uint64_t>(e); ++col) {
+        out[excite_at + (col / 16) * 16 * (k + 1) + col % 16] += 0.5f;
+      }
+    }
+  }
   return out;
 }
 

@@ -1,7 +1,8 @@
 // Finding inverted bottlenecks in a cpu region (internal to backends/cpu/compile): the chains
-// [1x1 expand conv -> activation ->] depthwise conv [-> activation] [-> 1x1 project conv
-// [-> add residual]] of MobileNetV2/V3 that lower to one PackedBottleneck node (the fused kernel
-// of backends/cpu/kernels/bottleneck.h), and packing their weights into its constant.
+// [1x1 expand conv -> activation ->] depthwise conv [-> activation] [-> squeeze-excitation]
+// [-> 1x1 project conv [-> add residual]] of MobileNetV2/V3 and EfficientNet that lower to one
+// PackedBottleneck node (the fused kernel of backends/cpu/kernels/bottleneck.h), and packing
+// their weights into its constant.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,14 @@ struct BottleneckMatch {
   uint32_t expand_epilogue = 0;  ///< cpu::BottleneckEpilogue after it
   int depthwise = -1;          ///< the depthwise conv node
   uint32_t depthwise_epilogue = 0;
+  /// Squeeze-excitation between the depthwise stage and the project (only with a project):
+  /// mean(d) -> 1x1 squeeze conv [-> activation] -> 1x1 excitation conv -> sigmoid or
+  /// hardsigmoid -> mul(d, gate), the mul read by the project only.
+  int se_squeeze = -1;           ///< the squeeze conv node, or -1: none
+  uint32_t se_squeeze_epilogue = 0;
+  int se_excite = -1;            ///< the excitation conv node
+  uint32_t se_gate = 0;          ///< cpu::SqueezeGate
+  int64_t se_channels = 0;       ///< the squeeze's output channels S
   int project = -1;            ///< the 1x1 project conv node, or -1
   int residual = -1;           ///< value added to the project's output (an add folded), or -1
   int input = -1;              ///< value the chain reads (x)
@@ -32,7 +41,8 @@ std::vector<BottleneckMatch> match_bottlenecks(const Graph& g, const DelegateReg
 
 /// The PackedBottleneck weight constant of `m` (cpu_blob_format.h): the expand conv's weight
 /// and bias packed for tern's GEMM, the depthwise taps [KH*KW][E] and bias [E] padded to 16
-/// floats, the project conv's weight and bias packed.
+/// floats, the project conv's weight and bias packed, then the squeeze-excitation's squeeze and
+/// excitation convs packed (a hardsigmoid gate folded into the excitation).
 std::vector<float> pack_bottleneck_weights(const Graph& g, const BottleneckMatch& m);
 
 }  // namespace tern::compiler::cpu_compile

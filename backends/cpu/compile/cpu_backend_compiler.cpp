@@ -45,7 +45,8 @@ void check_node(const Graph& g, const Node& node) {
     check_unary(g, node);
   } else if (op == "tern::mean") {
     (void)global_mean_keepdim(g, node);
-  } else if (op == "tern::hardswish" || op == "tern::sigmoid" || op == "tern::hardsigmoid") {
+  } else if (op == "tern::hardswish" || op == "tern::sigmoid" || op == "tern::hardsigmoid" ||
+             op == "tern::silu") {
     if (node.args.size() != 1) throw Unsupported("expected 1 argument");
     check_unary(g, node);
   } else if (op == "tern::gelu") {

@@ -313,10 +313,17 @@ class Lowering {
     n.params[cpu::kBottleneckInChannels] = static_cast<uint32_t>(c);
     n.params[cpu::kBottleneckExpandedChannels] = static_cast<uint32_t>(e);
     n.params[cpu::kBottleneckOutChannels] = static_cast<uint32_t>(o);
-    n.params[cpu::kBottleneckFlags] = (m.expand >= 0 ? cpu::kBottleneckHasExpand : 0u) |
-                                      (m.project >= 0 ? cpu::kBottleneckHasProject : 0u);
-    n.params[cpu::kBottleneckExpandEpilogue] = m.expand_epilogue;
-    n.params[cpu::kBottleneckDepthwiseEpilogue] = m.depthwise_epilogue;
+    const bool se = m.se_squeeze >= 0;
+    n.params[cpu::kBottleneckFlags] =
+        (m.expand >= 0 ? cpu::kBottleneckHasExpand : 0u) |
+        (m.project >= 0 ? cpu::kBottleneckHasProject : 0u) |
+        (se ? cpu::kBottleneckHasSqueezeExcite |
+                  (static_cast<uint32_t>(m.se_channels) << cpu::kBottleneckHighShift)
+            : 0u);
+    n.params[cpu::kBottleneckExpandEpilogue] =
+        m.expand_epilogue | (se ? m.se_squeeze_epilogue << cpu::kBottleneckHighShift : 0u);
+    n.params[cpu::kBottleneckDepthwiseEpilogue] =
+        m.depthwise_epilogue | (se ? m.se_gate << cpu::kBottleneckHighShift : 0u);
   }
 
   /// Pads, window, strides and dilations of a conv at the ConvParam indices.
@@ -642,6 +649,16 @@ class Lowering {
     } else if (op == "tern::hardswish" &&
                fuse_activation_into_gemm(node, cpu::GemmActivation::Hardswish)) {
       return;
+    } else if (op == "tern::sigmoid" &&
+               fuse_activation_into_gemm(node, cpu::GemmActivation::Sigmoid)) {
+      return;
+    } else if (op == "tern::silu") {  // into the GEMM before it, else sigmoid and multiply
+      if (fuse_activation_into_gemm(node, cpu::GemmActivation::Silu)) return;
+      const Value& xv = g_.values[static_cast<size_t>(node.args[0])];
+      const uint32_t x = activation(node.args[0]);
+      const uint32_t s = internal(xnn_dims(xv.sizes));
+      add_node(NodeOp::Sigmoid, {x}, s);
+      add_node(NodeOp::Multiply, {x, s}, output(node.outputs[0]));
     } else if (op == "tern::hardswish" || op == "tern::sigmoid" || op == "tern::softmax") {
       const NodeOp nop = op == "tern::hardswish" ? NodeOp::Hardswish
                          : op == "tern::sigmoid" ? NodeOp::Sigmoid

@@ -10,6 +10,11 @@
 #include "backends/cpu/kernels/depthwise_row.h"
 #include "backends/cpu/kernels/gemm_microkernel.h"
 #include "backends/cpu/kernels/packed_gemm.h"
+#include "runtime/kernels/util/simd_dispatch.h"
+
+#if defined(TERN_SIMD_X86_DISPATCH)
+#include <immintrin.h>
+#endif
 
 namespace tern::cpu {
 namespace {
@@ -26,6 +31,34 @@ struct SlotShape {
   int64_t slot_floats = 0;
 };
 
+/// Whether `p` has a squeeze-excitation stage (between its depthwise and its project).
+bool has_se(const BottleneckProblem& p) {
+  return p.project_packed != nullptr && p.se_squeeze_packed != nullptr &&
+         p.se_excite_packed != nullptr && p.se_c > 0;
+}
+
+int64_t pad16(int64_t floats) { return (floats + 15) / 16 * 16; }
+
+/// With squeeze-excitation: whether the gate goes into a copy of the project's packed weight
+/// (rows scaled) rather than into d (every pixel scaled): whichever is fewer floats per image.
+bool se_scales_weight(const BottleneckProblem& p) {
+  return static_cast<int64_t>(packed_weight_floats(p.out_c, p.exp_c)) <
+         p.out_h * p.out_w * p.exp_c;
+}
+
+/// The squeeze-excitation part of the scratch (after the depthwise stage's): d for the whole
+/// batch, the channel sums of every output row, the mean, squeeze and gate vectors, and the
+/// scaled project weight when se_scales_weight.
+int64_t se_d_floats(const BottleneckProblem& p) {
+  return pad16(p.batch * p.out_h * p.out_w * p.exp_c);
+}
+int64_t se_sums_floats(const BottleneckProblem& p) { return pad16(p.batch * p.out_h * p.exp_c); }
+int64_t se_floats(const BottleneckProblem& p) {
+  return se_d_floats(p) + se_sums_floats(p) + 2 * pad16(p.exp_c) + pad16(p.se_c) +
+         (se_scales_weight(p) ? pad16(static_cast<int64_t>(packed_weight_floats(p.out_c, p.exp_c)))
+                              : 0);
+}
+
 bool empty(const BottleneckProblem& p) {
   return p.batch <= 0 || p.in_h <= 0 || p.in_w <= 0 || p.in_c <= 0 || p.exp_c <= 0 ||
          p.out_h <= 0 || p.out_w <= 0 || p.out_c <= 0 || p.kernel_h <= 0 || p.kernel_w <= 0 ||
@@ -39,7 +72,7 @@ SlotShape slot_shape(const BottleneckProblem& p) {
   s.band = rows_fit > p.kernel_h ? (rows_fit - p.kernel_h) / p.stride_h + 1 : 1;
   s.band = min64(s.band, p.out_h);
   if (p.expand_packed != nullptr) s.e_floats = ((s.band - 1) * p.stride_h + p.kernel_h) * row;
-  if (p.project_packed != nullptr) s.d_floats = s.band * p.out_w * p.exp_c;
+  if (p.project_packed != nullptr && !has_se(p)) s.d_floats = s.band * p.out_w * p.exp_c;
   s.slot_floats = (s.e_floats + s.d_floats + 15) / 16 * 16;  // slots start on 64 bytes
   return s;
 }
@@ -67,6 +100,17 @@ int64_t layer_floats(const BottleneckProblem& p) {
          (p.project_packed != nullptr ? p.batch * p.out_h * p.out_w * p.exp_c : 0);
 }
 
+/// The scratch floats of the depthwise stage and what precedes it, for `parts` tasks: the
+/// whole expanded tensor in layer mode (and, without squeeze-excitation, the whole depthwise
+/// output), else one band slot per task; then the squeeze-excitation's (se_floats).
+int64_t scratch_for(const BottleneckProblem& p, int64_t parts) {
+  if (!has_se(p)) {
+    return layer_mode(p, parts) ? layer_floats(p) : parts * slot_shape(p).slot_floats;
+  }
+  return (layer_mode(p, parts) ? layer_e_floats(p) : parts * slot_shape(p).slot_floats) +
+         se_floats(p);
+}
+
 depthwise_detail::RowFn row_fn() {
   depthwise_detail::RowFn fn = nullptr;
   switch (packed_gemm_isa()) {
@@ -89,10 +133,98 @@ struct Plan {
   float* scratch = nullptr;
   depthwise_detail::RowFn row = nullptr;
   ActivationFn dw_act = nullptr;
-  // Layer mode: the whole expanded tensor (or x) and where the depthwise rows go.
+  // Layer mode: the whole expanded tensor (or x) and where the depthwise rows go. With
+  // squeeze-excitation (both modes) d_all is the batch's d in the scratch.
   const float* e_all = nullptr;
   float* d_all = nullptr;
+  /// Squeeze-excitation: [batch * out_h][exp_c] channel sums of each depthwise output row;
+  /// null without.
+  float* row_sums = nullptr;
+  void (*sums)(const float*, int64_t, int64_t, float*) = nullptr;
 };
+
+/// sums[c] = Σ_px row[px * channels + c] over `pixels` pixels (a row still in L1), in pixel
+/// order whatever the ISA (so the gate does not depend on it beyond the kernels' rounding).
+using ChannelSumsFn = void (*)(const float*, int64_t, int64_t, float*);
+
+void channel_sums_scalar(const float* row, int64_t pixels, int64_t channels, float* sums) {
+  for (int64_t c = 0; c < channels; ++c) sums[c] = 0.0f;
+  for (int64_t px = 0; px < pixels; ++px) {
+    const float* r = row + px * channels;
+    for (int64_t c = 0; c < channels; ++c) sums[c] += r[c];
+  }
+}
+
+#if defined(TERN_SIMD_X86_DISPATCH)
+/// 64 channels at a time in four accumulators, the tail masked.
+TERN_SIMD_TARGET_AVX512 void channel_sums_avx512(const float* row, int64_t pixels,
+                                                 int64_t channels, float* sums) {
+  int64_t c = 0;
+  for (; c + 64 <= channels; c += 64) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t px = 0; px < pixels; ++px) {
+      const float* r = row + px * channels + c;
+      a0 = _mm512_add_ps(a0, _mm512_loadu_ps(r));
+      a1 = _mm512_add_ps(a1, _mm512_loadu_ps(r + 16));
+      a2 = _mm512_add_ps(a2, _mm512_loadu_ps(r + 32));
+      a3 = _mm512_add_ps(a3, _mm512_loadu_ps(r + 48));
+    }
+    _mm512_storeu_ps(sums + c, a0);
+    _mm512_storeu_ps(sums + c + 16, a1);
+    _mm512_storeu_ps(sums + c + 32, a2);
+    _mm512_storeu_ps(sums + c + 48, a3);
+  }
+  for (; c < channels; c += 16) {
+    const int64_t left = channels - c;
+    const __mmask16 m = left >= 16 ? static_cast<__mmask16>(0xFFFF)
+                                   : static_cast<__mmask16>((1u << left) - 1u);
+    __m512 a = _mm512_setzero_ps();
+    for (int64_t px = 0; px < pixels; ++px) {
+      a = _mm512_add_ps(a, _mm512_maskz_loadu_ps(m, row + px * channels + c));
+    }
+    _mm512_mask_storeu_ps(sums + c, m, a);
+  }
+}
+
+/// 32 channels at a time in four accumulators, the tail scalar.
+TERN_SIMD_TARGET_AVX2 void channel_sums_avx2(const float* row, int64_t pixels, int64_t channels,
+                                             float* sums) {
+  int64_t c = 0;
+  for (; c + 32 <= channels; c += 32) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t px = 0; px < pixels; ++px) {
+      const float* r = row + px * channels + c;
+      a0 = _mm256_add_ps(a0, _mm256_loadu_ps(r));
+      a1 = _mm256_add_ps(a1, _mm256_loadu_ps(r + 8));
+      a2 = _mm256_add_ps(a2, _mm256_loadu_ps(r + 16));
+      a3 = _mm256_add_ps(a3, _mm256_loadu_ps(r + 24));
+    }
+    _mm256_storeu_ps(sums + c, a0);
+    _mm256_storeu_ps(sums + c + 8, a1);
+    _mm256_storeu_ps(sums + c + 16, a2);
+    _mm256_storeu_ps(sums + c + 24, a3);
+  }
+  for (; c < channels; ++c) {
+    float a = 0.0f;
+    for (int64_t px = 0; px < pixels; ++px) a += row[px * channels + c];
+    sums[c] = a;
+  }
+}
+#endif
+
+ChannelSumsFn channel_sums_fn() {
+#if defined(TERN_SIMD_X86_DISPATCH)
+  switch (packed_gemm_isa()) {
+    case GemmIsa::Avx512:
+      return &channel_sums_avx512;
+    case GemmIsa::Avx2:
+      return &channel_sums_avx2;
+    case GemmIsa::Scalar:
+      break;
+  }
+#endif
+  return &channel_sums_scalar;
+}
 
 /// Depthwise output row oy of image n from e (image n's rows of in_w x exp_c, starting at input
 /// row e_first) into d (the row's out_w x exp_c floats), with the epilogue.
@@ -122,9 +254,10 @@ void depthwise_out_row(const Plan& plan, const float* e, int64_t e_first, int64_
 }
 
 /// The project GEMM of `rows` output rows starting at output row `first` (of the batch's
-/// flattened rows) from d into y, with the residual and the clamp, on `pool`.
+/// flattened rows) from d into y, with the residual and the clamp, on `pool`; `packed` is the
+/// project's weight (null: p's).
 void project_rows(const BottleneckProblem& p, const float* d, int64_t first, int64_t rows,
-                  pthreadpool_t pool) {
+                  pthreadpool_t pool, const float* packed = nullptr) {
   const int64_t at = first * p.out_w * p.out_c;
   GemmProblem g;
   g.m = rows * p.out_w;
@@ -132,7 +265,7 @@ void project_rows(const BottleneckProblem& p, const float* d, int64_t first, int
   g.k = p.exp_c;
   g.a = d;
   g.lda = p.exp_c;
-  g.packed = p.project_packed;
+  g.packed = packed != nullptr ? packed : p.project_packed;
   g.c = p.y + at;
   g.ldc = p.out_c;
   g.residual = p.residual != nullptr ? p.residual + at : nullptr;
@@ -184,9 +317,20 @@ void run_rows(const Plan& plan, int64_t n, int64_t oy0, int64_t oy1, float* ebuf
     } else {
       e = p.x + ((n * p.in_h + lo) * p.in_w) * p.in_c;
     }
-    float* d = p.project_packed != nullptr ? dbuf : p.y + ((n * p.out_h + oy) * p.out_w) * p.out_c;
-    for (int64_t i = 0; i < rows; ++i) depthwise_out_row(plan, e, lo, oy + i, d + i * d_row);
-    if (p.project_packed != nullptr) project_rows(p, dbuf, n * p.out_h + oy, rows, nullptr);
+    // Where the band's depthwise rows go: the band buffer for the project, the batch's d in
+    // the scratch with squeeze-excitation (the project waits for the gate), else y.
+    const bool banded_project = p.project_packed != nullptr && plan.row_sums == nullptr;
+    float* d = banded_project        ? dbuf
+               : plan.row_sums != nullptr ? plan.d_all + ((n * p.out_h + oy) * p.out_w) * p.exp_c
+                                          : p.y + ((n * p.out_h + oy) * p.out_w) * p.out_c;
+    for (int64_t i = 0; i < rows; ++i) {
+      depthwise_out_row(plan, e, lo, oy + i, d + i * d_row);
+      if (plan.row_sums != nullptr) {
+        plan.sums(d + i * d_row, p.out_w, p.exp_c,
+                  plan.row_sums + (n * p.out_h + oy + i) * p.exp_c);
+      }
+    }
+    if (banded_project) project_rows(p, dbuf, n * p.out_h + oy, rows, nullptr);
   }
 }
 
@@ -197,8 +341,11 @@ void layer_row(void* context, size_t r) {
   const int64_t n = static_cast<int64_t>(r) / p.out_h, oy = static_cast<int64_t>(r) % p.out_h;
   const int64_t in_image = p.expand_packed != nullptr ? p.in_h * p.in_w * p.exp_c
                                                       : p.in_h * p.in_w * p.in_c;
-  depthwise_out_row(plan, plan.e_all + n * in_image, 0, oy,
-                    plan.d_all + static_cast<int64_t>(r) * p.out_w * p.exp_c);
+  float* d = plan.d_all + static_cast<int64_t>(r) * p.out_w * p.exp_c;
+  depthwise_out_row(plan, plan.e_all + n * in_image, 0, oy, d);
+  if (plan.row_sums != nullptr) {
+    plan.sums(d, p.out_w, p.exp_c, plan.row_sums + static_cast<int64_t>(r) * p.exp_c);
+  }
 }
 
 /// Layer mode: the expand GEMM over the pool into the scratch, the depthwise rows over the
@@ -224,7 +371,76 @@ void run_layers(Plan* plan, pthreadpool_t pool) {
   }
   plan->d_all = p.project_packed != nullptr ? plan->scratch + layer_e_floats(p) : p.y;
   gemm_detail::run_tasks(pool, &layer_row, plan, p.batch * p.out_h);
-  if (p.project_packed != nullptr) project_rows(p, plan->d_all, 0, p.batch * p.out_h, pool);
+  // With squeeze-excitation the project waits for the gate (run_se).
+  if (p.project_packed != nullptr && plan->row_sums == nullptr) {
+    project_rows(p, plan->d_all, 0, p.batch * p.out_h, pool);
+  }
+}
+
+/// One stage of the squeeze-excitation's vectors: out = epi(in · Wᵀ + b) for one row, on the
+/// calling thread.
+void se_gemv(const float* in, int64_t k, const float* packed, int64_t n,
+             const StageEpilogue& epi, float* out) {
+  GemmProblem g;
+  g.m = 1;
+  g.n = n;
+  g.k = k;
+  g.a = in;
+  g.lda = k;
+  g.packed = packed;
+  g.c = out;
+  g.ldc = n;
+  g.activation = epi.act;
+  g.out_min = epi.lo;
+  g.out_max = epi.hi;
+  packed_gemm(g, nullptr);
+}
+
+/// After the depthwise stage of a problem with squeeze-excitation (d and its row sums in the
+/// scratch): per image, the mean, the squeeze and the gate on the calling thread, then the gate
+/// into the project's weight rows (a scaled copy) or into d, and the project over the pool.
+void run_se(const Plan& plan, pthreadpool_t pool) {
+  const BottleneckProblem& p = *plan.p;
+  const int64_t e = p.exp_c, pixels = p.out_h * p.out_w;
+  float* mean = plan.row_sums + se_sums_floats(p);
+  float* squeezed = mean + pad16(e);
+  float* gate = squeezed + pad16(p.se_c);
+  float* scaled = gate + pad16(e);  // the scaled project weight (se_scales_weight)
+  const bool scale_weight = se_scales_weight(p);
+  const float inv = 1.0f / static_cast<float>(pixels);
+  for (int64_t n = 0; n < p.batch; ++n) {
+    const float* sums = plan.row_sums + n * p.out_h * e;
+    for (int64_t c = 0; c < e; ++c) mean[c] = sums[c];
+    for (int64_t oy = 1; oy < p.out_h; ++oy) {
+      for (int64_t c = 0; c < e; ++c) mean[c] += sums[oy * e + c];
+    }
+    for (int64_t c = 0; c < e; ++c) mean[c] *= inv;
+    se_gemv(mean, e, p.se_squeeze_packed, p.se_c, p.se_squeeze, squeezed);
+    se_gemv(squeezed, p.se_c, p.se_excite_packed, e, p.se_gate, gate);
+    float* d = plan.d_all + n * pixels * e;
+    if (scale_weight) {  // panels of [16 bias][e rows of 16]: row r scaled by gate[r]
+      const int64_t panels = (p.out_c + kPanelWidth - 1) / kPanelWidth;
+      const int64_t stride = kPanelWidth * (e + 1);
+      for (int64_t q = 0; q < panels; ++q) {
+        const float* src = p.project_packed + q * stride;
+        float* dst = scaled + q * stride;
+        for (int64_t j = 0; j < kPanelWidth; ++j) dst[j] = src[j];
+        for (int64_t r = 0; r < e; ++r) {
+          const float gr = gate[r];
+          const float* s = src + kPanelWidth * (r + 1);
+          float* t = dst + kPanelWidth * (r + 1);
+          for (int64_t j = 0; j < kPanelWidth; ++j) t[j] = s[j] * gr;
+        }
+      }
+      project_rows(p, d, n * p.out_h, p.out_h, pool, scaled);
+    } else {
+      for (int64_t px = 0; px < pixels; ++px) {
+        float* row = d + px * e;
+        for (int64_t c = 0; c < e; ++c) row[c] *= gate[c];
+      }
+      project_rows(p, d, n * p.out_h, p.out_h, pool);
+    }
+  }
 }
 
 /// Task `part`: its share of the batch's output rows (possibly spanning images).
@@ -254,8 +470,7 @@ uint64_t bottleneck_scratch_floats(const BottleneckProblem& p, int64_t threads) 
   // Enough for every pool size up to `threads` (the mode depends on the actual one).
   int64_t most = 0;
   for (int64_t t = 1; t <= max64(1, threads); ++t) {
-    const int64_t parts = parts_for(p, t);
-    most = max64(most, layer_mode(p, parts) ? layer_floats(p) : parts * slot_shape(p).slot_floats);
+    most = max64(most, scratch_for(p, parts_for(p, t)));
   }
   return static_cast<uint64_t>(most);
 }
@@ -269,11 +484,18 @@ void bottleneck_nhwc(const BottleneckProblem& p, float* scratch, pthreadpool_t p
   plan.scratch = scratch;
   plan.row = row_fn();
   plan.dw_act = gemm_activation_fn(p.depthwise.act);
-  if (layer_mode(p, plan.parts)) {
-    run_layers(&plan, pool);
-    return;
+  const bool layers = layer_mode(p, plan.parts);
+  if (has_se(p)) {  // the batch's d after the depthwise stage's scratch, then its row sums
+    plan.d_all = scratch + (layers ? layer_e_floats(p) : plan.parts * plan.s.slot_floats);
+    plan.row_sums = plan.d_all + se_d_floats(p);
+    plan.sums = channel_sums_fn();
   }
-  gemm_detail::run_tasks(pool, &run_part, &plan, plan.parts);
+  if (layers) {
+    run_layers(&plan, pool);
+  } else {
+    gemm_detail::run_tasks(pool, &run_part, &plan, plan.parts);
+  }
+  if (plan.row_sums != nullptr) run_se(plan, pool);
 }
 
 void depthwise_row(const DepthwiseRow& r) {

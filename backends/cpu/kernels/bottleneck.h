@@ -25,13 +25,20 @@ constexpr int64_t kMaxBottleneckKernel = 16;
 struct StageEpilogue {
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();
-  GemmActivation act = GemmActivation::None;  ///< None or Hardswish for the depthwise stage
+  GemmActivation act = GemmActivation::None;
 };
 
 /// One inverted bottleneck, batch images of x [batch, in_h, in_w, in_c] (contiguous NHWC):
 ///   e = expand ? epi_e(x · Weᵀ + be) : x                    [in_h, in_w, exp_c]
 ///   d = epi_d(depthwise(e, Wd, stride, pads) + bd)           [out_h, out_w, exp_c]
+///   with squeeze-excitation (only with a project), per image:
+///     m = mean of d over its out_h x out_w pixels            [exp_c]
+///     g = epi_g(epi_s(m · Wsᵀ + bs) · Wgᵀ + bg)              [se_c], then [exp_c]
+///     d = d · g (channel c of every pixel scaled by g[c])
 ///   y = project ? clamp(d · Wpᵀ + bp + residual) : d         [out_h, out_w, out_c]
+/// (EfficientNet's MBConv and MobileNetV3's blocks with their squeeze-excitation: the whole
+/// expanded tensor d is then kept in the scratch, its channel sums taken while each row is in
+/// L1, and the gate g is applied to the project's weight rows, or to d when that is smaller.)
 /// All sizes >= 1 (else nothing happens); kernel_h <= kMaxBottleneckKernel (else nothing
 /// happens); pads >= 0 (bottom/right padding is whatever out_h / out_w imply); taps outside e
 /// read as zero. Dilation 1.
@@ -51,6 +58,14 @@ struct BottleneckProblem {
   StageEpilogue depthwise;
   /// pack_fc_weight(out_c, exp_c) (bias included), or null: no project (y = d).
   const float* project_packed = nullptr;
+  /// Squeeze-excitation (only with a project; else ignored): pack_fc_weight(se_c, exp_c) (the
+  /// squeeze, bias included), or null: none.
+  const float* se_squeeze_packed = nullptr;
+  int64_t se_c = 0;  ///< channels of the squeeze (>= 1 with squeeze-excitation)
+  StageEpilogue se_squeeze;
+  /// pack_fc_weight(exp_c, se_c) (the excitation, bias included).
+  const float* se_excite_packed = nullptr;
+  StageEpilogue se_gate;  ///< e.g. act Sigmoid; or clamp [0, 1] (a hardsigmoid folded in)
   /// Optional (null: none; only with a project): y's shape, added after the project's bias and
   /// before its clamp; must not overlap y (it may be x).
   const float* residual = nullptr;

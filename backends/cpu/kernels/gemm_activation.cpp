@@ -1,12 +1,18 @@
 // The GEMM epilogue's activations: plain loops over the vector_math.h forms (the portable
 // kernels' own, so a delegate and its portable fallback agree), compiled three times with
-// target attributes and picked with the microkernels' ISA.
+// target attributes and picked with the microkernels' ISA; SiLU and sigmoid in AVX-512 and AVX2
+// intrinsics (the plain loops are their baseline).
 #include "backends/cpu/kernels/gemm_activation.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "runtime/kernels/util/vector_math.h"
+
+#if defined(TERN_SIMD_X86_DISPATCH)
+#include <immintrin.h>
+#endif
 
 namespace tern::cpu {
 namespace {
@@ -17,6 +23,23 @@ namespace vmath = portable::vmath;
 // local buffer.
 constexpr int64_t kBlock = 16;
 
+/// SiLU, x · sigmoid(x), as x / (1 + e) for x >= 0 and x · e / (1 + e) for x < 0 with
+/// e = e^(-|x|), so the exponential never overflows (the form of vmath::gelu_tanh). Within 2 ulp
+/// of the portable kernel's x / (1 + exp(-x)); results below 2^-126 in magnitude (x < -87)
+/// flush to -0, where the portable kernel's are tiny negatives.
+TERN_SIMD_INLINE float silu(float x) {
+  const float e = vmath::exp_nonpositive(-std::fabs(x));
+  const float num = vmath::select(x < 0.0f, e, 1.0f);
+  return x * num / (1.0f + e);
+}
+
+/// sigmoid(x) = 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0, e = e^(-|x|) (as silu).
+TERN_SIMD_INLINE float sigmoid(float x) {
+  const float e = vmath::exp_nonpositive(-std::fabs(x));
+  const float num = vmath::select(x < 0.0f, e, 1.0f);
+  return num / (1.0f + e);
+}
+
 template <GemmActivation kAct>
 TERN_SIMD_INLINE float apply(float v) {
   if (kAct == GemmActivation::Hardswish) {
@@ -25,6 +48,8 @@ TERN_SIMD_INLINE float apply(float v) {
     return v * c / 6.0f;
   }
   if (kAct == GemmActivation::GeluErf) return vmath::gelu_erf(v);
+  if (kAct == GemmActivation::Silu) return silu(v);
+  if (kAct == GemmActivation::Sigmoid) return sigmoid(v);
   return vmath::gelu_tanh(v);
 }
 
@@ -61,14 +86,115 @@ TERN_SIMD_TARGET_AVX512 void run_avx512(float* x, int64_t n) {
 }
 #endif
 
+#if defined(TERN_SIMD_X86_DISPATCH)
+// SiLU and sigmoid in intrinsics: sigmoid(x) = 1 / (1 + e) with e = e^(-x), the argument clamped
+// to [-87, 87] (e stays a normal float), e by a scale of 2^n and a degree-5 polynomial on
+// r in [-ln2/2, ln2/2] (a relative minimax fit of our own: 2.1e-7 in f32), 1 / (1 + e) by a
+// reciprocal estimate and Newton steps (one in AVX-512, two in AVX2 whose estimate has 12
+// bits). Below x = -87 the sigmoid is 0 (as vmath's flush), so silu(x) = x · 0: -0, and NaN for
+// -inf as in the portable kernel; NaN propagates (max(c, NaN) and min(c, NaN) are NaN). 18 vector
+// operations per 16 floats: 11% faster than the plain loop (kernels/README.md).
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2Hi = 0.693145751953125f;
+constexpr float kLn2Lo = 1.42860682030941723e-6f;
+constexpr float kExpC5 = 0.008297616615891457f;
+constexpr float kExpC4 = 0.04191537946462631f;
+constexpr float kExpC3 = 0.16667574644088745f;
+constexpr float kExpC2 = 0.49998894333839417f;
+constexpr float kExpC1 = 0.9999997019767761f;
+constexpr float kExpC0 = 1.0000001192092896f;
+
+/// The maskz forms with a full mask: GCC 12's unmasked ones warn of an uninitialized
+/// pass-through (as in depthwise_row_avx512.cpp).
+constexpr __mmask16 kAll = 0xFFFF;
+
+template <bool kSilu>
+TERN_SIMD_TARGET_AVX512 inline __m512 sigmoid_or_silu_avx512(__m512 x) {
+  const __m512 z = _mm512_maskz_min_ps(
+      kAll, _mm512_set1_ps(87.0f),
+      _mm512_maskz_max_ps(kAll, _mm512_set1_ps(-87.0f), _mm512_sub_ps(_mm512_setzero_ps(), x)));
+  const __m512 n = _mm512_maskz_roundscale_ps(kAll, _mm512_mul_ps(z, _mm512_set1_ps(kLog2e)),
+                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), z);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
+  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(kExpC5), r, _mm512_set1_ps(kExpC4));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC3));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC2));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC1));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC0));
+  const __m512 den = _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_maskz_scalef_ps(kAll, p, n));
+  __m512 sig = _mm512_maskz_rcp14_ps(kAll, den);
+  sig = _mm512_mul_ps(sig, _mm512_fnmadd_ps(den, sig, _mm512_set1_ps(2.0f)));
+  // x < -87: 0 (an unordered compare keeps NaN).
+  sig = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_NLT_UQ), sig);
+  return kSilu ? _mm512_mul_ps(x, sig) : sig;
+}
+
+template <bool kSilu>
+TERN_SIMD_TARGET_AVX512 void run_sigmoid_avx512(float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm512_storeu_ps(x + i, sigmoid_or_silu_avx512<kSilu>(_mm512_loadu_ps(x + i)));
+  }
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(x + i, m, sigmoid_or_silu_avx512<kSilu>(_mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
+template <bool kSilu>
+TERN_SIMD_TARGET_AVX2 inline __m256 sigmoid_or_silu_avx2(__m256 x) {
+  const __m256 z = _mm256_min_ps(
+      _mm256_set1_ps(87.0f),
+      _mm256_max_ps(_mm256_set1_ps(-87.0f), _mm256_sub_ps(_mm256_setzero_ps(), x)));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(z, _mm256_set1_ps(kLog2e)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), z);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
+  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(kExpC5), r, _mm256_set1_ps(kExpC4));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpC3));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpC2));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpC1));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpC0));
+  // 2^n for n in [-126, 126] (|z| <= 87): n + 127 into the exponent field.
+  const __m256i bits = _mm256_slli_epi32(
+      _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256 den =
+      _mm256_add_ps(_mm256_set1_ps(1.0f), _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
+  __m256 sig = _mm256_rcp_ps(den);
+  sig = _mm256_mul_ps(sig, _mm256_fnmadd_ps(den, sig, _mm256_set1_ps(2.0f)));
+  sig = _mm256_mul_ps(sig, _mm256_fnmadd_ps(den, sig, _mm256_set1_ps(2.0f)));
+  // x < -87: 0 (an unordered compare keeps NaN).
+  sig = _mm256_and_ps(_mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_NLT_UQ), sig);
+  return kSilu ? _mm256_mul_ps(x, sig) : sig;
+}
+
+template <bool kSilu>
+TERN_SIMD_TARGET_AVX2 void run_sigmoid_avx2(float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(x + i, sigmoid_or_silu_avx2<kSilu>(_mm256_loadu_ps(x + i)));
+  }
+  if (i < n) {
+    alignas(32) float tail[8] = {};
+    const size_t bytes = static_cast<size_t>(n - i) * sizeof(float);
+    std::memcpy(tail, x + i, bytes);
+    _mm256_store_ps(tail, sigmoid_or_silu_avx2<kSilu>(_mm256_load_ps(tail)));
+    std::memcpy(x + i, tail, bytes);
+  }
+}
+#endif
+
 template <GemmActivation kAct>
 ActivationFn pick() {
 #if defined(TERN_SIMD_X86_DISPATCH)
+  constexpr bool kSigmoidForm = kAct == GemmActivation::Silu || kAct == GemmActivation::Sigmoid;
+  constexpr bool kSilu = kAct == GemmActivation::Silu;
   switch (packed_gemm_isa()) {
     case GemmIsa::Avx512:
-      return &run_avx512<kAct>;
+      return kSigmoidForm ? &run_sigmoid_avx512<kSilu> : &run_avx512<kAct>;
     case GemmIsa::Avx2:
-      return &run_avx2<kAct>;
+      return kSigmoidForm ? &run_sigmoid_avx2<kSilu> : &run_avx2<kAct>;
     case GemmIsa::Scalar:
       break;
   }
@@ -88,6 +214,10 @@ ActivationFn gemm_activation_fn(GemmActivation act) {
       return pick<GemmActivation::GeluErf>();
     case GemmActivation::GeluTanh:
       return pick<GemmActivation::GeluTanh>();
+    case GemmActivation::Silu:
+      return pick<GemmActivation::Silu>();
+    case GemmActivation::Sigmoid:
+      return pick<GemmActivation::Sigmoid>();
   }
   return nullptr;
 }

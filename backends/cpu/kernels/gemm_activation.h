@@ -1,6 +1,7 @@
 // Activations tern's GEMM applies to its output tiles after the last K block, while they are
-// still in L1 (a fused epilogue, no pass of its own): hardswish (MobileNetV3's expand convs)
-// and GELU (a transformer MLP's first linear), each built for AVX-512, AVX2+FMA and baseline.
+// still in L1 (a fused epilogue, no pass of its own): hardswish (MobileNetV3's expand convs),
+// GELU (a transformer MLP's first linear), SiLU (EfficientNet's convs) and sigmoid (a
+// squeeze-excitation gate), each built for AVX-512, AVX2+FMA and baseline.
 //
 // Runtime code: no exceptions, no RTTI, never allocates.
 #pragma once
@@ -15,8 +16,10 @@ enum class GemmActivation : uint8_t {
   Hardswish = 1,  ///< x · min(max(x + 3, 0), 6) / 6
   GeluErf = 2,    ///< x/2 · (1 + erf(x / √2)), the portable kernel's form (≤ 5.6 ulp)
   GeluTanh = 3,   ///< the tanh approximation, the portable kernel's form
+  Silu = 4,       ///< x · sigmoid(x) = x / (1 + e^-x) (SiLU / swish: EfficientNet's)
+  Sigmoid = 5,    ///< 1 / (1 + e^-x)
 };
-constexpr uint32_t kLastGemmActivation = 3;
+constexpr uint32_t kLastGemmActivation = 5;
 
 /// x[i] = act(x[i]) for i < n, in place.
 using ActivationFn = void (*)(float* x, int64_t n);

@@ -256,9 +256,10 @@ Error check_packed_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
   const bool winograd = static_cast<NodeOp>(node.op) == NodeOp::PackedWinogradConv2d;
   // Op 18 has its epilogue activation at kPackedActivation; op 19 none.
   TERN_RETURN_IF_ERROR(check_params_range(n, node, winograd ? 12 : 13, kKernelH, 12));
-  TERN_CHECK_OR_RETURN_ERROR(node.params[kPackedActivation] <= 3, InvalidProgram,
+  TERN_CHECK_OR_RETURN_ERROR(node.params[kPackedActivation] <= kLastPackedActivation,
+                             InvalidProgram,
                              "cpu blob: node %u (%s): activation %u, expected 0 (none), 1 "
-                             "(hardswish), 2 (gelu) or 3 (gelu tanh)",
+                             "(hardswish), 2 (gelu), 3 (gelu tanh) or 4 (silu)",
                              n, op_name(node.op), node.params[kPackedActivation]);
   const BlobValue& f = v[node.inputs[1]];
   const uint64_t kh = node.params[kKernelH], kw = node.params[kKernelW];
@@ -301,18 +302,33 @@ Error check_bottleneck(uint32_t n, const BlobNode& node, const BlobValue* v) {
   TERN_RETURN_IF_ERROR(check_params_range(n, node, kNodeParams, kKernelH, kBottleneckFlags));
   const uint64_t c = q[kBottleneckInChannels], e = q[kBottleneckExpandedChannels],
                  o = q[kBottleneckOutChannels], kh = q[kKernelH], kw = q[kKernelW];
-  const uint32_t flags = q[kBottleneckFlags];
+  constexpr uint32_t kLow = (1u << kBottleneckHighShift) - 1;
+  const uint32_t flags = q[kBottleneckFlags] & kLow;
+  const uint32_t expand_epi = q[kBottleneckExpandEpilogue] & kLow;
+  const uint32_t dw_epi = q[kBottleneckDepthwiseEpilogue] & kLow;
+  const uint64_t se_c = q[kBottleneckFlags] >> kBottleneckHighShift;
+  const uint32_t squeeze_epi = q[kBottleneckExpandEpilogue] >> kBottleneckHighShift;
+  const uint32_t gate = q[kBottleneckDepthwiseEpilogue] >> kBottleneckHighShift;
   const bool expand = (flags & kBottleneckHasExpand) != 0;
   const bool project = (flags & kBottleneckHasProject) != 0;
+  const bool se = (flags & kBottleneckHasSqueezeExcite) != 0;
   TERN_CHECK_OR_RETURN_ERROR(
-      flags <= (kBottleneckHasExpand | kBottleneckHasProject) &&
-          q[kBottleneckExpandEpilogue] <= (expand ? kLastBottleneckEpilogue : 0) &&
-          q[kBottleneckDepthwiseEpilogue] <= kLastBottleneckEpilogue,
+      flags <= kBottleneckFlagBits && expand_epi <= (expand ? kLastBottleneckEpilogue : 0) &&
+          dw_epi <= kLastBottleneckEpilogue,
       InvalidProgram,
-      "cpu blob: node %u (packed_bottleneck): flags %u, epilogues %u and %u; expected flags <= 3 "
+      "cpu blob: node %u (packed_bottleneck): flags %u, epilogues %u and %u; expected flags <= 7 "
       "and epilogues <= %u (the expand's 0 without an expand)",
-      n, flags, q[kBottleneckExpandEpilogue], q[kBottleneckDepthwiseEpilogue],
-      kLastBottleneckEpilogue);
+      n, flags, expand_epi, dw_epi, kLastBottleneckEpilogue);
+  TERN_CHECK_OR_RETURN_ERROR(
+      se ? (project && se_c >= 1 && squeeze_epi <= kLastBottleneckEpilogue &&
+            gate <= kLastSqueezeGate)
+         : (se_c == 0 && squeeze_epi == 0 && gate == 0),
+      InvalidProgram,
+      "cpu blob: node %u (packed_bottleneck): flags %u, squeeze-excitation of %llu channels, "
+      "squeeze epilogue %u, gate %u; expected a project, >= 1 channels, an epilogue <= %u and a "
+      "gate <= %u with squeeze-excitation, all 0 without",
+      n, flags, static_cast<unsigned long long>(se_c), squeeze_epi, gate,
+      kLastBottleneckEpilogue, kLastSqueezeGate);
   TERN_CHECK_OR_RETURN_ERROR(kh <= kMaxBottleneckWindow && q[kDilationH] == 1 &&
                                  q[kDilationW] == 1,
                              InvalidProgram,
@@ -333,16 +349,18 @@ Error check_bottleneck(uint32_t n, const BlobNode& node, const BlobValue* v) {
                              static_cast<unsigned long long>(o), node.num_inputs, flags);
   TERN_RETURN_IF_ERROR(check_nhwc_input(n, node, v, c));
   const BlobValue& f = v[node.inputs[1]];
-  const uint64_t want = bottleneck_weight_floats(expand, project, c, e, o, kh, kw);
+  const uint64_t want = bottleneck_weight_floats(expand, project, c, e, o, kh, kw, se_c);
   TERN_CHECK_OR_RETURN_ERROR(f.rank == 1 && f.dims[0] == want, InvalidProgram,
                              "cpu blob: node %u (packed_bottleneck): weight value %u is not "
-                             "[%llu] (%llu -> %llu -> %llu channels, %llux%llu window)",
+                             "[%llu] (%llu -> %llu -> %llu channels, %llux%llu window, "
+                             "squeeze %llu)",
                              n, node.inputs[1], static_cast<unsigned long long>(want),
                              static_cast<unsigned long long>(c),
                              static_cast<unsigned long long>(e),
                              static_cast<unsigned long long>(o),
                              static_cast<unsigned long long>(kh),
-                             static_cast<unsigned long long>(kw));
+                             static_cast<unsigned long long>(kw),
+                             static_cast<unsigned long long>(se_c));
   // The dilation is 1 (checked above).
   return check_window_output(n, node, v, o, /*residual=*/true);
 }
@@ -456,9 +474,10 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v) {
       return check_out_dims(n, node, out, x.dims, x.rank);
     case NodeOp::PackedFullyConnected: {
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 3, 0, 2));
-      TERN_CHECK_OR_RETURN_ERROR(node.params[2] <= 3, InvalidProgram,
+      TERN_CHECK_OR_RETURN_ERROR(node.params[2] <= kLastPackedActivation, InvalidProgram,
                                  "cpu blob: node %u (packed_fully_connected): activation %u, "
-                                 "expected 0 (none), 1 (hardswish), 2 (gelu) or 3 (gelu tanh)",
+                                 "expected 0 (none), 1 (hardswish), 2 (gelu), 3 (gelu tanh) or 4 "
+                                 "(silu)",
                                  n, node.params[2]);
       const uint64_t out_features = node.params[0], in_features = node.params[1];
       const BlobValue& f = v[node.inputs[1]];

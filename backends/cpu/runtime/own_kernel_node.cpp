@@ -10,7 +10,9 @@ namespace tern::cpu {
 
 static_assert(kPanelWidth == static_cast<int64_t>(kPackedPanelWidth),
               "the blob's packed weight layout is the kernel's");
-static_assert(kLastGemmActivation == 3, "the blob's activation codes are the kernel's");
+static_assert(kLastGemmActivation == kLastPackedActivation,
+              "the blob's activation codes are the kernel's");
+static_assert(static_cast<uint32_t>(GemmActivation::Silu) == 4, "SiLU is the blob's code 4");
 static_assert(kMaxBottleneckKernel == kMaxBottleneckWindow, "the blob's window bound is the kernel's");
 
 namespace {
@@ -57,6 +59,9 @@ StageEpilogue stage_epilogue(uint32_t code) {
     case BottleneckEpilogue::Hardswish:
       e.act = GemmActivation::Hardswish;
       break;
+    case BottleneckEpilogue::Silu:
+      e.act = GemmActivation::Silu;
+      break;
     case BottleneckEpilogue::None:
       break;
   }
@@ -69,8 +74,11 @@ BottleneckProblem bottleneck_problem(const BlobPlan& plan, const BlobNode& node,
   const uint32_t* q = node.params;
   const BlobValue& x = plan.values[node.inputs[0]];
   const BlobValue& y = plan.values[node.output];
-  const bool expand = (q[kBottleneckFlags] & kBottleneckHasExpand) != 0;
-  const bool project = (q[kBottleneckFlags] & kBottleneckHasProject) != 0;
+  constexpr uint32_t kLow = (1u << kBottleneckHighShift) - 1;
+  const uint32_t flags = q[kBottleneckFlags] & kLow;
+  const bool expand = (flags & kBottleneckHasExpand) != 0;
+  const bool project = (flags & kBottleneckHasProject) != 0;
+  const bool se = (flags & kBottleneckHasSqueezeExcite) != 0;
   BottleneckProblem p;
   p.batch = static_cast<int64_t>(x.dims[0]);
   p.in_h = static_cast<int64_t>(x.dims[1]);
@@ -86,23 +94,40 @@ BottleneckProblem bottleneck_problem(const BlobPlan& plan, const BlobNode& node,
   p.stride_w = q[kStrideW];
   p.pad_top = q[kPadTop];
   p.pad_left = q[kPadLeft];
-  p.expand = stage_epilogue(q[kBottleneckExpandEpilogue]);
-  p.depthwise = stage_epilogue(q[kBottleneckDepthwiseEpilogue]);
+  p.expand = stage_epilogue(q[kBottleneckExpandEpilogue] & kLow);
+  p.depthwise = stage_epilogue(q[kBottleneckDepthwiseEpilogue] & kLow);
   p.out_min = node.fparams[0];
   p.out_max = node.fparams[1];
+  if (se) {
+    p.se_c = q[kBottleneckFlags] >> kBottleneckHighShift;
+    p.se_squeeze = stage_epilogue(q[kBottleneckExpandEpilogue] >> kBottleneckHighShift);
+    if (static_cast<SqueezeGate>(q[kBottleneckDepthwiseEpilogue] >> kBottleneckHighShift) ==
+        SqueezeGate::Clamp01) {
+      p.se_gate.lo = 0.0f;
+      p.se_gate.hi = 1.0f;
+    } else {
+      p.se_gate.act = GemmActivation::Sigmoid;
+    }
+  }
   // Placeholders that only say which stages exist (the scratch size depends on that).
   static const float kAbsent = 0.0f;
   p.expand_packed = expand ? &kAbsent : nullptr;
   p.project_packed = project ? &kAbsent : nullptr;
+  p.se_squeeze_packed = se ? &kAbsent : nullptr;
+  p.se_excite_packed = se ? &kAbsent : nullptr;
   if (addr != nullptr) {
     const float* w = addr[node.inputs[1]];
     const uint64_t dw_at = expand ? packed_fc_floats(p.exp_c, p.in_c) : 0;
+    const uint64_t project_at =
+        dw_at + bottleneck_depthwise_floats(p.kernel_h, p.kernel_w, p.exp_c);
+    const uint64_t se_at = project_at + (project ? packed_fc_floats(p.out_c, p.exp_c) : 0);
     p.x = addr[node.inputs[0]];
     p.expand_packed = expand ? w : nullptr;
     p.dw_weight = w + dw_at;
     p.dw_bias = w + dw_at + p.kernel_h * p.kernel_w * p.exp_c;
-    p.project_packed =
-        project ? w + dw_at + bottleneck_depthwise_floats(p.kernel_h, p.kernel_w, p.exp_c) : nullptr;
+    p.project_packed = project ? w + project_at : nullptr;
+    p.se_squeeze_packed = se ? w + se_at : nullptr;
+    p.se_excite_packed = se ? w + se_at + packed_fc_floats(p.se_c, p.exp_c) : nullptr;
     p.residual = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
     p.y = addr[node.output];
   }
@@ -167,7 +192,7 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       p.c = addr[node.output];
       p.ldc = out_features;
       p.residual = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
-      p.activation = static_cast<GemmActivation>(node.params[2]);  // validated: 0..3
+      p.activation = static_cast<GemmActivation>(node.params[2]);  // validated: 0..5
       p.out_min = node.fparams[0];
       p.out_max = node.fparams[1];
       packed_gemm(p, pool);
@@ -182,7 +207,7 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       c.stride_w = q[kStrideW];
       c.dilation_h = q[kDilationH];
       c.dilation_w = q[kDilationW];
-      c.activation = static_cast<GemmActivation>(q[kPackedActivation]);  // validated: 0..3
+      c.activation = static_cast<GemmActivation>(q[kPackedActivation]);  // validated: 0..5
       packed_conv_nhwc(c, pool);
       return Error::Ok;
     }

@@ -263,10 +263,15 @@ TEST_F(CpuBlobTest, SupportsRefusesWhatXnnpackCannotMatch) {
          const int x = b.input("x", DType::I64, {4});
          b.op("tern::relu", {x}, DType::I64, {4});
        }},
-      {"silu",
+      {"silu with an extra argument",  // silu is taken (as sigmoid and multiply, or folded)
        [](GraphBuilder& b) {
          const int x = b.input("x", DType::F32, {4});
-         b.op("tern::silu", {x}, DType::F32, {4});
+         b.op("tern::silu", {x, b.bool_value(false)}, DType::F32, {4});
+       }},
+      {"an op the backend does not take",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {4});
+         b.op("tern::tanh", {x}, DType::F32, {4});
        }},
       {"gelu of an unknown form",
        [](GraphBuilder& b) {
@@ -373,13 +378,14 @@ TEST_F(CpuBlobTest, SpecificCorruptionsNameTheProblem) {
     EXPECT_NE(msg.find("magic"), std::string::npos) << msg;
   }
   // Every older version: 1 (before tern's own kernels joined the blob), 2 (before
-  // PackedWinogradConv2d and Gelu), 3 (before PackedBottleneck).
-  static_assert(cpu::kBlobVersion == 4, "add the version this one replaces to the list below");
-  for (uint32_t old : {1u, 2u, 3u}) {
+  // PackedWinogradConv2d and Gelu), 3 (before PackedBottleneck), 4 (before SiLU, sigmoid and
+  // the bottleneck's squeeze-excitation).
+  static_assert(cpu::kBlobVersion == 5, "add the version this one replaces to the list below");
+  for (uint32_t old : {1u, 2u, 3u, 4u}) {
     std::vector<uint8_t> bad = blob;
     std::memcpy(bad.data() + offsetof(cpu::BlobHeader, version), &old, 4);
     EXPECT_EQ(try_blob(bad, num_args, &msg), Error::DelegateInvalidCompatibility) << old;
-    EXPECT_NE(msg.find("version " + std::to_string(old) + ", this runtime reads version 4"),
+    EXPECT_NE(msg.find("version " + std::to_string(old) + ", this runtime reads version 5"),
               std::string::npos)
         << msg;
     EXPECT_EQ(parse_result(bad, &msg), Error::DelegateInvalidCompatibility) << old;
@@ -565,7 +571,7 @@ TEST_F(CpuBlobTest, PackedLinearFieldsAreChecked) {
       {offsetof(cpu::BlobNode, params), 33, "is not [1008]"},  // 33 out features: 3 panels
       {offsetof(cpu::BlobNode, params) + 4, 21, "params give 21"},
       {offsetof(cpu::BlobNode, params) + 4, 0, "is 0, expected >= 1"},
-      {offsetof(cpu::BlobNode, params) + 8, 4, "activation 4, expected 0 (none)"},
+      {offsetof(cpu::BlobNode, params) + 8, 6, "activation 6, expected 0 (none)"},
       {offsetof(cpu::BlobNode, params) + 12, 1, "unused parameter 3"},
       {offsetof(cpu::BlobNode, num_inputs), 4, "4 inputs, expected 2..3"},
       // A residual input must be a value made before the node.
@@ -781,11 +787,11 @@ TEST_F(CpuBlobTest, HardswishFoldsIntoTernsConv) {
   std::vector<uint8_t> blob = b.graph().delegates[0].blob;
   cpu::BlobNode n = blob_node(blob, 0);
   EXPECT_EQ(n.params[cpu::kPackedActivation], 1u);
-  n.params[cpu::kPackedActivation] = 4;  // no such activation
+  n.params[cpu::kPackedActivation] = 6;  // no such activation
   set_blob_node(&blob, 0, n);
   std::string message;
   EXPECT_EQ(parse_result(blob, &message), Error::InvalidProgram);
-  EXPECT_NE(message.find("activation 4"), std::string::npos) << message;
+  EXPECT_NE(message.find("activation 6"), std::string::npos) << message;
 }
 
 TEST_F(CpuBlobTest, LargeThreeByThreeConvsGoToWinograd) {
@@ -962,18 +968,41 @@ TEST_F(CpuBlobTest, BottleneckFieldsAreChecked) {
     const char* expect;
   };
   const Case cases[] = {
-      {"flags 4", [](cpu::BlobNode& n) { n.params[cpu::kBottleneckFlags] = 4; },
-       "flags 4, epilogues 2 and 2; expected flags <= 3"},
-      {"expand epilogue 4",
-       [](cpu::BlobNode& n) { n.params[cpu::kBottleneckExpandEpilogue] = 4; },
-       "flags 3, epilogues 4 and 2"},
-      {"depthwise epilogue 4",
-       [](cpu::BlobNode& n) { n.params[cpu::kBottleneckDepthwiseEpilogue] = 4; },
-       "flags 3, epilogues 2 and 4"},
+      {"flags 8", [](cpu::BlobNode& n) { n.params[cpu::kBottleneckFlags] = 8; },
+       "flags 8, epilogues 2 and 2; expected flags <= 7"},
+      {"expand epilogue 5",
+       [](cpu::BlobNode& n) { n.params[cpu::kBottleneckExpandEpilogue] = 5; },
+       "flags 3, epilogues 5 and 2"},
+      {"depthwise epilogue 5",
+       [](cpu::BlobNode& n) { n.params[cpu::kBottleneckDepthwiseEpilogue] = 5; },
+       "flags 3, epilogues 2 and 5"},
       {"an expand epilogue without an expand",  // project only, expand epilogue relu6
        [](cpu::BlobNode& n) { n.params[cpu::kBottleneckFlags] = cpu::kBottleneckHasProject; },
-       "flags 2, epilogues 2 and 2; expected flags <= 3 and epilogues <= 3 (the expand's 0 "
+       "flags 2, epilogues 2 and 2; expected flags <= 7 and epilogues <= 4 (the expand's 0 "
        "without an expand)"},
+      {"squeeze channels without squeeze-excitation",
+       [](cpu::BlobNode& n) { n.params[cpu::kBottleneckFlags] |= 4u << cpu::kBottleneckHighShift; },
+       "flags 3, squeeze-excitation of 4 channels, squeeze epilogue 0, gate 0; expected a "
+       "project"},
+      {"a squeeze epilogue without squeeze-excitation",
+       [](cpu::BlobNode& n) {
+         n.params[cpu::kBottleneckExpandEpilogue] |= 1u << cpu::kBottleneckHighShift;
+       },
+       "squeeze-excitation of 0 channels, squeeze epilogue 1, gate 0"},
+      {"a gate without squeeze-excitation",
+       [](cpu::BlobNode& n) {
+         n.params[cpu::kBottleneckDepthwiseEpilogue] |= 1u << cpu::kBottleneckHighShift;
+       },
+       "squeeze-excitation of 0 channels, squeeze epilogue 0, gate 1"},
+      {"squeeze-excitation of no channels",
+       [](cpu::BlobNode& n) { n.params[cpu::kBottleneckFlags] |= cpu::kBottleneckHasSqueezeExcite; },
+       "flags 7, squeeze-excitation of 0 channels"},
+      {"squeeze-excitation without its weights",  // 4 channels: the constant lacks them
+       [](cpu::BlobNode& n) {
+         n.params[cpu::kBottleneckFlags] |=
+             cpu::kBottleneckHasSqueezeExcite | (4u << cpu::kBottleneckHighShift);
+       },
+       "16 -> 64 -> 16 channels, 3x3 window, squeeze 4)"},
       {"dilation 2", [](cpu::BlobNode& n) { n.params[cpu::kDilationH] = 2; },
        "a 3x3 window with dilation 2x1; expected at most 16 rows and dilation 1"},
       {"a window taller than 16", [](cpu::BlobNode& n) { n.params[cpu::kKernelH] = 17; },
@@ -992,7 +1021,7 @@ TEST_F(CpuBlobTest, BottleneckFieldsAreChecked) {
        "16 -> 64 -> 16 channels, 3 inputs, flags 2"},
       {"a weight constant of the wrong size",
        [](cpu::BlobNode& n) { n.params[cpu::kBottleneckOutChannels] = 17; },
-       "16 -> 64 -> 17 channels, 3x3 window)"},
+       "16 -> 64 -> 17 channels, 3x3 window, squeeze 0)"},
       {"residual dims that are not the output's",  // stride 2: a 6x6 output, x is 12x12
        [](cpu::BlobNode& n) { n.params[cpu::kStrideH] = n.params[cpu::kStrideW] = 2; },
        "has dims [1, 12, 12, 16], expected the output's [1, 6, 6, 16]"},

@@ -12,7 +12,10 @@
 // untouched; x, the residual and the weights (read-only), y and the scratch, exact-size buffers
 // ending at a PROT_NONE page, are neither over-read nor over-written; no heap allocation;
 // concurrent calls with distinct y and scratch; empty problems; a NaN in x reaches exactly the
-// outputs over it. depthwise_row on its own: null (padding) rows, strides 1 and 2, 3x3 and 5x5,
+// outputs over it. Squeeze-excitation (EfficientNet's and MobileNetV3's) between the depthwise
+// stage and the project: SiLU and relu6 squeezes, sigmoid and clamp [0, 1] gates, the gate put
+// into the project's weight rows or (more pixels than weights) into d, no expand, residuals,
+// batch 2 (a gate per image), several bands and layer mode. depthwise_row on its own: null (padding) rows, strides 1 and 2, 3x3 and 5x5,
 // pads up to the kernel's width, channels 1 to 81, exactly out_w x channels floats written.
 #include <gtest/gtest.h>
 
@@ -49,21 +52,34 @@ using CpuBottleneck = kernel_test::RestoresIsaAndKnobs<int64_t, &bottleneck_band
 
 // Case flags. kResidualX: the residual is x itself (needs y's shape == x's); kResidualOwn: a
 // residual buffer of its own.
-enum : unsigned { kExpand = 1, kProject = 2, kResidualX = 4, kResidualOwn = 8, kNoDwBias = 16 };
+enum : unsigned {
+  kExpand = 1,
+  kProject = 2,
+  kResidualX = 4,
+  kResidualOwn = 8,
+  kNoDwBias = 16,
+  kSe = 32,  ///< squeeze-excitation of max(1, E / 4) channels (epilogues: Case::se)
+};
 constexpr unsigned kBoth = kExpand | kProject;
 
-/// Epilogue codes: n none, r relu6, h hardswish, H clamp [-2, 2] then hardswish, c clamp.
+/// Epilogue codes: n none, r relu6, h hardswish, H clamp [-2, 2] then hardswish, c clamp,
+/// S SiLU, g sigmoid, 1 clamp [0, 1].
 StageEpilogue epilogue(char code) {
   if (code == 'r') return {0.0f, 6.0f, GemmActivation::None};
   if (code == 'h') return {-kInf, kInf, GemmActivation::Hardswish};
   if (code == 'H') return {-2.0f, 2.0f, GemmActivation::Hardswish};
   if (code == 'c') return {-0.5f, 0.75f, GemmActivation::None};
+  if (code == 'S') return {-kInf, kInf, GemmActivation::Silu};
+  if (code == 'g') return {-kInf, kInf, GemmActivation::Sigmoid};
+  if (code == '1') return {0.0f, 1.0f, GemmActivation::None};
   return {};
 }
 
 double apply(const StageEpilogue& e, double v) {
   v = std::min(std::max(v, static_cast<double>(e.lo)), static_cast<double>(e.hi));
   if (e.act == GemmActivation::Hardswish) v = v * std::min(std::max(v + 3.0, 0.0), 6.0) / 6.0;
+  if (e.act == GemmActivation::Silu) v = v / (1.0 + std::exp(-v));
+  if (e.act == GemmActivation::Sigmoid) v = 1.0 / (1.0 + std::exp(-v));
   return v;
 }
 
@@ -72,7 +88,9 @@ struct Case {
   int64_t kh, kw, sh, sw, pt, pl, pb, pr;  // kernel, stride, pads (bottom/right imply out_h/w)
   unsigned flags;
   const char* epi;  // expand, depthwise, project (only its clamp) epilogue codes
+  const char* se = "ng";  // with kSe: the squeeze's and the gate's epilogue codes
   bool has(unsigned f) const { return (flags & f) != 0; }
+  int64_t se_c() const { return std::max<int64_t>(1, exp_c / 4); }
   int64_t out_h() const { return (in_h + pt + pb - kh) / sh + 1; }
   int64_t out_w() const { return (in_w + pl + pr - kw) / sw + 1; }
   int64_t x_floats() const { return batch * in_h * in_w * in_c; }
@@ -108,6 +126,18 @@ const Case kCases[] = {
     {1,  2,  3,  8,  24,  8, 3, 3, 1, 1, 3, 3, 3, 3, kBoth | kNoDwBias,        "rHc"},  // all pad
     {1,  9,  7,  8,  40,  8, 3, 5, 2, 1, 1, 2, 1, 2, kBoth | kNoDwBias,        "rhc"},  // 3x5
     {1, 18,  3,  4,  16,  4, 16, 1, 1, 1, 8, 0, 7, 0, kBoth | kResidualX,      "hrn"},  // 16x1
+    // Squeeze-excitation: EfficientNet's stride-2 block (the gate into the weight rows), its
+    // first block (no expand), a 5x5 one with more weights than pixels (the gate into d),
+    // MobileNetV3's (relu6 squeeze, clamp [0, 1] gate), batch 2 (layer mode on 3 threads),
+    // bands with the residual, a 1x1 image, few channels (one squeeze channel).
+    {1, 12, 12, 16,  96, 24, 3, 3, 2, 2, 1, 1, 1, 1, kBoth | kSe,              "SSn", "Sg"},
+    {1, 14, 14, 32,  32, 16, 3, 3, 1, 1, 1, 1, 1, 1, kProject | kSe,           "nSn", "Sg"},
+    {1,  3,  3, 24, 144, 40, 5, 5, 1, 1, 2, 2, 2, 2, kBoth | kSe | kResidualOwn, "SSc", "Sg"},
+    {1,  9,  9, 24,  72, 40, 5, 5, 1, 1, 2, 2, 2, 2, kBoth | kSe,              "hhn", "r1"},
+    {2,  9,  7, 16,  64, 24, 3, 3, 1, 1, 1, 1, 1, 1, kBoth | kSe | kResidualOwn, "SSn", "Sg"},
+    {1, 28, 28, 24, 144, 24, 3, 3, 1, 1, 1, 1, 1, 1, kBoth | kSe | kResidualX, "SSn", "Sg"},
+    {1,  1,  1, 16,  96, 24, 3, 3, 1, 1, 1, 1, 1, 1, kBoth | kSe,              "SSn", "ng"},
+    {1,  5,  6,  3,   3,  5, 3, 3, 1, 1, 1, 1, 1, 1, kBoth | kSe | kNoDwBias,  "rSc", "h1"},
 };
 // clang-format on
 
@@ -118,32 +148,49 @@ std::string name(const Case& cs) {
          (cs.has(kExpand) ? "->" + num(cs.exp_c) : "") +
          (cs.has(kProject) ? "->" + num(cs.out_c) : "") + " k" + num(cs.kh) + "x" + num(cs.kw) +
          " s" + num(cs.sh) + "x" + num(cs.sw) + " pads " + num(cs.pt) + "/" + num(cs.pl) + "/" +
-         num(cs.pb) + "/" + num(cs.pr) + " epi " + cs.epi + (cs.has(kResidualX) ? " +x" : "") +
+         num(cs.pb) + "/" + num(cs.pr) + " epi " + cs.epi +
+         (cs.has(kSe) ? " se " + num(cs.se_c()) + " " + cs.se : "") +
+         (cs.has(kResidualX) ? " +x" : "") +
          (cs.has(kResidualOwn) ? " +residual" : "") + (cs.has(kNoDwBias) ? " no dw bias" : "");
 }
 
 /// One case's inputs in the kernel's layouts, and y's reference.
 struct Data {
   std::vector<float> x, residual, expand_packed, dw_weight, dw_bias, project_packed;
+  std::vector<float> squeeze_packed, excite_packed;  ///< with kSe
   std::vector<double> ref;
 };
 
 struct Inputs {
   const float *x, *expand, *dw_w, *dw_b, *project, *residual;
+  const float* squeeze = nullptr;
+  const float* excite = nullptr;
 };
 
 const float* ptr(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
 
 Inputs inputs_of(const Case& cs, const Data& d) {
-  return {d.x.data(),     ptr(d.expand_packed),  d.dw_weight.data(),
-          ptr(d.dw_bias), ptr(d.project_packed), cs.has(kResidualX) ? d.x.data() : ptr(d.residual)};
+  return {d.x.data(),
+          ptr(d.expand_packed),
+          d.dw_weight.data(),
+          ptr(d.dw_bias),
+          ptr(d.project_packed),
+          cs.has(kResidualX) ? d.x.data() : ptr(d.residual),
+          ptr(d.squeeze_packed),
+          ptr(d.excite_packed)};
 }
 
-/// y = project(epi_d(depthwise(epi_e(expand(x))))) in double, from PyTorch-layout weights:
-/// we [E, C], wd [E, 1, kh, kw], wp [O, E]; null bd / residual: none.
+/// The squeeze-excitation's PyTorch-layout weights: squeeze [S, E] and bias [S], excitation
+/// [E, S] and bias [E].
+struct SeWeights {
+  std::vector<float> ws, bs, wg, bg;
+};
+
+/// y = project(se(epi_d(depthwise(epi_e(expand(x)))))) in double, from PyTorch-layout weights:
+/// we [E, C], wd [E, 1, kh, kw], wp [O, E]; null bd / residual: none; se only with kSe.
 std::vector<double> reference(const Case& cs, const float* x, const float* we, const float* be,
                               const float* wd, const float* bd, const float* wp, const float* bp,
-                              const float* residual) {
+                              const float* residual, const SeWeights& se) {
   const int64_t H = cs.in_h, W = cs.in_w, C = cs.in_c, E = cs.exp_c, O = cs.out_c;
   const int64_t OH = cs.out_h(), OW = cs.out_w();
   const StageEpilogue ee = epilogue(cs.epi[0]), ed = epilogue(cs.epi[1]), ep = epilogue(cs.epi[2]);
@@ -176,6 +223,28 @@ std::vector<double> reference(const Case& cs, const float* x, const float* we, c
           }
           d[(oh * OW + ow) * E + c] = apply(ed, s);
         }
+      }
+    }
+    if (cs.has(kSe)) {  // mean, squeeze, gate, d scaled per channel
+      const int64_t S = cs.se_c();
+      const StageEpilogue es = epilogue(cs.se[0]), eg = epilogue(cs.se[1]);
+      std::vector<double> m(E, 0.0), h(S), g(E);
+      for (int64_t px = 0; px < OH * OW; ++px) {
+        for (int64_t c = 0; c < E; ++c) m[c] += d[px * E + c];
+      }
+      for (double& v : m) v /= static_cast<double>(OH * OW);
+      for (int64_t j = 0; j < S; ++j) {
+        double s = se.bs[j];
+        for (int64_t c = 0; c < E; ++c) s += m[c] * se.ws[j * E + c];
+        h[j] = apply(es, s);
+      }
+      for (int64_t c = 0; c < E; ++c) {
+        double s = se.bg[c];
+        for (int64_t j = 0; j < S; ++j) s += h[j] * se.wg[c * S + j];
+        g[c] = apply(eg, s);
+      }
+      for (int64_t px = 0; px < OH * OW; ++px) {
+        for (int64_t c = 0; c < E; ++c) d[px * E + c] *= g[c];
       }
     }
     for (int64_t px = 0; px < OH * OW; ++px) {
@@ -225,9 +294,21 @@ Data make_data(const Case& cs, uint32_t seed, int64_t nan_at = -1) {
     d.project_packed.resize(packed_weight_floats(O, E));
     pack_fc_weight(wp.data(), bp.data(), O, E, d.project_packed.data());
   }
+  SeWeights se;
+  if (cs.has(kSe)) {
+    const int64_t S = cs.se_c();
+    se.ws = weights(S * E, E, seed + 8);
+    se.bs = random_floats(S, seed + 9);
+    se.wg = weights(E * S, S, seed + 10);
+    se.bg = random_floats(E, seed + 11);
+    d.squeeze_packed.resize(packed_weight_floats(S, E));
+    pack_fc_weight(se.ws.data(), se.bs.data(), S, E, d.squeeze_packed.data());
+    d.excite_packed.resize(packed_weight_floats(E, S));
+    pack_fc_weight(se.wg.data(), se.bg.data(), E, S, d.excite_packed.data());
+  }
   const Inputs in = inputs_of(cs, d);
   d.ref = reference(cs, d.x.data(), we.data(), be.data(), wd.data(), in.dw_b, wp.data(), bp.data(),
-                    in.residual);
+                    in.residual, se);
   return d;
 }
 
@@ -257,6 +338,13 @@ BottleneckProblem make_problem(const Case& cs, const Inputs& in, float* y) {
   p.residual = in.residual;
   p.out_min = epilogue(cs.epi[2]).lo;
   p.out_max = epilogue(cs.epi[2]).hi;
+  if (cs.has(kSe)) {
+    p.se_c = cs.se_c();
+    p.se_squeeze_packed = in.squeeze;
+    p.se_squeeze = epilogue(cs.se[0]);
+    p.se_excite_packed = in.excite;
+    p.se_gate = epilogue(cs.se[1]);
+  }
   p.y = y;
   return p;
 }
@@ -362,9 +450,16 @@ TEST_F(CpuBottleneck, ExactSizeBuffersEndingAtAGuardPage) {
     const auto x = read_only_copy(d.x), residual = read_only_copy(d.residual);
     const auto expand = read_only_copy(d.expand_packed), project = read_only_copy(d.project_packed);
     const auto dw_w = read_only_copy(d.dw_weight), dw_b = read_only_copy(d.dw_bias);
-    const Inputs in{data_of(x),       data_of(expand),
-                    data_of(dw_w),    data_of(dw_b),
-                    data_of(project), cs.has(kResidualX) ? data_of(x) : data_of(residual)};
+    const auto squeeze = read_only_copy(d.squeeze_packed);
+    const auto excite = read_only_copy(d.excite_packed);
+    const Inputs in{data_of(x),
+                    data_of(expand),
+                    data_of(dw_w),
+                    data_of(dw_b),
+                    data_of(project),
+                    cs.has(kResidualX) ? data_of(x) : data_of(residual),
+                    data_of(squeeze),
+                    data_of(excite)};
     GuardedBuffer y(sizeof(float) * cs.y_floats());
     ASSERT_NE(y.data(), nullptr);
     for (int64_t band : {default_band, int64_t{1}}) {
@@ -385,27 +480,38 @@ TEST_F(CpuBottleneck, ExactSizeBuffersEndingAtAGuardPage) {
   }
 }
 
+/// The first case with squeeze-excitation (EfficientNet's stride-2 block).
+const Case& first_se_case() {
+  for (const Case& cs : kCases) {
+    if (cs.has(kSe)) return cs;
+  }
+  return kCases[0];
+}
+
 TEST_F(CpuBottleneck, NoHeapAllocation) {
   if (!TERN_ZERO_ALLOC_HOOKS) GTEST_SKIP() << "sanitizers own malloc";
-  const Case& cs = kCases[1];  // MobileNetV2 stride 1 with the residual
-  const Data d = make_data(cs, 700);
-  std::vector<float> y(cs.y_floats());
-  const BottleneckProblem p = make_problem(cs, inputs_of(cs, d), y.data());
-  Pool three(3);
-  for (int64_t band : {bottleneck_band_floats(), int64_t{1}}) {
-    bottleneck_band_floats() = band;
-    std::vector<float> scratch(bottleneck_scratch_floats(p, 3));
-    bottleneck_nhwc(p, scratch.data(), three.pool);  // warm up the pool
-    for (GemmIsa isa : supported_isas()) {
-      ASSERT_TRUE(packed_gemm_force_isa(isa));
-      for (pthreadpool_t pool : {static_cast<pthreadpool_t>(nullptr), three.pool}) {
-        long allocations = 0;
-        {
-          testing_support::ArmedCounter counter;
-          bottleneck_nhwc(p, scratch.data(), pool);
-          allocations = counter.count();
+  // MobileNetV2 stride 1 with the residual; EfficientNet's block with squeeze-excitation.
+  for (const Case* c : {&kCases[1], &first_se_case()}) {
+    const Case& cs = *c;
+    const Data d = make_data(cs, 700);
+    std::vector<float> y(cs.y_floats());
+    const BottleneckProblem p = make_problem(cs, inputs_of(cs, d), y.data());
+    Pool three(3);
+    for (int64_t band : {bottleneck_band_floats(), int64_t{1}}) {
+      bottleneck_band_floats() = band;
+      std::vector<float> scratch(bottleneck_scratch_floats(p, 3));
+      bottleneck_nhwc(p, scratch.data(), three.pool);  // warm up the pool
+      for (GemmIsa isa : supported_isas()) {
+        ASSERT_TRUE(packed_gemm_force_isa(isa));
+        for (pthreadpool_t pool : {static_cast<pthreadpool_t>(nullptr), three.pool}) {
+          long allocations = 0;
+          {
+            testing_support::ArmedCounter counter;
+            bottleneck_nhwc(p, scratch.data(), pool);
+            allocations = counter.count();
+          }
+          EXPECT_EQ(allocations, 0) << describe(cs, isa, pool, band);
         }
-        EXPECT_EQ(allocations, 0) << describe(cs, isa, pool, band);
       }
     }
   }

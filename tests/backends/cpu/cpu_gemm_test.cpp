@@ -31,6 +31,7 @@ using kernel_test::random_floats;
 using kernel_test::supported_isas;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kGuardValue = -12345.678f;
 constexpr float kGuard = -12345.678f;  // what C's padding and guard region hold
 
 
@@ -59,6 +60,10 @@ double activate(GemmActivation act, double v) {
       return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
     case GemmActivation::GeluTanh:
       return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+    case GemmActivation::Silu:
+      return v / (1.0 + std::exp(-v));
+    case GemmActivation::Sigmoid:
+      return 1.0 / (1.0 + std::exp(-v));
   }
   return v;
 }
@@ -271,8 +276,8 @@ TEST_F(CpuGemm, ResidualIsAddedOnceBeforeTheClamp) {
 
 TEST_F(CpuGemm, ActivationsApplyToEveryFinishedTile) {
   // hardswish after a clamp and a residual (MobileNetV3's expand convs have neither; the order
-  // is the graph's), GELU in both forms on a transformer MLP's shape and edge shapes, with K in
-  // several blocks (the activation must run once, after the last).
+  // is the graph's), GELU in both forms, SiLU and sigmoid on a transformer MLP's shape and edge
+  // shapes, with K in several blocks (the activation must run once, after the last).
   Case cases[] = {
       {196, 120, 40}, {49, 576, 96, 0, 3}, {7, 5, 3, 1, 3}, {128, 200, 64},
       {33, 37, 70, 0, 2, false, -2.0f, 2.5f}, {1, 20, 50},
@@ -283,7 +288,8 @@ TEST_F(CpuGemm, ActivationsApplyToEveryFinishedTile) {
   for (GemmIsa isa : supported_isas()) {
     ASSERT_TRUE(packed_gemm_force_isa(isa));
     for (GemmActivation act : {GemmActivation::Hardswish, GemmActivation::GeluErf,
-                               GemmActivation::GeluTanh}) {
+                               GemmActivation::GeluTanh, GemmActivation::Silu,
+                               GemmActivation::Sigmoid}) {
       for (int64_t kc : {int64_t{1024}, int64_t{16}}) {
         gemm_detail::gemm_blocking().kc_max = kc;
         for (Case cs : cases) {
@@ -292,6 +298,54 @@ TEST_F(CpuGemm, ActivationsApplyToEveryFinishedTile) {
           run_case(cs, two.pool, isa, seed);
           ++seed;
         }
+      }
+    }
+  }
+}
+
+TEST_F(CpuGemm, SiluAndSigmoidOverTheRangeEveryIsa) {
+  // The activations alone (gemm_activation_fn) on x from -100 to 100, signed zeros, the
+  // infinities and NaN, in arrays of 1 to 40 floats (every tail): within 2e-6 relative of the
+  // double definition (and 1e-35 absolute: below |x| = 87 the exponential flushes to 0); NaN
+  // for NaN; silu(-inf) is NaN as in the portable kernel (-inf / (1 + inf)).
+  std::vector<float> xs;
+  for (int i = -2000; i <= 2000; ++i) xs.push_back(static_cast<float>(i) * 0.05f);
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 88.5f, -88.5f, 103.0f, -103.0f, 1e30f, -1e30f}) {
+    xs.push_back(v);
+  }
+  for (GemmIsa isa : supported_isas()) {
+    ASSERT_TRUE(packed_gemm_force_isa(isa));
+    for (GemmActivation act : {GemmActivation::Silu, GemmActivation::Sigmoid}) {
+      const ActivationFn fn = gemm_activation_fn(act);
+      ASSERT_NE(fn, nullptr);
+      const bool silu = act == GemmActivation::Silu;
+      const std::string what = std::string(gemm_isa_name(isa)) + (silu ? " silu" : " sigmoid");
+      for (size_t at = 0, len = 1; at < xs.size(); at += len, len = len % 40 + 1) {
+        const size_t n = std::min(len, xs.size() - at);
+        std::vector<float> y(xs.begin() + static_cast<std::ptrdiff_t>(at),
+                             xs.begin() + static_cast<std::ptrdiff_t>(at + n));
+        y.push_back(kGuardValue);
+        fn(y.data(), static_cast<int64_t>(n));
+        ASSERT_EQ(y[n], kGuardValue) << what << ": wrote past " << n << " floats";
+        for (size_t i = 0; i < n; ++i) {
+          const double x = xs[at + i];
+          const double want = activate(act, x);
+          EXPECT_LE(std::fabs(y[i] - want), 2e-6 * std::fabs(want) + 1e-35)
+              << what << "(" << x << ") = " << y[i] << ", want " << want;
+        }
+      }
+      float special[4] = {std::numeric_limits<float>::quiet_NaN(), kInf, -kInf, 1.0f};
+      fn(special, 4);
+      EXPECT_TRUE(std::isnan(special[0])) << what;
+      if (silu) {
+        EXPECT_EQ(special[1], kInf) << what;
+      } else {
+        EXPECT_NEAR(special[1], 1.0f, 1e-6f) << what;  // the reciprocal's last bit
+      }
+      if (silu) {
+        EXPECT_TRUE(std::isnan(special[2])) << what;
+      } else {
+        EXPECT_EQ(special[2], 0.0f) << what;
       }
     }
   }
