@@ -8,8 +8,9 @@
 #   BENCH_RUNS=30          timed runs per runtime and model (>= 20 for figures that count)
 #   BENCH_WARMUP=5         warm-up runs
 #   BENCH_ROUNDS=5         timing rounds: every runtime once per round, the order reversing
-#   BENCH_MODELS=a,b       subset of resnet18,mobilenet_v2,mobilenet_v3_small,transformer_encoder,
-#                          gpt_block,linear_stack
+#   BENCH_MODELS=a,b       subset of bench/models.py's MODELS (default: all): resnet18,
+#                          mobilenet_v2,mobilenet_v3_small,transformer_encoder,gpt_block,
+#                          linear_stack,efficientnet_b0,mnasnet0_5,regnet_x_400mf
 #   BENCH_PEERS=a,b        subset of tern-portable,tern-cpu,executorch,ort,torch
 #   BENCH_BUILD_DIR=build-bench
 #   BENCH_NOTE="..."       a note printed at the top of the report (e.g. "the machine was loaded")
