@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates (or completes) the project's virtual environment .venv with the current PyTorch 2.x
-# line, torchvision, numpy and Hugging Face transformers from PyPI, for the exporter
+# line, torchvision, numpy, Hugging Face transformers, and the quantization references
+# bitsandbytes and ml_dtypes from PyPI, for the exporter
 # (torch.export) and the op/model tests. Debian's own python3-torch (the 1.13 line) stays under
 # /usr/bin/python3, untouched. Idempotent: what is already there is kept; only what is missing
 # is installed (and never a different torch than the one the venv has).
@@ -47,5 +48,21 @@ if "$py" -c "import transformers" 2>/dev/null &&
      2>/dev/null; then
   echo "setup-venv: note: this transformers release does not support torch $have_torch; the" \
        "transformers model tests will be skipped"
+fi
+if ! "$py" -c "import ml_dtypes" 2>/dev/null; then
+  # ml_dtypes: the float8_e4m3fn / float8_e5m2 reference of tests/quant (bit-exact FP8).
+  echo "setup-venv: adding ml_dtypes"
+  if ! "$py" -m pip install -q ml_dtypes; then
+    echo "setup-venv: warning: could not install ml_dtypes; tests/quant reports it skipped"
+  fi
+fi
+if ! "$py" -c "import bitsandbytes" 2>/dev/null; then
+  # bitsandbytes: the NF4 reference of tests/quant (quantize_4bit(quant_type="nf4") on CPU,
+  # double quantization, its dynamic map). Pinned to the installed torch so pip never replaces
+  # it. Optional: without it tests/quant relies on its QUANT.md implementation and says so.
+  echo "setup-venv: adding bitsandbytes for torch $have_torch"
+  if ! "$py" -m pip install -q bitsandbytes "torch==$have_torch"; then
+    echo "setup-venv: warning: could not install bitsandbytes; tests/quant reports it skipped"
+  fi
 fi
 exit 0

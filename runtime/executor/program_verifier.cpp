@@ -1,6 +1,8 @@
 #include "runtime/executor/program_verifier.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -346,8 +348,21 @@ Error MethodChecker::check_tensor(uint32_t index, const fb::Tensor* tensor) {
       TERN_RETURN_ERROR(InvalidProgram, "method '%s' value %u: unknown storage kind %u", name_,
                         index, static_cast<unsigned>(tensor->storage()));
   }
-  if (tensor->quant() != nullptr) {
-    TERN_RETURN_IF_ERROR(check_quant(index, tensor, numel));
+  const bool quantized_dtype =
+      dtype == DType::NF4 || dtype == DType::FP8E4M3 || dtype == DType::FP8E5M2;
+  if (tensor->quant() != nullptr || quantized_dtype) {
+    const Error err = check_quant(index, tensor, numel);
+    if (err != Error::Ok) {
+      // Name the tensor: a corrupt quantized weight is reported as that weight.
+      const char* tensor_name = tensor->name() != nullptr ? tensor->name()->c_str() : "";
+      if (tensor_name[0] != '\0') {
+        char cause[1024];
+        std::snprintf(cause, sizeof cause, "%s", last_error_message());
+        return set_error_message(err, "%s (value %u is the %s tensor '%s')", cause, index,
+                                 to_string(dtype), tensor_name);
+      }
+      return err;
+    }
   }
   return Error::Ok;
 }
@@ -387,7 +402,16 @@ Error MethodChecker::check_quant_ref(uint32_t index, const char* field, int32_t 
 Error MethodChecker::check_quant(uint32_t index, const fb::Tensor* tensor, uint64_t numel) {
   const fb::QuantParams* q = tensor->quant();
   const DType dtype = static_cast<DType>(tensor->dtype());
-  switch (q->scheme()) {
+  const fb::QuantScheme scheme = q != nullptr ? q->scheme() : fb::QuantScheme::None;
+  if (scheme == fb::QuantScheme::None) {
+    TERN_CHECK_OR_RETURN_ERROR(dtype != DType::NF4 && dtype != DType::FP8E4M3 &&
+                                   dtype != DType::FP8E5M2,
+                               InvalidProgram,
+                               "method '%s' value %u: %s tensor without quantization parameters",
+                               name_, index, to_string(dtype));
+    return Error::Ok;
+  }
+  switch (scheme) {
     case fb::QuantScheme::None:
       return Error::Ok;
     case fb::QuantScheme::NF4:
@@ -407,6 +431,9 @@ Error MethodChecker::check_quant(uint32_t index, const fb::Tensor* tensor, uint6
       }
       TERN_CHECK_OR_RETURN_ERROR(q->dq_block_size() > 0, InvalidProgram,
                                  "method '%s' value %u: double-quant block size is 0", name_,
+                                 index);
+      TERN_CHECK_OR_RETURN_ERROR(std::isfinite(q->dq_offset()), InvalidProgram,
+                                 "method '%s' value %u: double-quant offset is not finite", name_,
                                  index);
       TERN_RETURN_IF_ERROR(
           check_quant_ref(index, "dq_codes", q->dq_codes(), DType::U8, num_blocks));
@@ -430,6 +457,10 @@ Error MethodChecker::check_quant(uint32_t index, const fb::Tensor* tensor, uint6
           scales = rows;
           break;
         case fb::ScaleGranularity::Block2D:
+          TERN_CHECK_OR_RETURN_ERROR(count_of(sizes) == 2, InvalidProgram,
+                                     "method '%s' value %u: FP8 2-D block scales need a rank-2 "
+                                     "tensor, found rank %u",
+                                     name_, index, count_of(sizes));
           TERN_CHECK_OR_RETURN_ERROR(q->block_rows() > 0 && q->block_cols() > 0, InvalidProgram,
                                      "method '%s' value %u: FP8 block %ux%u is empty", name_, index,
                                      q->block_rows(), q->block_cols());

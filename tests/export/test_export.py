@@ -299,16 +299,13 @@ def test_shape_mismatch_at_run():
     assert "input 0" in e.stderr and "[2, 16]" in e.stderr and "[3, 16]" in e.stderr, e.stderr
 
 
-def test_backends_and_quantize_not_implemented():
+def test_backends():
     m = MLP().eval()
     x = (torch.randn(1, 16),)
     # A backend the compiler does not have: tern compile names the ones it has.
     e = expect_raises(tern_export.CompileError,
                       lambda: tern_export.export(m, x, _path("b.pte"), backends=("xnnpack",)))
     assert "'xnnpack'" in e.stderr and "registered" in e.stderr, e.stderr
-    e = expect_raises(NotImplementedError,
-                      lambda: tern_export.export(m, x, _path("q.pte"), quantize="nf4"))
-    assert "nf4" in str(e) and "later" in str(e), str(e)
     r = tern_export.export(m, x, _path("portable.pte"), backends=("portable",))
     assert r.backends == () and "0 delegates" in r.compile_report, r.compile_report
     # The default ("cpu",) uses the cpu backend when the compiler has it, else portable only.
@@ -534,6 +531,68 @@ def test_cli():
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
                        env=env)
     assert r.returncode != 0 and "FILE.py:FACTORY" in (r.stdout + r.stderr), r.stderr
+
+
+class QuantMLP(nn.Module):
+    """An embedding, a stack of linears and a constant matmul: every quantizable kind."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(20, 64)
+        self.layers = nn.ModuleList([nn.Linear(64, 64) for _ in range(3)])
+        self.head = nn.Linear(64, 10)
+
+    def forward(self, idx):
+        h = self.emb(idx)
+        for layer in self.layers:
+            h = F.relu(layer(h))
+        return self.head(h)
+
+
+def test_quantize():
+    m = QuantMLP().eval()
+    idx = (torch.tensor([[1, 5, 19]]),)
+    with torch.no_grad():
+        want = m(*idx).numpy()
+    r32 = tern_export.export(m, idx, _path("q_f32.pte"), backends=("portable",))
+    assert r32.quantization is None
+    size32 = os.path.getsize(r32.path)
+    # tol: the output's NMSE against the f32 model (quantization error, not kernel error: the
+    # kernels are checked against dequantize-then-op in tests/quant).
+    for scheme, ratio, tol in (("nf4", 5.0, 0.05), ("nf4:double", 5.0, 0.05),
+                               ("fp8_e4m3", 3.0, 0.005), ("fp8_e5m2:per_tensor", 3.0, 0.02)):
+        r = tern_export.export(m, idx, _path("q.pte"), backends=("cpu",), quantize=scheme)
+        q = r.quantization
+        assert q is not None and len(q["weights"]) == 5, r.compile_report
+        names = sorted(w["name"] for w in q["weights"])
+        assert names == ["emb.weight", "head.weight", "layers.0.weight", "layers.1.weight",
+                         "layers.2.weight"], names
+        before, after = q["all_weight_bytes"]
+        assert before > ratio * 0.6 * after, (scheme, before, after)
+        assert os.path.getsize(r.path) * ratio * 0.6 < size32, (scheme, os.path.getsize(r.path))
+        (got,) = tern_export.run(r.path, [idx[0].numpy()])
+        nmse = float(((got - want) ** 2).sum() / (want ** 2).sum())
+        assert nmse < tol, (scheme, nmse)
+    # A dict of layer-name patterns: the first match wins, unmatched layers stay f32.
+    r = tern_export.export(m, idx, _path("qd.pte"), backends=("portable",),
+                           quantize={"layers.0": "fp8_e4m3", "layers.*": "nf4", "emb": None})
+    got = {w["name"]: w["scheme"] for w in r.quantization["weights"]}
+    assert got == {"layers.0.weight": "fp8_e4m3:per_channel", "layers.1.weight": "nf4:block=64",
+                   "layers.2.weight": "nf4:block=64"}, got
+    # A predicate per layer name.
+    r = tern_export.export(m, idx, _path("qp.pte"), backends=("portable",),
+                           quantize=lambda name: "nf4:block=32" if name != "head" else None)
+    got = {w["name"]: w["scheme"] for w in r.quantization["weights"]}
+    assert sorted(got) == ["emb.weight", "layers.0.weight", "layers.1.weight",
+                           "layers.2.weight"] and set(got.values()) == {"nf4:block=32"}, got
+    # Bad schemes are errors before anything runs, or tern compile's (naming what is legal).
+    e = expect_raises(ValueError, lambda: tern_export.export(m, idx, _path("x.pte"),
+                                                             quantize="int4"))
+    assert "int4" in str(e) and "nf4" in str(e), str(e)
+    e = expect_raises(TypeError, lambda: tern_export.export(m, idx, _path("x.pte"), quantize=4))
+    e = expect_raises(tern_export.CompileError,
+                      lambda: tern_export.export(m, idx, _path("x.pte"), quantize="nf4:block=48"))
+    assert "power of two" in e.stderr, e.stderr
 
 
 def main(filters):

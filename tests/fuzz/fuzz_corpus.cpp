@@ -24,6 +24,33 @@ std::vector<uint8_t> to_bytes(const std::string& s) {
   return std::vector<uint8_t>(s.begin(), s.end());
 }
 
+// The "quant" object of docs/graph-format.md for a quantized weight.
+json quant_json(const compiler::QuantSpec& q) {
+  using Scheme = compiler::QuantSpec::Scheme;
+  using Granularity = compiler::QuantSpec::Granularity;
+  json j;
+  j["scheme"] = q.scheme == Scheme::NF4              ? "nf4"
+                : q.scheme == Scheme::NF4DoubleQuant ? "nf4_double_quant"
+                                                     : "fp8";
+  j["block_size"] = q.block_size;
+  const std::pair<const char*, int> refs[] = {{"absmax", q.absmax},
+                                              {"dq_codes", q.dq_codes},
+                                              {"dq_absmax2", q.dq_absmax2},
+                                              {"dq_table", q.dq_table},
+                                              {"scale", q.scale}};
+  for (const auto& [key, ref] : refs) {
+    if (ref >= 0) j[key] = ref;
+  }
+  j["dq_offset"] = static_cast<double>(q.dq_offset);
+  j["dq_block_size"] = q.dq_block_size;
+  j["granularity"] = q.granularity == Granularity::PerTensor    ? "per_tensor"
+                     : q.granularity == Granularity::PerChannel ? "per_channel"
+                                                                : "block_2d";
+  j["block_rows"] = q.block_rows;
+  j["block_cols"] = q.block_cols;
+  return j;
+}
+
 json value_json(const std::string& method, const compiler::Value& v, int id,
                 std::map<std::string, compiler::SafeTensor>* weights) {
   using Kind = compiler::Value::Kind;
@@ -37,7 +64,13 @@ json value_json(const std::string& method, const compiler::Value& v, int id,
       const std::string weight = method + ".v" + std::to_string(id);
       if (v.is_constant) {
         j["weight"] = weight;
-        (*weights)[weight] = compiler::SafeTensor{v.dtype, v.sizes, v.data};
+        // Quantized data goes to safetensors as raw U8 bytes (it has no 4-bit dtype).
+        const bool quantized =
+            v.dtype == DType::NF4 || v.dtype == DType::FP8E4M3 || v.dtype == DType::FP8E5M2;
+        (*weights)[weight] =
+            quantized ? compiler::SafeTensor{DType::U8, {static_cast<int64_t>(v.data.size())},
+                                             v.data}
+                      : compiler::SafeTensor{v.dtype, v.sizes, v.data};
       } else if (v.is_state) {
         j["state"] = true;
         if (!v.data.empty()) {
@@ -47,6 +80,7 @@ json value_json(const std::string& method, const compiler::Value& v, int id,
       } else if (v.caller_bound) {
         j["caller_bound"] = true;
       }
+      if (v.quant.scheme != compiler::QuantSpec::Scheme::None) j["quant"] = quant_json(v.quant);
       break;
     }
     case Kind::Int:

@@ -214,6 +214,32 @@ compiler::Graph int32_graph() {
   return b.build();
 }
 
+compiler::Graph quantized_graph() {
+  compiler::GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {2, 40});
+  const int w1 = b.constant_f32("fc1.weight", {24, 40}, lcg_values(21, 24 * 40, 0.2));
+  const int b1 = b.constant_f32("fc1.bias", {24}, lcg_values(22, 24, 0.1));
+  const int w2 = b.constant_f32("fc2.weight", {8, 24}, lcg_values(23, 8 * 24, 0.3));
+  const int table = b.constant_f32("emb.weight", {5, 8}, lcg_values(24, 5 * 8, 1.0));
+  std::vector<uint8_t> index_bytes(2 * sizeof(int64_t));
+  const int64_t indices[2] = {4, 1};
+  std::memcpy(index_bytes.data(), indices, sizeof indices);
+  const int idx = b.constant("idx", DType::I64, {2}, index_bytes);
+  const int h = b.op("tern::linear", {x, w1, b1}, DType::F32, {2, 24}, "fc1");
+  const int r = b.op("tern::relu", {h}, DType::F32, {2, 24}, "act");
+  const int y = b.op("tern::linear", {r, w2, b.none()}, DType::F32, {2, 8}, "fc2");
+  const int e = b.op("tern::embedding", {table, idx}, DType::F32, {2, 8}, "emb");
+  const int out = b.op("tern::add", {y, e}, DType::F32, {2, 8}, "sum");
+  b.output(out);
+  compiler::ProgramGraph program = one_method("quantized", b.build());
+  compiler::QuantizeOptions options;
+  options.rules.push_back(compiler::parse_quant_rule("fc1.weight=nf4:block=32:double"));
+  options.rules.push_back(compiler::parse_quant_rule("fc2.weight=fp8_e5m2:block=4x16"));
+  options.rules.push_back(compiler::parse_quant_rule("emb.weight=fp8_e4m3:per_channel"));
+  compiler::quantize_program(program, options);
+  return program.methods[0];
+}
+
 std::vector<uint8_t> compile_one(const compiler::Graph& graph, const std::string& source_model) {
   return compiler::compile_program(one_method(source_model, graph)).bytes;
 }
@@ -227,6 +253,7 @@ const std::vector<SampleProgram>& sample_programs() {
     p.push_back({"state", one_method("state", state_graph())});
     p.push_back({"delegate", one_method("delegate", delegate_graph())});
     p.push_back({"int32", one_method("int32", int32_graph())});
+    p.push_back({"quantized", one_method("quantized", quantized_graph())});
     compiler::ProgramGraph two = one_method("two_methods", demo_mlp_graph());
     compiler::Graph second = elementwise_graph();
     second.name = "second";

@@ -54,6 +54,12 @@ compiler::Graph delegate_graph();
 /// a, b: i32[4] -> a + b -> * a (wrapping integer arithmetic is the kernel's business).
 compiler::Graph int32_graph();
 
+/// Quantized weights (docs/quantization.md): x f32[2, 40] -> linear (nf4 double-quant weight
+/// [24, 40] + bias) -> relu -> linear (fp8_e5m2 weight [8, 24], 2-D block scales) -> + embedding
+/// rows (fp8_e4m3 per-channel table [5, 8], constant i64 indices [2]). Already quantized (the
+/// compile step needs no options).
+compiler::Graph quantized_graph();
+
 /// Every sample program, in a fixed order (index is stable: fuzz_execute picks by it).
 /// Includes a two-method program ("forward" = demo MLP, "second" = elementwise).
 const std::vector<SampleProgram>& sample_programs();

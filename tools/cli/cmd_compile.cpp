@@ -6,8 +6,49 @@
 #include "tools/cli/commands.h"
 #include "tools/compiler/compile.h"
 #include "tools/compiler/graph_json.h"
+#include "tools/compiler/quantize.h"
 
 namespace tern::cli {
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& sizes) {
+  std::string s = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
+  return s + "]";
+}
+
+// Which weights were quantized, which were left f32 and why, and the weight bytes before/after.
+void print_quantization(const compiler::QuantizeReport& q) {
+  std::printf("quantized %zu weight%s:\n", q.weights.size(), q.weights.size() == 1 ? "" : "s");
+  uint64_t before = 0, after = 0;
+  for (const compiler::QuantizedWeight& w : q.weights) {
+    std::string ops;
+    for (const std::string& op : w.ops) {
+      const std::string name = op.rfind("tern::", 0) == 0 ? op.substr(6) : op;
+      if (ops.find(name) == std::string::npos) ops += (ops.empty() ? "" : ",") + name;
+    }
+    const uint64_t numel = w.bytes_before / 4;
+    std::printf("  %s%s %s %s (%s%s): %" PRIu64 " -> %" PRIu64 " bytes (%.4f bytes/param)\n",
+                w.method != "forward" ? (w.method + ": ").c_str() : "",
+                w.name.c_str(), shape_text(w.shape).c_str(), w.scheme.c_str(), ops.c_str(),
+                w.transposed ? ", matmul b stored transposed as a linear weight" : "",
+                w.bytes_before, w.bytes_after,
+                numel ? static_cast<double>(w.bytes_after) / static_cast<double>(numel) : 0.0);
+    before += w.bytes_before;
+    after += w.bytes_after;
+  }
+  for (const std::string& s : q.skipped) std::printf("  left f32: %s\n", s.c_str());
+  const auto ratio = [](uint64_t a, uint64_t b) {
+    return b ? static_cast<double>(a) / static_cast<double>(b) : 1.0;
+  };
+  std::printf("  quantized weights: %" PRIu64 " -> %" PRIu64 " bytes (%.2fx smaller)\n", before,
+              after, ratio(before, after));
+  std::printf("  all weights: %" PRIu64 " -> %" PRIu64 " bytes (%.2fx smaller)\n",
+              q.constant_bytes_before, q.constant_bytes_after,
+              ratio(q.constant_bytes_before, q.constant_bytes_after));
+}
+
+}  // namespace
 
 int cmd_compile(const CompileCommandOptions& options) {
   if (!is_power_of_two(options.segment_alignment)) {
@@ -20,9 +61,16 @@ int cmd_compile(const CompileCommandOptions& options) {
   for (const std::string& backend : options.backends) {
     if (backend != "portable") compile_options.backends.push_back(backend);
   }
+  if (!options.quantize.empty()) {
+    compile_options.quantize.scheme = compiler::parse_quant_scheme(options.quantize);
+  }
+  for (const std::string& rule : options.quantize_weights) {
+    compile_options.quantize.rules.push_back(compiler::parse_quant_rule(rule));
+  }
   const compiler::CompileResult result = compiler::compile_program(graph, compile_options);
   compiler::write_file(options.output, result.bytes);
   std::printf("wrote %s (%zu bytes)\n", options.output.c_str(), result.bytes.size());
+  if (compile_options.quantize.enabled()) print_quantization(result.quantization);
   for (const compiler::MethodReport& m : result.methods) {
     const double ratio = m.lower_bound ? static_cast<double>(m.arena_size) / m.lower_bound : 1.0;
     std::printf("  method '%s': %zu nodes, arena %" PRIu64 " bytes, lower bound %" PRIu64

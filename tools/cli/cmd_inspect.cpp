@@ -68,8 +68,110 @@ void print_values(const char* title, const fb::Method* m,
   }
 }
 
+uint64_t tensor_numel(const fb::Tensor* t) {
+  uint64_t numel = 1;
+  if (t->sizes()) {
+    for (int64_t s : *t->sizes()) {
+      if (s < 0 || !checked_mul(numel, static_cast<uint64_t>(s), &numel)) return 0;
+    }
+  }
+  return numel;
+}
+
+// Bytes of the constant tensor at value `ref` (a quantization parameter), 0 when absent.
+uint64_t param_bytes(const fb::Method* m, int32_t ref) {
+  if (ref < 0) return 0;
+  const fb::Tensor* t = value_tensor(m, static_cast<uint32_t>(ref));
+  return t ? tensor_nbytes(t) : 0;
+}
+
+// "nf4, block 64", "nf4 double-quant, block 64 (dq block 256)", "fp8 per channel (24 scales)".
+std::string quant_description(const fb::Method* m, const fb::Tensor* t) {
+  const fb::QuantParams* q = t->quant();
+  switch (q->scheme()) {
+    case fb::QuantScheme::NF4:
+      return "nf4, block " + std::to_string(q->block_size());
+    case fb::QuantScheme::NF4DoubleQuant:
+      return "nf4 double-quant, block " + std::to_string(q->block_size()) + " (absmax as u8 codes, " +
+             "dq block " + std::to_string(q->dq_block_size()) + ", 256-entry table)";
+    case fb::QuantScheme::FP8: {
+      const uint64_t scales = param_bytes(m, q->scale()) / 4;
+      std::string g;
+      switch (q->granularity()) {
+        case fb::ScaleGranularity::PerTensor:
+          g = "per tensor";
+          break;
+        case fb::ScaleGranularity::PerChannel:
+          g = "per channel";
+          break;
+        case fb::ScaleGranularity::Block2D:
+          g = "blocks " + std::to_string(q->block_rows()) + "x" + std::to_string(q->block_cols());
+          break;
+        default:
+          g = "granularity " + std::to_string(static_cast<unsigned>(q->granularity()));
+      }
+      return "fp8 " + g + " (" + std::to_string(scales) + " f32 scales)";
+    }
+    default:
+      return "scheme " + std::to_string(static_cast<unsigned>(q->scheme()));
+  }
+}
+
+/// Weight bytes as stored and as they were before quantization (f32), summed over methods.
+struct WeightTotals {
+  uint64_t stored = 0;
+  uint64_t as_f32 = 0;
+  size_t quantized = 0;
+};
+
+// The quantized tensors of a method: scheme, block size, bytes per parameter; adds the
+// method's constant bytes (a segment range counted once) to `totals`.
+void print_quantized(const fb::Method* m, std::set<std::pair<uint32_t, uint64_t>>& seen,
+                     WeightTotals& totals) {
+  if (m->values() == nullptr) return;
+  std::set<int32_t> params;
+  std::vector<uint32_t> quantized;
+  for (uint32_t i = 0; i < m->values()->size(); ++i) {
+    const fb::Tensor* t = value_tensor(m, i);
+    if (t == nullptr || t->quant() == nullptr || t->quant()->scheme() == fb::QuantScheme::None) {
+      continue;
+    }
+    quantized.push_back(i);
+    const fb::QuantParams* q = t->quant();
+    for (int32_t ref : {q->absmax(), q->dq_codes(), q->dq_absmax2(), q->dq_table(), q->scale()}) {
+      if (ref >= 0) params.insert(ref);
+    }
+  }
+  if (!quantized.empty()) std::printf("  quantized weights: %zu\n", quantized.size());
+  for (uint32_t i : quantized) {
+    const fb::Tensor* t = value_tensor(m, i);
+    const fb::QuantParams* q = t->quant();
+    // Own bytes: the packed data and its parameters (a double-quant table shared by several
+    // weights is counted in the totals, not here).
+    const uint64_t own = tensor_nbytes(t) + param_bytes(m, q->absmax()) +
+                         param_bytes(m, q->dq_codes()) + param_bytes(m, q->dq_absmax2()) +
+                         param_bytes(m, q->scale());
+    const uint64_t numel = tensor_numel(t);
+    std::printf("    %s %s: %s, %.4f bytes/param (%" PRIu64 " bytes; f32: %" PRIu64 ")\n",
+                str(t->name()).c_str(), tensor_string(t).c_str(), quant_description(m, t).c_str(),
+                numel ? static_cast<double>(own) / static_cast<double>(numel) : 0.0, own,
+                numel * 4);
+  }
+  totals.quantized += quantized.size();
+  for (uint32_t i = 0; i < m->values()->size(); ++i) {
+    const fb::Tensor* t = value_tensor(m, i);
+    if (t == nullptr || t->storage() != fb::StorageKind::Constant) continue;
+    if (!seen.insert({t->location(), t->offset()}).second) continue;
+    const uint64_t bytes = tensor_nbytes(t);
+    totals.stored += bytes;
+    if (params.count(static_cast<int32_t>(i))) continue;  // did not exist before quantization
+    const bool q = t->quant() != nullptr && t->quant()->scheme() != fb::QuantScheme::None;
+    totals.as_f32 += q ? tensor_numel(t) * 4 : bytes;
+  }
+}
+
 void print_method(const fb::Program* p, const fb::Method* m, std::set<std::pair<uint32_t, uint64_t>>& seen_constants,
-                  std::map<std::string, uint64_t>& weight_bytes) {
+                  std::map<std::string, uint64_t>& weight_bytes, WeightTotals& totals) {
   std::printf("method '%s'\n", str(m->name()).c_str());
   print_values("inputs", m, m->inputs());
   print_values("outputs", m, m->outputs());
@@ -172,6 +274,9 @@ void print_method(const fb::Program* p, const fb::Method* m, std::set<std::pair<
                 tensor_string(t).c_str(), t ? tensor_nbytes(t) : 0, init.c_str());
   }
 
+  std::set<std::pair<uint32_t, uint64_t>> seen_quant(seen_constants);
+  print_quantized(m, seen_quant, totals);
+
   if (m->values()) {
     for (const fb::EValue* v : *m->values()) {
       const fb::Tensor* t = v ? v->value_as_Tensor() : nullptr;
@@ -212,9 +317,10 @@ int cmd_inspect(const std::string& model) {
 
   std::set<std::pair<uint32_t, uint64_t>> seen_constants;
   std::map<std::string, uint64_t> weight_bytes;
+  WeightTotals totals;
   if (p->methods()) {
     for (const fb::Method* m : *p->methods()) {
-      if (m) print_method(p, m, seen_constants, weight_bytes);
+      if (m) print_method(p, m, seen_constants, weight_bytes, totals);
     }
   }
   uint64_t total = 0;
@@ -224,6 +330,13 @@ int cmd_inspect(const std::string& model) {
     total += bytes;
   }
   std::printf("  total      %" PRIu64 " bytes\n", total);
+  if (totals.quantized > 0) {
+    std::printf("weight bytes: %" PRIu64 " before quantization (as f32), %" PRIu64
+                " after (%.2fx smaller; %zu quantized tensor%s)\n",
+                totals.as_f32, totals.stored,
+                totals.stored ? static_cast<double>(totals.as_f32) / totals.stored : 1.0,
+                totals.quantized, totals.quantized == 1 ? "" : "s");
+  }
   return 0;
 }
 

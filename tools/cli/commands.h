@@ -45,6 +45,10 @@ struct CompileCommandOptions {
   /// Backend compilers to partition for, highest priority first; "portable" entries are
   /// ignored (the portable kernels are always the fallback).
   std::vector<std::string> backends;
+  /// --quantize SCHEME: the scheme of every eligible weight (empty: none).
+  std::string quantize;
+  /// --quantize-weight PATTERN=SCHEME rules, first match wins (docs/quantization.md).
+  std::vector<std::string> quantize_weights;
 };
 int cmd_compile(const CompileCommandOptions& options);
 

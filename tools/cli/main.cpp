@@ -80,6 +80,15 @@ int run_main(int argc, char** argv) {
                           "Segment alignment in bytes (power of two; 4096 for page alignment)");
   compile_cmd->add_option("--backend", compile.backends,
                           "Delegate to this backend (repeat; first has priority; 'portable': none)");
+  compile_cmd->add_option("--quantize", compile.quantize,
+                          "Quantize linear, matmul-with-constant and embedding weights: "
+                          "nf4[:block=N][:double] | fp8_e4m3[:per_channel|:per_tensor|:block=R[xC]] "
+                          "| fp8_e5m2[...] | none");
+  compile_cmd->add_option("--quantize-weight", compile.quantize_weights,
+                          "PATTERN=SCHEME: the scheme of the weights whose name matches the glob "
+                          "PATTERN (repeat; first match wins; before --quantize; SCHEME 'none' "
+                          "keeps them f32)")
+      ->allow_extra_args(false);
 
   try {
     app.parse(argc, argv);

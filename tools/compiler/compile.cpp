@@ -13,11 +13,17 @@ CompileResult compile_program(const ProgramGraph& program, const CompileOptions&
     throw std::invalid_argument("compile_program: the program has no methods");
   }
   CompileResult result;
-  // Methods are partitioned on a copy; without backends the caller's graphs are used as is.
+  // Methods are quantized and partitioned on a copy; without either the caller's graphs are
+  // used as is.
   ProgramGraph partitioned;
   const bool partitioning = !options.backends.empty();
-  if (partitioning) partitioned = program;
-  const ProgramGraph& source = partitioning ? partitioned : program;
+  const bool quantizing = options.quantize.enabled();
+  if (partitioning || quantizing) partitioned = program;
+  const ProgramGraph& source = partitioning || quantizing ? partitioned : program;
+  if (quantizing) {
+    for (const Graph& method : program.methods) validate_graph(method);
+    result.quantization = quantize_program(partitioned, options.quantize);
+  }
   std::vector<MemoryPlan> plans;
   plans.reserve(program.methods.size());
   for (size_t i = 0; i < program.methods.size(); ++i) {

@@ -7,6 +7,7 @@
 
 #include "tools/compiler/graph.h"
 #include "tools/compiler/memory_planner.h"
+#include "tools/compiler/quantize.h"
 #include "tools/compiler/serializer.h"
 
 namespace tern::compiler {
@@ -17,6 +18,9 @@ struct CompileOptions {
   /// Backend compilers to partition every method for, highest priority first (partitioner.h);
   /// empty: portable kernels only. Each name must be registered (register_backend_compiler).
   std::vector<std::string> backends;
+  /// Weight quantization (quantize.h), applied after validation and before partitioning;
+  /// disabled by default.
+  QuantizeOptions quantize;
 };
 
 struct MethodReport {
@@ -31,9 +35,12 @@ struct MethodReport {
 struct CompileResult {
   std::vector<uint8_t> bytes;
   std::vector<MethodReport> methods;
+  /// What the quantization pass did (empty when it was disabled).
+  QuantizeReport quantization;
 };
 
-/// Validates every method, partitions it among options.backends (the planner then treats
+/// Validates every method, quantizes weights when options.quantize asks (then validates again),
+/// partitions it among options.backends (the planner then treats
 /// each region as one position), plans its memory and serializes the program. `program` is
 /// not modified (methods are partitioned on copies). Throws std::invalid_argument naming the
 /// problem (an unknown backend name lists the registered ones).

@@ -84,6 +84,23 @@ uint64_t attention_scratch_bytes(const Graph& graph, const Node& node) {
   return portable::sdpa_block_scratch_bytes(q_len, kv_len);
 }
 
+// Panel bytes of tern::linear with a quantized weight [out, in] (rows = out) and tern::matmul
+// with a quantized 2-D b [k, n] (rows = k) (scratch_sizes.h); 0 for other ops, f32 weights or
+// malformed nodes.
+uint64_t quant_weight_scratch_bytes(const Graph& graph, const Node& node) {
+  if (node.op != "tern::linear" && node.op != "tern::matmul") return 0;
+  const Value* w = node_arg(graph, node, 1);
+  if (w == nullptr || !w->is_tensor() || w->sizes.size() != 2 || w->sizes[0] < 0 ||
+      w->sizes[1] < 0) {
+    return 0;
+  }
+  if (w->dtype != DType::NF4 && w->dtype != DType::FP8E4M3 && w->dtype != DType::FP8E5M2) {
+    return 0;
+  }
+  return portable::quant_panel_scratch_bytes(static_cast<uint64_t>(w->sizes[0]),
+                                             static_cast<uint64_t>(w->sizes[1]));
+}
+
 }  // namespace
 
 uint64_t node_scratch_bytes(const Graph& graph, const Node& node) {
@@ -92,6 +109,10 @@ uint64_t node_scratch_bytes(const Graph& graph, const Node& node) {
                                                             : bytes + portable::kScratchAlignment;
   }
   if (const uint64_t bytes = conv_scratch_bytes(graph, node); bytes != 0) {
+    return bytes > UINT64_MAX - portable::kScratchAlignment ? UINT64_MAX
+                                                            : bytes + portable::kScratchAlignment;
+  }
+  if (const uint64_t bytes = quant_weight_scratch_bytes(graph, node); bytes != 0) {
     return bytes > UINT64_MAX - portable::kScratchAlignment ? UINT64_MAX
                                                             : bytes + portable::kScratchAlignment;
   }

@@ -1,6 +1,11 @@
-// tern::embedding(weight [V, D], indices, out [..., D]): rows of weight picked by indices.
+// tern::embedding(weight [V, D], indices, out [..., D]): rows of weight picked by indices. A
+// quantized (nf4 / fp8) weight stays packed: each picked row is dequantized straight into out
+// (f32), so no scratch is needed.
 #include <cinttypes>
 #include <cstring>
+
+#include "runtime/kernels/portable/quant_weight.h"
+#include "runtime/kernels/util/quant_formats.h"
 
 #include "runtime/kernels/portable/broadcast.h"
 #include "runtime/kernels/portable/data_movement_args.h"
@@ -18,14 +23,14 @@ Error embedding(KernelContext& /*context*/, Span<EValue*> args) {
   TERN_ASSIGN_OR_RETURN(TensorView* weight, tensor_arg(op, args, 0, "weight"));
   TERN_ASSIGN_OR_RETURN(TensorView* indices, tensor_arg(op, args, 1, "indices"));
   TERN_ASSIGN_OR_RETURN(TensorView* out, tensor_arg(op, args, 2, "out"));
-  TERN_CHECK_OR_RETURN_ERROR(weight->dtype != DType::NF4 && weight->dtype != DType::FP8E4M3 &&
-                                 weight->dtype != DType::FP8E5M2,
-                             InvalidArgument,
-                             "%s: weight: %s weights are not supported by the portable kernel "
-                             "yet (expected f32, int or bool)",
-                             op, to_string(weight->dtype));
-  TERN_RETURN_IF_ERROR(check_byte_dtype(op, "weight", *weight));
-  TERN_RETURN_IF_ERROR(check_dtype(op, "out", *out, weight->dtype));
+  const bool quantized = quant::is_quantized(weight->dtype);
+  if (quantized) {
+    TERN_RETURN_IF_ERROR(check_quantized_weight(op, "weight", *weight));
+    TERN_RETURN_IF_ERROR(check_dtype(op, "out", *out, DType::F32));
+  } else {
+    TERN_RETURN_IF_ERROR(check_byte_dtype(op, "weight", *weight));
+    TERN_RETURN_IF_ERROR(check_dtype(op, "out", *out, weight->dtype));
+  }
   TERN_RETURN_IF_ERROR(check_index_dtype(op, "indices", *indices));
   TERN_CHECK_OR_RETURN_ERROR(weight->rank == 2, InvalidArgument,
                              "%s: weight: expected rank 2 [V, D], found rank %u", op,
@@ -39,7 +44,8 @@ Error embedding(KernelContext& /*context*/, Span<EValue*> args) {
   shape.sizes[indices->rank] = weight->sizes[1];
   TERN_RETURN_IF_ERROR(check_shape(op, "out", *out, shape.span()));
   const int64_t rows = weight->sizes[0];
-  const size_t row = static_cast<size_t>(weight->sizes[1]) * element_size(weight->dtype);
+  const uint64_t dim = static_cast<uint64_t>(weight->sizes[1]);
+  const size_t row = static_cast<size_t>(dim) * (quantized ? sizeof(float) : element_size(weight->dtype));
   const uint64_t n = indices->numel();
   const uint8_t* src = static_cast<const uint8_t*>(weight->data);
   uint8_t* dst = static_cast<uint8_t*>(out->data);
@@ -49,7 +55,13 @@ Error embedding(KernelContext& /*context*/, Span<EValue*> args) {
                                "%s: indices element %" PRIu64 " = %" PRId64 " out of range for "
                                "%" PRId64 " embeddings (expected in [0, %" PRId64 "))",
                                op, i, v, rows, rows);
-    if (row > 0) std::memcpy(dst + i * row, src + static_cast<size_t>(v) * row, row);
+    if (row == 0) continue;
+    if (quantized) {
+      quant::dequantize(*weight, static_cast<uint64_t>(v) * dim, dim,
+                        reinterpret_cast<float*>(dst + i * row));
+    } else {
+      std::memcpy(dst + i * row, src + static_cast<size_t>(v) * row, row);
+    }
   }
   return Error::Ok;
 }

@@ -1,5 +1,8 @@
 // tern::matmul (ATen rules: 1-D operands, batch broadcasting) and tern::bmm, f32, through the
-// shared GEMM. A batch whose right operand is shared folds into one GEMM of B*n rows.
+// shared GEMM. A batch whose right operand is shared folds into one GEMM of B*n rows. A
+// quantized (nf4 / fp8) 2-D b stays packed: panels of its rows are dequantized into scratch
+// and accumulated (out += a[:, rows] @ panel).
+#include <algorithm>
 #include <cinttypes>
 
 #include "runtime/kernels/portable/broadcast.h"
@@ -7,6 +10,9 @@
 #include "runtime/kernels/portable/kernel_args.h"
 #include "runtime/kernels/portable/linalg_args.h"
 #include "runtime/kernels/portable/portable_kernels.h"
+#include "runtime/kernels/portable/quant_weight.h"
+#include "runtime/kernels/util/quant_formats.h"
+#include "runtime/kernels/util/scratch_sizes.h"
 
 namespace tern {
 namespace portable {
@@ -20,14 +26,19 @@ uint64_t product(Span<const int64_t> sizes) {
 
 }  // namespace
 
-Error matmul(KernelContext& /*context*/, Span<EValue*> args) {
+Error matmul(KernelContext& context, Span<EValue*> args) {
   const char* op = "tern::matmul";
   TERN_RETURN_IF_ERROR(check_num_args(op, args, 3, 3));
   TERN_ASSIGN_OR_RETURN(TensorView* a, tensor_arg(op, args, 0, "a"));
   TERN_ASSIGN_OR_RETURN(TensorView* b, tensor_arg(op, args, 1, "b"));
   TERN_ASSIGN_OR_RETURN(TensorView* out, tensor_arg(op, args, 2, "out"));
   TERN_RETURN_IF_ERROR(check_f32_rank(op, "a", *a, 1, kMaxRank));
-  TERN_RETURN_IF_ERROR(check_f32_rank(op, "b", *b, 1, kMaxRank));
+  const bool quantized = quant::is_quantized(b->dtype);
+  if (quantized) {
+    TERN_RETURN_IF_ERROR(check_quantized_weight(op, "b", *b));
+  } else {
+    TERN_RETURN_IF_ERROR(check_f32_rank(op, "b", *b, 1, kMaxRank));
+  }
   TERN_RETURN_IF_ERROR(check_dtype(op, "out", *out, DType::F32));
   const uint32_t ra = a->rank;
   const uint32_t rb = b->rank;
@@ -52,7 +63,8 @@ Error matmul(KernelContext& /*context*/, Span<EValue*> args) {
                              "%s: output rank %u exceeds the maximum %zu", op, rank, kMaxRank);
   TERN_RETURN_IF_ERROR(check_shape(op, "out", *out, Span<const int64_t>(want, rank)));
   TERN_RETURN_IF_ERROR(check_no_overlap(op, *out, *a, "a"));
-  TERN_RETURN_IF_ERROR(check_no_overlap(op, *out, *b, "b"));
+  TERN_RETURN_IF_ERROR(quantized ? check_no_overlap_quantized(op, *out, *b, "b")
+                                  : check_no_overlap(op, *out, *b, "b"));
   if (out->numel() == 0) return Error::Ok;
 
   const float* pa = a->data_as<const float>();
@@ -61,6 +73,24 @@ Error matmul(KernelContext& /*context*/, Span<EValue*> args) {
   const uint64_t batches = product(batch.span());
   const uint64_t batches_a = product(batch_a);
   const uint64_t batches_b = product(batch_b);
+  if (quantized && k > 0) {
+    // b is [k, m] (rank 2, so shared by every batch of a): accumulate over panels of its rows.
+    const uint64_t cols = static_cast<uint64_t>(m);
+    uint64_t panel_rows = 0;
+    float* panel = take_quant_panel(context.temp_allocator,
+                                    quant_panel_rows(static_cast<uint64_t>(k), cols), cols,
+                                    &panel_rows);
+    if (panel == nullptr) return quant_panel_error(op, context.temp_allocator, cols);
+    const int64_t rows_a = static_cast<int64_t>(batches) * n;
+    for (int64_t k0 = 0; k0 < k; k0 += static_cast<int64_t>(panel_rows)) {
+      const int64_t kr = std::min<int64_t>(static_cast<int64_t>(panel_rows), k - k0);
+      quant::dequantize(*b, static_cast<uint64_t>(k0) * cols, static_cast<uint64_t>(kr) * cols,
+                        panel);
+      gemm_f32(false, false, rows_a, m, kr, 1.0f, pa + k0, k, panel, m, k0 == 0 ? 0.0f : 1.0f,
+               pc, m);
+    }
+    return Error::Ok;
+  }
   if (batches_b == 1 && batches_a == batches) {
     // b is shared by every batch of a: one GEMM over all of a's rows.
     gemm_f32(false, false, static_cast<int64_t>(batches) * n, m, k, 1.0f, pa, k, pb, m, 0.0f,

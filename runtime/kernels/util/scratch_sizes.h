@@ -129,4 +129,36 @@ inline uint64_t conv_transpose2d_scratch_bytes(int64_t out_per_group, int64_t kh
       k_dim, conv_saturating_mul(static_cast<uint64_t>(in_h), static_cast<uint64_t>(in_w)));
 }
 
+// --- Quantized weights (linear, matmul with a constant b) ---
+// tern::linear whose weight [out, in] is nf4/fp8 dequantizes a panel of weight rows at a time
+// into scratch (weights stay packed in the program) and runs the f32 GEMM on it; tern::matmul
+// whose b [k, n] is quantized does the same over panels of b's rows. A panel holds as many
+// rows as kQuantPanelBudgetBytes allows, at least one, at most all. Given less scratch than
+// planned, the kernels take as many rows as fit (down to one): same result, only slower.
+
+/// Target size of a dequantized weight panel (256 KiB).
+constexpr uint64_t kQuantPanelBudgetBytes = uint64_t{256} << 10;
+
+/// Rows of `row_elems` f32 values per panel, for a weight of `rows` rows: as many as the budget
+/// holds, at least 1, at most `rows` (0 when rows is 0).
+inline uint64_t quant_panel_rows(uint64_t rows, uint64_t row_elems) {
+  if (rows == 0) return 0;
+  const uint64_t row_bytes = row_elems > UINT64_MAX / sizeof(float) ? UINT64_MAX
+                                                                     : row_elems * sizeof(float);
+  uint64_t n = row_bytes == 0 ? rows : kQuantPanelBudgetBytes / row_bytes;
+  if (n < 1) n = 1;
+  return n < rows ? n : rows;
+}
+
+/// Bytes tern::linear (weight [out_features, in_features]) or tern::matmul (b [k, n]: rows = k,
+/// row_elems = n) asks its temp allocator for when that weight is quantized (saturating).
+inline uint64_t quant_panel_scratch_bytes(uint64_t rows, uint64_t row_elems) {
+  uint64_t bytes;
+  if (__builtin_mul_overflow(quant_panel_rows(rows, row_elems), row_elems, &bytes) ||
+      __builtin_mul_overflow(bytes, uint64_t{sizeof(float)}, &bytes)) {
+    return UINT64_MAX;
+  }
+  return bytes;
+}
+
 }  // namespace tern::portable

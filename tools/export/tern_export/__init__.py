@@ -23,6 +23,7 @@ from .errors import (CaptureError, CompileError, ExportError, TernNotFoundError,
 from .graph_writer import MethodBuilder, program_json
 from .lower import Lowerer
 from .ops_table import KEEP
+from . import quantize as _quantize
 from .runner import RunError, arena_report, run
 from .safetensors_io import write_safetensors
 
@@ -44,7 +45,10 @@ class ExportResult:
     kept (else None); ops: tern operator -> node count; aten_ops: the graph's ATen operators;
     capture: which capture path ran; compile_report: `tern compile`'s stdout (arena sizes and
     delegate counts); num_outputs: flattened output count; backends: the backends the program
-    was partitioned for (() = portable kernels only)."""
+    was partitioned for (() = portable kernels only); quantization: None without quantize=,
+    else what `tern compile` quantized ({"weights": [{"name", "shape", "scheme", "ops",
+    "bytes_before", "bytes_after"}], "left_f32": [...], "quantized_bytes": (before, after),
+    "all_weight_bytes": (before, after)})."""
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
@@ -64,10 +68,7 @@ def _check_options(backends, quantize):
                             "\"portable\", found %r" % (b,))
         if b != "portable" and b not in names:
             names.append(b)
-    if quantize is not None:
-        raise NotImplementedError(
-            "tern_export: quantize=%r is not implemented yet (NF4/FP8 weight quantization comes "
-            "in a later issue); use quantize=None" % (quantize,))
+    _quantize.check_quantize(quantize)
     return tuple(names)
 
 
@@ -110,7 +111,7 @@ def export_graph(module, example_inputs, graph_dir, source_model=None):
 
 
 def export(module, example_inputs, path, backends=DEFAULT_BACKENDS, quantize=None,
-           keep_graph=None, source_model=None):
+           keep_graph=None, source_model=None, verbose=True):
     """Exports `module` called on `example_inputs` (a tensor or tuple of tensors) to the tern
     program `path`.
 
@@ -118,7 +119,14 @@ def export(module, example_inputs, path, backends=DEFAULT_BACKENDS, quantize=Non
     (XNNPACK), "cuda", "vulkan" as the compiler's build has them; "portable" means none (the
     portable kernels, which are always kept as every delegate's fallback). A name the compiler
     does not have raises CompileError naming the ones it has — except the default ("cpu",),
-    which falls back to the portable kernels on such a build. quantize: must be None for now.
+    which falls back to the portable kernels on such a build.
+    quantize (docs/quantization.md): None (f32 weights); a scheme for every linear, matmul-with-
+    constant and embedding weight: "nf4[:block=N][:double]", "fp8_e4m3[:per_channel|
+    :per_tensor|:block=R]" or "fp8_e5m2[...]"; a dict {layer-name pattern: scheme} (fnmatch
+    patterns over the layer name, e.g. "layers.0.fc1" or "layers.*", or the weight name; first
+    match wins; unmatched layers stay f32); or a callable(layer_name) -> scheme or None. Other
+    weights (biases, convolutions, norms) stay f32. With verbose, prints which weights were
+    quantized and the weight bytes before/after (also in ExportResult.quantization).
     keep_graph: a folder to keep graph.json and weights.safetensors in (else a temporary folder,
     removed afterwards). Outputs are the pytree leaves of the module's return value, in order
     (tuple/list elements in order, dict values in insertion order, recursively).
@@ -134,14 +142,20 @@ def export(module, example_inputs, path, backends=DEFAULT_BACKENDS, quantize=Non
         graph_path, info = export_graph(module, example_inputs, graph_dir, source_model)
         out_dir = os.path.dirname(os.path.abspath(path))
         os.makedirs(out_dir, exist_ok=True)
+        quant_args, _ = _quantize.compile_args(graph_path, quantize)
+
+        def compile_for(backend_names):
+            if not quant_args:
+                return run_compile(graph_path, path, tern, backend_names)
+            return _quantize.run_compile(graph_path, path, tern, backend_names, quant_args)
         try:
             try:
-                report = run_compile(graph_path, path, tern, names)
+                report = compile_for(names)
             except CompileError as e:
                 if not (lenient and UNKNOWN_BACKEND_MARK in (e.stderr or "")):
                     raise
                 names = ()  # the default "cpu" is not in this build: portable kernels only
-                report = run_compile(graph_path, path, tern, names)
+                report = compile_for(names)
         except CompileError as e:
             if not keep_graph:
                 e.graph_dir = None
@@ -149,8 +163,11 @@ def export(module, example_inputs, path, backends=DEFAULT_BACKENDS, quantize=Non
     finally:
         if not keep_graph:
             shutil.rmtree(graph_dir, ignore_errors=True)
+    quantization = _quantize.parse_report(report) if quantize is not None else None
+    if quantize is not None and verbose:
+        print("\n".join(_quantize.summary(quantization)))
     return ExportResult(path=path, graph_dir=keep_graph, compile_report=report, backends=names,
-                        **info)
+                        quantization=quantization, **info)
 
 
 def flatten_outputs(outputs):
