@@ -41,7 +41,8 @@ uint32_t count_of(const V* vector) {
 /// Whether the elements of a FlatBuffer vector are aligned for their type. The FlatBuffers
 /// verifier checks only the 4-byte length prefix, so a crafted file can place a [long] or
 /// [double] 4 bytes off, and reading it would be a misaligned (undefined) load. The structure
-/// buffer itself is 16-byte aligned (Program::load), so address alignment is offset alignment.
+/// buffer itself is at least 8-byte aligned (the header puts it at a multiple of 8 and the
+/// loader keeps that alignment, data_loader.h), so address alignment is offset alignment.
 template <typename T>
 bool elements_aligned(const flatbuffers::Vector<T>* vector) {
   // An empty vector is never read, and FlatBuffers does not align it.
@@ -669,7 +670,8 @@ bool tensor_numel_nbytes(const fb::Tensor* tensor, uint64_t* numel, uint64_t* nb
   if (tensor == nullptr || !is_valid_dtype(static_cast<uint8_t>(tensor->dtype()))) return false;
   const auto* sizes = tensor->sizes();
   const uint32_t rank = count_of(sizes);
-  if (rank > kMaxRank) return false;
+  // Also called on tensors referenced before their own check (quantization parameters).
+  if (rank > kMaxRank || !elements_aligned(sizes)) return false;
   uint64_t n = 1;
   for (uint32_t d = 0; d < rank; ++d) {
     const int64_t size = sizes->Get(d);
