@@ -2,6 +2,7 @@
 (not from tern's sources): NF4 quantize / pack / dequantize, double quantization and its
 dynamic map, FP8 encode / decode and scaled FP8 quantization. Used by test_quant_reference.py
 (bit-exact against tern's encoders) and test_quant_e2e.py (the reference model outputs)."""
+import traceback
 from fractions import Fraction
 
 import numpy as np
@@ -183,3 +184,24 @@ def ref_nf4_weight(x, block, double=False):
         absmax = ((table[codes] * np.repeat(a2, 256)[:codes.size]).astype(F32) + offset
                   ).astype(F32)
     return ref_nf4_dequant(packed, absmax, flat.size, block).reshape(x.shape)
+
+
+def run_tests(namespace, filters, report=None):
+    """Runs every function named test_* in `namespace` (a module's globals()) whose name
+    contains one of `filters` (all when empty), printing each failure's traceback; `report`
+    (optional) prints extra lines before the totals. Returns the process exit code."""
+    tests = [(k, v) for k, v in sorted(namespace.items()) if k.startswith("test_")]
+    if filters:
+        tests = [(k, v) for k, v in tests if any(f in k for f in filters)]
+    passed = failed = 0
+    for name, fn in tests:
+        try:
+            fn()
+            passed += 1
+        except Exception:
+            failed += 1
+            print("FAIL %s:\n%s" % (name, traceback.format_exc()))
+    if report is not None:
+        report()
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0

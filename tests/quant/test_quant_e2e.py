@@ -14,7 +14,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import traceback
 
 try:
     import numpy as np
@@ -28,7 +27,7 @@ if not os.path.isfile(TERN):
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from quant_ref import F32, ref_fp8_quantize, ref_nf4_weight  # noqa: E402
+from quant_ref import F32, ref_fp8_quantize, ref_nf4_weight, run_tests  # noqa: E402
 
 WORK = tempfile.mkdtemp(prefix="tern_quant_e2e_")
 V, D = 50, 97      # embedding table [V, D]
@@ -192,19 +191,7 @@ def test_rules_and_errors():
 
 
 def main(filters):
-    tests = [(k, v) for k, v in sorted(globals().items()) if k.startswith("test_")]
-    if filters:
-        tests = [(k, v) for k, v in tests if any(f in k for f in filters)]
-    passed = failed = 0
-    for name, fn in tests:
-        try:
-            fn()
-            passed += 1
-        except Exception:
-            failed += 1
-            print("FAIL %s:\n%s" % (name, traceback.format_exc()))
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return run_tests(globals(), filters)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import traceback
 
 try:
     import numpy as np
@@ -52,7 +51,8 @@ except Exception as e:  # ImportError, or a library that fails to load
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from quant_ref import (F32, FP8, NF4_MID, ref_double_quant, ref_dynamic_map,  # noqa: E402
-                       ref_fp8_decode_table, ref_fp8_encode, ref_nf4, ref_nf4_dequant)
+                       ref_fp8_decode_table, ref_fp8_encode, ref_nf4, ref_nf4_dequant,
+                       run_tests)
 
 WORK = tempfile.mkdtemp(prefix="tern_quant_ref_")
 SKIPPED = []
@@ -390,25 +390,16 @@ def test_fp8_scaled_quantization():
                                                                                rows, cols)
 
 
-def main(filters):
-    tests = [(k, v) for k, v in sorted(globals().items()) if k.startswith("test_")]
-    if filters:
-        tests = [(k, v) for k, v in tests if any(f in k for f in filters)]
-    passed = failed = 0
-    for name, fn in tests:
-        try:
-            fn()
-            passed += 1
-        except Exception:
-            failed += 1
-            print("FAIL %s:\n%s" % (name, traceback.format_exc()))
+def report_references():
     for s in SKIPPED:
         print("skipped reference: %s" % s)
     print("references: bitsandbytes %s, ml_dtypes %s, torch %s" % (
         "yes" if bnb else "no", ml_dtypes.__version__ if ml_dtypes else "no",
         torch.__version__ if torch else "no"))
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+
+
+def main(filters):
+    return run_tests(globals(), filters, report_references)
 
 
 if __name__ == "__main__":
