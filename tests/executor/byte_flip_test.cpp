@@ -140,5 +140,14 @@ TEST_F(ByteFlip, DelegateProgramEveryFlipIsRejectedOrHarmless) {
   EXPECT_EQ(c.rejected + c.harmless, 2 * bytes.size());
 }
 
+// Quantized weights (nf4 double-quant, fp8 2-D block and per-channel): the packed codes and
+// their tables are segments, their parameters are in the FlatBuffer (docs/hardening.md).
+TEST_F(ByteFlip, QuantizedProgramEveryFlipIsRejectedOrHarmless) {
+  const std::vector<uint8_t> bytes = fuzz::compile_one(fuzz::quantized_graph(), "quantized");
+  const Counts c = flip_every_byte(bytes);
+  report("quantized", bytes.size(), c);
+  EXPECT_EQ(c.rejected + c.harmless, 2 * bytes.size());
+}
+
 }  // namespace
 }  // namespace tern
