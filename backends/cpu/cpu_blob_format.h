@@ -1,4 +1,4 @@
-// The cpu delegate blob, version 5: shared by the compile half (writer) and the
+// The cpu delegate blob, version 6: shared by the compile half (writer) and the
 // runtime half (reader). Plain structs only (no STL): the runtime includes this file.
 // The byte layout is documented in backends/cpu/README.md; all fields are little-endian.
 #pragma once
@@ -12,9 +12,9 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 5;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 6;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
-                                      // SiLU epilogue (4) and squeeze-excitation
+                                      // SiLU epilogue (4) and squeeze-excitation; 6: Concat
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node.
@@ -126,10 +126,16 @@ enum class NodeOp : uint32_t {
   /// squeeze [S, E] and the excitation [E, S] weights, each packed with its bias, and the
   /// project reads d scaled per image and channel by the gate (bottleneck.h).
   PackedBottleneck = 21,
+  /// tern's own concatenation along the last XNNPACK dim (the channels of an NHWC 4-D tensor,
+  /// the last dim of a plain one), split over the pool: per row of the output, each input's
+  /// row copied into its slice. in: 2 or 3 data inputs (not constants), each of the output's
+  /// rank and dims but the last; params all 0; fparams (-inf, +inf). Output: the inputs' dims
+  /// with the last the sum of theirs. A cat of more inputs is a chain of these.
+  Concat = 22,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 21;
+constexpr uint32_t kLastNodeOp = 22;
 
 /// Floats of a packed fully-connected weight with `n` out and `k` in features: ceil(n / 16)
 /// panels, each 16 bias floats then k rows of 16 weights (panel p, row r, lane j holds
@@ -197,7 +203,8 @@ constexpr bool is_own_kernel_op(uint32_t op) {
          op == static_cast<uint32_t>(NodeOp::PackedConv2d) ||
          op == static_cast<uint32_t>(NodeOp::PackedWinogradConv2d) ||
          op == static_cast<uint32_t>(NodeOp::Gelu) ||
-         op == static_cast<uint32_t>(NodeOp::PackedBottleneck);
+         op == static_cast<uint32_t>(NodeOp::PackedBottleneck) ||
+         op == static_cast<uint32_t>(NodeOp::Concat);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.

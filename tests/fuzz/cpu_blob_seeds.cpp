@@ -180,6 +180,41 @@ compiler::Graph squeeze_excite_graph() {
 }
 
 /// The bytes of every "cpu" delegate blob of the compiled program `pte`.
+/// GoogLeNet's shape of block: x[1, 8, 7, 7] -> 1x1 8->6 + relu, 1x1 8->4 + relu, x and a ceil
+/// max pool 3x3/1/1 -> 1x1 8->5 + relu, concatenated (two Concat nodes: 3 parts, then 2), then
+/// a ceil max pool 2x2/2 of 7 -> 4 (extra bottom/right padding).
+compiler::Graph inception_graph() {
+  GraphBuilder b("forward");
+  const std::vector<int64_t> xs{1, 8, 7, 7};
+  const int x = b.input("x", DType::F32, xs);
+  auto branch = [&](int in, int64_t o, uint32_t seed) {
+    const int y = b.op("tern::conv2d",
+                       {in, constant(b, "w" + std::to_string(seed), {o, 8, 1, 1}, seed),
+                        constant(b, "b" + std::to_string(seed), {o}, seed + 1),
+                        b.int_list({1, 1}), b.int_list({0, 0}), b.int_list({1, 1}),
+                        b.int_value(1)},
+                       DType::F32, {1, o, 7, 7});
+    return b.op("tern::relu", {y}, DType::F32, {1, o, 7, 7});
+  };
+  const int b1 = branch(x, 6, 61), b2 = branch(x, 4, 63);
+  const int p = b.op("tern::max_pool2d",
+                     {x, b.int_list({3, 3}), b.int_list({1, 1}), b.int_list({1, 1}),
+                      b.int_list({1, 1}), b.bool_value(true)},
+                     DType::F32, xs);
+  const int b3 = branch(p, 5, 65);
+  compiler::Value list;
+  list.kind = compiler::Value::Kind::TensorList;
+  list.tensors = {b1, b2, x, b3};
+  b.graph().values.push_back(list);
+  const int list_id = static_cast<int>(b.graph().values.size()) - 1;
+  const int cat = b.op("tern::cat", {list_id, b.int_value(1)}, DType::F32, {1, 23, 7, 7});
+  b.output(b.op("tern::max_pool2d",
+                {cat, b.int_list({2, 2}), b.int_list({2, 2}), b.int_list({0, 0}),
+                 b.int_list({1, 1}), b.bool_value(true)},
+                DType::F32, {1, 23, 4, 4}));
+  return b.build();
+}
+
 std::vector<std::vector<uint8_t>> cpu_blobs(const std::vector<uint8_t>& pte) {
   void* raw = nullptr;
   if (posix_memalign(&raw, 64, pte.size()) != 0) throw std::bad_alloc();
@@ -214,7 +249,7 @@ std::vector<Seed> cpu_blob_seeds() {
   const std::pair<const char*, compiler::Graph> extra[] = {
       {"convnet", convnet_graph()}, {"dense", dense_graph()}, {"pad", pad_graph()},
       {"winograd", winograd_graph()}, {"bottleneck", bottleneck_graph()},
-      {"squeeze_excite", squeeze_excite_graph()}};
+      {"squeeze_excite", squeeze_excite_graph()}, {"inception", inception_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;
     program.source_model = name;

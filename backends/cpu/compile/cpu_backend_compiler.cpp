@@ -1,6 +1,7 @@
 #include "backends/cpu/compile/cpu_backend_compiler.h"
 
 #include <memory>
+#include <set>
 #include <stdexcept>
 
 #include "backends/cpu/compile/node_attrs.h"
@@ -61,6 +62,34 @@ void check_node(const Graph& g, const Node& node) {
     if (dim < 0) dim += rank;
     if (dim != rank - 1) throw Unsupported("softmax: not over the last dim");
     if (rank == 4) throw Unsupported("softmax: 4-D x (NHWC inside the delegate)");
+  } else if (op == "tern::cat") {
+    // The partitioner passes a region's tensor list in as one argument when any of its tensors
+    // is made outside the region, which the delegate cannot bind. So a cat is taken only when
+    // the whole graph can be one region (every other node taken) and each part is made by a
+    // node of it or is a region input through another node's argument.
+    const std::vector<int> parts = concat_inputs(g, node);
+    std::set<int> made;
+    for (const Node& other : g.nodes) {
+      // Made in the region, or a region input through a direct (non-list) argument.
+      made.insert(other.outputs.begin(), other.outputs.end());
+      made.insert(other.args.begin(), other.args.end());
+      if (&other == &node) continue;
+      if (other.op == "tern::cat") {
+        (void)concat_inputs(g, other);
+      } else {
+        try {
+          check_node(g, other);
+        } catch (const Unsupported&) {
+          throw Unsupported("cat: only when the whole graph runs in the delegate (" + other.op +
+                            " does not)");
+        }
+      }
+    }
+    for (const int id : parts) {
+      if (made.count(id) == 0) {
+        throw Unsupported("cat: a part that is a region input only through the tensor list");
+      }
+    }
   } else if (op == "tern::max_pool2d" || op == "tern::avg_pool2d") {
     (void)pool_attrs(g, node, op == "tern::max_pool2d");
   } else if (op == "tern::adaptive_avg_pool2d") {

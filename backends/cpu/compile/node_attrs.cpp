@@ -210,12 +210,13 @@ PoolAttrs pool_attrs(const Graph& g, const Node& node, bool is_max) {
   spatial(g, node.args[2], "stride", a.kernel, 1, a.stride);
   spatial(g, node.args[3], "padding", nullptr, 0, a.pad);
   a.dilation[0] = a.dilation[1] = 1;
+  bool ceil_mode = false;
   if (is_max) {
     const int64_t one[2] = {1, 1};
     spatial(g, node.args[4], "dilation", one, 1, a.dilation);
-    (void)bool_value(g, node.args[5], "ceil_mode");
+    ceil_mode = bool_value(g, node.args[5], "ceil_mode");
   } else {
-    (void)bool_value(g, node.args[4], "ceil_mode");
+    ceil_mode = bool_value(g, node.args[4], "ceil_mode");
     const bool count_include_pad = bool_value(g, node.args[5], "count_include_pad");
     if (!is_none(g, node.args[6])) fail("avg_pool2d: divisor_override");
     // XNNPACK divides by the number of input pixels in the window (padding not counted).
@@ -227,13 +228,70 @@ PoolAttrs pool_attrs(const Graph& g, const Node& node, bool is_max) {
   for (int d = 0; d < 2; ++d) {
     if (2 * a.pad[d] > a.kernel[d]) fail("pool: padding over half the window");
   }
-  const int64_t oh = window_out(x.sizes[2], a.kernel[0], a.stride[0], a.pad[0], a.dilation[0]);
-  const int64_t ow = window_out(x.sizes[3], a.kernel[1], a.stride[1], a.pad[1], a.dilation[1]);
-  // ceil_mode is taken when it gives the floor-mode size (XNNPACK has no ceil mode).
-  if (!same_dims(out.sizes, {x.sizes[0], x.sizes[1], oh, ow})) {
-    fail("pool: out " + shape_str(out.sizes) + " is not the floor-mode size");
+  // ceil_mode: PyTorch's size is ceil((in + 2p - span) / s) + 1, one less when the last window
+  // would start in the right/bottom padding. XNNPACK has no ceil mode, so the extra windows come
+  // from extra bottom/right padding. That is exact for max pooling (XNNPACK's padded taps repeat
+  // an edge pixel, which never changes the max; every window starts inside the input or the left
+  // padding, so it holds an input pixel) and for average pooling as taken here (no padding, or
+  // count_include_pad=False): PyTorch then divides by the window's pixels inside the input
+  // (with no padding, count_include_pad's clip to in + 2p = in counts the same pixels), which is
+  // what XNNPACK's pixelwise average pooling (used whenever any padding is non-zero) divides by.
+  int64_t osz[2];
+  for (int d = 0; d < 2; ++d) {
+    const int64_t in = x.sizes[2 + d];
+    const int64_t span = a.dilation[d] * (a.kernel[d] - 1) + 1;
+    const int64_t padded = in + 2 * a.pad[d];
+    if (padded < span) fail("pool: window larger than the padded input");
+    int64_t o = (padded - span) / a.stride[d] + 1;
+    a.extra_pad[d] = 0;
+    if (ceil_mode) {
+      int64_t oc = (padded - span + a.stride[d] - 1) / a.stride[d] + 1;
+      if ((oc - 1) * a.stride[d] >= in + a.pad[d]) --oc;
+      if (oc > o) {
+        a.extra_pad[d] = (oc - 1) * a.stride[d] + span - padded;
+        o = oc;
+      }
+    }
+    osz[d] = o;
+  }
+  if (!same_dims(out.sizes, {x.sizes[0], x.sizes[1], osz[0], osz[1]})) {
+    fail("pool: out " + shape_str(out.sizes) + " is not " +
+         shape_str({x.sizes[0], x.sizes[1], osz[0], osz[1]}));
   }
   return a;
+}
+
+std::vector<int> concat_inputs(const Graph& g, const Node& node) {
+  // tensors, dim -> out
+  if (node.args.size() != 2) fail("cat: expected 2 arguments");
+  const Value& list = g.values[static_cast<size_t>(arg(node, 0, "tensors"))];
+  if (list.kind != Value::Kind::TensorList) fail("cat: tensors is not a tensor list");
+  if (list.tensors.size() < 2) fail("cat: fewer than 2 tensors");
+  const Value& out = single_output(g, node);
+  const int64_t rank = static_cast<int64_t>(out.sizes.size());
+  int64_t dim = int_value(g, node.args[1], "dim");
+  if (dim < 0) dim += rank;
+  if (rank == 4 ? dim != 1 : dim != rank - 1) {
+    fail("cat: along dim " + std::to_string(dim) + " of a rank-" + std::to_string(rank) +
+         " tensor (taken: the channels of a 4-D one, the last dim of others)");
+  }
+  std::vector<int64_t> expect;
+  for (const int id : list.tensors) {
+    const Value& x = activation_tensor(g, id, "cat input");
+    if (static_cast<int64_t>(x.sizes.size()) != rank) fail("cat: inputs of another rank");
+    if (expect.empty()) {
+      expect = x.sizes;
+    } else {
+      for (int64_t d = 0; d < rank; ++d) {
+        if (d != dim && x.sizes[static_cast<size_t>(d)] != expect[static_cast<size_t>(d)]) {
+          fail("cat: input " + shape_str(x.sizes) + " does not match " + shape_str(expect));
+        }
+      }
+      expect[static_cast<size_t>(dim)] += x.sizes[static_cast<size_t>(dim)];
+    }
+  }
+  if (!same_dims(out.sizes, expect)) fail("cat: out " + shape_str(out.sizes) + " is not " + shape_str(expect));
+  return list.tensors;
 }
 
 void clamp_bounds(const Graph& g, const Node& node, float* lo, float* hi) {

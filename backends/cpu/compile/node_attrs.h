@@ -73,9 +73,16 @@ struct PoolAttrs {
   int64_t stride[2];
   int64_t pad[2];
   int64_t dilation[2];
+  /// Extra bottom (height) / right (width) padding that gives ceil_mode's output size with
+  /// XNNPACK's floor-mode pooling (0 in floor mode or where ceil mode gives the same size).
+  int64_t extra_pad[2];
 };
 /// Checks a tern::max_pool2d / tern::avg_pool2d node and reads its attributes.
 PoolAttrs pool_attrs(const Graph& g, const Node& node, bool is_max);
+
+/// Checks a tern::cat node the backend takes (2+ f32 activations of one rank, along dim 1 of
+/// 4-D tensors, the NHWC channels, or the last dim of others) and returns its inputs' value ids.
+std::vector<int> concat_inputs(const Graph& g, const Node& node);
 
 /// Clamp bounds of relu / hardtanh / clamp.
 void clamp_bounds(const Graph& g, const Node& node, float* lo, float* hi);

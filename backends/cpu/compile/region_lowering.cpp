@@ -569,13 +569,47 @@ class Lowering {
     add_node(op, {a, b}, output(node.outputs[0]));
   }
 
+  /// tern::cat along the last XNNPACK dim: Concat nodes of up to 3 inputs, chained (each
+  /// partial result an internal value, first of the next node's inputs) for more.
+  void lower_concat(const Node& node) {
+    const std::vector<int> ins = concat_inputs(g_, node);
+    const Value& ov = g_.values[static_cast<size_t>(node.outputs[0])];
+    const size_t rank = ov.sizes.size();
+    // The XNNPACK dims of a value of `sizes`: NHWC for 4-D.
+    auto xdims = [&](const std::vector<int64_t>& sizes) {
+      std::vector<uint64_t> d(sizes.begin(), sizes.end());
+      if (rank == 4) d = {d[0], d[2], d[3], d[1]};
+      return d;
+    };
+    const size_t cat_dim = rank == 4 ? 1 : rank - 1;
+    uint32_t acc = activation(ins[0]);
+    std::vector<int64_t> acc_sizes = g_.values[static_cast<size_t>(ins[0])].sizes;
+    size_t next = 1;
+    while (next < ins.size()) {
+      std::vector<uint32_t> inputs = {acc};
+      std::vector<int64_t> sizes = acc_sizes;
+      while (inputs.size() < cpu::kMaxNodeInputs && next < ins.size()) {
+        inputs.push_back(activation(ins[next]));
+        sizes[cat_dim] += g_.values[static_cast<size_t>(ins[next])].sizes[cat_dim];
+        ++next;
+      }
+      const uint32_t out =
+          next == ins.size() ? output(node.outputs[0]) : internal(xdims(sizes));
+      add_node(NodeOp::Concat, inputs, out);
+      acc = out;
+      acc_sizes = sizes;
+    }
+  }
+
   void lower_pool(const Node& node, bool is_max) {
     const PoolAttrs a = pool_attrs(g_, node, is_max);
     const uint32_t x = activation(node.args[0]);
     BlobNode& n =
         add_node(is_max ? NodeOp::MaxPool2d : NodeOp::AvgPool2d, {x}, output(node.outputs[0]));
-    n.params[cpu::kPadTop] = n.params[cpu::kPadBottom] = static_cast<uint32_t>(a.pad[0]);
-    n.params[cpu::kPadLeft] = n.params[cpu::kPadRight] = static_cast<uint32_t>(a.pad[1]);
+    n.params[cpu::kPadTop] = static_cast<uint32_t>(a.pad[0]);
+    n.params[cpu::kPadBottom] = static_cast<uint32_t>(a.pad[0] + a.extra_pad[0]);
+    n.params[cpu::kPadLeft] = static_cast<uint32_t>(a.pad[1]);
+    n.params[cpu::kPadRight] = static_cast<uint32_t>(a.pad[1] + a.extra_pad[1]);
     n.params[cpu::kKernelH] = static_cast<uint32_t>(a.kernel[0]);
     n.params[cpu::kKernelW] = static_cast<uint32_t>(a.kernel[1]);
     n.params[cpu::kStrideH] = static_cast<uint32_t>(a.stride[0]);
@@ -674,6 +708,8 @@ class Lowering {
       const uint32_t x = activation(node.args[0]);
       BlobNode& n = add_node(NodeOp::Gelu, {x}, output(node.outputs[0]));
       n.params[0] = tanh_form ? 1 : 0;
+    } else if (op == "tern::cat") {
+      lower_concat(node);
     } else if (op == "tern::max_pool2d" || op == "tern::avg_pool2d") {
       lower_pool(node, op == "tern::max_pool2d");
     } else if (op == "tern::adaptive_avg_pool2d") {

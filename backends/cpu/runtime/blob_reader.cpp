@@ -63,6 +63,8 @@ const char* op_name(uint32_t op) {
       return "gelu";
     case NodeOp::PackedBottleneck:
       return "packed_bottleneck";
+    case NodeOp::Concat:
+      return "concat";
   }
   return "?";
 }
@@ -91,6 +93,10 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
     case NodeOp::Multiply:
     case NodeOp::Divide:
       *min_in = *max_in = 2;
+      return;
+    case NodeOp::Concat:  // 2 or 3 data inputs
+      *min_in = 2;
+      *max_in = 3;
       return;
     default:
       *min_in = *max_in = 1;
@@ -465,6 +471,25 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v) {
       return check_packed_conv(n, node, v);
     case NodeOp::PackedBottleneck:
       return check_bottleneck(n, node, v);
+    case NodeOp::Concat: {
+      TERN_RETURN_IF_ERROR(check_params_range(n, node, 0, 0, 0));
+      uint64_t expect[kMaxDims] = {};
+      for (uint32_t d = 0; d < x.rank && d < kMaxDims; ++d) expect[d] = x.dims[d];
+      expect[x.rank - 1] = 0;
+      for (uint32_t i = 0; i < node.num_inputs; ++i) {
+        const BlobValue& in = v[node.inputs[i]];
+        bool same = in.rank == x.rank;
+        for (uint32_t d = 0; same && d + 1 < x.rank; ++d) same = in.dims[d] == x.dims[d];
+        char a[128], b[128];
+        TERN_CHECK_OR_RETURN_ERROR(same, InvalidProgram,
+                                   "cpu blob: node %u (concat): input %u (value %u) has dims %s, "
+                                   "expected input 0's %s but the last",
+                                   n, i, node.inputs[i], dims_str(in.dims, in.rank, a, sizeof(a)),
+                                   dims_str(x.dims, x.rank, b, sizeof(b)));
+        expect[x.rank - 1] += in.dims[x.rank - 1];
+      }
+      return check_out_dims(n, node, out, expect, x.rank);
+    }
     case NodeOp::Gelu:
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 1, 0, 0));
       TERN_CHECK_OR_RETURN_ERROR(node.params[0] <= 1, InvalidProgram,

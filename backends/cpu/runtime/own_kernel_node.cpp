@@ -1,5 +1,7 @@
 #include "backends/cpu/runtime/own_kernel_node.h"
 
+#include <cstring>
+
 #include "backends/cpu/kernels/bottleneck.h"
 #include "backends/cpu/kernels/packed_conv.h"
 #include "backends/cpu/kernels/packed_gemm.h"
@@ -161,6 +163,46 @@ void run_gelu(const GeluTask& t, pthreadpool_t pool) {
   pthreadpool_parallelize_1d(pool, &gelu_chunk, const_cast<GeluTask*>(&t), chunks, 0);
 }
 
+/// Concat: per output row (all dims but the last), each input's row copied into its slice.
+struct ConcatTask {
+  const float* x[kMaxNodeInputs] = {};
+  int64_t width[kMaxNodeInputs] = {};  ///< each input's last dim
+  uint32_t inputs = 0;
+  float* y = nullptr;
+  int64_t out_width = 0;
+  int64_t rows = 0;
+  int64_t rows_per_chunk = 1;
+};
+
+void concat_rows(const ConcatTask& t, int64_t begin, int64_t end) {
+  for (int64_t r = begin; r < end; ++r) {
+    float* dst = t.y + r * t.out_width;
+    for (uint32_t i = 0; i < t.inputs; ++i) {
+      std::memcpy(dst, t.x[i] + r * t.width[i], sizeof(float) * static_cast<size_t>(t.width[i]));
+      dst += t.width[i];
+    }
+  }
+}
+
+void concat_chunk(void* context, size_t i) {
+  const ConcatTask& t = *static_cast<const ConcatTask*>(context);
+  const int64_t begin = static_cast<int64_t>(i) * t.rows_per_chunk;
+  const int64_t end = begin + t.rows_per_chunk < t.rows ? begin + t.rows_per_chunk : t.rows;
+  concat_rows(t, begin, end);
+}
+
+void run_concat(ConcatTask& t, pthreadpool_t pool) {
+  // Chunks of at least 16Ki floats so the split pays for itself.
+  const int64_t per_chunk = t.out_width >= 16384 ? 1 : 16384 / t.out_width;
+  t.rows_per_chunk = per_chunk;
+  const size_t chunks = static_cast<size_t>((t.rows + per_chunk - 1) / per_chunk);
+  if (pool == nullptr || chunks <= 1 || pthreadpool_get_threads_count(pool) <= 1) {
+    concat_rows(t, 0, t.rows);
+    return;
+  }
+  pthreadpool_parallelize_1d(pool, &concat_chunk, &t, chunks, 0);
+}
+
 }  // namespace
 
 uint64_t own_kernel_scratch_floats(const BlobPlan& plan, uint32_t n, int64_t threads) {
@@ -217,6 +259,21 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
     case NodeOp::PackedBottleneck:
       bottleneck_nhwc(bottleneck_problem(plan, node, addr), scratch, pool);
       return Error::Ok;
+    case NodeOp::Concat: {
+      ConcatTask t;
+      const BlobValue& out = plan.values[node.output];
+      t.inputs = node.num_inputs;  // validated: 2..3
+      for (uint32_t i = 0; i < t.inputs; ++i) {
+        const BlobValue& in = plan.values[node.inputs[i]];
+        t.x[i] = addr[node.inputs[i]];
+        t.width[i] = static_cast<int64_t>(in.dims[in.rank - 1]);
+      }
+      t.y = addr[node.output];
+      t.out_width = static_cast<int64_t>(out.dims[out.rank - 1]);
+      t.rows = static_cast<int64_t>(value_numel(out)) / t.out_width;
+      run_concat(t, pool);
+      return Error::Ok;
+    }
     case NodeOp::Gelu: {
       GeluTask t;
       t.x = addr[node.inputs[0]];

@@ -100,6 +100,7 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
     case NodeOp::PackedWinogradConv2d:
     case NodeOp::Gelu:
     case NodeOp::PackedBottleneck:
+    case NodeOp::Concat:
       break;  // tern's own kernels: never in an XNNPACK stage
   }
   return Error::InvalidProgram;

@@ -179,13 +179,21 @@ TEST_F(CpuBlobTest, SupportsRefusesWhatXnnpackCannotMatch) {
                b.bool_value(true), b.int_value(3)},
               DType::F32, {1, 2, 3, 3});
        }},
-      {"max pool ceil mode that grows the output",
+      {"max pool whose output is not the ceil-mode size",
        [](GraphBuilder& b) {
          const int x = b.input("x", DType::F32, {1, 2, 7, 7});
          b.op("tern::max_pool2d",
               {x, b.int_list({2}), b.int_list({2}), b.int_list({0}), b.int_list({1}),
                b.bool_value(true)},
-              DType::F32, {1, 2, 4, 4});
+              DType::F32, {1, 2, 3, 3});
+       }},
+      {"avg pool ceil mode counting padding",
+       [](GraphBuilder& b) {
+         const int x = b.input("x", DType::F32, {1, 2, 8, 8});
+         b.op("tern::avg_pool2d",
+              {x, b.int_list({3}), b.int_list({2}), b.int_list({1}), b.bool_value(true),
+               b.bool_value(true), b.none()},
+              DType::F32, {1, 2, 5, 5});
        }},
       {"softmax over channels",
        [](GraphBuilder& b) {
@@ -379,13 +387,13 @@ TEST_F(CpuBlobTest, SpecificCorruptionsNameTheProblem) {
   }
   // Every older version: 1 (before tern's own kernels joined the blob), 2 (before
   // PackedWinogradConv2d and Gelu), 3 (before PackedBottleneck), 4 (before SiLU, sigmoid and
-  // the bottleneck's squeeze-excitation).
-  static_assert(cpu::kBlobVersion == 5, "add the version this one replaces to the list below");
-  for (uint32_t old : {1u, 2u, 3u, 4u}) {
+  // the bottleneck's squeeze-excitation), 5 (before Concat).
+  static_assert(cpu::kBlobVersion == 6, "add the version this one replaces to the list below");
+  for (uint32_t old : {1u, 2u, 3u, 4u, 5u}) {
     std::vector<uint8_t> bad = blob;
     std::memcpy(bad.data() + offsetof(cpu::BlobHeader, version), &old, 4);
     EXPECT_EQ(try_blob(bad, num_args, &msg), Error::DelegateInvalidCompatibility) << old;
-    EXPECT_NE(msg.find("version " + std::to_string(old) + ", this runtime reads version 5"),
+    EXPECT_NE(msg.find("version " + std::to_string(old) + ", this runtime reads version 6"),
               std::string::npos)
         << msg;
     EXPECT_EQ(parse_result(bad, &msg), Error::DelegateInvalidCompatibility) << old;

@@ -1,0 +1,331 @@
+// Conformance of the cpu backend's ceil_mode pooling and channel concatenation against the
+// portable kernels (harness: cpu_conformance_util.h): max and average pooling with
+// ceil_mode=True where it grows the output, which the compile half lowers to XNNPACK's pooling
+// with extra bottom/right padding (odd sizes, stride 2 and 3, padding 0 and 1, a last window
+// dropped as PyTorch does, dilated max pooling, GoogLeNet's 3x3 stride-2 pools, average pooling
+// with count_include_pad False, and True without padding); tern::cat as tern's Concat node
+// (op 22: 2 to 5 parts, chained by 3, a region input among them, the cat a graph output or read
+// by a conv, GoogLeNet's Inception block, a 2-D cat along the last dim); then the blob fields of
+// the pools' padding and of the Concat node, what the reader refuses, and when the compile half
+// refuses a cat.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_blob_format.h"
+#include "backends/cpu/runtime/blob_reader.h"
+#include "tests/backends/cpu/cpu_conformance_util.h"
+#include "tests/backends/cpu/cpu_test_util.h"
+
+namespace tern::cpu_test {
+namespace {
+
+/// PyTorch's ceil-mode output size of one spatial dim.
+int64_t ceil_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+  const int64_t span = d * (k - 1) + 1;
+  int64_t o = (in + 2 * p - span + s - 1) / s + 1;
+  if ((o - 1) * s >= in + p) --o;
+  return o;
+}
+
+OpCase max_pool_ceil(const std::string& name, std::vector<int64_t> xs, int64_t k, int64_t s,
+                     int64_t p, int64_t d = 1) {
+  return {name,
+          [=](GraphBuilder& b) {
+            const int x = b.input("x", DType::F32, xs);
+            const int64_t oh = ceil_out(xs[2], k, s, p, d), ow = ceil_out(xs[3], k, s, p, d);
+            b.output(b.op("tern::max_pool2d",
+                          {x, b.int_list({k, k}), b.int_list({s, s}), b.int_list({p, p}),
+                           b.int_list({d, d}), b.bool_value(true)},
+                          DType::F32, {xs[0], xs[1], oh, ow}));
+          },
+          0.0};
+}
+
+OpCase avg_pool_ceil(const std::string& name, std::vector<int64_t> xs, int64_t k, int64_t s,
+                     int64_t p, bool count_include_pad) {
+  return {name,
+          [=](GraphBuilder& b) {
+            const int x = b.input("x", DType::F32, xs);
+            const int64_t oh = ceil_out(xs[2], k, s, p, 1), ow = ceil_out(xs[3], k, s, p, 1);
+            b.output(b.op("tern::avg_pool2d",
+                          {x, b.int_list({k, k}), b.int_list({s, s}), b.int_list({p, p}),
+                           b.bool_value(true), b.bool_value(count_include_pad), b.none()},
+                          DType::F32, {xs[0], xs[1], oh, ow}));
+          },
+          1e-12};
+}
+
+/// A tensor-list value of `ids` (GraphBuilder has no helper for one).
+int tensor_list(GraphBuilder& b, std::vector<int> ids) {
+  compiler::Value v;
+  v.kind = compiler::Value::Kind::TensorList;
+  v.tensors = std::move(ids);
+  b.graph().values.push_back(v);
+  return static_cast<int>(b.graph().values.size()) - 1;
+}
+
+/// 1x1 conv of x [n, c, h, w] to o channels with a relu (a branch of an Inception block).
+int branch(GraphBuilder& b, int x, const std::vector<int64_t>& xs, int64_t o, uint32_t seed) {
+  const int y = conv(b, x, xs, o, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, seed);
+  return b.op("tern::relu", {y}, DType::F32, {xs[0], o, xs[2], xs[3]});
+}
+
+/// Channel concatenation of 4-D x (shape xs) through `channels.size()` 1x1 branches, optionally
+/// with x itself (a region input) as the first part; the cat is the graph output, or goes on
+/// through a 1x1 conv.
+OpCase inception_cat(const std::string& name, std::vector<int64_t> xs,
+                     std::vector<int64_t> channels, bool x_first, bool cat_is_output) {
+  return {name,
+          [=](GraphBuilder& b) {
+            const int x = b.input("x", DType::F32, xs);
+            std::vector<int> parts;
+            int64_t total = 0;
+            if (x_first) {
+              parts.push_back(x);
+              total += xs[1];
+            }
+            uint32_t seed = 11;
+            for (const int64_t c : channels) {
+              parts.push_back(branch(b, x, xs, c, seed));
+              seed += 2;
+              total += c;
+            }
+            const std::vector<int64_t> cs{xs[0], total, xs[2], xs[3]};
+            const int cat = b.op("tern::cat", {tensor_list(b, parts), b.int_value(1)},
+                                 DType::F32, cs);
+            if (cat_is_output) {
+              b.output(cat);
+            } else {
+              b.output(branch(b, cat, cs, 8, 91));
+            }
+          },
+          1e-10};
+}
+
+std::vector<OpCase> cases() {
+  std::vector<OpCase> c;
+  // GoogLeNet: 3x3 stride 2 on 112, 56, 28 and 14 (all grow by one); 2x2 stride 2 on 7.
+  // 112: floor 55, ceil 56, so one extra row/column of padding at the bottom/right only.
+  OpCase g112 = max_pool_ceil("max3x3_s2_p0_112", {1, 8, 112, 112}, 3, 2, 0);
+  g112.check_blob = [](const std::vector<uint8_t>& blob) {
+    ASSERT_EQ(blob_ops(blob),
+              std::vector<uint32_t>{static_cast<uint32_t>(cpu::NodeOp::MaxPool2d)});
+    const cpu::BlobNode n = blob_node(blob, 0);
+    EXPECT_EQ(n.params[cpu::kPadTop], 0u);
+    EXPECT_EQ(n.params[cpu::kPadLeft], 0u);
+    EXPECT_EQ(n.params[cpu::kPadBottom], 1u);
+    EXPECT_EQ(n.params[cpu::kPadRight], 1u);
+  };
+  c.push_back(g112);
+  // 10 with padding 1, 3x3 stride 2: floor 5, ceil 6 (the last window starts at row 9, inside).
+  OpCase p1 = max_pool_ceil("max3x3_s2_p1_even", {1, 3, 10, 10}, 3, 2, 1);
+  p1.check_blob = [](const std::vector<uint8_t>& blob) {
+    const cpu::BlobNode n = blob_node(blob, 0);
+    EXPECT_EQ(n.params[cpu::kPadTop], 1u);
+    EXPECT_EQ(n.params[cpu::kPadBottom], 2u);
+  };
+  c.push_back(p1);
+  c.push_back(max_pool_ceil("max3x3_s2_p0_14", {2, 16, 14, 14}, 3, 2, 0));
+  c.push_back(max_pool_ceil("max2x2_s2_p0_7", {1, 5, 7, 7}, 2, 2, 0));
+  c.push_back(max_pool_ceil("max3x3_s2_p1_odd_width", {1, 3, 10, 9}, 3, 2, 1));
+  c.push_back(max_pool_ceil("max3x3_s3_p1", {1, 4, 12, 12}, 3, 3, 1));
+  // 11, 3x3 stride 3 padding 1: ceil gives 5, but the 5th window would start at 12 - 1 = 11,
+  // in the padding, so PyTorch drops it: the floor size 4.
+  c.push_back(max_pool_ceil("max3x3_s3_p1_last_window_dropped", {1, 4, 11, 11}, 3, 3, 1));
+  c.push_back(max_pool_ceil("max2x2_s2_dil2", {1, 3, 10, 10}, 2, 2, 0, 2));
+  c.push_back(max_pool_ceil("max3x3_s1_p1_same", {1, 4, 9, 9}, 3, 1, 1));
+  c.push_back({"max_ceil_rect",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 6, 9, 12});
+                 b.output(b.op("tern::max_pool2d",
+                               {x, b.int_list({3, 2}), b.int_list({2, 2}), b.int_list({1, 0}),
+                                b.int_list({1, 1}), b.bool_value(true)},
+                               DType::F32, {1, 6, 5, 6}));
+               },
+               0.0});
+  c.push_back(avg_pool_ceil("avg2x2_s2_p0_7", {1, 5, 7, 7}, 2, 2, 0, true));
+  c.push_back(avg_pool_ceil("avg3x3_s2_p0_9_include_pad", {2, 3, 10, 10}, 3, 2, 0, true));
+  c.push_back(avg_pool_ceil("avg3x3_s2_p1_exclude_pad", {1, 4, 10, 10}, 3, 2, 1, false));
+  c.push_back(avg_pool_ceil("avg3x3_s3_p1_exclude_pad", {1, 3, 12, 11}, 3, 3, 1, false));
+  c.push_back(avg_pool_ceil("avg2x2_s2_p1_exclude_pad_odd", {1, 2, 9, 9}, 2, 2, 1, false));
+  // Channel concatenation (op 22; 4 or more parts are a chain of nodes of up to 3).
+  OpCase cat2 = inception_cat("cat2_output", {1, 8, 7, 7}, {5, 3}, false, true);
+  cat2.check_blob = [](const std::vector<uint8_t>& blob) {
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    ASSERT_FALSE(ops.empty());
+    EXPECT_EQ(ops.back(), static_cast<uint32_t>(cpu::NodeOp::Concat));
+  };
+  c.push_back(cat2);
+  c.push_back(inception_cat("cat3_then_conv", {2, 6, 5, 9}, {4, 7, 16}, false, false));
+  OpCase cat4 = inception_cat("cat4_region_input_first", {1, 16, 6, 6}, {24, 8, 3}, true, true);
+  cat4.check_blob = [](const std::vector<uint8_t>& blob) {
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), static_cast<uint32_t>(cpu::NodeOp::Concat)), 2);
+  };
+  c.push_back(cat4);
+  c.push_back(inception_cat("cat5_then_conv", {1, 4, 9, 9}, {3, 5, 7, 2, 1}, false, false));
+  // GoogLeNet's block: 1x1, 1x1 -> 3x3, 1x1 -> 3x3, ceil max pool 3x3/1/1 -> 1x1, concatenated.
+  c.push_back({"googlenet_inception_block",
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 12, 8, 8};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int b1 = branch(b, x, xs, 8, 21);
+                 const int r2 = branch(b, x, xs, 6, 23);
+                 const int b2 = conv(b, r2, {1, 6, 8, 8}, 10, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1,
+                                     true, 25);
+                 const int r3 = branch(b, x, xs, 4, 27);
+                 const int b3 = conv(b, r3, {1, 4, 8, 8}, 5, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1,
+                                     true, 29);
+                 const int p = b.op("tern::max_pool2d",
+                                    {x, b.int_list({3, 3}), b.int_list({1, 1}),
+                                     b.int_list({1, 1}), b.int_list({1, 1}), b.bool_value(true)},
+                                    DType::F32, xs);
+                 const int b4 = branch(b, p, xs, 7, 31);
+                 const int cat = b.op("tern::cat",
+                                      {tensor_list(b, {b1, b2, b3, b4}), b.int_value(1)},
+                                      DType::F32, {1, 30, 8, 8});
+                 b.output(b.op("tern::max_pool2d",
+                               {cat, b.int_list({3, 3}), b.int_list({2, 2}), b.int_list({0, 0}),
+                                b.int_list({1, 1}), b.bool_value(true)},
+                               DType::F32, {1, 30, 4, 4}));
+               },
+               1e-10});
+  // A cat of 2-D tensors along the last dim after linears.
+  c.push_back({"cat_last_dim_2d",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {3, 10});
+                 const int w1 = constant(b, "w1", {6, 10}, 61), w2 = constant(b, "w2", {4, 10}, 63);
+                 const int y1 = b.op("tern::linear", {x, w1, b.none()}, DType::F32, {3, 6});
+                 const int y2 = b.op("tern::linear", {x, w2, b.none()}, DType::F32, {3, 4});
+                 b.output(b.op("tern::cat", {tensor_list(b, {y1, x, y2}), b.int_value(-1)},
+                               DType::F32, {3, 20}));
+               },
+               1e-10});
+  return c;
+}
+
+class CpuConformanceCatPool : public ::testing::TestWithParam<OpCase> {
+ protected:
+  void SetUp() override { register_all(); }
+};
+
+TEST_P(CpuConformanceCatPool, MatchesPortable) { check_matches_portable(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(Ops, CpuConformanceCatPool, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<OpCase>& info) {
+                           return info.param.name;
+                         });
+
+/// The blob of two 1x1 branches of x [1, 8, 7, 7] (5 and 3 channels) concatenated; the
+/// Concat node is the last.
+std::vector<uint8_t> cat_blob() {
+  GraphBuilder b;
+  inception_cat("cat", {1, 8, 7, 7}, {5, 3}, false, true).build(b);
+  delegate_cpu(b, 0, static_cast<int>(b.num_nodes()) - 1);
+  return b.graph().delegates[0].blob;
+}
+
+Error parse(const std::vector<uint8_t>& blob, std::string* message) {
+  AlignedBlob aligned(blob);
+  cpu::BlobPlan plan;
+  const Error e = cpu::parse_blob(Span<const uint8_t>(aligned.data(), blob.size()), &plan);
+  *message = e == Error::Ok ? "" : last_error_message();
+  cpu::free_blob_plan(&plan);
+  return e;
+}
+
+TEST(CpuConcatBlob, OneOwnKernelNodeAfterTheBranches) {
+  register_all();
+  const std::vector<uint8_t> blob = cat_blob();
+  const std::vector<uint32_t> ops = blob_ops(blob);
+  ASSERT_GE(ops.size(), 3u);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), static_cast<uint32_t>(cpu::NodeOp::Concat)), 1);
+  EXPECT_EQ(ops.back(), static_cast<uint32_t>(cpu::NodeOp::Concat));
+  EXPECT_TRUE(cpu::is_own_kernel_op(ops.back()));
+  const cpu::BlobNode n = blob_node(blob, static_cast<uint32_t>(ops.size() - 1));
+  EXPECT_EQ(n.num_inputs, 2u);
+  EXPECT_EQ(n.inputs[2], cpu::kNoValue);
+  for (const uint32_t p : n.params) EXPECT_EQ(p, 0u);
+  std::string message;
+  EXPECT_EQ(parse(blob, &message), Error::Ok) << message;
+}
+
+TEST(CpuConcatBlob, FieldsAreChecked) {
+  register_all();
+  const std::vector<uint8_t> blob = cat_blob();
+  const uint32_t last = static_cast<uint32_t>(blob_ops(blob).size() - 1);
+  const cpu::BlobNode good = blob_node(blob, last);
+  // Value indices: the first branch's output (5 channels) and a constant (the conv weight).
+  const uint32_t first = good.inputs[0];
+  const uint32_t weight = blob_node(blob, 0).inputs[1];
+  struct Case {
+    const char* what;
+    std::function<void(cpu::BlobNode&)> mutate;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"one input",
+       [](cpu::BlobNode& n) {
+         n.num_inputs = 1;
+         n.inputs[1] = cpu::kNoValue;
+       },
+       "(concat): 1 inputs, expected 2..3"},
+      {"a third input the output has no room for",
+       [&](cpu::BlobNode& n) {
+         n.num_inputs = 3;
+         n.inputs[2] = first;
+       },
+       "(concat): output value"},
+      {"a constant input", [&](cpu::BlobNode& n) { n.inputs[1] = weight; }, "must not be a constant"},
+      {"a parameter", [](cpu::BlobNode& n) { n.params[0] = 1; }, "unused parameter 0 is 1"},
+      {"the inputs swapped to other widths",
+       [&](cpu::BlobNode& n) { n.inputs[1] = first; },
+       "has dims [1, 7, 7, 8], the inputs and parameters give [1, 7, 7, 10]"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    std::vector<uint8_t> bad = blob;
+    cpu::BlobNode n = good;
+    c.mutate(n);
+    std::memcpy(bad.data() + node_offset(bad, last), &n, sizeof(n));
+    std::string message;
+    EXPECT_EQ(parse(bad, &message), Error::InvalidProgram) << message;
+    EXPECT_NE(message.find(c.expect), std::string::npos) << message;
+  }
+}
+
+// A cat is taken only when the whole graph can be one region and each part reaches the region
+// other than through the list alone.
+TEST(CpuConcatBlob, CatOfAPartlyTakenGraphOrAListOnlyInputIsRefused) {
+  {
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {1, 4, 5, 5});
+    const int y = branch(b, x, {1, 4, 5, 5}, 3, 71);
+    // softmax over a 4-D tensor is not taken, so the graph cannot be one region.
+    const int s = b.op("tern::softmax", {x, b.int_value(-1)}, DType::F32, {1, 4, 5, 5});
+    b.output(b.op("tern::cat", {tensor_list(b, {y, s}), b.int_value(1)}, DType::F32,
+                  {1, 7, 5, 5}));
+    const std::string why =
+        compiler::CpuBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes.back());
+    EXPECT_NE(why.find("whole graph"), std::string::npos) << why;
+  }
+  {
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {1, 4, 5, 5});
+    const int z = b.input("z", DType::F32, {1, 2, 5, 5});  // read only through the list
+    const int y = branch(b, x, {1, 4, 5, 5}, 3, 73);
+    b.output(b.op("tern::cat", {tensor_list(b, {y, z}), b.int_value(1)}, DType::F32,
+                  {1, 5, 5, 5}));
+    const std::string why =
+        compiler::CpuBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes.back());
+    EXPECT_NE(why.find("only through the tensor list"), std::string::npos) << why;
+  }
+}
+
+}  // namespace
+}  // namespace tern::cpu_test
