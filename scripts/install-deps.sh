@@ -11,6 +11,8 @@ packages=(
   nlohmann-json3-dev                        # graph.json / safetensors headers
   libgtest-dev                              # tests
   libxnnpack-dev libpthreadpool-dev         # cpu backend (XNNPACK delegate)
+  libvulkan-dev glslc                       # vulkan backend: headers + loader, GLSL -> SPIR-V
+  mesa-vulkan-drivers                       # lavapipe: the CPU Vulkan device the vulkan tests run on
   clang libclang-rt-14-dev                  # make fuzz: libFuzzer, ASan, UBSan
   python3-venv                              # scripts/setup-venv.sh
   python3-numpy python3-torch               # the PyTorch 1.13 line: op tests, exporter (make_fx)

@@ -1,0 +1,214 @@
+#include "backends/vulkan/compile/blob_writer.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tern::compiler::vulkan_compile {
+
+using vulkan::BlobValue;
+using vulkan::ValueKind;
+using vulkan::ValueType;
+
+int32_t param(int64_t v, const char* what) {
+  if (v < 0 || v > (int64_t{1} << 30)) {
+    throw Unsupported(std::string(what) + " = " + std::to_string(v) + " outside 0..2^30");
+  }
+  return static_cast<int32_t>(v);
+}
+
+BlobBuilder::BlobBuilder(const Graph& graph, const DelegateRegion* region)
+    : graph_(graph), region_(region) {
+  if (region_ != nullptr) {
+    num_args_ = static_cast<uint32_t>(region_->inputs.size() + region_->outputs.size());
+  }
+}
+
+uint32_t BlobBuilder::add(ValueKind kind, ValueType type, const std::vector<int64_t>& dims,
+                          uint32_t arg) {
+  if (dims.size() > vulkan::kMaxDims) {
+    throw Unsupported("rank " + std::to_string(dims.size()) + " > 6");
+  }
+  BlobValue v{};
+  v.kind = static_cast<uint32_t>(kind);
+  v.type = static_cast<uint32_t>(type);
+  v.rank = static_cast<uint32_t>(dims.size());
+  v.arg = arg;
+  uint64_t n = 1;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] < 1 || dims[d] > static_cast<int64_t>(vulkan::kMaxElements)) {
+      throw Unsupported("dim " + std::to_string(dims[d]) + " (empty or too large)");
+    }
+    v.dims[d] = static_cast<uint64_t>(dims[d]);
+    n *= v.dims[d];
+    if (n > vulkan::kMaxElements) throw Unsupported("more than 2^30 elements");
+  }
+  values_.push_back(v);
+  data_.emplace_back();
+  return static_cast<uint32_t>(values_.size() - 1);
+}
+
+uint32_t BlobBuilder::temp(const std::vector<int64_t>& dims) {
+  return add(ValueKind::Internal, ValueType::F32, dims, vulkan::kNoValue);
+}
+
+uint32_t BlobBuilder::constant(const std::vector<int64_t>& dims, std::vector<float> data) {
+  const uint32_t id = add(ValueKind::Constant, ValueType::F32, dims, vulkan::kNoValue);
+  values_[id].data_bytes = 4 * static_cast<uint64_t>(data.size());
+  if (region_ != nullptr) {
+    data_[id].resize(data.size() * 4);
+    std::memcpy(data_[id].data(), data.data(), data_[id].size());
+  }
+  return id;
+}
+
+static const Value& tensor_value(const Graph& g, int id) {
+  if (id < 0 || static_cast<size_t>(id) >= g.values.size() || !g.values[static_cast<size_t>(id)].is_tensor()) {
+    throw Unsupported("value " + std::to_string(id) + " is not a tensor");
+  }
+  const Value& v = g.values[static_cast<size_t>(id)];
+  if (v.quant.scheme != QuantSpec::Scheme::None) throw Unsupported("quantized tensor '" + v.name + "'");
+  return v;
+}
+
+static int arg_index(const std::vector<int>& list, int id) {
+  auto it = std::find(list.begin(), list.end(), id);
+  return it == list.end() ? -1 : static_cast<int>(it - list.begin());
+}
+
+uint32_t BlobBuilder::input(int id, const float* bool_as) {
+  auto it = ids_.find(id);
+  if (it != ids_.end()) return it->second;
+  const Value& v = tensor_value(graph_, id);
+  if (v.is_constant) {
+    const size_t n = [&] {
+      size_t k = 1;
+      for (int64_t d : v.sizes) k *= static_cast<size_t>(d);
+      return k;
+    }();
+    std::vector<float> data(n);
+    if (v.dtype == DType::F32) {
+      if (v.data.size() != 4 * n) throw Unsupported("constant '" + v.name + "' has no data");
+      std::memcpy(data.data(), v.data.data(), 4 * n);
+    } else if (v.dtype == DType::Bool && bool_as != nullptr) {
+      if (v.data.size() != n) throw Unsupported("constant '" + v.name + "' has no data");
+      for (size_t i = 0; i < n; ++i) data[i] = bool_as[v.data[i] != 0 ? 1 : 0];
+    } else {
+      throw Unsupported("constant '" + v.name + "' of dtype " + to_string(v.dtype));
+    }
+    const uint32_t c = constant(v.sizes, std::move(data));
+    ids_[id] = c;
+    return c;
+  }
+  if (v.dtype != DType::F32) throw Unsupported("tensor '" + v.name + "' of dtype " + to_string(v.dtype));
+  uint32_t arg = vulkan::kNoValue;
+  if (region_ != nullptr) {
+    const int a = arg_index(region_->inputs, id);
+    if (a < 0) throw Unsupported("tensor '" + v.name + "' read before it is written");
+    arg = static_cast<uint32_t>(a);
+  }
+  const uint32_t b = add(ValueKind::ExternalInput, ValueType::F32, v.sizes, arg);
+  ids_[id] = b;
+  return b;
+}
+
+uint32_t BlobBuilder::index_input(int id) {
+  auto it = ids_.find(id);
+  if (it != ids_.end()) {
+    if (values_[it->second].type != static_cast<uint32_t>(ValueType::I64)) {
+      throw Unsupported("indices read as f32 elsewhere");
+    }
+    return it->second;
+  }
+  const Value& v = tensor_value(graph_, id);
+  if (v.is_constant || v.dtype != DType::I64) {
+    throw Unsupported("indices '" + v.name + "': an i64 activation expected");
+  }
+  uint32_t arg = vulkan::kNoValue;
+  if (region_ != nullptr) {
+    const int a = arg_index(region_->inputs, id);
+    if (a < 0) throw Unsupported("indices '" + v.name + "' made inside the region");
+    arg = static_cast<uint32_t>(a);
+  }
+  const uint32_t b = add(ValueKind::ExternalInput, ValueType::I64, v.sizes, arg);
+  ids_[id] = b;
+  return b;
+}
+
+uint32_t BlobBuilder::output(int id) {
+  auto it = ids_.find(id);
+  if (it != ids_.end()) throw Unsupported("value " + std::to_string(id) + " written twice");
+  const Value& v = tensor_value(graph_, id);
+  if (v.is_constant || v.is_state || v.dtype != DType::F32) {
+    throw Unsupported("output '" + v.name + "' is not an f32 activation");
+  }
+  ValueKind kind = ValueKind::Internal;
+  uint32_t arg = vulkan::kNoValue;
+  if (region_ != nullptr) {
+    const int a = arg_index(region_->outputs, id);
+    if (a >= 0) {
+      kind = ValueKind::ExternalOutput;
+      arg = static_cast<uint32_t>(region_->inputs.size() + static_cast<size_t>(a));
+    }
+  }
+  const uint32_t b = add(kind, ValueType::F32, v.sizes, arg);
+  ids_[id] = b;
+  return b;
+}
+
+void BlobBuilder::node(vulkan::NodeOp op, const std::vector<uint32_t>& inputs, uint32_t output,
+                       const std::vector<int32_t>& params, const std::vector<float>& fparams) {
+  if (inputs.empty() || inputs.size() > vulkan::kMaxNodeInputs ||
+      params.size() > vulkan::kNodeParams || fparams.size() > vulkan::kNodeFParams) {
+    throw std::logic_error("vulkan compile: malformed node");
+  }
+  vulkan::BlobNode n{};
+  n.op = static_cast<uint32_t>(op);
+  n.num_inputs = static_cast<uint32_t>(inputs.size());
+  for (uint32_t i = 0; i < vulkan::kMaxNodeInputs; ++i) {
+    n.inputs[i] = i < inputs.size() ? inputs[i] : vulkan::kNoValue;
+  }
+  n.output = output;
+  for (size_t i = 0; i < params.size(); ++i) n.params[i] = params[i];
+  for (size_t i = 0; i < fparams.size(); ++i) n.fparams[i] = fparams[i];
+  nodes_.push_back(n);
+}
+
+std::vector<uint8_t> BlobBuilder::finish() const {
+  using namespace vulkan;
+  BlobHeader h{};
+  std::memcpy(h.magic, kBlobMagic, 4);
+  h.version = kBlobVersion;
+  h.header_size = sizeof(BlobHeader);
+  h.num_args = num_args_;
+  h.num_values = static_cast<uint32_t>(values_.size());
+  h.num_nodes = static_cast<uint32_t>(nodes_.size());
+  h.value_record_size = sizeof(BlobValue);
+  h.node_record_size = sizeof(BlobNode);
+  h.storage = kStorageF32;
+  h.workgroup_size = kWorkgroupSize;
+  h.matmul_tile = kMatmulTile;
+  const uint64_t tables = sizeof(BlobHeader) + values_.size() * sizeof(BlobValue) +
+                          nodes_.size() * sizeof(BlobNode);
+  h.data_offset = (tables + kDataAlignment - 1) / kDataAlignment * kDataAlignment;
+  std::vector<BlobValue> values = values_;
+  uint64_t data = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i].kind != static_cast<uint32_t>(ValueKind::Constant)) continue;
+    values[i].data_offset = data;
+    data += (values[i].data_bytes + kDataAlignment - 1) / kDataAlignment * kDataAlignment;
+  }
+  h.data_size = data;
+  std::vector<uint8_t> blob(h.data_offset + data, 0);
+  std::memcpy(blob.data(), &h, sizeof(h));
+  std::memcpy(blob.data() + sizeof(h), values.data(), values.size() * sizeof(BlobValue));
+  std::memcpy(blob.data() + sizeof(h) + values.size() * sizeof(BlobValue), nodes_.data(),
+              nodes_.size() * sizeof(BlobNode));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i].kind != static_cast<uint32_t>(ValueKind::Constant) || data_[i].empty()) continue;
+    std::memcpy(blob.data() + h.data_offset + values[i].data_offset, data_[i].data(),
+                data_[i].size());
+  }
+  return blob;
+}
+
+}  // namespace tern::compiler::vulkan_compile

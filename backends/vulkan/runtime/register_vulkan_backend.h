@@ -1,0 +1,45 @@
+// Registration of the vulkan backend (GLSL compute shaders behind tern's BackendInterface).
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/backend/backend.h"
+#include "runtime/core/error.h"
+
+namespace tern {
+
+/// Registers the Vulkan delegate under the name "vulkan" (explicit registration; call once at
+/// startup, not thread-safe like register_backend). Registering does not touch Vulkan: the
+/// loader, instance and device are opened by the first is_available() or init().
+/// Errors as register_backend.
+Error register_vulkan_backend();
+
+/// The vulkan backend's interface object (static storage), for tests that drive it directly.
+const BackendInterface& vulkan_backend_interface();
+
+/// Why the backend is not available ("" when it is): no loader, no device, a device lacking a
+/// required feature (each skipped device named). Opens Vulkan on first call (as
+/// is_available()). Valid for the process's life.
+const char* vulkan_unavailable_reason();
+
+/// The selected device's name ("" when none). Device selection: the environment variable
+/// TERN_VULKAN_DEVICE, a device index or a substring of its name; otherwise the first
+/// suitable device, discrete GPUs first, then integrated, virtual, CPU (lavapipe).
+const char* vulkan_device_name();
+
+/// How many Vulkan objects the backend has created in this process (its own counting
+/// wrappers), for the zero-allocation tests: execute() must not change them.
+struct VulkanObjectCounts {
+  uint64_t buffers = 0;             ///< vkCreateBuffer
+  uint64_t memory_allocations = 0;  ///< vkAllocateMemory
+  uint64_t descriptor_sets = 0;     ///< vkAllocateDescriptorSets (sets)
+  uint64_t command_buffers = 0;     ///< vkAllocateCommandBuffers (buffers)
+};
+VulkanObjectCounts vulkan_object_counts();
+
+/// Tests only: called right before and right after the driver calls of execute() that hand
+/// work to the device (vkQueueSubmit and vkWaitForFences), so a host-allocation counter can
+/// tell the driver's own allocations from tern's. Null (the default) for none.
+void set_vulkan_driver_call_hooks(void (*enter)(), void (*leave)());
+
+}  // namespace tern

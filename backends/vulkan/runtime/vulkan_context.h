@@ -1,0 +1,34 @@
+// The process's Vulkan instance and device, opened once on first use and kept for the
+// process's life (internal to the vulkan backend). Delegates share the device and its queue;
+// submissions are serialised with a mutex.
+#pragma once
+
+#include <mutex>
+
+#include "backends/vulkan/runtime/vulkan_api.h"
+
+namespace tern::vulkan {
+
+struct VulkanContext {
+  bool ok = false;
+  char reason[1024] = {};  ///< why not ok; also notes on skipped devices when ok
+  char device_name[VK_MAX_PHYSICAL_DEVICE_NAME_SIZE] = {};
+  VkInstance instance = VK_NULL_HANDLE;
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t queue_family = 0;
+  VkPhysicalDeviceProperties properties{};
+  VkPhysicalDeviceMemoryProperties memory{};
+  std::mutex queue_mutex;  ///< held around vkQueueSubmit + the wait
+};
+
+/// The context, opened on first call (thread-safe). Check `ok` (and `reason`).
+VulkanContext& vulkan_context();
+
+/// A memory type index with `required` flags (and `preferred` ones when there is such a type)
+/// among `type_bits`, or -1.
+int find_memory_type(const VulkanContext& c, uint32_t type_bits, VkMemoryPropertyFlags required,
+                     VkMemoryPropertyFlags preferred);
+
+}  // namespace tern::vulkan

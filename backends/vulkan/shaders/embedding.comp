@@ -1,0 +1,23 @@
+#version 450
+// Embedding rows: out[i, :] = weight[idx[i], :] for int64 indices read as (low, high) 32-bit
+// words. An index outside [0, V) writes NaN to its row (the runtime checks the indices on the
+// host before the submit and refuses the call, as the portable kernel does, so this is only a
+// guard against an out-of-bounds read). params: [0] V, [1] D, [2] count.
+#include "common.glsl"
+
+layout(std430, binding = 0) writeonly buffer Out { float y[]; };
+layout(std430, binding = 1) readonly buffer In0 { float w[]; };
+layout(std430, binding = 2) readonly buffer In1 { int idx[]; };
+
+void main() {
+  uint i = flat_index();
+  uint V = uint(pc.p[0]), D = uint(pc.p[1]);
+  if (i >= uint(pc.p[2]) * D) return;
+  uint r = i / D, d = i % D;
+  int lo = idx[2 * r], hi = idx[2 * r + 1];
+  if (hi != 0 || lo < 0 || uint(lo) >= V) {
+    y[i] = 0.0 / 0.0;
+    return;
+  }
+  y[i] = w[uint(lo) * D + d];
+}

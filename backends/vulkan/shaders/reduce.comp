@@ -1,0 +1,35 @@
+#version 450
+// Sum over some dims times a scale (mean: 1 / count): one invocation per output element.
+// params: [0] unused, [1..6] kept dims (the output's), [7..12] their input strides, [13]
+// unused, [14..19] reduced dims, [20..25] their input strides; fparams[0] scale.
+#include "common.glsl"
+
+layout(std430, binding = 0) writeonly buffer Out { float y[]; };
+layout(std430, binding = 1) readonly buffer In0 { float x[]; };
+
+void main() {
+  uint i = flat_index();
+  uint n = 1, r = 1;
+  [[unroll]] for (int d = 0; d < 6; ++d) {
+    n *= uint(pc.p[1 + d]);
+    r *= uint(pc.p[14 + d]);
+  }
+  if (i >= n) return;
+  uint rem = i, base = 0;
+  [[unroll]] for (int d = 5; d >= 0; --d) {
+    uint dim = uint(pc.p[1 + d]);
+    base += (rem % dim) * uint(pc.p[7 + d]);
+    rem /= dim;
+  }
+  float s = 0.0;
+  for (uint j = 0; j < r; ++j) {
+    uint jr = j, off = base;
+    [[unroll]] for (int d = 5; d >= 0; --d) {
+      uint dim = uint(pc.p[14 + d]);
+      off += (jr % dim) * uint(pc.p[20 + d]);
+      jr /= dim;
+    }
+    s += x[off];
+  }
+  y[i] = s * pc.f[0];
+}

@@ -1,0 +1,74 @@
+#version 450
+// Activations over a whole tensor: params [0] kind (UnaryKind), [1] numel; fparams lo, hi.
+#include "common.glsl"
+
+layout(std430, binding = 0) writeonly buffer Out { float y[]; };
+layout(std430, binding = 1) readonly buffer In0 { float x[]; };
+
+// 1 + erf(v) with |error| < 2e-7 relative, after fdlibm's s_erf.c rational approximations
+// (in f32): for v < 0 it is erfc(-v), computed directly so the GELU tail does not cancel.
+float erfc_abs(float a) {  // erfc(a) for a >= 0.84375
+  if (a < 1.25) {
+    float s = a - 1.0;
+    float P = -2.36211856e-03 + s * (4.14856118e-01 + s * (-3.72207876e-01 + s * (3.18346620e-01 +
+              s * (-1.10894694e-01 + s * (3.54783043e-02 + s * (-2.16637559e-03))))));
+    float Q = 1.0 + s * (1.06420880e-01 + s * (5.40397917e-01 + s * (7.18286544e-02 +
+              s * (1.26171219e-01 + s * (1.36370839e-02 + s * 1.19844998e-02)))));
+    return 1.0 - 8.45062911e-01 - P / Q;
+  }
+  if (a >= 10.0) return 0.0;
+  float s = 1.0 / (a * a);
+  float R, S;
+  if (a < 2.857142857) {
+    R = -9.86494403e-03 + s * (-6.93858572e-01 + s * (-1.05586262e+01 + s * (-6.23753324e+01 +
+        s * (-1.62396669e+02 + s * (-1.84605092e+02 + s * (-8.12874355e+01 + s * (-9.81432934e+00)))))));
+    S = 1.0 + s * (1.96512716e+01 + s * (1.37657754e+02 + s * (4.34565877e+02 + s * (6.45387271e+02 +
+        s * (4.29008140e+02 + s * (1.08635005e+02 + s * (6.57024977e+00 + s * (-6.04244152e-02))))))));
+  } else {
+    R = -9.86494292e-03 + s * (-7.99283237e-01 + s * (-1.77579549e+01 + s * (-1.60636384e+02 +
+        s * (-6.37566443e+02 + s * (-1.02509513e+03 + s * (-4.83519191e+02))))));
+    S = 1.0 + s * (3.03380607e+01 + s * (3.25792512e+02 + s * (1.53672958e+03 + s * (3.19985821e+03 +
+        s * (2.55305040e+03 + s * (4.74528541e+02 + s * (-2.24409524e+01)))))));
+  }
+  // exp(-a^2) split as exp(-z^2) exp((z - a)(z + a)) with z = a rounded to 12 bits, as fdlibm.
+  float z = uintBitsToFloat(floatBitsToUint(a) & 0xFFFFF000u);
+  return exp(-z * z - 0.5625) * exp((z - a) * (z + a) + R / S) / a;
+}
+
+float one_plus_erf(float v) {
+  float a = abs(v);
+  if (a < 0.84375) {
+    float z = v * v;
+    float num = 1.28379167e-01 + z * (-3.25042107e-01 + z * (-2.84817496e-02 +
+                z * (-5.77027030e-03 + z * (-2.37630167e-05))));
+    float den = 1.0 + z * (3.97917224e-01 + z * (6.50222500e-02 + z * (5.08130628e-03 +
+                z * (1.32494738e-04 + z * (-3.96022828e-06)))));
+    return 1.0 + (v + v * (num / den));
+  }
+  float e = erfc_abs(a);
+  return v < 0.0 ? e : 2.0 - e;
+}
+
+float sigmoid(float v) { return 1.0 / (1.0 + exp(-v)); }
+
+void main() {
+  uint i = flat_index();
+  if (i >= uint(pc.p[1])) return;
+  float v = x[i];
+  float r;
+  switch (pc.p[0]) {
+    case 0: r = min(max(v, pc.f[0]), pc.f[1]); if (isnan(v)) r = v; break;
+    case 1: r = 0.5 * v * one_plus_erf(v * 0.70710678118654752); break;
+    case 2: {
+      float u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
+      r = v * sigmoid(2.0 * u);
+      break;
+    }
+    case 3: r = v * sigmoid(v); break;
+    case 4: r = sigmoid(v); break;
+    case 5: r = v * min(max(v + 3.0, 0.0), 6.0) / 6.0; break;
+    case 6: r = min(max(v + 3.0, 0.0), 6.0) / 6.0; break;
+    default: r = tanh(v); break;
+  }
+  y[i] = r;
+}

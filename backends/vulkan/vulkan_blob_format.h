@@ -1,0 +1,135 @@
+// The vulkan delegate blob, version 1: shared by the compile half (writer) and the runtime half
+// (reader). Plain structs only (no STL): the runtime includes this file. The byte layout is
+// documented in backends/vulkan/README.md; all fields are little-endian.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tern::vulkan {
+
+/// The blob's first four bytes.
+constexpr char kBlobMagic[4] = {'T', 'V', 'K', 'N'};
+/// The blob format version this build writes and reads. A blob of another version is refused
+/// with DelegateInvalidCompatibility (the method then runs the portable fallback).
+constexpr uint32_t kBlobVersion = 1;
+/// Most dimensions of a value and of a strided iteration.
+constexpr uint32_t kMaxDims = 6;
+/// Most inputs of one node (attention: q, k, v, mask).
+constexpr uint32_t kMaxNodeInputs = 4;
+/// Integer and float parameters of one node.
+constexpr uint32_t kNodeParams = 28;
+constexpr uint32_t kNodeFParams = 4;
+/// "No value" in a node's input list and in a value's arg field.
+constexpr uint32_t kNoValue = 0xFFFFFFFFu;
+/// The data section starts at a multiple of this many bytes, and so does every constant in it.
+constexpr uint64_t kDataAlignment = 64;
+/// Most elements of one value: shaders index with 32-bit integers.
+constexpr uint64_t kMaxElements = 1ull << 30;
+/// Storage element types (BlobHeader::storage). Only F32 is implemented.
+constexpr uint32_t kStorageF32 = 0;
+
+/// Fixed header at offset 0 (64 bytes).
+struct BlobHeader {
+  char magic[4];
+  uint32_t version;
+  uint32_t header_size;        ///< sizeof(BlobHeader); value records follow it
+  uint32_t num_args;           ///< arguments of the delegate call (region inputs + outputs)
+  uint32_t num_values;         ///< 1..2^20
+  uint32_t num_nodes;          ///< 1..2^20
+  uint32_t value_record_size;  ///< sizeof(BlobValue)
+  uint32_t node_record_size;   ///< sizeof(BlobNode); node records follow the value records
+  uint64_t data_offset;        ///< from the blob start; multiple of kDataAlignment
+  uint64_t data_size;          ///< bytes of the data section
+  uint32_t storage;            ///< kStorageF32
+  /// Invocations per workgroup of the 1-D shaders (elementwise, copies, conv, pooling) and of
+  /// the row shaders (softmax, layer_norm): a power of two in [32, 1024]; specialization
+  /// constant 0. The runtime refuses a device whose limits are smaller.
+  uint32_t workgroup_size;
+  /// Tile edge of the tiled matmul (TILE x TILE invocations, two TILE x TILE tiles of shared
+  /// memory): 8, 16 or 32; specialization constant 1.
+  uint32_t matmul_tile;
+  uint32_t reserved;  ///< 0
+};
+
+/// What a value is.
+enum class ValueKind : uint32_t {
+  Internal = 0,        ///< produced and consumed inside the delegate
+  ExternalInput = 1,   ///< a delegate call argument read by the delegate
+  ExternalOutput = 2,  ///< a delegate call argument written by the delegate
+  Constant = 3,        ///< bytes in the data section, uploaded to the device at init
+};
+
+/// Element type of a value.
+enum class ValueType : uint32_t {
+  F32 = 0,
+  I64 = 1,  ///< external inputs only: embedding indices
+};
+
+/// One tensor value (80 bytes). Row-major (tern's layout), `rank` 0..kMaxDims.
+struct BlobValue {
+  uint32_t kind;            ///< ValueKind
+  uint32_t type;            ///< ValueType
+  uint32_t rank;            ///< 0..kMaxDims
+  uint32_t arg;             ///< delegate call argument index for externals, else kNoValue
+  uint64_t dims[kMaxDims];  ///< first `rank` used, each 1..2^30, numel <= kMaxElements; rest 0
+  uint64_t data_offset;     ///< constants: from the data section start (aligned), else 0
+  uint64_t data_bytes;      ///< constants: 4 * numel, else 0
+};
+
+/// Node operators (BlobNode::op); the params of each, by index, are in the README.
+enum class NodeOp : uint32_t {
+  MatMul = 1,          ///< in: a, b, bias?  (matmul_tiled.comp)
+  Elementwise = 2,     ///< in: a, b?, c?    (elementwise.comp: add sub mul div where, broadcast)
+  Unary = 3,           ///< in: x            (unary.comp: activations)
+  Softmax = 4,         ///< in: x            (softmax.comp)
+  LayerNorm = 5,       ///< in: x, w?, b?    (layer_norm.comp)
+  Conv2d = 6,          ///< in: x, w, b?     (conv2d.comp: direct, groups)
+  ChannelAffine = 7,   ///< in: x, scale, shift (channel_affine.comp: folded batch_norm)
+  Pool2d = 8,          ///< in: x            (pool2d.comp: max, avg, adaptive avg)
+  Copy = 9,            ///< in: x            (strided_copy.comp: views, permute, slice, cat...)
+  Reduce = 10,         ///< in: x            (reduce.comp: mean/sum over dims)
+  Embedding = 11,      ///< in: weight, indices (i64) (embedding.comp)
+  Attention = 12,      ///< in: q, k, v, mask? (attention.comp)
+};
+constexpr uint32_t kLastNodeOp = 12;
+
+/// Unary::params[0].
+enum class UnaryKind : int32_t {
+  Clamp = 0,  ///< fparams[0], [1]: lo, hi (relu, hardtanh, clamp)
+  Gelu = 1,
+  GeluTanh = 2,
+  Silu = 3,
+  Sigmoid = 4,
+  Hardswish = 5,
+  Hardsigmoid = 6,
+  Tanh = 7,
+};
+constexpr int32_t kLastUnaryKind = 7;
+
+/// Elementwise::params[0].
+enum class ElementwiseKind : int32_t {
+  Add = 0,    ///< a + alpha * b
+  Sub = 1,    ///< a - alpha * b
+  Mul = 2,
+  Div = 3,
+  Where = 4,  ///< c != 0 ? a : b  (inputs a, b, c: c the condition as 0/1 floats)
+};
+constexpr int32_t kLastElementwiseKind = 4;
+
+/// One node (160 bytes): `op` on `inputs` writing `output`.
+struct BlobNode {
+  uint32_t op;  ///< NodeOp
+  uint32_t num_inputs;
+  uint32_t inputs[kMaxNodeInputs];  ///< value indices; unused kNoValue
+  uint32_t output;                  ///< value index (Internal or ExternalOutput)
+  uint32_t reserved;                ///< 0
+  int32_t params[kNodeParams];      ///< unused 0
+  float fparams[kNodeFParams];      ///< unused 0
+};
+
+static_assert(sizeof(BlobHeader) == 64, "blob header layout");
+static_assert(sizeof(BlobValue) == 80, "blob value layout");
+static_assert(sizeof(BlobNode) == 160, "blob node layout");
+
+}  // namespace tern::vulkan

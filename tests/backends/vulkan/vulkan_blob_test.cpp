@@ -1,0 +1,174 @@
+// The vulkan blob as untrusted input: a lowered blob parses back to what was written; every
+// corrupt field is refused with a message naming it (never a crash); every single-byte flip of
+// a real blob is refused or harmless (the reader keeps every shader access inside its buffers);
+// a blob the device cannot run (another version, f16 storage) falls back.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backends/vulkan/runtime/blob_reader.h"
+#include "tests/backends/vulkan/vulkan_test_util.h"
+
+namespace tern::vulkan_test {
+namespace {
+
+using vulkan::BlobHeader;
+using vulkan::BlobNode;
+using vulkan::BlobValue;
+
+/// linear -> gelu -> layer_norm -> conv-free tail: a blob with constants, internals and edges.
+compiler::Graph small_graph() {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {3, 16});
+  const int w = b.constant_f32("w", {8, 16}, random_floats(128, 1));
+  const int bias = b.constant_f32("b", {8}, random_floats(8, 2));
+  const int h = b.op("tern::linear", {x, w, bias}, DType::F32, {3, 8});
+  const int g = b.op("tern::gelu", {h, b.string_value("none")}, DType::F32, {3, 8});
+  const int t = b.op("tern::transpose", {g, b.int_value(0), b.int_value(1)}, DType::F32, {8, 3});
+  b.output(b.op("tern::softmax", {t, b.int_value(-1)}, DType::F32, {8, 3}));
+  b.output(h);
+  delegate_vulkan(b, 0, 3);
+  return b.build();
+}
+
+Error parse(const std::vector<uint8_t>& bytes) {
+  AlignedBlob a(bytes);
+  vulkan::BlobPlan plan;
+  const Error e = vulkan::parse_blob(Span<const uint8_t>(a.data(), bytes.size()), &plan);
+  vulkan::free_blob_plan(&plan);
+  return e;
+}
+
+size_t node_offset(const std::vector<uint8_t>& blob, uint32_t i) {
+  BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  return sizeof(h) + h.num_values * sizeof(BlobValue) + i * sizeof(BlobNode);
+}
+
+TEST(VulkanBlob, RoundTrip) {
+  const compiler::Graph g = small_graph();
+  const std::vector<uint8_t>& blob = g.delegates.at(0).blob;
+  AlignedBlob a(blob);
+  vulkan::BlobPlan plan;
+  ASSERT_EQ(vulkan::parse_blob(Span<const uint8_t>(a.data(), blob.size()), &plan), Error::Ok)
+      << last_error_message();
+  EXPECT_EQ(plan.header.version, vulkan::kBlobVersion);
+  EXPECT_EQ(plan.header.num_nodes, 4u);
+  // Every boundary value is an argument: x, w, b, the scalar attributes, then 2 outputs.
+  EXPECT_EQ(plan.header.num_args,
+            g.delegates[0].inputs.size() + g.delegates[0].outputs.size());
+  EXPECT_EQ(g.delegates[0].outputs.size(), 2u);
+  EXPECT_EQ(plan.header.workgroup_size, 256u);
+  EXPECT_EQ(plan.header.matmul_tile, 16u);
+  EXPECT_EQ(plan.nodes[0].op, static_cast<uint32_t>(vulkan::NodeOp::MatMul));
+  EXPECT_EQ(plan.nodes[1].op, static_cast<uint32_t>(vulkan::NodeOp::Unary));
+  EXPECT_EQ(plan.nodes[2].op, static_cast<uint32_t>(vulkan::NodeOp::Copy));
+  EXPECT_EQ(plan.nodes[3].op, static_cast<uint32_t>(vulkan::NodeOp::Softmax));
+  // The weight's bytes are the graph's.
+  const BlobValue& wv = plan.values[plan.nodes[0].inputs[1]];
+  ASSERT_EQ(wv.kind, static_cast<uint32_t>(vulkan::ValueKind::Constant));
+  EXPECT_EQ(std::memcmp(plan.data + wv.data_offset, g.values[1].data.data(), 128 * 4), 0);
+  vulkan::free_blob_plan(&plan);
+}
+
+template <typename T>
+std::vector<uint8_t> patched(std::vector<uint8_t> blob, size_t offset, T value) {
+  std::memcpy(blob.data() + offset, &value, sizeof(T));
+  return blob;
+}
+
+TEST(VulkanBlob, CorruptFieldsAreRefusedWithTheirName) {
+  const std::vector<uint8_t> blob = small_graph().delegates.at(0).blob;
+  struct Bad {
+    std::vector<uint8_t> bytes;
+    Error error;
+    const char* message;
+  };
+  const size_t n0 = node_offset(blob, 0), n3 = node_offset(blob, 3);
+  const std::vector<Bad> bad = {
+      {std::vector<uint8_t>(blob.begin(), blob.begin() + 20), Error::InvalidProgram, "header"},
+      {patched<char>(blob, 0, 'X'), Error::InvalidProgram, "magic"},
+      {patched<uint32_t>(blob, 4, 2), Error::DelegateInvalidCompatibility, "version 2"},
+      {patched<uint32_t>(blob, offsetof(BlobHeader, storage), 1),
+       Error::DelegateInvalidCompatibility, "only f32"},
+      {patched<uint32_t>(blob, offsetof(BlobHeader, workgroup_size), 2048), Error::InvalidProgram,
+       "workgroup_size 2048"},
+      {patched<uint32_t>(blob, offsetof(BlobHeader, matmul_tile), 64), Error::InvalidProgram,
+       "matmul_tile 64"},
+      {patched<uint64_t>(blob, offsetof(BlobHeader, data_size), 1ull << 40), Error::InvalidProgram,
+       "data section"},
+      {patched<uint32_t>(blob, offsetof(BlobHeader, num_values), 0), Error::InvalidProgram,
+       "num_values 0"},
+      {patched<uint32_t>(blob, sizeof(BlobHeader) + offsetof(BlobValue, kind), 9),
+       Error::InvalidProgram, "kind 9"},
+      {patched<uint64_t>(blob, sizeof(BlobHeader) + offsetof(BlobValue, dims), 0),
+       Error::InvalidProgram, "dims[0] = 0"},
+      {patched<uint32_t>(blob, n0 + offsetof(BlobNode, op), 99), Error::InvalidProgram, "op 99"},
+      {patched<uint32_t>(blob, n0 + offsetof(BlobNode, inputs), 1000), Error::InvalidProgram,
+       "input 0 is value 1000"},
+      // matmul K grows: a reads past its end.
+      {patched<int32_t>(blob, n0 + offsetof(BlobNode, params) + 3 * 4, 17), Error::InvalidProgram,
+       "reaches element"},
+      {patched<int32_t>(blob, n0 + offsetof(BlobNode, params) + 1 * 4, -3), Error::InvalidProgram,
+       "params[1] = -3"},
+      // softmax rows grow past the output.
+      {patched<int32_t>(blob, n3 + offsetof(BlobNode, params), 9), Error::InvalidProgram,
+       "output elements"},
+  };
+  for (size_t i = 0; i < bad.size(); ++i) {
+    clear_error_message();
+    EXPECT_EQ(parse(bad[i].bytes), bad[i].error) << "case " << i;
+    EXPECT_NE(std::string(last_error_message()).find(bad[i].message), std::string::npos)
+        << "case " << i << ": " << last_error_message();
+  }
+}
+
+TEST(VulkanBlob, EveryByteFlipIsRefusedOrHarmless) {
+  // The header and tables of a real blob (the constants' bytes are data: any value is valid).
+  const compiler::Graph g = small_graph();
+  const std::vector<uint8_t> blob = g.delegates.at(0).blob;
+  BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  size_t refused = 0, accepted = 0;
+  for (size_t i = 0; i < h.data_offset; ++i) {
+    for (uint8_t mask : {0x01, 0x80, 0xFF}) {
+      std::vector<uint8_t> b = blob;
+      b[i] ^= mask;
+      if (parse(b) == Error::Ok) {
+        ++accepted;
+      } else {
+        ++refused;
+      }
+    }
+  }
+  EXPECT_GT(refused, accepted);
+  std::printf("vulkan blob byte flips: %zu refused, %zu accepted\n", refused, accepted);
+}
+
+TEST(VulkanBlob, IncompatibleBlobsAndSpecsFallBack) {
+  register_all();
+  const compiler::Graph g = small_graph();
+  const BackendInterface& be = vulkan_backend_interface();
+  BackendInitContext ctx;
+  {
+    AlignedBlob a(patched<uint32_t>(g.delegates.at(0).blob, 4, 7));
+    EXPECT_EQ(be.init(ctx, a.buffer(), {}).error(), Error::DelegateInvalidCompatibility);
+  }
+  {
+    AlignedBlob a(g.delegates.at(0).blob);
+    const uint8_t f16[] = {'f', '1', '6'};
+    const CompileSpecView spec{"storage", Span<const uint8_t>(f16, 3)};
+    EXPECT_EQ(be.init(ctx, a.buffer(), Span<const CompileSpecView>(&spec, 1)).error(),
+              Error::DelegateInvalidCompatibility);
+    EXPECT_NE(std::string(last_error_message()).find("only f32 storage"), std::string::npos);
+  }
+  {
+    AlignedBlob a(patched<uint32_t>(g.delegates.at(0).blob, 0, 0));
+    EXPECT_EQ(be.init(ctx, a.buffer(), {}).error(), Error::InvalidProgram);
+  }
+}
+
+}  // namespace
+}  // namespace tern::vulkan_test

@@ -1,0 +1,406 @@
+// Conformance of the vulkan backend against the portable kernels, on whatever Vulkan device
+// the machine has (lavapipe in CI): every op the backend claims runs as one delegate and as
+// its portable fallback on the same random inputs; outputs compare by NMSE (and max relative
+// error) under a per-op threshold, are finite, and (driving the backend interface directly)
+// nothing is written past an output or into an input.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tests/backends/vulkan/vulkan_test_util.h"
+
+namespace tern::vulkan_test {
+namespace {
+
+struct OpCase {
+  std::string name;
+  std::function<void(GraphBuilder&)> build;
+  double threshold = 1e-10;  ///< NMSE
+};
+
+int constant(GraphBuilder& b, const std::string& name, std::vector<int64_t> sizes, uint32_t seed,
+             float scale = 0.5f) {
+  const size_t n = numel(sizes);
+  return b.constant_f32(name, std::move(sizes), random_floats(n, seed, -scale, scale));
+}
+
+OpCase unary(const std::string& name, const std::string& op, std::vector<int64_t> shape,
+             std::function<std::vector<int>(GraphBuilder&)> attrs = nullptr) {
+  return {name, [=](GraphBuilder& b) {
+            const int x = b.input("x", DType::F32, shape);
+            std::vector<int> args{x};
+            if (attrs) {
+              for (int a : attrs(b)) args.push_back(a);
+            }
+            b.output(b.op(op, args, DType::F32, shape));
+          }};
+}
+
+int conv(GraphBuilder& b, int x, const std::vector<int64_t>& xs, int64_t o, int64_t k,
+         std::vector<int64_t> stride, std::vector<int64_t> pad, std::vector<int64_t> dil,
+         int64_t groups, bool bias, uint32_t seed) {
+  const int w = constant(b, "w" + std::to_string(seed), {o, xs[1] / groups, k, k}, seed);
+  const int bv = bias ? constant(b, "b" + std::to_string(seed), {o}, seed + 1) : b.none();
+  const int64_t oh = (xs[2] + 2 * pad[0] - dil[0] * (k - 1) - 1) / stride[0] + 1;
+  const int64_t ow = (xs[3] + 2 * pad[1] - dil[1] * (k - 1) - 1) / stride[1] + 1;
+  return b.op("tern::conv2d",
+              {x, w, bv, b.int_list(stride), b.int_list(pad), b.int_list(dil), b.int_value(groups)},
+              DType::F32, {xs[0], o, oh, ow});
+}
+
+int tensor_list(GraphBuilder& b, std::vector<int> items) {
+  compiler::Value v;
+  v.kind = compiler::Value::Kind::TensorList;
+  v.tensors = std::move(items);
+  b.graph().values.push_back(v);
+  return static_cast<int>(b.graph().values.size() - 1);
+}
+
+std::vector<OpCase> cases() {
+  std::vector<OpCase> c;
+  const double kMm = 1e-10, kEw = 1e-12, kTr = 1e-10;
+  // ---- linear algebra ----
+  c.push_back({"linear_bias", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {5, 37});
+                 const int w = constant(b, "w", {19, 37}, 1), bias = constant(b, "b", {19}, 2);
+                 b.output(b.op("tern::linear", {x, w, bias}, DType::F32, {5, 19}));
+               }, kMm});
+  c.push_back({"linear_3d_nobias_relu_linear", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 3, 40});
+                 const int w = constant(b, "w", {33, 40}, 3), w2 = constant(b, "w2", {7, 33}, 4);
+                 const int h = b.op("tern::linear", {x, w, b.none()}, DType::F32, {2, 3, 33});
+                 const int r = b.op("tern::relu", {h}, DType::F32, {2, 3, 33});
+                 b.output(b.op("tern::linear", {r, w2, b.none()}, DType::F32, {2, 3, 7}));
+               }, kMm});
+  c.push_back({"addmm_alpha_beta_row_bias", [](GraphBuilder& b) {
+                 const int a = b.input("a", DType::F32, {9, 17});
+                 const int w = constant(b, "w", {17, 21}, 5), bias = constant(b, "b", {21}, 6);
+                 b.output(b.op("tern::addmm", {bias, a, w, b.double_value(0.5), b.double_value(2.0)},
+                               DType::F32, {9, 21}));
+               }, kMm});
+  c.push_back({"addmm_full_bias", [](GraphBuilder& b) {
+                 const int a = b.input("a", DType::F32, {4, 8});
+                 const int w = b.input("w", DType::F32, {8, 6});
+                 const int bias = b.input("bias", DType::F32, {4, 6});
+                 b.output(b.op("tern::addmm", {bias, a, w}, DType::F32, {4, 6}));
+               }, kMm});
+  c.push_back({"matmul_batched_broadcast_b", [](GraphBuilder& b) {
+                 const int a = b.input("a", DType::F32, {2, 3, 19, 24});
+                 const int w = b.input("w", DType::F32, {24, 18});
+                 b.output(b.op("tern::matmul", {a, w}, DType::F32, {2, 3, 19, 18}));
+               }, kMm});
+  c.push_back({"matmul_equal_batch_and_vector", [](GraphBuilder& b) {
+                 const int a = b.input("a", DType::F32, {3, 5, 16});
+                 const int w = b.input("w", DType::F32, {3, 16, 9});
+                 b.output(b.op("tern::matmul", {a, w}, DType::F32, {3, 5, 9}));
+                 const int v = b.input("v", DType::F32, {16});
+                 b.output(b.op("tern::matmul", {a, v}, DType::F32, {3, 5}));
+               }, kMm});
+  c.push_back({"bmm", [](GraphBuilder& b) {
+                 const int a = b.input("a", DType::F32, {4, 33, 20});
+                 const int w = b.input("w", DType::F32, {4, 20, 35});
+                 b.output(b.op("tern::bmm", {a, w}, DType::F32, {4, 33, 35}));
+               }, kMm});
+  // ---- elementwise ----
+  c.push_back({"add_broadcast_alpha_sub_scalar", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 3, 4});
+                 const int y = b.input("y", DType::F32, {4});
+                 const int s = b.op("tern::add", {x, y, b.double_value(0.5)}, DType::F32, {2, 3, 4});
+                 b.output(b.op("tern::sub", {s, b.double_value(1.25)}, DType::F32, {2, 3, 4}));
+               }, kEw});
+  c.push_back({"mul_div_two_sided_broadcast", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 1, 5});
+                 const int y = b.input("y", DType::F32, {3, 1});
+                 const int m = b.op("tern::mul", {x, y}, DType::F32, {2, 3, 5});
+                 const int d = constant(b, "d", {5}, 7);
+                 b.output(b.op("tern::div", {m, d}, DType::F32, {2, 3, 5}));
+                 b.output(b.op("tern::mul", {x, b.int_value(3)}, DType::F32, {2, 1, 5}));
+               }, kEw});
+  c.push_back({"where_bool_constant", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 4, 4});
+                 std::vector<uint8_t> mask(16);
+                 for (int i = 0; i < 4; ++i)
+                   for (int j = 0; j < 4; ++j) mask[static_cast<size_t>(i * 4 + j)] = j <= i;
+                 const int m = b.constant("mask", DType::Bool, {1, 4, 4}, mask);
+                 const int fill = b.constant_f32("fill", {}, {-1e9f});
+                 b.output(b.op("tern::where", {m, x, fill}, DType::F32, {2, 4, 4}));
+               }, kEw});
+  // ---- activations ----
+  c.push_back(unary("relu", "tern::relu", {3, 100}));
+  c.push_back(unary("hardtanh_relu6", "tern::hardtanh", {3, 100}, [](GraphBuilder& b) {
+    return std::vector<int>{b.double_value(0.0), b.double_value(1.0)};
+  }));
+  c.push_back(unary("clamp_min_only", "tern::clamp", {7, 13}, [](GraphBuilder& b) {
+    return std::vector<int>{b.double_value(-0.5), b.none()};
+  }));
+  c.push_back({"gelu_erf_wide", [](GraphBuilder& b) {  // x * 4: the tails of erf
+                 const int x = b.input("x", DType::F32, {4, 300});
+                 const int s = b.op("tern::mul", {x, b.double_value(4.0)}, DType::F32, {4, 300});
+                 b.output(b.op("tern::gelu", {s, b.string_value("none")}, DType::F32, {4, 300}));
+               }, kTr});
+  c.push_back(unary("gelu_tanh", "tern::gelu", {4, 300}, [](GraphBuilder& b) {
+    return std::vector<int>{b.string_value("tanh")};
+  }));
+  c.back().threshold = kTr;
+  for (const char* op : {"silu", "sigmoid", "hardswish", "hardsigmoid", "tanh"}) {
+    c.push_back(unary(op, std::string("tern::") + op, {5, 77}));
+    c.back().threshold = kTr;
+  }
+  // ---- normalisation ----
+  c.push_back(unary("softmax_last_dim", "tern::softmax", {6, 300}, [](GraphBuilder& b) {
+    return std::vector<int>{b.int_value(-1)};
+  }));
+  c.back().threshold = kTr;
+  c.push_back(unary("softmax_middle_dim", "tern::softmax", {2, 7, 5}, [](GraphBuilder& b) {
+    return std::vector<int>{b.int_value(1)};
+  }));
+  c.back().threshold = kTr;
+  c.push_back({"layer_norm_affine_and_plain", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {3, 4, 300});
+                 const int w = constant(b, "w", {300}, 8), bias = constant(b, "b", {300}, 9);
+                 b.output(b.op("tern::layer_norm", {x, b.int_list({300}), w, bias, b.double_value(1e-5)},
+                               DType::F32, {3, 4, 300}));
+                 b.output(b.op("tern::layer_norm", {x, b.int_list({4, 300}), b.none(), b.none(),
+                                                    b.double_value(1e-6)}, DType::F32, {3, 4, 300}));
+               }, kTr});
+  c.push_back({"batch_norm_eval", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 6, 5, 5});
+                 const int w = constant(b, "w", {6}, 10), bias = constant(b, "b", {6}, 11);
+                 const int mean = constant(b, "m", {6}, 12);
+                 const int var = b.constant_f32("v", {6}, random_floats(6, 13, 0.5f, 2.0f));
+                 b.output(b.op("tern::batch_norm", {x, w, bias, mean, var, b.double_value(1e-5)},
+                               DType::F32, {2, 6, 5, 5}));
+               }, kEw * 100});
+  // ---- convolution ----
+  c.push_back({"conv3x3_pad1_bias", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 8, 12, 12});
+                 b.output(conv(b, x, {1, 8, 12, 12}, 16, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 20));
+               }, kMm});
+  c.push_back({"conv_stride_pad_dilation_nobias", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 4, 11, 9});
+                 b.output(conv(b, x, {2, 4, 11, 9}, 6, 3, {2, 1}, {1, 2}, {2, 1}, 1, false, 22));
+               }, kMm});
+  c.push_back({"conv_grouped", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 8, 7, 7});
+                 b.output(conv(b, x, {1, 8, 7, 7}, 12, 3, {1, 1}, {1, 1}, {1, 1}, 2, true, 24));
+               }, kMm});
+  c.push_back({"conv_depthwise_and_multiplier", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 8, 10, 10});
+                 b.output(conv(b, x, {1, 8, 10, 10}, 8, 3, {2, 2}, {1, 1}, {1, 1}, 8, true, 26));
+                 b.output(conv(b, x, {1, 8, 10, 10}, 16, 5, {1, 1}, {2, 2}, {1, 1}, 8, false, 28));
+               }, kMm});
+  c.push_back({"conv1x1_relu6", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 16, 7, 7});
+                 const int y = conv(b, x, {1, 16, 7, 7}, 32, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 30);
+                 b.output(b.op("tern::hardtanh", {y, b.double_value(0.0), b.double_value(6.0)},
+                               DType::F32, {1, 32, 7, 7}));
+               }, kMm});
+  // ---- pooling ----
+  c.push_back({"max_pool_pad_and_ceil_dilation", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 3, 11, 11});
+                 b.output(b.op("tern::max_pool2d", {x, b.int_list({3}), b.int_list({2}), b.int_list({1}),
+                                                    b.int_list({1}), b.bool_value(false)},
+                               DType::F32, {2, 3, 6, 6}));
+                 b.output(b.op("tern::max_pool2d", {x, b.int_list({2}), b.int_list({2}), b.int_list({0}),
+                                                    b.int_list({1}), b.bool_value(true)},
+                               DType::F32, {2, 3, 6, 6}));
+                 b.output(b.op("tern::max_pool2d", {x, b.int_list({3}), b.int_list({1}), b.int_list({0}),
+                                                    b.int_list({2}), b.bool_value(false)},
+                               DType::F32, {2, 3, 7, 7}));
+               }, kEw});
+  c.push_back({"avg_pool_pad_rules_and_ceil", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 4, 10, 10});
+                 auto pool = [&](bool ceil, bool include, int64_t o) {
+                   return b.op("tern::avg_pool2d", {x, b.int_list({3}), b.int_list({2}), b.int_list({1}),
+                                                    b.bool_value(ceil), b.bool_value(include), b.none()},
+                               DType::F32, {1, 4, o, o});
+                 };
+                 b.output(pool(false, true, 5));
+                 b.output(pool(false, false, 5));
+                 b.output(pool(true, true, 6));
+                 b.output(pool(true, false, 6));
+               }, kEw});
+  c.push_back({"adaptive_avg_pool", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 5, 7, 9});
+                 b.output(b.op("tern::adaptive_avg_pool2d", {x, b.int_list({1, 1})}, DType::F32, {2, 5, 1, 1}));
+                 b.output(b.op("tern::adaptive_avg_pool2d", {x, b.int_list({3, 4})}, DType::F32, {2, 5, 3, 4}));
+               }, kEw});
+  // ---- reductions ----
+  c.push_back({"mean_sum", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 5, 6, 7});
+                 b.output(b.op("tern::mean", {x, b.int_list({-1, -2}), b.bool_value(true)}, DType::F32, {2, 5, 1, 1}));
+                 b.output(b.op("tern::mean", {x, b.int_list({1}), b.bool_value(false)}, DType::F32, {2, 6, 7}));
+                 b.output(b.op("tern::sum", {x, b.int_list({0, 3}), b.bool_value(false)}, DType::F32, {5, 6}));
+               }, kEw * 100});
+  // ---- data movement (in a region with compute: a movement-only region is refused) ----
+  c.push_back({"view_permute_transpose_expand", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 3, 4});
+                 const int r = b.op("tern::relu", {x}, DType::F32, {2, 3, 4});
+                 const int v = b.op("tern::view", {r, b.int_list({6, 4})}, DType::F32, {6, 4});
+                 b.output(b.op("tern::transpose", {v, b.int_value(0), b.int_value(1)}, DType::F32, {4, 6}));
+                 b.output(b.op("tern::permute", {r, b.int_list({2, 0, 1})}, DType::F32, {4, 2, 3}));
+                 const int s = b.input("s", DType::F32, {3, 1});
+                 b.output(b.op("tern::expand", {s, b.int_list({2, 3, 5})}, DType::F32, {2, 3, 5}));
+                 b.output(b.op("tern::flatten", {r, b.int_value(1), b.int_value(-1)}, DType::F32, {2, 12}));
+               }, kEw});
+  c.push_back({"slice_select_split_cat", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {3, 10, 4});
+                 const int r = b.op("tern::relu", {x}, DType::F32, {3, 10, 4});
+                 b.output(b.op("tern::slice", {r, b.int_value(1), b.int_value(1), b.int_value(9), b.int_value(3)},
+                               DType::F32, {3, 3, 4}));
+                 b.output(b.op("tern::slice", {r, b.int_value(-1), b.int_value(-3), b.none(), b.int_value(1)},
+                               DType::F32, {3, 10, 3}));
+                 b.output(b.op("tern::select", {r, b.int_value(0), b.int_value(-1)}, DType::F32, {10, 4}));
+                 const int p0 = b.tensor("p0", DType::F32, {3, 4, 4});
+                 const int p1 = b.tensor("p1", DType::F32, {3, 6, 4});
+                 b.op_into("tern::split", {r, b.int_list({4, 6}), b.int_value(1)}, {p0, p1});
+                 const int y = b.input("y", DType::F32, {3, 2, 4});
+                 const int list = tensor_list(b, {p1, y, p0});
+                 b.output(b.op("tern::cat", {list, b.int_value(1)}, DType::F32, {3, 12, 4}));
+               }, kEw});
+  // ---- attention ----
+  c.push_back({"sdpa_causal", [](GraphBuilder& b) {
+                 const int q = b.input("q", DType::F32, {2, 3, 9, 8});
+                 const int k = b.input("k", DType::F32, {2, 3, 9, 8});
+                 const int v = b.input("v", DType::F32, {2, 3, 9, 5});
+                 b.output(b.op("tern::scaled_dot_product_attention",
+                               {q, k, v, b.none(), b.bool_value(true), b.none()}, DType::F32, {2, 3, 9, 5}));
+               }, kTr});
+  c.push_back({"sdpa_float_mask_and_scale", [](GraphBuilder& b) {
+                 const int q = b.input("q", DType::F32, {2, 7, 16});
+                 const int k = b.input("k", DType::F32, {2, 11, 16});
+                 const int v = b.input("v", DType::F32, {2, 11, 16});
+                 const int m = b.input("m", DType::F32, {7, 11});
+                 b.output(b.op("tern::scaled_dot_product_attention",
+                               {q, k, v, m, b.bool_value(false), b.double_value(0.3)}, DType::F32, {2, 7, 16}));
+               }, kTr});
+  c.push_back({"sdpa_bool_mask_constant", [](GraphBuilder& b) {
+                 const int q = b.input("q", DType::F32, {1, 2, 6, 8});
+                 const int k = b.input("k", DType::F32, {1, 2, 6, 8});
+                 const int v = b.input("v", DType::F32, {1, 2, 6, 8});
+                 std::vector<uint8_t> mask(36);
+                 for (size_t i = 0; i < 36; ++i) mask[i] = (i * 7) % 3 != 0 || i % 6 == 0;
+                 const int m = b.constant("mask", DType::Bool, {6, 6}, mask);
+                 b.output(b.op("tern::scaled_dot_product_attention",
+                               {q, k, v, m, b.bool_value(false), b.none()}, DType::F32, {1, 2, 6, 8}));
+               }, kTr});
+  return c;
+}
+
+class VulkanConformance : public ::testing::TestWithParam<OpCase> {};
+
+TEST_P(VulkanConformance, MatchesPortable) {
+  register_all();
+  const OpCase& tc = GetParam();
+  GraphBuilder b;
+  tc.build(b);
+  for (size_t n = 0; n < b.num_nodes(); ++n) {
+    ASSERT_EQ(compiler::VulkanBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes[n]), "")
+        << "node " << n << " (" << b.graph().nodes[n].op << ")";
+  }
+  delegate_vulkan(b, 0, static_cast<int>(b.num_nodes()) - 1);
+  const compiler::Graph graph = b.build();
+  const std::vector<uint8_t> pte = testing::compile_graph(graph);
+  std::vector<std::vector<float>> inputs;
+  std::map<int, std::vector<float>> by_id;
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    const auto& v = graph.values[static_cast<size_t>(graph.inputs[i])];
+    inputs.push_back(random_floats(numel(v.sizes), 1000 + static_cast<uint32_t>(i)));
+    by_id[graph.inputs[i]] = inputs.back();
+  }
+  const RunResult delegated = run_program(pte, graph, inputs, /*disable=*/false, 2);
+  const RunResult portable = run_program(pte, graph, inputs, /*disable=*/true);
+  ASSERT_EQ(delegated.paths, std::vector<DelegatePath>{DelegatePath::Backend});
+  ASSERT_EQ(portable.paths, std::vector<DelegatePath>{DelegatePath::Fallback});
+  ASSERT_EQ(delegated.outputs.size(), graph.outputs.size());
+  ASSERT_EQ(portable.outputs.size(), graph.outputs.size());
+  for (size_t i = 0; i < graph.outputs.size(); ++i) {
+    EXPECT_TRUE(all_finite(delegated.outputs[i])) << "output " << i;
+    const double e = nmse(delegated.outputs[i], portable.outputs[i]);
+    EXPECT_LE(e, tc.threshold) << "output " << i << " NMSE " << e;
+    EXPECT_LE(max_rel(delegated.outputs[i], portable.outputs[i]), 1e-4) << "output " << i;
+  }
+  const std::map<int, std::vector<float>> guarded = run_guarded(graph, by_id);
+  for (size_t i = 0; i < graph.outputs.size(); ++i) {
+    auto it = guarded.find(graph.outputs[i]);
+    ASSERT_NE(it, guarded.end());
+    EXPECT_LE(nmse(it->second, portable.outputs[i]), tc.threshold) << "guarded run, output " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, VulkanConformance, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<OpCase>& info) { return info.param.name; });
+
+TEST(VulkanConformanceEmbedding, GathersRowsAndRefusesAnOutOfRangeIndex) {
+  register_all();
+  GraphBuilder b;
+  const int idx = b.input("idx", DType::I64, {2, 3});
+  const int w = constant(b, "table", {10, 6}, 40);
+  const int e = b.op("tern::embedding", {w, idx}, DType::F32, {2, 3, 6});
+  b.output(b.op("tern::relu", {e}, DType::F32, {2, 3, 6}));
+  ASSERT_EQ(compiler::VulkanBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes[0]), "");
+  delegate_vulkan(b, 0, 1);
+  const compiler::Graph graph = b.build();
+  const std::vector<uint8_t> pte = testing::compile_graph(graph);
+  for (bool disable : {false, true}) {
+    testing::LoadedProgram lp(pte);
+    testing::MethodMemory memory(lp.program().method_meta("forward").get(), -1, 0, 1 << 20);
+    const char* disabled[] = {"vulkan"};
+    MethodLoadOptions options;
+    if (disable) options.disabled_backends = Span<const char* const>(disabled, 1);
+    auto method = lp.program().load_method("forward", memory.manager(), options);
+    ASSERT_TRUE(method.ok()) << last_error_message();
+    std::vector<int64_t> ids{0, 9, 3, 4, 4, 7}, sizes{2, 3};
+    TensorView view;
+    view.dtype = DType::I64;
+    view.rank = 2;
+    view.sizes = sizes.data();
+    view.data = ids.data();
+    view.nbytes = ids.size() * 8;
+    ASSERT_EQ(method->set_input(0, view), Error::Ok) << last_error_message();
+    ASSERT_EQ(method->execute(), Error::Ok) << last_error_message();
+    const std::vector<float> got = testing::to_vector(*method->output(0).get());
+    const std::vector<float> table(reinterpret_cast<const float*>(graph.values[static_cast<size_t>(w)].data.data()),
+                                   reinterpret_cast<const float*>(graph.values[static_cast<size_t>(w)].data.data()) + 60);
+    for (size_t r = 0; r < 6; ++r) {  // expected: the table's rows, by hand
+      const int64_t row = ids[r];
+      for (size_t d = 0; d < 6; ++d) {
+        EXPECT_EQ(got[r * 6 + d], std::max(0.0f, table[static_cast<size_t>(row) * 6 + d])) << r;
+      }
+    }
+    for (int64_t bad : {int64_t{10}, int64_t{-1}}) {  // refused as the portable kernel does
+      ids[2] = bad;
+      ASSERT_EQ(method->set_input(0, view), Error::Ok);
+      EXPECT_EQ(method->execute(), Error::InvalidArgument) << "index " << bad;
+      if (!disable) {
+        EXPECT_NE(std::string(last_error_message()).find("index " + std::to_string(bad)),
+                  std::string::npos) << last_error_message();
+      }
+      ids[2] = 3;
+    }
+  }
+}
+
+TEST(VulkanSupport, RefusesWhatItDoesNotImplement) {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {2, 8});
+  const int i = b.input("i", DType::I32, {2, 8});
+  b.output(b.op("tern::exp", {x}, DType::F32, {2, 8}));                       // not taken
+  b.output(b.op("tern::div", {x, x, b.string_value("floor")}, DType::F32, {2, 8}));  // rounding
+  b.output(b.op("tern::add", {i, i}, DType::I32, {2, 8}));                    // int tensors
+  for (size_t n = 0; n < b.num_nodes(); ++n) {
+    EXPECT_NE(compiler::VulkanBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes[n]), "")
+        << "node " << n;
+  }
+  // A region of only data movement is not worth a delegate call.
+  GraphBuilder v;
+  const int y = v.input("y", DType::F32, {2, 8});
+  v.output(v.op("tern::view", {y, v.int_list({16})}, DType::F32, {16}));
+  EXPECT_FALSE(compiler::VulkanBackendCompiler().accepts_region(v.graph(), {0}));
+}
+
+}  // namespace
+}  // namespace tern::vulkan_test

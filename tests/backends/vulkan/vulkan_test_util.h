@@ -1,0 +1,230 @@
+// Helpers for the vulkan backend tests: delegate a node range to "vulkan" with a blob from
+// VulkanBackendCompiler::lower, run a program on the backend or its portable fallback, drive
+// the backend interface directly with guard bytes, random inputs and NMSE.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/vulkan/compile/vulkan_backend_compiler.h"
+#include "backends/vulkan/runtime/register_vulkan_backend.h"
+#include "backends/vulkan/vulkan_blob_format.h"
+#include "runtime/kernels/portable/register_portable_kernels.h"
+#include "tests/executor/method_test_util.h"
+
+namespace tern::vulkan_test {
+
+using compiler::GraphBuilder;
+
+/// A blob in 64-byte aligned memory, as a program segment hands it to init.
+class AlignedBlob {
+ public:
+  explicit AlignedBlob(const std::vector<uint8_t>& bytes) : size_(bytes.size()) {
+    store_.resize((size_ + 63) / 64 + 1);
+    if (size_ > 0) std::memcpy(data(), bytes.data(), size_);
+  }
+  uint8_t* data() { return reinterpret_cast<uint8_t*>(store_.data()); }
+  FreeableBuffer buffer() { return FreeableBuffer(data(), size_, nullptr); }
+
+ private:
+  struct alignas(64) Line {
+    uint8_t bytes[64];
+  };
+  std::vector<Line> store_;
+  size_t size_;
+};
+
+/// Hands nodes [first, last] of `b` to "vulkan" with the blob VulkanBackendCompiler lowers.
+inline int delegate_vulkan(GraphBuilder& b, int first, int last) {
+  const int index = b.delegate("vulkan", first, last);
+  compiler::DelegateRegion& region = b.graph().delegates[static_cast<size_t>(index)];
+  region.blob = compiler::VulkanBackendCompiler().lower(b.graph(), region).blob;
+  return index;
+}
+
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -2.0f,
+                                        float hi = 2.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& f : v) f = dist(rng);
+  return v;
+}
+
+inline size_t numel(const std::vector<int64_t>& sizes) {
+  size_t n = 1;
+  for (int64_t d : sizes) n *= static_cast<size_t>(d);
+  return n;
+}
+
+/// sum (a - b)^2 / sum b^2 (absolute when b is all zeros); 1e30 on a size mismatch.
+inline double nmse(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return 1e30;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = static_cast<double>(a[i]) - b[i];
+    num += d * d;
+    den += static_cast<double>(b[i]) * b[i];
+  }
+  return den > 0 ? num / den : num;
+}
+
+/// max |a - b| / max |b|.
+inline double max_rel(const std::vector<float>& a, const std::vector<float>& b) {
+  double err = 0, ref = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    err = std::max(err, std::fabs(static_cast<double>(a[i]) - b[i]));
+    ref = std::max(ref, std::fabs(static_cast<double>(b[i])));
+  }
+  return ref > 0 ? err / ref : err;
+}
+
+inline bool all_finite(const std::vector<float>& v) {
+  for (float f : v) {
+    if (!std::isfinite(f)) return false;
+  }
+  return true;
+}
+
+struct RunResult {
+  std::vector<std::vector<float>> outputs;
+  std::vector<DelegatePath> paths;
+};
+
+/// Loads `pte` (vulkan registered; disabled for this load when `disable`), sets the f32
+/// inputs, executes `runs` times and returns the outputs and delegate paths.
+inline RunResult run_program(const std::vector<uint8_t>& pte, const compiler::Graph& graph,
+                             const std::vector<std::vector<float>>& inputs, bool disable,
+                             int runs = 1) {
+  RunResult result;
+  testing::LoadedProgram lp(pte);
+  testing::MethodMemory memory(lp.program().method_meta("forward").get(), -1, 0, 8 * 1024 * 1024);
+  const char* disabled[] = {"vulkan"};
+  MethodLoadOptions options;
+  if (disable) options.disabled_backends = Span<const char* const>(disabled, 1);
+  auto method = lp.program().load_method("forward", memory.manager(), options);
+  EXPECT_TRUE(method.ok()) << last_error_message();
+  if (!method.ok()) return result;
+  std::vector<std::vector<int64_t>> sizes;
+  std::vector<std::vector<float>> data = inputs;
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    sizes.push_back(graph.values[static_cast<size_t>(graph.inputs[i])].sizes);
+  }
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    const TensorView view = testing::f32_view(sizes[i], data[i]);
+    EXPECT_EQ(method->set_input(i, view), Error::Ok) << last_error_message();
+  }
+  for (int r = 0; r < runs; ++r) {
+    EXPECT_EQ(method->execute(), Error::Ok) << last_error_message();
+  }
+  for (size_t i = 0; i < method->num_outputs(); ++i) {
+    auto out = method->output(i);
+    EXPECT_TRUE(out.ok()) << last_error_message();
+    if (out.ok()) result.outputs.push_back(testing::to_vector(*out.get()));
+  }
+  for (size_t i = 0; i < method->num_delegate_calls(); ++i) {
+    result.paths.push_back(method->delegate_path(i).get());
+  }
+  return result;
+}
+
+/// Registers the portable kernels and the vulkan backend; fails (never skips) when no Vulkan
+/// device is there: CI runs these tests on lavapipe (docs: backends/vulkan/README.md).
+inline void register_all() {
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  ASSERT_EQ(register_vulkan_backend(), Error::Ok) << last_error_message();
+  ASSERT_TRUE(vulkan_backend_interface().is_available())
+      << "no Vulkan device: " << vulkan_unavailable_reason()
+      << " (install mesa-vulkan-drivers: scripts/install-deps.sh)";
+}
+
+/// One buffer per delegate call argument, with guard bytes after the data.
+struct GuardedArg {
+  static constexpr size_t kGuard = 64;
+  static constexpr uint8_t kPattern = 0xA5;
+  std::vector<int64_t> sizes;
+  std::vector<uint8_t> bytes;
+  TensorView view;
+  EValue value;
+  size_t data_bytes = 0;
+  bool guard_intact() const {
+    for (size_t i = data_bytes; i < bytes.size(); ++i) {
+      if (bytes[i] != kPattern) return false;
+    }
+    return true;
+  }
+};
+
+/// Drives the backend interface on region 0 of `graph` with guarded buffers (two executions);
+/// returns the region outputs by value id after checking the guards and that inputs are
+/// untouched.
+inline std::map<int, std::vector<float>> run_guarded(const compiler::Graph& graph,
+                                                     const std::map<int, std::vector<float>>& inputs) {
+  const compiler::DelegateRegion& region = graph.delegates.at(0);
+  const BackendInterface& be = vulkan_backend_interface();
+  BackendInitContext ictx;
+  AlignedBlob blob(region.blob);
+  auto handle = be.init(ictx, blob.buffer(), {});
+  EXPECT_TRUE(handle.ok()) << last_error_message();
+  std::map<int, std::vector<float>> outputs;
+  if (!handle.ok()) return outputs;
+  std::vector<int> ids = region.inputs;
+  ids.insert(ids.end(), region.outputs.begin(), region.outputs.end());
+  std::vector<GuardedArg> args(ids.size());
+  std::vector<EValue*> ptrs;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const compiler::Value& v = graph.values[static_cast<size_t>(ids[i])];
+    GuardedArg& a = args[i];
+    if (!v.is_tensor()) {
+      ptrs.push_back(&a.value);
+      continue;
+    }
+    a.sizes = v.sizes;
+    a.data_bytes = v.is_constant ? v.data.size() : numel(v.sizes) * sizeof(float);
+    a.bytes.assign(a.data_bytes + GuardedArg::kGuard, GuardedArg::kPattern);
+    const bool is_output = i >= region.inputs.size();
+    if (v.is_constant) {
+      std::memcpy(a.bytes.data(), v.data.data(), a.data_bytes);
+    } else if (!is_output) {
+      std::memcpy(a.bytes.data(), inputs.at(ids[i]).data(), a.data_bytes);
+    }
+    a.view.dtype = v.dtype;
+    a.view.rank = static_cast<uint32_t>(a.sizes.size());
+    a.view.sizes = a.sizes.data();
+    a.view.data = a.bytes.data();
+    a.view.nbytes = a.data_bytes;
+    a.value = EValue::from_tensor(&a.view);
+    ptrs.push_back(&a.value);
+  }
+  std::vector<std::vector<uint8_t>> before;
+  for (const GuardedArg& a : args) before.push_back(a.bytes);
+  Span<EValue*> span(ptrs.data(), ptrs.size());
+  EXPECT_EQ(be.prepare(handle.get(), span), Error::Ok) << last_error_message();
+  BackendExecuteContext ectx;
+  for (int run = 0; run < 2; ++run) {
+    EXPECT_EQ(be.execute(ectx, handle.get(), span), Error::Ok) << last_error_message();
+  }
+  be.destroy(handle.get());
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].bytes.empty()) continue;
+    EXPECT_TRUE(args[i].guard_intact()) << "bytes written past argument " << i;
+    if (i < region.inputs.size()) {
+      EXPECT_EQ(args[i].bytes, before[i]) << "input argument " << i << " was written";
+    } else {
+      std::vector<float> out(args[i].data_bytes / sizeof(float));
+      std::memcpy(out.data(), args[i].bytes.data(), args[i].data_bytes);
+      outputs[ids[i]] = out;
+    }
+  }
+  return outputs;
+}
+
+}  // namespace tern::vulkan_test
