@@ -2,6 +2,10 @@
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
+# CUDA architectures of the cuda backend (CMAKE_CUDA_ARCHITECTURES; default 80;87;89;90). CI
+# (CI=true) builds one to save time; `make test TERN_CUDA_ARCHS=86` narrows it too.
+TERN_CUDA_ARCHS ?= $(if $(filter true,$(CI)),80,)
+CUDA_ARCH_FLAG := $(if $(TERN_CUDA_ARCHS),-DCMAKE_CUDA_ARCHITECTURES=$(TERN_CUDA_ARCHS),)
 
 .PHONY: all deps configure build test demo clean fuzz fuzz-smoke
 
@@ -12,7 +16,7 @@ deps:
 	bash scripts/setup-venv.sh
 
 configure: deps
-	cmake -S . -B $(BUILD_DIR) $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD_DIR) $(CUDA_ARCH_FLAG) $(CMAKE_FLAGS)
 
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)

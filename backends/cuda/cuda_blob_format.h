@@ -1,0 +1,220 @@
+// The cuda delegate blob, version 1: shared by the compile half (writer) and the runtime half
+// (reader). Plain structs only (no STL): the runtime includes this file. The byte layout is
+// documented in backends/cuda/README.md; all fields are little-endian.
+//
+// A blob describes one region in tern's own layout (contiguous, row-major: no re-layout at the
+// edges): a table of values (each an f32 or integer tensor with a place in one of three device
+// buffers: the activation arena, the weights buffer, or an alias of another value), a table of
+// nodes in execution order, and a memory plan (the arena, weights and workspace sizes). The
+// blob carries no weight bytes: constants are delegate call arguments (docs/partitioning.md)
+// that the runtime uploads once, at prepare.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tern::cuda {
+
+/// The blob's first four bytes.
+constexpr char kBlobMagic[4] = {'T', 'C', 'U', 'D'};
+/// The blob format version this build writes and reads. A blob of another version is refused
+/// with DelegateInvalidCompatibility (the method then runs the portable fallback).
+constexpr uint32_t kBlobVersion = 1;
+/// Most dimensions of a value.
+constexpr uint32_t kMaxDims = 6;
+/// Most inputs of one node (a concat's parts).
+constexpr uint32_t kMaxNodeInputs = 8;
+/// Integer and float parameters of one node.
+constexpr uint32_t kNodeIntParams = 16;
+constexpr uint32_t kNodeFloatParams = 4;
+/// "No value": an unused or absent (optional) node input, a value without an argument or
+/// without an alias.
+constexpr uint32_t kNoValue = 0xFFFFFFFFu;
+/// Every arena and weights offset, and the arena/weights/workspace sizes, are multiples of
+/// this (cuBLASLt wants 16-byte aligned matrices; 256 keeps every tensor on its own segment).
+constexpr uint64_t kDeviceAlignment = 256;
+/// Bounds on the tables and on one dimension (the reader refuses more).
+constexpr uint32_t kMaxValues = 1u << 20;
+constexpr uint32_t kMaxNodes = 1u << 20;
+constexpr uint64_t kMaxDim = 1ull << 31;
+/// Bound on each of the three device buffers (1 TiB): keeps every sum of offsets and sizes far
+/// from overflow.
+constexpr uint64_t kMaxBufferBytes = 1ull << 40;
+
+/// The compute dtype a blob was built for (compile spec "cuda:f16" / "cuda:bf16", f32
+/// accumulation). Version 1 writes and runs F32 only; the reader refuses the others.
+enum class ComputeDType : uint32_t { F32 = 0, F16 = 1, BF16 = 2 };
+
+/// Fixed header at offset 0.
+struct BlobHeader {
+  char magic[4];
+  uint32_t version;
+  uint32_t header_size;        ///< sizeof(BlobHeader); value records follow it
+  uint32_t num_args;           ///< arguments of the delegate call (region inputs + outputs)
+  uint32_t num_values;         ///< 1..kMaxValues
+  uint32_t num_nodes;          ///< 1..kMaxNodes
+  uint32_t value_record_size;  ///< sizeof(BlobValue)
+  uint32_t node_record_size;   ///< sizeof(BlobNode); node records follow the value records
+  uint32_t compute_dtype;      ///< ComputeDType
+  /// The lowest compute capability the blob may run on, as major * 10 + minor (e.g. 70).
+  /// A device below it makes init refuse the blob (the method runs its fallback).
+  uint32_t min_compute_capability;
+  uint64_t arena_bytes;      ///< the activation arena (internal and external values)
+  uint64_t weights_bytes;    ///< the weights buffer (constants, uploaded at prepare)
+  uint64_t workspace_bytes;  ///< scratch shared by the nodes (im2col columns, attention scores)
+  uint64_t blob_bytes;       ///< header + tables: exactly the blob's size
+};
+
+/// What a value is.
+enum class ValueKind : uint32_t {
+  Internal = 0,        ///< produced and consumed inside the delegate (arena)
+  ExternalInput = 1,   ///< a delegate call argument copied host -> arena at execute
+  ExternalOutput = 2,  ///< a delegate call argument copied arena -> host after the nodes
+  Constant = 3,        ///< a delegate call argument uploaded once to the weights buffer
+};
+constexpr uint32_t kLastValueKind = 3;
+
+/// Element types of values (a subset of tern's DType codes, runtime/core/dtype.h).
+enum class ValueDType : uint32_t { F32 = 0, I64 = 3, I32 = 4, Bool = 8 };
+
+/// One value: a tensor, row-major with `dims`.
+struct BlobValue {
+  uint32_t kind;   ///< ValueKind
+  uint32_t dtype;  ///< ValueDType
+  uint32_t rank;   ///< 0..kMaxDims (0: one element)
+  uint32_t arg;    ///< delegate call argument of an external or constant value, else kNoValue
+  /// kNoValue, or the value whose bytes this one shares (a view: reshape/view/flatten/
+  /// squeeze/unsqueeze). The target is not a constant and not itself an alias, has the same
+  /// byte size; `offset` repeats the target's. Only Internal and ExternalOutput values alias.
+  uint32_t alias_of;
+  uint32_t reserved;  ///< 0
+  uint64_t dims[kMaxDims];  ///< first `rank` used, each 1..kMaxDim; the rest 0
+  uint64_t offset;  ///< byte offset in the arena (constants: in the weights buffer); aligned
+  uint64_t bytes;   ///< numel * element size
+};
+
+/// Node operators (BlobNode::op). Shapes come from the value table; what each op reads from
+/// params/fparams is listed with it, and the reader checks every one.
+enum class NodeOp : uint32_t {
+  /// out[b] = act(alpha * a[b] · op(w[b]) + bias). in: a [.., M, K], w ([N, K] when
+  /// params[4] = 1, else [K, N]), bias [N] or kNoValue. params: [0] M, [1] N, [2] K,
+  /// [3] batch, [4] w transposed (0/1), [5] a's batch stride (0 or M*K), [6] w's batch
+  /// stride (0 or K*N), [7] Activation (None, Relu, GeluTanh). fparams[0] alpha.
+  /// Output: batch * M * N elements.
+  Gemm = 1,
+  /// out = act(conv(x, w) + bias), NCHW. in: x [N, C, H, W], w [O, C/g, KH, KW], bias [O] or
+  /// kNoValue. params: [0, 1] stride h, w, [2, 3] padding h, w, [4, 5] dilation h, w,
+  /// [6] groups, [7] Activation (None, Relu). Output [N, O, OH, OW].
+  Conv2d = 2,
+  /// out = a (op) b with NumPy broadcasting over right-aligned dims. in: a, b (or kNoValue:
+  /// b is the scalar fparams[1]). params[0] BinaryOp. fparams[0] alpha (b is scaled by it:
+  /// add/sub only; 1 otherwise).
+  Binary = 3,
+  /// out = f(x). params[0] UnaryOp; fparams[0], [1]: clamp min, max / pow exponent.
+  Unary = 4,
+  /// Softmax (params[0] = 0) or log-softmax (1) over the last dim.
+  Softmax = 5,
+  /// Layer norm over the last params[0] elements. in: x, weight [params[0]] or kNoValue,
+  /// bias [params[0]] or kNoValue. fparams[0] eps.
+  LayerNorm = 6,
+  /// Inference batch norm over dim 1. in: x [N, C, ...], weight [C] or kNoValue, bias [C] or
+  /// kNoValue, running mean [C], running var [C]. fparams[0] eps.
+  BatchNorm = 7,
+  /// params: [0, 1] kernel h, w, [2, 3] stride, [4, 5] padding, [6, 7] dilation. x and out
+  /// [N, C, H, W]; windows clipped to the input (padding never read).
+  MaxPool2d = 8,
+  /// params as MaxPool2d without dilation (1), [8] count_include_pad (0/1), [9] divisor
+  /// override (0: none).
+  AvgPool2d = 9,
+  /// x [N, C, H, W] -> out [N, C, OH, OW] (ATen's adaptive windows).
+  AdaptiveAvgPool2d = 10,
+  /// Sum (params[3] = 0) or mean (1) over the middle of x viewed as [outer, reduce, inner]:
+  /// params [0] outer, [1] reduce, [2] inner.
+  Reduce = 11,
+  /// out[i] = x[params[0] + sum_d i_d * params[1 + d]] over out's dims (strides in elements,
+  /// >= 0): permute, transpose, slice, select, expand, split pieces, clone.
+  StridedCopy = 12,
+  /// Concatenation along dim params[0] of the 2..kMaxNodeInputs inputs.
+  Concat = 13,
+  /// out[..., :] = weight[indices[...], :]. in: weight [V, D], indices (I64/I32). An index
+  /// outside [0, V) writes zeros and makes execute fail with InvalidArgument.
+  Embedding = 14,
+  /// Scaled dot-product attention. in: q [batch, L, E], k [batch, S, E], v [batch, S, Ev],
+  /// mask or kNoValue. params: [0] batch, [1] L, [2] S, [3] E, [4] Ev, [5] causal (0/1),
+  /// [6] MaskKind, [7] inner batch size (the last batch dim, 1 if none), [8..11] the mask's
+  /// element strides over (outer batch, inner batch, L, S). fparams[0] scale. Scores use
+  /// batch * L * S floats of the workspace.
+  Attention = 15,
+};
+constexpr uint32_t kLastNodeOp = 15;
+
+/// Epilogue activations of Gemm and Conv2d.
+enum class Activation : int64_t { None = 0, Relu = 1, GeluTanh = 2 };
+constexpr int64_t kLastActivation = 2;
+
+/// Binary operators.
+enum class BinaryOp : int64_t { Add = 0, Sub = 1, Mul = 2, Div = 3, Pow = 4, Maximum = 5,
+                                 Minimum = 6 };
+constexpr int64_t kLastBinaryOp = 6;
+
+/// Unary operators.
+enum class UnaryOp : int64_t {
+  Relu = 0,
+  Clamp = 1,  ///< to [fparams[0], fparams[1]] (hardtanh, relu6, clamp; ±inf for no bound)
+  Gelu = 2,   ///< erf form
+  GeluTanh = 3,
+  Silu = 4,
+  Sigmoid = 5,
+  Hardswish = 6,
+  Hardsigmoid = 7,
+  Tanh = 8,
+  Exp = 9,
+  Log = 10,
+  Sqrt = 11,
+  Rsqrt = 12,
+  Neg = 13,
+  Abs = 14,
+  Reciprocal = 15,
+  PowScalar = 16,  ///< x ^ fparams[0]
+  Copy = 17,
+};
+constexpr int64_t kLastUnaryOp = 17;
+
+/// Attention masks.
+enum class MaskKind : int64_t { None = 0, Bool = 1, Additive = 2 };
+
+/// One node. Unused inputs are kNoValue, unused params 0.
+struct BlobNode {
+  uint32_t op;  ///< NodeOp
+  uint32_t num_inputs;  ///< input slots used (optional ones may hold kNoValue)
+  uint32_t inputs[kMaxNodeInputs];
+  uint32_t output;
+  uint32_t reserved;  ///< 0
+  int64_t params[kNodeIntParams];
+  float fparams[kNodeFloatParams];
+};
+
+static_assert(sizeof(BlobHeader) == 72, "BlobHeader layout");
+static_assert(sizeof(BlobValue) == 88, "BlobValue layout");
+static_assert(sizeof(BlobNode) == 192, "BlobNode layout");
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the cuda blob is read and written as little-endian structs"
+#endif
+
+/// Bytes per element of a ValueDType (0 for an unknown code).
+constexpr uint64_t value_dtype_bytes(uint32_t dtype) {
+  return dtype == static_cast<uint32_t>(ValueDType::F32)   ? 4
+         : dtype == static_cast<uint32_t>(ValueDType::I64) ? 8
+         : dtype == static_cast<uint32_t>(ValueDType::I32) ? 4
+         : dtype == static_cast<uint32_t>(ValueDType::Bool) ? 1
+                                                            : 0;
+}
+
+/// Floats of workspace a Conv2d node needs for its im2col columns (one image, all groups):
+/// 0 when it needs none (1x1, stride 1, no padding; or depthwise, C/g = 1, run directly).
+constexpr uint64_t conv_workspace_floats(uint64_t c, uint64_t kh, uint64_t kw, uint64_t oh,
+                                         uint64_t ow, uint64_t groups, bool pointwise) {
+  return (pointwise || c == groups) ? 0 : c * kh * kw * oh * ow;
+}
+
+}  // namespace tern::cuda

@@ -1,0 +1,695 @@
+#include "backends/cuda/runtime/blob_reader.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "runtime/core/checked_math.h"
+
+namespace tern::cuda {
+namespace {
+
+constexpr uint32_t kMaxArgs = 1u << 20;
+/// Largest window, stride, padding, dilation or group count taken (keeps products small).
+constexpr int64_t kMaxSmallParam = 1 << 20;
+
+#define BLOB_FAIL(...) return set_error_message(Error::InvalidProgram, __VA_ARGS__)
+#define BLOB_CHECK(cond, ...) \
+  do {                        \
+    if (!(cond)) BLOB_FAIL(__VA_ARGS__); \
+  } while (0)
+
+using ull = unsigned long long;
+using ll = long long;
+
+const char* kind_name(uint32_t kind) {
+  switch (kind) {
+    case 0: return "internal";
+    case 1: return "external input";
+    case 2: return "external output";
+    case 3: return "constant";
+  }
+  return "?";
+}
+
+bool f32(const BlobValue& v) { return v.dtype == static_cast<uint32_t>(ValueDType::F32); }
+
+void dims_str(const BlobValue& v, char* buf, size_t size) {
+  size_t at = static_cast<size_t>(std::snprintf(buf, size, "["));
+  for (uint32_t d = 0; d < v.rank && at < size; ++d) {
+    at += static_cast<size_t>(std::snprintf(buf + at, size - at, "%s%llu", d ? ", " : "",
+                                            static_cast<ull>(v.dims[d])));
+  }
+  if (at < size) std::snprintf(buf + at, size - at, "]");
+}
+
+/// Slots of each op: how many inputs, which are required (bit i = slot i).
+struct Arity {
+  uint32_t min_inputs;
+  uint32_t max_inputs;
+  uint32_t required;
+  uint32_t int_params;    ///< params used (the rest must be 0); StridedCopy: 1 + out rank
+  uint32_t float_params;  ///< fparams used (the rest must be 0)
+};
+
+Arity arity(NodeOp op) {
+  switch (op) {
+    case NodeOp::Gemm: return {3, 3, 0x3, 8, 1};
+    case NodeOp::Conv2d: return {3, 3, 0x3, 8, 0};
+    case NodeOp::Binary: return {2, 2, 0x1, 1, 2};
+    case NodeOp::Unary: return {1, 1, 0x1, 1, 2};
+    case NodeOp::Softmax: return {1, 1, 0x1, 1, 0};
+    case NodeOp::LayerNorm: return {3, 3, 0x1, 1, 1};
+    case NodeOp::BatchNorm: return {5, 5, 0x19, 0, 1};
+    case NodeOp::MaxPool2d: return {1, 1, 0x1, 8, 0};
+    case NodeOp::AvgPool2d: return {1, 1, 0x1, 10, 0};
+    case NodeOp::AdaptiveAvgPool2d: return {1, 1, 0x1, 0, 0};
+    case NodeOp::Reduce: return {1, 1, 0x1, 4, 0};
+    case NodeOp::StridedCopy: return {1, 1, 0x1, 1, 0};
+    case NodeOp::Concat: return {2, kMaxNodeInputs, 0xFF, 1, 0};
+    case NodeOp::Embedding: return {2, 2, 0x3, 0, 0};
+    case NodeOp::Attention: return {4, 4, 0x7, 12, 1};
+  }
+  return {0, 0, 0, 0, 0};
+}
+
+/// Context for the per-op checks of node `n`.
+struct NodeCheck {
+  const BlobHeader& h;
+  const BlobValue* values;
+  const BlobNode& node;
+  uint32_t n;
+  const char* name;
+
+  const BlobValue& in(uint32_t slot) const { return values[node.inputs[slot]]; }
+  bool has(uint32_t slot) const { return node.inputs[slot] != kNoValue; }
+  const BlobValue& out() const { return values[node.output]; }
+  int64_t p(uint32_t i) const { return node.params[i]; }
+};
+
+#define NODE_CHECK(cond, fmt, ...)                                                        \
+  do {                                                                                    \
+    if (!(cond)) {                                                                        \
+      BLOB_FAIL("cuda blob: node %u (%s): " fmt, c.n, c.name, ##__VA_ARGS__);             \
+    }                                                                                     \
+  } while (0)
+
+bool in_range(int64_t v, int64_t lo, int64_t hi) { return v >= lo && v <= hi; }
+
+/// Output element count `want` (overflow-checked product of up to 3 factors).
+bool product(uint64_t a, uint64_t b, uint64_t c, uint64_t* out) {
+  uint64_t ab;
+  return checked_mul(a, b, &ab) && checked_mul(ab, c, out);
+}
+
+Error check_shape_equal(const NodeCheck& c, const BlobValue& a, const BlobValue& b,
+                        const char* what) {
+  char da[128], db[128];
+  dims_str(a, da, sizeof(da));
+  dims_str(b, db, sizeof(db));
+  NODE_CHECK(a.rank == b.rank && std::memcmp(a.dims, b.dims, sizeof(a.dims)) == 0,
+             "%s has dims %s, expected %s", what, db, da);
+  return Error::Ok;
+}
+
+Error check_gemm(const NodeCheck& c) {
+  for (uint32_t i = 0; i < 4; ++i) {
+    NODE_CHECK(in_range(c.p(i), 1, static_cast<int64_t>(kMaxDim)), "params[%u] = %lld, expected 1..2^31", i,
+               static_cast<ll>(c.p(i)));
+  }
+  const uint64_t m = static_cast<uint64_t>(c.p(0)), n = static_cast<uint64_t>(c.p(1));
+  const uint64_t k = static_cast<uint64_t>(c.p(2)), batch = static_cast<uint64_t>(c.p(3));
+  NODE_CHECK(c.p(4) == 0 || c.p(4) == 1, "w transposed flag %lld", static_cast<ll>(c.p(4)));
+  NODE_CHECK(in_range(c.p(7), 0, kLastActivation), "activation %lld", static_cast<ll>(c.p(7)));
+  uint64_t mk, kn, mn, want;
+  NODE_CHECK(checked_mul(m, k, &mk) && checked_mul(k, n, &kn) && checked_mul(m, n, &mn),
+             "M, N, K overflow");
+  NODE_CHECK(c.p(5) == 0 || static_cast<uint64_t>(c.p(5)) == mk,
+             "a's batch stride %lld, expected 0 or M*K = %llu", static_cast<ll>(c.p(5)),
+             static_cast<ull>(mk));
+  NODE_CHECK(c.p(6) == 0 || static_cast<uint64_t>(c.p(6)) == kn,
+             "w's batch stride %lld, expected 0 or K*N = %llu", static_cast<ll>(c.p(6)),
+             static_cast<ull>(kn));
+  NODE_CHECK(f32(c.in(0)) && f32(c.in(1)) && f32(c.out()) && (!c.has(2) || f32(c.in(2))),
+             "operands must be f32");
+  NODE_CHECK(value_numel(c.in(0)) == (c.p(5) ? batch * mk : mk),
+             "a has %llu elements, expected %llu", static_cast<ull>(value_numel(c.in(0))),
+             static_cast<ull>(c.p(5) ? batch * mk : mk));
+  NODE_CHECK(value_numel(c.in(1)) == (c.p(6) ? batch * kn : kn),
+             "w has %llu elements, expected %llu", static_cast<ull>(value_numel(c.in(1))),
+             static_cast<ull>(c.p(6) ? batch * kn : kn));
+  NODE_CHECK(checked_mul(batch, mn, &want) && value_numel(c.out()) == want,
+             "output has %llu elements, expected batch*M*N", static_cast<ull>(value_numel(c.out())));
+  NODE_CHECK(!c.has(2) || value_numel(c.in(2)) == n, "bias has %llu elements, expected N = %llu",
+             static_cast<ull>(value_numel(c.in(2))), static_cast<ull>(n));
+  NODE_CHECK(std::isfinite(c.node.fparams[0]), "alpha is not finite");
+  return Error::Ok;
+}
+
+Error check_conv(const NodeCheck& c) {
+  const BlobValue &x = c.in(0), &w = c.in(1), &o = c.out();
+  NODE_CHECK(x.rank == 4 && w.rank == 4 && o.rank == 4, "x, w and output must be 4-D");
+  NODE_CHECK(f32(x) && f32(w) && f32(o) && (!c.has(2) || f32(c.in(2))), "operands must be f32");
+  for (uint32_t i = 0; i < 7; ++i) {
+    const int64_t lo = (i == 2 || i == 3) ? 0 : 1;
+    NODE_CHECK(in_range(c.p(i), lo, kMaxSmallParam), "params[%u] = %lld out of range", i,
+               static_cast<ll>(c.p(i)));
+  }
+  NODE_CHECK(in_range(c.p(7), 0, static_cast<int64_t>(Activation::Relu)), "activation %lld",
+             static_cast<ll>(c.p(7)));
+  const uint64_t g = static_cast<uint64_t>(c.p(6));
+  const uint64_t cin = x.dims[1], cout = w.dims[0];
+  NODE_CHECK(cin % g == 0 && cout % g == 0 && w.dims[1] == cin / g,
+             "channels: x has %llu, w is [%llu, %llu, ...], groups %llu", static_cast<ull>(cin),
+             static_cast<ull>(cout), static_cast<ull>(w.dims[1]), static_cast<ull>(g));
+  uint64_t expect[4] = {x.dims[0], cout, 0, 0};
+  for (int a = 0; a < 2; ++a) {
+    const int64_t in = static_cast<int64_t>(x.dims[2 + a]);
+    const int64_t k = static_cast<int64_t>(w.dims[2 + a]);
+    NODE_CHECK(k <= kMaxSmallParam, "window too large");
+    const int64_t span = in + 2 * c.p(2 + a) - c.p(4 + a) * (k - 1) - 1;
+    NODE_CHECK(span >= 0, "window larger than the padded input");
+    expect[2 + a] = static_cast<uint64_t>(span / c.p(a) + 1);
+  }
+  NODE_CHECK(std::memcmp(expect, o.dims, sizeof(expect)) == 0,
+             "output dims [%llu, %llu, %llu, %llu], expected [%llu, %llu, %llu, %llu]",
+             static_cast<ull>(o.dims[0]), static_cast<ull>(o.dims[1]), static_cast<ull>(o.dims[2]),
+             static_cast<ull>(o.dims[3]), static_cast<ull>(expect[0]), static_cast<ull>(expect[1]),
+             static_cast<ull>(expect[2]), static_cast<ull>(expect[3]));
+  NODE_CHECK(!c.has(2) || value_numel(c.in(2)) == cout, "bias has %llu elements, expected %llu",
+             static_cast<ull>(value_numel(c.in(2))), static_cast<ull>(cout));
+  const bool pointwise = w.dims[2] == 1 && w.dims[3] == 1 && c.p(0) == 1 && c.p(1) == 1 &&
+                         c.p(2) == 0 && c.p(3) == 0;
+  uint64_t floats = conv_workspace_floats(cin, w.dims[2], w.dims[3], o.dims[2], o.dims[3], g,
+                                          pointwise);
+  NODE_CHECK(floats <= c.h.workspace_bytes / 4, "needs %llu workspace bytes, the blob has %llu",
+             static_cast<ull>(floats * 4), static_cast<ull>(c.h.workspace_bytes));
+  return Error::Ok;
+}
+
+Error check_binary(const NodeCheck& c) {
+  NODE_CHECK(in_range(c.p(0), 0, kLastBinaryOp), "binary op %lld", static_cast<ll>(c.p(0)));
+  const BlobValue& a = c.in(0);
+  NODE_CHECK(f32(a) && f32(c.out()) && (!c.has(1) || f32(c.in(1))), "operands must be f32");
+  if (!c.has(1)) return check_shape_equal(c, a, c.out(), "output");
+  const BlobValue& b = c.in(1);
+  const BlobValue& o = c.out();
+  const uint32_t r = a.rank > b.rank ? a.rank : b.rank;
+  NODE_CHECK(o.rank == r, "output rank %u, expected %u", o.rank, r);
+  for (uint32_t i = 0; i < r; ++i) {
+    const uint64_t da = i < r - a.rank ? 1 : a.dims[i - (r - a.rank)];
+    const uint64_t db = i < r - b.rank ? 1 : b.dims[i - (r - b.rank)];
+    NODE_CHECK(da == db || da == 1 || db == 1, "dim %u: %llu and %llu do not broadcast", i,
+               static_cast<ull>(da), static_cast<ull>(db));
+    NODE_CHECK(o.dims[i] == (da > db ? da : db), "output dim %u is %llu, expected %llu", i,
+               static_cast<ull>(o.dims[i]), static_cast<ull>(da > db ? da : db));
+  }
+  return Error::Ok;
+}
+
+Error check_pool(const NodeCheck& c, NodeOp op) {
+  const BlobValue &x = c.in(0), &o = c.out();
+  NODE_CHECK(x.rank == 4 && o.rank == 4 && f32(x) && f32(o), "x and output must be f32 4-D");
+  NODE_CHECK(x.dims[0] == o.dims[0] && x.dims[1] == o.dims[1], "N, C differ");
+  if (op == NodeOp::AdaptiveAvgPool2d) return Error::Ok;
+  for (uint32_t i = 0; i < 8; ++i) {
+    const int64_t lo = (i == 4 || i == 5) ? 0 : 1;
+    NODE_CHECK(in_range(c.p(i), lo, kMaxSmallParam), "params[%u] = %lld out of range", i,
+               static_cast<ll>(c.p(i)));
+  }
+  for (int a = 0; a < 2; ++a) {
+    const int64_t k = c.p(a), s = c.p(2 + a), pad = c.p(4 + a), d = c.p(6 + a);
+    NODE_CHECK(pad <= k / 2, "padding %lld above half the window %lld", static_cast<ll>(pad),
+               static_cast<ll>(k));
+    const int64_t in = static_cast<int64_t>(x.dims[2 + a]);
+    const int64_t span = in + 2 * pad - d * (k - 1) - 1;
+    NODE_CHECK(span >= 0, "window larger than the padded input");
+    const int64_t floor_out = span / s + 1;
+    int64_t ceil_out = (span + s - 1) / s + 1;
+    if ((ceil_out - 1) * s >= in + pad) --ceil_out;
+    const int64_t got = static_cast<int64_t>(o.dims[2 + a]);
+    NODE_CHECK(got == floor_out || got == ceil_out, "output dim %d is %lld, expected %lld or %lld",
+               2 + a, static_cast<ll>(got), static_cast<ll>(floor_out), static_cast<ll>(ceil_out));
+  }
+  if (op == NodeOp::AvgPool2d) {
+    NODE_CHECK(c.p(6) == 1 && c.p(7) == 1, "average pooling with dilation");
+    NODE_CHECK(c.p(8) == 0 || c.p(8) == 1, "count_include_pad %lld", static_cast<ll>(c.p(8)));
+    NODE_CHECK(in_range(c.p(9), 0, kMaxSmallParam), "divisor override %lld",
+               static_cast<ll>(c.p(9)));
+  }
+  return Error::Ok;
+}
+
+Error check_strided_copy(const NodeCheck& c) {
+  const BlobValue &x = c.in(0), &o = c.out();
+  NODE_CHECK(f32(x) && f32(o), "x and output must be f32");
+  NODE_CHECK(c.p(0) >= 0, "offset %lld below 0", static_cast<ll>(c.p(0)));
+  uint64_t last = static_cast<uint64_t>(c.p(0));
+  for (uint32_t d = 0; d < o.rank; ++d) {
+    const int64_t s = c.p(1 + d);
+    NODE_CHECK(in_range(s, 0, int64_t{1} << 40), "stride %u = %lld out of range", d,
+               static_cast<ll>(s));
+    uint64_t span;
+    NODE_CHECK(checked_mul(o.dims[d] - 1, static_cast<uint64_t>(s), &span) &&
+                   checked_add(last, span, &last),
+               "strides overflow");
+  }
+  for (uint32_t i = 1 + o.rank; i < kNodeIntParams; ++i) {
+    NODE_CHECK(c.p(i) == 0, "params[%u] = %lld, expected 0", i, static_cast<ll>(c.p(i)));
+  }
+  NODE_CHECK(last < value_numel(x), "reads element %llu of x, which has %llu",
+             static_cast<ull>(last), static_cast<ull>(value_numel(x)));
+  return Error::Ok;
+}
+
+Error check_concat(const NodeCheck& c) {
+  const BlobValue& o = c.out();
+  NODE_CHECK(f32(o), "output must be f32");
+  NODE_CHECK(in_range(c.p(0), 0, static_cast<int64_t>(o.rank) - 1), "dim %lld for rank %u",
+             static_cast<ll>(c.p(0)), o.rank);
+  const uint32_t dim = static_cast<uint32_t>(c.p(0));
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < c.node.num_inputs; ++i) {
+    const BlobValue& x = c.in(i);
+    NODE_CHECK(f32(x) && x.rank == o.rank, "part %u: not f32 of the output's rank", i);
+    for (uint32_t d = 0; d < o.rank; ++d) {
+      NODE_CHECK(d == dim || x.dims[d] == o.dims[d], "part %u: dim %u is %llu, expected %llu", i,
+                 d, static_cast<ull>(x.dims[d]), static_cast<ull>(o.dims[d]));
+    }
+    total += x.dims[dim];
+  }
+  NODE_CHECK(total == o.dims[dim], "parts sum to %llu along dim %u, output has %llu",
+             static_cast<ull>(total), dim, static_cast<ull>(o.dims[dim]));
+  return Error::Ok;
+}
+
+Error check_attention(const NodeCheck& c) {
+  for (uint32_t i = 0; i < 5; ++i) {
+    NODE_CHECK(in_range(c.p(i), 1, static_cast<int64_t>(kMaxDim)), "params[%u] = %lld out of range", i,
+               static_cast<ll>(c.p(i)));
+  }
+  const uint64_t b = static_cast<uint64_t>(c.p(0)), l = static_cast<uint64_t>(c.p(1));
+  const uint64_t s = static_cast<uint64_t>(c.p(2)), e = static_cast<uint64_t>(c.p(3));
+  const uint64_t ev = static_cast<uint64_t>(c.p(4));
+  NODE_CHECK(f32(c.in(0)) && f32(c.in(1)) && f32(c.in(2)) && f32(c.out()), "q, k, v, out must be f32");
+  uint64_t nq, nk, nv, no, scores;
+  NODE_CHECK(product(b, l, e, &nq) && product(b, s, e, &nk) && product(b, s, ev, &nv) &&
+                 product(b, l, ev, &no) && product(b, l, s, &scores),
+             "sizes overflow");
+  NODE_CHECK(value_numel(c.in(0)) == nq && value_numel(c.in(1)) == nk &&
+                 value_numel(c.in(2)) == nv && value_numel(c.out()) == no,
+             "q, k, v or output element counts disagree with batch %llu, L %llu, S %llu, E %llu, "
+             "Ev %llu",
+             static_cast<ull>(b), static_cast<ull>(l), static_cast<ull>(s), static_cast<ull>(e),
+             static_cast<ull>(ev));
+  NODE_CHECK(c.p(5) == 0 || c.p(5) == 1, "causal flag %lld", static_cast<ll>(c.p(5)));
+  NODE_CHECK(in_range(c.p(6), 0, static_cast<int64_t>(MaskKind::Additive)), "mask kind %lld",
+             static_cast<ll>(c.p(6)));
+  NODE_CHECK(in_range(c.p(7), 1, c.p(0)) && b % static_cast<uint64_t>(c.p(7)) == 0,
+             "inner batch %lld does not divide batch %llu", static_cast<ll>(c.p(7)),
+             static_cast<ull>(b));
+  NODE_CHECK(scores <= c.h.workspace_bytes / 4, "needs %llu workspace bytes, the blob has %llu",
+             static_cast<ull>(scores * 4), static_cast<ull>(c.h.workspace_bytes));
+  NODE_CHECK(std::isfinite(c.node.fparams[0]), "scale is not finite");
+  const bool masked = c.p(6) != 0;
+  NODE_CHECK(masked == c.has(3), "mask kind %lld but mask input %s", static_cast<ll>(c.p(6)),
+             c.has(3) ? "present" : "absent");
+  if (!masked) {
+    for (uint32_t i = 8; i < 12; ++i) NODE_CHECK(c.p(i) == 0, "mask stride without a mask");
+    return Error::Ok;
+  }
+  NODE_CHECK(c.p(5) == 0, "a mask with causal attention");
+  const BlobValue& m = c.in(3);
+  const uint32_t want = c.p(6) == static_cast<int64_t>(MaskKind::Bool)
+                            ? static_cast<uint32_t>(ValueDType::Bool)
+                            : static_cast<uint32_t>(ValueDType::F32);
+  NODE_CHECK(m.dtype == want, "mask dtype %u, expected %u", m.dtype, want);
+  const uint64_t extent[4] = {b / static_cast<uint64_t>(c.p(7)), static_cast<uint64_t>(c.p(7)), l, s};
+  uint64_t last = 0;
+  for (uint32_t d = 0; d < 4; ++d) {
+    const int64_t st = c.p(8 + d);
+    NODE_CHECK(in_range(st, 0, int64_t{1} << 40), "mask stride %u = %lld", d, static_cast<ll>(st));
+    uint64_t span;
+    NODE_CHECK(checked_mul(extent[d] - 1, static_cast<uint64_t>(st), &span) &&
+                   checked_add(last, span, &last),
+               "mask strides overflow");
+  }
+  NODE_CHECK(last < value_numel(m), "reads mask element %llu of %llu", static_cast<ull>(last),
+             static_cast<ull>(value_numel(m)));
+  return Error::Ok;
+}
+
+Error check_op(const NodeCheck& c) {
+  const NodeOp op = static_cast<NodeOp>(c.node.op);
+  switch (op) {
+    case NodeOp::Gemm: return check_gemm(c);
+    case NodeOp::Conv2d: return check_conv(c);
+    case NodeOp::Binary: return check_binary(c);
+    case NodeOp::Unary:
+      NODE_CHECK(in_range(c.p(0), 0, kLastUnaryOp), "unary op %lld", static_cast<ll>(c.p(0)));
+      NODE_CHECK(f32(c.in(0)) && f32(c.out()), "operands must be f32");
+      if (c.p(0) != static_cast<int64_t>(UnaryOp::Clamp) &&
+          c.p(0) != static_cast<int64_t>(UnaryOp::PowScalar)) {
+        NODE_CHECK(c.node.fparams[0] == 0 && c.node.fparams[1] == 0, "fparams set for op %lld",
+                   static_cast<ll>(c.p(0)));
+      }
+      return check_shape_equal(c, c.in(0), c.out(), "output");
+    case NodeOp::Softmax:
+      NODE_CHECK(c.p(0) == 0 || c.p(0) == 1, "softmax kind %lld", static_cast<ll>(c.p(0)));
+      NODE_CHECK(f32(c.in(0)) && f32(c.out()) && c.in(0).rank >= 1, "x must be f32, rank >= 1");
+      return check_shape_equal(c, c.in(0), c.out(), "output");
+    case NodeOp::LayerNorm: {
+      NODE_CHECK(in_range(c.p(0), 1, static_cast<int64_t>(kMaxDim)), "normalized size %lld",
+                 static_cast<ll>(c.p(0)));
+      const uint64_t inner = static_cast<uint64_t>(c.p(0));
+      NODE_CHECK(f32(c.in(0)) && f32(c.out()) && value_numel(c.in(0)) % inner == 0,
+                 "x must be f32 with a multiple of %llu elements", static_cast<ull>(inner));
+      for (uint32_t i = 1; i <= 2; ++i) {
+        NODE_CHECK(!c.has(i) || (f32(c.in(i)) && value_numel(c.in(i)) == inner),
+                   "input %u must be f32 of %llu elements", i, static_cast<ull>(inner));
+      }
+      NODE_CHECK(c.node.fparams[0] >= 0 && std::isfinite(c.node.fparams[0]), "eps");
+      return check_shape_equal(c, c.in(0), c.out(), "output");
+    }
+    case NodeOp::BatchNorm: {
+      NODE_CHECK(f32(c.in(0)) && f32(c.out()) && c.in(0).rank >= 2, "x must be f32, rank >= 2");
+      for (uint32_t i = 1; i <= 4; ++i) {
+        NODE_CHECK(!c.has(i) || (f32(c.in(i)) && value_numel(c.in(i)) == c.in(0).dims[1]),
+                   "input %u must be f32 [C]", i);
+      }
+      NODE_CHECK(c.node.fparams[0] >= 0 && std::isfinite(c.node.fparams[0]), "eps");
+      return check_shape_equal(c, c.in(0), c.out(), "output");
+    }
+    case NodeOp::MaxPool2d:
+    case NodeOp::AvgPool2d:
+    case NodeOp::AdaptiveAvgPool2d:
+      return check_pool(c, op);
+    case NodeOp::Reduce: {
+      for (uint32_t i = 0; i < 3; ++i) {
+        NODE_CHECK(in_range(c.p(i), 1, int64_t{1} << 40), "params[%u] = %lld out of range", i,
+                   static_cast<ll>(c.p(i)));
+      }
+      NODE_CHECK(c.p(3) == 0 || c.p(3) == 1, "reduce kind %lld", static_cast<ll>(c.p(3)));
+      uint64_t all, kept;
+      NODE_CHECK(product(static_cast<uint64_t>(c.p(0)), static_cast<uint64_t>(c.p(1)),
+                         static_cast<uint64_t>(c.p(2)), &all) &&
+                     all == value_numel(c.in(0)),
+                 "outer*reduce*inner is not x's element count %llu",
+                 static_cast<ull>(value_numel(c.in(0))));
+      NODE_CHECK(product(static_cast<uint64_t>(c.p(0)), static_cast<uint64_t>(c.p(2)), 1, &kept) &&
+                     kept == value_numel(c.out()),
+                 "outer*inner is not the output's element count %llu",
+                 static_cast<ull>(value_numel(c.out())));
+      NODE_CHECK(f32(c.in(0)) && f32(c.out()), "operands must be f32");
+      return Error::Ok;
+    }
+    case NodeOp::StridedCopy: return check_strided_copy(c);
+    case NodeOp::Concat: return check_concat(c);
+    case NodeOp::Embedding: {
+      const BlobValue &w = c.in(0), &idx = c.in(1), &o = c.out();
+      NODE_CHECK(f32(w) && w.rank == 2 && f32(o), "weight must be f32 [V, D]");
+      NODE_CHECK(idx.dtype == static_cast<uint32_t>(ValueDType::I64) ||
+                     idx.dtype == static_cast<uint32_t>(ValueDType::I32),
+                 "indices must be i64 or i32");
+      NODE_CHECK(o.rank == idx.rank + 1 && o.dims[idx.rank] == w.dims[1] &&
+                     std::memcmp(o.dims, idx.dims, idx.rank * sizeof(uint64_t)) == 0,
+                 "output dims are not the indices' dims and D");
+      return Error::Ok;
+    }
+    case NodeOp::Attention: return check_attention(c);
+  }
+  BLOB_FAIL("cuda blob: node %u: op %u", c.n, c.node.op);
+}
+
+Error check_header(const BlobHeader& h, size_t size) {
+  BLOB_CHECK(h.header_size == sizeof(BlobHeader), "cuda blob: header_size %u, expected %zu",
+             h.header_size, sizeof(BlobHeader));
+  BLOB_CHECK(h.value_record_size == sizeof(BlobValue),
+             "cuda blob: value_record_size %u, expected %zu", h.value_record_size,
+             sizeof(BlobValue));
+  BLOB_CHECK(h.node_record_size == sizeof(BlobNode), "cuda blob: node_record_size %u, expected %zu",
+             h.node_record_size, sizeof(BlobNode));
+  BLOB_CHECK(h.num_values >= 1 && h.num_values <= kMaxValues,
+             "cuda blob: num_values %u, expected 1..%u", h.num_values, kMaxValues);
+  BLOB_CHECK(h.num_nodes >= 1 && h.num_nodes <= kMaxNodes, "cuda blob: num_nodes %u, expected 1..%u",
+             h.num_nodes, kMaxNodes);
+  BLOB_CHECK(h.num_args <= kMaxArgs, "cuda blob: num_args %u, expected at most %u", h.num_args,
+             kMaxArgs);
+  BLOB_CHECK(h.min_compute_capability >= 10 && h.min_compute_capability <= 1000,
+             "cuda blob: min_compute_capability %u, expected 10..1000", h.min_compute_capability);
+  const uint64_t sizes[3] = {h.arena_bytes, h.weights_bytes, h.workspace_bytes};
+  const char* names[3] = {"arena_bytes", "weights_bytes", "workspace_bytes"};
+  for (int i = 0; i < 3; ++i) {
+    BLOB_CHECK(sizes[i] <= kMaxBufferBytes && sizes[i] % kDeviceAlignment == 0,
+               "cuda blob: %s %llu, expected a multiple of %llu up to 2^40", names[i],
+               static_cast<ull>(sizes[i]), static_cast<ull>(kDeviceAlignment));
+  }
+  const uint64_t want = sizeof(BlobHeader) + uint64_t{h.num_values} * sizeof(BlobValue) +
+                        uint64_t{h.num_nodes} * sizeof(BlobNode);
+  BLOB_CHECK(h.blob_bytes == want, "cuda blob: blob_bytes %llu, the tables give %llu",
+             static_cast<ull>(h.blob_bytes), static_cast<ull>(want));
+  BLOB_CHECK(size == want, "cuda blob: %zu bytes, the header describes %llu", size,
+             static_cast<ull>(want));
+  // Last, so that a malformed blob is InvalidProgram, not a fallback.
+  if (h.compute_dtype != static_cast<uint32_t>(ComputeDType::F32)) {
+    BLOB_CHECK(h.compute_dtype <= static_cast<uint32_t>(ComputeDType::BF16),
+               "cuda blob: compute_dtype %u, expected 0 (f32), 1 (f16) or 2 (bf16)",
+               h.compute_dtype);
+    return set_error_message(Error::DelegateInvalidCompatibility,
+                             "cuda blob: compute dtype %s is not implemented by this runtime "
+                             "(f32 only)",
+                             h.compute_dtype == 1 ? "f16" : "bf16");
+  }
+  return Error::Ok;
+}
+
+Error check_value(const BlobHeader& h, const BlobValue* values, uint32_t i, uint8_t* arg_used) {
+  const BlobValue& v = values[i];
+  BLOB_CHECK(v.kind <= kLastValueKind, "cuda blob: value %u: kind %u, expected 0..3", i, v.kind);
+  const uint64_t elem = value_dtype_bytes(v.dtype);
+  BLOB_CHECK(elem != 0, "cuda blob: value %u: dtype %u, expected 0 (f32), 3 (i64), 4 (i32), 8 (bool)",
+             i, v.dtype);
+  BLOB_CHECK(v.rank <= kMaxDims, "cuda blob: value %u: rank %u, expected at most %u", i, v.rank,
+             kMaxDims);
+  BLOB_CHECK(v.reserved == 0, "cuda blob: value %u: reserved field %u, expected 0", i, v.reserved);
+  uint64_t numel = 1;
+  for (uint32_t d = 0; d < kMaxDims; ++d) {
+    if (d < v.rank) {
+      BLOB_CHECK(v.dims[d] >= 1 && v.dims[d] <= kMaxDim,
+                 "cuda blob: value %u: dim %u is %llu, expected 1..2^31", i, d,
+                 static_cast<ull>(v.dims[d]));
+      BLOB_CHECK(checked_mul(numel, v.dims[d], &numel) && numel <= kMaxBufferBytes,
+                 "cuda blob: value %u: element count overflows", i);
+    } else {
+      BLOB_CHECK(v.dims[d] == 0, "cuda blob: value %u: unused dim %u is %llu, expected 0", i, d,
+                 static_cast<ull>(v.dims[d]));
+    }
+  }
+  BLOB_CHECK(v.bytes == numel * elem, "cuda blob: value %u: bytes %llu, expected %llu", i,
+             static_cast<ull>(v.bytes), static_cast<ull>(numel * elem));
+  const bool internal = v.kind == static_cast<uint32_t>(ValueKind::Internal);
+  if (internal) {
+    BLOB_CHECK(v.arg == kNoValue, "cuda blob: value %u (internal): arg %u, expected none", i, v.arg);
+  } else {
+    BLOB_CHECK(v.arg < h.num_args, "cuda blob: value %u (%s): arg %u, the call has %u", i,
+               kind_name(v.kind), v.arg, h.num_args);
+    BLOB_CHECK(!arg_used[v.arg], "cuda blob: value %u: argument %u bound twice", i, v.arg);
+    arg_used[v.arg] = 1;
+  }
+  BLOB_CHECK(v.offset % kDeviceAlignment == 0,
+             "cuda blob: value %u: offset %llu is not a multiple of %llu", i,
+             static_cast<ull>(v.offset), static_cast<ull>(kDeviceAlignment));
+  const bool constant = v.kind == static_cast<uint32_t>(ValueKind::Constant);
+  const uint64_t limit = constant ? h.weights_bytes : h.arena_bytes;
+  BLOB_CHECK(range_within(v.offset, v.bytes, limit),
+             "cuda blob: value %u (%s): bytes [%llu, +%llu) past the %s's %llu", i,
+             kind_name(v.kind), static_cast<ull>(v.offset), static_cast<ull>(v.bytes),
+             constant ? "weights buffer" : "arena", static_cast<ull>(limit));
+  if (v.alias_of != kNoValue) {
+    BLOB_CHECK(v.alias_of < h.num_values && v.alias_of != i,
+               "cuda blob: value %u: alias_of %u out of range", i, v.alias_of);
+    const BlobValue& t = values[v.alias_of];
+    BLOB_CHECK(internal || v.kind == static_cast<uint32_t>(ValueKind::ExternalOutput),
+               "cuda blob: value %u (%s) is an alias", i, kind_name(v.kind));
+    BLOB_CHECK(t.kind != static_cast<uint32_t>(ValueKind::Constant) && t.alias_of == kNoValue &&
+                   t.kind <= kLastValueKind,
+               "cuda blob: value %u aliases value %u, a constant or an alias", i, v.alias_of);
+    BLOB_CHECK(t.bytes == v.bytes && t.offset == v.offset && t.dtype == v.dtype,
+               "cuda blob: value %u aliases value %u of another size, dtype or offset", i,
+               v.alias_of);
+  }
+  return Error::Ok;
+}
+
+}  // namespace
+
+uint64_t value_numel(const BlobValue& v) {
+  uint64_t n = 1;
+  for (uint32_t d = 0; d < v.rank && d < kMaxDims; ++d) n *= v.dims[d];
+  return n;
+}
+
+const char* node_op_name(uint32_t op) {
+  switch (static_cast<NodeOp>(op)) {
+    case NodeOp::Gemm: return "gemm";
+    case NodeOp::Conv2d: return "conv2d";
+    case NodeOp::Binary: return "binary";
+    case NodeOp::Unary: return "unary";
+    case NodeOp::Softmax: return "softmax";
+    case NodeOp::LayerNorm: return "layer_norm";
+    case NodeOp::BatchNorm: return "batch_norm";
+    case NodeOp::MaxPool2d: return "max_pool2d";
+    case NodeOp::AvgPool2d: return "avg_pool2d";
+    case NodeOp::AdaptiveAvgPool2d: return "adaptive_avg_pool2d";
+    case NodeOp::Reduce: return "reduce";
+    case NodeOp::StridedCopy: return "strided_copy";
+    case NodeOp::Concat: return "concat";
+    case NodeOp::Embedding: return "embedding";
+    case NodeOp::Attention: return "attention";
+  }
+  return "?";
+}
+
+void free_blob_plan(BlobPlan* plan) {
+  if (plan == nullptr) return;
+  std::free(plan->values);
+  std::free(plan->nodes);
+  plan->values = nullptr;
+  plan->nodes = nullptr;
+}
+
+Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
+  BLOB_CHECK(plan != nullptr, "cuda blob: no plan to fill");
+  free_blob_plan(plan);
+  BLOB_CHECK(blob.data() != nullptr && blob.size() >= sizeof(BlobHeader),
+             "cuda blob: %zu bytes, shorter than its %zu-byte header", blob.size(),
+             sizeof(BlobHeader));
+  BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  BLOB_CHECK(std::memcmp(h.magic, kBlobMagic, 4) == 0,
+             "cuda blob: magic %02x %02x %02x %02x, expected 'TCUD'",
+             static_cast<unsigned char>(h.magic[0]), static_cast<unsigned char>(h.magic[1]),
+             static_cast<unsigned char>(h.magic[2]), static_cast<unsigned char>(h.magic[3]));
+  if (h.version != kBlobVersion) {
+    return set_error_message(Error::DelegateInvalidCompatibility,
+                             "cuda blob: version %u, this runtime reads version %u", h.version,
+                             kBlobVersion);
+  }
+  TERN_RETURN_IF_ERROR(check_header(h, blob.size()));
+
+  BlobValue* values = static_cast<BlobValue*>(std::malloc(h.num_values * sizeof(BlobValue)));
+  BlobNode* nodes = static_cast<BlobNode*>(std::malloc(h.num_nodes * sizeof(BlobNode)));
+  uint8_t* arg_used = static_cast<uint8_t*>(std::calloc(h.num_args + 1, 1));
+  uint8_t* made = static_cast<uint8_t*>(std::calloc(h.num_values, 1));
+  auto release = [&](Error e) {
+    std::free(values);
+    std::free(nodes);
+    std::free(arg_used);
+    std::free(made);
+    return e;
+  };
+  if (values == nullptr || nodes == nullptr || arg_used == nullptr || made == nullptr) {
+    return release(set_error_message(Error::MemoryAllocationFailed,
+                                     "cuda blob: cannot copy %u values and %u nodes",
+                                     h.num_values, h.num_nodes));
+  }
+  std::memcpy(values, blob.data() + sizeof(BlobHeader), h.num_values * sizeof(BlobValue));
+  std::memcpy(nodes, blob.data() + sizeof(BlobHeader) + h.num_values * sizeof(BlobValue),
+              h.num_nodes * sizeof(BlobNode));
+
+  for (uint32_t i = 0; i < h.num_values; ++i) {
+    const Error e = check_value(h, values, i, arg_used);
+    if (e != Error::Ok) return release(e);
+    // Inputs and constants are there from the start.
+    if (values[i].kind == static_cast<uint32_t>(ValueKind::ExternalInput) ||
+        values[i].kind == static_cast<uint32_t>(ValueKind::Constant)) {
+      made[i] = 1;
+    }
+  }
+  auto available = [&](uint32_t v) {
+    return made[v] != 0 || (values[v].alias_of != kNoValue && made[values[v].alias_of] != 0);
+  };
+  for (uint32_t n = 0; n < h.num_nodes; ++n) {
+    const BlobNode& node = nodes[n];
+    const char* name = node_op_name(node.op);
+    if (node.op < 1 || node.op > kLastNodeOp) {
+      return release(set_error_message(Error::InvalidProgram,
+                                       "cuda blob: node %u: op %u, expected 1..%u", n, node.op,
+                                       kLastNodeOp));
+    }
+    const Arity a = arity(static_cast<NodeOp>(node.op));
+    if (node.num_inputs < a.min_inputs || node.num_inputs > a.max_inputs || node.reserved != 0) {
+      return release(set_error_message(
+          Error::InvalidProgram, "cuda blob: node %u (%s): %u inputs, expected %u..%u", n, name,
+          node.num_inputs, a.min_inputs, a.max_inputs));
+    }
+    for (uint32_t s = 0; s < kMaxNodeInputs; ++s) {
+      const uint32_t v = node.inputs[s];
+      const bool required = s < node.num_inputs && ((a.required >> s) & 1) != 0;
+      if (v == kNoValue) {
+        if (required) {
+          return release(set_error_message(Error::InvalidProgram,
+                                           "cuda blob: node %u (%s): input %u is required", n,
+                                           name, s));
+        }
+        continue;
+      }
+      if (s >= node.num_inputs || v >= h.num_values) {
+        return release(set_error_message(
+            Error::InvalidProgram, "cuda blob: node %u (%s): input slot %u holds value %u (%u slots, %u values)",
+            n, name, s, v, node.num_inputs, h.num_values));
+      }
+      if (!available(v)) {
+        return release(set_error_message(
+            Error::InvalidProgram, "cuda blob: node %u (%s): input %u reads value %u before it is made",
+            n, name, s, v));
+      }
+    }
+    const uint32_t o = node.output;
+    if (o >= h.num_values || made[o] || values[o].alias_of != kNoValue ||
+        (values[o].kind != static_cast<uint32_t>(ValueKind::Internal) &&
+         values[o].kind != static_cast<uint32_t>(ValueKind::ExternalOutput))) {
+      return release(set_error_message(
+          Error::InvalidProgram,
+          "cuda blob: node %u (%s): output value %u is out of range, already made, an alias, an "
+          "input or a constant",
+          n, name, o));
+    }
+    const uint32_t used_ints = node.op == static_cast<uint32_t>(NodeOp::StridedCopy)
+                                   ? kNodeIntParams
+                                   : a.int_params;
+    for (uint32_t i = used_ints; i < kNodeIntParams; ++i) {
+      if (node.params[i] != 0) {
+        return release(set_error_message(Error::InvalidProgram,
+                                         "cuda blob: node %u (%s): params[%u] = %lld, expected 0",
+                                         n, name, i, static_cast<ll>(node.params[i])));
+      }
+    }
+    for (uint32_t i = a.float_params; i < kNodeFloatParams; ++i) {
+      if (node.fparams[i] != 0.0f) {
+        return release(set_error_message(Error::InvalidProgram,
+                                         "cuda blob: node %u (%s): fparams[%u] = %g, expected 0",
+                                         n, name, i, static_cast<double>(node.fparams[i])));
+      }
+    }
+    const NodeCheck c{h, values, node, n, name};
+    const Error e = check_op(c);
+    if (e != Error::Ok) return release(e);
+    made[o] = 1;
+  }
+  for (uint32_t i = 0; i < h.num_values; ++i) {
+    if (values[i].kind == static_cast<uint32_t>(ValueKind::ExternalOutput) && !available(i)) {
+      return release(set_error_message(Error::InvalidProgram,
+                                       "cuda blob: value %u (external output) is never made", i));
+    }
+  }
+  std::free(arg_used);
+  std::free(made);
+  plan->header = h;
+  plan->values = values;
+  plan->nodes = nodes;
+  return Error::Ok;
+}
+
+}  // namespace tern::cuda

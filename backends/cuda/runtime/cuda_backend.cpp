@@ -1,0 +1,286 @@
+// The cuda backend's BackendInterface: init parses the blob and allocates every device buffer
+// and cuBLASLt plan; prepare uploads the weights and captures the nodes into a CUDA graph;
+// execute copies the inputs in, replays the graph, copies the outputs out and waits once.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "backends/cuda/kernels/launch.h"
+#include "backends/cuda/runtime/cuda_delegate.h"
+#include "backends/cuda/runtime/device_allocator.h"
+#include "backends/cuda/runtime/device_probe.h"
+#include "backends/cuda/runtime/register_cuda_backend.h"
+#include "runtime/core/log.h"
+
+#ifndef TERN_CUDA_ARCHS
+#define TERN_CUDA_ARCHS "?"
+#endif
+
+namespace tern {
+
+namespace cuda {
+namespace {
+
+Error cuda_failed(Error error, const char* what, cudaError_t e) {
+  return set_error_message(error, "cuda backend: %s: %s (%s)", what, cudaGetErrorString(e),
+                           cudaGetErrorName(e));
+}
+
+void release(CudaDelegate* d) {
+  if (d == nullptr) return;
+  if (d->graph_exec != nullptr) cudaGraphExecDestroy(d->graph_exec);
+  if (d->graph != nullptr) cudaGraphDestroy(d->graph);
+  delete[] d->gemms;
+  if (d->lt != nullptr) cublasLtDestroy(d->lt);
+  DeviceAllocator& a = device_allocator();
+  const BlobHeader& h = d->plan.header;
+  a.free(d->buffers.arena, h.arena_bytes);
+  a.free(d->buffers.weights, h.weights_bytes);
+  a.free(d->buffers.workspace, h.workspace_bytes);
+  a.free(d->buffers.lt_workspace, kLtWorkspaceBytes);
+  a.free(d->buffers.error_flag, sizeof(int));
+  if (d->stream != nullptr) cudaStreamDestroy(d->stream);
+  free_blob_plan(&d->plan);
+  delete d;
+}
+
+/// The argument `arg` as a tensor matching value `v` (dtype, dims, bytes, data).
+Error check_arg(const BlobValue& v, uint32_t index, Span<EValue*> args) {
+  TERN_CHECK_OR_RETURN_ERROR(v.arg < args.size() && args[v.arg] != nullptr &&
+                                 args[v.arg]->is_tensor(),
+                             InvalidArgument,
+                             "cuda backend: value %u: argument %u is not a tensor (%zu arguments)",
+                             index, v.arg, args.size());
+  const TensorView& t = args[v.arg]->to_tensor();
+  TERN_CHECK_OR_RETURN_ERROR(static_cast<uint32_t>(t.dtype) == v.dtype, InvalidArgument,
+                             "cuda backend: argument %u is %s, the blob expects dtype %u", v.arg,
+                             to_string(t.dtype), v.dtype);
+  bool dims_ok = t.rank == v.rank && t.is_contiguous();
+  for (uint32_t i = 0; dims_ok && i < v.rank; ++i) {
+    dims_ok = t.sizes[i] == static_cast<int64_t>(v.dims[i]);
+  }
+  TERN_CHECK_OR_RETURN_ERROR(dims_ok, InvalidArgument,
+                             "cuda backend: argument %u has another shape than the blob's "
+                             "value %u (or is not contiguous)",
+                             v.arg, index);
+  TERN_CHECK_OR_RETURN_ERROR(t.data != nullptr && t.nbytes >= v.bytes, InvalidArgument,
+                             "cuda backend: argument %u has %llu bytes at %p, expected %llu",
+                             v.arg, static_cast<unsigned long long>(t.nbytes), t.data,
+                             static_cast<unsigned long long>(v.bytes));
+  return Error::Ok;
+}
+
+class CudaBackend final : public BackendInterface {
+ public:
+  bool is_available() const override { return probe_device().available; }
+
+  Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer blob,
+                               Span<const CompileSpecView> specs) const override {
+    (void)context;
+    (void)specs;
+    const DeviceProbe& probe = probe_device();
+    if (!probe.available) {
+      return set_error_message(Error::BackendUnavailable, "cuda backend: %s", probe.reason);
+    }
+    CudaDelegate* d = new (std::nothrow) CudaDelegate();
+    if (d == nullptr) {
+      return set_error_message(Error::MemoryAllocationFailed, "cuda backend: delegate state");
+    }
+    const Error e = build(d, blob);
+    blob.free();  // everything needed was copied
+    if (e != Error::Ok) {
+      release(d);
+      return e;
+    }
+    return reinterpret_cast<DelegateHandle*>(d);
+  }
+
+  Error prepare(DelegateHandle* handle, Span<EValue*> args) const override {
+    CudaDelegate* d = reinterpret_cast<CudaDelegate*>(handle);
+    TERN_CHECK_OR_RETURN_ERROR(d != nullptr, DelegateInvalidHandle, "cuda backend: null handle");
+    const BlobHeader& h = d->plan.header;
+    TERN_CHECK_OR_RETURN_ERROR(args.size() == h.num_args, InvalidArgument,
+                               "cuda backend: %zu arguments, the blob expects %u", args.size(),
+                               h.num_args);
+    cudaError_t e = cudaSetDevice(d->device);
+    if (e != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "cudaSetDevice", e);
+    for (uint32_t i = 0; i < h.num_values; ++i) {
+      const BlobValue& v = d->plan.values[i];
+      if (v.kind == static_cast<uint32_t>(ValueKind::Internal)) continue;
+      TERN_RETURN_IF_ERROR(check_arg(v, i, args));
+      if (v.kind == static_cast<uint32_t>(ValueKind::Constant) && !d->prepared) {
+        e = cudaMemcpy(value_ptr(*d, i), args[v.arg]->to_tensor().data, v.bytes,
+                       cudaMemcpyHostToDevice);
+        if (e != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "weight upload", e);
+      }
+    }
+    if (d->prepared) return Error::Ok;
+    // cudaMemcpy from pageable memory may return before its DMA lands, and the delegate's
+    // stream does not wait for the legacy stream: finish the uploads first.
+    e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "weight upload", e);
+    // Capture the nodes once; a device or driver that refuses capture runs them uncaptured.
+    e = cudaStreamBeginCapture(d->stream, cudaStreamCaptureModeThreadLocal);
+    if (e == cudaSuccess) {
+      const Error enq = enqueue_nodes(*d);
+      cudaGraph_t graph = nullptr;
+      const cudaError_t end = cudaStreamEndCapture(d->stream, &graph);
+      if (enq != Error::Ok) {
+        if (graph != nullptr) cudaGraphDestroy(graph);
+        return enq;
+      }
+      if (end == cudaSuccess &&
+          cudaGraphInstantiate(&d->graph_exec, graph, 0) == cudaSuccess) {
+        d->graph = graph;
+        // Upload now so the first execute is not slower than the others.
+        (void)cudaGraphUpload(d->graph_exec, d->stream);
+      } else {
+        if (graph != nullptr) cudaGraphDestroy(graph);
+        d->graph_exec = nullptr;
+        (void)cudaGetLastError();
+        TERN_LOG(Info, "cuda backend: CUDA graph capture failed; launching kernels directly");
+      }
+    } else {
+      (void)cudaGetLastError();
+    }
+    e = cudaStreamSynchronize(d->stream);
+    if (e != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "prepare", e);
+    d->prepared = true;
+    return Error::Ok;
+  }
+
+  Error execute(BackendExecuteContext& context, DelegateHandle* handle,
+                Span<EValue*> args) const override {
+    CudaDelegate* d = reinterpret_cast<CudaDelegate*>(handle);
+    (void)context;
+    TERN_CHECK_OR_RETURN_ERROR(d != nullptr && d->prepared, DelegateInvalidHandle,
+                               "cuda backend: execute before prepare");
+    const BlobHeader& h = d->plan.header;
+    TERN_CHECK_OR_RETURN_ERROR(args.size() == h.num_args, InvalidArgument,
+                               "cuda backend: %zu arguments, the blob expects %u", args.size(),
+                               h.num_args);
+    // The caller's thread may have another current device (no allocation, cheap).
+    const cudaError_t set = cudaSetDevice(d->device);
+    if (set != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "cudaSetDevice", set);
+    // Inputs in (their addresses may change between executions: caller-bound inputs).
+    for (uint32_t i = 0; i < h.num_values; ++i) {
+      const BlobValue& v = d->plan.values[i];
+      if (v.kind != static_cast<uint32_t>(ValueKind::ExternalInput)) continue;
+      TERN_RETURN_IF_ERROR(check_arg(v, i, args));
+      const cudaError_t e = cudaMemcpyAsync(value_ptr(*d, i), args[v.arg]->to_tensor().data,
+                                            v.bytes, cudaMemcpyHostToDevice, d->stream);
+      if (e != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "input copy", e);
+    }
+    if (d->graph_exec != nullptr) {
+      const cudaError_t e = cudaGraphLaunch(d->graph_exec, d->stream);
+      if (e != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "cudaGraphLaunch", e);
+    } else {
+      TERN_RETURN_IF_ERROR(enqueue_nodes(*d));
+    }
+    for (uint32_t i = 0; i < h.num_values; ++i) {
+      const BlobValue& v = d->plan.values[i];
+      if (v.kind != static_cast<uint32_t>(ValueKind::ExternalOutput)) continue;
+      TERN_RETURN_IF_ERROR(check_arg(v, i, args));
+      const cudaError_t e = cudaMemcpyAsync(args[v.arg]->to_tensor().data, value_ptr(*d, i),
+                                            v.bytes, cudaMemcpyDeviceToHost, d->stream);
+      if (e != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "output copy", e);
+    }
+    if (d->uses_error_flag) {
+      const cudaError_t e = cudaMemcpyAsync(&d->host_error_flag, d->buffers.error_flag,
+                                            sizeof(int), cudaMemcpyDeviceToHost, d->stream);
+      if (e != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "flag copy", e);
+    }
+    const cudaError_t e = cudaStreamSynchronize(d->stream);
+    if (e != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "execute", e);
+    TERN_CHECK_OR_RETURN_ERROR(d->host_error_flag == 0, InvalidArgument,
+                               "cuda backend: an embedding index is out of range");
+    return Error::Ok;
+  }
+
+  void destroy(DelegateHandle* handle) const override {
+    release(reinterpret_cast<CudaDelegate*>(handle));
+  }
+
+ private:
+  static Error build(CudaDelegate* d, const FreeableBuffer& blob) {
+    TERN_RETURN_IF_ERROR(parse_blob(
+        Span<const uint8_t>(static_cast<const uint8_t*>(blob.data()), blob.size()), &d->plan));
+    const BlobHeader& h = d->plan.header;
+    cudaError_t e = cudaGetDevice(&d->device);
+    if (e != cudaSuccess) return cuda_failed(Error::BackendUnavailable, "cudaGetDevice", e);
+    int major = 0, minor = 0;
+    e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, d->device);
+    if (e == cudaSuccess) {
+      e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, d->device);
+    }
+    if (e != cudaSuccess) return cuda_failed(Error::BackendUnavailable, "compute capability", e);
+    const uint32_t cc = static_cast<uint32_t>(major * 10 + minor);
+    TERN_CHECK_OR_RETURN_ERROR(cc >= h.min_compute_capability, DelegateInvalidCompatibility,
+                               "cuda backend: device compute capability %d.%d is below the "
+                               "blob's %u.%u",
+                               major, minor, h.min_compute_capability / 10,
+                               h.min_compute_capability % 10);
+    e = probe_kernel_image();
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return set_error_message(Error::DelegateInvalidCompatibility,
+                               "cuda backend: this build has no kernels for compute capability "
+                               "%d.%d (built for CUDA architectures %s): %s",
+                               major, minor, TERN_CUDA_ARCHS, cudaGetErrorString(e));
+    }
+    for (uint32_t i = 0; i < h.num_nodes; ++i) {
+      if (d->plan.nodes[i].op == static_cast<uint32_t>(NodeOp::Embedding)) d->uses_error_flag = true;
+    }
+    e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "cudaStreamCreate", e);
+    DeviceAllocator& a = device_allocator();
+    void* p = nullptr;
+    TERN_RETURN_IF_ERROR(a.allocate(h.arena_bytes, "the activation arena", &p));
+    d->buffers.arena = static_cast<uint8_t*>(p);
+    TERN_RETURN_IF_ERROR(a.allocate(h.weights_bytes, "the weights", &p));
+    d->buffers.weights = static_cast<uint8_t*>(p);
+    TERN_RETURN_IF_ERROR(a.allocate(h.workspace_bytes, "the workspace", &p));
+    d->buffers.workspace = static_cast<uint8_t*>(p);
+    TERN_RETURN_IF_ERROR(a.allocate(kLtWorkspaceBytes, "the cuBLASLt workspace", &p));
+    d->buffers.lt_workspace = p;
+    if (d->uses_error_flag) {
+      TERN_RETURN_IF_ERROR(a.allocate(sizeof(int), "the error flag", &p));
+      d->buffers.error_flag = static_cast<int*>(p);
+    }
+    const cublasStatus_t s = cublasLtCreate(&d->lt);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      d->lt = nullptr;
+      return set_error_message(Error::DelegateExecutionFailed, "cuda backend: cublasLtCreate: %s",
+                               GemmPlan::status_string(s));
+    }
+    d->gemms = new (std::nothrow) GemmPlan[2 * static_cast<size_t>(h.num_nodes)];
+    TERN_CHECK_OR_RETURN_ERROR(d->gemms != nullptr, MemoryAllocationFailed,
+                               "cuda backend: GEMM plans for %u nodes", h.num_nodes);
+    return plan_gemms(*d);
+  }
+};
+
+const CudaBackend& backend() {
+  static const CudaBackend instance;
+  return instance;
+}
+
+}  // namespace
+}  // namespace cuda
+
+Error register_cuda_backend() {
+  Backend entry;
+  entry.name = "cuda";
+  entry.backend = &cuda::backend();
+  return register_backend(entry);
+}
+
+const BackendInterface& cuda_backend_interface() { return cuda::backend(); }
+
+uint64_t cuda_device_allocation_count() { return cuda::device_allocator().allocations(); }
+
+const char* cuda_unavailable_reason() { return cuda::probe_device().reason; }
+
+}  // namespace tern

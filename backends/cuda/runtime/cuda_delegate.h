@@ -1,0 +1,63 @@
+// The per-delegate state of the cuda backend (internal): created at init, bound and captured
+// at prepare, replayed at execute, freed at destroy.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backends/cuda/runtime/blob_reader.h"
+#include "backends/cuda/runtime/gemm_plan.h"
+
+namespace tern::cuda {
+
+/// cuBLASLt workspace per delegate.
+constexpr size_t kLtWorkspaceBytes = size_t{8} << 20;
+
+/// Device buffers of one delegate (each one allocation through device_allocator()).
+struct DeviceBuffers {
+  uint8_t* arena = nullptr;      ///< header.arena_bytes: activations, inputs, outputs
+  uint8_t* weights = nullptr;    ///< header.weights_bytes: constants, uploaded at prepare
+  uint8_t* workspace = nullptr;  ///< header.workspace_bytes: im2col columns, attention scores
+  void* lt_workspace = nullptr;  ///< kLtWorkspaceBytes for cuBLASLt
+  int* error_flag = nullptr;     ///< one int: an embedding index was out of range
+};
+
+struct CudaDelegate {
+  BlobPlan plan;
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  DeviceBuffers buffers;
+  /// Two GEMM plans per node (Gemm and Conv2d use the first; Attention both).
+  GemmPlan* gemms = nullptr;
+  /// Whether any node raises the error flag (Embedding).
+  bool uses_error_flag = false;
+  /// Set at prepare: weights uploaded, graph captured (or launched directly when capture
+  /// failed).
+  bool prepared = false;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t graph_exec = nullptr;
+  /// Host copy of *error_flag after each execute.
+  int host_error_flag = 0;
+};
+
+/// Device address of value `v` of the delegate's plan.
+inline void* value_ptr(const CudaDelegate& d, uint32_t v) {
+  const BlobValue& value = d.plan.values[v];
+  uint8_t* base = value.kind == static_cast<uint32_t>(ValueKind::Constant) ? d.buffers.weights
+                                                                          : d.buffers.arena;
+  return base + value.offset;
+}
+
+/// Sets up the GEMM plans of every node that needs them (init). Errors as GemmPlan::setup.
+Error plan_gemms(CudaDelegate& d);
+
+/// Enqueues every node of the delegate on its stream (the error-flag reset first), as
+/// prepare's graph capture and the uncaptured path run it. DelegateExecutionFailed naming the
+/// node on a launch or cuBLASLt error.
+Error enqueue_nodes(CudaDelegate& d);
+
+}  // namespace tern::cuda

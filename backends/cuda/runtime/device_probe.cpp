@@ -1,0 +1,42 @@
+#include "backends/cuda/runtime/device_probe.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdio>
+
+#include "runtime/core/log.h"
+
+namespace tern::cuda {
+namespace {
+
+DeviceProbe run_probe() {
+  DeviceProbe p;
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    const bool no_driver = e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice ||
+                           e == cudaErrorInitializationError;
+    std::snprintf(p.reason, sizeof(p.reason), "%s (cudaGetDeviceCount: %s: %s)",
+                  e == cudaErrorNoDevice ? "no CUDA device"
+                  : no_driver            ? "no usable CUDA driver"
+                                         : "CUDA unavailable",
+                  cudaGetErrorName(e), cudaGetErrorString(e));
+  } else if (count < 1) {
+    std::snprintf(p.reason, sizeof(p.reason), "no CUDA device (cudaGetDeviceCount: 0)");
+  } else {
+    p.available = true;
+    p.device_count = count;
+  }
+  if (!p.available) TERN_LOG(Info, "cuda backend unavailable: %s", p.reason);
+  return p;
+}
+
+}  // namespace
+
+const DeviceProbe& probe_device() {
+  static const DeviceProbe probe = run_probe();
+  return probe;
+}
+
+}  // namespace tern::cuda

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# One GPU session, end to end, for a machine with an NVIDIA GPU and the CUDA toolkit but
+# possibly no Debian packages and no network (docs: backends/cuda/README.md, "GPU session").
+#
+#   OUT=/some/dir bash scripts/gpu-session.sh [--quick]
+#
+# 1. Build dependencies: uses the system's when present, else unpacks .deps-debs/*.deb (made
+#    beforehand, with network, by scripts/gpu/fetch-debs.sh) into .deps-prefix/.
+# 2. Configures build-gpu/ for this GPU's own architecture (nvidia-smi's compute capability;
+#    CMake's "native" otherwise), cuda backend required, and builds.
+# 3. Runs the cuda tests (ctest -R cuda_: conformance, device allocations, fallback, blob),
+#    then the other C++ tests unless --quick, then the models of docs/models.md with
+#    --backend cuda against PyTorch (when a Python with torch is found), then `tern bench`.
+# Every step logs to $OUT (default: ./gpu-out): env.txt, configure.log, build.log,
+# cuda-tests.log (+ JUnit XML), other-tests.log, models.log, bench.log, summary.txt.
+# A failing step is recorded and the script goes on; exit status 1 if any step failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+OUT=${OUT:-$root/gpu-out}
+mkdir -p "$OUT"
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+jobs=$(nproc 2>/dev/null || echo 8)
+status=0
+summary="$OUT/summary.txt"
+: > "$summary"
+note() { echo "$*" | tee -a "$summary"; }
+step() {  # step NAME LOG CMD...: runs CMD with its output in LOG, notes the outcome
+  local name=$1 log=$2
+  shift 2
+  local t0=$SECONDS
+  if "$@" > "$log" 2>&1; then
+    note "PASS $name ($((SECONDS - t0)) s) -> $log"
+  else
+    note "FAIL $name (exit $?, $((SECONDS - t0)) s) -> $log"
+    status=1
+  fi
+}
+
+export PATH="/usr/local/cuda/bin:$PATH"
+{
+  date -u
+  uname -a
+  nvidia-smi || echo "nvidia-smi failed"
+  nvcc --version || echo "no nvcc"
+  cmake --version | head -1
+  c++ --version | head -1
+} > "$OUT/env.txt" 2>&1
+
+# 1. Dependencies.
+if ! command -v flatc >/dev/null 2>&1 || ! [ -e /usr/include/xxhash.h ]; then
+  if ls .deps-debs/*.deb >/dev/null 2>&1; then
+    eval "$(bash scripts/gpu/unpack-debs.sh "$root/.deps-prefix")" || status=1
+    note "deps: unpacked .deps-debs into .deps-prefix"
+  else
+    note "deps: system packages incomplete and no .deps-debs/ (run scripts/gpu/fetch-debs.sh first)"
+  fi
+else
+  note "deps: system packages"
+fi
+
+# 2. Configure and build for this GPU.
+cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+arch=${TERN_CUDA_ARCHS:-${cap:-native}}
+note "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1); building for CUDA architecture $arch"
+cfg=(-S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DTERN_BUILD_TESTS=ON -DTERN_BACKEND_CUDA=ON
+     -DTERN_BACKEND_VULKAN=OFF -DCMAKE_CUDA_ARCHITECTURES="$arch")
+if ! cmake "${cfg[@]}" > "$OUT/configure.log" 2>&1; then
+  # The unpacked XNNPACK may not link on another distribution: the cpu backend is optional.
+  note "configure failed with the cpu backend; retrying with TERN_BACKEND_CPU=OFF"
+  step configure "$OUT/configure.log" cmake "${cfg[@]}" -DTERN_BACKEND_CPU=OFF
+else
+  note "PASS configure -> $OUT/configure.log"
+fi
+step build "$OUT/build.log" cmake --build build-gpu -j "$jobs"
+
+# 3. Tests.
+step cuda-tests "$OUT/cuda-tests.log" ctest --test-dir build-gpu -R 'cuda_' --output-on-failure \
+  -j 4 --output-junit "$OUT/cuda-tests.xml"
+grep -E "tests passed|Skipped|Failed|\*\*\*" "$OUT/cuda-tests.log" | tail -20 >> "$summary"
+if [ "$quick" -eq 0 ]; then
+  step other-tests "$OUT/other-tests.log" ctest --test-dir build-gpu --output-on-failure -j "$jobs" \
+    -E 'cuda_|ops_|export_|model_|models_|hardening_model_'
+fi
+py=""
+for candidate in "$root/.venv/bin/python" python3 /usr/bin/python3; do
+  if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c "import torch, numpy" 2>/dev/null; then
+    py=$candidate
+    break
+  fi
+done
+if [ -n "$py" ]; then
+  export TERN="$root/build-gpu/tern"
+  models=(mlp gpt_block transformer_encoder_layer llama_block resnet18 mobilenet_v2
+          mobilenet_v3_small squeezenet1_1 shufflenet_v2_x0_5 convnext_tiny)
+  [ "$quick" -eq 1 ] && models=(mlp gpt_block resnet18)
+  step models "$OUT/models.log" "$py" scripts/gpu/run_models_cuda.py "$OUT/models" "${models[@]}"
+  grep -E "PASS|FAIL|passed" "$OUT/models.log" >> "$summary"
+  # Latency of each exported model: cuda delegate against the portable kernels.
+  {
+    for pte in "$OUT"/models/*/*_cuda.pte; do
+      [ -e "$pte" ] || continue
+      for p in "$pte" "${pte%_cuda.pte}_portable.pte"; do
+        echo "== $p"
+        "$TERN" bench "$p" --iterations 50 --warmup 5 || echo "bench failed"
+      done
+    done
+  } > "$OUT/bench.log" 2>&1
+  note "bench -> $OUT/bench.log"
+else
+  note "models: skipped (no Python with torch and numpy)"
+fi
+note "done: exit $status"
+exit "$status"
