@@ -1,4 +1,4 @@
-// The cpu delegate blob, version 6: shared by the compile half (writer) and the
+// The cpu delegate blob, version 7: shared by the compile half (writer) and the
 // runtime half (reader). Plain structs only (no STL): the runtime includes this file.
 // The byte layout is documented in backends/cpu/README.md; all fields are little-endian.
 #pragma once
@@ -12,9 +12,10 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 6;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 7;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
-                                      // SiLU epilogue (4) and squeeze-excitation; 6: Concat
+                                      // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
+                                      // 7: ops 23-24 quantized weights, op 25 LayerNorm
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node.
@@ -58,6 +59,9 @@ enum class ValueKind : uint32_t {
 enum class ValueLayout : uint32_t {
   Plain = 0,  ///< same dims, same row-major bytes
   Nhwc = 1,   ///< XNNPACK dims [N, H, W, C]; the tern tensor is [N, C, H, W] (NCHW)
+  /// An external input of int64 elements (8 bytes each), same dims: the indices of a
+  /// QuantizedEmbedding node, the only node that may read it (since version 7).
+  Int64Plain = 2,
 };
 
 /// One value: a tensor of f32. `dims` are the XNNPACK dims (for Nhwc: N, H, W, C).
@@ -132,10 +136,59 @@ enum class NodeOp : uint32_t {
   /// rank and dims but the last; params all 0; fparams (-inf, +inf). Output: the inputs' dims
   /// with the last the sum of theirs. A cat of more inputs is a chain of these.
   Concat = 22,
+  /// tern's fused dequantizing GEMV/GEMM over an NF4 or FP8 weight kept packed
+  /// (kernels/quant_gemm.h): y = clamp(x · Wᵀ + bias). in: x [..., K] (not a constant), the
+  /// weight (a constant [F] whose bytes are laid out as kernels/quant_weight.h says, F =
+  /// total_bytes / 4 for the QuantParam params), optional bias [N] (a constant). params at the
+  /// QuantParam indices (rows = N out features, cols = K in features); fparams: output min,
+  /// max. Output [..., N]. FP8 codes that encode NaN or infinity are refused.
+  QuantizedFullyConnected = 23,
+  /// tern's gather of embedding rows from an NF4 or FP8 table kept packed
+  /// (kernels/quant_embedding.h). in: indices (an external input of layout Int64Plain, any
+  /// dims), the table (a constant [F] as op 23's weight; rows = vocabulary V, cols = D).
+  /// Output: the indices' dims + [D]. An index outside [0, V) fails the execute
+  /// (InvalidArgument naming it), as in the portable kernel.
+  QuantizedEmbedding = 24,
+  /// tern's layer norm over the last XNNPACK dim (kernels/layer_norm_rows.h), split over the
+  /// pool: each row normalized by its mean and biased variance, then gamma and beta per column.
+  /// in: x (not a constant; a plain value, e.g. the channels-last view of an NHWC tensor that a
+  /// permute(0, 2, 3, 1) gives), gamma [C] and beta [C] (constants, C = x's last dim); params
+  /// all 0; fparams[0] = eps (finite, > 0), fparams[1] = 0. Output: x's dims.
+  LayerNorm = 25,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 22;
+constexpr uint32_t kLastNodeOp = 25;
+
+/// The quantized weight format of ops 23 and 24 (params[kQuantFormat]).
+enum class QuantWeightFormat : uint32_t {
+  Nf4 = 1,             ///< NF4 codes, f32 absmax per block
+  Nf4DoubleQuant = 2,  ///< NF4 codes, absmax as u8 codes into a 256-entry table (QUANT.md)
+  Fp8E4M3 = 3,         ///< float8 e4m3fn codes, f32 scales
+  Fp8E5M2 = 4,         ///< float8 e5m2 codes, f32 scales
+};
+constexpr uint32_t kLastQuantWeightFormat = 4;
+
+/// FP8 scale groups (params[kQuantGranularity]).
+enum class Fp8Granularity : uint32_t {
+  PerTensor = 0,
+  PerChannel = 1,  ///< one scale per row
+  Block = 2,       ///< R x C tiles, row-major
+};
+constexpr uint32_t kLastFp8Granularity = 2;
+
+/// Indices into BlobNode::params for ops 23 and 24; every other parameter is 0.
+enum QuantParam : uint32_t {
+  kQuantRows = 0,         ///< N (out features) / V (vocabulary)
+  kQuantCols = 1,         ///< K (in features) / D (embedding dim)
+  kQuantFormat = 2,       ///< QuantWeightFormat
+  kQuantBlockSize = 3,    ///< NF4: block size, a power of two in [32, 4096]; FP8: 0
+  kQuantDqBlockSize = 4,  ///< NF4 double quantization: absmax values per absmax2 (>= 1); else 0
+  kQuantGranularity = 5,  ///< FP8: Fp8Granularity; NF4: 0
+  kQuantBlockRows = 6,    ///< FP8 Block: R (>= 1); else 0
+  kQuantBlockCols = 7,    ///< FP8 Block: C (>= 1); else 0
+  kQuantParamCount = 8,
+};
 
 /// Floats of a packed fully-connected weight with `n` out and `k` in features: ceil(n / 16)
 /// panels, each 16 bias floats then k rows of 16 weights (panel p, row r, lane j holds
@@ -204,7 +257,10 @@ constexpr bool is_own_kernel_op(uint32_t op) {
          op == static_cast<uint32_t>(NodeOp::PackedWinogradConv2d) ||
          op == static_cast<uint32_t>(NodeOp::Gelu) ||
          op == static_cast<uint32_t>(NodeOp::PackedBottleneck) ||
-         op == static_cast<uint32_t>(NodeOp::Concat);
+         op == static_cast<uint32_t>(NodeOp::Concat) ||
+         op == static_cast<uint32_t>(NodeOp::QuantizedFullyConnected) ||
+         op == static_cast<uint32_t>(NodeOp::QuantizedEmbedding) ||
+         op == static_cast<uint32_t>(NodeOp::LayerNorm);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.

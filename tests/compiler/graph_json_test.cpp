@@ -327,7 +327,8 @@ TEST_F(GraphJsonTest, EveryValueKind) {
   const DelegateRegion& d = g.delegates[0];
   EXPECT_EQ(d.backend, "cpu");
   EXPECT_EQ(d.nodes, std::vector<int>({1}));
-  EXPECT_EQ(d.inputs, std::vector<int>({10, 11}));  // derived
+  // Derived: the tensor list (value 10) crosses element by element (values 1 and 2).
+  EXPECT_EQ(d.inputs, std::vector<int>({1, 2, 11}));
   EXPECT_EQ(d.outputs, std::vector<int>({13}));
   ASSERT_EQ(d.compile_specs.size(), 1u);
   EXPECT_EQ(d.compile_specs[0].first, "threads");

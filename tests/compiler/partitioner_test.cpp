@@ -61,7 +61,19 @@ class OpSetCompiler : public BackendCompiler {
         out << "temp " << temps++ << " " << numel << "\n";
       }
       out << "op " << node.op.substr(node.op.find("::") + 2);
-      for (int a : node.args) out << " " << ref.at(a);
+      for (int a : node.args) {
+        if (graph.values[a].kind != Value::Kind::TensorList) {
+          out << " " << ref.at(a);
+          continue;
+        }
+        // A list is written as its elements' refs: each must be bound (made inside or an
+        // input), which is what a backend needs to run it.
+        out << " [";
+        for (size_t k = 0; k < graph.values[a].tensors.size(); ++k) {
+          out << (k ? "," : "") << ref.at(graph.values[a].tensors[k]);
+        }
+        out << "]";
+      }
       out << " " << ref.at(node.outputs.at(0)) << "\n";
     }
     LoweredRegion r;
@@ -351,6 +363,99 @@ TEST(Partition, LoweringFailureNamesMethodAndBackend) {
     EXPECT_NE(msg.find("'pt_fail'"), std::string::npos) << msg;
     EXPECT_NE(msg.find("is odd"), std::string::npos) << msg;
   }
+}
+
+// x input, all f32 [2, 3] but the cat:
+//   n0 a = neg(x)   n1 b = relu(x)   n2 c = cat([a, b], 0) [4, 3]   n3 out = relu(c)
+// A backend of {relu, cat} takes b, c and out; the list [a, b] mixes a tensor made outside (a)
+// with one made inside (b).
+Graph cat_across_boundary() {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, kShape);
+  const int a = b.op("tern::neg", {x}, DType::F32, kShape, "a");
+  const int r = b.op("tern::relu", {x}, DType::F32, kShape, "b");
+  Value list;
+  list.kind = Value::Kind::TensorList;
+  list.tensors = {a, r};
+  b.graph().values.push_back(list);
+  const int l = static_cast<int>(b.graph().values.size()) - 1;
+  const int c = b.op("tern::cat", {l, b.int_value(0)}, DType::F32, {4, 3}, "c");
+  b.output(b.op("tern::relu", {c}, DType::F32, {4, 3}, "out"));
+  return b.build();
+}
+
+TEST(Partition, TensorListElementsCrossTheBoundaryOneByOne) {
+  OpSetCompiler* cc = install("pt_cat", {"relu", "cat"});
+  Graph g = cat_across_boundary();
+  const int x = 0, a = 1, r = 2, list = 3, dim = 4;
+  ASSERT_EQ(g.values[list].kind, Value::Kind::TensorList);
+  ASSERT_EQ(g.values[dim].kind, Value::Kind::Int);
+  partition(g, {"pt_cat"});
+  ASSERT_EQ(g.delegates.size(), 1u);
+  const DelegateRegion& d = g.delegates[0];
+  EXPECT_EQ(d.nodes, (std::vector<int>{1, 2, 3}));
+  // x (by relu), then the list's element made outside (a), never the list itself; b is made
+  // inside and stays internal.
+  EXPECT_EQ(d.inputs, (std::vector<int>{x, a, dim}));
+  EXPECT_EQ(d.outputs, (std::vector<int>{6}));
+  ASSERT_EQ(cc->lowered.size(), 1u);
+  // Every element of the list is bound in the blob: i1 (the input a) and t0 (b, internal).
+  EXPECT_EQ(std::string(d.blob.begin(), d.blob.end()),
+            "io 3 1\ntemp 0 6\nop relu i0 t0\ntemp 1 12\nop cat [i1,t0] i2 t1\n"
+            "op relu t1 o0\n");
+  (void)r;
+}
+
+TEST(Partition, TensorListFullyOutsideIsPassedElementByElement) {
+  // Only the cat and the last relu are taken: both elements of [a, b] come from outside, and
+  // each is an input of its own.
+  install("pt_cat_only", {"cat", "relu"});
+  Graph g = cat_across_boundary();
+  DelegateRegion given;  // b's relu handed to another backend first
+  given.backend = "given";
+  given.nodes = {1};
+  given.inputs = {0};
+  given.outputs = {2};
+  g.delegates.push_back(given);
+  partition(g, {"pt_cat_only"});
+  ASSERT_EQ(g.delegates.size(), 2u);
+  const DelegateRegion& d = g.delegates[1];
+  EXPECT_EQ(d.backend, "pt_cat_only");
+  EXPECT_EQ(d.nodes, (std::vector<int>{2, 3}));
+  EXPECT_EQ(d.inputs, (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(d.outputs, (std::vector<int>{6}));
+}
+
+TEST(Partition, TensorListElementsMadeInsideAreOutputsOneByOne) {
+  // pt_relu takes b (and out, in a region of its own); the cat outside reads b through the
+  // list, so b leaves the region as a plain tensor output.
+  install("pt_relu", {"relu"});
+  Graph g = cat_across_boundary();
+  partition(g, {"pt_relu"});
+  ASSERT_EQ(g.delegates.size(), 2u);
+  EXPECT_EQ(g.delegates[0].nodes, (std::vector<int>{1}));
+  EXPECT_EQ(g.delegates[0].inputs, (std::vector<int>{0}));
+  EXPECT_EQ(g.delegates[0].outputs, (std::vector<int>{2}));
+}
+
+TEST(Partition, DeclaredListInputIsRefusedElementsAccepted) {
+  // A graph that declares a region's boundary must list the elements, as derived.
+  Graph g = cat_across_boundary();
+  DelegateRegion d;
+  d.backend = "given";
+  d.nodes = {2};
+  d.inputs = {3, 4};  // the list, as the boundary rule had it before elements crossed alone
+  d.outputs = {5};
+  g.delegates.push_back(d);
+  try {
+    validate_graph(g);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("crosses the region boundary"), std::string::npos)
+        << e.what();
+  }
+  g.delegates[0].inputs = {1, 2, 4};
+  EXPECT_NO_THROW(validate_graph(g));
 }
 
 TEST(Partition, NoBackendsChangesNothing) {

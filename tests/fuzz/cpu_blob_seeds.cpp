@@ -14,6 +14,7 @@
 #include "tests/fuzz/sample_programs.h"
 #include "tools/compiler/compile.h"
 #include "tools/compiler/graph_builder.h"
+#include "tools/compiler/quantize.h"
 
 namespace tern::fuzz {
 namespace {
@@ -257,6 +258,28 @@ std::vector<Seed> cpu_blob_seeds() {
     programs.emplace_back(name, program);
   }
   std::vector<Seed> seeds;
+  // Quantized weights (ops 23 and 24): an embedding (int64 indices) and two linears, NF4 with
+  // double quantization and FP8 e4m3 in 2-D blocks.
+  for (const char* scheme : {"nf4:block=32:double", "fp8_e4m3:block=16x32"}) {
+    GraphBuilder b("forward");
+    const int idx = b.input("idx", DType::I64, {3});
+    const int e = b.op("tern::embedding", {constant(b, "emb", {20, 40}, 71), idx}, DType::F32, {3, 40});
+    const int h = b.op("tern::linear", {e, constant(b, "w1", {24, 40}, 72), constant(b, "b1", {24}, 73)},
+                       DType::F32, {3, 24});
+    b.output(b.op("tern::linear", {h, constant(b, "w2", {9, 24}, 74), b.none()}, DType::F32, {3, 9}));
+    compiler::ProgramGraph program;
+    program.source_model = std::string("quantized ") + scheme;
+    program.methods.push_back(b.build());
+    compiler::CompileOptions q = options;
+    q.quantize.scheme = compiler::parse_quant_scheme(scheme);
+    const std::vector<std::vector<uint8_t>> blobs =
+        cpu_blobs(compiler::compile_program(program, q).bytes);
+    for (size_t i = 0; i < blobs.size(); ++i) {
+      seeds.emplace_back(std::string("quantized_") + (scheme[0] == 'n' ? "nf4" : "fp8") + "_" +
+                             std::to_string(i) + ".blob",
+                         blobs[i]);
+    }
+  }
   for (const auto& [name, program] : programs) {
     const std::vector<std::vector<uint8_t>> blobs =
         cpu_blobs(compiler::compile_program(program, options).bytes);

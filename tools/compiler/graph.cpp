@@ -312,14 +312,32 @@ class Validator {
 
 BoundarySets region_boundary(const Graph& graph, int first_node, int last_node) {
   BoundarySets b;
+  auto is_list = [&](int id) {
+    return id >= 0 && static_cast<size_t>(id) < graph.values.size() &&
+           graph.values[static_cast<size_t>(id)].kind == Value::Kind::TensorList;
+  };
   std::set<int> produced;
   std::set<int> seen_in;
+  // A tensor list crosses element by element: each element made outside is an input of its
+  // own (a backend binds tensors, not lists; the list may mix elements made inside and out).
+  auto read = [&](int id) {
+    if (!produced.count(id) && seen_in.insert(id).second) b.inputs.push_back(id);
+  };
   for (int n = first_node; n <= last_node; ++n) {
     const Node& node = graph.nodes[n];
     for (int a : node.args) {
-      if (!produced.count(a) && seen_in.insert(a).second) b.inputs.push_back(a);
+      if (is_list(a)) {
+        for (int t : graph.values[a].tensors) read(t);
+      } else {
+        read(a);
+      }
     }
-    for (int o : node.outputs) produced.insert(o);
+    for (int o : node.outputs) {
+      produced.insert(o);
+      if (is_list(o)) {
+        produced.insert(graph.values[o].tensors.begin(), graph.values[o].tensors.end());
+      }
+    }
   }
   std::set<int> used_after(graph.outputs.begin(), graph.outputs.end());
   for (int id : graph.outputs) {
@@ -336,11 +354,18 @@ BoundarySets region_boundary(const Graph& graph, int first_node, int last_node) 
     }
   }
   std::set<int> seen_out;
+  auto write = [&](int o) {
+    const bool state =
+        o >= 0 && static_cast<size_t>(o) < graph.values.size() && graph.values[o].is_state;
+    if ((used_after.count(o) || state) && seen_out.insert(o).second) b.outputs.push_back(o);
+  };
   for (int n = first_node; n <= last_node; ++n) {
     for (int o : graph.nodes[n].outputs) {
-      const bool state =
-          o >= 0 && static_cast<size_t>(o) < graph.values.size() && graph.values[o].is_state;
-      if ((used_after.count(o) || state) && seen_out.insert(o).second) b.outputs.push_back(o);
+      if (is_list(o)) {
+        for (int t : graph.values[o].tensors) write(t);  // element by element, as inputs
+      } else {
+        write(o);
+      }
     }
   }
   return b;

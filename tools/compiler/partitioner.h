@@ -20,8 +20,9 @@ namespace tern::compiler {
 ///     current one, so an already clustered graph is left as it is;
 ///  3. each maximal contiguous run of candidates is offered to accepts_region(); an accepted
 ///     run gets its boundary (region_boundary: inputs are every value its nodes read and do not
-///     produce, constants and scalar attributes included, in first-use order; outputs the values
-///     it produces that later nodes read, method outputs and state), is lowered with lower(),
+///     produce, constants and scalar attributes included, in first-use order, a tensor list's
+///     elements one by one and never the list; outputs the values it produces that later nodes
+///     read, method outputs and state), is lowered with lower(),
 ///     and appended to graph.delegates. A vetoed run stays with later backends and the portable
 ///     kernels.
 ///
@@ -29,9 +30,12 @@ namespace tern::compiler {
 /// the regions are sorted by first node and the graph is validated. An empty `backends` leaves
 /// the graph as it is.
 ///
+/// A backend may be given with options, "name:options" (e.g. "cuda:f32"): the registered
+/// compiler's with_options() gets the text after the first ':' and may refuse it.
+///
 /// Throws std::invalid_argument when a name is not a registered backend compiler (the message
-/// lists the registered ones), a name is given twice, or lower() fails (its message, prefixed
-/// with the method and backend).
+/// lists the registered ones), a name is given twice, with_options() refuses the options (its
+/// message), or lower() fails (its message, prefixed with the method and backend).
 void partition(Graph& graph, const std::vector<std::string>& backends);
 
 }  // namespace tern::compiler

@@ -1,10 +1,11 @@
 #include "backends/cpu/compile/cpu_backend_compiler.h"
 
 #include <memory>
-#include <set>
 #include <stdexcept>
 
+#include "backends/cpu/compile/layout_plan.h"
 #include "backends/cpu/compile/node_attrs.h"
+#include "backends/cpu/compile/quant_lowering.h"
 #include "backends/cpu/compile/region_lowering.h"
 #include "backends/cpu/compile/register_cpu_backend_compiler.h"
 
@@ -24,12 +25,17 @@ void check_node(const Graph& g, const Node& node) {
   const std::string& op = node.op;
   if (op == "tern::conv2d") {
     (void)conv_attrs(g, node);
+  } else if (op == "tern::linear" && node.args.size() == 3 &&
+             is_quantized_value(g, node.args[1])) {  // NF4 / FP8 weight: op 23
+    check_quant_linear(g, node);
+  } else if (op == "tern::embedding") {  // NF4 / FP8 table: op 24
+    check_quant_embedding(g, node);
   } else if (op == "tern::linear") {
     if (node.args.size() != 3) throw Unsupported("linear: expected 3 arguments");
     const Value& x = activation_tensor(g, node.args[0], "x");
     const Value& w = constant_tensor(g, node.args[1], "weight", 2);
     const Value& out = single_output(g, node);
-    if (x.sizes.size() == 4) throw Unsupported("linear: 4-D x (NHWC inside the delegate)");
+    // A 4-D x must be channels last (plain): check_layout.
     if (w.sizes[1] != x.sizes.back()) throw Unsupported("linear: in features differ");
     if (!is_none(g, node.args[2])) {
       const Value& b = constant_tensor(g, node.args[2], "bias", 1);
@@ -63,33 +69,23 @@ void check_node(const Graph& g, const Node& node) {
     if (dim != rank - 1) throw Unsupported("softmax: not over the last dim");
     if (rank == 4) throw Unsupported("softmax: 4-D x (NHWC inside the delegate)");
   } else if (op == "tern::cat") {
-    // The partitioner passes a region's tensor list in as one argument when any of its tensors
-    // is made outside the region, which the delegate cannot bind. So a cat is taken only when
-    // the whole graph can be one region (every other node taken) and each part is made by a
-    // node of it or is a region input through another node's argument.
-    const std::vector<int> parts = concat_inputs(g, node);
-    std::set<int> made;
-    for (const Node& other : g.nodes) {
-      // Made in the region, or a region input through a direct (non-list) argument.
-      made.insert(other.outputs.begin(), other.outputs.end());
-      made.insert(other.args.begin(), other.args.end());
-      if (&other == &node) continue;
-      if (other.op == "tern::cat") {
-        (void)concat_inputs(g, other);
-      } else {
-        try {
-          check_node(g, other);
-        } catch (const Unsupported&) {
-          throw Unsupported("cat: only when the whole graph runs in the delegate (" + other.op +
-                            " does not)");
-        }
-      }
+    // Each part is bound on its own: made in the region or a region input (the partitioner
+    // passes a tensor list's elements one by one, docs/partitioning.md).
+    (void)concat_inputs(g, node);
+  } else if (op == "tern::permute") {  // a layout change only (check_layout)
+    const Value& x = activation_tensor(g, arg(node, 0, "x"), "x");
+    const Value& out = single_output(g, node);
+    const std::vector<int64_t> dims = permute_dims(g, node);
+    std::vector<int64_t> expect;
+    for (int64_t d : dims) {
+      if (d < 0 || d >= static_cast<int64_t>(x.sizes.size())) throw Unsupported("permute: dims");
+      expect.push_back(x.sizes[static_cast<size_t>(d)]);
     }
-    for (const int id : parts) {
-      if (made.count(id) == 0) {
-        throw Unsupported("cat: a part that is a region input only through the tensor list");
-      }
-    }
+    if (out.sizes != expect) throw Unsupported("permute: out shape");
+  } else if (op == "tern::layer_norm") {
+    (void)layer_norm_attrs(g, node);
+  } else if (op == "tern::batch_norm") {
+    (void)batch_norm_affine(g, node);
   } else if (op == "tern::max_pool2d" || op == "tern::avg_pool2d") {
     (void)pool_attrs(g, node, op == "tern::max_pool2d");
   } else if (op == "tern::adaptive_avg_pool2d") {
@@ -113,9 +109,7 @@ void check_node(const Graph& g, const Node& node) {
     for (int64_t d : x.sizes) nx *= static_cast<uint64_t>(d);
     for (int64_t d : out.sizes) no *= static_cast<uint64_t>(d);
     if (nx != no) throw Unsupported("view: element counts differ");
-    if (x.sizes != out.sizes && (layout_sensitive(x.sizes) || layout_sensitive(out.sizes))) {
-      throw Unsupported("view: reorders an NHWC tensor");
-    }
+    // Whether it reorders an NHWC tensor's bytes depends on the layouts: check_layout.
   } else if (op == "tern::pad") {
     const Value& x = activation_tensor(g, arg(node, 0, "x"), "x");
     const Value& out = single_output(g, node);
@@ -135,6 +129,7 @@ void check_node(const Graph& g, const Node& node) {
 std::string CpuBackendCompiler::unsupported_reason(const Graph& graph, const Node& node) {
   try {
     check_node(graph, node);
+    check_layout(graph, node, plain_4d_values(graph));
   } catch (const Unsupported& e) {
     return node.op + ": " + e.what();
   }
@@ -149,7 +144,8 @@ bool CpuBackendCompiler::accepts_region(const Graph& graph, const std::vector<in
   for (int n : nodes) {
     if (n < 0 || static_cast<size_t>(n) >= graph.nodes.size()) continue;
     const std::string& op = graph.nodes[static_cast<size_t>(n)].op;
-    if (op == "tern::conv2d" || op == "tern::linear" || op == "tern::max_pool2d" ||
+    if (op == "tern::conv2d" || op == "tern::linear" || op == "tern::embedding" ||
+        op == "tern::max_pool2d" ||
         op == "tern::avg_pool2d" || op == "tern::adaptive_avg_pool2d" || op == "tern::mean") {
       return true;
     }

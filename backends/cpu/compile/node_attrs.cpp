@@ -219,10 +219,9 @@ PoolAttrs pool_attrs(const Graph& g, const Node& node, bool is_max) {
     ceil_mode = bool_value(g, node.args[4], "ceil_mode");
     const bool count_include_pad = bool_value(g, node.args[5], "count_include_pad");
     if (!is_none(g, node.args[6])) fail("avg_pool2d: divisor_override");
-    // XNNPACK divides by the number of input pixels in the window (padding not counted).
-    if ((a.pad[0] > 0 || a.pad[1] > 0) && count_include_pad) {
-      fail("avg_pool2d: count_include_pad with padding");
-    }
+    // XNNPACK divides by the number of input pixels in the window (padding not counted), so
+    // padding that counts becomes zeros in the input (lowered as a constant pad first).
+    a.zero_pad_first = (a.pad[0] > 0 || a.pad[1] > 0) && count_include_pad;
   }
   if (a.kernel[0] * a.kernel[1] == 1) fail("pool: 1x1 window");
   for (int d = 0; d < 2; ++d) {
@@ -236,6 +235,9 @@ PoolAttrs pool_attrs(const Graph& g, const Node& node, bool is_max) {
   // count_include_pad=False): PyTorch then divides by the window's pixels inside the input
   // (with no padding, count_include_pad's clip to in + 2p = in counts the same pixels), which is
   // what XNNPACK's pixelwise average pooling (used whenever any padding is non-zero) divides by.
+  // With count_include_pad=True and padding, the padding is zeros in a padded input (in + 2p
+  // pixels): PyTorch divides by the window clipped to in + p at the end, i.e. to the padded
+  // input, which is again what XNNPACK's pool over the padded input divides by.
   int64_t osz[2];
   for (int d = 0; d < 2; ++d) {
     const int64_t in = x.sizes[2 + d];
@@ -266,7 +268,7 @@ std::vector<int> concat_inputs(const Graph& g, const Node& node) {
   if (node.args.size() != 2) fail("cat: expected 2 arguments");
   const Value& list = g.values[static_cast<size_t>(arg(node, 0, "tensors"))];
   if (list.kind != Value::Kind::TensorList) fail("cat: tensors is not a tensor list");
-  if (list.tensors.size() < 2) fail("cat: fewer than 2 tensors");
+  if (list.tensors.empty()) fail("cat: no tensors");
   const Value& out = single_output(g, node);
   const int64_t rank = static_cast<int64_t>(out.sizes.size());
   int64_t dim = int_value(g, node.args[1], "dim");
@@ -292,6 +294,68 @@ std::vector<int> concat_inputs(const Graph& g, const Node& node) {
   }
   if (!same_dims(out.sizes, expect)) fail("cat: out " + shape_str(out.sizes) + " is not " + shape_str(expect));
   return list.tensors;
+}
+
+BatchNormAffine batch_norm_affine(const Graph& g, const Node& node) {
+  // x, weight?, bias?, running_mean, running_var, eps -> out
+  if (node.args.size() != 6) fail("batch_norm: expected 6 arguments");
+  const Value& x = activation_tensor(g, arg(node, 0, "x"), "x");
+  const Value& out = single_output(g, node);
+  if (x.sizes.size() < 2 || x.sizes.size() > 4) fail("batch_norm: x rank (2..4 taken)");
+  if (out.sizes != x.sizes) fail("batch_norm: out shape differs from x");
+  const int64_t c = x.sizes[1];
+  auto param = [&](int id, const char* what, bool optional) -> std::vector<float> {
+    if (optional && is_none(g, id)) return {};
+    const Value& v = constant_tensor(g, id, what, 1);
+    if (v.sizes[0] != c) fail(std::string("batch_norm: ") + what + " size");
+    return constant_floats(v);
+  };
+  const std::vector<float> w = param(node.args[1], "weight", true);
+  const std::vector<float> b = param(node.args[2], "bias", true);
+  const std::vector<float> mean = param(node.args[3], "running_mean", false);
+  const std::vector<float> var = param(node.args[4], "running_var", false);
+  const double eps = number(g, node.args[5], "eps");
+  BatchNormAffine a;
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const size_t i = static_cast<size_t>(ch);
+    const double scale = (w.empty() ? 1.0 : w[i]) / std::sqrt(static_cast<double>(var[i]) + eps);
+    if (!std::isfinite(scale)) fail("batch_norm: running_var + eps is not positive");
+    a.scale.push_back(static_cast<float>(scale));
+    a.shift.push_back(static_cast<float>((b.empty() ? 0.0 : b[i]) - mean[i] * scale));
+  }
+  return a;
+}
+
+LayerNormAttrs layer_norm_attrs(const Graph& g, const Node& node) {
+  // x, normalized_shape, weight?, bias?, eps -> out
+  if (node.args.size() != 5) fail("layer_norm: expected 5 arguments");
+  const Value& x = activation_tensor(g, arg(node, 0, "x"), "x");
+  const Value& out = single_output(g, node);
+  if (out.sizes != x.sizes) fail("layer_norm: out shape differs from x");
+  const int64_t c = x.sizes.back();
+  const Value& shape = static_value(g, node.args[1], "normalized_shape");
+  if (shape.kind != Value::Kind::IntList || shape.ints != std::vector<int64_t>{c}) {
+    fail("layer_norm: not over the last dim alone");
+  }
+  LayerNormAttrs a;
+  a.gamma.assign(static_cast<size_t>(c), 1.0f);
+  a.beta.assign(static_cast<size_t>(c), 0.0f);
+  if (!is_none(g, node.args[2])) {
+    const Value& w = constant_tensor(g, node.args[2], "weight", 1);
+    if (w.sizes[0] != c) fail("layer_norm: weight size");
+    a.gamma = constant_floats(w);
+  }
+  if (!is_none(g, node.args[3])) {
+    const Value& b = constant_tensor(g, node.args[3], "bias", 1);
+    if (b.sizes[0] != c) fail("layer_norm: bias size");
+    a.beta = constant_floats(b);
+  }
+  const double eps = number(g, node.args[4], "eps");
+  if (!(static_cast<float>(eps) > 0.0f) || !std::isfinite(static_cast<float>(eps))) {
+    fail("layer_norm: eps");
+  }
+  a.eps = static_cast<float>(eps);
+  return a;
 }
 
 void clamp_bounds(const Graph& g, const Node& node, float* lo, float* hi) {

@@ -76,13 +76,39 @@ struct PoolAttrs {
   /// Extra bottom (height) / right (width) padding that gives ceil_mode's output size with
   /// XNNPACK's floor-mode pooling (0 in floor mode or where ceil mode gives the same size).
   int64_t extra_pad[2];
+  /// avg_pool2d with count_include_pad=True and padding: XNNPACK divides by the window's pixels
+  /// inside its input, so the padding becomes an explicit zero pad (XNNPACK's constant pad)
+  /// before a pool without it (`pad` then applies to that pad node, extra_pad to the pool).
+  bool zero_pad_first;
 };
 /// Checks a tern::max_pool2d / tern::avg_pool2d node and reads its attributes.
 PoolAttrs pool_attrs(const Graph& g, const Node& node, bool is_max);
 
-/// Checks a tern::cat node the backend takes (2+ f32 activations of one rank, along dim 1 of
+/// Checks a tern::cat node the backend takes (1+ f32 activations of one rank, along dim 1 of
 /// 4-D tensors, the NHWC channels, or the last dim of others) and returns its inputs' value ids.
 std::vector<int> concat_inputs(const Graph& g, const Node& node);
+
+/// A standalone inference batch_norm as one multiply-add per channel: y = x * scale + shift,
+/// scale = weight / sqrt(running_var + eps), shift = bias - running_mean * scale (computed in
+/// double and rounded once, as the portable kernel does).
+struct BatchNormAffine {
+  std::vector<float> scale;  ///< [C]
+  std::vector<float> shift;  ///< [C]
+};
+/// Checks a tern::batch_norm node (x an activation [N, C], [N, C, L] or [N, C, H, W]; weight,
+/// bias None or constants [C]; running_mean, running_var constants [C]; eps a number) and
+/// folds its constants.
+BatchNormAffine batch_norm_affine(const Graph& g, const Node& node);
+
+/// A layer_norm over the last dim: gamma and beta (ones / zeros where None) and eps.
+struct LayerNormAttrs {
+  std::vector<float> gamma;  ///< [C]
+  std::vector<float> beta;   ///< [C]
+  float eps;
+};
+/// Checks a tern::layer_norm node (x an activation, normalized_shape [C] = x's last dim, weight
+/// and bias None or constants [C], eps a positive number) and reads its attributes.
+LayerNormAttrs layer_norm_attrs(const Graph& g, const Node& node);
 
 /// Clamp bounds of relu / hardtanh / clamp.
 void clamp_bounds(const Graph& g, const Node& node, float* lo, float* hi);

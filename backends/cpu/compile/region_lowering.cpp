@@ -4,11 +4,14 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 
 #include "backends/cpu/compile/bottleneck_match.h"
+#include "backends/cpu/compile/layout_plan.h"
 #include "backends/cpu/compile/node_attrs.h"
+#include "backends/cpu/compile/quant_lowering.h"
 #include "backends/cpu/cpu_blob_format.h"
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "backends/cpu/kernels/winograd_conv.h"
@@ -39,7 +42,7 @@ std::vector<float> to_nhwc(const std::vector<float>& src, const std::vector<int6
 
 class Lowering {
  public:
-  Lowering(const Graph& g, const DelegateRegion& r) : g_(g), r_(r) {
+  Lowering(const Graph& g, const DelegateRegion& r) : g_(g), r_(r), plain_(plain_4d_values(g)) {
     const uint32_t num_in = static_cast<uint32_t>(r.inputs.size());
     for (uint32_t i = 0; i < num_in; ++i) input_arg_.emplace(r.inputs[i], i);
     for (uint32_t j = 0; j < r.outputs.size(); ++j) output_arg_.emplace(r.outputs[j], num_in + j);
@@ -62,7 +65,9 @@ class Lowering {
     for (const BottleneckMatch& m : chains) {
       for (int n : m.nodes) fused.emplace(n, &m);
     }
+    match_view_linear_views();
     for (int n : r_.nodes) {
+      if (folded_views_.count(n) != 0) continue;  // a view folded into its linear
       auto f = fused.find(n);
       if (f == fused.end()) {
         lower_node(g_.nodes[static_cast<size_t>(n)]);
@@ -107,6 +112,75 @@ class Lowering {
     return sizes.size() == 4 ? ValueLayout::Nhwc : ValueLayout::Plain;
   }
 
+  /// Whether tern value `vid` is a 4-D tensor kept channels-last (plain) in the delegate
+  /// (layout_plan.h); every other 4-D tensor is NHWC.
+  bool is_plain_4d(int vid) const {
+    return vid >= 0 && static_cast<size_t>(vid) < plain_.size() && plain_[static_cast<size_t>(vid)];
+  }
+  /// The edge layout of tern value `vid`.
+  ValueLayout layout_of_value(int vid) const {
+    return is_plain_4d(vid) ? ValueLayout::Plain
+                            : layout_of(g_.values[static_cast<size_t>(vid)].sizes);
+  }
+  /// The XNNPACK dims of tern value `vid`: NHWC for a 4-D tensor unless it is plain.
+  std::vector<uint64_t> dims_of(int vid) const {
+    const std::vector<int64_t>& s = g_.values[static_cast<size_t>(vid)].sizes;
+    return is_plain_4d(vid) ? std::vector<uint64_t>(s.begin(), s.end()) : xnn_dims(s);
+  }
+
+  /// view -> linear -> view with each intermediate read only by the next (ConvNeXt's MLP over
+  /// a channels-last tensor: [1, H, W, C] -> [HW, C] -> linear -> [HW, N] -> [1, H, W, N]): the
+  /// linear reads the first view's input and makes the second view's output directly, both
+  /// plain and of the same row-major bytes, so the views cost no copy and an activation after
+  /// the second view can fold into the GEMM. Fills folded_views_ and linear_folds_.
+  void match_view_linear_views() {
+    std::map<int, int> producer;  // value -> region node
+    for (int n : r_.nodes) {
+      for (int o : g_.nodes[static_cast<size_t>(n)].outputs) producer[o] = n;
+    }
+    std::map<int, int> reader;  // value read by exactly one node (uses_ == 1) -> that node
+    for (int n : r_.nodes) {
+      for (int a : g_.nodes[static_cast<size_t>(n)].args) reader[a] = n;
+    }
+    auto plain_dims = [&](int vid) {  // row-major dims, or empty when NHWC 4-D
+      if (g_.values[static_cast<size_t>(vid)].sizes.size() == 4 && !is_plain_4d(vid)) {
+        return std::vector<int64_t>{};
+      }
+      return g_.values[static_cast<size_t>(vid)].sizes;
+    };
+    for (int n : r_.nodes) {
+      const Node& lin = g_.nodes[static_cast<size_t>(n)];
+      if (lin.op != "tern::linear" || lin.outputs.size() != 1 || lin.args.size() != 3 ||
+          is_quantized_value(g_, lin.args[1])) {
+        continue;
+      }
+      const int x = lin.args[0], y = lin.outputs[0];
+      auto pv = producer.find(x);
+      auto rv = reader.find(y);
+      if (pv == producer.end() || rv == reader.end()) continue;
+      const Node& v1 = g_.nodes[static_cast<size_t>(pv->second)];
+      const Node& v2 = g_.nodes[static_cast<size_t>(rv->second)];
+      if (!is_cpu_view_op(v1.op) || !is_cpu_view_op(v2.op) || v2.args.empty() || v2.args[0] != y ||
+          uses_.at(x) != 1 || uses_.at(y) != 1 || output_arg_.count(x) != 0 ||
+          output_arg_.count(y) != 0) {
+        continue;
+      }
+      const int a = v1.args[0], z = v2.outputs.at(0);
+      const std::vector<int64_t> ad = plain_dims(a), zd = plain_dims(z);
+      if (ad.empty() || zd.empty() || ad.size() != zd.size()) continue;
+      std::vector<int64_t> expect = ad;
+      expect.back() = g_.values[static_cast<size_t>(y)].sizes.back();
+      if (ad.back() != g_.values[static_cast<size_t>(x)].sizes.back() || zd != expect) continue;
+      folded_views_.insert(pv->second);
+      folded_views_.insert(rv->second);
+      linear_folds_[n] = {a, z};
+    }
+  }
+
+  /// Whether blob value `id` stands for more than one tern value (a permute's no-op alias):
+  /// nothing may fold into the node that makes it, which would change what the others read.
+  bool shared(uint32_t id) const { return aliased_.count(id) != 0; }
+
   /// The blob value of activation `vid`: made earlier in the region, or a region input.
   uint32_t activation(int vid) {
     auto it = ids_.find(vid);
@@ -116,9 +190,8 @@ class Lowering {
       throw std::invalid_argument("cpu backend: value " + std::to_string(vid) +
                                   " is read before the region makes it and is no region input");
     }
-    const Value& v = g_.values[static_cast<size_t>(vid)];
     const uint32_t id =
-        add_value(ValueKind::ExternalInput, layout_of(v.sizes), xnn_dims(v.sizes), in->second);
+        add_value(ValueKind::ExternalInput, layout_of_value(vid), dims_of(vid), in->second);
     ids_.emplace(vid, id);
     return id;
   }
@@ -129,13 +202,12 @@ class Lowering {
       throw std::invalid_argument("cpu backend: value " + std::to_string(vid) +
                                   " is produced twice");
     }
-    const Value& v = g_.values[static_cast<size_t>(vid)];
     auto out = output_arg_.find(vid);
     const bool external = out != output_arg_.end();
     // Layout only tells the runtime how to convert at the edge: internal values are Plain.
     const uint32_t id = add_value(external ? ValueKind::ExternalOutput : ValueKind::Internal,
-                                  external ? layout_of(v.sizes) : ValueLayout::Plain,
-                                  xnn_dims(v.sizes), external ? out->second : cpu::kNoValue);
+                                  external ? layout_of_value(vid) : ValueLayout::Plain,
+                                  dims_of(vid), external ? out->second : cpu::kNoValue);
     ids_.emplace(vid, id);
     return id;
   }
@@ -147,7 +219,7 @@ class Lowering {
 
   /// Operand `vid` of a binary op whose output has rank `out_rank`, scaled by `scale`
   /// (constants and scalars only).
-  uint32_t binary_operand(int vid, size_t out_rank, double scale) {
+  uint32_t binary_operand(int vid, size_t out_rank, double scale, bool out_plain = false) {
     const Value& v = g_.values[static_cast<size_t>(vid)];
     if (v.kind == Value::Kind::Int || v.kind == Value::Kind::Double) {
       const double s =
@@ -161,6 +233,7 @@ class Lowering {
     }
     std::vector<int64_t> dims(out_rank - v.sizes.size(), 1);
     dims.insert(dims.end(), v.sizes.begin(), v.sizes.end());
+    if (out_plain) return add_constant(std::vector<uint64_t>(dims.begin(), dims.end()), data);
     if (out_rank == 4) data = to_nhwc(data, dims);
     return add_constant(xnn_dims(dims), data);
   }
@@ -248,11 +321,47 @@ class Lowering {
     const Value& xv = g_.values[static_cast<size_t>(node.args[0])];
     int64_t rows = 1;
     for (size_t d = 0; d + 1 < xv.sizes.size(); ++d) rows *= xv.sizes[d];
+    // Between two folded views (match_view_linear_views): from the first's input to the
+    // second's output.
+    auto fold = linear_folds_.find(static_cast<int>(&node - g_.nodes.data()));
+    const int x = fold == linear_folds_.end() ? node.args[0] : fold->second.first;
+    const int y = fold == linear_folds_.end() ? node.outputs[0] : fold->second.second;
     if (is_tiny_gemm(rows, w.sizes[0], w.sizes[1])) {
-      lower_xnn_fc(node);
+      lower_xnn_fc(node, x, y);
     } else {
-      lower_packed_fc(node, w.sizes[0], w.sizes[1]);
+      lower_packed_fc(node, w.sizes[0], w.sizes[1], x, y);
     }
+  }
+
+  /// A linear or embedding whose weight is NF4 / FP8 (quant_lowering.h): ops 23 / 24 read
+  /// the packed codes (re-laid out once here) with the program's scale parameters.
+  void lower_quant(const Node& node, bool embedding) {
+    const QuantBlobWeight qw = quant_blob_weight(g_, node.args[embedding ? 0 : 1]);
+    uint32_t in = 0;
+    if (embedding) {  // int64 indices: always a region input (check_quant_embedding)
+      const int vid = node.args[1];
+      auto arg = input_arg_.find(vid);
+      if (arg == input_arg_.end()) {
+        throw std::invalid_argument("cpu backend: embedding indices are no region input");
+      }
+      auto it = ids_.find(vid);
+      const Value& v = g_.values[static_cast<size_t>(vid)];
+      in = it != ids_.end() ? it->second
+                            : add_value(ValueKind::ExternalInput, ValueLayout::Int64Plain,
+                                        std::vector<uint64_t>(v.sizes.begin(), v.sizes.end()),
+                                        arg->second);
+      ids_.emplace(vid, in);
+    } else {
+      in = activation(node.args[0]);
+    }
+    std::vector<uint32_t> ins{in, add_constant({qw.floats.size()}, qw.floats)};
+    if (!embedding && !is_none(g_, node.args[2])) {
+      const std::vector<float> bias = constant_floats(g_.values[static_cast<size_t>(node.args[2])]);
+      ins.push_back(add_constant({bias.size()}, bias));
+    }
+    BlobNode& n = add_node(embedding ? NodeOp::QuantizedEmbedding : NodeOp::QuantizedFullyConnected,
+                           ins, output(node.outputs[0]));
+    for (uint32_t i = 0; i < cpu::kQuantParamCount; ++i) n.params[i] = qw.params[i];
   }
 
   /// A product this small (e.g. a squeeze-excitation block's 1x1 convs on a 1x1 image) takes
@@ -260,9 +369,9 @@ class Lowering {
   static bool is_tiny_gemm(int64_t m, int64_t n, int64_t k) { return m * n * k <= (1 << 17); }
 
   /// linear as XNNPACK's fully-connected node (weight [out, in] and bias as they are).
-  void lower_xnn_fc(const Node& node) {
+  void lower_xnn_fc(const Node& node, int x_vid, int y_vid) {
     const Value& w = g_.values[static_cast<size_t>(node.args[1])];
-    const uint32_t x = activation(node.args[0]);
+    const uint32_t x = activation(x_vid);
     const uint32_t f = add_constant(
         {static_cast<uint64_t>(w.sizes[0]), static_cast<uint64_t>(w.sizes[1])}, constant_floats(w));
     std::vector<uint32_t> ins{x, f};
@@ -270,16 +379,18 @@ class Lowering {
       ins.push_back(add_constant({static_cast<uint64_t>(w.sizes[0])},
                                  constant_floats(g_.values[static_cast<size_t>(node.args[2])])));
     }
-    add_node(NodeOp::FullyConnected, ins, output(node.outputs[0]));
+    add_node(NodeOp::FullyConnected, ins, output(y_vid));
   }
 
   /// Node args 0, 1, 2 are x, a constant weight of n x k floats (row-major) and an optional
   /// bias; the output is x with its last (XNNPACK) dim k replaced by n.
-  void lower_packed_fc(const Node& node, int64_t n, int64_t k) {
-    const uint32_t x = activation(node.args[0]);
+  /// x_vid / y_vid: the tern values read and made (-1: the node's x and output).
+  void lower_packed_fc(const Node& node, int64_t n, int64_t k, int x_vid = -1, int y_vid = -1) {
+    const uint32_t x = activation(x_vid < 0 ? node.args[0] : x_vid);
     const uint32_t f = add_packed_weight(
         constant_floats(g_.values[static_cast<size_t>(node.args[1])]), n, k, node.args[2]);
-    BlobNode& fc = add_node(NodeOp::PackedFullyConnected, {x, f}, output(node.outputs[0]));
+    BlobNode& fc =
+        add_node(NodeOp::PackedFullyConnected, {x, f}, output(y_vid < 0 ? node.outputs[0] : y_vid));
     fc.params[0] = static_cast<uint32_t>(n);
     fc.params[1] = static_cast<uint32_t>(k);
   }
@@ -417,7 +528,8 @@ class Lowering {
   /// false when it does not apply.
   bool fuse_activation_into_gemm(const Node& node, cpu::GemmActivation act) {
     const int in = node.args[0];
-    if (nodes_.empty() || ids_.count(in) == 0 || uses_.at(in) != 1 || output_arg_.count(in) != 0) {
+    if (nodes_.empty() || ids_.count(in) == 0 || uses_.at(in) != 1 || output_arg_.count(in) != 0 ||
+        shared(ids_.at(in))) {
       return false;
     }
     BlobNode& last = nodes_.back();
@@ -436,7 +548,8 @@ class Lowering {
   /// Returns false when it does not apply.
   bool fuse_clamp_into_fc(const Node& node, float lo, float hi) {
     const int in = node.args[0];
-    if (nodes_.empty() || ids_.count(in) == 0 || uses_.at(in) != 1 || output_arg_.count(in) != 0) {
+    if (nodes_.empty() || ids_.count(in) == 0 || uses_.at(in) != 1 || output_arg_.count(in) != 0 ||
+        shared(ids_.at(in))) {
       return false;
     }
     BlobNode& last = nodes_.back();
@@ -464,7 +577,8 @@ class Lowering {
   /// way). Returns false when it does not apply.
   bool fuse_hardsigmoid_into_producer(const Node& node) {
     const int in = node.args[0];
-    if (nodes_.empty() || ids_.count(in) == 0 || uses_.at(in) != 1 || output_arg_.count(in) != 0) {
+    if (nodes_.empty() || ids_.count(in) == 0 || uses_.at(in) != 1 || output_arg_.count(in) != 0 ||
+        shared(ids_.at(in))) {
       return false;
     }
     BlobNode& last = nodes_.back();
@@ -515,9 +629,8 @@ class Lowering {
     ids_.emplace(to, id);
     auto ext = output_arg_.find(to);
     if (ext != output_arg_.end()) {
-      const Value& v = g_.values[static_cast<size_t>(to)];
       values_[id].kind = static_cast<uint32_t>(ValueKind::ExternalOutput);
-      values_[id].layout = static_cast<uint32_t>(layout_of(v.sizes));
+      values_[id].layout = static_cast<uint32_t>(layout_of_value(to));
       values_[id].arg = ext->second;
     }
   }
@@ -542,6 +655,7 @@ class Lowering {
       const int other = node.args[static_cast<size_t>(1 - i)];
       const Value& ov = g_.values[static_cast<size_t>(other)];
       if (ids_.count(conv_out) == 0 || ids_.at(conv_out) != last.output ||
+          shared(last.output) ||
           uses_.at(conv_out) != 1 || output_arg_.count(conv_out) != 0 || conv_out == other ||
           g_.values[static_cast<size_t>(conv_out)].sizes != out.sizes ||  // no broadcasting
           ov.kind != Value::Kind::Tensor || ov.is_constant || ov.sizes != out.sizes ||
@@ -560,8 +674,9 @@ class Lowering {
     const double alpha = binary_alpha(g_, node);
     if (fuse_residual_into_conv(node, alpha)) return;
     const size_t r = g_.values[static_cast<size_t>(node.outputs[0])].sizes.size();
-    const uint32_t a = binary_operand(node.args[0], r, 1.0);
-    const uint32_t b = binary_operand(node.args[1], r, alpha);
+    const bool plain = is_plain_4d(node.outputs[0]);
+    const uint32_t a = binary_operand(node.args[0], r, 1.0, plain);
+    const uint32_t b = binary_operand(node.args[1], r, alpha, plain);
     NodeOp op = NodeOp::Add;
     if (node.op == "tern::sub") op = NodeOp::Subtract;
     if (node.op == "tern::mul") op = NodeOp::Multiply;
@@ -570,7 +685,8 @@ class Lowering {
   }
 
   /// tern::cat along the last XNNPACK dim: Concat nodes of up to 3 inputs, chained (each
-  /// partial result an internal value, first of the next node's inputs) for more.
+  /// partial result an internal value, first of the next node's inputs) for more; a cat of
+  /// one tensor is a copy (XNNPACK's reshape to the same dims).
   void lower_concat(const Node& node) {
     const std::vector<int> ins = concat_inputs(g_, node);
     const Value& ov = g_.values[static_cast<size_t>(node.outputs[0])];
@@ -583,6 +699,10 @@ class Lowering {
     };
     const size_t cat_dim = rank == 4 ? 1 : rank - 1;
     uint32_t acc = activation(ins[0]);
+    if (ins.size() == 1) {  // cat([x]) is a copy (DenseNet's first dense layer)
+      add_node(NodeOp::Reshape, {acc}, output(node.outputs[0]));
+      return;
+    }
     std::vector<int64_t> acc_sizes = g_.values[static_cast<size_t>(ins[0])].sizes;
     size_t next = 1;
     while (next < ins.size()) {
@@ -601,9 +721,70 @@ class Lowering {
     }
   }
 
-  void lower_pool(const Node& node, bool is_max) {
-    const PoolAttrs a = pool_attrs(g_, node, is_max);
+  /// A standalone batch_norm (not after a conv, e.g. DenseNet's pre-activation one): XNNPACK
+  /// multiply and add by per-channel constants folded here ([1, 1, 1, C] for an NHWC 4-D x,
+  /// [1, C] or [1, C, 1] for plain ones); a relu after it fuses into the add (XNNPACK).
+  void lower_batch_norm(const Node& node) {
+    const BatchNormAffine a = batch_norm_affine(g_, node);
+    const Value& xv = g_.values[static_cast<size_t>(node.args[0])];
+    const uint64_t c = a.scale.size();
+    std::vector<uint64_t> cdims;
+    if (xv.sizes.size() == 4) {
+      cdims = {1, 1, 1, c};
+    } else if (xv.sizes.size() == 3) {
+      cdims = {1, c, 1};
+    } else {
+      cdims = {1, c};
+    }
     const uint32_t x = activation(node.args[0]);
+    const uint32_t scaled = internal(xnn_dims(xv.sizes));
+    add_node(NodeOp::Multiply, {x, add_constant(cdims, a.scale)}, scaled);
+    add_node(NodeOp::Add, {scaled, add_constant(cdims, a.shift)}, output(node.outputs[0]));
+  }
+
+  /// permute(0, 2, 3, 1) of an NHWC tensor or (0, 3, 1, 2) of a channels-last one: the same
+  /// bytes in the delegate (layout_plan.h), so the output is the input's blob value (an alias,
+  /// shared()), or a copy when it leaves the region (its blob value must be its own).
+  void lower_permute(const Node& node) {
+    const uint32_t x = activation(node.args[0]);
+    const int y = node.outputs[0];
+    if (output_arg_.count(y) == 0) {
+      ids_.emplace(y, x);
+      aliased_.insert(x);
+      return;
+    }
+    add_node(NodeOp::Reshape, {x}, output(y));
+  }
+
+  /// layer_norm over the last dim: tern's own node (op 25).
+  void lower_layer_norm(const Node& node) {
+    const LayerNormAttrs a = layer_norm_attrs(g_, node);
+    const uint64_t c = a.gamma.size();
+    const uint32_t x = activation(node.args[0]);
+    const uint32_t gamma = add_constant({c}, a.gamma);
+    const uint32_t beta = add_constant({c}, a.beta);
+    BlobNode& n = add_node(NodeOp::LayerNorm, {x, gamma, beta}, output(node.outputs[0]));
+    n.fparams[0] = a.eps;
+    n.fparams[1] = 0.0f;
+  }
+
+  void lower_pool(const Node& node, bool is_max) {
+    PoolAttrs a = pool_attrs(g_, node, is_max);
+    uint32_t x = activation(node.args[0]);
+    if (a.zero_pad_first) {  // count_include_pad with padding: zeros, then a pool without it
+      const Value& xv = g_.values[static_cast<size_t>(node.args[0])];
+      const uint64_t ph = static_cast<uint64_t>(a.pad[0]), pw = static_cast<uint64_t>(a.pad[1]);
+      const uint32_t padded =
+          internal({static_cast<uint64_t>(xv.sizes[0]), static_cast<uint64_t>(xv.sizes[2]) + 2 * ph,
+                    static_cast<uint64_t>(xv.sizes[3]) + 2 * pw, static_cast<uint64_t>(xv.sizes[1])});
+      BlobNode& p = add_node(NodeOp::ConstantPad, {x}, padded);
+      p.params[1] = p.params[cpu::kMaxDims + 1] = static_cast<uint32_t>(ph);  // H (NHWC dim 1)
+      p.params[2] = p.params[cpu::kMaxDims + 2] = static_cast<uint32_t>(pw);  // W
+      p.fparams[0] = 0.0f;
+      p.fparams[1] = 0.0f;
+      x = padded;
+      a.pad[0] = a.pad[1] = 0;
+    }
     BlobNode& n =
         add_node(is_max ? NodeOp::MaxPool2d : NodeOp::AvgPool2d, {x}, output(node.outputs[0]));
     n.params[cpu::kPadTop] = static_cast<uint32_t>(a.pad[0]);
@@ -642,6 +823,9 @@ class Lowering {
     const std::string& op = node.op;
     if (op == "tern::conv2d") {
       lower_conv(node);
+    } else if ((op == "tern::linear" && is_quantized_value(g_, node.args[1])) ||
+               op == "tern::embedding") {
+      lower_quant(node, op == "tern::embedding");
     } else if (op == "tern::linear") {
       lower_linear(node);
     } else if (op == "tern::add" || op == "tern::sub" || op == "tern::mul" || op == "tern::div") {
@@ -658,8 +842,7 @@ class Lowering {
       if (fuse_hardsigmoid_into_producer(node)) return;
       // min(max(x + 3, 0), 6) / 6, as the portable kernel computes it; XNNPACK fuses the clamp
       // into the add.
-      const Value& xv = g_.values[static_cast<size_t>(node.args[0])];
-      const std::vector<uint64_t> dims = xnn_dims(xv.sizes);
+      const std::vector<uint64_t> dims = dims_of(node.args[0]);
       const uint32_t x = activation(node.args[0]);
       const uint32_t shifted = internal(dims);
       add_node(NodeOp::Add, {x, add_constant({1}, {3.0f})}, shifted);
@@ -688,9 +871,8 @@ class Lowering {
       return;
     } else if (op == "tern::silu") {  // into the GEMM before it, else sigmoid and multiply
       if (fuse_activation_into_gemm(node, cpu::GemmActivation::Silu)) return;
-      const Value& xv = g_.values[static_cast<size_t>(node.args[0])];
       const uint32_t x = activation(node.args[0]);
-      const uint32_t s = internal(xnn_dims(xv.sizes));
+      const uint32_t s = internal(dims_of(node.args[0]));
       add_node(NodeOp::Sigmoid, {x}, s);
       add_node(NodeOp::Multiply, {x, s}, output(node.outputs[0]));
     } else if (op == "tern::hardswish" || op == "tern::sigmoid" || op == "tern::softmax") {
@@ -710,6 +892,12 @@ class Lowering {
       n.params[0] = tanh_form ? 1 : 0;
     } else if (op == "tern::cat") {
       lower_concat(node);
+    } else if (op == "tern::batch_norm") {
+      lower_batch_norm(node);
+    } else if (op == "tern::permute") {
+      lower_permute(node);
+    } else if (op == "tern::layer_norm") {
+      lower_layer_norm(node);
     } else if (op == "tern::max_pool2d" || op == "tern::avg_pool2d") {
       lower_pool(node, op == "tern::max_pool2d");
     } else if (op == "tern::adaptive_avg_pool2d") {
@@ -756,6 +944,10 @@ class Lowering {
   std::map<int, uint32_t> output_arg_;
   std::map<int, uint32_t> ids_;  ///< tern value id -> blob value index
   std::map<int, int> uses_;      ///< tern value id -> how many node arguments read it
+  std::vector<bool> plain_;      ///< tern value id -> a channels-last 4-D tensor (layout_plan.h)
+  std::set<uint32_t> aliased_;   ///< blob values standing for several tern values (permutes)
+  std::set<int> folded_views_;   ///< view nodes folded into a linear (no blob node)
+  std::map<int, std::pair<int, int>> linear_folds_;  ///< linear node -> (x, output) values
   std::vector<BlobValue> values_;
   std::vector<BlobNode> nodes_;
   std::vector<uint8_t> data_;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/cpu/kernels/quant_weight.h"
 #include "runtime/core/checked_math.h"
 
 namespace tern::cpu {
@@ -65,6 +66,12 @@ const char* op_name(uint32_t op) {
       return "packed_bottleneck";
     case NodeOp::Concat:
       return "concat";
+    case NodeOp::QuantizedFullyConnected:
+      return "quantized_fully_connected";
+    case NodeOp::QuantizedEmbedding:
+      return "quantized_embedding";
+    case NodeOp::LayerNorm:
+      return "layer_norm";
   }
   return "?";
 }
@@ -97,6 +104,19 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
     case NodeOp::Concat:  // 2 or 3 data inputs
       *min_in = 2;
       *max_in = 3;
+      return;
+    case NodeOp::QuantizedFullyConnected:  // x, weight, bias?
+      *min_in = 2;
+      *max_in = 3;
+      *const_mask = 0x6;
+      return;
+    case NodeOp::QuantizedEmbedding:  // indices, table
+      *min_in = *max_in = 2;
+      *const_mask = 0x2;
+      return;
+    case NodeOp::LayerNorm:  // x, gamma, beta
+      *min_in = *max_in = 3;
+      *const_mask = 0x6;
       return;
     default:
       *min_in = *max_in = 1;
@@ -387,7 +407,98 @@ Error check_pool(uint32_t n, const BlobNode& node, const BlobValue* v) {
   return check_window_output(n, node, v, x.dims[3], /*residual=*/false);
 }
 
-Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v) {
+/// Ops 23 and 24: the scheme parameters (QuantParam), the weight constant's size against the
+/// layout they give, FP8 codes (no NaN / infinity encodings) and the double quantization's
+/// offset (finite). `data` is the data section (constants' offsets are already checked).
+Error check_quant_weight(uint32_t n, const BlobNode& node, const BlobValue* v,
+                         const uint8_t* data, QuantWeightView* out) {
+  const uint32_t* q = node.params;
+  TERN_RETURN_IF_ERROR(check_params_range(n, node, kQuantParamCount, kQuantRows, kQuantFormat + 1));
+  QuantWeightDesc d;
+  d.format = static_cast<QuantWeightFormat>(q[kQuantFormat]);
+  d.rows = q[kQuantRows];
+  d.cols = q[kQuantCols];
+  d.block_size = q[kQuantBlockSize];
+  d.dq_block_size = q[kQuantDqBlockSize];
+  d.granularity = static_cast<Fp8Granularity>(q[kQuantGranularity]);
+  d.block_rows = q[kQuantBlockRows];
+  d.block_cols = q[kQuantBlockCols];
+  QuantWeightLayout layout;
+  TERN_CHECK_OR_RETURN_ERROR(
+      q[kQuantFormat] <= kLastQuantWeightFormat && quant_weight_layout(d, &layout), InvalidProgram,
+      "cpu blob: node %u (%s): illegal quantization parameters: format %u (1 nf4, 2 nf4 double "
+      "quantization, 3 fp8 e4m3, 4 fp8 e5m2), block size %u (nf4: a power of two in [32, 4096], "
+      "else 0), dq block size %u (>= 1 with double quantization, else 0), granularity %u (fp8: "
+      "0..2, nf4: 0), tile %ux%u (fp8 block only)",
+      n, op_name(node.op), q[kQuantFormat], q[kQuantBlockSize], q[kQuantDqBlockSize],
+      q[kQuantGranularity], q[kQuantBlockRows], q[kQuantBlockCols]);
+  const BlobValue& f = v[node.inputs[1]];
+  const uint64_t want = layout.total_bytes / 4;
+  TERN_CHECK_OR_RETURN_ERROR(f.rank == 1 && f.dims[0] == want, InvalidProgram,
+                             "cpu blob: node %u (%s): quantized weight value %u is not [%llu] "
+                             "floats (%llu bytes for a %u x %u weight in this scheme)",
+                             n, op_name(node.op), node.inputs[1],
+                             static_cast<unsigned long long>(want),
+                             static_cast<unsigned long long>(layout.total_bytes), q[kQuantRows],
+                             q[kQuantCols]);
+  *out = quant_weight_view(d, layout, data + f.data_offset);
+  TERN_CHECK_OR_RETURN_ERROR(d.format != QuantWeightFormat::Nf4DoubleQuant ||
+                                 std::isfinite(out->dq_offset),
+                             InvalidProgram,
+                             "cpu blob: node %u (%s): double quantization offset %g is not finite",
+                             n, op_name(node.op), static_cast<double>(out->dq_offset));
+  TERN_CHECK_OR_RETURN_ERROR(!quant_weight_has_nonfinite_codes(*out), InvalidProgram,
+                             "cpu blob: node %u (%s): the fp8 weight (value %u) holds a NaN or "
+                             "infinity code, which the fused kernels do not decode",
+                             n, op_name(node.op), node.inputs[1]);
+  return Error::Ok;
+}
+
+Error check_quant_fc(uint32_t n, const BlobNode& node, const BlobValue* v, const uint8_t* data) {
+  QuantWeightView w;
+  TERN_RETURN_IF_ERROR(check_quant_weight(n, node, v, data, &w));
+  const BlobValue& x = v[node.inputs[0]];
+  const uint64_t out_features = node.params[kQuantRows], in_features = node.params[kQuantCols];
+  TERN_CHECK_OR_RETURN_ERROR(x.dims[x.rank - 1] == in_features &&
+                                 x.layout != static_cast<uint32_t>(ValueLayout::Int64Plain),
+                             InvalidProgram,
+                             "cpu blob: node %u (quantized_fully_connected): x (value %u) has "
+                             "last dim %llu, params give %llu in features",
+                             n, node.inputs[0],
+                             static_cast<unsigned long long>(x.dims[x.rank - 1]),
+                             static_cast<unsigned long long>(in_features));
+  if (node.num_inputs == 3) {
+    TERN_CHECK_OR_RETURN_ERROR(dims_equal(v[node.inputs[2]], &out_features, 1), InvalidProgram,
+                               "cpu blob: node %u (quantized_fully_connected): bias value %u is "
+                               "not [%llu]",
+                               n, node.inputs[2], static_cast<unsigned long long>(out_features));
+  }
+  uint64_t expect[kMaxDims];
+  for (uint32_t i = 0; i < x.rank; ++i) expect[i] = x.dims[i];
+  expect[x.rank - 1] = out_features;
+  return check_out_dims(n, node, v[node.output], expect, x.rank);
+}
+
+Error check_quant_embedding(uint32_t n, const BlobNode& node, const BlobValue* v,
+                            const uint8_t* data) {
+  QuantWeightView w;
+  TERN_RETURN_IF_ERROR(check_quant_weight(n, node, v, data, &w));
+  const BlobValue& idx = v[node.inputs[0]];
+  TERN_CHECK_OR_RETURN_ERROR(idx.layout == static_cast<uint32_t>(ValueLayout::Int64Plain) &&
+                                 idx.rank < kMaxDims,
+                             InvalidProgram,
+                             "cpu blob: node %u (quantized_embedding): indices (value %u) must "
+                             "be an int64 external input (layout 2) of rank below %u; found "
+                             "layout %u, rank %u",
+                             n, node.inputs[0], kMaxDims, idx.layout, idx.rank);
+  uint64_t expect[kMaxDims];
+  for (uint32_t i = 0; i < idx.rank; ++i) expect[i] = idx.dims[i];
+  expect[idx.rank] = node.params[kQuantCols];
+  return check_out_dims(n, node, v[node.output], expect, idx.rank + 1);
+}
+
+Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
+                        const uint8_t* data) {
   const BlobValue& x = v[node.inputs[0]];
   const BlobValue& out = v[node.output];
   const NodeOp op = static_cast<NodeOp>(node.op);
@@ -490,6 +601,29 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v) {
       }
       return check_out_dims(n, node, out, expect, x.rank);
     }
+    case NodeOp::QuantizedFullyConnected:
+      return check_quant_fc(n, node, v, data);
+    case NodeOp::QuantizedEmbedding:
+      return check_quant_embedding(n, node, v, data);
+    case NodeOp::LayerNorm: {
+      TERN_RETURN_IF_ERROR(check_params_range(n, node, 0, 0, 0));
+      TERN_CHECK_OR_RETURN_ERROR(std::isfinite(node.fparams[0]) && node.fparams[0] > 0.0f &&
+                                     node.fparams[1] == 0.0f,
+                                 InvalidProgram,
+                                 "cpu blob: node %u (layer_norm): eps %g and fparams[1] %g, "
+                                 "expected a finite eps > 0 and 0",
+                                 n, static_cast<double>(node.fparams[0]),
+                                 static_cast<double>(node.fparams[1]));
+      const uint64_t c = x.dims[x.rank - 1];
+      for (uint32_t i = 1; i < 3; ++i) {
+        TERN_CHECK_OR_RETURN_ERROR(dims_equal(v[node.inputs[i]], &c, 1), InvalidProgram,
+                                   "cpu blob: node %u (layer_norm): %s value %u is not [%llu] "
+                                   "(x's last dim)",
+                                   n, i == 1 ? "gamma" : "beta", node.inputs[i],
+                                   static_cast<unsigned long long>(c));
+      }
+      return check_out_dims(n, node, out, x.dims, x.rank);
+    }
     case NodeOp::Gelu:
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 1, 0, 0));
       TERN_CHECK_OR_RETURN_ERROR(node.params[0] <= 1, InvalidProgram,
@@ -538,8 +672,9 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v) {
 Error check_value(uint32_t i, const BlobValue& v, const BlobHeader& h, bool* arg_used) {
   TERN_CHECK_OR_RETURN_ERROR(v.kind <= static_cast<uint32_t>(ValueKind::Constant), InvalidProgram,
                              "cpu blob: value %u: kind %u unknown (0..3)", i, v.kind);
-  TERN_CHECK_OR_RETURN_ERROR(v.layout <= static_cast<uint32_t>(ValueLayout::Nhwc), InvalidProgram,
-                             "cpu blob: value %u: layout %u unknown (0..1)", i, v.layout);
+  TERN_CHECK_OR_RETURN_ERROR(v.layout <= static_cast<uint32_t>(ValueLayout::Int64Plain),
+                             InvalidProgram, "cpu blob: value %u: layout %u unknown (0..2)", i,
+                             v.layout);
   TERN_CHECK_OR_RETURN_ERROR(v.rank >= 1 && v.rank <= kMaxDims, InvalidProgram,
                              "cpu blob: value %u: rank %u, expected 1..%u", i, v.rank, kMaxDims);
   for (uint32_t d = 0; d < kMaxDims; ++d) {
@@ -557,8 +692,12 @@ Error check_value(uint32_t i, const BlobValue& v, const BlobHeader& h, bool* arg
   const ValueKind kind = static_cast<ValueKind>(v.kind);
   const bool external = kind == ValueKind::ExternalInput || kind == ValueKind::ExternalOutput;
   TERN_CHECK_OR_RETURN_ERROR(
-      v.layout == static_cast<uint32_t>(ValueLayout::Plain) || (external && v.rank == 4),
+      v.layout != static_cast<uint32_t>(ValueLayout::Nhwc) || (external && v.rank == 4),
       InvalidProgram, "cpu blob: value %u: NHWC layout needs an external 4-D value", i);
+  TERN_CHECK_OR_RETURN_ERROR(
+      v.layout != static_cast<uint32_t>(ValueLayout::Int64Plain) ||
+          kind == ValueKind::ExternalInput,
+      InvalidProgram, "cpu blob: value %u: the int64 layout needs an external input", i);
   if (external) {
     TERN_CHECK_OR_RETURN_ERROR(v.arg < h.num_args, InvalidProgram,
                                "cpu blob: value %u: argument %u out of range (%u arguments)", i,
@@ -728,6 +867,7 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
     }
     if (err != Error::Ok) break;
     if (static_cast<NodeOp>(node.op) != NodeOp::ConstantPad &&
+        static_cast<NodeOp>(node.op) != NodeOp::LayerNorm &&  // eps: checked with its shapes
         (std::isnan(node.fparams[0]) || std::isnan(node.fparams[1]) ||
          !(node.fparams[0] <= node.fparams[1]))) {
       err = set_error_message(Error::InvalidProgram,
@@ -745,7 +885,21 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
                               n, op_name(node.op), node.output, nv);
       break;
     }
-    err = check_node_shapes(n, node, values);
+    // An int64 value (embedding indices) is read by QuantizedEmbedding's input 0 only.
+    for (uint32_t i = 0; i < node.num_inputs && err == Error::Ok; ++i) {
+      const bool int64 = values[node.inputs[i]].layout ==
+                         static_cast<uint32_t>(ValueLayout::Int64Plain);
+      const bool wants =
+          i == 0 && static_cast<NodeOp>(node.op) == NodeOp::QuantizedEmbedding;
+      if (int64 != wants) {
+        err = set_error_message(Error::InvalidProgram,
+                                "cpu blob: node %u (%s): input %u (value %u) %s an int64 value",
+                                n, op_name(node.op), i, node.inputs[i],
+                                int64 ? "is" : "must be");
+      }
+    }
+    if (err != Error::Ok) break;
+    err = check_node_shapes(n, node, values, blob.data() + h.data_offset);
     ready[node.output] = 1;
   }
   uint32_t num_outputs = 0;

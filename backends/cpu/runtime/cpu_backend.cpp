@@ -38,6 +38,7 @@ struct External {
   bool input = false;
   bool nhwc = false;    ///< transposed at the edge
   bool staged = false;  ///< the stages work on `stage`, copied from/to the argument
+  bool int64 = false;   ///< ValueLayout::Int64Plain: int64 elements (embedding indices)
   uint64_t numel = 0;
   uint64_t n = 0, c = 0, hw = 0;  ///< NHWC externals: the tern tensor is [n, c, h, w]
   uint32_t rank = 0;              ///< the tern tensor's rank and sizes
@@ -142,6 +143,7 @@ Error plan_externals(CpuDelegate* d) {
     x.arg = v.arg;
     x.input = k == ValueKind::ExternalInput;
     x.nhwc = v.layout == static_cast<uint32_t>(ValueLayout::Nhwc);
+    x.int64 = v.layout == static_cast<uint32_t>(ValueLayout::Int64Plain);
     x.numel = value_numel(v);
     x.rank = v.rank;
     for (uint32_t r = 0; r < v.rank; ++r) x.sizes[r] = static_cast<int64_t>(v.dims[r]);
@@ -156,7 +158,8 @@ Error plan_externals(CpuDelegate* d) {
     x.staged = home == ValueHome::Staged;
     if (x.staged) {
       TERN_CHECK_OR_RETURN_ERROR(
-          buffer_bytes(x.numel, &bytes) && checked_add(staging_bytes, bytes, &staging_bytes),
+          buffer_bytes(x.int64 ? 2 * x.numel : x.numel, &bytes) &&
+              checked_add(staging_bytes, bytes, &staging_bytes),
           DelegateMemoryAllocationFailed, "cpu backend: staging size overflows");
     }
   }
@@ -186,7 +189,7 @@ Error plan_externals(CpuDelegate* d) {
     x.stage = reinterpret_cast<float*>(cursor);
     d->addr[x.value] = x.stage;
     uint64_t bytes = 0;
-    (void)buffer_bytes(x.numel, &bytes);
+    (void)buffer_bytes(x.int64 ? 2 * x.numel : x.numel, &bytes);
     cursor += bytes;
   }
   for (uint32_t i = 0; i < nv; ++i) {
@@ -241,18 +244,21 @@ Error argument_tensor(const External& x, Span<EValue*> args, bool need_data, Ten
   char want[96], found[96];
   bool same = t.rank == x.rank && t.sizes != nullptr;
   for (uint32_t r = 0; same && r < x.rank; ++r) same = t.sizes[r] == x.sizes[r];
+  const DType dtype = x.int64 ? DType::I64 : DType::F32;
+  const uint64_t elem_bytes = x.int64 ? 8 : sizeof(float);
   TERN_CHECK_OR_RETURN_ERROR(same, InvalidArgument,
-                             "cpu backend: argument %u ('%s'): expected an f32 tensor %s, found %s",
-                             x.arg, t.name ? t.name : "",
+                             "cpu backend: argument %u ('%s'): expected an %s tensor %s, found %s",
+                             x.arg, t.name ? t.name : "", x.int64 ? "int64" : "f32",
                              format_shape(Span<const int64_t>(x.sizes, x.rank), want, sizeof(want)),
                              t.sizes ? format_shape(t.shape(), found, sizeof(found)) : "no sizes");
   TERN_CHECK_OR_RETURN_ERROR(
-      t.dtype == DType::F32 && t.is_contiguous() &&
-          (!need_data || (t.data != nullptr && t.nbytes >= x.numel * sizeof(float))),
+      t.dtype == dtype && t.is_contiguous() &&
+          (!need_data || (t.data != nullptr && t.nbytes >= x.numel * elem_bytes)),
       InvalidArgument,
-      "cpu backend: argument %u ('%s'): expected contiguous f32 data of "
+      "cpu backend: argument %u ('%s'): expected contiguous %s data of "
       "%llu bytes",
-      x.arg, t.name ? t.name : "", static_cast<unsigned long long>(x.numel * sizeof(float)));
+      x.arg, t.name ? t.name : "", x.int64 ? "int64" : "f32",
+      static_cast<unsigned long long>(x.numel * elem_bytes));
   *out = &t;
   return Error::Ok;
 }
@@ -332,7 +338,7 @@ class CpuBackend final : public BackendInterface {
       if (x.nhwc) {
         nchw_to_nhwc(src, x.stage, x.n, x.c, x.hw, d->pool);
       } else {
-        std::memcpy(x.stage, src, x.numel * sizeof(float));
+        std::memcpy(x.stage, src, x.numel * (x.int64 ? 8 : sizeof(float)));
       }
     }
     if (timed) t0 = report(context, d->labels + num_stages * kLabelBytes, t0);

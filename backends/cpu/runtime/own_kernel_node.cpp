@@ -3,8 +3,11 @@
 #include <cstring>
 
 #include "backends/cpu/kernels/bottleneck.h"
+#include "backends/cpu/kernels/layer_norm_rows.h"
 #include "backends/cpu/kernels/packed_conv.h"
 #include "backends/cpu/kernels/packed_gemm.h"
+#include "backends/cpu/kernels/quant_embedding.h"
+#include "backends/cpu/kernels/quant_gemm.h"
 #include "backends/cpu/kernels/winograd_conv.h"
 #include "runtime/kernels/util/gelu_array.h"
 
@@ -203,6 +206,23 @@ void run_concat(ConcatTask& t, pthreadpool_t pool) {
   pthreadpool_parallelize_1d(pool, &concat_chunk, &t, chunks, 0);
 }
 
+/// The quantized weight of op 23 / 24 node `node` (validated by parse_blob) at `base`.
+QuantWeightView quant_weight_of(const BlobNode& node, const float* base) {
+  const uint32_t* q = node.params;
+  QuantWeightDesc d;
+  d.format = static_cast<QuantWeightFormat>(q[kQuantFormat]);
+  d.rows = q[kQuantRows];
+  d.cols = q[kQuantCols];
+  d.block_size = q[kQuantBlockSize];
+  d.dq_block_size = q[kQuantDqBlockSize];
+  d.granularity = static_cast<Fp8Granularity>(q[kQuantGranularity]);
+  d.block_rows = q[kQuantBlockRows];
+  d.block_cols = q[kQuantBlockCols];
+  QuantWeightLayout layout;
+  (void)quant_weight_layout(d, &layout);  // parse_blob checked it
+  return quant_weight_view(d, layout, base);
+}
+
 }  // namespace
 
 uint64_t own_kernel_scratch_floats(const BlobPlan& plan, uint32_t n, int64_t threads) {
@@ -272,6 +292,48 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       t.out_width = static_cast<int64_t>(out.dims[out.rank - 1]);
       t.rows = static_cast<int64_t>(value_numel(out)) / t.out_width;
       run_concat(t, pool);
+      return Error::Ok;
+    }
+    case NodeOp::QuantizedFullyConnected: {
+      QuantGemmProblem p;
+      p.w = quant_weight_of(node, addr[node.inputs[1]]);
+      const int64_t k = static_cast<int64_t>(p.w.desc.cols);
+      p.m = static_cast<int64_t>(value_numel(plan.values[node.inputs[0]]) /
+                                 static_cast<uint64_t>(k));
+      p.a = addr[node.inputs[0]];
+      p.lda = k;
+      p.bias = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
+      p.c = addr[node.output];
+      p.ldc = static_cast<int64_t>(p.w.desc.rows);
+      p.out_min = node.fparams[0];
+      p.out_max = node.fparams[1];
+      quant_gemm(p, pool);
+      return Error::Ok;
+    }
+    case NodeOp::QuantizedEmbedding: {
+      const QuantWeightView w = quant_weight_of(node, addr[node.inputs[1]]);
+      const int64_t* indices = reinterpret_cast<const int64_t*>(addr[node.inputs[0]]);
+      const int64_t count = static_cast<int64_t>(value_numel(plan.values[node.inputs[0]]));
+      const int64_t bad = quant_embedding(w, indices, count, addr[node.output], pool);
+      TERN_CHECK_OR_RETURN_ERROR(bad < 0, InvalidArgument,
+                                 "cpu backend: node %u (quantized_embedding): index %lld at "
+                                 "position %lld is outside [0, %llu)",
+                                 n, static_cast<long long>(bad < 0 ? 0 : indices[bad]),
+                                 static_cast<long long>(bad),
+                                 static_cast<unsigned long long>(w.desc.rows));
+      return Error::Ok;
+    }
+    case NodeOp::LayerNorm: {
+      const BlobValue& x = plan.values[node.inputs[0]];
+      LayerNormProblem p;
+      p.x = addr[node.inputs[0]];
+      p.y = addr[node.output];
+      p.cols = static_cast<int64_t>(x.dims[x.rank - 1]);
+      p.rows = static_cast<int64_t>(value_numel(x)) / p.cols;
+      p.gamma = addr[node.inputs[1]];
+      p.beta = addr[node.inputs[2]];
+      p.eps = node.fparams[0];  // validated: finite, > 0
+      layer_norm_rows(p, pool);
       return Error::Ok;
     }
     case NodeOp::Gelu: {

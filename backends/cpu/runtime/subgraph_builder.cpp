@@ -101,6 +101,9 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
     case NodeOp::Gelu:
     case NodeOp::PackedBottleneck:
     case NodeOp::Concat:
+    case NodeOp::QuantizedFullyConnected:
+    case NodeOp::QuantizedEmbedding:
+    case NodeOp::LayerNorm:
       break;  // tern's own kernels: never in an XNNPACK stage
   }
   return Error::InvalidProgram;

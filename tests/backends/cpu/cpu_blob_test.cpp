@@ -163,14 +163,6 @@ TEST_F(CpuBlobTest, SupportsRefusesWhatXnnpackCannotMatch) {
     std::function<void(GraphBuilder&)> build;
   };
   const std::vector<Refused> refused = {
-      {"avg pool with padding counted",
-       [](GraphBuilder& b) {
-         const int x = b.input("x", DType::F32, {1, 2, 6, 6});
-         b.op("tern::avg_pool2d",
-              {x, b.int_list({3}), b.int_list({1}), b.int_list({1}), b.bool_value(false),
-               b.bool_value(true), b.none()},
-              DType::F32, {1, 2, 6, 6});
-       }},
       {"avg pool with a divisor",
        [](GraphBuilder& b) {
          const int x = b.input("x", DType::F32, {1, 2, 6, 6});
@@ -187,14 +179,6 @@ TEST_F(CpuBlobTest, SupportsRefusesWhatXnnpackCannotMatch) {
                b.bool_value(true)},
               DType::F32, {1, 2, 3, 3});
        }},
-      {"avg pool ceil mode counting padding",
-       [](GraphBuilder& b) {
-         const int x = b.input("x", DType::F32, {1, 2, 8, 8});
-         b.op("tern::avg_pool2d",
-              {x, b.int_list({3}), b.int_list({2}), b.int_list({1}), b.bool_value(true),
-               b.bool_value(true), b.none()},
-              DType::F32, {1, 2, 5, 5});
-       }},
       {"softmax over channels",
        [](GraphBuilder& b) {
          const int x = b.input("x", DType::F32, {2, 5});
@@ -205,7 +189,9 @@ TEST_F(CpuBlobTest, SupportsRefusesWhatXnnpackCannotMatch) {
          const int x = b.input("x", DType::F32, {1, 2, 3, 4});
          b.op("tern::softmax", {x, b.int_value(-1)}, DType::F32, {1, 2, 3, 4});
        }},
-      {"linear of a 4-D tensor",
+      // (average pooling counting its padding is taken since: a zero pad, then the pool;
+      // cpu_conformance_dense_test)
+      {"linear of a 4-D NHWC tensor",
        [](GraphBuilder& b) {
          const int x = b.input("x", DType::F32, {1, 2, 3, 4});
          const int w = b.constant_f32("w", {2, 4}, std::vector<float>(8, 1.0f));
@@ -387,13 +373,13 @@ TEST_F(CpuBlobTest, SpecificCorruptionsNameTheProblem) {
   }
   // Every older version: 1 (before tern's own kernels joined the blob), 2 (before
   // PackedWinogradConv2d and Gelu), 3 (before PackedBottleneck), 4 (before SiLU, sigmoid and
-  // the bottleneck's squeeze-excitation), 5 (before Concat).
-  static_assert(cpu::kBlobVersion == 6, "add the version this one replaces to the list below");
-  for (uint32_t old : {1u, 2u, 3u, 4u, 5u}) {
+  // the bottleneck's squeeze-excitation), 5 (before Concat), 6 (before the quantized ops 23, 24).
+  static_assert(cpu::kBlobVersion == 7, "add the version this one replaces to the list below");
+  for (uint32_t old : {1u, 2u, 3u, 4u, 5u, 6u}) {
     std::vector<uint8_t> bad = blob;
     std::memcpy(bad.data() + offsetof(cpu::BlobHeader, version), &old, 4);
     EXPECT_EQ(try_blob(bad, num_args, &msg), Error::DelegateInvalidCompatibility) << old;
-    EXPECT_NE(msg.find("version " + std::to_string(old) + ", this runtime reads version 6"),
+    EXPECT_NE(msg.find("version " + std::to_string(old) + ", this runtime reads version 7"),
               std::string::npos)
         << msg;
     EXPECT_EQ(parse_result(bad, &msg), Error::DelegateInvalidCompatibility) << old;

@@ -1,0 +1,34 @@
+// Which layout each 4-D value has inside a cpu delegate (internal to backends/cpu/compile).
+// By default a 4-D value is NHWC inside the delegate (its tern tensor is NCHW). A value that a
+// model makes channels-last itself (ConvNeXt's permute(0, 2, 3, 1) before a layer norm over
+// the channels, and what is computed from it: the layer norm, linears, GELU, elementwise ops,
+// views) is kept plain instead: row-major in its own tern dims [N, H, W, C]. Its bytes are
+// then those of the NHWC tensor it came from, so the permute to it and the permute(0, 3, 1, 2)
+// back are no-ops inside the delegate.
+#pragma once
+
+#include <vector>
+
+#include "tools/compiler/graph.h"
+
+namespace tern::compiler::cpu_compile {
+
+/// Per value id: true for a 4-D tensor the delegate keeps plain (channels last), false for
+/// every other value. Decided from each value's producer only, so any region sees the same
+/// answer: permute(x, [0, 2, 3, 1]) of an NHWC x; a view to a layout-sensitive 4-D shape from
+/// a tensor of another rank, or to 4-D from a plain one; layer_norm, linear, gelu, the
+/// activations and the binary ops when an activation operand is plain.
+std::vector<bool> plain_4d_values(const Graph& g);
+
+/// Checks that `node` reads and writes the layouts it can (Unsupported otherwise): NHWC 4-D
+/// inputs for the convolutions, pools, means, cat, batch_norm and pad; plain 4-D for linear
+/// and layer_norm; one layout across a binary op's 4-D activations; a permute only as
+/// (0, 2, 3, 1) of an NHWC tensor or (0, 3, 1, 2) of a plain one; a view never reordering an
+/// NHWC tensor's bytes.
+void check_layout(const Graph& g, const Node& node, const std::vector<bool>& plain);
+
+/// The dims of tern::permute `node` (Unsupported unless an IntList of the input's rank),
+/// negative ones wrapped.
+std::vector<int64_t> permute_dims(const Graph& g, const Node& node);
+
+}  // namespace tern::compiler::cpu_compile

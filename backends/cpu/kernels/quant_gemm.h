@@ -1,0 +1,173 @@
+// tern's fused dequantizing GEMV / GEMM over an NF4 or FP8 weight kept packed (op 23 of the cpu
+// blob): C = clamp(A · Wᵀ + bias) where W [n, k] is decoded 16 elements at a time in registers
+// (NF4: a 16-entry codebook in one register, looked up by vpermps; FP8: integer bit moves and
+// one multiply; in the common layouts the NF4 codebook is pre-multiplied by each block's absmax
+// and the FP8 factor broadcast once per run of columns, see quant_fast_path_ok) and never stored
+// as f32. Each decoded element is code value × scale in f32 exactly as the portable reference
+// dequantizes it; only the order of the K sum differs.
+// Split over a pthreadpool by output columns; AVX-512F, AVX2+FMA and scalar (NEON on aarch64)
+// code chosen at run time with the packed GEMM's dispatch (packed_gemm_isa()).
+//
+// Runtime code: no exceptions, no RTTI, and quant_gemm() never allocates.
+#pragma once
+
+#include <pthreadpool.h>
+
+#include <cstdint>
+#include <limits>
+
+#include "backends/cpu/kernels/quant_weight.h"
+
+namespace tern::cpu {
+
+struct QuantGemmProblem {
+  int64_t m = 0;             ///< rows of A and C (1: GEMV)
+  const float* a = nullptr;  ///< A [m, k] row-major, row stride lda (>= k); k = w.desc.cols
+  int64_t lda = 0;
+  QuantWeightView w;            ///< W [n, k]; n = w.desc.rows. FP8 codes must be finite
+  const float* bias = nullptr;  ///< [n] or null
+  float* c = nullptr;           ///< C [m, n] row-major, row stride ldc (>= n)
+  int64_t ldc = 0;
+  float out_min = -std::numeric_limits<float>::infinity();
+  float out_max = std::numeric_limits<float>::infinity();
+};
+
+/// C = clamp(A · Wᵀ + bias) on `pool` (null: the caller's thread). Never reads A or writes C
+/// outside [m x k] / [m x n]. Never allocates.
+void quant_gemm(const QuantGemmProblem& p, pthreadpool_t pool);
+
+namespace quant_detail {
+
+/// Computes output columns [n0, n1) of every row of C (one ISA's kernel).
+using QuantRowsFn = void (*)(const QuantGemmProblem& p, int64_t n0, int64_t n1);
+
+/// Null where this build has no such code.
+QuantRowsFn quant_rows_avx512();
+QuantRowsFn quant_rows_avx2();
+/// Portable C++ (NEON on aarch64).
+QuantRowsFn quant_rows_generic();
+
+/// The 16 f32 weights of row `row`, columns [k0, k0 + 16) into out (exact; 0 past k): the
+/// path for vectors whose lanes do not share one scale.
+inline void quant_fill16(const QuantWeightView& w, uint64_t row, uint64_t k0, float* out) {
+  for (uint64_t i = 0; i < 16; ++i) {
+    out[i] = k0 + i < w.desc.cols ? quant_weight_at(w, row, k0 + i) : 0.0f;
+  }
+}
+
+/// Whether a weight takes the kernels' run-based fast path, where every run of columns that
+/// shares one scale starts at a multiple of 16 in each row and is the same for every row:
+/// NF4 with cols a multiple of block_size (blocks never span rows; block_size >= 32, so K is a
+/// multiple of 32) and, with double quantization, a power-of-two dq_block_size; FP8 per tensor
+/// or per channel (any K: only the last vector of a row is partial), or 2-D blocks whose width
+/// C is a multiple of 16 or covers the row. Anything else takes the per-vector exact path.
+inline bool quant_fast_path_ok(const QuantWeightView& w) {
+  const QuantWeightDesc& d = w.desc;
+  switch (d.format) {
+    case QuantWeightFormat::Nf4:
+      return d.cols % d.block_size == 0;
+    case QuantWeightFormat::Nf4DoubleQuant:
+      return d.cols % d.block_size == 0 && (d.dq_block_size & (d.dq_block_size - 1)) == 0;
+    case QuantWeightFormat::Fp8E4M3:
+    case QuantWeightFormat::Fp8E5M2:
+      return d.granularity != Fp8Granularity::Block || d.block_cols % 16 == 0 ||
+             d.block_cols >= d.cols;
+  }
+  return false;
+}
+
+/// NF4 absmax lookup for the fast path: block (row * blocks_per_row + col / block_size).
+struct Nf4Absmax {
+  const float* absmax = nullptr;  ///< plain NF4
+  const uint8_t* dq_codes = nullptr;
+  const float* dq_absmax2 = nullptr;
+  const float* dq_table = nullptr;
+  float dq_offset = 0.0f;
+  uint32_t dq_shift = 0;  ///< log2(dq_block_size)
+
+  explicit Nf4Absmax(const QuantWeightView& w) {
+    if (w.desc.format == QuantWeightFormat::Nf4DoubleQuant) {
+      dq_codes = w.dq_codes;
+      dq_absmax2 = w.dq_absmax2;
+      dq_table = w.dq_table;
+      dq_offset = w.dq_offset;
+      while ((uint64_t{1} << dq_shift) < w.desc.dq_block_size) ++dq_shift;
+    } else {
+      absmax = w.absmax;
+    }
+  }
+  /// nf4_absmax_at(w, b): an f32 multiply then an f32 add, never fused.
+  float at(uint64_t b) const {
+    if (absmax != nullptr) return absmax[b];
+    const float scaled = quant_no_contract(dq_table[dq_codes[b]] * dq_absmax2[b >> dq_shift]);
+    return scaled + dq_offset;
+  }
+};
+
+/// FP8 decode by bit moves: the code's sign and its 7 low bits placed at bit 31 and bits
+/// 20..26 (e4m3) / 21..27 (e5m2) of an f32 give the value times 2^-120 / 2^-112 exactly
+/// (subnormals too), so one multiply by scale · 2^120 / 2^112 gives decode(code) · scale.
+constexpr int kE4m3Shift = 20;
+constexpr uint32_t kE4m3Mask = 0x87F00000u;
+constexpr float kE4m3Bias = 1.329227995784916e36f;  // 2^120
+constexpr int kE5m2Shift = 21;
+constexpr uint32_t kE5m2Mask = 0x8FE00000u;
+constexpr float kE5m2Bias = 5.192296858534828e33f;  // 2^112
+
+/// The run of columns of one weight row that share a scale, walked left to right by a kernel:
+/// vector() says whether the lanes [k0, k0 + 16) (clipped to the row) lie in one run and gives
+/// the factor a decoded vector is multiplied by (NF4: the block's absmax; FP8: scale · 2^bias).
+/// A vector spanning two runs, or an FP8 factor that overflows while the scale is finite, takes
+/// quant_fill16 instead. Divisions happen once per run, not per vector.
+struct ScaleCursor {
+  uint64_t begin = 0, end = 0;  ///< columns [begin, end) share `factor`
+  float factor = 0.0f;
+  bool exact_only = false;
+
+  void seek(const QuantWeightView& w, uint64_t row, uint64_t k) {
+    const QuantWeightDesc& d = w.desc;
+    float scale = 0.0f;
+    float bias = 1.0f;
+    switch (d.format) {
+      case QuantWeightFormat::Nf4:
+      case QuantWeightFormat::Nf4DoubleQuant: {
+        const uint64_t b = (row * d.cols + k) >> w.layout.block_shift;
+        const uint64_t stop = (b + 1) * d.block_size - row * d.cols;
+        const uint64_t start = b * d.block_size;
+        begin = start > row * d.cols ? start - row * d.cols : 0;
+        end = stop < d.cols ? stop : d.cols;
+        factor = nf4_absmax_at(w, b);
+        exact_only = false;
+        return;
+      }
+      case QuantWeightFormat::Fp8E4M3:
+        bias = kE4m3Bias;
+        break;
+      case QuantWeightFormat::Fp8E5M2:
+        bias = kE5m2Bias;
+        break;
+    }
+    if (d.granularity == Fp8Granularity::Block) {
+      const uint64_t stop = (k / d.block_cols + 1) * d.block_cols;
+      begin = stop - d.block_cols;
+      end = stop < d.cols ? stop : d.cols;
+    } else {
+      begin = 0;
+      end = d.cols;
+    }
+    scale = quant_scale_at(w, row, k);
+    factor = scale * bias;
+    exact_only = factor - factor != 0.0f && scale - scale == 0.0f;
+  }
+
+  bool vector(const QuantWeightView& w, uint64_t row, uint64_t k0, float* s) {
+    if (k0 >= end || k0 < begin) seek(w, row, k0);
+    const uint64_t stop = k0 + 16 < w.desc.cols ? k0 + 16 : w.desc.cols;
+    if (stop > end || exact_only) return false;
+    *s = factor;
+    return true;
+  }
+};
+
+}  // namespace quant_detail
+}  // namespace tern::cpu

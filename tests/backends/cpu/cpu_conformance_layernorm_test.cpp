@@ -1,0 +1,319 @@
+// Conformance of the cpu backend's channels-last tensors and layer norm (ConvNeXt) against the
+// portable kernels (harness: cpu_conformance_util.h): layer_norm over the last dim as tern's
+// own node (op 25; 2-D, 3-D without weight and bias, widths with and without a lane tail),
+// permute(0, 2, 3, 1) of an NHWC tensor and permute(0, 3, 1, 2) back as no-ops inside the
+// delegate, ConvNeXt's block (depthwise 7x7 -> permute -> layer norm -> view -> linear -> view
+// -> GELU -> view -> linear -> view -> permute -> layer scale -> residual) with its views folded
+// into the linears and the GELU into the first GEMM, its downsampling layer norm and head, a
+// permuted tensor entering or leaving the region, a linear on a 4-D channels-last tensor, and a
+// permute's alias that an activation must not fold through; then what the compile half
+// refuses and what the reader checks in op 25.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_blob_format.h"
+#include "backends/cpu/runtime/blob_reader.h"
+#include "tests/backends/cpu/cpu_conformance_util.h"
+#include "tests/backends/cpu/cpu_test_util.h"
+
+namespace tern::cpu_test {
+namespace {
+
+constexpr uint32_t kLayerNormOp = static_cast<uint32_t>(cpu::NodeOp::LayerNorm);
+constexpr uint32_t kReshapeOp = static_cast<uint32_t>(cpu::NodeOp::Reshape);
+constexpr uint32_t kGeluOp = static_cast<uint32_t>(cpu::NodeOp::Gelu);
+
+int permute(GraphBuilder& b, int x, const std::vector<int64_t>& xs, std::vector<int64_t> dims) {
+  std::vector<int64_t> out;
+  for (int64_t d : dims) out.push_back(xs[static_cast<size_t>(d)]);
+  return b.op("tern::permute", {x, b.int_list(dims)}, DType::F32, out);
+}
+
+/// layer_norm over the last dim of x (shape xs), with weight and bias when `affine`.
+int layer_norm(GraphBuilder& b, int x, const std::vector<int64_t>& xs, uint32_t seed,
+               bool affine = true) {
+  const int64_t c = xs.back();
+  const int w = affine ? constant(b, "ln_w" + std::to_string(seed), {c}, seed, 1.5f) : b.none();
+  const int bias =
+      affine ? constant(b, "ln_b" + std::to_string(seed), {c}, seed + 1, 0.5f) : b.none();
+  return b.op("tern::layer_norm", {x, b.int_list({c}), w, bias, b.double_value(1e-6)},
+              DType::F32, xs);
+}
+
+int linear(GraphBuilder& b, int x, const std::vector<int64_t>& xs, int64_t out, uint32_t seed) {
+  const int w = constant(b, "fc_w" + std::to_string(seed), {out, xs.back()}, seed, 0.3f);
+  const int bias = constant(b, "fc_b" + std::to_string(seed), {out}, seed + 1, 0.3f);
+  std::vector<int64_t> ys = xs;
+  ys.back() = out;
+  return b.op("tern::linear", {x, w, bias}, DType::F32, ys);
+}
+
+int view(GraphBuilder& b, int x, std::vector<int64_t> to) {
+  return b.op("tern::view", {x, b.int_list(to)}, DType::F32, to);
+}
+
+/// ConvNeXt's block on x [n, c, h, w], as torchvision's CNBlock exports (the MLP's linears on
+/// [n*h*w, c] views).
+int convnext_block(GraphBuilder& b, int x, int64_t n, int64_t c, int64_t h, int64_t w,
+                   uint32_t seed) {
+  const std::vector<int64_t> xs{n, c, h, w}, cl{n, h, w, c}, cl4{n, h, w, 4 * c};
+  const int d = conv(b, x, xs, c, 7, 7, {1, 1}, {3, 3}, {1, 1}, c, true, seed);
+  const int p = permute(b, d, xs, {0, 2, 3, 1});
+  const int ln = layer_norm(b, p, cl, seed + 2);
+  const int f1 = view(b, linear(b, view(b, ln, {n * h * w, c}), {n * h * w, c}, 4 * c, seed + 4),
+                      cl4);
+  const int g = b.op("tern::gelu", {f1, b.string_value("none")}, DType::F32, cl4);
+  const int f2 =
+      view(b, linear(b, view(b, g, {n * h * w, 4 * c}), {n * h * w, 4 * c}, c, seed + 6), cl);
+  const int back = permute(b, f2, cl, {0, 3, 1, 2});
+  const int scale = constant(b, "gamma" + std::to_string(seed), {c, 1, 1}, seed + 8, 1.0f);
+  const int scaled = b.op("tern::mul", {scale, back}, DType::F32, xs);
+  return b.op("tern::add", {scaled, x}, DType::F32, xs);
+}
+
+/// ConvNeXt's LayerNorm2d: permute, layer norm over the channels, permute back.
+int layer_norm_2d(GraphBuilder& b, int x, const std::vector<int64_t>& xs, uint32_t seed) {
+  const std::vector<int64_t> cl{xs[0], xs[2], xs[3], xs[1]};
+  return permute(b, layer_norm(b, permute(b, x, xs, {0, 2, 3, 1}), cl, seed), cl, {0, 3, 1, 2});
+}
+
+std::vector<OpCase> cases() {
+  std::vector<OpCase> c;
+  OpCase ln2 = {"layer_norm_2d_plain", [](GraphBuilder& b) {
+                  const int x = b.input("x", DType::F32, {5, 40});
+                  b.output(layer_norm(b, x, {5, 40}, 11));
+                },
+                1e-10};
+  ln2.check_blob = [](const std::vector<uint8_t>& blob) {
+    ASSERT_EQ(blob_ops(blob), std::vector<uint32_t>{kLayerNormOp});
+    const cpu::BlobNode n = blob_node(blob, 0);
+    EXPECT_EQ(n.num_inputs, 3u);
+    EXPECT_FLOAT_EQ(n.fparams[0], 1e-6f);
+    EXPECT_EQ(n.fparams[1], 0.0f);
+  };
+  c.push_back(ln2);
+  c.push_back({"layer_norm_3d_no_affine", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 7, 33});
+                 b.output(layer_norm(b, x, {2, 7, 33}, 13, /*affine=*/false));
+               },
+               1e-10});
+  c.push_back({"layer_norm_wide_rows", [](GraphBuilder& b) {
+                 // 2 * 4096 rows of 96: several pool tasks.
+                 const int x = b.input("x", DType::F32, {2, 4096, 96});
+                 b.output(layer_norm(b, x, {2, 4096, 96}, 15));
+               },
+               1e-10});
+  OpCase block = {"convnext_block", [](GraphBuilder& b) {
+                    // 12x12: the GEMMs are large enough for tern's (not XNNPACK's fc).
+                    const int x = b.input("x", DType::F32, {1, 16, 12, 12});
+                    b.output(convnext_block(b, x, 1, 16, 12, 12, 21));
+                  },
+                  1e-10};
+  block.check_blob = [](const std::vector<uint8_t>& blob) {
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), kLayerNormOp), 1);
+    // Permutes are aliases and views fold into the linears: no copies; the GELU is the first
+    // GEMM's epilogue.
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), kReshapeOp), 0);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), kGeluOp), 0);
+    int expand_with_gelu = 0;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i] != static_cast<uint32_t>(cpu::NodeOp::PackedFullyConnected)) continue;
+      const cpu::BlobNode n = blob_node(blob, static_cast<uint32_t>(i));
+      if (n.params[0] == 64 && n.params[2] == 2u) ++expand_with_gelu;
+    }
+    EXPECT_EQ(expand_with_gelu, 1) << "GELU folded into the expand GEMM";
+  };
+  c.push_back(block);
+  c.push_back({"convnext_two_blocks_downsample_head", [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 8, 8, 8};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int b1 = convnext_block(b, x, 1, 8, 8, 8, 31);
+                 const int ln = layer_norm_2d(b, b1, xs, 41);
+                 const int down = conv(b, ln, xs, 16, 2, 2, {2, 2}, {0, 0}, {1, 1}, 1, true, 43);
+                 const int b2 = convnext_block(b, down, 1, 16, 4, 4, 51);
+                 const int m = b.op("tern::mean",
+                                    {b2, b.int_list({-1, -2}), b.bool_value(true)},
+                                    DType::F32, {1, 16, 1, 1});
+                 const int h = layer_norm_2d(b, m, {1, 16, 1, 1}, 61);
+                 const int flat = b.op("tern::flatten", {h, b.int_value(1), b.int_value(-1)},
+                                       DType::F32, {1, 16});
+                 b.output(linear(b, flat, {1, 16}, 10, 63));
+               },
+               1e-10});
+  // The region's input is permuted first and its output is a permuted (channels-last) tensor:
+  // the edges copy plain bytes, and the permute that leaves the region is a copy.
+  c.push_back({"permuted_edges", [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{2, 12, 5, 7}, cl{2, 5, 7, 12};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int p = permute(b, x, xs, {0, 2, 3, 1});
+                 b.output(layer_norm(b, p, cl, 71));
+                 const int y = conv(b, x, xs, 6, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 73);
+                 b.output(permute(b, y, {2, 6, 5, 7}, {0, 2, 3, 1}));
+               },
+               1e-10});
+  // A linear straight on a 4-D channels-last tensor (no views), then GELU and back.
+  c.push_back({"linear_on_channels_last", [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 24, 6, 5}, cl{1, 6, 5, 24}, cl2{1, 6, 5, 40};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int y = conv(b, x, xs, 24, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 81);
+                 const int p = permute(b, y, xs, {0, 2, 3, 1});
+                 const int g =
+                     b.op("tern::gelu", {linear(b, p, cl, 40, 83), b.string_value("tanh")},
+                          DType::F32, cl2);
+                 b.output(permute(b, linear(b, g, cl2, 24, 85), cl, {0, 3, 1, 2}));
+               },
+               1e-10});
+  // z = linear(p) is read twice: through a permute (w, an alias of z's blob value) by a relu,
+  // and by a GELU. The relu must not fold into z's GEMM (the GELU would read clamped values).
+  c.push_back({"alias_blocks_activation_fold", [](GraphBuilder& b) {
+                 // 64 x 64 x 64: tern's GEMM (a clamp could fold into it).
+                 const std::vector<int64_t> xs{1, 64, 8, 8}, cl{1, 8, 8, 64};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int y = conv(b, x, xs, 64, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 91);
+                 const int z = linear(b, permute(b, y, xs, {0, 2, 3, 1}), cl, 64, 93);
+                 const int r = b.op("tern::relu", {permute(b, z, cl, {0, 3, 1, 2})}, DType::F32,
+                                    xs);
+                 const int g = b.op("tern::gelu", {z, b.string_value("none")}, DType::F32, cl);
+                 b.output(b.op("tern::add", {r, permute(b, g, cl, {0, 3, 1, 2})}, DType::F32,
+                               xs));
+               },
+               1e-10});
+  return c;
+}
+
+class CpuConformanceLayerNorm : public ::testing::TestWithParam<OpCase> {
+ protected:
+  void SetUp() override { register_all(); }
+};
+
+TEST_P(CpuConformanceLayerNorm, MatchesPortable) { check_matches_portable(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(Ops, CpuConformanceLayerNorm, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<OpCase>& info) {
+                           return info.param.name;
+                         });
+
+TEST(CpuChannelsLast, WhatTheCompileHalfRefuses) {
+  const std::vector<int64_t> xs{1, 8, 4, 4}, cl{1, 4, 4, 8};
+  auto reason = [](GraphBuilder& b) {
+    return compiler::CpuBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes.back());
+  };
+  {  // a conv of a channels-last tensor
+    GraphBuilder b;
+    const int p = permute(b, b.input("x", DType::F32, xs), xs, {0, 2, 3, 1});
+    conv(b, p, cl, 3, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 1);
+    EXPECT_NE(reason(b).find("channels-last"), std::string::npos) << reason(b);
+  }
+  {  // another permutation
+    GraphBuilder b;
+    permute(b, b.input("x", DType::F32, xs), xs, {0, 1, 3, 2});
+    EXPECT_NE(reason(b).find("permute: only"), std::string::npos) << reason(b);
+  }
+  {  // permute(0, 3, 1, 2) of an NHWC tensor
+    GraphBuilder b;
+    permute(b, b.input("x", DType::F32, xs), xs, {0, 3, 1, 2});
+    EXPECT_NE(reason(b).find("permute: only"), std::string::npos) << reason(b);
+  }
+  {  // a linear or layer norm over the last dim (W) of an NHWC tensor
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, xs);
+    linear(b, x, xs, 5, 3);
+    EXPECT_NE(reason(b).find("NHWC"), std::string::npos) << reason(b);
+    layer_norm(b, x, xs, 5);
+    EXPECT_NE(reason(b).find("NHWC"), std::string::npos) << reason(b);
+  }
+  {  // an add of an NHWC and a channels-last tensor of the same shape
+    GraphBuilder b;
+    const std::vector<int64_t> sq{1, 4, 4, 4};
+    const int x = b.input("x", DType::F32, sq);
+    const int p = permute(b, x, sq, {0, 2, 3, 1});
+    b.op("tern::add", {x, p}, DType::F32, sq);
+    EXPECT_NE(reason(b).find("layouts"), std::string::npos) << reason(b);
+  }
+  {  // a layer norm over two dims
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {3, 4, 5});
+    b.op("tern::layer_norm", {x, b.int_list({4, 5}), b.none(), b.none(), b.double_value(1e-5)},
+         DType::F32, {3, 4, 5});
+    EXPECT_NE(reason(b).find("last dim alone"), std::string::npos) << reason(b);
+  }
+}
+
+/// The blob of layer_norm over [5, 40] (one LayerNorm node).
+std::vector<uint8_t> ln_blob() {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {5, 40});
+  b.output(layer_norm(b, x, {5, 40}, 11));
+  delegate_cpu(b, 0, 0);
+  return b.graph().delegates[0].blob;
+}
+
+Error parse(const std::vector<uint8_t>& blob, std::string* message) {
+  AlignedBlob aligned(blob);
+  cpu::BlobPlan plan;
+  const Error e = cpu::parse_blob(Span<const uint8_t>(aligned.data(), blob.size()), &plan);
+  *message = e == Error::Ok ? "" : last_error_message();
+  cpu::free_blob_plan(&plan);
+  return e;
+}
+
+TEST(CpuLayerNormBlob, FieldsAreChecked) {
+  register_all();
+  const std::vector<uint8_t> blob = ln_blob();
+  const cpu::BlobNode good = blob_node(blob, 0);
+  std::string message;
+  ASSERT_EQ(parse(blob, &message), Error::Ok) << message;
+  struct Case {
+    const char* what;
+    std::function<void(cpu::BlobNode&)> mutate;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"eps 0", [](cpu::BlobNode& n) { n.fparams[0] = 0.0f; }, "expected a finite eps > 0"},
+      {"eps NaN", [](cpu::BlobNode& n) { n.fparams[0] = std::nanf(""); }, "finite eps"},
+      {"fparams[1]", [](cpu::BlobNode& n) { n.fparams[1] = 1.0f; }, "finite eps > 0 and 0"},
+      {"a parameter", [](cpu::BlobNode& n) { n.params[3] = 1; }, "unused parameter 3 is 1"},
+      {"two inputs",
+       [](cpu::BlobNode& n) {
+         n.num_inputs = 2;
+         n.inputs[2] = cpu::kNoValue;
+       },
+       "(layer_norm): 2 inputs"},
+      {"gamma the data input", [](cpu::BlobNode& n) { n.inputs[1] = n.inputs[0]; },
+       "must be a constant"},
+      {"beta is x's data",
+       [](cpu::BlobNode& n) { std::swap(n.inputs[0], n.inputs[2]); },
+       "must not be a constant"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    std::vector<uint8_t> bad = blob;
+    cpu::BlobNode n = good;
+    c.mutate(n);
+    std::memcpy(bad.data() + node_offset(bad, 0), &n, sizeof(n));
+    EXPECT_EQ(parse(bad, &message), Error::InvalidProgram) << message;
+    EXPECT_NE(message.find(c.expect), std::string::npos) << message;
+  }
+  // gamma of the wrong size: the value record of gamma says [39].
+  {
+    std::vector<uint8_t> bad = blob;
+    const uint32_t gamma = good.inputs[1];
+    cpu::BlobValue v;
+    const size_t at = sizeof(cpu::BlobHeader) + gamma * sizeof(cpu::BlobValue);
+    std::memcpy(&v, bad.data() + at, sizeof(v));
+    v.dims[0] = 39;
+    v.data_bytes = 39 * 4;
+    std::memcpy(bad.data() + at, &v, sizeof(v));
+    EXPECT_EQ(parse(bad, &message), Error::InvalidProgram) << message;
+    EXPECT_NE(message.find("gamma value"), std::string::npos) << message;
+  }
+}
+
+}  // namespace
+}  // namespace tern::cpu_test
