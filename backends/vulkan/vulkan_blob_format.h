@@ -104,8 +104,21 @@ enum class UnaryKind : int32_t {
   Hardswish = 5,
   Hardsigmoid = 6,
   Tanh = 7,
+  Neg = 8,
+  Abs = 9,
+  Exp = 10,
+  Log = 11,
+  Sqrt = 12,
+  Rsqrt = 13,
+  Reciprocal = 14,
+  Erf = 15,
+  Pow = 16,        ///< fparams[0]: the scalar exponent (x^2, x^3, x^0.5 exact as ATen)
+  LeakyRelu = 17,  ///< fparams[0]: negative slope
+  Floor = 18,
+  Ceil = 19,
+  Round = 20,      ///< half to even
 };
-constexpr int32_t kLastUnaryKind = 7;
+constexpr int32_t kLastUnaryKind = 20;
 
 /// Elementwise::params[0].
 enum class ElementwiseKind : int32_t {

@@ -315,6 +315,17 @@ void lower_gelu(BlobBuilder& b, const Node& n) {
   unary_node(b, n, tanh_form ? UnaryKind::GeluTanh : UnaryKind::Gelu);
 }
 
+void lower_pow(BlobBuilder& b, const Node& n) {
+  const Value& e = val(b.graph(), arg(n, 1));
+  if (e.is_tensor()) throw Unsupported("pow with a tensor exponent");
+  unary_node(b, n, UnaryKind::Pow, static_cast<float>(num_of(b.graph(), arg(n, 1))));
+}
+
+void lower_leaky_relu(BlobBuilder& b, const Node& n) {
+  const double slope = has_arg(n, 1) ? num_of(b.graph(), arg(n, 1)) : 0.01;
+  unary_node(b, n, UnaryKind::LeakyRelu, static_cast<float>(slope));
+}
+
 // ---- normalisation ----
 
 void lower_softmax(BlobBuilder& b, const Node& n) {
@@ -730,6 +741,19 @@ const std::map<std::string, Lowering>& table() {
       {"tern::hardswish", [](BlobBuilder& b, const Node& n) { unary_node(b, n, UnaryKind::Hardswish); }},
       {"tern::hardsigmoid", [](BlobBuilder& b, const Node& n) { unary_node(b, n, UnaryKind::Hardsigmoid); }},
       {"tern::tanh", [](BlobBuilder& b, const Node& n) { unary_node(b, n, UnaryKind::Tanh); }},
+      {"tern::neg", [](BlobBuilder& b, const Node& n) { unary_node(b, n, UnaryKind::Neg); }},
+      {"tern::abs", [](BlobBuilder& b, const Node& n) { unary_node(b, n, UnaryKind::Abs); }},
+      {"tern::exp", [](BlobBuilder& b, const Node& n) { unary_node(b, n, UnaryKind::Exp); }},
+      {"tern::log", [](BlobBuilder& b, const Node& n) { unary_node(b, n, UnaryKind::Log); }},
+      {"tern::sqrt", [](BlobBuilder& b, const Node& n) { unary_node(b, n, UnaryKind::Sqrt); }},
+      {"tern::rsqrt", [](BlobBuilder& b, const Node& n) { unary_node(b, n, UnaryKind::Rsqrt); }},
+      {"tern::reciprocal", [](BlobBuilder& b, const Node& n) { unary_node(b, n, UnaryKind::Reciprocal); }},
+      {"tern::erf", [](BlobBuilder& b, const Node& n) { unary_node(b, n, UnaryKind::Erf); }},
+      {"tern::floor", [](BlobBuilder& b, const Node& n) { unary_node(b, n, UnaryKind::Floor); }},
+      {"tern::ceil", [](BlobBuilder& b, const Node& n) { unary_node(b, n, UnaryKind::Ceil); }},
+      {"tern::round", [](BlobBuilder& b, const Node& n) { unary_node(b, n, UnaryKind::Round); }},
+      {"tern::pow", lower_pow},
+      {"tern::leaky_relu", lower_leaky_relu},
       {"tern::softmax", lower_softmax},
       {"tern::layer_norm", lower_layer_norm},
       {"tern::batch_norm", lower_batch_norm},

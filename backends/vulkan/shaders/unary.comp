@@ -1,5 +1,6 @@
 #version 450
-// Activations over a whole tensor: params [0] kind (UnaryKind), [1] numel; fparams lo, hi.
+// Activations and unary math over a whole tensor: params [0] kind (UnaryKind), [1] numel;
+// fparams lo, hi (clamp), the exponent (pow) or the negative slope (leaky_relu).
 #include "common.glsl"
 
 layout(std430, binding = 0) writeonly buffer Out { float y[]; };
@@ -49,6 +50,37 @@ float one_plus_erf(float v) {
   return v < 0.0 ? e : 2.0 - e;
 }
 
+float erf_f(float v) {
+  if (abs(v) < 0.84375) {
+    float z = v * v;
+    float num = 1.28379167e-01 + z * (-3.25042107e-01 + z * (-2.84817496e-02 +
+                z * (-5.77027030e-03 + z * (-2.37630167e-05))));
+    float den = 1.0 + z * (3.97917224e-01 + z * (6.50222500e-02 + z * (5.08130628e-03 +
+                z * (1.32494738e-04 + z * (-3.96022828e-06)))));
+    return v + v * (num / den);
+  }
+  float e = erfc_abs(abs(v));
+  return v < 0.0 ? e - 1.0 : 1.0 - e;
+}
+
+// x^e for a scalar exponent: std::pow's special cases (negative bases with integral exponents,
+// zero, one) where GLSL's pow is undefined; x^2 and x^3 by multiplication, x^0.5 as sqrt.
+float pow_scalar(float v, float e) {
+  if (e == 2.0) return v * v;
+  if (e == 1.0) return v;
+  if (e == 0.0) return 1.0;
+  if (e == 3.0) return v * v * v;
+  if (e == 0.5) return sqrt(v);
+  if (isnan(v) || isnan(e)) return v + e;
+  if (v == 1.0) return 1.0;
+  bool integral = e == floor(e);
+  if (v < 0.0 && !integral) return uintBitsToFloat(0x7FC00000u);
+  float m = abs(v);
+  float r = m == 0.0 ? (e > 0.0 ? 0.0 : uintBitsToFloat(0x7F800000u)) : pow(m, e);
+  bool odd = integral && abs(e) < 16777216.0 && (int(mod(abs(e), 2.0)) == 1);
+  return (v < 0.0 || (v == 0.0 && floatBitsToUint(v) != 0u)) && odd ? -r : r;
+}
+
 float sigmoid(float v) { return 1.0 / (1.0 + exp(-v)); }
 
 void main() {
@@ -68,7 +100,20 @@ void main() {
     case 4: r = sigmoid(v); break;
     case 5: r = v * min(max(v + 3.0, 0.0), 6.0) / 6.0; break;
     case 6: r = min(max(v + 3.0, 0.0), 6.0) / 6.0; break;
-    default: r = tanh(v); break;
+    case 7: r = tanh(v); break;
+    case 8: r = -v; break;
+    case 9: r = abs(v); break;
+    case 10: r = exp(v); break;
+    case 11: r = log(v); break;
+    case 12: r = sqrt(v); break;
+    case 13: r = 1.0 / sqrt(v); break;
+    case 14: r = 1.0 / v; break;
+    case 15: r = erf_f(v); break;
+    case 16: r = pow_scalar(v, pc.f[0]); break;
+    case 17: r = v < 0.0 ? v * pc.f[0] : v; break;
+    case 18: r = floor(v); break;
+    case 19: r = ceil(v); break;
+    default: r = roundEven(v); break;
   }
   y[i] = r;
 }

@@ -149,6 +149,47 @@ std::vector<OpCase> cases() {
     c.push_back(unary(op, std::string("tern::") + op, {5, 77}));
     c.back().threshold = kTr;
   }
+  for (const char* op : {"neg", "abs", "exp", "erf", "floor", "ceil", "round"}) {
+    c.push_back({std::string(op), [op](GraphBuilder& b) {  // x * 3: erf's tails, rounding ties
+                   const int x = b.input("x", DType::F32, {5, 77});
+                   const int s = b.op("tern::mul", {x, b.double_value(3.0)}, DType::F32, {5, 77});
+                   b.output(b.op(std::string("tern::") + op, {s}, DType::F32, {5, 77}));
+                 }, kTr});
+  }
+  // log, sqrt, rsqrt, reciprocal and fractional powers of |x| + 0.05 (positive)
+  for (const char* op : {"log", "sqrt", "rsqrt", "reciprocal"}) {
+    c.push_back({std::string(op), [op](GraphBuilder& b) {
+                   const int x = b.input("x", DType::F32, {5, 77});
+                   const int a = b.op("tern::abs", {x}, DType::F32, {5, 77});
+                   const int s = b.op("tern::add", {a, b.double_value(0.05)}, DType::F32, {5, 77});
+                   b.output(b.op(std::string("tern::") + op, {s}, DType::F32, {5, 77}));
+                 }, kTr});
+  }
+  c.push_back({"pow_scalar_exponents", [](GraphBuilder& b) {  // x^2, x^3 (negative bases too)
+                 const int x = b.input("x", DType::F32, {5, 77});
+                 b.output(b.op("tern::pow", {x, b.double_value(2.0)}, DType::F32, {5, 77}));
+                 b.output(b.op("tern::pow", {x, b.double_value(3.0)}, DType::F32, {5, 77}));
+                 b.output(b.op("tern::pow", {x, b.int_value(4)}, DType::F32, {5, 77}));
+                 const int a = b.op("tern::abs", {x}, DType::F32, {5, 77});
+                 const int s = b.op("tern::add", {a, b.double_value(0.05)}, DType::F32, {5, 77});
+                 b.output(b.op("tern::pow", {s, b.double_value(0.5)}, DType::F32, {5, 77}));
+                 b.output(b.op("tern::pow", {s, b.double_value(-1.5)}, DType::F32, {5, 77}));
+               }, kTr});
+  c.push_back(unary("leaky_relu", "tern::leaky_relu", {5, 77}, [](GraphBuilder& b) {
+    return std::vector<int>{b.double_value(0.2)};
+  }));
+  c.back().threshold = kEw;
+  c.push_back({"rms_norm_decomposed", [](GraphBuilder& b) {  // Llama's RMSNorm as exported
+                 const int x = b.input("x", DType::F32, {2, 6, 32});
+                 const int p = b.op("tern::pow", {x, b.double_value(2.0)}, DType::F32, {2, 6, 32});
+                 const int m = b.op("tern::mean", {p, b.int_list({-1}), b.bool_value(true)},
+                                    DType::F32, {2, 6, 1});
+                 const int e = b.op("tern::add", {m, b.double_value(1e-6)}, DType::F32, {2, 6, 1});
+                 const int r = b.op("tern::rsqrt", {e}, DType::F32, {2, 6, 1});
+                 const int y = b.op("tern::mul", {x, r}, DType::F32, {2, 6, 32});
+                 const int w = constant(b, "w", {32}, 9);
+                 b.output(b.op("tern::mul", {y, w}, DType::F32, {2, 6, 32}));
+               }, kTr});
   // ---- normalisation ----
   c.push_back(unary("softmax_last_dim", "tern::softmax", {6, 300}, [](GraphBuilder& b) {
     return std::vector<int>{b.int_value(-1)};
@@ -388,7 +429,8 @@ TEST(VulkanSupport, RefusesWhatItDoesNotImplement) {
   GraphBuilder b;
   const int x = b.input("x", DType::F32, {2, 8});
   const int i = b.input("i", DType::I32, {2, 8});
-  b.output(b.op("tern::exp", {x}, DType::F32, {2, 8}));                       // not taken
+  b.output(b.op("tern::sin", {x}, DType::F32, {2, 8}));                       // not taken
+  b.output(b.op("tern::pow", {x, x}, DType::F32, {2, 8}));                    // tensor exponent
   b.output(b.op("tern::div", {x, x, b.string_value("floor")}, DType::F32, {2, 8}));  // rounding
   b.output(b.op("tern::add", {i, i}, DType::I32, {2, 8}));                    // int tensors
   for (size_t n = 0; n < b.num_nodes(); ++n) {
