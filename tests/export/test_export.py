@@ -481,6 +481,25 @@ def test_index_with_an_input_mask_is_refused():
     assert e.op == "aten.index.Tensor" and "boolean mask" in str(e), str(e)
 
 
+def test_roll():
+    # torch.roll (Swin's cyclic window shift): kept whole by 1.13's make_fx, decomposed by
+    # 2.x; lowered to slices + cat.
+    class M(nn.Module):
+        def forward(self, x):
+            y = x * 2
+            return (torch.roll(y, shifts=(-3, 3), dims=(1, 2)),  # Swin's shift and its reverse
+                    torch.roll(y, 9, 2),                         # more than the size (mod 5)
+                    torch.roll(y, 2),                            # no dims: the flat tensor
+                    torch.roll(y, (0, 4), (0, -1)))              # a zero shift; negative dim
+    m = M()
+    x = torch.randn(2, 7, 5, 3)
+    result, got = export_and_run(m, (x,), "roll")
+    for k, (g, r) in enumerate(zip(got, m(x))):
+        assert_close(g, r, what="output %d" % k)
+    if "aten.roll.default" in result.aten_ops:
+        assert result.ops.get("tern::cat") == 5, result.ops
+
+
 def test_bitwise_on_bool_masks():
     class M(nn.Module):
         def forward(self, x, y, keep):

@@ -622,6 +622,40 @@ def _slice(L, n, a, real):
                             L.mb.int(step)], real)
 
 
+@handles("roll.default")
+def _roll(L, n, a, real):
+    # roll(x, s, d) = cat(x[n - s:], x[:n - s]) along d (s taken mod n), one dim after the
+    # other; with no dims the flattened tensor is rolled and viewed back (Swin's cyclic shift).
+    x = a["self"]
+    if not isinstance(x, TVal):
+        x = TVal(L.tensor_id(x), real_of(x))
+    shape = list(x.real.shape)
+    shifts, dims = V(a["shifts"]), V(a["dims"])
+    shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+    dims = [dims] if isinstance(dims, int) else list(dims or [])
+    flat = not dims
+    if flat:
+        if len(shifts) != 1:
+            raise Unsupported("roll without dims takes one shift, found %s" % shifts)
+        x, dims = _reshaped(L, x, [x.real.numel()]), [0]
+    if len(shifts) != len(dims):
+        raise Unsupported("roll: %d shifts for %d dims" % (len(shifts), len(dims)))
+    for shift, d in zip(shifts, dims):
+        d = d % x.real.dim()
+        size = int(x.real.shape[d])
+        s = shift % size if size else 0
+        if s == 0:
+            continue
+        parts = []
+        for lo, hi in ((size - s, size), (0, size - s)):
+            piece = x.real.narrow(d, lo, hi - lo)
+            parts.append(L.emit("slice", [x.vid, L.mb.int(d), L.mb.int(lo), L.mb.int(hi),
+                                          L.mb.int(1)], piece.contiguous()))
+        x = L.emit("cat", [L.mb.tensor_list([p.vid for p in parts]), L.mb.int(d)],
+                   torch.cat([p.real for p in parts], d))
+    return _reshaped(L, x, shape)
+
+
 @handles("split.Tensor", "split_with_sizes.default")
 def _split(L, n, a, real):
     dim = V(a["dim"])
