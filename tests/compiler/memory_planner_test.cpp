@@ -333,9 +333,14 @@ TEST(MemoryPlanner, StateIsNeverShared) {
   EXPECT_EQ(plan.arena_size, 192u);
 }
 
-TEST(MemoryPlanner, DelegateRegionIsOnePosition) {
-  // x -> a -> b -> c with nodes 0..1 delegated: positions 0, 0, 1.
-  // Lifetimes: x [-1, 0], a [0, 0], b [0, 1], c [1, 1]; at position 0 x, a and b are live.
+// Delegated regions: each node keeps its position (the fallback's order); the region's inputs
+// live to its last node (the delegate may read them until it returns). f32[16] = 64 bytes.
+
+TEST(MemoryPlanner, RegionOutputDoesNotAliasRegionInput) {
+  // x -> a -> b -> c with nodes 0..1 delegated (input x, internal a, output b): positions
+  // 0, 1, 2. Lifetimes: x [-1, 1] (to the region's end, not just node 0), a [0, 1], b [1, 2],
+  // c [2, 2]. Live: -1: x; 0: x a; 1: x a b; 2: b c -> 192. Without the region x [-1, 0] and
+  // b could share its bytes (128), which the delegate would overwrite while reading x.
   GraphBuilder g;
   const int x = g.input("x", DType::F32, {16});
   const int a = g.op("tern::relu", {x}, DType::F32, {16});
@@ -344,13 +349,101 @@ TEST(MemoryPlanner, DelegateRegionIsOnePosition) {
   g.output(c);
   g.delegate("cpu", 0, 1);
   const MemoryPlan plan = plan_memory(g.build());
+  EXPECT_EQ(plan.lifetimes[x].first, -1);
+  EXPECT_EQ(plan.lifetimes[x].last, 1);
   EXPECT_EQ(plan.lifetimes[a].first, 0);
-  EXPECT_EQ(plan.lifetimes[a].last, 0);
-  EXPECT_EQ(plan.lifetimes[b].first, 0);
-  EXPECT_EQ(plan.lifetimes[c].first, 1);
+  EXPECT_EQ(plan.lifetimes[a].last, 1);
+  EXPECT_EQ(plan.lifetimes[b].first, 1);
+  EXPECT_EQ(plan.lifetimes[b].last, 2);
+  EXPECT_EQ(plan.lifetimes[c].first, 2);
   EXPECT_EQ(plan.lower_bound, 192u);
   EXPECT_EQ(plan.arena_size, 192u);
-  EXPECT_NE(plan.offsets[x], plan.offsets[b]);  // would share without the region
+  EXPECT_NE(plan.offsets[x], plan.offsets[b]);
+}
+
+TEST(MemoryPlanner, InternalValuesOfARegionShareBytes) {
+  // x -> a1 -> ... -> a10, all 10 nodes one region, a10 the method output. Node k (position k)
+  // reads a_k (x for k = 0) and makes a_{k+1}: a_k lives [k - 1, k], a10 [9, 9], x [-1, 9]
+  // (the region's input). Live at position p: x, a_p, a_{p+1} -> 3 x 64 = 192, as on the
+  // portable kernels plus x. As one position all 11 tensors were live at once: 704.
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {16});
+  std::vector<int> a = {x};
+  for (int k = 0; k < 10; ++k) a.push_back(g.op("tern::relu", {a.back()}, DType::F32, {16}));
+  g.output(a.back());
+  g.delegate("cpu", 0, 9);
+  const MemoryPlan plan = plan_memory(g.build());
+  EXPECT_EQ(plan.lifetimes[x].last, 9);
+  for (int k = 1; k < 10; ++k) {
+    EXPECT_EQ(plan.lifetimes[a[k]].first, k - 1) << k;
+    EXPECT_EQ(plan.lifetimes[a[k]].last, k) << k;
+  }
+  EXPECT_EQ(plan.lower_bound, 192u);
+  EXPECT_EQ(plan.arena_size, 192u);
+  for (int k = 1; k <= 10; ++k) EXPECT_NE(plan.offsets[a[k]], plan.offsets[x]) << k;
+}
+
+TEST(MemoryPlanner, RegionInputIsNotReusedInsideTheRegion) {
+  // x -> a -> b -> c -> d with nodes 0..2 delegated; x is read only by node 0 but is the
+  // region's input, so it lives [-1, 2]. a [0, 1], b [1, 2] (internal), c [2, 3] (output),
+  // d [3, 3]. Live: -1: x; 0: x a; 1: x a b; 2: x b c; 3: c d -> 192. Without the region
+  // b would take x's bytes at position 1 (arena 128) and the fallback would overwrite the
+  // input the delegate may still read.
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {16});
+  const int a = g.op("tern::relu", {x}, DType::F32, {16});
+  const int b = g.op("tern::relu", {a}, DType::F32, {16});
+  const int c = g.op("tern::relu", {b}, DType::F32, {16});
+  const int d = g.op("tern::relu", {c}, DType::F32, {16});
+  g.output(d);
+  g.delegate("cpu", 0, 2);
+  const MemoryPlan plan = plan_memory(g.build());
+  EXPECT_EQ(plan.lifetimes[x].last, 2);
+  EXPECT_EQ(plan.lower_bound, 192u);
+  EXPECT_EQ(plan.arena_size, 192u);
+  for (int v : {a, b, c}) EXPECT_NE(plan.offsets[v], plan.offsets[x]) << v;
+}
+
+TEST(MemoryPlanner, RegionInputThatIsAViewKeepsItsRootLive) {
+  // x -> a = relu(x) -> v = reshape(a) (alias of a) | region: b = relu(v), c = relu(b),
+  // d = relu(c) | e = relu(d). Nodes 0..5; the region is nodes 2..4 with input v, so its root a
+  // lives [0, 4]. b [2, 3], c [3, 4], d [4, 5], e [5, 5], x [-1, 0].
+  // Live: -1: x; 0: x a; 1: a; 2: a b; 3: a b c; 4: a c d; 5: d e -> 192.
+  // Without the region a would end at 2 and c could take its bytes.
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {4, 4});
+  const int a = g.op("tern::relu", {x}, DType::F32, {4, 4});
+  const int v = g.op("tern::reshape", {a, g.int_list({16})}, DType::F32, {16});
+  const int b = g.op("tern::relu", {v}, DType::F32, {16});
+  const int c = g.op("tern::relu", {b}, DType::F32, {16});
+  const int d = g.op("tern::relu", {c}, DType::F32, {16});
+  const int e = g.op("tern::relu", {d}, DType::F32, {16});
+  g.output(e);
+  g.delegate("cpu", 2, 4);
+  const MemoryPlan plan = plan_memory(g.build());
+  EXPECT_EQ(plan.alias_of[v], a);
+  EXPECT_EQ(plan.lifetimes[a].first, 0);
+  EXPECT_EQ(plan.lifetimes[a].last, 4);
+  EXPECT_EQ(plan.lifetimes[v].last, 4);
+  EXPECT_EQ(plan.lower_bound, 192u);
+  EXPECT_EQ(plan.arena_size, 192u);
+  for (int w : {b, c, d}) EXPECT_NE(plan.offsets[w], plan.offsets[a]) << w;
+}
+
+TEST(MemoryPlanner, OneNodeRegionPlansLikeThePortableNode) {
+  // x -> a -> b -> c with node 1 alone delegated: its input a already lives to node 1, so the
+  // plan is the chain's (ChainReusesMemory): x [-1, 0], a [0, 1], b [1, 2], c [2, 2] -> 128.
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {16});
+  const int a = g.op("tern::relu", {x}, DType::F32, {16});
+  const int b = g.op("tern::relu", {a}, DType::F32, {16});
+  const int c = g.op("tern::relu", {b}, DType::F32, {16});
+  g.output(c);
+  g.delegate("cpu", 1, 1);
+  const MemoryPlan plan = plan_memory(g.build());
+  EXPECT_EQ(plan.lower_bound, 128u);
+  EXPECT_EQ(plan.arena_size, 128u);
+  EXPECT_EQ(plan.offsets[x], plan.offsets[b]);
 }
 
 TEST(MemoryPlanner, ZeroByteTensorTakesNoSpace) {
@@ -657,7 +750,7 @@ Graph random_graph(std::mt19937& rng) {
   int next = 0;
   while (next < total && chance(30)) {
     const int first = uni(next, total - 1);
-    const int last = uni(first, std::min(total - 1, first + 4));
+    const int last = uni(first, std::min(total - 1, first + (chance(30) ? 12 : 4)));
     b.delegate("cpu", first, last);
     next = last + 1;
   }
@@ -679,18 +772,8 @@ uint64_t check_plan(const Graph& g, const MemoryPlan& plan, const std::string& t
   EXPECT_EQ(plan.alias_of.size(), n) << tag;
   EXPECT_EQ(plan.alias_offset.size(), n) << tag;
 
-  // Positions, naively: a node continues the previous position when both are in one region.
-  std::vector<int> region(g.nodes.size(), -1);
-  for (size_t r = 0; r < g.delegates.size(); ++r) {
-    for (int node : g.delegates[r].nodes) region[static_cast<size_t>(node)] = static_cast<int>(r);
-  }
-  std::vector<int> pos(g.nodes.size());
-  int p = -1;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (!(i > 0 && region[i] >= 0 && region[i] == region[i - 1])) ++p;
-    pos[i] = p;
-  }
-  const int last_pos = p;
+  // Positions: every node its own, delegated or not (the order the fallback runs them).
+  const int last_pos = static_cast<int>(g.nodes.size()) - 1;
 
   // Value-level lifetimes straight from the graph.
   const int kUnset = 1 << 30;
@@ -707,8 +790,31 @@ uint64_t check_plan(const Graph& g, const MemoryPlan& plan, const std::string& t
   };
   for (int id : g.inputs) touch(id, -1);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
-    for (int a : g.nodes[i].args) touch(a, pos[i]);
-    for (int o : g.nodes[i].outputs) touch(o, pos[i]);
+    for (int a : g.nodes[i].args) touch(a, static_cast<int>(i));
+    for (int o : g.nodes[i].outputs) touch(o, static_cast<int>(i));
+  }
+  // A region's inputs, derived here from its nodes (not from the declared boundary): every
+  // tensor its nodes read (list elements one by one) that no earlier node of it made lives to
+  // its last node, since the delegate may read it until it returns.
+  for (const DelegateRegion& d : g.delegates) {
+    std::set<int> made;
+    for (int node : d.nodes) {
+      for (int a : g.nodes[static_cast<size_t>(node)].args) {
+        std::vector<int> ids = {a};
+        if (g.values[static_cast<size_t>(a)].kind == Value::Kind::TensorList) {
+          ids = g.values[static_cast<size_t>(a)].tensors;
+        }
+        for (int t : ids) {
+          if (!made.count(t)) touch(t, d.nodes.back());
+        }
+      }
+      for (int o : g.nodes[static_cast<size_t>(node)].outputs) {
+        made.insert(o);
+        if (g.values[static_cast<size_t>(o)].kind == Value::Kind::TensorList) {
+          for (int t : g.values[static_cast<size_t>(o)].tensors) made.insert(t);
+        }
+      }
+    }
   }
   for (int id : g.outputs) touch(id, last_pos);
   for (size_t i = 0; i < n; ++i) {

@@ -1,4 +1,4 @@
-// The memory planner: liveness over instruction positions, views (and contiguous pieces, at a
+// The memory planner: liveness over node positions, views (and contiguous pieces, at a
 // byte offset) aliased to their root, greedy best-fit placement of the largest tensors first.
 #include "tools/compiler/memory_planner.h"
 
@@ -14,22 +14,6 @@
 namespace tern::compiler {
 
 namespace {
-
-// Instruction position of every node: the nodes of a delegate region share one position.
-std::vector<int> node_positions(const Graph& g, int* num_positions) {
-  std::vector<int> region_of(g.nodes.size(), -1);
-  for (size_t r = 0; r < g.delegates.size(); ++r) {
-    for (int n : g.delegates[r].nodes) region_of[n] = static_cast<int>(r);
-  }
-  std::vector<int> pos(g.nodes.size(), 0);
-  int next = 0;
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    const bool continues_region = n > 0 && region_of[n] >= 0 && region_of[n] == region_of[n - 1];
-    pos[n] = continues_region ? pos[n - 1] : next++;
-  }
-  *num_positions = next;
-  return pos;
-}
 
 uint64_t aligned_size(const Graph& g, int id, uint64_t alignment) {
   const Value& v = g.values[id];
@@ -208,8 +192,10 @@ MemoryPlan plan_memory(const Graph& graph, const PlannerOptions& options) {
   plan.alias_offset.assign(n, 0);
   plan.lifetimes.assign(n, Lifetime{});
 
-  int num_positions = 0;
-  const std::vector<int> pos = node_positions(graph, &num_positions);
+  // Positions: node i runs at position i, the nodes of a delegated region included (in the
+  // order its portable fallback runs them), so values internal to a region live only as long as
+  // the fallback needs them. What the delegate needs is added below.
+  const int num_positions = static_cast<int>(graph.nodes.size());
   const int end = num_positions - 1;  // the last position (-1 for a method without nodes)
 
   // Views share their root's bytes, at an offset for contiguous pieces. alias_of always names
@@ -262,8 +248,18 @@ MemoryPlan plan_memory(const Graph& graph, const PlannerOptions& options) {
   };
   for (int id : graph.inputs) touch(id, -1);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    for (int a : graph.nodes[i].args) touch(a, pos[i]);
-    for (int o : graph.nodes[i].outputs) touch(o, pos[i]);
+    const int p = static_cast<int>(i);
+    for (int a : graph.nodes[i].args) touch(a, p);
+    for (int o : graph.nodes[i].outputs) touch(o, p);
+  }
+  // A delegate reads its region's inputs and writes its outputs at any time during the call and
+  // touches nothing else. So every input (its root, for a view) stays live to the region's last
+  // position: no internal value the fallback writes, and no region output, may take its bytes.
+  // Outputs need nothing more: each is read after the region, is a method output or is state,
+  // so it is live at the region's last position too, where every input still is; internal
+  // values are never touched by the delegate, so sharing bytes with them is harmless.
+  for (const DelegateRegion& region : graph.delegates) {
+    for (int id : region.inputs) touch(id, region.nodes.back());
   }
   for (int id : graph.outputs) touch(id, std::max(end, -1));
   for (size_t i = 0; i < n; ++i) {

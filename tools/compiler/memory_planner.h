@@ -13,9 +13,12 @@ struct PlannerOptions {
   uint32_t alignment = 64;  ///< every tensor offset is a multiple of this
 };
 
-/// The live range of a planned tensor over instruction positions: [first, last] inclusive.
-/// Method inputs start at -1 (bound before the first instruction); method outputs and state
-/// tensors end at the last position (state: alive across executions, never shared).
+/// The live range of a planned tensor over positions: [first, last] inclusive. Node i of the
+/// graph is position i, the nodes of a delegated region included (the order its portable
+/// fallback runs them). Method inputs start at -1 (bound before the first node); method outputs
+/// and state tensors end at the last position (state: alive across executions, never shared);
+/// a delegated region's inputs end no earlier than the region's last node (the delegate may
+/// read them until it returns).
 struct Lifetime {
   int first = 0;
   int last = 0;
@@ -60,9 +63,11 @@ bool view_byte_offset(const Graph& graph, const Node& node, size_t output_index,
 
 /// Plans `graph` (liveness over node order, greedy best-fit by size, views aliased: every
 /// output for which view_byte_offset holds, unless the root is caller-bound or state, or the
-/// output is state). A
-/// delegated region counts as one position spanning its nodes. Throws std::invalid_argument
-/// for an invalid graph.
+/// output is state). The nodes of a delegated region keep their own positions, so its internal
+/// values share bytes as they would on the portable kernels; its inputs (their roots, for
+/// views) stay live to its last node, so neither an internal value nor a region output takes
+/// their bytes while the delegate may still read them (see Lifetime). Throws
+/// std::invalid_argument for an invalid graph.
 MemoryPlan plan_memory(const Graph& graph, const PlannerOptions& options = {});
 
 }  // namespace tern::compiler
