@@ -221,6 +221,9 @@ TERN_AVX2_TARGET void nf4_tile(const QuantGemmProblem& p, const Nf4Absmax& am, i
   const uint32_t shift = w.layout.block_shift;
   const uint64_t block_mask = (uint64_t{1} << shift) - 1;
   const uint64_t bpr = k >> shift;
+  // Prefetch the next tile's rows at the same columns (one tile of work ahead: rows are
+  // contiguous, so this also walks into the next task's range harmlessly at the end).
+  const uint64_t ahead = NR * w.layout.row_bytes;
   const uint8_t* rows[NR];
   uint64_t b0[NR];
 #pragma GCC unroll 4
@@ -245,7 +248,7 @@ TERN_AVX2_TARGET void nf4_tile(const QuantGemmProblem& p, const Nf4Absmax& am, i
   auto chunk = [&](uint64_t c0, int nvec) __attribute__((always_inline, target("avx2,fma"))) {
 #pragma GCC unroll 4
     for (int j = 0; j < NR; ++j) {
-      _mm_prefetch(reinterpret_cast<const char*>(rows[j] + c0 / 2 + kPrefetchBytes), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(rows[j] + c0 / 2 + ahead), _MM_HINT_T0);
     }
 #pragma GCC unroll 8
     for (int v = 0; v < 8; ++v) {
@@ -311,6 +314,7 @@ TERN_AVX2_TARGET bool fp8_tile(const QuantGemmProblem& p, int64_t n, int64_t r0)
       if (f - f != 0.0f && srow[j][t] - srow[j][t] == 0.0f) return false;
     }
   }
+  const uint64_t ahead = NR * w.layout.row_bytes;  // the next tile's rows, same columns
   const uint8_t* rows[NR];
 #pragma GCC unroll 4
   for (int j = 0; j < NR; ++j) rows[j] = w.codes + static_cast<uint64_t>(n + j) * w.layout.row_bytes;
@@ -353,7 +357,7 @@ TERN_AVX2_TARGET bool fp8_tile(const QuantGemmProblem& p, int64_t n, int64_t r0)
     for (; k0 + 64 <= e; k0 += 64) {
 #pragma GCC unroll 4
       for (int j = 0; j < NR; ++j) {
-        _mm_prefetch(reinterpret_cast<const char*>(rows[j] + k0 + kPrefetchBytes), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(rows[j] + k0 + ahead), _MM_HINT_T0);
       }
 #pragma GCC unroll 8
       for (int v = 0; v < 8; ++v) step(k0 + 8 * static_cast<uint64_t>(v), 8);

@@ -31,7 +31,8 @@ namespace {
 
 enum class Fmt { Nf4, E4m3, E5m2 };
 
-/// How far ahead (bytes) each weight row's codes are prefetched.
+/// How far ahead (bytes) each weight row's codes are prefetched (exact path; the fast path
+/// prefetches the next tile's rows).
 constexpr uint64_t kPrefetchBytes = 1024;
 
 template <Fmt F>
@@ -240,6 +241,9 @@ TERN_AVX512_TARGET void nf4_tile(const QuantGemmProblem& p, const Nf4Absmax& am,
   const uint32_t shift = w.layout.block_shift;
   const uint64_t block_mask = (uint64_t{1} << shift) - 1;
   const uint64_t bpr = k >> shift;
+  // Prefetch the next tile's rows at the same columns (one tile of work ahead: rows are
+  // contiguous, so this also walks into the next task's range harmlessly at the end).
+  const uint64_t ahead = NR * w.layout.row_bytes;
   const uint8_t* rows[NR];
   uint64_t b0[NR];
 #pragma GCC unroll 8
@@ -268,7 +272,7 @@ TERN_AVX512_TARGET void nf4_tile(const QuantGemmProblem& p, const Nf4Absmax& am,
     for (int j = 0; j < NR; ++j) {
       const uint8_t* src = rows[j] + c0 / 2;
       words[j] = _mm512_loadu_si512(src);
-      _mm_prefetch(reinterpret_cast<const char*>(src + kPrefetchBytes), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(src + ahead), _MM_HINT_T0);
     }
 #pragma GCC unroll 8
     for (int v = 0; v < 8; ++v) {
@@ -325,6 +329,7 @@ TERN_AVX512_TARGET bool fp8_tile(const QuantGemmProblem& p, int64_t n, int64_t r
       if (f - f != 0.0f && srow[j][t] - srow[j][t] == 0.0f) return false;
     }
   }
+  const uint64_t ahead = NR * w.layout.row_bytes;  // the next tile's rows, same columns
   const uint8_t* rows[NR];
 #pragma GCC unroll 8
   for (int j = 0; j < NR; ++j) rows[j] = w.codes + static_cast<uint64_t>(n + j) * w.layout.row_bytes;
@@ -365,7 +370,7 @@ TERN_AVX512_TARGET bool fp8_tile(const QuantGemmProblem& p, int64_t n, int64_t r
     for (; k0 + 64 <= e; k0 += 64) {
 #pragma GCC unroll 8
       for (int j = 0; j < NR; ++j) {
-        _mm_prefetch(reinterpret_cast<const char*>(rows[j] + k0 + kPrefetchBytes), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(rows[j] + k0 + ahead), _MM_HINT_T0);
       }
 #pragma GCC unroll 4
       for (int v = 0; v < 4; ++v) step(k0 + 16 * static_cast<uint64_t>(v), 0xFFFF);
