@@ -4,19 +4,21 @@
 # per target; exits non-zero when any target found something (crash inputs are kept in
 # build-fuzz/fuzz-findings/<target>/; minimise one, then add it to tests/fuzz/regressions/).
 #
-# Environment: FUZZ_SECONDS (default 600), FUZZ_TARGETS (default: all six, names without the
-# fuzz_ prefix; cpu_blob exists only when the cpu backend is built and is skipped otherwise),
+# Environment: FUZZ_SECONDS (default 600), FUZZ_TARGETS (default: all eight, names without the
+# fuzz_ prefix; cpu_blob / vulkan_blob exist only when the cpu / vulkan backend is built and
+# are skipped otherwise; cuda_blob, host code, is always built),
 # FUZZ_BUILD_DIR (default build-fuzz), JOBS (build parallelism, default nproc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-600}
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
-targets=${FUZZ_TARGETS:-"program_load method_load execute graph_json npy cpu_blob"}
+targets=${FUZZ_TARGETS:-"program_load method_load execute graph_json npy cpu_blob vulkan_blob cuda_blob"}
 
 # Largest input per target: about twice the largest seed.
 declare -A max_len=([program_load]=32768 [method_load]=32768 [execute]=4096
-                    [graph_json]=65536 [npy]=4096 [cpu_blob]=16384)
+                    [graph_json]=65536 [npy]=4096 [cpu_blob]=16384 [vulkan_blob]=16384
+                    [cuda_blob]=16384)
 
 probe=$(mktemp -d)
 trap 'rm -rf "$probe"' EXIT
@@ -31,7 +33,7 @@ fi
 mkdir -p "$build"
 cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTERN_FUZZ=ON -DTERN_BUILD_TESTS=ON \
-  -DTERN_BACKEND_CUDA=OFF -DTERN_BACKEND_VULKAN=OFF > "$build/configure.log" 2>&1 ||
+  -DTERN_BACKEND_CUDA=OFF -DTERN_BACKEND_VULKAN=AUTO > "$build/configure.log" 2>&1 ||
   { cat "$build/configure.log" >&2; exit 1; }
 cmake --build "$build" --target tern_fuzz -j "$jobs"
 
@@ -42,8 +44,8 @@ summary=()
 for t in $targets; do
   bin="$build/fuzz/fuzz_$t"
   if [ ! -x "$bin" ]; then
-    if [ "$t" = cpu_blob ]; then  # only built with the cpu backend (XNNPACK found)
-      summary+=("fuzz_$t: skipped (no cpu backend in this build)")
+    if [ "$t" = cpu_blob ] || [ "$t" = vulkan_blob ]; then  # only with that backend built
+      summary+=("fuzz_$t: skipped (no ${t%_blob} backend in this build)")
       continue
     fi
     echo "fuzz: $bin was not built" >&2

@@ -12,6 +12,12 @@
 #if TERN_FUZZ_CPU_BLOB
 #include "tests/fuzz/cpu_blob_seeds.h"
 #endif
+#if TERN_FUZZ_VULKAN_BLOB
+#include "tests/fuzz/vulkan_blob_seeds.h"
+#endif
+#if TERN_FUZZ_CUDA_BLOB
+#include "tests/fuzz/cuda_blob_seeds.h"
+#endif
 #include "tools/cli/npy.h"
 #include "tools/compiler/safetensors.h"
 
@@ -276,6 +282,18 @@ std::vector<Seed> seed_inputs(Target target) {
     case Target::CpuBlob:
 #if TERN_FUZZ_CPU_BLOB
       return cpu_blob_seeds();
+#else
+      return {};
+#endif
+    case Target::VulkanBlob:
+#if TERN_FUZZ_VULKAN_BLOB
+      return vulkan_blob_seeds();
+#else
+      return {};
+#endif
+    case Target::CudaBlob:
+#if TERN_FUZZ_CUDA_BLOB
+      return cuda_blob_seeds();
 #else
       return {};
 #endif

@@ -296,6 +296,10 @@ const char* target_name(Target target) {
       return "fuzz_npy";
     case Target::CpuBlob:
       return "fuzz_cpu_blob";
+    case Target::VulkanBlob:
+      return "fuzz_vulkan_blob";
+    case Target::CudaBlob:
+      return "fuzz_cuda_blob";
   }
   return "?";
 }
@@ -452,6 +456,18 @@ int run_target(Target target, const uint8_t* data, size_t size) {
     case Target::CpuBlob:
 #if TERN_FUZZ_CPU_BLOB
       return fuzz_cpu_blob(data, size);
+#else
+      return 0;
+#endif
+    case Target::VulkanBlob:
+#if TERN_FUZZ_VULKAN_BLOB
+      return fuzz_vulkan_blob(data, size);
+#else
+      return 0;
+#endif
+    case Target::CudaBlob:
+#if TERN_FUZZ_CUDA_BLOB
+      return fuzz_cuda_blob(data, size);
 #else
       return 0;
 #endif

@@ -13,18 +13,25 @@
 
 namespace tern::fuzz {
 
-enum class Target : uint8_t { ProgramLoad, MethodLoad, Execute, GraphJson, Npy, CpuBlob };
+enum class Target : uint8_t { ProgramLoad, MethodLoad, Execute, GraphJson, Npy, CpuBlob, VulkanBlob,
+                           CudaBlob };
 /// The targets of this build: CpuBlob only when the cpu backend is built (tests/fuzz/
 /// CMakeLists.txt then defines TERN_FUZZ_CPU_BLOB=1 for everything linking tern_fuzz_support).
 constexpr Target kAllTargets[] = {Target::ProgramLoad, Target::MethodLoad, Target::Execute,
                                   Target::GraphJson,   Target::Npy,
 #if TERN_FUZZ_CPU_BLOB
-                                  Target::CpuBlob
+                                  Target::CpuBlob,
+#endif
+#if TERN_FUZZ_VULKAN_BLOB
+                                  Target::VulkanBlob,
+#endif
+#if TERN_FUZZ_CUDA_BLOB
+                                  Target::CudaBlob,
 #endif
 };
 
 /// "fuzz_program_load", "fuzz_method_load", "fuzz_execute", "fuzz_graph_json", "fuzz_npy",
-/// "fuzz_cpu_blob".
+/// "fuzz_cpu_blob", "fuzz_vulkan_blob", "fuzz_cuda_blob".
 const char* target_name(Target target);
 
 /// One-time set-up: registers kernels and the sample backend, quiets Info/Warning logs.
@@ -51,6 +58,17 @@ int fuzz_npy(const uint8_t* data, size_t size);
 /// inside the blob; small accepted blobs then go through the backend's init and destroy.
 /// Defined in fuzz_cpu_blob.cpp, built only with TERN_FUZZ_CPU_BLOB.
 int fuzz_cpu_blob(const uint8_t* data, size_t size);
+
+/// parse_blob of the vulkan backend on the input (64-byte aligned copy); what it accepts must
+/// lie inside the blob. Defined in fuzz_vulkan_blob.cpp, built only with TERN_FUZZ_VULKAN_BLOB
+/// ("fuzz_vulkan_blob").
+int fuzz_vulkan_blob(const uint8_t* data, size_t size);
+
+/// parse_blob of the cuda backend on the input (64-byte aligned copy); what it accepts must
+/// lie inside its device buffers and reference only values of its table. Defined in
+/// fuzz_cuda_blob.cpp, built only with TERN_FUZZ_CUDA_BLOB ("fuzz_cuda_blob"; host code, no
+/// nvcc needed).
+int fuzz_cuda_blob(const uint8_t* data, size_t size);
 
 /// Dispatches to the entry of `target` (a target this build lacks returns 0).
 int run_target(Target target, const uint8_t* data, size_t size);

@@ -14,6 +14,12 @@
 #include "backends/cpu/runtime/blob_reader.h"
 #include "backends/cpu/runtime/register_cpu_backend.h"
 #endif
+#if TERN_FUZZ_VULKAN_BLOB
+#include "backends/vulkan/runtime/blob_reader.h"
+#endif
+#if TERN_FUZZ_CUDA_BLOB
+#include "backends/cuda/runtime/blob_reader.h"
+#endif
 #include "runtime/loader/buffer_data_loader.h"
 #include "runtime/executor/program.h"
 #include "tests/fuzz/fuzz_corpus.h"
@@ -131,6 +137,50 @@ TEST(FuzzSeeds, CpuBlobSeedsParseAndInit) {
         context, FreeableBuffer(blob.data(), blob.size(), nullptr), Span<const CompileSpecView>());
     ASSERT_TRUE(handle.ok()) << last_error_message();
     cpu_backend_interface().destroy(*handle);
+  }
+}
+#endif
+
+#if TERN_FUZZ_VULKAN_BLOB
+// The vulkan blob seeds are only useful if the reader accepts them.
+TEST(FuzzSeeds, VulkanBlobSeedsParse) {
+  const std::vector<Seed> seeds = seed_inputs(Target::VulkanBlob);
+  ASSERT_GE(seeds.size(), 3u) << "expected the dense, convnet and attention blobs";
+  for (const Seed& seed : seeds) {
+    SCOPED_TRACE(seed.first);
+    struct alignas(64) Line {
+      uint8_t bytes[64];
+    };
+    std::vector<Line> aligned(seed.second.size() / 64 + 1);
+    std::memcpy(aligned.data(), seed.second.data(), seed.second.size());
+    vulkan::BlobPlan plan;
+    EXPECT_EQ(vulkan::parse_blob(Span<const uint8_t>(reinterpret_cast<const uint8_t*>(aligned.data()),
+                                                     seed.second.size()),
+                                 &plan),
+              Error::Ok)
+        << last_error_message();
+    vulkan::free_blob_plan(&plan);
+  }
+}
+#endif
+
+#if TERN_FUZZ_CUDA_BLOB
+// The cuda blob seeds are only useful if the reader accepts them.
+TEST(FuzzSeeds, CudaBlobSeedsParse) {
+  const std::vector<Seed> seeds = seed_inputs(Target::CudaBlob);
+  ASSERT_EQ(seeds.size(), 4u) << "expected the dense, convnet, attention and split_cat blobs";
+  bool ops[cuda::kLastNodeOp + 1] = {};
+  for (const Seed& seed : seeds) {
+    SCOPED_TRACE(seed.first);
+    cuda::BlobPlan plan;
+    ASSERT_EQ(cuda::parse_blob(Span<const uint8_t>(seed.second.data(), seed.second.size()), &plan),
+              Error::Ok)
+        << last_error_message();
+    for (uint32_t i = 0; i < plan.header.num_nodes; ++i) ops[plan.nodes[i].op] = true;
+    cuda::free_blob_plan(&plan);
+  }
+  for (uint32_t op = 1; op <= cuda::kLastNodeOp; ++op) {
+    EXPECT_TRUE(ops[op]) << "no seed has a " << cuda::node_op_name(op) << " node";
   }
 }
 #endif

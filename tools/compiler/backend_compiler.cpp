@@ -15,6 +15,11 @@ std::vector<std::unique_ptr<BackendCompiler>>& registry() {
 
 }  // namespace
 
+std::unique_ptr<BackendCompiler> BackendCompiler::with_options(const std::string& options) const {
+  throw std::invalid_argument("backend '" + name() + "' takes no options (found '" + name() + ":" +
+                              options + "')");
+}
+
 void register_backend_compiler(std::unique_ptr<BackendCompiler> backend) {
   if (backend == nullptr) {
     throw std::invalid_argument("register_backend_compiler: null backend compiler");

@@ -34,6 +34,12 @@ class BackendCompiler {
   /// Lowers a region (nodes, boundary inputs and outputs already set) to a blob. Throws
   /// std::invalid_argument naming the node when it cannot.
   virtual LoweredRegion lower(const Graph& graph, const DelegateRegion& region) const = 0;
+  /// The compiler for a backend spec with options, `name:options` (`options` is the text after
+  /// the first ':', e.g. "f32" of "cuda:f32"); the partitioner calls it only when a spec has a
+  /// ':'. Returns the compiler to use (owned by the caller), or null for this one unchanged.
+  /// Throws std::invalid_argument naming the backend and the option when an option is unknown
+  /// or not implemented. Default: the backend takes no options (it throws).
+  virtual std::unique_ptr<BackendCompiler> with_options(const std::string& options) const;
 };
 
 /// Registers a backend compiler (explicitly, by the tools that link it). The registration rule

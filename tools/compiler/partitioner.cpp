@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 #include <stdexcept>
 
@@ -223,8 +224,12 @@ void partition_for(Graph& g, const BackendCompiler& backend) {
 
 void partition(Graph& graph, const std::vector<std::string>& backends) {
   std::vector<const BackendCompiler*> compilers;
+  std::vector<std::unique_ptr<BackendCompiler>> configured;  // specs with options
   std::set<std::string> seen;
-  for (const std::string& name : backends) {
+  for (const std::string& spec : backends) {
+    // "name" or "name:options" (BackendCompiler::with_options).
+    const size_t colon = spec.find(':');
+    const std::string name = spec.substr(0, colon);
     const BackendCompiler* c = find_backend_compiler(name);
     if (c == nullptr) {
       throw std::invalid_argument(
@@ -233,6 +238,13 @@ void partition(Graph& graph, const std::vector<std::string>& backends) {
     }
     if (!seen.insert(name).second) {
       throw std::invalid_argument("backend '" + name + "' is listed twice");
+    }
+    if (colon != std::string::npos) {
+      std::unique_ptr<BackendCompiler> with = c->with_options(spec.substr(colon + 1));
+      if (with != nullptr) {
+        configured.push_back(std::move(with));
+        c = configured.back().get();
+      }
     }
     compilers.push_back(c);
   }

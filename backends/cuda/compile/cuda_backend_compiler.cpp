@@ -90,6 +90,27 @@ LoweredRegion CudaBackendCompiler::lower(const Graph& graph, const DelegateRegio
   return lowered;
 }
 
+std::unique_ptr<BackendCompiler> CudaBackendCompiler::with_options(
+    const std::string& options) const {
+  size_t begin = 0;
+  while (true) {
+    const size_t end = options.find(':', begin);
+    const std::string option = options.substr(begin, end == std::string::npos ? end : end - begin);
+    if (option == "f16" || option == "bf16") {
+      throw std::invalid_argument("cuda: compute dtype " + option +
+                                  " is not implemented yet; use cuda (f32)");
+    }
+    if (option != "f32") {
+      throw std::invalid_argument("cuda: unknown option '" + option + "' in 'cuda:" + options +
+                                  "' (options: f32, the compute dtype; f16 and bf16 are not "
+                                  "implemented yet)");
+    }
+    if (end == std::string::npos) break;
+    begin = end + 1;
+  }
+  return nullptr;  // f32: the registered compiler as it is
+}
+
 void register_cuda_backend_compiler() {
   register_backend_compiler(std::make_unique<CudaBackendCompiler>());
 }

@@ -2,6 +2,7 @@
 // blob (format: backends/cuda/README.md, cuda_blob_format.h).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,10 @@ class CudaBackendCompiler : public BackendCompiler {
   /// Lowers a region to a version-1 cuda blob. Throws std::invalid_argument naming the node
   /// (index, op, debug name) when a node is not supported or the region cannot be bound.
   LoweredRegion lower(const Graph& graph, const DelegateRegion& region) const override;
+  /// Options of a `cuda:<options>` spec, ':'-separated: "f32" (the compute dtype, the default)
+  /// returns null (this compiler). "f16" and "bf16" throw std::invalid_argument ("cuda: compute
+  /// dtype f16 is not implemented yet; use cuda (f32)"), and so does any other option, named.
+  std::unique_ptr<BackendCompiler> with_options(const std::string& options) const override;
 
   /// Why `node` is not supported (empty when it is); what supports() decides on.
   static std::string unsupported_reason(const Graph& graph, const Node& node);

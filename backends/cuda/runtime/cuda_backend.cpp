@@ -8,6 +8,7 @@
 #include <new>
 
 #include "backends/cuda/kernels/launch.h"
+#include "backends/cuda/runtime/cublaslt_api.h"
 #include "backends/cuda/runtime/cuda_delegate.h"
 #include "backends/cuda/runtime/device_allocator.h"
 #include "backends/cuda/runtime/device_probe.h"
@@ -33,7 +34,7 @@ void release(CudaDelegate* d) {
   if (d->graph_exec != nullptr) cudaGraphExecDestroy(d->graph_exec);
   if (d->graph != nullptr) cudaGraphDestroy(d->graph);
   delete[] d->gemms;
-  if (d->lt != nullptr) cublasLtDestroy(d->lt);
+  if (d->lt != nullptr) lt().cublasLtDestroy(d->lt);
   DeviceAllocator& a = device_allocator();
   const BlobHeader& h = d->plan.header;
   a.free(d->buffers.arena, h.arena_bytes);
@@ -48,11 +49,10 @@ void release(CudaDelegate* d) {
 
 /// The argument `arg` as a tensor matching value `v` (dtype, dims, bytes, data).
 Error check_arg(const BlobValue& v, uint32_t index, Span<EValue*> args) {
-  TERN_CHECK_OR_RETURN_ERROR(v.arg < args.size() && args[v.arg] != nullptr &&
-                                 args[v.arg]->is_tensor(),
-                             InvalidArgument,
-                             "cuda backend: value %u: argument %u is not a tensor (%zu arguments)",
-                             index, v.arg, args.size());
+  TERN_CHECK_OR_RETURN_ERROR(
+      v.arg < args.size() && args[v.arg] != nullptr && args[v.arg]->is_tensor(), InvalidArgument,
+      "cuda backend: value %u: argument %u is not a tensor (%zu arguments)", index, v.arg,
+      args.size());
   const TensorView& t = args[v.arg]->to_tensor();
   TERN_CHECK_OR_RETURN_ERROR(static_cast<uint32_t>(t.dtype) == v.dtype, InvalidArgument,
                              "cuda backend: argument %u is %s, the blob expects dtype %u", v.arg,
@@ -66,8 +66,8 @@ Error check_arg(const BlobValue& v, uint32_t index, Span<EValue*> args) {
                              "value %u (or is not contiguous)",
                              v.arg, index);
   TERN_CHECK_OR_RETURN_ERROR(t.data != nullptr && t.nbytes >= v.bytes, InvalidArgument,
-                             "cuda backend: argument %u has %llu bytes at %p, expected %llu",
-                             v.arg, static_cast<unsigned long long>(t.nbytes), t.data,
+                             "cuda backend: argument %u has %llu bytes at %p, expected %llu", v.arg,
+                             static_cast<unsigned long long>(t.nbytes), t.data,
                              static_cast<unsigned long long>(v.bytes));
   return Error::Ok;
 }
@@ -113,7 +113,8 @@ class CudaBackend final : public BackendInterface {
       if (v.kind == static_cast<uint32_t>(ValueKind::Constant) && !d->prepared) {
         e = cudaMemcpy(value_ptr(*d, i), args[v.arg]->to_tensor().data, v.bytes,
                        cudaMemcpyHostToDevice);
-        if (e != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "weight upload", e);
+        if (e != cudaSuccess)
+          return cuda_failed(Error::DelegateExecutionFailed, "weight upload", e);
       }
     }
     if (d->prepared) return Error::Ok;
@@ -131,8 +132,7 @@ class CudaBackend final : public BackendInterface {
         if (graph != nullptr) cudaGraphDestroy(graph);
         return enq;
       }
-      if (end == cudaSuccess &&
-          cudaGraphInstantiate(&d->graph_exec, graph, 0) == cudaSuccess) {
+      if (end == cudaSuccess && cudaGraphInstantiate(&d->graph_exec, graph, 0) == cudaSuccess) {
         d->graph = graph;
         // Upload now so the first execute is not slower than the others.
         (void)cudaGraphUpload(d->graph_exec, d->stream);
@@ -163,7 +163,8 @@ class CudaBackend final : public BackendInterface {
                                h.num_args);
     // The caller's thread may have another current device (no allocation, cheap).
     const cudaError_t set = cudaSetDevice(d->device);
-    if (set != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "cudaSetDevice", set);
+    if (set != cudaSuccess)
+      return cuda_failed(Error::DelegateExecutionFailed, "cudaSetDevice", set);
     // Inputs in (their addresses may change between executions: caller-bound inputs).
     for (uint32_t i = 0; i < h.num_values; ++i) {
       const BlobValue& v = d->plan.values[i];
@@ -175,7 +176,8 @@ class CudaBackend final : public BackendInterface {
     }
     if (d->graph_exec != nullptr) {
       const cudaError_t e = cudaGraphLaunch(d->graph_exec, d->stream);
-      if (e != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "cudaGraphLaunch", e);
+      if (e != cudaSuccess)
+        return cuda_failed(Error::DelegateExecutionFailed, "cudaGraphLaunch", e);
     } else {
       TERN_RETURN_IF_ERROR(enqueue_nodes(*d));
     }
@@ -188,8 +190,8 @@ class CudaBackend final : public BackendInterface {
       if (e != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "output copy", e);
     }
     if (d->uses_error_flag) {
-      const cudaError_t e = cudaMemcpyAsync(&d->host_error_flag, d->buffers.error_flag,
-                                            sizeof(int), cudaMemcpyDeviceToHost, d->stream);
+      const cudaError_t e = cudaMemcpyAsync(&d->host_error_flag, d->buffers.error_flag, sizeof(int),
+                                            cudaMemcpyDeviceToHost, d->stream);
       if (e != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "flag copy", e);
     }
     const cudaError_t e = cudaStreamSynchronize(d->stream);
@@ -231,7 +233,8 @@ class CudaBackend final : public BackendInterface {
                                major, minor, TERN_CUDA_ARCHS, cudaGetErrorString(e));
     }
     for (uint32_t i = 0; i < h.num_nodes; ++i) {
-      if (d->plan.nodes[i].op == static_cast<uint32_t>(NodeOp::Embedding)) d->uses_error_flag = true;
+      if (d->plan.nodes[i].op == static_cast<uint32_t>(NodeOp::Embedding))
+        d->uses_error_flag = true;
     }
     e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking);
     if (e != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "cudaStreamCreate", e);
@@ -249,7 +252,7 @@ class CudaBackend final : public BackendInterface {
       TERN_RETURN_IF_ERROR(a.allocate(sizeof(int), "the error flag", &p));
       d->buffers.error_flag = static_cast<int*>(p);
     }
-    const cublasStatus_t s = cublasLtCreate(&d->lt);
+    const cublasStatus_t s = lt().cublasLtCreate(&d->lt);
     if (s != CUBLAS_STATUS_SUCCESS) {
       d->lt = nullptr;
       return set_error_message(Error::DelegateExecutionFailed, "cuda backend: cublasLtCreate: %s",

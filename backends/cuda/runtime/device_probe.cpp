@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "backends/cuda/runtime/cublaslt_api.h"
 #include "runtime/core/log.h"
 
 namespace tern::cuda {
@@ -25,8 +26,15 @@ DeviceProbe run_probe() {
   } else if (count < 1) {
     std::snprintf(p.reason, sizeof(p.reason), "no CUDA device (cudaGetDeviceCount: 0)");
   } else {
-    p.available = true;
-    p.device_count = count;
+    // cuBLASLt is loaded only once a device is there (cublaslt_api.h): a machine without a
+    // GPU never opens it.
+    const CublasLtLoad& lt = load_cublaslt();
+    if (lt.loaded) {
+      p.available = true;
+      p.device_count = count;
+    } else {
+      std::snprintf(p.reason, sizeof(p.reason), "%s", lt.reason);
+    }
   }
   if (!p.available) TERN_LOG(Info, "cuda backend unavailable: %s", p.reason);
   return p;

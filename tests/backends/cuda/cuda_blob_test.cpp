@@ -6,6 +6,8 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -425,6 +427,51 @@ TEST_F(CudaBlobTest, HalfPrecisionIsRefusedUntilItsKernelsExist) {
           << e.what();
     }
   }
+}
+
+/// The message of the std::invalid_argument that compiling the MLP for `backends` throws.
+std::string compile_error(const std::vector<std::string>& backends) {
+  try {
+    (void)compile_for(mlp_model().graph(), backends);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(compiled)";
+}
+
+TEST_F(CudaBlobTest, BackendSpecOptions) {
+  // `--backend cuda:f32` is "cuda"; the half-precision compute dtypes are refused by name.
+  EXPECT_EQ(compile_for(mlp_model().graph(), {"cuda:f32"}),
+            compile_for(mlp_model().graph(), {"cuda"}));
+  EXPECT_EQ(compile_error({"cuda:f16"}),
+            "cuda: compute dtype f16 is not implemented yet; use cuda (f32)");
+  EXPECT_EQ(compile_error({"cuda:bf16"}),
+            "cuda: compute dtype bf16 is not implemented yet; use cuda (f32)");
+  EXPECT_EQ(compile_error({"cuda:f32:f16"}),
+            "cuda: compute dtype f16 is not implemented yet; use cuda (f32)");
+  EXPECT_EQ(compile_error({"cuda:fast"}).rfind("cuda: unknown option 'fast' in 'cuda:fast'", 0),
+            0u)
+      << compile_error({"cuda:fast"});
+  EXPECT_EQ(compile_error({"cuda:"}).rfind("cuda: unknown option '' in 'cuda:'", 0), 0u)
+      << compile_error({"cuda:"});
+  EXPECT_EQ(compile_error({"cuda", "cuda:f32"}), "backend 'cuda' is listed twice");
+  EXPECT_NE(compile_error({"nosuch:f16"}).find("backend 'nosuch' is not a registered backend"),
+            std::string::npos)
+      << compile_error({"nosuch:f16"});
+
+  // A backend without options refuses any (BackendCompiler's default).
+  class NoOptions : public compiler::BackendCompiler {
+   public:
+    std::string name() const override { return "cuda_test_no_options"; }
+    bool supports(const compiler::Graph&, const compiler::Node&) const override { return false; }
+    compiler::LoweredRegion lower(const compiler::Graph&,
+                                  const compiler::DelegateRegion&) const override {
+      throw std::invalid_argument("never lowered");
+    }
+  };
+  compiler::register_backend_compiler(std::make_unique<NoOptions>());
+  EXPECT_EQ(compile_error({"cuda_test_no_options:x"}),
+            "backend 'cuda_test_no_options' takes no options (found 'cuda_test_no_options:x')");
 }
 
 TEST_F(CudaBlobTest, InitWithoutADeviceIsUnavailableNotACrash) {
