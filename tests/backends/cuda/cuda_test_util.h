@@ -18,10 +18,18 @@
 #include "backends/cuda/runtime/register_cuda_backend.h"
 #include "runtime/kernels/portable/register_portable_kernels.h"
 #include "tests/executor/method_test_util.h"
+#include "tests/support/backend_test_values.h"
 #include "tools/compiler/backend_compiler.h"
 #include "tools/compiler/compile.h"
 
 namespace tern::cuda_test {
+
+using test_support::AlignedBlob;
+using test_support::all_finite;
+using test_support::max_rel;
+using test_support::nmse;
+using test_support::numel;
+using test_support::random_floats;
 
 using compiler::GraphBuilder;
 
@@ -61,43 +69,6 @@ inline std::vector<uint8_t> compile_for(const compiler::Graph& graph,
   compiler::CompileOptions options;
   options.backends = backends;
   return compiler::compile_program(program, options).bytes;
-}
-
-/// Uniform random floats in [lo, hi), seeded.
-inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -2.0f, float hi = 2.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& f : v) f = dist(rng);
-  return v;
-}
-
-inline size_t numel(const std::vector<int64_t>& sizes) {
-  size_t n = 1;
-  for (int64_t d : sizes) n *= static_cast<size_t>(d);
-  return n;
-}
-
-/// sum (a - b)^2 / sum b^2 (absolute when b is all zeros); 1e30 when the sizes differ.
-inline double nmse(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return 1e30;
-  double num = 0, den = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double d = static_cast<double>(a[i]) - b[i];
-    num += d * d;
-    den += static_cast<double>(b[i]) * b[i];
-  }
-  return den > 0 ? num / den : num;
-}
-
-/// max |a - b| / max |b|.
-inline double max_rel(const std::vector<float>& a, const std::vector<float>& b) {
-  double err = 0, ref = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    err = std::max(err, std::fabs(static_cast<double>(a[i]) - b[i]));
-    ref = std::max(ref, std::fabs(static_cast<double>(b[i])));
-  }
-  return ref > 0 ? err / ref : err;
 }
 
 /// The outputs of one run of "forward" and the path each delegate call took.
