@@ -13,6 +13,7 @@
 #include "schema/program_generated.h"
 #include "tests/fuzz/sample_programs.h"
 #include "tools/compiler/compile.h"
+#include "tests/fuzz/seed_constants.h"
 #include "tools/compiler/graph_builder.h"
 #include "tools/compiler/quantize.h"
 
@@ -21,30 +22,13 @@ namespace {
 
 using compiler::GraphBuilder;
 
-/// Deterministic weights in [-0.5, 0.5).
-std::vector<float> weights(size_t n, uint32_t seed) {
-  std::vector<float> v(n);
-  uint32_t state = seed * 2654435761u + 1;
-  for (float& f : v) {
-    state = state * 1664525u + 1013904223u;
-    f = static_cast<float>(state >> 8) / static_cast<float>(1u << 24) - 0.5f;
-  }
-  return v;
-}
-
-int constant(GraphBuilder& b, const std::string& name, std::vector<int64_t> sizes, uint32_t seed) {
-  size_t n = 1;
-  for (int64_t d : sizes) n *= static_cast<size_t>(d);
-  return b.constant_f32(name, std::move(sizes), weights(n, seed));
-}
-
 /// x[1, 3, 16, 16] -> conv 3x3/2 -> relu -> max_pool 3x3/2 -> depthwise conv 3x3 ->
 /// hardswish -> avg_pool 2x2/2 -> global pool -> flatten -> linear -> softmax.
 compiler::Graph convnet_graph() {
   GraphBuilder b("forward");
   const int x = b.input("x", DType::F32, {1, 3, 16, 16});
   const int c1 = b.op("tern::conv2d",
-                      {x, constant(b, "w1", {8, 3, 3, 3}, 1), constant(b, "b1", {8}, 2),
+                      {x, seed_constant(b, "w1", {8, 3, 3, 3}, 1), seed_constant(b, "b1", {8}, 2),
                        b.int_list({2, 2}), b.int_list({1, 1}), b.int_list({1, 1}), b.int_value(1)},
                       DType::F32, {1, 8, 8, 8});
   const int r1 = b.op("tern::relu", {c1}, DType::F32, {1, 8, 8, 8});
@@ -53,7 +37,7 @@ compiler::Graph convnet_graph() {
                        b.int_list({1, 1}), b.bool_value(false)},
                       DType::F32, {1, 8, 4, 4});
   const int d = b.op("tern::conv2d",
-                     {p1, constant(b, "wd", {8, 1, 3, 3}, 3), constant(b, "bd", {8}, 4),
+                     {p1, seed_constant(b, "wd", {8, 1, 3, 3}, 3), seed_constant(b, "bd", {8}, 4),
                       b.int_list({1, 1}), b.int_list({1, 1}), b.int_list({1, 1}), b.int_value(8)},
                      DType::F32, {1, 8, 4, 4});
   const int h = b.op("tern::hardswish", {d}, DType::F32, {1, 8, 4, 4});
@@ -64,7 +48,7 @@ compiler::Graph convnet_graph() {
   const int g =
       b.op("tern::adaptive_avg_pool2d", {a, b.int_list({1, 1})}, DType::F32, {1, 8, 1, 1});
   const int f = b.op("tern::flatten", {g, b.int_value(1), b.int_value(-1)}, DType::F32, {1, 8});
-  const int l = b.op("tern::linear", {f, constant(b, "wf", {5, 8}, 5), constant(b, "bf", {5}, 6)},
+  const int l = b.op("tern::linear", {f, seed_constant(b, "wf", {5, 8}, 5), seed_constant(b, "bf", {5}, 6)},
                      DType::F32, {1, 5});
   b.output(b.op("tern::softmax", {l, b.int_value(-1)}, DType::F32, {1, 5}));
   return b.build();
@@ -75,16 +59,16 @@ compiler::Graph dense_graph() {
   GraphBuilder b("forward");
   const int x = b.input("x", DType::F32, {2, 8});
   const int l1 =
-      b.op("tern::linear", {x, constant(b, "w1", {16, 8}, 11), constant(b, "b1", {16}, 12)},
+      b.op("tern::linear", {x, seed_constant(b, "w1", {16, 8}, 11), seed_constant(b, "b1", {16}, 12)},
            DType::F32, {2, 16});
   const int s = b.op("tern::sigmoid", {l1}, DType::F32, {2, 16});
   const int sub =
-      b.op("tern::sub", {s, constant(b, "c", {16}, 13), b.int_value(1)}, DType::F32, {2, 16});
+      b.op("tern::sub", {s, seed_constant(b, "c", {16}, 13), b.int_value(1)}, DType::F32, {2, 16});
   const int div =
-      b.op("tern::div", {sub, constant(b, "d", {2, 16}, 14), b.none()}, DType::F32, {2, 16});
+      b.op("tern::div", {sub, seed_constant(b, "d", {2, 16}, 14), b.none()}, DType::F32, {2, 16});
   const int t =
       b.op("tern::hardtanh", {div, b.double_value(-1), b.double_value(1)}, DType::F32, {2, 16});
-  b.output(b.op("tern::linear", {t, constant(b, "w2", {4, 16}, 15), b.none()}, DType::F32, {2, 4}));
+  b.output(b.op("tern::linear", {t, seed_constant(b, "w2", {4, 16}, 15), b.none()}, DType::F32, {2, 4}));
   return b.build();
 }
 
@@ -93,7 +77,7 @@ compiler::Graph pad_graph() {
   GraphBuilder b("forward");
   const int x = b.input("x", DType::F32, {1, 3, 4, 5});
   const int c = b.op("tern::conv2d",
-                     {x, constant(b, "w", {4, 3, 1, 1}, 21), b.none(), b.int_list({1, 1}),
+                     {x, seed_constant(b, "w", {4, 3, 1, 1}, 21), b.none(), b.int_list({1, 1}),
                       b.int_list({0, 0}), b.int_list({1, 1}), b.int_value(1)},
                      DType::F32, {1, 4, 4, 5});
   const int p =
@@ -109,7 +93,7 @@ compiler::Graph winograd_graph() {
   GraphBuilder b("forward");
   const int x = b.input("x", DType::F32, {1, 16, 8, 16});
   const int c = b.op("tern::conv2d",
-                     {x, constant(b, "w", {16, 16, 3, 3}, 23), b.none(), b.int_list({1, 1}),
+                     {x, seed_constant(b, "w", {16, 16, 3, 3}, 23), b.none(), b.int_list({1, 1}),
                       b.int_list({1, 1}), b.int_list({1, 1}), b.int_value(1)},
                      DType::F32, {1, 16, 8, 16});
   const int s = b.op("tern::add", {c, x}, DType::F32, {1, 16, 8, 16});
@@ -128,8 +112,8 @@ compiler::Graph bottleneck_graph() {
                   int64_t hw, uint32_t seed) {
     const int64_t o = (hw + 2 * (k / 2) - k) / stride + 1;
     return b.op("tern::conv2d",
-                {in, constant(b, "w" + std::to_string(seed), {c_out, c_in / groups, k, k}, seed),
-                 constant(b, "b" + std::to_string(seed), {c_out}, seed + 1),
+                {in, seed_constant(b, "w" + std::to_string(seed), {c_out, c_in / groups, k, k}, seed),
+                 seed_constant(b, "b" + std::to_string(seed), {c_out}, seed + 1),
                  b.int_list({stride, stride}), b.int_list({k / 2, k / 2}), b.int_list({1, 1}),
                  b.int_value(groups)},
                 DType::F32, {1, c_out, o, o});
@@ -160,8 +144,8 @@ compiler::Graph squeeze_excite_graph() {
   auto conv = [&](int in, int64_t c_in, int64_t c_out, int64_t k, int64_t groups, int64_t hw,
                   uint32_t seed) {
     return b.op("tern::conv2d",
-                {in, constant(b, "w" + std::to_string(seed), {c_out, c_in / groups, k, k}, seed),
-                 constant(b, "b" + std::to_string(seed), {c_out}, seed + 1), b.int_list({1, 1}),
+                {in, seed_constant(b, "w" + std::to_string(seed), {c_out, c_in / groups, k, k}, seed),
+                 seed_constant(b, "b" + std::to_string(seed), {c_out}, seed + 1), b.int_list({1, 1}),
                  b.int_list({k / 2, k / 2}), b.int_list({1, 1}), b.int_value(groups)},
                 DType::F32, {1, c_out, hw, hw});
   };
@@ -190,8 +174,8 @@ compiler::Graph inception_graph() {
   const int x = b.input("x", DType::F32, xs);
   auto branch = [&](int in, int64_t o, uint32_t seed) {
     const int y = b.op("tern::conv2d",
-                       {in, constant(b, "w" + std::to_string(seed), {o, 8, 1, 1}, seed),
-                        constant(b, "b" + std::to_string(seed), {o}, seed + 1),
+                       {in, seed_constant(b, "w" + std::to_string(seed), {o, 8, 1, 1}, seed),
+                        seed_constant(b, "b" + std::to_string(seed), {o}, seed + 1),
                         b.int_list({1, 1}), b.int_list({0, 0}), b.int_list({1, 1}),
                         b.int_value(1)},
                        DType::F32, {1, o, 7, 7});
@@ -263,10 +247,10 @@ std::vector<Seed> cpu_blob_seeds() {
   for (const char* scheme : {"nf4:block=32:double", "fp8_e4m3:block=16x32"}) {
     GraphBuilder b("forward");
     const int idx = b.input("idx", DType::I64, {3});
-    const int e = b.op("tern::embedding", {constant(b, "emb", {20, 40}, 71), idx}, DType::F32, {3, 40});
-    const int h = b.op("tern::linear", {e, constant(b, "w1", {24, 40}, 72), constant(b, "b1", {24}, 73)},
+    const int e = b.op("tern::embedding", {seed_constant(b, "emb", {20, 40}, 71), idx}, DType::F32, {3, 40});
+    const int h = b.op("tern::linear", {e, seed_constant(b, "w1", {24, 40}, 72), seed_constant(b, "b1", {24}, 73)},
                        DType::F32, {3, 24});
-    b.output(b.op("tern::linear", {h, constant(b, "w2", {9, 24}, 74), b.none()}, DType::F32, {3, 9}));
+    b.output(b.op("tern::linear", {h, seed_constant(b, "w2", {9, 24}, 74), b.none()}, DType::F32, {3, 9}));
     compiler::ProgramGraph program;
     program.source_model = std::string("quantized ") + scheme;
     program.methods.push_back(b.build());

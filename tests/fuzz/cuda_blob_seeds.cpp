@@ -5,29 +5,13 @@
 #include <utility>
 
 #include "backends/cuda/compile/cuda_backend_compiler.h"
+#include "tests/fuzz/seed_constants.h"
 #include "tools/compiler/graph_builder.h"
 
 namespace tern::fuzz {
 namespace {
 
 using compiler::GraphBuilder;
-
-/// Deterministic weights in [-0.5, 0.5).
-std::vector<float> weights(size_t n, uint32_t seed) {
-  std::vector<float> v(n);
-  uint32_t state = seed * 2654435761u + 1;
-  for (float& f : v) {
-    state = state * 1664525u + 1013904223u;
-    f = static_cast<float>(state >> 8) / static_cast<float>(1u << 24) - 0.5f;
-  }
-  return v;
-}
-
-int constant(GraphBuilder& b, const std::string& name, std::vector<int64_t> sizes, uint32_t seed) {
-  size_t n = 1;
-  for (int64_t d : sizes) n *= static_cast<size_t>(d);
-  return b.constant_f32(name, std::move(sizes), weights(n, seed));
-}
 
 /// The blob of one cuda region over every node of `b`'s graph.
 Seed blob_of(const std::string& name, GraphBuilder& b) {
@@ -41,22 +25,22 @@ Seed blob_of(const std::string& name, GraphBuilder& b) {
 Seed dense() {
   GraphBuilder b("forward");
   const int x = b.input("x", DType::F32, {3, 16});
-  const int h = b.op("tern::linear", {x, constant(b, "w", {8, 16}, 1), constant(b, "b", {8}, 2)},
+  const int h = b.op("tern::linear", {x, seed_constant(b, "w", {8, 16}, 1), seed_constant(b, "b", {8}, 2)},
                      DType::F32, {3, 8});
   const int g = b.op("tern::gelu", {h, b.string_value("tanh")}, DType::F32, {3, 8});
-  const int p = b.op("tern::mul", {g, constant(b, "m", {1, 8}, 3)}, DType::F32, {3, 8});
-  const int n = b.op("tern::layer_norm", {p, b.int_list({8}), constant(b, "lw", {8}, 4),
-                                          constant(b, "lb", {8}, 5), b.double_value(1e-5)},
+  const int p = b.op("tern::mul", {g, seed_constant(b, "m", {1, 8}, 3)}, DType::F32, {3, 8});
+  const int n = b.op("tern::layer_norm", {p, b.int_list({8}), seed_constant(b, "lw", {8}, 4),
+                                          seed_constant(b, "lb", {8}, 5), b.double_value(1e-5)},
                      DType::F32, {3, 8});
   const int t = b.op("tern::transpose", {n, b.int_value(0), b.int_value(1)}, DType::F32, {8, 3});
   const int s = b.op("tern::softmax", {t, b.int_value(-1)}, DType::F32, {8, 3});
-  const int a = b.op("tern::addmm", {constant(b, "ab", {5}, 6), s, constant(b, "aw", {3, 5}, 7),
+  const int a = b.op("tern::addmm", {seed_constant(b, "ab", {5}, 6), s, seed_constant(b, "aw", {3, 5}, 7),
                                      b.double_value(1.0), b.double_value(2.0)},
                      DType::F32, {8, 5});
   const int v = b.op("tern::view", {a, b.int_list({2, 4, 5})}, DType::F32, {2, 4, 5});
-  const int mm = b.op("tern::matmul", {v, constant(b, "mw", {5, 6}, 8)}, DType::F32, {2, 4, 6});
+  const int mm = b.op("tern::matmul", {v, seed_constant(b, "mw", {5, 6}, 8)}, DType::F32, {2, 4, 6});
   const int ls = b.op("tern::log_softmax", {mm, b.int_value(-1)}, DType::F32, {2, 4, 6});
-  const int d = b.op("tern::sub", {ls, constant(b, "c", {4, 1}, 9)}, DType::F32, {2, 4, 6});
+  const int d = b.op("tern::sub", {ls, seed_constant(b, "c", {4, 1}, 9)}, DType::F32, {2, 4, 6});
   b.output(b.op("tern::sum", {d, b.int_list({-1}), b.bool_value(true)}, DType::F32, {2, 4, 1}));
   b.output(b.op("tern::sqrt", {b.op("tern::abs", {h}, DType::F32, {3, 8})}, DType::F32, {3, 8}));
   return blob_of("dense", b);
@@ -69,18 +53,18 @@ Seed convnet() {
   auto conv = [&](int x, int64_t cin, int64_t cout, int64_t k, int64_t groups, int64_t hw,
                   uint32_t seed) {
     return b.op("tern::conv2d",
-                {x, constant(b, "w", {cout, cin / groups, k, k}, seed),
-                 constant(b, "b", {cout}, seed + 1), b.int_list({1, 1}),
+                {x, seed_constant(b, "w", {cout, cin / groups, k, k}, seed),
+                 seed_constant(b, "b", {cout}, seed + 1), b.int_list({1, 1}),
                  b.int_list({k / 2, k / 2}), b.int_list({1, 1}), b.int_value(groups)},
                 DType::F32, {1, cout, hw, hw});
   };
   const int x = b.input("x", DType::F32, {1, 4, 8, 8});
   const int c = conv(x, 4, 8, 3, 2, 8, 11);
-  std::vector<float> var = weights(8, 15);
+  std::vector<float> var = seed_weights(8, 15);
   for (float& v : var) v += 1.0f;
   const int bn = b.op("tern::batch_norm",
-                      {c, constant(b, "g", {8}, 13), constant(b, "be", {8}, 14),
-                       constant(b, "rm", {8}, 16), b.constant_f32("rv", {8}, var),
+                      {c, seed_constant(b, "g", {8}, 13), seed_constant(b, "be", {8}, 14),
+                       seed_constant(b, "rm", {8}, 16), b.constant_f32("rv", {8}, var),
                        b.double_value(1e-5)},
                       DType::F32, {1, 8, 8, 8});
   const int r = b.op("tern::relu", {bn}, DType::F32, {1, 8, 8, 8});
@@ -98,7 +82,7 @@ Seed convnet() {
   const int f = b.op("tern::flatten", {g, b.int_value(1), b.int_value(-1)}, DType::F32, {1, 8});
   const int mean = b.op("tern::mean", {m, b.int_list({2, 3}), b.bool_value(false)}, DType::F32, {1, 8});
   const int sum = b.op("tern::add", {f, mean}, DType::F32, {1, 8});
-  b.output(b.op("tern::linear", {sum, constant(b, "fw", {5, 8}, 21), b.none()}, DType::F32, {1, 5}));
+  b.output(b.op("tern::linear", {sum, seed_constant(b, "fw", {5, 8}, 21), b.none()}, DType::F32, {1, 5}));
   return blob_of("convnet", b);
 }
 
@@ -106,7 +90,7 @@ Seed convnet() {
 Seed attention() {
   GraphBuilder b("forward");
   const int ids = b.input("ids", DType::I64, {1, 6});
-  const int e = b.op("tern::embedding", {constant(b, "table", {10, 8}, 31), ids}, DType::F32, {1, 6, 8});
+  const int e = b.op("tern::embedding", {seed_constant(b, "table", {10, 8}, 31), ids}, DType::F32, {1, 6, 8});
   const int r = b.op("tern::view", {e, b.int_list({1, 6, 2, 4})}, DType::F32, {1, 6, 2, 4});
   const int q = b.op("tern::transpose", {r, b.int_value(1), b.int_value(2)}, DType::F32, {1, 2, 6, 4});
   const int o = b.op("tern::scaled_dot_product_attention",

@@ -5,29 +5,13 @@
 #include <utility>
 
 #include "backends/vulkan/compile/vulkan_backend_compiler.h"
+#include "tests/fuzz/seed_constants.h"
 #include "tools/compiler/graph_builder.h"
 
 namespace tern::fuzz {
 namespace {
 
 using compiler::GraphBuilder;
-
-/// Deterministic weights in [-0.5, 0.5).
-std::vector<float> weights(size_t n, uint32_t seed) {
-  std::vector<float> v(n);
-  uint32_t state = seed * 2654435761u + 1;
-  for (float& f : v) {
-    state = state * 1664525u + 1013904223u;
-    f = static_cast<float>(state >> 8) / static_cast<float>(1u << 24) - 0.5f;
-  }
-  return v;
-}
-
-int constant(GraphBuilder& b, const std::string& name, std::vector<int64_t> sizes, uint32_t seed) {
-  size_t n = 1;
-  for (int64_t d : sizes) n *= static_cast<size_t>(d);
-  return b.constant_f32(name, std::move(sizes), weights(n, seed));
-}
 
 /// The blob of one vulkan region over every node of `b`'s graph.
 Seed blob_of(const std::string& name, GraphBuilder& b) {
@@ -40,19 +24,19 @@ Seed blob_of(const std::string& name, GraphBuilder& b) {
 Seed dense() {
   GraphBuilder b("forward");
   const int x = b.input("x", DType::F32, {3, 16});
-  const int h = b.op("tern::linear", {x, constant(b, "w", {8, 16}, 1), constant(b, "b", {8}, 2)},
+  const int h = b.op("tern::linear", {x, seed_constant(b, "w", {8, 16}, 1), seed_constant(b, "b", {8}, 2)},
                      DType::F32, {3, 8});
   const int g = b.op("tern::gelu", {h, b.string_value("none")}, DType::F32, {3, 8});
   const int p = b.op("tern::pow", {g, b.double_value(2.0)}, DType::F32, {3, 8});
-  const int n = b.op("tern::layer_norm", {p, b.int_list({8}), constant(b, "lw", {8}, 3),
-                                          constant(b, "lb", {8}, 4), b.double_value(1e-5)},
+  const int n = b.op("tern::layer_norm", {p, b.int_list({8}), seed_constant(b, "lw", {8}, 3),
+                                          seed_constant(b, "lb", {8}, 4), b.double_value(1e-5)},
                      DType::F32, {3, 8});
   const int t = b.op("tern::transpose", {n, b.int_value(0), b.int_value(1)}, DType::F32, {8, 3});
   const int s = b.op("tern::softmax", {t, b.int_value(-1)}, DType::F32, {8, 3});
-  const int a = b.op("tern::addmm", {constant(b, "ab", {5}, 5), s, constant(b, "aw", {3, 5}, 6),
+  const int a = b.op("tern::addmm", {seed_constant(b, "ab", {5}, 5), s, seed_constant(b, "aw", {3, 5}, 6),
                                      b.double_value(0.5), b.double_value(2.0)},
                      DType::F32, {8, 5});
-  const int d = b.op("tern::sub", {a, constant(b, "c", {1, 5}, 7)}, DType::F32, {8, 5});
+  const int d = b.op("tern::sub", {a, seed_constant(b, "c", {1, 5}, 7)}, DType::F32, {8, 5});
   b.output(b.op("tern::mean", {d, b.int_list({-1}), b.bool_value(true)}, DType::F32, {8, 1}));
   b.output(h);
   return blob_of("dense", b);
@@ -63,14 +47,14 @@ Seed convnet() {
   GraphBuilder b("forward");
   const int x = b.input("x", DType::F32, {1, 4, 8, 8});
   const int c = b.op("tern::conv2d",
-                     {x, constant(b, "w", {8, 2, 3, 3}, 11), constant(b, "b", {8}, 12),
+                     {x, seed_constant(b, "w", {8, 2, 3, 3}, 11), seed_constant(b, "b", {8}, 12),
                       b.int_list({1, 1}), b.int_list({1, 1}), b.int_list({1, 1}), b.int_value(2)},
                      DType::F32, {1, 8, 8, 8});
-  std::vector<float> var = weights(8, 15);
+  std::vector<float> var = seed_weights(8, 15);
   for (float& v : var) v += 1.0f;
   const int bn = b.op("tern::batch_norm",
-                      {c, constant(b, "g", {8}, 13), constant(b, "be", {8}, 14),
-                       constant(b, "rm", {8}, 16), b.constant_f32("rv", {8}, var),
+                      {c, seed_constant(b, "g", {8}, 13), seed_constant(b, "be", {8}, 14),
+                       seed_constant(b, "rm", {8}, 16), b.constant_f32("rv", {8}, var),
                        b.double_value(1e-5)},
                       DType::F32, {1, 8, 8, 8});
   const int r = b.op("tern::relu", {bn}, DType::F32, {1, 8, 8, 8});
@@ -84,7 +68,7 @@ Seed convnet() {
                      DType::F32, {1, 8, 2, 2});
   const int g = b.op("tern::adaptive_avg_pool2d", {a, b.int_list({1, 1})}, DType::F32, {1, 8, 1, 1});
   const int f = b.op("tern::flatten", {g, b.int_value(1), b.int_value(-1)}, DType::F32, {1, 8});
-  b.output(b.op("tern::linear", {f, constant(b, "fw", {5, 8}, 17), b.none()}, DType::F32, {1, 5}));
+  b.output(b.op("tern::linear", {f, seed_constant(b, "fw", {5, 8}, 17), b.none()}, DType::F32, {1, 5}));
   return blob_of("convnet", b);
 }
 
@@ -92,7 +76,7 @@ Seed convnet() {
 Seed attention() {
   GraphBuilder b("forward");
   const int ids = b.input("ids", DType::I64, {1, 6});
-  const int e = b.op("tern::embedding", {constant(b, "table", {10, 8}, 21), ids}, DType::F32, {1, 6, 8});
+  const int e = b.op("tern::embedding", {seed_constant(b, "table", {10, 8}, 21), ids}, DType::F32, {1, 6, 8});
   const int q = b.op("tern::view", {e, b.int_list({1, 2, 6, 4})}, DType::F32, {1, 2, 6, 4});
   const int o = b.op("tern::scaled_dot_product_attention",
                      {q, q, q, b.none(), b.bool_value(true), b.none()}, DType::F32, {1, 2, 6, 4});
