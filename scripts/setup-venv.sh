@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 venv=.venv
 want_torch="${TERN_TORCH_SPEC:-torch>=2.1}"
 py="$venv/bin/python"
+# No wheel cache: torch's CUDA wheels alone are ~4 GB and would be kept twice on a CI disk.
+export PIP_NO_CACHE_DIR=1
 
 if ! { [ -x "$py" ] && "$py" -c "import torch, numpy" 2>/dev/null; }; then
   echo "setup-venv: creating $venv with $want_torch, torchvision and numpy (PyPI)"
