@@ -21,10 +21,10 @@ def _calibrate_bn(model, shape, batches=4, batch=8):
     return model.eval()
 
 
-def _torchvision(name):
+def _torchvision(name, size=224, **kwargs):
     import torchvision
-    model = getattr(torchvision.models, name)(weights=None)
-    return _calibrate_bn(model, (1, 3, 224, 224))
+    model = getattr(torchvision.models, name)(weights=None, **kwargs)
+    return _calibrate_bn(model, (1, 3, size, size), batches=2 if size > 224 or name == "maxvit_t" else 4)
 
 
 class GPTBlock(nn.Module):
@@ -80,6 +80,25 @@ MODELS = {
     "mnasnet0_5": (lambda: _torchvision("mnasnet0_5"), (1, 3, 224, 224), "torchvision mnasnet0_5, 1x3x224x224"),
     "regnet_x_400mf": (lambda: _torchvision("regnet_x_400mf"), (1, 3, 224, 224),
                        "torchvision regnet_x_400mf, 1x3x224x224 (grouped convs)"),
+    # The rest of the torchvision zoo of issue 16 (one model per family, smallest size), at the
+    # input size the family is trained at.
+    "resnext50_32x4d": (lambda: _torchvision("resnext50_32x4d"), (1, 3, 224, 224), "torchvision resnext50_32x4d, 1x3x224x224"),
+    "wide_resnet50_2": (lambda: _torchvision("wide_resnet50_2"), (1, 3, 224, 224), "torchvision wide_resnet50_2, 1x3x224x224"),
+    "efficientnet_v2_s": (lambda: _torchvision("efficientnet_v2_s", 384), (1, 3, 384, 384),
+                          "torchvision efficientnet_v2_s, 1x3x384x384"),
+    "regnet_y_400mf": (lambda: _torchvision("regnet_y_400mf"), (1, 3, 224, 224), "torchvision regnet_y_400mf, 1x3x224x224"),
+    "googlenet": (lambda: _torchvision("googlenet", aux_logits=False, init_weights=True), (1, 3, 224, 224),
+                  "torchvision googlenet, 1x3x224x224"),
+    "inception_v3": (lambda: _torchvision("inception_v3", 299, aux_logits=False, init_weights=True),
+                     (1, 3, 299, 299), "torchvision inception_v3, 1x3x299x299"),
+    "densenet121": (lambda: _torchvision("densenet121"), (1, 3, 224, 224), "torchvision densenet121, 1x3x224x224"),
+    "convnext_tiny": (lambda: _torchvision("convnext_tiny"), (1, 3, 224, 224), "torchvision convnext_tiny, 1x3x224x224"),
+    "swin_t": (lambda: _torchvision("swin_t"), (1, 3, 224, 224), "torchvision swin_t, 1x3x224x224"),
+    "maxvit_t": (lambda: _torchvision("maxvit_t"), (1, 3, 224, 224), "torchvision maxvit_t, 1x3x224x224"),
+    "vit_b_16": (lambda: _torchvision("vit_b_16"), (1, 3, 224, 224), "torchvision vit_b_16, 1x3x224x224"),
+    "shufflenet_v2_x0_5": (lambda: _torchvision("shufflenet_v2_x0_5"), (1, 3, 224, 224),
+                           "torchvision shufflenet_v2_x0_5, 1x3x224x224"),
+    "squeezenet1_1": (lambda: _torchvision("squeezenet1_1"), (1, 3, 224, 224), "torchvision squeezenet1_1, 1x3x224x224"),
     "transformer_encoder": (_encoder, (1, 128, 512), "nn.TransformerEncoderLayer(512, 8), seq 128"),
     "gpt_block": (lambda: GPTBlock().eval(), (1, 128, 512), "GPT-2 style block (d 512, 8 heads, MLP 4x), seq 128"),
     "linear_stack": (lambda: LinearStack().eval(), (1, 2048), "6 x Linear(2048, 2048) + relu, batch 1 (96 MiB f32 weights)"),
