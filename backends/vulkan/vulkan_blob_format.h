@@ -1,4 +1,4 @@
-// The vulkan delegate blob, version 1: shared by the compile half (writer) and the runtime half
+// The vulkan delegate blob, version 2: shared by the compile half (writer) and the runtime half
 // (reader). Plain structs only (no STL): the runtime includes this file. The byte layout is
 // documented in backends/vulkan/README.md; all fields are little-endian.
 #pragma once
@@ -11,8 +11,10 @@ namespace tern::vulkan {
 /// The blob's first four bytes.
 constexpr char kBlobMagic[4] = {'T', 'V', 'K', 'N'};
 /// The blob format version this build writes and reads. A blob of another version is refused
-/// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 1;
+/// with DelegateInvalidCompatibility (the method then runs the portable fallback). Version 1
+/// was before node op 13 (pad): a runtime that reads version 1 falls back on a blob with pads
+/// instead of refusing it as malformed.
+constexpr uint32_t kBlobVersion = 2;
 /// Most dimensions of a value and of a strided iteration.
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (attention: q, k, v, mask).
@@ -91,8 +93,9 @@ enum class NodeOp : uint32_t {
   Reduce = 10,         ///< in: x            (reduce.comp: mean/sum over dims)
   Embedding = 11,      ///< in: weight, indices (i64) (embedding.comp)
   Attention = 12,      ///< in: q, k, v, mask? (attention.comp)
+  Pad = 13,            ///< in: x            (pad.comp: constant (negative pads crop), reflect)
 };
-constexpr uint32_t kLastNodeOp = 12;
+constexpr uint32_t kLastNodeOp = 13;
 
 /// Unary::params[0].
 enum class UnaryKind : int32_t {

@@ -146,6 +146,7 @@ TEST(FuzzSeeds, CpuBlobSeedsParseAndInit) {
 TEST(FuzzSeeds, VulkanBlobSeedsParse) {
   const std::vector<Seed> seeds = seed_inputs(Target::VulkanBlob);
   ASSERT_GE(seeds.size(), 3u) << "expected the dense, convnet and attention blobs";
+  bool ops[vulkan::kLastNodeOp + 1] = {};
   for (const Seed& seed : seeds) {
     SCOPED_TRACE(seed.first);
     struct alignas(64) Line {
@@ -159,7 +160,13 @@ TEST(FuzzSeeds, VulkanBlobSeedsParse) {
                                  &plan),
               Error::Ok)
         << last_error_message();
+    for (uint32_t i = 0; i < plan.header.num_nodes; ++i) {
+      if (plan.nodes[i].op <= vulkan::kLastNodeOp) ops[plan.nodes[i].op] = true;
+    }
     vulkan::free_blob_plan(&plan);
+  }
+  for (uint32_t op = 1; op <= vulkan::kLastNodeOp; ++op) {
+    EXPECT_TRUE(ops[op]) << "no seed has a vulkan node op " << op;
   }
 }
 #endif

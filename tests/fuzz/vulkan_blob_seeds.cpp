@@ -42,7 +42,7 @@ Seed dense() {
   return blob_of("dense", b);
 }
 
-/// conv2d (grouped), channel_affine (batch_norm), pool2d (max, avg, adaptive), copy, matmul.
+/// conv2d (grouped), channel_affine (batch_norm), pad, pool2d (max, avg, adaptive), copy, matmul.
 Seed convnet() {
   GraphBuilder b("forward");
   const int x = b.input("x", DType::F32, {1, 4, 8, 8});
@@ -58,10 +58,13 @@ Seed convnet() {
                        b.double_value(1e-5)},
                       DType::F32, {1, 8, 8, 8});
   const int r = b.op("tern::relu", {bn}, DType::F32, {1, 8, 8, 8});
+  const int pd = b.op("tern::pad", {r, b.int_list({1, 1, 1, 1}), b.string_value("constant"),
+                                    b.double_value(0.5)},
+                      DType::F32, {1, 8, 10, 10});
   const int m = b.op("tern::max_pool2d",
-                     {r, b.int_list({3, 3}), b.int_list({2, 2}), b.int_list({1, 1}),
+                     {pd, b.int_list({3, 3}), b.int_list({2, 2}), b.int_list({1, 1}),
                       b.int_list({1, 1}), b.bool_value(false)},
-                     DType::F32, {1, 8, 4, 4});
+                     DType::F32, {1, 8, 5, 5});
   const int a = b.op("tern::avg_pool2d",
                      {m, b.int_list({2, 2}), b.int_list({2, 2}), b.int_list({0, 0}),
                       b.bool_value(false), b.bool_value(true), b.none()},

@@ -617,6 +617,54 @@ void lower_cat(BlobBuilder& b, const Node& n) {
   if (offset != os[static_cast<size_t>(dim)]) throw Unsupported("cat sizes");
 }
 
+/// tern::pad(x, pad, mode, value): constant (negative pads crop) or reflect padding of the
+/// trailing dims, pads listed last dim first (torch.nn.functional.pad).
+void lower_pad(BlobBuilder& b, const Node& n) {
+  const Graph& g = b.graph();
+  const Dims& xs = shape(g, arg(n, 0));
+  const Dims& os = shape(g, out_id(n));
+  const std::vector<int64_t> pads = ints_of(g, arg(n, 1));
+  const Value& mode = val(g, arg(n, 2));
+  if (mode.kind != Value::Kind::String) throw Unsupported("pad mode: expected a string");
+  const bool reflect = mode.string_value == "reflect";
+  if (!reflect && mode.string_value != "constant") {
+    throw Unsupported("pad mode '" + mode.string_value + "' (constant and reflect are taken)");
+  }
+  const double value = has_arg(n, 3) && !is_none(g, arg(n, 3)) ? num_of(g, arg(n, 3)) : 0.0;
+  if (xs.empty() || xs.size() > 6) throw Unsupported("pad rank");
+  if (pads.size() % 2 != 0 || pads.size() / 2 > xs.size()) {
+    throw Unsupported("pad: " + std::to_string(pads.size()) + " entries for rank " +
+                      std::to_string(xs.size()));
+  }
+  Dims before(xs.size(), 0), expect = xs;
+  for (size_t k = 0; k < pads.size() / 2; ++k) {
+    const size_t d = xs.size() - 1 - k;
+    const int64_t lo = pads[2 * k], hi = pads[2 * k + 1];
+    if (std::abs(lo) > (int64_t{1} << 30) || std::abs(hi) > (int64_t{1} << 30)) {
+      throw Unsupported("pad too large");
+    }
+    if (reflect && (lo < 0 || hi < 0 || lo >= xs[d] || hi >= xs[d])) {
+      throw Unsupported("reflect pad (" + std::to_string(lo) + ", " + std::to_string(hi) +
+                        ") of a dim of " + std::to_string(xs[d]));
+    }
+    before[d] = lo;
+    expect[d] = xs[d] + lo + hi;
+  }
+  if (expect != os) throw Unsupported("pad output shape");
+  Dims od = os, id = xs, unused = xs;
+  pad6(&od, &before);  // the leading dims (1) are not padded (0)
+  pad6(&id, &unused);
+  std::vector<int32_t> p(19, 0);
+  p[0] = reflect ? 1 : 0;
+  for (size_t i = 0; i < 6; ++i) {
+    p[1 + i] = param(od[i], "pad output dim");
+    p[7 + i] = param(id[i], "pad input dim");
+    p[13 + i] = static_cast<int32_t>(before[i]);
+  }
+  const uint32_t x = b.input(arg(n, 0));
+  b.node(NodeOp::Pad, {x}, b.output(out_id(n)), p, {static_cast<float>(value)});
+}
+
 void lower_reduce(BlobBuilder& b, const Node& n, bool mean) {
   const Graph& g = b.graph();
   const Dims& xs = shape(g, arg(n, 0));
@@ -774,6 +822,7 @@ const std::map<std::string, Lowering>& table() {
       {"tern::select", lower_select},
       {"tern::split", lower_split},
       {"tern::cat", lower_cat},
+      {"tern::pad", lower_pad},
       {"tern::mean", [](BlobBuilder& b, const Node& n) { lower_reduce(b, n, true); }},
       {"tern::sum", [](BlobBuilder& b, const Node& n) { lower_reduce(b, n, false); }},
       {"tern::embedding", lower_embedding},
@@ -798,7 +847,8 @@ bool is_data_movement(const std::string& op) {
   static const char* const kOps[] = {"tern::view", "tern::reshape", "tern::flatten",
                                      "tern::squeeze", "tern::unsqueeze", "tern::clone",
                                      "tern::permute", "tern::transpose", "tern::expand",
-                                     "tern::slice", "tern::select", "tern::split", "tern::cat"};
+                                     "tern::slice", "tern::select", "tern::split", "tern::cat",
+                                     "tern::pad"};
   for (const char* k : kOps) {
     if (op == k) return true;
   }

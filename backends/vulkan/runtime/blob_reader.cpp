@@ -284,6 +284,27 @@ struct NodeChecker {
         const int32_t o_dims[3] = {p[0], p[1], p[4]};
         return out_numel(product(o_dims, 3));
       }
+      case NodeOp::Pad: {
+        TERN_RETURN_IF_ERROR(need_inputs(1, 1));
+        if (p[0] < 0 || p[0] > 1) return fail("mode (0 constant, 1 reflect)", 1, static_cast<uint64_t>(p[0]));
+        TERN_RETURN_IF_ERROR(params_in(1, 12, 1));
+        for (uint32_t d = 0; d < 6; ++d) {
+          const int64_t out = p[1 + d], size = p[7 + d], before = p[13 + d];
+          if (before < -kMaxParam || before > kMaxParam) {
+            return fail("padding before a dim, |pad| <= 2^30", static_cast<uint64_t>(kMaxParam),
+                        static_cast<uint64_t>(before < 0 ? -before : before));
+          }
+          // Reflect reads s = |o - before| mirrored once at the far edge: inside x only when
+          // 0 <= before < size and 0 <= after < size (constant mode checks every read).
+          const int64_t after = out - size - before;
+          if (p[0] == 1 && (before < 0 || before >= size || after < 0 || after >= size)) {
+            return fail("reflect padding of a dim below its size", static_cast<uint64_t>(size),
+                        static_cast<uint64_t>(before < 0 || after < 0 ? size : (before > after ? before : after)));
+          }
+        }
+        TERN_RETURN_IF_ERROR(reads_within(0, product(p + 7, 6), "x"));
+        return out_numel(product(p + 1, 6));
+      }
     }
     TERN_RETURN_ERROR(InvalidProgram, "vulkan blob: node %u: op %u, expected 1..%u", index,
                       node.op, kLastNodeOp);
@@ -306,6 +327,7 @@ const char* node_op_name(uint32_t op) {
     case NodeOp::Reduce: return "reduce";
     case NodeOp::Embedding: return "embedding";
     case NodeOp::Attention: return "attention";
+    case NodeOp::Pad: return "pad";
   }
   return "?";
 }

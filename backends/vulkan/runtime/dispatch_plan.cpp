@@ -41,7 +41,7 @@ Error plan_dispatch(const BlobPlan& plan, uint32_t index, const uint32_t max_gro
   switch (static_cast<NodeOp>(n.op)) {
     case NodeOp::MatMul: {
       out->shader = ShaderId::MatmulTiled;
-      const uint64_t t = plan.header.matmul_tile;
+      const uint64_t t = 4 * uint64_t{plan.header.matmul_tile};  // matmul_tiled.comp's BLOCK
       const uint64_t gx = (static_cast<uint64_t>(p[2]) + t - 1) / t;
       const uint64_t gy = (static_cast<uint64_t>(p[1]) + t - 1) / t;
       const uint64_t gz = static_cast<uint64_t>(p[0]);
@@ -63,7 +63,12 @@ Error plan_dispatch(const BlobPlan& plan, uint32_t index, const uint32_t max_gro
     case NodeOp::Softmax:
       return rows(ShaderId::Softmax, static_cast<uint64_t>(p[0]) * static_cast<uint64_t>(p[2]));
     case NodeOp::LayerNorm: return rows(ShaderId::LayerNorm, static_cast<uint64_t>(p[0]));
-    case NodeOp::Conv2d: return threads(ShaderId::Conv2d, out_numel);
+    case NodeOp::Conv2d: {
+      // conv2d.comp: one invocation per output pixel and block of 4 output channels when the
+      // channels per group are a multiple of 4, else per output element.
+      const bool blocked = (p[4] / p[15]) % 4 == 0;
+      return threads(ShaderId::Conv2d, blocked ? out_numel / 4 : out_numel);
+    }
     case NodeOp::ChannelAffine: return threads(ShaderId::ChannelAffine, out_numel);
     case NodeOp::Pool2d: return threads(ShaderId::Pool2d, out_numel);
     case NodeOp::Copy: {
@@ -75,6 +80,7 @@ Error plan_dispatch(const BlobPlan& plan, uint32_t index, const uint32_t max_gro
     case NodeOp::Embedding: return threads(ShaderId::Embedding, out_numel);
     case NodeOp::Attention:
       return rows(ShaderId::Attention, static_cast<uint64_t>(p[0]) * static_cast<uint64_t>(p[1]));
+    case NodeOp::Pad: return threads(ShaderId::Pad, out_numel);
   }
   TERN_RETURN_ERROR(InvalidProgram, "vulkan: node %u: op %u has no shader", index, n.op);
 }

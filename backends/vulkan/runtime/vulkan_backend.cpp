@@ -448,7 +448,7 @@ Error check_limits(const VulkanContext& c, const BlobHeader& h) {
       l.maxComputeWorkGroupSize[0]);
   TERN_CHECK_OR_RETURN_ERROR(
       t * t <= l.maxComputeWorkGroupInvocations && t <= l.maxComputeWorkGroupSize[0] &&
-          t <= l.maxComputeWorkGroupSize[1] && 2 * t * t * 4 <= l.maxComputeSharedMemorySize,
+          t <= l.maxComputeWorkGroupSize[1] && 2 * (4 * t) * t * 4 <= l.maxComputeSharedMemorySize,
       DelegateInvalidCompatibility,
       "vulkan: the blob's %ux%u matmul tile exceeds device '%s' (max %u invocations, shared "
       "memory %u B)", t, t, c.device_name, l.maxComputeWorkGroupInvocations,

@@ -17,6 +17,7 @@ enum class ShaderId : uint32_t {
   Embedding,
   LayerNorm,
   MatmulTiled,
+  Pad,
   Pool2d,
   Reduce,
   Softmax,

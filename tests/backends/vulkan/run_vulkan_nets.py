@@ -6,13 +6,20 @@ keeps CI time sane) is exported with tern_export, compiled twice with the `tern`
 portable kernels alone, and `--backend vulkan`), inspected (`tern inspect`: the number of
 vulkan delegates must stay within the model's bound) and run with `tern run` on the same
 input; the vulkan program must take its delegates on the backend (not the fallback) and match
-PyTorch eager (max abs err <= 1e-4 * max |ref|) and the portable program. Closing line
-"N passed, M failed"; exit 1 on a failure, 77 (ctest: skipped) without torch/torchvision or
-when every model asked for was skipped (the transformers ones without `transformers`).
+PyTorch eager (max abs err <= 1e-4 * max |ref|; LOOSER_TOLERANCE below) and the portable
+program. The broader torchvision zoo (model_zoo.ZOO, at its small inputs) is compared with
+PyTorch's output in float64 (as tests/models/run_model.py does): on those deep random-weight
+CNNs PyTorch's own float32 output is 3-6e-5 * max |ref| from it, which would leave the 1e-4
+bound no margin.
+Graphs and programs go under /dev/shm when it has room (else $TERN_TEST_TMPDIR or the system's
+temporary directory) and are deleted after each model. Closing line "N passed, M failed";
+exit 1 on a failure, 77 (ctest: skipped) without torch/torchvision or when every model asked
+for was skipped (the transformers ones without `transformers`).
 
   TERN=build-vk/tern VK_ICD_FILENAMES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json \\
       python3 tests/backends/vulkan/run_vulkan_nets.py
 """
+import copy
 import os
 import re
 import shutil
@@ -39,6 +46,12 @@ import tern_export  # noqa: E402
 from tern_export.compiler import run_compile  # noqa: E402
 
 TOLERANCE = 1e-4
+# Issue 12's acceptance bound for f32 (1e-3 * max |ref|) for the three zoo models whose random
+# weights amplify every rounding difference (docs/models.md: PyTorch's own float32 output is
+# 3-6e-5 * max |ref| from float64 there): on lavapipe tern is at 4.6-6.4e-5 of the float64
+# output, too close to 1e-4 for a device that sums in another order. The other CNNs of the
+# zoo exercise the same ops under 1e-4.
+LOOSER_TOLERANCE = {"inception_v3": 1e-3, "wide_resnet50_2": 1e-3, "resnext50_32x4d": 1e-3}
 
 
 def _vision(name):
@@ -58,8 +71,9 @@ def _zoo(name):
 
 # name -> (factory, most vulkan delegates allowed). Every model of docs/models.md; the
 # torchvision classifiers at 64x64 (convnext_tiny is the zoo's, 64x64 too) to keep lavapipe
-# time down. bert_tiny: its attention mask (int64 -> bool, logical_and, where on a computed
-# condition) stays on the portable kernels, between the embeddings and the encoder.
+# time down, the broader zoo at model_zoo.ZOO's sizes (64x64; inception_v3 75x75; maxvit_t
+# 224x224, its smallest). bert_tiny: its attention mask (int64 -> bool, logical_and, where on a
+# computed condition) stays on the portable kernels, between the embeddings and the encoder.
 MODELS = {
     "mlp": (_zoo("mlp"), 1),
     "gpt_block": (_zoo("gpt_block"), 1),
@@ -75,6 +89,9 @@ MODELS = {
     "gpt2_tiny": (_zoo("gpt2_tiny"), 1),
     "vit_tiny": (_zoo("vit_tiny"), 1),
 }
+MODELS.update({name: (_zoo(name), 1) for name in model_zoo.ZOO})
+# Compared with PyTorch's float64 output (see the module docstring).
+FLOAT64_REFERENCE = set(model_zoo.ZOO)
 # Hugging Face models: built only where `transformers` works with this PyTorch.
 TRANSFORMERS = ("bert_tiny", "gpt2_tiny", "vit_tiny")
 
@@ -86,41 +103,87 @@ def _compare(got, ref):
     return err, scale
 
 
+def _reference(module, inputs, float64):
+    """PyTorch's outputs, from a float64 copy of the module when asked (and when it runs in
+    float64; else float32)."""
+    if float64:
+        try:
+            m64 = copy.deepcopy(module).double()
+            with torch.no_grad():
+                out = m64(*[x.double() if x.is_floating_point() else x for x in inputs])
+            return [r.float().numpy() for r in tern_export.flatten_outputs(out)], "float64"
+        except Exception:  # noqa: BLE001 - any failure of the f64 copy: the f32 reference
+            pass
+    with torch.no_grad():
+        return [r.numpy() for r in tern_export.flatten_outputs(module(*inputs))], "float32"
+
+
+def _run(tern, pte, input_paths, out_dir):
+    """`tern run`: (outputs, delegate calls that ran their portable fallback, seconds)."""
+    t0 = time.time()
+    r = subprocess.run([tern, "run", pte] + sum([["--input", p] for p in input_paths], []) +
+                       ["--output-dir", out_dir], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, universal_newlines=True)
+    seconds = time.time() - t0
+    if r.returncode != 0:
+        raise RuntimeError("tern run %s failed:\n%s" % (pte, r.stderr.strip()))
+    files = sorted((f for f in os.listdir(out_dir) if f.startswith("output_")),
+                   key=lambda f: int(re.findall(r"\d+", f)[0]))
+    outputs = [np.load(os.path.join(out_dir, f)) for f in files]
+    return outputs, len(re.findall(r"delegate call \d+: portable fallback", r.stdout)), seconds
+
+
 def check(name, tern, work):
     factory, max_delegates = MODELS[name]
     torch.manual_seed(0)
     module, inputs = factory()
     graph, _ = tern_export.export_graph(module, inputs, os.path.join(work, "graph"))
-    with torch.no_grad():
-        ref = [r.numpy() for r in tern_export.flatten_outputs(module(*inputs))]
-    pte = {}
+    ref, ref_dtype = _reference(module, inputs, name in FLOAT64_REFERENCE)
+    del module
+    input_paths = _save_inputs(inputs, work)
+    outputs, paths = {}, {}
     for backend in ("portable", "vulkan"):
-        pte[backend] = os.path.join(work, "%s_%s.pte" % (name, backend))
-        run_compile(graph, pte[backend], tern, (backend,))
-    inspect = subprocess.run([tern, "inspect", pte["vulkan"]], stdout=subprocess.PIPE,
-                             universal_newlines=True, check=True).stdout
-    vulkan_delegates = len(re.findall(r"^\s+\d+ vulkan: blob", inspect, re.M))
-    t0 = time.time()
-    got = tern_export.run(pte["vulkan"], inputs, tern=tern)
-    run_s = time.time() - t0
-    portable = tern_export.run(pte["portable"], inputs, tern=tern)
-    # Which path each delegate call took (tern run's report).
-    r = subprocess.run([tern, "run", pte["vulkan"]] + sum(
-        [["--input", p] for p in _save_inputs(inputs, work)], []) +
-        ["--output-dir", os.path.join(work, "out")], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, universal_newlines=True, check=True)
-    fallbacks = len(re.findall(r"delegate call \d+: portable fallback", r.stdout))
+        pte = os.path.join(work, "%s_%s.pte" % (name, backend))
+        run_compile(graph, pte, tern, (backend,))
+        if backend == "vulkan":
+            inspect = subprocess.run([tern, "inspect", pte], stdout=subprocess.PIPE,
+                                     universal_newlines=True, check=True).stdout
+            vulkan_delegates = len(re.findall(r"^\s+\d+ vulkan: blob", inspect, re.M))
+        # One run each; tern run's report says which path each delegate call took.
+        outputs[backend], fallbacks, seconds = _run(tern, pte, input_paths,
+                                                    os.path.join(work, "out_" + backend))
+        paths[backend] = (fallbacks, seconds)
+        os.remove(pte)  # the zoo's programs are hundreds of MB
+    shutil.rmtree(os.path.join(work, "graph"), ignore_errors=True)
+    got, portable = outputs["vulkan"], outputs["portable"]
+    fallbacks, run_s = paths["vulkan"]
     err, scale = _compare(got, ref)
     perr, _ = _compare(got, portable)
-    ok = (err <= TOLERANCE * scale and 1 <= vulkan_delegates <= max_delegates and fallbacks == 0)
+    tolerance = LOOSER_TOLERANCE.get(name, TOLERANCE)
+    ok = (err <= tolerance * scale and 1 <= vulkan_delegates <= max_delegates and fallbacks == 0)
     print("%s: %d vulkan delegate(s) (at most %d), %d fallback call(s), max abs err vs PyTorch "
-          "%.3g (max |ref| %.3g, rel %.3g), vs portable %.3g, tern run %.2f s: %s" % (
-              name, vulkan_delegates, max_delegates, fallbacks, err, scale,
-              err / scale if scale else 0.0, perr, run_s, "PASS" if ok else "FAIL"))
+          "(%s) %.3g (max |ref| %.3g, rel %.3g, bound %g), vs portable %.3g, tern run %.2f s: %s" % (
+              name, vulkan_delegates, max_delegates, fallbacks, ref_dtype, err, scale,
+              err / scale if scale else 0.0, tolerance, perr, run_s, "PASS" if ok else "FAIL"))
     if not ok:
         print(inspect)
-        print(r.stderr)
     return ok
+
+
+def _work_root():
+    """$TERN_TEST_TMPDIR when set, else /dev/shm when it has 4 GiB free (the zoo's graphs and
+    programs are up to 0.6 GB each; tests/models/run_model.py's rule), else the system's
+    temporary directory (None)."""
+    chosen = os.environ.get("TERN_TEST_TMPDIR")
+    if chosen:
+        return chosen
+    try:
+        st = os.statvfs("/dev/shm")
+        if st.f_bavail * st.f_frsize >= 4 << 30 and os.access("/dev/shm", os.W_OK):
+            return "/dev/shm"
+    except OSError:
+        pass
+    return None
 
 
 def _save_inputs(inputs, work):
@@ -148,7 +211,7 @@ def main():
         if name in TRANSFORMERS and missing:
             print("%s: skipped: %s" % (name, missing))
             continue
-        work = tempfile.mkdtemp(prefix="tern_vk_%s_" % name)
+        work = tempfile.mkdtemp(prefix="tern_vk_%s_" % name, dir=_work_root())
         t0 = time.time()
         try:
             ok = check(name, tern, work)

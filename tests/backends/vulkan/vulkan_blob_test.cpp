@@ -90,7 +90,8 @@ TEST(VulkanBlob, CorruptFieldsAreRefusedWithTheirName) {
   const std::vector<Bad> bad = {
       {std::vector<uint8_t>(blob.begin(), blob.begin() + 20), Error::InvalidProgram, "header"},
       {patched<char>(blob, 0, 'X'), Error::InvalidProgram, "magic"},
-      {patched<uint32_t>(blob, 4, 2), Error::DelegateInvalidCompatibility, "version 2"},
+      {patched<uint32_t>(blob, 4, 1), Error::DelegateInvalidCompatibility, "version 1"},
+      {patched<uint32_t>(blob, 4, 3), Error::DelegateInvalidCompatibility, "version 3"},
       {patched<uint32_t>(blob, offsetof(BlobHeader, storage), 1),
        Error::DelegateInvalidCompatibility, "only f32"},
       {patched<uint32_t>(blob, offsetof(BlobHeader, workgroup_size), 2048), Error::InvalidProgram,
@@ -122,6 +123,47 @@ TEST(VulkanBlob, CorruptFieldsAreRefusedWithTheirName) {
     EXPECT_EQ(parse(bad[i].bytes), bad[i].error) << "case " << i;
     EXPECT_NE(std::string(last_error_message()).find(bad[i].message), std::string::npos)
         << "case " << i << ": " << last_error_message();
+  }
+}
+
+// A pad node's reads stay inside x: reflect pads are checked against their dim, the mode and
+// the output's element count too.
+TEST(VulkanBlob, PadNodeRefusesReadsOutsideItsInput) {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {2, 4, 5});
+  const int r = b.op("tern::relu", {x}, DType::F32, {2, 4, 5});
+  b.output(b.op("tern::pad", {r, b.int_list({2, 1, 3, 0}), b.string_value("reflect"), b.none()},
+                DType::F32, {2, 7, 8}));
+  delegate_vulkan(b, 0, 1);
+  const compiler::Graph g = b.build();
+  const std::vector<uint8_t>& blob = g.delegates.at(0).blob;
+  ASSERT_EQ(parse(blob), Error::Ok) << last_error_message();
+  const size_t pad_node = node_offset(blob, 1);
+  BlobNode n;
+  std::memcpy(&n, blob.data() + pad_node, sizeof(n));
+  ASSERT_EQ(n.op, static_cast<uint32_t>(vulkan::NodeOp::Pad));
+  ASSERT_EQ(n.params[0], 1);       // reflect
+  ASSERT_EQ(n.params[17], 3);      // 3 rows before (dim 4 of 6)
+  struct Case {
+    int index;
+    int32_t value;
+    const char* message;
+  } cases[] = {
+      {17, 4, "reflect padding of a dim below its size"},   // 4 rows before a dim of 4
+      {18, -1, "reflect padding of a dim below its size"},  // negative (a crop) in reflect mode
+      {0, 2, "mode"},
+      {12, 6, "x reaches element"},                         // input dims past x's 40 elements
+      {6, 9, "output elements"},
+  };
+  for (const Case& c : cases) {
+    std::vector<uint8_t> bad = blob;
+    BlobNode m = n;
+    m.params[c.index] = c.value;
+    if (c.index == 12) m.params[6] = 9;  // keep the output consistent: only x's extent is wrong
+    std::memcpy(bad.data() + pad_node, &m, sizeof(m));
+    EXPECT_EQ(parse(bad), Error::InvalidProgram) << c.message;
+    EXPECT_NE(std::string(last_error_message()).find(c.message), std::string::npos)
+        << c.message << ": " << last_error_message();
   }
 }
 

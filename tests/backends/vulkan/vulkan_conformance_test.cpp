@@ -104,6 +104,16 @@ std::vector<OpCase> cases() {
                  const int w = b.input("w", DType::F32, {4, 20, 35});
                  b.output(b.op("tern::bmm", {a, w}, DType::F32, {4, 33, 35}));
                }, kMm});
+  // Several of matmul_tiled.comp's 64 x 64 blocks, partial ones at the edges, K not a
+  // multiple of the 16-wide slab; B transposed (linear) and row-major (matmul), batched.
+  c.push_back({"linear_and_matmul_across_blocks", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {70, 45});
+                 const int w = constant(b, "w", {130, 45}, 36), bias = constant(b, "b", {130}, 37);
+                 b.output(b.op("tern::linear", {x, w, bias}, DType::F32, {70, 130}));
+                 const int a = b.input("a", DType::F32, {2, 67, 33});
+                 const int m = b.input("m", DType::F32, {2, 33, 129});
+                 b.output(b.op("tern::matmul", {a, m}, DType::F32, {2, 67, 129}));
+               }, kMm});
   // ---- elementwise ----
   c.push_back({"add_broadcast_alpha_sub_scalar", [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {2, 3, 4});
@@ -228,6 +238,13 @@ std::vector<OpCase> cases() {
                  const int x = b.input("x", DType::F32, {1, 8, 7, 7});
                  b.output(conv(b, x, {1, 8, 7, 7}, 12, 3, {1, 1}, {1, 1}, {1, 1}, 2, true, 24));
                }, kMm});
+  // 8 channels per group: conv2d.comp's 4-channel blocks (ResNeXt's grouped 3x3 convs), with
+  // the window clipped at every edge (stride 2, padding 2, dilation 2) and a batch of 2.
+  c.push_back({"conv_grouped_channel_blocks_stride_dilation", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 16, 9, 10});
+                 b.output(conv(b, x, {2, 16, 9, 10}, 16, 3, {2, 2}, {2, 2}, {2, 2}, 2, true, 32));
+                 b.output(conv(b, x, {2, 16, 9, 10}, 12, 5, {1, 2}, {2, 1}, {1, 1}, 4, false, 34));
+               }, kMm});
   c.push_back({"conv_depthwise_and_multiplier", [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {1, 8, 10, 10});
                  b.output(conv(b, x, {1, 8, 10, 10}, 8, 3, {2, 2}, {1, 1}, {1, 1}, 8, true, 26));
@@ -301,6 +318,28 @@ std::vector<OpCase> cases() {
                  const int y = b.input("y", DType::F32, {3, 2, 4});
                  const int list = tensor_list(b, {p1, y, p0});
                  b.output(b.op("tern::cat", {list, b.int_value(1)}, DType::F32, {3, 12, 4}));
+               }, kEw});
+  c.push_back({"pad_constant_value_and_crop", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 3, 5, 6});
+                 const int r = b.op("tern::relu", {x}, DType::F32, {2, 3, 5, 6});
+                 // Swin's window padding: the trailing dims of an NHWC tensor, zeros.
+                 b.output(b.op("tern::pad", {r, b.int_list({0, 0, 0, 2, 0, 3}), b.string_value("constant"),
+                                            b.none()},
+                               DType::F32, {2, 6, 7, 6}));
+                 // Every side, a fill value, and negative pads cropping.
+                 b.output(b.op("tern::pad", {r, b.int_list({1, -2, -1, 3, 2, 0}), b.string_value("constant"),
+                                            b.double_value(-1.5)},
+                               DType::F32, {2, 5, 7, 5}));
+               }, kEw});
+  c.push_back({"pad_reflect", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 3, 5, 6});
+                 const int r = b.op("tern::relu", {x}, DType::F32, {2, 3, 5, 6});
+                 b.output(b.op("tern::pad", {r, b.int_list({2, 5, 4, 1}), b.string_value("reflect"), b.none()},
+                               DType::F32, {2, 3, 10, 13}));
+                 const int v = b.input("v", DType::F32, {3, 7});
+                 const int t = b.op("tern::tanh", {v}, DType::F32, {3, 7});
+                 b.output(b.op("tern::pad", {t, b.int_list({3, 0}), b.string_value("reflect"), b.none()},
+                               DType::F32, {3, 10}));
                }, kEw});
   // ---- attention ----
   c.push_back({"sdpa_causal", [](GraphBuilder& b) {
@@ -433,6 +472,10 @@ TEST(VulkanSupport, RefusesWhatItDoesNotImplement) {
   b.output(b.op("tern::pow", {x, x}, DType::F32, {2, 8}));                    // tensor exponent
   b.output(b.op("tern::div", {x, x, b.string_value("floor")}, DType::F32, {2, 8}));  // rounding
   b.output(b.op("tern::add", {i, i}, DType::I32, {2, 8}));                    // int tensors
+  b.output(b.op("tern::pad", {x, b.int_list({1, 1}), b.string_value("replicate"), b.none()},
+                DType::F32, {2, 10}));                                        // replicate mode
+  b.output(b.op("tern::pad", {x, b.int_list({8, 0}), b.string_value("reflect"), b.none()},
+                DType::F32, {2, 16}));                                        // reflect >= size
   for (size_t n = 0; n < b.num_nodes(); ++n) {
     EXPECT_NE(compiler::VulkanBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes[n]), "")
         << "node " << n;
