@@ -1,4 +1,4 @@
-// The cpu delegate blob, version 7: shared by the compile half (writer) and the
+// The cpu delegate blob, version 8: shared by the compile half (writer) and the
 // runtime half (reader). Plain structs only (no STL): the runtime includes this file.
 // The byte layout is documented in backends/cpu/README.md; all fields are little-endian.
 #pragma once
@@ -12,10 +12,12 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 7;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 8;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
                                       // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
-                                      // 7: ops 23-24 quantized weights, op 25 LayerNorm
+                                      // 7: ops 23-24 quantized weights, op 25 LayerNorm;
+                                      // 8: weights made at prepare from the program's
+                                      // constants (Source / Derived values, recipes)
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node.
@@ -33,6 +35,13 @@ constexpr uint64_t kDataAlignment = 64;
 /// read up to 16 bytes (XNN_EXTRA_BYTES) past a tensor.
 constexpr uint64_t kDataTailPadding = 64;
 
+/// Largest constant (bytes) the compile half embeds in the data section rather than writing a
+/// recipe for it: below this, the recipe's records would cost about as much as the bytes.
+/// Constants with no recipe (folded batch-norm scale and shift, computed from several
+/// constants; scalars; ones/zeros standing for an absent weight) are embedded whatever their
+/// size.
+constexpr uint64_t kEmbedMaxBytes = 256;
+
 /// Fixed header at offset 0.
 struct BlobHeader {
   char magic[4];
@@ -41,10 +50,12 @@ struct BlobHeader {
   uint32_t num_args;     ///< arguments of the delegate call (region inputs + outputs)
   uint32_t num_values;
   uint32_t num_nodes;
-  uint32_t value_record_size;  ///< sizeof(BlobValue)
-  uint32_t node_record_size;   ///< sizeof(BlobNode); node records follow the value records
-  uint64_t data_offset;        ///< from the blob start; multiple of kDataAlignment
-  uint64_t data_size;          ///< bytes of the data section (including its tail padding)
+  uint32_t value_record_size;   ///< sizeof(BlobValue)
+  uint32_t node_record_size;    ///< sizeof(BlobNode); node records follow the value records
+  uint32_t num_recipes;         ///< recipe records follow the node records (0..num_values)
+  uint32_t recipe_record_size;  ///< sizeof(BlobRecipe)
+  uint64_t data_offset;         ///< from the blob start; multiple of kDataAlignment
+  uint64_t data_size;           ///< bytes of the data section (including its tail padding)
 };
 
 /// What a value is.
@@ -53,7 +64,31 @@ enum class ValueKind : uint32_t {
   ExternalInput = 1,   ///< a delegate call argument read by the delegate
   ExternalOutput = 2,  ///< a delegate call argument written by the delegate
   Constant = 3,        ///< bytes in the data section (already in the XNNPACK layout)
+  /// A delegate call argument that is one of the program's constants (a weight, a bias, a
+  /// quantized weight with its scale tensors), read at prepare by recipes only, never by a
+  /// node. `dims` are its tern sizes, `data_bytes` its exact byte count, `source` its element
+  /// type (SourceType) and flags (since version 8).
+  Source = 4,
+  /// A constant made at prepare by recipe `recipe` from Source values (packed, re-laid out,
+  /// scaled, or a Source's bytes in place), read by nodes like a Constant; `data_bytes` is
+  /// 4 * numel (since version 8).
+  Derived = 5,
 };
+constexpr uint32_t kLastValueKind = 5;
+
+/// The element type of a Source value (low byte of BlobValue::source).
+enum class SourceType : uint32_t {
+  F32 = 1,
+  Nf4 = 2,      ///< two codes a byte; the argument's QuantView holds the scheme's tensors
+  Fp8E4M3 = 3,  ///< one code a byte, with its scales in the QuantView
+  Fp8E5M2 = 4,
+};
+constexpr uint32_t kLastSourceType = 4;
+/// BlobValue::source flag: no node outside this delegate reads the constant (in its method), so
+/// once every recipe reading it has copied it (none aliases it), the runtime may hand its pages
+/// back to the loader (an mmapped file's pages are dropped; they stay readable).
+constexpr uint32_t kSourceExclusive = 0x100;
+constexpr uint32_t kSourceFlagBits = 0x1FF;
 
 /// How an external value's tern tensor maps onto the XNNPACK value.
 enum class ValueLayout : uint32_t {
@@ -67,12 +102,97 @@ enum class ValueLayout : uint32_t {
 /// One value: a tensor of f32. `dims` are the XNNPACK dims (for Nhwc: N, H, W, C).
 struct BlobValue {
   uint32_t kind;            ///< ValueKind
-  uint32_t layout;          ///< ValueLayout (Nhwc needs rank 4)
+  uint32_t layout;          ///< ValueLayout (Nhwc needs rank 4; Source and Derived: Plain)
   uint32_t rank;            ///< 1..kMaxDims
-  uint32_t arg;             ///< delegate call argument index for externals, else kNoValue
+  uint32_t arg;             ///< delegate call argument index for externals and Sources, else
+                            ///< kNoValue
   uint64_t dims[kMaxDims];  ///< first `rank` used, each >= 1; the rest 0
-  uint64_t data_offset;     ///< constants: from the data section start, else 0
-  uint64_t data_bytes;      ///< constants: 4 * numel, else 0
+  uint64_t data_offset;     ///< Constant: from the data section start, else 0
+  uint64_t data_bytes;      ///< Constant, Derived: 4 * numel; Source: the argument's bytes;
+                            ///< else 0
+  uint32_t recipe;          ///< Derived: index of its recipe record; else kNoValue
+  uint32_t source;          ///< Source: SourceType | kSourceExclusive?; else 0
+};
+
+/// How a Derived value is made from Source values (BlobRecipe::op). Every recipe reads f32
+/// sources unless it says otherwise; `sources` slots not listed are kNoValue, as are the
+/// optional ones left out. `scale` and `shift` are 1 and 0 unless the recipe takes them.
+enum class RecipeOp : uint32_t {
+  /// The source's bytes in place, seen with the Derived value's dims (no copy; the program's
+  /// memory outlives the delegate). sources[0]: as many elements as the value.
+  Alias = 1,
+  /// out[i] = float(double(src[i]) * scale + shift) (shift added only when non-zero): a
+  /// broadcast operand scaled by alpha, a weight or bias with a hardsigmoid folded in.
+  /// sources[0]: as many elements as the value.
+  Affine = 2,
+  /// A 4-D transpose scaled as Affine: sources[0] is [params[0..3]] (its own element count),
+  /// the value has dims params[4 + i]-th source dim for i in 0..3 (params[4..7] a permutation
+  /// of 0..3): OIHW -> OHWI (0, 2, 3, 1), a depthwise [O, 1, KH, KW] -> [1, KH, KW, O]
+  /// (1, 2, 3, 0), an NCHW operand -> NHWC (0, 2, 3, 1).
+  Permute = 3,
+  /// PackedFullyConnected's weight: sources[0] the weight [N, K] (N * K elements), sources[1]
+  /// the bias [N] (optional); params[0] = N, params[1] = K; flags: kRecipeFoldHardsigmoid.
+  /// The value is [packed_fc_floats(N, K)].
+  PackFc = 4,
+  /// PackedConv2d's weight: sources[0] the OIHW filter [O, C, KH, KW], flattened to the
+  /// [O, KH * KW * C] matrix in (kh, kw, c) order and packed like PackFc with sources[1] the bias
+  /// [O] (optional); params O, C, KH, KW; flags: kRecipeFoldHardsigmoid. The value is
+  /// [packed_fc_floats(O, KH * KW * C)].
+  PackConv = 5,
+  /// PackedWinogradConv2d's weight: sources[0] the filter [O, C, 3, 3], sources[1] the bias [O]
+  /// (optional); params[0] = O, params[1] = C. The value is [winograd_packed_floats(O, C)].
+  PackWinograd = 6,
+  /// PackedBottleneck's weight (bottleneck_weight_floats): sources at the BottleneckSource
+  /// slots; params at the BottleneckRecipeParam indices.
+  PackBottleneck = 7,
+  /// Ops 23 / 24's weight: sources[0] the quantized weight (Nf4 or Fp8 [rows, cols], its
+  /// QuantView the scheme's tensors), re-laid out as kernels/quant_weight.h says; params at the
+  /// QuantParam indices (the node's own). The value is [total_bytes / 4].
+  QuantWeight = 8,
+};
+constexpr uint32_t kLastRecipeOp = 8;
+
+/// Source slots of a recipe.
+constexpr uint32_t kRecipeSources = 10;
+/// Integer parameters of a recipe.
+constexpr uint32_t kRecipeParams = 8;
+/// PackFc / PackConv flag: a hardsigmoid folded in (every packed float / 6, then 1/2 added to
+/// the bias slots in f32), as the compile half folds one into the GEMM before it.
+constexpr uint32_t kRecipeFoldHardsigmoid = 1;
+
+/// PackBottleneck's source slots (weights [out, in, kh, kw] as the program holds them).
+enum BottleneckSource : uint32_t {
+  kBnExpandWeight = 0,   ///< [E, C, 1, 1], with an expand
+  kBnExpandBias = 1,     ///< [E], optional
+  kBnDepthwiseWeight = 2,  ///< [E, 1, KH, KW]
+  kBnDepthwiseBias = 3,    ///< [E], optional
+  kBnProjectWeight = 4,  ///< [O, E, 1, 1], with a project
+  kBnProjectBias = 5,
+  kBnSqueezeWeight = 6,  ///< [S, E, 1, 1], with squeeze-excitation
+  kBnSqueezeBias = 7,
+  kBnExciteWeight = 8,   ///< [E, S, 1, 1], with squeeze-excitation
+  kBnExciteBias = 9,
+};
+/// PackBottleneck's params.
+enum BottleneckRecipeParam : uint32_t {
+  kBnC = 0,
+  kBnE = 1,
+  kBnO = 2,
+  kBnKh = 3,
+  kBnKw = 4,
+  kBnS = 5,      ///< squeeze channels (0 without squeeze-excitation)
+  kBnFlags = 6,  ///< kBottleneckHasExpand | kBottleneckHasProject | kBottleneckHasSqueezeExcite
+  kBnGate = 7,   ///< SqueezeGate (Clamp01: the excitation's weights and bias / 6, bias + 1/2)
+};
+
+/// One recipe: how a Derived value's bytes are made at prepare.
+struct BlobRecipe {
+  uint32_t op;  ///< RecipeOp
+  uint32_t flags;
+  uint32_t sources[kRecipeSources];  ///< Source value indices, kNoValue where unused
+  uint32_t params[kRecipeParams];    ///< unused ones 0
+  double scale;                      ///< Affine / Permute (finite); else 1
+  double shift;                      ///< Affine / Permute (finite); else 0
 };
 
 /// Node operators (BlobNode::op).
@@ -309,8 +429,9 @@ struct BlobNode {
   float fparams[2];  ///< output_min/output_max (conv, fc, binary, clamp); pad value
 };
 
-static_assert(sizeof(BlobHeader) == 48, "BlobHeader layout");
-static_assert(sizeof(BlobValue) == 80, "BlobValue layout");
+static_assert(sizeof(BlobHeader) == 56, "BlobHeader layout");
+static_assert(sizeof(BlobValue) == 88, "BlobValue layout");
+static_assert(sizeof(BlobRecipe) == 96, "BlobRecipe layout");
 static_assert(sizeof(BlobNode) == 96, "BlobNode layout");
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the cpu blob is read and written as little-endian structs"

@@ -34,6 +34,14 @@ struct BackendInitContext {
   const char* method_name = nullptr;
   /// Number of worker threads the caller asked for (0: backend default).
   uint32_t num_threads = 0;
+  /// Null, or a hint a backend may give once it has copied a program constant it receives as
+  /// a delegate call argument and will not read it again (weights packed at prepare): the
+  /// `size` bytes at `data` need not stay in this process's memory (an mmapped program drops
+  /// the pages; they stay readable and are read back from the file if touched). Call it with
+  /// `release_cookie`, only on a constant's own bytes, at prepare or later. Advice only: it is
+  /// best used on constants no portable kernel of the method reads (they would fault back).
+  void (*release_constant)(void* cookie, const void* data, size_t size) = nullptr;
+  void* release_cookie = nullptr;
 };
 
 /// Where a backend reports the parts of one execute() call it timed (its stages, its edge

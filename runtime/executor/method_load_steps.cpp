@@ -68,6 +68,11 @@ bool is_disabled(const MethodLoadOptions& options, const char* backend) {
   return false;
 }
 
+/// BackendInitContext::release_constant: the program hands the range back to its loader.
+void release_program_constant(void* program, const void* data, size_t size) {
+  static_cast<const Program*>(program)->release_resident(data, size);
+}
+
 }  // namespace
 
 /// Decides how delegate `index` runs: initializes its backend, or marks it for the fallback
@@ -113,6 +118,8 @@ Error resolve_delegate(LoadContext& c, uint32_t index, const MethodLoadOptions& 
     init_context.method_allocator = c.memory->method_allocator;
     init_context.method_name = c.name;
     init_context.num_threads = options.num_threads;
+    init_context.release_constant = release_program_constant;
+    init_context.release_cookie = const_cast<Program*>(c.program);  // read only
     clear_error_message();
     auto handle = entry->backend->init(init_context, std::move(blob.get()),
                                        Span<const CompileSpecView>(slot.specs, num_specs));

@@ -177,6 +177,16 @@ Result<FreeableBuffer> Program::segment_buffer(uint32_t index) const {
 
 Error Program::verify_segment_checksums() const { return verify_segment_checksums(false); }
 
+void Program::release_resident(const void* data, size_t size) const {
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(segment_area_.data());
+  const uintptr_t at = reinterpret_cast<uintptr_t>(data);
+  if (loader_ == nullptr || data == nullptr || at < begin ||
+      !range_within(at - begin, size, segment_area_.size())) {
+    return;
+  }
+  loader_->release_resident(data, size);
+}
+
 Error Program::verify_segment_checksums(bool release_checked) const {
   const size_t n = num_segments();
   for (size_t i = 0; i < n; ++i) {

@@ -72,6 +72,11 @@ class Program {
   Result<FreeableBuffer> segment_buffer(uint32_t index) const;
   /// Recomputes every segment checksum; ChecksumMismatch names the first bad segment.
   Error verify_segment_checksums() const;
+  /// Tells the loader (DataLoader::release_resident) that the `size` bytes at `data`, inside
+  /// the program's segment area, need not stay in memory; they stay valid. Ranges outside the
+  /// segment area are ignored. For a delegate that copied a constant it will not read again
+  /// (BackendInitContext::release_constant).
+  void release_resident(const void* data, size_t size) const;
 
  private:
   Program() = default;

@@ -8,19 +8,24 @@
 // it copied are whole, every constant lies inside the data section, the data section inside
 // the blob), which the entry checks by reading those bytes from an exact-size copy (ASan
 // sees one byte past). A blob whose values hold at most kMaxInitElements floats in all then
-// goes through CpuBackend::init (stage plan, XNNPACK subgraph and runtime, packed weights,
-// one worker thread) and destroy; init must succeed or fail with a message.
+// goes through CpuBackend::init (stage plan, weight buffers, one worker thread) and, when its
+// weight sources are all f32, prepare with zero-filled arguments of the dims the blob gives
+// (the recipes, the XNNPACK subgraphs and runtimes) and destroy; init and prepare must succeed
+// or fail with a message.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/cpu/cpu_blob_format.h"
 #include "backends/cpu/runtime/blob_reader.h"
 #include "backends/cpu/runtime/register_cpu_backend.h"
 #include "runtime/backend/backend.h"
 #include "runtime/core/error.h"
+#include "runtime/core/evalue.h"
+#include "runtime/core/tensor_view.h"
 #include "tests/fuzz/fuzz_entries.h"
 
 namespace tern::fuzz {
@@ -54,6 +59,10 @@ uint64_t check_plan(const cpu::BlobPlan& plan, const uint8_t* base, size_t size)
   }
   (void)touch(plan.values, sizeof(cpu::BlobValue) * h.num_values);
   (void)touch(plan.nodes, sizeof(cpu::BlobNode) * h.num_nodes);
+  if (h.num_recipes > 0 && plan.recipes == nullptr) {
+    fuzz_failure("cpu blob: accepted, but the recipe table is missing");
+  }
+  (void)touch(plan.recipes, sizeof(cpu::BlobRecipe) * h.num_recipes);
   const uintptr_t begin = reinterpret_cast<uintptr_t>(base);
   const uintptr_t data = reinterpret_cast<uintptr_t>(plan.data);
   if (plan.data_size > 0 &&
@@ -98,6 +107,38 @@ int fuzz_cpu_blob(const uint8_t* data, size_t size) {
   }
   const uint64_t elements = check_plan(plan, copy.get(), size);
   const uint32_t nodes = plan.header.num_nodes;
+  // The arguments prepare reads, from the blob's own values: one tensor per external or source
+  // value (tern sizes: NHWC values are [N, C, H, W]), zero-filled.
+  const uint32_t num_args = plan.header.num_args;
+  std::vector<std::vector<int64_t>> arg_sizes(num_args);
+  std::vector<TensorView> views(num_args);
+  std::vector<std::vector<uint8_t>> arg_bytes(num_args);
+  bool preparable = true;
+  for (uint32_t i = 0; i < plan.header.num_values; ++i) {
+    const cpu::BlobValue& v = plan.values[i];
+    const cpu::ValueKind k = static_cast<cpu::ValueKind>(v.kind);
+    if (k != cpu::ValueKind::ExternalInput && k != cpu::ValueKind::ExternalOutput &&
+        k != cpu::ValueKind::Source) {
+      continue;
+    }
+    if (k == cpu::ValueKind::Source && v.source % 256 != static_cast<uint32_t>(cpu::SourceType::F32)) {
+      preparable = false;  // a quantized weight needs its scheme's tensors
+      continue;
+    }
+    std::vector<int64_t>& sz = arg_sizes[v.arg];
+    for (uint32_t d = 0; d < v.rank; ++d) sz.push_back(static_cast<int64_t>(v.dims[d]));
+    if (v.layout == static_cast<uint32_t>(cpu::ValueLayout::Nhwc)) {
+      sz = {sz[0], sz[3], sz[1], sz[2]};
+    }
+    const bool int64 = v.layout == static_cast<uint32_t>(cpu::ValueLayout::Int64Plain);
+    TensorView& t = views[v.arg];
+    t.dtype = int64 ? DType::I64 : DType::F32;
+    t.rank = v.rank;
+    t.sizes = sz.data();
+    arg_bytes[v.arg].assign(static_cast<size_t>(cpu::value_numel(v) * (int64 ? 8 : 4)), 0);
+    t.data = arg_bytes[v.arg].data();
+    t.nbytes = arg_bytes[v.arg].size();
+  }
   cpu::free_blob_plan(&plan);
   cpu::free_blob_plan(&plan);  // freeing twice (a default plan after the first) is safe
 
@@ -111,6 +152,20 @@ int fuzz_cpu_blob(const uint8_t* data, size_t size) {
   auto handle = backend.init(context, FreeableBuffer(blob.data(), blob.size(), nullptr),
                               Span<const CompileSpecView>());
   if (handle.ok()) {
+    if (preparable) {
+      std::vector<EValue> values(num_args);
+      std::vector<EValue*> ptrs(num_args);
+      for (uint32_t a = 0; a < num_args; ++a) {
+        if (views[a].sizes != nullptr) values[a] = EValue::from_tensor(&views[a]);
+        ptrs[a] = &values[a];
+      }
+      clear_error_message();
+      const Error e = backend.prepare(*handle, Span<EValue*>(ptrs.data(), ptrs.size()));
+      if (e != Error::Ok && last_error_message()[0] == '\0') {
+        fuzz_failure(std::string("cpu backend prepare failed without a message: ") +
+                     to_string(e));
+      }
+    }
     backend.destroy(*handle);
   } else if (last_error_message()[0] == '\0') {
     fuzz_failure(std::string("cpu backend init failed without a message: ") +

@@ -248,21 +248,6 @@ class Matcher {
   std::set<int> leaving_;                  ///< region and graph outputs
 };
 
-std::vector<float> floats_or_zeros(const Graph& g, int id, size_t count) {
-  if (is_none(g, id)) return std::vector<float>(count, 0.0f);
-  return constant_floats(g.values[static_cast<size_t>(id)]);
-}
-
-/// A 1x1 conv's weight [O, I, 1, 1] (row-major: the [O, I] matrix) and bias, packed.
-void pack_pointwise(const Graph& g, const Node& conv, std::vector<float>* out) {
-  const Value& w = g.values[static_cast<size_t>(conv.args[1])];
-  const int64_t o = w.sizes[0], i = w.sizes[1];
-  const std::vector<float> bias = floats_or_zeros(g, conv.args[2], static_cast<size_t>(o));
-  const size_t at = out->size();
-  out->resize(at + cpu::packed_fc_floats(static_cast<uint64_t>(o), static_cast<uint64_t>(i)));
-  cpu::pack_fc_weight(constant_floats(w).data(), bias.data(), o, i, out->data() + at);
-}
-
 }  // namespace
 
 std::vector<BottleneckMatch> match_bottlenecks(const Graph& g, const DelegateRegion& region) {
@@ -280,44 +265,6 @@ std::vector<BottleneckMatch> match_bottlenecks(const Graph& g, const DelegateReg
     found.push_back(m);
   }
   return found;
-}
-
-std::vector<float> pack_bottleneck_weights(const Graph& g, const BottleneckMatch& m) {
-  std::vector<float> out;
-  if (m.expand >= 0) pack_pointwise(g, g.nodes[static_cast<size_t>(m.expand)], &out);
-  const Node& dw = g.nodes[static_cast<size_t>(m.depthwise)];
-  const Value& w = g.values[static_cast<size_t>(dw.args[1])];
-  const int64_t e = w.sizes[0], taps = w.sizes[2] * w.sizes[3];
-  const std::vector<float> src = constant_floats(w);  // [E, 1, KH, KW]
-  const std::vector<float> bias = floats_or_zeros(g, dw.args[2], static_cast<size_t>(e));
-  const size_t at = out.size();
-  out.resize(at + cpu::bottleneck_depthwise_floats(static_cast<uint64_t>(w.sizes[2]),
-                                                   static_cast<uint64_t>(w.sizes[3]),
-                                                   static_cast<uint64_t>(e)),
-             0.0f);
-  for (int64_t c = 0; c < e; ++c) {
-    for (int64_t t = 0; t < taps; ++t) {
-      out[at + static_cast<size_t>(t * e + c)] = src[static_cast<size_t>(c * taps + t)];
-    }
-    out[at + static_cast<size_t>(taps * e + c)] = bias[static_cast<size_t>(c)];
-  }
-  if (m.project >= 0) pack_pointwise(g, g.nodes[static_cast<size_t>(m.project)], &out);
-  if (m.se_squeeze >= 0) {
-    pack_pointwise(g, g.nodes[static_cast<size_t>(m.se_squeeze)], &out);
-    const size_t excite_at = out.size();
-    pack_pointwise(g, g.nodes[static_cast<size_t>(m.se_excite)], &out);
-    if (m.se_gate == static_cast<uint32_t>(cpu::SqueezeGate::Clamp01)) {
-      // hardsigmoid(y) = clamp(y / 6 + 1/2, 0, 1): weights and bias / 6, 1/2 added to the bias.
-      const uint64_t k = static_cast<uint64_t>(m.se_channels);
-      for (size_t i = excite_at; i < out.size(); ++i) {
-        out[i] = static_cast<float>(out[i] * (1.0 / 6.0));
-      }
-      for (uint64_t col = 0; col < static_cast<uint64_t>(e); ++col) {
-        out[excite_at + (col / 16) * 16 * (k + 1) + col % 16] += 0.5f;
-      }
-    }
-  }
-  return out;
 }
 
 }  // namespace tern::compiler::cpu_compile

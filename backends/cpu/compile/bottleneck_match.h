@@ -1,8 +1,8 @@
 // Finding inverted bottlenecks in a cpu region (internal to backends/cpu/compile): the chains
 // [1x1 expand conv -> activation ->] depthwise conv [-> activation] [-> squeeze-excitation]
 // [-> 1x1 project conv [-> add residual]] of MobileNetV2/V3 and EfficientNet that lower to one
-// PackedBottleneck node (the fused kernel of backends/cpu/kernels/bottleneck.h), and packing
-// their weights into its constant.
+// PackedBottleneck node (the fused kernel of backends/cpu/kernels/bottleneck.h). Their weight
+// constant is packed by a PackBottleneck recipe (backends/cpu/weights/weight_recipe.h).
 #pragma once
 
 #include <cstdint>
@@ -38,11 +38,5 @@ struct BottleneckMatch {
 /// a lone depthwise conv with a large output (smaller ones stay XNNPACK's: a stage boundary
 /// would cost more than tern's kernel saves), found from the first region node on.
 std::vector<BottleneckMatch> match_bottlenecks(const Graph& g, const DelegateRegion& region);
-
-/// The PackedBottleneck weight constant of `m` (cpu_blob_format.h): the expand conv's weight
-/// and bias packed for tern's GEMM, the depthwise taps [KH*KW][E] and bias [E] padded to 16
-/// floats, the project conv's weight and bias packed, then the squeeze-excitation's squeeze and
-/// excitation convs packed (a hardsigmoid gate folded into the excitation).
-std::vector<float> pack_bottleneck_weights(const Graph& g, const BottleneckMatch& m);
 
 }  // namespace tern::compiler::cpu_compile

@@ -168,8 +168,7 @@ void check_quant_embedding(const Graph& g, const Node& node) {
 QuantBlobWeight quant_blob_weight(const Graph& g, int id) {
   const Prepared p = prepare(g, id);
   QuantBlobWeight out;
-  out.floats.resize(p.blob.size() / 4);
-  std::memcpy(out.floats.data(), p.blob.data(), p.blob.size());
+  out.floats = p.blob.size() / 4;
   const cpu::QuantWeightDesc& d = p.desc;
   out.params[cpu::kQuantRows] = static_cast<uint32_t>(d.rows);
   out.params[cpu::kQuantCols] = static_cast<uint32_t>(d.cols);

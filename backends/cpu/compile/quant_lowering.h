@@ -1,6 +1,6 @@
 // NF4 / FP8 weights in the cpu backend's compile half (internal to backends/cpu/compile): which
 // quantized linears and embeddings it takes, and their weight constant for ops 23 and 24 of the
-// blob (the codes re-laid out by backends/cpu/kernels/quant_weight.h, the parameters copied).
+// blob (the codes re-laid out by backends/cpu/kernels/quant_weight.h at prepare, by a recipe).
 #pragma once
 
 #include <cstdint>
@@ -23,10 +23,11 @@ void check_quant_linear(const Graph& g, const Node& node);
 /// rank 1 or 2 that are a region input, and an f32 output [..., D]; throws Unsupported.
 void check_quant_embedding(const Graph& g, const Node& node);
 
-/// The blob weight constant (as floats, quant_weight.h's layout) and the node params
-/// (QuantParam indices) of quantized weight value `id` (checked by the functions above).
+/// The size of the blob weight constant (floats of quant_weight.h's layout, made by a
+/// QuantWeight recipe at prepare) and the node params (QuantParam indices) of quantized weight
+/// value `id` (checked by the functions above).
 struct QuantBlobWeight {
-  std::vector<float> floats;
+  uint64_t floats = 0;
   uint32_t params[cpu::kQuantParamCount] = {};
 };
 QuantBlobWeight quant_blob_weight(const Graph& g, int id);

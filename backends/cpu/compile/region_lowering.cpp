@@ -15,29 +15,45 @@
 #include "backends/cpu/cpu_blob_format.h"
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "backends/cpu/kernels/winograd_conv.h"
+#include "backends/cpu/weights/weight_recipe.h"
 
 namespace tern::compiler::cpu_compile {
 namespace {
 
 using cpu::BlobHeader;
 using cpu::BlobNode;
+using cpu::BlobRecipe;
 using cpu::BlobValue;
+using cpu::RecipeOp;
 using cpu::NodeOp;
 using cpu::ValueKind;
 using cpu::ValueLayout;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-/// NCHW -> NHWC transpose of a row-major [n, c, h, w] block.
-std::vector<float> to_nhwc(const std::vector<float>& src, const std::vector<int64_t>& d) {
-  const int64_t n = d[0], c = d[1], hw = d[2] * d[3];
-  std::vector<float> dst(src.size());
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t ch = 0; ch < c; ++ch) {
-      for (int64_t p = 0; p < hw; ++p) dst[(i * hw + p) * c + ch] = src[(i * c + ch) * hw + p];
+/// A recipe being written: its record with the tern value ids of its sources (-1: none);
+/// add_derived() turns them into Source values.
+struct Recipe {
+  BlobRecipe r{};
+  int src[cpu::kRecipeSources];
+  explicit Recipe(RecipeOp op) {
+    r.op = static_cast<uint32_t>(op);
+    r.scale = 1.0;
+    r.shift = 0.0;
+    for (uint32_t i = 0; i < cpu::kRecipeSources; ++i) {
+      r.sources[i] = cpu::kNoValue;
+      src[i] = -1;
     }
   }
-  return dst;
+};
+
+/// A permutation of a 4-D source of tern sizes `dims` (params[0..3]) by `perm` (params[4..7]).
+Recipe permute(const std::vector<int64_t>& dims, std::initializer_list<uint32_t> perm) {
+  Recipe rc(RecipeOp::Permute);
+  for (uint32_t i = 0; i < 4; ++i) rc.r.params[i] = static_cast<uint32_t>(dims[i]);
+  uint32_t i = 4;
+  for (uint32_t p : perm) rc.r.params[i++] = p;
+  return rc;
 }
 
 class Lowering {
@@ -51,6 +67,14 @@ class Lowering {
       for (int a : n.args) {
         if (a >= 0) ++uses_[a];
       }
+    }
+    for (int n : r.nodes) {
+      for (int a : g.nodes[static_cast<size_t>(n)].args) {
+        if (a >= 0) ++region_uses_[a];
+      }
+    }
+    for (const Value& v : g.values) {  // a constant in a tensor list is read outside our count
+      for (int t : v.tensors) listed_.insert(t);
     }
   }
 
@@ -88,6 +112,7 @@ class Lowering {
   uint32_t add_value(ValueKind kind, ValueLayout layout, const std::vector<uint64_t>& dims,
                      uint32_t arg) {
     BlobValue v{};
+    v.recipe = cpu::kNoValue;
     v.kind = static_cast<uint32_t>(kind);
     v.layout = static_cast<uint32_t>(layout);
     v.rank = static_cast<uint32_t>(dims.size());
@@ -106,6 +131,119 @@ class Lowering {
     values_[id].data_offset = offset;
     values_[id].data_bytes = data.size() * sizeof(float);
     return id;
+  }
+
+  /// The Source value of tern constant `vid` (a region input), made once: its tern sizes,
+  /// element type and exact bytes, flagged exclusive when no node outside the region reads it.
+  uint32_t source(int vid) {
+    auto it = sources_.find(vid);
+    if (it != sources_.end()) return it->second;
+    const Value& v = g_.values[static_cast<size_t>(vid)];
+    const uint32_t id = add_value(ValueKind::Source, ValueLayout::Plain,
+                                  std::vector<uint64_t>(v.sizes.begin(), v.sizes.end()),
+                                  input_arg_.at(vid));
+    cpu::SourceType type = cpu::SourceType::F32;
+    if (v.dtype == DType::NF4) type = cpu::SourceType::Nf4;
+    if (v.dtype == DType::FP8E4M3) type = cpu::SourceType::Fp8E4M3;
+    if (v.dtype == DType::FP8E5M2) type = cpu::SourceType::Fp8E5M2;
+    const bool exclusive = region_uses_[vid] == uses_.at(vid) && listed_.count(vid) == 0 &&
+                           std::find(g_.outputs.begin(), g_.outputs.end(), vid) == g_.outputs.end();
+    values_[id].source = static_cast<uint32_t>(type) | (exclusive ? cpu::kSourceExclusive : 0u);
+    values_[id].data_bytes = v.data.size();
+    sources_.emplace(vid, id);
+    return id;
+  }
+
+  /// Whether tern value `vid` can be a Source: a constant region input of rank 1..6 whose
+  /// bytes are exactly its dtype's (f32, nf4, fp8).
+  bool sourceable(int vid) const {
+    if (vid < 0 || input_arg_.count(vid) == 0) return false;
+    const Value& v = g_.values[static_cast<size_t>(vid)];
+    if (!v.is_tensor() || !v.is_constant || v.sizes.empty() || v.sizes.size() > cpu::kMaxDims) {
+      return false;
+    }
+    uint64_t n = 1;
+    for (int64_t d : v.sizes) n *= static_cast<uint64_t>(d);
+    switch (v.dtype) {
+      case DType::F32:
+        return v.data.size() == 4 * n;
+      case DType::NF4:
+        return v.data.size() == (n + 1) / 2;
+      case DType::FP8E4M3:
+      case DType::FP8E5M2:
+        return v.data.size() == n;
+      default:
+        return false;
+    }
+  }
+
+  /// The bytes of tern value `vid` as a recipe reads them (the graph's copy), with a quantized
+  /// weight's scheme tensors.
+  cpu::RecipeSource graph_source(int vid) const {
+    cpu::RecipeSource s;
+    const Value& v = g_.values[static_cast<size_t>(vid)];
+    s.data = v.data.data();
+    auto tensor = [&](int id) -> const void* {
+      return id >= 0 ? g_.values[static_cast<size_t>(id)].data.data() : nullptr;
+    };
+    s.absmax = static_cast<const float*>(tensor(v.quant.absmax));
+    s.dq_codes = static_cast<const uint8_t*>(tensor(v.quant.dq_codes));
+    s.dq_absmax2 = static_cast<const float*>(tensor(v.quant.dq_absmax2));
+    s.dq_table = static_cast<const float*>(tensor(v.quant.dq_table));
+    s.dq_offset = v.quant.dq_offset;
+    s.scale = static_cast<const float*>(tensor(v.quant.scale));
+    return s;
+  }
+
+  /// A constant of XNNPACK dims `dims` made by `rc` from the program's constants: a Derived
+  /// value (its bytes made at prepare from the delegate call's arguments), or, when it is at
+  /// most kEmbedMaxBytes or a source cannot be an argument, an embedded Constant of the bytes
+  /// the recipe makes here (the same code the runtime runs).
+  uint32_t add_derived(const std::vector<uint64_t>& dims, Recipe rc) {
+    uint64_t numel = 1;
+    for (uint64_t d : dims) numel *= d;
+    cpu::RecipeShape shape;
+    const char* why = "";
+    if (!cpu::recipe_shape(rc.r, numel, &shape, &why) || shape.out_floats != numel) {
+      throw std::invalid_argument(std::string("cpu backend: internal error: recipe ") +
+                                  cpu::recipe_op_name(rc.r.op) + ": " + why);
+    }
+    bool embed = numel * 4 <= cpu::kEmbedMaxBytes;
+    for (uint32_t i = 0; i < cpu::kRecipeSources; ++i) {
+      if (rc.src[i] >= 0 && !sourceable(rc.src[i])) embed = true;
+    }
+    if (embed) {
+      cpu::RecipeSource srcs[cpu::kRecipeSources];
+      for (uint32_t i = 0; i < cpu::kRecipeSources; ++i) {
+        if (rc.src[i] >= 0) srcs[i] = graph_source(rc.src[i]);
+      }
+      std::vector<float> data(numel);
+      if (rc.r.op == static_cast<uint32_t>(RecipeOp::Alias)) {
+        std::memcpy(data.data(), srcs[0].data, numel * 4);
+      } else {
+        cpu::run_recipe(rc.r, shape, srcs, data.data());
+      }
+      return add_constant(dims, data);
+    }
+    for (uint32_t i = 0; i < cpu::kRecipeSources; ++i) {
+      if (rc.src[i] >= 0) rc.r.sources[i] = source(rc.src[i]);
+    }
+    const uint32_t id = add_value(ValueKind::Derived, ValueLayout::Plain, dims, cpu::kNoValue);
+    values_[id].data_bytes = numel * 4;
+    values_[id].recipe = static_cast<uint32_t>(recipes_.size());
+    recipes_.push_back(rc.r);
+    return id;
+  }
+
+  /// A constant holding tern constant `vid` as it is (in place at run time: an Alias), seen with
+  /// XNNPACK dims `dims`, scaled as Affine when scale / shift say so.
+  uint32_t constant_as(int vid, const std::vector<uint64_t>& dims, double scale = 1.0,
+                       double shift = 0.0) {
+    Recipe rc(scale == 1.0 && shift == 0.0 ? RecipeOp::Alias : RecipeOp::Affine);
+    rc.r.scale = scale;
+    rc.r.shift = shift;
+    rc.src[0] = vid;
+    return add_derived(dims, rc);
   }
 
   static ValueLayout layout_of(const std::vector<int64_t>& sizes) {
@@ -227,15 +365,17 @@ class Lowering {
       return add_constant({1}, {static_cast<float>(s * scale)});
     }
     if (!v.is_constant) return activation(vid);
-    std::vector<float> data = constant_floats(v);
-    if (scale != 1.0) {
-      for (float& f : data) f = static_cast<float>(f * scale);
-    }
     std::vector<int64_t> dims(out_rank - v.sizes.size(), 1);
     dims.insert(dims.end(), v.sizes.begin(), v.sizes.end());
-    if (out_plain) return add_constant(std::vector<uint64_t>(dims.begin(), dims.end()), data);
-    if (out_rank == 4) data = to_nhwc(data, dims);
-    return add_constant(xnn_dims(dims), data);
+    if (out_plain || out_rank != 4 || !layout_sensitive(dims)) {  // the same bytes
+      const std::vector<uint64_t> d =
+          out_plain ? std::vector<uint64_t>(dims.begin(), dims.end()) : xnn_dims(dims);
+      return constant_as(vid, d, scale);
+    }
+    Recipe rc = permute(dims, {0, 2, 3, 1});  // NCHW -> NHWC
+    rc.r.scale = scale;
+    rc.src[0] = vid;
+    return add_derived(xnn_dims(dims), rc);
   }
 
   BlobNode& add_node(NodeOp op, std::vector<uint32_t> inputs, uint32_t out) {
@@ -273,32 +413,18 @@ class Lowering {
       return;
     }
     const int64_t o = w.sizes[0], cg = w.sizes[1], kh = w.sizes[2], kw = w.sizes[3];
-    const std::vector<float> src = constant_floats(w);
-    std::vector<float> filt(src.size());
-    std::vector<uint64_t> fdims;
-    if (a.depthwise) {  // [O, 1, KH, KW] -> [1, KH, KW, O]
-      for (int64_t oc = 0; oc < o; ++oc) {
-        for (int64_t p = 0; p < kh * kw; ++p) filt[p * o + oc] = src[oc * kh * kw + p];
-      }
-      fdims = {1, static_cast<uint64_t>(kh), static_cast<uint64_t>(kw), static_cast<uint64_t>(o)};
-    } else {  // OIHW -> OHWI
-      for (int64_t oc = 0; oc < o; ++oc) {
-        for (int64_t c = 0; c < cg; ++c) {
-          for (int64_t p = 0; p < kh * kw; ++p) {
-            filt[(oc * kh * kw + p) * cg + c] = src[(oc * cg + c) * kh * kw + p];
-          }
-        }
-      }
-      fdims = {static_cast<uint64_t>(o), static_cast<uint64_t>(kh), static_cast<uint64_t>(kw),
-               static_cast<uint64_t>(cg)};
-    }
+    // depthwise [O, 1, KH, KW] -> [1, KH, KW, O]; dense OIHW -> OHWI
+    Recipe rc = a.depthwise ? permute(w.sizes, {1, 2, 3, 0}) : permute(w.sizes, {0, 2, 3, 1});
+    rc.src[0] = node.args[1];
+    const std::vector<uint64_t> fdims =
+        a.depthwise ? std::vector<uint64_t>{1, static_cast<uint64_t>(kh),
+                                            static_cast<uint64_t>(kw), static_cast<uint64_t>(o)}
+                    : std::vector<uint64_t>{static_cast<uint64_t>(o), static_cast<uint64_t>(kh),
+                                            static_cast<uint64_t>(kw), static_cast<uint64_t>(cg)};
     const uint32_t x = activation(node.args[0]);
-    const uint32_t f = add_constant(fdims, filt);
+    const uint32_t f = add_derived(fdims, rc);
     uint32_t b = cpu::kNoValue;
-    if (!is_none(g_, node.args[2])) {
-      b = add_constant({static_cast<uint64_t>(o)},
-                       constant_floats(g_.values[static_cast<size_t>(node.args[2])]));
-    }
+    if (!is_none(g_, node.args[2])) b = constant_as(node.args[2], {static_cast<uint64_t>(o)});
     const uint32_t out = output(node.outputs[0]);
     BlobNode& n = add_node(
         a.depthwise ? NodeOp::DepthwiseConv2d : NodeOp::Conv2d,
@@ -354,10 +480,13 @@ class Lowering {
     } else {
       in = activation(node.args[0]);
     }
-    std::vector<uint32_t> ins{in, add_constant({qw.floats.size()}, qw.floats)};
+    Recipe rc(RecipeOp::QuantWeight);
+    for (uint32_t i = 0; i < cpu::kQuantParamCount; ++i) rc.r.params[i] = qw.params[i];
+    rc.src[0] = node.args[embedding ? 0 : 1];
+    std::vector<uint32_t> ins{in, add_derived({qw.floats}, rc)};  // [F] floats
     if (!embedding && !is_none(g_, node.args[2])) {
-      const std::vector<float> bias = constant_floats(g_.values[static_cast<size_t>(node.args[2])]);
-      ins.push_back(add_constant({bias.size()}, bias));
+      const Value& bias = g_.values[static_cast<size_t>(node.args[2])];
+      ins.push_back(constant_as(node.args[2], {static_cast<uint64_t>(bias.sizes[0])}));
     }
     BlobNode& n = add_node(embedding ? NodeOp::QuantizedEmbedding : NodeOp::QuantizedFullyConnected,
                            ins, output(node.outputs[0]));
@@ -372,12 +501,11 @@ class Lowering {
   void lower_xnn_fc(const Node& node, int x_vid, int y_vid) {
     const Value& w = g_.values[static_cast<size_t>(node.args[1])];
     const uint32_t x = activation(x_vid);
-    const uint32_t f = add_constant(
-        {static_cast<uint64_t>(w.sizes[0]), static_cast<uint64_t>(w.sizes[1])}, constant_floats(w));
+    const uint32_t f = constant_as(
+        node.args[1], {static_cast<uint64_t>(w.sizes[0]), static_cast<uint64_t>(w.sizes[1])});
     std::vector<uint32_t> ins{x, f};
     if (!is_none(g_, node.args[2])) {
-      ins.push_back(add_constant({static_cast<uint64_t>(w.sizes[0])},
-                                 constant_floats(g_.values[static_cast<size_t>(node.args[2])])));
+      ins.push_back(constant_as(node.args[2], {static_cast<uint64_t>(w.sizes[0])}));
     }
     add_node(NodeOp::FullyConnected, ins, output(y_vid));
   }
@@ -387,24 +515,19 @@ class Lowering {
   /// x_vid / y_vid: the tern values read and made (-1: the node's x and output).
   void lower_packed_fc(const Node& node, int64_t n, int64_t k, int x_vid = -1, int y_vid = -1) {
     const uint32_t x = activation(x_vid < 0 ? node.args[0] : x_vid);
-    const uint32_t f = add_packed_weight(
-        constant_floats(g_.values[static_cast<size_t>(node.args[1])]), n, k, node.args[2]);
+    Recipe rc(RecipeOp::PackFc);
+    rc.r.params[0] = static_cast<uint32_t>(n);
+    rc.r.params[1] = static_cast<uint32_t>(k);
+    rc.src[0] = node.args[1];
+    rc.src[1] = is_none(g_, node.args[2]) ? -1 : node.args[2];
+    const uint32_t f = add_derived(
+        {cpu::packed_fc_floats(static_cast<uint64_t>(n), static_cast<uint64_t>(k))}, rc);
     BlobNode& fc =
         add_node(NodeOp::PackedFullyConnected, {x, f}, output(y_vid < 0 ? node.outputs[0] : y_vid));
     fc.params[0] = static_cast<uint32_t>(n);
     fc.params[1] = static_cast<uint32_t>(k);
   }
 
-  /// The constant of a row-major weight matrix [n, k] and the bias of node argument
-  /// `bias_arg` (None: zeros) packed for tern's GEMM (cpu_blob_format.h packed_fc_floats).
-  uint32_t add_packed_weight(const std::vector<float>& matrix, int64_t n, int64_t k, int bias_arg) {
-    std::vector<float> bias;
-    if (!is_none(g_, bias_arg)) bias = constant_floats(g_.values[static_cast<size_t>(bias_arg)]);
-    std::vector<float> packed(static_cast<size_t>(
-        cpu::packed_fc_floats(static_cast<uint64_t>(n), static_cast<uint64_t>(k))));
-    cpu::pack_fc_weight(matrix.data(), bias.empty() ? nullptr : bias.data(), n, k, packed.data());
-    return add_constant({static_cast<uint64_t>(packed.size())}, packed);
-  }
 
   /// An inverted bottleneck chain (bottleneck_match.h) as one PackedBottleneck node.
   void lower_bottleneck(const BottleneckMatch& m) {
@@ -415,8 +538,35 @@ class Lowering {
     const int64_t e = wd[0];
     const int64_t o = g_.values[static_cast<size_t>(m.output)].sizes[1];
     const uint32_t x = activation(m.input);
-    const std::vector<float> packed = pack_bottleneck_weights(g_, m);
-    const uint32_t f = add_constant({static_cast<uint64_t>(packed.size())}, packed);
+    const bool se = m.se_squeeze >= 0;
+    Recipe rc(RecipeOp::PackBottleneck);
+    uint32_t* q = rc.r.params;
+    q[cpu::kBnC] = static_cast<uint32_t>(c);
+    q[cpu::kBnE] = static_cast<uint32_t>(e);
+    q[cpu::kBnO] = static_cast<uint32_t>(o);
+    q[cpu::kBnKh] = static_cast<uint32_t>(wd[2]);
+    q[cpu::kBnKw] = static_cast<uint32_t>(wd[3]);
+    q[cpu::kBnS] = se ? static_cast<uint32_t>(m.se_channels) : 0u;
+    q[cpu::kBnFlags] = (m.expand >= 0 ? cpu::kBottleneckHasExpand : 0u) |
+                       (m.project >= 0 ? cpu::kBottleneckHasProject : 0u) |
+                       (se ? cpu::kBottleneckHasSqueezeExcite : 0u);
+    q[cpu::kBnGate] = se ? m.se_gate : 0u;
+    auto conv_sources = [&](int conv, uint32_t weight_slot) {
+      if (conv < 0) return;
+      const Node& cn = g_.nodes[static_cast<size_t>(conv)];
+      rc.src[weight_slot] = cn.args[1];
+      rc.src[weight_slot + 1] = is_none(g_, cn.args[2]) ? -1 : cn.args[2];
+    };
+    conv_sources(m.expand, cpu::kBnExpandWeight);
+    conv_sources(m.depthwise, cpu::kBnDepthwiseWeight);
+    conv_sources(m.project, cpu::kBnProjectWeight);
+    conv_sources(m.se_squeeze, cpu::kBnSqueezeWeight);
+    conv_sources(m.se_excite, cpu::kBnExciteWeight);
+    const uint64_t floats = cpu::bottleneck_weight_floats(
+        m.expand >= 0, m.project >= 0, static_cast<uint64_t>(c), static_cast<uint64_t>(e),
+        static_cast<uint64_t>(o), static_cast<uint64_t>(wd[2]), static_cast<uint64_t>(wd[3]),
+        se ? static_cast<uint64_t>(m.se_channels) : 0u);
+    const uint32_t f = add_derived({floats}, rc);
     std::vector<uint32_t> ins{x, f};
     if (m.residual >= 0) ins.push_back(activation(m.residual));
     BlobNode& n = add_node(NodeOp::PackedBottleneck, ins, output(m.output));
@@ -424,7 +574,6 @@ class Lowering {
     n.params[cpu::kBottleneckInChannels] = static_cast<uint32_t>(c);
     n.params[cpu::kBottleneckExpandedChannels] = static_cast<uint32_t>(e);
     n.params[cpu::kBottleneckOutChannels] = static_cast<uint32_t>(o);
-    const bool se = m.se_squeeze >= 0;
     n.params[cpu::kBottleneckFlags] =
         (m.expand >= 0 ? cpu::kBottleneckHasExpand : 0u) |
         (m.project >= 0 ? cpu::kBottleneckHasProject : 0u) |
@@ -454,24 +603,19 @@ class Lowering {
   void lower_packed_conv(const Node& node, const ConvAttrs& a) {
     const Value& w = g_.values[static_cast<size_t>(node.args[1])];
     const int64_t o = w.sizes[0], c = w.sizes[1], kh = w.sizes[2], kw = w.sizes[3];
-    const std::vector<float> src = constant_floats(w);
     const Value& y = g_.values[static_cast<size_t>(node.outputs[0])];
     if (wants_winograd(a, w.sizes, y.sizes)) {
-      lower_winograd_conv(node, a, src, o, c);
+      lower_winograd_conv(node, a, o, c);
       return;
     }
     const int64_t k = kh * kw * c;
-    std::vector<float> matrix(src.size());
-    for (int64_t oc = 0; oc < o; ++oc) {
-      for (int64_t ch = 0; ch < c; ++ch) {
-        for (int64_t p = 0; p < kh * kw; ++p) {
-          matrix[static_cast<size_t>(oc * k + p * c + ch)] =
-              src[static_cast<size_t>((oc * c + ch) * kh * kw + p)];
-        }
-      }
-    }
     const uint32_t x = activation(node.args[0]);
-    const uint32_t f = add_packed_weight(matrix, o, k, node.args[2]);
+    Recipe rc(RecipeOp::PackConv);
+    for (uint32_t i = 0; i < 4; ++i) rc.r.params[i] = static_cast<uint32_t>(w.sizes[i]);
+    rc.src[0] = node.args[1];
+    rc.src[1] = is_none(g_, node.args[2]) ? -1 : node.args[2];
+    const uint32_t f = add_derived(
+        {cpu::packed_fc_floats(static_cast<uint64_t>(o), static_cast<uint64_t>(k))}, rc);
     BlobNode& n = add_node(NodeOp::PackedConv2d, {x, f}, output(node.outputs[0]));
     set_window_params(n, a, kh, kw);
     n.params[cpu::kPackedInChannels] = static_cast<uint32_t>(c);
@@ -494,19 +638,16 @@ class Lowering {
   }
   static constexpr int64_t kWinogradMinTiles = 32;
 
-  /// The conv on tern's Winograd kernel: the OIHW weight transformed and packed once here.
-  void lower_winograd_conv(const Node& node, const ConvAttrs& a, const std::vector<float>& w,
-                           int64_t o, int64_t c) {
-    std::vector<float> bias;
-    if (!is_none(g_, node.args[2])) {
-      bias = constant_floats(g_.values[static_cast<size_t>(node.args[2])]);
-    }
-    std::vector<float> packed(static_cast<size_t>(
-        cpu::winograd_packed_floats(static_cast<uint64_t>(o), static_cast<uint64_t>(c))));
-    cpu::pack_winograd_weight(w.data(), bias.empty() ? nullptr : bias.data(), o, c,
-                              packed.data());
+  /// The conv on tern's Winograd kernel: the OIHW weight transformed and packed at prepare.
+  void lower_winograd_conv(const Node& node, const ConvAttrs& a, int64_t o, int64_t c) {
+    Recipe rc(RecipeOp::PackWinograd);
+    rc.r.params[0] = static_cast<uint32_t>(o);
+    rc.r.params[1] = static_cast<uint32_t>(c);
+    rc.src[0] = node.args[1];
+    rc.src[1] = is_none(g_, node.args[2]) ? -1 : node.args[2];
     const uint32_t x = activation(node.args[0]);
-    const uint32_t f = add_constant({static_cast<uint64_t>(packed.size())}, packed);
+    const uint32_t f = add_derived(
+        {cpu::winograd_packed_floats(static_cast<uint64_t>(o), static_cast<uint64_t>(c))}, rc);
     BlobNode& n = add_node(NodeOp::PackedWinogradConv2d, {x, f}, output(node.outputs[0]));
     set_window_params(n, a, 3, 3);
     n.params[cpu::kPackedInChannels] = static_cast<uint32_t>(c);
@@ -591,8 +732,17 @@ class Lowering {
     auto scale = [&](float* f, uint64_t count) {
       for (uint64_t i = 0; i < count; ++i) f[i] = static_cast<float>(f[i] * sixth);
     };
-    if (op == NodeOp::PackedFullyConnected || op == NodeOp::PackedConv2d) {
-      if (last.num_inputs != 2) return false;  // a residual is not scaled with the product
+    const bool packed_op = op == NodeOp::PackedFullyConnected || op == NodeOp::PackedConv2d;
+    if (!packed_op && op != NodeOp::Conv2d && op != NodeOp::DepthwiseConv2d &&
+        op != NodeOp::FullyConnected) {
+      return false;
+    }
+    if (packed_op && last.num_inputs != 2) return false;  // a residual is not scaled with it
+    if (values_[last.inputs[1]].kind == static_cast<uint32_t>(ValueKind::Derived)) {
+      // Made at prepare: the recipes fold it in (PackFc / PackConv's flag; Permute, Alias or
+      // Affine scaled), and the bias the same way.
+      if (!fold_hardsigmoid_into_recipes(last)) return false;
+    } else if (op == NodeOp::PackedFullyConnected || op == NodeOp::PackedConv2d) {
       const uint64_t n = op == NodeOp::PackedFullyConnected ? last.params[0]
                                                             : last.params[cpu::kPackedOutChannels];
       const uint64_t count = values_[last.inputs[1]].data_bytes / sizeof(float);
@@ -608,6 +758,11 @@ class Lowering {
       if (last.num_inputs < 3) {
         last.inputs[2] = add_constant({n}, std::vector<float>(n, 0.5f));
         last.num_inputs = 3;
+      } else if (values_[last.inputs[2]].kind == static_cast<uint32_t>(ValueKind::Derived)) {
+        BlobRecipe& r = recipes_[values_[last.inputs[2]].recipe];  // Alias of the bias
+        r.op = static_cast<uint32_t>(RecipeOp::Affine);
+        r.scale = sixth;
+        r.shift = 0.5;
       } else {
         float* b = constant_data(last.inputs[2]);
         for (uint64_t i = 0; i < n; ++i) b[i] = static_cast<float>(b[i] * sixth + 0.5);
@@ -618,6 +773,47 @@ class Lowering {
     last.fparams[0] = 0.0f;
     last.fparams[1] = 1.0f;
     retarget_output(in, node.outputs[0]);
+    return true;
+  }
+
+  /// fuse_hardsigmoid_into_producer's folding for a node whose weight is a Derived value:
+  /// tern's GEMM/conv set their recipe's kRecipeFoldHardsigmoid (weights, bias and padding / 6,
+  /// 1/2 added to the bias slots); XNNPACK's conv / depthwise / fc scale their filter's recipe
+  /// by 1/6 and their bias's by 1/6 plus 1/2 (or gain a bias of 1/2s). False when the recipe
+  /// cannot take it.
+  bool fold_hardsigmoid_into_recipes(BlobNode& last) {
+    const NodeOp op = static_cast<NodeOp>(last.op);
+    BlobRecipe& w = recipes_[values_[last.inputs[1]].recipe];
+    const double sixth = 1.0 / 6.0;
+    if (op == NodeOp::PackedFullyConnected || op == NodeOp::PackedConv2d) {
+      if (w.op != static_cast<uint32_t>(RecipeOp::PackFc) &&
+          w.op != static_cast<uint32_t>(RecipeOp::PackConv)) {
+        return false;
+      }
+      w.flags |= cpu::kRecipeFoldHardsigmoid;
+      return true;
+    }
+    if (op != NodeOp::Conv2d && op != NodeOp::DepthwiseConv2d && op != NodeOp::FullyConnected) {
+      return false;
+    }
+    if (w.op == static_cast<uint32_t>(RecipeOp::Alias)) {
+      w.op = static_cast<uint32_t>(RecipeOp::Affine);
+    }
+    w.scale *= sixth;
+    const BlobValue& f = values_[last.inputs[1]];
+    const uint64_t n = op == NodeOp::DepthwiseConv2d ? f.dims[3] : f.dims[0];
+    if (last.num_inputs < 3) {
+      last.inputs[2] = add_constant({n}, std::vector<float>(n, 0.5f));
+      last.num_inputs = 3;
+    } else if (values_[last.inputs[2]].kind == static_cast<uint32_t>(ValueKind::Derived)) {
+      BlobRecipe& b = recipes_[values_[last.inputs[2]].recipe];  // an Alias of the bias
+      b.op = static_cast<uint32_t>(RecipeOp::Affine);
+      b.scale = sixth;
+      b.shift = 0.5;
+    } else {
+      float* b = constant_data(last.inputs[2]);
+      for (uint64_t i = 0; i < n; ++i) b[i] = static_cast<float>(b[i] * sixth + 0.5);
+    }
     return true;
   }
 
@@ -761,8 +957,11 @@ class Lowering {
     const LayerNormAttrs a = layer_norm_attrs(g_, node);
     const uint64_t c = a.gamma.size();
     const uint32_t x = activation(node.args[0]);
-    const uint32_t gamma = add_constant({c}, a.gamma);
-    const uint32_t beta = add_constant({c}, a.beta);
+    // A weight or bias in place (an Alias); None: ones / zeros, embedded.
+    const uint32_t gamma = is_none(g_, node.args[2]) ? add_constant({c}, a.gamma)
+                                                     : constant_as(node.args[2], {c});
+    const uint32_t beta = is_none(g_, node.args[3]) ? add_constant({c}, a.beta)
+                                                    : constant_as(node.args[3], {c});
     BlobNode& n = add_node(NodeOp::LayerNorm, {x, gamma, beta}, output(node.outputs[0]));
     n.fparams[0] = a.eps;
     n.fparams[1] = 0.0f;
@@ -923,8 +1122,10 @@ class Lowering {
     h.num_nodes = static_cast<uint32_t>(nodes_.size());
     h.value_record_size = sizeof(BlobValue);
     h.node_record_size = sizeof(BlobNode);
-    const size_t tables =
-        sizeof(BlobHeader) + values_.size() * sizeof(BlobValue) + nodes_.size() * sizeof(BlobNode);
+    h.num_recipes = static_cast<uint32_t>(recipes_.size());
+    h.recipe_record_size = sizeof(BlobRecipe);
+    const size_t tables = sizeof(BlobHeader) + values_.size() * sizeof(BlobValue) +
+                          nodes_.size() * sizeof(BlobNode) + recipes_.size() * sizeof(BlobRecipe);
     h.data_offset = (tables + cpu::kDataAlignment - 1) / cpu::kDataAlignment * cpu::kDataAlignment;
     h.data_size = data_.size() + cpu::kDataTailPadding;
     std::vector<uint8_t> blob(h.data_offset + h.data_size, 0);
@@ -934,6 +1135,8 @@ class Lowering {
     if (!values_.empty()) std::memcpy(p, values_.data(), values_.size() * sizeof(BlobValue));
     p += values_.size() * sizeof(BlobValue);
     if (!nodes_.empty()) std::memcpy(p, nodes_.data(), nodes_.size() * sizeof(BlobNode));
+    p += nodes_.size() * sizeof(BlobNode);
+    if (!recipes_.empty()) std::memcpy(p, recipes_.data(), recipes_.size() * sizeof(BlobRecipe));
     if (!data_.empty()) std::memcpy(blob.data() + h.data_offset, data_.data(), data_.size());
     return blob;
   }
@@ -944,12 +1147,16 @@ class Lowering {
   std::map<int, uint32_t> output_arg_;
   std::map<int, uint32_t> ids_;  ///< tern value id -> blob value index
   std::map<int, int> uses_;      ///< tern value id -> how many node arguments read it
+  std::map<int, int> region_uses_;  ///< tern value id -> how many region node arguments read it
+  std::set<int> listed_;            ///< tern values that are an element of a tensor list
+  std::map<int, uint32_t> sources_;  ///< tern constant -> its Source blob value
   std::vector<bool> plain_;      ///< tern value id -> a channels-last 4-D tensor (layout_plan.h)
   std::set<uint32_t> aliased_;   ///< blob values standing for several tern values (permutes)
   std::set<int> folded_views_;   ///< view nodes folded into a linear (no blob node)
   std::map<int, std::pair<int, int>> linear_folds_;  ///< linear node -> (x, output) values
   std::vector<BlobValue> values_;
   std::vector<BlobNode> nodes_;
+  std::vector<BlobRecipe> recipes_;
   std::vector<uint8_t> data_;
 };
 

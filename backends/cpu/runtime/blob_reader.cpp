@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "backends/cpu/kernels/quant_weight.h"
+#include "backends/cpu/weights/weight_recipe.h"
 #include "runtime/core/checked_math.h"
 
 namespace tern::cpu {
@@ -441,6 +442,9 @@ Error check_quant_weight(uint32_t n, const BlobNode& node, const BlobValue* v,
                              static_cast<unsigned long long>(want),
                              static_cast<unsigned long long>(layout.total_bytes), q[kQuantRows],
                              q[kQuantCols]);
+  // A weight made at prepare (a QuantWeight recipe of the same params, checked with the
+  // recipes) has its codes and offset checked there, from the program's tensors.
+  if (f.kind == static_cast<uint32_t>(ValueKind::Derived)) return Error::Ok;
   *out = quant_weight_view(d, layout, data + f.data_offset);
   TERN_CHECK_OR_RETURN_ERROR(d.format != QuantWeightFormat::Nf4DoubleQuant ||
                                  std::isfinite(out->dq_offset),
@@ -670,8 +674,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
 }
 
 Error check_value(uint32_t i, const BlobValue& v, const BlobHeader& h, bool* arg_used) {
-  TERN_CHECK_OR_RETURN_ERROR(v.kind <= static_cast<uint32_t>(ValueKind::Constant), InvalidProgram,
-                             "cpu blob: value %u: kind %u unknown (0..3)", i, v.kind);
+  TERN_CHECK_OR_RETURN_ERROR(v.kind <= kLastValueKind, InvalidProgram,
+                             "cpu blob: value %u: kind %u unknown (0..5)", i, v.kind);
   TERN_CHECK_OR_RETURN_ERROR(v.layout <= static_cast<uint32_t>(ValueLayout::Int64Plain),
                              InvalidProgram, "cpu blob: value %u: layout %u unknown (0..2)", i,
                              v.layout);
@@ -690,7 +694,43 @@ Error check_value(uint32_t i, const BlobValue& v, const BlobHeader& h, bool* arg
                                InvalidProgram, "cpu blob: value %u: element count overflows", i);
   }
   const ValueKind kind = static_cast<ValueKind>(v.kind);
-  const bool external = kind == ValueKind::ExternalInput || kind == ValueKind::ExternalOutput;
+  const bool source = kind == ValueKind::Source, derived = kind == ValueKind::Derived;
+  const bool external =
+      kind == ValueKind::ExternalInput || kind == ValueKind::ExternalOutput || source;
+  TERN_CHECK_OR_RETURN_ERROR(
+      (source || derived) ? v.layout == static_cast<uint32_t>(ValueLayout::Plain) : true,
+      InvalidProgram, "cpu blob: value %u: a %s value has layout %u, expected 0 (plain)", i,
+      source ? "source" : "derived", v.layout);
+  TERN_CHECK_OR_RETURN_ERROR(derived ? v.recipe < h.num_recipes : v.recipe == kNoValue,
+                             InvalidProgram,
+                             "cpu blob: value %u: recipe %u, expected %s", i, v.recipe,
+                             derived ? "one of the blob's recipes" : "none (4294967295)");
+  const uint32_t type = v.source & 0xFFu;
+  TERN_CHECK_OR_RETURN_ERROR(
+      source ? (type >= 1 && type <= kLastSourceType && (v.source & ~kSourceFlagBits) == 0)
+             : v.source == 0,
+      InvalidProgram, "cpu blob: value %u: source field 0x%x, expected %s", i, v.source,
+      source ? "a source type 1..4 and flag 0x100" : "0 on a value that is no source");
+  if (source) {
+    // The argument's exact bytes: f32 4 per element, nf4 two codes a byte, fp8 one.
+    const SourceType t = static_cast<SourceType>(type);
+    const uint64_t bytes = t == SourceType::F32 ? numel * 4
+                           : t == SourceType::Nf4 ? (numel + 1) / 2
+                                                  : numel;
+    TERN_CHECK_OR_RETURN_ERROR(v.data_offset == 0 && v.data_bytes == bytes, InvalidProgram,
+                               "cpu blob: value %u: source of %llu bytes (offset %llu), expected "
+                               "%llu bytes (offset 0)",
+                               i, static_cast<unsigned long long>(v.data_bytes),
+                               static_cast<unsigned long long>(v.data_offset),
+                               static_cast<unsigned long long>(bytes));
+  } else if (derived) {
+    TERN_CHECK_OR_RETURN_ERROR(v.data_offset == 0 && v.data_bytes == numel * 4, InvalidProgram,
+                               "cpu blob: value %u: derived constant of %llu bytes (offset %llu), "
+                               "expected %llu bytes (offset 0)",
+                               i, static_cast<unsigned long long>(v.data_bytes),
+                               static_cast<unsigned long long>(v.data_offset),
+                               static_cast<unsigned long long>(numel * 4));
+  }
   TERN_CHECK_OR_RETURN_ERROR(
       v.layout != static_cast<uint32_t>(ValueLayout::Nhwc) || (external && v.rank == 4),
       InvalidProgram, "cpu blob: value %u: NHWC layout needs an external 4-D value", i);
@@ -723,9 +763,69 @@ Error check_value(uint32_t i, const BlobValue& v, const BlobHeader& h, bool* arg
                                i, static_cast<unsigned long long>(v.data_offset),
                                static_cast<unsigned long long>(v.data_bytes),
                                static_cast<unsigned long long>(h.data_size));
-  } else {
+  } else if (!source && !derived) {
     TERN_CHECK_OR_RETURN_ERROR(v.data_offset == 0 && v.data_bytes == 0, InvalidProgram,
                                "cpu blob: value %u: data on a non-constant value", i);
+  }
+  return Error::Ok;
+}
+
+/// Derived value `i`'s recipe (each recipe made by exactly one value: `recipe_used`): op,
+/// flags and params legal, the value's size and dims what they give, and every source slot a
+/// Source value of the element type and count the recipe reads (or left out where optional).
+Error check_derived(uint32_t i, const BlobValue* values, uint32_t nv, const BlobRecipe* recipes,
+                    bool* recipe_used) {
+  const BlobValue& v = values[i];
+  TERN_CHECK_OR_RETURN_ERROR(!recipe_used[v.recipe], InvalidProgram,
+                             "cpu blob: value %u: recipe %u makes another value too", i, v.recipe);
+  recipe_used[v.recipe] = true;
+  const BlobRecipe& r = recipes[v.recipe];
+  RecipeShape shape;
+  const char* why = "";
+  const char* name = recipe_op_name(r.op);
+  TERN_CHECK_OR_RETURN_ERROR(recipe_shape(r, value_numel(v), &shape, &why), InvalidProgram,
+                             "cpu blob: value %u: recipe %u (%s, op %u): %s", i, v.recipe, name,
+                             r.op, why);
+  TERN_CHECK_OR_RETURN_ERROR(shape.out_floats == value_numel(v), InvalidProgram,
+                             "cpu blob: value %u: recipe %u (%s) makes %llu floats, the value "
+                             "holds %llu",
+                             i, v.recipe, name, static_cast<unsigned long long>(shape.out_floats),
+                             static_cast<unsigned long long>(value_numel(v)));
+  if (shape.out_rank != 0) {
+    char a[128], b[128];
+    TERN_CHECK_OR_RETURN_ERROR(dims_equal(v, shape.out_dims, shape.out_rank), InvalidProgram,
+                               "cpu blob: value %u: dims %s, recipe %u (%s) makes %s", i,
+                               dims_str(v.dims, v.rank, a, sizeof(a)), v.recipe, name,
+                               dims_str(shape.out_dims, shape.out_rank, b, sizeof(b)));
+  }
+  for (uint32_t slot = 0; slot < kRecipeSources; ++slot) {
+    const uint32_t id = r.sources[slot];
+    const uint64_t want = shape.source_numel[slot];
+    if (id == kNoValue) {
+      TERN_CHECK_OR_RETURN_ERROR(want == 0 || shape.optional[slot], InvalidProgram,
+                                 "cpu blob: value %u: recipe %u (%s): source %u missing", i,
+                                 v.recipe, name, slot);
+      continue;
+    }
+    TERN_CHECK_OR_RETURN_ERROR(want != 0, InvalidProgram,
+                               "cpu blob: value %u: recipe %u (%s): source slot %u is unused, "
+                               "found value %u",
+                               i, v.recipe, name, slot, id);
+    TERN_CHECK_OR_RETURN_ERROR(
+        id < nv && values[id].kind == static_cast<uint32_t>(ValueKind::Source), InvalidProgram,
+        "cpu blob: value %u: recipe %u (%s): source %u is value %u, which is out of range (%u "
+        "values) or no source",
+        i, v.recipe, name, slot, id, nv);
+    const uint32_t want_type =
+        static_cast<uint32_t>(slot == 0 ? shape.quantized : SourceType::F32);
+    TERN_CHECK_OR_RETURN_ERROR(
+        (values[id].source & 0xFFu) == want_type && value_numel(values[id]) == want,
+        InvalidProgram,
+        "cpu blob: value %u: recipe %u (%s): source %u (value %u) has type %u and %llu elements, "
+        "expected type %u and %llu",
+        i, v.recipe, name, slot, id, values[id].source & 0xFFu,
+        static_cast<unsigned long long>(value_numel(values[id])), want_type,
+        static_cast<unsigned long long>(want));
   }
   return Error::Ok;
 }
@@ -744,19 +844,22 @@ Error check_header(Span<const uint8_t> blob, BlobHeader* h) {
                              kBlobVersion);
   TERN_CHECK_OR_RETURN_ERROR(
       h->header_size == sizeof(BlobHeader) && h->value_record_size == sizeof(BlobValue) &&
-          h->node_record_size == sizeof(BlobNode),
-      InvalidProgram, "cpu blob: header/value/node sizes %u/%u/%u, expected %zu/%zu/%zu",
-      h->header_size, h->value_record_size, h->node_record_size, sizeof(BlobHeader),
-      sizeof(BlobValue), sizeof(BlobNode));
+          h->node_record_size == sizeof(BlobNode) && h->recipe_record_size == sizeof(BlobRecipe),
+      InvalidProgram,
+      "cpu blob: header/value/node/recipe sizes %u/%u/%u/%u, expected %zu/%zu/%zu/%zu",
+      h->header_size, h->value_record_size, h->node_record_size, h->recipe_record_size,
+      sizeof(BlobHeader), sizeof(BlobValue), sizeof(BlobNode), sizeof(BlobRecipe));
   TERN_CHECK_OR_RETURN_ERROR(h->num_values >= 1 && h->num_values <= kMaxValues &&
                                  h->num_nodes >= 1 && h->num_nodes <= kMaxNodes &&
-                                 h->num_args <= kMaxArgs,
+                                 h->num_args <= kMaxArgs && h->num_recipes <= h->num_values,
                              InvalidProgram,
-                             "cpu blob: %u values, %u nodes, %u arguments (1..2^20 values and "
-                             "nodes, at most 2^20 arguments)",
-                             h->num_values, h->num_nodes, h->num_args);
+                             "cpu blob: %u values, %u nodes, %u arguments, %u recipes (1..2^20 "
+                             "values and nodes, at most 2^20 arguments, at most a recipe a "
+                             "value)",
+                             h->num_values, h->num_nodes, h->num_args, h->num_recipes);
   const uint64_t tables = sizeof(BlobHeader) + uint64_t{h->num_values} * sizeof(BlobValue) +
-                          uint64_t{h->num_nodes} * sizeof(BlobNode);
+                          uint64_t{h->num_nodes} * sizeof(BlobNode) +
+                          uint64_t{h->num_recipes} * sizeof(BlobRecipe);
   TERN_CHECK_OR_RETURN_ERROR(h->data_offset % kDataAlignment == 0 && h->data_offset >= tables &&
                                  range_within(h->data_offset, h->data_size, blob.size()),
                              InvalidProgram,
@@ -787,6 +890,7 @@ uint64_t value_numel(const BlobValue& v) {
 void free_blob_plan(BlobPlan* plan) {
   std::free(plan->values);
   std::free(plan->nodes);
+  std::free(plan->recipes);
   *plan = BlobPlan();
 }
 
@@ -799,22 +903,44 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
   const uint32_t nv = h.num_values, nn = h.num_nodes;
   BlobValue* values = static_cast<BlobValue*>(std::malloc(sizeof(BlobValue) * nv));
   BlobNode* nodes = static_cast<BlobNode*>(std::malloc(sizeof(BlobNode) * nn));
-  // Per value: 1 once produced (or available: constant / external input); per argument: used.
+  const uint32_t nr = h.num_recipes;
+  BlobRecipe* recipes = static_cast<BlobRecipe*>(std::malloc(sizeof(BlobRecipe) * (nr + 1)));
+  // Per value: 1 once produced (or available: constant / external input); per argument: used;
+  // per recipe: made by a value.
   uint8_t* ready = static_cast<uint8_t*>(std::calloc(nv, 1));
   bool* arg_used = static_cast<bool*>(std::calloc(h.num_args + 1, sizeof(bool)));
+  bool* recipe_used = static_cast<bool*>(std::calloc(nr + 1, sizeof(bool)));
   Error err = Error::Ok;
-  if (values == nullptr || nodes == nullptr || ready == nullptr || arg_used == nullptr) {
+  if (values == nullptr || nodes == nullptr || recipes == nullptr || ready == nullptr ||
+      arg_used == nullptr || recipe_used == nullptr) {
     err = set_error_message(Error::MemoryAllocationFailed,
-                            "cpu blob: no memory for %u values and %u nodes", nv, nn);
+                            "cpu blob: no memory for %u values, %u nodes and %u recipes", nv, nn,
+                            nr);
   }
   if (err == Error::Ok) {
-    std::memcpy(values, blob.data() + sizeof(BlobHeader), sizeof(BlobValue) * nv);
-    std::memcpy(nodes, blob.data() + sizeof(BlobHeader) + sizeof(BlobValue) * nv,
-                sizeof(BlobNode) * nn);
+    const uint8_t* tables = blob.data() + sizeof(BlobHeader);
+    std::memcpy(values, tables, sizeof(BlobValue) * nv);
+    std::memcpy(nodes, tables + sizeof(BlobValue) * nv, sizeof(BlobNode) * nn);
+    if (nr > 0) {
+      std::memcpy(recipes, tables + sizeof(BlobValue) * nv + sizeof(BlobNode) * nn,
+                  sizeof(BlobRecipe) * nr);
+    }
     for (uint32_t i = 0; i < nv && err == Error::Ok; ++i) {
       err = check_value(i, values[i], h, arg_used);
       const ValueKind k = static_cast<ValueKind>(values[i].kind);
-      ready[i] = (k == ValueKind::Constant || k == ValueKind::ExternalInput) ? 1 : 0;
+      ready[i] = (k == ValueKind::Constant || k == ValueKind::Derived ||
+                  k == ValueKind::ExternalInput)
+                     ? 1
+                     : 0;
+    }
+    for (uint32_t i = 0; i < nv && err == Error::Ok; ++i) {
+      if (values[i].kind != static_cast<uint32_t>(ValueKind::Derived)) continue;
+      err = check_derived(i, values, nv, recipes, recipe_used);
+    }
+    for (uint32_t r = 0; r < nr && err == Error::Ok; ++r) {
+      if (!recipe_used[r]) {
+        err = set_error_message(Error::InvalidProgram, "cpu blob: recipe %u makes no value", r);
+      }
     }
   }
   for (uint32_t n = 0; n < nn && err == Error::Ok; ++n) {
@@ -843,6 +969,13 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
         }
         continue;
       }
+      if (id < nv && values[id].kind == static_cast<uint32_t>(ValueKind::Source)) {
+        err = set_error_message(Error::InvalidProgram,
+                                "cpu blob: node %u (%s): input %u is value %u, a source (read by "
+                                "recipes only)",
+                                n, op_name(node.op), i, id);
+        break;
+      }
       if (id >= nv || !ready[id]) {
         err = set_error_message(Error::InvalidProgram,
                                 "cpu blob: node %u (%s): input %u is value %u, which is out of "
@@ -850,14 +983,16 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
                                 n, op_name(node.op), i, id, nv);
         break;
       }
-      const bool is_const = values[id].kind == static_cast<uint32_t>(ValueKind::Constant);
+      const bool is_const = values[id].kind == static_cast<uint32_t>(ValueKind::Constant) ||
+                            values[id].kind == static_cast<uint32_t>(ValueKind::Derived);
       const bool want_const = (const_mask >> i) & 1u;
       // Weights must be constants; the data input must not be (a binary op needs one
       // non-constant operand of the two).
       const bool binary = max_in == 2 && const_mask == 0;
       const uint32_t other = binary ? node.inputs[1 - i] : kNoValue;
       const bool other_const =
-          other < nv && values[other].kind == static_cast<uint32_t>(ValueKind::Constant);
+          other < nv && (values[other].kind == static_cast<uint32_t>(ValueKind::Constant) ||
+                         values[other].kind == static_cast<uint32_t>(ValueKind::Derived));
       if ((want_const && !is_const) || (!want_const && is_const && (!binary || other_const))) {
         err = set_error_message(Error::InvalidProgram,
                                 "cpu blob: node %u (%s): input %u (value %u) must %sbe a "
@@ -900,13 +1035,29 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
     }
     if (err != Error::Ok) break;
     err = check_node_shapes(n, node, values, blob.data() + h.data_offset);
+    const bool quant = static_cast<NodeOp>(node.op) == NodeOp::QuantizedFullyConnected ||
+                       static_cast<NodeOp>(node.op) == NodeOp::QuantizedEmbedding;
+    if (err == Error::Ok && quant &&
+        values[node.inputs[1]].kind == static_cast<uint32_t>(ValueKind::Derived)) {
+      // The codes a recipe makes are checked at prepare (finite FP8 codes), so the recipe must
+      // be the quantized weight's of the node's own parameters.
+      const BlobRecipe& r = recipes[values[node.inputs[1]].recipe];
+      if (r.op != static_cast<uint32_t>(RecipeOp::QuantWeight) ||
+          std::memcmp(r.params, node.params, sizeof(uint32_t) * kQuantParamCount) != 0) {
+        err = set_error_message(Error::InvalidProgram,
+                                "cpu blob: node %u (%s): weight value %u is made by recipe %u "
+                                "(%s), expected a quant_weight recipe of the node's parameters",
+                                n, op_name(node.op), node.inputs[1],
+                                values[node.inputs[1]].recipe, recipe_op_name(r.op));
+      }
+    }
     ready[node.output] = 1;
   }
   uint32_t num_outputs = 0;
   for (uint32_t i = 0; i < nv && err == Error::Ok; ++i) {
     const ValueKind k = static_cast<ValueKind>(values[i].kind);
     if (k == ValueKind::ExternalOutput) ++num_outputs;
-    if (!ready[i]) {
+    if (!ready[i] && k != ValueKind::Source) {
       err = set_error_message(Error::InvalidProgram,
                               "cpu blob: value %u (%s) is never made by a node", i,
                               k == ValueKind::Internal ? "internal" : "external output");
@@ -917,14 +1068,17 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
   }
   std::free(ready);
   std::free(arg_used);
+  std::free(recipe_used);
   if (err != Error::Ok) {
     std::free(values);
     std::free(nodes);
+    std::free(recipes);
     return err;
   }
   plan->header = h;
   plan->values = values;
   plan->nodes = nodes;
+  plan->recipes = recipes;
   plan->data = blob.data() + h.data_offset;
   plan->data_size = h.data_size;
   return Error::Ok;

@@ -9,18 +9,21 @@
 
 namespace tern::cpu {
 
-/// A validated blob. `values` and `nodes` are heap copies owned by the plan (free them with
-/// free_blob_plan); `data` points into the blob, which must outlive the plan.
+/// A validated blob. `values`, `nodes` and `recipes` are heap copies owned by the plan (free
+/// them with free_blob_plan); `data` points into the blob, which must outlive the plan.
 struct BlobPlan {
   BlobHeader header{};
   BlobValue* values = nullptr;
   BlobNode* nodes = nullptr;
+  BlobRecipe* recipes = nullptr;  ///< header.num_recipes
   const uint8_t* data = nullptr;  ///< the data section (4-byte aligned)
   uint64_t data_size = 0;
 };
 
-/// Parses and checks every field of `blob` (magic, version, sizes, ranges, value kinds, node
-/// operands and each node's output shape against its inputs and parameters). On success fills
+/// Parses and checks every field of `blob` (magic, version, sizes, ranges, value kinds, each
+/// recipe against the value it makes and its sources, node operands and each node's output
+/// shape against its inputs and parameters). The sources' bytes are the delegate call's
+/// arguments, checked at prepare. On success fills
 /// *plan. Errors (with a message naming the field, the value/node index, expected and found):
 /// DelegateInvalidCompatibility for another blob version; InvalidProgram for anything
 /// malformed; MemoryAllocationFailed when the tables cannot be copied. `blob` must be 4-byte

@@ -1,10 +1,14 @@
 // The cpu backend: a delegate runs its blob's nodes in stages (stage_plan.h) — XNNPACK
-// runtimes built at init and tern's own kernels — bound to their arguments' memory at prepare
-// and run in order at execute. 4-D tensors are NHWC inside the delegate; the edges convert with
-// tern's own transposes through staging buffers, and values crossing stages live in a
-// workspace; both are allocated at init. execute() never allocates.
+// runtimes and tern's own kernels — bound to their arguments' memory at prepare and run in
+// order at execute. Weights come from the program's constants, which arrive as arguments: the
+// first prepare checks them against the blob's Source values, runs the blob's recipes
+// (weights/weight_recipe.h) into buffers allocated at init, then creates the XNNPACK runtimes
+// (which pack their static weights). 4-D tensors are NHWC inside the delegate; the edges
+// convert with tern's own transposes through staging buffers, and values crossing stages live
+// in a workspace; both are allocated at init. execute() never allocates.
 #include <xnnpack.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +21,8 @@
 #include "backends/cpu/runtime/register_cpu_backend.h"
 #include "backends/cpu/runtime/subgraph_builder.h"
 #include "backends/cpu/runtime/threadpool_cache.h"
+#include "backends/cpu/kernels/quant_weight.h"
+#include "backends/cpu/weights/weight_recipe.h"
 #include "runtime/core/checked_math.h"
 #include "runtime/core/platform.h"
 #include "runtime/core/tensor_view.h"
@@ -60,6 +66,24 @@ struct CpuDelegate {
   void* staging = nullptr;    ///< edge buffers of Staged externals
   void* workspace = nullptr;  ///< Workspace values
   float* scratch = nullptr;   ///< own kernels' scratch (the largest any node needs)
+  /// Derived values (recipes' outputs) read at execute: by tern's kernels, or in place by
+  /// XNNPACK (a binary op's static operand). Alias recipes need no buffer.
+  void* derived_kept = nullptr;
+  /// Derived values only XNNPACK's conv / depthwise / fully-connected nodes read: XNNPACK packs
+  /// them into its own buffers when it creates the runtimes, after which these are freed.
+  void* derived_transient = nullptr;
+  /// Per value: a Source's argument data at the first prepare (null before, and for others).
+  const void** source_data = nullptr;
+  /// Per value: the value is a Source read by an Alias recipe (in place at execute: never
+  /// released to the loader).
+  bool* aliased_source = nullptr;
+  /// Per value: for a Source, the last Derived value whose recipe reads it (kNoValue: none).
+  uint32_t* last_recipe_reader = nullptr;
+  /// BackendInitContext::release_constant and its cookie (null: none).
+  void (*release_constant)(void* cookie, const void* data, size_t size) = nullptr;
+  void* release_cookie = nullptr;
+  /// The recipes have run and the XNNPACK runtimes exist (the first successful prepare).
+  bool weights_ready = false;
   /// Profiler labels: one per stage, then "inputs in" and "outputs out" (kLabelBytes each).
   char* labels = nullptr;
   bool prepared = false;
@@ -81,6 +105,11 @@ void free_delegate(CpuDelegate* d) {
   std::free(d->workspace);
   std::free(d->scratch);
   std::free(d->labels);
+  std::free(d->derived_kept);
+  std::free(d->derived_transient);
+  std::free(d->source_data);
+  std::free(d->aliased_source);
+  std::free(d->last_recipe_reader);
   std::free(d->externals);
   std::free(d->addr);
   free_stage_plan(&d->stages);
@@ -95,8 +124,9 @@ bool buffer_bytes(uint64_t numel, uint64_t* out) {
   return checked_align_up(numel * sizeof(float) + kExtraBytes, kStageAlignment, out);
 }
 
-/// Allocates `bytes` (zeroed, kStageAlignment-aligned) into *out; nothing for 0 bytes.
-Error allocate_buffers(uint64_t bytes, const char* what, void** out) {
+/// Allocates `bytes` (zeroed unless `zero` is false, kStageAlignment-aligned) into *out;
+/// nothing for 0 bytes.
+Error allocate_buffers(uint64_t bytes, const char* what, void** out, bool zero = true) {
   if (bytes == 0) return Error::Ok;
   TERN_CHECK_OR_RETURN_ERROR(bytes <= SIZE_MAX, DelegateMemoryAllocationFailed,
                              "cpu backend: %s of %llu bytes", what,
@@ -105,7 +135,7 @@ Error allocate_buffers(uint64_t bytes, const char* what, void** out) {
   TERN_CHECK_OR_RETURN_ERROR(*out != nullptr, DelegateMemoryAllocationFailed,
                              "cpu backend: no memory for %llu bytes of %s",
                              static_cast<unsigned long long>(bytes), what);
-  std::memset(*out, 0, static_cast<size_t>(bytes));
+  if (zero) std::memset(*out, 0, static_cast<size_t>(bytes));
   return Error::Ok;
 }
 
@@ -132,7 +162,7 @@ Error plan_externals(CpuDelegate* d) {
     const BlobValue& v = p.values[i];
     const ValueHome home = d->stages.homes[i];
     uint64_t bytes = 0;
-    if (home == ValueHome::Constant) {
+    if (home == ValueHome::Constant && v.kind == static_cast<uint32_t>(ValueKind::Constant)) {
       d->addr[i] = const_cast<float*>(reinterpret_cast<const float*>(p.data + v.data_offset));
     }
     const ValueKind k = static_cast<ValueKind>(v.kind);
@@ -263,6 +293,281 @@ Error argument_tensor(const External& x, Span<EValue*> args, bool need_data, Ten
   return Error::Ok;
 }
 
+/// Whether every node reading value `i` reads it as the weight or bias of an XNNPACK conv,
+/// depthwise conv or fully-connected node (XNNPACK copies those into its packed weights when
+/// it creates the runtime).
+bool only_packed_by_xnnpack(const BlobPlan& p, uint32_t i) {
+  for (uint32_t n = 0; n < p.header.num_nodes; ++n) {
+    const BlobNode& node = p.nodes[n];
+    const NodeOp op = static_cast<NodeOp>(node.op);
+    const bool packs = op == NodeOp::Conv2d || op == NodeOp::DepthwiseConv2d ||
+                       op == NodeOp::FullyConnected;
+    for (uint32_t j = 0; j < node.num_inputs; ++j) {
+      if (node.inputs[j] == i && (!packs || j == 0)) return false;
+    }
+  }
+  return true;
+}
+
+/// Allocates (once, at init) the buffers of the Derived values that a recipe fills at prepare,
+/// and notes which Sources an Alias recipe reads in place.
+Error allocate_derived(CpuDelegate* d) {
+  const BlobPlan& p = d->plan;
+  const uint32_t nv = p.header.num_values;
+  d->source_data = static_cast<const void**>(std::calloc(nv, sizeof(void*)));
+  d->aliased_source = static_cast<bool*>(std::calloc(nv, sizeof(bool)));
+  d->last_recipe_reader = static_cast<uint32_t*>(std::malloc(nv * sizeof(uint32_t)));
+  bool* transient = static_cast<bool*>(std::calloc(nv, sizeof(bool)));
+  if (d->source_data == nullptr || d->aliased_source == nullptr ||
+      d->last_recipe_reader == nullptr || transient == nullptr) {
+    std::free(transient);
+    TERN_RETURN_ERROR(DelegateMemoryAllocationFailed,
+                      "cpu backend: no memory for the tables of %u values", nv);
+  }
+  uint64_t bytes[2] = {0, 0};  // kept, transient
+  for (uint32_t i = 0; i < nv; ++i) d->last_recipe_reader[i] = kNoValue;
+  for (uint32_t i = 0; i < nv; ++i) {
+    const BlobValue& v = p.values[i];
+    if (v.kind != static_cast<uint32_t>(ValueKind::Derived)) continue;
+    const BlobRecipe& r = p.recipes[v.recipe];
+    for (uint32_t slot = 0; slot < kRecipeSources; ++slot) {
+      if (r.sources[slot] != kNoValue) d->last_recipe_reader[r.sources[slot]] = i;
+    }
+    if (r.op == static_cast<uint32_t>(RecipeOp::Alias)) {
+      d->aliased_source[r.sources[0]] = true;
+      continue;
+    }
+    transient[i] = only_packed_by_xnnpack(p, i);
+    uint64_t b = 0;
+    if (!buffer_bytes(value_numel(v), &b) || !checked_add(bytes[transient[i]], b,
+                                                          &bytes[transient[i]])) {
+      std::free(transient);
+      TERN_RETURN_ERROR(DelegateMemoryAllocationFailed, "cpu backend: weight buffers overflow");
+    }
+  }
+  // Not zeroed here (each recipe writes every float of its value; the slack after it is
+  // zeroed as each buffer is placed): the pages are first touched by the packing itself.
+  Error err = allocate_buffers(bytes[0], "weight buffers", &d->derived_kept, /*zero=*/false);
+  if (err == Error::Ok) {
+    err = allocate_buffers(bytes[1], "weight buffers packed by XNNPACK", &d->derived_transient,
+                           /*zero=*/false);
+  }
+  uint8_t* cursor[2] = {static_cast<uint8_t*>(d->derived_kept),
+                        static_cast<uint8_t*>(d->derived_transient)};
+  for (uint32_t i = 0; i < nv && err == Error::Ok; ++i) {
+    const BlobValue& v = p.values[i];
+    if (v.kind != static_cast<uint32_t>(ValueKind::Derived) ||
+        p.recipes[v.recipe].op == static_cast<uint32_t>(RecipeOp::Alias)) {
+      continue;
+    }
+    d->addr[i] = reinterpret_cast<float*>(cursor[transient[i]]);
+    uint64_t b = 0;
+    (void)buffer_bytes(value_numel(v), &b);
+    const uint64_t used = value_numel(v) * sizeof(float);
+    std::memset(cursor[transient[i]] + used, 0, static_cast<size_t>(b - used));
+    cursor[transient[i]] += b;
+  }
+  std::free(transient);
+  return err;
+}
+
+/// The DType a Source of `type` is.
+DType source_dtype(uint32_t type) {
+  switch (static_cast<SourceType>(type)) {
+    case SourceType::Nf4:
+      return DType::NF4;
+    case SourceType::Fp8E4M3:
+      return DType::FP8E4M3;
+    case SourceType::Fp8E5M2:
+      return DType::FP8E5M2;
+    case SourceType::F32:
+      break;
+  }
+  return DType::F32;
+}
+
+/// The argument of Source value `i`, checked against the blob: a contiguous tensor of the
+/// source's dtype, its exact sizes, at least its bytes, with data.
+Error source_tensor(const CpuDelegate* d, uint32_t i, Span<EValue*> args, const TensorView** out) {
+  const BlobValue& v = d->plan.values[i];
+  EValue* e = args[v.arg];
+  TERN_CHECK_OR_RETURN_ERROR(e != nullptr && e->is_tensor(), InvalidArgument,
+                             "cpu backend: value %u (weight source, argument %u): expected a "
+                             "tensor (a program constant)",
+                             i, v.arg);
+  const TensorView& t = e->to_tensor();
+  const DType dtype = source_dtype(v.source & 0xFFu);
+  bool same = t.rank == v.rank && t.sizes != nullptr && t.dtype == dtype;
+  for (uint32_t r = 0; same && r < v.rank; ++r) {
+    same = t.sizes[r] >= 0 && static_cast<uint64_t>(t.sizes[r]) == v.dims[r];
+  }
+  char want[96], found[96];
+  TERN_CHECK_OR_RETURN_ERROR(
+      same && t.is_contiguous() && t.data != nullptr && t.nbytes >= v.data_bytes,
+      InvalidArgument,
+      "cpu backend: value %u (weight source, argument %u '%s'): expected a contiguous %s tensor "
+      "%s of %llu bytes, found %s%s %s of %llu bytes%s",
+      i, v.arg, t.name ? t.name : "", to_string(dtype),
+      format_dims(v.dims, v.rank, want, sizeof(want)),
+      static_cast<unsigned long long>(v.data_bytes), t.is_contiguous() ? "" : "non-contiguous ",
+      to_string(t.dtype), t.sizes ? format_shape(t.shape(), found, sizeof(found)) : "(no sizes)",
+      static_cast<unsigned long long>(t.nbytes), t.data ? "" : " (no data)");
+  *out = &t;
+  return Error::Ok;
+}
+
+/// The scheme tensors of quantized Source argument `t` for a QuantWeight recipe of `params`
+/// (the blob node's QuantParam values): the argument's scheme must be the one the blob was
+/// compiled for (then the runtime's own checks of the program give the tensors' lengths).
+Error quant_source(uint32_t value, const TensorView& t, const uint32_t* q, RecipeSource* out) {
+  const QuantView* view = t.quant;
+  const QuantWeightFormat format = static_cast<QuantWeightFormat>(q[kQuantFormat]);
+  bool ok = view != nullptr;
+  if (ok && format == QuantWeightFormat::Nf4) {
+    ok = view->scheme == QuantView::Scheme::NF4 && view->block_size == q[kQuantBlockSize] &&
+         view->absmax != nullptr;
+  } else if (ok && format == QuantWeightFormat::Nf4DoubleQuant) {
+    ok = view->scheme == QuantView::Scheme::NF4DoubleQuant &&
+         view->block_size == q[kQuantBlockSize] && view->dq_block_size == q[kQuantDqBlockSize] &&
+         view->dq_codes != nullptr && view->dq_absmax2 != nullptr && view->dq_table != nullptr;
+  } else if (ok) {
+    const uint32_t granularity = static_cast<uint32_t>(view->granularity);
+    const bool block = granularity == static_cast<uint32_t>(Fp8Granularity::Block);
+    ok = view->scheme == QuantView::Scheme::FP8 && granularity == q[kQuantGranularity] &&
+         (!block || (view->block_rows == q[kQuantBlockRows] &&
+                     view->block_cols == q[kQuantBlockCols])) &&
+         view->scale != nullptr;
+  }
+  TERN_CHECK_OR_RETURN_ERROR(
+      ok, InvalidArgument,
+      "cpu backend: value %u (quantized weight source '%s'): its quantization parameters are "
+      "not those the blob was compiled for (format %u, block size %u, dq block size %u, "
+      "granularity %u, tile %ux%u)",
+      value, t.name ? t.name : "", q[kQuantFormat], q[kQuantBlockSize], q[kQuantDqBlockSize],
+      q[kQuantGranularity], q[kQuantBlockRows], q[kQuantBlockCols]);
+  out->absmax = view->absmax;
+  out->dq_codes = view->dq_codes;
+  out->dq_absmax2 = view->dq_absmax2;
+  out->dq_table = view->dq_table;
+  out->dq_offset = view->dq_offset;
+  out->scale = view->scale;
+  return Error::Ok;
+}
+
+/// Runs Derived value `i`'s recipe from its sources' arguments (checked by source_tensor).
+Error run_value_recipe(CpuDelegate* d, uint32_t i, Span<EValue*> args) {
+  const BlobPlan& p = d->plan;
+  const BlobValue& v = p.values[i];
+  const BlobRecipe& r = p.recipes[v.recipe];
+  RecipeShape shape;
+  const char* why = "";
+  TERN_CHECK_OR_RETURN_ERROR(recipe_shape(r, value_numel(v), &shape, &why), InvalidState,
+                             "cpu backend: value %u: recipe %u: %s", i, v.recipe, why);
+  RecipeSource src[kRecipeSources];
+  for (uint32_t slot = 0; slot < kRecipeSources; ++slot) {
+    const uint32_t id = r.sources[slot];
+    if (id == kNoValue) continue;
+    src[slot].data = d->source_data[id];
+    if (slot == 0 && shape.quantized != SourceType::F32) {
+      TERN_RETURN_IF_ERROR(
+          quant_source(id, args[p.values[id].arg]->to_tensor(), r.params, &src[slot]));
+    }
+  }
+  if (r.op == static_cast<uint32_t>(RecipeOp::Alias)) {
+    d->addr[i] = const_cast<float*>(static_cast<const float*>(src[0].data));
+    return Error::Ok;
+  }
+  run_recipe(r, shape, src, d->addr[i]);
+  if (r.op == static_cast<uint32_t>(RecipeOp::QuantWeight)) {
+    QuantWeightDesc q;
+    q.format = static_cast<QuantWeightFormat>(r.params[kQuantFormat]);
+    q.rows = r.params[kQuantRows];
+    q.cols = r.params[kQuantCols];
+    q.block_size = r.params[kQuantBlockSize];
+    q.dq_block_size = r.params[kQuantDqBlockSize];
+    q.granularity = static_cast<Fp8Granularity>(r.params[kQuantGranularity]);
+    q.block_rows = r.params[kQuantBlockRows];
+    q.block_cols = r.params[kQuantBlockCols];
+    QuantWeightLayout layout;
+    (void)quant_weight_layout(q, &layout);  // recipe_shape checked it
+    const QuantWeightView w = quant_weight_view(q, layout, d->addr[i]);
+    TERN_CHECK_OR_RETURN_ERROR(
+        (q.format != QuantWeightFormat::Nf4DoubleQuant || std::isfinite(w.dq_offset)) &&
+            !quant_weight_has_nonfinite_codes(w),
+        InvalidArgument,
+        "cpu backend: value %u: the quantized weight (argument %u) holds a NaN or infinity "
+        "FP8 code or a non-finite double quantization offset, which the fused kernels do not "
+        "decode",
+        i, p.values[r.sources[0]].arg);
+  }
+  return Error::Ok;
+}
+
+/// The first prepare: checks every Source argument, runs every recipe, creates the XNNPACK
+/// runtimes (which pack their static weights from the Derived buffers, the blob's embedded
+/// constants and the arguments), frees what only XNNPACK's packing read, and hands back to the
+/// loader the constants no one reads again. Later calls check the Sources are the same
+/// constants (the same bytes) and do nothing else.
+Error make_weights(CpuDelegate* d, Span<EValue*> args) {
+  const BlobPlan& p = d->plan;
+  const uint32_t nv = p.header.num_values;
+  for (uint32_t i = 0; i < nv; ++i) {
+    if (p.values[i].kind != static_cast<uint32_t>(ValueKind::Source)) continue;
+    const TensorView* t = nullptr;
+    TERN_RETURN_IF_ERROR(source_tensor(d, i, args, &t));
+    if (!d->weights_ready) {
+      d->source_data[i] = t->data;
+      continue;
+    }
+    TERN_CHECK_OR_RETURN_ERROR(t->data == d->source_data[i], InvalidState,
+                               "cpu backend: value %u (weight source, argument %u): the constant "
+                               "moved since the first prepare (%p, was %p)",
+                               i, p.values[i].arg, t->data, d->source_data[i]);
+  }
+  if (d->weights_ready) return Error::Ok;
+  for (uint32_t i = 0; i < nv; ++i) {
+    if (p.values[i].kind != static_cast<uint32_t>(ValueKind::Derived)) continue;
+    TERN_RETURN_IF_ERROR(run_value_recipe(d, i, args));
+    // A constant no one reads again goes back to the loader as soon as its last recipe has
+    // copied it, so the program's pages and the packed copies are never all resident at once.
+    const BlobRecipe& r = p.recipes[p.values[i].recipe];
+    for (uint32_t slot = 0; slot < kRecipeSources && d->release_constant != nullptr; ++slot) {
+      const uint32_t s = r.sources[slot];
+      if (s == kNoValue || d->last_recipe_reader[s] != i) continue;
+      const BlobValue& v = p.values[s];
+      if ((v.source & kSourceExclusive) == 0 || d->aliased_source[s]) continue;
+      d->release_constant(d->release_cookie, d->source_data[s], static_cast<size_t>(v.data_bytes));
+    }
+  }
+  for (uint32_t s = 0; s < d->stages.num_stages; ++s) {
+    free_xnn_stage(&d->xnn[s]);  // a failed earlier prepare may have built some
+    if (d->stages.stages[s].own_kernel) continue;
+    TERN_RETURN_IF_ERROR(
+        build_xnn_stage(p, d->stages, d->stages.stages[s], d->addr, d->pool, &d->xnn[s]));
+  }
+  if (d->derived_transient != nullptr) {
+    // Poisoned (NaN) before it goes: a read after this point would show in every test.
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < nv; ++i) {
+      const BlobValue& v = p.values[i];
+      if (v.kind != static_cast<uint32_t>(ValueKind::Derived) ||
+          p.recipes[v.recipe].op == static_cast<uint32_t>(RecipeOp::Alias) ||
+          !only_packed_by_xnnpack(p, i)) {
+        continue;
+      }
+      uint64_t b = 0;
+      (void)buffer_bytes(value_numel(v), &b);
+      bytes += b;
+      d->addr[i] = nullptr;  // XNNPACK holds its own packed copy now
+    }
+    std::memset(d->derived_transient, 0xFF, static_cast<size_t>(bytes));
+    std::free(d->derived_transient);
+    d->derived_transient = nullptr;
+  }
+  d->weights_ready = true;
+  return Error::Ok;
+}
+
 class CpuBackend final : public BackendInterface {
  public:
   bool is_available() const override { return xnnpack_ready(); }
@@ -277,6 +582,8 @@ class CpuBackend final : public BackendInterface {
                                "cpu backend: no memory for a delegate");
     CpuDelegate* d = new (mem) CpuDelegate();
     d->blob = std::move(blob);
+    d->release_constant = context.release_constant;
+    d->release_cookie = context.release_cookie;
     Error err = setup(context, d);
     if (err != Error::Ok) {
       free_delegate(d);
@@ -293,6 +600,7 @@ class CpuBackend final : public BackendInterface {
                                "expects %u",
                                args.size(), d->plan.header.num_args);
     d->prepared = false;
+    TERN_RETURN_IF_ERROR(make_weights(d, args));
     for (uint32_t i = 0; i < d->num_externals; ++i) {
       External& x = d->externals[i];
       TensorView* t = nullptr;
@@ -405,13 +713,11 @@ class CpuBackend final : public BackendInterface {
     d->xnn = static_cast<XnnStage*>(std::calloc(d->stages.num_stages, sizeof(XnnStage)));
     TERN_CHECK_OR_RETURN_ERROR(d->xnn != nullptr, DelegateMemoryAllocationFailed,
                                "cpu backend: no memory for %u stages", d->stages.num_stages);
-    for (uint32_t s = 0; s < d->stages.num_stages; ++s) {
-      new (&d->xnn[s]) XnnStage();
-      if (d->stages.stages[s].own_kernel) continue;
-      TERN_RETURN_IF_ERROR(
-          build_xnn_stage(d->plan, d->stages, d->stages.stages[s], d->pool, &d->xnn[s]));
-    }
+    // The XNNPACK runtimes are created at the first prepare, once the recipes have made the
+    // weights they pack.
+    for (uint32_t s = 0; s < d->stages.num_stages; ++s) new (&d->xnn[s]) XnnStage();
     TERN_RETURN_IF_ERROR(plan_externals(d));
+    TERN_RETURN_IF_ERROR(allocate_derived(d));
     return make_labels(d);
   }
 };

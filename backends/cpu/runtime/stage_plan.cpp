@@ -110,6 +110,8 @@ Error plan_stages(const BlobPlan& blob, uint64_t alignment, uint64_t slack, Stag
       ValueHome home = ValueHome::Workspace;
       switch (static_cast<ValueKind>(v.kind)) {
         case ValueKind::Constant:
+        case ValueKind::Derived:  // a buffer filled at prepare, or a Source in place
+        case ValueKind::Source:   // read by recipes only, never by a node
           home = ValueHome::Constant;
           break;
         case ValueKind::ExternalInput:

@@ -19,7 +19,7 @@ namespace tern::cpu {
 
 /// Where a value's bytes are while the delegate runs.
 enum class ValueHome : uint8_t {
-  Constant,     ///< the blob's data section
+  Constant,     ///< the blob's data section, a weight buffer or a program constant in place
   XnnInternal,  ///< inside one XNNPACK runtime only
   Staged,       ///< an external argument copied (transposed when NHWC) via a staging buffer
   Bound,        ///< an external output written in place in the argument's memory

@@ -112,7 +112,7 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
 }  // namespace
 
 Error build_xnn_stage(const BlobPlan& plan, const StagePlan& stages, const Stage& stage,
-                      pthreadpool_t pool, XnnStage* out) {
+                      float* const* addr, pthreadpool_t pool, XnnStage* out) {
   *out = XnnStage();
   const uint32_t nv = plan.header.num_values;
   // Blob value -> XNNPACK id in this stage's subgraph (kUnset: not used by the stage).
@@ -159,7 +159,7 @@ Error build_xnn_stage(const BlobPlan& plan, const StagePlan& stages, const Stage
     size_t dims[kMaxDims];
     for (uint32_t d = 0; d < v.rank; ++d) dims[d] = static_cast<size_t>(v.dims[d]);
     const ValueHome home = stages.homes[i];
-    const void* data = home == ValueHome::Constant ? plan.data + v.data_offset : nullptr;
+    const void* data = home == ValueHome::Constant ? addr[i] : nullptr;
     uint32_t external_id = XNN_INVALID_VALUE_ID;
     uint32_t flags = 0;
     if (xid[i] != kUnset) {  // an external of this stage

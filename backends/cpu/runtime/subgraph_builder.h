@@ -20,13 +20,15 @@ struct XnnStage {
 };
 
 /// Defines the nodes of `stage` (not an own-kernel stage) and the values they use in an
-/// XNNPACK subgraph — constants point into plan.data, which must outlive the runtime; values
+/// XNNPACK subgraph — constants (ValueHome::Constant) at addr[value]: XNNPACK copies a conv's
+/// or fully-connected node's weight and bias into its own packed buffers here, and reads the
+/// other static operands in place at every invoke, so those must outlive the runtime; values
 /// whose home is not inside the runtime become its externals — and creates a runtime on
 /// `pool` (null: the caller's thread). On success *out owns it (free_xnn_stage).
 /// InvalidProgram naming the node when XNNPACK refuses a definition;
 /// DelegateMemoryAllocationFailed when it cannot create the runtime.
 Error build_xnn_stage(const BlobPlan& plan, const StagePlan& stages, const Stage& stage,
-                      pthreadpool_t pool, XnnStage* out);
+                      float* const* addr, pthreadpool_t pool, XnnStage* out);
 
 /// Frees what build_xnn_stage made; safe on a default stage.
 void free_xnn_stage(XnnStage* stage);

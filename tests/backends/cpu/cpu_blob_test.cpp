@@ -13,6 +13,7 @@
 #include "backends/cpu/cpu_blob_format.h"
 #include "backends/cpu/runtime/blob_reader.h"
 #include "backends/cpu/runtime/stage_plan.h"
+#include "backends/cpu/weights/weight_recipe.h"
 #include "tests/backends/cpu/cpu_test_util.h"
 
 namespace tern::cpu_test {
@@ -43,6 +44,8 @@ std::vector<uint8_t> small_blob(compiler::Graph* graph_out = nullptr) {
 }
 
 /// Arguments for the small model's delegate call: x, w, b, 3 lists, groups (inputs), out.
+/// The constants (w, b) are bound by bind_constants, from the graph (the weights the delegate
+/// packs at prepare); without them the arguments are empty.
 struct SmallArgs {
   std::vector<int64_t> sizes{1, 4, 6, 6};
   std::vector<float> x = random_floats(144, 9);
@@ -50,6 +53,7 @@ struct SmallArgs {
   TensorView xv, ov;
   std::vector<EValue> values;
   std::vector<EValue*> ptrs;
+  std::vector<TensorView> constant_views;
   explicit SmallArgs(size_t num_args) {
     xv = testing::f32_view(sizes, x);
     ov = testing::f32_view(sizes, out);
@@ -57,6 +61,24 @@ struct SmallArgs {
     values[0] = EValue::from_tensor(&xv);
     values[num_args - 1] = EValue::from_tensor(&ov);
     for (EValue& v : values) ptrs.push_back(&v);
+  }
+  /// Binds every constant tensor input of `g`'s region 0 to its graph bytes, as a program binds
+  /// its constants.
+  void bind_constants(const compiler::Graph& g) {
+    const compiler::DelegateRegion& r = g.delegates.at(0);
+    constant_views.resize(r.inputs.size());
+    for (size_t i = 0; i < r.inputs.size() && i < values.size(); ++i) {
+      const compiler::Value& v = g.values[static_cast<size_t>(r.inputs[i])];
+      if (!v.is_tensor() || !v.is_constant) continue;
+      TensorView& t = constant_views[i];
+      t.dtype = v.dtype;
+      t.rank = static_cast<uint32_t>(v.sizes.size());
+      t.sizes = v.sizes.data();
+      t.data = const_cast<uint8_t*>(v.data.data());
+      t.nbytes = v.data.size();
+      t.name = v.name.c_str();
+      values[i] = EValue::from_tensor(&t);
+    }
   }
   Span<EValue*> span() { return Span<EValue*>(ptrs.data(), ptrs.size()); }
 };
@@ -75,9 +97,11 @@ struct BottleneckArgs : SmallArgs {
   }
 };
 
-/// init (+ prepare + execute when init succeeds) on `blob`; returns the first error.
+/// init (+ prepare + execute when init succeeds) on `blob`, the constants of `g` (when given)
+/// bound; returns the first error.
 template <typename Args = SmallArgs>
-Error try_blob(const std::vector<uint8_t>& blob, size_t num_args, std::string* message) {
+Error try_blob(const std::vector<uint8_t>& blob, size_t num_args, std::string* message,
+               const compiler::Graph* g = nullptr) {
   const BackendInterface& be = cpu_backend_interface();
   BackendInitContext ctx;
   ctx.num_threads = 1;
@@ -88,6 +112,7 @@ Error try_blob(const std::vector<uint8_t>& blob, size_t num_args, std::string* m
     return h.error();
   }
   Args args(num_args);
+  if (g != nullptr) args.bind_constants(*g);
   Error e = be.prepare(h.get(), args.span());
   if (e == Error::Ok) {
     BackendExecuteContext ectx;
@@ -127,34 +152,62 @@ TEST_F(CpuBlobTest, BlobHeaderDescribesTheRegion) {
   EXPECT_EQ(h.version, cpu::kBlobVersion);
   EXPECT_EQ(h.num_args, g.delegates[0].inputs.size() + g.delegates[0].outputs.size());
   EXPECT_EQ(h.num_nodes, 2u);  // tern's conv with the relu folded in, add
+  EXPECT_EQ(h.num_recipes, 1u);  // the packed filter
   EXPECT_EQ(h.data_offset % 64, 0u);
   EXPECT_EQ(h.data_offset + h.data_size, blob.size());
-  // Value 0 is x, NHWC [1, 6, 6, 4]; value 1 the packed filter: one panel of 16 columns,
-  // 16 bias floats then 3*3*4 = 36 rows in (kh, kw, c) order.
-  cpu::BlobValue v0, v1;
+  // Value 0 is x, NHWC [1, 6, 6, 4]; values 1 and 2 the program's w and b (Source values: the
+  // delegate call's arguments 1 and 2); value 3 the packed filter made from them at prepare:
+  // one panel of 16 columns, 16 bias floats then 3*3*4 = 36 rows in (kh, kw, c) order.
+  const size_t tables = sizeof(h) + h.num_values * sizeof(cpu::BlobValue) +
+                        h.num_nodes * sizeof(cpu::BlobNode);
+  cpu::BlobValue v[4];
   cpu::BlobNode n0;
-  std::memcpy(&v0, blob.data() + sizeof(h), sizeof(v0));
-  std::memcpy(&v1, blob.data() + sizeof(h) + sizeof(v0), sizeof(v1));
+  cpu::BlobRecipe r0;
+  std::memcpy(v, blob.data() + sizeof(h), sizeof(v));
   std::memcpy(&n0, blob.data() + sizeof(h) + h.num_values * sizeof(cpu::BlobValue), sizeof(n0));
+  std::memcpy(&r0, blob.data() + tables, sizeof(r0));
   EXPECT_EQ(n0.op, static_cast<uint32_t>(cpu::NodeOp::PackedConv2d));
   EXPECT_EQ(n0.fparams[0], 0.0f);  // relu
-  EXPECT_EQ(v0.kind, static_cast<uint32_t>(cpu::ValueKind::ExternalInput));
-  EXPECT_EQ(v0.layout, static_cast<uint32_t>(cpu::ValueLayout::Nhwc));
-  EXPECT_EQ(std::vector<uint64_t>(v0.dims, v0.dims + 4), (std::vector<uint64_t>{1, 6, 6, 4}));
-  EXPECT_EQ(v1.kind, static_cast<uint32_t>(cpu::ValueKind::Constant));
-  EXPECT_EQ(v1.rank, 1u);
-  EXPECT_EQ(v1.dims[0], 16u * 37u);
-  // Filter OIHW element [o=1, i=3, h=2, w=0] is row (2 * 3 + 0) * 4 + 3 = 27, lane 1.
+  EXPECT_EQ(n0.inputs[1], 3u);
+  EXPECT_EQ(v[0].kind, static_cast<uint32_t>(cpu::ValueKind::ExternalInput));
+  EXPECT_EQ(v[0].layout, static_cast<uint32_t>(cpu::ValueLayout::Nhwc));
+  EXPECT_EQ(std::vector<uint64_t>(v[0].dims, v[0].dims + 4), (std::vector<uint64_t>{1, 6, 6, 4}));
+  for (uint32_t i : {1u, 2u}) {
+    EXPECT_EQ(v[i].kind, static_cast<uint32_t>(cpu::ValueKind::Source)) << i;
+    EXPECT_EQ(v[i].arg, i);  // the call's arguments: x, w, b, ...
+    EXPECT_EQ(v[i].source, static_cast<uint32_t>(cpu::SourceType::F32) | cpu::kSourceExclusive);
+  }
+  EXPECT_EQ(std::vector<uint64_t>(v[1].dims, v[1].dims + 4), (std::vector<uint64_t>{4, 4, 3, 3}));
+  EXPECT_EQ(v[1].data_bytes, 144u * 4u);
+  EXPECT_EQ(v[2].rank, 1u);
+  EXPECT_EQ(v[3].kind, static_cast<uint32_t>(cpu::ValueKind::Derived));
+  EXPECT_EQ(v[3].recipe, 0u);
+  EXPECT_EQ(v[3].rank, 1u);
+  EXPECT_EQ(v[3].dims[0], 16u * 37u);
+  EXPECT_EQ(r0.op, static_cast<uint32_t>(cpu::RecipeOp::PackConv));
+  EXPECT_EQ(std::vector<uint32_t>(r0.params, r0.params + 4), (std::vector<uint32_t>{4, 4, 3, 3}));
+  EXPECT_EQ(r0.sources[0], 1u);
+  EXPECT_EQ(r0.sources[1], 2u);
+  // No weight bytes in the blob: its data section is only the tail padding.
+  EXPECT_EQ(h.data_size, cpu::kDataTailPadding);
+  // What the recipe makes (the runtime's code): filter OIHW element [o=1, i=3, h=2, w=0] is
+  // row (2 * 3 + 0) * 4 + 3 = 27, lane 1.
   const auto& w = g.values[static_cast<size_t>(g.nodes[0].args[1])];
-  float want, got;
+  const auto& bias = g.values[static_cast<size_t>(g.nodes[0].args[2])];
+  cpu::RecipeShape shape;
+  const char* why = "";
+  ASSERT_TRUE(cpu::recipe_shape(r0, 16 * 37, &shape, &why)) << why;
+  cpu::RecipeSource src[cpu::kRecipeSources];
+  src[0].data = w.data.data();
+  src[1].data = bias.data.data();
+  std::vector<float> packed(16 * 37, -1.0f);
+  cpu::run_recipe(r0, shape, src, packed.data());
+  float want;
   std::memcpy(&want, w.data.data() + 4 * (((1 * 4 + 3) * 3 + 2) * 3 + 0), 4);
-  std::memcpy(&got, blob.data() + h.data_offset + v1.data_offset + 4 * (16 * (1 + 27) + 1), 4);
-  EXPECT_EQ(want, got);
+  EXPECT_EQ(packed[16 * (1 + 27) + 1], want);
   // Bias of channel 2 in the panel's first row; lanes past 4 channels are zero.
-  std::memcpy(&got, blob.data() + h.data_offset + v1.data_offset + 4 * 2, 4);
-  EXPECT_EQ(got, 0.3f);
-  std::memcpy(&got, blob.data() + h.data_offset + v1.data_offset + 4 * (16 * 5 + 9), 4);
-  EXPECT_EQ(got, 0.0f);
+  EXPECT_EQ(packed[2], 0.3f);
+  EXPECT_EQ(packed[16 * 5 + 9], 0.0f);
 }
 
 TEST_F(CpuBlobTest, SupportsRefusesWhatXnnpackCannotMatch) {
@@ -326,12 +379,12 @@ TEST_F(CpuBlobTest, EveryTruncationIsACleanError) {
   for (size_t len = 0; len < blob.size(); ++len) {
     std::string msg;
     const Error e =
-        try_blob(std::vector<uint8_t>(blob.begin(), blob.begin() + len), num_args, &msg);
+        try_blob(std::vector<uint8_t>(blob.begin(), blob.begin() + len), num_args, &msg, &g);
     EXPECT_EQ(e, Error::InvalidProgram) << len << " bytes: " << msg;
     EXPECT_NE(msg.find("cpu blob"), std::string::npos) << msg;
   }
   std::string msg;
-  EXPECT_EQ(try_blob(blob, num_args, &msg), Error::Ok) << msg;
+  EXPECT_EQ(try_blob(blob, num_args, &msg, &g), Error::Ok) << msg;
 }
 
 TEST_F(CpuBlobTest, EveryTableByteFlipIsHandled) {
@@ -346,7 +399,7 @@ TEST_F(CpuBlobTest, EveryTableByteFlipIsHandled) {
       std::vector<uint8_t> bad = blob;
       bad[i] ^= flip;
       std::string msg;
-      const Error e = try_blob(bad, num_args, &msg);  // must return, whatever it decides
+      const Error e = try_blob(bad, num_args, &msg, &g);  // must return, whatever it decides
       if (e == Error::Ok) {
         ++accepted;
       } else {
@@ -373,13 +426,14 @@ TEST_F(CpuBlobTest, SpecificCorruptionsNameTheProblem) {
   }
   // Every older version: 1 (before tern's own kernels joined the blob), 2 (before
   // PackedWinogradConv2d and Gelu), 3 (before PackedBottleneck), 4 (before SiLU, sigmoid and
-  // the bottleneck's squeeze-excitation), 5 (before Concat), 6 (before the quantized ops 23, 24).
-  static_assert(cpu::kBlobVersion == 7, "add the version this one replaces to the list below");
-  for (uint32_t old : {1u, 2u, 3u, 4u, 5u, 6u}) {
+  // the bottleneck's squeeze-excitation), 5 (before Concat), 6 (before the quantized ops 23, 24),
+  // 7 (weights packed into the blob at compile time, before Source / Derived values).
+  static_assert(cpu::kBlobVersion == 8, "add the version this one replaces to the list below");
+  for (uint32_t old : {1u, 2u, 3u, 4u, 5u, 6u, 7u}) {
     std::vector<uint8_t> bad = blob;
     std::memcpy(bad.data() + offsetof(cpu::BlobHeader, version), &old, 4);
-    EXPECT_EQ(try_blob(bad, num_args, &msg), Error::DelegateInvalidCompatibility) << old;
-    EXPECT_NE(msg.find("version " + std::to_string(old) + ", this runtime reads version 7"),
+    EXPECT_EQ(try_blob(bad, num_args, &msg, &g), Error::DelegateInvalidCompatibility) << old;
+    EXPECT_NE(msg.find("version " + std::to_string(old) + ", this runtime reads version 8"),
               std::string::npos)
         << msg;
     EXPECT_EQ(parse_result(bad, &msg), Error::DelegateInvalidCompatibility) << old;
@@ -388,16 +442,19 @@ TEST_F(CpuBlobTest, SpecificCorruptionsNameTheProblem) {
     // Value 0's dim 1 (H of x): the conv output no longer matches.
     std::vector<uint8_t> bad = blob;
     bad[sizeof(cpu::BlobHeader) + offsetof(cpu::BlobValue, dims) + 8] = 7;
-    EXPECT_EQ(try_blob(bad, num_args, &msg), Error::InvalidProgram);
+    EXPECT_EQ(try_blob(bad, num_args, &msg, &g), Error::InvalidProgram);
     EXPECT_NE(msg.find("node 0 (packed_conv2d)"), std::string::npos) << msg;
   }
   {
-    // A constant's data offset far past the data section.
+    // The derived filter (value 3) with a data offset: its bytes are made at prepare.
     std::vector<uint8_t> bad = blob;
-    bad[sizeof(cpu::BlobHeader) + sizeof(cpu::BlobValue) + offsetof(cpu::BlobValue, data_offset) +
-        5] = 0x10;
-    EXPECT_EQ(try_blob(bad, num_args, &msg), Error::InvalidProgram);
-    EXPECT_NE(msg.find("past the data section"), std::string::npos) << msg;
+    bad[sizeof(cpu::BlobHeader) + 3 * sizeof(cpu::BlobValue) +
+        offsetof(cpu::BlobValue, data_offset) + 5] = 0x10;
+    EXPECT_EQ(try_blob(bad, num_args, &msg, &g), Error::InvalidProgram);
+    EXPECT_NE(msg.find("value 3: derived constant of 2368 bytes (offset 17592186044416), "
+                       "expected 2368 bytes (offset 0)"),
+              std::string::npos)
+        << msg;
   }
   {
     // Node 0 reads a value index out of range.
@@ -407,7 +464,7 @@ TEST_F(CpuBlobTest, SpecificCorruptionsNameTheProblem) {
     const size_t node0 = sizeof(h) + h.num_values * sizeof(cpu::BlobValue);
     const uint32_t big = 1000;
     std::memcpy(bad.data() + node0 + offsetof(cpu::BlobNode, inputs), &big, 4);
-    EXPECT_EQ(try_blob(bad, num_args, &msg), Error::InvalidProgram);
+    EXPECT_EQ(try_blob(bad, num_args, &msg, &g), Error::InvalidProgram);
     EXPECT_NE(msg.find("value 1000"), std::string::npos) << msg;
   }
 }
@@ -451,6 +508,7 @@ TEST_F(CpuBlobTest, BadArgumentsAreRefused) {
   }
   {
     SmallArgs args(num_args);
+    args.bind_constants(g);
     args.sizes[2] = 5;
     EXPECT_EQ(be.prepare(h.get(), args.span()), Error::InvalidArgument);
     EXPECT_NE(std::string(last_error_message()).find("[1, 4, 6, 6]"), std::string::npos)
@@ -458,11 +516,21 @@ TEST_F(CpuBlobTest, BadArgumentsAreRefused) {
   }
   {
     SmallArgs args(num_args);
+    args.bind_constants(g);
     args.values[0] = EValue();
     EXPECT_EQ(be.prepare(h.get(), args.span()), Error::InvalidArgument);
   }
   {
+    SmallArgs args(num_args);  // the weights left out: the sources are refused by name
+    EXPECT_EQ(be.prepare(h.get(), args.span()), Error::InvalidArgument);
+    EXPECT_NE(std::string(last_error_message())
+                  .find("value 1 (weight source, argument 1): expected a tensor"),
+              std::string::npos)
+        << last_error_message();
+  }
+  {
     SmallArgs args(num_args);
+    args.bind_constants(g);
     ASSERT_EQ(be.prepare(h.get(), args.span()), Error::Ok) << last_error_message();
     EXPECT_EQ(be.execute(ectx, h.get(), args.span()), Error::Ok) << last_error_message();
   }
@@ -529,10 +597,18 @@ TEST_F(CpuBlobTest, LinearIsPackedForTernsGemmWithTheReluFolded) {
   cpu::BlobValue packed;
   std::memcpy(&packed, blob.data() + sizeof(h) + node.inputs[1] * sizeof(cpu::BlobValue),
               sizeof(packed));
-  // Two panels of 16 columns, each 16 bias floats then 20 rows of 16 (docs: README blob format).
+  // Two panels of 16 columns, each 16 bias floats then 20 rows of 16 (docs: README blob format),
+  // made at prepare by a PackFc recipe from the program's w and b.
   ASSERT_EQ(packed.dims[0], 2u * 16u * 21u);
-  std::vector<float> got(static_cast<size_t>(packed.dims[0]));
-  std::memcpy(got.data(), blob.data() + h.data_offset + packed.data_offset, got.size() * 4);
+  ASSERT_EQ(packed.kind, static_cast<uint32_t>(cpu::ValueKind::Derived));
+  cpu::BlobRecipe r;
+  std::memcpy(&r,
+              blob.data() + sizeof(h) + h.num_values * sizeof(cpu::BlobValue) +
+                  h.num_nodes * sizeof(cpu::BlobNode) + packed.recipe * sizeof(cpu::BlobRecipe),
+              sizeof(r));
+  EXPECT_EQ(r.op, static_cast<uint32_t>(cpu::RecipeOp::PackFc));
+  EXPECT_EQ(r.params[0], 18u);
+  EXPECT_EQ(r.params[1], 20u);
   const auto floats = [&](int arg) {
     const auto& v = g.values[static_cast<size_t>(g.nodes[0].args[static_cast<size_t>(arg)])];
     std::vector<float> f(v.data.size() / 4);
@@ -540,6 +616,14 @@ TEST_F(CpuBlobTest, LinearIsPackedForTernsGemmWithTheReluFolded) {
     return f;
   };
   const std::vector<float> w = floats(1), bias = floats(2);
+  cpu::RecipeShape shape;
+  const char* why = "";
+  ASSERT_TRUE(cpu::recipe_shape(r, packed.dims[0], &shape, &why)) << why;
+  cpu::RecipeSource src[cpu::kRecipeSources];
+  src[0].data = w.data();
+  src[1].data = bias.data();
+  std::vector<float> got(static_cast<size_t>(packed.dims[0]), -1.0f);
+  cpu::run_recipe(r, shape, src, got.data());
   for (size_t col = 0; col < 32; ++col) {
     const size_t panel = col / 16, lane = col % 16, base = panel * 16 * 21;
     EXPECT_EQ(got[base + lane], col < 18 ? f32_at(bias, col) : 0.0f) << "bias " << col;
@@ -581,6 +665,108 @@ TEST_F(CpuBlobTest, PackedLinearFieldsAreChecked) {
         << last_error_message();
     cpu::free_blob_plan(&plan);
   }
+}
+
+/// Version 8's records: every Source, Derived value and recipe field is checked, and a
+/// corrupt one is refused naming it.
+TEST_F(CpuBlobTest, RecipeAndSourceFieldsAreChecked) {
+  compiler::Graph g;
+  const std::vector<uint8_t> blob = linear_blob(&g);  // x, w (source), b (source), packed, out
+  cpu::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  ASSERT_EQ(h.num_recipes, 1u);
+  const cpu::BlobNode node = blob_node(blob, 0);
+  const uint32_t packed = node.inputs[1];
+  cpu::BlobValue pv;
+  std::memcpy(&pv, blob.data() + sizeof(h) + packed * sizeof(cpu::BlobValue), sizeof(pv));
+  cpu::BlobRecipe r;
+  const size_t recipe_at = sizeof(h) + h.num_values * sizeof(cpu::BlobValue) +
+                           h.num_nodes * sizeof(cpu::BlobNode);
+  std::memcpy(&r, blob.data() + recipe_at, sizeof(r));
+  const uint32_t w = r.sources[0], bias = r.sources[1];
+  struct Case {
+    const char* what;
+    std::function<void(std::vector<cpu::BlobValue>&, cpu::BlobRecipe&, cpu::BlobNode&)> mutate;
+    const char* expect;
+  };
+  using V = std::vector<cpu::BlobValue>;
+  const Case cases[] = {
+      {"unknown recipe op", [](V&, cpu::BlobRecipe& rc, cpu::BlobNode&) { rc.op = 9; },
+       "recipe 0 (?, op 9): unknown op"},
+      {"other params", [](V&, cpu::BlobRecipe& rc, cpu::BlobNode&) { rc.params[1] = 21; },
+       "recipe 0 (pack_fc) makes 704 floats, the value holds 672"},
+      {"a size the value does not hold",
+       [](V&, cpu::BlobRecipe& rc, cpu::BlobNode&) { rc.params[0] = 40; },
+       "recipe 0 (pack_fc) makes 1008 floats, the value holds 672"},
+      {"unknown flags", [](V&, cpu::BlobRecipe& rc, cpu::BlobNode&) { rc.flags = 2; },
+       "unknown flags"},
+      {"a scale on a packing recipe",
+       [](V&, cpu::BlobRecipe& rc, cpu::BlobNode&) { rc.scale = 2.0; }, "scale/shift not 1/0"},
+      {"the weight missing",
+       [](V&, cpu::BlobRecipe& rc, cpu::BlobNode&) { rc.sources[0] = cpu::kNoValue; },
+       "recipe 0 (pack_fc): source 0 missing"},
+      {"an unused slot filled",
+       [=](V&, cpu::BlobRecipe& rc, cpu::BlobNode&) { rc.sources[5] = bias; },
+       "source slot 5 is unused, found value 2"},
+      {"a source that is no source",
+       [](V&, cpu::BlobRecipe& rc, cpu::BlobNode&) { rc.sources[1] = 0; },
+       "source 1 is value 0, which is out of range (5 values) or no source"},
+      {"the bias as the weight",
+       [=](V&, cpu::BlobRecipe& rc, cpu::BlobNode&) { rc.sources[0] = bias; },
+       "source 0 (value 2) has type 1 and 18 elements, expected type 1 and 360"},
+      {"a quantized source for an f32 slot",
+       [=](V& v, cpu::BlobRecipe&, cpu::BlobNode&) {
+         v[w].source = static_cast<uint32_t>(cpu::SourceType::Fp8E4M3);
+         v[w].data_bytes = 360;
+       },
+       "has type 3 and 360 elements, expected type 1 and 360"},
+      {"a source type out of range",
+       [=](V& v, cpu::BlobRecipe&, cpu::BlobNode&) { v[w].source = 5; },
+       "value 1: source field 0x5, expected a source type 1..4"},
+      {"a source of other bytes",
+       [=](V& v, cpu::BlobRecipe&, cpu::BlobNode&) { v[w].data_bytes = 1440 + 4; },
+       "value 1: source of 1444 bytes (offset 0), expected 1440 bytes (offset 0)"},
+      {"a source without its argument",
+       [=](V& v, cpu::BlobRecipe&, cpu::BlobNode&) { v[w].arg = cpu::kNoValue; },
+       "value 1: argument 4294967295 out of range"},
+      {"a source bound twice",
+       [=](V& v, cpu::BlobRecipe&, cpu::BlobNode&) { v[bias].arg = v[w].arg; },
+       "is bound twice"},
+      {"a recipe index out of range",
+       [=](V& v, cpu::BlobRecipe&, cpu::BlobNode&) { v[packed].recipe = 1; },
+       "recipe 1, expected one of the blob's recipes"},
+      {"a recipe on a source",
+       [=](V& v, cpu::BlobRecipe&, cpu::BlobNode&) { v[w].recipe = 0; },
+       "value 1: recipe 0, expected none"},
+      {"a derived value in NHWC",
+       [=](V& v, cpu::BlobRecipe&, cpu::BlobNode&) { v[packed].layout = 1; },
+       "a derived value has layout 1"},
+      {"a recipe no value makes",
+       [=](V& v, cpu::BlobRecipe&, cpu::BlobNode&) {
+         v[packed].kind = static_cast<uint32_t>(cpu::ValueKind::Constant);
+         v[packed].recipe = cpu::kNoValue;
+       },
+       "constant bytes [0, +2688) past the data section"},
+      {"a node reading a source",
+       [=](V&, cpu::BlobRecipe&, cpu::BlobNode& n) { n.inputs[1] = w; },
+       "input 1 is value 1, a source (read by recipes only)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    std::vector<uint8_t> bad = blob;
+    V values(h.num_values);
+    std::memcpy(values.data(), bad.data() + sizeof(h), values.size() * sizeof(cpu::BlobValue));
+    cpu::BlobRecipe rc = r;
+    cpu::BlobNode n = node;
+    c.mutate(values, rc, n);
+    std::memcpy(bad.data() + sizeof(h), values.data(), values.size() * sizeof(cpu::BlobValue));
+    std::memcpy(bad.data() + recipe_at, &rc, sizeof(rc));
+    set_blob_node(&bad, 0, n);
+    std::string message;
+    EXPECT_EQ(parse_result(bad, &message), Error::InvalidProgram) << message;
+    EXPECT_NE(message.find(c.expect), std::string::npos) << message;
+  }
+  (void)pv;
 }
 
 /// XNNPACK and own-kernel stages alternating: conv 3x3 (own) -> sigmoid (XNNPACK) -> conv 1x1
@@ -867,8 +1053,9 @@ TEST_F(CpuBlobTest, ResidualAddAndReluFoldIntoTheConv) {
 }
 
 /// x [1, 16, 12, 12] -> 1x1 16->64 + bias -> relu6 -> dw 3x3 pad 1 -> relu6 -> 1x1 64->16 -> +x
-/// (MobileNetV2's block): one PackedBottleneck node.
-std::vector<uint8_t> bottleneck_blob() {
+/// (MobileNetV2's block): one PackedBottleneck node. The graph (its constants the arguments) in
+/// *graph_out when given.
+std::vector<uint8_t> bottleneck_blob(compiler::Graph* graph_out = nullptr) {
   GraphBuilder b;
   const std::vector<int64_t> xs{1, 16, 12, 12}, hs{1, 64, 12, 12};
   const int x = b.input("x", DType::F32, xs);
@@ -890,11 +1077,13 @@ std::vector<uint8_t> bottleneck_blob() {
   const int p = conv(d, 16, 64, 1, 1, 35);
   b.output(b.op("tern::add", {p, x}, DType::F32, xs));
   delegate_cpu(b, 0, static_cast<int>(b.num_nodes()) - 1);
+  if (graph_out != nullptr) *graph_out = b.graph();
   return b.graph().delegates[0].blob;
 }
 
 TEST_F(CpuBlobTest, BottleneckChainIsOneNode) {
-  const std::vector<uint8_t> blob = bottleneck_blob();
+  compiler::Graph g;
+  const std::vector<uint8_t> blob = bottleneck_blob(&g);
   cpu::BlobHeader h;
   std::memcpy(&h, blob.data(), sizeof(h));
   ASSERT_EQ(h.num_nodes, 1u);  // 1x1, relu6, dw, relu6, 1x1, add: one node
@@ -918,18 +1107,19 @@ TEST_F(CpuBlobTest, BottleneckChainIsOneNode) {
             static_cast<uint32_t>(cpu::BottleneckEpilogue::Relu6));
   cpu::BlobValue w;
   std::memcpy(&w, blob.data() + sizeof(h) + n.inputs[1] * sizeof(cpu::BlobValue), sizeof(w));
-  EXPECT_EQ(w.kind, static_cast<uint32_t>(cpu::ValueKind::Constant));
+  EXPECT_EQ(w.kind, static_cast<uint32_t>(cpu::ValueKind::Derived));  // made at prepare
   ASSERT_EQ(w.rank, 1u);
   EXPECT_EQ(w.dims[0], cpu::bottleneck_weight_floats(true, true, 16, 64, 16, 3, 3));
   std::string message;
   EXPECT_EQ(parse_result(blob, &message), Error::Ok) << message;
-  EXPECT_EQ(try_blob<BottleneckArgs>(blob, h.num_args, &message), Error::Ok) << message;
+  EXPECT_EQ(try_blob<BottleneckArgs>(blob, h.num_args, &message, &g), Error::Ok) << message;
   // Another model's arguments: prepare refuses them.
-  EXPECT_EQ(try_blob(blob, h.num_args, &message), Error::InvalidArgument) << message;
+  EXPECT_EQ(try_blob(blob, h.num_args, &message, &g), Error::InvalidArgument) << message;
 }
 
 TEST_F(CpuBlobTest, BottleneckTableByteFlipsAreHandled) {
-  const std::vector<uint8_t> blob = bottleneck_blob();
+  compiler::Graph g;
+  const std::vector<uint8_t> blob = bottleneck_blob(&g);
   cpu::BlobHeader h;
   std::memcpy(&h, blob.data(), sizeof(h));
   int accepted = 0, refused = 0;
@@ -939,7 +1129,7 @@ TEST_F(CpuBlobTest, BottleneckTableByteFlipsAreHandled) {
       bad[i] ^= flip;
       std::string msg;
       // init, prepare and execute with the model's own arguments: must return.
-      const Error e = try_blob<BottleneckArgs>(bad, h.num_args, &msg);
+      const Error e = try_blob<BottleneckArgs>(bad, h.num_args, &msg, &g);
       if (e == Error::Ok) {
         ++accepted;
       } else {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -112,6 +113,48 @@ inline RunResult run_program(const std::vector<uint8_t>& pte, const compiler::Gr
   }
   return result;
 }
+
+/// The delegate call's arguments for region 0 of `g`: constants bound to a copy of their graph
+/// bytes (as a program binds its constants), inputs random, outputs zeros.
+struct RegionArgs {
+  std::vector<std::vector<uint8_t>> bytes;
+  std::vector<std::vector<int64_t>> sizes;
+  std::vector<TensorView> views;
+  std::vector<EValue> values;
+  std::vector<EValue*> ptrs;
+  explicit RegionArgs(const compiler::Graph& g) {
+    const compiler::DelegateRegion& r = g.delegates.at(0);
+    std::vector<int> ids = r.inputs;
+    ids.insert(ids.end(), r.outputs.begin(), r.outputs.end());
+    bytes.resize(ids.size());
+    sizes.resize(ids.size());
+    views.resize(ids.size());
+    values.resize(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const compiler::Value& v = g.values[static_cast<size_t>(ids[i])];
+      if (!v.is_tensor()) continue;
+      sizes[i] = v.sizes;
+      if (v.is_constant) {
+        bytes[i] = v.data;
+      } else {
+        const std::vector<float> f = random_floats(numel(v.sizes), 40 + static_cast<uint32_t>(i));
+        bytes[i].assign(reinterpret_cast<const uint8_t*>(f.data()),
+                        reinterpret_cast<const uint8_t*>(f.data() + f.size()));
+        if (i >= r.inputs.size()) std::fill(bytes[i].begin(), bytes[i].end(), 0);
+      }
+      TensorView& t = views[i];
+      t.dtype = v.dtype;
+      t.rank = static_cast<uint32_t>(sizes[i].size());
+      t.sizes = sizes[i].data();
+      t.data = bytes[i].data();
+      t.nbytes = bytes[i].size();
+      t.name = v.name.c_str();
+      values[i] = EValue::from_tensor(&t);
+    }
+    for (EValue& v : values) ptrs.push_back(&v);
+  }
+  Span<EValue*> span() { return Span<EValue*>(ptrs.data(), ptrs.size()); }
+};
 
 /// Registers the portable kernels and the cpu backend (idempotent).
 inline void register_all() {

@@ -83,6 +83,38 @@ TEST(CpuZeroAlloc, CounterSeesTheBackendsInitAllocations) {
   EXPECT_GT(allocations, 3);
 }
 
+/// The weights are packed and the XNNPACK runtimes made by the first prepare; a second one
+/// (the same constants) neither packs nor allocates, and execute after it still does not.
+TEST(CpuZeroAlloc, SecondPrepareNeitherPacksNorAllocates) {
+  if (!TERN_ZERO_ALLOC_HOOKS) GTEST_SKIP() << "allocation hooks are off under sanitizers";
+  register_all();
+  compiler::Graph graph;
+  (void)model(&graph);
+  const BackendInterface& be = cpu_backend_interface();
+  BackendInitContext ictx;
+  ictx.num_threads = 1;
+  AlignedBlob blob(graph.delegates.at(0).blob);
+  auto h = be.init(ictx, blob.buffer(), {});
+  ASSERT_TRUE(h.ok()) << last_error_message();
+  RegionArgs args(graph);
+  long first, second;
+  {
+    ArmedCounter counter;
+    ASSERT_EQ(be.prepare(h.get(), args.span()), Error::Ok) << last_error_message();
+    first = counter.count();
+  }
+  {
+    ArmedCounter counter;
+    ASSERT_EQ(be.prepare(h.get(), args.span()), Error::Ok) << last_error_message();
+    BackendExecuteContext ectx;
+    ASSERT_EQ(be.execute(ectx, h.get(), args.span()), Error::Ok) << last_error_message();
+    second = counter.count();
+  }
+  EXPECT_GT(first, 3);  // the XNNPACK runtime and its packed weights
+  EXPECT_EQ(second, 0);
+  be.destroy(h.get());
+}
+
 /// One warm-up execution outside the counter (a failure is easier to read when isolated), then
 /// 100 rounds of set_input (alternating `views`) + execute + reading both outputs: all succeed and
 /// none allocates.
