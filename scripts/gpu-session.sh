@@ -8,9 +8,11 @@
 #    beforehand, with network, by scripts/gpu/fetch-debs.sh) into .deps-prefix/.
 # 2. Configures build-gpu/ for this GPU's own architecture (nvidia-smi's compute capability;
 #    CMake's "native" otherwise), cuda backend required, and builds.
-# 3. Runs the cuda tests (ctest -R cuda_: conformance, device allocations, fallback, blob),
-#    then the other C++ tests unless --quick, then the models of docs/models.md with
-#    --backend cuda against PyTorch (when a Python with torch is found), then `tern bench`.
+# 3. Runs the cuda tests (ctest -R cuda_: conformance in f32, f16 and bf16, device allocations,
+#    fallback, blob, the models' partition counts), then the other C++ tests unless --quick,
+#    then every model of docs/models.md (the zoo included) with --backend cuda against PyTorch,
+#    plus the cuda+cpu, cuda:f16+cpu and cuda:bf16+cpu programs (when a Python with torch is
+#    found), then `tern bench` of each cuda program (f32, f16, bf16) and the portable one.
 # Every step logs to $OUT (default: ./gpu-out): env.txt, configure.log, build.log,
 # cuda-tests.log (+ JUnit XML), other-tests.log, models.log, bench.log, summary.txt.
 # A failing step is recorded and the script goes on; exit status 1 if any step failed.
@@ -92,16 +94,17 @@ for candidate in "$root/.venv/bin/python" python3 /usr/bin/python3; do
 done
 if [ -n "$py" ]; then
   export TERN="$root/build-gpu/tern"
-  models=(mlp gpt_block transformer_encoder_layer llama_block resnet18 mobilenet_v2
-          mobilenet_v3_small squeezenet1_1 shufflenet_v2_x0_5 convnext_tiny)
+  models=()  # every model of tests/models/model_zoo.py
   [ "$quick" -eq 1 ] && models=(mlp gpt_block resnet18)
-  step models "$OUT/models.log" "$py" scripts/gpu/run_models_cuda.py "$OUT/models" "${models[@]}"
+  step models "$OUT/models.log" "$py" scripts/gpu/run_models_cuda.py "$OUT/models" ${models[@]+"${models[@]}"}
   grep -E "PASS|FAIL|passed" "$OUT/models.log" >> "$summary"
   # Latency of each exported model: cuda delegate against the portable kernels.
   {
     for pte in "$OUT"/models/*/*_cuda.pte; do
       [ -e "$pte" ] || continue
-      for p in "$pte" "${pte%_cuda.pte}_portable.pte"; do
+      base=${pte%_cuda.pte}
+      for p in "$pte" "${base}_cuda_f16_cpu.pte" "${base}_cuda_bf16_cpu.pte" "${base}_portable.pte"; do
+        [ -e "$p" ] || continue
         echo "== $p"
         "$TERN" bench "$p" --iterations 50 --warmup 5 || echo "bench failed"
       done

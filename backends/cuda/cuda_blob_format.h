@@ -1,9 +1,10 @@
-// The cuda delegate blob, version 1: shared by the compile half (writer) and the runtime half
+// The cuda delegate blob, version 2: shared by the compile half (writer) and the runtime half
 // (reader). Plain structs only (no STL): the runtime includes this file. The byte layout is
 // documented in backends/cuda/README.md; all fields are little-endian.
 //
 // A blob describes one region in tern's own layout (contiguous, row-major: no re-layout at the
-// edges): a table of values (each an f32 or integer tensor with a place in one of three device
+// edges): a table of values (each a float (f32, or f16/bf16 inside a 16-bit blob), integer or
+// bool tensor with a place in one of three device
 // buffers: the activation arena, the weights buffer, or an alias of another value), a table of
 // nodes in execution order, and a memory plan (the arena, weights and workspace sizes). The
 // blob carries no weight bytes: constants are delegate call arguments (docs/partitioning.md)
@@ -19,7 +20,9 @@ namespace tern::cuda {
 constexpr char kBlobMagic[4] = {'T', 'C', 'U', 'D'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 1;
+/// Version 2 added the f16/bf16 compute dtypes (ValueDType F16, BF16), the ops GroupNorm ..
+/// IndexSelect and any-dtype data movement; version 1 blobs are refused.
+constexpr uint32_t kBlobVersion = 2;
 /// Most dimensions of a value.
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (a concat's parts).
@@ -42,8 +45,13 @@ constexpr uint64_t kMaxDim = 1ull << 31;
 constexpr uint64_t kMaxBufferBytes = 1ull << 40;
 
 /// The compute dtype a blob was built for (compile spec "cuda:f16" / "cuda:bf16", f32
-/// accumulation). Version 1 writes and runs F32 only; the reader refuses the others.
+/// accumulation). In an F16/BF16 blob every float value inside the delegate (internal values and
+/// constants) is stored in that dtype; the delegate's float arguments stay f32 (tern's tensors):
+/// Cast nodes convert the external inputs after they are copied in and the external outputs
+/// before they are copied out, and constants (f32 arguments) are converted once at prepare.
+/// Kernels compute in f32 (GEMMs: CUBLAS_COMPUTE_32F with 16-bit A, B and D).
 enum class ComputeDType : uint32_t { F32 = 0, F16 = 1, BF16 = 2 };
+constexpr uint32_t kLastComputeDType = 2;
 
 /// Fixed header at offset 0.
 struct BlobHeader {
@@ -74,8 +82,9 @@ enum class ValueKind : uint32_t {
 };
 constexpr uint32_t kLastValueKind = 3;
 
-/// Element types of values (a subset of tern's DType codes, runtime/core/dtype.h).
-enum class ValueDType : uint32_t { F32 = 0, I64 = 3, I32 = 4, Bool = 8 };
+/// Element types of values (a subset of tern's DType codes, runtime/core/dtype.h). F16 and BF16
+/// appear only in blobs of that compute dtype (the storage of its float values).
+enum class ValueDType : uint32_t { F32 = 0, F16 = 1, BF16 = 2, I64 = 3, I32 = 4, Bool = 8 };
 
 /// One value: a tensor, row-major with `dims`.
 struct BlobValue {
@@ -104,7 +113,9 @@ enum class NodeOp : uint32_t {
   Gemm = 1,
   /// out = act(conv(x, w) + bias), NCHW. in: x [N, C, H, W], w [O, C/g, KH, KW], bias [O] or
   /// kNoValue. params: [0, 1] stride h, w, [2, 3] padding h, w, [4, 5] dilation h, w,
-  /// [6] groups, [7] Activation (None, Relu). Output [N, O, OH, OW].
+  /// [6] groups, [7] Activation (None, Relu). Output [N, O, OH, OW]. A 1-D convolution (conv1d)
+  /// is the same op on rank-3 x [N, C, L], w [O, C/g, K] and output [N, O, OL], run with height
+  /// 1: params[0] (stride h) 1, [2] (padding h) 0, [4] (dilation h) 1.
   Conv2d = 2,
   /// out = a (op) b with NumPy broadcasting over right-aligned dims. in: a, b (or kNoValue:
   /// b is the scalar fparams[1]). params[0] BinaryOp. fparams[0] alpha (b is scaled by it:
@@ -132,9 +143,10 @@ enum class NodeOp : uint32_t {
   /// params [0] outer, [1] reduce, [2] inner.
   Reduce = 11,
   /// out[i] = x[params[0] + sum_d i_d * params[1 + d]] over out's dims (strides in elements,
-  /// >= 0): permute, transpose, slice, select, expand, split pieces, clone.
+  /// >= 0): permute, transpose, slice, select, expand, split pieces. Any dtype (x's = out's).
   StridedCopy = 12,
-  /// Concatenation along dim params[0] of the 2..kMaxNodeInputs inputs.
+  /// Concatenation along dim params[0] of the 2..kMaxNodeInputs inputs (any dtype, all the
+  /// output's). A longer cat is lowered as a chain of these.
   Concat = 13,
   /// out[..., :] = weight[indices[...], :]. in: weight [V, D], indices (I64/I32). An index
   /// outside [0, V) writes zeros and makes execute fail with InvalidArgument.
@@ -145,8 +157,38 @@ enum class NodeOp : uint32_t {
   /// element strides over (outer batch, inner batch, L, S). fparams[0] scale. Scores use
   /// batch * L * S floats of the workspace.
   Attention = 15,
+  /// Group norm of x [N, C, *] over C/params[0] channels at a time. in: x, weight [C] or
+  /// kNoValue, bias [C] or kNoValue. params[0] groups (divides C). fparams[0] eps.
+  GroupNorm = 16,
+  /// RMS norm over the last params[0] elements. in: x, weight [params[0]] or kNoValue.
+  /// fparams[0] eps.
+  RmsNorm = 17,
+  /// x [N, C, H, W] -> out [N, C, OH, OW]. params[0] 0 nearest, 1 bilinear; [1] align_corners
+  /// (bilinear). fparams[0], [1]: the source step per output pixel along h, w (as the portable
+  /// kernels compute it: 1/scale, in/out, or with align_corners (in-1)/(out-1)).
+  Upsample2d = 18,
+  /// out[i] = x[i - before] per dim, or fparams[0] outside x (constant, params[0] = 0), or x
+  /// reflected at its edges (params[0] = 1). params[1 + d]: padding before dim d (negative:
+  /// cropped), for out's dims. x and out of equal rank.
+  Pad = 19,
+  /// Transposed convolution, NCHW. in: x [N, C, H, W], w [C, O/g, KH, KW], bias [O] or kNoValue.
+  /// params: [0, 1] stride, [2, 3] padding, [4, 5] output padding, [6, 7] dilation, [8] groups.
+  ConvTranspose2d = 20,
+  /// out = cond ? a : b with three-way broadcasting. in: cond (bool), a, b (kNoValue: the
+  /// scalar fparams[0] / fparams[1]).
+  Where = 21,
+  /// out (bool) = a (op) b with broadcasting. in: a, b (kNoValue: the scalar fparams[0]), of one
+  /// dtype. params[0] CompareOp.
+  Compare = 22,
+  /// out = x converted to out's dtype (same element count; float -> int truncates, -> bool is
+  /// != 0). The edge conversions of a 16-bit blob are Cast nodes too.
+  Cast = 23,
+  /// out[o, j, i] = x[o, index[j], i] over x viewed as [params[0] outer, params[1] dim,
+  /// params[2] inner]. in: x, index (I64/I32, 1-D). An index outside [0, dim) writes zeros and
+  /// makes execute fail with InvalidArgument.
+  IndexSelect = 24,
 };
-constexpr uint32_t kLastNodeOp = 15;
+constexpr uint32_t kLastNodeOp = 24;
 
 /// Epilogue activations of Gemm and Conv2d.
 enum class Activation : int64_t { None = 0, Relu = 1, GeluTanh = 2 };
@@ -180,6 +222,12 @@ enum class UnaryOp : int64_t {
 };
 constexpr int64_t kLastUnaryOp = 17;
 
+/// Comparisons (Compare); integers compare exactly, floats in f32. LogicalAnd/Or take a and b
+/// as truth values (nonzero is true).
+enum class CompareOp : int64_t { Eq = 0, Ne = 1, Lt = 2, Le = 3, Gt = 4, Ge = 5, LogicalAnd = 6,
+                                 LogicalOr = 7 };
+constexpr int64_t kLastCompareOp = 7;
+
 /// Attention masks.
 enum class MaskKind : int64_t { None = 0, Bool = 1, Additive = 2 };
 
@@ -203,11 +251,20 @@ static_assert(sizeof(BlobNode) == 192, "BlobNode layout");
 
 /// Bytes per element of a ValueDType (0 for an unknown code).
 constexpr uint64_t value_dtype_bytes(uint32_t dtype) {
-  return dtype == static_cast<uint32_t>(ValueDType::F32)   ? 4
+  return dtype == static_cast<uint32_t>(ValueDType::F32)    ? 4
+         : dtype == static_cast<uint32_t>(ValueDType::F16)  ? 2
+         : dtype == static_cast<uint32_t>(ValueDType::BF16) ? 2
          : dtype == static_cast<uint32_t>(ValueDType::I64) ? 8
          : dtype == static_cast<uint32_t>(ValueDType::I32) ? 4
          : dtype == static_cast<uint32_t>(ValueDType::Bool) ? 1
                                                             : 0;
+}
+
+/// The storage dtype of the float values of a blob computing in `compute`.
+constexpr uint32_t compute_storage(uint32_t compute) {
+  return compute == static_cast<uint32_t>(ComputeDType::F16)    ? static_cast<uint32_t>(ValueDType::F16)
+         : compute == static_cast<uint32_t>(ComputeDType::BF16) ? static_cast<uint32_t>(ValueDType::BF16)
+                                                                : static_cast<uint32_t>(ValueDType::F32);
 }
 
 /// Floats of workspace a Conv2d node needs for its im2col columns (one image, all groups):

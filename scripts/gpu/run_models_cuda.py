@@ -3,7 +3,11 @@
 for the portable kernels and for `--backend cuda`, run with `tern run`, compared with PyTorch
 eager (tests/models/run_model.py's check). Keeps each model's files in OUT_DIR/<model>/ and
 records, from `tern run`'s log, which path the cuda delegate took (device or fallback).
-Prints one line per model and a closing "N passed, M failed"; exit 1 on any failure."""
+Then compiles the same graph for `--backend cuda --backend cpu` (f32; checked against PyTorch
+like the others) and for cuda:f16 / cuda:bf16 with cpu (16-bit compute: NMSE against the
+float64 reference and top-1 agreement are reported; PASS when NMSE <= 1e-4 (f16) / 1e-3 (bf16)
+and, for classifiers, top-1 agrees). Prints one line per model and program and a closing
+"N passed, M failed"; exit 1 on any failure."""
 import json
 import os
 import subprocess
@@ -14,10 +18,49 @@ ROOT = os.path.join(HERE, "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
 sys.path.insert(0, os.path.join(ROOT, "tools", "export"))
 
+import numpy as np  # noqa: E402
 import run_model  # noqa: E402
 import torch  # noqa: E402
 import model_zoo  # noqa: E402
 import tern_export  # noqa: E402
+from tern_export.compiler import run_compile  # noqa: E402
+
+# Extra programs: (label, backend specs, NMSE bound or None for the f32 tolerance check).
+EXTRA = (("cuda+cpu", ("cuda", "cpu"), None), ("cuda:f16+cpu", ("cuda:f16", "cpu"), 1e-4),
+         ("cuda:bf16+cpu", ("cuda:bf16", "cpu"), 1e-3))
+
+
+def nmse(got, ref):
+    num = sum(float(np.sum((g.astype(np.float64) - r.astype(np.float64)) ** 2)) for g, r in zip(got, ref))
+    den = sum(float(np.sum(r.astype(np.float64) ** 2)) for r in ref)
+    return num / den if den else num
+
+
+def run_extra(name, work, tern, inputs, classifier, refs):
+    """Compiles and runs the EXTRA programs of model `name` on its first input; a list of
+    (label, ok, line)."""
+    graph = os.path.join(work, "graph", "graph.json")
+    results = []
+    for label, specs, bound in EXTRA:
+        pte = os.path.join(work, "%s_%s.pte" % (name, label.replace(":", "_").replace("+", "_")))
+        try:
+            run_compile(graph, pte, tern, specs)
+            got = tern_export.run(pte, tuple(inputs), tern=tern)
+        except Exception as e:  # noqa: BLE001
+            results.append((label, False, "%s %s: FAIL %s: %s" % (name, label, type(e).__name__, e)))
+            continue
+        ref = refs[0]
+        err, scale, ok = run_model._compare(got, ref)
+        n = nmse(got, ref)
+        line = "%s %s: max rel %.3g, NMSE %.3g" % (name, label, err / scale if scale else err, n)
+        if bound is not None:
+            ok = bool(np.all([np.all(np.isfinite(g)) for g in got])) and n <= bound
+        if classifier:
+            agree = bool(np.all(got[0].argmax(-1) == ref[0].argmax(-1)))
+            line += ", top-1 %s" % ("agrees" if agree else "differs")
+            ok = ok and agree
+        results.append((label, ok, line + (": PASS" if ok else ": FAIL")))
+    return results
 
 
 def main():
@@ -42,7 +85,12 @@ def main():
             failed += 1
             print("FAIL %s: %s: %s" % (name, type(e).__name__, e))
             continue
+        # _check deletes its programs after running them: compile the cuda one again for the
+        # path check (and the benchmark, which reads OUT_DIR/<model>/*_cuda.pte).
         pte = os.path.join(work, "%s_cuda.pte" % name)
+        graph = os.path.join(work, "graph", "graph.json")
+        run_compile(graph, pte, tern, ("cuda",))
+        run_compile(graph, os.path.join(work, "%s_portable.pte" % name), tern, ("portable",))
         run = subprocess.run([tern, "run", pte], capture_output=True, text=True)
         r["cuda_run_log"] = (run.stdout + run.stderr)[-2000:]
         if run.returncode != 0:
@@ -55,6 +103,11 @@ def main():
         with open(os.path.join(out, "models.jsonl"), "a") as f:
             f.write(json.dumps(r) + "\n")
         ok = r["pass"] and r["cuda_path"] == "device"
+        refs, _ = run_model._references(module, [tuple(inputs)])
+        for label, extra_ok, line in run_extra(name, work, tern, inputs, classifier, refs):
+            print(line)
+            r[label] = line
+            ok = ok and extra_ok
         passed += ok
         failed += not ok
         sys.stdout.flush()

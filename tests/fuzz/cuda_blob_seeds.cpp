@@ -1,6 +1,7 @@
 // Seeds of fuzz_cuda_blob (see cuda_blob_seeds.h).
 #include "tests/fuzz/cuda_blob_seeds.h"
 
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -14,10 +15,11 @@ namespace {
 using compiler::GraphBuilder;
 
 /// The blob of one cuda region over every node of `b`'s graph.
-Seed blob_of(const std::string& name, GraphBuilder& b) {
+Seed blob_of(const std::string& name, GraphBuilder& b,
+             cuda::ComputeDType compute = cuda::ComputeDType::F32) {
   const int index = b.delegate("cuda", 0, static_cast<int>(b.num_nodes()) - 1);
   compiler::DelegateRegion& region = b.graph().delegates[static_cast<size_t>(index)];
-  return {name + ".blob", compiler::CudaBackendCompiler().lower(b.graph(), region).blob};
+  return {name + ".blob", compiler::CudaBackendCompiler(compute).lower(b.graph(), region).blob};
 }
 
 /// Gemm (linear, batched matmul with a shared operand, addmm), Binary (broadcast, scalar),
@@ -118,8 +120,52 @@ Seed split_cat() {
   return blob_of("split_cat", b);
 }
 
+/// An f16 blob (Cast nodes at its edges, 16-bit values and constants) with the version-2 ops:
+/// GroupNorm, RmsNorm, Upsample2d, Pad, ConvTranspose2d, Conv2d as conv1d, Compare, Where,
+/// Cast (i64), IndexSelect, a chained Concat.
+Seed version2_f16() {
+  GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {1, 4, 6, 6});
+  const int gn = b.op("tern::group_norm", {x, b.int_value(2), seed_constant(b, "gw", {4}, 41),
+                                           seed_constant(b, "gb", {4}, 42), b.double_value(1e-5)},
+                      DType::F32, {1, 4, 6, 6});
+  const int up = b.op("tern::upsample_bilinear2d", {gn, b.bool_value(false), b.double_value(2.0),
+                                                    b.double_value(2.0)},
+                      DType::F32, {1, 4, 12, 12});
+  const int pd = b.op("tern::pad", {up, b.int_list({1, 1, 2, 0}), b.string_value("reflect"), b.none()},
+                      DType::F32, {1, 4, 14, 14});
+  const int ct = b.op("tern::conv_transpose2d",
+                      {pd, seed_constant(b, "tw", {4, 2, 3, 3}, 43), seed_constant(b, "tb", {4}, 44),
+                       b.int_list({2, 2}), b.int_list({1, 1}), b.int_list({1, 1}), b.int_value(2),
+                       b.int_list({1, 1})},
+                      DType::F32, {1, 4, 28, 28});
+  const int flat = b.op("tern::view", {ct, b.int_list({1, 4, 784})}, DType::F32, {1, 4, 784});
+  const int c1 = b.op("tern::conv1d", {flat, seed_constant(b, "cw", {4, 2, 3}, 45), b.none(),
+                                       b.int_list({2}), b.int_list({1}), b.int_list({1}),
+                                       b.int_value(2)},
+                      DType::F32, {1, 4, 392});
+  const int rn = b.op("tern::rms_norm", {c1, b.int_list({392}), seed_constant(b, "rw", {392}, 46), b.none()},
+                      DType::F32, {1, 4, 392});
+  const int gt = b.op("tern::gt", {rn, b.double_value(0.0)}, DType::Bool, {1, 4, 392});
+  const int wh = b.op("tern::where", {gt, rn, b.double_value(-1.0)}, DType::F32, {1, 4, 392});
+  std::vector<uint8_t> idx(3 * 8);
+  const int64_t picks[3] = {3, 0, 1};
+  std::memcpy(idx.data(), picks, idx.size());
+  const int is = b.op("tern::index_select", {wh, b.int_value(1), b.constant("idx", DType::I64, {3}, idx)},
+                      DType::F32, {1, 3, 392});
+  const int ci = b.op("tern::cast", {is}, DType::I64, {1, 3, 392});
+  b.output(b.op("tern::cast", {ci}, DType::F32, {1, 3, 392}));
+  const int list = b.tensor("l", DType::F32, {});
+  b.graph().values[static_cast<size_t>(list)].kind = compiler::Value::Kind::TensorList;
+  b.graph().values[static_cast<size_t>(list)].tensors = std::vector<int>(9, is);
+  b.output(b.op("tern::cat", {list, b.int_value(1)}, DType::F32, {1, 27, 392}));
+  return blob_of("version2_f16", b, cuda::ComputeDType::F16);
+}
+
 }  // namespace
 
-std::vector<Seed> cuda_blob_seeds() { return {dense(), convnet(), attention(), split_cat()}; }
+std::vector<Seed> cuda_blob_seeds() {
+  return {dense(), convnet(), attention(), split_cat(), version2_f16()};
+}
 
 }  // namespace tern::fuzz

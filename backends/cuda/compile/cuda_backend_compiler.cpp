@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <set>
+#include <string>
 #include <stdexcept>
 
 #include "backends/cuda/compile/node_lowering.h"
@@ -14,31 +15,12 @@ using cuda_compile::Unsupported;
 
 namespace {
 
-/// The reason a node is refused, checking a concat's parts too: the partitioner passes a
-/// tensor list partly made outside a region as one list argument, which the delegate cannot
-/// bind. So a cat is taken only when every other node of the graph is taken (the graph is one
-/// region) and each part is made by a node or is also a direct argument of another node.
+/// The reason a node is refused (empty when it is taken). A cat's parts need no rule of their
+/// own: the partitioner makes every element of a tensor list that the region does not produce
+/// a boundary input of its own (docs/partitioning.md), so each part is a value of the blob.
 std::string reason(const Graph& g, const Node& node) {
   try {
-    const cuda_compile::NodeLowering l = cuda_compile::lower_node(g, node);
-    if (l.list_parts.empty()) return "";
-    std::set<int> reachable;
-    for (const Node& other : g.nodes) {
-      reachable.insert(other.outputs.begin(), other.outputs.end());
-      if (&other == &node) continue;
-      reachable.insert(other.args.begin(), other.args.end());
-      try {
-        (void)cuda_compile::lower_node(g, other);
-      } catch (const Unsupported&) {
-        throw Unsupported("cat: only when the whole graph runs in the delegate (" + other.op +
-                          " does not)");
-      }
-    }
-    for (int id : l.list_parts) {
-      if (reachable.count(id) == 0) {
-        throw Unsupported("cat: a part that reaches the region only through the tensor list");
-      }
-    }
+    (void)cuda_compile::lower_node(g, node);
   } catch (const Unsupported& e) {
     return node.op + ": " + e.what();
   }
@@ -64,7 +46,8 @@ bool CudaBackendCompiler::accepts_region(const Graph& graph, const std::vector<i
       "tern::linear", "tern::matmul", "tern::bmm", "tern::addmm", "tern::conv2d",
       "tern::scaled_dot_product_attention", "tern::layer_norm", "tern::batch_norm",
       "tern::softmax", "tern::log_softmax", "tern::max_pool2d", "tern::avg_pool2d",
-      "tern::adaptive_avg_pool2d", "tern::mean", "tern::sum", "tern::embedding"};
+      "tern::adaptive_avg_pool2d", "tern::mean", "tern::sum", "tern::embedding",
+      "tern::group_norm", "tern::rms_norm", "tern::conv1d", "tern::conv_transpose2d"};
   for (int n : nodes) {
     if (n < 0 || static_cast<size_t>(n) >= graph.nodes.size()) continue;
     if (kWorthIt.count(graph.nodes[static_cast<size_t>(n)].op) != 0) return true;
@@ -86,29 +69,32 @@ LoweredRegion CudaBackendCompiler::lower(const Graph& graph, const DelegateRegio
     }
   }
   LoweredRegion lowered;
-  lowered.blob = cuda_compile::lower_region(graph, region, cuda::ComputeDType::F32);
+  lowered.blob = cuda_compile::lower_region(graph, region, compute_);
   return lowered;
 }
 
 std::unique_ptr<BackendCompiler> CudaBackendCompiler::with_options(
     const std::string& options) const {
+  cuda::ComputeDType compute = compute_;
   size_t begin = 0;
   while (true) {
     const size_t end = options.find(':', begin);
     const std::string option = options.substr(begin, end == std::string::npos ? end : end - begin);
-    if (option == "f16" || option == "bf16") {
-      throw std::invalid_argument("cuda: compute dtype " + option +
-                                  " is not implemented yet; use cuda (f32)");
-    }
-    if (option != "f32") {
+    if (option == "f32") {
+      compute = cuda::ComputeDType::F32;
+    } else if (option == "f16") {
+      compute = cuda::ComputeDType::F16;
+    } else if (option == "bf16") {
+      compute = cuda::ComputeDType::BF16;
+    } else {
       throw std::invalid_argument("cuda: unknown option '" + option + "' in 'cuda:" + options +
-                                  "' (options: f32, the compute dtype; f16 and bf16 are not "
-                                  "implemented yet)");
+                                  "' (options: f32, f16, bf16: the compute dtype)");
     }
     if (end == std::string::npos) break;
     begin = end + 1;
   }
-  return nullptr;  // f32: the registered compiler as it is
+  if (compute == compute_) return nullptr;
+  return std::make_unique<CudaBackendCompiler>(compute);
 }
 
 void register_cuda_backend_compiler() {

@@ -61,6 +61,21 @@ const Value& f32(const Graph& g, int id, const char* what) {
   return tensor_of(g, id, what, DType::F32);
 }
 
+bool movable_dtype(DType d) {
+  return d == DType::F32 || d == DType::I64 || d == DType::I32 || d == DType::Bool;
+}
+
+/// A tensor of any dtype the delegate moves (f32, i64, i32, bool).
+const Value& any_tensor(const Graph& g, int id, const char* what) {
+  const Value& v = value_at(g, id);
+  if (!v.is_tensor()) throw Unsupported(std::string(what) + " is not a tensor");
+  if (!movable_dtype(v.dtype)) {
+    throw Unsupported(std::string(what) + " is " + to_string(v.dtype) +
+                      ", not f32, i64, i32 or bool");
+  }
+  return tensor_of(g, id, what, v.dtype);
+}
+
 /// The node's single output: an f32 tensor (rank 0..6), not constant.
 const Value& only_output(const Graph& g, const Node& node, DType dtype = DType::F32) {
   if (node.outputs.size() != 1) throw Unsupported("expected one output");
@@ -548,9 +563,7 @@ NodeLowering lower_view(const Graph& g, const Node& node) {
   if (node.args.empty()) throw Unsupported("view: no x");
   const Value& xv = value_at(g, node.args[0]);
   const Value& x = tensor_of(g, node.args[0], "x", xv.is_tensor() ? xv.dtype : DType::F32);
-  if (x.dtype != DType::F32 && x.dtype != DType::I64 && x.dtype != DType::I32) {
-    throw Unsupported("view: dtype");
-  }
+  if (!movable_dtype(x.dtype)) throw Unsupported("view: dtype");
   if (x.is_constant) throw Unsupported("view: of a constant");
   const Value& out = only_output(g, node, x.dtype);
   if (numel(out.sizes) != numel(x.sizes)) throw Unsupported("view: element counts differ");
@@ -560,8 +573,8 @@ NodeLowering lower_view(const Graph& g, const Node& node) {
 }
 
 NodeLowering lower_permute(const Graph& g, const Node& node, bool transpose) {
-  const Value& x = f32(g, arg(node, 0, "x"), "x");
-  const Value& out = only_output(g, node);
+  const Value& x = any_tensor(g, arg(node, 0, "x"), "x");
+  const Value& out = only_output(g, node, x.dtype);
   const size_t rank = x.sizes.size();
   std::vector<int64_t> perm(rank);
   for (size_t d = 0; d < rank; ++d) perm[d] = static_cast<int64_t>(d);
@@ -594,8 +607,8 @@ NodeLowering lower_permute(const Graph& g, const Node& node, bool transpose) {
 
 NodeLowering lower_expand(const Graph& g, const Node& node) {
   if (node.args.size() != 2) throw Unsupported("expand: arguments");
-  const Value& x = f32(g, node.args[0], "x");
-  const Value& out = only_output(g, node);
+  const Value& x = any_tensor(g, node.args[0], "x");
+  const Value& out = only_output(g, node, x.dtype);
   const std::vector<int64_t> sizes = ints_of(g, node.args[1], "sizes");
   if (sizes.size() < x.sizes.size()) throw Unsupported("expand: fewer sizes than dims");
   const size_t lead = sizes.size() - x.sizes.size();
@@ -619,8 +632,8 @@ NodeLowering lower_expand(const Graph& g, const Node& node) {
 
 NodeLowering lower_slice(const Graph& g, const Node& node) {
   if (node.args.size() != 5) throw Unsupported("slice: arguments");
-  const Value& x = f32(g, node.args[0], "x");
-  const Value& out = only_output(g, node);
+  const Value& x = any_tensor(g, node.args[0], "x");
+  const Value& out = only_output(g, node, x.dtype);
   const size_t rank = x.sizes.size();
   if (rank == 0) throw Unsupported("slice: rank 0");
   const size_t dim = static_cast<size_t>(norm_dim(int_of(g, node.args[1], "dim"), rank, "dim"));
@@ -647,8 +660,8 @@ NodeLowering lower_slice(const Graph& g, const Node& node) {
 
 NodeLowering lower_select(const Graph& g, const Node& node) {
   if (node.args.size() != 3) throw Unsupported("select: arguments");
-  const Value& x = f32(g, node.args[0], "x");
-  const Value& out = only_output(g, node);
+  const Value& x = any_tensor(g, node.args[0], "x");
+  const Value& out = only_output(g, node, x.dtype);
   const size_t rank = x.sizes.size();
   if (rank == 0) throw Unsupported("select: rank 0");
   const size_t dim = static_cast<size_t>(norm_dim(int_of(g, node.args[1], "dim"), rank, "dim"));
@@ -666,7 +679,7 @@ NodeLowering lower_select(const Graph& g, const Node& node) {
 
 NodeLowering lower_split(const Graph& g, const Node& node) {
   if (node.args.size() != 3) throw Unsupported("split: arguments");
-  const Value& x = f32(g, node.args[0], "x");
+  const Value& x = any_tensor(g, node.args[0], "x");
   const size_t rank = x.sizes.size();
   if (rank == 0) throw Unsupported("split: rank 0");
   const size_t dim = static_cast<size_t>(norm_dim(int_of(g, node.args[2], "dim"), rank, "dim"));
@@ -683,7 +696,7 @@ NodeLowering lower_split(const Graph& g, const Node& node) {
   int64_t at = 0;
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] < 1) throw Unsupported("split: empty piece");
-    const Value& out = tensor_of(g, node.outputs[i], "output", DType::F32);
+    const Value& out = tensor_of(g, node.outputs[i], "output", x.dtype);
     if (out.is_constant || out.is_state) throw Unsupported("split: output is a constant or state");
     std::vector<int64_t> expect = x.sizes;
     expect[dim] = sizes[i];
@@ -699,16 +712,17 @@ NodeLowering lower_cat(const Graph& g, const Node& node) {
   if (node.args.size() != 2) throw Unsupported("cat: arguments");
   const Value& list = value_at(g, node.args[0]);
   if (list.kind != Value::Kind::TensorList) throw Unsupported("cat: not a tensor list");
-  const Value& out = only_output(g, node);
-  if (list.tensors.size() < 2 || list.tensors.size() > cuda::kMaxNodeInputs) {
-    throw Unsupported("cat: 2 to 8 parts taken");
+  if (node.outputs.size() != 1) throw Unsupported("expected one output");
+  const Value& out = only_output(g, node, any_tensor(g, node.outputs[0], "output").dtype);
+  if (list.tensors.empty() || list.tensors.size() > 1024) {
+    throw Unsupported("cat: 1 to 1024 parts taken");
   }
   const size_t rank = out.sizes.size();
   if (rank == 0) throw Unsupported("cat: rank 0");
   const size_t dim = static_cast<size_t>(norm_dim(int_of(g, node.args[1], "dim"), rank, "dim"));
   int64_t total = 0;
   for (int id : list.tensors) {
-    const Value& part = f32(g, id, "cat part");
+    const Value& part = tensor_of(g, id, "cat part", out.dtype);
     if (part.sizes.size() != rank) throw Unsupported("cat: part rank differs");
     for (size_t d = 0; d < rank; ++d) {
       if (d != dim && part.sizes[d] != out.sizes[d]) throw Unsupported("cat: part dims differ");
@@ -716,10 +730,43 @@ NodeLowering lower_cat(const Graph& g, const Node& node) {
     total += part.sizes[dim];
   }
   if (total != out.sizes[dim]) throw Unsupported("cat: parts do not sum to the output");
-  PendingNode p = make(NodeOp::Concat, list.tensors, node.outputs[0]);
-  p.params[0] = static_cast<int64_t>(dim);
-  NodeLowering l = single(p);
-  l.list_parts = list.tensors;
+  if (list.tensors.size() == 1) {  // a copy (DenseNet's torch.cat([x], 1))
+    return single(strided_copy(list.tensors[0], node.outputs[0], 0, row_major_strides(out.sizes)));
+  }
+  // Up to 8 parts per Concat node; a longer list is a chain, each link's first part the
+  // previous link's result (a temporary).
+  NodeLowering l;
+  std::vector<int> parts(list.tensors.begin(), list.tensors.end());
+  int64_t done = 0;  // the dim's extent of the previous link's result
+  int prev = -1;
+  size_t at = 0;
+  while (at < parts.size()) {
+    PendingNode p;
+    p.op = NodeOp::Concat;
+    p.params[0] = static_cast<int64_t>(dim);
+    int64_t extent = done;
+    if (prev >= 0) p.inputs.push_back(prev);
+    while (at < parts.size() && p.inputs.size() < cuda::kMaxNodeInputs) {
+      p.inputs.push_back(parts[at]);
+      extent += g.values[static_cast<size_t>(parts[at])].sizes[dim];
+      ++at;
+    }
+    if (at == parts.size()) {
+      p.output = node.outputs[0];
+    } else {
+      TempValue t;
+      t.id = kTempBase + static_cast<int>(l.temps.size());
+      t.dtype = out.dtype;
+      t.sizes = out.sizes;
+      t.sizes[dim] = extent;
+      l.temps.push_back(t);
+      p.output = t.id;
+    }
+    if (p.inputs.size() < 2) throw Unsupported("cat: a chain link of one part");
+    prev = p.output;
+    done = extent;
+    l.nodes.push_back(p);
+  }
   return l;
 }
 
@@ -806,6 +853,310 @@ NodeLowering lower_attention(const Graph& g, const Node& node) {
   return lw;
 }
 
+// ---- added in blob version 2: norms, resampling, padding, transposed and 1-D convolution,
+// masks (compare / logical / where / cast), index_select ----
+
+NodeLowering lower_group_norm(const Graph& g, const Node& node) {
+  if (node.args.size() != 5) throw Unsupported("group_norm: expected 5 arguments");
+  const Value& x = f32(g, node.args[0], "x");
+  const Value& out = only_output(g, node);
+  expect_shape(out, x.sizes, "group_norm");
+  if (x.sizes.size() < 2) throw Unsupported("group_norm: x not [N, C, *]");
+  const int64_t groups = int_of(g, node.args[1], "num_groups");
+  if (groups < 1 || x.sizes[1] % groups != 0) throw Unsupported("group_norm: groups do not divide C");
+  int w = -1, b = -1;
+  for (int i = 2; i <= 3; ++i) {
+    if (is_none(g, node.args[static_cast<size_t>(i)])) continue;
+    const Value& t = f32(g, node.args[static_cast<size_t>(i)], i == 2 ? "weight" : "bias");
+    if (t.sizes != std::vector<int64_t>{x.sizes[1]}) throw Unsupported("group_norm: affine not [C]");
+    (i == 2 ? w : b) = node.args[static_cast<size_t>(i)];
+  }
+  PendingNode p = make(NodeOp::GroupNorm, {node.args[0], w, b}, node.outputs[0]);
+  p.params[0] = groups;
+  p.fparams[0] = static_cast<float>(number(g, node.args[4], "eps"));
+  return single(p);
+}
+
+NodeLowering lower_rms_norm(const Graph& g, const Node& node) {
+  if (node.args.size() != 4) throw Unsupported("rms_norm: expected 4 arguments");
+  const Value& x = f32(g, node.args[0], "x");
+  const Value& out = only_output(g, node);
+  expect_shape(out, x.sizes, "rms_norm");
+  const std::vector<int64_t> shape = ints_of(g, node.args[1], "normalized_shape");
+  if (shape.empty() || shape.size() > x.sizes.size() ||
+      !std::equal(shape.begin(), shape.end(), x.sizes.end() - static_cast<long>(shape.size()))) {
+    throw Unsupported("rms_norm: normalized_shape is not x's trailing dims");
+  }
+  const int64_t inner = static_cast<int64_t>(numel(shape));
+  int w = -1;
+  if (!is_none(g, node.args[2])) {
+    const Value& t = f32(g, node.args[2], "weight");
+    if (numel(t.sizes) != static_cast<uint64_t>(inner)) throw Unsupported("rms_norm: weight size");
+    w = node.args[2];
+  }
+  PendingNode p = make(NodeOp::RmsNorm, {node.args[0], w}, node.outputs[0]);
+  p.params[0] = inner;
+  // None: f32 machine epsilon (docs/ops.md).
+  p.fparams[0] = is_none(g, node.args[3]) ? std::numeric_limits<float>::epsilon()
+                                          : static_cast<float>(number(g, node.args[3], "eps"));
+  return single(p);
+}
+
+/// The portable kernels' source step: 1/scale when a positive scale is given, else in/out.
+float upsample_step(const Graph& g, int id, int64_t in, int64_t out) {
+  if (!is_none(g, id)) {
+    const double scale = number(g, id, "scale");
+    if (scale > 0.0) return static_cast<float>(1.0 / scale);
+  }
+  return static_cast<float>(in) / static_cast<float>(out);
+}
+
+NodeLowering lower_upsample(const Graph& g, const Node& node, bool bilinear) {
+  if (node.args.size() != (bilinear ? 4u : 3u)) throw Unsupported("upsample: arguments");
+  const Value& x = f32(g, node.args[0], "x");
+  const Value& out = only_output(g, node);
+  if (x.sizes.size() != 4 || out.sizes.size() != 4 || out.sizes[0] != x.sizes[0] ||
+      out.sizes[1] != x.sizes[1]) {
+    throw Unsupported("upsample: x and output not [N, C, H, W] of equal N, C");
+  }
+  const bool align = bilinear && bool_of(g, node.args[1], "align_corners");
+  const size_t first_scale = bilinear ? 2 : 1;
+  PendingNode p = make(NodeOp::Upsample2d, {node.args[0]}, node.outputs[0]);
+  p.params[0] = bilinear ? 1 : 0;
+  p.params[1] = align ? 1 : 0;
+  for (int a = 0; a < 2; ++a) {
+    const int64_t in = x.sizes[2 + a], o = out.sizes[2 + a];
+    p.fparams[a] = align ? (o > 1 ? static_cast<float>(in - 1) / static_cast<float>(o - 1) : 0.0f)
+                         : upsample_step(g, node.args[first_scale + a], in, o);
+  }
+  return single(p);
+}
+
+NodeLowering lower_pad(const Graph& g, const Node& node) {
+  if (node.args.size() != 4) throw Unsupported("pad: expected 4 arguments");
+  const Value& x = f32(g, node.args[0], "x");
+  const Value& out = only_output(g, node);
+  const std::vector<int64_t> pads = ints_of(g, node.args[1], "pad");
+  const Value& mode = value_at(g, node.args[2]);
+  if (mode.kind != Value::Kind::String) throw Unsupported("pad: mode not a String");
+  const bool reflect = mode.string_value == "reflect";
+  if (!reflect && mode.string_value != "constant") {
+    throw Unsupported("pad: mode '" + mode.string_value + "'");
+  }
+  const double value = is_none(g, node.args[3]) ? 0.0 : number(g, node.args[3], "value");
+  if (reflect && value != 0.0) throw Unsupported("pad: a fill value with reflect");
+  const size_t rank = x.sizes.size();
+  if (rank == 0 || pads.size() % 2 != 0 || pads.size() / 2 > rank) throw Unsupported("pad: pad list");
+  PendingNode p = make(NodeOp::Pad, {node.args[0]}, node.outputs[0]);
+  p.params[0] = reflect ? 1 : 0;
+  p.fparams[0] = static_cast<float>(value);
+  std::vector<int64_t> expect = x.sizes;
+  for (size_t k = 0; k < pads.size() / 2; ++k) {
+    const size_t d = rank - 1 - k;
+    const int64_t before = pads[2 * k], after = pads[2 * k + 1];
+    if (std::llabs(before) > (1 << 30) || std::llabs(after) > (1 << 30)) throw Unsupported("pad: huge");
+    if (reflect && (before < 0 || after < 0 || before >= x.sizes[d] || after >= x.sizes[d])) {
+      throw Unsupported("pad: reflect padding not in [0, size)");
+    }
+    expect[d] = x.sizes[d] + before + after;
+    if (expect[d] < 1) throw Unsupported("pad: empty result");
+    p.params[1 + d] = before;
+  }
+  expect_shape(out, expect, "pad");
+  return single(p);
+}
+
+NodeLowering lower_conv1d(const Graph& g, const Node& node) {
+  if (node.args.size() != 7) throw Unsupported("conv1d: expected 7 arguments");
+  const Value& x = f32(g, node.args[0], "x");
+  const Value& w = f32(g, node.args[1], "weight");
+  const Value& out = only_output(g, node);
+  if (x.sizes.size() != 3 || w.sizes.size() != 3) throw Unsupported("conv1d: x or w not 3-D");
+  auto one = [&](int id, const char* what, int64_t min_value) {
+    const std::vector<int64_t> v = ints_of(g, id, what);
+    if (v.size() != 1 || v[0] < min_value || v[0] > (1 << 20)) {
+      throw Unsupported(std::string("conv1d: ") + what + " not one value in range");
+    }
+    return v[0];
+  };
+  const int64_t stride = one(node.args[3], "stride", 1), pad = one(node.args[4], "padding", 0);
+  const int64_t dil = one(node.args[5], "dilation", 1);
+  const int64_t groups = int_of(g, node.args[6], "groups");
+  const int64_t n = x.sizes[0], c = x.sizes[1], len = x.sizes[2];
+  const int64_t o = w.sizes[0], k = w.sizes[2];
+  if (groups < 1 || c % groups != 0 || o % groups != 0 || w.sizes[1] != c / groups) {
+    throw Unsupported("conv1d: channels and groups disagree");
+  }
+  if (len + 2 * pad < dil * (k - 1) + 1) throw Unsupported("conv1d: window larger than the input");
+  const int64_t ol = (len + 2 * pad - dil * (k - 1) - 1) / stride + 1;
+  expect_shape(out, {n, o, ol}, "conv1d");
+  int bias = -1;
+  if (!is_none(g, node.args[2])) {
+    const Value& b = f32(g, node.args[2], "bias");
+    if (b.sizes != std::vector<int64_t>{o}) throw Unsupported("conv1d: bias is not [O]");
+    bias = node.args[2];
+  }
+  PendingNode p = make(NodeOp::Conv2d, {node.args[0], node.args[1], bias}, node.outputs[0]);
+  const int64_t vals[8] = {1, stride, 0, pad, 1, dil, groups, 0};
+  std::copy(vals, vals + 8, p.params);
+  NodeLowering l = single(p);
+  const bool pointwise = k == 1 && stride == 1 && pad == 0;
+  l.workspace_bytes = 4 * cuda::conv_workspace_floats(
+                              static_cast<uint64_t>(c), 1, static_cast<uint64_t>(k), 1,
+                              static_cast<uint64_t>(ol), static_cast<uint64_t>(groups), pointwise);
+  return l;
+}
+
+NodeLowering lower_conv_transpose2d(const Graph& g, const Node& node) {
+  if (node.args.size() != 8) throw Unsupported("conv_transpose2d: expected 8 arguments");
+  const Value& x = f32(g, node.args[0], "x");
+  const Value& w = f32(g, node.args[1], "weight");
+  const Value& out = only_output(g, node);
+  if (x.sizes.size() != 4 || w.sizes.size() != 4) throw Unsupported("conv_transpose2d: not 4-D");
+  int64_t stride[2], pad[2], outpad[2], dil[2];
+  pair_of(g, node.args[3], "stride", nullptr, 1, stride);
+  pair_of(g, node.args[4], "padding", nullptr, 0, pad);
+  pair_of(g, node.args[5], "output_padding", nullptr, 0, outpad);
+  const int64_t groups = int_of(g, node.args[6], "groups");
+  pair_of(g, node.args[7], "dilation", nullptr, 1, dil);
+  const int64_t c = x.sizes[1];
+  if (groups < 1 || c % groups != 0 || w.sizes[0] != c) {
+    throw Unsupported("conv_transpose2d: channels and groups disagree");
+  }
+  const int64_t o = w.sizes[1] * groups;
+  std::vector<int64_t> expect{x.sizes[0], o, 0, 0};
+  for (int a = 0; a < 2; ++a) {
+    if (outpad[a] >= stride[a] && outpad[a] >= dil[a]) {
+      throw Unsupported("conv_transpose2d: output_padding not below stride or dilation");
+    }
+    expect[2 + a] = (x.sizes[2 + a] - 1) * stride[a] - 2 * pad[a] + dil[a] * (w.sizes[2 + a] - 1) +
+                    outpad[a] + 1;
+    if (expect[2 + a] < 1) throw Unsupported("conv_transpose2d: empty output");
+  }
+  expect_shape(out, expect, "conv_transpose2d");
+  int bias = -1;
+  if (!is_none(g, node.args[2])) {
+    const Value& b = f32(g, node.args[2], "bias");
+    if (b.sizes != std::vector<int64_t>{o}) throw Unsupported("conv_transpose2d: bias is not [O]");
+    bias = node.args[2];
+  }
+  PendingNode p = make(NodeOp::ConvTranspose2d, {node.args[0], node.args[1], bias},
+                       node.outputs[0]);
+  const int64_t vals[9] = {stride[0], stride[1], pad[0], pad[1], outpad[0], outpad[1],
+                           dil[0], dil[1], groups};
+  std::copy(vals, vals + 9, p.params);
+  return single(p);
+}
+
+/// The broadcast shape of tensors `shapes`, which must be `out`'s.
+void expect_broadcast(const Value& out, const std::vector<std::vector<int64_t>>& shapes,
+                      const char* what) {
+  std::vector<int64_t> b;
+  for (const auto& s : shapes) b = broadcast(b, s);
+  expect_shape(out, b, what);
+}
+
+/// A scalar operand that is exactly a float (Int, Double or Bool).
+float exact_scalar(const Graph& g, int id, const char* what) {
+  const Value& v = value_at(g, id);
+  double d;
+  if (v.kind == Value::Kind::Bool) {
+    d = v.bool_value ? 1.0 : 0.0;
+  } else {
+    d = number(g, id, what);
+  }
+  const float f = static_cast<float>(d);
+  if (v.kind == Value::Kind::Int && static_cast<double>(f) != d) {
+    throw Unsupported(std::string(what) + ": an Int scalar not exact in f32");
+  }
+  return f;
+}
+
+NodeLowering lower_compare(const Graph& g, const Node& node, cuda::CompareOp op, bool logical) {
+  if (node.args.size() != 2) throw Unsupported("compare: expected 2 arguments");
+  const Value& a = any_tensor(g, node.args[0], "a");
+  const Value& out = only_output(g, node, DType::Bool);
+  if (logical && a.dtype != DType::Bool) throw Unsupported("logical op on a non-bool tensor");
+  PendingNode p = make(NodeOp::Compare, {node.args[0], -1}, node.outputs[0]);
+  p.params[0] = static_cast<int64_t>(op);
+  const Value& bv = value_at(g, node.args[1]);
+  if (bv.is_tensor()) {
+    const Value& b = any_tensor(g, node.args[1], "b");
+    if (b.dtype != a.dtype) throw Unsupported("compare: a and b of different dtypes");
+    expect_broadcast(out, {a.sizes, b.sizes}, "compare");
+    p.inputs[1] = node.args[1];
+  } else {
+    if (logical) throw Unsupported("logical op with a scalar");
+    expect_shape(out, a.sizes, "compare");
+    p.fparams[0] = exact_scalar(g, node.args[1], "b");
+  }
+  return single(p);
+}
+
+NodeLowering lower_logical_not(const Graph& g, const Node& node) {
+  if (node.args.size() != 1) throw Unsupported("logical_not: expected 1 argument");
+  const Value& x = tensor_of(g, node.args[0], "x", DType::Bool);
+  const Value& out = only_output(g, node, DType::Bool);
+  expect_shape(out, x.sizes, "logical_not");
+  PendingNode p = make(NodeOp::Compare, {node.args[0], -1}, node.outputs[0]);
+  p.params[0] = static_cast<int64_t>(cuda::CompareOp::Eq);  // !x == (x == 0)
+  return single(p);
+}
+
+NodeLowering lower_where(const Graph& g, const Node& node) {
+  if (node.args.size() != 3) throw Unsupported("where: expected 3 arguments");
+  const Value& cond = tensor_of(g, node.args[0], "cond", DType::Bool);
+  const Value& out = only_output(g, node);
+  PendingNode p = make(NodeOp::Where, {node.args[0], -1, -1}, node.outputs[0]);
+  std::vector<std::vector<int64_t>> shapes{cond.sizes};
+  for (int i = 0; i < 2; ++i) {
+    const int id = node.args[static_cast<size_t>(1 + i)];
+    if (value_at(g, id).is_tensor()) {
+      shapes.push_back(f32(g, id, i == 0 ? "a" : "b").sizes);
+      p.inputs[static_cast<size_t>(1 + i)] = id;
+    } else {
+      p.fparams[i] = static_cast<float>(number(g, id, i == 0 ? "a" : "b"));
+    }
+  }
+  expect_broadcast(out, shapes, "where");
+  return single(p);
+}
+
+NodeLowering lower_cast(const Graph& g, const Node& node) {
+  if (node.args.size() != 1) throw Unsupported("cast: expected 1 argument");
+  const Value& x = any_tensor(g, node.args[0], "x");
+  if (node.outputs.size() != 1) throw Unsupported("expected one output");
+  const Value& out = only_output(g, node, any_tensor(g, node.outputs[0], "output").dtype);
+  expect_shape(out, x.sizes, "cast");
+  return single(make(NodeOp::Cast, {node.args[0]}, node.outputs[0]));
+}
+
+NodeLowering lower_index_select(const Graph& g, const Node& node) {
+  if (node.args.size() != 3) throw Unsupported("index_select: expected 3 arguments");
+  const Value& x = any_tensor(g, node.args[0], "x");
+  const Value& out = only_output(g, node, x.dtype);
+  const Value& iv = value_at(g, node.args[2]);
+  if (!iv.is_tensor() || (iv.dtype != DType::I64 && iv.dtype != DType::I32)) {
+    throw Unsupported("index_select: index not i64/i32");
+  }
+  const Value& idx = tensor_of(g, node.args[2], "index", iv.dtype);
+  if (idx.sizes.size() != 1) throw Unsupported("index_select: index not 1-D");
+  const size_t rank = x.sizes.size();
+  if (rank == 0) throw Unsupported("index_select: rank 0");
+  const size_t dim = static_cast<size_t>(norm_dim(int_of(g, node.args[1], "dim"), rank, "dim"));
+  std::vector<int64_t> expect = x.sizes;
+  expect[dim] = idx.sizes[0];
+  expect_shape(out, expect, "index_select");
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < dim; ++d) outer *= x.sizes[d];
+  for (size_t d = dim + 1; d < rank; ++d) inner *= x.sizes[d];
+  PendingNode p = make(NodeOp::IndexSelect, {node.args[0], node.args[2]}, node.outputs[0]);
+  p.params[0] = outer;
+  p.params[1] = x.sizes[dim];
+  p.params[2] = inner;
+  return single(p);
+}
+
 }  // namespace
 
 std::string shape_str(const std::vector<int64_t>& dims) {
@@ -883,6 +1234,32 @@ NodeLowering lower_node(const Graph& g, const Node& node) {
   if (op == "tern::cat") return lower_cat(g, node);
   if (op == "tern::embedding") return lower_embedding(g, node);
   if (op == "tern::scaled_dot_product_attention") return lower_attention(g, node);
+  if (op == "tern::group_norm") return lower_group_norm(g, node);
+  if (op == "tern::rms_norm") return lower_rms_norm(g, node);
+  if (op == "tern::upsample_nearest2d") return lower_upsample(g, node, false);
+  if (op == "tern::upsample_bilinear2d") return lower_upsample(g, node, true);
+  if (op == "tern::pad") return lower_pad(g, node);
+  if (op == "tern::conv1d") return lower_conv1d(g, node);
+  if (op == "tern::conv_transpose2d") return lower_conv_transpose2d(g, node);
+  struct Cmp {
+    const char* name;
+    cuda::CompareOp op;
+    bool logical;
+  };
+  static const Cmp kCompare[] = {
+      {"tern::eq", cuda::CompareOp::Eq, false}, {"tern::ne", cuda::CompareOp::Ne, false},
+      {"tern::lt", cuda::CompareOp::Lt, false}, {"tern::le", cuda::CompareOp::Le, false},
+      {"tern::gt", cuda::CompareOp::Gt, false}, {"tern::ge", cuda::CompareOp::Ge, false},
+      {"tern::logical_and", cuda::CompareOp::LogicalAnd, true},
+      {"tern::logical_or", cuda::CompareOp::LogicalOr, true},
+  };
+  for (const Cmp& c : kCompare) {
+    if (op == c.name) return lower_compare(g, node, c.op, c.logical);
+  }
+  if (op == "tern::logical_not") return lower_logical_not(g, node);
+  if (op == "tern::where") return lower_where(g, node);
+  if (op == "tern::cast") return lower_cast(g, node);
+  if (op == "tern::index_select") return lower_index_select(g, node);
   throw Unsupported("op not taken by the cuda backend");
 }
 

@@ -29,6 +29,15 @@ struct PendingNode {
   float fparams[cuda::kNodeFloatParams] = {};
 };
 
+/// A tensor a lowering makes for itself between its blob nodes (a long cat's partial results):
+/// its id is kTempBase + k within one lowering; region_lowering gives it a region-wide id.
+struct TempValue {
+  int id = -1;
+  DType dtype = DType::F32;
+  std::vector<int64_t> sizes;
+};
+constexpr int kTempBase = 1 << 30;
+
 /// What one graph node becomes.
 struct NodeLowering {
   std::vector<PendingNode> nodes;  ///< empty for a view
@@ -36,9 +45,8 @@ struct NodeLowering {
   std::vector<std::pair<int, int>> aliases;
   /// Bytes of workspace the nodes need (im2col columns, attention scores).
   uint64_t workspace_bytes = 0;
-  /// Tensors read through a tensor list (a concat's parts), which a region must make itself
-  /// or receive as direct arguments.
-  std::vector<int> list_parts;
+  /// Tensors made between this lowering's nodes (ids kTempBase + k).
+  std::vector<TempValue> temps;
 };
 
 /// Lowers `node` of `g`; throws Unsupported with the reason when the backend does not take it

@@ -16,9 +16,12 @@ uint64_t align_up(uint64_t v) {
   return (v + cuda::kDeviceAlignment - 1) / cuda::kDeviceAlignment * cuda::kDeviceAlignment;
 }
 
-uint32_t value_dtype(DType d) {
+/// The blob dtype of a value of graph dtype `d`: f32 values inside the delegate are stored in
+/// `storage` (f16/bf16 in a 16-bit blob); `external` ones (arguments tern binds) stay f32.
+uint32_t value_dtype(DType d, bool external, uint32_t storage) {
   switch (d) {
-    case DType::F32: return static_cast<uint32_t>(cuda::ValueDType::F32);
+    case DType::F32:
+      return external ? static_cast<uint32_t>(cuda::ValueDType::F32) : storage;
     case DType::I64: return static_cast<uint32_t>(cuda::ValueDType::I64);
     case DType::I32: return static_cast<uint32_t>(cuda::ValueDType::I32);
     case DType::Bool: return static_cast<uint32_t>(cuda::ValueDType::Bool);
@@ -77,15 +80,23 @@ std::string where(const Graph& g, int n) {
 
 std::vector<uint8_t> lower_region(const Graph& g, const DelegateRegion& region,
                                   cuda::ComputeDType compute) {
-  if (compute != cuda::ComputeDType::F32) {
-    throw std::invalid_argument(
-        "cuda backend: f16/bf16 compute is not implemented in blob version 1 (f32 only)");
-  }
   // Lower every node first.
   std::vector<PendingNode> pending;
   std::map<int, int> alias_of;  // graph value -> graph value (root)
   uint64_t workspace = 0;
   std::vector<int> made;  // graph values the region makes (node outputs, aliases)
+  // Values that are not in the graph: temporaries of the lowerings and the 16-bit copies of
+  // the float boundary values, with ids from g.values.size() up.
+  std::map<int, TempValue> temps;
+  int next_id = static_cast<int>(g.values.size());
+  auto new_temp = [&](DType dtype, const std::vector<int64_t>& sizes) {
+    TempValue t;
+    t.id = next_id++;
+    t.dtype = dtype;
+    t.sizes = sizes;
+    temps[t.id] = t;
+    return t.id;
+  };
   for (int n : region.nodes) {
     if (n < 0 || static_cast<size_t>(n) >= g.nodes.size()) {
       throw std::invalid_argument("cuda backend: region node " + std::to_string(n) +
@@ -97,12 +108,20 @@ std::vector<uint8_t> lower_region(const Graph& g, const DelegateRegion& region,
     } catch (const Unsupported& e) {
       throw std::invalid_argument("cuda backend: " + where(g, n) + ": " + e.what());
     }
+    std::map<int, int> renamed;  // this lowering's temp ids -> region-wide ids
+    for (const TempValue& t : l.temps) renamed[t.id] = new_temp(t.dtype, t.sizes);
+    auto rename = [&](int& id) {
+      const auto it = renamed.find(id);
+      if (it != renamed.end()) id = it->second;
+    };
     for (const auto& a : l.aliases) {
       const auto root = alias_of.find(a.second);
       alias_of[a.first] = root == alias_of.end() ? a.second : root->second;
       made.push_back(a.first);
     }
     for (PendingNode& p : l.nodes) {
+      for (int& id : p.inputs) rename(id);
+      rename(p.output);
       made.push_back(p.output);
       pending.push_back(std::move(p));
     }
@@ -111,26 +130,93 @@ std::vector<uint8_t> lower_region(const Graph& g, const DelegateRegion& region,
   if (pending.empty()) {
     throw std::invalid_argument("cuda backend: a region of views only (no node to run)");
   }
+  auto info = [&](int id) -> std::pair<DType, const std::vector<int64_t>*> {
+    if (id >= static_cast<int>(g.values.size())) {
+      const TempValue& t = temps.at(id);
+      return {t.dtype, &t.sizes};
+    }
+    const Value& v = g.values[static_cast<size_t>(id)];
+    return {v.dtype, &v.sizes};
+  };
+
+  // A 16-bit blob: the float boundary values stay f32 (tern's tensors); each float input is
+  // cast to a 16-bit copy before the nodes, which read the copy, and each float output is made
+  // as a 16-bit value and cast after the nodes.
+  const uint32_t storage = cuda::compute_storage(static_cast<uint32_t>(compute));
+  if (compute != cuda::ComputeDType::F32) {
+    auto substitute = [&](int from, int to) {
+      for (PendingNode& p : pending) {
+        for (int& id : p.inputs) {
+          if (id == from) id = to;
+        }
+      }
+      for (auto& a : alias_of) {
+        if (a.second == from) a.second = to;
+      }
+    };
+    std::vector<PendingNode> before, after;
+    for (int id : region.inputs) {
+      const Value& v = g.values[static_cast<size_t>(id)];
+      if (!v.is_tensor() || v.is_constant || v.dtype != DType::F32) continue;
+      const int copy = new_temp(DType::F32, v.sizes);
+      substitute(id, copy);
+      PendingNode c;
+      c.op = cuda::NodeOp::Cast;
+      c.inputs = {id};
+      c.output = copy;
+      before.push_back(c);
+      made.push_back(copy);
+    }
+    for (int id : region.outputs) {
+      const Value& v = g.values[static_cast<size_t>(id)];
+      if (!v.is_tensor() || v.dtype != DType::F32) continue;
+      const int copy = new_temp(DType::F32, v.sizes);
+      substitute(id, copy);
+      for (PendingNode& p : pending) {
+        if (p.output == id) p.output = copy;
+      }
+      const auto alias = alias_of.find(id);
+      if (alias != alias_of.end()) {
+        alias_of[copy] = alias->second;
+        alias_of.erase(alias);
+      }
+      PendingNode c;
+      c.op = cuda::NodeOp::Cast;
+      c.inputs = {copy};
+      c.output = id;
+      after.push_back(c);
+      made.push_back(copy);
+    }
+    before.insert(before.end(), pending.begin(), pending.end());
+    before.insert(before.end(), after.begin(), after.end());
+    pending = std::move(before);
+  }
 
   // The value table: boundary tensors (arguments), then what the nodes make.
   std::map<int, uint32_t> index;  // graph value -> blob value
   std::vector<cuda::BlobValue> values;
   std::vector<int> graph_id;
   auto add_value = [&](int id, cuda::ValueKind kind, uint32_t arg) {
-    const Value& v = g.values[static_cast<size_t>(id)];
-    if (!v.is_tensor() || v.sizes.size() > cuda::kMaxDims) {
-      throw std::invalid_argument("cuda backend: value '" + v.name + "' is not a tensor of rank <= 6");
+    if (id < static_cast<int>(g.values.size())) {
+      const Value& v = g.values[static_cast<size_t>(id)];
+      if (!v.is_tensor() || v.sizes.size() > cuda::kMaxDims) {
+        throw std::invalid_argument("cuda backend: value '" + v.name +
+                                    "' is not a tensor of rank <= 6");
+      }
     }
+    const auto [dtype, sizes] = info(id);
     cuda::BlobValue b;
     std::memset(&b, 0, sizeof(b));
     b.kind = static_cast<uint32_t>(kind);
-    b.dtype = value_dtype(v.dtype);
-    b.rank = static_cast<uint32_t>(v.sizes.size());
+    const bool external = kind == cuda::ValueKind::ExternalInput ||
+                          kind == cuda::ValueKind::ExternalOutput;
+    b.dtype = value_dtype(dtype, external, storage);
+    b.rank = static_cast<uint32_t>(sizes->size());
     b.arg = arg;
     b.alias_of = cuda::kNoValue;
     uint64_t n = 1;
-    for (size_t d = 0; d < v.sizes.size(); ++d) {
-      b.dims[d] = static_cast<uint64_t>(v.sizes[d]);
+    for (size_t d = 0; d < sizes->size(); ++d) {
+      b.dims[d] = static_cast<uint64_t>((*sizes)[d]);
       n *= b.dims[d];
     }
     b.bytes = n * cuda::value_dtype_bytes(b.dtype);
@@ -157,9 +243,9 @@ std::vector<uint8_t> lower_region(const Graph& g, const DelegateRegion& region,
     cuda::BlobValue& v = values[index.at(a.first)];
     const auto target = index.find(a.second);
     if (target == index.end()) {
-      throw std::invalid_argument("cuda backend: a view of value '" +
-                                  g.values[static_cast<size_t>(a.second)].name +
-                                  "', which the region neither makes nor receives");
+      throw std::invalid_argument(
+          "cuda backend: a view of value " + std::to_string(a.second) +
+          ", which the region neither makes nor receives");
     }
     if (v.kind == static_cast<uint32_t>(cuda::ValueKind::ExternalInput)) {
       throw std::invalid_argument("cuda backend: an aliased region input");
@@ -180,8 +266,11 @@ std::vector<uint8_t> lower_region(const Graph& g, const DelegateRegion& region,
       if (p.inputs[i] < 0) continue;
       const auto it = index.find(p.inputs[i]);
       if (it == index.end()) {
+        const int id = p.inputs[i];
         throw std::invalid_argument(
-            "cuda backend: tensor '" + g.values[static_cast<size_t>(p.inputs[i])].name +
+            "cuda backend: tensor '" +
+            (id < static_cast<int>(g.values.size()) ? g.values[static_cast<size_t>(id)].name
+                                                    : std::to_string(id)) +
             "' reaches the region only inside a tensor list (not bindable)");
       }
       b.inputs[i] = it->second;
@@ -245,7 +334,8 @@ std::vector<uint8_t> lower_region(const Graph& g, const DelegateRegion& region,
   h.value_record_size = sizeof(cuda::BlobValue);
   h.node_record_size = sizeof(cuda::BlobNode);
   h.compute_dtype = static_cast<uint32_t>(compute);
-  h.min_compute_capability = 70;
+  // bf16 GEMMs need Ampere (sm_80); f32 and f16 run from Volta (sm_70).
+  h.min_compute_capability = compute == cuda::ComputeDType::BF16 ? 80 : 70;
   h.arena_bytes = align_up(arena);
   h.weights_bytes = align_up(weights);
   h.workspace_bytes = align_up(workspace);

@@ -11,7 +11,8 @@
 namespace tern::compiler::cuda_compile {
 
 /// Lowers `region` of `g` (its nodes all accepted by lower_node, its boundary set) into a
-/// version-1 blob computing in `compute`. Throws std::invalid_argument naming the node when a
+/// blob (cuda_blob_format.h's version) computing in `compute`: f32, or f16/bf16
+/// storage with f32 accumulation (f32 boundary values cast at the region's edges). Throws std::invalid_argument naming the node when a
 /// node is not taken or the region cannot be expressed (a tensor-list part the region neither
 /// makes nor receives as an argument).
 std::vector<uint8_t> lower_region(const Graph& g, const DelegateRegion& region,

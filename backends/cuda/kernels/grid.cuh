@@ -1,9 +1,13 @@
 // Launch geometry shared by the kernels (internal to backends/cuda/kernels).
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+
+#include "backends/cuda/kernels/launch.h"
 
 namespace tern::cuda {
 
@@ -16,6 +20,40 @@ inline unsigned grid_for(int64_t n) {
   if (blocks > 65535 * 16) blocks = 65535 * 16;
   return static_cast<unsigned>(blocks);
 }
+
+/// Float storage types: every kernel computes in f32 and loads/stores T (float, __half or
+/// __nv_bfloat16) through these.
+__device__ inline float to_f(float v) { return v; }
+__device__ inline float to_f(__half v) { return __half2float(v); }
+__device__ inline float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T>
+__device__ inline T from_f(float v);
+template <>
+__device__ inline float from_f<float>(float v) { return v; }
+template <>
+__device__ inline __half from_f<__half>(float v) { return __float2half_rn(v); }
+template <>
+__device__ inline __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+/// Runs the statement with `T` the storage type of FloatType `ft`.
+#define TERN_FLOAT_DISPATCH(ft, ...)                 \
+  switch (ft) {                                      \
+    case FloatType::F16: {                           \
+      using T = __half;                              \
+      __VA_ARGS__;                                   \
+      break;                                         \
+    }                                                \
+    case FloatType::BF16: {                          \
+      using T = __nv_bfloat16;                       \
+      __VA_ARGS__;                                   \
+      break;                                         \
+    }                                                \
+    default: {                                       \
+      using T = float;                               \
+      __VA_ARGS__;                                   \
+      break;                                         \
+    }                                                \
+  }
 
 /// Grid-stride loop index helpers.
 #define TERN_CUDA_LOOP(i, n)                                                          \

@@ -1,15 +1,15 @@
 // 2-D pooling over NCHW planes: max (dilated), average (ATen's divisor rules), adaptive average.
 #include "backends/cuda/kernels/grid.cuh"
-#include "backends/cuda/kernels/launch.h"
 
 namespace tern::cuda {
 namespace {
 
-__global__ void max_pool(const float* x, float* out, PoolShape s) {
+template <typename T>
+__global__ void max_pool(const T* x, T* out, PoolShape s) {
   const int64_t total = s.planes * s.oh * s.ow;
   TERN_CUDA_LOOP(i, total) {
     const int64_t ox = i % s.ow, oy = (i / s.ow) % s.oh, p = i / (s.ow * s.oh);
-    const float* plane = x + p * s.h * s.w;
+    const T* plane = x + p * s.h * s.w;
     float m = -INFINITY;
     for (int ky = 0; ky < s.kh; ++ky) {
       const int64_t y = oy * s.sh - s.ph + static_cast<int64_t>(ky) * s.dh;
@@ -17,16 +17,17 @@ __global__ void max_pool(const float* x, float* out, PoolShape s) {
       for (int kx = 0; kx < s.kw; ++kx) {
         const int64_t xx = ox * s.sw - s.pw + static_cast<int64_t>(kx) * s.dw;
         if (xx < 0 || xx >= s.w) continue;
-        const float v = plane[y * s.w + xx];
+        const float v = to_f(plane[y * s.w + xx]);
         if (v > m || v != v) m = v;
         if (m != m) break;
       }
     }
-    out[i] = m;
+    out[i] = from_f<T>(m);
   }
 }
 
-__global__ void avg_pool(const float* x, float* out, PoolShape s) {
+template <typename T>
+__global__ void avg_pool(const T* x, T* out, PoolShape s) {
   const int64_t total = s.planes * s.oh * s.ow;
   TERN_CUDA_LOOP(i, total) {
     const int64_t ox = i % s.ow, oy = (i / s.ow) % s.oh, p = i / (s.ow * s.oh);
@@ -38,48 +39,55 @@ __global__ void avg_pool(const float* x, float* out, PoolShape s) {
     x0 = x0 < 0 ? 0 : x0;
     y1 = y1 > s.h ? s.h : y1;
     x1 = x1 > s.w ? s.w : x1;
-    const float* plane = x + p * s.h * s.w;
+    const T* plane = x + p * s.h * s.w;
     float sum = 0.0f;
     for (int64_t y = y0; y < y1; ++y) {
-      for (int64_t xx = x0; xx < x1; ++xx) sum += plane[y * s.w + xx];
+      for (int64_t xx = x0; xx < x1; ++xx) sum += to_f(plane[y * s.w + xx]);
     }
     const int64_t divisor = s.divisor > 0 ? s.divisor
                             : s.count_include_pad ? padded
                                                   : (y1 - y0) * (x1 - x0);
-    out[i] = divisor > 0 ? sum / static_cast<float>(divisor) : 0.0f;
+    out[i] = from_f<T>(divisor > 0 ? sum / static_cast<float>(divisor) : 0.0f);
   }
 }
 
-__global__ void adaptive_avg_pool(const float* x, float* out, PoolShape s) {
+template <typename T>
+__global__ void adaptive_avg_pool(const T* x, T* out, PoolShape s) {
   const int64_t total = s.planes * s.oh * s.ow;
   TERN_CUDA_LOOP(i, total) {
     const int64_t ox = i % s.ow, oy = (i / s.ow) % s.oh, p = i / (s.ow * s.oh);
     const int64_t y0 = oy * s.h / s.oh, y1 = ((oy + 1) * s.h + s.oh - 1) / s.oh;
     const int64_t x0 = ox * s.w / s.ow, x1 = ((ox + 1) * s.w + s.ow - 1) / s.ow;
-    const float* plane = x + p * s.h * s.w;
+    const T* plane = x + p * s.h * s.w;
     float sum = 0.0f;
     for (int64_t y = y0; y < y1; ++y) {
-      for (int64_t xx = x0; xx < x1; ++xx) sum += plane[y * s.w + xx];
+      for (int64_t xx = x0; xx < x1; ++xx) sum += to_f(plane[y * s.w + xx]);
     }
-    out[i] = sum / static_cast<float>((y1 - y0) * (x1 - x0));
+    out[i] = from_f<T>(sum / static_cast<float>((y1 - y0) * (x1 - x0)));
   }
 }
 
 }  // namespace
 
-cudaError_t launch_max_pool2d(const float* x, float* out, const PoolShape& s, cudaStream_t stream) {
-  max_pool<<<grid_for(s.planes * s.oh * s.ow), kThreads, 0, stream>>>(x, out, s);
+cudaError_t launch_max_pool2d(FloatType ft, const void* x, void* out, const PoolShape& s,
+                              cudaStream_t stream) {
+  TERN_FLOAT_DISPATCH(ft, max_pool<T><<<grid_for(s.planes * s.oh * s.ow), kThreads, 0, stream>>>(
+                              static_cast<const T*>(x), static_cast<T*>(out), s));
   return cudaGetLastError();
 }
 
-cudaError_t launch_avg_pool2d(const float* x, float* out, const PoolShape& s, cudaStream_t stream) {
-  avg_pool<<<grid_for(s.planes * s.oh * s.ow), kThreads, 0, stream>>>(x, out, s);
+cudaError_t launch_avg_pool2d(FloatType ft, const void* x, void* out, const PoolShape& s,
+                              cudaStream_t stream) {
+  TERN_FLOAT_DISPATCH(ft, avg_pool<T><<<grid_for(s.planes * s.oh * s.ow), kThreads, 0, stream>>>(
+                              static_cast<const T*>(x), static_cast<T*>(out), s));
   return cudaGetLastError();
 }
 
-cudaError_t launch_adaptive_avg_pool2d(const float* x, float* out, const PoolShape& s,
-                                       cudaStream_t stream) {
-  adaptive_avg_pool<<<grid_for(s.planes * s.oh * s.ow), kThreads, 0, stream>>>(x, out, s);
+cudaError_t launch_adaptive_avg_pool2d(FloatType ft, const void* x, void* out,
+                                       const PoolShape& s, cudaStream_t stream) {
+  TERN_FLOAT_DISPATCH(ft, adaptive_avg_pool<T><<<grid_for(s.planes * s.oh * s.ow), kThreads, 0,
+                                                 stream>>>(static_cast<const T*>(x),
+                                                           static_cast<T*>(out), s));
   return cudaGetLastError();
 }
 

@@ -1,7 +1,6 @@
 // Elementwise unary ops and activations (UnaryOp of cuda_blob_format.h), with the portable
 // kernels' formulas (runtime/kernels/util/vector_math.h for GELU).
 #include "backends/cuda/kernels/grid.cuh"
-#include "backends/cuda/kernels/launch.h"
 
 namespace tern::cuda {
 namespace {
@@ -35,21 +34,23 @@ __device__ inline float apply(int op, float x, float p0, float p1) {
   return 0.0f;
 }
 
-__global__ void unary_kernel(int op, const float* x, float* out, int64_t n, float p0, float p1) {
-  TERN_CUDA_LOOP(i, n) { out[i] = apply(op, x[i], p0, p1); }
+template <typename T>
+__global__ void unary_kernel(int op, const T* x, T* out, int64_t n, float p0, float p1) {
+  TERN_CUDA_LOOP(i, n) { out[i] = from_f<T>(apply(op, to_f(x[i]), p0, p1)); }
 }
 
 }  // namespace
 
-cudaError_t launch_unary(int op, const float* x, float* out, int64_t n, float p0, float p1,
-                         cudaStream_t stream) {
-  unary_kernel<<<grid_for(n), kThreads, 0, stream>>>(op, x, out, n, p0, p1);
+cudaError_t launch_unary(FloatType ft, int op, const void* x, void* out, int64_t n, float p0,
+                         float p1, cudaStream_t stream) {
+  TERN_FLOAT_DISPATCH(ft, unary_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(
+                              op, static_cast<const T*>(x), static_cast<T*>(out), n, p0, p1));
   return cudaGetLastError();
 }
 
 cudaError_t probe_kernel_image() {
   cudaFuncAttributes attributes;
-  return cudaFuncGetAttributes(&attributes, unary_kernel);
+  return cudaFuncGetAttributes(&attributes, unary_kernel<float>);
 }
 
 }  // namespace tern::cuda

@@ -33,7 +33,23 @@ const char* kind_name(uint32_t kind) {
   return "?";
 }
 
-bool f32(const BlobValue& v) { return v.dtype == static_cast<uint32_t>(ValueDType::F32); }
+const char* dtype_name(uint32_t dtype) {
+  switch (dtype) {
+    case 0: return "f32";
+    case 1: return "f16";
+    case 2: return "bf16";
+    case 3: return "i64";
+    case 4: return "i32";
+    case 8: return "bool";
+  }
+  return "?";
+}
+
+bool is_int(const BlobValue& v) {
+  return v.dtype == static_cast<uint32_t>(ValueDType::I64) ||
+         v.dtype == static_cast<uint32_t>(ValueDType::I32);
+}
+bool is_bool(const BlobValue& v) { return v.dtype == static_cast<uint32_t>(ValueDType::Bool); }
 
 void dims_str(const BlobValue& v, char* buf, size_t size) {
   size_t at = static_cast<size_t>(std::snprintf(buf, size, "["));
@@ -42,6 +58,18 @@ void dims_str(const BlobValue& v, char* buf, size_t size) {
                                             static_cast<ull>(v.dims[d])));
   }
   if (at < size) std::snprintf(buf + at, size - at, "]");
+}
+
+/// The [N, C, H, W] dims of a conv operand: its own, or a rank-3 (1-D conv) one with H = 1.
+void conv_dims(const BlobValue& v, uint64_t out[4]) {
+  if (v.rank == 3) {
+    out[0] = v.dims[0];
+    out[1] = v.dims[1];
+    out[2] = 1;
+    out[3] = v.dims[2];
+  } else {
+    for (int i = 0; i < 4; ++i) out[i] = v.dims[i];
+  }
 }
 
 /// Slots of each op: how many inputs, which are required (bit i = slot i).
@@ -70,6 +98,15 @@ Arity arity(NodeOp op) {
     case NodeOp::Concat: return {2, kMaxNodeInputs, 0xFF, 1, 0};
     case NodeOp::Embedding: return {2, 2, 0x3, 0, 0};
     case NodeOp::Attention: return {4, 4, 0x7, 12, 1};
+    case NodeOp::GroupNorm: return {3, 3, 0x1, 1, 1};
+    case NodeOp::RmsNorm: return {2, 2, 0x1, 1, 1};
+    case NodeOp::Upsample2d: return {1, 1, 0x1, 2, 2};
+    case NodeOp::Pad: return {1, 1, 0x1, 1 + kMaxDims, 1};
+    case NodeOp::ConvTranspose2d: return {3, 3, 0x3, 9, 0};
+    case NodeOp::Where: return {3, 3, 0x1, 0, 2};
+    case NodeOp::Compare: return {2, 2, 0x1, 1, 1};
+    case NodeOp::Cast: return {1, 1, 0x1, 0, 0};
+    case NodeOp::IndexSelect: return {2, 2, 0x3, 3, 0};
   }
   return {0, 0, 0, 0, 0};
 }
@@ -86,6 +123,9 @@ struct NodeCheck {
   bool has(uint32_t slot) const { return node.inputs[slot] != kNoValue; }
   const BlobValue& out() const { return values[node.output]; }
   int64_t p(uint32_t i) const { return node.params[i]; }
+  /// Whether v holds floats in the blob's storage dtype (f32, or f16/bf16 in a 16-bit blob).
+  bool fl(const BlobValue& v) const { return v.dtype == compute_storage(h.compute_dtype); }
+  const char* float_name() const { return dtype_name(compute_storage(h.compute_dtype)); }
 };
 
 #define NODE_CHECK(cond, fmt, ...)                                                        \
@@ -131,8 +171,8 @@ Error check_gemm(const NodeCheck& c) {
   NODE_CHECK(c.p(6) == 0 || static_cast<uint64_t>(c.p(6)) == kn,
              "w's batch stride %lld, expected 0 or K*N = %llu", static_cast<ll>(c.p(6)),
              static_cast<ull>(kn));
-  NODE_CHECK(f32(c.in(0)) && f32(c.in(1)) && f32(c.out()) && (!c.has(2) || f32(c.in(2))),
-             "operands must be f32");
+  NODE_CHECK(c.fl(c.in(0)) && c.fl(c.in(1)) && c.fl(c.out()) && (!c.has(2) || c.fl(c.in(2))),
+             "operands must be %s", c.float_name());
   NODE_CHECK(value_numel(c.in(0)) == (c.p(5) ? batch * mk : mk),
              "a has %llu elements, expected %llu", static_cast<ull>(value_numel(c.in(0))),
              static_cast<ull>(c.p(5) ? batch * mk : mk));
@@ -148,9 +188,23 @@ Error check_gemm(const NodeCheck& c) {
 }
 
 Error check_conv(const NodeCheck& c) {
-  const BlobValue &x = c.in(0), &w = c.in(1), &o = c.out();
-  NODE_CHECK(x.rank == 4 && w.rank == 4 && o.rank == 4, "x, w and output must be 4-D");
-  NODE_CHECK(f32(x) && f32(w) && f32(o) && (!c.has(2) || f32(c.in(2))), "operands must be f32");
+  const BlobValue &xv = c.in(0), &wv = c.in(1), &ov = c.out();
+  NODE_CHECK((xv.rank == 4 && wv.rank == 4 && ov.rank == 4) ||
+                 (xv.rank == 3 && wv.rank == 3 && ov.rank == 3),
+             "x, w and output must be all 4-D (conv2d) or all 3-D (conv1d), found ranks %u, %u, "
+             "%u", xv.rank, wv.rank, ov.rank);
+  NODE_CHECK(c.fl(xv) && c.fl(wv) && c.fl(ov) && (!c.has(2) || c.fl(c.in(2))),
+             "operands must be %s", c.float_name());
+  if (xv.rank == 3) {
+    NODE_CHECK(c.p(0) == 1 && c.p(2) == 0 && c.p(4) == 1,
+               "a 1-D convolution with height stride %lld, padding %lld, dilation %lld (expected "
+               "1, 0, 1)", static_cast<ll>(c.p(0)), static_cast<ll>(c.p(2)),
+               static_cast<ll>(c.p(4)));
+  }
+  uint64_t x[4], w[4], o[4];
+  conv_dims(xv, x);
+  conv_dims(wv, w);
+  conv_dims(ov, o);
   for (uint32_t i = 0; i < 7; ++i) {
     const int64_t lo = (i == 2 || i == 3) ? 0 : 1;
     NODE_CHECK(in_range(c.p(i), lo, kMaxSmallParam), "params[%u] = %lld out of range", i,
@@ -159,39 +213,224 @@ Error check_conv(const NodeCheck& c) {
   NODE_CHECK(in_range(c.p(7), 0, static_cast<int64_t>(Activation::Relu)), "activation %lld",
              static_cast<ll>(c.p(7)));
   const uint64_t g = static_cast<uint64_t>(c.p(6));
-  const uint64_t cin = x.dims[1], cout = w.dims[0];
-  NODE_CHECK(cin % g == 0 && cout % g == 0 && w.dims[1] == cin / g,
+  const uint64_t cin = x[1], cout = w[0];
+  NODE_CHECK(cin % g == 0 && cout % g == 0 && w[1] == cin / g,
              "channels: x has %llu, w is [%llu, %llu, ...], groups %llu", static_cast<ull>(cin),
-             static_cast<ull>(cout), static_cast<ull>(w.dims[1]), static_cast<ull>(g));
-  uint64_t expect[4] = {x.dims[0], cout, 0, 0};
+             static_cast<ull>(cout), static_cast<ull>(w[1]), static_cast<ull>(g));
+  uint64_t expect[4] = {x[0], cout, 0, 0};
   for (int a = 0; a < 2; ++a) {
-    const int64_t in = static_cast<int64_t>(x.dims[2 + a]);
-    const int64_t k = static_cast<int64_t>(w.dims[2 + a]);
+    const int64_t in = static_cast<int64_t>(x[2 + a]);
+    const int64_t k = static_cast<int64_t>(w[2 + a]);
     NODE_CHECK(k <= kMaxSmallParam, "window too large");
     const int64_t span = in + 2 * c.p(2 + a) - c.p(4 + a) * (k - 1) - 1;
     NODE_CHECK(span >= 0, "window larger than the padded input");
     expect[2 + a] = static_cast<uint64_t>(span / c.p(a) + 1);
   }
-  NODE_CHECK(std::memcmp(expect, o.dims, sizeof(expect)) == 0,
+  NODE_CHECK(std::memcmp(expect, o, sizeof(expect)) == 0,
              "output dims [%llu, %llu, %llu, %llu], expected [%llu, %llu, %llu, %llu]",
-             static_cast<ull>(o.dims[0]), static_cast<ull>(o.dims[1]), static_cast<ull>(o.dims[2]),
-             static_cast<ull>(o.dims[3]), static_cast<ull>(expect[0]), static_cast<ull>(expect[1]),
+             static_cast<ull>(o[0]), static_cast<ull>(o[1]), static_cast<ull>(o[2]),
+             static_cast<ull>(o[3]), static_cast<ull>(expect[0]), static_cast<ull>(expect[1]),
              static_cast<ull>(expect[2]), static_cast<ull>(expect[3]));
   NODE_CHECK(!c.has(2) || value_numel(c.in(2)) == cout, "bias has %llu elements, expected %llu",
              static_cast<ull>(value_numel(c.in(2))), static_cast<ull>(cout));
-  const bool pointwise = w.dims[2] == 1 && w.dims[3] == 1 && c.p(0) == 1 && c.p(1) == 1 &&
+  const bool pointwise = w[2] == 1 && w[3] == 1 && c.p(0) == 1 && c.p(1) == 1 &&
                          c.p(2) == 0 && c.p(3) == 0;
-  uint64_t floats = conv_workspace_floats(cin, w.dims[2], w.dims[3], o.dims[2], o.dims[3], g,
-                                          pointwise);
+  uint64_t floats = conv_workspace_floats(cin, w[2], w[3], o[2], o[3], g, pointwise);
   NODE_CHECK(floats <= c.h.workspace_bytes / 4, "needs %llu workspace bytes, the blob has %llu",
              static_cast<ull>(floats * 4), static_cast<ull>(c.h.workspace_bytes));
+  return Error::Ok;
+}
+
+Error check_conv_transpose(const NodeCheck& c) {
+  const BlobValue &x = c.in(0), &w = c.in(1), &o = c.out();
+  NODE_CHECK(x.rank == 4 && w.rank == 4 && o.rank == 4, "x, w and output must be 4-D");
+  NODE_CHECK(c.fl(x) && c.fl(w) && c.fl(o) && (!c.has(2) || c.fl(c.in(2))),
+             "operands must be %s", c.float_name());
+  for (uint32_t i = 0; i < 9; ++i) {
+    const int64_t lo = (i >= 2 && i <= 5) ? 0 : 1;
+    NODE_CHECK(in_range(c.p(i), lo, kMaxSmallParam), "params[%u] = %lld out of range", i,
+               static_cast<ll>(c.p(i)));
+  }
+  const uint64_t g = static_cast<uint64_t>(c.p(8));
+  const uint64_t cin = x.dims[1], cout = w.dims[1] * g;
+  NODE_CHECK(cin % g == 0 && w.dims[0] == cin && o.dims[1] == cout && o.dims[0] == x.dims[0],
+             "channels: x [%llu, %llu, ...], w [%llu, %llu, ...], groups %llu, output channels "
+             "%llu", static_cast<ull>(x.dims[0]), static_cast<ull>(cin),
+             static_cast<ull>(w.dims[0]), static_cast<ull>(w.dims[1]), static_cast<ull>(g),
+             static_cast<ull>(o.dims[1]));
+  for (int a = 0; a < 2; ++a) {
+    const int64_t stride = c.p(a), pad = c.p(2 + a), outpad = c.p(4 + a), dil = c.p(6 + a);
+    NODE_CHECK(outpad < stride || outpad < dil, "output padding %lld not below stride %lld or "
+               "dilation %lld", static_cast<ll>(outpad), static_cast<ll>(stride),
+               static_cast<ll>(dil));
+    const int64_t want = (static_cast<int64_t>(x.dims[2 + a]) - 1) * stride - 2 * pad +
+                         dil * (static_cast<int64_t>(w.dims[2 + a]) - 1) + outpad + 1;
+    NODE_CHECK(want == static_cast<int64_t>(o.dims[2 + a]), "output dim %d is %llu, expected %lld",
+               2 + a, static_cast<ull>(o.dims[2 + a]), static_cast<ll>(want));
+  }
+  NODE_CHECK(!c.has(2) || value_numel(c.in(2)) == cout, "bias has %llu elements, expected %llu",
+             static_cast<ull>(value_numel(c.in(2))), static_cast<ull>(cout));
+  return Error::Ok;
+}
+
+/// The output dims of broadcasting `n` operands (null: a scalar) right-aligned; each must
+/// broadcast to the output's.
+Error check_broadcast(const NodeCheck& c, const BlobValue* const* operands, uint32_t n) {
+  const BlobValue& o = c.out();
+  for (uint32_t k = 0; k < n; ++k) {
+    const BlobValue* v = operands[k];
+    if (v == nullptr) continue;
+    NODE_CHECK(v->rank <= o.rank, "operand %u has rank %u, above the output's %u", k, v->rank,
+               o.rank);
+  }
+  for (uint32_t i = 0; i < o.rank; ++i) {
+    uint64_t want = 1;
+    for (uint32_t k = 0; k < n; ++k) {
+      const BlobValue* v = operands[k];
+      if (v == nullptr || i < o.rank - v->rank) continue;
+      const uint64_t d = v->dims[i - (o.rank - v->rank)];
+      NODE_CHECK(d == 1 || want == 1 || d == want, "dim %u: %llu and %llu do not broadcast", i,
+                 static_cast<ull>(d), static_cast<ull>(want));
+      if (d != 1) want = d;
+    }
+    NODE_CHECK(o.dims[i] == want, "output dim %u is %llu, expected %llu", i,
+               static_cast<ull>(o.dims[i]), static_cast<ull>(want));
+  }
+  return Error::Ok;
+}
+
+Error check_where(const NodeCheck& c) {
+  NODE_CHECK(is_bool(c.in(0)), "cond must be bool, found %s", dtype_name(c.in(0).dtype));
+  NODE_CHECK(c.fl(c.out()) && (!c.has(1) || c.fl(c.in(1))) && (!c.has(2) || c.fl(c.in(2))),
+             "a, b and output must be %s", c.float_name());
+  for (uint32_t i = 0; i < 2; ++i) {
+    NODE_CHECK(!c.has(1 + i) || c.node.fparams[i] == 0, "fparams[%u] set with a tensor operand",
+               i);
+  }
+  const BlobValue* ops[3] = {&c.in(0), c.has(1) ? &c.in(1) : nullptr,
+                             c.has(2) ? &c.in(2) : nullptr};
+  return check_broadcast(c, ops, 3);
+}
+
+Error check_compare(const NodeCheck& c) {
+  NODE_CHECK(in_range(c.p(0), 0, kLastCompareOp), "compare op %lld", static_cast<ll>(c.p(0)));
+  const BlobValue& a = c.in(0);
+  NODE_CHECK(is_bool(c.out()), "output must be bool, found %s", dtype_name(c.out().dtype));
+  NODE_CHECK(c.fl(a) || is_int(a) || is_bool(a), "a is %s, expected %s, i64, i32 or bool",
+             dtype_name(a.dtype), c.float_name());
+  NODE_CHECK(!c.has(1) || c.in(1).dtype == a.dtype, "b is %s, a %s",
+             dtype_name(c.in(1).dtype), dtype_name(a.dtype));
+  NODE_CHECK(!c.has(1) || c.node.fparams[0] == 0, "fparams[0] set with a tensor b");
+  const BlobValue* ops[2] = {&a, c.has(1) ? &c.in(1) : nullptr};
+  return check_broadcast(c, ops, 2);
+}
+
+Error check_cast(const NodeCheck& c) {
+  NODE_CHECK(value_numel(c.in(0)) == value_numel(c.out()),
+             "x has %llu elements, the output %llu", static_cast<ull>(value_numel(c.in(0))),
+             static_cast<ull>(value_numel(c.out())));
+  return Error::Ok;
+}
+
+Error check_pad(const NodeCheck& c) {
+  const BlobValue &x = c.in(0), &o = c.out();
+  NODE_CHECK(c.fl(x) && c.fl(o), "x and output must be %s", c.float_name());
+  NODE_CHECK(x.rank == o.rank && x.rank >= 1, "x rank %u, output rank %u", x.rank, o.rank);
+  NODE_CHECK(c.p(0) == 0 || c.p(0) == 1, "pad mode %lld", static_cast<ll>(c.p(0)));
+  NODE_CHECK(std::isfinite(c.node.fparams[0]) || c.p(0) == 0, "fill value");
+  NODE_CHECK(c.p(0) == 0 || c.node.fparams[0] == 0, "a fill value with reflect padding");
+  for (uint32_t d = 0; d < kMaxDims; ++d) {
+    const int64_t before = c.p(1 + d);
+    if (d >= o.rank) {
+      NODE_CHECK(before == 0, "params[%u] = %lld, expected 0", 1 + d, static_cast<ll>(before));
+      continue;
+    }
+    const int64_t in = static_cast<int64_t>(x.dims[d]), out = static_cast<int64_t>(o.dims[d]);
+    NODE_CHECK(in_range(before, -in, int64_t{1} << 32), "dim %u: padding %lld before", d,
+               static_cast<ll>(before));
+    if (c.p(0) == 1) {
+      const int64_t after = out - in - before;
+      NODE_CHECK(before >= 0 && before < in && after >= 0 && after < in,
+                 "dim %u: reflect padding (%lld, %lld) of size %lld", d, static_cast<ll>(before),
+                 static_cast<ll>(after), static_cast<ll>(in));
+    }
+  }
+  return Error::Ok;
+}
+
+Error check_index_select(const NodeCheck& c) {
+  const BlobValue &x = c.in(0), &idx = c.in(1), &o = c.out();
+  NODE_CHECK(x.dtype == o.dtype, "x is %s, the output %s", dtype_name(x.dtype),
+             dtype_name(o.dtype));
+  NODE_CHECK(is_int(idx) && idx.rank == 1, "index must be a 1-D i64 or i32 tensor");
+  for (uint32_t i = 0; i < 3; ++i) {
+    NODE_CHECK(in_range(c.p(i), 1, int64_t{1} << 40), "params[%u] = %lld out of range", i,
+               static_cast<ll>(c.p(i)));
+  }
+  uint64_t all, want;
+  NODE_CHECK(product(static_cast<uint64_t>(c.p(0)), static_cast<uint64_t>(c.p(1)),
+                     static_cast<uint64_t>(c.p(2)), &all) &&
+                 all == value_numel(x),
+             "outer*dim*inner is not x's element count %llu", static_cast<ull>(value_numel(x)));
+  NODE_CHECK(product(static_cast<uint64_t>(c.p(0)), idx.dims[0], static_cast<uint64_t>(c.p(2)),
+                     &want) &&
+                 want == value_numel(o),
+             "outer*indices*inner is not the output's element count %llu",
+             static_cast<ull>(value_numel(o)));
+  return Error::Ok;
+}
+
+Error check_row_norm(const NodeCheck& c) {
+  NODE_CHECK(c.fl(c.in(0)) && c.fl(c.out()), "x and output must be %s", c.float_name());
+  NODE_CHECK(c.node.fparams[0] >= 0 && std::isfinite(c.node.fparams[0]), "eps");
+  return check_shape_equal(c, c.in(0), c.out(), "output");
+}
+
+Error check_group_norm(const NodeCheck& c) {
+  TERN_RETURN_IF_ERROR(check_row_norm(c));
+  const BlobValue& x = c.in(0);
+  NODE_CHECK(x.rank >= 2, "x must be [N, C, *], found rank %u", x.rank);
+  NODE_CHECK(in_range(c.p(0), 1, static_cast<int64_t>(kMaxDim)) &&
+                 x.dims[1] % static_cast<uint64_t>(c.p(0)) == 0,
+             "groups %lld do not divide %llu channels", static_cast<ll>(c.p(0)),
+             static_cast<ull>(x.dims[1]));
+  for (uint32_t i = 1; i <= 2; ++i) {
+    NODE_CHECK(!c.has(i) || (c.fl(c.in(i)) && value_numel(c.in(i)) == x.dims[1]),
+               "input %u must be %s [C]", i, c.float_name());
+  }
+  return Error::Ok;
+}
+
+Error check_rms_norm(const NodeCheck& c) {
+  TERN_RETURN_IF_ERROR(check_row_norm(c));
+  NODE_CHECK(in_range(c.p(0), 1, static_cast<int64_t>(kMaxDim)) &&
+                 value_numel(c.in(0)) % static_cast<uint64_t>(c.p(0)) == 0,
+             "normalized size %lld does not divide x's %llu elements", static_cast<ll>(c.p(0)),
+             static_cast<ull>(value_numel(c.in(0))));
+  NODE_CHECK(!c.has(1) || (c.fl(c.in(1)) && value_numel(c.in(1)) == static_cast<uint64_t>(c.p(0))),
+             "weight must be %s of %lld elements", c.float_name(), static_cast<ll>(c.p(0)));
+  return Error::Ok;
+}
+
+Error check_upsample(const NodeCheck& c) {
+  const BlobValue &x = c.in(0), &o = c.out();
+  NODE_CHECK(x.rank == 4 && o.rank == 4 && c.fl(x) && c.fl(o), "x and output must be %s 4-D",
+             c.float_name());
+  NODE_CHECK(x.dims[0] == o.dims[0] && x.dims[1] == o.dims[1], "N, C differ");
+  NODE_CHECK(c.p(0) == 0 || c.p(0) == 1, "upsample mode %lld", static_cast<ll>(c.p(0)));
+  NODE_CHECK(c.p(1) == 0 || (c.p(1) == 1 && c.p(0) == 1), "align_corners %lld",
+             static_cast<ll>(c.p(1)));
+  for (uint32_t i = 0; i < 2; ++i) {
+    const float s = c.node.fparams[i];
+    NODE_CHECK(std::isfinite(s) && s >= 0 && s <= 1e9f, "source step %g", static_cast<double>(s));
+  }
   return Error::Ok;
 }
 
 Error check_binary(const NodeCheck& c) {
   NODE_CHECK(in_range(c.p(0), 0, kLastBinaryOp), "binary op %lld", static_cast<ll>(c.p(0)));
   const BlobValue& a = c.in(0);
-  NODE_CHECK(f32(a) && f32(c.out()) && (!c.has(1) || f32(c.in(1))), "operands must be f32");
+  NODE_CHECK(c.fl(a) && c.fl(c.out()) && (!c.has(1) || c.fl(c.in(1))), "operands must be %s", c.float_name());
   if (!c.has(1)) return check_shape_equal(c, a, c.out(), "output");
   const BlobValue& b = c.in(1);
   const BlobValue& o = c.out();
@@ -210,7 +449,7 @@ Error check_binary(const NodeCheck& c) {
 
 Error check_pool(const NodeCheck& c, NodeOp op) {
   const BlobValue &x = c.in(0), &o = c.out();
-  NODE_CHECK(x.rank == 4 && o.rank == 4 && f32(x) && f32(o), "x and output must be f32 4-D");
+  NODE_CHECK(x.rank == 4 && o.rank == 4 && c.fl(x) && c.fl(o), "x and output must be %s 4-D", c.float_name());
   NODE_CHECK(x.dims[0] == o.dims[0] && x.dims[1] == o.dims[1], "N, C differ");
   if (op == NodeOp::AdaptiveAvgPool2d) return Error::Ok;
   for (uint32_t i = 0; i < 8; ++i) {
@@ -243,7 +482,8 @@ Error check_pool(const NodeCheck& c, NodeOp op) {
 
 Error check_strided_copy(const NodeCheck& c) {
   const BlobValue &x = c.in(0), &o = c.out();
-  NODE_CHECK(f32(x) && f32(o), "x and output must be f32");
+  NODE_CHECK(x.dtype == o.dtype, "x is %s, the output %s", dtype_name(x.dtype),
+             dtype_name(o.dtype));
   NODE_CHECK(c.p(0) >= 0, "offset %lld below 0", static_cast<ll>(c.p(0)));
   uint64_t last = static_cast<uint64_t>(c.p(0));
   for (uint32_t d = 0; d < o.rank; ++d) {
@@ -265,14 +505,15 @@ Error check_strided_copy(const NodeCheck& c) {
 
 Error check_concat(const NodeCheck& c) {
   const BlobValue& o = c.out();
-  NODE_CHECK(f32(o), "output must be f32");
   NODE_CHECK(in_range(c.p(0), 0, static_cast<int64_t>(o.rank) - 1), "dim %lld for rank %u",
              static_cast<ll>(c.p(0)), o.rank);
   const uint32_t dim = static_cast<uint32_t>(c.p(0));
   uint64_t total = 0;
   for (uint32_t i = 0; i < c.node.num_inputs; ++i) {
     const BlobValue& x = c.in(i);
-    NODE_CHECK(f32(x) && x.rank == o.rank, "part %u: not f32 of the output's rank", i);
+    NODE_CHECK(x.dtype == o.dtype && x.rank == o.rank,
+               "part %u: %s of rank %u, expected the output's %s of rank %u", i,
+               dtype_name(x.dtype), x.rank, dtype_name(o.dtype), o.rank);
     for (uint32_t d = 0; d < o.rank; ++d) {
       NODE_CHECK(d == dim || x.dims[d] == o.dims[d], "part %u: dim %u is %llu, expected %llu", i,
                  d, static_cast<ull>(x.dims[d]), static_cast<ull>(o.dims[d]));
@@ -292,7 +533,7 @@ Error check_attention(const NodeCheck& c) {
   const uint64_t b = static_cast<uint64_t>(c.p(0)), l = static_cast<uint64_t>(c.p(1));
   const uint64_t s = static_cast<uint64_t>(c.p(2)), e = static_cast<uint64_t>(c.p(3));
   const uint64_t ev = static_cast<uint64_t>(c.p(4));
-  NODE_CHECK(f32(c.in(0)) && f32(c.in(1)) && f32(c.in(2)) && f32(c.out()), "q, k, v, out must be f32");
+  NODE_CHECK(c.fl(c.in(0)) && c.fl(c.in(1)) && c.fl(c.in(2)) && c.fl(c.out()), "q, k, v, out must be %s", c.float_name());
   uint64_t nq, nk, nv, no, scores;
   NODE_CHECK(product(b, l, e, &nq) && product(b, s, e, &nk) && product(b, s, ev, &nv) &&
                  product(b, l, ev, &no) && product(b, l, s, &scores),
@@ -323,7 +564,7 @@ Error check_attention(const NodeCheck& c) {
   const BlobValue& m = c.in(3);
   const uint32_t want = c.p(6) == static_cast<int64_t>(MaskKind::Bool)
                             ? static_cast<uint32_t>(ValueDType::Bool)
-                            : static_cast<uint32_t>(ValueDType::F32);
+                            : compute_storage(c.h.compute_dtype);
   NODE_CHECK(m.dtype == want, "mask dtype %u, expected %u", m.dtype, want);
   const uint64_t extent[4] = {b / static_cast<uint64_t>(c.p(7)), static_cast<uint64_t>(c.p(7)), l, s};
   uint64_t last = 0;
@@ -348,7 +589,7 @@ Error check_op(const NodeCheck& c) {
     case NodeOp::Binary: return check_binary(c);
     case NodeOp::Unary:
       NODE_CHECK(in_range(c.p(0), 0, kLastUnaryOp), "unary op %lld", static_cast<ll>(c.p(0)));
-      NODE_CHECK(f32(c.in(0)) && f32(c.out()), "operands must be f32");
+      NODE_CHECK(c.fl(c.in(0)) && c.fl(c.out()), "operands must be %s", c.float_name());
       if (c.p(0) != static_cast<int64_t>(UnaryOp::Clamp) &&
           c.p(0) != static_cast<int64_t>(UnaryOp::PowScalar)) {
         NODE_CHECK(c.node.fparams[0] == 0 && c.node.fparams[1] == 0, "fparams set for op %lld",
@@ -357,26 +598,28 @@ Error check_op(const NodeCheck& c) {
       return check_shape_equal(c, c.in(0), c.out(), "output");
     case NodeOp::Softmax:
       NODE_CHECK(c.p(0) == 0 || c.p(0) == 1, "softmax kind %lld", static_cast<ll>(c.p(0)));
-      NODE_CHECK(f32(c.in(0)) && f32(c.out()) && c.in(0).rank >= 1, "x must be f32, rank >= 1");
+      NODE_CHECK(c.fl(c.in(0)) && c.fl(c.out()) && c.in(0).rank >= 1, "x must be %s, rank >= 1", c.float_name());
       return check_shape_equal(c, c.in(0), c.out(), "output");
     case NodeOp::LayerNorm: {
       NODE_CHECK(in_range(c.p(0), 1, static_cast<int64_t>(kMaxDim)), "normalized size %lld",
                  static_cast<ll>(c.p(0)));
       const uint64_t inner = static_cast<uint64_t>(c.p(0));
-      NODE_CHECK(f32(c.in(0)) && f32(c.out()) && value_numel(c.in(0)) % inner == 0,
-                 "x must be f32 with a multiple of %llu elements", static_cast<ull>(inner));
+      NODE_CHECK(c.fl(c.in(0)) && c.fl(c.out()) && value_numel(c.in(0)) % inner == 0,
+                 "x must be %s with a multiple of %llu elements", c.float_name(),
+                 static_cast<ull>(inner));
       for (uint32_t i = 1; i <= 2; ++i) {
-        NODE_CHECK(!c.has(i) || (f32(c.in(i)) && value_numel(c.in(i)) == inner),
-                   "input %u must be f32 of %llu elements", i, static_cast<ull>(inner));
+        NODE_CHECK(!c.has(i) || (c.fl(c.in(i)) && value_numel(c.in(i)) == inner),
+                   "input %u must be %s of %llu elements", i, c.float_name(),
+                   static_cast<ull>(inner));
       }
       NODE_CHECK(c.node.fparams[0] >= 0 && std::isfinite(c.node.fparams[0]), "eps");
       return check_shape_equal(c, c.in(0), c.out(), "output");
     }
     case NodeOp::BatchNorm: {
-      NODE_CHECK(f32(c.in(0)) && f32(c.out()) && c.in(0).rank >= 2, "x must be f32, rank >= 2");
+      NODE_CHECK(c.fl(c.in(0)) && c.fl(c.out()) && c.in(0).rank >= 2, "x must be %s, rank >= 2", c.float_name());
       for (uint32_t i = 1; i <= 4; ++i) {
-        NODE_CHECK(!c.has(i) || (f32(c.in(i)) && value_numel(c.in(i)) == c.in(0).dims[1]),
-                   "input %u must be f32 [C]", i);
+        NODE_CHECK(!c.has(i) || (c.fl(c.in(i)) && value_numel(c.in(i)) == c.in(0).dims[1]),
+                   "input %u must be %s [C]", i, c.float_name());
       }
       NODE_CHECK(c.node.fparams[0] >= 0 && std::isfinite(c.node.fparams[0]), "eps");
       return check_shape_equal(c, c.in(0), c.out(), "output");
@@ -401,14 +644,14 @@ Error check_op(const NodeCheck& c) {
                      kept == value_numel(c.out()),
                  "outer*inner is not the output's element count %llu",
                  static_cast<ull>(value_numel(c.out())));
-      NODE_CHECK(f32(c.in(0)) && f32(c.out()), "operands must be f32");
+      NODE_CHECK(c.fl(c.in(0)) && c.fl(c.out()), "operands must be %s", c.float_name());
       return Error::Ok;
     }
     case NodeOp::StridedCopy: return check_strided_copy(c);
     case NodeOp::Concat: return check_concat(c);
     case NodeOp::Embedding: {
       const BlobValue &w = c.in(0), &idx = c.in(1), &o = c.out();
-      NODE_CHECK(f32(w) && w.rank == 2 && f32(o), "weight must be f32 [V, D]");
+      NODE_CHECK(c.fl(w) && w.rank == 2 && c.fl(o), "weight must be %s [V, D]", c.float_name());
       NODE_CHECK(idx.dtype == static_cast<uint32_t>(ValueDType::I64) ||
                      idx.dtype == static_cast<uint32_t>(ValueDType::I32),
                  "indices must be i64 or i32");
@@ -418,6 +661,15 @@ Error check_op(const NodeCheck& c) {
       return Error::Ok;
     }
     case NodeOp::Attention: return check_attention(c);
+    case NodeOp::GroupNorm: return check_group_norm(c);
+    case NodeOp::RmsNorm: return check_rms_norm(c);
+    case NodeOp::Upsample2d: return check_upsample(c);
+    case NodeOp::Pad: return check_pad(c);
+    case NodeOp::ConvTranspose2d: return check_conv_transpose(c);
+    case NodeOp::Where: return check_where(c);
+    case NodeOp::Compare: return check_compare(c);
+    case NodeOp::Cast: return check_cast(c);
+    case NodeOp::IndexSelect: return check_index_select(c);
   }
   BLOB_FAIL("cuda blob: node %u: op %u", c.n, c.node.op);
 }
@@ -451,16 +703,9 @@ Error check_header(const BlobHeader& h, size_t size) {
              static_cast<ull>(h.blob_bytes), static_cast<ull>(want));
   BLOB_CHECK(size == want, "cuda blob: %zu bytes, the header describes %llu", size,
              static_cast<ull>(want));
-  // Last, so that a malformed blob is InvalidProgram, not a fallback.
-  if (h.compute_dtype != static_cast<uint32_t>(ComputeDType::F32)) {
-    BLOB_CHECK(h.compute_dtype <= static_cast<uint32_t>(ComputeDType::BF16),
-               "cuda blob: compute_dtype %u, expected 0 (f32), 1 (f16) or 2 (bf16)",
-               h.compute_dtype);
-    return set_error_message(Error::DelegateInvalidCompatibility,
-                             "cuda blob: compute dtype %s is not implemented by this runtime "
-                             "(f32 only)",
-                             h.compute_dtype == 1 ? "f16" : "bf16");
-  }
+  BLOB_CHECK(h.compute_dtype <= kLastComputeDType,
+             "cuda blob: compute_dtype %u, expected 0 (f32), 1 (f16) or 2 (bf16)",
+             h.compute_dtype);
   return Error::Ok;
 }
 
@@ -468,8 +713,19 @@ Error check_value(const BlobHeader& h, const BlobValue* values, uint32_t i, uint
   const BlobValue& v = values[i];
   BLOB_CHECK(v.kind <= kLastValueKind, "cuda blob: value %u: kind %u, expected 0..3", i, v.kind);
   const uint64_t elem = value_dtype_bytes(v.dtype);
-  BLOB_CHECK(elem != 0, "cuda blob: value %u: dtype %u, expected 0 (f32), 3 (i64), 4 (i32), 8 (bool)",
-             i, v.dtype);
+  BLOB_CHECK(elem != 0,
+             "cuda blob: value %u: dtype %u, expected 0 (f32), 1 (f16), 2 (bf16), 3 (i64), "
+             "4 (i32), 8 (bool)", i, v.dtype);
+  const bool half = v.dtype == static_cast<uint32_t>(ValueDType::F16) ||
+                    v.dtype == static_cast<uint32_t>(ValueDType::BF16);
+  // 16-bit values only in a blob of that compute dtype, and never as the delegate's inputs or
+  // outputs (tern's float tensors are f32; constants are converted at prepare).
+  BLOB_CHECK(!half || (v.dtype == compute_storage(h.compute_dtype) &&
+                       (v.kind == static_cast<uint32_t>(ValueKind::Internal) ||
+                        v.kind == static_cast<uint32_t>(ValueKind::Constant))),
+             "cuda blob: value %u (%s): dtype %s in a blob of compute dtype %s", i,
+             kind_name(v.kind), dtype_name(v.dtype),
+             dtype_name(compute_storage(h.compute_dtype)));
   BLOB_CHECK(v.rank <= kMaxDims, "cuda blob: value %u: rank %u, expected at most %u", i, v.rank,
              kMaxDims);
   BLOB_CHECK(v.reserved == 0, "cuda blob: value %u: reserved field %u, expected 0", i, v.reserved);
@@ -547,6 +803,15 @@ const char* node_op_name(uint32_t op) {
     case NodeOp::Concat: return "concat";
     case NodeOp::Embedding: return "embedding";
     case NodeOp::Attention: return "attention";
+    case NodeOp::GroupNorm: return "group_norm";
+    case NodeOp::RmsNorm: return "rms_norm";
+    case NodeOp::Upsample2d: return "upsample2d";
+    case NodeOp::Pad: return "pad";
+    case NodeOp::ConvTranspose2d: return "conv_transpose2d";
+    case NodeOp::Where: return "where";
+    case NodeOp::Compare: return "compare";
+    case NodeOp::Cast: return "cast";
+    case NodeOp::IndexSelect: return "index_select";
   }
   return "?";
 }

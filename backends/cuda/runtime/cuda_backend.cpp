@@ -47,6 +47,17 @@ void release(CudaDelegate* d) {
   delete d;
 }
 
+bool is_half(uint32_t dtype) {
+  return dtype == static_cast<uint32_t>(ValueDType::F16) ||
+         dtype == static_cast<uint32_t>(ValueDType::BF16);
+}
+
+/// The dtype tern's argument for value `v` has: its own, or f32 for a 16-bit constant (an f32
+/// weight of the program, converted at prepare).
+uint32_t arg_dtype(const BlobValue& v) {
+  return is_half(v.dtype) ? static_cast<uint32_t>(ValueDType::F32) : v.dtype;
+}
+
 /// The argument `arg` as a tensor matching value `v` (dtype, dims, bytes, data).
 Error check_arg(const BlobValue& v, uint32_t index, Span<EValue*> args) {
   TERN_CHECK_OR_RETURN_ERROR(
@@ -54,9 +65,9 @@ Error check_arg(const BlobValue& v, uint32_t index, Span<EValue*> args) {
       "cuda backend: value %u: argument %u is not a tensor (%zu arguments)", index, v.arg,
       args.size());
   const TensorView& t = args[v.arg]->to_tensor();
-  TERN_CHECK_OR_RETURN_ERROR(static_cast<uint32_t>(t.dtype) == v.dtype, InvalidArgument,
-                             "cuda backend: argument %u is %s, the blob expects dtype %u", v.arg,
-                             to_string(t.dtype), v.dtype);
+  TERN_CHECK_OR_RETURN_ERROR(static_cast<uint32_t>(t.dtype) == arg_dtype(v), InvalidArgument,
+                             "cuda backend: argument %u is %s, the blob expects %s", v.arg,
+                             to_string(t.dtype), to_string(static_cast<DType>(arg_dtype(v))));
   bool dims_ok = t.rank == v.rank && t.is_contiguous();
   for (uint32_t i = 0; dims_ok && i < v.rank; ++i) {
     dims_ok = t.sizes[i] == static_cast<int64_t>(v.dims[i]);
@@ -65,10 +76,11 @@ Error check_arg(const BlobValue& v, uint32_t index, Span<EValue*> args) {
                              "cuda backend: argument %u has another shape than the blob's "
                              "value %u (or is not contiguous)",
                              v.arg, index);
-  TERN_CHECK_OR_RETURN_ERROR(t.data != nullptr && t.nbytes >= v.bytes, InvalidArgument,
+  const uint64_t bytes = value_numel(v) * value_dtype_bytes(arg_dtype(v));
+  TERN_CHECK_OR_RETURN_ERROR(t.data != nullptr && t.nbytes >= bytes, InvalidArgument,
                              "cuda backend: argument %u has %llu bytes at %p, expected %llu", v.arg,
                              static_cast<unsigned long long>(t.nbytes), t.data,
-                             static_cast<unsigned long long>(v.bytes));
+                             static_cast<unsigned long long>(bytes));
   return Error::Ok;
 }
 
@@ -110,13 +122,8 @@ class CudaBackend final : public BackendInterface {
       const BlobValue& v = d->plan.values[i];
       if (v.kind == static_cast<uint32_t>(ValueKind::Internal)) continue;
       TERN_RETURN_IF_ERROR(check_arg(v, i, args));
-      if (v.kind == static_cast<uint32_t>(ValueKind::Constant) && !d->prepared) {
-        e = cudaMemcpy(value_ptr(*d, i), args[v.arg]->to_tensor().data, v.bytes,
-                       cudaMemcpyHostToDevice);
-        if (e != cudaSuccess)
-          return cuda_failed(Error::DelegateExecutionFailed, "weight upload", e);
-      }
     }
+    if (!d->prepared) TERN_RETURN_IF_ERROR(upload_weights(d, args));
     if (d->prepared) return Error::Ok;
     // cudaMemcpy from pageable memory may return before its DMA lands, and the delegate's
     // stream does not wait for the legacy stream: finish the uploads first.
@@ -197,7 +204,8 @@ class CudaBackend final : public BackendInterface {
     const cudaError_t e = cudaStreamSynchronize(d->stream);
     if (e != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "execute", e);
     TERN_CHECK_OR_RETURN_ERROR(d->host_error_flag == 0, InvalidArgument,
-                               "cuda backend: an embedding index is out of range");
+                               "cuda backend: an embedding or index_select index is out of "
+                               "range");
     return Error::Ok;
   }
 
@@ -206,6 +214,50 @@ class CudaBackend final : public BackendInterface {
   }
 
  private:
+  /// Uploads the constants (prepare, once). f32 weights of a 16-bit blob go through a staging
+  /// buffer (the largest one's f32 bytes, allocated here and freed before returning) and are
+  /// converted on the device into the weights buffer.
+  static Error upload_weights(CudaDelegate* d, Span<EValue*> args) {
+    const BlobHeader& h = d->plan.header;
+    uint64_t staging_bytes = 0;
+    for (uint32_t i = 0; i < h.num_values; ++i) {
+      const BlobValue& v = d->plan.values[i];
+      if (v.kind == static_cast<uint32_t>(ValueKind::Constant) && is_half(v.dtype)) {
+        const uint64_t b = value_numel(v) * 4;
+        staging_bytes = b > staging_bytes ? b : staging_bytes;
+      }
+    }
+    DeviceAllocator& a = device_allocator();
+    void* staging = nullptr;
+    if (staging_bytes > 0) {
+      TERN_RETURN_IF_ERROR(a.allocate(staging_bytes, "the f32 weight staging buffer", &staging));
+    }
+    Error result = Error::Ok;
+    for (uint32_t i = 0; i < h.num_values && result == Error::Ok; ++i) {
+      const BlobValue& v = d->plan.values[i];
+      if (v.kind != static_cast<uint32_t>(ValueKind::Constant)) continue;
+      const void* host = args[v.arg]->to_tensor().data;
+      cudaError_t e;
+      if (is_half(v.dtype)) {
+        e = cudaMemcpy(staging, host, value_numel(v) * 4, cudaMemcpyHostToDevice);
+        // A copy from pageable memory may return before it lands, and the delegate's stream
+        // does not wait for the legacy stream.
+        if (e == cudaSuccess) e = cudaDeviceSynchronize();
+        if (e == cudaSuccess) {
+          e = launch_cast(static_cast<int>(ValueDType::F32), static_cast<int>(v.dtype), staging,
+                          value_ptr(*d, i), static_cast<int64_t>(value_numel(v)), d->stream);
+        }
+        // The staging buffer is reused by the next weight: wait for this conversion.
+        if (e == cudaSuccess) e = cudaStreamSynchronize(d->stream);
+      } else {
+        e = cudaMemcpy(value_ptr(*d, i), host, v.bytes, cudaMemcpyHostToDevice);
+      }
+      if (e != cudaSuccess) result = cuda_failed(Error::DelegateExecutionFailed, "weight upload", e);
+    }
+    a.free(staging, staging_bytes);
+    return result;
+  }
+
   static Error build(CudaDelegate* d, const FreeableBuffer& blob) {
     TERN_RETURN_IF_ERROR(parse_blob(
         Span<const uint8_t>(static_cast<const uint8_t*>(blob.data()), blob.size()), &d->plan));
@@ -233,8 +285,11 @@ class CudaBackend final : public BackendInterface {
                                major, minor, TERN_CUDA_ARCHS, cudaGetErrorString(e));
     }
     for (uint32_t i = 0; i < h.num_nodes; ++i) {
-      if (d->plan.nodes[i].op == static_cast<uint32_t>(NodeOp::Embedding))
+      const uint32_t op = d->plan.nodes[i].op;
+      if (op == static_cast<uint32_t>(NodeOp::Embedding) ||
+          op == static_cast<uint32_t>(NodeOp::IndexSelect)) {
         d->uses_error_flag = true;
+      }
     }
     e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking);
     if (e != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "cudaStreamCreate", e);

@@ -29,10 +29,14 @@ const char* status_name(cublasStatus_t s) {
   return "cuBLAS status (other)";
 }
 
-cublasStatus_t make_layout(cublasLtMatrixLayout_t* layout, int64_t rows, int64_t cols, int64_t ld,
-                           int64_t batch, int64_t stride) {
+cudaDataType_t data_type(int dtype) {
+  return dtype == 1 ? CUDA_R_16F : dtype == 2 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+cublasStatus_t make_layout(cublasLtMatrixLayout_t* layout, cudaDataType_t type, int64_t rows,
+                           int64_t cols, int64_t ld, int64_t batch, int64_t stride) {
   cublasStatus_t s = lt().cublasLtMatrixLayoutCreate(
-      layout, CUDA_R_32F, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld);
+      layout, type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld);
   if (s != CUBLAS_STATUS_SUCCESS || batch <= 1) return s;
   const int32_t count = static_cast<int32_t>(batch);
   s = lt().cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
@@ -67,17 +71,18 @@ Error GemmPlan::setup(cublasLtHandle_t handle, const GemmShape& g, size_t worksp
     s = lt().cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                             sizeof(epilogue));
   }
+  const cudaDataType_t type = data_type(g.dtype);
   if (s == CUBLAS_STATUS_SUCCESS && g.bias) {
-    const cudaDataType_t bias_type = CUDA_R_32F;
+    const cudaDataType_t bias_type = type;
     s = lt().cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                             sizeof(bias_type));
   }
   if (s == CUBLAS_STATUS_SUCCESS) {
-    s = g.transpose_a ? make_layout(&a_, g.k, g.m, g.lda, g.batch, g.stride_a)
-                      : make_layout(&a_, g.m, g.k, g.lda, g.batch, g.stride_a);
+    s = g.transpose_a ? make_layout(&a_, type, g.k, g.m, g.lda, g.batch, g.stride_a)
+                      : make_layout(&a_, type, g.m, g.k, g.lda, g.batch, g.stride_a);
   }
-  if (s == CUBLAS_STATUS_SUCCESS) s = make_layout(&b_, g.k, g.n, g.ldb, g.batch, g.stride_b);
-  if (s == CUBLAS_STATUS_SUCCESS) s = make_layout(&d_, g.m, g.n, g.ldd, g.batch, g.stride_d);
+  if (s == CUBLAS_STATUS_SUCCESS) s = make_layout(&b_, type, g.k, g.n, g.ldb, g.batch, g.stride_b);
+  if (s == CUBLAS_STATUS_SUCCESS) s = make_layout(&d_, type, g.m, g.n, g.ldd, g.batch, g.stride_d);
   if (s != CUBLAS_STATUS_SUCCESS) {
     destroy();
     return set_error_message(Error::DelegateExecutionFailed,
@@ -111,8 +116,8 @@ Error GemmPlan::setup(cublasLtHandle_t handle, const GemmShape& g, size_t worksp
   return Error::Ok;
 }
 
-cublasStatus_t GemmPlan::run(cublasLtHandle_t handle, const float* a, const float* b,
-                             const float* bias, float* d, float alpha, void* workspace,
+cublasStatus_t GemmPlan::run(cublasLtHandle_t handle, const void* a, const void* b,
+                             const void* bias, void* d, float alpha, void* workspace,
                              size_t workspace_bytes, cudaStream_t stream) {
   if (!ready_) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (bias != nullptr) {

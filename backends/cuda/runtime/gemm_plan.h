@@ -22,6 +22,9 @@ struct GemmShape {
   int64_t stride_a = 0, stride_b = 0, stride_d = 0;
   bool bias = false;
   int activation = 0;  ///< Activation of cuda_blob_format.h: 0 none, 1 relu, 2 GELU (tanh)
+  /// Storage of A, B, D and the bias: ValueDType 0 (f32), 1 (f16), 2 (bf16). The product
+  /// always accumulates in f32 (CUBLAS_COMPUTE_32F, f32 alpha; no TF32).
+  int dtype = 0;
 };
 
 /// cuBLASLt descriptors, layouts and the algorithm chosen by its heuristic for one shape.
@@ -33,14 +36,16 @@ class GemmPlan {
   GemmPlan& operator=(const GemmPlan&) = delete;
   ~GemmPlan() { destroy(); }
 
-  /// Creates the descriptors (f32 in, out and compute: no TF32) and asks the heuristic for an
+  /// Creates the descriptors (A, B, D of the shape's dtype, f32 compute: no TF32) and asks the
+  /// heuristic for an
   /// algorithm within `workspace_bytes`. DelegateInvalidCompatibility naming `what` when
   /// cuBLASLt offers none; DelegateExecutionFailed on another cuBLASLt error.
   Error setup(cublasLtHandle_t handle, const GemmShape& shape, size_t workspace_bytes,
               const char* what);
-  /// Enqueues the product on `stream`. `bias` (m floats) is read only when the shape has one.
-  cublasStatus_t run(cublasLtHandle_t handle, const float* a, const float* b, const float* bias,
-                     float* d, float alpha, void* workspace, size_t workspace_bytes,
+  /// Enqueues the product on `stream`; the matrices (and `bias`, m elements, read only when
+  /// the shape has one) are of the shape's dtype.
+  cublasStatus_t run(cublasLtHandle_t handle, const void* a, const void* b, const void* bias,
+                     void* d, float alpha, void* workspace, size_t workspace_bytes,
                      cudaStream_t stream);
   void destroy();
 

@@ -236,14 +236,17 @@ TEST_F(CudaBlobTest, EachVerifiedFieldIsRefusedWithItsName) {
   // GEMM, node 1 a relu.
   const std::vector<Corruption> cases = {
       {"magic", header([](BlobHeader& h) { h.magic[0] = 'X'; }), bad, "magic"},
-      {"version", header([](BlobHeader& h) { h.version = 2; }), compat, "version 2"},
+      {"version 1 (before f16/bf16)", header([](BlobHeader& h) { h.version = 1; }), compat,
+       "version 1, this runtime reads version 2"},
       {"header_size", header([](BlobHeader& h) { h.header_size = 64; }), bad, "header_size"},
       {"value_record_size", header([](BlobHeader& h) { h.value_record_size = 80; }), bad, "value_record_size"},
       {"node_record_size", header([](BlobHeader& h) { h.node_record_size = 1; }), bad, "node_record_size"},
       {"num_values", header([](BlobHeader& h) { h.num_values = 0; }), bad, "num_values"},
       {"num_nodes", header([](BlobHeader& h) { h.num_nodes = 0; }), bad, "num_nodes"},
       {"num_args", header([](BlobHeader& h) { h.num_args = (1u << 20) + 1; }), bad, "num_args"},
-      {"f16 compute", header([](BlobHeader& h) { h.compute_dtype = 1; }), compat, "f16"},
+      // An f32 blob relabelled f16: its f32 values are then of the wrong dtype.
+      {"f16 compute over f32 values", header([](BlobHeader& h) { h.compute_dtype = 1; }), bad,
+       "must be f16"},
       {"compute dtype", header([](BlobHeader& h) { h.compute_dtype = 7; }), bad, "compute_dtype"},
       {"min cc", header([](BlobHeader& h) { h.min_compute_capability = 5; }), bad, "min_compute_capability"},
       {"arena size", header([](BlobHeader& h) { h.arena_bytes += 1; }), bad, "arena_bytes"},
@@ -251,7 +254,11 @@ TEST_F(CudaBlobTest, EachVerifiedFieldIsRefusedWithItsName) {
       {"workspace size", header([](BlobHeader& h) { h.workspace_bytes = 3; }), bad, "workspace_bytes"},
       {"blob size", header([](BlobHeader& h) { h.blob_bytes += 8; }), bad, "blob_bytes"},
       {"value kind", value(0, [](BlobValue& v) { v.kind = 9; }), bad, "kind 9"},
-      {"value dtype", value(0, [](BlobValue& v) { v.dtype = 2; }), bad, "dtype 2"},
+      {"value dtype", value(0, [](BlobValue& v) { v.dtype = 5; }), bad, "dtype 5"},
+      {"bf16 value in an f32 blob", value(0, [](BlobValue& v) {
+         v.dtype = 2;
+         v.bytes /= 2;
+       }), bad, "dtype bf16 in a blob of compute dtype f32"},
       {"value rank", value(0, [](BlobValue& v) { v.rank = 7; }), bad, "rank 7"},
       {"zero dim", value(0, [](BlobValue& v) { v.dims[0] = 0; }), bad, "dim 0 is 0"},
       {"unused dim", value(0, [](BlobValue& v) { v.dims[4] = 3; }), bad, "unused dim 4"},
@@ -413,19 +420,44 @@ TEST_F(CudaBlobTest, CompileHalfRefusesWhatItCannotRun) {
   }
 }
 
-TEST_F(CudaBlobTest, HalfPrecisionIsRefusedUntilItsKernelsExist) {
-  GraphBuilder b = mlp_model();
-  const int index = b.delegate("cuda", 0, static_cast<int>(b.num_nodes()) - 1);
-  const compiler::DelegateRegion& region = b.graph().delegates[static_cast<size_t>(index)];
+TEST_F(CudaBlobTest, HalfPrecisionBlobs) {
+  // f16/bf16: internal values and constants in 16 bits, the delegate's arguments f32, Cast nodes
+  // at the edges; the reader accepts the blob.
   for (cuda::ComputeDType dt : {cuda::ComputeDType::F16, cuda::ComputeDType::BF16}) {
-    try {
-      (void)compiler::cuda_compile::lower_region(b.graph(), region, dt);
-      ADD_FAILURE() << "f16/bf16 lowering should be refused";
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("f16/bf16 compute is not implemented"),
-                std::string::npos)
-          << e.what();
+    GraphBuilder b = gpt_block_model();
+    const int index = b.delegate("cuda", 0, static_cast<int>(b.num_nodes()) - 1);
+    const compiler::DelegateRegion& region = b.graph().delegates[static_cast<size_t>(index)];
+    const std::vector<uint8_t> blob = compiler::cuda_compile::lower_region(b.graph(), region, dt);
+    std::string message;
+    ASSERT_EQ(parse(blob, &message), Error::Ok) << message;
+    const BlobHeader h = header_of(blob);
+    EXPECT_EQ(h.compute_dtype, static_cast<uint32_t>(dt));
+    EXPECT_EQ(h.min_compute_capability, dt == cuda::ComputeDType::BF16 ? 80u : 70u);
+    const uint32_t half = cuda::compute_storage(static_cast<uint32_t>(dt));
+    uint32_t casts = 0;
+    for (uint32_t i = 0; i < h.num_nodes; ++i) {
+      const BlobNode n = read<BlobNode>(blob, node_at(blob, i));
+      if (n.op == static_cast<uint32_t>(cuda::NodeOp::Cast)) ++casts;
     }
+    EXPECT_EQ(casts, 2u);  // x in, the output out
+    for (uint32_t i = 0; i < h.num_values; ++i) {
+      const BlobValue v = read<BlobValue>(blob, value_at(blob, i));
+      const bool external = v.kind == static_cast<uint32_t>(cuda::ValueKind::ExternalInput) ||
+                            v.kind == static_cast<uint32_t>(cuda::ValueKind::ExternalOutput);
+      EXPECT_EQ(v.dtype, external ? 0u : half) << "value " << i;
+    }
+    // The same blob with one internal value back in f32 is refused, naming the dtype.
+    std::vector<uint8_t> bad = blob;
+    for (uint32_t i = 0; i < h.num_values; ++i) {
+      BlobValue v = read<BlobValue>(bad, value_at(bad, i));
+      if (v.kind != static_cast<uint32_t>(cuda::ValueKind::Constant)) continue;
+      v.dtype = 0;
+      v.bytes *= 2;
+      write(&bad, value_at(bad, i), v);
+      break;
+    }
+    EXPECT_EQ(parse(bad, &message), Error::InvalidProgram);
+    EXPECT_NE(message.find("must be"), std::string::npos) << message;
   }
 }
 
@@ -440,15 +472,16 @@ std::string compile_error(const std::vector<std::string>& backends) {
 }
 
 TEST_F(CudaBlobTest, BackendSpecOptions) {
-  // `--backend cuda:f32` is "cuda"; the half-precision compute dtypes are refused by name.
+  // `--backend cuda:f32` is "cuda"; f16 and bf16 compile to blobs of that compute dtype (the
+  // last dtype given wins).
   EXPECT_EQ(compile_for(mlp_model().graph(), {"cuda:f32"}),
             compile_for(mlp_model().graph(), {"cuda"}));
-  EXPECT_EQ(compile_error({"cuda:f16"}),
-            "cuda: compute dtype f16 is not implemented yet; use cuda (f32)");
-  EXPECT_EQ(compile_error({"cuda:bf16"}),
-            "cuda: compute dtype bf16 is not implemented yet; use cuda (f32)");
-  EXPECT_EQ(compile_error({"cuda:f32:f16"}),
-            "cuda: compute dtype f16 is not implemented yet; use cuda (f32)");
+  EXPECT_NE(compile_for(mlp_model().graph(), {"cuda:f16"}),
+            compile_for(mlp_model().graph(), {"cuda"}));
+  EXPECT_NE(compile_for(mlp_model().graph(), {"cuda:bf16"}),
+            compile_for(mlp_model().graph(), {"cuda:f16"}));
+  EXPECT_EQ(compile_for(mlp_model().graph(), {"cuda:f32:f16"}),
+            compile_for(mlp_model().graph(), {"cuda:f16"}));
   EXPECT_EQ(compile_error({"cuda:fast"}).rfind("cuda: unknown option 'fast' in 'cuda:fast'", 0),
             0u)
       << compile_error({"cuda:fast"});

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -18,7 +19,27 @@ struct Case {
   std::string name;
   std::function<void(GraphBuilder&)> build;  ///< inputs, nodes, outputs
   double max_nmse = 1e-10;  ///< f32; GEMM-based ops accumulate in another order
+  /// The blob's compute dtype; 16-bit cases are compared with max_nmse and max_rel (their
+  /// storage rounds every intermediate to 11 (f16) or 8 (bf16) significant bits).
+  cuda::ComputeDType compute = cuda::ComputeDType::F32;
+  double max_rel = 1e-4;
 };
+
+/// A constant i64 tensor.
+int i64_constant(GraphBuilder& b, const std::string& name, std::vector<int64_t> sizes,
+                 const std::vector<int64_t>& values) {
+  std::vector<uint8_t> bytes(values.size() * 8);
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return b.constant(name, DType::I64, std::move(sizes), std::move(bytes));
+}
+
+/// A tensor-list value of `parts` (for cat).
+int tensor_list(GraphBuilder& b, std::vector<int> parts) {
+  const int list = b.tensor("list", DType::F32, {});
+  b.graph().values[static_cast<size_t>(list)].kind = compiler::Value::Kind::TensorList;
+  b.graph().values[static_cast<size_t>(list)].tensors = std::move(parts);
+  return list;
+}
 
 int conv(GraphBuilder& b, int x, int64_t cin, int64_t cout, int64_t k, int64_t stride,
          int64_t pad, int64_t dil, int64_t groups, std::vector<int64_t> out, bool bias = true) {
@@ -229,6 +250,145 @@ std::vector<Case> cases() {
                                {q, q, q, m, b.bool_value(false), b.double_value(0.3)}, DType::F32,
                                {2, 4, 12, 8}));
                }, 1e-9});
+  // ---- blob version 2 ops ----
+  c.push_back({"group_norm", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 6, 5, 7});
+                 const int w = b.constant_f32("w", {6}, random_floats(6, 11));
+                 const int bias = b.constant_f32("b", {6}, random_floats(6, 12));
+                 b.output(b.op("tern::group_norm", {x, b.int_value(3), w, bias, b.double_value(1e-5)},
+                               DType::F32, {2, 6, 5, 7}));
+               }, 1e-9});
+  c.push_back({"rms_norm_default_eps", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {3, 4, 80});
+                 const int w = b.constant_f32("w", {80}, random_floats(80, 13));
+                 b.output(b.op("tern::rms_norm", {x, b.int_list({80}), w, b.none()}, DType::F32,
+                               {3, 4, 80}));
+               }, 1e-9});
+  c.push_back({"upsample_nearest_x2_and_fractional", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 3, 5, 4});
+                 const int u = b.op("tern::upsample_nearest2d", {x, b.double_value(2.0), b.double_value(2.0)},
+                                    DType::F32, {1, 3, 10, 8});
+                 b.output(b.op("tern::upsample_nearest2d", {u, b.none(), b.none()}, DType::F32,
+                               {1, 3, 13, 7}));
+               }});
+  for (bool align : {false, true}) {
+    c.push_back({align ? "upsample_bilinear_align" : "upsample_bilinear", [align](GraphBuilder& b) {
+                   const int x = b.input("x", DType::F32, {2, 2, 6, 5});
+                   b.output(b.op("tern::upsample_bilinear2d",
+                                 {x, b.bool_value(align), b.none(), b.none()}, DType::F32,
+                                 {2, 2, 11, 9}));
+                 }, 1e-10});
+  }
+  c.push_back({"pad_constant_crop", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 3, 6, 5});
+                 b.output(b.op("tern::pad", {x, b.int_list({1, -2, 3, 0}), b.string_value("constant"),
+                                             b.double_value(-1.5)},
+                               DType::F32, {2, 3, 9, 4}));
+               }});
+  c.push_back({"pad_reflect", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 2, 5, 6});
+                 b.output(b.op("tern::pad", {x, b.int_list({2, 1, 0, 3}), b.string_value("reflect"), b.none()},
+                               DType::F32, {1, 2, 8, 9}));
+               }});
+  c.push_back({"conv1d_grouped", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 8, 20});
+                 const int w = b.constant_f32("w", {12, 4, 3}, random_floats(12 * 4 * 3, 14, -0.3f, 0.3f));
+                 const int bias = b.constant_f32("b", {12}, random_floats(12, 15));
+                 b.output(b.op("tern::conv1d", {x, w, bias, b.int_list({2}), b.int_list({2}),
+                                                b.int_list({2}), b.int_value(2)},
+                               DType::F32, {2, 12, 10}));
+               }, 1e-9});
+  c.push_back({"conv1d_depthwise", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 6, 16});
+                 const int w = b.constant_f32("w", {6, 1, 5}, random_floats(30, 16, -0.3f, 0.3f));
+                 b.output(b.op("tern::conv1d", {x, w, b.none(), b.int_list({1}), b.int_list({2}),
+                                                b.int_list({1}), b.int_value(6)},
+                               DType::F32, {1, 6, 16}));
+               }});
+  c.push_back({"conv_transpose2d", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 4, 5, 6});
+                 const int w = b.constant_f32("w", {4, 3, 3, 3}, random_floats(108, 17, -0.3f, 0.3f));
+                 const int bias = b.constant_f32("b", {6}, random_floats(6, 18));
+                 // stride 2, padding 1, output padding 1, groups 2, dilation 1: 10 x 12.
+                 b.output(b.op("tern::conv_transpose2d",
+                               {x, w, bias, b.int_list({2, 2}), b.int_list({1, 1}), b.int_list({1, 1}),
+                                b.int_value(2), b.int_list({1, 1})},
+                               DType::F32, {2, 6, 10, 12}));
+               }, 1e-10});
+  c.push_back({"conv_transpose2d_dilated", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 3, 4, 4});
+                 const int w = b.constant_f32("w", {3, 2, 2, 3}, random_floats(36, 19, -0.3f, 0.3f));
+                 // stride 1, padding 0, dilation 2: (4-1) + 2*(2-1) + 1 = 6, (4-1) + 2*2 + 1 = 8.
+                 b.output(b.op("tern::conv_transpose2d",
+                               {x, w, b.none(), b.int_list({1, 1}), b.int_list({0, 0}), b.int_list({0, 0}),
+                                b.int_value(1), b.int_list({2, 2})},
+                               DType::F32, {1, 2, 6, 8}));
+               }, 1e-10});
+  c.push_back({"compare_where_broadcast", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {3, 4, 5});
+                 const int y = b.input("y", DType::F32, {4, 1});
+                 const int gt = b.op("tern::gt", {x, y}, DType::Bool, {3, 4, 5});
+                 const int le = b.op("tern::le", {x, b.double_value(0.25)}, DType::Bool, {3, 4, 5});
+                 const int both = b.op("tern::logical_or", {gt, le}, DType::Bool, {3, 4, 5});
+                 const int w = b.op("tern::where", {both, x, b.double_value(-3.0)}, DType::F32, {3, 4, 5});
+                 const int ne = b.op("tern::logical_not", {gt}, DType::Bool, {3, 4, 5});
+                 const int as_f = b.op("tern::cast", {ne}, DType::F32, {3, 4, 5});
+                 b.output(b.op("tern::add", {w, as_f}, DType::F32, {3, 4, 5}));
+               }});
+  c.push_back({"bool_mask_where_scalar_tensors", [](GraphBuilder& b) {  // BERT's extended mask
+                 const int x = b.input("x", DType::F32, {2, 16});
+                 const int ids = b.op("tern::cast", {x}, DType::I64, {2, 16});  // truncates
+                 const int keep = b.op("tern::ne", {ids, b.int_value(0)}, DType::Bool, {2, 16});
+                 const int row = b.op("tern::view", {keep, b.int_list({2, 1, 1, 16})}, DType::Bool, {2, 1, 1, 16});
+                 const int tri = b.op("tern::ge", {b.op("tern::view", {x, b.int_list({2, 1, 16, 1})}, DType::F32, {2, 1, 16, 1}),
+                                                   b.double_value(-0.5)},
+                                      DType::Bool, {2, 1, 16, 1});
+                 const int m = b.op("tern::logical_and", {tri, row}, DType::Bool, {2, 1, 16, 16});
+                 const int zero = b.constant_f32("zero", {}, {0.0f});
+                 const int low = b.constant_f32("low", {}, {-1e9f});
+                 b.output(b.op("tern::where", {m, zero, low}, DType::F32, {2, 1, 16, 16}));
+               }});
+  c.push_back({"index_select_and_int_permute", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {4, 6, 3});
+                 const int idx = i64_constant(b, "idx", {5}, {5, 0, 2, 2, 4});
+                 const int s = b.op("tern::index_select", {x, b.int_value(1), idx}, DType::F32, {4, 5, 3});
+                 const int i = b.op("tern::cast", {s}, DType::I32, {4, 5, 3});
+                 const int p = b.op("tern::permute", {i, b.int_list({2, 0, 1})}, DType::I32, {3, 4, 5});
+                 b.output(b.op("tern::cast", {p}, DType::F32, {3, 4, 5}));
+               }});
+  c.push_back({"cat_chain_of_ten_and_one_part", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 3, 4});
+                 std::vector<int> parts;
+                 for (int k = 0; k < 10; ++k) {
+                   parts.push_back(b.op("tern::mul", {x, b.double_value(k + 1.0)}, DType::F32, {2, 3, 4}));
+                 }
+                 const int cat = b.op("tern::cat", {tensor_list(b, parts), b.int_value(1)}, DType::F32, {2, 30, 4});
+                 b.output(b.op("tern::cat", {tensor_list(b, {cat}), b.int_value(0)}, DType::F32, {2, 30, 4}));
+               }});
+  // ---- f16 / bf16 compute: the same graphs with 16-bit storage, f32 accumulation ----
+  const std::vector<Case> f32_cases = c;
+  for (const char* name : {"linear", "bmm", "conv3x3_pad", "conv_depthwise_multiplier",
+                           "conv_grouped_dilated", "layer_norm", "softmax_last", "mean_hw",
+                           "attention_causal", "attention_float_mask_scale", "group_norm",
+                           "rms_norm_default_eps", "upsample_bilinear", "pad_reflect",
+                           "conv1d_grouped", "conv_transpose2d", "split_cat", "tern::gelu",
+                           "tern::add_broadcast", "batch_norm", "max_pool_ceil_dilated",
+                           "cat_chain_of_ten_and_one_part"}) {
+    // (Not the comparison and cast cases: a value rounded to 16 bits may flip a comparison or
+    // a truncation, which no NMSE bound covers.)
+    for (const cuda::ComputeDType dt : {cuda::ComputeDType::F16, cuda::ComputeDType::BF16}) {
+      for (const Case& base : f32_cases) {
+        if (base.name != name) continue;
+        Case h = base;
+        const bool f16 = dt == cuda::ComputeDType::F16;
+        h.name = base.name + (f16 ? "_f16" : "_bf16");
+        h.compute = dt;
+        h.max_nmse = f16 ? 1e-5 : 3e-4;
+        h.max_rel = f16 ? 1e-2 : 5e-2;
+        c.push_back(h);
+      }
+    }
+  }
   return c;
 }
 
@@ -244,7 +404,7 @@ TEST_P(CudaConformanceTest, MatchesPortable) {
   ASSERT_TRUE(compiler::CudaBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes.back())
                   .empty())
       << c.name;
-  delegate_cuda(b, 0, static_cast<int>(b.num_nodes()) - 1);
+  delegate_cuda(b, 0, static_cast<int>(b.num_nodes()) - 1, c.compute);
   const compiler::Graph graph = b.build();
   const std::vector<uint8_t> pte = testing::compile_graph(graph);
   // Checked on every machine: the case lowers, and the reader accepts its blob.
@@ -271,7 +431,7 @@ TEST_P(CudaConformanceTest, MatchesPortable) {
       }
     }
     EXPECT_LE(nmse(device.outputs[i], portable.outputs[i]), c.max_nmse) << c.name;
-    EXPECT_LE(max_rel(device.outputs[i], portable.outputs[i]), 1e-4) << c.name;
+    EXPECT_LE(max_rel(device.outputs[i], portable.outputs[i]), c.max_rel) << c.name;
   }
 }
 

@@ -52,11 +52,13 @@ inline bool have_device() { return cuda_backend_interface().is_available(); }
   } while (0)
 
 /// Hands nodes [first, last] of `b` to "cuda" with the blob lowered by CudaBackendCompiler
-/// (bypassing accepts_region, so single cheap ops can be tested). Returns the region index.
-inline int delegate_cuda(GraphBuilder& b, int first, int last) {
+/// (bypassing accepts_region, so single cheap ops can be tested), computing in `compute`.
+/// Returns the region index.
+inline int delegate_cuda(GraphBuilder& b, int first, int last,
+                         cuda::ComputeDType compute = cuda::ComputeDType::F32) {
   const int index = b.delegate("cuda", first, last);
   compiler::DelegateRegion& region = b.graph().delegates[static_cast<size_t>(index)];
-  region.blob = compiler::CudaBackendCompiler().lower(b.graph(), region).blob;
+  region.blob = compiler::CudaBackendCompiler(compute).lower(b.graph(), region).blob;
   return index;
 }
 
