@@ -1,4 +1,4 @@
-// The vulkan delegate blob, version 2: shared by the compile half (writer) and the runtime half
+// The vulkan delegate blob, version 3: shared by the compile half (writer) and the runtime half
 // (reader). Plain structs only (no STL): the runtime includes this file. The byte layout is
 // documented in backends/vulkan/README.md; all fields are little-endian.
 #pragma once
@@ -12,9 +12,10 @@ namespace tern::vulkan {
 constexpr char kBlobMagic[4] = {'T', 'V', 'K', 'N'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback). Version 1
-/// was before node op 13 (pad): a runtime that reads version 1 falls back on a blob with pads
-/// instead of refusing it as malformed.
-constexpr uint32_t kBlobVersion = 2;
+/// was before node op 13 (pad), version 2 before quantized weights (value type 2, node ops 14
+/// and 15): a runtime that reads an older version falls back instead of refusing it as
+/// malformed.
+constexpr uint32_t kBlobVersion = 3;
 /// Most dimensions of a value and of a strided iteration.
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (attention: q, k, v, mask).
@@ -65,8 +66,10 @@ enum class ValueKind : uint32_t {
 /// Element type of a value.
 enum class ValueType : uint32_t {
   F32 = 0,
-  I64 = 1,  ///< external inputs only: embedding indices
+  I64 = 1,    ///< external inputs only: embedding indices
+  Quant = 2,  ///< constants only: an nf4/fp8 weight [rows, cols] in the QuantLayout below
 };
+constexpr uint32_t kLastValueType = 2;
 
 /// One tensor value (80 bytes). Row-major (tern's layout), `rank` 0..kMaxDims.
 struct BlobValue {
@@ -94,8 +97,10 @@ enum class NodeOp : uint32_t {
   Embedding = 11,      ///< in: weight, indices (i64) (embedding.comp)
   Attention = 12,      ///< in: q, k, v, mask? (attention.comp)
   Pad = 13,            ///< in: x            (pad.comp: constant (negative pads crop), reflect)
+  QuantLinear = 14,    ///< in: x, weight (quant), bias? (quant_gemv.comp / quant_gemm.comp)
+  QuantEmbedding = 15, ///< in: table (quant), indices (i64) (quant_embedding.comp)
 };
-constexpr uint32_t kLastNodeOp = 13;
+constexpr uint32_t kLastNodeOp = 15;
 
 /// Unary::params[0].
 enum class UnaryKind : int32_t {
@@ -132,6 +137,95 @@ enum class ElementwiseKind : int32_t {
   Where = 4,  ///< c != 0 ? a : b  (inputs a, b, c: c the condition as 0/1 floats)
 };
 constexpr int32_t kLastElementwiseKind = 4;
+
+/// Formats of a quantized weight (params[kQFormat] of ops 14 and 15).
+enum class QuantFormat : int32_t {
+  Nf4 = 0,            ///< NF4, an f32 absmax per block
+  Nf4DoubleQuant = 1, ///< NF4, absmax = table[dq_code] * absmax2[block / dq_block] + offset
+  Fp8E4M3 = 2,
+  Fp8E5M2 = 3,
+};
+constexpr int32_t kLastQuantFormat = 3;
+/// FP8 scale granularity (params[kQGranularity]).
+enum class QuantGranularity : int32_t { PerTensor = 0, PerChannel = 1, Block2D = 2 };
+
+/// Where ops 14 and 15 keep the weight's scheme in their params (the same indices in both,
+/// read by shaders/quant_decode.glsl); fparams[0] is the double quantization offset.
+constexpr uint32_t kQFormat = 16;        ///< QuantFormat
+constexpr uint32_t kQBlockSize = 17;     ///< NF4 block (a power of two in [32, 4096]); else 0
+constexpr uint32_t kQDqBlockSize = 18;   ///< NF4 double quant: absmax values per absmax2; else 0
+constexpr uint32_t kQGranularity = 19;   ///< FP8: QuantGranularity; else 0
+constexpr uint32_t kQBlockRows = 20;     ///< FP8 Block2D tile rows; else 0
+constexpr uint32_t kQBlockCols = 21;     ///< FP8 Block2D tile columns; else 0
+constexpr uint32_t kQScaleWord = 22;     ///< word of the absmax (NF4) / scales (FP8) / dq codes
+constexpr uint32_t kQAbsmax2Word = 23;   ///< NF4 double quant: word of absmax2; else 0
+constexpr uint32_t kQTableWord = 24;     ///< NF4 double quant: word of the 256-entry table; else 0
+constexpr uint32_t kQRows = 25;          ///< the weight's rows (dims[0])
+constexpr uint32_t kQCols = 26;          ///< the weight's columns (dims[1])
+
+/// The bytes of a quantized weight constant, in 32-bit words from its start: the packed codes
+/// exactly as in the program (NF4: two per byte, the first element in the high nibble; FP8:
+/// one byte each), zero-padded to a word; then NF4: the f32 absmax per block, or with double
+/// quantization the u8 codes per block (padded to a word), the f32 absmax2 per group of
+/// dq_block_size blocks and the f32 table of 256; FP8: the f32 scales (1, rows, or
+/// ceil(rows / block_rows) * ceil(cols / block_cols) tiles row-major).
+struct QuantLayout {
+  uint64_t blocks = 0;       ///< NF4 blocks, FP8 scales
+  uint64_t scale_word = 0;   ///< absmax / scales / dq codes
+  uint64_t absmax2_word = 0; ///< double quantization only
+  uint64_t table_word = 0;   ///< double quantization only
+  uint64_t total_words = 0;
+};
+
+/// The layout of a [rows, cols] weight of `format` (rows, cols in 1..2^30 with rows * cols <=
+/// 2^30, the other arguments as the params above). False when a parameter is out of range
+/// (block sizes, granularity, tile sizes).
+inline bool quant_layout(int32_t format, uint64_t rows, uint64_t cols, int64_t block_size,
+                         int64_t dq_block_size, int32_t granularity, int64_t block_rows,
+                         int64_t block_cols, QuantLayout* out) {
+  if (rows < 1 || cols < 1 || rows > kMaxElements || cols > kMaxElements ||
+      rows * cols > kMaxElements || format < 0 || format > kLastQuantFormat) {
+    return false;
+  }
+  const uint64_t n = rows * cols;
+  QuantLayout l;
+  if (format <= static_cast<int32_t>(QuantFormat::Nf4DoubleQuant)) {
+    if (block_size < 32 || block_size > 4096 || (block_size & (block_size - 1)) != 0 ||
+        granularity != 0 || block_rows != 0 || block_cols != 0) {
+      return false;
+    }
+    l.scale_word = ((n + 1) / 2 + 3) / 4;
+    l.blocks = (n + static_cast<uint64_t>(block_size) - 1) / static_cast<uint64_t>(block_size);
+    if (format == static_cast<int32_t>(QuantFormat::Nf4)) {
+      if (dq_block_size != 0) return false;
+      l.total_words = l.scale_word + l.blocks;
+    } else {
+      if (dq_block_size < 1 || dq_block_size > static_cast<int64_t>(kMaxElements)) return false;
+      const uint64_t groups = (l.blocks + static_cast<uint64_t>(dq_block_size) - 1) /
+                              static_cast<uint64_t>(dq_block_size);
+      l.absmax2_word = l.scale_word + (l.blocks + 3) / 4;
+      l.table_word = l.absmax2_word + groups;
+      l.total_words = l.table_word + 256;
+    }
+  } else {
+    if (block_size != 0 || dq_block_size != 0 || granularity < 0 || granularity > 2) return false;
+    l.scale_word = (n + 3) / 4;
+    if (granularity == static_cast<int32_t>(QuantGranularity::Block2D)) {
+      if (block_rows < 1 || block_cols < 1 || block_rows > static_cast<int64_t>(kMaxElements) ||
+          block_cols > static_cast<int64_t>(kMaxElements)) {
+        return false;
+      }
+      l.blocks = ((rows + static_cast<uint64_t>(block_rows) - 1) / static_cast<uint64_t>(block_rows)) *
+                 ((cols + static_cast<uint64_t>(block_cols) - 1) / static_cast<uint64_t>(block_cols));
+    } else {
+      if (block_rows != 0 || block_cols != 0) return false;
+      l.blocks = granularity == static_cast<int32_t>(QuantGranularity::PerTensor) ? 1 : rows;
+    }
+    l.total_words = l.scale_word + l.blocks;
+  }
+  *out = l;
+  return true;
+}
 
 /// One node (160 bytes): `op` on `inputs` writing `output`.
 struct BlobNode {

@@ -7,6 +7,7 @@
 #include "backends/vulkan/compile/vulkan_backend_compiler.h"
 #include "tests/fuzz/seed_constants.h"
 #include "tools/compiler/graph_builder.h"
+#include "tools/compiler/quantize.h"
 
 namespace tern::fuzz {
 namespace {
@@ -97,10 +98,35 @@ Seed attention() {
   return blob_of("attention", b);
 }
 
+/// quant_embedding (nf4, double quantization) and quant_linear (fp8 2-D tiles, and nf4) after
+/// the compiler's quantization pass; pad.
+Seed quantized() {
+  GraphBuilder b("forward");
+  const int ids = b.input("ids", DType::I64, {4});
+  const int e = b.op("tern::embedding", {seed_constant(b, "emb.weight", {40, 16}, 31), ids},
+                     DType::F32, {4, 16});
+  const int h = b.op("tern::linear", {e, seed_constant(b, "fc.weight", {12, 16}, 32),
+                                      seed_constant(b, "fc.bias", {12}, 33)},
+                     DType::F32, {4, 12});
+  const int p = b.op("tern::pad", {h, b.int_list({1, 1}), b.string_value("reflect"), b.none()},
+                     DType::F32, {4, 14});
+  b.output(b.op("tern::linear", {p, seed_constant(b, "out.weight", {5, 14}, 34), b.none()},
+                DType::F32, {4, 5}));
+  compiler::ProgramGraph holder;
+  holder.methods.push_back(b.graph());
+  compiler::QuantizeOptions options;
+  options.scheme = compiler::parse_quant_scheme("nf4:block=32:double");
+  options.rules.push_back(compiler::parse_quant_rule("fc.*=fp8_e4m3:block=8x8"));
+  options.rules.push_back(compiler::parse_quant_rule("out.*=nf4:block=32"));
+  compiler::quantize_program(holder, options);
+  b.graph() = holder.methods[0];
+  return blob_of("quantized", b);
+}
+
 }  // namespace
 
 std::vector<Seed> vulkan_blob_seeds() {
-  return {dense(), convnet(), attention()};
+  return {dense(), convnet(), attention(), quantized()};
 }
 
 }  // namespace tern::fuzz

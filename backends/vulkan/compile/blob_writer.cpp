@@ -61,6 +61,24 @@ uint32_t BlobBuilder::constant(const std::vector<int64_t>& dims, std::vector<flo
   return id;
 }
 
+uint32_t BlobBuilder::find(int id) const {
+  auto it = ids_.find(id);
+  return it == ids_.end() ? vulkan::kNoValue : it->second;
+}
+
+uint32_t BlobBuilder::quant_constant(int id, const std::vector<int64_t>& dims, uint64_t bytes,
+                                     const std::function<std::vector<uint8_t>()>& make_bytes) {
+  if (ids_.count(id) != 0) throw std::logic_error("vulkan compile: quantized weight made twice");
+  const uint32_t v = add(ValueKind::Constant, ValueType::Quant, dims, vulkan::kNoValue);
+  values_[v].data_bytes = bytes;
+  if (region_ != nullptr) {
+    data_[v] = make_bytes();
+    if (data_[v].size() != bytes) throw std::logic_error("vulkan compile: quantized weight size");
+  }
+  ids_[id] = v;
+  return v;
+}
+
 static const Value& tensor_value(const Graph& g, int id) {
   if (id < 0 || static_cast<size_t>(id) >= g.values.size() || !g.values[static_cast<size_t>(id)].is_tensor()) {
     throw Unsupported("value " + std::to_string(id) + " is not a tensor");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -46,6 +47,13 @@ class BlobBuilder {
   /// A new internal value / constant.
   uint32_t temp(const std::vector<int64_t>& dims);
   uint32_t constant(const std::vector<int64_t>& dims, std::vector<float> data);
+  /// The blob value already made for graph tensor `id`, or kNoValue.
+  uint32_t find(int id) const;
+  /// A new quantized-weight constant (ValueType::Quant) for graph tensor `id`: `dims` [rows,
+  /// cols], `bytes` its QuantLayout (4 * words); `make_bytes` is only called when the blob's
+  /// bytes are written (not on a supports() dry run).
+  uint32_t quant_constant(int id, const std::vector<int64_t>& dims, uint64_t bytes,
+                          const std::function<std::vector<uint8_t>()>& make_bytes);
   /// Appends a node.
   void node(vulkan::NodeOp op, const std::vector<uint32_t>& inputs, uint32_t output,
             const std::vector<int32_t>& params, const std::vector<float>& fparams = {});

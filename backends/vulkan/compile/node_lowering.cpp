@@ -1,6 +1,8 @@
 // Each op the vulkan backend takes, as blob nodes (params by index: backends/vulkan/README.md).
 #include "backends/vulkan/compile/node_lowering.h"
 
+#include "backends/vulkan/compile/quant_weight.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -148,8 +150,37 @@ void matmul_node(BlobBuilder& b, uint32_t a, uint32_t w, int bias_id, const Dims
   b.node(NodeOp::MatMul, inputs, out, p, {alpha, beta});
 }
 
+/// linear (weight [N, K], transposed) or matmul (b [K, N]) with an nf4/fp8 constant weight:
+/// op 14, params [0] M, [1] N, [2] K, [3] has bias, [4] weight transposed, the scheme at 16..
+void quant_linear_node(BlobBuilder& b, int x_id, int w_id, int bias_id, int out, int64_t m,
+                       int64_t nn, int64_t k, bool transposed) {
+  const QuantWeightRef w = quant_weight(b, w_id);
+  if (transposed ? (w.rows != nn || w.cols != k) : (w.rows != k || w.cols != nn)) {
+    throw Unsupported("quantized weight shape");
+  }
+  std::vector<int32_t> p{param(m, "M"), param(nn, "N"), param(k, "K"), bias_id >= 0 ? 1 : 0,
+                         transposed ? 1 : 0};
+  put_quant_params(w, &p);
+  std::vector<uint32_t> inputs{b.input(x_id), w.value};
+  if (bias_id >= 0) inputs.push_back(b.input(bias_id));
+  b.node(NodeOp::QuantLinear, inputs, b.output(out), p, {w.dq_offset});
+}
+
 void lower_linear(BlobBuilder& b, const Node& n) {
   const Graph& g = b.graph();
+  if (is_quantized_tensor(g, arg(n, 1))) {
+    const Dims& xs = shape(g, arg(n, 0));
+    const Dims& ws = shape(g, arg(n, 1));
+    if (xs.empty() || ws.size() != 2 || ws[1] != xs.back()) throw Unsupported("linear shapes");
+    const bool bias = has_arg(n, 2) && !is_none(g, arg(n, 2));
+    if (bias && shape(g, arg(n, 2)) != Dims{ws[0]}) throw Unsupported("linear bias shape");
+    Dims os = xs;
+    os.back() = ws[0];
+    if (shape(g, out_id(n)) != os) throw Unsupported("linear output shape");
+    quant_linear_node(b, arg(n, 0), arg(n, 1), bias ? arg(n, 2) : -1, out_id(n),
+                      numel(xs) / xs.back(), ws[0], ws[1], true);
+    return;
+  }
   const Dims& xs = shape(g, arg(n, 0));
   const Dims& ws = shape(g, arg(n, 1));
   if (xs.empty() || ws.size() != 2 || ws[1] != xs.back()) throw Unsupported("linear shapes");
@@ -187,6 +218,18 @@ void lower_addmm(BlobBuilder& b, const Node& n) {
 void lower_matmul(BlobBuilder& b, const Node& n, bool bmm) {
   const Graph& g = b.graph();
   Dims as = shape(g, arg(n, 0)), bs = shape(g, arg(n, 1));
+  if (!bmm && is_quantized_tensor(g, arg(n, 1))) {
+    // a [..., M, K] @ b [K, N] with b a quantized constant (hand-written graphs: the compiler
+    // stores such weights transposed, as linear weights).
+    if (as.empty() || bs.size() != 2 || as.back() != bs[0]) throw Unsupported("matmul shapes");
+    Dims os = as;
+    os.back() = bs[1];
+    if (as.size() == 1) os.pop_back();
+    if (shape(g, out_id(n)) != os) throw Unsupported("matmul output shape");
+    quant_linear_node(b, arg(n, 0), arg(n, 1), -1, out_id(n), numel(as) / as.back(), bs[1], bs[0],
+                      false);
+    return;
+  }
   if (bmm && (as.size() != 3 || bs.size() != 3 || as[0] != bs[0])) throw Unsupported("bmm shapes");
   if (as.empty() || bs.empty()) throw Unsupported("0-d matmul");
   if (as.size() == 1) as.insert(as.begin(), 1);
@@ -705,6 +748,18 @@ void lower_embedding(BlobBuilder& b, const Node& n) {
   const Dims& ws = shape(g, arg(n, 0));
   const Dims& is = shape(g, arg(n, 1));
   if (ws.size() != 2) throw Unsupported("embedding weight rank");
+  if (is_quantized_tensor(g, arg(n, 0))) {
+    // op 15: params [0] V, [1] D, [2] count, the scheme at 16..
+    Dims os = is;
+    os.push_back(ws[1]);
+    if (shape(g, out_id(n)) != os) throw Unsupported("embedding output shape");
+    const QuantWeightRef q = quant_weight(b, arg(n, 0));
+    const uint32_t idx = b.index_input(arg(n, 1));
+    std::vector<int32_t> p{param(ws[0], "V"), param(ws[1], "D"), param(numel(is), "count")};
+    put_quant_params(q, &p);
+    b.node(NodeOp::QuantEmbedding, {q.value, idx}, b.output(out_id(n)), p, {q.dq_offset});
+    return;
+  }
   const uint32_t w = b.input(arg(n, 0));
   const uint32_t idx = b.index_input(arg(n, 1));
   b.node(NodeOp::Embedding, {w, idx}, b.output(out_id(n)),

@@ -103,6 +103,72 @@ struct NodeChecker {
                                             : fail("flag parameter", 1,
                                                    static_cast<uint64_t>(node.params[i])); }
 
+  /// Input `i` is a quantized weight whose bytes are exactly the QuantLayout of the scheme in
+  /// params[kQFormat..kQCols] and whose dims are [rows, cols] = (`rows`, `cols`).
+  Error quant_weight(uint32_t i, uint64_t rows, uint64_t cols) const {
+    const int32_t* p = node.params;
+    const BlobValue& w = in(i);
+    if (w.rank != 2 || w.dims[0] != rows || w.dims[1] != cols ||
+        static_cast<uint64_t>(p[kQRows]) != rows || static_cast<uint64_t>(p[kQCols]) != cols) {
+      TERN_RETURN_ERROR(InvalidProgram,
+                        "vulkan blob: node %u (%s): quantized weight (value %u): dims [%llu, %llu] "
+                        "and params rows/cols %d, %d, expected [%llu, %llu] from the node's shape",
+                        index, node_op_name(node.op), node.inputs[i],
+                        static_cast<unsigned long long>(w.rank >= 1 ? w.dims[0] : 0),
+                        static_cast<unsigned long long>(w.rank >= 2 ? w.dims[1] : 0), p[kQRows],
+                        p[kQCols], static_cast<unsigned long long>(rows),
+                        static_cast<unsigned long long>(cols));
+    }
+    QuantLayout l;
+    if (!quant_layout(p[kQFormat], rows, cols, p[kQBlockSize], p[kQDqBlockSize],
+                      p[kQGranularity], p[kQBlockRows], p[kQBlockCols], &l)) {
+      TERN_RETURN_ERROR(InvalidProgram,
+                        "vulkan blob: node %u (%s): quantized weight scheme format %d, block %d, "
+                        "dq block %d, granularity %d, tile %dx%d: expected format 0..3; NF4 a "
+                        "power-of-two block in [32, 4096] (dq block >= 1 with double "
+                        "quantization, else 0) and no granularity or tile; FP8 no blocks, "
+                        "granularity 0..2, a tile only for granularity 2", index,
+                        node_op_name(node.op), p[kQFormat], p[kQBlockSize], p[kQDqBlockSize],
+                        p[kQGranularity], p[kQBlockRows], p[kQBlockCols]);
+    }
+    if (static_cast<uint64_t>(p[kQScaleWord]) != l.scale_word ||
+        static_cast<uint64_t>(p[kQAbsmax2Word]) != l.absmax2_word ||
+        static_cast<uint64_t>(p[kQTableWord]) != l.table_word || p[kQScaleWord] < 0 ||
+        p[kQAbsmax2Word] < 0 || p[kQTableWord] < 0) {
+      TERN_RETURN_ERROR(InvalidProgram,
+                        "vulkan blob: node %u (%s): quantized weight section words %d, %d, %d "
+                        "(scales, absmax2, table), expected %llu, %llu, %llu", index,
+                        node_op_name(node.op), p[kQScaleWord], p[kQAbsmax2Word], p[kQTableWord],
+                        static_cast<unsigned long long>(l.scale_word),
+                        static_cast<unsigned long long>(l.absmax2_word),
+                        static_cast<unsigned long long>(l.table_word));
+    }
+    if (w.data_bytes != 4 * l.total_words) {
+      const bool nf4 = p[kQFormat] <= static_cast<int32_t>(QuantFormat::Nf4DoubleQuant);
+      TERN_RETURN_ERROR(InvalidProgram,
+                        "vulkan blob: node %u (%s): quantized weight (value %u) of %llu bytes, "
+                        "expected %llu (%llu bytes of %s codes for [%llu, %llu] and %llu %s)",
+                        index, node_op_name(node.op), node.inputs[i],
+                        static_cast<unsigned long long>(w.data_bytes),
+                        static_cast<unsigned long long>(4 * l.total_words),
+                        static_cast<unsigned long long>(4 * l.scale_word), nf4 ? "nf4" : "fp8",
+                        static_cast<unsigned long long>(rows),
+                        static_cast<unsigned long long>(cols),
+                        static_cast<unsigned long long>(l.blocks),
+                        nf4 ? "blocks' absmax" : "scales");
+    }
+    if (p[kQFormat] == static_cast<int32_t>(QuantFormat::Nf4DoubleQuant) &&
+        !(node.fparams[0] - node.fparams[0] == 0.0f)) {
+      TERN_RETURN_ERROR(InvalidProgram,
+                        "vulkan blob: node %u (%s): double quantization offset not finite", index,
+                        node_op_name(node.op));
+    }
+    for (uint32_t k = kQCols + 1; k < kNodeParams; ++k) {
+      if (p[k] != 0) return fail("unused parameter after the scheme", 0, static_cast<uint64_t>(p[k]));
+    }
+    return Error::Ok;
+  }
+
   Error check() const {
     const int32_t* p = node.params;
     switch (static_cast<NodeOp>(node.op)) {
@@ -305,6 +371,35 @@ struct NodeChecker {
         TERN_RETURN_IF_ERROR(reads_within(0, product(p + 7, 6), "x"));
         return out_numel(product(p + 1, 6));
       }
+      case NodeOp::QuantLinear: {
+        TERN_RETURN_IF_ERROR(need_inputs(2, 3));
+        TERN_RETURN_IF_ERROR(params_in(0, 3, 1));
+        TERN_RETURN_IF_ERROR(flag(3));
+        TERN_RETURN_IF_ERROR(flag(4));
+        for (uint32_t k = 5; k < kQFormat; ++k) {
+          if (p[k] != 0) return fail("unused parameter", 0, static_cast<uint64_t>(p[k]));
+        }
+        if ((p[3] != 0) != (node.num_inputs == 3)) return fail("has_bias vs inputs", 3, node.num_inputs);
+        const uint64_t m = static_cast<uint64_t>(p[0]), n = static_cast<uint64_t>(p[1]),
+                       k = static_cast<uint64_t>(p[2]);
+        TERN_RETURN_IF_ERROR(p[4] != 0 ? quant_weight(1, n, k) : quant_weight(1, k, n));
+        TERN_RETURN_IF_ERROR(reads_within(0, m * k, "x"));
+        if (p[3] != 0) TERN_RETURN_IF_ERROR(reads_within(2, n, "bias"));
+        return out_numel(m * n);
+      }
+      case NodeOp::QuantEmbedding: {
+        TERN_RETURN_IF_ERROR(need_inputs(2, 2));
+        TERN_RETURN_IF_ERROR(params_in(0, 3, 1));
+        for (uint32_t k = 3; k < kQFormat; ++k) {
+          if (p[k] != 0) return fail("unused parameter", 0, static_cast<uint64_t>(p[k]));
+        }
+        if (in(1).kind != static_cast<uint32_t>(ValueKind::ExternalInput)) {
+          return fail("indices: an external input (kind)", 1, in(1).kind);
+        }
+        TERN_RETURN_IF_ERROR(quant_weight(0, static_cast<uint64_t>(p[0]), static_cast<uint64_t>(p[1])));
+        TERN_RETURN_IF_ERROR(reads_within(1, static_cast<uint64_t>(p[2]), "indices"));
+        return out_numel(static_cast<uint64_t>(p[2]) * static_cast<uint64_t>(p[1]));
+      }
     }
     TERN_RETURN_ERROR(InvalidProgram, "vulkan blob: node %u: op %u, expected 1..%u", index,
                       node.op, kLastNodeOp);
@@ -328,6 +423,8 @@ const char* node_op_name(uint32_t op) {
     case NodeOp::Embedding: return "embedding";
     case NodeOp::Attention: return "attention";
     case NodeOp::Pad: return "pad";
+    case NodeOp::QuantLinear: return "quant_linear";
+    case NodeOp::QuantEmbedding: return "quant_embedding";
   }
   return "?";
 }
@@ -339,7 +436,26 @@ uint64_t value_numel(const BlobValue& v) {
 }
 
 uint64_t value_bytes(const BlobValue& v) {
+  if (v.type == static_cast<uint32_t>(ValueType::Quant)) return v.data_bytes;
   return value_numel(v) * (v.type == static_cast<uint32_t>(ValueType::I64) ? 8u : 4u);
+}
+
+ValueType node_input_type(uint32_t op, uint32_t slot) {
+  switch (static_cast<NodeOp>(op)) {
+    case NodeOp::Embedding: return slot == 1 ? ValueType::I64 : ValueType::F32;
+    case NodeOp::QuantLinear: return slot == 1 ? ValueType::Quant : ValueType::F32;
+    case NodeOp::QuantEmbedding: return slot == 0 ? ValueType::Quant : ValueType::I64;
+    default: return ValueType::F32;
+  }
+}
+
+static const char* value_type_name(uint32_t type) {
+  switch (static_cast<ValueType>(type)) {
+    case ValueType::F32: return "f32";
+    case ValueType::I64: return "i64";
+    case ValueType::Quant: return "quantized weight";
+  }
+  return "?";
 }
 
 void free_blob_plan(BlobPlan* plan) {
@@ -435,12 +551,15 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
       err = set_error_message(Error::InvalidProgram, "vulkan blob: value %u: kind %u, expected 0..3", i, v.kind);
       break;
     }
-    if (v.type > static_cast<uint32_t>(ValueType::I64) ||
+    if (v.type > kLastValueType ||
         (v.type == static_cast<uint32_t>(ValueType::I64) &&
-         v.kind != static_cast<uint32_t>(ValueKind::ExternalInput))) {
+         v.kind != static_cast<uint32_t>(ValueKind::ExternalInput)) ||
+        (v.type == static_cast<uint32_t>(ValueType::Quant) &&
+         (v.kind != static_cast<uint32_t>(ValueKind::Constant) || v.rank != 2))) {
       err = set_error_message(Error::InvalidProgram,
-                              "vulkan blob: value %u (%s): type %u, expected 0 (f32), or 1 (i64) "
-                              "for an external input", i, kind_name(v.kind), v.type);
+                              "vulkan blob: value %u (%s, rank %u): type %u, expected 0 (f32), 1 "
+                              "(i64) for an external input, or 2 (quantized) for a rank-2 "
+                              "constant", i, kind_name(v.kind), v.rank, v.type);
       break;
     }
     if (v.rank > kMaxDims) {
@@ -481,14 +600,21 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
       break;
     }
     if (v.kind == static_cast<uint32_t>(ValueKind::Constant)) {
-      if (v.data_bytes != 4 * n || v.data_offset % kDataAlignment != 0 ||
+      // A quantized weight's exact size follows its scheme, which the nodes reading it hold
+      // (NodeChecker::quant_weight); here only a whole number of words.
+      const bool quant = v.type == static_cast<uint32_t>(ValueType::Quant);
+      const bool size_ok = quant ? v.data_bytes >= 4 && v.data_bytes % 4 == 0 &&
+                                       v.data_bytes <= 8 * kMaxElements
+                                 : v.data_bytes == 4 * n;
+      if (!size_ok || v.data_offset % kDataAlignment != 0 ||
           !range_within(v.data_offset, v.data_bytes, h.data_size)) {
         err = set_error_message(Error::InvalidProgram,
-                                "vulkan blob: constant %u: [%llu, +%llu) bytes, expected %llu "
+                                "vulkan blob: constant %u: [%llu, +%llu) bytes, expected %s%llu "
                                 "bytes at a multiple of %llu inside the %llu-byte data section",
                                 i, static_cast<unsigned long long>(v.data_offset),
                                 static_cast<unsigned long long>(v.data_bytes),
-                                static_cast<unsigned long long>(4 * n),
+                                quant ? "a positive multiple of 4 (quantized), at most " : "",
+                                static_cast<unsigned long long>(quant ? 8 * kMaxElements : 4 * n),
                                 static_cast<unsigned long long>(kDataAlignment),
                                 static_cast<unsigned long long>(h.data_size));
         break;
@@ -525,11 +651,12 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
                                 "vulkan blob: node %u (%s): input %u is value %u, expected a "
                                 "value below %u written before the node", n,
                                 node_op_name(node.op), i, id, h.num_values);
-      } else if (plan->values[id].type != static_cast<uint32_t>(ValueType::F32) &&
-                 node.op != static_cast<uint32_t>(NodeOp::Embedding)) {
+      } else if (plan->values[id].type != static_cast<uint32_t>(node_input_type(node.op, i))) {
         err = set_error_message(Error::InvalidProgram,
-                                "vulkan blob: node %u (%s): input %u (value %u) is i64", n,
-                                node_op_name(node.op), i, id);
+                                "vulkan blob: node %u (%s): input %u (value %u) is %s, expected %s",
+                                n, node_op_name(node.op), i, id,
+                                value_type_name(plan->values[id].type),
+                                value_type_name(static_cast<uint32_t>(node_input_type(node.op, i))));
       }
     }
     if (err != Error::Ok) break;

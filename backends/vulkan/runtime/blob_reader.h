@@ -32,8 +32,11 @@ void free_blob_plan(BlobPlan* plan);
 
 /// Element count of a validated value (1 for rank 0).
 uint64_t value_numel(const BlobValue& v);
-/// Bytes of a validated value (4 or 8 per element).
+/// Bytes of a validated value (4 or 8 per element; a quantized weight's data_bytes).
 uint64_t value_bytes(const BlobValue& v);
+
+/// The element type input `slot` of a node of `op` must have (f32 unless the op says).
+ValueType node_input_type(uint32_t op, uint32_t slot);
 
 /// The op's name as messages show it ("matmul"; "?" for an unknown op).
 const char* node_op_name(uint32_t op);

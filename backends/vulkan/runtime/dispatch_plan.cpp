@@ -81,6 +81,26 @@ Error plan_dispatch(const BlobPlan& plan, uint32_t index, const uint32_t max_gro
     case NodeOp::Attention:
       return rows(ShaderId::Attention, static_cast<uint64_t>(p[0]) * static_cast<uint64_t>(p[1]));
     case NodeOp::Pad: return threads(ShaderId::Pad, out_numel);
+    case NodeOp::QuantLinear: {
+      if (p[0] <= kQuantGemvMaxRows) {  // quant_gemv.comp: one workgroup per output column
+        return rows(ShaderId::QuantGemv, static_cast<uint64_t>(p[1]));
+      }
+      out->shader = ShaderId::QuantGemm;  // quant_gemm.comp: matmul_tiled.comp's blocks
+      const uint64_t t = 4 * uint64_t{plan.header.matmul_tile};
+      const uint64_t gx = (static_cast<uint64_t>(p[1]) + t - 1) / t;
+      const uint64_t gy = (static_cast<uint64_t>(p[0]) + t - 1) / t;
+      if (gx > max_groups[0] || gy > max_groups[1]) {
+        TERN_RETURN_ERROR(DelegateInvalidCompatibility,
+                          "vulkan: node %u (quant_linear): %llu x %llu workgroups exceed the "
+                          "device's %u x %u", index, static_cast<unsigned long long>(gx),
+                          static_cast<unsigned long long>(gy), max_groups[0], max_groups[1]);
+      }
+      out->groups[0] = static_cast<uint32_t>(gx);
+      out->groups[1] = static_cast<uint32_t>(gy);
+      out->groups[2] = 1;
+      return Error::Ok;
+    }
+    case NodeOp::QuantEmbedding: return threads(ShaderId::QuantEmbedding, out_numel);
   }
   TERN_RETURN_ERROR(InvalidProgram, "vulkan: node %u: op %u has no shader", index, n.op);
 }

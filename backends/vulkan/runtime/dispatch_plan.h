@@ -10,6 +10,10 @@
 
 namespace tern::vulkan {
 
+/// Quantized linears with at most this many rows of x run quant_gemv.comp (its accumulators);
+/// more rows run the tiled quant_gemm.comp.
+constexpr int32_t kQuantGemvMaxRows = 4;
+
 struct Dispatch {
   ShaderId shader = ShaderId::Unary;
   uint32_t groups[3] = {1, 1, 1};

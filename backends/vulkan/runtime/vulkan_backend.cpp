@@ -454,6 +454,10 @@ Error check_limits(const VulkanContext& c, const BlobHeader& h) {
       "memory %u B)", t, t, c.device_name, l.maxComputeWorkGroupInvocations,
       l.maxComputeSharedMemorySize);
   TERN_CHECK_OR_RETURN_ERROR(
+      4 * h.workgroup_size * 4 <= l.maxComputeSharedMemorySize, DelegateInvalidCompatibility,
+      "vulkan: device '%s' has %u B of shared memory, the quantized GEMV needs %u",
+      c.device_name, l.maxComputeSharedMemorySize, 4 * h.workgroup_size * 4);
+  TERN_CHECK_OR_RETURN_ERROR(
       (kMaxAttentionKeys + h.workgroup_size) * 4 <= l.maxComputeSharedMemorySize,
       DelegateInvalidCompatibility,
       "vulkan: device '%s' has %u B of shared memory, the attention shader needs %u",
@@ -478,7 +482,10 @@ Error build(VulkanContext& c, VulkanDelegate* d) {
                                  "vulkan: node %u (attention): %d keys, the shader holds %u", n,
                                  node.params[2], kMaxAttentionKeys);
     }
-    if (node.op == static_cast<uint32_t>(NodeOp::Embedding)) ++checks;
+    if (node.op == static_cast<uint32_t>(NodeOp::Embedding) ||
+        node.op == static_cast<uint32_t>(NodeOp::QuantEmbedding)) {
+      ++checks;
+    }
   }
   uint64_t wb = 0, ab = 0, sb = 0;
   TERN_RETURN_IF_ERROR(lay_out(d, &wb, &ab, &sb));
@@ -488,7 +495,10 @@ Error build(VulkanContext& c, VulkanDelegate* d) {
                                "vulkan: no memory for index checks");
     for (uint32_t n = 0; n < nn; ++n) {
       const BlobNode& node = d->plan.nodes[n];
-      if (node.op != static_cast<uint32_t>(NodeOp::Embedding)) continue;
+      if (node.op != static_cast<uint32_t>(NodeOp::Embedding) &&
+          node.op != static_cast<uint32_t>(NodeOp::QuantEmbedding)) {
+        continue;
+      }
       for (uint32_t e = 0; e < d->num_externals; ++e) {
         if (d->externals[e].value == node.inputs[1]) {
           d->index_checks[d->num_index_checks++] = IndexCheck{e, n, node.params[0]};
@@ -631,8 +641,9 @@ class VulkanBackend final : public BackendInterface {
       const int64_t* idx = static_cast<const int64_t*>(args[x.arg]->to_tensor().data);
       for (uint64_t k = 0; k < x.bytes / 8; ++k) {
         TERN_CHECK_OR_RETURN_ERROR(idx[k] >= 0 && idx[k] < ic.vocabulary, InvalidArgument,
-                                   "vulkan: node %u (embedding): index %lld at position %llu "
-                                   "outside [0, %lld)", ic.node, static_cast<long long>(idx[k]),
+                                   "vulkan: node %u (%s): index %lld at position %llu "
+                                   "outside [0, %lld)", ic.node,
+                                   node_op_name(d->plan.nodes[ic.node].op), static_cast<long long>(idx[k]),
                                    static_cast<unsigned long long>(k),
                                    static_cast<long long>(ic.vocabulary));
       }

@@ -5,11 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "backends/vulkan/compile/register_vulkan_backend_compiler.h"
 #include "backends/vulkan/runtime/blob_reader.h"
 #include "tests/backends/vulkan/vulkan_test_util.h"
+#include "tools/compiler/partitioner.h"
+#include "tools/compiler/quantize.h"
 
 namespace tern::vulkan_test {
 namespace {
@@ -91,7 +95,9 @@ TEST(VulkanBlob, CorruptFieldsAreRefusedWithTheirName) {
       {std::vector<uint8_t>(blob.begin(), blob.begin() + 20), Error::InvalidProgram, "header"},
       {patched<char>(blob, 0, 'X'), Error::InvalidProgram, "magic"},
       {patched<uint32_t>(blob, 4, 1), Error::DelegateInvalidCompatibility, "version 1"},
-      {patched<uint32_t>(blob, 4, 3), Error::DelegateInvalidCompatibility, "version 3"},
+      {patched<uint32_t>(blob, 4, 2), Error::DelegateInvalidCompatibility,
+       "version 2, this runtime reads version 3"},
+      {patched<uint32_t>(blob, 4, 4), Error::DelegateInvalidCompatibility, "version 4"},
       {patched<uint32_t>(blob, offsetof(BlobHeader, storage), 1),
        Error::DelegateInvalidCompatibility, "only f32"},
       {patched<uint32_t>(blob, offsetof(BlobHeader, workgroup_size), 2048), Error::InvalidProgram,
@@ -187,6 +193,112 @@ TEST(VulkanBlob, EveryByteFlipIsRefusedOrHarmless) {
   }
   EXPECT_GT(refused, accepted);
   std::printf("vulkan blob byte flips: %zu refused, %zu accepted\n", refused, accepted);
+}
+
+/// embedding (nf4 table) -> linear (nf4 weight, bias): a blob with ops 15 and 14.
+std::vector<uint8_t> quant_blob(const char* scheme) {
+  GraphBuilder b;
+  const int idx = b.input("idx", DType::I64, {3});
+  const int t = b.constant_f32("t", {20, 16}, random_floats(320, 5));
+  const int w = b.constant_f32("w", {9, 16}, random_floats(144, 6));
+  const int bias = b.constant_f32("b", {9}, random_floats(9, 7));
+  const int e = b.op("tern::embedding", {t, idx}, DType::F32, {3, 16});
+  b.output(b.op("tern::linear", {e, w, bias}, DType::F32, {3, 9}));
+  compiler::ProgramGraph program;
+  program.methods.push_back(b.build());
+  compiler::QuantizeOptions options;
+  options.scheme = compiler::parse_quant_scheme(scheme);
+  compiler::quantize_program(program, options);
+  compiler::Graph& g = program.methods[0];
+  compiler::register_vulkan_backend_compiler();
+  compiler::partition(g, {"vulkan"});
+  return compiler::VulkanBackendCompiler().lower(g, g.delegates.at(0)).blob;
+}
+
+// A quantized weight's bytes are exactly its scheme's layout for the node's shape; the scheme
+// is legal; each node's input has the type the op reads. Errors name expected and found.
+TEST(VulkanBlob, QuantizedWeightsAreChecked) {
+  const std::vector<uint8_t> blob = quant_blob("nf4:block=32:double");
+  ASSERT_EQ(parse(blob), Error::Ok) << last_error_message();
+  AlignedBlob a(blob);
+  vulkan::BlobPlan plan;
+  ASSERT_EQ(vulkan::parse_blob(Span<const uint8_t>(a.data(), blob.size()), &plan), Error::Ok);
+  ASSERT_EQ(plan.header.num_nodes, 2u);
+  const BlobNode emb = plan.nodes[0], lin = plan.nodes[1];
+  ASSERT_EQ(emb.op, static_cast<uint32_t>(vulkan::NodeOp::QuantEmbedding));
+  ASSERT_EQ(lin.op, static_cast<uint32_t>(vulkan::NodeOp::QuantLinear));
+  const uint32_t wv = lin.inputs[1];
+  // [9, 16] nf4: 72 code bytes (18 words), 5 blocks of 32: 2 words of dq codes, 1 absmax2,
+  // the 256-entry table.
+  EXPECT_EQ(plan.values[wv].type, static_cast<uint32_t>(vulkan::ValueType::Quant));
+  EXPECT_EQ(plan.values[wv].data_bytes, 4u * (18 + 2 + 1 + 256));
+  EXPECT_EQ(lin.params[vulkan::kQFormat], 1);
+  EXPECT_EQ(lin.params[vulkan::kQBlockSize], 32);
+  EXPECT_EQ(lin.params[vulkan::kQDqBlockSize], 256);
+  const size_t value_base = sizeof(BlobHeader) + wv * sizeof(BlobValue);
+  const uint64_t bytes = plan.values[wv].data_bytes;
+  vulkan::free_blob_plan(&plan);
+  const size_t n1 = node_offset(blob, 1), n0 = node_offset(blob, 0);
+  const size_t qp = n1 + offsetof(BlobNode, params);
+  struct Bad {
+    std::vector<uint8_t> bytes;
+    const char* message;
+  };
+  const std::vector<Bad> bad = {
+      {patched<uint64_t>(blob, value_base + offsetof(BlobValue, data_bytes), bytes - 4),
+       "of 1104 bytes, expected 1108 (72 bytes of nf4 codes for [9, 16] and 5 blocks' absmax)"},
+      {patched<uint64_t>(blob, value_base + offsetof(BlobValue, data_bytes), bytes - 2),
+       "expected a positive multiple of 4"},
+      {patched<int32_t>(blob, qp + 4 * vulkan::kQBlockSize, 48), "block 48"},
+      {patched<int32_t>(blob, qp + 4 * vulkan::kQFormat, 7), "format 7"},
+      {patched<int32_t>(blob, qp + 4 * vulkan::kQDqBlockSize, 0), "dq block 0"},
+      {patched<int32_t>(blob, qp + 4 * vulkan::kQTableWord, 20),
+       "section words 18, 20, 20 (scales, absmax2, table), expected 18, 20, 21"},
+      {patched<int32_t>(blob, qp + 4 * vulkan::kQRows, 10), "expected [9, 16] from the node's shape"},
+      {patched<int32_t>(blob, qp + 4 * 4, 0), "expected [16, 9] from the node's shape"},  // W not transposed
+      {patched<int32_t>(blob, qp + 4 * 2, 17), "expected [9, 17]"},                      // K
+      {patched<int32_t>(blob, qp + 4 * 27, 1), "unused parameter after the scheme"},
+      {patched<float>(blob, n1 + offsetof(BlobNode, fparams), std::numeric_limits<float>::infinity()),
+       "offset not finite"},
+      {patched<uint32_t>(blob, n1 + offsetof(BlobNode, inputs) + 4, lin.inputs[0]),
+       "is f32, expected quantized weight"},
+      {patched<uint32_t>(blob, n0 + offsetof(BlobNode, inputs), emb.inputs[1]),
+       "is i64, expected quantized weight"},
+      {patched<uint32_t>(blob, value_base + offsetof(BlobValue, kind), 1), "type 2"},
+  };
+  for (size_t i = 0; i < bad.size(); ++i) {
+    clear_error_message();
+    EXPECT_EQ(parse(bad[i].bytes), Error::InvalidProgram) << "case " << i;
+    EXPECT_NE(std::string(last_error_message()).find(bad[i].message), std::string::npos)
+        << "case " << i << ": " << last_error_message();
+  }
+  // Every FP8 granularity parses; a tile on a per-channel scheme does not.
+  for (const char* scheme : {"fp8_e4m3", "fp8_e5m2:per_tensor", "fp8_e4m3:block=4x8", "nf4"}) {
+    EXPECT_EQ(parse(quant_blob(scheme)), Error::Ok) << scheme << ": " << last_error_message();
+  }
+  const std::vector<uint8_t> fp8 = quant_blob("fp8_e4m3");
+  EXPECT_EQ(parse(patched<int32_t>(fp8, node_offset(fp8, 1) + offsetof(BlobNode, params) +
+                                            4 * vulkan::kQBlockRows, 4)),
+            Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("tile 4x0"), std::string::npos)
+      << last_error_message();
+}
+
+TEST(VulkanBlob, QuantizedBlobByteFlipsAreRefusedOrInBounds) {
+  for (const char* scheme : {"nf4:double", "fp8_e5m2:block=4x8"}) {
+    const std::vector<uint8_t> blob = quant_blob(scheme);
+    BlobHeader h;
+    std::memcpy(&h, blob.data(), sizeof(h));
+    size_t refused = 0, accepted = 0;
+    for (size_t i = 0; i < h.data_offset; ++i) {
+      for (uint8_t mask : {0x01, 0x80, 0xFF}) {
+        std::vector<uint8_t> b = blob;
+        b[i] ^= mask;
+        (parse(b) == Error::Ok ? accepted : refused) += 1;
+      }
+    }
+    EXPECT_GT(refused, accepted) << scheme;
+  }
 }
 
 TEST(VulkanBlob, IncompatibleBlobsAndSpecsFallBack) {
