@@ -1,4 +1,4 @@
-// The vulkan delegate blob, version 3: shared by the compile half (writer) and the runtime half
+// The vulkan delegate blob, version 4: shared by the compile half (writer) and the runtime half
 // (reader). Plain structs only (no STL): the runtime includes this file. The byte layout is
 // documented in backends/vulkan/README.md; all fields are little-endian.
 #pragma once
@@ -13,9 +13,9 @@ constexpr char kBlobMagic[4] = {'T', 'V', 'K', 'N'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback). Version 1
 /// was before node op 13 (pad), version 2 before quantized weights (value type 2, node ops 14
-/// and 15): a runtime that reads an older version falls back instead of refusing it as
-/// malformed.
-constexpr uint32_t kBlobVersion = 3;
+/// and 15), version 3 before f16 storage (BlobHeader::storage 1): a runtime that reads an older
+/// version falls back instead of refusing it as malformed.
+constexpr uint32_t kBlobVersion = 4;
 /// Most dimensions of a value and of a strided iteration.
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (attention: q, k, v, mask).
@@ -29,8 +29,18 @@ constexpr uint32_t kNoValue = 0xFFFFFFFFu;
 constexpr uint64_t kDataAlignment = 64;
 /// Most elements of one value: shaders index with 32-bit integers.
 constexpr uint64_t kMaxElements = 1ull << 30;
-/// Storage element types (BlobHeader::storage). Only F32 is implemented.
+/// Storage element types (BlobHeader::storage): how every f32 value (ValueType::F32) is held on
+/// the device and in the blob's constants. F16: IEEE binary16, 2 bytes per element, computed
+/// in f32 (the shaders' f16-storage variants); the delegate's arguments stay f32 tensors,
+/// converted at its edges. Quantized weights (and so node ops 14, 15) are f32-storage only.
 constexpr uint32_t kStorageF32 = 0;
+constexpr uint32_t kStorageF16 = 1;
+constexpr uint32_t kLastStorage = 1;
+
+/// Bytes per element of an f32 value under `storage` (kStorageF32 or kStorageF16).
+constexpr uint64_t storage_element_bytes(uint32_t storage) {
+  return storage == kStorageF16 ? 2 : 4;
+}
 
 /// Fixed header at offset 0 (64 bytes).
 struct BlobHeader {
@@ -44,7 +54,7 @@ struct BlobHeader {
   uint32_t node_record_size;   ///< sizeof(BlobNode); node records follow the value records
   uint64_t data_offset;        ///< from the blob start; multiple of kDataAlignment
   uint64_t data_size;          ///< bytes of the data section
-  uint32_t storage;            ///< kStorageF32
+  uint32_t storage;            ///< kStorageF32 or kStorageF16
   /// Invocations per workgroup of the 1-D shaders (elementwise, copies, conv, pooling) and of
   /// the row shaders (softmax, layer_norm): a power of two in [32, 1024]; specialization
   /// constant 0. The runtime refuses a device whose limits are smaller.
@@ -65,7 +75,7 @@ enum class ValueKind : uint32_t {
 
 /// Element type of a value.
 enum class ValueType : uint32_t {
-  F32 = 0,
+  F32 = 0,    ///< stored as the header's storage type (f32 or f16)
   I64 = 1,    ///< external inputs only: embedding indices
   Quant = 2,  ///< constants only: an nf4/fp8 weight [rows, cols] in the QuantLayout below
 };
@@ -79,7 +89,7 @@ struct BlobValue {
   uint32_t arg;             ///< delegate call argument index for externals, else kNoValue
   uint64_t dims[kMaxDims];  ///< first `rank` used, each 1..2^30, numel <= kMaxElements; rest 0
   uint64_t data_offset;     ///< constants: from the data section start (aligned), else 0
-  uint64_t data_bytes;      ///< constants: 4 * numel, else 0
+  uint64_t data_bytes;      ///< constants: storage_element_bytes * numel (f32 values), else 0
 };
 
 /// Node operators (BlobNode::op); the params of each, by index, are in the README.

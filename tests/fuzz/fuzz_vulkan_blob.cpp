@@ -50,7 +50,7 @@ void check_plan(const vulkan::BlobPlan& plan, const uint8_t* base, size_t size) 
   }
   for (uint32_t i = 0; i < h.num_values; ++i) {
     const vulkan::BlobValue& v = plan.values[i];
-    (void)vulkan::value_bytes(v);
+    (void)vulkan::value_bytes(v, h.storage);
     if (v.kind != static_cast<uint32_t>(vulkan::ValueKind::Constant)) continue;
     if (v.data_offset > plan.data_size || v.data_bytes > plan.data_size - v.data_offset) {
       fuzz_failure("vulkan blob: accepted value " + std::to_string(i) +

@@ -14,15 +14,16 @@ namespace {
 
 using compiler::GraphBuilder;
 
-/// The blob of one vulkan region over every node of `b`'s graph.
-Seed blob_of(const std::string& name, GraphBuilder& b) {
+/// The blob of one vulkan region over every node of `b`'s graph, of `storage` (f32, or f16:
+/// `vulkan:f16`'s f16 constants and header).
+Seed blob_of(const std::string& name, GraphBuilder& b, uint32_t storage = vulkan::kStorageF32) {
   const int index = b.delegate("vulkan", 0, static_cast<int>(b.num_nodes()) - 1);
   compiler::DelegateRegion& region = b.graph().delegates[static_cast<size_t>(index)];
-  return {name + ".blob", compiler::VulkanBackendCompiler().lower(b.graph(), region).blob};
+  return {name + ".blob", compiler::VulkanBackendCompiler(storage).lower(b.graph(), region).blob};
 }
 
 /// matmul (linear, addmm), elementwise, unary, softmax, layer_norm, copy, reduce.
-Seed dense() {
+Seed dense(uint32_t storage = vulkan::kStorageF32) {
   GraphBuilder b("forward");
   const int x = b.input("x", DType::F32, {3, 16});
   const int h = b.op("tern::linear", {x, seed_constant(b, "w", {8, 16}, 1), seed_constant(b, "b", {8}, 2)},
@@ -40,7 +41,7 @@ Seed dense() {
   const int d = b.op("tern::sub", {a, seed_constant(b, "c", {1, 5}, 7)}, DType::F32, {8, 5});
   b.output(b.op("tern::mean", {d, b.int_list({-1}), b.bool_value(true)}, DType::F32, {8, 1}));
   b.output(h);
-  return blob_of("dense", b);
+  return blob_of(storage == vulkan::kStorageF16 ? "dense_f16" : "dense", b, storage);
 }
 
 /// conv2d (grouped), channel_affine (batch_norm), pad, pool2d (max, avg, adaptive), copy, matmul.
@@ -126,7 +127,8 @@ Seed quantized() {
 }  // namespace
 
 std::vector<Seed> vulkan_blob_seeds() {
-  return {dense(), convnet(), attention(), quantized()};
+  // dense_f16: the dense graph in f16 storage (header storage 1, 2-byte constants).
+  return {dense(), convnet(), attention(), quantized(), dense(vulkan::kStorageF16)};
 }
 
 }  // namespace tern::fuzz

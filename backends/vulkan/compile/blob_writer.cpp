@@ -1,7 +1,10 @@
 #include "backends/vulkan/compile/blob_writer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+
+#include "runtime/kernels/portable/dtype_convert.h"
 
 namespace tern::compiler::vulkan_compile {
 
@@ -16,8 +19,8 @@ int32_t param(int64_t v, const char* what) {
   return static_cast<int32_t>(v);
 }
 
-BlobBuilder::BlobBuilder(const Graph& graph, const DelegateRegion* region)
-    : graph_(graph), region_(region) {
+BlobBuilder::BlobBuilder(const Graph& graph, const DelegateRegion* region, uint32_t storage)
+    : graph_(graph), region_(region), storage_(storage) {
   if (region_ != nullptr) {
     num_args_ = static_cast<uint32_t>(region_->inputs.size() + region_->outputs.size());
   }
@@ -52,11 +55,28 @@ uint32_t BlobBuilder::temp(const std::vector<int64_t>& dims) {
 }
 
 uint32_t BlobBuilder::constant(const std::vector<int64_t>& dims, std::vector<float> data) {
+  if (storage_ == vulkan::kStorageF16) {
+    for (float x : data) {
+      if (std::isfinite(x) && std::fabs(x) > 65504.0f) {
+        throw Unsupported("a constant holds " + std::to_string(x) +
+                          ", beyond f16's range (65504): f16 storage (vulkan:f16) cannot hold "
+                          "it");
+      }
+    }
+  }
   const uint32_t id = add(ValueKind::Constant, ValueType::F32, dims, vulkan::kNoValue);
-  values_[id].data_bytes = 4 * static_cast<uint64_t>(data.size());
+  values_[id].data_bytes = vulkan::storage_element_bytes(storage_) * data.size();
   if (region_ != nullptr) {
-    data_[id].resize(data.size() * 4);
-    std::memcpy(data_[id].data(), data.data(), data_[id].size());
+    data_[id].resize(values_[id].data_bytes);
+    if (storage_ == vulkan::kStorageF16) {
+      // Round to nearest even (every finite value is within f16's range: checked above).
+      for (size_t i = 0; i < data.size(); ++i) {
+        const uint16_t h = portable::float_to_half(data[i]);
+        std::memcpy(data_[id].data() + 2 * i, &h, 2);
+      }
+    } else {
+      std::memcpy(data_[id].data(), data.data(), data_[id].size());
+    }
   }
   return id;
 }
@@ -69,6 +89,10 @@ uint32_t BlobBuilder::find(int id) const {
 uint32_t BlobBuilder::quant_constant(int id, const std::vector<int64_t>& dims, uint64_t bytes,
                                      const std::function<std::vector<uint8_t>()>& make_bytes) {
   if (ids_.count(id) != 0) throw std::logic_error("vulkan compile: quantized weight made twice");
+  if (storage_ != vulkan::kStorageF32) {
+    throw Unsupported("quantized weight: f16 storage (vulkan:f16) takes no quantized weights; "
+                      "they stay on the portable kernels (vulkan:f32 takes them)");
+  }
   const uint32_t v = add(ValueKind::Constant, ValueType::Quant, dims, vulkan::kNoValue);
   values_[v].data_bytes = bytes;
   if (region_ != nullptr) {
@@ -202,7 +226,7 @@ std::vector<uint8_t> BlobBuilder::finish() const {
   h.num_nodes = static_cast<uint32_t>(nodes_.size());
   h.value_record_size = sizeof(BlobValue);
   h.node_record_size = sizeof(BlobNode);
-  h.storage = kStorageF32;
+  h.storage = storage_;
   h.workgroup_size = kWorkgroupSize;
   h.matmul_tile = kMatmulTile;
   const uint64_t tables = sizeof(BlobHeader) + values_.size() * sizeof(BlobValue) +

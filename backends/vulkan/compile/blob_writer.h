@@ -33,8 +33,11 @@ constexpr uint32_t kMatmulTile = 16;
 class BlobBuilder {
  public:
   /// `region` null: a dry run for supports() (tensors read from outside are external inputs,
-  /// every output internal, no constant bytes copied).
-  BlobBuilder(const Graph& graph, const DelegateRegion* region);
+  /// every output internal, no constant bytes copied). `storage`: the blob's storage type
+  /// (vulkan::kStorageF32, or kStorageF16: f32 constants written as f16, quantized weights
+  /// refused as Unsupported).
+  BlobBuilder(const Graph& graph, const DelegateRegion* region,
+              uint32_t storage = vulkan::kStorageF32);
 
   const Graph& graph() const { return graph_; }
   /// The blob value of graph tensor `id` read by a node: f32 (a bool constant too when
@@ -66,6 +69,7 @@ class BlobBuilder {
                uint32_t arg);
   const Graph& graph_;
   const DelegateRegion* region_;
+  uint32_t storage_;
   std::map<int, uint32_t> ids_;
   std::vector<vulkan::BlobValue> values_;
   std::vector<std::vector<uint8_t>> data_;  ///< per value (constants only)

@@ -9,9 +9,10 @@
 
 namespace tern::compiler {
 
-std::string VulkanBackendCompiler::unsupported_reason(const Graph& graph, const Node& node) {
+std::string VulkanBackendCompiler::unsupported_reason(const Graph& graph, const Node& node,
+                                                      uint32_t storage) {
   try {
-    vulkan_compile::BlobBuilder b(graph, nullptr);
+    vulkan_compile::BlobBuilder b(graph, nullptr, storage);
     vulkan_compile::lower_node(b, node);
     return "";
   } catch (const std::exception& e) {
@@ -20,7 +21,7 @@ std::string VulkanBackendCompiler::unsupported_reason(const Graph& graph, const 
 }
 
 bool VulkanBackendCompiler::supports(const Graph& graph, const Node& node) const {
-  return unsupported_reason(graph, node).empty();
+  return unsupported_reason(graph, node, storage_).empty();
 }
 
 bool VulkanBackendCompiler::accepts_region(const Graph& graph,
@@ -33,7 +34,7 @@ bool VulkanBackendCompiler::accepts_region(const Graph& graph,
 
 LoweredRegion VulkanBackendCompiler::lower(const Graph& graph,
                                            const DelegateRegion& region) const {
-  vulkan_compile::BlobBuilder b(graph, &region);
+  vulkan_compile::BlobBuilder b(graph, &region, storage_);
   for (int index : region.nodes) {
     const Node& node = graph.nodes.at(static_cast<size_t>(index));
     try {
@@ -46,7 +47,32 @@ LoweredRegion VulkanBackendCompiler::lower(const Graph& graph,
   }
   LoweredRegion out;
   out.blob = b.finish();
+  if (storage_ == vulkan::kStorageF16) out.compile_specs.push_back({"storage", {'f', '1', '6'}});
   return out;
+}
+
+std::unique_ptr<BackendCompiler> VulkanBackendCompiler::with_options(
+    const std::string& options) const {
+  uint32_t storage = storage_;
+  size_t begin = 0;
+  while (true) {
+    const size_t end = options.find(':', begin);
+    const std::string option = options.substr(begin, end == std::string::npos ? end : end - begin);
+    if (option == "f32") {
+      storage = vulkan::kStorageF32;
+    } else if (option == "f16") {
+      storage = vulkan::kStorageF16;
+    } else {
+      throw std::invalid_argument("vulkan: unknown option '" + option + "' in 'vulkan:" + options +
+                                  "' (options: f32, f16: the storage type of the delegate's "
+                                  "values; f16 needs a device with shaderFloat16 and "
+                                  "storageBuffer16BitAccess)");
+    }
+    if (end == std::string::npos) break;
+    begin = end + 1;
+  }
+  if (storage == storage_) return nullptr;
+  return std::make_unique<VulkanBackendCompiler>(storage);
 }
 
 void register_vulkan_backend_compiler() {

@@ -435,9 +435,11 @@ uint64_t value_numel(const BlobValue& v) {
   return n;
 }
 
-uint64_t value_bytes(const BlobValue& v) {
+uint64_t value_bytes(const BlobValue& v, uint32_t storage) {
   if (v.type == static_cast<uint32_t>(ValueType::Quant)) return v.data_bytes;
-  return value_numel(v) * (v.type == static_cast<uint32_t>(ValueType::I64) ? 8u : 4u);
+  return value_numel(v) * (v.type == static_cast<uint32_t>(ValueType::I64)
+                               ? 8u
+                               : storage_element_bytes(storage));
 }
 
 ValueType node_input_type(uint32_t op, uint32_t slot) {
@@ -478,9 +480,9 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
   TERN_CHECK_OR_RETURN_ERROR(h.version == kBlobVersion, DelegateInvalidCompatibility,
                              "vulkan blob: version %u, this runtime reads version %u", h.version,
                              kBlobVersion);
-  TERN_CHECK_OR_RETURN_ERROR(h.storage == kStorageF32, DelegateInvalidCompatibility,
-                             "vulkan blob: storage type %u, this runtime implements only f32 "
-                             "storage (0)", h.storage);
+  TERN_CHECK_OR_RETURN_ERROR(h.storage <= kLastStorage, DelegateInvalidCompatibility,
+                             "vulkan blob: storage type %u, this runtime implements f32 (0) and "
+                             "f16 (1)", h.storage);
   TERN_CHECK_OR_RETURN_ERROR(h.header_size == sizeof(BlobHeader), InvalidProgram,
                              "vulkan blob: header_size %u, expected %zu", h.header_size,
                              sizeof(BlobHeader));
@@ -555,11 +557,13 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
         (v.type == static_cast<uint32_t>(ValueType::I64) &&
          v.kind != static_cast<uint32_t>(ValueKind::ExternalInput)) ||
         (v.type == static_cast<uint32_t>(ValueType::Quant) &&
-         (v.kind != static_cast<uint32_t>(ValueKind::Constant) || v.rank != 2))) {
+         (v.kind != static_cast<uint32_t>(ValueKind::Constant) || v.rank != 2 ||
+          h.storage != kStorageF32))) {
       err = set_error_message(Error::InvalidProgram,
                               "vulkan blob: value %u (%s, rank %u): type %u, expected 0 (f32), 1 "
                               "(i64) for an external input, or 2 (quantized) for a rank-2 "
-                              "constant", i, kind_name(v.kind), v.rank, v.type);
+                              "constant of an f32-storage blob (storage %u)", i,
+                              kind_name(v.kind), v.rank, v.type, h.storage);
       break;
     }
     if (v.rank > kMaxDims) {
@@ -603,9 +607,10 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
       // A quantized weight's exact size follows its scheme, which the nodes reading it hold
       // (NodeChecker::quant_weight); here only a whole number of words.
       const bool quant = v.type == static_cast<uint32_t>(ValueType::Quant);
+      const uint64_t elem = storage_element_bytes(h.storage);
       const bool size_ok = quant ? v.data_bytes >= 4 && v.data_bytes % 4 == 0 &&
                                        v.data_bytes <= 8 * kMaxElements
-                                 : v.data_bytes == 4 * n;
+                                 : v.data_bytes == elem * n;
       if (!size_ok || v.data_offset % kDataAlignment != 0 ||
           !range_within(v.data_offset, v.data_bytes, h.data_size)) {
         err = set_error_message(Error::InvalidProgram,
@@ -614,7 +619,8 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
                                 i, static_cast<unsigned long long>(v.data_offset),
                                 static_cast<unsigned long long>(v.data_bytes),
                                 quant ? "a positive multiple of 4 (quantized), at most " : "",
-                                static_cast<unsigned long long>(quant ? 8 * kMaxElements : 4 * n),
+                                static_cast<unsigned long long>(quant ? 8 * kMaxElements
+                                                                      : elem * n),
                                 static_cast<unsigned long long>(kDataAlignment),
                                 static_cast<unsigned long long>(h.data_size));
         break;
@@ -677,6 +683,13 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
       }
     }
     if (err != Error::Ok) break;
+    if (h.storage != kStorageF32 && (node.op == static_cast<uint32_t>(NodeOp::QuantLinear) ||
+                                     node.op == static_cast<uint32_t>(NodeOp::QuantEmbedding))) {
+      err = set_error_message(Error::InvalidProgram,
+                              "vulkan blob: node %u (%s) in a blob of storage %u: quantized "
+                              "weights need f32 storage (0)", n, node_op_name(node.op), h.storage);
+      break;
+    }
     if (node.reserved != 0) {
       err = set_error_message(Error::InvalidProgram, "vulkan blob: node %u: reserved %u, expected 0", n, node.reserved);
       break;

@@ -23,8 +23,9 @@ struct BlobPlan {
 /// dims, constant placement, argument indices, node operands, and for each node that its
 /// parameters keep every shader access inside the buffers it binds (the shaders do not bound
 /// check). Errors name the field, the value or node index, what was expected and what was
-/// found: DelegateInvalidCompatibility for another version or storage type; InvalidProgram for
-/// anything malformed; MemoryAllocationFailed when the tables cannot be copied.
+/// found: DelegateInvalidCompatibility for another version or an unknown storage type;
+/// InvalidProgram for anything malformed (quantized weights in an f16-storage blob too);
+/// MemoryAllocationFailed when the tables cannot be copied.
 Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan);
 
 /// Frees what parse_blob allocated; safe on a default plan.
@@ -32,8 +33,9 @@ void free_blob_plan(BlobPlan* plan);
 
 /// Element count of a validated value (1 for rank 0).
 uint64_t value_numel(const BlobValue& v);
-/// Bytes of a validated value (4 or 8 per element; a quantized weight's data_bytes).
-uint64_t value_bytes(const BlobValue& v);
+/// Bytes of a validated value on the device under the blob's `storage` (an f32 value 4 or, with
+/// kStorageF16, 2 per element; i64 8; a quantized weight's data_bytes).
+uint64_t value_bytes(const BlobValue& v, uint32_t storage);
 
 /// The element type input `slot` of a node of `op` must have (f32 unless the op says).
 ValueType node_input_type(uint32_t op, uint32_t slot);

@@ -42,4 +42,14 @@ VulkanObjectCounts vulkan_object_counts();
 /// tell the driver's own allocations from tern's. Null (the default) for none.
 void set_vulkan_driver_call_hooks(void (*enter)(), void (*leave)());
 
+/// Whether the selected device was opened with f16 storage: it reports shaderFloat16 and
+/// storageBuffer16BitAccess and both were enabled (false when the backend is unavailable).
+/// An f16-storage blob (`--backend vulkan:f16`) is refused on a device without them, as
+/// DelegateInvalidCompatibility naming the missing feature (the portable fallback runs).
+bool vulkan_device_has_f16_storage();
+
+/// Tests only: `hide` true makes init treat the device as lacking both f16 features (the
+/// refusal above) without reopening it; false (the default) restores what the device reports.
+void set_vulkan_hide_f16_features(bool hide);
+
 }  // namespace tern

@@ -24,7 +24,8 @@ namespace tern::vulkan {
   X(vkAllocateCommandBuffers) X(vkBeginCommandBuffer) X(vkEndCommandBuffer)                  \
   X(vkCmdBindPipeline) X(vkCmdBindDescriptorSets) X(vkCmdPushConstants) X(vkCmdDispatch)     \
   X(vkCmdPipelineBarrier) X(vkCmdCopyBuffer) X(vkCreateFence) X(vkDestroyFence)              \
-  X(vkResetFences) X(vkWaitForFences) X(vkQueueSubmit) X(vkDeviceWaitIdle)
+  X(vkResetFences) X(vkWaitForFences) X(vkQueueSubmit) X(vkDeviceWaitIdle)                   \
+  X(vkGetPhysicalDeviceFeatures2) X(vkEnumerateDeviceExtensionProperties)
 
 /// The loaded entry points (null until load_instance_functions()).
 struct VulkanApi {

@@ -4,7 +4,9 @@
 // matmul tile, attention's key limit), a descriptor set per node, and records one command
 // buffer: edge copies in, the node dispatches with barriers between, edge copies out. execute()
 // copies the inputs into the staging buffer, re-submits that command buffer, waits on a fence
-// and copies the outputs out: no host or Vulkan allocation.
+// and copies the outputs out: no host or Vulkan allocation. An f16-storage blob holds its f32
+// values as f16 on the device (the shaders' f16 variants); its f32 arguments are converted to
+// and from f16 in those staging copies.
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +23,7 @@
 #include "runtime/core/log.h"
 #include "runtime/core/platform.h"
 #include "runtime/core/tensor_view.h"
+#include "runtime/kernels/portable/dtype_convert.h"
 
 namespace tern {
 namespace vulkan {
@@ -49,7 +52,9 @@ struct External {
   uint32_t arg = 0;
   bool input = false;
   bool i64 = false;
-  uint64_t bytes = 0;
+  bool f16 = false;             ///< an f32 argument held as f16 (an f16-storage blob)
+  uint64_t bytes = 0;           ///< the argument tensor's bytes (f32 or i64)
+  uint64_t staging_bytes = 0;   ///< its bytes on the device and in `staging`
   uint64_t staging_offset = 0;
   uint32_t rank = 0;
   int64_t sizes[kMaxDims] = {};
@@ -180,7 +185,8 @@ Error lay_out(VulkanDelegate* d, uint64_t* weights_bytes, uint64_t* arena_bytes,
   for (uint32_t i = 0; i < nv; ++i) {
     const BlobValue& v = p.values[i];
     uint64_t bytes = 0;
-    TERN_CHECK_OR_RETURN_ERROR(checked_align_up(value_bytes(v), kValueAlignment, &bytes),
+    TERN_CHECK_OR_RETURN_ERROR(checked_align_up(value_bytes(v, p.header.storage), kValueAlignment,
+                                                &bytes),
                                InvalidProgram, "vulkan: value %u too large", i);
     const ValueKind k = static_cast<ValueKind>(v.kind);
     if (k == ValueKind::Constant) {
@@ -197,7 +203,9 @@ Error lay_out(VulkanDelegate* d, uint64_t* weights_bytes, uint64_t* arena_bytes,
     x.arg = v.arg;
     x.input = k == ValueKind::ExternalInput;
     x.i64 = v.type == static_cast<uint32_t>(ValueType::I64);
-    x.bytes = value_bytes(v);
+    x.f16 = !x.i64 && p.header.storage == kStorageF16;
+    x.bytes = value_bytes(v, kStorageF32);
+    x.staging_bytes = value_bytes(v, p.header.storage);
     x.staging_offset = s;
     x.rank = v.rank;
     for (uint32_t r = 0; r < v.rank; ++r) x.sizes[r] = static_cast<int64_t>(v.dims[r]);
@@ -314,7 +322,11 @@ Error create_pipelines(VulkanContext& c, VulkanDelegate* d) {
   for (uint32_t n = 0; n < d->plan.header.num_nodes; ++n) {
     const uint32_t s = static_cast<uint32_t>(d->dispatches[n].shader);
     if (d->pipelines[s] != VK_NULL_HANDLE) continue;
-    const SpirvShader& code = spirv_shader(static_cast<ShaderId>(s));
+    const bool f16 = d->plan.header.storage == kStorageF16;
+    const SpirvShader& code = f16 ? spirv_shader_f16(static_cast<ShaderId>(s))
+                                  : spirv_shader(static_cast<ShaderId>(s));
+    TERN_CHECK_OR_RETURN_ERROR(code.words != nullptr, InvalidProgram,
+                               "vulkan: shader %s has no f16-storage variant", code.name);
     VkShaderModuleCreateInfo mi{};
     mi.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
     mi.codeSize = code.num_words * 4;
@@ -378,7 +390,8 @@ Error create_descriptor_sets(VulkanContext& c, VulkanDelegate* d) {
         const BlobValue& v = d->plan.values[value];
         const bool constant = v.kind == static_cast<uint32_t>(ValueKind::Constant);
         infos[b] = VkDescriptorBufferInfo{constant ? d->weights.buffer : d->arena.buffer,
-                                          d->offsets[value], value_bytes(v)};
+                                          d->offsets[value],
+                                          value_bytes(v, d->plan.header.storage)};
       }
       writes[b] = VkWriteDescriptorSet{};
       writes[b].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
@@ -400,7 +413,7 @@ Error record(VulkanDelegate* d) {
   for (uint32_t e = 0; e < d->num_externals; ++e) {
     const External& x = d->externals[e];
     if (!x.input) continue;
-    VkBufferCopy region{x.staging_offset, d->offsets[x.value], x.bytes};
+    VkBufferCopy region{x.staging_offset, d->offsets[x.value], x.staging_bytes};
     vk().vkCmdCopyBuffer(cb, d->staging.buffer, d->arena.buffer, 1, &region);
   }
   barrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT,
@@ -426,7 +439,7 @@ Error record(VulkanDelegate* d) {
   for (uint32_t e = 0; e < d->num_externals; ++e) {
     const External& x = d->externals[e];
     if (x.input) continue;
-    VkBufferCopy region{d->offsets[x.value], x.staging_offset, x.bytes};
+    VkBufferCopy region{d->offsets[x.value], x.staging_offset, x.staging_bytes};
     vk().vkCmdCopyBuffer(cb, d->arena.buffer, d->staging.buffer, 1, &region);
   }
   barrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
@@ -577,16 +590,19 @@ class VulkanBackend final : public BackendInterface {
       return set_error_message(Error::DelegateInvalidCompatibility, "vulkan: unavailable: %s",
                                c.reason);
     }
+    int spec_storage = -1;  // the compile spec's storage, when given
     for (size_t i = 0; i < specs.size(); ++i) {
       const CompileSpecView& s = specs[i];
       if (s.key != nullptr && std::strcmp(s.key, "storage") == 0) {
         const bool f32 = s.value.size() == 3 && std::memcmp(s.value.data(), "f32", 3) == 0;
-        if (!f32) {
+        const bool f16 = s.value.size() == 3 && std::memcmp(s.value.data(), "f16", 3) == 0;
+        if (!f32 && !f16) {
           return set_error_message(Error::DelegateInvalidCompatibility,
-                                   "vulkan: compile spec storage='%.*s': only f32 storage is "
-                                   "implemented", static_cast<int>(s.value.size()),
+                                   "vulkan: compile spec storage='%.*s': this runtime implements "
+                                   "f32 and f16 storage", static_cast<int>(s.value.size()),
                                    reinterpret_cast<const char*>(s.value.data()));
         }
+        spec_storage = static_cast<int>(f16 ? kStorageF16 : kStorageF32);
       }
     }
     if (reinterpret_cast<uintptr_t>(blob.data()) % 8 != 0) {
@@ -600,6 +616,22 @@ class VulkanBackend final : public BackendInterface {
     VulkanDelegate* d = new (mem) VulkanDelegate();
     Error err = parse_blob(
         Span<const uint8_t>(static_cast<const uint8_t*>(blob.data()), blob.size()), &d->plan);
+    if (err == Error::Ok && spec_storage >= 0 &&
+        static_cast<uint32_t>(spec_storage) != d->plan.header.storage) {
+      err = set_error_message(Error::InvalidProgram,
+                              "vulkan: compile spec storage='%s' but the blob's storage is %u",
+                              spec_storage == static_cast<int>(kStorageF16) ? "f16" : "f32",
+                              d->plan.header.storage);
+    }
+    if (err == Error::Ok && d->plan.header.storage == kStorageF16) {
+      // The executor logs this message (one line) and runs the portable fallback.
+      const char* missing = f16_storage_missing(c);
+      if (missing != nullptr) {
+        err = set_error_message(Error::DelegateInvalidCompatibility,
+                                "vulkan: the blob has f16 storage and device '%s' lacks %s",
+                                c.device_name, missing);
+      }
+    }
     if (err == Error::Ok) err = build(c, d);
     // Everything the blob held is on the device now (or in the plan's copies of its tables).
     d->plan.data = nullptr;
@@ -632,7 +664,14 @@ class VulkanBackend final : public BackendInterface {
       const External& x = d->externals[e];
       TERN_RETURN_IF_ERROR(check_arg(x, args));
       if (x.input) {
-        std::memcpy(staging + x.staging_offset, args[x.arg]->to_tensor().data, x.bytes);
+        const void* src = args[x.arg]->to_tensor().data;
+        if (x.f16) {
+          const float* f = static_cast<const float*>(src);
+          uint16_t* h = reinterpret_cast<uint16_t*>(staging + x.staging_offset);
+          for (uint64_t k = 0; k < x.bytes / 4; ++k) h[k] = portable::float_to_half(f[k]);
+        } else {
+          std::memcpy(staging + x.staging_offset, src, x.bytes);
+        }
       }
     }
     for (uint32_t i = 0; i < d->num_index_checks; ++i) {
@@ -656,7 +695,14 @@ class VulkanBackend final : public BackendInterface {
     for (uint32_t e = 0; e < d->num_externals; ++e) {
       const External& x = d->externals[e];
       if (!x.input) {
-        std::memcpy(args[x.arg]->to_tensor().data, staging + x.staging_offset, x.bytes);
+        void* dst = args[x.arg]->to_tensor().data;
+        if (x.f16) {
+          const uint16_t* h = reinterpret_cast<const uint16_t*>(staging + x.staging_offset);
+          float* f = static_cast<float*>(dst);
+          for (uint64_t k = 0; k < x.bytes / 4; ++k) f[k] = portable::half_to_float(h[k]);
+        } else {
+          std::memcpy(dst, staging + x.staging_offset, x.bytes);
+        }
       }
     }
     if (timed) context.report_part(context.part_sink, "outputs out (staging copies)", t2, monotonic_ns());
@@ -693,5 +739,12 @@ void set_vulkan_driver_call_hooks(void (*enter)(), void (*leave)()) {
   vulkan::g_enter.store(enter);
   vulkan::g_leave.store(leave);
 }
+
+bool vulkan_device_has_f16_storage() {
+  const vulkan::VulkanContext& c = vulkan::vulkan_context();
+  return c.ok && c.shader_float16 && c.storage_buffer_16bit;
+}
+
+void set_vulkan_hide_f16_features(bool hide) { vulkan::set_hide_f16_features(hide); }
 
 }  // namespace tern

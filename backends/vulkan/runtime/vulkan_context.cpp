@@ -2,6 +2,7 @@
 // each unsuitable device skipped with the reason, one compute queue.
 #include "backends/vulkan/runtime/vulkan_context.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +13,20 @@ namespace tern::vulkan {
 namespace {
 
 constexpr uint32_t kMaxDevices = 16;
+
+std::atomic<bool> g_hide_f16{false};
+
+/// Whether device `p` lists extension `name` (at most 256 are looked at).
+bool has_extension(VkPhysicalDevice p, const char* name) {
+  VkExtensionProperties props[256];
+  uint32_t n = 256;
+  const VkResult r = vk().vkEnumerateDeviceExtensionProperties(p, nullptr, &n, props);
+  if (r != VK_SUCCESS && r != VK_INCOMPLETE) return false;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (std::strcmp(props[i].extensionName, name) == 0) return true;
+  }
+  return false;
+}
 
 /// Why device `p` cannot run tern's shaders ("" when it can); its compute queue family.
 void check_device(VkPhysicalDevice p, const VkPhysicalDeviceProperties& props, char* why,
@@ -153,10 +168,45 @@ void open_context(VulkanContext& c) {
   qci.queueFamilyIndex = c.queue_family;
   qci.queueCount = 1;
   qci.pQueuePriorities = &priority;
+  // f16 storage (optional): storageBuffer16BitAccess (VkPhysicalDevice16BitStorageFeatures,
+  // Vulkan 1.1) and shaderFloat16 (VkPhysicalDeviceShaderFloat16Int8Features, Vulkan 1.2 or
+  // VK_KHR_shader_float16_int8), queried through vkGetPhysicalDeviceFeatures2 and enabled when
+  // both are there.
+  const bool v12 = VK_API_VERSION_MAJOR(c.properties.apiVersion) > 1 ||
+                   VK_API_VERSION_MINOR(c.properties.apiVersion) >= 2;
+  const bool f16_ext = !v12 && has_extension(c.physical, "VK_KHR_shader_float16_int8");
+  VkPhysicalDeviceShaderFloat16Int8Features f16{};
+  f16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+  VkPhysicalDevice16BitStorageFeatures s16{};
+  s16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+  s16.pNext = (v12 || f16_ext) ? &f16 : nullptr;
+  VkPhysicalDeviceFeatures2 features{};
+  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  features.pNext = &s16;
+  vk().vkGetPhysicalDeviceFeatures2(c.physical, &features);
+  c.shader_float16 = (v12 || f16_ext) && f16.shaderFloat16 == VK_TRUE;
+  c.storage_buffer_16bit = s16.storageBuffer16BitAccess == VK_TRUE;
+  // Enable only these two (every other member of the chain off).
+  VkPhysicalDeviceShaderFloat16Int8Features f16_on{};
+  f16_on.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+  f16_on.shaderFloat16 = VK_TRUE;
+  VkPhysicalDevice16BitStorageFeatures s16_on{};
+  s16_on.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+  s16_on.storageBuffer16BitAccess = VK_TRUE;
+  const char* extensions[1];
+  uint32_t num_extensions = 0;
+  const bool enable_f16 = c.shader_float16 && c.storage_buffer_16bit;
+  if (enable_f16) {
+    s16_on.pNext = &f16_on;
+    if (f16_ext) extensions[num_extensions++] = "VK_KHR_shader_float16_int8";
+  }
   VkDeviceCreateInfo dci{};
   dci.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+  dci.pNext = enable_f16 ? &s16_on : nullptr;
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
+  dci.enabledExtensionCount = num_extensions;
+  dci.ppEnabledExtensionNames = num_extensions > 0 ? extensions : nullptr;
   r = vk().vkCreateDevice(c.physical, &dci, nullptr, &c.device);
   if (r != VK_SUCCESS) {
     std::snprintf(c.reason, sizeof(c.reason), "vkCreateDevice on '%s' failed: %s",
@@ -186,6 +236,16 @@ VulkanContext& vulkan_context() {
   }();
   return *context;
 }
+
+const char* f16_storage_missing(const VulkanContext& c) {
+  const bool f16 = c.shader_float16 && !g_hide_f16.load();
+  const bool s16 = c.storage_buffer_16bit && !g_hide_f16.load();
+  if (f16 && s16) return nullptr;
+  if (!f16 && !s16) return "shaderFloat16 and storageBuffer16BitAccess";
+  return f16 ? "storageBuffer16BitAccess" : "shaderFloat16";
+}
+
+void set_hide_f16_features(bool hide) { g_hide_f16.store(hide); }
 
 int find_memory_type(const VulkanContext& c, uint32_t type_bits, VkMemoryPropertyFlags required,
                      VkMemoryPropertyFlags preferred) {

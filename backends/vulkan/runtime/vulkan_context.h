@@ -20,11 +20,21 @@ struct VulkanContext {
   uint32_t queue_family = 0;
   VkPhysicalDeviceProperties properties{};
   VkPhysicalDeviceMemoryProperties memory{};
+  /// The f16-storage features, each true when the device reports it (then it was enabled).
+  bool shader_float16 = false;
+  bool storage_buffer_16bit = false;
   std::mutex queue_mutex;  ///< held around vkQueueSubmit + the wait
 };
 
 /// The context, opened on first call (thread-safe). Check `ok` (and `reason`).
 VulkanContext& vulkan_context();
+
+/// Null when `c` can run f16-storage blobs; else the missing feature(s), e.g.
+/// "shaderFloat16 and storageBuffer16BitAccess" (static text).
+const char* f16_storage_missing(const VulkanContext& c);
+
+/// Tests only: make f16_storage_missing() report both features missing.
+void set_hide_f16_features(bool hide);
 
 /// A memory type index with `required` flags (and `preferred` ones when there is such a type)
 /// among `type_bits`, or -1.

@@ -9,11 +9,11 @@
 
 layout(constant_id = 2) const uint MAX_S = 2048;
 
-layout(std430, binding = 0) writeonly buffer Out { float o[]; };
-layout(std430, binding = 1) readonly buffer In0 { float q[]; };
-layout(std430, binding = 2) readonly buffer In1 { float k[]; };
-layout(std430, binding = 3) readonly buffer In2 { float v[]; };
-layout(std430, binding = 4) readonly buffer In3 { float mask[]; };
+layout(std430, binding = 0) writeonly buffer Out { STORE_T o[]; };
+layout(std430, binding = 1) readonly buffer In0 { STORE_T q[]; };
+layout(std430, binding = 2) readonly buffer In1 { STORE_T k[]; };
+layout(std430, binding = 3) readonly buffer In2 { STORE_T v[]; };
+layout(std430, binding = 4) readonly buffer In3 { STORE_T mask[]; };
 
 shared float sc[MAX_S];
 shared float red[WG];
@@ -32,10 +32,10 @@ void main() {
     if (pc.p[5] == 0 || s <= l) {
       uint kb = z * uint(pc.p[8]) + s * E;
       float d = 0.0;
-      for (uint e = 0; e < E; ++e) d += q[qb + e] * k[kb + e];
+      for (uint e = 0; e < E; ++e) d += float(q[qb + e]) * float(k[kb + e]);
       a = d * pc.f[0];
       if (pc.p[6] != 0) {
-        a += mask[z * uint(pc.p[10]) + l * uint(pc.p[11]) + s * uint(pc.p[12])];
+        a += float(mask[z * uint(pc.p[10]) + l * uint(pc.p[11]) + s * uint(pc.p[12])]);
       }
     }
     sc[s] = a;
@@ -68,8 +68,8 @@ void main() {
     float acc = 0.0;
     for (uint s = 0; s < S; ++s) {
       float p = sc[s];
-      if (p != 0.0) acc += p * v[vb + s * Ev + e];
+      if (p != 0.0) acc += p * float(v[vb + s * Ev + e]);
     }
-    o[ob + e] = acc * inv;
+    o[ob + e] = STORE_T(acc * inv);
   }
 }

@@ -8,13 +8,13 @@
 // [16] has bias, [17] clamp after (fparams lo, hi).
 #include "common.glsl"
 
-layout(std430, binding = 0) writeonly buffer Out { float y[]; };
-layout(std430, binding = 1) readonly buffer In0 { float x[]; };
-layout(std430, binding = 2) readonly buffer In1 { float w[]; };
-layout(std430, binding = 3) readonly buffer In2 { float bias[]; };
+layout(std430, binding = 0) writeonly buffer Out { STORE_T y[]; };
+layout(std430, binding = 1) readonly buffer In0 { STORE_T x[]; };
+layout(std430, binding = 2) readonly buffer In1 { STORE_T w[]; };
+layout(std430, binding = 3) readonly buffer In2 { STORE_T bias[]; };
 
 float finish(float acc, int o) {
-  if (pc.p[16] != 0) acc += bias[o];
+  if (pc.p[16] != 0) acc += float(bias[o]);
   if (pc.p[17] != 0) acc = min(max(acc, pc.f[0]), pc.f[1]);
   return acc;
 }
@@ -53,9 +53,10 @@ void main() {
         uint xrow = xbase + uint((iy0 + ky * dh) * W + ix0);
         uint wrow = wbase + uint(ky * KW);
         for (int kx = kx0; kx < kx1; ++kx) {
-          float v = x[xrow + uint(kx * dw)];
+          float v = float(x[xrow + uint(kx * dw)]);
           uint wi = wrow + uint(kx);
-          acc += v * vec4(w[wi], w[wi + wstride], w[wi + 2u * wstride], w[wi + 3u * wstride]);
+          acc += v * vec4(float(w[wi]), float(w[wi + wstride]), float(w[wi + 2u * wstride]),
+                          float(w[wi + 3u * wstride]));
         }
       }
       xbase += plane;
@@ -63,10 +64,10 @@ void main() {
     }
     uint obase = uint(((n * O + o) * OH + oy) * OW + ox);
     uint ostride = uint(OH * OW);
-    y[obase] = finish(acc.x, o);
-    y[obase + ostride] = finish(acc.y, o + 1);
-    y[obase + 2u * ostride] = finish(acc.z, o + 2);
-    y[obase + 3u * ostride] = finish(acc.w, o + 3);
+    y[obase] = STORE_T(finish(acc.x, o));
+    y[obase + ostride] = STORE_T(finish(acc.y, o + 1));
+    y[obase + 2u * ostride] = STORE_T(finish(acc.z, o + 2));
+    y[obase + 3u * ostride] = STORE_T(finish(acc.w, o + 3));
   } else {
     float acc = 0.0;
     uint wbase = uint(o * cg) * khw;
@@ -74,11 +75,13 @@ void main() {
       for (int ky = ky0; ky < ky1; ++ky) {
         uint xrow = xbase + uint((iy0 + ky * dh) * W + ix0);
         uint wrow = wbase + uint(ky * KW);
-        for (int kx = kx0; kx < kx1; ++kx) acc += x[xrow + uint(kx * dw)] * w[wrow + uint(kx)];
+        for (int kx = kx0; kx < kx1; ++kx) {
+          acc += float(x[xrow + uint(kx * dw)]) * float(w[wrow + uint(kx)]);
+        }
       }
       xbase += plane;
       wbase += khw;
     }
-    y[uint(((n * O + o) * OH + oy) * OW + ox)] = finish(acc, o);
+    y[uint(((n * O + o) * OH + oy) * OW + ox)] = STORE_T(finish(acc, o));
   }
 }

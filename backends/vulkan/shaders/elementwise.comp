@@ -4,10 +4,10 @@
 // [14..19] b strides, [20..25] c strides (elements; 0 where broadcast); fparams[0] alpha.
 #include "common.glsl"
 
-layout(std430, binding = 0) writeonly buffer Out { float y[]; };
-layout(std430, binding = 1) readonly buffer In0 { float a[]; };
-layout(std430, binding = 2) readonly buffer In1 { float b[]; };
-layout(std430, binding = 3) readonly buffer In2 { float c[]; };
+layout(std430, binding = 0) writeonly buffer Out { STORE_T y[]; };
+layout(std430, binding = 1) readonly buffer In0 { STORE_T a[]; };
+layout(std430, binding = 2) readonly buffer In1 { STORE_T b[]; };
+layout(std430, binding = 3) readonly buffer In2 { STORE_T c[]; };
 
 void main() {
   uint i = flat_index();
@@ -23,15 +23,15 @@ void main() {
     ib += k * uint(pc.p[14 + d]);
     ic += k * uint(pc.p[20 + d]);
   }
-  float va = a[ia];
-  float vb = pc.p[1] != 0 ? b[ib] : pc.f[1];
+  float va = float(a[ia]);
+  float vb = pc.p[1] != 0 ? float(b[ib]) : pc.f[1];
   float r;
   switch (pc.p[0]) {
     case 0: r = va + pc.f[0] * vb; break;
     case 1: r = va - pc.f[0] * vb; break;
     case 2: r = va * vb; break;
     case 3: r = va / vb; break;
-    default: r = c[ic] != 0.0 ? va : vb; break;
+    default: r = float(c[ic]) != 0.0 ? va : vb; break;
   }
-  y[i] = r;
+  y[i] = STORE_T(r);
 }

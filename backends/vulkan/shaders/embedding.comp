@@ -5,8 +5,8 @@
 // guard against an out-of-bounds read). params: [0] V, [1] D, [2] count.
 #include "common.glsl"
 
-layout(std430, binding = 0) writeonly buffer Out { float y[]; };
-layout(std430, binding = 1) readonly buffer In0 { float w[]; };
+layout(std430, binding = 0) writeonly buffer Out { STORE_T y[]; };
+layout(std430, binding = 1) readonly buffer In0 { STORE_T w[]; };
 layout(std430, binding = 2) readonly buffer In1 { int idx[]; };
 
 void main() {
@@ -16,8 +16,8 @@ void main() {
   uint r = i / D, d = i % D;
   int lo = idx[2 * r], hi = idx[2 * r + 1];
   if (hi != 0 || lo < 0 || uint(lo) >= V) {
-    y[i] = 0.0 / 0.0;
+    y[i] = STORE_T(0.0 / 0.0);
     return;
   }
-  y[i] = w[uint(lo) * D + d];
+  y[i] = STORE_T(float(w[uint(lo) * D + d]));
 }

@@ -4,10 +4,10 @@
 // [3] has bias; fparams[0] eps.
 #include "common.glsl"
 
-layout(std430, binding = 0) writeonly buffer Out { float y[]; };
-layout(std430, binding = 1) readonly buffer In0 { float x[]; };
-layout(std430, binding = 2) readonly buffer In1 { float w[]; };
-layout(std430, binding = 3) readonly buffer In2 { float bias[]; };
+layout(std430, binding = 0) writeonly buffer Out { STORE_T y[]; };
+layout(std430, binding = 1) readonly buffer In0 { STORE_T x[]; };
+layout(std430, binding = 2) readonly buffer In1 { STORE_T w[]; };
+layout(std430, binding = 3) readonly buffer In2 { STORE_T bias[]; };
 
 shared float red[WG];
 
@@ -30,18 +30,18 @@ void main() {
   uint base = row * n;
   uint t = gl_LocalInvocationID.x;
   float s = 0.0;
-  for (uint j = t; j < n; j += WG) s += x[base + j];
+  for (uint j = t; j < n; j += WG) s += float(x[base + j]);
   float mean = reduce_sum(s, t) / float(n);
   float v = 0.0;
   for (uint j = t; j < n; j += WG) {
-    float d = x[base + j] - mean;
+    float d = float(x[base + j]) - mean;
     v += d * d;
   }
   float rstd = inversesqrt(reduce_sum(v, t) / float(n) + pc.f[0]);
   for (uint j = t; j < n; j += WG) {
-    float r = (x[base + j] - mean) * rstd;
-    if (pc.p[2] != 0) r *= w[j];
-    if (pc.p[3] != 0) r += bias[j];
-    y[base + j] = r;
+    float r = (float(x[base + j]) - mean) * rstd;
+    if (pc.p[2] != 0) r *= float(w[j]);
+    if (pc.p[3] != 0) r += float(bias[j]);
+    y[base + j] = STORE_T(r);
   }
 }

@@ -8,6 +8,7 @@
 // row stride, [10] bias column stride; fparams alpha, beta. Dispatch (ceil(N / BLOCK),
 // ceil(M / BLOCK), batch).
 #extension GL_EXT_control_flow_attributes : enable
+#include "storage.glsl"
 
 layout(constant_id = 1) const uint TILE = 16;
 layout(local_size_x_id = 1, local_size_y_id = 1) in;
@@ -18,10 +19,10 @@ layout(push_constant) uniform Params {
   float f[4];
 } pc;
 
-layout(std430, binding = 0) writeonly buffer Out { float c[]; };
-layout(std430, binding = 1) readonly buffer In0 { float a[]; };
-layout(std430, binding = 2) readonly buffer In1 { float b[]; };
-layout(std430, binding = 3) readonly buffer In2 { float bias[]; };
+layout(std430, binding = 0) writeonly buffer Out { STORE_T c[]; };
+layout(std430, binding = 1) readonly buffer In0 { STORE_T a[]; };
+layout(std430, binding = 2) readonly buffer In1 { STORE_T b[]; };
+layout(std430, binding = 3) readonly buffer In2 { STORE_T bias[]; };
 
 shared float As[BLOCK * TILE];  // [row][k]
 shared float Bs[TILE * BLOCK];  // [k][col]
@@ -47,15 +48,15 @@ void main() {
       uint e = tid + j * TILE * TILE;
       uint r = e / TILE, kk = e % TILE;
       uint row = row0 + r, ak = k0 + kk;
-      As[r * TILE + kk] = (row < M && ak < K) ? a[abase + row * K + ak] : 0.0;
+      As[r * TILE + kk] = (row < M && ak < K) ? float(a[abase + row * K + ak]) : 0.0;
       float bv = 0.0;
       if (bt) {
         uint col = col0 + r;  // r: the column within the block, kk: k
-        if (col < N && ak < K) bv = b[bbase + col * K + ak];
+        if (col < N && ak < K) bv = float(b[bbase + col * K + ak]);
         Bs[kk * BLOCK + r] = bv;
       } else {
         uint bk = k0 + e / BLOCK, col = col0 + e % BLOCK;
-        if (col < N && bk < K) bv = b[bbase + bk * N + col];
+        if (col < N && bk < K) bv = float(b[bbase + bk * N + col]);
         Bs[e] = bv;
       }
     }
@@ -77,9 +78,9 @@ void main() {
       if (row < M && col < N) {
         float r = pc.f[0] * acc[i][j];
         if (pc.p[7] != 0) {
-          r += pc.f[1] * bias[z * uint(pc.p[8]) + row * uint(pc.p[9]) + col * uint(pc.p[10])];
+          r += pc.f[1] * float(bias[z * uint(pc.p[8]) + row * uint(pc.p[9]) + col * uint(pc.p[10])]);
         }
-        c[(z * M + row) * N + col] = r;
+        c[(z * M + row) * N + col] = STORE_T(r);
       }
     }
   }

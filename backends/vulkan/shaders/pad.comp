@@ -6,8 +6,8 @@
 // [13..18] padding before each dim (negative: cropped); fparams: [0] the fill value.
 #include "common.glsl"
 
-layout(std430, binding = 0) buffer Out { float y[]; };
-layout(std430, binding = 1) readonly buffer In0 { float x[]; };
+layout(std430, binding = 0) buffer Out { STORE_T y[]; };
+layout(std430, binding = 1) readonly buffer In0 { STORE_T x[]; };
 
 void main() {
   uint i = flat_index();
@@ -33,6 +33,6 @@ void main() {
     stride *= size;
   }
   // No read outside x, even a speculated one: a fill element reads x[0] and discards it.
-  float v = x[inside ? src : 0];
-  y[i] = inside ? v : pc.f[0];
+  float v = float(x[inside ? src : 0]);
+  y[i] = STORE_T(inside ? v : pc.f[0]);
 }

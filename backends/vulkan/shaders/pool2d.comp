@@ -5,8 +5,8 @@
 // count_include_pad, [15] divisor override (0: none).
 #include "common.glsl"
 
-layout(std430, binding = 0) writeonly buffer Out { float y[]; };
-layout(std430, binding = 1) readonly buffer In0 { float x[]; };
+layout(std430, binding = 0) writeonly buffer Out { STORE_T y[]; };
+layout(std430, binding = 1) readonly buffer In0 { STORE_T x[]; };
 
 void main() {
   uint i = flat_index();
@@ -21,8 +21,8 @@ void main() {
     int x0 = (ox * W) / OW, x1 = ((ox + 1) * W + OW - 1) / OW;
     float s = 0.0;
     for (int yy = y0; yy < y1; ++yy)
-      for (int xx = x0; xx < x1; ++xx) s += x[base + uint(yy * W + xx)];
-    y[i] = s / float((y1 - y0) * (x1 - x0));
+      for (int xx = x0; xx < x1; ++xx) s += float(x[base + uint(yy * W + xx)]);
+    y[i] = STORE_T(s / float((y1 - y0) * (x1 - x0)));
     return;
   }
   int ys = oy * pc.p[7] - pc.p[9], xs = ox * pc.p[8] - pc.p[10];
@@ -35,12 +35,12 @@ void main() {
       for (int kx = 0; kx < pc.p[6]; ++kx) {
         int xx = xs + kx * pc.p[12];
         if (xx < 0 || xx >= W) continue;
-        float v = x[base + uint(yy * W + xx)];
+        float v = float(x[base + uint(yy * W + xx)]);
         if (isnan(v)) nan_seen = true;
         m = max(m, v);
       }
     }
-    y[i] = nan_seen ? (0.0 / 0.0) : m;
+    y[i] = STORE_T(nan_seen ? (0.0 / 0.0) : m);
     return;
   }
   // Average (ATen's rules): the window clipped to the padded input gives the divisor with
@@ -50,7 +50,7 @@ void main() {
   int y0 = max(ys, 0), x0 = max(xs, 0), y1 = min(ye, H), x1 = min(xe, W);
   float s = 0.0;
   for (int yy = y0; yy < y1; ++yy)
-    for (int xx = x0; xx < x1; ++xx) s += x[base + uint(yy * W + xx)];
+    for (int xx = x0; xx < x1; ++xx) s += float(x[base + uint(yy * W + xx)]);
   int div = pc.p[15] != 0 ? pc.p[15] : (pc.p[14] != 0 ? pool : (y1 - y0) * (x1 - x0));
-  y[i] = s / float(div);
+  y[i] = STORE_T(s / float(div));
 }

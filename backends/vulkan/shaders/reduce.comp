@@ -4,8 +4,8 @@
 // unused, [14..19] reduced dims, [20..25] their input strides; fparams[0] scale.
 #include "common.glsl"
 
-layout(std430, binding = 0) writeonly buffer Out { float y[]; };
-layout(std430, binding = 1) readonly buffer In0 { float x[]; };
+layout(std430, binding = 0) writeonly buffer Out { STORE_T y[]; };
+layout(std430, binding = 1) readonly buffer In0 { STORE_T x[]; };
 
 void main() {
   uint i = flat_index();
@@ -29,7 +29,7 @@ void main() {
       off += (jr % dim) * uint(pc.p[20 + d]);
       jr /= dim;
     }
-    s += x[off];
+    s += float(x[off]);
   }
-  y[i] = s * pc.f[0];
+  y[i] = STORE_T(s * pc.f[0]);
 }

@@ -4,8 +4,8 @@
 // Dispatch: outer * inner workgroups (folded into 2-D).
 #include "common.glsl"
 
-layout(std430, binding = 0) writeonly buffer Out { float y[]; };
-layout(std430, binding = 1) readonly buffer In0 { float x[]; };
+layout(std430, binding = 0) writeonly buffer Out { STORE_T y[]; };
+layout(std430, binding = 1) readonly buffer In0 { STORE_T x[]; };
 
 shared float red[WG];
 
@@ -16,7 +16,7 @@ void main() {
   uint base = (row / inner) * n * inner + row % inner;
   uint t = gl_LocalInvocationID.x;
   float m = -1.0 / 0.0;
-  for (uint j = t; j < n; j += WG) m = max(m, x[base + j * inner]);
+  for (uint j = t; j < n; j += WG) m = max(m, float(x[base + j * inner]));
   red[t] = m;
   barrier();
   for (uint s = WG / 2; s > 0; s >>= 1) {
@@ -26,7 +26,7 @@ void main() {
   m = red[0];
   barrier();
   float sum = 0.0;
-  for (uint j = t; j < n; j += WG) sum += exp(x[base + j * inner] - m);
+  for (uint j = t; j < n; j += WG) sum += exp(float(x[base + j * inner]) - m);
   red[t] = sum;
   barrier();
   for (uint s = WG / 2; s > 0; s >>= 1) {
@@ -34,5 +34,5 @@ void main() {
     barrier();
   }
   float inv = 1.0 / red[0];
-  for (uint j = t; j < n; j += WG) y[base + j * inner] = exp(x[base + j * inner] - m) * inv;
+  for (uint j = t; j < n; j += WG) y[base + j * inner] = STORE_T(exp(float(x[base + j * inner]) - m) * inv);
 }

@@ -38,4 +38,8 @@ struct SpirvShader {
 /// The embedded shader `id` (id < ShaderId::kCount).
 const SpirvShader& spirv_shader(ShaderId id);
 
+/// The f16-storage variant of shader `id` (compiled with -DSTORAGE_F16: float16_t buffers, f32
+/// arithmetic); `words` null for the shaders that have none (the quantized ones).
+const SpirvShader& spirv_shader_f16(ShaderId id);
+
 }  // namespace tern::vulkan

@@ -5,8 +5,8 @@
 // [20] dst offset (elements).
 #include "common.glsl"
 
-layout(std430, binding = 0) buffer Out { float y[]; };
-layout(std430, binding = 1) readonly buffer In0 { float x[]; };
+layout(std430, binding = 0) buffer Out { STORE_T y[]; };
+layout(std430, binding = 1) readonly buffer In0 { STORE_T x[]; };
 
 void main() {
   uint i = flat_index();
@@ -21,5 +21,5 @@ void main() {
     src += k * uint(pc.p[7 + d]);
     dst += k * uint(pc.p[13 + d]);
   }
-  y[dst] = x[src];
+  y[dst] = STORE_T(float(x[src]));
 }

@@ -3,8 +3,8 @@
 // fparams lo, hi (clamp), the exponent (pow) or the negative slope (leaky_relu).
 #include "common.glsl"
 
-layout(std430, binding = 0) writeonly buffer Out { float y[]; };
-layout(std430, binding = 1) readonly buffer In0 { float x[]; };
+layout(std430, binding = 0) writeonly buffer Out { STORE_T y[]; };
+layout(std430, binding = 1) readonly buffer In0 { STORE_T x[]; };
 
 // 1 + erf(v) with |error| < 2e-7 relative, after fdlibm's s_erf.c rational approximations
 // (in f32): for v < 0 it is erfc(-v), computed directly so the GELU tail does not cancel.
@@ -86,7 +86,7 @@ float sigmoid(float v) { return 1.0 / (1.0 + exp(-v)); }
 void main() {
   uint i = flat_index();
   if (i >= uint(pc.p[1])) return;
-  float v = x[i];
+  float v = float(x[i]);
   float r;
   switch (pc.p[0]) {
     case 0: r = min(max(v, pc.f[0]), pc.f[1]); if (isnan(v)) r = v; break;
@@ -115,5 +115,5 @@ void main() {
     case 19: r = ceil(v); break;
     default: r = roundEven(v); break;
   }
-  y[i] = r;
+  y[i] = STORE_T(r);
 }

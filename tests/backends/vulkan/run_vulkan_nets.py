@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""run_vulkan_nets.py [NAME...] [--skip NAME...]: whole models on the vulkan backend.
+"""run_vulkan_nets.py [--f16] [NAME...] [--skip NAME...]: whole models on the vulkan backend.
 
 Each model (random weights, seed 0; small inputs so lavapipe, a CPU-emulated Vulkan device,
 keeps CI time sane) is exported with tern_export, compiled twice with the `tern` command (the
@@ -15,6 +15,10 @@ Graphs and programs go under /dev/shm when it has room (else $TERN_TEST_TMPDIR o
 temporary directory) and are deleted after each model. Closing line "N passed, M failed";
 exit 1 on a failure, 77 (ctest: skipped) without torch/torchvision or when every model asked
 for was skipped (the transformers ones without `transformers`).
+
+With --f16 the models are compiled with `--backend vulkan:f16` (f16 storage, f32 arithmetic)
+and judged by f16's measures instead: NMSE vs PyTorch <= F16_NMSE and the same top-1 (argmax
+over the last dim) in every row as PyTorch (F16_TOP1: the fraction of rows required).
 
   TERN=build-vk/tern VK_ICD_FILENAMES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json \\
       python3 tests/backends/vulkan/run_vulkan_nets.py
@@ -52,6 +56,11 @@ TOLERANCE = 1e-4
 # output, too close to 1e-4 for a device that sums in another order. The other CNNs of the
 # zoo exercise the same ops under 1e-4.
 LOOSER_TOLERANCE = {"inception_v3": 1e-3, "wide_resnet50_2": 1e-3, "resnext50_32x4d": 1e-3}
+# --f16: every activation and weight rounded to binary16 (relative 2^-11 each), through ~20
+# (resnet18) or ~10 (the encoder layer) layers: NMSE ~1e-6 measured on lavapipe; bound 1e-4.
+F16_NMSE = 1e-4
+F16_TOP1 = 1.0
+F16 = False
 
 
 def _vision(name):
@@ -133,6 +142,26 @@ def _run(tern, pte, input_paths, out_dir):
     return outputs, len(re.findall(r"delegate call \d+: portable fallback", r.stdout)), seconds
 
 
+def _nmse(got, ref):
+    num = sum(float(np.sum((g.astype(np.float64) - r.astype(np.float64)) ** 2))
+              for g, r in zip(got, ref))
+    den = sum(float(np.sum(r.astype(np.float64) ** 2)) for r in ref)
+    return num / den if den else 0.0
+
+
+def _top1(got, ref):
+    """The fraction of rows (the last dim's vectors, over every output) whose argmax agree."""
+    same = total = 0
+    for g, r in zip(got, ref):
+        if r.ndim == 0 or r.shape[-1] < 2:
+            continue
+        a = np.argmax(g.reshape(-1, r.shape[-1]), axis=1)
+        b = np.argmax(r.reshape(-1, r.shape[-1]), axis=1)
+        same += int(np.sum(a == b))
+        total += a.size
+    return same / total if total else 1.0
+
+
 def check(name, tern, work):
     factory, max_delegates = MODELS[name]
     torch.manual_seed(0)
@@ -144,7 +173,7 @@ def check(name, tern, work):
     outputs, paths = {}, {}
     for backend in ("portable", "vulkan"):
         pte = os.path.join(work, "%s_%s.pte" % (name, backend))
-        run_compile(graph, pte, tern, (backend,))
+        run_compile(graph, pte, tern, ("vulkan:f16" if F16 and backend == "vulkan" else backend,))
         if backend == "vulkan":
             inspect = subprocess.run([tern, "inspect", pte], stdout=subprocess.PIPE,
                                      universal_newlines=True, check=True).stdout
@@ -160,6 +189,19 @@ def check(name, tern, work):
     err, scale = _compare(got, ref)
     perr, _ = _compare(got, portable)
     tolerance = LOOSER_TOLERANCE.get(name, TOLERANCE)
+    if F16:
+        nmse, top1 = _nmse(got, ref), _top1(got, ref)
+        ok = (nmse <= F16_NMSE and top1 >= F16_TOP1 and
+              1 <= vulkan_delegates <= max_delegates and fallbacks == 0)
+        print("%s [vulkan:f16]: %d vulkan delegate(s), %d fallback call(s), NMSE vs PyTorch (%s) "
+              "%.3g (bound %g), top-1 agreement %.4f (bound %g), max abs err rel %.3g, "
+              "NMSE vs portable %.3g, tern run %.2f s: %s" % (
+                  name, vulkan_delegates, fallbacks, ref_dtype, nmse, F16_NMSE, top1, F16_TOP1,
+                  err / scale if scale else 0.0, _nmse(got, portable), run_s,
+                  "PASS" if ok else "FAIL"))
+        if not ok:
+            print(inspect)
+        return ok
     ok = (err <= tolerance * scale and 1 <= vulkan_delegates <= max_delegates and fallbacks == 0)
     print("%s: %d vulkan delegate(s) (at most %d), %d fallback call(s), max abs err vs PyTorch "
           "(%s) %.3g (max |ref| %.3g, rel %.3g, bound %g), vs portable %.3g, tern run %.2f s: %s" % (
@@ -196,7 +238,11 @@ def _save_inputs(inputs, work):
 
 
 def main():
+    global F16
     args = sys.argv[1:]
+    if "--f16" in args:
+        F16 = True
+        args.remove("--f16")
     skip = args[args.index("--skip") + 1:] if "--skip" in args else []
     names = args[:args.index("--skip")] if "--skip" in args else args
     names = [n for n in (names or list(MODELS)) if n not in skip]

@@ -1,7 +1,8 @@
 // The vulkan blob as untrusted input: a lowered blob parses back to what was written; every
 // corrupt field is refused with a message naming it (never a crash); every single-byte flip of
 // a real blob is refused or harmless (the reader keeps every shader access inside its buffers);
-// a blob the device cannot run (another version, f16 storage) falls back.
+// a blob the device cannot run (another version, f16 storage on a device without its
+// features) falls back; f16-storage blobs hold f16 constants and no quantized weights.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -12,6 +13,7 @@
 #include "backends/vulkan/compile/register_vulkan_backend_compiler.h"
 #include "backends/vulkan/runtime/blob_reader.h"
 #include "tests/backends/vulkan/vulkan_test_util.h"
+#include "runtime/kernels/portable/dtype_convert.h"
 #include "tools/compiler/partitioner.h"
 #include "tools/compiler/quantize.h"
 
@@ -23,7 +25,7 @@ using vulkan::BlobNode;
 using vulkan::BlobValue;
 
 /// linear -> gelu -> layer_norm -> conv-free tail: a blob with constants, internals and edges.
-compiler::Graph small_graph() {
+compiler::Graph small_graph(uint32_t storage = vulkan::kStorageF32) {
   GraphBuilder b;
   const int x = b.input("x", DType::F32, {3, 16});
   const int w = b.constant_f32("w", {8, 16}, random_floats(128, 1));
@@ -33,7 +35,7 @@ compiler::Graph small_graph() {
   const int t = b.op("tern::transpose", {g, b.int_value(0), b.int_value(1)}, DType::F32, {8, 3});
   b.output(b.op("tern::softmax", {t, b.int_value(-1)}, DType::F32, {8, 3}));
   b.output(h);
-  delegate_vulkan(b, 0, 3);
+  delegate_vulkan(b, 0, 3, storage);
   return b.build();
 }
 
@@ -96,10 +98,14 @@ TEST(VulkanBlob, CorruptFieldsAreRefusedWithTheirName) {
       {patched<char>(blob, 0, 'X'), Error::InvalidProgram, "magic"},
       {patched<uint32_t>(blob, 4, 1), Error::DelegateInvalidCompatibility, "version 1"},
       {patched<uint32_t>(blob, 4, 2), Error::DelegateInvalidCompatibility,
-       "version 2, this runtime reads version 3"},
-      {patched<uint32_t>(blob, 4, 4), Error::DelegateInvalidCompatibility, "version 4"},
-      {patched<uint32_t>(blob, offsetof(BlobHeader, storage), 1),
-       Error::DelegateInvalidCompatibility, "only f32"},
+       "version 2, this runtime reads version 4"},
+      {patched<uint32_t>(blob, 4, 3), Error::DelegateInvalidCompatibility, "version 3"},
+      {patched<uint32_t>(blob, 4, 5), Error::DelegateInvalidCompatibility, "version 5"},
+      {patched<uint32_t>(blob, offsetof(BlobHeader, storage), 2),
+       Error::DelegateInvalidCompatibility, "storage type 2"},
+      // An f32 blob read as f16: its constants hold 4 bytes per element, not 2 (w: 8 x 16).
+      {patched<uint32_t>(blob, offsetof(BlobHeader, storage), 1), Error::InvalidProgram,
+       "expected 256 bytes"},
       {patched<uint32_t>(blob, offsetof(BlobHeader, workgroup_size), 2048), Error::InvalidProgram,
        "workgroup_size 2048"},
       {patched<uint32_t>(blob, offsetof(BlobHeader, matmul_tile), 64), Error::InvalidProgram,
@@ -312,15 +318,170 @@ TEST(VulkanBlob, IncompatibleBlobsAndSpecsFallBack) {
   }
   {
     AlignedBlob a(g.delegates.at(0).blob);
+    const uint8_t bf16[] = {'b', 'f', '1', '6'};
+    const CompileSpecView spec{"storage", Span<const uint8_t>(bf16, 4)};
+    EXPECT_EQ(be.init(ctx, a.buffer(), Span<const CompileSpecView>(&spec, 1)).error(),
+              Error::DelegateInvalidCompatibility);
+    EXPECT_NE(std::string(last_error_message()).find("implements f32 and f16"), std::string::npos)
+        << last_error_message();
+  }
+  {
+    // The spec and the blob disagree: malformed.
+    AlignedBlob a(g.delegates.at(0).blob);
     const uint8_t f16[] = {'f', '1', '6'};
     const CompileSpecView spec{"storage", Span<const uint8_t>(f16, 3)};
     EXPECT_EQ(be.init(ctx, a.buffer(), Span<const CompileSpecView>(&spec, 1)).error(),
-              Error::DelegateInvalidCompatibility);
-    EXPECT_NE(std::string(last_error_message()).find("only f32 storage"), std::string::npos);
+              Error::InvalidProgram);
+    EXPECT_NE(std::string(last_error_message()).find("blob's storage is 0"), std::string::npos)
+        << last_error_message();
   }
   {
     AlignedBlob a(patched<uint32_t>(g.delegates.at(0).blob, 0, 0));
     EXPECT_EQ(be.init(ctx, a.buffer(), {}).error(), Error::InvalidProgram);
+  }
+}
+
+// f16 storage: header storage 1, version 4, constants as f16 (2 bytes per element, rounded
+// to nearest even from the graph's f32), the compile spec storage=f16.
+TEST(VulkanBlob, F16StorageRoundTrip) {
+  const compiler::Graph g = small_graph(vulkan::kStorageF16);
+  const compiler::DelegateRegion& region = g.delegates.at(0);
+  ASSERT_EQ(region.compile_specs.size(), 1u);
+  EXPECT_EQ(region.compile_specs[0].first, "storage");
+  EXPECT_EQ(std::string(region.compile_specs[0].second.begin(), region.compile_specs[0].second.end()),
+            "f16");
+  AlignedBlob a(region.blob);
+  vulkan::BlobPlan plan;
+  ASSERT_EQ(vulkan::parse_blob(Span<const uint8_t>(a.data(), region.blob.size()), &plan), Error::Ok)
+      << last_error_message();
+  EXPECT_EQ(plan.header.version, 4u);
+  EXPECT_EQ(plan.header.storage, vulkan::kStorageF16);
+  const BlobValue& wv = plan.values[plan.nodes[0].inputs[1]];
+  ASSERT_EQ(wv.kind, static_cast<uint32_t>(vulkan::ValueKind::Constant));
+  ASSERT_EQ(wv.data_bytes, 128u * 2);
+  EXPECT_EQ(vulkan::value_bytes(wv, plan.header.storage), 256u);
+  EXPECT_EQ(vulkan::value_bytes(wv, vulkan::kStorageF32), 512u);
+  const std::vector<float> w = random_floats(128, 1);
+  for (size_t i = 0; i < 128; ++i) {
+    uint16_t h;
+    std::memcpy(&h, plan.data + wv.data_offset + 2 * i, 2);
+    ASSERT_EQ(h, portable::float_to_half(w[i])) << "element " << i;
+  }
+  vulkan::free_blob_plan(&plan);
+  // The f16 blob read as f32: its constants are half the size.
+  EXPECT_EQ(parse(patched<uint32_t>(region.blob, offsetof(BlobHeader, storage), 0)),
+            Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("expected 512 bytes"), std::string::npos)
+      << last_error_message();
+}
+
+TEST(VulkanBlob, F16StorageByteFlipsAreRefusedOrInBounds) {
+  const std::vector<uint8_t> blob = small_graph(vulkan::kStorageF16).delegates.at(0).blob;
+  BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  size_t refused = 0, accepted = 0;
+  for (size_t i = 0; i < h.data_offset; ++i) {
+    for (uint8_t mask : {0x01, 0x80, 0xFF}) {
+      std::vector<uint8_t> b = blob;
+      b[i] ^= mask;
+      (parse(b) == Error::Ok ? accepted : refused) += 1;
+    }
+  }
+  EXPECT_GT(refused, accepted);
+}
+
+// Quantized weights are f32-storage only: the f16 compiler does not take them (the partitioner
+// keeps them out of f16 regions), and the reader refuses them in an f16 blob.
+TEST(VulkanBlob, F16StorageRefusesQuantizedWeights) {
+  const std::vector<uint8_t> blob = quant_blob("nf4:block=32");
+  EXPECT_EQ(parse(patched<uint32_t>(blob, offsetof(BlobHeader, storage), 1)),
+            Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("f32-storage blob"), std::string::npos)
+      << last_error_message();
+
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {2, 64});
+  const int w = b.constant_f32("w", {8, 64}, random_floats(512, 3));
+  b.output(b.op("tern::linear", {x, w, b.none()}, DType::F32, {2, 8}));
+  compiler::ProgramGraph program;
+  program.methods.push_back(b.build());
+  compiler::QuantizeOptions options;
+  options.scheme = compiler::parse_quant_scheme("nf4:block=32");
+  compiler::quantize_program(program, options);
+  const compiler::Graph& g = program.methods[0];
+  EXPECT_TRUE(compiler::VulkanBackendCompiler().supports(g, g.nodes[0]));
+  EXPECT_FALSE(compiler::VulkanBackendCompiler(vulkan::kStorageF16).supports(g, g.nodes[0]));
+  EXPECT_NE(compiler::VulkanBackendCompiler::unsupported_reason(g, g.nodes[0], vulkan::kStorageF16)
+                .find("f16 storage (vulkan:f16) takes no quantized weights"),
+            std::string::npos);
+}
+
+// `--backend vulkan:f16` / `vulkan:f32`: the options the partitioner hands to with_options.
+TEST(VulkanBlob, WithOptionsParsesTheStorageType) {
+  const compiler::VulkanBackendCompiler f32;
+  EXPECT_EQ(f32.with_options("f32"), nullptr);
+  EXPECT_NE(f32.with_options("f16"), nullptr);
+  EXPECT_EQ(f32.with_options("f16:f32"), nullptr);  // the last one wins
+  const compiler::VulkanBackendCompiler f16(vulkan::kStorageF16);
+  EXPECT_EQ(f16.with_options("f16"), nullptr);
+  EXPECT_NE(f16.with_options("f32"), nullptr);
+  try {
+    (void)f32.with_options("bf16");
+    ADD_FAILURE() << "bf16 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown option 'bf16' in 'vulkan:bf16' (options: f32, f16"),
+              std::string::npos)
+        << e.what();
+  }
+  // Through the partitioner: the f16 region's blob and spec.
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {4, 8});
+  const int r = b.op("tern::relu", {x}, DType::F32, {4, 8});
+  b.output(b.op("tern::sigmoid", {r}, DType::F32, {4, 8}));
+  compiler::Graph g = b.build();
+  compiler::register_vulkan_backend_compiler();
+  compiler::partition(g, {"vulkan:f16"});
+  ASSERT_EQ(g.delegates.size(), 1u);
+  BlobHeader h;
+  std::memcpy(&h, g.delegates[0].blob.data(), sizeof(h));
+  EXPECT_EQ(h.storage, vulkan::kStorageF16);
+  ASSERT_EQ(g.delegates[0].compile_specs.size(), 1u);
+}
+
+// A device without shaderFloat16 / storageBuffer16BitAccess (simulated: the features hidden)
+// refuses an f16 blob as DelegateInvalidCompatibility naming the missing features; a program
+// then runs the portable fallback with the same outputs. With the features, the backend runs.
+TEST(VulkanBlob, F16StorageFallsBackOnADeviceWithoutTheFeatures) {
+  register_all();
+  ASSERT_TRUE(vulkan_device_has_f16_storage()) << "lavapipe reports both features";
+  const compiler::Graph g = small_graph(vulkan::kStorageF16);
+  const BackendInterface& be = vulkan_backend_interface();
+  BackendInitContext ctx;
+  const uint8_t f16[] = {'f', '1', '6'};
+  const CompileSpecView spec{"storage", Span<const uint8_t>(f16, 3)};
+  set_vulkan_hide_f16_features(true);
+  {
+    AlignedBlob a(g.delegates.at(0).blob);
+    EXPECT_EQ(be.init(ctx, a.buffer(), Span<const CompileSpecView>(&spec, 1)).error(),
+              Error::DelegateInvalidCompatibility);
+    EXPECT_NE(std::string(last_error_message())
+                  .find("lacks shaderFloat16 and storageBuffer16BitAccess"),
+              std::string::npos)
+        << last_error_message();
+  }
+  const std::vector<uint8_t> pte = testing::compile_graph(g);
+  const std::vector<std::vector<float>> inputs = {random_floats(48, 77)};
+  const RunResult hidden = run_program(pte, g, inputs, /*disable=*/false);
+  set_vulkan_hide_f16_features(false);
+  const RunResult portable = run_program(pte, g, inputs, /*disable=*/true);
+  const RunResult device = run_program(pte, g, inputs, /*disable=*/false);
+  EXPECT_EQ(hidden.paths, std::vector<DelegatePath>{DelegatePath::Fallback});
+  EXPECT_EQ(device.paths, std::vector<DelegatePath>{DelegatePath::Backend});
+  ASSERT_EQ(hidden.outputs.size(), 2u);
+  ASSERT_EQ(device.outputs.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(hidden.outputs[i], portable.outputs[i]) << "output " << i;
+    EXPECT_LE(nmse(device.outputs[i], portable.outputs[i]), 1e-5) << "output " << i;
   }
 }
 

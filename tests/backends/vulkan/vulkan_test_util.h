@@ -32,11 +32,15 @@ using test_support::random_floats;
 
 using compiler::GraphBuilder;
 
-/// Hands nodes [first, last] of `b` to "vulkan" with the blob VulkanBackendCompiler lowers.
-inline int delegate_vulkan(GraphBuilder& b, int first, int last) {
+/// Hands nodes [first, last] of `b` to "vulkan" with the blob (and compile specs)
+/// VulkanBackendCompiler lowers for `storage` (vulkan::kStorageF32 or kStorageF16).
+inline int delegate_vulkan(GraphBuilder& b, int first, int last,
+                           uint32_t storage = vulkan::kStorageF32) {
   const int index = b.delegate("vulkan", first, last);
   compiler::DelegateRegion& region = b.graph().delegates[static_cast<size_t>(index)];
-  region.blob = compiler::VulkanBackendCompiler().lower(b.graph(), region).blob;
+  compiler::LoweredRegion lowered = compiler::VulkanBackendCompiler(storage).lower(b.graph(), region);
+  region.blob = std::move(lowered.blob);
+  region.compile_specs = std::move(lowered.compile_specs);
   return index;
 }
 

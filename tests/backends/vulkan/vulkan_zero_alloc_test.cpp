@@ -25,8 +25,9 @@ void leave() {
   g_armed.store(true);
 }
 
-TEST(VulkanZeroAlloc, ExecuteAllocatesNothing) {
-  if (!TERN_ZERO_ALLOC_HOOKS) GTEST_SKIP() << "allocation hooks are off under sanitizers";
+/// The program below, its delegate of `storage` (f16: the staging copies convert), executed
+/// 50 times with no allocation.
+void check_execute_allocates_nothing(uint32_t storage) {
   register_all();
   GraphBuilder b;  // conv -> relu -> pool -> mean -> linear -> softmax, one delegate
   const int x = b.input("x", DType::F32, {1, 3, 16, 16});
@@ -41,7 +42,7 @@ TEST(VulkanZeroAlloc, ExecuteAllocatesNothing) {
   const int fw = b.constant_f32("fw", {10, 8}, random_floats(80, 2));
   const int l = b.op("tern::linear", {m, fw, b.none()}, DType::F32, {1, 10});
   b.output(b.op("tern::softmax", {l, b.int_value(-1)}, DType::F32, {1, 10}));
-  delegate_vulkan(b, 0, static_cast<int>(b.num_nodes()) - 1);
+  delegate_vulkan(b, 0, static_cast<int>(b.num_nodes()) - 1, storage);
   const compiler::Graph graph = b.build();
   const std::vector<uint8_t> pte = testing::compile_graph(graph);
 
@@ -85,6 +86,16 @@ TEST(VulkanZeroAlloc, ExecuteAllocatesNothing) {
   EXPECT_EQ(after_runs.descriptor_sets, after_load.descriptor_sets);
   EXPECT_EQ(after_runs.command_buffers, after_load.command_buffers);
   std::printf("device: %s\n", vulkan_device_name());
+}
+
+TEST(VulkanZeroAlloc, ExecuteAllocatesNothing) {
+  if (!TERN_ZERO_ALLOC_HOOKS) GTEST_SKIP() << "allocation hooks are off under sanitizers";
+  check_execute_allocates_nothing(vulkan::kStorageF32);
+}
+
+TEST(VulkanZeroAlloc, ExecuteAllocatesNothingInF16Storage) {
+  if (!TERN_ZERO_ALLOC_HOOKS) GTEST_SKIP() << "allocation hooks are off under sanitizers";
+  check_execute_allocates_nothing(vulkan::kStorageF16);
 }
 
 }  // namespace
