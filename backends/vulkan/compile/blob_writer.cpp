@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "runtime/kernels/portable/dtype_convert.h"
+#include "runtime/kernels/util/float16_bits.h"
 
 namespace tern::compiler::vulkan_compile {
 

@@ -23,7 +23,7 @@
 #include "runtime/core/log.h"
 #include "runtime/core/platform.h"
 #include "runtime/core/tensor_view.h"
-#include "runtime/kernels/portable/dtype_convert.h"
+#include "runtime/kernels/util/float16_bits.h"
 
 namespace tern {
 namespace vulkan {
