@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 TERN_CUDA_ARCHS ?= $(if $(filter true,$(CI)),80,)
 CUDA_ARCH_FLAG := $(if $(TERN_CUDA_ARCHS),-DCMAKE_CUDA_ARCHITECTURES=$(TERN_CUDA_ARCHS),)
 
-.PHONY: all deps configure build test demo clean fuzz fuzz-smoke
+.PHONY: all deps configure build test demo clean fuzz fuzz-smoke aarch64-test
 
 all: build
 
@@ -36,6 +36,13 @@ fuzz:
 fuzz-smoke:
 	bash scripts/install-deps.sh
 	FUZZ_SECONDS=20 JOBS=$(JOBS) bash scripts/fuzz.sh
+
+# aarch64 (Jetson-style) cross build in build-a64/ with its tests under qemu-aarch64-static
+# (scripts/aarch64/run-tests.sh, docs/jetson.md).
+A64_BUILD_DIR ?= build-a64
+aarch64-test:
+	bash scripts/install-deps.sh
+	JOBS=$(JOBS) bash scripts/aarch64/run-tests.sh $(A64_BUILD_DIR)
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -17,6 +17,7 @@ packages=(
   python3-venv                              # scripts/setup-venv.sh
   python3-numpy python3-torch               # the PyTorch 1.13 line: op tests, exporter (make_fx)
   python3-torchvision                       # model tests (tests/models) and the demo's mobilenet_v2
+  g++-aarch64-linux-gnu qemu-user-static    # make aarch64-test: cross build, tests under qemu
 )
 
 missing=()

@@ -121,6 +121,7 @@ depthwise_detail::RowFn row_fn() {
       fn = depthwise_detail::avx2_row();
       break;
     case GemmIsa::Scalar:
+      fn = depthwise_detail::neon_row();  // aarch64 (null elsewhere)
       break;
   }
   return fn != nullptr ? fn : depthwise_detail::scalar_row();

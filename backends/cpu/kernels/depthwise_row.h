@@ -1,6 +1,7 @@
 // Internal to the fused bottleneck (bottleneck.cpp): the depthwise row kernel in each ISA
-// (depthwise_row_avx512.cpp, _avx2.cpp, _scalar.cpp). Each computes bias + the window's taps and
-// the clamp of StageEpilogue; the caller applies the epilogue's activation to the finished row.
+// (depthwise_row_avx512.cpp, _avx2.cpp, _neon.cpp, _scalar.cpp). Each computes bias + the
+// window's taps and the clamp of StageEpilogue; the caller applies the epilogue's activation to
+// the finished row.
 #pragma once
 
 #include "backends/cpu/kernels/bottleneck.h"
@@ -14,6 +15,8 @@ using RowFn = void (*)(const DepthwiseRow& r);
 RowFn avx512_row();
 RowFn avx2_row();
 RowFn scalar_row();
+/// aarch64's NEON row (depthwise_row_neon.cpp), the portable slot's choice there.
+RowFn neon_row();
 
 /// The taps [*kx_lo, *kx_hi) of output column ox whose input column lies inside [0, in_w)
 /// (an empty range when none does).

@@ -17,6 +17,8 @@ const MicrokernelSet* set_for(GemmIsa isa) {
     case GemmIsa::Avx2:
       return gemm_detail::avx2_microkernels();
     case GemmIsa::Scalar:
+      // The portable slot: NEON microkernels on aarch64 (gemm_neon.cpp), else generic vectors.
+      if (const MicrokernelSet* neon = gemm_detail::neon_microkernels()) return neon;
       return gemm_detail::scalar_microkernels();
   }
   return nullptr;

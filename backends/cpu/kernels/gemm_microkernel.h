@@ -60,6 +60,8 @@ struct MicrokernelSet {
 const MicrokernelSet* avx512_microkernels();
 const MicrokernelSet* avx2_microkernels();
 const MicrokernelSet* scalar_microkernels();
+/// aarch64's NEON set (gemm_neon.cpp), which dispatch uses for GemmIsa::Scalar there.
+const MicrokernelSet* neon_microkernels();
 
 /// The set of the ISA dispatch picked (never null: the scalar set exists everywhere).
 const MicrokernelSet* active_microkernels();

@@ -281,8 +281,9 @@ void winograd_conv_nhwc(const WinogradProblem& p, float* scratch, pthreadpool_t 
       plan.ks = gemm_detail::avx2_microkernels();
       plan.ts = winograd_detail::avx2_transforms();
       break;
-    case GemmIsa::Scalar:
-      plan.ks = gemm_detail::scalar_microkernels();
+    case GemmIsa::Scalar:  // NEON microkernels on aarch64, as packed_gemm's dispatch
+      plan.ks = gemm_detail::neon_microkernels() != nullptr ? gemm_detail::neon_microkernels()
+                                                            : gemm_detail::scalar_microkernels();
       plan.ts = winograd_detail::scalar_transforms();
       break;
   }
