@@ -33,6 +33,17 @@ bool in_list(const char* name, const char* const* list, size_t count) {
   return false;
 }
 
+/// The integer a caller stored in a C enum field, read without loading the enum itself: a C
+/// caller may store any int there, and loading an out-of-range value as a C++ enum is
+/// undefined (UBSan: "not a valid value for type").
+template <typename E>
+int enum_field(const E& field) {
+  static_assert(sizeof(E) == sizeof(int), "C enums are int-sized");
+  int value;
+  std::memcpy(&value, &field, sizeof(value));
+  return value;
+}
+
 /// Checks `options` and resolves its backend choices into the program's disabled list.
 tern_status apply_options(const tern_load_options& options, tern_program* program) {
   TERN_C_CHECK(options.struct_size == sizeof(tern_load_options), nullptr,
@@ -40,16 +51,16 @@ tern_status apply_options(const tern_load_options& options, tern_program* progra
                "load options: struct_size is %zu, expected %zu (initialise the options with "
                "tern_load_options_init)",
                options.struct_size, sizeof(tern_load_options));
-  TERN_C_CHECK(options.mode == TERN_LOAD_MMAP || options.mode == TERN_LOAD_FILE, nullptr,
+  const int mode = enum_field(options.mode);
+  TERN_C_CHECK(mode == TERN_LOAD_MMAP || mode == TERN_LOAD_FILE, nullptr,
                TERN_STATUS_INVALID_ARGUMENT,
-               "load options: mode %d is neither TERN_LOAD_MMAP (0) nor TERN_LOAD_FILE (1)",
-               static_cast<int>(options.mode));
-  TERN_C_CHECK(
-      options.verification == TERN_VERIFY_FULL || options.verification == TERN_VERIFY_STRUCTURE,
-      nullptr, TERN_STATUS_INVALID_ARGUMENT,
-      "load options: verification %d is neither TERN_VERIFY_FULL (0) nor "
-      "TERN_VERIFY_STRUCTURE (1)",
-      static_cast<int>(options.verification));
+               "load options: mode %d is neither TERN_LOAD_MMAP (0) nor TERN_LOAD_FILE (1)", mode);
+  const int verification = enum_field(options.verification);
+  TERN_C_CHECK(verification == TERN_VERIFY_FULL || verification == TERN_VERIFY_STRUCTURE, nullptr,
+               TERN_STATUS_INVALID_ARGUMENT,
+               "load options: verification %d is neither TERN_VERIFY_FULL (0) nor "
+               "TERN_VERIFY_STRUCTURE (1)",
+               verification);
   TERN_C_CHECK(options.backends != nullptr || options.num_backends == 0, nullptr,
                TERN_STATUS_NULL_ARGUMENT, "load options: backends is NULL but num_backends is %zu",
                options.num_backends);
