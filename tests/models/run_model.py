@@ -36,6 +36,7 @@ except ImportError as e:
     sys.exit(77)
 
 import model_zoo  # noqa: E402
+from work_dir import work_root  # noqa: E402
 import tern_export  # noqa: E402
 from tern_export.compiler import UNKNOWN_BACKEND_MARK, run_compile  # noqa: E402
 
@@ -64,27 +65,10 @@ def _compare(got, ref):
     return max_abs, max_ref, ok
 
 
-def _work_root():
-    """Where a model's exported graph and .pte files go. The zoo's largest files are hundreds of
-    MB (wide_resnet50_2: 0.28 GB of weights, 0.55 GB as a cpu program), and a CI machine's disk
-    may be nearly full: $TERN_TEST_TMPDIR when set, else /dev/shm (memory) when it has room for
-    them, else the system's temporary directory."""
-    chosen = os.environ.get("TERN_TEST_TMPDIR")
-    if chosen:
-        return chosen
-    try:
-        st = os.statvfs("/dev/shm")
-        if st.f_bavail * st.f_frsize >= 4 << 30 and os.access("/dev/shm", os.W_OK):
-            return "/dev/shm"
-    except OSError:
-        pass
-    return None
-
-
 def check_model(name, samples, tern, backends=BACKENDS):
     torch.manual_seed(0)
     module, inputs, classifier = model_zoo.MODELS[name]()
-    work = tempfile.mkdtemp(prefix="tern_model_%s_" % name, dir=_work_root())
+    work = tempfile.mkdtemp(prefix="tern_model_%s_" % name, dir=work_root())
     try:
         return _check(name, module, inputs, classifier, samples, tern, backends, work)
     finally:

@@ -30,6 +30,7 @@ except ImportError as e:
     sys.exit(77)
 
 import model_zoo  # noqa: E402
+from work_dir import work_root  # noqa: E402
 import tern_export  # noqa: E402
 
 # Regions per model and backend spec (the same for the three compute dtypes). Each entry covers
@@ -45,19 +46,6 @@ MAX_REGIONS = {
 DEFAULT = ["mlp", "resnet18", "mobilenet_v3_small", "squeezenet1_1", "shufflenet_v2_x0_5",
            "gpt_block", "llama_block", "swin_t", "densenet121", "bert_tiny", "vit_tiny"]
 SPECS = ("cuda", "cuda:f16", "cuda:bf16")
-
-
-def work_root():
-    chosen = os.environ.get("TERN_TEST_TMPDIR")
-    if chosen:
-        return chosen
-    try:
-        st = os.statvfs("/dev/shm")
-        if st.f_bavail * st.f_frsize >= 1 << 30 and os.access("/dev/shm", os.W_OK):
-            return "/dev/shm"
-    except OSError:
-        pass
-    return None
 
 
 def regions(report, graph, spec):
@@ -87,7 +75,7 @@ def main():
         torch.manual_seed(0)
         t0 = time.time()
         module, inputs, _ = model_zoo.MODELS[name]()
-        work = tempfile.mkdtemp(prefix="tern_cuda_parts_%s_" % name, dir=work_root())
+        work = tempfile.mkdtemp(prefix="tern_cuda_parts_%s_" % name, dir=work_root(1 << 30))
         try:
             graph, _ = tern_export.export_graph(module, inputs, os.path.join(work, "graph"),
                                                 source_model="tests/models:" + name)

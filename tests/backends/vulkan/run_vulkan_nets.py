@@ -46,6 +46,7 @@ except ImportError as e:
     sys.exit(77)
 
 import model_zoo  # noqa: E402
+from work_dir import work_root  # noqa: E402
 import tern_export  # noqa: E402
 from tern_export.compiler import run_compile  # noqa: E402
 
@@ -212,22 +213,6 @@ def check(name, tern, work):
     return ok
 
 
-def _work_root():
-    """$TERN_TEST_TMPDIR when set, else /dev/shm when it has 4 GiB free (the zoo's graphs and
-    programs are up to 0.6 GB each; tests/models/run_model.py's rule), else the system's
-    temporary directory (None)."""
-    chosen = os.environ.get("TERN_TEST_TMPDIR")
-    if chosen:
-        return chosen
-    try:
-        st = os.statvfs("/dev/shm")
-        if st.f_bavail * st.f_frsize >= 4 << 30 and os.access("/dev/shm", os.W_OK):
-            return "/dev/shm"
-    except OSError:
-        pass
-    return None
-
-
 def _save_inputs(inputs, work):
     paths = []
     for i, x in enumerate(inputs):
@@ -257,7 +242,7 @@ def main():
         if name in TRANSFORMERS and missing:
             print("%s: skipped: %s" % (name, missing))
             continue
-        work = tempfile.mkdtemp(prefix="tern_vk_%s_" % name, dir=_work_root())
+        work = tempfile.mkdtemp(prefix="tern_vk_%s_" % name, dir=work_root())
         t0 = time.time()
         try:
             ok = check(name, tern, work)
