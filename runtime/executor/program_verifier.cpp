@@ -1,6 +1,5 @@
 #include "runtime/executor/program_verifier.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +8,7 @@
 #include "runtime/core/checked_math.h"
 #include "runtime/core/dtype.h"
 #include "runtime/core/tensor_view.h"
+#include "runtime/executor/flatbuffer_verifier.h"
 #include "schema/program_generated.h"
 
 namespace tern {
@@ -32,6 +32,31 @@ class Scratch {
  private:
   T* data_ = nullptr;
 };
+
+/// What verify_segments and verify_method_names sort: a segment's offset or a method's name,
+/// then the index (so the order, and which pair an error names, does not depend on the sort).
+struct SortKey {
+  uint64_t offset;
+  const char* name;
+  uint32_t index;
+};
+
+int compare_keys(const void* a, const void* b) {
+  const SortKey& x = *static_cast<const SortKey*>(a);
+  const SortKey& y = *static_cast<const SortKey*>(b);
+  if (x.name != nullptr) {
+    const int c = strcmp(x.name, y.name);
+    if (c != 0) return c;
+  } else if (x.offset != y.offset) {
+    return x.offset < y.offset ? -1 : 1;
+  }
+  return x.index < y.index ? -1 : (x.index > y.index ? 1 : 0);
+}
+
+/// One sort for both (the C library's: no template instance per comparison in the runtime).
+void sort_keys(SortKey* keys, uint32_t count) {
+  std::qsort(keys, count, sizeof(SortKey), compare_keys);
+}
 
 template <typename V>
 uint32_t count_of(const V* vector) {
@@ -605,32 +630,29 @@ Error verify_segments(const fb::Program* program, const FileHeader& header) {
                                static_cast<ull>(header.segment_area_size));
   }
   // Overlaps: sort the non-empty segments by offset and compare each with the furthest end.
-  Scratch<uint32_t> order(n);
+  Scratch<SortKey> order(n);
   TERN_CHECK_OR_RETURN_ERROR(order.get() != nullptr, MemoryAllocationFailed,
                              "cannot allocate scratch to check %u segments", n);
   uint32_t m = 0;
   for (uint32_t i = 0; i < n; ++i) {
-    if (segments->Get(i)->size() > 0) order.get()[m++] = i;
+    const fb::Segment* seg = segments->Get(i);
+    if (seg->size() > 0) order.get()[m++] = SortKey{seg->offset(), nullptr, i};
   }
-  std::sort(order.get(), order.get() + m, [segments](uint32_t a, uint32_t b) {
-    const uint64_t oa = segments->Get(a)->offset();
-    const uint64_t ob = segments->Get(b)->offset();
-    return oa != ob ? oa < ob : a < b;
-  });
+  sort_keys(order.get(), m);
   uint64_t furthest_end = 0;
   uint32_t furthest = 0;
   for (uint32_t k = 0; k < m; ++k) {
-    const fb::Segment* seg = segments->Get(order.get()[k]);
+    const uint32_t i = order.get()[k].index;
+    const fb::Segment* seg = segments->Get(i);
     TERN_CHECK_OR_RETURN_ERROR(k == 0 || seg->offset() >= furthest_end, InvalidProgram,
                                "segment %u: bytes [%llu, +%llu) overlap segment %u, which ends "
                                "at %llu",
-                               order.get()[k], static_cast<ull>(seg->offset()),
-                               static_cast<ull>(seg->size()), furthest,
-                               static_cast<ull>(furthest_end));
+                               i, static_cast<ull>(seg->offset()), static_cast<ull>(seg->size()),
+                               furthest, static_cast<ull>(furthest_end));
     const uint64_t end = seg->offset() + seg->size();  // in range: checked above
     if (end > furthest_end) {
       furthest_end = end;
-      furthest = order.get()[k];
+      furthest = i;
     }
   }
   return Error::Ok;
@@ -645,21 +667,18 @@ Error verify_method_names(const fb::Program* program) {
     TERN_CHECK_OR_RETURN_ERROR(method->name() != nullptr && method->name()->size() > 0,
                                InvalidProgram, "method %u: missing or empty name", i);
   }
-  Scratch<uint32_t> order(n);
+  Scratch<SortKey> order(n);
   TERN_CHECK_OR_RETURN_ERROR(order.get() != nullptr, MemoryAllocationFailed,
                              "cannot allocate scratch to check %u method names", n);
-  for (uint32_t i = 0; i < n; ++i) order.get()[i] = i;
-  std::sort(order.get(), order.get() + n, [methods](uint32_t a, uint32_t b) {
-    const int c = strcmp(methods->Get(a)->name()->c_str(), methods->Get(b)->name()->c_str());
-    return c != 0 ? c < 0 : a < b;
-  });
+  for (uint32_t i = 0; i < n; ++i) {
+    order.get()[i] = SortKey{0, methods->Get(i)->name()->c_str(), i};
+  }
+  sort_keys(order.get(), n);
   for (uint32_t k = 1; k < n; ++k) {
-    const uint32_t a = order.get()[k - 1];
-    const uint32_t b = order.get()[k];
-    TERN_CHECK_OR_RETURN_ERROR(
-        strcmp(methods->Get(a)->name()->c_str(), methods->Get(b)->name()->c_str()) != 0,
-        InvalidProgram, "methods %u and %u are both named '%s'", a, b,
-        methods->Get(a)->name()->c_str());
+    const SortKey& a = order.get()[k - 1];
+    const SortKey& b = order.get()[k];
+    TERN_CHECK_OR_RETURN_ERROR(strcmp(a.name, b.name) != 0, InvalidProgram,
+                               "methods %u and %u are both named '%s'", a.index, b.index, a.name);
   }
   return Error::Ok;
 }
@@ -694,12 +713,8 @@ Error verify_flatbuffer(const uint8_t* data, size_t size) {
                              data[6] >= 0x20 && data[6] < 0x7f ? data[6] : '?',
                              data[7] >= 0x20 && data[7] < 0x7f ? data[7] : '?',
                              kFlatbufferIdentifier);
-  flatbuffers::Verifier::Options options;
-  options.max_depth = 64;
-  options.max_tables = 1u << 26;
-  options.check_alignment = true;
-  flatbuffers::Verifier verifier(data, size, options);
-  TERN_CHECK_OR_RETURN_ERROR(fb::VerifyProgramBuffer(verifier), InvalidProgram,
+  // The checks of the FlatBuffers verifier, table-driven (flatbuffer_verifier.h).
+  TERN_CHECK_OR_RETURN_ERROR(verify_program_flatbuffer(data, size), InvalidProgram,
                              "the FlatBuffer (%zu bytes) failed the FlatBuffers verifier: an "
                              "offset, length or alignment is out of bounds",
                              size);

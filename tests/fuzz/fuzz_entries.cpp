@@ -18,10 +18,12 @@
 
 #include "runtime/core/log.h"
 #include "runtime/executor/file_header.h"
+#include "runtime/executor/flatbuffer_verifier.h"
 #include "runtime/executor/method.h"
 #include "runtime/executor/program.h"
 #include "runtime/extension/method_memory.h"
 #include "runtime/loader/buffer_data_loader.h"
+#include "schema/program_generated.h"
 #include "tests/fuzz/sample_programs.h"
 #include "tools/cli/npy.h"
 #include "tools/compiler/compile.h"
@@ -276,6 +278,37 @@ bool fix_header_checksum(uint8_t* bytes, size_t size) {
   return true;
 }
 
+namespace {
+
+/// Oracle: tern's table-driven FlatBuffer verifier (runtime/executor/flatbuffer_verifier.h)
+/// and the verifier flatc generates accept exactly the same FlatBuffers.
+void check_flatbuffer_verifiers(const uint8_t* bytes, size_t size) {
+  if (size < kFileHeaderSize) return;
+  auto header = decode_file_header(Span<const uint8_t>(bytes, kFileHeaderSize), size);
+  if (!header.ok()) return;
+  const uint64_t offset = header->flatbuffer_offset;
+  const uint64_t length = header->flatbuffer_size;
+  if (offset > size || length > size - offset || offset % 8 != 0 ||
+      length >= FLATBUFFERS_MAX_BUFFER_SIZE) {
+    return;
+  }
+  const uint8_t* fb_bytes = bytes + offset;
+  flatbuffers::Verifier::Options options;
+  options.max_depth = internal::kFlatbufferMaxDepth;
+  options.max_tables = internal::kFlatbufferMaxTables;
+  options.check_alignment = true;
+  flatbuffers::Verifier verifier(fb_bytes, length, options);
+  const bool generated = length >= 8 && fb::VerifyProgramBuffer(verifier);
+  const bool compact = internal::verify_program_flatbuffer(fb_bytes, length);
+  if (generated != compact) {
+    fuzz_failure(std::string("FlatBuffer verifiers disagree: generated ") +
+                 (generated ? "accepts" : "rejects") + ", table-driven " +
+                 (compact ? "accepts" : "rejects"));
+  }
+}
+
+}  // namespace
+
 void fuzz_failure(const std::string& what) {
   std::fprintf(stderr, "fuzz finding: %s\n", what.c_str());
   std::fflush(stderr);
@@ -328,7 +361,9 @@ int fuzz_program_load(const uint8_t* data, size_t size) {
     }
   }
   // Past a wrong header checksum, to reach the FlatBuffer verifier with mutated structure.
-  if (fix_header_checksum(input.bytes.get(), input.size)) {
+  const bool fixed = fix_header_checksum(input.bytes.get(), input.size);
+  check_flatbuffer_verifiers(input.bytes.get(), input.size);
+  if (fixed) {
     BufferDataLoader loader(input.bytes.get(), input.size);
     Program::LoadOptions options;
     options.verification = Program::Verification::Structure;
