@@ -38,12 +38,31 @@ const char* to_string(Error error) {
 
 const char* last_error_message() { return g_last_message; }
 
+namespace {
+/// Formats the message from byte `at` of the buffer on (what is before it stays) and logs it.
+Error record_message(Error error, size_t at, const char* format, va_list args) {
+  vsnprintf(g_last_message + at, kMessageCapacity - at, format, args);
+  TERN_LOG(Debug, "%s: %s", to_string(error), g_last_message);
+  return error;
+}
+}  // namespace
+
 Error set_error_message(Error error, const char* format, ...) {
   va_list args;
   va_start(args, format);
-  vsnprintf(g_last_message, kMessageCapacity, format, args);
+  record_message(error, 0, format, args);
   va_end(args);
-  TERN_LOG(Debug, "%s: %s", to_string(error), g_last_message);
+  return error;
+}
+
+Error set_method_error_message(Error error, const char* method, const char* format, ...) {
+  const int written = snprintf(g_last_message, kMessageCapacity, "method '%s'", method);
+  size_t at = written < 0 ? 0 : static_cast<size_t>(written);
+  if (at >= kMessageCapacity) at = kMessageCapacity - 1;  // already truncated
+  va_list args;
+  va_start(args, format);
+  record_message(error, at, format, args);
+  va_end(args);
   return error;
 }
 

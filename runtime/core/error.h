@@ -43,6 +43,16 @@ Error set_error_message(Error error, const char* format, ...)
 #endif
     ;
 
+/// set_error_message for an error in a method: records "method '<method>'" followed by the
+/// formatted rest (": ..." or " value 3: ..."), the same text as set_error_message with
+/// "method '%s'" in front of `format`, with one copy of that prefix in the binary instead of one
+/// per message (docs/size.md).
+Error set_method_error_message(Error error, const char* method, const char* format, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 /// Wraps the error a callee just raised: records "<formatted message>: <the previous last
 /// message>" ("(no message)" when there was none) and returns `error`. The one way tern chains
 /// an error's cause into the message of the layer above. Never allocates.
@@ -64,6 +74,19 @@ void clear_error_message();
       return ::tern::set_error_message(::tern::Error::error, __VA_ARGS__); \
     }                                                                   \
   } while (0)
+
+/// TERN_CHECK_OR_RETURN_ERROR for a message about method `method` (set_method_error_message):
+/// the format continues after "method '<method>'".
+#define TERN_CHECK_METHOD_OR_RETURN_ERROR(cond, error, method, ...)                       \
+  do {                                                                                    \
+    if (!(cond)) {                                                                        \
+      return ::tern::set_method_error_message(::tern::Error::error, method, __VA_ARGS__); \
+    }                                                                                     \
+  } while (0)
+
+/// TERN_RETURN_ERROR for a message about method `method` (set_method_error_message).
+#define TERN_RETURN_METHOD_ERROR(error, method, ...) \
+  return ::tern::set_method_error_message(::tern::Error::error, method, __VA_ARGS__)
 
 /// Returns `error` with a formatted message, unconditionally.
 #define TERN_RETURN_ERROR(error, ...) \

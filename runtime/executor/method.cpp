@@ -76,22 +76,22 @@ Method::~Method() {
 
 Error Method::set_input(size_t index, const TensorView& input) {
   const char* mname = method_name_of(method_);
-  TERN_CHECK_OR_RETURN_ERROR(index < num_inputs_, InvalidArgument,
-                             "method '%s': input %zu out of range: the method has %zu inputs",
-                             mname, index, num_inputs_);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(index < num_inputs_, InvalidArgument, mname,
+                                    ": input %zu out of range: the method has %zu inputs", index,
+                                    num_inputs_);
   const uint32_t v = input_indices_[index];
   EValue& value = values_[v];
-  TERN_CHECK_OR_RETURN_ERROR(value.is_tensor(), InvalidArgument,
-                             "method '%s': input %zu is a %s, not a tensor; use "
-                             "set_input(index, EValue)",
-                             mname, index, to_string(value.tag));
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(value.is_tensor(), InvalidArgument, mname,
+                                    ": input %zu is a %s, not a tensor; use "
+                                    "set_input(index, EValue)",
+                                    index, to_string(value.tag));
   TensorView& t = *value.payload.tensor;
   const char* name = or_empty(t.name);
-  TERN_CHECK_OR_RETURN_ERROR(input.rank <= kMaxRank && (input.sizes != nullptr || input.rank == 0),
-                             InvalidArgument,
-                             "method '%s': input %zu ('%s'): rank %u with %s sizes is not a valid "
-                             "tensor",
-                             mname, index, name, input.rank, input.sizes ? "non-null" : "null");
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(
+      input.rank <= kMaxRank && (input.sizes != nullptr || input.rank == 0), InvalidArgument, mname,
+      ": input %zu ('%s'): rank %u with %s sizes is not a valid "
+      "tensor",
+      index, name, input.rank, input.sizes ? "non-null" : "null");
   bool same_shape = input.dtype == t.dtype && input.rank == t.rank;
   for (uint32_t d = 0; same_shape && d < t.rank; ++d) {
     same_shape = input.sizes[d] == t.sizes[d];
@@ -101,21 +101,22 @@ Error Method::set_input(size_t index, const TensorView& input) {
     char got[160];
     format_shape(t.shape(), expected, sizeof(expected));
     format_shape(input.shape(), got, sizeof(got));
-    TERN_RETURN_ERROR(InvalidArgument,
-                      "method '%s': input %zu ('%s'): expected shape %s (%s), got %s (%s)", mname,
-                      index, name, expected, to_string(t.dtype), got, to_string(input.dtype));
+    TERN_RETURN_METHOD_ERROR(InvalidArgument, mname,
+                             ": input %zu ('%s'): expected shape %s (%s), got %s (%s)", index, name,
+                             expected, to_string(t.dtype), got, to_string(input.dtype));
   }
-  TERN_CHECK_OR_RETURN_ERROR(input.is_contiguous() || !t.is_contiguous(), InvalidArgument,
-                             "method '%s': input %zu ('%s'): expected a contiguous tensor, got a "
-                             "non-contiguous dim order",
-                             mname, index, name);
-  TERN_CHECK_OR_RETURN_ERROR(input.nbytes == t.nbytes, InvalidArgument,
-                             "method '%s': input %zu ('%s'): expected %llu bytes, got nbytes = "
-                             "%llu",
-                             mname, index, name, static_cast<unsigned long long>(t.nbytes),
-                             static_cast<unsigned long long>(input.nbytes));
-  TERN_CHECK_OR_RETURN_ERROR(input.data != nullptr || t.nbytes == 0, InvalidArgument,
-                             "method '%s': input %zu ('%s'): data is null", mname, index, name);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(input.is_contiguous() || !t.is_contiguous(), InvalidArgument,
+                                    mname,
+                                    ": input %zu ('%s'): expected a contiguous tensor, got a "
+                                    "non-contiguous dim order",
+                                    index, name);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(input.nbytes == t.nbytes, InvalidArgument, mname,
+                                    ": input %zu ('%s'): expected %llu bytes, got nbytes = "
+                                    "%llu",
+                                    index, name, static_cast<unsigned long long>(t.nbytes),
+                                    static_cast<unsigned long long>(input.nbytes));
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(input.data != nullptr || t.nbytes == 0, InvalidArgument, mname,
+                                    ": input %zu ('%s'): data is null", index, name);
   const fb::Tensor* ft = method_->values()->Get(v)->value_as_Tensor();
   if (ft->storage() == fb::StorageKind::Caller) {
     t.data = input.data;
@@ -128,21 +129,21 @@ Error Method::set_input(size_t index, const TensorView& input) {
 
 Error Method::set_input(size_t index, const EValue& input) {
   const char* mname = method_name_of(method_);
-  TERN_CHECK_OR_RETURN_ERROR(index < num_inputs_, InvalidArgument,
-                             "method '%s': input %zu out of range: the method has %zu inputs",
-                             mname, index, num_inputs_);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(index < num_inputs_, InvalidArgument, mname,
+                                    ": input %zu out of range: the method has %zu inputs", index,
+                                    num_inputs_);
   EValue& value = values_[input_indices_[index]];
   if (value.is_tensor()) {
-    TERN_CHECK_OR_RETURN_ERROR(input.is_tensor() && input.payload.tensor != nullptr,
-                               InvalidArgument,
-                               "method '%s': input %zu ('%s') is a tensor, got a %s", mname, index,
-                               or_empty(value.payload.tensor->name), to_string(input.tag));
+    TERN_CHECK_METHOD_OR_RETURN_ERROR(input.is_tensor() && input.payload.tensor != nullptr,
+                                      InvalidArgument, mname,
+                                      ": input %zu ('%s') is a tensor, got a %s", index,
+                                      or_empty(value.payload.tensor->name), to_string(input.tag));
     return set_input(index, *input.payload.tensor);
   }
-  TERN_CHECK_OR_RETURN_ERROR(
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(
       (value.is_int() || value.is_double() || value.is_bool()) && input.tag == value.tag,
-      InvalidArgument, "method '%s': input %zu: expected a %s, got a %s", mname, index,
-      to_string(value.tag), to_string(input.tag));
+      InvalidArgument, mname, ": input %zu: expected a %s, got a %s", index, to_string(value.tag),
+      to_string(input.tag));
   value.payload = input.payload;
   input_indices_[num_inputs_ + index] = 1;
   return Error::Ok;
@@ -155,11 +156,10 @@ Error Method::execute() {
   for (size_t i = 0; i < num_inputs_; ++i) {
     if (input_indices_[num_inputs_ + i] == 0) {
       const EValue& v = values_[input_indices_[i]];
-      TERN_RETURN_ERROR(InvalidState,
-                        "method '%s': input %zu ('%s') has not been set; call set_input() "
-                        "before execute()",
-                        method_name_of(method_), i,
-                        v.is_tensor() ? or_empty(v.payload.tensor->name) : "");
+      TERN_RETURN_METHOD_ERROR(InvalidState, method_name_of(method_),
+                               ": input %zu ('%s') has not been set; call set_input() "
+                               "before execute()",
+                               i, v.is_tensor() ? or_empty(v.payload.tensor->name) : "");
     }
   }
   MemoryAllocator* temp = memory_.temp_allocator;
@@ -217,20 +217,19 @@ Error Method::execute() {
 
 Result<const EValue*> Method::output_value(size_t index) const {
   const char* mname = method_name_of(method_);
-  TERN_CHECK_OR_RETURN_ERROR(executed_, InvalidState,
-                             "method '%s': output %zu read before a successful execute()", mname,
-                             index);
-  TERN_CHECK_OR_RETURN_ERROR(index < num_outputs_, InvalidArgument,
-                             "method '%s': output %zu out of range: the method has %zu outputs",
-                             mname, index, num_outputs_);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(executed_, InvalidState, mname,
+                                    ": output %zu read before a successful execute()", index);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(index < num_outputs_, InvalidArgument, mname,
+                                    ": output %zu out of range: the method has %zu outputs", index,
+                                    num_outputs_);
   return static_cast<const EValue*>(&values_[output_indices_[index]]);
 }
 
 Result<const TensorView*> Method::output(size_t index) const {
   TERN_ASSIGN_OR_RETURN(const EValue* value, output_value(index));
-  TERN_CHECK_OR_RETURN_ERROR(value->is_tensor(), InvalidArgument,
-                             "method '%s': output %zu is a %s, not a tensor; use output_value()",
-                             method_name_of(method_), index, to_string(value->tag));
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(value->is_tensor(), InvalidArgument, method_name_of(method_),
+                                    ": output %zu is a %s, not a tensor; use output_value()", index,
+                                    to_string(value->tag));
   return static_cast<const TensorView*>(value->payload.tensor);
 }
 
@@ -241,10 +240,11 @@ Error Method::reset_state() {
 }
 
 Result<DelegatePath> Method::delegate_path(size_t index) const {
-  TERN_CHECK_OR_RETURN_ERROR(index < num_delegate_calls_, InvalidArgument,
-                             "method '%s': delegate call %zu out of range: the method has %zu "
-                             "delegate calls",
-                             method_name_of(method_), index, num_delegate_calls_);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(index < num_delegate_calls_, InvalidArgument,
+                                    method_name_of(method_),
+                                    ": delegate call %zu out of range: the method has %zu "
+                                    "delegate calls",
+                                    index, num_delegate_calls_);
   return delegate_paths_[index];
 }
 

@@ -19,11 +19,11 @@ Error resolve_args(LoadContext& c, const flatbuffers::Vector<int32_t>* args, con
   if (out == nullptr && n > 0) return pool_exhausted(c, "step arguments");
   for (uint32_t k = 0; k < n; ++k) {
     const int32_t v = args->Get(k);
-    TERN_CHECK_OR_RETURN_ERROR(v >= 0 && static_cast<uint32_t>(v) < c.num_values, InvalidProgram,
-                               "method '%s': %s %u ('%s'): argument %u refers to value %d, out of "
-                               "range (%u values)",
-                               c.name, where, where_index, or_empty(step.debug_name), k, v,
-                               c.num_values);
+    TERN_CHECK_METHOD_OR_RETURN_ERROR(
+        v >= 0 && static_cast<uint32_t>(v) < c.num_values, InvalidProgram, c.name,
+        ": %s %u ('%s'): argument %u refers to value %d, out of "
+        "range (%u values)",
+        where, where_index, or_empty(step.debug_name), k, v, c.num_values);
     out[k] = &c.values[v];
   }
   step.args = out;
@@ -40,22 +40,22 @@ Error fill_kernel_step(LoadContext& c, const fb::Instruction* instr, uint32_t in
   step.fallback = fallback;
   step.debug_name = instr ? fb_str(instr->debug_name()) : nullptr;
   const fb::KernelCall* call = instr ? instr->kind_as_KernelCall() : nullptr;
-  TERN_CHECK_OR_RETURN_ERROR(call != nullptr, InvalidProgram,
-                             "method '%s': %s %u ('%s') is not a kernel call", c.name, where,
-                             where_index, or_empty(step.debug_name));
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(call != nullptr, InvalidProgram, c.name,
+                                    ": %s %u ('%s') is not a kernel call", where, where_index,
+                                    or_empty(step.debug_name));
   const auto* operators = c.method->operators();
   const uint32_t num_ops = operators ? operators->size() : 0;
-  TERN_CHECK_OR_RETURN_ERROR(
-      call->op() < num_ops && operators->Get(call->op()) != nullptr, InvalidProgram,
-      "method '%s': %s %u ('%s'): operator %u out of range (%u operators)", c.name, where,
-      where_index, or_empty(step.debug_name), call->op(), num_ops);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(
+      call->op() < num_ops && operators->Get(call->op()) != nullptr, InvalidProgram, c.name,
+      ": %s %u ('%s'): operator %u out of range (%u operators)", where, where_index,
+      or_empty(step.debug_name), call->op(), num_ops);
   step.op_name = operators->Get(call->op())->c_str();
   step.fn = find_kernel(step.op_name);
-  TERN_CHECK_OR_RETURN_ERROR(step.fn != nullptr, NotFound,
-                             "method '%s': %s %u ('%s'): operator '%s' is not registered (%zu "
-                             "kernels registered; was register_portable_kernels() called?)",
-                             c.name, where, where_index, or_empty(step.debug_name), step.op_name,
-                             num_registered_kernels());
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(step.fn != nullptr, NotFound, c.name,
+                                    ": %s %u ('%s'): operator '%s' is not registered (%zu "
+                                    "kernels registered; was register_portable_kernels() called?)",
+                                    where, where_index, or_empty(step.debug_name), step.op_name,
+                                    num_registered_kernels());
   return resolve_args(c, call->args(), where, where_index, step);
 }
 
@@ -82,14 +82,14 @@ Error resolve_delegate(LoadContext& c, uint32_t index, const MethodLoadOptions& 
   const fb::Delegate* d = c.method->delegates()->Get(index);
   slot.resolved = true;
   slot.backend_name = d ? fb_str(d->backend()) : nullptr;
-  TERN_CHECK_OR_RETURN_ERROR(slot.backend_name != nullptr, InvalidProgram,
-                             "method '%s': delegate %u has no backend name", c.name, index);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(slot.backend_name != nullptr, InvalidProgram, c.name,
+                                    ": delegate %u has no backend name", index);
   const char* backend = slot.backend_name;
   const uint32_t segment = d->segment();
-  TERN_CHECK_OR_RETURN_ERROR(segment < c.program->num_segments(), InvalidProgram,
-                             "method '%s': delegate %u (backend '%s'): blob segment %u out of "
-                             "range (the program has %zu segments)",
-                             c.name, index, backend, segment, c.program->num_segments());
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(segment < c.program->num_segments(), InvalidProgram, c.name,
+                                    ": delegate %u (backend '%s'): blob segment %u out of "
+                                    "range (the program has %zu segments)",
+                                    index, backend, segment, c.program->num_segments());
   const auto* specs = d->compile_specs();
   const uint32_t num_specs = specs ? specs->size() : 0;
   slot.specs = c.specs.take(num_specs);

@@ -43,9 +43,8 @@ Result<const fb::EValue*> io_value(const fb::Method* method,
                                    const flatbuffers::Vector<uint32_t>* list, size_t index,
                                    const char* what) {
   const size_t n = count_of(list);
-  TERN_CHECK_OR_RETURN_ERROR(index < n, InvalidArgument,
-                             "method '%s': %s %zu out of range (%zu %ss)", method->name()->c_str(),
-                             what, index, n, what);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(index < n, InvalidArgument, method->name()->c_str(),
+                                    ": %s %zu out of range (%zu %ss)", what, index, n, what);
   return method->values()->Get(list->Get(static_cast<uint32_t>(index)));
 }
 
@@ -53,9 +52,9 @@ Result<TensorInfo> tensor_info(const fb::Method* method, const flatbuffers::Vect
                                size_t index, const char* what) {
   TERN_ASSIGN_OR_RETURN(const fb::EValue* value, io_value(method, list, index, what));
   const fb::Tensor* tensor = value->value_as_Tensor();
-  TERN_CHECK_OR_RETURN_ERROR(tensor != nullptr, InvalidArgument,
-                             "method '%s': %s %zu is a %s, not a tensor", method->name()->c_str(),
-                             what, index, to_string(tag_of(value->value_type())));
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(tensor != nullptr, InvalidArgument, method->name()->c_str(),
+                                    ": %s %zu is a %s, not a tensor", what, index,
+                                    to_string(tag_of(value->value_type())));
   TensorInfo info;
   info.dtype = static_cast<DType>(tensor->dtype());
   if (tensor->sizes() != nullptr) {
@@ -63,8 +62,8 @@ Result<TensorInfo> tensor_info(const fb::Method* method, const flatbuffers::Vect
   }
   uint64_t numel = 0;
   if (!internal::tensor_numel_nbytes(tensor, &numel, &info.nbytes)) {
-    TERN_RETURN_ERROR(InvalidProgram, "method '%s': %s %zu has invalid sizes",
-                      method->name()->c_str(), what, index);
+    TERN_RETURN_METHOD_ERROR(InvalidProgram, method->name()->c_str(), ": %s %zu has invalid sizes",
+                             what, index);
   }
   info.name = tensor->name() == nullptr ? nullptr : tensor->name()->c_str();
   return info;
@@ -101,23 +100,20 @@ Result<TensorInfo> MethodMeta::output_tensor_info(size_t index) const {
 size_t MethodMeta::num_arenas() const { return count_of(method_->arenas()); }
 
 Result<uint64_t> MethodMeta::arena_size(size_t index) const {
-  TERN_CHECK_OR_RETURN_ERROR(index < num_arenas(), InvalidArgument,
-                             "method '%s': arena %zu out of range (%zu arenas)", name(), index,
-                             num_arenas());
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(index < num_arenas(), InvalidArgument, name(),
+                                    ": arena %zu out of range (%zu arenas)", index, num_arenas());
   return method_->arenas()->Get(static_cast<uint32_t>(index))->size();
 }
 
 Result<uint32_t> MethodMeta::arena_alignment(size_t index) const {
-  TERN_CHECK_OR_RETURN_ERROR(index < num_arenas(), InvalidArgument,
-                             "method '%s': arena %zu out of range (%zu arenas)", name(), index,
-                             num_arenas());
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(index < num_arenas(), InvalidArgument, name(),
+                                    ": arena %zu out of range (%zu arenas)", index, num_arenas());
   return method_->arenas()->Get(static_cast<uint32_t>(index))->alignment();
 }
 
 Result<uint64_t> MethodMeta::arena_lower_bound(size_t index) const {
-  TERN_CHECK_OR_RETURN_ERROR(index < num_arenas(), InvalidArgument,
-                             "method '%s': arena %zu out of range (%zu arenas)", name(), index,
-                             num_arenas());
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(index < num_arenas(), InvalidArgument, name(),
+                                    ": arena %zu out of range (%zu arenas)", index, num_arenas());
   return method_->arenas()->Get(static_cast<uint32_t>(index))->lower_bound();
 }
 

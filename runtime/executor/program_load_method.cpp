@@ -60,14 +60,14 @@ Result<Method> Program::load_method(const char* name, MemoryManager* memory,
                          allocate_pool(allocator, layout.num_delegates, &slots) &&
                          allocate_pool(allocator, layout.num_specs, &c.specs) &&
                          allocate_pool(allocator, layout.num_delegate_calls, &paths);
-  TERN_CHECK_OR_RETURN_ERROR(
-      allocated, MemoryAllocationFailed,
-      "method '%s': the method allocator is too small: load needs up to %llu bytes "
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(
+      allocated, MemoryAllocationFailed, c.name,
+      ": the method allocator is too small: load needs up to %llu bytes "
       "(MethodMeta::method_allocator_bytes()), the allocator had %zu bytes free",
-      c.name, static_cast<unsigned long long>(meta.method_allocator_bytes()), free_before);
-  TERN_CHECK_OR_RETURN_ERROR(layout.num_values < (1ull << 31), InvalidProgram,
-                             "method '%s': %llu values exceed the limit of 2^31", c.name,
-                             static_cast<unsigned long long>(layout.num_values));
+      static_cast<unsigned long long>(meta.method_allocator_bytes()), free_before);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(layout.num_values < (1ull << 31), InvalidProgram, c.name,
+                                    ": %llu values exceed the limit of 2^31",
+                                    static_cast<unsigned long long>(layout.num_values));
   c.values = values.data;
   c.num_values = static_cast<uint32_t>(layout.num_values);
 
@@ -119,16 +119,16 @@ Result<Method> Program::load_method(const char* name, MemoryManager* memory,
       continue;
     }
     const uint32_t d = call->delegate();
-    TERN_CHECK_OR_RETURN_ERROR(d < num_delegates, InvalidProgram,
-                               "method '%s': instruction %u ('%s'): delegate %u out of range (%u "
-                               "delegates)",
-                               c.name, i, or_empty(debug_name), d, num_delegates);
+    TERN_CHECK_METHOD_OR_RETURN_ERROR(d < num_delegates, InvalidProgram, c.name,
+                                      ": instruction %u ('%s'): delegate %u out of range (%u "
+                                      "delegates)",
+                                      i, or_empty(debug_name), d, num_delegates);
     const uint32_t begin = call->fallback_begin();
     const uint32_t end = call->fallback_end();
-    TERN_CHECK_OR_RETURN_ERROR(begin <= end && end <= num_fallbacks, InvalidProgram,
-                               "method '%s': instruction %u ('%s'): fallback range [%u, %u) is "
-                               "not inside the %u fallback instructions",
-                               c.name, i, or_empty(debug_name), begin, end, num_fallbacks);
+    TERN_CHECK_METHOD_OR_RETURN_ERROR(begin <= end && end <= num_fallbacks, InvalidProgram, c.name,
+                                      ": instruction %u ('%s'): fallback range [%u, %u) is "
+                                      "not inside the %u fallback instructions",
+                                      i, or_empty(debug_name), begin, end, num_fallbacks);
     internal::MethodDelegateSlot& slot = slots.data[d];
     if (!slot.resolved) {
       TERN_RETURN_IF_ERROR(resolve_delegate(c, d, options, end - begin, slot));
@@ -148,10 +148,10 @@ Result<Method> Program::load_method(const char* name, MemoryManager* memory,
       paths.data[call_index++] = DelegatePath::Backend;
       continue;
     }
-    TERN_CHECK_OR_RETURN_ERROR(begin < end, BackendUnavailable,
-                               "method '%s': instruction %u ('%s'): delegate %u (backend '%s') "
-                               "cannot run here and has no portable fallback",
-                               c.name, i, or_empty(debug_name), d, slot.backend_name);
+    TERN_CHECK_METHOD_OR_RETURN_ERROR(begin < end, BackendUnavailable, c.name,
+                                      ": instruction %u ('%s'): delegate %u (backend '%s') "
+                                      "cannot run here and has no portable fallback",
+                                      i, or_empty(debug_name), d, slot.backend_name);
     for (uint32_t f = begin; f < end; ++f) {
       internal::MethodStep* step = steps.take(1);
       if (step == nullptr) return pool_exhausted(c, "steps");

@@ -156,24 +156,24 @@ class MethodChecker {
 };
 
 Error MethodChecker::check() {
-  TERN_CHECK_OR_RETURN_ERROR(flags_.get() != nullptr, MemoryAllocationFailed,
-                             "method '%s': cannot allocate %u bytes of verification scratch", name_,
-                             num_values_);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(flags_.get() != nullptr, MemoryAllocationFailed, name_,
+                                    ": cannot allocate %u bytes of verification scratch",
+                                    num_values_);
   // Inputs and outputs first: the tensor checks need to know which values are inputs.
   const auto* inputs = method_->inputs();
   for (uint32_t i = 0; i < count_of(inputs); ++i) {
     const uint32_t v = inputs->Get(i);
-    TERN_CHECK_OR_RETURN_ERROR(v < num_values_, InvalidProgram,
-                               "method '%s' input %u: value index %u out of range (%u values)",
-                               name_, i, v, num_values_);
+    TERN_CHECK_METHOD_OR_RETURN_ERROR(v < num_values_, InvalidProgram, name_,
+                                      " input %u: value index %u out of range (%u values)", i, v,
+                                      num_values_);
     flags_.get()[v] |= kFlagInput;
   }
   const auto* outputs = method_->outputs();
   for (uint32_t i = 0; i < count_of(outputs); ++i) {
     const uint32_t v = outputs->Get(i);
-    TERN_CHECK_OR_RETURN_ERROR(v < num_values_, InvalidProgram,
-                               "method '%s' output %u: value index %u out of range (%u values)",
-                               name_, i, v, num_values_);
+    TERN_CHECK_METHOD_OR_RETURN_ERROR(v < num_values_, InvalidProgram, name_,
+                                      " output %u: value index %u out of range (%u values)", i, v,
+                                      num_values_);
   }
   for (uint32_t i = 0; i < num_arenas_; ++i) {
     TERN_RETURN_IF_ERROR(check_arena(i, method_->arenas()->Get(i)));
@@ -184,15 +184,14 @@ Error MethodChecker::check() {
   for (uint32_t i = 0; i < count_of(inputs); ++i) {
     const uint32_t v = inputs->Get(i);
     const fb::Tensor* t = method_->values()->Get(v)->value_as_Tensor();
-    TERN_CHECK_OR_RETURN_ERROR(
-        t == nullptr || t->storage() != fb::StorageKind::Constant, InvalidProgram,
-        "method '%s' input %u: value %u is a constant tensor; inputs need arena or caller storage",
-        name_, i, v);
+    TERN_CHECK_METHOD_OR_RETURN_ERROR(
+        t == nullptr || t->storage() != fb::StorageKind::Constant, InvalidProgram, name_,
+        " input %u: value %u is a constant tensor; inputs need arena or caller storage", i, v);
   }
   for (uint32_t i = 0; i < num_operators_; ++i) {
     const flatbuffers::String* op = method_->operators()->Get(i);
-    TERN_CHECK_OR_RETURN_ERROR(op != nullptr && op->size() > 0, InvalidProgram,
-                               "method '%s' operator %u: missing or empty name", name_, i);
+    TERN_CHECK_METHOD_OR_RETURN_ERROR(op != nullptr && op->size() > 0, InvalidProgram, name_,
+                                      " operator %u: missing or empty name", i);
   }
   for (uint32_t i = 0; i < num_delegates_; ++i) {
     TERN_RETURN_IF_ERROR(check_delegate(i, method_->delegates()->Get(i)));
@@ -213,60 +212,60 @@ Error MethodChecker::check() {
 }
 
 Error MethodChecker::check_arena(uint32_t index, const fb::Arena* arena) {
-  TERN_CHECK_OR_RETURN_ERROR(arena != nullptr, InvalidProgram, "method '%s' arena %u: missing",
-                             name_, index);
-  TERN_CHECK_OR_RETURN_ERROR(is_power_of_two(arena->alignment()), InvalidProgram,
-                             "method '%s' arena %u: alignment %u is not a power of two", name_,
-                             index, arena->alignment());
-  TERN_CHECK_OR_RETURN_ERROR(arena->size() <= SIZE_MAX, InvalidProgram,
-                             "method '%s' arena %u: size %llu does not fit in memory", name_, index,
-                             static_cast<ull>(arena->size()));
-  TERN_CHECK_OR_RETURN_ERROR(arena->lower_bound() <= arena->size(), InvalidProgram,
-                             "method '%s' arena %u: lower bound %llu exceeds its size %llu", name_,
-                             index, static_cast<ull>(arena->lower_bound()),
-                             static_cast<ull>(arena->size()));
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(arena != nullptr, InvalidProgram, name_, " arena %u: missing",
+                                    index);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(is_power_of_two(arena->alignment()), InvalidProgram, name_,
+                                    " arena %u: alignment %u is not a power of two", index,
+                                    arena->alignment());
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(arena->size() <= SIZE_MAX, InvalidProgram, name_,
+                                    " arena %u: size %llu does not fit in memory", index,
+                                    static_cast<ull>(arena->size()));
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(arena->lower_bound() <= arena->size(), InvalidProgram, name_,
+                                    " arena %u: lower bound %llu exceeds its size %llu", index,
+                                    static_cast<ull>(arena->lower_bound()),
+                                    static_cast<ull>(arena->size()));
   return Error::Ok;
 }
 
 Error MethodChecker::check_value(uint32_t index) {
   const fb::EValue* value = method_->values()->Get(index);
-  TERN_CHECK_OR_RETURN_ERROR(value != nullptr, InvalidProgram, "method '%s' value %u: missing",
-                             name_, index);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(value != nullptr, InvalidProgram, name_, " value %u: missing",
+                                    index);
   const fb::Value kind = value->value_type();
-  TERN_CHECK_OR_RETURN_ERROR(
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(
       kind >= fb::Value::Tensor && kind <= fb::Value::TensorList && value->value() != nullptr,
-      InvalidProgram, "method '%s' value %u: no value (union type %u, %s)", name_, index,
+      InvalidProgram, name_, " value %u: no value (union type %u, %s)", index,
       static_cast<unsigned>(kind), value->value() == nullptr ? "payload absent" : "unknown type");
   switch (kind) {
     case fb::Value::Tensor:
       return check_tensor(index, value->value_as_Tensor());
     case fb::Value::String:
-      TERN_CHECK_OR_RETURN_ERROR(value->value_as_String()->value() != nullptr, InvalidProgram,
-                                 "method '%s' value %u: string without text", name_, index);
+      TERN_CHECK_METHOD_OR_RETURN_ERROR(value->value_as_String()->value() != nullptr,
+                                        InvalidProgram, name_, " value %u: string without text",
+                                        index);
       return Error::Ok;
     case fb::Value::IntList:
-      TERN_CHECK_OR_RETURN_ERROR(
-          elements_aligned(value->value_as_IntList()->items()), InvalidProgram,
-          "method '%s' value %u: int list items are not 8-byte aligned", name_, index);
+      TERN_CHECK_METHOD_OR_RETURN_ERROR(elements_aligned(value->value_as_IntList()->items()),
+                                        InvalidProgram, name_,
+                                        " value %u: int list items are not 8-byte aligned", index);
       return Error::Ok;
     case fb::Value::DoubleList:
-      TERN_CHECK_OR_RETURN_ERROR(
-          elements_aligned(value->value_as_DoubleList()->items()), InvalidProgram,
-          "method '%s' value %u: double list items are not 8-byte aligned", name_, index);
+      TERN_CHECK_METHOD_OR_RETURN_ERROR(
+          elements_aligned(value->value_as_DoubleList()->items()), InvalidProgram, name_,
+          " value %u: double list items are not 8-byte aligned", index);
       return Error::Ok;
     case fb::Value::TensorList: {
       const auto* items = value->value_as_TensorList()->items();
       for (uint32_t k = 0; k < count_of(items); ++k) {
         const int32_t item = items->Get(k);
-        TERN_CHECK_OR_RETURN_ERROR(
-            item >= 0 && static_cast<uint32_t>(item) < num_values_, InvalidProgram,
-            "method '%s' value %u: tensor list item %u is value %d, out of range (%u values)",
-            name_, index, k, item, num_values_);
+        TERN_CHECK_METHOD_OR_RETURN_ERROR(
+            item >= 0 && static_cast<uint32_t>(item) < num_values_, InvalidProgram, name_,
+            " value %u: tensor list item %u is value %d, out of range (%u values)", index, k, item,
+            num_values_);
         const fb::EValue* target = method_->values()->Get(static_cast<uint32_t>(item));
-        TERN_CHECK_OR_RETURN_ERROR(
-            target != nullptr && target->value_as_Tensor() != nullptr, InvalidProgram,
-            "method '%s' value %u: tensor list item %u is value %d, a %s, not a tensor", name_,
-            index, k, item,
+        TERN_CHECK_METHOD_OR_RETURN_ERROR(
+            target != nullptr && target->value_as_Tensor() != nullptr, InvalidProgram, name_,
+            " value %u: tensor list item %u is value %d, a %s, not a tensor", index, k, item,
             target == nullptr ? "missing value" : value_kind_name(target->value_type()));
       }
       return Error::Ok;
@@ -278,101 +277,100 @@ Error MethodChecker::check_value(uint32_t index) {
 
 Error MethodChecker::check_tensor(uint32_t index, const fb::Tensor* tensor) {
   const uint8_t raw_dtype = static_cast<uint8_t>(tensor->dtype());
-  TERN_CHECK_OR_RETURN_ERROR(is_valid_dtype(raw_dtype), InvalidProgram,
-                             "method '%s' value %u: unknown dtype %u (known: 0..%u)", name_, index,
-                             raw_dtype, kNumDTypes - 1);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(is_valid_dtype(raw_dtype), InvalidProgram, name_,
+                                    " value %u: unknown dtype %u (known: 0..%u)", index, raw_dtype,
+                                    kNumDTypes - 1);
   const DType dtype = static_cast<DType>(raw_dtype);
   const auto* sizes = tensor->sizes();
   const uint32_t rank = count_of(sizes);
-  TERN_CHECK_OR_RETURN_ERROR(elements_aligned(sizes), InvalidProgram,
-                             "method '%s' value %u: tensor sizes are not 8-byte aligned", name_,
-                             index);
-  TERN_CHECK_OR_RETURN_ERROR(rank <= kMaxRank, InvalidProgram,
-                             "method '%s' value %u: rank %u exceeds the maximum rank %zu", name_,
-                             index, rank, kMaxRank);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(elements_aligned(sizes), InvalidProgram, name_,
+                                    " value %u: tensor sizes are not 8-byte aligned", index);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(rank <= kMaxRank, InvalidProgram, name_,
+                                    " value %u: rank %u exceeds the maximum rank %zu", index, rank,
+                                    kMaxRank);
   uint64_t numel = 1;
   for (uint32_t d = 0; d < rank; ++d) {
     const int64_t size = sizes->Get(d);
-    TERN_CHECK_OR_RETURN_ERROR(size >= 0, InvalidProgram,
-                               "method '%s' value %u: size %lld of dim %u is negative", name_,
-                               index, static_cast<long long>(size), d);
-    TERN_CHECK_OR_RETURN_ERROR(
-        checked_mul(numel, static_cast<uint64_t>(size), &numel), InvalidProgram,
-        "method '%s' value %u: element count overflows at dim %u", name_, index, d);
+    TERN_CHECK_METHOD_OR_RETURN_ERROR(size >= 0, InvalidProgram, name_,
+                                      " value %u: size %lld of dim %u is negative", index,
+                                      static_cast<long long>(size), d);
+    TERN_CHECK_METHOD_OR_RETURN_ERROR(checked_mul(numel, static_cast<uint64_t>(size), &numel),
+                                      InvalidProgram, name_,
+                                      " value %u: element count overflows at dim %u", index, d);
   }
   uint64_t nbytes = 0;
-  TERN_CHECK_OR_RETURN_ERROR(dtype_nbytes(dtype, numel, &nbytes), InvalidProgram,
-                             "method '%s' value %u: byte size of %llu %s elements overflows", name_,
-                             index, static_cast<ull>(numel), to_string(dtype));
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(dtype_nbytes(dtype, numel, &nbytes), InvalidProgram, name_,
+                                    " value %u: byte size of %llu %s elements overflows", index,
+                                    static_cast<ull>(numel), to_string(dtype));
   const auto* dim_order = tensor->dim_order();
   if (dim_order != nullptr) {
-    TERN_CHECK_OR_RETURN_ERROR(dim_order->size() == rank, InvalidProgram,
-                               "method '%s' value %u: dim order has %u entries for rank %u", name_,
-                               index, dim_order->size(), rank);
+    TERN_CHECK_METHOD_OR_RETURN_ERROR(dim_order->size() == rank, InvalidProgram, name_,
+                                      " value %u: dim order has %u entries for rank %u", index,
+                                      dim_order->size(), rank);
     uint32_t seen = 0;
     for (uint32_t d = 0; d < rank; ++d) {
       const uint8_t dim = dim_order->Get(d);
-      TERN_CHECK_OR_RETURN_ERROR(dim < rank && (seen & (1u << dim)) == 0, InvalidProgram,
-                                 "method '%s' value %u: dim order entry %u is %u; not a "
-                                 "permutation of 0..%u",
-                                 name_, index, d, dim, rank - 1);
+      TERN_CHECK_METHOD_OR_RETURN_ERROR(dim < rank && (seen & (1u << dim)) == 0, InvalidProgram,
+                                        name_,
+                                        " value %u: dim order entry %u is %u; not a "
+                                        "permutation of 0..%u",
+                                        index, d, dim, rank - 1);
       seen |= 1u << dim;
     }
   }
   const uint8_t dynamism = static_cast<uint8_t>(tensor->dynamism());
-  TERN_CHECK_OR_RETURN_ERROR(dynamism <= static_cast<uint8_t>(fb::ShapeDynamism::DynamicBound),
-                             InvalidProgram, "method '%s' value %u: unknown shape dynamism %u",
-                             name_, index, dynamism);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(
+      dynamism <= static_cast<uint8_t>(fb::ShapeDynamism::DynamicBound), InvalidProgram, name_,
+      " value %u: unknown shape dynamism %u", index, dynamism);
 
   const uint64_t offset = tensor->offset();
   const uint64_t element_align = element_alignment(dtype);
   switch (tensor->storage()) {
     case fb::StorageKind::Caller:
-      TERN_CHECK_OR_RETURN_ERROR((flags_.get()[index] & kFlagInput) != 0, InvalidProgram,
-                                 "method '%s' value %u: caller-bound storage is only allowed for "
-                                 "method inputs",
-                                 name_, index);
+      TERN_CHECK_METHOD_OR_RETURN_ERROR((flags_.get()[index] & kFlagInput) != 0, InvalidProgram,
+                                        name_,
+                                        " value %u: caller-bound storage is only allowed for "
+                                        "method inputs",
+                                        index);
       break;
     case fb::StorageKind::Constant: {
       const uint32_t seg = tensor->location();
-      TERN_CHECK_OR_RETURN_ERROR(seg < num_segments_, InvalidProgram,
-                                 "method '%s' value %u: constant segment %u out of range (%u "
-                                 "segments)",
-                                 name_, index, seg, num_segments_);
+      TERN_CHECK_METHOD_OR_RETURN_ERROR(seg < num_segments_, InvalidProgram, name_,
+                                        " value %u: constant segment %u out of range (%u "
+                                        "segments)",
+                                        index, seg, num_segments_);
       const uint64_t seg_size = segment(seg)->size();
-      TERN_CHECK_OR_RETURN_ERROR(
-          range_within(offset, nbytes, seg_size), InvalidProgram,
-          "method '%s' value %u: tensor bytes [%llu, +%llu) exceed segment %u of %llu bytes", name_,
-          index, static_cast<ull>(offset), static_cast<ull>(nbytes), seg,
-          static_cast<ull>(seg_size));
-      TERN_CHECK_OR_RETURN_ERROR(offset % element_align == 0, InvalidProgram,
-                                 "method '%s' value %u: offset %llu in segment %u is not a "
-                                 "multiple of the %llu-byte %s element",
-                                 name_, index, static_cast<ull>(offset), seg,
-                                 static_cast<ull>(element_align), to_string(dtype));
+      TERN_CHECK_METHOD_OR_RETURN_ERROR(
+          range_within(offset, nbytes, seg_size), InvalidProgram, name_,
+          " value %u: tensor bytes [%llu, +%llu) exceed segment %u of %llu bytes", index,
+          static_cast<ull>(offset), static_cast<ull>(nbytes), seg, static_cast<ull>(seg_size));
+      TERN_CHECK_METHOD_OR_RETURN_ERROR(offset % element_align == 0, InvalidProgram, name_,
+                                        " value %u: offset %llu in segment %u is not a "
+                                        "multiple of the %llu-byte %s element",
+                                        index, static_cast<ull>(offset), seg,
+                                        static_cast<ull>(element_align), to_string(dtype));
       break;
     }
     case fb::StorageKind::Arena: {
       const uint32_t arena = tensor->location();
-      TERN_CHECK_OR_RETURN_ERROR(arena < num_arenas_, InvalidProgram,
-                                 "method '%s' value %u: arena %u out of range (%u arenas)", name_,
-                                 index, arena, num_arenas_);
+      TERN_CHECK_METHOD_OR_RETURN_ERROR(arena < num_arenas_, InvalidProgram, name_,
+                                        " value %u: arena %u out of range (%u arenas)", index,
+                                        arena, num_arenas_);
       const uint64_t arena_size = method_->arenas()->Get(arena)->size();
-      TERN_CHECK_OR_RETURN_ERROR(
-          range_within(offset, nbytes, arena_size), InvalidProgram,
-          "method '%s' value %u: tensor bytes [%llu, +%llu) exceed arena %u of %llu bytes", name_,
-          index, static_cast<ull>(offset), static_cast<ull>(nbytes), arena,
-          static_cast<ull>(arena_size));
-      TERN_CHECK_OR_RETURN_ERROR(offset % element_align == 0, InvalidProgram,
-                                 "method '%s' value %u: offset %llu in arena %u is not a multiple "
-                                 "of the %llu-byte %s element",
-                                 name_, index, static_cast<ull>(offset), arena,
-                                 static_cast<ull>(element_align), to_string(dtype));
+      TERN_CHECK_METHOD_OR_RETURN_ERROR(
+          range_within(offset, nbytes, arena_size), InvalidProgram, name_,
+          " value %u: tensor bytes [%llu, +%llu) exceed arena %u of %llu bytes", index,
+          static_cast<ull>(offset), static_cast<ull>(nbytes), arena, static_cast<ull>(arena_size));
+      TERN_CHECK_METHOD_OR_RETURN_ERROR(offset % element_align == 0, InvalidProgram, name_,
+                                        " value %u: offset %llu in arena %u is not a multiple "
+                                        "of the %llu-byte %s element",
+                                        index, static_cast<ull>(offset), arena,
+                                        static_cast<ull>(element_align), to_string(dtype));
       break;
     }
     default:
-      TERN_RETURN_ERROR(InvalidProgram, "method '%s' value %u: unknown storage kind %u", name_,
-                        index, static_cast<unsigned>(tensor->storage()));
+      TERN_RETURN_METHOD_ERROR(InvalidProgram, name_, " value %u: unknown storage kind %u", index,
+                               static_cast<unsigned>(tensor->storage()));
   }
   const bool quantized_dtype =
       dtype == DType::NF4 || dtype == DType::FP8E4M3 || dtype == DType::FP8E5M2;
@@ -395,33 +393,32 @@ Error MethodChecker::check_tensor(uint32_t index, const fb::Tensor* tensor) {
 
 Error MethodChecker::check_quant_ref(uint32_t index, const char* field, int32_t ref, DType dtype,
                                      uint64_t expected_numel) {
-  TERN_CHECK_OR_RETURN_ERROR(ref >= 0 && static_cast<uint32_t>(ref) < num_values_, InvalidProgram,
-                             "method '%s' value %u: quant %s is value %d, out of range (%u "
-                             "values)",
-                             name_, index, field, ref, num_values_);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(ref >= 0 && static_cast<uint32_t>(ref) < num_values_,
+                                    InvalidProgram, name_,
+                                    " value %u: quant %s is value %d, out of range (%u "
+                                    "values)",
+                                    index, field, ref, num_values_);
   const fb::EValue* value = method_->values()->Get(static_cast<uint32_t>(ref));
   const fb::Tensor* t = value == nullptr ? nullptr : value->value_as_Tensor();
-  TERN_CHECK_OR_RETURN_ERROR(t != nullptr && t->storage() == fb::StorageKind::Constant,
-                             InvalidProgram,
-                             "method '%s' value %u: quant %s (value %d) must be a constant tensor",
-                             name_, index, field, ref);
-  TERN_CHECK_OR_RETURN_ERROR(t->dtype() == static_cast<fb::DType>(dtype), InvalidProgram,
-                             "method '%s' value %u: quant %s (value %d) has dtype %s, expected %s",
-                             name_, index, field, ref,
-                             is_valid_dtype(static_cast<uint8_t>(t->dtype()))
-                                 ? to_string(static_cast<DType>(t->dtype()))
-                                 : "invalid",
-                             to_string(dtype));
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(
+      t != nullptr && t->storage() == fb::StorageKind::Constant, InvalidProgram, name_,
+      " value %u: quant %s (value %d) must be a constant tensor", index, field, ref);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(
+      t->dtype() == static_cast<fb::DType>(dtype), InvalidProgram, name_,
+      " value %u: quant %s (value %d) has dtype %s, expected %s", index, field, ref,
+      is_valid_dtype(static_cast<uint8_t>(t->dtype())) ? to_string(static_cast<DType>(t->dtype()))
+                                                       : "invalid",
+      to_string(dtype));
   uint64_t numel = 0;
   uint64_t nbytes = 0;
-  TERN_CHECK_OR_RETURN_ERROR(tensor_numel_nbytes(t, &numel, &nbytes), InvalidProgram,
-                             "method '%s' value %u: quant %s (value %d) has invalid sizes", name_,
-                             index, field, ref);
-  TERN_CHECK_OR_RETURN_ERROR(numel == expected_numel, InvalidProgram,
-                             "method '%s' value %u: quant %s (value %d) has %llu elements, "
-                             "expected %llu",
-                             name_, index, field, ref, static_cast<ull>(numel),
-                             static_cast<ull>(expected_numel));
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(tensor_numel_nbytes(t, &numel, &nbytes), InvalidProgram, name_,
+                                    " value %u: quant %s (value %d) has invalid sizes", index,
+                                    field, ref);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(numel == expected_numel, InvalidProgram, name_,
+                                    " value %u: quant %s (value %d) has %llu elements, "
+                                    "expected %llu",
+                                    index, field, ref, static_cast<ull>(numel),
+                                    static_cast<ull>(expected_numel));
   return Error::Ok;
 }
 
@@ -430,11 +427,9 @@ Error MethodChecker::check_quant(uint32_t index, const fb::Tensor* tensor, uint6
   const DType dtype = static_cast<DType>(tensor->dtype());
   const fb::QuantScheme scheme = q != nullptr ? q->scheme() : fb::QuantScheme::None;
   if (scheme == fb::QuantScheme::None) {
-    TERN_CHECK_OR_RETURN_ERROR(dtype != DType::NF4 && dtype != DType::FP8E4M3 &&
-                                   dtype != DType::FP8E5M2,
-                               InvalidProgram,
-                               "method '%s' value %u: %s tensor without quantization parameters",
-                               name_, index, to_string(dtype));
+    TERN_CHECK_METHOD_OR_RETURN_ERROR(
+        dtype != DType::NF4 && dtype != DType::FP8E4M3 && dtype != DType::FP8E5M2, InvalidProgram,
+        name_, " value %u: %s tensor without quantization parameters", index, to_string(dtype));
     return Error::Ok;
   }
   switch (scheme) {
@@ -442,25 +437,23 @@ Error MethodChecker::check_quant(uint32_t index, const fb::Tensor* tensor, uint6
       return Error::Ok;
     case fb::QuantScheme::NF4:
     case fb::QuantScheme::NF4DoubleQuant: {
-      TERN_CHECK_OR_RETURN_ERROR(dtype == DType::NF4, InvalidProgram,
-                                 "method '%s' value %u: NF4 quantization on a %s tensor", name_,
-                                 index, to_string(dtype));
+      TERN_CHECK_METHOD_OR_RETURN_ERROR(dtype == DType::NF4, InvalidProgram, name_,
+                                        " value %u: NF4 quantization on a %s tensor", index,
+                                        to_string(dtype));
       const uint32_t block = q->block_size();
-      TERN_CHECK_OR_RETURN_ERROR(is_power_of_two(block) && block >= 32 && block <= 4096,
-                                 InvalidProgram,
-                                 "method '%s' value %u: NF4 block size %u is not a power of two "
-                                 "in [32, 4096]",
-                                 name_, index, block);
+      TERN_CHECK_METHOD_OR_RETURN_ERROR(is_power_of_two(block) && block >= 32 && block <= 4096,
+                                        InvalidProgram, name_,
+                                        " value %u: NF4 block size %u is not a power of two "
+                                        "in [32, 4096]",
+                                        index, block);
       const uint64_t num_blocks = ceil_div(numel, block);
       if (q->scheme() == fb::QuantScheme::NF4) {
         return check_quant_ref(index, "absmax", q->absmax(), DType::F32, num_blocks);
       }
-      TERN_CHECK_OR_RETURN_ERROR(q->dq_block_size() > 0, InvalidProgram,
-                                 "method '%s' value %u: double-quant block size is 0", name_,
-                                 index);
-      TERN_CHECK_OR_RETURN_ERROR(std::isfinite(q->dq_offset()), InvalidProgram,
-                                 "method '%s' value %u: double-quant offset is not finite", name_,
-                                 index);
+      TERN_CHECK_METHOD_OR_RETURN_ERROR(q->dq_block_size() > 0, InvalidProgram, name_,
+                                        " value %u: double-quant block size is 0", index);
+      TERN_CHECK_METHOD_OR_RETURN_ERROR(std::isfinite(q->dq_offset()), InvalidProgram, name_,
+                                        " value %u: double-quant offset is not finite", index);
       TERN_RETURN_IF_ERROR(
           check_quant_ref(index, "dq_codes", q->dq_codes(), DType::U8, num_blocks));
       TERN_RETURN_IF_ERROR(check_quant_ref(index, "dq_absmax2", q->dq_absmax2(), DType::F32,
@@ -468,9 +461,9 @@ Error MethodChecker::check_quant(uint32_t index, const fb::Tensor* tensor, uint6
       return check_quant_ref(index, "dq_table", q->dq_table(), DType::F32, 256);
     }
     case fb::QuantScheme::FP8: {
-      TERN_CHECK_OR_RETURN_ERROR(dtype == DType::FP8E4M3 || dtype == DType::FP8E5M2, InvalidProgram,
-                                 "method '%s' value %u: FP8 quantization on a %s tensor", name_,
-                                 index, to_string(dtype));
+      TERN_CHECK_METHOD_OR_RETURN_ERROR(
+          dtype == DType::FP8E4M3 || dtype == DType::FP8E5M2, InvalidProgram, name_,
+          " value %u: FP8 quantization on a %s tensor", index, to_string(dtype));
       const auto* sizes = tensor->sizes();
       const uint64_t rows = count_of(sizes) >= 1 ? static_cast<uint64_t>(sizes->Get(0)) : 1;
       const uint64_t cols = rows == 0 ? 0 : numel / rows;
@@ -483,29 +476,29 @@ Error MethodChecker::check_quant(uint32_t index, const fb::Tensor* tensor, uint6
           scales = rows;
           break;
         case fb::ScaleGranularity::Block2D:
-          TERN_CHECK_OR_RETURN_ERROR(count_of(sizes) == 2, InvalidProgram,
-                                     "method '%s' value %u: FP8 2-D block scales need a rank-2 "
-                                     "tensor, found rank %u",
-                                     name_, index, count_of(sizes));
-          TERN_CHECK_OR_RETURN_ERROR(q->block_rows() > 0 && q->block_cols() > 0, InvalidProgram,
-                                     "method '%s' value %u: FP8 block %ux%u is empty", name_, index,
-                                     q->block_rows(), q->block_cols());
+          TERN_CHECK_METHOD_OR_RETURN_ERROR(count_of(sizes) == 2, InvalidProgram, name_,
+                                            " value %u: FP8 2-D block scales need a rank-2 "
+                                            "tensor, found rank %u",
+                                            index, count_of(sizes));
+          TERN_CHECK_METHOD_OR_RETURN_ERROR(
+              q->block_rows() > 0 && q->block_cols() > 0, InvalidProgram, name_,
+              " value %u: FP8 block %ux%u is empty", index, q->block_rows(), q->block_cols());
           // Both factors are at most numel, so the product cannot overflow past numel^2 < 2^64
           // unless numel is huge; check anyway.
-          TERN_CHECK_OR_RETURN_ERROR(
-              checked_mul(ceil_div(rows, q->block_rows()), ceil_div(cols, q->block_cols()),
-                          &scales),
-              InvalidProgram, "method '%s' value %u: FP8 block count overflows", name_, index);
+          TERN_CHECK_METHOD_OR_RETURN_ERROR(checked_mul(ceil_div(rows, q->block_rows()),
+                                                        ceil_div(cols, q->block_cols()), &scales),
+                                            InvalidProgram, name_,
+                                            " value %u: FP8 block count overflows", index);
           break;
         default:
-          TERN_RETURN_ERROR(InvalidProgram, "method '%s' value %u: unknown scale granularity %u",
-                            name_, index, static_cast<unsigned>(q->granularity()));
+          TERN_RETURN_METHOD_ERROR(InvalidProgram, name_, " value %u: unknown scale granularity %u",
+                                   index, static_cast<unsigned>(q->granularity()));
       }
       return check_quant_ref(index, "scale", q->scale(), DType::F32, scales);
     }
     default:
-      TERN_RETURN_ERROR(InvalidProgram, "method '%s' value %u: unknown quantization scheme %u",
-                        name_, index, static_cast<unsigned>(q->scheme()));
+      TERN_RETURN_METHOD_ERROR(InvalidProgram, name_, " value %u: unknown quantization scheme %u",
+                               index, static_cast<unsigned>(q->scheme()));
   }
 }
 
@@ -513,97 +506,95 @@ Error MethodChecker::check_args(const char* list, uint32_t index,
                                 const flatbuffers::Vector<int32_t>* args) {
   for (uint32_t k = 0; k < count_of(args); ++k) {
     const int32_t arg = args->Get(k);
-    TERN_CHECK_OR_RETURN_ERROR(arg >= 0 && static_cast<uint32_t>(arg) < num_values_, InvalidProgram,
-                               "method '%s' %s %u: argument %u is value %d, out of range (%u "
-                               "values)",
-                               name_, list, index, k, arg, num_values_);
+    TERN_CHECK_METHOD_OR_RETURN_ERROR(arg >= 0 && static_cast<uint32_t>(arg) < num_values_,
+                                      InvalidProgram, name_,
+                                      " %s %u: argument %u is value %d, out of range (%u "
+                                      "values)",
+                                      list, index, k, arg, num_values_);
   }
   return Error::Ok;
 }
 
 Error MethodChecker::check_instruction(const char* list, uint32_t index,
                                        const fb::Instruction* instruction, bool fallback) {
-  TERN_CHECK_OR_RETURN_ERROR(instruction != nullptr, InvalidProgram, "method '%s' %s %u: missing",
-                             name_, list, index);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(instruction != nullptr, InvalidProgram, name_,
+                                    " %s %u: missing", list, index);
   if (const fb::KernelCall* call = instruction->kind_as_KernelCall()) {
-    TERN_CHECK_OR_RETURN_ERROR(call->op() < num_operators_, InvalidProgram,
-                               "method '%s' %s %u: operator %u out of range (%u operators)", name_,
-                               list, index, call->op(), num_operators_);
+    TERN_CHECK_METHOD_OR_RETURN_ERROR(call->op() < num_operators_, InvalidProgram, name_,
+                                      " %s %u: operator %u out of range (%u operators)", list,
+                                      index, call->op(), num_operators_);
     return check_args(list, index, call->args());
   }
   if (const fb::DelegateCall* call = instruction->kind_as_DelegateCall()) {
-    TERN_CHECK_OR_RETURN_ERROR(!fallback, InvalidProgram,
-                               "method '%s' %s %u: a fallback may only hold kernel calls, found "
-                               "a delegate call",
-                               name_, list, index);
-    TERN_CHECK_OR_RETURN_ERROR(call->delegate() < num_delegates_, InvalidProgram,
-                               "method '%s' %s %u: delegate %u out of range (%u delegates)", name_,
-                               list, index, call->delegate(), num_delegates_);
-    TERN_CHECK_OR_RETURN_ERROR(
+    TERN_CHECK_METHOD_OR_RETURN_ERROR(!fallback, InvalidProgram, name_,
+                                      " %s %u: a fallback may only hold kernel calls, found "
+                                      "a delegate call",
+                                      list, index);
+    TERN_CHECK_METHOD_OR_RETURN_ERROR(call->delegate() < num_delegates_, InvalidProgram, name_,
+                                      " %s %u: delegate %u out of range (%u delegates)", list,
+                                      index, call->delegate(), num_delegates_);
+    TERN_CHECK_METHOD_OR_RETURN_ERROR(
         call->fallback_begin() <= call->fallback_end() && call->fallback_end() <= num_fallback_,
-        InvalidProgram,
-        "method '%s' %s %u: fallback range [%u, %u) is not inside the %u fallback instructions",
-        name_, list, index, call->fallback_begin(), call->fallback_end(), num_fallback_);
+        InvalidProgram, name_,
+        " %s %u: fallback range [%u, %u) is not inside the %u fallback instructions", list, index,
+        call->fallback_begin(), call->fallback_end(), num_fallback_);
     return check_args(list, index, call->args());
   }
-  TERN_RETURN_ERROR(InvalidProgram, "method '%s' %s %u: no instruction (kind %u%s)", name_, list,
-                    index, static_cast<unsigned>(instruction->kind_type()),
-                    instruction->kind() == nullptr ? ", payload absent" : ", unknown kind");
+  TERN_RETURN_METHOD_ERROR(InvalidProgram, name_, " %s %u: no instruction (kind %u%s)", list, index,
+                           static_cast<unsigned>(instruction->kind_type()),
+                           instruction->kind() == nullptr ? ", payload absent" : ", unknown kind");
 }
 
 Error MethodChecker::check_delegate(uint32_t index, const fb::Delegate* delegate) {
-  TERN_CHECK_OR_RETURN_ERROR(delegate != nullptr, InvalidProgram,
-                             "method '%s' delegate %u: missing", name_, index);
-  TERN_CHECK_OR_RETURN_ERROR(delegate->backend() != nullptr && delegate->backend()->size() > 0,
-                             InvalidProgram, "method '%s' delegate %u: missing backend name", name_,
-                             index);
-  TERN_CHECK_OR_RETURN_ERROR(delegate->segment() < num_segments_, InvalidProgram,
-                             "method '%s' delegate %u (%s): blob segment %u out of range (%u "
-                             "segments)",
-                             name_, index, delegate->backend()->c_str(), delegate->segment(),
-                             num_segments_);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(delegate != nullptr, InvalidProgram, name_,
+                                    " delegate %u: missing", index);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(
+      delegate->backend() != nullptr && delegate->backend()->size() > 0, InvalidProgram, name_,
+      " delegate %u: missing backend name", index);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(delegate->segment() < num_segments_, InvalidProgram, name_,
+                                    " delegate %u (%s): blob segment %u out of range (%u "
+                                    "segments)",
+                                    index, delegate->backend()->c_str(), delegate->segment(),
+                                    num_segments_);
   const auto* specs = delegate->compile_specs();
   for (uint32_t k = 0; k < count_of(specs); ++k) {
     const fb::CompileSpec* spec = specs->Get(k);
-    TERN_CHECK_OR_RETURN_ERROR(spec != nullptr && spec->key() != nullptr, InvalidProgram,
-                               "method '%s' delegate %u: compile spec %u has no key", name_, index,
-                               k);
+    TERN_CHECK_METHOD_OR_RETURN_ERROR(spec != nullptr && spec->key() != nullptr, InvalidProgram,
+                                      name_, " delegate %u: compile spec %u has no key", index, k);
   }
   return Error::Ok;
 }
 
 Error MethodChecker::check_state(uint32_t index, const fb::StateTensor* state) {
-  TERN_CHECK_OR_RETURN_ERROR(state != nullptr, InvalidProgram, "method '%s' state %u: missing",
-                             name_, index);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(state != nullptr, InvalidProgram, name_, " state %u: missing",
+                                    index);
   const uint32_t v = state->value();
-  TERN_CHECK_OR_RETURN_ERROR(v < num_values_, InvalidProgram,
-                             "method '%s' state %u: value %u out of range (%u values)", name_,
-                             index, v, num_values_);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(v < num_values_, InvalidProgram, name_,
+                                    " state %u: value %u out of range (%u values)", index, v,
+                                    num_values_);
   const fb::Tensor* t = method_->values()->Get(v)->value_as_Tensor();
-  TERN_CHECK_OR_RETURN_ERROR(t != nullptr && t->storage() == fb::StorageKind::Arena, InvalidProgram,
-                             "method '%s' state %u: value %u must be a tensor in an arena", name_,
-                             index, v);
-  TERN_CHECK_OR_RETURN_ERROR((flags_.get()[v] & kFlagState) == 0, InvalidProgram,
-                             "method '%s' state %u: value %u is listed as state twice", name_,
-                             index, v);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(t != nullptr && t->storage() == fb::StorageKind::Arena,
+                                    InvalidProgram, name_,
+                                    " state %u: value %u must be a tensor in an arena", index, v);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR((flags_.get()[v] & kFlagState) == 0, InvalidProgram, name_,
+                                    " state %u: value %u is listed as state twice", index, v);
   flags_.get()[v] |= kFlagState;
   const int32_t init = state->init_segment();
   if (init == -1) {
     return Error::Ok;
   }
-  TERN_CHECK_OR_RETURN_ERROR(init >= 0 && static_cast<uint32_t>(init) < num_segments_,
-                             InvalidProgram,
-                             "method '%s' state %u: init segment %d out of range (%u segments)",
-                             name_, index, init, num_segments_);
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(
+      init >= 0 && static_cast<uint32_t>(init) < num_segments_, InvalidProgram, name_,
+      " state %u: init segment %d out of range (%u segments)", index, init, num_segments_);
   uint64_t numel = 0;
   uint64_t nbytes = 0;
   (void)tensor_numel_nbytes(t, &numel, &nbytes);  // checked with the values
   const uint64_t seg_size = segment(static_cast<uint32_t>(init))->size();
-  TERN_CHECK_OR_RETURN_ERROR(seg_size == nbytes, InvalidProgram,
-                             "method '%s' state %u: init segment %d has %llu bytes, value %u "
-                             "needs %llu",
-                             name_, index, init, static_cast<ull>(seg_size), v,
-                             static_cast<ull>(nbytes));
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(seg_size == nbytes, InvalidProgram, name_,
+                                    " state %u: init segment %d has %llu bytes, value %u "
+                                    "needs %llu",
+                                    index, init, static_cast<ull>(seg_size), v,
+                                    static_cast<ull>(nbytes));
   return Error::Ok;
 }
 

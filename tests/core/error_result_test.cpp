@@ -46,6 +46,27 @@ TEST(ErrorTest, LongMessagesAreTruncatedNotOverflowed) {
   EXPECT_EQ(std::strlen(last_error_message()), 1023u);
 }
 
+// set_method_error_message writes what set_error_message writes with "method '%s'" in front of
+// the format, truncated the same way.
+TEST(ErrorTest, MethodMessagesEqualThePrefixedFormat) {
+  EXPECT_EQ(set_method_error_message(Error::InvalidProgram, "forward", " value %u: %s", 3u, "x"),
+            Error::InvalidProgram);
+  const std::string method_message = last_error_message();
+  set_error_message(Error::InvalidProgram, "method '%s' value %u: %s", "forward", 3u, "x");
+  EXPECT_EQ(method_message, last_error_message());
+  EXPECT_EQ(method_message, "method 'forward' value 3: x");
+  const std::string long_name(900, 'n');
+  const std::string rest(400, 'r');
+  set_method_error_message(Error::Internal, long_name.c_str(), ": %s", rest.c_str());
+  const std::string truncated = last_error_message();
+  set_error_message(Error::Internal, "method '%s': %s", long_name.c_str(), rest.c_str());
+  EXPECT_EQ(truncated, last_error_message());
+  EXPECT_EQ(truncated.size(), 1023u);
+  const std::string huge_name(3000, 'h');  // the prefix alone fills the buffer
+  set_method_error_message(Error::Internal, huge_name.c_str(), ": %d", 1);
+  EXPECT_EQ(std::string(last_error_message()), ("method '" + huge_name).substr(0, 1023));
+}
+
 TEST(ErrorTest, ChainedMessagesQuoteTheirCause) {
   set_error_message(Error::AccessFailed, "cannot open '%s'", "m.pte");
   const Error e = chain_error_message(Error::InvalidProgram, "loading %s", "forward");
