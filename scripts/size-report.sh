@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Size report (docs/size.md): builds the minimal runner (examples/minimal) with TERN_MINIMAL=ON
-# (MinSizeRel, -ffunction-sections + --gc-sections, no exceptions/RTTI/unwind tables, full
+# (MinSizeRel, -Oz, LTO, --gc-sections, no exceptions/RTTI/unwind tables, full
 # program verification compiled in), strips it, runs it on a one-add program and prints the
 # stripped sizes; then the code size (text + data, no debug info) of the portable kernels and of
 # each backend library of an existing build.
@@ -8,13 +8,13 @@
 #   scripts/size-report.sh [--check] [--tern BUILD/tern] [--libs BUILD] [--work DIR]
 #
 # --check: exit 1 when the core runner's stripped size exceeds TERN_SIZE_CEILING bytes (default
-# 56000: today's 55,496 plus a little), or its text + rodata (`size`'s text column) exceeds
-# TERN_SIZE_TEXT_CEILING bytes (default 48500: today's 47,919 plus a little). The file size moves
+# 52000: today's 51,400 plus a little), or its text + rodata (`size`'s text column) exceeds
+# TERN_SIZE_TEXT_CEILING bytes (default 46000: today's 45,536 plus a little). The file size moves
 # in page steps (the RELRO segment ends on a page boundary, docs/size.md), so the text ceiling is
 # the one that catches a regression of a few hundred bytes. docs/size.md says where the bytes are
-# and what the 40 KB goal of issue 14 still needs. --tern: the tern CLI that compiles the add program
-# (default build/tern). --libs: the build whose backend libraries are measured (default the
-# folder of --tern). --work: the minimal build's folder (default build-size).
+# and what the 40 KB goal of issue 14 still needs. --tern: the tern CLI that compiles the add
+# program (default build/tern). --libs: the build whose backend libraries are measured (default
+# the folder of --tern). --work: the minimal build's folder (default build-size).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 check=0
@@ -32,8 +32,8 @@ while [ $# -gt 0 ]; do
   shift
 done
 [ -n "$libs" ] || libs="$(dirname "$tern")"
-ceiling="${TERN_SIZE_CEILING:-56000}"
-text_ceiling="${TERN_SIZE_TEXT_CEILING:-48500}"
+ceiling="${TERN_SIZE_CEILING:-52000}"
+text_ceiling="${TERN_SIZE_TEXT_CEILING:-46000}"
 if [ ! -x "$tern" ]; then
   echo "size-report: no tern CLI at $tern (build it first, or pass --tern)" >&2
   exit 2
