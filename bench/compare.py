@@ -140,6 +140,13 @@ def main():
     ap.add_argument("--report", default=os.path.join(ROOT, "docs", "BENCHMARKS.md"))
     ap.add_argument("--command", default="bench/compare.sh")
     ap.add_argument("--note", default=os.environ.get("BENCH_NOTE", ""))
+    ap.add_argument("--phase", choices=("all", "prepare"), default=os.environ.get("BENCH_PHASE", "all"),
+                    help="prepare: only prepare every model's artifacts (exports, compiles) and "
+                         "record them in WORKDIR/prepared.json, timing nothing; a later run "
+                         "reuses them for the peers named by --reuse")
+    ap.add_argument("--reuse", default=os.environ.get("BENCH_REUSE", ""),
+                    help="peers (comma-separated) whose artifacts from an earlier --phase "
+                         "prepare run are reused when their files still exist")
     args = ap.parse_args()
     args.et_python = os.path.abspath(args.et_python)
 
@@ -160,8 +167,27 @@ def main():
     prepare_timeout = int(os.environ.get("BENCH_PREPARE_TIMEOUT", 1800))
     run_timeout = int(os.environ.get("BENCH_RUN_TIMEOUT", 900))
 
+    manifest_path = os.path.join(args.workdir, "prepared.json")
+    try:
+        with open(manifest_path) as f:
+            manifest = json.load(f)
+    except (OSError, ValueError):
+        manifest = {}
+    reuse = set(p for p in args.reuse.split(",") if p)
+
+    def artifact_files_exist(art):
+        paths = [v for v in art.values() if isinstance(v, str) and v.startswith(args.workdir)]
+        return all(os.path.exists(p) for p in paths)
+
     def prepare_peer(peer, name):
         """The peer's artifact for `name` (a dict), or {"error": ...}."""
+        key = "%s/%s" % (name, peer)
+        if peer in reuse and key in manifest and artifact_files_exist(manifest[key]):
+            log("%s %s: reusing the prepared artifact" % (name, peer))
+            art = manifest[key]
+            if peer == "tern-cpu" and not art.get("delegates"):
+                return {"error": "no cpu delegate", "skipped": True, "note": art.get("note", "")}
+            return {"artifact": art}
         step_python = args.et_python if peer == "executorch" else python
         module = "tern" if peer.startswith("tern") else peer
         prep = ["prepare", module, name, art_dir]
@@ -173,6 +199,9 @@ def main():
             log("%s %s: prepare failed: %s" % (name, peer, p["error"]))
             return {"error": "prepare: " + p["error"]}
         art = p["artifact"]
+        manifest[key] = art
+        with open(manifest_path, "w") as f:
+            json.dump(manifest, f, indent=1)
         if peer == "tern-cpu" and not art.get("delegates"):
             log("%s %s: no cpu delegate (%s)" % (name, peer, art.get("note", "nothing delegated")))
             return {"error": "no cpu delegate", "skipped": True, "note": art.get("note", "")}
@@ -199,6 +228,8 @@ def main():
         per round; the order reverses every other round), so that the peers are compared at the
         same moments of a machine whose speed drifts. Returns {peer: aggregated result}."""
         arts = {p: prepare_peer(p, name) for p in which}
+        if args.phase == "prepare":
+            return arts
         per_round = {p: [] for p in which}
         for rnd in range(max(1, args.rounds)):
             order = which if rnd % 2 == 0 else list(reversed(which))
@@ -208,7 +239,8 @@ def main():
         return {p: (aggregate(per_round[p]) if "artifact" in arts[p] else arts[p]) for p in which}
 
     for name in names:
-        shutil.rmtree(os.path.join(art_dir, name + ".graph"), ignore_errors=True)
+        if not reuse & {"tern-portable", "tern-cpu"}:  # tern's graph is exported afresh
+            shutil.rmtree(os.path.join(art_dir, name + ".graph"), ignore_errors=True)
         model, x = models.build(name)
         input_npy = os.path.join(args.workdir, name + ".input.npy")
         np.save(input_npy, x.numpy().astype(np.float32))
@@ -221,6 +253,9 @@ def main():
             for peer in peers:
                 results[name].setdefault(peer, {"error": "%s: %s" % (type(e).__name__, e)})
 
+    if args.phase == "prepare":
+        log("prepared %d models; artifacts recorded in %s" % (len(names), manifest_path))
+        return
     # Raw XNNPACK against tern's cpu delegate on one fully-connected layer.
     fc = None
     cpu_present = any(isinstance(results[n].get("tern-cpu"), dict) and "median_ms" in results[n]["tern-cpu"]

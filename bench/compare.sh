@@ -12,6 +12,10 @@
 #                          mobilenet_v2,mobilenet_v3_small,transformer_encoder,gpt_block,
 #                          linear_stack,efficientnet_b0,mnasnet0_5,regnet_x_400mf
 #   BENCH_PEERS=a,b        subset of tern-portable,tern-cpu,executorch,ort,torch
+#   BENCH_PHASE=prepare    only export/compile every model for every peer (no timing; the
+#                          machine need not be quiet), recorded in bench/out/prepared.json
+#   BENCH_REUSE=a,b        peers whose artifacts from a BENCH_PHASE=prepare run are reused
+#                          (e.g. executorch,ort: prepare them under load, time them quietly later)
 #   BENCH_BUILD_DIR=build-bench
 #   BENCH_NOTE="..."       a note printed at the top of the report (e.g. "the machine was loaded")
 #   BENCH_REPORT=docs/BENCHMARKS.md
@@ -49,7 +53,7 @@ if ! "$py" -c "import executorch.runtime" >/dev/null 2>&1 && [ -x bench/.venv-et
 fi
 
 cmdline="bench/compare.sh"
-for v in BENCH_THREADS BENCH_RUNS BENCH_WARMUP BENCH_ROUNDS BENCH_MODELS BENCH_PEERS; do
+for v in BENCH_THREADS BENCH_RUNS BENCH_WARMUP BENCH_ROUNDS BENCH_MODELS BENCH_PEERS BENCH_REUSE; do
   [ -n "${!v:-}" ] && cmdline="$v=${!v} $cmdline"
 done
 exec "$py" bench/compare.py --et-python "$et_py" --xnnpack-fc "$xnnpack_fc" \
