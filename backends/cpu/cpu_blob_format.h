@@ -307,8 +307,8 @@ constexpr uint32_t kLastNodeOp = 28;
 /// StridedCopy's parameter indices.
 enum StridedCopyParam : uint32_t {
   kCopyRank = 0,
-  kCopyExtent = 1,   ///< [1..6]
-  kCopyStride = 7,   ///< [7..12]
+  kCopyExtent = 1,  ///< [1..6]
+  kCopyStride = 7,  ///< [7..12]
   kCopyOffset = 13,
   kCopyParamCount = 14,
 };

@@ -38,7 +38,8 @@ void check_batch_matmul(const Graph& g, const Node& node) {
 }
 
 SdpaAttrs sdpa_attrs(const Graph& g, const Node& node) {
-  if (node.args.size() != 6) throw Unsupported("scaled_dot_product_attention: expected 6 arguments");
+  if (node.args.size() != 6)
+    throw Unsupported("scaled_dot_product_attention: expected 6 arguments");
   const Value& q = activation_tensor(g, node.args[0], "q");
   const Value& k = activation_tensor(g, node.args[1], "k");
   const Value& v = activation_tensor(g, node.args[2], "v");
@@ -69,7 +70,8 @@ SdpaAttrs sdpa_attrs(const Graph& g, const Node& node) {
     a.bias_dims[r - 1] = s;
     a.bias.resize(static_cast<size_t>(l * s));
     for (int64_t i = 0; i < l; ++i) {  // top-left aligned: row i attends keys 0..i
-      for (int64_t j = 0; j < s; ++j) a.bias[static_cast<size_t>(i * s + j)] = j <= i ? 0.0f : kNegInf;
+      for (int64_t j = 0; j < s; ++j)
+        a.bias[static_cast<size_t>(i * s + j)] = j <= i ? 0.0f : kNegInf;
     }
     return a;
   }
@@ -77,8 +79,9 @@ SdpaAttrs sdpa_attrs(const Graph& g, const Node& node) {
   const Value& m = value_at(g, node.args[3]);
   if (!m.is_tensor() || !m.is_constant || m.sizes.size() > r ||
       (m.dtype != DType::Bool && m.dtype != DType::F32)) {
-    throw Unsupported("scaled_dot_product_attention: the mask is not a constant bool or f32 "
-                      "tensor of at most the scores' rank");
+    throw Unsupported(
+        "scaled_dot_product_attention: the mask is not a constant bool or f32 "
+        "tensor of at most the scores' rank");
   }
   a.bias_dims.assign(r - m.sizes.size(), 1);
   a.bias_dims.insert(a.bias_dims.end(), m.sizes.begin(), m.sizes.end());

@@ -150,8 +150,8 @@ bool CpuBackendCompiler::accepts_region(const Graph& graph, const std::vector<in
     const std::string& op = graph.nodes[static_cast<size_t>(n)].op;
     if (op == "tern::conv2d" || op == "tern::linear" || op == "tern::embedding" ||
         op == "tern::bmm" || op == "tern::matmul" || op == "tern::scaled_dot_product_attention" ||
-        op == "tern::max_pool2d" ||
-        op == "tern::avg_pool2d" || op == "tern::adaptive_avg_pool2d" || op == "tern::mean") {
+        op == "tern::max_pool2d" || op == "tern::avg_pool2d" || op == "tern::adaptive_avg_pool2d" ||
+        op == "tern::mean") {
       return true;
     }
   }

@@ -12,7 +12,8 @@ namespace {
 size_t wrap_dim(const Graph& g, int id, size_t rank, const char* what) {
   int64_t d = int_value(g, id, what);
   if (d < 0) d += static_cast<int64_t>(rank);
-  if (d < 0 || d >= static_cast<int64_t>(rank)) throw Unsupported(std::string(what) + " out of range");
+  if (d < 0 || d >= static_cast<int64_t>(rank))
+    throw Unsupported(std::string(what) + " out of range");
   return static_cast<size_t>(d);
 }
 
@@ -115,8 +116,7 @@ Mapped map_node(const Graph& g, const Node& node, const StridedView& x) {
 
 bool is_index_map_op(const std::string& op) {
   return op == "tern::transpose" || op == "tern::permute" || op == "tern::slice" ||
-         op == "tern::select" || op == "tern::expand" || op == "tern::clone" ||
-         op == "tern::split";
+         op == "tern::select" || op == "tern::expand" || op == "tern::clone" || op == "tern::split";
 }
 
 void check_index_map(const Graph& g, const Node& node) {
@@ -127,8 +127,7 @@ void check_index_map(const Graph& g, const Node& node) {
   for (size_t i = 0; i < m.outs.size(); ++i) {
     const Value& out = f32_tensor(g, node.outputs[i], "out");
     if (out.is_constant || out.sizes != m.outs[i].sizes) {
-      throw Unsupported("out " + shape_str(out.sizes) + ", expected " +
-                        shape_str(m.outs[i].sizes));
+      throw Unsupported("out " + shape_str(out.sizes) + ", expected " + shape_str(m.outs[i].sizes));
     }
   }
 }

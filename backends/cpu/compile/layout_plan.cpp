@@ -54,9 +54,9 @@ bool makes_plain(const std::string& op) {
 /// (copied into whichever layout is wanted) and every op it does not take (their outputs
 /// enter a delegate at its edge, converted there).
 bool free_layout(const std::string& op) {
-  return is_index_map_op(op) || !(follows_operands(op) || needs_nhwc(op) || makes_plain(op) ||
-                                  is_cpu_view_op(op) || op == "tern::cat" ||
-                                  op == "tern::hardsigmoid" || op == "tern::permute");
+  return is_index_map_op(op) ||
+         !(follows_operands(op) || needs_nhwc(op) || makes_plain(op) || is_cpu_view_op(op) ||
+           op == "tern::cat" || op == "tern::hardsigmoid" || op == "tern::permute");
 }
 
 enum Want : uint8_t { kNone = 0, kNhwc = 1, kPlain = 2 };
@@ -99,9 +99,9 @@ std::vector<uint8_t> wanted_layouts(const Graph& g) {
       for (int out : node.outputs) {
         if (!is_4d_tensor(g, out)) continue;
         const uint8_t w = want[static_cast<size_t>(out)];
-        ask(node.args[0], swap ? static_cast<uint8_t>(((w & kNhwc) ? kPlain : 0) |
-                                                      ((w & kPlain) ? kNhwc : 0))
-                               : w);
+        ask(node.args[0],
+            swap ? static_cast<uint8_t>(((w & kNhwc) ? kPlain : 0) | ((w & kPlain) ? kNhwc : 0))
+                 : w);
       }
     }
     if (node.op == "tern::cat" && node.outputs.size() == 1 && is_4d_tensor(g, node.outputs[0]) &&

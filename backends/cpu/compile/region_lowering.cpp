@@ -1083,10 +1083,10 @@ class Lowering {
     }
     if (!a.bias.empty()) {
       const uint32_t masked = internal(dims);
-      add_node(NodeOp::Add,
-               {s, add_constant(std::vector<uint64_t>(a.bias_dims.begin(), a.bias_dims.end()),
-                                a.bias)},
-               masked);
+      add_node(
+          NodeOp::Add,
+          {s, add_constant(std::vector<uint64_t>(a.bias_dims.begin(), a.bias_dims.end()), a.bias)},
+          masked);
       s = masked;
     }
     const uint32_t p = internal(dims);

@@ -11,11 +11,11 @@
 namespace tern::compiler::cpu_compile {
 
 struct StridedView {
-  uint32_t base = 0;              ///< the blob value read
-  uint64_t base_numel = 0;        ///< its element count
-  std::vector<int64_t> sizes;     ///< tern dims of the view
-  std::vector<int64_t> strides;   ///< base elements per step of each dim
-  int64_t offset = 0;             ///< base element of index 0
+  uint32_t base = 0;             ///< the blob value read
+  uint64_t base_numel = 0;       ///< its element count
+  std::vector<int64_t> sizes;    ///< tern dims of the view
+  std::vector<int64_t> strides;  ///< base elements per step of each dim
+  int64_t offset = 0;            ///< base element of index 0
 };
 
 /// Blob value `base` holding a tern tensor of `sizes`: row-major, or NHWC for a 4-D value with

@@ -14,7 +14,7 @@ namespace tern::cpu {
 
 struct BatchMatMulProblem {
   int64_t batch = 1, m = 0, k = 0, n = 0;  ///< each >= 1
-  const float* a = nullptr;  ///< [batch, m, k] row-major
+  const float* a = nullptr;                ///< [batch, m, k] row-major
   const float* b = nullptr;  ///< [batch, k, n] row-major, or [batch, n, k] with trans_b
   bool trans_b = false;
   float* c = nullptr;  ///< [batch, m, n] row-major; must not overlap a or b

@@ -12,7 +12,7 @@ constexpr int64_t kFloatsPerTask = 16384;
 
 struct Band {
   const StridedCopyProblem* p = nullptr;
-  int64_t rows = 0;           ///< output rows (product of all extents but the last)
+  int64_t rows = 0;  ///< output rows (product of all extents but the last)
   int64_t rows_per_task = 1;
 };
 

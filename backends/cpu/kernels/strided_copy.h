@@ -18,8 +18,8 @@ constexpr int kStridedCopyMaxDims = 6;
 
 struct StridedCopyProblem {
   const float* x = nullptr;
-  float* y = nullptr;  ///< row-major over `extent`; must not overlap x
-  int rank = 1;        ///< 1..kStridedCopyMaxDims
+  float* y = nullptr;                        ///< row-major over `extent`; must not overlap x
+  int rank = 1;                              ///< 1..kStridedCopyMaxDims
   int64_t extent[kStridedCopyMaxDims] = {};  ///< output dims, each >= 1
   int64_t stride[kStridedCopyMaxDims] = {};  ///< input elements per step of each output dim (>= 0)
   int64_t offset = 0;                        ///< input element of output index 0

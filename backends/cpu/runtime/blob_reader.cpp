@@ -550,12 +550,12 @@ Error check_batch_matmul(uint32_t n, const BlobNode& node, const BlobValue* v) {
   const BlobValue& b = v[node.inputs[1]];
   for (uint32_t i = 0; i < 2; ++i) {
     const BlobValue& x = v[node.inputs[i]];
-    TERN_CHECK_OR_RETURN_ERROR(!is_constant_kind(x) &&
-                                   x.layout != static_cast<uint32_t>(ValueLayout::Int64Plain),
-                               InvalidProgram,
-                               "cpu blob: node %u (batch_matmul): input %u (value %u) must be "
-                               "an f32 data value, found a constant or int64 one",
-                               n, i, node.inputs[i]);
+    TERN_CHECK_OR_RETURN_ERROR(
+        !is_constant_kind(x) && x.layout != static_cast<uint32_t>(ValueLayout::Int64Plain),
+        InvalidProgram,
+        "cpu blob: node %u (batch_matmul): input %u (value %u) must be "
+        "an f32 data value, found a constant or int64 one",
+        n, i, node.inputs[i]);
   }
   char da[128], db[128];
   bool same = a.rank == b.rank && a.rank >= 2;
@@ -597,19 +597,18 @@ Error check_strided_copy(uint32_t n, const BlobNode& node, const BlobValue* v) {
   }
   uint64_t count = 1, last = q[kCopyOffset];
   for (uint32_t d = 0; d < r; ++d) {
-    TERN_CHECK_OR_RETURN_ERROR(checked_mul(count, uint64_t{q[kCopyExtent + d]}, &count) &&
-                                   count <= (1ull << 40),
-                               InvalidProgram,
-                               "cpu blob: node %u (strided_copy): element count overflows", n);
+    TERN_CHECK_OR_RETURN_ERROR(
+        checked_mul(count, uint64_t{q[kCopyExtent + d]}, &count) && count <= (1ull << 40),
+        InvalidProgram, "cpu blob: node %u (strided_copy): element count overflows", n);
     last += uint64_t{q[kCopyExtent + d] - 1u} * q[kCopyStride + d];
   }
   const BlobValue& x = v[node.inputs[0]];
-  TERN_CHECK_OR_RETURN_ERROR(!is_constant_kind(x) &&
-                                 x.layout != static_cast<uint32_t>(ValueLayout::Int64Plain),
-                             InvalidProgram,
-                             "cpu blob: node %u (strided_copy): x (value %u) must be an f32 data "
-                             "value",
-                             n, node.inputs[0]);
+  TERN_CHECK_OR_RETURN_ERROR(
+      !is_constant_kind(x) && x.layout != static_cast<uint32_t>(ValueLayout::Int64Plain),
+      InvalidProgram,
+      "cpu blob: node %u (strided_copy): x (value %u) must be an f32 data "
+      "value",
+      n, node.inputs[0]);
   TERN_CHECK_OR_RETURN_ERROR(last < value_numel(x), InvalidProgram,
                              "cpu blob: node %u (strided_copy): reads element %llu of x (value "
                              "%u), which has %llu",

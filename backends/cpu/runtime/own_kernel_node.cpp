@@ -21,7 +21,8 @@ static_assert(kLastGemmActivation == kLastPackedActivation,
               "the blob's activation codes are the kernel's");
 static_assert(static_cast<uint32_t>(GemmActivation::Silu) == 4, "SiLU is the blob's code 4");
 static_assert(kMaxBottleneckKernel == kMaxBottleneckWindow, "the blob's window bound is the kernel's");
-static_assert(kStridedCopyMaxDims == static_cast<int>(kMaxDims), "the blob's copy rank is the kernel's");
+static_assert(kStridedCopyMaxDims == static_cast<int>(kMaxDims),
+              "the blob's copy rank is the kernel's");
 
 namespace {
 

@@ -47,8 +47,8 @@ int view(GraphBuilder& b, int x, std::vector<int64_t> to) {
   return b.op("tern::view", {x, b.int_list(to)}, DType::F32, to);
 }
 
-int slice(GraphBuilder& b, int x, std::vector<int64_t> xs, int64_t dim, int64_t start,
-          int64_t end, int64_t step) {
+int slice(GraphBuilder& b, int x, std::vector<int64_t> xs, int64_t dim, int64_t start, int64_t end,
+          int64_t step) {
   xs[static_cast<size_t>(dim)] = (end - start + step - 1) / step;
   return b.op("tern::slice",
               {x, b.int_value(dim), b.int_value(start), b.int_value(end), b.int_value(step)},
@@ -80,8 +80,8 @@ int softmax(GraphBuilder& b, int x, const std::vector<int64_t>& xs) {
 /// scaled_dot_product_attention(q, k, v, mask, causal, scale) over [.., L, E] operands.
 int sdpa(GraphBuilder& b, int q, int k, int v, std::vector<int64_t> qs, int mask, bool causal,
          int scale) {
-  return b.op("tern::scaled_dot_product_attention",
-              {q, k, v, mask, b.bool_value(causal), scale}, DType::F32, qs);
+  return b.op("tern::scaled_dot_product_attention", {q, k, v, mask, b.bool_value(causal), scale},
+              DType::F32, qs);
 }
 
 /// A bool constant (GraphBuilder has no helper for one).
@@ -111,7 +111,8 @@ int channel_shuffle(GraphBuilder& b, int x, const std::vector<int64_t>& xs) {
 
 std::vector<OpCase> cases() {
   std::vector<OpCase> c;
-  OpCase t3 = {"transpose_3d", [](GraphBuilder& b) {
+  OpCase t3 = {"transpose_3d",
+               [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {6, 8, 10});
                  b.output(transpose(b, x, {6, 8, 10}, 0, 2));
                },
@@ -121,16 +122,18 @@ std::vector<OpCase> cases() {
   };
   c.push_back(t3);
   // permute of an NHWC 4-D input to an NHWC 4-D output (both converted at the edges).
-  c.push_back({"permute_nhwc_4d", [](GraphBuilder& b) {
+  c.push_back({"permute_nhwc_4d",
+               [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {2, 5, 3, 4});
                  b.output(permute(b, x, {2, 5, 3, 4}, {0, 2, 1, 3}));
                },
                0.0});
-  c.push_back({"permute_6d_slice_step_select", [](GraphBuilder& b) {
+  c.push_back({"permute_6d_slice_step_select",
+               [](GraphBuilder& b) {
                  const std::vector<int64_t> xs{2, 3, 4, 5, 2, 3};
                  const int x = b.input("x", DType::F32, xs);
                  const std::vector<int64_t> ps{3, 0, 5, 1, 4, 2};
-                 const int p = permute(b, x, xs, ps);  // [5, 2, 3, 3, 2, 4]
+                 const int p = permute(b, x, xs, ps);                      // [5, 2, 3, 3, 2, 4]
                  const int s = slice(b, p, permuted(xs, ps), 5, 1, 4, 2);  // [5, 2, 3, 3, 2, 2]
                  const int sel = b.op("tern::select", {s, b.int_value(1), b.int_value(-1)},
                                       DType::F32, {5, 3, 3, 2, 2});
@@ -138,16 +141,18 @@ std::vector<OpCase> cases() {
                },
                0.0});
   // Llama's grouped keys: view, expand over a new dim, clone, view.
-  c.push_back({"expand_clone_view", [](GraphBuilder& b) {
+  c.push_back({"expand_clone_view",
+               [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {1, 2, 8, 6});
                  const int v = view(b, x, {1, 2, 1, 8, 6});
-                 const int e = b.op("tern::expand", {v, b.int_list({1, 2, 3, 8, 6})},
-                                    DType::F32, {1, 2, 3, 8, 6});
+                 const int e = b.op("tern::expand", {v, b.int_list({1, 2, 3, 8, 6})}, DType::F32,
+                                    {1, 2, 3, 8, 6});
                  const int cl = b.op("tern::clone", {e}, DType::F32, {1, 2, 3, 8, 6});
                  b.output(linear(b, view(b, cl, {1, 6, 8, 6}), {1, 6, 8, 6}, 5, 3));
                },
                1e-10});
-  OpCase bmm_t = {"bmm_of_a_transpose", [](GraphBuilder& b) {
+  OpCase bmm_t = {"bmm_of_a_transpose",
+                  [](GraphBuilder& b) {
                     const int a = b.input("a", DType::F32, {3, 7, 5});
                     const int k = b.input("k", DType::F32, {3, 9, 5});
                     const int kt = transpose(b, k, {3, 9, 5}, 1, 2);
@@ -161,7 +166,8 @@ std::vector<OpCase> cases() {
   };
   c.push_back(bmm_t);
   // 4-D matmul (more than 16 columns: two panels, the last partial), softmax over a 4-D tensor.
-  c.push_back({"matmul_4d_softmax", [](GraphBuilder& b) {
+  c.push_back({"matmul_4d_softmax",
+               [](GraphBuilder& b) {
                  const int a = b.input("a", DType::F32, {2, 3, 7, 5});
                  const int v = b.input("v", DType::F32, {2, 3, 5, 21});
                  const int s = matmul(b, "tern::matmul", a, v, {2, 3, 7, 5}, 21);
@@ -169,39 +175,40 @@ std::vector<OpCase> cases() {
                },
                1e-10});
   // Many batches (split over the pool by batch) of a larger product.
-  c.push_back({"bmm_many_batches", [](GraphBuilder& b) {
+  c.push_back({"bmm_many_batches",
+               [](GraphBuilder& b) {
                  const int a = b.input("a", DType::F32, {24, 49, 32});
                  const int v = b.input("v", DType::F32, {24, 32, 49});
                  b.output(matmul(b, "tern::bmm", a, v, {24, 49, 32}, 49));
                },
                1e-10});
   // GPT's attention: fused qkv linear, split, heads, causal SDPA, heads back, projection.
-  OpCase attn = {"gpt_attention_causal", [](GraphBuilder& b) {
-                   const int64_t t = 12, d = 32, h = 4;
-                   const int x = b.input("x", DType::F32, {1, t, d});
-                   const int qkv = linear(b, x, {1, t, d}, 3 * d, 11);
-                   const int sp = b.op("tern::split",
-                                       {qkv, b.int_list({d, d, d}), b.int_value(2)}, DType::F32,
-                                       {1, t, d});
-                   // tern::split has three outputs: add the other two to the node.
-                   compiler::Node& node = b.graph().nodes.back();
-                   for (int i = 0; i < 2; ++i) {
-                     compiler::Value out = b.graph().values[static_cast<size_t>(sp)];
-                     b.graph().values.push_back(out);
-                     node.outputs.push_back(static_cast<int>(b.graph().values.size()) - 1);
-                   }
-                   const std::vector<int> parts = b.graph().nodes.back().outputs;
-                   std::vector<int> heads;
-                   for (int p : parts) {
-                     heads.push_back(
-                         transpose(b, view(b, p, {1, t, h, d / h}), {1, t, h, d / h}, 1, 2));
-                   }
-                   const int a = sdpa(b, heads[0], heads[1], heads[2], {1, h, t, d / h},
-                                      b.none(), true, b.none());
-                   const int back = transpose(b, a, {1, h, t, d / h}, 1, 2);
-                   b.output(linear(b, view(b, back, {1, t, d}), {1, t, d}, d, 13));
-                 },
-                 1e-10};
+  OpCase attn = {
+      "gpt_attention_causal",
+      [](GraphBuilder& b) {
+        const int64_t t = 12, d = 32, h = 4;
+        const int x = b.input("x", DType::F32, {1, t, d});
+        const int qkv = linear(b, x, {1, t, d}, 3 * d, 11);
+        const int sp = b.op("tern::split", {qkv, b.int_list({d, d, d}), b.int_value(2)}, DType::F32,
+                            {1, t, d});
+        // tern::split has three outputs: add the other two to the node.
+        compiler::Node& node = b.graph().nodes.back();
+        for (int i = 0; i < 2; ++i) {
+          compiler::Value out = b.graph().values[static_cast<size_t>(sp)];
+          b.graph().values.push_back(out);
+          node.outputs.push_back(static_cast<int>(b.graph().values.size()) - 1);
+        }
+        const std::vector<int> parts = b.graph().nodes.back().outputs;
+        std::vector<int> heads;
+        for (int p : parts) {
+          heads.push_back(transpose(b, view(b, p, {1, t, h, d / h}), {1, t, h, d / h}, 1, 2));
+        }
+        const int a =
+            sdpa(b, heads[0], heads[1], heads[2], {1, h, t, d / h}, b.none(), true, b.none());
+        const int back = transpose(b, a, {1, h, t, d / h}, 1, 2);
+        b.output(linear(b, view(b, back, {1, t, d}), {1, t, d}, d, 13));
+      },
+      1e-10};
   attn.check_blob = [](const std::vector<uint8_t>& blob) {
     const std::vector<uint32_t> ops = blob_ops(blob);
     EXPECT_EQ(count(ops, kMatMulOp), 2u);
@@ -209,7 +216,8 @@ std::vector<OpCase> cases() {
     EXPECT_EQ(count(ops, kCopyOp), 4u);
   };
   c.push_back(attn);
-  c.push_back({"sdpa_bool_mask_scale", [](GraphBuilder& b) {
+  c.push_back({"sdpa_bool_mask_scale",
+               [](GraphBuilder& b) {
                  const std::vector<int64_t> qs{2, 3, 6, 8}, ks{2, 3, 10, 8}, vs{2, 3, 10, 5};
                  const int q = b.input("q", DType::F32, qs);
                  const int k = b.input("k", DType::F32, ks);
@@ -220,7 +228,8 @@ std::vector<OpCase> cases() {
                  b.output(sdpa(b, q, k, v, {2, 3, 6, 5}, m, false, b.double_value(0.3)));
                },
                1e-10});
-  c.push_back({"sdpa_float_mask", [](GraphBuilder& b) {
+  c.push_back({"sdpa_float_mask",
+               [](GraphBuilder& b) {
                  const std::vector<int64_t> qs{4, 6, 8}, vs{4, 6, 3};
                  const int q = b.input("q", DType::F32, qs);
                  const int k = b.input("k", DType::F32, qs);
@@ -230,22 +239,23 @@ std::vector<OpCase> cases() {
                },
                1e-10});
   // ShuffleNet's unit: split the channels, a branch on one half, cat, channel shuffle, conv.
-  OpCase shuffle = {"shufflenet_unit", [](GraphBuilder& b) {
-                      const std::vector<int64_t> xs{1, 16, 6, 6}, hs{1, 8, 6, 6};
-                      const int x = b.input("x", DType::F32, xs);
-                      const int y = conv(b, x, xs, 16, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 21);
-                      const int sp = b.op("tern::split", {y, b.int_list({8, 8}), b.int_value(1)},
-                                          DType::F32, hs);
-                      compiler::Node& node = b.graph().nodes.back();
-                      b.graph().values.push_back(b.graph().values[static_cast<size_t>(sp)]);
-                      node.outputs.push_back(static_cast<int>(b.graph().values.size()) - 1);
-                      const int second = node.outputs[1];
-                      const int br = conv(b, second, hs, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 8, true, 23);
-                      const int joined = cat(b, {sp, br}, 1, xs);
-                      const int s = channel_shuffle(b, joined, xs);
-                      b.output(conv(b, s, xs, 8, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 25));
-                    },
-                    1e-10};
+  OpCase shuffle = {
+      "shufflenet_unit",
+      [](GraphBuilder& b) {
+        const std::vector<int64_t> xs{1, 16, 6, 6}, hs{1, 8, 6, 6};
+        const int x = b.input("x", DType::F32, xs);
+        const int y = conv(b, x, xs, 16, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 21);
+        const int sp = b.op("tern::split", {y, b.int_list({8, 8}), b.int_value(1)}, DType::F32, hs);
+        compiler::Node& node = b.graph().nodes.back();
+        b.graph().values.push_back(b.graph().values[static_cast<size_t>(sp)]);
+        node.outputs.push_back(static_cast<int>(b.graph().values.size()) - 1);
+        const int second = node.outputs[1];
+        const int br = conv(b, second, hs, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 8, true, 23);
+        const int joined = cat(b, {sp, br}, 1, xs);
+        const int s = channel_shuffle(b, joined, xs);
+        b.output(conv(b, s, xs, 8, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 25));
+      },
+      1e-10};
   shuffle.check_blob = [](const std::vector<uint8_t>& blob) {
     // The split halves: one copy each; the shuffle's view, transpose, clone and view: a
     // row-major copy of the transposed 5-D view (its merge of two dims is no strided view),
@@ -256,44 +266,48 @@ std::vector<OpCase> cases() {
   // Swin's cyclic shift (roll as slices and a cat along H, then W, of a channels-last tensor)
   // and window partition (view, permute, view), attention-free: a linear per window, then the
   // reverse partition and shift, and back to NHWC for a conv.
-  c.push_back({"swin_shift_and_windows", [](GraphBuilder& b) {
-                 const int64_t c = 6;
-                 const std::vector<int64_t> xs{1, c, 8, 8}, cl{1, 8, 8, c};
-                 const int x = b.input("x", DType::F32, xs);
-                 const int y = conv(b, x, xs, c, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 31);
-                 const int p = permute(b, y, xs, {0, 2, 3, 1});
-                 auto roll = [&](int v, int64_t shift) {
-                   const int a = cat(b, {slice(b, v, cl, 1, shift, 8, 1), slice(b, v, cl, 1, 0, shift, 1)},
-                                     1, cl);
-                   return cat(b, {slice(b, a, cl, 2, shift, 8, 1), slice(b, a, cl, 2, 0, shift, 1)}, 2,
-                              cl);
-                 };
-                 const int r = roll(p, 3);
-                 const int w6 = view(b, r, {1, 2, 4, 2, 4, c});
-                 const int wp = permute(b, w6, {1, 2, 4, 2, 4, c}, {0, 1, 3, 2, 4, 5});
-                 const int wins = view(b, wp, {4, 16, c});
-                 const int f = linear(b, wins, {4, 16, c}, c, 33);
-                 const int back6 = view(b, f, {1, 2, 2, 4, 4, c});
-                 const int bp = permute(b, back6, {1, 2, 2, 4, 4, c}, {0, 1, 3, 2, 4, 5});
-                 const int merged = view(b, bp, cl);
-                 const int r2 = roll(merged, 5);
-                 const int nchw = permute(b, r2, cl, {0, 3, 1, 2});
-                 b.output(conv(b, nchw, xs, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 35));
-               },
-               1e-10});
+  c.push_back(
+      {"swin_shift_and_windows",
+       [](GraphBuilder& b) {
+         const int64_t c = 6;
+         const std::vector<int64_t> xs{1, c, 8, 8}, cl{1, 8, 8, c};
+         const int x = b.input("x", DType::F32, xs);
+         const int y = conv(b, x, xs, c, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 31);
+         const int p = permute(b, y, xs, {0, 2, 3, 1});
+         auto roll = [&](int v, int64_t shift) {
+           const int a =
+               cat(b, {slice(b, v, cl, 1, shift, 8, 1), slice(b, v, cl, 1, 0, shift, 1)}, 1, cl);
+           return cat(b, {slice(b, a, cl, 2, shift, 8, 1), slice(b, a, cl, 2, 0, shift, 1)}, 2, cl);
+         };
+         const int r = roll(p, 3);
+         const int w6 = view(b, r, {1, 2, 4, 2, 4, c});
+         const int wp = permute(b, w6, {1, 2, 4, 2, 4, c}, {0, 1, 3, 2, 4, 5});
+         const int wins = view(b, wp, {4, 16, c});
+         const int f = linear(b, wins, {4, 16, c}, c, 33);
+         const int back6 = view(b, f, {1, 2, 2, 4, 4, c});
+         const int bp = permute(b, back6, {1, 2, 2, 4, 4, c}, {0, 1, 3, 2, 4, 5});
+         const int merged = view(b, bp, cl);
+         const int r2 = roll(merged, 5);
+         const int nchw = permute(b, r2, cl, {0, 3, 1, 2});
+         b.output(conv(b, nchw, xs, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 35));
+       },
+       1e-10});
   // A cat along H of NHWC tensors (the rows form of op 22).
-  OpCase cat_h = {"cat_nhwc_along_h", [](GraphBuilder& b) {
-                    const std::vector<int64_t> xs{2, 4, 5, 6};
-                    const int x = b.input("x", DType::F32, xs);
-                    const int y = conv(b, x, xs, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 41);
-                    const int j = cat(b, {x, y, x}, 2, {2, 4, 15, 6});
-                    b.output(conv(b, j, {2, 4, 15, 6}, 3, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 43));
-                  },
-                  1e-10};
+  OpCase cat_h = {
+      "cat_nhwc_along_h",
+      [](GraphBuilder& b) {
+        const std::vector<int64_t> xs{2, 4, 5, 6};
+        const int x = b.input("x", DType::F32, xs);
+        const int y = conv(b, x, xs, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 41);
+        const int j = cat(b, {x, y, x}, 2, {2, 4, 15, 6});
+        b.output(conv(b, j, {2, 4, 15, 6}, 3, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 43));
+      },
+      1e-10};
   cat_h.check_blob = [](const std::vector<uint8_t>& blob) {
     const std::vector<uint32_t> ops = blob_ops(blob);
     ASSERT_EQ(count(ops, kConcatOp), 1u);
-    const size_t i = static_cast<size_t>(std::find(ops.begin(), ops.end(), kConcatOp) - ops.begin());
+    const size_t i =
+        static_cast<size_t>(std::find(ops.begin(), ops.end(), kConcatOp) - ops.begin());
     EXPECT_EQ(blob_node(blob, static_cast<uint32_t>(i)).params[0], 2u) << "rows: N";
   };
   c.push_back(cat_h);
@@ -349,8 +363,8 @@ TEST(CpuAttention, WhatTheCompileHalfRefuses) {
   {  // a slice that is empty
     GraphBuilder b;
     const int x = b.input("x", DType::F32, {4, 6});
-    b.op("tern::slice",
-         {x, b.int_value(1), b.int_value(5), b.int_value(2), b.int_value(1)}, DType::F32, {4, 1});
+    b.op("tern::slice", {x, b.int_value(1), b.int_value(5), b.int_value(2), b.int_value(1)},
+         DType::F32, {4, 1});
     EXPECT_NE(reason(b).find("empty"), std::string::npos) << reason(b);
   }
 }
@@ -408,11 +422,12 @@ TEST(CpuAttentionBlob, StridedCopyFieldsAreChecked) {
       blob, 0,
       {{"rank 0", [](cpu::BlobNode& m) { m.params[cpu::kCopyRank] = 0; }, "rank 0, expected 1..6"},
        {"rank 7", [](cpu::BlobNode& m) { m.params[cpu::kCopyRank] = 7; }, "rank 7"},
-       {"an extent 0", [](cpu::BlobNode& m) { m.params[cpu::kCopyExtent + 1] = 0; }, "extent 1 is 0"},
+       {"an extent 0", [](cpu::BlobNode& m) { m.params[cpu::kCopyExtent + 1] = 0; },
+        "extent 1 is 0"},
        {"an unused extent", [](cpu::BlobNode& m) { m.params[cpu::kCopyExtent + 4] = 2; },
         "expected 0 (unused)"},
-       {"a stride reading past x",
-        [](cpu::BlobNode& m) { m.params[cpu::kCopyStride] = 80; }, "which has 480"},
+       {"a stride reading past x", [](cpu::BlobNode& m) { m.params[cpu::kCopyStride] = 80; },
+        "which has 480"},
        {"the offset past x", [](cpu::BlobNode& m) { m.params[cpu::kCopyOffset] = 1; },
         "reads element 480"},
        {"a huge stride", [](cpu::BlobNode& m) { m.params[cpu::kCopyStride] = 1u << 31; },
@@ -461,10 +476,10 @@ TEST(CpuAttentionBlob, ConcatRowsAreChecked) {
   ASSERT_FALSE(ops.empty());
   ASSERT_EQ(ops[0], kConcatOp);
   EXPECT_EQ(blob_node(blob, 0).params[0], 1u);
-  expect_refused(blob, 0,
-                 {{"rows 5", [](cpu::BlobNode& m) { m.params[0] = 5; }, "not a multiple of the 5 rows"},
-                  {"a parameter", [](cpu::BlobNode& m) { m.params[1] = 1; },
-                   "unused parameter 1 is 1"}});
+  expect_refused(
+      blob, 0,
+      {{"rows 5", [](cpu::BlobNode& m) { m.params[0] = 5; }, "not a multiple of the 5 rows"},
+       {"a parameter", [](cpu::BlobNode& m) { m.params[1] = 1; }, "unused parameter 1 is 1"}});
 }
 
 }  // namespace

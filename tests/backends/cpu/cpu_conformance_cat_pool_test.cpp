@@ -272,11 +272,11 @@ TEST(CpuConcatBlob, FieldsAreChecked) {
          n.inputs[2] = first;
        },
        "(concat): output value"},
-      {"a constant input", [&](cpu::BlobNode& n) { n.inputs[1] = weight; }, "must not be a constant"},
+      {"a constant input", [&](cpu::BlobNode& n) { n.inputs[1] = weight; },
+       "must not be a constant"},
       {"a parameter", [](cpu::BlobNode& n) { n.params[1] = 1; }, "unused parameter 1 is 1"},
       // (params[0] is the rows form's R since version 9: cpu_conformance_attention_test)
-      {"the inputs swapped to other widths",
-       [&](cpu::BlobNode& n) { n.inputs[1] = first; },
+      {"the inputs swapped to other widths", [&](cpu::BlobNode& n) { n.inputs[1] = first; },
        "has dims [1, 7, 7, 8], the inputs and parameters give [1, 7, 7, 10]"},
   };
   for (const Case& c : cases) {

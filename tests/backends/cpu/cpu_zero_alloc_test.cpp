@@ -308,14 +308,14 @@ std::vector<uint8_t> attention_model(compiler::Graph* graph) {
   const int qkv = linear(x, 3 * d, 31);
   std::vector<int> heads;
   for (int64_t i = 0; i < 3; ++i) {
-    const int part = b.op("tern::slice",
-                          {qkv, b.int_value(2), b.int_value(i * d), b.int_value(i * d + d),
-                           b.int_value(1)},
-                          DType::F32, {1, t, d});
-    const int v = b.op("tern::view", {part, b.int_list({1, t, h, d / h})}, DType::F32,
-                       {1, t, h, d / h});
-    heads.push_back(b.op("tern::transpose", {v, b.int_value(1), b.int_value(2)}, DType::F32,
-                         {1, h, t, d / h}));
+    const int part =
+        b.op("tern::slice",
+             {qkv, b.int_value(2), b.int_value(i * d), b.int_value(i * d + d), b.int_value(1)},
+             DType::F32, {1, t, d});
+    const int v =
+        b.op("tern::view", {part, b.int_list({1, t, h, d / h})}, DType::F32, {1, t, h, d / h});
+    heads.push_back(
+        b.op("tern::transpose", {v, b.int_value(1), b.int_value(2)}, DType::F32, {1, h, t, d / h}));
   }
   const int a = b.op("tern::scaled_dot_product_attention",
                      {heads[0], heads[1], heads[2], b.none(), b.bool_value(true), b.none()},
