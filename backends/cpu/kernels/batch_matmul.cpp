@@ -62,7 +62,11 @@ void pack_kn_weight(const float* b, int64_t k, int64_t n, float* out) {
   }
 }
 
+/// Products of fewer multiply-adds run on the caller's thread (no pool dispatch).
+constexpr int64_t kMinMacsForPool = int64_t{1} << 19;
+
 void batch_matmul(const BatchMatMulProblem& p, float* scratch, pthreadpool_t pool) {
+  if (p.batch * p.m * p.n * p.k < kMinMacsForPool) pool = nullptr;
   const int64_t threads =
       pool == nullptr ? 1 : static_cast<int64_t>(pthreadpool_get_threads_count(pool));
   Task t;

@@ -29,7 +29,8 @@ void pack_kn_weight(const float* b, int64_t k, int64_t n, float* out);
 
 /// C[b] = A[b] · op(B[b]) for every batch; `scratch` holds batch_matmul_scratch_floats(p)
 /// floats. Split over `pool` by batches when there are at least as many as threads, else each
-/// product over the pool (null: the caller's thread).
+/// product over the pool; below 2^19 multiply-adds in all (and with a null pool) on the
+/// caller's thread.
 void batch_matmul(const BatchMatMulProblem& p, float* scratch, pthreadpool_t pool);
 
 }  // namespace tern::cpu

@@ -9,6 +9,9 @@ namespace {
 
 /// Output floats per pool task, so that a split pays for its dispatch.
 constexpr int64_t kFloatsPerTask = 16384;
+/// Copies of fewer floats run on the caller's thread: a pool dispatch waits for every worker,
+/// and on a loaded machine a descheduled one costs more than copying 2 MiB.
+constexpr int64_t kMinFloatsForPool = int64_t{1} << 19;
 
 struct Band {
   const StridedCopyProblem* p = nullptr;
@@ -63,7 +66,8 @@ void strided_copy(const StridedCopyProblem& p, pthreadpool_t pool) {
   const int64_t width = p.extent[p.rank - 1];
   b.rows_per_task = width >= kFloatsPerTask ? 1 : kFloatsPerTask / width;
   const size_t tasks = static_cast<size_t>((b.rows + b.rows_per_task - 1) / b.rows_per_task);
-  if (pool == nullptr || tasks <= 1 || pthreadpool_get_threads_count(pool) <= 1) {
+  if (pool == nullptr || tasks <= 1 || b.rows * width < kMinFloatsForPool ||
+      pthreadpool_get_threads_count(pool) <= 1) {
     copy_rows(p, 0, b.rows);
     return;
   }

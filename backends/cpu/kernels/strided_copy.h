@@ -26,8 +26,8 @@ struct StridedCopyProblem {
 };
 
 /// y[i0, .., ir-1] = x[offset + sum_d i_d * stride[d]] for every output index. The innermost dim
-/// is copied with memcpy when its stride is 1. Split over `pool` in bands of output rows (null:
-/// the caller's thread).
+/// is copied with memcpy when its stride is 1. Split over `pool` in bands of output rows from
+/// 2^19 output floats on (below, and with a null pool: the caller's thread).
 void strided_copy(const StridedCopyProblem& p, pthreadpool_t pool);
 
 }  // namespace tern::cpu
