@@ -12,12 +12,15 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 8;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 9;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
                                       // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
                                       // 7: ops 23-24 quantized weights, op 25 LayerNorm;
                                       // 8: weights made at prepare from the program's
-                                      // constants (Source / Derived values, recipes)
+                                      // constants (Source / Derived values, recipes);
+                                      // 9: op 26 BatchMatMul, op 27 StridedCopy, Concat
+                                      // along any dim (params[0] outer rows), op 28
+                                      // SquareRoot
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node.
@@ -255,6 +258,10 @@ enum class NodeOp : uint32_t {
   /// row copied into its slice. in: 2 or 3 data inputs (not constants), each of the output's
   /// rank and dims but the last; params all 0; fparams (-inf, +inf). Output: the inputs' dims
   /// with the last the sum of theirs. A cat of more inputs is a chain of these.
+  /// Since version 9, params[0] = R >= 1 concatenates along another dim: every input and the
+  /// output are seen as [R, numel / R] row-major matrices (R the product of the dims before the
+  /// cat dim) and concatenated along those rows; the output's dims are then checked only by
+  /// their element count (the sum of the inputs').
   Concat = 22,
   /// tern's fused dequantizing GEMV/GEMM over an NF4 or FP8 weight kept packed
   /// (kernels/quant_gemm.h): y = clamp(x · Wᵀ + bias). in: x [..., K] (not a constant), the
@@ -275,10 +282,36 @@ enum class NodeOp : uint32_t {
   /// permute(0, 2, 3, 1) gives), gamma [C] and beta [C] (constants, C = x's last dim); params
   /// all 0; fparams[0] = eps (finite, > 0), fparams[1] = 0. Output: x's dims.
   LayerNorm = 25,
+  /// tern's batched product of two activations (kernels/batch_matmul.h; since version 9):
+  /// C[b] = A[b] · B[b], or A[b] · B[b]ᵀ with params[0] = 1. in: a [..., M, K], b [..., K, N]
+  /// (params[0] = 1: [..., N, K]), both data values (not constants) of one rank 2..6 with the
+  /// same leading (batch) dims; params[0] = 0 or 1, the rest 0; fparams (-inf, +inf). Output
+  /// [..., M, N]. Needs scratch: one packed B per batch.
+  BatchMatMul = 26,
+  /// tern's strided copy (kernels/strided_copy.h; since version 9): the output, row-major over
+  /// its dims, gathered from x: y[i0..ir-1] = x[offset + sum_d i_d * stride_d]. A permute,
+  /// transpose, slice, expand, or a view that reorders an NHWC tensor's bytes, or several
+  /// composed. in: x (a data value); params[0] = r (1..6), params[1..6] = the extents (the first
+  /// r >= 1, their product the output's element count, the rest 0), params[7..12] = the strides
+  /// in x's elements (the first r, each <= 2^30, the rest 0), params[13] = offset; every element
+  /// read lies in x. fparams (-inf, +inf).
+  StridedCopy = 27,
+  /// XNNPACK's square root (since version 9). in: x; params all 0; fparams (-inf, +inf).
+  /// Output: x's dims.
+  SquareRoot = 28,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 25;
+constexpr uint32_t kLastNodeOp = 28;
+
+/// StridedCopy's parameter indices.
+enum StridedCopyParam : uint32_t {
+  kCopyRank = 0,
+  kCopyExtent = 1,  ///< [1..6]
+  kCopyStride = 7,  ///< [7..12]
+  kCopyOffset = 13,
+  kCopyParamCount = 14,
+};
 
 /// The quantized weight format of ops 23 and 24 (params[kQuantFormat]).
 enum class QuantWeightFormat : uint32_t {
@@ -380,7 +413,9 @@ constexpr bool is_own_kernel_op(uint32_t op) {
          op == static_cast<uint32_t>(NodeOp::Concat) ||
          op == static_cast<uint32_t>(NodeOp::QuantizedFullyConnected) ||
          op == static_cast<uint32_t>(NodeOp::QuantizedEmbedding) ||
-         op == static_cast<uint32_t>(NodeOp::LayerNorm);
+         op == static_cast<uint32_t>(NodeOp::LayerNorm) ||
+         op == static_cast<uint32_t>(NodeOp::BatchMatMul) ||
+         op == static_cast<uint32_t>(NodeOp::StridedCopy);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.

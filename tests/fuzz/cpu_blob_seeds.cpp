@@ -200,6 +200,45 @@ compiler::Graph inception_graph() {
   return b.build();
 }
 
+/// Attention (blob version 9's ops): x[1, 8, 16] -> linear to q, k, v -> split -> heads (view,
+/// transpose: StridedCopy) -> causal scaled_dot_product_attention (two BatchMatMul nodes around
+/// a softmax) -> heads back -> linear, and the result's rows concatenated with x's along dim 1
+/// (Concat's rows form).
+compiler::Graph attention_graph() {
+  GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {1, 8, 16});
+  const int qkv =
+      b.op("tern::linear",
+           {x, seed_constant(b, "wqkv", {48, 16}, 81), seed_constant(b, "bqkv", {48}, 82)},
+           DType::F32, {1, 8, 48});
+  std::vector<int> heads;
+  for (int i = 0; i < 3; ++i) {
+    const int part =
+        b.op("tern::slice",
+             {qkv, b.int_value(2), b.int_value(16 * i), b.int_value(16 * i + 16), b.int_value(1)},
+             DType::F32, {1, 8, 16});
+    const int v = b.op("tern::view", {part, b.int_list({1, 8, 2, 8})}, DType::F32, {1, 8, 2, 8});
+    heads.push_back(
+        b.op("tern::transpose", {v, b.int_value(1), b.int_value(2)}, DType::F32, {1, 2, 8, 8}));
+  }
+  const int a = b.op("tern::scaled_dot_product_attention",
+                     {heads[0], heads[1], heads[2], b.none(), b.bool_value(true), b.none()},
+                     DType::F32, {1, 2, 8, 8});
+  const int t =
+      b.op("tern::transpose", {a, b.int_value(1), b.int_value(2)}, DType::F32, {1, 8, 2, 8});
+  const int y = b.op("tern::linear",
+                     {b.op("tern::view", {t, b.int_list({1, 8, 16})}, DType::F32, {1, 8, 16}),
+                      seed_constant(b, "wo", {16, 16}, 83), b.none()},
+                     DType::F32, {1, 8, 16});
+  compiler::Value list;
+  list.kind = compiler::Value::Kind::TensorList;
+  list.tensors = {y, x};
+  b.graph().values.push_back(list);
+  const int list_id = static_cast<int>(b.graph().values.size()) - 1;
+  b.output(b.op("tern::cat", {list_id, b.int_value(1)}, DType::F32, {1, 16, 16}));
+  return b.build();
+}
+
 std::vector<std::vector<uint8_t>> cpu_blobs(const std::vector<uint8_t>& pte) {
   void* raw = nullptr;
   if (posix_memalign(&raw, 64, pte.size()) != 0) throw std::bad_alloc();
@@ -232,9 +271,14 @@ std::vector<Seed> cpu_blob_seeds() {
   std::vector<std::pair<std::string, compiler::ProgramGraph>> programs;
   for (const SampleProgram& p : sample_programs()) programs.emplace_back(p.name, p.graph);
   const std::pair<const char*, compiler::Graph> extra[] = {
-      {"convnet", convnet_graph()}, {"dense", dense_graph()}, {"pad", pad_graph()},
-      {"winograd", winograd_graph()}, {"bottleneck", bottleneck_graph()},
-      {"squeeze_excite", squeeze_excite_graph()}, {"inception", inception_graph()}};
+      {"convnet", convnet_graph()},
+      {"dense", dense_graph()},
+      {"pad", pad_graph()},
+      {"winograd", winograd_graph()},
+      {"bottleneck", bottleneck_graph()},
+      {"squeeze_excite", squeeze_excite_graph()},
+      {"inception", inception_graph()},
+      {"attention", attention_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;
     program.source_model = name;

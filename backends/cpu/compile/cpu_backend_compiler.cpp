@@ -3,8 +3,11 @@
 #include <memory>
 #include <stdexcept>
 
+#include "backends/cpu/compile/attention_attrs.h"
+#include "backends/cpu/compile/index_map_ops.h"
 #include "backends/cpu/compile/layout_plan.h"
 #include "backends/cpu/compile/node_attrs.h"
+#include "backends/cpu/compile/norm_parts.h"
 #include "backends/cpu/compile/quant_lowering.h"
 #include "backends/cpu/compile/region_lowering.h"
 #include "backends/cpu/compile/register_cpu_backend_compiler.h"
@@ -51,7 +54,12 @@ void check_node(const Graph& g, const Node& node) {
     clamp_bounds(g, node, &lo, &hi);
     check_unary(g, node);
   } else if (op == "tern::mean") {
-    (void)global_mean_keepdim(g, node);
+    bool keepdim = false;
+    if (!is_last_dim_mean(g, node, &keepdim)) (void)global_mean_keepdim(g, node);
+  } else if (op == "tern::pow") {
+    (void)small_pow_exponent(g, node);
+  } else if (op == "tern::rsqrt" || op == "tern::tanh") {
+    check_unary_elementwise(g, node);
   } else if (op == "tern::hardswish" || op == "tern::sigmoid" || op == "tern::hardsigmoid" ||
              op == "tern::silu") {
     if (node.args.size() != 1) throw Unsupported("expected 1 argument");
@@ -67,21 +75,17 @@ void check_node(const Graph& g, const Node& node) {
     int64_t dim = int_value(g, node.args[1], "dim");
     if (dim < 0) dim += rank;
     if (dim != rank - 1) throw Unsupported("softmax: not over the last dim");
-    if (rank == 4) throw Unsupported("softmax: 4-D x (NHWC inside the delegate)");
+    // A 4-D x must be plain (check_layout).
   } else if (op == "tern::cat") {
     // Each part is bound on its own: made in the region or a region input (the partitioner
     // passes a tensor list's elements one by one, docs/partitioning.md).
     (void)concat_inputs(g, node);
-  } else if (op == "tern::permute") {  // a layout change only (check_layout)
-    const Value& x = activation_tensor(g, arg(node, 0, "x"), "x");
-    const Value& out = single_output(g, node);
-    const std::vector<int64_t> dims = permute_dims(g, node);
-    std::vector<int64_t> expect;
-    for (int64_t d : dims) {
-      if (d < 0 || d >= static_cast<int64_t>(x.sizes.size())) throw Unsupported("permute: dims");
-      expect.push_back(x.sizes[static_cast<size_t>(d)]);
-    }
-    if (out.sizes != expect) throw Unsupported("permute: out shape");
+  } else if (is_index_map_op(op)) {  // permute, transpose, slice, ...: strided copies
+    check_index_map(g, node);
+  } else if (op == "tern::bmm" || op == "tern::matmul") {
+    check_batch_matmul(g, node);
+  } else if (op == "tern::scaled_dot_product_attention") {
+    (void)sdpa_attrs(g, node);
   } else if (op == "tern::layer_norm") {
     (void)layer_norm_attrs(g, node);
   } else if (op == "tern::batch_norm") {
@@ -145,8 +149,9 @@ bool CpuBackendCompiler::accepts_region(const Graph& graph, const std::vector<in
     if (n < 0 || static_cast<size_t>(n) >= graph.nodes.size()) continue;
     const std::string& op = graph.nodes[static_cast<size_t>(n)].op;
     if (op == "tern::conv2d" || op == "tern::linear" || op == "tern::embedding" ||
-        op == "tern::max_pool2d" ||
-        op == "tern::avg_pool2d" || op == "tern::adaptive_avg_pool2d" || op == "tern::mean") {
+        op == "tern::bmm" || op == "tern::matmul" || op == "tern::scaled_dot_product_attention" ||
+        op == "tern::max_pool2d" || op == "tern::avg_pool2d" || op == "tern::adaptive_avg_pool2d" ||
+        op == "tern::mean") {
       return true;
     }
   }

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "backends/cpu/compile/index_map_ops.h"
 #include "backends/cpu/compile/node_attrs.h"
 
 namespace tern::compiler::cpu_compile {
@@ -16,20 +17,100 @@ bool is_4d_tensor(const Graph& g, int id) {
   return v.is_tensor() && v.sizes.size() == 4;
 }
 
+bool is_binary(const std::string& op) {
+  return op == "tern::add" || op == "tern::sub" || op == "tern::mul" || op == "tern::div";
+}
+
 /// Ops whose output keeps the layout of their activation operands.
 bool follows_operands(const std::string& op) {
   return op == "tern::layer_norm" || op == "tern::linear" || op == "tern::gelu" ||
          op == "tern::relu" || op == "tern::hardtanh" || op == "tern::clamp" ||
          op == "tern::hardswish" || op == "tern::sigmoid" || op == "tern::hardsigmoid" ||
-         op == "tern::silu" || op == "tern::add" || op == "tern::sub" || op == "tern::mul" ||
-         op == "tern::div";
+         op == "tern::silu" || op == "tern::softmax" || op == "tern::pad" || op == "tern::pow" ||
+         op == "tern::rsqrt" || op == "tern::tanh" || is_binary(op);
 }
 
-/// Ops whose 4-D data input must be NHWC (their meaning is over [N, C, H, W]).
+/// Ops whose 4-D data input (arg 0) must be NHWC (their meaning is over [N, C, H, W]).
 bool needs_nhwc(const std::string& op) {
   return op == "tern::conv2d" || op == "tern::max_pool2d" || op == "tern::avg_pool2d" ||
-         op == "tern::adaptive_avg_pool2d" || op == "tern::mean" || op == "tern::batch_norm" ||
-         op == "tern::pad" || op == "tern::softmax";
+         op == "tern::adaptive_avg_pool2d" || op == "tern::mean" || op == "tern::batch_norm";
+}
+
+/// Ops whose 4-D activations must be plain (they work over the last dims of row-major data):
+/// how many leading args that applies to.
+size_t plain_args(const std::string& op) {
+  if (op == "tern::linear" || op == "tern::layer_norm" || op == "tern::softmax") return 1;
+  if (op == "tern::bmm" || op == "tern::matmul") return 2;
+  if (op == "tern::scaled_dot_product_attention") return 3;
+  return 0;
+}
+
+/// Ops whose 4-D outputs are plain (computed row-major).
+bool makes_plain(const std::string& op) {
+  return op == "tern::bmm" || op == "tern::matmul" || op == "tern::scaled_dot_product_attention";
+}
+
+/// Ops the delegate does not compute from an NHWC or plain form of their own: index maps
+/// (copied into whichever layout is wanted) and every op it does not take (their outputs
+/// enter a delegate at its edge, converted there).
+bool free_layout(const std::string& op) {
+  return is_index_map_op(op) ||
+         !(follows_operands(op) || needs_nhwc(op) || makes_plain(op) || is_cpu_view_op(op) ||
+           op == "tern::cat" || op == "tern::hardsigmoid" || op == "tern::permute");
+}
+
+enum Want : uint8_t { kNone = 0, kNhwc = 1, kPlain = 2 };
+
+/// What the readers of each value ask for, from the last node back: NHWC for the spatial ops,
+/// plain for the row-major ones, and through binary ops and activations what their output is
+/// asked for. NHWC wins a conflict.
+std::vector<uint8_t> wanted_layouts(const Graph& g) {
+  std::vector<uint8_t> want(g.values.size(), kNone);
+  auto ask = [&](int id, uint8_t w) {
+    if (is_4d_tensor(g, id) && !g.values[static_cast<size_t>(id)].is_constant) {
+      want[static_cast<size_t>(id)] |= w;
+    }
+  };
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& node = g.nodes[i];
+    if (node.args.empty()) continue;
+    if (needs_nhwc(node.op)) ask(node.args[0], kNhwc);
+    const size_t p = plain_args(node.op);
+    for (size_t a = 0; a < p && a < node.args.size(); ++a) ask(node.args[a], kPlain);
+    if (follows_operands(node.op) && p == 0 && node.outputs.size() == 1 &&
+        is_4d_tensor(g, node.outputs[0])) {
+      const uint8_t w = want[static_cast<size_t>(node.outputs[0])];
+      for (int a : node.args) ask(a, w);
+    }
+    // An index map or a view passes its outputs' wishes to its input (it copies cheapest when
+    // both sides agree), a cat to its parts (they must share its layout).
+    // The layout permutes (0, 2, 3, 1) / (0, 3, 1, 2) are no-ops between the two layouts: what
+    // their output is asked for, their input is asked for the other.
+    if (is_index_map_op(node.op) || is_cpu_view_op(node.op)) {
+      bool swap = false;
+      if (node.op == "tern::permute" && is_4d_tensor(g, node.args[0])) {
+        try {
+          const std::vector<int64_t> d = permute_dims(g, node);
+          swap = d == kToChannelsLast || d == kToChannelsFirst;
+        } catch (const Unsupported&) {
+          swap = false;
+        }
+      }
+      for (int out : node.outputs) {
+        if (!is_4d_tensor(g, out)) continue;
+        const uint8_t w = want[static_cast<size_t>(out)];
+        ask(node.args[0],
+            swap ? static_cast<uint8_t>(((w & kNhwc) ? kPlain : 0) | ((w & kPlain) ? kNhwc : 0))
+                 : w);
+      }
+    }
+    if (node.op == "tern::cat" && node.outputs.size() == 1 && is_4d_tensor(g, node.outputs[0]) &&
+        node.args[0] >= 0 && static_cast<size_t>(node.args[0]) < g.values.size()) {
+      const uint8_t w = want[static_cast<size_t>(node.outputs[0])];
+      for (int t : g.values[static_cast<size_t>(node.args[0])].tensors) ask(t, w);
+    }
+  }
+  return want;
 }
 
 }  // namespace
@@ -49,34 +130,58 @@ std::vector<int64_t> permute_dims(const Graph& g, const Node& node) {
 
 std::vector<bool> plain_4d_values(const Graph& g) {
   std::vector<bool> plain(g.values.size(), false);
+  const std::vector<uint8_t> want = wanted_layouts(g);
+  // A value free to take either layout: NHWC when a reader needs it, plain when one needs that,
+  // else `fallback`.
+  auto choose = [&](int out, bool fallback) {
+    const uint8_t w = want[static_cast<size_t>(out)];
+    if (w & kNhwc) return false;
+    if (w & kPlain) return true;
+    return fallback;
+  };
+  for (int in : g.inputs) {  // method inputs: NHWC unless only row-major readers want them
+    if (is_4d_tensor(g, in)) plain[static_cast<size_t>(in)] = choose(in, false);
+  }
   for (const Node& node : g.nodes) {
-    if (node.outputs.size() != 1 || node.args.empty()) continue;
-    const int out = node.outputs[0];
-    if (!is_4d_tensor(g, out)) continue;
-    const int x = node.args[0];
+    if (node.outputs.empty()) continue;
+    const int x = node.args.empty() ? -1 : node.args[0];
     const bool x_tensor = x >= 0 && static_cast<size_t>(x) < g.values.size() &&
                           g.values[static_cast<size_t>(x)].is_tensor();
-    if (!x_tensor) continue;
-    bool p = false;
-    if (node.op == "tern::permute") {
-      try {
-        p = is_4d_tensor(g, x) && !plain[static_cast<size_t>(x)] &&
-            permute_dims(g, node) == kToChannelsLast;
-      } catch (const Unsupported&) {
-        p = false;
-      }
-    } else if (is_cpu_view_op(node.op)) {
-      p = is_4d_tensor(g, x) ? static_cast<bool>(plain[static_cast<size_t>(x)])
-                             : layout_sensitive(g.values[static_cast<size_t>(out)].sizes);
-    } else if (follows_operands(node.op)) {
-      for (int a : node.args) {
-        if (is_4d_tensor(g, a) && !g.values[static_cast<size_t>(a)].is_constant &&
-            plain[static_cast<size_t>(a)]) {
-          p = true;
+    const bool x_plain = is_4d_tensor(g, x) && plain[static_cast<size_t>(x)];
+    for (int out : node.outputs) {
+      if (!is_4d_tensor(g, out)) continue;
+      bool p = false;
+      if (node.op == "tern::permute" && x_tensor && is_4d_tensor(g, x) &&
+          ((!x_plain && permute_dims(g, node) == kToChannelsLast) ||
+           (x_plain && permute_dims(g, node) == kToChannelsFirst))) {
+        p = !x_plain;  // the layout changes that are no-ops inside the delegate
+      } else if (is_cpu_view_op(node.op) && x_tensor) {
+        // A view keeps a 4-D input's layout; from another rank, it is free.
+        p = is_4d_tensor(g, x) ? x_plain : choose(out, true);
+      } else if (node.op == "tern::cat" && x >= 0) {
+        const Value& list = g.values[static_cast<size_t>(x)];
+        for (int t : list.tensors) {
+          if (is_4d_tensor(g, t) && plain[static_cast<size_t>(t)]) p = true;
         }
+      } else if (makes_plain(node.op)) {
+        p = true;
+      } else if (follows_operands(node.op)) {
+        for (int a : node.args) {
+          if (is_4d_tensor(g, a) && !g.values[static_cast<size_t>(a)].is_constant &&
+              plain[static_cast<size_t>(a)]) {
+            p = true;
+          }
+        }
+      } else if (free_layout(node.op)) {
+        // An index map of a 4-D tensor keeps its layout when nothing asks otherwise, one of
+        // another rank is plain; an op the delegate does not take gives NHWC, as before.
+        const bool fallback = !is_index_map_op(node.op) ? false
+                              : is_4d_tensor(g, x)      ? x_plain
+                                                        : true;
+        p = choose(out, fallback);
       }
+      plain[static_cast<size_t>(out)] = p;
     }
-    plain[static_cast<size_t>(out)] = p;
   }
   return plain;
 }
@@ -86,17 +191,22 @@ void check_layout(const Graph& g, const Node& node, const std::vector<bool>& pla
   auto is_plain = [&](int id) {
     return is_4d_tensor(g, id) && plain[static_cast<size_t>(id)];
   };
+  const size_t p = plain_args(op);
+  for (size_t a = 0; a < p && a < node.args.size(); ++a) {
+    if (is_4d_tensor(g, node.args[a]) && !is_plain(node.args[a])) {
+      throw Unsupported(op + ": over the last dims of an NHWC 4-D tensor");
+    }
+  }
   if (needs_nhwc(op)) {
     if (!node.args.empty() && is_plain(node.args[0])) {
       throw Unsupported(op + ": of a channels-last (plain) 4-D tensor");
     }
   } else if (op == "tern::cat") {
+    const int out = node.outputs.at(0);
     for (int part : concat_inputs(g, node)) {
-      if (is_plain(part)) throw Unsupported("cat: of a channels-last (plain) 4-D tensor");
-    }
-  } else if (op == "tern::linear" || op == "tern::layer_norm") {
-    if (is_4d_tensor(g, node.args[0]) && !is_plain(node.args[0])) {
-      throw Unsupported(op + ": over the last dim of an NHWC 4-D tensor");
+      if (is_4d_tensor(g, part) && is_plain(part) != is_plain(out)) {
+        throw Unsupported("cat: of NHWC and channels-last (plain) 4-D tensors");
+      }
     }
   } else if (op == "tern::add" || op == "tern::sub" || op == "tern::mul" || op == "tern::div") {
     const int out = node.outputs.at(0);
@@ -107,26 +217,9 @@ void check_layout(const Graph& g, const Node& node, const std::vector<bool>& pla
         throw Unsupported(op + ": operands of NHWC and channels-last (plain) layouts");
       }
     }
-  } else if (op == "tern::permute") {
-    const int x = node.args[0];
-    const std::vector<int64_t> dims = permute_dims(g, node);
-    const bool to_last = is_4d_tensor(g, x) && !is_plain(x) && dims == kToChannelsLast;
-    const bool to_first = is_plain(x) && dims == kToChannelsFirst;
-    if (!to_last && !to_first) {
-      throw Unsupported("permute: only (0, 2, 3, 1) of an NHWC tensor or (0, 3, 1, 2) of a "
-                        "channels-last one (a layout change inside the delegate)");
-    }
-  } else if (is_cpu_view_op(op)) {
-    const int x = node.args[0], out = node.outputs.at(0);
-    const Value& xv = g.values[static_cast<size_t>(x)];
-    const Value& ov = g.values[static_cast<size_t>(out)];
-    // NHWC and row-major bytes differ for a layout-sensitive NHWC side.
-    const bool x_nhwc_sensitive = !is_plain(x) && layout_sensitive(xv.sizes);
-    const bool out_nhwc_sensitive = !is_plain(out) && layout_sensitive(ov.sizes);
-    if (xv.sizes != ov.sizes && (x_nhwc_sensitive || out_nhwc_sensitive)) {
-      throw Unsupported("view: reorders an NHWC tensor");
-    }
   }
+  // Permutes, views and the other index maps take any layouts: where the bytes differ, the
+  // delegate copies (StridedCopy, op 27).
 }
 
 }  // namespace tern::compiler::cpu_compile

@@ -13,18 +13,22 @@
 
 namespace tern::compiler::cpu_compile {
 
-/// Per value id: true for a 4-D tensor the delegate keeps plain (channels last), false for
-/// every other value. Decided from each value's producer only, so any region sees the same
-/// answer: permute(x, [0, 2, 3, 1]) of an NHWC x; a view to a layout-sensitive 4-D shape from
-/// a tensor of another rank, or to 4-D from a plain one; layer_norm, linear, gelu, the
-/// activations and the binary ops when an activation operand is plain.
+/// Per value id: true for a 4-D tensor the delegate keeps plain (channels last, or row-major
+/// attention tensors), false for every other value. Decided once per graph, so any region sees
+/// the same answer: permute(x, [0, 2, 3, 1]) of an NHWC x; a view of a plain 4-D tensor;
+/// layer_norm, linear, gelu, softmax, pad, the activations and the binary ops when an activation
+/// operand is plain; bmm / matmul / attention outputs; a cat of plain parts. Values whose
+/// producer computes nothing (index maps, views from another rank, ops the delegate does not
+/// take) follow what their readers ask for (NHWC for the spatial ops, plain for the row-major
+/// ones, through binary ops, activations, index maps and cats; NHWC wins), else an index map
+/// keeps its input's layout (plain from another rank) and an untaken op's value is NHWC.
 std::vector<bool> plain_4d_values(const Graph& g);
 
 /// Checks that `node` reads and writes the layouts it can (Unsupported otherwise): NHWC 4-D
-/// inputs for the convolutions, pools, means, cat, batch_norm and pad; plain 4-D for linear
-/// and layer_norm; one layout across a binary op's 4-D activations; a permute only as
-/// (0, 2, 3, 1) of an NHWC tensor or (0, 3, 1, 2) of a plain one; a view never reordering an
-/// NHWC tensor's bytes.
+/// inputs for the convolutions, pools, means and batch_norm; plain 4-D for linear, layer_norm,
+/// softmax, bmm / matmul and attention; one layout across a binary op's 4-D activations and
+/// across a cat's parts. Permutes, views and the other index maps take any layouts (the
+/// delegate copies where bytes differ).
 void check_layout(const Graph& g, const Node& node, const std::vector<bool>& plain);
 
 /// The dims of tern::permute `node` (Unsupported unless an IntList of the input's rank),

@@ -273,10 +273,7 @@ std::vector<int> concat_inputs(const Graph& g, const Node& node) {
   const int64_t rank = static_cast<int64_t>(out.sizes.size());
   int64_t dim = int_value(g, node.args[1], "dim");
   if (dim < 0) dim += rank;
-  if (rank == 4 ? dim != 1 : dim != rank - 1) {
-    fail("cat: along dim " + std::to_string(dim) + " of a rank-" + std::to_string(rank) +
-         " tensor (taken: the channels of a 4-D one, the last dim of others)");
-  }
+  if (dim < 0 || dim >= rank) fail("cat: dim " + std::to_string(dim) + " out of range");
   std::vector<int64_t> expect;
   for (const int id : list.tensors) {
     const Value& x = activation_tensor(g, id, "cat input");

@@ -84,8 +84,8 @@ struct PoolAttrs {
 /// Checks a tern::max_pool2d / tern::avg_pool2d node and reads its attributes.
 PoolAttrs pool_attrs(const Graph& g, const Node& node, bool is_max);
 
-/// Checks a tern::cat node the backend takes (1+ f32 activations of one rank, along dim 1 of
-/// 4-D tensors, the NHWC channels, or the last dim of others) and returns its inputs' value ids.
+/// Checks a tern::cat node the backend takes (1+ f32 activations of one rank, along any dim)
+/// and returns its inputs' value ids.
 std::vector<int> concat_inputs(const Graph& g, const Node& node);
 
 /// A standalone inference batch_norm as one multiply-add per channel: y = x * scale + shift,

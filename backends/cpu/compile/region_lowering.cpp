@@ -8,10 +8,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "backends/cpu/compile/attention_attrs.h"
 #include "backends/cpu/compile/bottleneck_match.h"
+#include "backends/cpu/compile/index_map_ops.h"
 #include "backends/cpu/compile/layout_plan.h"
 #include "backends/cpu/compile/node_attrs.h"
+#include "backends/cpu/compile/norm_parts.h"
 #include "backends/cpu/compile/quant_lowering.h"
+#include "backends/cpu/compile/strided_view.h"
 #include "backends/cpu/cpu_blob_format.h"
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "backends/cpu/kernels/winograd_conv.h"
@@ -98,6 +102,9 @@ class Lowering {
       } else if (f->second->nodes.back() == n) {  // the chain runs where its last node was
         lower_bottleneck(*f->second);
       }
+    }
+    for (int out : r_.outputs) {  // an index map's output leaving the region: copied now
+      if (ids_.count(out) == 0 && lazy_.count(out) != 0) materialize(out);
     }
     for (int out : r_.outputs) {
       if (ids_.count(out) == 0) {
@@ -323,6 +330,7 @@ class Lowering {
   uint32_t activation(int vid) {
     auto it = ids_.find(vid);
     if (it != ids_.end()) return it->second;
+    if (lazy_.count(vid) != 0) return materialize(vid);
     auto in = input_arg_.find(vid);
     if (in == input_arg_.end()) {
       throw std::invalid_argument("cpu backend: value " + std::to_string(vid) +
@@ -887,13 +895,25 @@ class Lowering {
     const std::vector<int> ins = concat_inputs(g_, node);
     const Value& ov = g_.values[static_cast<size_t>(node.outputs[0])];
     const size_t rank = ov.sizes.size();
-    // The XNNPACK dims of a value of `sizes`: NHWC for 4-D.
+    const bool nhwc = is_nhwc(node.outputs[0]);
+    // The XNNPACK dims of a value of `sizes`: NHWC for an NHWC 4-D output.
     auto xdims = [&](const std::vector<int64_t>& sizes) {
       std::vector<uint64_t> d(sizes.begin(), sizes.end());
-      if (rank == 4) d = {d[0], d[2], d[3], d[1]};
+      if (nhwc) d = {d[0], d[2], d[3], d[1]};
       return d;
     };
-    const size_t cat_dim = rank == 4 ? 1 : rank - 1;
+    int64_t dim = int_value(g_, node.args[1], "dim");
+    if (dim < 0) dim += static_cast<int64_t>(rank);
+    const size_t cat_dim = static_cast<size_t>(dim);
+    // Along another XNNPACK dim than the last: every part seen as [rows, numel / rows].
+    static constexpr size_t kNhwcOf[4] = {0, 3, 1, 2};
+    const size_t xdim = nhwc ? kNhwcOf[cat_dim] : cat_dim;
+    uint64_t rows = 0;
+    if (xdim + 1 != rank) {
+      const std::vector<uint64_t> od = xdims(ov.sizes);
+      rows = 1;
+      for (size_t d = 0; d < xdim; ++d) rows *= od[d];
+    }
     uint32_t acc = activation(ins[0]);
     if (ins.size() == 1) {  // cat([x]) is a copy (DenseNet's first dense layer)
       add_node(NodeOp::Reshape, {acc}, output(node.outputs[0]));
@@ -911,7 +931,7 @@ class Lowering {
       }
       const uint32_t out =
           next == ins.size() ? output(node.outputs[0]) : internal(xdims(sizes));
-      add_node(NodeOp::Concat, inputs, out);
+      add_node(NodeOp::Concat, inputs, out).params[0] = static_cast<uint32_t>(rows);
       acc = out;
       acc_sizes = sizes;
     }
@@ -938,6 +958,16 @@ class Lowering {
     add_node(NodeOp::Add, {scaled, add_constant(cdims, a.shift)}, output(node.outputs[0]));
   }
 
+  /// Whether permute `node` is a layout change only: (0, 2, 3, 1) of an NHWC tensor to a plain
+  /// one, or (0, 3, 1, 2) of a plain one to an NHWC one (layout_plan.h).
+  bool is_layout_permute(const Node& node) const {
+    const int x = node.args[0], y = node.outputs[0];
+    if (g_.values[static_cast<size_t>(x)].sizes.size() != 4) return false;
+    const std::vector<int64_t> d = permute_dims(g_, node);
+    return (is_nhwc(x) && !is_nhwc(y) && d == std::vector<int64_t>{0, 2, 3, 1}) ||
+           (!is_nhwc(x) && is_nhwc(y) && d == std::vector<int64_t>{0, 3, 1, 2});
+  }
+
   /// permute(0, 2, 3, 1) of an NHWC tensor or (0, 3, 1, 2) of a channels-last one: the same
   /// bytes in the delegate (layout_plan.h), so the output is the input's blob value (an alias,
   /// shared()), or a copy when it leaves the region (its blob value must be its own).
@@ -950,6 +980,136 @@ class Lowering {
       return;
     }
     add_node(NodeOp::Reshape, {x}, output(y));
+  }
+
+  /// Whether tern value `vid` is NHWC inside the delegate (a 4-D tensor that is not plain).
+  bool is_nhwc(int vid) const {
+    return g_.values[static_cast<size_t>(vid)].sizes.size() == 4 && !is_plain_4d(vid);
+  }
+
+  /// Tern value `vid` as a strided view: its pending index maps, or its blob value as it is.
+  StridedView view_of(int vid) {
+    auto it = lazy_.find(vid);
+    if (it != lazy_.end() && ids_.count(vid) == 0) return it->second;
+    const uint32_t id = activation(vid);
+    return whole_value(id, g_.values[static_cast<size_t>(vid)].sizes, is_nhwc(vid));
+  }
+
+  /// Writes view `v` into blob value `out` in the order `nhwc` says: a plain copy (XNNPACK's
+  /// reshape) when it is the whole base in order, else tern's StridedCopy (op 27).
+  void emit_copy(const StridedView& v, bool nhwc, uint32_t out) {
+    const CopyPlan p = copy_plan(v, nhwc);
+    if (p.identity) {
+      add_node(NodeOp::Reshape, {v.base}, out);
+      return;
+    }
+    if (p.extent.size() > cpu::kMaxDims || p.offset > (int64_t{1} << 30)) {
+      throw std::invalid_argument("cpu backend: internal error: a copy of rank " +
+                                  std::to_string(p.extent.size()) + " or offset " +
+                                  std::to_string(p.offset));
+    }
+    BlobNode& n = add_node(NodeOp::StridedCopy, {v.base}, out);
+    n.params[cpu::kCopyRank] = static_cast<uint32_t>(p.extent.size());
+    for (size_t d = 0; d < p.extent.size(); ++d) {
+      if (p.stride[d] > (int64_t{1} << 30)) {
+        throw std::invalid_argument("cpu backend: a copy stride above 2^30");
+      }
+      n.params[cpu::kCopyExtent + d] = static_cast<uint32_t>(p.extent[d]);
+      n.params[cpu::kCopyStride + d] = static_cast<uint32_t>(p.stride[d]);
+    }
+    n.params[cpu::kCopyOffset] = static_cast<uint32_t>(p.offset);
+  }
+
+  /// The blob value of index-map result `vid`, copied from its view once.
+  uint32_t materialize(int vid) {
+    const StridedView v = lazy_.at(vid);
+    const uint32_t out = output(vid);
+    emit_copy(v, is_nhwc(vid), out);
+    return out;
+  }
+
+  /// transpose, permute, slice, select, expand, clone, split: nothing yet, each output a view
+  /// of the input's (index_map_ops.h), copied where it is read.
+  void lower_index_map(const Node& node) {
+    const std::vector<StridedView> outs = apply_index_map(g_, node, view_of(node.args[0]));
+    for (size_t i = 0; i < outs.size(); ++i) lazy_[node.outputs[i]] = outs[i];
+  }
+
+  /// A view: XNNPACK's reshape (a copy) when the bytes stay in order and the input is no view;
+  /// else a view of the input's view (copied once where it is read), or of a row-major copy of
+  /// the input when strides cannot express it.
+  void lower_view(const Node& node) {
+    const int x = node.args[0], y = node.outputs[0];
+    const Value& xv = g_.values[static_cast<size_t>(x)];
+    const Value& yv = g_.values[static_cast<size_t>(y)];
+    const bool reorders = xv.sizes != yv.sizes && ((is_nhwc(x) && layout_sensitive(xv.sizes)) ||
+                                                   (is_nhwc(y) && layout_sensitive(yv.sizes)));
+    const bool pending = lazy_.count(x) != 0 && ids_.count(x) == 0;
+    if (!reorders && !pending) {
+      add_node(NodeOp::Reshape, {activation(x)}, output(y));
+      return;
+    }
+    StridedView out;
+    if (!reshaped(view_of(x), yv.sizes, &out)) {
+      const uint32_t flat = internal(std::vector<uint64_t>(xv.sizes.begin(), xv.sizes.end()));
+      emit_copy(view_of(x), false, flat);
+      (void)reshaped(whole_value(flat, xv.sizes, false), yv.sizes, &out);  // row-major: always
+    }
+    lazy_[y] = out;
+  }
+
+  /// bmm / matmul of two activations: tern's BatchMatMul (op 26).
+  void lower_batch_matmul(const Node& node) {
+    const uint32_t a = activation(node.args[0]);
+    const uint32_t b = activation(node.args[1]);
+    add_node(NodeOp::BatchMatMul, {a, b}, output(node.outputs[0]));
+  }
+
+  /// scaled_dot_product_attention: BatchMatMul(q, kᵀ), XNNPACK's multiply by the scale, add of
+  /// the mask, softmax, then BatchMatMul(p, v).
+  void lower_sdpa(const Node& node) {
+    const SdpaAttrs a = sdpa_attrs(g_, node);
+    const uint32_t q = activation(node.args[0]);
+    const uint32_t k = activation(node.args[1]);
+    const uint32_t v = activation(node.args[2]);
+    std::vector<uint64_t> dims(values_[q].dims, values_[q].dims + values_[q].rank);
+    dims.back() = values_[k].dims[values_[k].rank - 2];  // [.., L, S]
+    uint32_t s = internal(dims);
+    add_node(NodeOp::BatchMatMul, {q, k}, s).params[0] = 1;
+    if (a.scale != 1.0f) {
+      const uint32_t scaled = internal(dims);
+      add_node(NodeOp::Multiply, {s, add_constant({1}, {a.scale})}, scaled);
+      s = scaled;
+    }
+    if (!a.bias.empty()) {
+      const uint32_t masked = internal(dims);
+      add_node(
+          NodeOp::Add,
+          {s, add_constant(std::vector<uint64_t>(a.bias_dims.begin(), a.bias_dims.end()), a.bias)},
+          masked);
+      s = masked;
+    }
+    const uint32_t p = internal(dims);
+    add_node(NodeOp::Softmax, {s}, p);
+    add_node(NodeOp::BatchMatMul, {p, v}, output(node.outputs[0]));
+  }
+
+  /// mean over the last dim (not of a 4-D x): XNNPACK's fully-connected node with a [1, C]
+  /// filter of 1/C, then a reshape without keepdim.
+  void lower_last_dim_mean(const Node& node, bool keepdim) {
+    const std::vector<int64_t>& xs = g_.values[static_cast<size_t>(node.args[0])].sizes;
+    const uint64_t c = static_cast<uint64_t>(xs.back());
+    const uint32_t x = activation(node.args[0]);
+    const uint32_t f = add_constant({1, c}, std::vector<float>(c, static_cast<float>(1.0 / c)));
+    if (keepdim) {
+      add_node(NodeOp::FullyConnected, {x, f}, output(node.outputs[0]));
+      return;
+    }
+    std::vector<uint64_t> d(xs.begin(), xs.end());
+    d.back() = 1;
+    const uint32_t m = internal(d);
+    add_node(NodeOp::FullyConnected, {x, f}, m);
+    add_node(NodeOp::Reshape, {m}, output(node.outputs[0]));
   }
 
   /// layer_norm over the last dim: tern's own node (op 25).
@@ -1004,7 +1164,7 @@ class Lowering {
     std::vector<int64_t> pre, post;
     float value;
     pad_amounts(g_, node, rank, &pre, &post, &value);
-    if (rank == 4) {  // tern dims N C H W -> XNNPACK dims N H W C
+    if (is_nhwc(node.args[0])) {  // tern dims N C H W -> XNNPACK dims N H W C
       pre = {pre[0], pre[2], pre[3], pre[1]};
       post = {post[0], post[2], post[3], post[1]};
     }
@@ -1050,6 +1210,28 @@ class Lowering {
       c.fparams[0] = 0.0f;
       c.fparams[1] = 6.0f;
       add_node(NodeOp::Divide, {clamped, add_constant({1}, {6.0f})}, output(node.outputs[0]));
+    } else if (bool last_keepdim = false; is_last_dim_mean(g_, node, &last_keepdim)) {
+      lower_last_dim_mean(node, last_keepdim);
+    } else if (op == "tern::pow") {
+      const uint32_t x = activation(node.args[0]);
+      const int64_t e = small_pow_exponent(g_, node);
+      const uint32_t sq = e == 2 ? output(node.outputs[0]) : internal(dims_of(node.args[0]));
+      add_node(NodeOp::Multiply, {x, x}, sq);
+      if (e == 3) add_node(NodeOp::Multiply, {sq, x}, output(node.outputs[0]));
+    } else if (op == "tern::rsqrt") {  // 1 / sqrt(x), each correctly rounded as the portable
+      const uint32_t x = activation(node.args[0]);
+      const uint32_t root = internal(dims_of(node.args[0]));
+      add_node(NodeOp::SquareRoot, {x}, root);
+      add_node(NodeOp::Divide, {add_constant({1}, {1.0f}), root}, output(node.outputs[0]));
+    } else if (op == "tern::tanh") {  // 2 * sigmoid(2x) - 1
+      const std::vector<uint64_t> dims = dims_of(node.args[0]);
+      const uint32_t x = activation(node.args[0]);
+      const uint32_t two = add_constant({1}, {2.0f});
+      const uint32_t doubled = internal(dims), s = internal(dims), s2 = internal(dims);
+      add_node(NodeOp::Multiply, {x, two}, doubled);
+      add_node(NodeOp::Sigmoid, {doubled}, s);
+      add_node(NodeOp::Multiply, {s, two}, s2);
+      add_node(NodeOp::Subtract, {s2, add_constant({1}, {1.0f})}, output(node.outputs[0]));
     } else if (op == "tern::mean") {
       const bool keepdim = global_mean_keepdim(g_, node);
       const Value& xv = g_.values[static_cast<size_t>(node.args[0])];
@@ -1093,8 +1275,14 @@ class Lowering {
       lower_concat(node);
     } else if (op == "tern::batch_norm") {
       lower_batch_norm(node);
-    } else if (op == "tern::permute") {
+    } else if (op == "tern::permute" && is_layout_permute(node)) {
       lower_permute(node);
+    } else if (is_index_map_op(op)) {
+      lower_index_map(node);
+    } else if (op == "tern::bmm" || op == "tern::matmul") {
+      lower_batch_matmul(node);
+    } else if (op == "tern::scaled_dot_product_attention") {
+      lower_sdpa(node);
     } else if (op == "tern::layer_norm") {
       lower_layer_norm(node);
     } else if (op == "tern::max_pool2d" || op == "tern::avg_pool2d") {
@@ -1103,8 +1291,7 @@ class Lowering {
       const uint32_t x = activation(node.args[0]);
       add_node(NodeOp::GlobalAvgPool2d, {x}, output(node.outputs[0]));
     } else if (is_cpu_view_op(op)) {
-      const uint32_t x = activation(node.args[0]);
-      add_node(NodeOp::Reshape, {x}, output(node.outputs[0]));
+      lower_view(node);
     } else if (op == "tern::pad") {
       lower_pad(node);
     } else {
@@ -1152,6 +1339,7 @@ class Lowering {
   std::map<int, uint32_t> sources_;  ///< tern constant -> its Source blob value
   std::vector<bool> plain_;      ///< tern value id -> a channels-last 4-D tensor (layout_plan.h)
   std::set<uint32_t> aliased_;   ///< blob values standing for several tern values (permutes)
+  std::map<int, StridedView> lazy_;  ///< index-map results not copied yet (strided_view.h)
   std::set<int> folded_views_;   ///< view nodes folded into a linear (no blob node)
   std::map<int, std::pair<int, int>> linear_folds_;  ///< linear node -> (x, output) values
   std::vector<BlobValue> values_;

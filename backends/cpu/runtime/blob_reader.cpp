@@ -73,6 +73,12 @@ const char* op_name(uint32_t op) {
       return "quantized_embedding";
     case NodeOp::LayerNorm:
       return "layer_norm";
+    case NodeOp::BatchMatMul:
+      return "batch_matmul";
+    case NodeOp::StridedCopy:
+      return "strided_copy";
+    case NodeOp::SquareRoot:
+      return "square_root";
   }
   return "?";
 }
@@ -118,6 +124,9 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
     case NodeOp::LayerNorm:  // x, gamma, beta
       *min_in = *max_in = 3;
       *const_mask = 0x6;
+      return;
+    case NodeOp::BatchMatMul:  // a, b: both data values (check_batch_matmul)
+      *min_in = *max_in = 2;
       return;
     default:
       *min_in = *max_in = 1;
@@ -501,6 +510,119 @@ Error check_quant_embedding(uint32_t n, const BlobNode& node, const BlobValue* v
   return check_out_dims(n, node, v[node.output], expect, idx.rank + 1);
 }
 
+bool is_constant_kind(const BlobValue& v) {
+  return v.kind == static_cast<uint32_t>(ValueKind::Constant) ||
+         v.kind == static_cast<uint32_t>(ValueKind::Derived);
+}
+
+/// Op 22 with params[0] = R: each input and the output seen as [R, numel / R].
+Error check_concat_rows(uint32_t n, const BlobNode& node, const BlobValue* v) {
+  TERN_RETURN_IF_ERROR(check_params_range(n, node, 1, 0, 1));
+  const uint64_t rows = node.params[0];
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < node.num_inputs; ++i) {
+    const uint64_t count = value_numel(v[node.inputs[i]]);
+    TERN_CHECK_OR_RETURN_ERROR(count % rows == 0, InvalidProgram,
+                               "cpu blob: node %u (concat): input %u (value %u) has %llu "
+                               "elements, not a multiple of the %llu rows",
+                               n, i, node.inputs[i], static_cast<unsigned long long>(count),
+                               static_cast<unsigned long long>(rows));
+    total += count;
+  }
+  const uint64_t out = value_numel(v[node.output]);
+  TERN_CHECK_OR_RETURN_ERROR(out == total, InvalidProgram,
+                             "cpu blob: node %u (concat): output value %u has %llu elements, the "
+                             "inputs %llu",
+                             n, node.output, static_cast<unsigned long long>(out),
+                             static_cast<unsigned long long>(total));
+  return Error::Ok;
+}
+
+/// Op 26: a [..., M, K] and b [..., K, N] (or [..., N, K] transposed) of one rank with the same
+/// batch dims, both data values; output [..., M, N].
+Error check_batch_matmul(uint32_t n, const BlobNode& node, const BlobValue* v) {
+  TERN_RETURN_IF_ERROR(check_params_range(n, node, 1, 0, 0));
+  TERN_CHECK_OR_RETURN_ERROR(node.params[0] <= 1, InvalidProgram,
+                             "cpu blob: node %u (batch_matmul): transpose flag %u, expected 0 "
+                             "or 1",
+                             n, node.params[0]);
+  const BlobValue& a = v[node.inputs[0]];
+  const BlobValue& b = v[node.inputs[1]];
+  for (uint32_t i = 0; i < 2; ++i) {
+    const BlobValue& x = v[node.inputs[i]];
+    TERN_CHECK_OR_RETURN_ERROR(
+        !is_constant_kind(x) && x.layout != static_cast<uint32_t>(ValueLayout::Int64Plain),
+        InvalidProgram,
+        "cpu blob: node %u (batch_matmul): input %u (value %u) must be "
+        "an f32 data value, found a constant or int64 one",
+        n, i, node.inputs[i]);
+  }
+  char da[128], db[128];
+  bool same = a.rank == b.rank && a.rank >= 2;
+  for (uint32_t d = 0; same && d + 2 < a.rank; ++d) same = a.dims[d] == b.dims[d];
+  const bool trans = node.params[0] == 1;
+  const uint64_t k = a.dims[a.rank - 1];
+  const uint64_t bk = same ? b.dims[b.rank - (trans ? 1 : 2)] : 0;
+  TERN_CHECK_OR_RETURN_ERROR(same && bk == k, InvalidProgram,
+                             "cpu blob: node %u (batch_matmul): a (value %u) %s and b (value %u) "
+                             "%s do not multiply%s (same rank >= 2, same batch dims, a's last "
+                             "dim = b's %s)",
+                             n, node.inputs[0], dims_str(a.dims, a.rank, da, sizeof(da)),
+                             node.inputs[1], dims_str(b.dims, b.rank, db, sizeof(db)),
+                             trans ? " transposed" : "", trans ? "last" : "second-to-last");
+  uint64_t expect[kMaxDims];
+  for (uint32_t d = 0; d < a.rank; ++d) expect[d] = a.dims[d];
+  expect[a.rank - 1] = b.dims[b.rank - (trans ? 2 : 1)];
+  return check_out_dims(n, node, v[node.output], expect, a.rank);
+}
+
+/// Op 27: the rank, extents and strides, the element count, and every read inside x.
+Error check_strided_copy(uint32_t n, const BlobNode& node, const BlobValue* v) {
+  const uint32_t* q = node.params;
+  const uint32_t r = q[kCopyRank];
+  TERN_CHECK_OR_RETURN_ERROR(r >= 1 && r <= kMaxDims, InvalidProgram,
+                             "cpu blob: node %u (strided_copy): rank %u, expected 1..%u", n, r,
+                             kMaxDims);
+  for (uint32_t i = 0; i < kNodeParams; ++i) {
+    const bool extent = i >= kCopyExtent && i < kCopyExtent + kMaxDims;
+    const bool stride = i >= kCopyStride && i < kCopyStride + kMaxDims;
+    const uint32_t d = extent ? i - kCopyExtent : stride ? i - kCopyStride : 0;
+    const bool used = i == kCopyRank || i == kCopyOffset || ((extent || stride) && d < r);
+    TERN_CHECK_OR_RETURN_ERROR(used ? q[i] <= kMaxParam : q[i] == 0, InvalidProgram,
+                               "cpu blob: node %u (strided_copy): parameter %u is %u, expected "
+                               "%s",
+                               n, i, q[i], used ? "at most 2^30" : "0 (unused)");
+    TERN_CHECK_OR_RETURN_ERROR(!extent || !used || q[i] >= 1, InvalidProgram,
+                               "cpu blob: node %u (strided_copy): extent %u is 0", n, d);
+  }
+  uint64_t count = 1, last = q[kCopyOffset];
+  for (uint32_t d = 0; d < r; ++d) {
+    TERN_CHECK_OR_RETURN_ERROR(
+        checked_mul(count, uint64_t{q[kCopyExtent + d]}, &count) && count <= (1ull << 40),
+        InvalidProgram, "cpu blob: node %u (strided_copy): element count overflows", n);
+    last += uint64_t{q[kCopyExtent + d] - 1u} * q[kCopyStride + d];
+  }
+  const BlobValue& x = v[node.inputs[0]];
+  TERN_CHECK_OR_RETURN_ERROR(
+      !is_constant_kind(x) && x.layout != static_cast<uint32_t>(ValueLayout::Int64Plain),
+      InvalidProgram,
+      "cpu blob: node %u (strided_copy): x (value %u) must be an f32 data "
+      "value",
+      n, node.inputs[0]);
+  TERN_CHECK_OR_RETURN_ERROR(last < value_numel(x), InvalidProgram,
+                             "cpu blob: node %u (strided_copy): reads element %llu of x (value "
+                             "%u), which has %llu",
+                             n, static_cast<unsigned long long>(last), node.inputs[0],
+                             static_cast<unsigned long long>(value_numel(x)));
+  TERN_CHECK_OR_RETURN_ERROR(count == value_numel(v[node.output]), InvalidProgram,
+                             "cpu blob: node %u (strided_copy): output value %u has %llu "
+                             "elements, the extents give %llu",
+                             n, node.output,
+                             static_cast<unsigned long long>(value_numel(v[node.output])),
+                             static_cast<unsigned long long>(count));
+  return Error::Ok;
+}
+
 Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
                         const uint8_t* data) {
   const BlobValue& x = v[node.inputs[0]];
@@ -557,6 +679,7 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
     case NodeOp::Hardswish:
     case NodeOp::Sigmoid:
     case NodeOp::Softmax:
+    case NodeOp::SquareRoot:
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 0, 0, 0));
       return check_out_dims(n, node, out, x.dims, x.rank);
     case NodeOp::GlobalAvgPool2d: {
@@ -587,6 +710,7 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
     case NodeOp::PackedBottleneck:
       return check_bottleneck(n, node, v);
     case NodeOp::Concat: {
+      if (node.params[0] != 0) return check_concat_rows(n, node, v);
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 0, 0, 0));
       uint64_t expect[kMaxDims] = {};
       for (uint32_t d = 0; d < x.rank && d < kMaxDims; ++d) expect[d] = x.dims[d];
@@ -628,6 +752,10 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
       }
       return check_out_dims(n, node, out, x.dims, x.rank);
     }
+    case NodeOp::BatchMatMul:
+      return check_batch_matmul(n, node, v);
+    case NodeOp::StridedCopy:
+      return check_strided_copy(n, node, v);
     case NodeOp::Gelu:
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 1, 0, 0));
       TERN_CHECK_OR_RETURN_ERROR(node.params[0] <= 1, InvalidProgram,

@@ -2,12 +2,14 @@
 
 #include <cstring>
 
+#include "backends/cpu/kernels/batch_matmul.h"
 #include "backends/cpu/kernels/bottleneck.h"
 #include "backends/cpu/kernels/layer_norm_rows.h"
 #include "backends/cpu/kernels/packed_conv.h"
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "backends/cpu/kernels/quant_embedding.h"
 #include "backends/cpu/kernels/quant_gemm.h"
+#include "backends/cpu/kernels/strided_copy.h"
 #include "backends/cpu/kernels/winograd_conv.h"
 #include "runtime/kernels/util/gelu_array.h"
 
@@ -19,6 +21,8 @@ static_assert(kLastGemmActivation == kLastPackedActivation,
               "the blob's activation codes are the kernel's");
 static_assert(static_cast<uint32_t>(GemmActivation::Silu) == 4, "SiLU is the blob's code 4");
 static_assert(kMaxBottleneckKernel == kMaxBottleneckWindow, "the blob's window bound is the kernel's");
+static_assert(kStridedCopyMaxDims == static_cast<int>(kMaxDims),
+              "the blob's copy rank is the kernel's");
 
 namespace {
 
@@ -166,6 +170,25 @@ void run_gelu(const GeluTask& t, pthreadpool_t pool) {
   pthreadpool_parallelize_1d(pool, &gelu_chunk, const_cast<GeluTask*>(&t), chunks, 0);
 }
 
+/// The kernel's problem for BatchMatMul node `node`; pointers from `addr` when not null.
+BatchMatMulProblem batch_matmul_problem(const BlobPlan& plan, const BlobNode& node,
+                                        float* const* addr) {
+  const BlobValue& a = plan.values[node.inputs[0]];
+  const BlobValue& c = plan.values[node.output];
+  BatchMatMulProblem p;
+  p.m = static_cast<int64_t>(a.dims[a.rank - 2]);
+  p.k = static_cast<int64_t>(a.dims[a.rank - 1]);
+  p.n = static_cast<int64_t>(c.dims[c.rank - 1]);
+  p.batch = static_cast<int64_t>(value_numel(a)) / (p.m * p.k);
+  p.trans_b = node.params[0] == 1;
+  if (addr != nullptr) {
+    p.a = addr[node.inputs[0]];
+    p.b = addr[node.inputs[1]];
+    p.c = addr[node.output];
+  }
+  return p;
+}
+
 /// Concat: per output row (all dims but the last), each input's row copied into its slice.
 struct ConcatTask {
   const float* x[kMaxNodeInputs] = {};
@@ -232,6 +255,8 @@ uint64_t own_kernel_scratch_floats(const BlobPlan& plan, uint32_t n, int64_t thr
       return winograd_scratch_floats(conv_problem<WinogradProblem>(plan, node, nullptr), threads);
     case NodeOp::PackedBottleneck:
       return bottleneck_scratch_floats(bottleneck_problem(plan, node, nullptr), threads);
+    case NodeOp::BatchMatMul:
+      return batch_matmul_scratch_floats(batch_matmul_problem(plan, node, nullptr));
     default:
       return 0;
   }
@@ -291,6 +316,13 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       t.y = addr[node.output];
       t.out_width = static_cast<int64_t>(out.dims[out.rank - 1]);
       t.rows = static_cast<int64_t>(value_numel(out)) / t.out_width;
+      if (node.params[0] != 0) {  // along another dim: [R, numel / R] matrices (validated)
+        t.rows = node.params[0];
+        t.out_width = static_cast<int64_t>(value_numel(out)) / t.rows;
+        for (uint32_t i = 0; i < t.inputs; ++i) {
+          t.width[i] = static_cast<int64_t>(value_numel(plan.values[node.inputs[i]])) / t.rows;
+        }
+      }
       run_concat(t, pool);
       return Error::Ok;
     }
@@ -334,6 +366,22 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       p.beta = addr[node.inputs[2]];
       p.eps = node.fparams[0];  // validated: finite, > 0
       layer_norm_rows(p, pool);
+      return Error::Ok;
+    }
+    case NodeOp::BatchMatMul:
+      batch_matmul(batch_matmul_problem(plan, node, addr), scratch, pool);
+      return Error::Ok;
+    case NodeOp::StridedCopy: {
+      StridedCopyProblem p;
+      p.x = addr[node.inputs[0]];
+      p.y = addr[node.output];
+      p.rank = static_cast<int>(node.params[kCopyRank]);  // validated: 1..6
+      for (int d = 0; d < p.rank; ++d) {
+        p.extent[d] = node.params[kCopyExtent + d];
+        p.stride[d] = node.params[kCopyStride + d];
+      }
+      p.offset = node.params[kCopyOffset];
+      strided_copy(p, pool);
       return Error::Ok;
     }
     case NodeOp::Gelu: {

@@ -64,6 +64,10 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
     case NodeOp::Softmax:
       return xnn_define_softmax(sg, x, n.output, 0) == xnn_status_success ? Error::Ok
                                                                           : Error::InvalidProgram;
+    case NodeOp::SquareRoot:
+      return xnn_define_square_root(sg, x, n.output, 0) == xnn_status_success
+                 ? Error::Ok
+                 : Error::InvalidProgram;
     case NodeOp::MaxPool2d:
       return xnn_define_max_pooling_2d(sg, p[kPadTop], p[kPadRight], p[kPadBottom], p[kPadLeft],
                                        p[kKernelH], p[kKernelW], p[kStrideH], p[kStrideW],
@@ -104,6 +108,8 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
     case NodeOp::QuantizedFullyConnected:
     case NodeOp::QuantizedEmbedding:
     case NodeOp::LayerNorm:
+    case NodeOp::BatchMatMul:
+    case NodeOp::StridedCopy:
       break;  // tern's own kernels: never in an XNNPACK stage
   }
   return Error::InvalidProgram;

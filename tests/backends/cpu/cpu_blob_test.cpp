@@ -237,16 +237,24 @@ TEST_F(CpuBlobTest, SupportsRefusesWhatXnnpackCannotMatch) {
          const int x = b.input("x", DType::F32, {2, 5});
          b.op("tern::softmax", {x, b.int_value(0)}, DType::F32, {2, 5});
        }},
-      {"softmax of a 4-D tensor",
+      {"softmax of an NHWC 4-D tensor (a conv reads it too)",
        [](GraphBuilder& b) {
          const int x = b.input("x", DType::F32, {1, 2, 3, 4});
+         const int w = b.constant_f32("w", {2, 2, 1, 1}, std::vector<float>(4, 1.0f));
+         b.op("tern::conv2d",
+              {x, w, b.none(), b.int_list({1}), b.int_list({0}), b.int_list({1}), b.int_value(1)},
+              DType::F32, {1, 2, 3, 4});
          b.op("tern::softmax", {x, b.int_value(-1)}, DType::F32, {1, 2, 3, 4});
        }},
       // (average pooling counting its padding is taken since: a zero pad, then the pool;
       // cpu_conformance_dense_test)
-      {"linear of a 4-D NHWC tensor",
+      {"linear of a 4-D NHWC tensor (a conv reads it too)",
        [](GraphBuilder& b) {
          const int x = b.input("x", DType::F32, {1, 2, 3, 4});
+         const int cw = b.constant_f32("cw", {2, 2, 1, 1}, std::vector<float>(4, 1.0f));
+         b.op("tern::conv2d",
+              {x, cw, b.none(), b.int_list({1}), b.int_list({0}), b.int_list({1}), b.int_value(1)},
+              DType::F32, {1, 2, 3, 4});
          const int w = b.constant_f32("w", {2, 4}, std::vector<float>(8, 1.0f));
          b.op("tern::linear", {x, w, b.none()}, DType::F32, {1, 2, 3, 2});
        }},
@@ -264,11 +272,8 @@ TEST_F(CpuBlobTest, SupportsRefusesWhatXnnpackCannotMatch) {
               {x, w, b.none(), b.int_list({1}), b.int_list({0}), b.int_list({1}), b.int_value(1)},
               DType::F32, {1, 2, 4, 4});
        }},
-      {"flatten that reorders an NHWC tensor",
-       [](GraphBuilder& b) {
-         const int x = b.input("x", DType::F32, {1, 2, 3, 3});
-         b.op("tern::flatten", {x, b.int_value(1), b.int_value(-1)}, DType::F32, {1, 18});
-       }},
+      // (a flatten that reorders an NHWC tensor is taken since version 9: a StridedCopy;
+      // cpu_conformance_attention_test)
       {"reflect pad",
        [](GraphBuilder& b) {
          const int x = b.input("x", DType::F32, {1, 4});
@@ -318,7 +323,7 @@ TEST_F(CpuBlobTest, SupportsRefusesWhatXnnpackCannotMatch) {
       {"an op the backend does not take",
        [](GraphBuilder& b) {
          const int x = b.input("x", DType::F32, {4});
-         b.op("tern::tanh", {x}, DType::F32, {4});
+         b.op("tern::erf", {x}, DType::F32, {4});
        }},
       {"gelu of an unknown form",
        [](GraphBuilder& b) {
@@ -427,13 +432,14 @@ TEST_F(CpuBlobTest, SpecificCorruptionsNameTheProblem) {
   // Every older version: 1 (before tern's own kernels joined the blob), 2 (before
   // PackedWinogradConv2d and Gelu), 3 (before PackedBottleneck), 4 (before SiLU, sigmoid and
   // the bottleneck's squeeze-excitation), 5 (before Concat), 6 (before the quantized ops 23, 24),
-  // 7 (weights packed into the blob at compile time, before Source / Derived values).
-  static_assert(cpu::kBlobVersion == 8, "add the version this one replaces to the list below");
-  for (uint32_t old : {1u, 2u, 3u, 4u, 5u, 6u, 7u}) {
+  // 7 (weights packed into the blob at compile time, before Source / Derived values), 8 (before
+  // BatchMatMul, StridedCopy and Concat along other dims).
+  static_assert(cpu::kBlobVersion == 9, "add the version this one replaces to the list below");
+  for (uint32_t old : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u}) {
     std::vector<uint8_t> bad = blob;
     std::memcpy(bad.data() + offsetof(cpu::BlobHeader, version), &old, 4);
     EXPECT_EQ(try_blob(bad, num_args, &msg, &g), Error::DelegateInvalidCompatibility) << old;
-    EXPECT_NE(msg.find("version " + std::to_string(old) + ", this runtime reads version 8"),
+    EXPECT_NE(msg.find("version " + std::to_string(old) + ", this runtime reads version 9"),
               std::string::npos)
         << msg;
     EXPECT_EQ(parse_result(bad, &msg), Error::DelegateInvalidCompatibility) << old;
@@ -543,7 +549,7 @@ TEST_F(CpuBlobTest, MethodLoadFallsBackOnNewerBlobAndFailsOnCorruptOne) {
     GraphBuilder b = small_model();
     delegate_cpu(b, 0, 2);
     std::vector<uint8_t>& blob = b.graph().delegates[0].blob;
-    if (variant == 0) blob[4] = 9;    // version 9: not this runtime's
+    if (variant == 0) blob[4] = 10;   // version 10: not this runtime's
     if (variant == 1) blob[1] = 'Z';  // not a cpu blob at all
     const compiler::Graph graph = b.build();
     const auto pte = testing::compile_graph(graph);

@@ -23,15 +23,6 @@
 namespace tern::cpu_test {
 namespace {
 
-/// A tensor-list value of `ids` (GraphBuilder has no helper for one).
-int tensor_list(GraphBuilder& b, std::vector<int> ids) {
-  compiler::Value v;
-  v.kind = compiler::Value::Kind::TensorList;
-  v.tensors = std::move(ids);
-  b.graph().values.push_back(v);
-  return static_cast<int>(b.graph().values.size()) - 1;
-}
-
 /// batch_norm of x (shape xs) with constant statistics (a positive variance) and, when asked,
 /// weight and bias.
 int batch_norm(GraphBuilder& b, int x, const std::vector<int64_t>& xs, uint32_t seed,

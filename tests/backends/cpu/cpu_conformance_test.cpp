@@ -731,8 +731,8 @@ TEST(CpuConformanceSingle, ConvThenPortableTailWithThreads) {
   const int x = b.input("x", DType::F32, {1, 6, 10, 10});
   const int c1 = conv(b, x, {1, 6, 10, 10}, 12, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 71);
   const int r = b.op("tern::relu", {c1}, DType::F32, {1, 12, 10, 10});
-  // Portable tail: a tanh the backend does not take.
-  const int g = b.op("tern::tanh", {r}, DType::F32, {1, 12, 10, 10});
+  // Portable tail: an erf the backend does not take.
+  const int g = b.op("tern::erf", {r}, DType::F32, {1, 12, 10, 10});
   EXPECT_FALSE(compiler::CpuBackendCompiler().supports(b.graph(), b.graph().nodes.back()));
   b.output(g);
   delegate_cpu(b, 0, 1);
@@ -787,7 +787,7 @@ TEST(CpuConformanceSingle, BottleneckStopsAtAGraphOutput) {
 }
 
 // Chains cut by region boundaries: region A = expand -> relu6 -> dw -> relu6 (its output read
-// by a portable tanh), region B = the 1x1 project after it; and a region whose dw output
+// by a portable erf), region B = the 1x1 project after it; and a region whose dw output
 // leaves it straight away. Both still lower to op 21 (expand + dw) and match portable.
 TEST(CpuConformanceSingle, BottleneckCutByTheRegionBoundary) {
   register_all();
@@ -804,7 +804,7 @@ TEST(CpuConformanceSingle, BottleneckCutByTheRegionBoundary) {
       t = stage_act(b, "relu6", d, hs);
       last_a = 3;
     }
-    const int s = b.op("tern::tanh", {t}, DType::F32, hs);  // portable: ends region A
+    const int s = b.op("tern::erf", {t}, DType::F32, hs);  // portable: ends region A
     ASSERT_FALSE(compiler::CpuBackendCompiler().supports(b.graph(), b.graph().nodes.back()));
     b.output(conv(b, s, hs, 16, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 155));
     const int project = static_cast<int>(b.num_nodes()) - 1;

@@ -40,6 +40,15 @@ inline int constant(GraphBuilder& b, const std::string& name, std::vector<int64_
   return b.constant_f32(name, std::move(sizes), ramp(n, seed, scale));
 }
 
+/// A tensor-list value of `ids` (GraphBuilder has no helper for one).
+inline int tensor_list(GraphBuilder& b, std::vector<int> ids) {
+  compiler::Value v;
+  v.kind = compiler::Value::Kind::TensorList;
+  v.tensors = std::move(ids);
+  b.graph().values.push_back(v);
+  return static_cast<int>(b.graph().values.size()) - 1;
+}
+
 /// conv2d node over x (shape xs) with weight [o, c/groups, kh, kw].
 inline int conv(GraphBuilder& b, int x, const std::vector<int64_t>& xs, int64_t o, int64_t kh,
                 int64_t kw, std::vector<int64_t> stride, std::vector<int64_t> pad,

@@ -289,3 +289,79 @@ TEST(CpuZeroAlloc, ExecuteWithBottlenecksNeverAllocates) {
 
 }  // namespace
 }  // namespace tern::cpu_test
+
+namespace tern::cpu_test {
+namespace {
+
+/// Attention (blob version 9): x [1, 16, 32] -> linear to q, k, v -> slices -> heads (view,
+/// transpose: StridedCopy) -> causal scaled_dot_product_attention (BatchMatMul, with its
+/// packed-B scratch) -> heads back -> linear; delegated whole.
+std::vector<uint8_t> attention_model(compiler::Graph* graph) {
+  GraphBuilder b;
+  const int64_t t = 16, d = 32, h = 4;
+  const int x = b.input("x", DType::F32, {1, t, d});
+  auto linear = [&](int in, int64_t out, uint32_t seed) {
+    const int w = b.constant_f32("w" + std::to_string(seed), {out, d},
+                                 random_floats(static_cast<size_t>(out * d), seed, -0.3f, 0.3f));
+    return b.op("tern::linear", {in, w, b.none()}, DType::F32, {1, t, out});
+  };
+  const int qkv = linear(x, 3 * d, 31);
+  std::vector<int> heads;
+  for (int64_t i = 0; i < 3; ++i) {
+    const int part =
+        b.op("tern::slice",
+             {qkv, b.int_value(2), b.int_value(i * d), b.int_value(i * d + d), b.int_value(1)},
+             DType::F32, {1, t, d});
+    const int v =
+        b.op("tern::view", {part, b.int_list({1, t, h, d / h})}, DType::F32, {1, t, h, d / h});
+    heads.push_back(
+        b.op("tern::transpose", {v, b.int_value(1), b.int_value(2)}, DType::F32, {1, h, t, d / h}));
+  }
+  const int a = b.op("tern::scaled_dot_product_attention",
+                     {heads[0], heads[1], heads[2], b.none(), b.bool_value(true), b.none()},
+                     DType::F32, {1, h, t, d / h});
+  const int back =
+      b.op("tern::transpose", {a, b.int_value(1), b.int_value(2)}, DType::F32, {1, t, h, d / h});
+  b.output(linear(b.op("tern::view", {back, b.int_list({1, t, d})}, DType::F32, {1, t, d}), d, 33));
+  b.output(qkv);  // expect_no_allocations reads two outputs
+  delegate_cpu(b, 0, static_cast<int>(b.num_nodes()) - 1);
+  *graph = b.build();
+  return testing::compile_graph(*graph);
+}
+
+TEST(CpuZeroAlloc, ExecuteWithAttentionNeverAllocates) {
+  if (!TERN_ZERO_ALLOC_HOOKS) GTEST_SKIP() << "allocation hooks are off under sanitizers";
+  register_all();
+  compiler::Graph graph;
+  const std::vector<uint8_t> pte = attention_model(&graph);
+  {
+    const std::vector<uint32_t> ops = cpu_test::blob_ops(graph.delegates.at(0).blob);
+    ASSERT_EQ(std::count(ops.begin(), ops.end(), static_cast<uint32_t>(cpu::NodeOp::BatchMatMul)),
+              2);
+    ASSERT_GE(std::count(ops.begin(), ops.end(), static_cast<uint32_t>(cpu::NodeOp::StridedCopy)),
+              4);
+  }
+  for (uint32_t threads : {1u, 0u}) {
+    testing::LoadedProgram lp(pte);
+    testing::MethodMemory memory(lp.program().method_meta("forward").get(), -1, 0, 1 << 20);
+    MethodLoadOptions options;
+    options.num_threads = threads;
+    auto method = lp.program().load_method("forward", memory.manager(), options);
+    ASSERT_TRUE(method.ok()) << last_error_message();
+    ASSERT_EQ(method->delegate_path(0).get(), DelegatePath::Backend);
+    std::vector<int64_t> sizes{1, 16, 32};
+    std::vector<float> inputs[2] = {random_floats(512, 1), random_floats(512, 2)};
+    const TensorView views[2] = {testing::f32_view(sizes, inputs[0]),
+                                 testing::f32_view(sizes, inputs[1])};
+    expect_no_allocations(*method, views, threads);
+    const RunResult portable = run_program(pte, graph, {inputs[1]}, true);
+    ASSERT_EQ(portable.outputs.size(), 2u);
+    for (size_t o = 0; o < 2; ++o) {
+      const std::vector<float> got = testing::to_vector(*method->output(o).get());
+      EXPECT_LE(nmse(got, portable.outputs[o]), 1e-9) << "output " << o;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tern::cpu_test

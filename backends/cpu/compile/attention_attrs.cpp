@@ -1,0 +1,122 @@
+#include "backends/cpu/compile/attention_attrs.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "backends/cpu/compile/node_attrs.h"
+
+namespace tern::compiler::cpu_compile {
+namespace {
+
+/// Same rank >= 2 and the same dims but the last two.
+bool same_batch(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  if (a.size() != b.size() || a.size() < 2) return false;
+  for (size_t i = 0; i + 2 < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void check_batch_matmul(const Graph& g, const Node& node) {
+  if (node.args.size() != 2) throw Unsupported("expected 2 arguments");
+  const Value& a = activation_tensor(g, node.args[0], "a");
+  const Value& b = activation_tensor(g, node.args[1], "b");
+  const Value& out = single_output(g, node);
+  if (!same_batch(a.sizes, b.sizes)) {
+    throw Unsupported("operands " + shape_str(a.sizes) + " and " + shape_str(b.sizes) +
+                      " (one rank >= 2, the same batch dims, no broadcasting)");
+  }
+  const size_t r = a.sizes.size();
+  if (a.sizes[r - 1] != b.sizes[r - 2]) throw Unsupported("inner dims differ");
+  std::vector<int64_t> expect = a.sizes;
+  expect[r - 1] = b.sizes[r - 1];
+  if (out.sizes != expect) throw Unsupported("out shape");
+}
+
+SdpaAttrs sdpa_attrs(const Graph& g, const Node& node) {
+  if (node.args.size() != 6)
+    throw Unsupported("scaled_dot_product_attention: expected 6 arguments");
+  const Value& q = activation_tensor(g, node.args[0], "q");
+  const Value& k = activation_tensor(g, node.args[1], "k");
+  const Value& v = activation_tensor(g, node.args[2], "v");
+  const Value& out = single_output(g, node);
+  const size_t r = q.sizes.size();
+  if (!same_batch(q.sizes, k.sizes) || !same_batch(q.sizes, v.sizes) ||
+      q.sizes[r - 1] != k.sizes[r - 1] || k.sizes[r - 2] != v.sizes[r - 2]) {
+    throw Unsupported("scaled_dot_product_attention: q " + shape_str(q.sizes) + ", k " +
+                      shape_str(k.sizes) + ", v " + shape_str(v.sizes) +
+                      " (one rank >= 2, the same batch dims, no broadcasting)");
+  }
+  std::vector<int64_t> expect = q.sizes;
+  expect[r - 1] = v.sizes[r - 1];
+  if (out.sizes != expect) throw Unsupported("scaled_dot_product_attention: out shape");
+  const int64_t l = q.sizes[r - 2], s = k.sizes[r - 2];
+  const bool causal = bool_value(g, node.args[4], "is_causal");
+  SdpaAttrs a;
+  a.scale = is_none(g, node.args[5])
+                ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(q.sizes[r - 1])))
+                : static_cast<float>(number(g, node.args[5], "scale"));
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  if (causal) {
+    if (!is_none(g, node.args[3])) {
+      throw Unsupported("scaled_dot_product_attention: is_causal with a mask");
+    }
+    a.bias_dims.assign(r, 1);
+    a.bias_dims[r - 2] = l;
+    a.bias_dims[r - 1] = s;
+    a.bias.resize(static_cast<size_t>(l * s));
+    for (int64_t i = 0; i < l; ++i) {  // top-left aligned: row i attends keys 0..i
+      for (int64_t j = 0; j < s; ++j)
+        a.bias[static_cast<size_t>(i * s + j)] = j <= i ? 0.0f : kNegInf;
+    }
+    return a;
+  }
+  if (is_none(g, node.args[3])) return a;
+  const Value& m = value_at(g, node.args[3]);
+  if (!m.is_tensor() || !m.is_constant || m.sizes.size() > r ||
+      (m.dtype != DType::Bool && m.dtype != DType::F32)) {
+    throw Unsupported(
+        "scaled_dot_product_attention: the mask is not a constant bool or f32 "
+        "tensor of at most the scores' rank");
+  }
+  a.bias_dims.assign(r - m.sizes.size(), 1);
+  a.bias_dims.insert(a.bias_dims.end(), m.sizes.begin(), m.sizes.end());
+  std::vector<int64_t> scores = q.sizes;
+  scores[r - 1] = s;
+  uint64_t numel = 1;
+  for (size_t i = 0; i < r; ++i) {
+    if (a.bias_dims[i] != 1 && a.bias_dims[i] != scores[i]) {
+      throw Unsupported("scaled_dot_product_attention: mask " + shape_str(m.sizes) +
+                        " does not broadcast to the scores " + shape_str(scores));
+    }
+    numel *= static_cast<uint64_t>(a.bias_dims[i]);
+  }
+  a.bias.resize(numel);
+  const bool is_bool = m.dtype == DType::Bool;
+  if (m.data.size() != numel * (is_bool ? 1 : 4)) {
+    throw Unsupported("scaled_dot_product_attention: mask bytes");
+  }
+  for (uint64_t i = 0; i < numel; ++i) {
+    if (is_bool) {
+      a.bias[i] = m.data[i] != 0 ? 0.0f : kNegInf;
+    } else {
+      std::memcpy(&a.bias[i], m.data.data() + 4 * i, 4);
+      if (std::isnan(a.bias[i]) || a.bias[i] == std::numeric_limits<float>::infinity()) {
+        throw Unsupported("scaled_dot_product_attention: a NaN or +inf in the mask");
+      }
+    }
+  }
+  const uint64_t width = static_cast<uint64_t>(a.bias_dims[r - 1]);
+  for (uint64_t row = 0; row < numel; row += width) {
+    bool any = false;
+    for (uint64_t j = 0; j < width && !any; ++j) any = a.bias[row + j] != kNegInf;
+    if (!any) throw Unsupported("scaled_dot_product_attention: a query row attends nothing");
+  }
+  return a;
+}
+
+}  // namespace tern::compiler::cpu_compile

@@ -1,0 +1,486 @@
+// Conformance of what splits transformer-style models, against the portable kernels (harness:
+// cpu_conformance_util.h): index maps composed into strided views and copied once by tern's
+// StridedCopy node (op 27: transposes and permutes of plain and NHWC tensors, slices with a
+// step, select, expand, split, views that reorder NHWC bytes: ShuffleNet's channel shuffle,
+// Swin's window partition and its roll as slices and a cat along another dim), batched
+// products of two activations (op 26, plain and transposed), softmax over a 4-D tensor, and
+// scaled_dot_product_attention (causal, with a bool or float mask, a given scale); then what
+// the compile half refuses and what the reader checks in ops 26, 27 and the rows form of 22.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_blob_format.h"
+#include "backends/cpu/runtime/blob_reader.h"
+#include "tests/backends/cpu/cpu_conformance_util.h"
+#include "tests/backends/cpu/cpu_test_util.h"
+
+namespace tern::cpu_test {
+namespace {
+
+constexpr uint32_t kCopyOp = static_cast<uint32_t>(cpu::NodeOp::StridedCopy);
+constexpr uint32_t kMatMulOp = static_cast<uint32_t>(cpu::NodeOp::BatchMatMul);
+constexpr uint32_t kConcatOp = static_cast<uint32_t>(cpu::NodeOp::Concat);
+
+std::vector<int64_t> permuted(const std::vector<int64_t>& xs, const std::vector<int64_t>& dims) {
+  std::vector<int64_t> out;
+  for (int64_t d : dims) out.push_back(xs[static_cast<size_t>(d)]);
+  return out;
+}
+
+int permute(GraphBuilder& b, int x, const std::vector<int64_t>& xs, std::vector<int64_t> dims) {
+  return b.op("tern::permute", {x, b.int_list(dims)}, DType::F32, permuted(xs, dims));
+}
+
+int transpose(GraphBuilder& b, int x, std::vector<int64_t> xs, int64_t d0, int64_t d1) {
+  std::swap(xs[static_cast<size_t>(d0)], xs[static_cast<size_t>(d1)]);
+  return b.op("tern::transpose", {x, b.int_value(d0), b.int_value(d1)}, DType::F32, xs);
+}
+
+int view(GraphBuilder& b, int x, std::vector<int64_t> to) {
+  return b.op("tern::view", {x, b.int_list(to)}, DType::F32, to);
+}
+
+int slice(GraphBuilder& b, int x, std::vector<int64_t> xs, int64_t dim, int64_t start, int64_t end,
+          int64_t step) {
+  xs[static_cast<size_t>(dim)] = (end - start + step - 1) / step;
+  return b.op("tern::slice",
+              {x, b.int_value(dim), b.int_value(start), b.int_value(end), b.int_value(step)},
+              DType::F32, xs);
+}
+
+int cat(GraphBuilder& b, std::vector<int> parts, int64_t dim, std::vector<int64_t> out) {
+  return b.op("tern::cat", {tensor_list(b, std::move(parts)), b.int_value(dim)}, DType::F32, out);
+}
+
+int linear(GraphBuilder& b, int x, const std::vector<int64_t>& xs, int64_t out, uint32_t seed) {
+  const int w = constant(b, "fc_w" + std::to_string(seed), {out, xs.back()}, seed, 0.3f);
+  const int bias = constant(b, "fc_b" + std::to_string(seed), {out}, seed + 1, 0.3f);
+  std::vector<int64_t> ys = xs;
+  ys.back() = out;
+  return b.op("tern::linear", {x, w, bias}, DType::F32, ys);
+}
+
+int matmul(GraphBuilder& b, const std::string& op, int a, int c, std::vector<int64_t> as,
+           int64_t n) {
+  as.back() = n;
+  return b.op(op, {a, c}, DType::F32, as);
+}
+
+int softmax(GraphBuilder& b, int x, const std::vector<int64_t>& xs) {
+  return b.op("tern::softmax", {x, b.int_value(-1)}, DType::F32, xs);
+}
+
+/// scaled_dot_product_attention(q, k, v, mask, causal, scale) over [.., L, E] operands.
+int sdpa(GraphBuilder& b, int q, int k, int v, std::vector<int64_t> qs, int mask, bool causal,
+         int scale) {
+  return b.op("tern::scaled_dot_product_attention", {q, k, v, mask, b.bool_value(causal), scale},
+              DType::F32, qs);
+}
+
+/// A bool constant (GraphBuilder has no helper for one).
+int bool_constant(GraphBuilder& b, std::vector<int64_t> sizes, const std::vector<uint8_t>& bits) {
+  compiler::Value v;
+  v.kind = compiler::Value::Kind::Tensor;
+  v.dtype = DType::Bool;
+  v.sizes = std::move(sizes);
+  v.is_constant = true;
+  v.data = bits;
+  b.graph().values.push_back(v);
+  return static_cast<int>(b.graph().values.size()) - 1;
+}
+
+size_t count(const std::vector<uint32_t>& ops, uint32_t op) {
+  return static_cast<size_t>(std::count(ops.begin(), ops.end(), op));
+}
+
+/// ShuffleNet's channel shuffle of x [n, c, h, w] (NHWC) in 2 groups.
+int channel_shuffle(GraphBuilder& b, int x, const std::vector<int64_t>& xs) {
+  const int64_t n = xs[0], c = xs[1], h = xs[2], w = xs[3];
+  const int v = view(b, x, {n, 2, c / 2, h, w});
+  const int t = transpose(b, v, {n, 2, c / 2, h, w}, 1, 2);
+  const int cl = b.op("tern::clone", {t}, DType::F32, {n, c / 2, 2, h, w});
+  return view(b, cl, xs);
+}
+
+std::vector<OpCase> cases() {
+  std::vector<OpCase> c;
+  OpCase t3 = {"transpose_3d",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {6, 8, 10});
+                 b.output(transpose(b, x, {6, 8, 10}, 0, 2));
+               },
+               0.0};
+  t3.check_blob = [](const std::vector<uint8_t>& blob) {
+    ASSERT_EQ(blob_ops(blob), std::vector<uint32_t>{kCopyOp});
+  };
+  c.push_back(t3);
+  // permute of an NHWC 4-D input to an NHWC 4-D output (both converted at the edges).
+  c.push_back({"permute_nhwc_4d",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 5, 3, 4});
+                 b.output(permute(b, x, {2, 5, 3, 4}, {0, 2, 1, 3}));
+               },
+               0.0});
+  c.push_back({"permute_6d_slice_step_select",
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{2, 3, 4, 5, 2, 3};
+                 const int x = b.input("x", DType::F32, xs);
+                 const std::vector<int64_t> ps{3, 0, 5, 1, 4, 2};
+                 const int p = permute(b, x, xs, ps);                      // [5, 2, 3, 3, 2, 4]
+                 const int s = slice(b, p, permuted(xs, ps), 5, 1, 4, 2);  // [5, 2, 3, 3, 2, 2]
+                 const int sel = b.op("tern::select", {s, b.int_value(1), b.int_value(-1)},
+                                      DType::F32, {5, 3, 3, 2, 2});
+                 b.output(b.op("tern::relu", {sel}, DType::F32, {5, 3, 3, 2, 2}));
+               },
+               0.0});
+  // Llama's grouped keys: view, expand over a new dim, clone, view.
+  c.push_back({"expand_clone_view",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 2, 8, 6});
+                 const int v = view(b, x, {1, 2, 1, 8, 6});
+                 const int e = b.op("tern::expand", {v, b.int_list({1, 2, 3, 8, 6})}, DType::F32,
+                                    {1, 2, 3, 8, 6});
+                 const int cl = b.op("tern::clone", {e}, DType::F32, {1, 2, 3, 8, 6});
+                 b.output(linear(b, view(b, cl, {1, 6, 8, 6}), {1, 6, 8, 6}, 5, 3));
+               },
+               1e-10});
+  OpCase bmm_t = {"bmm_of_a_transpose",
+                  [](GraphBuilder& b) {
+                    const int a = b.input("a", DType::F32, {3, 7, 5});
+                    const int k = b.input("k", DType::F32, {3, 9, 5});
+                    const int kt = transpose(b, k, {3, 9, 5}, 1, 2);
+                    b.output(matmul(b, "tern::bmm", a, kt, {3, 7, 5}, 9));
+                  },
+                  1e-10};
+  bmm_t.check_blob = [](const std::vector<uint8_t>& blob) {
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    EXPECT_EQ(count(ops, kMatMulOp), 1u);
+    EXPECT_EQ(count(ops, kCopyOp), 1u);
+  };
+  c.push_back(bmm_t);
+  // 4-D matmul (more than 16 columns: two panels, the last partial), softmax over a 4-D tensor.
+  c.push_back({"matmul_4d_softmax",
+               [](GraphBuilder& b) {
+                 const int a = b.input("a", DType::F32, {2, 3, 7, 5});
+                 const int v = b.input("v", DType::F32, {2, 3, 5, 21});
+                 const int s = matmul(b, "tern::matmul", a, v, {2, 3, 7, 5}, 21);
+                 b.output(softmax(b, s, {2, 3, 7, 21}));
+               },
+               1e-10});
+  // Many batches (split over the pool by batch) of a larger product.
+  c.push_back({"bmm_many_batches",
+               [](GraphBuilder& b) {
+                 const int a = b.input("a", DType::F32, {24, 49, 32});
+                 const int v = b.input("v", DType::F32, {24, 32, 49});
+                 b.output(matmul(b, "tern::bmm", a, v, {24, 49, 32}, 49));
+               },
+               1e-10});
+  // GPT's attention: fused qkv linear, split, heads, causal SDPA, heads back, projection.
+  OpCase attn = {
+      "gpt_attention_causal",
+      [](GraphBuilder& b) {
+        const int64_t t = 12, d = 32, h = 4;
+        const int x = b.input("x", DType::F32, {1, t, d});
+        const int qkv = linear(b, x, {1, t, d}, 3 * d, 11);
+        const int sp = b.op("tern::split", {qkv, b.int_list({d, d, d}), b.int_value(2)}, DType::F32,
+                            {1, t, d});
+        // tern::split has three outputs: add the other two to the node.
+        compiler::Node& node = b.graph().nodes.back();
+        for (int i = 0; i < 2; ++i) {
+          compiler::Value out = b.graph().values[static_cast<size_t>(sp)];
+          b.graph().values.push_back(out);
+          node.outputs.push_back(static_cast<int>(b.graph().values.size()) - 1);
+        }
+        const std::vector<int> parts = b.graph().nodes.back().outputs;
+        std::vector<int> heads;
+        for (int p : parts) {
+          heads.push_back(transpose(b, view(b, p, {1, t, h, d / h}), {1, t, h, d / h}, 1, 2));
+        }
+        const int a =
+            sdpa(b, heads[0], heads[1], heads[2], {1, h, t, d / h}, b.none(), true, b.none());
+        const int back = transpose(b, a, {1, h, t, d / h}, 1, 2);
+        b.output(linear(b, view(b, back, {1, t, d}), {1, t, d}, d, 13));
+      },
+      1e-10};
+  attn.check_blob = [](const std::vector<uint8_t>& blob) {
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    EXPECT_EQ(count(ops, kMatMulOp), 2u);
+    // q, k, v into heads and the heads back: one copy each (views, transposes composed).
+    EXPECT_EQ(count(ops, kCopyOp), 4u);
+  };
+  c.push_back(attn);
+  c.push_back({"sdpa_bool_mask_scale",
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> qs{2, 3, 6, 8}, ks{2, 3, 10, 8}, vs{2, 3, 10, 5};
+                 const int q = b.input("q", DType::F32, qs);
+                 const int k = b.input("k", DType::F32, ks);
+                 const int v = b.input("v", DType::F32, vs);
+                 std::vector<uint8_t> bits(6 * 10);
+                 for (size_t i = 0; i < bits.size(); ++i) bits[i] = (i % 3 != 1 || i % 10 == 0);
+                 const int m = bool_constant(b, {6, 10}, bits);
+                 b.output(sdpa(b, q, k, v, {2, 3, 6, 5}, m, false, b.double_value(0.3)));
+               },
+               1e-10});
+  c.push_back({"sdpa_float_mask",
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> qs{4, 6, 8}, vs{4, 6, 3};
+                 const int q = b.input("q", DType::F32, qs);
+                 const int k = b.input("k", DType::F32, qs);
+                 const int v = b.input("v", DType::F32, vs);
+                 const int m = constant(b, "mask", {4, 1, 6}, 5, 2.0f);
+                 b.output(sdpa(b, q, k, v, {4, 6, 3}, m, false, b.none()));
+               },
+               1e-10});
+  // ShuffleNet's unit: split the channels, a branch on one half, cat, channel shuffle, conv.
+  OpCase shuffle = {
+      "shufflenet_unit",
+      [](GraphBuilder& b) {
+        const std::vector<int64_t> xs{1, 16, 6, 6}, hs{1, 8, 6, 6};
+        const int x = b.input("x", DType::F32, xs);
+        const int y = conv(b, x, xs, 16, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 21);
+        const int sp = b.op("tern::split", {y, b.int_list({8, 8}), b.int_value(1)}, DType::F32, hs);
+        compiler::Node& node = b.graph().nodes.back();
+        b.graph().values.push_back(b.graph().values[static_cast<size_t>(sp)]);
+        node.outputs.push_back(static_cast<int>(b.graph().values.size()) - 1);
+        const int second = node.outputs[1];
+        const int br = conv(b, second, hs, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 8, true, 23);
+        const int joined = cat(b, {sp, br}, 1, xs);
+        const int s = channel_shuffle(b, joined, xs);
+        b.output(conv(b, s, xs, 8, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 25));
+      },
+      1e-10};
+  shuffle.check_blob = [](const std::vector<uint8_t>& blob) {
+    // The split halves: one copy each; the shuffle's view, transpose, clone and view: a
+    // row-major copy of the transposed 5-D view (its merge of two dims is no strided view),
+    // then its NHWC copy.
+    EXPECT_EQ(count(blob_ops(blob), kCopyOp), 4u);
+  };
+  c.push_back(shuffle);
+  // Swin's cyclic shift (roll as slices and a cat along H, then W, of a channels-last tensor)
+  // and window partition (view, permute, view), attention-free: a linear per window, then the
+  // reverse partition and shift, and back to NHWC for a conv.
+  c.push_back(
+      {"swin_shift_and_windows",
+       [](GraphBuilder& b) {
+         const int64_t c = 6;
+         const std::vector<int64_t> xs{1, c, 8, 8}, cl{1, 8, 8, c};
+         const int x = b.input("x", DType::F32, xs);
+         const int y = conv(b, x, xs, c, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 31);
+         const int p = permute(b, y, xs, {0, 2, 3, 1});
+         auto roll = [&](int v, int64_t shift) {
+           const int a =
+               cat(b, {slice(b, v, cl, 1, shift, 8, 1), slice(b, v, cl, 1, 0, shift, 1)}, 1, cl);
+           return cat(b, {slice(b, a, cl, 2, shift, 8, 1), slice(b, a, cl, 2, 0, shift, 1)}, 2, cl);
+         };
+         const int r = roll(p, 3);
+         const int w6 = view(b, r, {1, 2, 4, 2, 4, c});
+         const int wp = permute(b, w6, {1, 2, 4, 2, 4, c}, {0, 1, 3, 2, 4, 5});
+         const int wins = view(b, wp, {4, 16, c});
+         const int f = linear(b, wins, {4, 16, c}, c, 33);
+         const int back6 = view(b, f, {1, 2, 2, 4, 4, c});
+         const int bp = permute(b, back6, {1, 2, 2, 4, 4, c}, {0, 1, 3, 2, 4, 5});
+         const int merged = view(b, bp, cl);
+         const int r2 = roll(merged, 5);
+         const int nchw = permute(b, r2, cl, {0, 3, 1, 2});
+         b.output(conv(b, nchw, xs, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 35));
+       },
+       1e-10});
+  // A cat along H of NHWC tensors (the rows form of op 22).
+  OpCase cat_h = {
+      "cat_nhwc_along_h",
+      [](GraphBuilder& b) {
+        const std::vector<int64_t> xs{2, 4, 5, 6};
+        const int x = b.input("x", DType::F32, xs);
+        const int y = conv(b, x, xs, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 41);
+        const int j = cat(b, {x, y, x}, 2, {2, 4, 15, 6});
+        b.output(conv(b, j, {2, 4, 15, 6}, 3, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 43));
+      },
+      1e-10};
+  cat_h.check_blob = [](const std::vector<uint8_t>& blob) {
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    ASSERT_EQ(count(ops, kConcatOp), 1u);
+    const size_t i =
+        static_cast<size_t>(std::find(ops.begin(), ops.end(), kConcatOp) - ops.begin());
+    EXPECT_EQ(blob_node(blob, static_cast<uint32_t>(i)).params[0], 2u) << "rows: N";
+  };
+  c.push_back(cat_h);
+  return c;
+}
+
+class CpuConformanceAttention : public ::testing::TestWithParam<OpCase> {
+ protected:
+  void SetUp() override { register_all(); }
+};
+
+TEST_P(CpuConformanceAttention, MatchesPortable) { check_matches_portable(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(Ops, CpuConformanceAttention, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<OpCase>& info) {
+                           return info.param.name;
+                         });
+
+TEST(CpuAttention, WhatTheCompileHalfRefuses) {
+  auto reason = [](GraphBuilder& b) {
+    return compiler::CpuBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes.back());
+  };
+  {  // bmm with broadcast batch dims
+    GraphBuilder b;
+    const int a = b.input("a", DType::F32, {3, 4, 5});
+    const int c = b.input("c", DType::F32, {1, 5, 6});
+    matmul(b, "tern::bmm", a, c, {3, 4, 5}, 6);
+    EXPECT_NE(reason(b).find("same batch dims"), std::string::npos) << reason(b);
+  }
+  {  // a mask that leaves a query row nothing to attend
+    GraphBuilder b;
+    const int q = b.input("q", DType::F32, {2, 3, 4});
+    std::vector<uint8_t> bits(9, 1);
+    bits[3] = bits[4] = bits[5] = 0;
+    sdpa(b, q, q, q, {2, 3, 4}, bool_constant(b, {3, 3}, bits), false, b.none());
+    EXPECT_NE(reason(b).find("attends nothing"), std::string::npos) << reason(b);
+  }
+  {  // causal with a mask
+    GraphBuilder b;
+    const int q = b.input("q", DType::F32, {2, 3, 4});
+    sdpa(b, q, q, q, {2, 3, 4}, bool_constant(b, {3, 3}, std::vector<uint8_t>(9, 1)), true,
+         b.none());
+    EXPECT_NE(reason(b).find("is_causal with a mask"), std::string::npos) << reason(b);
+  }
+  {  // softmax over the W of an NHWC tensor (a conv reads the same input)
+    GraphBuilder b;
+    const std::vector<int64_t> xs{1, 4, 5, 5};
+    const int x = b.input("x", DType::F32, xs);
+    conv(b, x, xs, 4, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 1);
+    softmax(b, x, xs);
+    EXPECT_NE(reason(b).find("NHWC"), std::string::npos) << reason(b);
+  }
+  {  // a slice that is empty
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {4, 6});
+    b.op("tern::slice", {x, b.int_value(1), b.int_value(5), b.int_value(2), b.int_value(1)},
+         DType::F32, {4, 1});
+    EXPECT_NE(reason(b).find("empty"), std::string::npos) << reason(b);
+  }
+}
+
+/// The blob of `build` delegated whole.
+std::vector<uint8_t> blob_of(const std::function<void(GraphBuilder&)>& build) {
+  GraphBuilder b;
+  build(b);
+  delegate_cpu(b, 0, static_cast<int>(b.num_nodes()) - 1);
+  return b.graph().delegates[0].blob;
+}
+
+Error parse(const std::vector<uint8_t>& blob, std::string* message) {
+  AlignedBlob aligned(blob);
+  cpu::BlobPlan plan;
+  const Error e = cpu::parse_blob(Span<const uint8_t>(aligned.data(), blob.size()), &plan);
+  *message = e == Error::Ok ? "" : last_error_message();
+  cpu::free_blob_plan(&plan);
+  return e;
+}
+
+struct NodeCase {
+  const char* what;
+  std::function<void(cpu::BlobNode&)> mutate;
+  const char* expect;
+};
+
+/// Each mutation of node `index` of `blob` is refused as InvalidProgram naming `expect`.
+void expect_refused(const std::vector<uint8_t>& blob, uint32_t index,
+                    const std::vector<NodeCase>& cases) {
+  std::string message;
+  ASSERT_EQ(parse(blob, &message), Error::Ok) << message;
+  const cpu::BlobNode good = blob_node(blob, index);
+  for (const NodeCase& c : cases) {
+    SCOPED_TRACE(c.what);
+    std::vector<uint8_t> bad = blob;
+    cpu::BlobNode n = good;
+    c.mutate(n);
+    std::memcpy(bad.data() + node_offset(bad, index), &n, sizeof(n));
+    EXPECT_EQ(parse(bad, &message), Error::InvalidProgram) << message;
+    EXPECT_NE(message.find(c.expect), std::string::npos) << message;
+  }
+}
+
+TEST(CpuAttentionBlob, StridedCopyFieldsAreChecked) {
+  register_all();
+  const std::vector<uint8_t> blob = blob_of([](GraphBuilder& b) {
+    const int x = b.input("x", DType::F32, {6, 8, 10});
+    b.output(transpose(b, x, {6, 8, 10}, 0, 2));
+  });
+  ASSERT_EQ(blob_ops(blob), std::vector<uint32_t>{kCopyOp});
+  const cpu::BlobNode n = blob_node(blob, 0);
+  EXPECT_EQ(n.params[cpu::kCopyRank], 3u);
+  expect_refused(
+      blob, 0,
+      {{"rank 0", [](cpu::BlobNode& m) { m.params[cpu::kCopyRank] = 0; }, "rank 0, expected 1..6"},
+       {"rank 7", [](cpu::BlobNode& m) { m.params[cpu::kCopyRank] = 7; }, "rank 7"},
+       {"an extent 0", [](cpu::BlobNode& m) { m.params[cpu::kCopyExtent + 1] = 0; },
+        "extent 1 is 0"},
+       {"an unused extent", [](cpu::BlobNode& m) { m.params[cpu::kCopyExtent + 4] = 2; },
+        "expected 0 (unused)"},
+       {"a stride reading past x", [](cpu::BlobNode& m) { m.params[cpu::kCopyStride] = 80; },
+        "which has 480"},
+       {"the offset past x", [](cpu::BlobNode& m) { m.params[cpu::kCopyOffset] = 1; },
+        "reads element 480"},
+       {"a huge stride", [](cpu::BlobNode& m) { m.params[cpu::kCopyStride] = 1u << 31; },
+        "at most 2^30"},
+       {"the count", [](cpu::BlobNode& m) { m.params[cpu::kCopyExtent] = 5; },
+        "the extents give 240"},
+       {"parameter 15", [](cpu::BlobNode& m) { m.params[15] = 1; }, "parameter 15 is 1"},
+       {"two inputs",
+        [](cpu::BlobNode& m) {
+          m.num_inputs = 2;
+          m.inputs[1] = m.inputs[0];
+        },
+        "(strided_copy): 2 inputs"}});
+}
+
+TEST(CpuAttentionBlob, BatchMatMulFieldsAreChecked) {
+  register_all();
+  const std::vector<uint8_t> blob = blob_of([](GraphBuilder& b) {
+    const int a = b.input("a", DType::F32, {3, 7, 5});
+    const int v = b.input("v", DType::F32, {3, 5, 9});
+    b.output(matmul(b, "tern::bmm", a, v, {3, 7, 5}, 9));
+  });
+  ASSERT_EQ(blob_ops(blob), std::vector<uint32_t>{kMatMulOp});
+  expect_refused(
+      blob, 0,
+      {{"transpose flag 2", [](cpu::BlobNode& m) { m.params[0] = 2; }, "transpose flag 2"},
+       {"transposed b", [](cpu::BlobNode& m) { m.params[0] = 1; }, "do not multiply transposed"},
+       {"a parameter", [](cpu::BlobNode& m) { m.params[4] = 1; }, "unused parameter 4 is 1"},
+       {"b is a", [](cpu::BlobNode& m) { m.inputs[1] = m.inputs[0]; }, "do not multiply"},
+       {"one input",
+        [](cpu::BlobNode& m) {
+          m.num_inputs = 1;
+          m.inputs[1] = cpu::kNoValue;
+        },
+        "(batch_matmul): 1 inputs"}});
+}
+
+TEST(CpuAttentionBlob, ConcatRowsAreChecked) {
+  register_all();
+  const std::vector<uint8_t> blob = blob_of([](GraphBuilder& b) {
+    const int x = b.input("x", DType::F32, {4, 6});
+    const int y = b.input("y", DType::F32, {2, 6});
+    b.output(linear(b, cat(b, {x, y}, 0, {6, 6}), {6, 6}, 3, 1));
+  });
+  const std::vector<uint32_t> ops = blob_ops(blob);
+  ASSERT_FALSE(ops.empty());
+  ASSERT_EQ(ops[0], kConcatOp);
+  EXPECT_EQ(blob_node(blob, 0).params[0], 1u);
+  expect_refused(
+      blob, 0,
+      {{"rows 5", [](cpu::BlobNode& m) { m.params[0] = 5; }, "not a multiple of the 5 rows"},
+       {"a parameter", [](cpu::BlobNode& m) { m.params[1] = 1; }, "unused parameter 1 is 1"}});
+}
+
+}  // namespace
+}  // namespace tern::cpu_test
