@@ -701,6 +701,18 @@ def test_dynamic_derived_dim_is_refused():
     assert "derived from the dynamic dim" in str(e) and "16 at seq = 8" in str(e), str(e)
 
 
+class SizeScaled(nn.Module):
+    def forward(self, x):
+        return x * torch.full((1,), float(x.shape[1]) ** -0.5)
+
+
+def test_dynamic_size_dependent_constant_is_refused():
+    e = expect_raises(tern_export.ExportError, lambda: tern_export.export(
+        SizeScaled(), (torch.randn(1, 4, 3),), _path("dyn_const.pte"),
+        dynamic_dims={"x": {1: ("seq", 8)}}))
+    assert "changes with dynamic dim 'seq'" in str(e), str(e)
+
+
 def main(filters):
     tests = [(k, v) for k, v in sorted(globals().items()) if k.startswith("test_")]
     if filters:

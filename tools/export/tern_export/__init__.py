@@ -138,9 +138,10 @@ def export_graph(module, example_inputs, graph_dir, source_model=None, dynamic_s
             sizes = dict(bounds)
             sizes[sym.name] = sym.max - 1
             _, probe_mb, _ = _lower(module, _dynamic.inputs_at(args, dims, sizes), False)
-            probes.append(probe_mb.to_json())
+            probes.append(probe_mb)
         method = mb.to_json()
-        _dynamic.merge(method, probes, symbols)
+        _dynamic.merge(method, [p.to_json() for p in probes], symbols)
+        _dynamic.check_weights(mb.weights, [p.weights for p in probes], symbols)
         mb.values = method["values"]
         mb.symbols = [sym.to_json() for sym in symbols]
     ops = {}

@@ -193,6 +193,20 @@ def merge(base, probes, symbols):
                                      p.get("value"), lo))
 
 
+def check_weights(base, probes, symbols):
+    """Raises ExportError when a constant's values change with a symbol (a same-shaped constant
+    computed from the input's size, such as 1/sqrt(seq) folded into a tensor)."""
+    for probe, sym in zip(probes, symbols):
+        for name, t in base.items():
+            other = probe.get(name)
+            if other is None or other.shape != t.shape or not torch.equal(other, t):
+                raise ExportError(
+                    "constant '%s' changes with dynamic dim '%s' (at %d and %d): it is computed "
+                    "from the input's size; tern cannot make constants dynamic: pass it as an "
+                    "input or compute it with ops on the input" % (name, sym.name, sym.max,
+                                                                    sym.max - 1))
+
+
 def _check_pair(a, b, sym, i, v):
     if (a, b) != (sym.max, sym.max - 1):
         raise ExportError(
