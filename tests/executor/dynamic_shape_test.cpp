@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -316,6 +317,98 @@ TEST_F(DynamicShapeTest, PropertyRandomSizesMatchTheStaticProgram) {
             << "seq " << seq << " output " << o << " element " << i;
       }
     }
+  }
+}
+
+/// The data-movement and product ops of a decoder on token ids [1, S] (S = `seq`, or the
+/// bound with a dynamic dim): embedding -> permute -> slice (static dim) -> cat -> index_select;
+/// matmul with a constant; bmm of the embedding with its own permute ([1, S, S]); a slice along
+/// the dynamic dim whose end follows the symbol.
+compiler::Graph data_movement_block(int64_t seq, bool dynamic) {
+  GraphBuilder b("forward");
+  const int s = dynamic ? b.symbol("seq", 1, seq) : -1;
+  auto tag = [&](int id, std::vector<int> dims) {
+    if (dynamic) b.dynamic_dims(id, std::move(dims));
+  };
+  auto bytes_of = [](const std::vector<int64_t>& v) {
+    std::vector<uint8_t> out(v.size() * sizeof(int64_t));
+    std::memcpy(out.data(), v.data(), out.size());
+    return out;
+  };
+  const int ids = b.input("ids", DType::I64, {1, seq});
+  tag(ids, {-1, s});
+  const int table = b.constant_f32("table", {10, 8}, ramp(80, -1.0f, 0.031f));
+  const int emb = b.op("tern::embedding", {table, ids}, DType::F32, {1, seq, 8}, "embed");
+  tag(emb, {-1, s, -1});
+  const int per = b.op("tern::permute", {emb, b.int_list({0, 2, 1})}, DType::F32, {1, 8, seq});
+  tag(per, {-1, -1, s});
+  const int half =
+      b.op("tern::slice", {per, b.int_value(1), b.int_value(2), b.int_value(6), b.int_value(1)},
+           DType::F32, {1, 4, seq}, "slice_static");
+  tag(half, {-1, -1, s});
+  compiler::Value list;
+  list.kind = compiler::Value::Kind::TensorList;
+  list.tensors = {half, per};
+  b.graph().values.push_back(list);
+  const int list_id = static_cast<int>(b.graph().values.size()) - 1;
+  const int cat = b.op("tern::cat", {list_id, b.int_value(1)}, DType::F32, {1, 12, seq}, "cat");
+  tag(cat, {-1, -1, s});
+  const int idx = b.constant("idx", DType::I64, {3}, bytes_of({11, 0, 5}));
+  const int picked =
+      b.op("tern::index_select", {cat, b.int_value(1), idx}, DType::F32, {1, 3, seq}, "pick");
+  tag(picked, {-1, -1, s});
+  const int w = b.constant_f32("w", {8, 5}, ramp(40, 0.5f, -0.027f));
+  const int mm = b.op("tern::matmul", {emb, w}, DType::F32, {1, seq, 5}, "matmul");
+  tag(mm, {-1, s, -1});
+  const int gram = b.op("tern::bmm", {emb, per}, DType::F32, {1, seq, seq}, "bmm");
+  tag(gram, {-1, s, s});
+  const int end = b.int_value(seq);
+  if (dynamic) b.int_symbols(end, {s});
+  const int dyn_slice =
+      b.op("tern::slice", {emb, b.int_value(1), b.int_value(0), end, b.int_value(1)}, DType::F32,
+           {1, seq, 8}, "slice_dynamic");
+  tag(dyn_slice, {-1, s, -1});
+  for (int out : {picked, mm, gram, dyn_slice}) b.output(out);
+  return b.build();
+}
+
+std::vector<std::vector<float>> run_ids(const Program& program, std::vector<int64_t>& ids) {
+  testing::MethodMemory memory(program.method_meta("forward").get());
+  auto method = program.load_method("forward", memory.manager());
+  if (!method.ok()) throw std::runtime_error(last_error_message());
+  std::vector<int64_t> sizes = {1, static_cast<int64_t>(ids.size())};
+  TensorView view;
+  view.dtype = DType::I64;
+  view.rank = 2;
+  view.sizes = sizes.data();
+  view.data = ids.data();
+  view.nbytes = ids.size() * sizeof(int64_t);
+  if (method->set_input(0, view) != Error::Ok || method->execute() != Error::Ok) {
+    throw std::runtime_error(last_error_message());
+  }
+  std::vector<std::vector<float>> out;
+  for (size_t i = 0; i < method->num_outputs(); ++i) {
+    const TensorView* t = method->output(i).get();
+    std::vector<float> v = testing::to_vector(*t);
+    v.push_back(static_cast<float>(t->rank));  // the shape takes part in the comparison
+    for (uint32_t d = 0; d < t->rank; ++d) v.push_back(static_cast<float>(t->sizes[d]));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+TEST_F(DynamicShapeTest, PropertyDataMovementAtRandomSizesMatchesTheStaticProgram) {
+  constexpr int64_t kBound = 16;
+  testing::LoadedProgram dynamic(testing::compile_graph(data_movement_block(kBound, true)));
+  std::mt19937 rng(99);
+  std::uniform_int_distribution<int64_t> pick(1, kBound);
+  std::uniform_int_distribution<int64_t> token(0, 9);
+  for (int round = 0; round < 8; ++round) {
+    const int64_t seq = round == 0 ? kBound : round == 1 ? 1 : pick(rng);
+    std::vector<int64_t> ids(static_cast<size_t>(seq));
+    for (int64_t& t : ids) t = token(rng);
+    testing::LoadedProgram fixed(testing::compile_graph(data_movement_block(seq, false)));
+    EXPECT_EQ(run_ids(dynamic.program(), ids), run_ids(fixed.program(), ids)) << "seq " << seq;
   }
 }
 
