@@ -98,6 +98,9 @@ Error Method::set_input(size_t index, const TensorView& input) {
   const internal::DynamicTensorSlot* dynamic =
       dynamic_ != nullptr ? dynamic_->input_slot(index) : nullptr;
   if (dynamic != nullptr) {
+    // The view takes the new sizes before the checks below: until they all pass, the input
+    // counts as not set, so execute() never runs on new sizes with old bytes.
+    input_indices_[num_inputs_ + index] = 0;
     TERN_RETURN_IF_ERROR(internal::set_dynamic_input(*dynamic_, mname, index, *dynamic, input));
   }
   bool same_shape = input.dtype == t.dtype && input.rank == t.rank;

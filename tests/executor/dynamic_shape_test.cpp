@@ -141,6 +141,19 @@ TEST_F(DynamicShapeTest, BeyondTheBoundNamesMethodInputDimBoundAndSize) {
   EXPECT_EQ(method->set_input(0, f32_view(ok, short_data)), Error::InvalidArgument);
   EXPECT_NE(std::string(last_error_message()).find("expected 32 bytes"), std::string::npos)
       << last_error_message();
+
+  // A refused set_input after a good one leaves the input unset, not half-updated.
+  std::vector<float> good(8, 0.5f);
+  ASSERT_EQ(method->set_input(0, f32_view(ok, good)), Error::Ok) << last_error_message();
+  std::vector<int64_t> three = {1, 3, 4};
+  std::vector<float> good3(12, 0.5f);
+  TensorView strided = f32_view(three, good3);
+  const uint8_t order[3] = {0, 2, 1};
+  strided.dim_order = order;
+  EXPECT_EQ(method->set_input(0, strided), Error::InvalidArgument);
+  EXPECT_EQ(method->execute(), Error::InvalidState);
+  EXPECT_NE(std::string(last_error_message()).find("has not been set"), std::string::npos)
+      << last_error_message();
 }
 
 TEST_F(DynamicShapeTest, InputsSharingASymbolMustAgree) {
