@@ -11,7 +11,7 @@ namespace tern {
 
 /// Format version written by this build and the newest major version it reads.
 constexpr uint16_t kFormatVersionMajor = 1;
-constexpr uint16_t kFormatVersionMinor = 0;
+constexpr uint16_t kFormatVersionMinor = 1;  ///< 1.1: bounded-dynamic shapes
 constexpr size_t kFileHeaderSize = 64;
 /// The first 8 bytes of a tern program.
 constexpr char kFileMagic[8] = {'T', 'E', 'R', 'N', 'P', 'T', 'E', '\0'};

@@ -43,6 +43,8 @@ enum Id : uint8_t {
   kCompileSpec,
   kArena,
   kStateTensor,
+  kDimSymbol,
+  kSymbolicInt,
   kNumTables,
   kValueUnion = 0,
   kInstructionKindUnion = 1,
@@ -76,6 +78,8 @@ constexpr Field kFields[] = {
     {fb::Method::VT_ARENAS, kTables, kArena},
     {fb::Method::VT_STATE, kTables, kStateTensor},
     {fb::Method::VT_TEMP_SIZE, kScalar, 8},
+    {fb::Method::VT_SYMBOLS, kTables, kDimSymbol},
+    {fb::Method::VT_SYMBOLIC_INTS, kTables, kSymbolicInt},
     // Segment
     {fb::Segment::VT_OFFSET, kScalar, 8},
     {fb::Segment::VT_SIZE, kScalar, 8},
@@ -97,6 +101,7 @@ constexpr Field kFields[] = {
     {fb::Tensor::VT_QUANT, kTable, kQuantParams},
     {fb::Tensor::VT_DYNAMISM, kScalar, 1},
     {fb::Tensor::VT_NAME, kString, 0},
+    {fb::Tensor::VT_DIM_SYMBOLS, kVector, 4},
     // QuantParams
     {fb::QuantParams::VT_SCHEME, kScalar, 1},
     {fb::QuantParams::VT_BLOCK_SIZE, kScalar, 4},
@@ -144,35 +149,45 @@ constexpr Field kFields[] = {
     // StateTensor
     {fb::StateTensor::VT_VALUE, kScalar, 4},
     {fb::StateTensor::VT_INIT_SEGMENT, kScalar, 4},
+    // DimSymbol
+    {fb::DimSymbol::VT_NAME, kString, 0},
+    {fb::DimSymbol::VT_MIN, kScalar, 8},
+    {fb::DimSymbol::VT_MAX, kScalar, 8},
+    // SymbolicInt
+    {fb::SymbolicInt::VT_VALUE, kScalar, 4},
+    {fb::SymbolicInt::VT_ITEM, kScalar, 4},
+    {fb::SymbolicInt::VT_SYMBOL, kScalar, 4},
 };
 
 /// Index of each table's first field in kFields (kNumTables + 1 entries).
 constexpr uint8_t kFirstField[kNumTables + 1] = {
     0,   // Program: 6 fields
-    6,   // Method: 11
-    17,  // Segment: 4
-    21,  // KeyValue: 2
-    23,  // EValue: 2
-    25,  // Tensor: 9
-    34,  // QuantParams: 12
-    46,  // Int
-    47,  // Double
-    48,  // Bool
-    49,  // IntList
-    50,  // DoubleList
-    51,  // String
-    52,  // None: no field
-    52,  // TensorList
-    53,  // Instruction: 3
-    56,  // KernelCall: 2
-    58,  // DelegateCall: 4
-    62,  // Delegate: 3
-    65,  // CompileSpec: 2
-    67,  // Arena: 3
-    70,  // StateTensor: 2
-    72,
+    6,   // Method: 13
+    19,  // Segment: 4
+    23,  // KeyValue: 2
+    25,  // EValue: 2
+    27,  // Tensor: 10
+    37,  // QuantParams: 12
+    49,  // Int
+    50,  // Double
+    51,  // Bool
+    52,  // IntList
+    53,  // DoubleList
+    54,  // String
+    55,  // None: no field
+    55,  // TensorList
+    56,  // Instruction: 3
+    59,  // KernelCall: 2
+    61,  // DelegateCall: 4
+    65,  // Delegate: 3
+    68,  // CompileSpec: 2
+    70,  // Arena: 3
+    73,  // StateTensor: 2
+    75,  // DimSymbol: 3
+    78,  // SymbolicInt: 3
+    81,
 };
-static_assert(sizeof(kFields) / sizeof(kFields[0]) == 72, "kFirstField must cover kFields");
+static_assert(sizeof(kFields) / sizeof(kFields[0]) == 81, "kFirstField must cover kFields");
 
 /// The member tables of each union, by type value 1, 2, ... (0 is NONE).
 constexpr uint8_t kValueMembers[] = {kTensor,     kInt,     kDouble, kBool,      kIntList,

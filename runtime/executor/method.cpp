@@ -7,6 +7,7 @@
 #include <new>
 
 #include "runtime/core/log.h"
+#include "runtime/executor/method_dynamic.h"
 #include "runtime/executor/method_load_context.h"
 
 namespace tern {
@@ -49,7 +50,8 @@ Method::Method(Method&& other) noexcept
       delegate_paths_(other.delegate_paths_),
       num_delegate_calls_(other.num_delegate_calls_),
       executed_(other.executed_),
-      observer_(other.observer_) {
+      observer_(other.observer_),
+      dynamic_(other.dynamic_) {
   // The handles now belong to this Method only; the moved-from one refuses to run.
   other.method_ = nullptr;
   other.values_ = nullptr;
@@ -62,6 +64,7 @@ Method::Method(Method&& other) noexcept
   other.num_outputs_ = 0;
   other.num_delegate_calls_ = 0;
   other.executed_ = false;
+  other.dynamic_ = nullptr;
 }
 
 Method::~Method() {
@@ -92,6 +95,14 @@ Error Method::set_input(size_t index, const TensorView& input) {
       ": input %zu ('%s'): rank %u with %s sizes is not a valid "
       "tensor",
       index, name, input.rank, input.sizes ? "non-null" : "null");
+  const internal::DynamicTensorSlot* dynamic =
+      dynamic_ != nullptr ? dynamic_->input_slot(index) : nullptr;
+  if (dynamic != nullptr) {
+    // The view takes the new sizes before the checks below: until they all pass, the input
+    // counts as not set, so execute() never runs on new sizes with old bytes.
+    input_indices_[num_inputs_ + index] = 0;
+    TERN_RETURN_IF_ERROR(internal::set_dynamic_input(*dynamic_, mname, index, *dynamic, input));
+  }
   bool same_shape = input.dtype == t.dtype && input.rank == t.rank;
   for (uint32_t d = 0; same_shape && d < t.rank; ++d) {
     same_shape = input.sizes[d] == t.sizes[d];
@@ -161,6 +172,9 @@ Error Method::execute() {
                                "before execute()",
                                i, v.is_tensor() ? or_empty(v.payload.tensor->name) : "");
     }
+  }
+  if (dynamic_ != nullptr) {
+    TERN_RETURN_IF_ERROR(internal::resolve_dynamic_shapes(*dynamic_, method_name_of(method_)));
   }
   MemoryAllocator* temp = memory_.temp_allocator;
   for (size_t i = 0; i < num_steps_; ++i) {

@@ -19,6 +19,7 @@ class Program;
 namespace internal {
 struct MethodStep;
 struct MethodDelegateSlot;
+struct DynamicShapes;
 }  // namespace internal
 
 /// A loaded method. Not thread-safe: one thread at a time per Method; several Methods of one
@@ -35,9 +36,11 @@ class Method {
   size_t num_outputs() const { return num_outputs_; }
 
   /// Sets input `index` from `input`: checks dtype, rank, each size and byte count, and names
-  /// the input, expected and found on mismatch (InvalidArgument). An input planned in an arena
-  /// is copied in; an input with Caller storage is bound to input.data, which the caller
-  /// keeps alive and unchanged until execute() returns. Null data is InvalidArgument.
+  /// the input, expected and found on mismatch (InvalidArgument). A dim the program declares
+  /// dynamic (docs/dynamic-shapes.md) accepts any size within its symbol's [min, max]; beyond
+  /// the bound is InvalidArgument naming the method, input, dim, symbol, bound and size. An input
+  /// planned in an arena is copied in; an input with Caller storage is bound to input.data, which
+  /// the caller keeps alive and unchanged until execute() returns. Null data is InvalidArgument.
   Error set_input(size_t index, const TensorView& input);
   /// Sets a scalar input (the method input is an int/double/bool); type checked.
   Error set_input(size_t index, const EValue& input);
@@ -86,6 +89,7 @@ class Method {
   size_t num_delegate_calls_ = 0;
   bool executed_ = false;
   ExecutionObserver* observer_ = nullptr;  ///< not owned; may be null
+  internal::DynamicShapes* dynamic_ = nullptr;  ///< null when the method has no dynamic dims
 };
 
 }  // namespace tern

@@ -10,6 +10,7 @@
 #include "runtime/core/checked_math.h"
 #include "runtime/core/evalue.h"
 #include "runtime/core/tensor_view.h"
+#include "runtime/executor/method_dynamic.h"
 #include "runtime/executor/method_load_options.h"
 #include "runtime/executor/method_step.h"
 #include "schema/program_generated.h"
@@ -34,6 +35,7 @@ struct MethodLayout {
   uint64_t num_delegates = 0;       ///< MethodDelegateSlot
   uint64_t num_specs = 0;           ///< CompileSpecView
   uint64_t num_delegate_calls = 0;  ///< DelegatePath
+  DynamicLayout dynamic;            ///< bounded-dynamic shapes (method_dynamic.h)
 };
 
 /// Adds `count` elements of `size` bytes with worst-case padding for `alignment` to `total`
@@ -146,6 +148,7 @@ inline MethodLayout compute_method_layout(const fb::Method* method) {
       }
     }
   }
+  layout.dynamic = compute_dynamic_layout(method);
   return layout;
 }
 
@@ -168,7 +171,7 @@ inline uint64_t method_layout_bytes(const MethodLayout& l) {
                    alignof(MethodDelegateSlot));
   layout_add_array(&total, l.num_specs, sizeof(CompileSpecView), alignof(CompileSpecView));
   layout_add_array(&total, l.num_delegate_calls, sizeof(DelegatePath), alignof(DelegatePath));
-  return total;
+  return layout_saturating_add(total, dynamic_layout_bytes(l.dynamic));
 }
 
 }  // namespace internal

@@ -66,6 +66,10 @@ Result<TensorInfo> tensor_info(const fb::Method* method, const flatbuffers::Vect
                              what, index);
   }
   info.name = tensor->name() == nullptr ? nullptr : tensor->name()->c_str();
+  if (tensor->dynamism() == fb::ShapeDynamism::DynamicBound && tensor->dim_symbols() != nullptr) {
+    info.dim_symbols =
+        Span<const int32_t>(tensor->dim_symbols()->data(), tensor->dim_symbols()->size());
+  }
   return info;
 }
 
@@ -95,6 +99,20 @@ Result<TensorInfo> MethodMeta::input_tensor_info(size_t index) const {
 
 Result<TensorInfo> MethodMeta::output_tensor_info(size_t index) const {
   return tensor_info(method_, method_->outputs(), index, "output");
+}
+
+size_t MethodMeta::num_symbols() const { return count_of(method_->symbols()); }
+
+Result<DimSymbolInfo> MethodMeta::symbol(size_t index) const {
+  TERN_CHECK_OR_RETURN_ERROR(index < num_symbols(), InvalidArgument,
+                             "method '%s': symbol %zu out of range (%zu symbols)", name(), index,
+                             num_symbols());
+  const fb::DimSymbol* s = method_->symbols()->Get(static_cast<uint32_t>(index));
+  DimSymbolInfo info;
+  info.name = s->name()->c_str();
+  info.min = s->min();
+  info.max = s->max();
+  return info;
 }
 
 size_t MethodMeta::num_arenas() const { return count_of(method_->arenas()); }

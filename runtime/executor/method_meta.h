@@ -12,12 +12,24 @@
 namespace tern {
 namespace fb { struct Method; }
 
-/// Dtype and shape of a method input or output. Points into the Program.
+/// Dtype and shape of a method input or output. Points into the Program. For a tensor with
+/// bounded-dynamic dims (docs/dynamic-shapes.md), `sizes` and `nbytes` are the upper bounds and
+/// `dim_symbols` has one entry per dim: -1 for a static dim, else the index of its symbol
+/// (MethodMeta::symbol); it is empty for a static tensor.
 struct TensorInfo {
   DType dtype = DType::F32;
   Span<const int64_t> sizes;
   uint64_t nbytes = 0;
   const char* name = nullptr;  ///< may be null
+  Span<const int32_t> dim_symbols;
+};
+
+/// A named dynamic dimension of a method: every dim tagged with it has one size in
+/// [min, max] per execution. Points into the Program.
+struct DimSymbolInfo {
+  const char* name = nullptr;
+  int64_t min = 1;
+  int64_t max = 0;
 };
 
 /// A cheap view of one verified method of a Program; valid while the Program lives.
@@ -34,6 +46,11 @@ class MethodMeta {
   /// InvalidArgument when out of range or when the value is not a tensor.
   Result<TensorInfo> input_tensor_info(size_t index) const;
   Result<TensorInfo> output_tensor_info(size_t index) const;
+
+  /// Dynamic dimension symbols (0 for a static method).
+  size_t num_symbols() const;
+  /// Symbol `index`; InvalidArgument when out of range.
+  Result<DimSymbolInfo> symbol(size_t index) const;
 
   size_t num_arenas() const;
   Result<uint64_t> arena_size(size_t index) const;

@@ -7,6 +7,7 @@
 
 #include "runtime/core/log.h"
 #include "runtime/executor/method.h"
+#include "runtime/executor/method_dynamic.h"
 #include "runtime/executor/method_load_context.h"
 #include "runtime/executor/program.h"
 
@@ -96,6 +97,7 @@ Result<Method> Program::load_method(const char* name, MemoryManager* memory,
     m.input_indices_[m.num_inputs_ + i] = c.values[m.input_indices_[i]].is_tensor() ? 0 : 1;
   }
   TERN_RETURN_IF_ERROR(check_caller_tensors(c));
+  TERN_RETURN_IF_ERROR(load_dynamic_shapes(c, m.input_indices_, m.num_inputs_, &m.dynamic_));
 
   // Steps: kernel calls, and delegate calls either as one backend step or their fallback.
   const auto* instructions = fm->instructions();
@@ -164,6 +166,11 @@ Result<Method> Program::load_method(const char* name, MemoryManager* memory,
     paths.data[call_index++] = DelegatePath::Fallback;
   }
   m.num_delegate_calls_ = call_index;
+  if (m.dynamic_ != nullptr) {
+    for (size_t s = 0; s < m.num_steps_; ++s) {
+      TERN_RETURN_IF_ERROR(check_dynamic_step(*m.dynamic_, c.name, m.steps_[s]));
+    }
+  }
 
   TERN_RETURN_IF_ERROR(init_state(this, fm, c.values, c.num_values));
   // Let each delegate bind to its arguments' final addresses (not during execute()).

@@ -208,7 +208,14 @@ Error MethodChecker::check() {
   for (uint32_t i = 0; i < count_of(state); ++i) {
     TERN_RETURN_IF_ERROR(check_state(i, state->Get(i)));
   }
-  return Error::Ok;
+  Scratch<uint8_t> is_state(num_values_);
+  TERN_CHECK_OR_RETURN_ERROR(is_state.get() != nullptr, MemoryAllocationFailed,
+                             "method '%s': cannot allocate %u bytes of verification scratch", name_,
+                             num_values_);
+  for (uint32_t v = 0; v < num_values_; ++v) {
+    is_state.get()[v] = (flags_.get()[v] & kFlagState) != 0 ? 1 : 0;
+  }
+  return verify_dynamic_shapes(method_, name_, is_state.get());
 }
 
 Error MethodChecker::check_arena(uint32_t index, const fb::Arena* arena) {

@@ -9,6 +9,7 @@ namespace {
 struct KernelEntry {
   const char* name;
   KernelFn fn;
+  bool dynamic_shapes;
 };
 
 // Zero-initialized (no static constructor runs).
@@ -33,6 +34,7 @@ Error register_kernel(const char* name, KernelFn fn) {
                              "register_kernel: kernel '%s' has a null function", name);
   if (KernelEntry* entry = find_entry(name)) {
     entry->fn = fn;
+    entry->dynamic_shapes = false;
     return Error::Ok;
   }
   TERN_CHECK_OR_RETURN_ERROR(g_num_kernels < kMaxKernels, MemoryAllocationFailed,
@@ -41,6 +43,7 @@ Error register_kernel(const char* name, KernelFn fn) {
                              name, g_num_kernels, kMaxKernels);
   g_kernels[g_num_kernels].name = name;
   g_kernels[g_num_kernels].fn = fn;
+  g_kernels[g_num_kernels].dynamic_shapes = false;
   ++g_num_kernels;
   return Error::Ok;
 }
@@ -49,6 +52,20 @@ KernelFn find_kernel(const char* name) {
   if (name == nullptr) return nullptr;
   const KernelEntry* entry = find_entry(name);
   return entry ? entry->fn : nullptr;
+}
+
+Error mark_kernel_dynamic_shapes(const char* name) {
+  KernelEntry* entry = name != nullptr ? find_entry(name) : nullptr;
+  TERN_CHECK_OR_RETURN_ERROR(entry != nullptr, NotFound,
+                             "mark_kernel_dynamic_shapes: no kernel named '%s' is registered",
+                             name ? name : "(null)");
+  entry->dynamic_shapes = true;
+  return Error::Ok;
+}
+
+bool kernel_supports_dynamic_shapes(const char* name) {
+  const KernelEntry* entry = name != nullptr ? find_entry(name) : nullptr;
+  return entry != nullptr && entry->dynamic_shapes;
 }
 
 size_t num_registered_kernels() { return g_num_kernels; }

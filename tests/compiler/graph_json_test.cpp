@@ -229,9 +229,71 @@ TEST_F(GraphJsonTest, NegativeShape) {
 }
 
 TEST_F(GraphJsonTest, UnsupportedVersion) {
-  expect_error(replace(example_, R"("version": 1)", R"("version": 2)"),
-               {path() + ": version", "version 2 is not supported", "supports version 1"});
+  expect_error(replace(example_, R"("version": 1)", R"("version": 3)"),
+               {path() + ": version", "version 3 is not supported", "supports versions 1 and 2"});
   expect_error(replace(example_, R"("version": 1,)", ""), {"missing \"version\""});
+}
+
+// Version 2: a dynamic "seq" dim (docs/dynamic-shapes.md).
+const char* kDynamicGraph = R"({
+  "version": 2,
+  "methods": [{
+    "name": "forward",
+    "symbols": [{"name": "seq", "min": 1, "max": 16}],
+    "values": [
+      {"type": "tensor", "name": "x", "dtype": "f32", "shape": [16, 4], "dim_symbols": ["seq", null]},
+      {"type": "tensor", "name": "y", "dtype": "f32", "shape": [16, 4], "dim_symbols": ["seq", null]},
+      {"type": "int_list", "name": "shape", "value": [1, 16, 4], "symbols": [null, "seq", null]},
+      {"type": "tensor", "name": "z", "dtype": "f32", "shape": [1, 16, 4], "dim_symbols": [null, "seq", null]},
+      {"type": "int", "name": "end", "value": 16, "symbol": "seq"}
+    ],
+    "inputs": ["x"],
+    "outputs": ["z"],
+    "nodes": [
+      {"op": "tern::relu", "args": ["x"], "outputs": ["y"]},
+      {"op": "tern::view", "args": ["y", "shape"], "outputs": ["z"]}
+    ]
+  }]
+})";
+
+TEST_F(GraphJsonTest, DynamicDimsAndSymbolicInts) {
+  const ProgramGraph p = read(kDynamicGraph);
+  const Graph& g = p.methods[0];
+  ASSERT_EQ(g.symbols.size(), 1u);
+  EXPECT_EQ(g.symbols[0].name, "seq");
+  EXPECT_EQ(g.symbols[0].min, 1);
+  EXPECT_EQ(g.symbols[0].max, 16);
+  EXPECT_EQ(g.values[0].dim_symbols, std::vector<int>({0, -1}));
+  EXPECT_TRUE(g.values[0].is_dynamic());
+  EXPECT_EQ(g.values[2].int_symbols, std::vector<int>({-1, 0, -1}));
+  EXPECT_EQ(g.values[4].int_symbols, std::vector<int>({0}));
+  EXPECT_TRUE(node_touches_dynamic(g, g.nodes[1]));
+  // Planned at the bound: x, y and z (a view of y) each 16 x 4 floats.
+  const MemoryPlan plan = plan_memory(g);
+  EXPECT_GE(plan.arena_size, 2u * 16 * 4 * 4);
+  EXPECT_EQ(plan.alias_of[3], 1);
+}
+
+TEST_F(GraphJsonTest, DynamicDimErrors) {
+  const std::string doc = kDynamicGraph;
+  expect_error(replace(doc, R"("version": 2)", R"("version": 1)"),
+               {"methods[0].symbols", "dynamic shapes need graph format version 2"});
+  expect_error(replace(doc, R"("dim_symbols": ["seq", null]},
+      {"type": "tensor", "name": "y")",
+                       R"("dim_symbols": ["sq", null]},
+      {"type": "tensor", "name": "y")"),
+               {"values[0].dim_symbols[0]", "unknown symbol \"sq\""});
+  expect_error(replace(doc, R"("shape": [16, 4], "dim_symbols": ["seq", null]},
+      {"type": "tensor", "name": "y")",
+                       R"("shape": [12, 4], "dim_symbols": ["seq", null]},
+      {"type": "tensor", "name": "y")"),
+               {"value 0 'x': dim 0 is 'seq' whose bound is 16, but its size is 12"});
+  expect_error(replace(doc, R"("max": 16})", R"("max": 16}, {"name": "pos", "max": 4})"),
+               {"symbol 1 'pos': no method input has a dim with this symbol"});
+  expect_error(replace(doc, R"("min": 1, "max": 16)", R"("min": 17, "max": 16)"),
+               {"symbol 0 'seq': bounds [17, 16] are invalid"});
+  expect_error(replace(doc, R"("value": 16, "symbol": "seq")", R"("value": [16], "symbol": "seq")"),
+               {"expected an integer"});
 }
 
 TEST_F(GraphJsonTest, UnknownKey) {

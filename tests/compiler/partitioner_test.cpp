@@ -458,6 +458,49 @@ TEST(Partition, DeclaredListInputIsRefusedElementsAccepted) {
   EXPECT_NO_THROW(validate_graph(g));
 }
 
+// A node on a bounded-dynamic value (docs/dynamic-shapes.md) stays on the portable kernels
+// unless its backend's supports_dynamic_shapes() says otherwise (none does yet).
+TEST(Partition, DynamicShapedNodesStayPortable) {
+  OpSetCompiler* a = install("pt_dyn", {"add", "relu", "mul"});
+  GraphBuilder b;
+  const int seq = b.symbol("seq", 1, 4);
+  const int x = b.input("x", DType::F32, {4, 3});
+  b.dynamic_dims(x, {seq, -1});
+  const int y = b.input("y", DType::F32, {2, 3});
+  const int r = b.op("tern::relu", {x}, DType::F32, {4, 3}, "dyn_relu");
+  b.dynamic_dims(r, {seq, -1});
+  const int s = b.op("tern::add", {y, y}, DType::F32, {2, 3}, "static_add");
+  const int m = b.op("tern::mul", {s, s}, DType::F32, {2, 3}, "static_mul");
+  b.output(r);
+  b.output(m);
+  Graph g = b.build();
+  EXPECT_TRUE(node_touches_dynamic(g, g.nodes[0]));
+  EXPECT_FALSE(node_touches_dynamic(g, g.nodes[1]));
+  partition(g, {"pt_dyn"});
+  ASSERT_EQ(g.delegates.size(), 1u);
+  ASSERT_EQ(a->lowered.size(), 1u);
+  for (int n : g.delegates[0].nodes) EXPECT_NE(g.nodes[n].debug_name, "dyn_relu");
+  EXPECT_EQ(g.delegates[0].nodes.size(), 2u);
+}
+
+TEST(Partition, HandWrittenRegionWithADynamicNodeIsRefused) {
+  GraphBuilder b;
+  const int seq = b.symbol("seq", 1, 4);
+  const int x = b.input("x", DType::F32, {4, 3});
+  b.dynamic_dims(x, {seq, -1});
+  const int r = b.op("tern::relu", {x}, DType::F32, {4, 3}, "dyn_relu");
+  b.dynamic_dims(r, {seq, -1});
+  b.output(r);
+  b.delegate("pt_dyn", 0, 0);
+  try {
+    b.build();
+    ADD_FAILURE() << "accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("touches a dynamic-shaped value"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Partition, NoBackendsChangesNothing) {
   Graph g = interleaved();
   partition(g, {});

@@ -120,6 +120,42 @@ TEST(Serializer, LayoutOfTheFile) {
             std::memcmp(bytes.data() + area + 256, m.program.methods[0].values[2].data.data(), 32));
 }
 
+// Bounded-dynamic shapes (docs/dynamic-shapes.md) make the file 1.1 and write symbols,
+// dim_symbols and symbolic ints.
+TEST(Serializer, DynamicShapesWriteFormat11) {
+  GraphBuilder b("forward");
+  const int seq = b.symbol("seq", 2, 8);
+  const int x = b.input("x", DType::F32, {8, 3});
+  b.dynamic_dims(x, {seq, -1});
+  const int shape = b.int_list({1, 8, 3});
+  b.int_symbols(shape, {-1, seq, -1});
+  const int y = b.op("tern::view", {x, shape}, DType::F32, {1, 8, 3}, "lift");
+  b.dynamic_dims(y, {-1, seq, -1});
+  b.output(y);
+  ProgramGraph program;
+  program.methods.push_back(b.build());
+  const std::vector<uint8_t> bytes =
+      serialize_program(program, {plan_memory(program.methods[0])});
+  auto l = load(bytes);
+  ASSERT_TRUE(l->program.ok()) << last_error_message();
+  const fb::Program* root = l->program.get().flatbuffer();
+  EXPECT_EQ(root->version(), 1001u);
+  const fb::Method* m = root->methods()->Get(0);
+  ASSERT_EQ(m->symbols()->size(), 1u);
+  EXPECT_STREQ(m->symbols()->Get(0)->name()->c_str(), "seq");
+  EXPECT_EQ(m->symbols()->Get(0)->min(), 2);
+  EXPECT_EQ(m->symbols()->Get(0)->max(), 8);
+  const fb::Tensor* tx = m->values()->Get(static_cast<uint32_t>(x))->value_as_Tensor();
+  EXPECT_EQ(tx->dynamism(), fb::ShapeDynamism::DynamicBound);
+  ASSERT_EQ(tx->dim_symbols()->size(), 2u);
+  EXPECT_EQ(tx->dim_symbols()->Get(0), 0);
+  EXPECT_EQ(tx->dim_symbols()->Get(1), -1);
+  ASSERT_EQ(m->symbolic_ints()->size(), 1u);
+  EXPECT_EQ(m->symbolic_ints()->Get(0)->value(), static_cast<uint32_t>(shape));
+  EXPECT_EQ(m->symbolic_ints()->Get(0)->item(), 1);
+  EXPECT_EQ(m->symbolic_ints()->Get(0)->symbol(), 0u);
+}
+
 TEST(Serializer, RoundTripsThroughProgramAndMethodMeta) {
   Mlp m = mlp();
   auto l = load(serialize_program(m.program, m.plans));
@@ -128,7 +164,8 @@ TEST(Serializer, RoundTripsThroughProgramAndMethodMeta) {
   ASSERT_EQ(p.num_methods(), 1u);
   EXPECT_STREQ(*p.method_name(0), "forward");
   const fb::Program* root = p.flatbuffer();
-  EXPECT_EQ(root->version(), kFormatVersionMajor * 1000u + kFormatVersionMinor);
+  // A program without dynamic shapes is still written as format 1.0.
+  EXPECT_EQ(root->version(), kFormatVersionMajor * 1000u);
   EXPECT_STREQ(root->producer()->c_str(), "tern");
   EXPECT_STREQ(root->source_model()->c_str(), "mlp.py");
   ASSERT_EQ(root->metadata()->size(), 1u);

@@ -149,5 +149,14 @@ TEST_F(ByteFlip, QuantizedProgramEveryFlipIsRejectedOrHarmless) {
   EXPECT_EQ(c.rejected + c.harmless, 2 * bytes.size());
 }
 
+// Bounded-dynamic shapes (format 1.1): symbols, dim_symbols and symbolic ints are in the
+// FlatBuffer (docs/dynamic-shapes.md).
+TEST_F(ByteFlip, DynamicProgramEveryFlipIsRejectedOrHarmless) {
+  const std::vector<uint8_t> bytes = fuzz::compile_one(fuzz::dynamic_graph(), "dynamic");
+  const Counts c = flip_every_byte(bytes);
+  report("dynamic", bytes.size(), c);
+  EXPECT_EQ(c.rejected + c.harmless, 2 * bytes.size());
+}
+
 }  // namespace
 }  // namespace tern

@@ -60,7 +60,8 @@ std::vector<std::pair<std::string, std::vector<uint8_t>>> sample_flatbuffers() {
       {"delegate", fuzz::delegate_graph()},
       {"int32", fuzz::int32_graph()},
       {"quantized", fuzz::quantized_graph()},
-      {"demo_mlp", fuzz::demo_mlp_graph()}};
+      {"demo_mlp", fuzz::demo_mlp_graph()},
+      {"dynamic", fuzz::dynamic_graph()}};
   for (const auto& [name, graph] : graphs) {
     out.emplace_back(name, flatbuffer_of(fuzz::compile_one(graph, name)));
   }

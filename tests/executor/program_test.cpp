@@ -345,6 +345,21 @@ TEST(Program, ValidRawProgramLoads) {
   EXPECT_EQ(load_error(bytes), Error::Ok) << last_error_message();
 }
 
+RawMethod& with_seq(RawProgram& p);
+
+TEST(Program, ValidDynamicRawProgramLoads) {
+  RawProgram p = testing::valid_raw_program();
+  with_seq(p).symbolic_ints = {compiler::pte::SymbolicInt{3, -1, 0}};
+  EXPECT_EQ(load_error(testing::assemble(p)), Error::Ok) << last_error_message();
+}
+
+TEST(Program, Format10FileWithoutDynamicShapesLoads) {
+  // A 1.0 file (what every 1.0 writer produced) still loads in this 1.1 runtime.
+  RawProgram p = testing::valid_raw_program();
+  p.minor = 0;
+  EXPECT_EQ(load_error(testing::assemble(p)), Error::Ok) << last_error_message();
+}
+
 struct Corruption {
   const char* what;
   std::function<void(RawProgram&)> edit;
@@ -354,6 +369,15 @@ struct Corruption {
 void PrintTo(const Corruption& c, std::ostream* os) { *os << c.what; }
 
 RawMethod& forward(RawProgram& p) { return p.methods[0]; }
+
+/// Makes input 0's dim 0 ([2, 3]) a valid bounded-dynamic dim "seq" in [1, 2].
+RawMethod& with_seq(RawProgram& p) {
+  RawMethod& m = forward(p);
+  m.symbols = {compiler::pte::DimSymbol{std::string("seq"), 1, 2}};
+  m.values[0].tensor.dynamism = 1;
+  m.values[0].tensor.dim_symbols = std::vector<int32_t>{0, -1};
+  return m;
+}
 
 class InvalidStructure : public ::testing::TestWithParam<Corruption> {};
 
@@ -407,6 +431,64 @@ const Corruption kCorruptions[] = {
      "value 2: unknown storage kind 7"},
     {"UnknownDynamism", [](RawProgram& p) { forward(p).values[2].tensor.dynamism = 5; },
      "value 2: unknown shape dynamism 5"},
+    // Bounded-dynamic shapes (format 1.1, docs/dynamic-shapes.md); with_seq() makes input 0's
+    // dim 0 a valid dynamic "seq" <= 2 first.
+    {"DynamicDimsWrongLength",
+     [](RawProgram& p) { with_seq(p).values[0].tensor.dim_symbols = std::vector<int32_t>{0}; },
+     "value 0: a DynamicBound tensor needs one dim_symbols entry per dim: found 1 for rank 2"},
+    {"DynamicSymbolOutOfRange",
+     [](RawProgram& p) {
+       with_seq(p).values[0].tensor.dim_symbols = std::vector<int32_t>{3, -1};
+     },
+     "value 0: dim 0 names symbol 3, out of range (1 symbols)"},
+    {"DynamicSizeIsNotTheBound", [](RawProgram& p) { with_seq(p).symbols[0].max = 5; },
+     "value 0: dim 0 is symbol 'seq' with bound 5, but its planned size is 2"},
+    {"DynamicConstant",
+     [](RawProgram& p) {
+       with_seq(p).values[1].tensor.dynamism = 1;
+       forward(p).values[1].tensor.dim_symbols = std::vector<int32_t>{-1, -1};
+       forward(p).symbols[0].max = 3;
+       forward(p).values[0].tensor.dim_symbols = std::vector<int32_t>{-1, 0};
+       forward(p).values[1].tensor.dim_symbols = std::vector<int32_t>{0, -1};
+     },
+     "value 1: a constant tensor cannot have dynamic dims"},
+    {"DynamicWithoutDynamicDim",
+     [](RawProgram& p) {
+       with_seq(p).values[0].tensor.dim_symbols = std::vector<int32_t>{-1, -1};
+     },
+     "value 0: DynamicBound tensor has no dynamic dim"},
+    {"DimSymbolsOnStaticTensor",
+     [](RawProgram& p) {
+       with_seq(p).values[2].tensor.dim_symbols = std::vector<int32_t>{0, -1};
+     },
+     "value 2: dim 0 names symbol 0 but the tensor's dynamism is Static"},
+    {"SymbolBadBounds", [](RawProgram& p) { with_seq(p).symbols[0].min = 3; },
+     "symbol 0 ('seq'): bounds [3, 2] are invalid"},
+    {"SymbolWithoutName", [](RawProgram& p) { with_seq(p).symbols[0].name.reset(); },
+     "symbol 0: missing or empty name"},
+    {"SymbolNotBoundByAnInput",
+     [](RawProgram& p) {
+       with_seq(p).values[0].tensor.dynamism = 0;
+       forward(p).values[0].tensor.dim_symbols.reset();
+       forward(p).values[2].tensor.dynamism = 1;
+       forward(p).values[2].tensor.dim_symbols = std::vector<int32_t>{0, -1};
+     },
+     "symbol 0 ('seq'): no method input has a dim with this symbol"},
+    {"SymbolicIntNotAnInt",
+     [](RawProgram& p) {
+       with_seq(p).symbolic_ints = {compiler::pte::SymbolicInt{0, -1, 0}};
+     },
+     "symbolic int 0: value 0 is not an int"},
+    {"SymbolicIntSymbolOutOfRange",
+     [](RawProgram& p) {
+       with_seq(p).symbolic_ints = {compiler::pte::SymbolicInt{3, -1, 4}};
+     },
+     "symbolic int 0: symbol 4 out of range (1 symbols)"},
+    {"SymbolicIntItemOfAnInt",
+     [](RawProgram& p) {
+       with_seq(p).symbolic_ints = {compiler::pte::SymbolicInt{3, 0, 0}};
+     },
+     "symbolic int 0: value 3 is not an int list"},
     {"CallerStorageOnNonInput", [](RawProgram& p) { forward(p).values[2].tensor.storage = 0; },
      "value 2: caller-bound storage is only allowed for method inputs"},
     {"ConstantInput",
@@ -554,8 +636,8 @@ const Corruption kCorruptions[] = {
      "methods 0 and 1 are both named 'forward'"},
     {"MethodWithoutName", [](RawProgram& p) { forward(p).name.reset(); },
      "method 0: missing or empty name"},
-    {"ProgramVersionDisagreesWithHeader", [](RawProgram& p) { p.version = 1001; },
-     "program version 1001 does not match the file header's version 1.0"},
+    {"ProgramVersionDisagreesWithHeader", [](RawProgram& p) { p.version = 1005; },
+     "program version 1005 does not match the file header's version 1.1"},
     // Segments.
     {"SegmentBeyondArea", [](RawProgram& p) { p.segments[0].size = 100; },
      "segment 0: bytes [0, +100) exceed the 48-byte segment area"},

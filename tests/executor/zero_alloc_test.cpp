@@ -126,6 +126,55 @@ TEST_F(ZeroAllocTest, ExecuteSetInputOutputNeverAllocate) {
   (void)checksum;
 }
 
+/// x [1, seq<=16, 8] (dynamic, docs/dynamic-shapes.md) -> linear -> silu -> view [seq, 8]
+/// through an int list that follows seq -> + itself.
+std::vector<uint8_t> dynamic_program() {
+  GraphBuilder b("forward");
+  const int seq = b.symbol("seq", 1, 16);
+  const int x = b.input("x", DType::F32, {1, 16, 8});
+  b.dynamic_dims(x, {-1, seq, -1});
+  const int w = b.constant_f32("w", {8, 8}, ramp(64, -1.0f, 1.0f / 32));
+  const int h = b.op("tern::linear", {x, w, b.none()}, DType::F32, {1, 16, 8}, "fc");
+  b.dynamic_dims(h, {-1, seq, -1});
+  const int a = b.op("tern::silu", {h}, DType::F32, {1, 16, 8}, "act");
+  b.dynamic_dims(a, {-1, seq, -1});
+  const int shape = b.int_list({16, 8});
+  b.int_symbols(shape, {seq, -1});
+  const int v = b.op("tern::view", {a, shape}, DType::F32, {16, 8}, "flat");
+  b.dynamic_dims(v, {seq, -1});
+  const int y = b.op("tern::add", {v, v}, DType::F32, {16, 8}, "double");
+  b.dynamic_dims(y, {seq, -1});
+  b.output(y);
+  return testing::compile_graph(b.build());
+}
+
+TEST_F(ZeroAllocTest, DynamicMethodAtTwoSizesNeverAllocates) {
+  testing::LoadedProgram lp(dynamic_program());
+  testing::MethodMemory memory(lp.program().method_meta("forward").get());
+  auto method = lp.program().load_method("forward", memory.manager());
+  ASSERT_TRUE(method.ok()) << last_error_message();
+  std::vector<int64_t> sizes[2] = {{1, 3, 8}, {1, 11, 8}};
+  std::vector<float> inputs[2] = {ramp(24, -1.0f, 0.125f), ramp(88, 2.0f, -0.05f)};
+  TensorView views[2] = {f32_view(sizes[0], inputs[0]), f32_view(sizes[1], inputs[1])};
+  int64_t rows[2] = {0, 0};
+  long allocations;
+  {
+    ArmedCounter counter;
+    for (int i = 0; i < 100; ++i) {
+      if (method->set_input(0, views[i % 2]) != Error::Ok) break;
+      if (method->execute() != Error::Ok) break;
+      auto out = method->output(0);
+      if (!out.ok()) break;
+      rows[i % 2] = out.get()->sizes[0];
+    }
+    allocations = counter.count();
+  }
+  EXPECT_EQ(allocations, 0) << "heap allocations during 100 dynamic set_input/execute rounds";
+  EXPECT_EQ(std::string(last_error_message()), "");
+  EXPECT_EQ(rows[0], 3);
+  EXPECT_EQ(rows[1], 11);
+}
+
 TEST_F(ZeroAllocTest, ModuleMethodExecuteNeverAllocates) {
   const std::vector<uint8_t> bytes = busy_program();
   const std::string path = tern::testing_support::unique_temp_path("zero_alloc_test", ".pte");

@@ -622,6 +622,97 @@ def test_quantize():
     assert "power of two" in e.stderr, e.stderr
 
 
+# Dynamic shapes (docs/dynamic-shapes.md) -----------------------------------------------------
+
+class DynBlock(nn.Module):
+    """A decoder-ish block on x [1, seq, 16]: RMS norm by hand, q/k/v linears, heads by view +
+    transpose, attention (causal sdpa on torch 2.x; plain softmax(q kᵀ) v otherwise), output
+    projection, residual, SiLU MLP, mean over seq subtracted, cos."""
+
+    def __init__(self, causal_sdpa):
+        super().__init__()
+        self.causal_sdpa = causal_sdpa
+        self.g = nn.Parameter(1.0 + 0.1 * torch.randn(16))
+        self.q, self.k, self.v, self.o = (nn.Linear(16, 16) for _ in range(4))
+        self.up = nn.Linear(16, 32)
+        self.down = nn.Linear(32, 16)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        n = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.g
+        heads = [p(n).view(b, s, 2, 8).transpose(1, 2) for p in (self.q, self.k, self.v)]
+        if self.causal_sdpa:
+            a = F.scaled_dot_product_attention(heads[0], heads[1], heads[2], is_causal=True)
+        else:
+            w = torch.softmax(heads[0] @ heads[1].transpose(-2, -1) * 0.35, dim=-1)
+            a = w @ heads[2]
+        h = x + self.o(a.transpose(1, 2).reshape(b, s, d))
+        h = h + self.down(F.silu(self.up(h)))
+        return torch.cos(h - h.mean(1, keepdim=True))
+
+
+def _check_dynamic_program(pte, model, bound, sizes):
+    info = subprocess.run([tern_export.find_tern(), "inspect", pte], stdout=subprocess.PIPE,
+                          universal_newlines=True).stdout
+    assert "[1, seq<=%d, 16]" % bound in info, info
+    for s in sizes:
+        x = torch.randn(1, s, 16)
+        got = tern_export.run(pte, [x])
+        assert_close(got[0], model(x), rtol=1e-4, what="seq %d" % s)
+    e = expect_raises(tern_export.RunError, lambda: tern_export.run(pte, [torch.randn(1, bound + 1, 16)]))
+    assert "dim 1 ('seq') is %d, beyond its bound %d" % (bound + 1, bound) in e.stderr, e.stderr
+
+
+def test_dynamic_seq_with_torch_export_dim():
+    if torch_version() < (2, 1):
+        return  # torch.export.Dim needs PyTorch >= 2.1; test_dynamic_dims_explicit covers 1.13
+    import torch.export
+    model = DynBlock(causal_sdpa=True).eval()
+    seq = torch.export.Dim("seq", min=1, max=32)
+    pte = _path("dyn_dim.pte")
+    result = tern_export.export(model, (torch.randn(1, 7, 16),), pte, backends=("cpu",),
+                                keep_graph=_path("dyn_dim_graph"), dynamic_shapes={"x": {1: seq}})
+    with open(os.path.join(result.graph_dir, "graph.json")) as f:
+        doc = json.load(f)
+    assert doc["version"] == 2
+    assert doc["methods"][0]["symbols"] == [{"name": "seq", "min": 1, "max": 32}], doc["methods"][0]["symbols"]
+    with torch.no_grad():
+        _check_dynamic_program(pte, model, 32, [1, 5, 19, 32])
+
+
+def test_dynamic_dims_explicit_bounds():
+    model = DynBlock(causal_sdpa=False).eval()
+    pte = _path("dyn_explicit.pte")
+    tern_export.export(model, (torch.randn(1, 4, 16),), pte, backends=("portable",),
+                       dynamic_dims={"x": {1: ("seq", 24)}})
+    with torch.no_grad():
+        _check_dynamic_program(pte, model, 24, [3, 11, 24])
+
+
+class Doubler(nn.Module):
+    def forward(self, x):
+        return torch.cat([x, x], 1) * 2
+
+
+def test_dynamic_derived_dim_is_refused():
+    e = expect_raises(tern_export.ExportError, lambda: tern_export.export(
+        Doubler(), (torch.randn(1, 4, 3),), _path("dyn_derived.pte"),
+        dynamic_dims={"x": {1: ("seq", 8)}}))
+    assert "derived from the dynamic dim" in str(e) and "16 at seq = 8" in str(e), str(e)
+
+
+class SizeScaled(nn.Module):
+    def forward(self, x):
+        return x * torch.full((1,), float(x.shape[1]) ** -0.5)
+
+
+def test_dynamic_size_dependent_constant_is_refused():
+    e = expect_raises(tern_export.ExportError, lambda: tern_export.export(
+        SizeScaled(), (torch.randn(1, 4, 3),), _path("dyn_const.pte"),
+        dynamic_dims={"x": {1: ("seq", 8)}}))
+    assert "changes with dynamic dim 'seq'" in str(e), str(e)
+
+
 def main(filters):
     tests = [(k, v) for k, v in sorted(globals().items()) if k.startswith("test_")]
     if filters:

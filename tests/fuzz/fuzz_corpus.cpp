@@ -223,7 +223,7 @@ std::pair<std::string, std::vector<uint8_t>> graph_json_document(
   std::map<std::string, compiler::SafeTensor> weights;
   json doc;
   doc["format"] = "tern-graph";
-  doc["version"] = 1;
+  doc["version"] = 1;  // 2 when a method has dynamic shapes (below)
   doc["producer"] = program.producer;
   doc["source_model"] = program.source_model;
   doc["metadata"] = program.metadata;
@@ -235,6 +235,31 @@ std::pair<std::string, std::vector<uint8_t>> graph_json_document(
     m["values"] = json::array();
     for (size_t i = 0; i < g.values.size(); ++i) {
       m["values"].push_back(value_json(g.name, g.values[i], static_cast<int>(i), &weights));
+    }
+    if (!g.symbols.empty()) {
+      // Bounded-dynamic shapes: graph.json version 2 (docs/graph-format.md).
+      doc["version"] = 2;
+      auto names = [&](const std::vector<int>& symbols) {
+        json list = json::array();
+        for (int s : symbols) {
+          list.push_back(s < 0 ? json(nullptr) : json(g.symbols[static_cast<size_t>(s)].name));
+        }
+        return list;
+      };
+      m["symbols"] = json::array();
+      for (const compiler::DimSymbol& s : g.symbols) {
+        m["symbols"].push_back({{"name", s.name}, {"min", s.min}, {"max", s.max}});
+      }
+      for (size_t i = 0; i < g.values.size(); ++i) {
+        const compiler::Value& v = g.values[i];
+        if (!v.dim_symbols.empty()) m["values"][i]["dim_symbols"] = names(v.dim_symbols);
+        if (v.int_symbols.empty()) continue;
+        if (v.kind == compiler::Value::Kind::Int) {
+          m["values"][i]["symbol"] = names(v.int_symbols)[0];
+        } else {
+          m["values"][i]["symbols"] = names(v.int_symbols);
+        }
+      }
     }
     m["inputs"] = g.inputs;
     m["outputs"] = g.outputs;

@@ -178,6 +178,25 @@ compiler::Graph reshape_graph() {
   return b.build();
 }
 
+/// Bounded-dynamic shapes (format 1.1, docs/dynamic-shapes.md): x [seq<=4, 3] -> relu ->
+/// view [1, seq, 3] through a symbolic int list -> softmax; the fuzzers run it at the bound.
+compiler::Graph dynamic_graph() {
+  compiler::GraphBuilder b("forward");
+  const int seq = b.symbol("seq", 1, 4);
+  const int x = b.input("x", DType::F32, {4, 3});
+  b.dynamic_dims(x, {seq, -1});
+  const int r = b.op("tern::relu", {x}, DType::F32, {4, 3}, "act");
+  b.dynamic_dims(r, {seq, -1});
+  const int shape = b.int_list({1, 4, 3});
+  b.int_symbols(shape, {-1, seq, -1});
+  const int v = b.op("tern::view", {r, shape}, DType::F32, {1, 4, 3}, "lift");
+  b.dynamic_dims(v, {-1, seq, -1});
+  const int y = b.op("tern::softmax", {v, b.int_value(-1)}, DType::F32, {1, 4, 3}, "norm");
+  b.dynamic_dims(y, {-1, seq, -1});
+  b.output(y);
+  return b.build();
+}
+
 compiler::Graph state_graph() {
   compiler::GraphBuilder b("forward");
   const int x = b.input("x", DType::F32, {1, 8});
@@ -254,6 +273,7 @@ const std::vector<SampleProgram>& sample_programs() {
     p.push_back({"delegate", one_method("delegate", delegate_graph())});
     p.push_back({"int32", one_method("int32", int32_graph())});
     p.push_back({"quantized", one_method("quantized", quantized_graph())});
+    p.push_back({"dynamic", one_method("dynamic", dynamic_graph())});
     compiler::ProgramGraph two = one_method("two_methods", demo_mlp_graph());
     compiler::Graph second = elementwise_graph();
     second.name = "second";

@@ -60,6 +60,10 @@ compiler::Graph int32_graph();
 /// compile step needs no options).
 compiler::Graph quantized_graph();
 
+/// Bounded-dynamic shapes (format 1.1, docs/dynamic-shapes.md): x f32[seq<=4, 3] -> relu ->
+/// view [1, seq, 3] (a symbolic int list) -> softmax.
+compiler::Graph dynamic_graph();
+
 /// Every sample program, in a fixed order (index is stable: fuzz_execute picks by it).
 /// Includes a two-method program ("forward" = demo MLP, "second" = elementwise).
 const std::vector<SampleProgram>& sample_programs();

@@ -14,13 +14,30 @@ namespace {
 
 std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
 
-std::string tensor_string(const fb::Tensor* t) {
+// "f32 [1, 4]"; a bounded-dynamic dim of method `m` shows as its symbol and bound, e.g.
+// "f32 [1, seq<=128, 512]" (docs/dynamic-shapes.md).
+std::string tensor_string(const fb::Tensor* t, const fb::Method* m = nullptr) {
   if (t == nullptr) return "?";
   const auto raw = static_cast<uint8_t>(t->dtype());
   std::string s = is_valid_dtype(raw) ? to_string(static_cast<DType>(raw)) : "invalid";
   std::vector<int64_t> sizes;
   if (t->sizes()) sizes.assign(t->sizes()->begin(), t->sizes()->end());
-  return s + " " + shape_string(Span<const int64_t>(sizes.data(), sizes.size()));
+  const auto* dims = t->dim_symbols();
+  const auto* symbols = m ? m->symbols() : nullptr;
+  if (t->dynamism() != fb::ShapeDynamism::DynamicBound || dims == nullptr || symbols == nullptr ||
+      dims->size() != sizes.size()) {
+    return s + " " + shape_string(Span<const int64_t>(sizes.data(), sizes.size()));
+  }
+  s += " [";
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (d > 0) s += ", ";
+    const int32_t sym = dims->Get(static_cast<flatbuffers::uoffset_t>(d));
+    if (sym >= 0 && static_cast<uint32_t>(sym) < symbols->size()) {
+      s += str(symbols->Get(static_cast<flatbuffers::uoffset_t>(sym))->name()) + "<=";
+    }
+    s += std::to_string(sizes[d]);
+  }
+  return s + "]";
 }
 
 // Bytes a tensor's elements occupy; 0 if the shape is unusable.
@@ -47,7 +64,7 @@ std::string value_kind(const fb::Method* m, uint32_t index) {
   if (m->values() == nullptr || index >= m->values()->size()) return "?";
   const fb::EValue* v = m->values()->Get(index);
   if (v == nullptr) return "?";
-  if (const fb::Tensor* t = v->value_as_Tensor()) return tensor_string(t);
+  if (const fb::Tensor* t = v->value_as_Tensor()) return tensor_string(t, m);
   return fb::EnumNameValue(v->value_type());
 }
 
@@ -152,10 +169,10 @@ void print_quantized(const fb::Method* m, std::set<std::pair<uint32_t, uint64_t>
                          param_bytes(m, q->dq_codes()) + param_bytes(m, q->dq_absmax2()) +
                          param_bytes(m, q->scale());
     const uint64_t numel = tensor_numel(t);
-    std::printf("    %s %s: %s, %.4f bytes/param (%" PRIu64 " bytes; f32: %" PRIu64 ")\n",
-                str(t->name()).c_str(), tensor_string(t).c_str(), quant_description(m, t).c_str(),
-                numel ? static_cast<double>(own) / static_cast<double>(numel) : 0.0, own,
-                numel * 4);
+    std::printf(
+        "    %s %s: %s, %.4f bytes/param (%" PRIu64 " bytes; f32: %" PRIu64 ")\n",
+        str(t->name()).c_str(), tensor_string(t, m).c_str(), quant_description(m, t).c_str(),
+        numel ? static_cast<double>(own) / static_cast<double>(numel) : 0.0, own, numel * 4);
   }
   totals.quantized += quantized.size();
   for (uint32_t i = 0; i < m->values()->size(); ++i) {
@@ -173,6 +190,13 @@ void print_quantized(const fb::Method* m, std::set<std::pair<uint32_t, uint64_t>
 void print_method(const fb::Program* p, const fb::Method* m, std::set<std::pair<uint32_t, uint64_t>>& seen_constants,
                   std::map<std::string, uint64_t>& weight_bytes, WeightTotals& totals) {
   std::printf("method '%s'\n", str(m->name()).c_str());
+  if (const auto* symbols = m->symbols()) {
+    std::printf("  dynamic dims: %u\n", symbols->size());
+    for (const fb::DimSymbol* sym : *symbols) {
+      std::printf("    %s: %lld..%lld\n", str(sym->name()).c_str(),
+                  static_cast<long long>(sym->min()), static_cast<long long>(sym->max()));
+    }
+  }
   print_values("inputs", m, m->inputs());
   print_values("outputs", m, m->outputs());
 

@@ -24,6 +24,14 @@ class BackendCompiler {
   virtual std::string name() const = 0;
   /// Whether the backend can run `node` of `graph` (op, dtypes, attributes, shapes), on its own.
   virtual bool supports(const Graph& graph, const Node& node) const = 0;
+  /// Whether the backend can run `node` (which supports() took) when it reads or writes a
+  /// bounded-dynamic tensor (docs/dynamic-shapes.md), computing on the actual sizes at
+  /// execute. Default: false, so the partitioner keeps such nodes on the portable kernels.
+  virtual bool supports_dynamic_shapes(const Graph& graph, const Node& node) const {
+    (void)graph;
+    (void)node;
+    return false;
+  }
   /// Whether a region of `nodes` (node indices in order, all supported) is worth delegating;
   /// e.g. a lone reshape is not. Default: true.
   virtual bool accepts_region(const Graph& graph, const std::vector<int>& nodes) const {

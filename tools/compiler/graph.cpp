@@ -49,6 +49,7 @@ class Validator {
 
   void run() {
     check_values();
+    check_dynamic();
     check_inputs();
     check_nodes();
     check_outputs();
@@ -123,6 +124,79 @@ class Validator {
         fail(where + ": has data but is neither constant nor state");
       }
       check_quant(static_cast<int>(i), v.quant);
+    }
+  }
+
+  // Bounded-dynamic shapes (docs/dynamic-shapes.md).
+  void check_dynamic() {
+    const size_t num_symbols = g_.symbols.size();
+    for (size_t s = 0; s < num_symbols; ++s) {
+      const DimSymbol& sym = g_.symbols[s];
+      const std::string where = "symbol " + std::to_string(s) + " '" + sym.name + "'";
+      if (sym.name.empty()) fail("symbol " + std::to_string(s) + ": empty name");
+      if (sym.min < 0 || sym.min > sym.max || sym.max < 1) {
+        fail(where + ": bounds [" + std::to_string(sym.min) + ", " + std::to_string(sym.max) +
+             "] are invalid (need 0 <= min <= max and max >= 1)");
+      }
+      for (size_t t = 0; t < s; ++t) {
+        if (g_.symbols[t].name == sym.name) fail(where + ": name used twice");
+      }
+    }
+    if (num_symbols > 64) fail(std::to_string(num_symbols) + " symbols exceed the limit of 64");
+    std::vector<bool> bound(num_symbols, false);
+    for (int in : g_.inputs) {
+      if (in < 0 || static_cast<size_t>(in) >= n_) continue;  // check_inputs names it
+      for (int s : g_.values[in].dim_symbols) {
+        if (s >= 0 && static_cast<size_t>(s) < num_symbols) bound[s] = true;
+      }
+    }
+    for (size_t i = 0; i < n_; ++i) {
+      const Value& v = g_.values[i];
+      const std::string where = describe(static_cast<int>(i));
+      for (int s : v.int_symbols) {
+        if (s >= static_cast<int>(num_symbols) || s < -1) {
+          fail(where + ": symbol " + std::to_string(s) + " out of range (" +
+               std::to_string(num_symbols) + " symbols)");
+        }
+      }
+      if (!v.int_symbols.empty()) {
+        const size_t items = v.kind == Value::Kind::Int       ? 1
+                             : v.kind == Value::Kind::IntList ? v.ints.size()
+                                                              : 0;
+        if (v.int_symbols.size() != items) {
+          fail(where + ": " + std::to_string(v.int_symbols.size()) + " int symbols for a " +
+               kind_name(v.kind) + " of " + std::to_string(items) + " items");
+        }
+      }
+      if (v.dim_symbols.empty()) continue;
+      if (!v.is_tensor()) fail(where + ": only tensors have dynamic dims");
+      if (v.dim_symbols.size() != v.sizes.size()) {
+        fail(where + ": " + std::to_string(v.dim_symbols.size()) + " dim symbols for rank " +
+             std::to_string(v.sizes.size()));
+      }
+      for (size_t d = 0; d < v.sizes.size(); ++d) {
+        const int s = v.dim_symbols[d];
+        if (s == -1) continue;
+        if (s < 0 || static_cast<size_t>(s) >= num_symbols) {
+          fail(where + ": dim " + std::to_string(d) + " names symbol " + std::to_string(s) +
+               ", out of range (" + std::to_string(num_symbols) + " symbols)");
+        }
+        if (v.sizes[d] != g_.symbols[s].max) {
+          fail(where + ": dim " + std::to_string(d) + " is '" + g_.symbols[s].name +
+               "' whose bound is " + std::to_string(g_.symbols[s].max) + ", but its size is " +
+               std::to_string(v.sizes[d]) + " (dynamic dims are given at their bound)");
+        }
+      }
+      if (v.is_dynamic() && (v.is_constant || v.is_state ||
+                             v.quant.scheme != QuantSpec::Scheme::None || v.dtype == DType::NF4)) {
+        fail(where + ": a constant, state or quantized tensor cannot have dynamic dims");
+      }
+    }
+    for (size_t s = 0; s < num_symbols; ++s) {
+      if (!bound[s]) {
+        fail("symbol " + std::to_string(s) + " '" + g_.symbols[s].name +
+             "': no method input has a dim with this symbol");
+      }
     }
   }
 
@@ -271,6 +345,11 @@ class Validator {
                std::to_string(owner[n]));
         }
         owner[n] = static_cast<int>(r);
+        if (node_touches_dynamic(g_, g_.nodes[static_cast<size_t>(n)])) {
+          fail(where + ": " + node_where(static_cast<size_t>(n), g_.nodes[static_cast<size_t>(n)]) +
+               " touches a dynamic-shaped value; delegates take static shapes only "
+               "(docs/partitioning.md)");
+        }
       }
       BoundarySets b = region_boundary(g_, d.nodes.front(), d.nodes.back());
       check_boundary(where, "input", d.inputs, b.inputs);
@@ -372,5 +451,33 @@ BoundarySets region_boundary(const Graph& graph, int first_node, int last_node) 
 }
 
 void validate_graph(const Graph& graph) { Validator(graph).run(); }
+
+bool node_touches_dynamic(const Graph& graph, const Node& node) {
+  auto dynamic = [&](int id) {
+    if (id < 0 || static_cast<size_t>(id) >= graph.values.size()) return false;
+    const Value& v = graph.values[static_cast<size_t>(id)];
+    if (v.is_dynamic()) return true;
+    if (v.kind == Value::Kind::TensorList) {
+      for (int t : v.tensors) {
+        if (t >= 0 && static_cast<size_t>(t) < graph.values.size() &&
+            graph.values[static_cast<size_t>(t)].is_dynamic()) {
+          return true;
+        }
+      }
+    }
+    // An int that follows a symbol makes the op's output follow it too.
+    for (int s : v.int_symbols) {
+      if (s >= 0) return true;
+    }
+    return false;
+  };
+  for (int id : node.args) {
+    if (dynamic(id)) return true;
+  }
+  for (int id : node.outputs) {
+    if (dynamic(id)) return true;
+  }
+  return false;
+}
 
 }  // namespace tern::compiler

@@ -50,6 +50,10 @@ struct Value {
   /// Inputs bound by the caller without a copy (storage Caller) instead of planned memory.
   bool caller_bound = false;
   QuantSpec quant;
+  /// Bounded-dynamic dims (docs/dynamic-shapes.md): empty for a static tensor, else one entry
+  /// per dim, -1 for a static dim or the index of a Graph::symbols entry; `sizes` then hold
+  /// the symbol's max (the planner plans every tensor at its upper bound).
+  std::vector<int> dim_symbols;
 
   // Scalars and lists
   int64_t int_value = 0;
@@ -59,8 +63,19 @@ struct Value {
   std::vector<double> doubles;
   std::string string_value;
   std::vector<int> tensors;  ///< Kind::TensorList: value ids
+  /// Kind::Int (one entry) or Kind::IntList (one per item): -1, or the index of the symbol
+  /// whose current size the runtime writes there (a reshape target or slice end following
+  /// "seq"); empty when none. The stored value is the symbol's max.
+  std::vector<int> int_symbols;
 
   bool is_tensor() const { return kind == Kind::Tensor; }
+  /// Whether the tensor has a bounded-dynamic dim.
+  bool is_dynamic() const {
+    for (int s : dim_symbols) {
+      if (s >= 0) return true;
+    }
+    return false;
+  }
 };
 
 /// One operator application. `args` are value ids (inputs, including scalar attributes as
@@ -84,9 +99,17 @@ struct DelegateRegion {
   std::vector<int> outputs;
 };
 
+/// A named dynamic dimension: sizes in [min, max], one size per execution.
+struct DimSymbol {
+  std::string name;
+  int64_t min = 1;
+  int64_t max = 0;
+};
+
 /// One method: values, nodes in execution order, inputs and outputs.
 struct Graph {
   std::string name = "forward";
+  std::vector<DimSymbol> symbols;  ///< dynamic dimensions (docs/dynamic-shapes.md)
   std::vector<Value> values;
   std::vector<Node> nodes;
   std::vector<int> inputs;
@@ -105,6 +128,9 @@ struct ProgramGraph {
 /// Ops whose output is a view of their first argument (same bytes, no copy) when that
 /// argument is contiguous: the planner aliases them.
 bool is_view_op(const std::string& op);
+
+/// Whether `node` reads or writes a tensor with a bounded-dynamic dim (tensor lists included).
+bool node_touches_dynamic(const Graph& graph, const Node& node);
 
 /// Checks a graph's internal consistency (ids in range, tensor args where needed, every
 /// non-input non-constant tensor produced exactly once before use, constant byte sizes, delegate

@@ -124,6 +124,19 @@ int GraphBuilder::string_value(std::string v) {
   return add_value(std::move(val));
 }
 
+int GraphBuilder::symbol(const std::string& name, int64_t min, int64_t max) {
+  graph_.symbols.push_back(DimSymbol{name, min, max});
+  return static_cast<int>(graph_.symbols.size()) - 1;
+}
+
+void GraphBuilder::dynamic_dims(int id, std::vector<int> symbols) {
+  graph_.values.at(static_cast<size_t>(id)).dim_symbols = std::move(symbols);
+}
+
+void GraphBuilder::int_symbols(int id, std::vector<int> symbols) {
+  graph_.values.at(static_cast<size_t>(id)).int_symbols = std::move(symbols);
+}
+
 int GraphBuilder::none() {
   Value val;
   val.kind = Value::Kind::None;

@@ -45,6 +45,14 @@ class GraphBuilder {
   /// Marks value `id` as a method output (in call order).
   void output(int id);
 
+  /// Declares a dynamic dimension `name` in [min, max]; returns its symbol index
+  /// (docs/dynamic-shapes.md). Tensors that carry it give `max` as that dim's size.
+  int symbol(const std::string& name, int64_t min, int64_t max);
+  /// Tags the dims of tensor `id`: one entry per dim, -1 static or a symbol index.
+  void dynamic_dims(int id, std::vector<int> symbols);
+  /// Makes int (one entry) or int-list (one per item) value `id` follow symbols (-1: fixed).
+  void int_symbols(int id, std::vector<int> symbols);
+
   /// Hands nodes [first_node, last_node] to `backend` as one delegate region; the region's
   /// inputs and outputs are derived from the nodes. Returns the region's index.
   int delegate(const std::string& backend, int first_node, int last_node,

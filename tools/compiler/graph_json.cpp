@@ -25,7 +25,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int64_t kFormatVersion = 1;
+constexpr int64_t kFormatVersion = 2;
+// Version 1 is version 2 without dynamic shapes (method "symbols", tensor "dim_symbols",
+// int "symbol", int_list "symbols"); both are read.
+constexpr int64_t kOldestFormatVersion = 1;
 
 // Parses one document; every error is "<file>: <json path>: <what>".
 class Reader {
@@ -47,13 +50,15 @@ class Reader {
     if (doc.contains("format") && get_string(doc["format"], "format") != "tern-graph") {
       fail("format", "expected \"tern-graph\", found " + doc["format"].dump());
     }
-    if (!doc.contains("version")) fail(root, "missing \"version\" (this reader writes version 1)");
+    if (!doc.contains("version")) fail(root, "missing \"version\" (this reader reads 1 and 2)");
     const int64_t version = get_int(doc["version"], "version");
-    if (version != kFormatVersion) {
+    if (version < kOldestFormatVersion || version > kFormatVersion) {
       fail("version", "graph format version " + std::to_string(version) +
-                          " is not supported (this reader supports version " +
+                          " is not supported (this reader supports versions " +
+                          std::to_string(kOldestFormatVersion) + " and " +
                           std::to_string(kFormatVersion) + ")");
     }
+    version_ = version;
     ProgramGraph program;
     if (doc.contains("producer")) program.producer = get_string(doc["producer"], "producer");
     if (doc.contains("source_model")) {
@@ -317,9 +322,9 @@ class Reader {
     const std::string type = get_string(require(j, "type", path), path + ".type");
     const std::string vpath = path + ".value";
     if (type == "tensor") {
-      check_keys(
-          j, path,
-          {"type", "name", "dtype", "shape", "weight", "state", "init", "caller_bound", "quant"});
+      check_keys(j, path,
+                 {"type", "name", "dtype", "shape", "weight", "state", "init", "caller_bound",
+                  "quant", "dim_symbols"});
       v.kind = Value::Kind::Tensor;
       v.dtype = parse_dtype(require(j, "dtype", path), path + ".dtype");
       const json& shape = require(j, "shape", path);
@@ -355,6 +360,9 @@ class Reader {
             weight_bytes(get_string(j["init"], path + ".init"), v.dtype, v.sizes, path + ".init");
       }
       if (j.contains("quant")) v.quant = parse_quant(j["quant"], path + ".quant");
+      if (j.contains("dim_symbols")) {
+        v.dim_symbols = symbol_refs(j["dim_symbols"], path + ".dim_symbols");
+      }
       return v;
     }
     if (type == "none") {
@@ -362,8 +370,15 @@ class Reader {
       v.kind = Value::Kind::None;
       return v;
     }
-    check_keys(j, path, {"type", "name", "value"});
+    check_keys(j, path, {"type", "name", "value", "symbol", "symbols"});
+    if ((j.contains("symbol") && type != "int") || (j.contains("symbols") && type != "int_list")) {
+      fail(path, "\"symbol\" belongs to an int, \"symbols\" to an int_list");
+    }
     const json& val = require(j, "value", path);
+    if (j.contains("symbol")) {
+      v.int_symbols = symbol_refs(json::array({j["symbol"]}), path + ".symbol");
+    }
+    if (j.contains("symbols")) v.int_symbols = symbol_refs(j["symbols"], path + ".symbols");
     if (type == "int") {
       v.kind = Value::Kind::Int;
       v.int_value = get_int(val, vpath);
@@ -397,6 +412,55 @@ class Reader {
                                "string, none or tensor_list)");
     }
     return v;
+  }
+
+  // ---- dynamic shapes (version 2, docs/dynamic-shapes.md) ----
+  void require_version_2(const std::string& path) const {
+    if (version_ < 2) {
+      fail(path, "dynamic shapes need graph format version 2 (this file says version " +
+                     std::to_string(version_) + ")");
+    }
+  }
+
+  std::vector<DimSymbol> read_symbols(const json& j, const std::string& path) {
+    require_version_2(path);
+    expect_array(j, path);
+    std::vector<DimSymbol> out;
+    for (size_t i = 0; i < j.size(); ++i) {
+      const std::string sp = path + "[" + std::to_string(i) + "]";
+      expect_object(j[i], sp);
+      check_keys(j[i], sp, {"name", "min", "max"});
+      DimSymbol sym;
+      sym.name = get_string(require(j[i], "name", sp), sp + ".name");
+      if (j[i].contains("min")) sym.min = get_int(j[i]["min"], sp + ".min");
+      sym.max = get_int(require(j[i], "max", sp), sp + ".max");
+      if (!symbol_index_.emplace(sym.name, static_cast<int>(i)).second) {
+        fail(sp + ".name", "symbol \"" + sym.name + "\" declared twice");
+      }
+      out.push_back(sym);
+    }
+    return out;
+  }
+
+  // An array of symbol names or nulls (static) -> symbol indices or -1.
+  std::vector<int> symbol_refs(const json& j, const std::string& path) const {
+    require_version_2(path);
+    expect_array(j, path);
+    std::vector<int> out;
+    for (size_t i = 0; i < j.size(); ++i) {
+      if (j[i].is_null()) {
+        out.push_back(-1);
+        continue;
+      }
+      const std::string name = get_string(j[i], path + "[" + std::to_string(i) + "]");
+      auto it = symbol_index_.find(name);
+      if (it == symbol_index_.end()) {
+        fail(path + "[" + std::to_string(i) + "]",
+             "unknown symbol \"" + name + "\" (declare it in the method's \"symbols\")");
+      }
+      out.push_back(it->second);
+    }
+    return out;
   }
 
   Node read_node(const json& j, const std::string& path) const {
@@ -464,10 +528,12 @@ class Reader {
 
   Graph read_method(const json& j, const std::string& path) {
     expect_object(j, path);
-    check_keys(j, path, {"name", "values", "inputs", "outputs", "nodes", "delegates"});
+    check_keys(j, path, {"name", "values", "inputs", "outputs", "nodes", "delegates", "symbols"});
     Graph g;
     g.name = get_string(require(j, "name", path), path + ".name");
     if (g.name.empty()) fail(path + ".name", "empty method name");
+    symbol_index_.clear();
+    if (j.contains("symbols")) g.symbols = read_symbols(j["symbols"], path + ".symbols");
     const json& values = require(j, "values", path);
     expect_array(values, path + ".values");
     // Names first, so that any reference may use a name (ambiguous names map to -1).
@@ -511,6 +577,8 @@ class Reader {
   std::unique_ptr<std::map<std::string, SafeTensor>> weights_;
   const std::map<std::string, int>* current_names_ = nullptr;
   size_t current_values_ = 0;
+  int64_t version_ = 1;
+  std::map<std::string, int> symbol_index_;  ///< the current method's symbols
 };
 
 }  // namespace

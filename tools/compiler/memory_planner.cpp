@@ -214,6 +214,12 @@ MemoryPlan plan_memory(const Graph& graph, const PlannerOptions& options) {
       const int root = root_of(src);
       const Value& rv = graph.values[root];
       if (rv.caller_bound || rv.is_state) continue;  // caller memory / never shared
+      // A piece of a dynamic tensor starts at an offset that moves with the actual sizes, so
+      // only whole-tensor views (same bytes, prefix of the planned capacity) alias it.
+      if (!is_view_op(node.op) &&
+          (graph.values[src].is_dynamic() || graph.values[out].is_dynamic())) {
+        continue;
+      }
       plan.alias_of[out] = root;
       plan.alias_offset[out] = plan.alias_offset[src] + piece;  // within root's bytes
     }

@@ -180,7 +180,10 @@ void partition_for(Graph& g, const BackendCompiler& backend) {
   std::vector<bool> candidate(n, false);
   bool any = false;
   for (size_t i = 0; i < n; ++i) {
-    candidate[i] = !taken[i] && backend.supports(g, g.nodes[i]);
+    // A node on a dynamic-shaped value stays portable unless the backend says it takes it.
+    candidate[i] =
+        !taken[i] && backend.supports(g, g.nodes[i]) &&
+        (!node_touches_dynamic(g, g.nodes[i]) || backend.supports_dynamic_shapes(g, g.nodes[i]));
     any = any || candidate[i];
   }
   if (!any) return;

@@ -59,6 +59,8 @@ Offset<fb::Tensor> build_tensor(FlatBufferBuilder& fbb, const pte::Tensor& t) {
   const auto name = nonempty_string(fbb, t.name);
   Offset<fb::QuantParams> quant;
   if (t.quant) quant = build_quant(fbb, *t.quant);
+  Offset<flatbuffers::Vector<int32_t>> dim_symbols;
+  if (t.dim_symbols) dim_symbols = fbb.CreateVector(*t.dim_symbols);
   fb::TensorBuilder b(fbb);
   b.add_dtype(static_cast<fb::DType>(t.dtype));
   b.add_sizes(sizes);
@@ -69,6 +71,7 @@ Offset<fb::Tensor> build_tensor(FlatBufferBuilder& fbb, const pte::Tensor& t) {
   if (t.quant) b.add_quant(quant);
   b.add_dynamism(static_cast<fb::ShapeDynamism>(t.dynamism));
   if (!name.IsNull()) b.add_name(name);
+  if (t.dim_symbols) b.add_dim_symbols(dim_symbols);
   return b.Finish();
 }
 
@@ -182,9 +185,25 @@ Offset<fb::Method> build_method(FlatBufferBuilder& fbb, const pte::Method& m) {
   const auto input_vector = fbb.CreateVector(m.inputs);
   const auto value_vector = fbb.CreateVector(values);
   const auto name = optional_string(fbb, m.name);
+  Offset<flatbuffers::Vector<Offset<fb::DimSymbol>>> symbol_vector;
+  if (!m.symbols.empty()) {
+    std::vector<Offset<fb::DimSymbol>> symbols;
+    for (const pte::DimSymbol& s : m.symbols) {
+      symbols.push_back(fb::CreateDimSymbol(fbb, optional_string(fbb, s.name), s.min, s.max));
+    }
+    symbol_vector = fbb.CreateVector(symbols);
+  }
+  Offset<flatbuffers::Vector<Offset<fb::SymbolicInt>>> symbolic_vector;
+  if (!m.symbolic_ints.empty()) {
+    std::vector<Offset<fb::SymbolicInt>> ints;
+    for (const pte::SymbolicInt& s : m.symbolic_ints) {
+      ints.push_back(fb::CreateSymbolicInt(fbb, s.value, s.item, s.symbol));
+    }
+    symbolic_vector = fbb.CreateVector(ints);
+  }
   return fb::CreateMethod(fbb, name, value_vector, input_vector, output_vector, operator_vector,
                           instruction_vector, fallback_vector, delegate_vector, arena_vector,
-                          state_vector, m.temp_size);
+                          state_vector, m.temp_size, symbol_vector, symbolic_vector);
 }
 
 /// The part [from, to) of `piece` inside [offset, end); false when they do not meet.
@@ -464,6 +483,10 @@ pte::Tensor MethodLowering::lower_tensor(int id) {
     }
   }
   t.name = v.name;
+  if (v.is_dynamic()) {
+    t.dynamism = static_cast<uint8_t>(fb::ShapeDynamism::DynamicBound);
+    t.dim_symbols = std::vector<int32_t>(v.dim_symbols.begin(), v.dim_symbols.end());
+  }
   if (v.quant.scheme != QuantSpec::Scheme::None) {
     for (int ref :
          {v.quant.absmax, v.quant.dq_codes, v.quant.dq_absmax2, v.quant.dq_table, v.quant.scale}) {
@@ -680,6 +703,18 @@ pte::Method MethodLowering::lower() {
   m.inputs.assign(graph_.inputs.begin(), graph_.inputs.end());
   m.outputs.assign(graph_.outputs.begin(), graph_.outputs.end());
   m.temp_size = plan_.temp_size;
+  for (const DimSymbol& s : graph_.symbols)
+    m.symbols.push_back(pte::DimSymbol{s.name, s.min, s.max});
+  for (size_t i = 0; i < num_values; ++i) {
+    const std::vector<int>& syms = graph_.values[i].int_symbols;
+    const bool is_int = graph_.values[i].kind == Value::Kind::Int;
+    for (size_t k = 0; k < syms.size(); ++k) {
+      if (syms[k] < 0) continue;
+      m.symbolic_ints.push_back(pte::SymbolicInt{static_cast<uint32_t>(i),
+                                                 is_int ? -1 : static_cast<int32_t>(k),
+                                                 static_cast<uint32_t>(syms[k])});
+    }
+  }
   return m;
 }
 
@@ -707,6 +742,11 @@ std::vector<uint8_t> serialize_program(const ProgramGraph& program,
   }
 
   pte::File file;
+  // Format 1.1 added dynamic shapes; a static program stays a 1.0 file any 1.x runtime reads.
+  file.minor = 0;
+  for (const Graph& g : program.methods) {
+    if (!g.symbols.empty()) file.minor = kFormatVersionMinor;
+  }
   file.producer = program.producer;
   file.source_model = program.source_model;
   for (const auto& kv : program.metadata)

@@ -70,6 +70,7 @@ struct Tensor {
   std::optional<Quant> quant;
   uint8_t dynamism = 0;  ///< fb::ShapeDynamism (Static)
   std::string name;      ///< empty: absent
+  std::optional<std::vector<int32_t>> dim_symbols;  ///< absent: not written (format 1.1)
 };
 
 /// tern.fb.EValue: `type` selects which of the fields below is the payload. A type that is no
@@ -120,6 +121,20 @@ struct StateTensor {
   int32_t init_segment = -1;
 };
 
+/// tern.fb.DimSymbol (format 1.1).
+struct DimSymbol {
+  std::optional<std::string> name;
+  int64_t min = 1;
+  int64_t max = 0;
+};
+
+/// tern.fb.SymbolicInt (format 1.1).
+struct SymbolicInt {
+  uint32_t value = 0;
+  int32_t item = -1;
+  uint32_t symbol = 0;
+};
+
 struct Method {
   std::optional<std::string> name;
   std::vector<Value> values;
@@ -132,6 +147,8 @@ struct Method {
   std::vector<Arena> arenas;
   std::vector<StateTensor> state;
   uint64_t temp_size = 0;
+  std::vector<DimSymbol> symbols;          ///< empty: not written
+  std::vector<SymbolicInt> symbolic_ints;  ///< empty: not written
 };
 
 /// tern.fb.Segment. An absent checksum is the XXH3-64 of the segment area's bytes

@@ -8,6 +8,7 @@ functionalization on older releases), lowered to tern operators (docs/ops.md) wi
 folding and batch-norm folding, written as graph.json + weights.safetensors
 (docs/graph-format.md) and compiled with `tern compile`. See docs/export.md.
 """
+import importlib
 import json
 import os
 import shutil
@@ -23,6 +24,7 @@ from .errors import (CaptureError, CompileError, ExportError, TernNotFoundError,
 from .graph_writer import MethodBuilder, program_json
 from .lower import Lowerer
 from .ops_table import KEEP
+from . import dynamic as _dynamic
 from . import quantize as _quantize
 from .runner import RunError, arena_report, run
 from .safetensors_io import write_safetensors
@@ -83,15 +85,65 @@ def _example_inputs(example_inputs):
     return args
 
 
-def export_graph(module, example_inputs, graph_dir, source_model=None):
-    """Captures and lowers `module` and writes graph_dir/graph.json and
-    graph_dir/weights.safetensors, without compiling. Returns (graph.json path, Lowerer info
-    dict with 'ops', 'aten_ops', 'capture', 'num_outputs')."""
-    args = _example_inputs(example_inputs)
+def _lower(module, args, share_scalars=True):
     captured = capture(module, args, KEEP)
-    mb = MethodBuilder("forward")
+    mb = MethodBuilder("forward", share_scalars=share_scalars)
     lowerer = Lowerer(captured, args, mb)
     lowerer.run()
+    return captured, mb, lowerer
+
+
+def _dynamic_symbols(module, args, dynamic_shapes, dynamic_dims):
+    """[(input index, dim, Symbol)] from either form (docs/dynamic-shapes.md), or []."""
+    if dynamic_shapes is not None and dynamic_dims is not None:
+        raise TypeError("tern_export: give dynamic_shapes (torch.export.Dim, torch >= 2.1) or "
+                        "dynamic_dims (explicit bounds), not both")
+    if dynamic_shapes is not None:
+        if torch_version() < (2, 1):
+            raise ExportError("dynamic_shapes needs torch.export (PyTorch >= 2.1; this is %s); "
+                              "give dynamic_dims={'x': {1: ('seq', 128)}} instead"
+                              % torch.__version__)
+        importlib.import_module("torch.export")  # a submodule, not always imported by torch
+        return _dynamic.symbols_from_torch_export(module, args, dynamic_shapes)
+    if dynamic_dims is not None:
+        return _dynamic.symbols_from_bounds(module, args, dynamic_dims)
+    return []
+
+
+def export_graph(module, example_inputs, graph_dir, source_model=None, dynamic_shapes=None,
+                 dynamic_dims=None):
+    """Captures and lowers `module` and writes graph_dir/graph.json and
+    graph_dir/weights.safetensors, without compiling. Returns (graph.json path, Lowerer info
+    dict with 'ops', 'aten_ops', 'capture', 'num_outputs'). dynamic_shapes / dynamic_dims: see
+    export()."""
+    args = _example_inputs(example_inputs)
+    dims = _dynamic_symbols(module, args, dynamic_shapes, dynamic_dims)
+    if not dims:
+        captured, mb, lowerer = _lower(module, args)
+    else:
+        symbols = []
+        for _, _, sym in dims:
+            if sym not in symbols:
+                symbols.append(sym)
+        for sym in symbols:
+            if sym.max < 2:
+                raise ExportError("dynamic dim '%s': the bound must be at least 2, found %d"
+                                  % (sym.name, sym.max))
+        bounds = {sym.name: sym.max for sym in symbols}
+        # Lowered at every bound (what the planner plans for), then once per symbol at
+        # bound - 1 to see which dims and ints follow it (dynamic.py).
+        captured, mb, lowerer = _lower(module, _dynamic.inputs_at(args, dims, bounds), False)
+        probes = []
+        for sym in symbols:
+            sizes = dict(bounds)
+            sizes[sym.name] = sym.max - 1
+            _, probe_mb, _ = _lower(module, _dynamic.inputs_at(args, dims, sizes), False)
+            probes.append(probe_mb)
+        method = mb.to_json()
+        _dynamic.merge(method, [p.to_json() for p in probes], symbols)
+        _dynamic.check_weights(mb.weights, [p.weights for p in probes], symbols)
+        mb.values = method["values"]
+        mb.symbols = [sym.to_json() for sym in symbols]
     ops = {}
     for n in mb.nodes:
         ops[n["op"]] = ops.get(n["op"], 0) + 1
@@ -111,7 +163,8 @@ def export_graph(module, example_inputs, graph_dir, source_model=None):
 
 
 def export(module, example_inputs, path, backends=DEFAULT_BACKENDS, quantize=None,
-           keep_graph=None, source_model=None, verbose=True):
+           keep_graph=None, source_model=None, verbose=True, dynamic_shapes=None,
+           dynamic_dims=None):
     """Exports `module` called on `example_inputs` (a tensor or tuple of tensors) to the tern
     program `path`.
 
@@ -130,6 +183,11 @@ def export(module, example_inputs, path, backends=DEFAULT_BACKENDS, quantize=Non
     keep_graph: a folder to keep graph.json and weights.safetensors in (else a temporary folder,
     removed afterwards). Outputs are the pytree leaves of the module's return value, in order
     (tuple/list elements in order, dict values in insertion order, recursively).
+    dynamic_shapes (PyTorch >= 2.1): torch.export's form, e.g. {"x": {1: torch.export.Dim(
+    "seq", max=128)}}; dynamic_dims (any PyTorch, 1.13 included): explicit bounds, e.g.
+    {"x": {1: ("seq", 128)}} or ("seq", min, max). The program then accepts any size of those
+    dims within the bounds, planned at the bound (docs/dynamic-shapes.md); only dims equal to
+    a symbol are supported (not 2*seq), and nodes on dynamic values run on the portable kernels.
 
     Raises CaptureError (PyTorch could not trace the module), UnsupportedOpError (an ATen
     operator without a tern mapping; names the op, its source and the model's op list),
@@ -139,7 +197,8 @@ def export(module, example_inputs, path, backends=DEFAULT_BACKENDS, quantize=Non
     tern = find_tern()
     graph_dir = keep_graph or tempfile.mkdtemp(prefix="tern_export_")
     try:
-        graph_path, info = export_graph(module, example_inputs, graph_dir, source_model)
+        graph_path, info = export_graph(module, example_inputs, graph_dir, source_model,
+                                        dynamic_shapes, dynamic_dims)
         out_dir = os.path.dirname(os.path.abspath(path))
         os.makedirs(out_dir, exist_ok=True)
         quant_args, _ = _quantize.compile_args(graph_path, quantize)

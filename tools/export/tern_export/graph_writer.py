@@ -25,8 +25,12 @@ def _double(v):
 class MethodBuilder:
     """Values and nodes of one method. Value ids are positions in `values`."""
 
-    def __init__(self, name="forward"):
+    def __init__(self, name="forward", share_scalars=True):
         self.name = name
+        # Equal scalar attributes share one value, except in the lowerings of a dynamic export
+        # (dynamic.py), whose values must line up one to one across sizes.
+        self.share_scalars = share_scalars
+        self.symbols = []          # [{"name", "min", "max"}]: dynamic dims (docs/dynamic-shapes.md)
         self.values = []
         self.nodes = []
         self.inputs = []
@@ -79,6 +83,8 @@ class MethodBuilder:
 
     def _scalar(self, kind, value):
         key = (kind, json.dumps(value))
+        if not self.share_scalars:
+            key = (kind, json.dumps(value), len(self.values))
         if key not in self._scalars:
             v = {"type": kind}
             if kind != "none":
@@ -121,15 +127,19 @@ class MethodBuilder:
         self.nodes.append(n)
 
     def to_json(self):
-        return {"name": self.name, "values": self.values, "inputs": self.inputs,
-                "outputs": self.outputs, "nodes": self.nodes}
+        doc = {"name": self.name, "values": self.values, "inputs": self.inputs,
+               "outputs": self.outputs, "nodes": self.nodes}
+        if self.symbols:
+            doc["symbols"] = self.symbols
+        return doc
 
     def is_defined_by_node(self, vid):
         return any(vid in n["outputs"] for n in self.nodes)
 
 
 def program_json(method, producer, source_model, metadata, weights_file):
-    doc = {"format": "tern-graph", "version": 1, "producer": producer,
+    # Version 2 adds dynamic shapes; a static method stays a version-1 document.
+    doc = {"format": "tern-graph", "version": 2 if method.symbols else 1, "producer": producer,
            "source_model": source_model, "metadata": {k: str(v) for k, v in metadata.items()}}
     if method.weights:
         doc["weights"] = weights_file
