@@ -314,17 +314,7 @@ std::vector<OpCase> cases() {
   return c;
 }
 
-class CpuConformanceAttention : public ::testing::TestWithParam<OpCase> {
- protected:
-  void SetUp() override { register_all(); }
-};
-
-TEST_P(CpuConformanceAttention, MatchesPortable) { check_matches_portable(GetParam()); }
-
-INSTANTIATE_TEST_SUITE_P(Ops, CpuConformanceAttention, ::testing::ValuesIn(cases()),
-                         [](const ::testing::TestParamInfo<OpCase>& info) {
-                           return info.param.name;
-                         });
+TERN_CPU_CONFORMANCE_SUITE(CpuConformanceAttention, cases());
 
 TEST(CpuAttention, WhatTheCompileHalfRefuses) {
   auto reason = [](GraphBuilder& b) {

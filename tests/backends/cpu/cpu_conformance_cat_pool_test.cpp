@@ -200,17 +200,7 @@ std::vector<OpCase> cases() {
   return c;
 }
 
-class CpuConformanceCatPool : public ::testing::TestWithParam<OpCase> {
- protected:
-  void SetUp() override { register_all(); }
-};
-
-TEST_P(CpuConformanceCatPool, MatchesPortable) { check_matches_portable(GetParam()); }
-
-INSTANTIATE_TEST_SUITE_P(Ops, CpuConformanceCatPool, ::testing::ValuesIn(cases()),
-                         [](const ::testing::TestParamInfo<OpCase>& info) {
-                           return info.param.name;
-                         });
+TERN_CPU_CONFORMANCE_SUITE(CpuConformanceCatPool, cases());
 
 /// The blob of two 1x1 branches of x [1, 8, 7, 7] (5 and 3 channels) concatenated; the
 /// Concat node is the last.

@@ -201,17 +201,7 @@ std::vector<OpCase> cases() {
   return c;
 }
 
-class CpuConformanceDense : public ::testing::TestWithParam<OpCase> {
- protected:
-  void SetUp() override { register_all(); }
-};
-
-TEST_P(CpuConformanceDense, MatchesPortable) { check_matches_portable(GetParam()); }
-
-INSTANTIATE_TEST_SUITE_P(Ops, CpuConformanceDense, ::testing::ValuesIn(cases()),
-                         [](const ::testing::TestParamInfo<OpCase>& info) {
-                           return info.param.name;
-                         });
+TERN_CPU_CONFORMANCE_SUITE(CpuConformanceDense, cases());
 
 /// Partitions `graph` for the cpu backend (the partitioner, as `tern compile --backend cpu`),
 /// runs it with the delegates and with their fallbacks on the same random inputs, and checks

@@ -187,17 +187,7 @@ std::vector<OpCase> cases() {
   return c;
 }
 
-class CpuConformanceLayerNorm : public ::testing::TestWithParam<OpCase> {
- protected:
-  void SetUp() override { register_all(); }
-};
-
-TEST_P(CpuConformanceLayerNorm, MatchesPortable) { check_matches_portable(GetParam()); }
-
-INSTANTIATE_TEST_SUITE_P(Ops, CpuConformanceLayerNorm, ::testing::ValuesIn(cases()),
-                         [](const ::testing::TestParamInfo<OpCase>& info) {
-                           return info.param.name;
-                         });
+TERN_CPU_CONFORMANCE_SUITE(CpuConformanceLayerNorm, cases());
 
 TEST(CpuChannelsLast, WhatTheCompileHalfRefuses) {
   const std::vector<int64_t> xs{1, 8, 4, 4}, cl{1, 4, 4, 8};

@@ -338,17 +338,7 @@ std::vector<OpCase> cases() {
   return c;
 }
 
-class CpuConformanceSe : public ::testing::TestWithParam<OpCase> {
- protected:
-  void SetUp() override { register_all(); }
-};
-
-TEST_P(CpuConformanceSe, MatchesPortable) { check_matches_portable(GetParam()); }
-
-INSTANTIATE_TEST_SUITE_P(Ops, CpuConformanceSe, ::testing::ValuesIn(cases()),
-                         [](const ::testing::TestParamInfo<OpCase>& info) {
-                           return info.param.name;
-                         });
+TERN_CPU_CONFORMANCE_SUITE(CpuConformanceSe, cases());
 
 /// The blob of an EfficientNet MBConv with squeeze-excitation (one PackedBottleneck node).
 std::vector<uint8_t> se_blob(std::vector<int>* args = nullptr) {

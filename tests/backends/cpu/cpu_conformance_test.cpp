@@ -712,17 +712,7 @@ std::vector<OpCase> cases() {
   return c;
 }
 
-class CpuConformance : public ::testing::TestWithParam<OpCase> {
- protected:
-  void SetUp() override { register_all(); }
-};
-
-TEST_P(CpuConformance, MatchesPortable) { check_matches_portable(GetParam()); }
-
-INSTANTIATE_TEST_SUITE_P(Ops, CpuConformance, ::testing::ValuesIn(cases()),
-                         [](const ::testing::TestParamInfo<OpCase>& info) {
-                           return info.param.name;
-                         });
+TERN_CPU_CONFORMANCE_SUITE(CpuConformance, cases());
 
 // A delegate whose output is also consumed after it, and a multi-threaded load.
 TEST(CpuConformanceSingle, ConvThenPortableTailWithThreads) {

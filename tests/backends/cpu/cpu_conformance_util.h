@@ -220,4 +220,18 @@ inline void check_matches_portable(const OpCase& tc) {
   }
 }
 
+/// A parameterised suite `Suite` over the OpCases `cases_expr` gives: each case, run through the
+/// cpu backend, must match the portable kernels (check_matches_portable); tests are named after
+/// the cases.
+#define TERN_CPU_CONFORMANCE_SUITE(Suite, cases_expr)                                      \
+  class Suite : public ::testing::TestWithParam<OpCase> {                                  \
+   protected:                                                                              \
+    void SetUp() override { register_all(); }                                              \
+  };                                                                                       \
+  TEST_P(Suite, MatchesPortable) { check_matches_portable(GetParam()); }                   \
+  INSTANTIATE_TEST_SUITE_P(Ops, Suite, ::testing::ValuesIn(cases_expr),                    \
+                           [](const ::testing::TestParamInfo<OpCase>& info) {              \
+                             return info.param.name;                                       \
+                           })
+
 }  // namespace tern::cpu_test
