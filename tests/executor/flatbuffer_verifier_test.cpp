@@ -23,7 +23,7 @@ class AlignedFlatbuffer {
  public:
   explicit AlignedFlatbuffer(const std::vector<uint8_t>& bytes)
       : storage_((bytes.size() + 7) / 8 + 1), size_(bytes.size()) {
-    std::memcpy(data(), bytes.data(), bytes.size());
+    if (!bytes.empty()) std::memcpy(data(), bytes.data(), bytes.size());  // data() may be null
   }
   uint8_t* data() { return reinterpret_cast<uint8_t*>(storage_.data()); }
   size_t size() const { return size_; }

@@ -132,7 +132,13 @@ inline std::map<int, std::vector<float>> run_guarded(const compiler::Graph& grap
       continue;
     }
     a.sizes = v.sizes;
-    a.data_bytes = numel(v.sizes) * sizeof(float);
+    // Region inputs may be constants of other dtypes (a bool attention mask).
+    uint64_t nbytes = 0;
+    if (!dtype_nbytes(v.dtype, static_cast<uint64_t>(numel(v.sizes)), &nbytes)) {
+      ADD_FAILURE() << "value " << ids[i] << " has no byte size";
+      return outputs;
+    }
+    a.data_bytes = static_cast<size_t>(nbytes);
     a.bytes.assign(a.data_bytes + GuardedArg::kGuard, GuardedArg::kPattern);
     const bool is_output = i >= region.inputs.size();
     if (v.is_constant) {
@@ -141,7 +147,7 @@ inline std::map<int, std::vector<float>> run_guarded(const compiler::Graph& grap
       const std::vector<float>& in = inputs.at(ids[i]);
       std::memcpy(a.bytes.data(), in.data(), a.data_bytes);
     }
-    a.view.dtype = DType::F32;
+    a.view.dtype = v.dtype;
     a.view.rank = static_cast<uint32_t>(a.sizes.size());
     a.view.sizes = a.sizes.data();
     a.view.data = a.bytes.data();
