@@ -36,8 +36,13 @@ void run_part(void* context, size_t part) {
 void shallow_conv_nhwc(const ConvProblem& p, pthreadpool_t pool) {
   Plan plan;
   plan.p = &p;
-  plan.row = packed_gemm_isa() == GemmIsa::Avx512 && avx512_row() != nullptr ? avx512_row()
-                                                                               : generic_row();
+  const GemmIsa isa = packed_gemm_isa();
+  plan.row = generic_row();
+  if (isa == GemmIsa::Avx512 && avx512_row() != nullptr) {
+    plan.row = avx512_row();
+  } else if (isa == GemmIsa::Avx2 && avx2_row() != nullptr) {
+    plan.row = avx2_row();
+  }
   plan.act = gemm_activation_fn(p.activation);
   plan.parts = max64(1, min64(gemm_detail::pool_threads(pool), p.batch * p.out_h));
   gemm_detail::run_tasks(pool, &run_part, &plan, plan.parts);

@@ -4,7 +4,7 @@
 // accumulates straight from x: per tap, one weight vector per 16 output channels (a row of the
 // same packed weight, pack_fc_weight's layout) and one broadcast input value per pixel. Output
 // rows are split over the pool. One row kernel per ISA (shallow_conv_avx512.cpp,
-// shallow_conv_generic.cpp for AVX2 and baseline).
+// shallow_conv_avx2.cpp, shallow_conv_generic.cpp for baseline and aarch64).
 #pragma once
 
 #include <pthreadpool.h>
@@ -24,6 +24,7 @@ using RowFn = void (*)(const ConvProblem& p, int64_t n, int64_t oy);
 
 /// Null when the build has no such code.
 RowFn avx512_row();
+RowFn avx2_row();
 RowFn generic_row();
 
 /// Runs p (non-empty, KH·KW·C < kShallowConvTaps) over `pool`.

@@ -1,4 +1,4 @@
-// The shallow convolution's row kernel in portable C++ (used on AVX2 and baseline CPUs): one
+// The shallow convolution's row kernel in portable C++ (baseline x86-64 and aarch64): one
 // output pixel at a time, 16 output channels (one packed panel) per inner loop of constant trip
 // count, which the compiler may vectorize.
 #include <cstring>

@@ -1,0 +1,189 @@
+// The shallow convolution's row kernel in AVX2 + FMA: one packed panel (16 output channels, two
+// ymm halves) at a time over blocks of 6 output pixels (12 ymm accumulators, 2 weight vectors and
+// one broadcast input: the 16 registers), per tap one weight pair and one broadcast input value
+// per pixel; interior blocks skip the bounds checks, border pixels go one at a time with them.
+// A panel's columns past out_c are masked (maskload / maskstore), so nothing past out_c floats
+// of a pixel of y or the residual is touched. Per-function target attributes: runs only when
+// dispatch saw AVX2 and FMA.
+#include "backends/cpu/kernels/packed_gemm.h"
+#include "backends/cpu/kernels/shallow_conv.h"
+
+#if defined(__x86_64__)
+
+#include <immintrin.h>
+
+#define TERN_AVX2_TARGET __attribute__((target("avx2,fma")))
+
+namespace tern::cpu::shallow_detail {
+namespace {
+
+constexpr int kHalves = kPanelWidth / 8;  // ymm vectors per panel
+static_assert(kHalves == 2, "the AVX2 shallow conv assumes 16-float panels");
+
+struct Row {
+  const ConvProblem* p;
+  const float* xn;        ///< image n of x
+  const float* panel;     ///< this panel: 16 bias floats, then 16 weights per tap
+  float* y;               ///< row oy of y, from this panel's first column
+  const float* residual;  ///< the same place in the residual, or null
+  int64_t iy0;            ///< oy * stride_h - pad_top
+  bool full;              ///< all 16 columns are < out_c
+  __m256i mask[kHalves];  ///< lanes of each half that are < out_c
+};
+
+template <int NP>
+TERN_AVX2_TARGET inline void init(const Row& r, __m256 (&acc)[NP][kHalves]) {
+  const __m256 b0 = _mm256_loadu_ps(r.panel);
+  const __m256 b1 = _mm256_loadu_ps(r.panel + 8);
+#pragma GCC unroll 6
+  for (int q = 0; q < NP; ++q) {
+    acc[q][0] = b0;
+    acc[q][1] = b1;
+  }
+}
+
+/// Adds the residual, clamps (min(hi, x) then max(lo, .): both return their second operand when
+/// one is NaN, so NaN propagates) and stores NP pixels from ox.
+template <int NP>
+TERN_AVX2_TARGET inline void store(const Row& r, int64_t ox, const __m256 (&acc)[NP][kHalves]) {
+  const ConvProblem& p = *r.p;
+  const __m256 lo = _mm256_set1_ps(p.out_min);
+  const __m256 hi = _mm256_set1_ps(p.out_max);
+#pragma GCC unroll 6
+  for (int q = 0; q < NP; ++q) {
+#pragma GCC unroll 2
+    for (int h = 0; h < kHalves; ++h) {
+      const int64_t at = (ox + q) * p.out_c + h * 8;
+      __m256 s = acc[q][h];
+      if (r.residual != nullptr) {
+        s = _mm256_add_ps(s, r.full ? _mm256_loadu_ps(r.residual + at)
+                                    : _mm256_maskload_ps(r.residual + at, r.mask[h]));
+      }
+      s = _mm256_max_ps(lo, _mm256_min_ps(hi, s));
+      if (r.full) {
+        _mm256_storeu_ps(r.y + at, s);
+      } else {
+        _mm256_maskstore_ps(r.y + at, r.mask[h], s);
+      }
+    }
+  }
+}
+
+/// NP pixels from ox. CHECK: skip taps outside the row (border pixels).
+template <int NP, bool CHECK>
+TERN_AVX2_TARGET inline void block(const Row& r, int64_t ox) {
+  const ConvProblem& p = *r.p;
+  __m256 acc[NP][kHalves];
+  init<NP>(r, acc);
+  const int64_t c_n = p.in_c;
+  for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
+    const int64_t iy = r.iy0 + ky * p.dilation_h;
+    if (iy < 0 || iy >= p.in_h) continue;
+    const float* xr = r.xn + iy * p.in_w * c_n;
+    for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
+      const int64_t ix0 = ox * p.stride_w - p.pad_left + kx * p.dilation_w;
+      const float* w = r.panel + kPanelWidth * (1 + (ky * p.kernel_w + kx) * c_n);
+      for (int64_t c = 0; c < c_n; ++c, w += kPanelWidth) {
+        const __m256 w0 = _mm256_loadu_ps(w);
+        const __m256 w1 = _mm256_loadu_ps(w + 8);
+#pragma GCC unroll 6
+        for (int q = 0; q < NP; ++q) {
+          const int64_t ix = ix0 + q * p.stride_w;
+          if (CHECK && (ix < 0 || ix >= p.in_w)) continue;
+          const __m256 xv = _mm256_broadcast_ss(xr + ix * c_n + c);
+          acc[q][0] = _mm256_fmadd_ps(xv, w0, acc[q][0]);
+          acc[q][1] = _mm256_fmadd_ps(xv, w1, acc[q][1]);
+        }
+      }
+    }
+  }
+  store<NP>(r, ox, acc);
+}
+
+/// An interior block with the window width KW, channels C and stride S fixed (dilation 1): every
+/// input offset is a constant from the block's first tap, so the loops unroll completely.
+template <int NP, int KW, int C, int S>
+TERN_AVX2_TARGET inline void fixed_block(const Row& r, int64_t ox) {
+  const ConvProblem& p = *r.p;
+  __m256 acc[NP][kHalves];
+  init<NP>(r, acc);
+  for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
+    const int64_t iy = r.iy0 + ky;
+    if (iy < 0 || iy >= p.in_h) continue;
+    const float* xr = r.xn + (iy * p.in_w + ox * S - p.pad_left) * C;
+    const float* w = r.panel + kPanelWidth * (1 + ky * KW * C);
+#pragma GCC unroll 16
+    for (int t = 0; t < KW * C; ++t) {  // tap t = kx * C + c: input offset t from a pixel's start
+      const __m256 w0 = _mm256_loadu_ps(w + t * kPanelWidth);
+      const __m256 w1 = _mm256_loadu_ps(w + t * kPanelWidth + 8);
+#pragma GCC unroll 6
+      for (int q = 0; q < NP; ++q) {
+        const __m256 xv = _mm256_broadcast_ss(xr + q * S * C + t);
+        acc[q][0] = _mm256_fmadd_ps(xv, w0, acc[q][0]);
+        acc[q][1] = _mm256_fmadd_ps(xv, w1, acc[q][1]);
+      }
+    }
+  }
+  store<NP>(r, ox, acc);
+}
+
+constexpr int kBlock = 6;
+
+TERN_AVX2_TARGET void panel_of_row(const Row& r, int64_t in0, int64_t in1) {
+  const ConvProblem& p = *r.p;
+  for (int64_t ox = 0; ox < in0; ++ox) block<1, true>(r, ox);
+  int64_t ox = in0;
+  // The stems of MobileNet and friends (3x3/2 on RGB): the whole window fixed.
+  if (p.kernel_w == 3 && p.in_c == 3 && p.stride_w == 2 && p.dilation_w == 1 &&
+      p.dilation_h == 1) {
+    for (; ox + kBlock <= in1; ox += kBlock) fixed_block<kBlock, 3, 3, 2>(r, ox);
+  }
+  for (; ox + kBlock <= in1; ox += kBlock) block<kBlock, false>(r, ox);
+  if (ox + 3 <= in1) {
+    block<3, false>(r, ox);
+    ox += 3;
+  }
+  for (; ox < in1; ++ox) block<1, false>(r, ox);
+  for (ox = in1; ox < p.out_w; ++ox) block<1, true>(r, ox);
+}
+
+TERN_AVX2_TARGET void row_avx2(const ConvProblem& p, int64_t n, int64_t oy) {
+  const int64_t k = p.kernel_h * p.kernel_w * p.in_c;
+  const int64_t panels = (p.out_c + kPanelWidth - 1) / kPanelWidth;
+  const int64_t panel_stride = kPanelWidth * (k + 1);
+  const int64_t at = (n * p.out_h + oy) * p.out_w * p.out_c;
+  Row r;
+  r.p = &p;
+  r.xn = p.x + n * p.in_h * p.in_w * p.in_c;
+  r.iy0 = oy * p.stride_h - p.pad_top;
+  int64_t in0, in1;
+  interior_columns(p, &in0, &in1);
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int64_t j = 0; j < panels; ++j) {
+    r.panel = p.packed + j * panel_stride;
+    r.y = p.y + at + j * kPanelWidth;
+    r.residual = p.residual != nullptr ? p.residual + at + j * kPanelWidth : nullptr;
+    const int64_t cols = p.out_c - j * kPanelWidth;
+    r.full = cols >= kPanelWidth;
+    for (int h = 0; h < kHalves; ++h) {  // lane l of half h is column 8h + l: kept when < cols
+      const int64_t left = cols - 8 * h;
+      const int32_t n_lanes = static_cast<int32_t>(left < 0 ? 0 : (left > 8 ? 8 : left));
+      r.mask[h] = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_lanes), lanes);
+    }
+    panel_of_row(r, in0, in1);
+  }
+}
+
+}  // namespace
+
+RowFn avx2_row() { return &row_avx2; }
+
+}  // namespace tern::cpu::shallow_detail
+
+#else  // !__x86_64__
+
+namespace tern::cpu::shallow_detail {
+RowFn avx2_row() { return nullptr; }
+}  // namespace tern::cpu::shallow_detail
+
+#endif
