@@ -11,8 +11,14 @@
 #include <cstdlib>
 #include <new>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__has_feature)  // clang names its sanitizers this way, GCC by the macros below
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define TERN_ZERO_ALLOC_HOOKS 0  // sanitizers own malloc; the test skips itself
+#endif
+#endif
+#if defined(TERN_ZERO_ALLOC_HOOKS)
+#elif defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TERN_ZERO_ALLOC_HOOKS 0
 #else
 #define TERN_ZERO_ALLOC_HOOKS 1
 #endif

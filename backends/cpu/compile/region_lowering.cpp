@@ -693,8 +693,9 @@ class Lowering {
   }
 
   /// A relu/hardtanh/clamp whose input is made by the node just lowered, one of tern's GEMM
-  /// nodes (fc or conv), and read by nothing else folds into that node's output bounds.
-  /// Returns false when it does not apply.
+  /// nodes (fc or conv) or a fused bottleneck ending in its project (whose kernel clamps the
+  /// project's output: ShuffleNet's branch ends conv 1x1 -> relu), and read by nothing else
+  /// folds into that node's output bounds. Returns false when it does not apply.
   bool fuse_clamp_into_fc(const Node& node, float lo, float hi) {
     const int in = node.args[0];
     if (nodes_.empty() || ids_.count(in) == 0 || uses_.at(in) != 1 || output_arg_.count(in) != 0 ||
@@ -702,9 +703,13 @@ class Lowering {
       return false;
     }
     BlobNode& last = nodes_.back();
+    const bool projecting_bottleneck =
+        last.op == static_cast<uint32_t>(NodeOp::PackedBottleneck) &&
+        (last.params[cpu::kBottleneckFlags] & cpu::kBottleneckHasProject) != 0;
     if ((last.op != static_cast<uint32_t>(NodeOp::PackedFullyConnected) &&
          last.op != static_cast<uint32_t>(NodeOp::PackedConv2d) &&
-         last.op != static_cast<uint32_t>(NodeOp::PackedWinogradConv2d)) ||
+         last.op != static_cast<uint32_t>(NodeOp::PackedWinogradConv2d) &&
+         !projecting_bottleneck) ||
         last.output != ids_.at(in) || has_activation(last)) {
       return false;
     }

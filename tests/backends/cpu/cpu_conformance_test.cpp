@@ -427,6 +427,41 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::add", {x, p}, DType::F32, xs));
                },
                kConv, true});
+  // A relu after the project (ShuffleNet's branch: 1x1 + relu, dw, 1x1 + relu), with and without
+  // a residual before it: the clamp folds into the bottleneck's output bounds, no Clamp node.
+  const auto one_node_no_clamp = [](const std::vector<uint8_t>& blob) {
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    ASSERT_EQ(ops.size(), 1u);
+    EXPECT_EQ(ops[0], static_cast<uint32_t>(cpu::NodeOp::PackedBottleneck));
+  };
+  c.push_back({"bottleneck_project_relu",
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 24, 10, 10}, hs{1, 24, 10, 10};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int e = conv(b, x, xs, 24, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 141);
+                 const int r1 = stage_act(b, "relu", e, hs);
+                 const int d = conv(b, r1, hs, 24, 3, 3, {1, 1}, {1, 1}, {1, 1}, 24, true, 143);
+                 const int p = conv(b, d, hs, 24, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 145);
+                 b.output(stage_act(b, "relu", p, xs));
+               },
+               kConv, true, one_node_no_clamp});
+  c.push_back({"bottleneck_residual_relu6",
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 16, 9, 11}, hs{1, 48, 9, 11};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int e = conv(b, x, xs, 48, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 147);
+                 const int r1 = stage_act(b, "relu6", e, hs);
+                 const int d = conv(b, r1, hs, 48, 3, 3, {1, 1}, {1, 1}, {1, 1}, 48, true, 149);
+                 // A large project weight: many outputs pass 6 and below 0 (the clamp matters).
+                 const int wp = constant(b, "wp", {16, 48, 1, 1}, 151, 3.0f);
+                 const int p = b.op("tern::conv2d",
+                                    {d, wp, constant(b, "bp", {16}, 152), b.int_list({1, 1}),
+                                     b.int_list({0, 0}), b.int_list({1, 1}), b.int_value(1)},
+                                    DType::F32, xs);
+                 const int a = b.op("tern::add", {p, x}, DType::F32, xs);
+                 b.output(stage_act(b, "relu6", a, xs));
+               },
+               kConv, true, one_node_no_clamp});
   c.push_back({"bottleneck_no_activations_no_bias",  // epilogue code 0 in both stages
                [](GraphBuilder& b) {
                  const std::vector<int64_t> xs{1, 8, 9, 10}, hs{1, 48, 9, 10};
