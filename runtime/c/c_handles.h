@@ -7,6 +7,7 @@
 #include <cstdarg>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,6 +76,17 @@ void release_program(tern_program* program);
 
 /// The method meta of `name`, with NULL_ARGUMENT / NOT_FOUND statuses and messages.
 tern_status find_method_meta(const tern_program* program, const char* name, MethodMeta* out);
+
+/// The integer a caller stored in a C enum (a field or an argument), read without loading the
+/// enum itself: a C caller may pass any int there, and loading an out-of-range value as a C++
+/// enum is undefined (UBSan: "not a valid value for type").
+template <typename E>
+int enum_field(const E& field) {
+  static_assert(sizeof(E) == sizeof(int), "C enums are int-sized");
+  int value;
+  std::memcpy(&value, &field, sizeof(value));
+  return value;
+}
 
 }  // namespace c_api
 }  // namespace tern

@@ -33,17 +33,6 @@ bool in_list(const char* name, const char* const* list, size_t count) {
   return false;
 }
 
-/// The integer a caller stored in a C enum field, read without loading the enum itself: a C
-/// caller may store any int there, and loading an out-of-range value as a C++ enum is
-/// undefined (UBSan: "not a valid value for type").
-template <typename E>
-int enum_field(const E& field) {
-  static_assert(sizeof(E) == sizeof(int), "C enums are int-sized");
-  int value;
-  std::memcpy(&value, &field, sizeof(value));
-  return value;
-}
-
 /// Checks `options` and resolves its backend choices into the program's disabled list.
 tern_status apply_options(const tern_load_options& options, tern_program* program) {
   TERN_C_CHECK(options.struct_size == sizeof(tern_load_options), nullptr,

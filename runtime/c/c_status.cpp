@@ -130,7 +130,7 @@ tern_status find_method_meta(const tern_program* program, const char* name, Meth
 extern "C" {
 
 const char* tern_status_name(tern_status status) {
-  switch (status) {
+  switch (tern::c_api::enum_field(status)) {  // an int: the caller may pass any value
     case TERN_STATUS_OK:
       return "TERN_STATUS_OK";
     case TERN_STATUS_INTERNAL:
@@ -182,7 +182,7 @@ const char* tern_last_error_message(void) { return tern::last_error_message(); }
 const char* tern_version(void) { return TERN_VERSION_STRING; }
 
 const char* tern_dtype_name(tern_dtype dtype) {
-  const int raw = static_cast<int>(dtype);
+  const int raw = tern::c_api::enum_field(dtype);
   if (raw < 0 || raw >= tern::kNumDTypes) return "invalid";
   return tern::to_string(static_cast<tern::DType>(raw));
 }
