@@ -42,7 +42,7 @@ using tern::cpu::ConvProblem;
 struct Layer {
   const char* name;
   int64_t in_hw, in_c, out_c, kernel, stride, pad;
-  int count;  // how many times ResNet-18 has it
+  int count;  // how many times ResNet-18 has it (0: another net's layer, not in the totals)
   int64_t out_hw() const { return (in_hw + 2 * pad - kernel) / stride + 1; }
   double flops() const {
     return 2.0 * out_hw() * out_hw() * out_c * kernel * kernel * static_cast<double>(in_c);
@@ -63,6 +63,10 @@ const Layer kLayers[] = {
     {"3x3/2 256->512 @14", 14, 256, 512, 3, 2, 1, 1},
     {"3x3 512->512 @7", 7, 512, 512, 3, 1, 1, 3},
     {"1x1/2 256->512 @14", 14, 256, 512, 1, 2, 0, 1},
+    // The RGB stems of the small nets (tern's shallow direct conv; count 0: not ResNet-18's).
+    {"stem 3x3/2 3->24 @224 (shufflenet)", 224, 3, 24, 3, 2, 1, 0},
+    {"stem 3x3/2 3->32 @224 (mobilenet_v2)", 224, 3, 32, 3, 2, 1, 0},
+    {"stem 3x3/2 3->16 @224 (mobilenet_v3)", 224, 3, 16, 3, 2, 1, 0},
 };
 
 /// One layer's inputs for tern: x, w [O, KH, KW, C] and bias drawn from [-0.05, 0.05) (seed 1,
@@ -304,6 +308,7 @@ int main(int argc, char** argv) {
       best_tern += l.count * r.tern_best_s;
       best_xnn += l.count * r.xnn_best_s;
     }
+    if (total_flops == 0) continue;  // only other nets' layers selected: no ResNet-18 total
     std::printf(
         "TOTAL (one ResNet-18's conv layers, %.2f GFLOP) %d thr | tern %.2f ms = %.1f GFLOP/s | "
         "xnnpack %.2f ms = %.1f GFLOP/s | tern/xnn %.2fx\n",
