@@ -412,22 +412,57 @@ TEST(Serializer, ScalarsListsAndQuantParams) {
   EXPECT_TRUE(method->values()->Get(8)->value_as_Bool()->value());
 }
 
-TEST(Serializer, SeveralMethodsShareNothingButTheSegmentArea) {
+TEST(Serializer, MethodsShareTheSegmentsOfEqualConstants) {
+  // Two methods of one model (a prefill and a decode): equal weights are stored once.
   Mlp a = mlp();
   Mlp b = mlp();
   b.program.methods[0].name = "decode";
+  b.program.methods[0].values[2].data[5] ^= 1;  // decode's bias differs in one byte
   a.program.methods.push_back(b.program.methods[0]);
   a.plans.push_back(b.plans[0]);
   auto l = load(serialize_program(a.program, a.plans));
   ASSERT_TRUE(l->program.ok()) << last_error_message();
   EXPECT_EQ(l->program->num_methods(), 2u);
-  EXPECT_EQ(l->program->num_segments(), 4u);
-  auto meta = l->program->method_meta("decode");
-  ASSERT_TRUE(meta.ok());
-  EXPECT_EQ(meta->flatbuffer()->values()->Get(1)->value_as_Tensor()->location(), 2u);
+  EXPECT_EQ(l->program->num_segments(), 3u);  // w once, forward's b, decode's b
+  auto fwd = l->program->method_meta("forward");
+  auto dec = l->program->method_meta("decode");
+  ASSERT_TRUE(fwd.ok());
+  ASSERT_TRUE(dec.ok());
+  auto location = [](const MethodMeta& m, uint32_t id) {
+    return m.flatbuffer()->values()->Get(id)->value_as_Tensor()->location();
+  };
+  EXPECT_EQ(location(*fwd, 1), 0u);
+  EXPECT_EQ(location(*dec, 1), 0u);  // the same w
+  EXPECT_EQ(location(*fwd, 2), 1u);
+  EXPECT_EQ(location(*dec, 2), 2u);
+  // Each method's constants read back as its own bytes.
+  for (const auto& [meta, g] : {std::make_pair(&*fwd, &a.program.methods[0]),
+                                std::make_pair(&*dec, &a.program.methods[1])}) {
+    for (uint32_t id : {1u, 2u}) {
+      auto seg = l->program->segment_data(location(*meta, id));
+      ASSERT_TRUE(seg.ok());
+      const std::vector<uint8_t>& want = g->values[id].data;
+      ASSERT_EQ(seg->size(), want.size());
+      EXPECT_EQ(0, std::memcmp(seg->data(), want.data(), want.size())) << g->name << " " << id;
+    }
+  }
 
   a.program.methods[1].name = "forward";
   EXPECT_THROW(serialize_program(a.program, a.plans), std::invalid_argument);
+}
+
+TEST(Serializer, EqualConstantsInOneMethodShareASegment) {
+  Mlp m = mlp();
+  m.program.methods[0].values[2] = constant("b", {8}, 32, 1);  // b's bytes = w's first 32
+  EXPECT_EQ(load(serialize_program(m.program, m.plans))->program->num_segments(), 2u);
+  Graph& g = m.program.methods[0];
+  g.values[2].data.assign(g.values[1].data.begin(), g.values[1].data.begin() + 32);
+  g.values[1].data.resize(32);  // now w and b hold the same 32 bytes: one segment
+  g.values[1].sizes = {8};
+  g.values[6].sizes = {8};
+  auto l = load(serialize_program(m.program, m.plans));
+  ASSERT_TRUE(l->program.ok()) << last_error_message();
+  EXPECT_EQ(l->program->num_segments(), 1u);
 }
 
 TEST(Serializer, RejectsInconsistentInput) {

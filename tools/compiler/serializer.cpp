@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -365,20 +366,45 @@ pte::Quant to_pte(const QuantSpec& q) {
   return out;
 }
 
-/// Checks one method and describes it, appending its segments' bytes to `segments`.
+/// The program's segments in order, as pointers to their bytes. Constant tensors with equal
+/// bytes share one segment, across methods too (docs/format.md: a segment may back several
+/// constants; a prefill and a decode method of one model then store their weights once): equal
+/// size and XXH3-64, then the bytes compared. Delegate blobs and initial state values always get
+/// their own.
+class SegmentList {
+ public:
+  uint32_t add(const std::vector<uint8_t>& bytes) {
+    bytes_.push_back(&bytes);
+    return static_cast<uint32_t>(bytes_.size() - 1);
+  }
+  uint32_t add_constant(const std::vector<uint8_t>& bytes) {
+    const uint64_t hash = checksum64(bytes.data(), bytes.size());
+    std::vector<uint32_t>& same = constants_[{bytes.size(), hash}];
+    for (uint32_t i : same) {
+      if (bytes.empty() || std::memcmp(bytes_[i]->data(), bytes.data(), bytes.size()) == 0) {
+        return i;
+      }
+    }
+    same.push_back(add(bytes));
+    return same.back();
+  }
+  const std::vector<const std::vector<uint8_t>*>& bytes() const { return bytes_; }
+
+ private:
+  std::vector<const std::vector<uint8_t>*> bytes_;
+  std::map<std::pair<size_t, uint64_t>, std::vector<uint32_t>> constants_;
+};
+
+/// Checks one method and describes it, adding its segments' bytes to `segments`.
 class MethodLowering {
  public:
-  MethodLowering(const Graph& graph, const MemoryPlan& plan,
-                 std::vector<const std::vector<uint8_t>*>& segments)
+  MethodLowering(const Graph& graph, const MemoryPlan& plan, SegmentList& segments)
       : graph_(graph), plan_(plan), segments_(segments) {}
 
   pte::Method lower();
 
  private:
-  uint32_t add_segment(const std::vector<uint8_t>& bytes) {
-    segments_.push_back(&bytes);
-    return static_cast<uint32_t>(segments_.size() - 1);
-  }
+  uint32_t add_segment(const std::vector<uint8_t>& bytes) { return segments_.add(bytes); }
   void check_value_id(int id, const std::string& where) const {
     if (id < 0 || static_cast<size_t>(id) >= graph_.values.size()) {
       fail(graph_, where + " refers to value " + std::to_string(id) + ", out of range (" +
@@ -393,7 +419,7 @@ class MethodLowering {
 
   const Graph& graph_;
   const MemoryPlan& plan_;
-  std::vector<const std::vector<uint8_t>*>& segments_;
+  SegmentList& segments_;
   std::vector<int64_t> constant_segment_;  // per value: segment of a constant root, or -1
   std::vector<bool> is_input_;
   std::vector<std::string> operators_;
@@ -412,7 +438,7 @@ void MethodLowering::assign_constant_segments() {
                        std::to_string(v.data.size()) + " bytes, its dtype and sizes need " +
                        std::to_string(nbytes));
     }
-    constant_segment_[i] = add_segment(v.data);
+    constant_segment_[i] = segments_.add_constant(v.data);
   }
 }
 
@@ -602,7 +628,8 @@ pte::Method MethodLowering::lower() {
   pte::Method m;
   m.name = graph_.name;
 
-  // Segments: constants (in value order), then delegate blobs, then state initial values.
+  // Segments: constants (in value order; equal bytes share one), then delegate blobs, then
+  // state initial values.
   assign_constant_segments();
 
   // Delegate regions: node -> region, checked contiguous and disjoint.
@@ -751,13 +778,13 @@ std::vector<uint8_t> serialize_program(const ProgramGraph& program,
   file.source_model = program.source_model;
   for (const auto& kv : program.metadata)
     file.metadata.push_back(pte::KeyValue{kv.first, kv.second});
-  std::vector<const std::vector<uint8_t>*> segment_bytes;
+  SegmentList segment_list;
   for (size_t i = 0; i < program.methods.size(); ++i) {
-    file.methods.push_back(MethodLowering(program.methods[i], plans[i], segment_bytes).lower());
+    file.methods.push_back(MethodLowering(program.methods[i], plans[i], segment_list).lower());
   }
 
   // Segment layout: each at the next multiple of the alignment; write_pte checksums them.
-  for (const std::vector<uint8_t>* bytes : segment_bytes) {
+  for (const std::vector<uint8_t>* bytes : segment_list.bytes()) {
     pte::Segment seg;
     seg.size = bytes->size();
     seg.alignment = static_cast<uint32_t>(alignment);
