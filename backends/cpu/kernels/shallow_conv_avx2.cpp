@@ -1,10 +1,12 @@
-// The shallow convolution's row kernel in AVX2 + FMA: one packed panel (16 output channels, two
-// ymm halves) at a time over blocks of 6 output pixels (12 ymm accumulators, 2 weight vectors and
-// one broadcast input: the 16 registers), per tap one weight pair and one broadcast input value
-// per pixel; interior blocks skip the bounds checks, border pixels go one at a time with them.
-// A panel's columns past out_c are masked (maskload / maskstore), so nothing past out_c floats
-// of a pixel of y or the residual is touched. Per-function target attributes: runs only when
-// dispatch saw AVX2 and FMA.
+// The shallow convolution's row kernel in AVX2 + FMA: output channels in groups of NV ymm
+// vectors — one packed panel (16 channels, NV = 2) over blocks of 6 output pixels, or, when 17-24
+// channels are left, that panel and the first half of the next (NV = 3) over blocks of 4 pixels
+// (ShuffleNet's 24-channel stem: no half-empty second panel) — so 12 ymm accumulators, NV weight
+// vectors and one broadcast input fill the 16 registers; per tap NV weight vectors and one
+// broadcast input value per pixel; interior blocks skip the bounds checks, border pixels go one
+// at a time with them. Columns past out_c are masked (maskload / maskstore), so nothing past
+// out_c floats of a pixel of y or the residual is touched. Per-function target attributes: runs
+// only when dispatch saw AVX2 and FMA.
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "backends/cpu/kernels/shallow_conv.h"
 
@@ -17,42 +19,43 @@
 namespace tern::cpu::shallow_detail {
 namespace {
 
-constexpr int kHalves = kPanelWidth / 8;  // ymm vectors per panel
-static_assert(kHalves == 2, "the AVX2 shallow conv assumes 16-float panels");
+static_assert(kPanelWidth == 16, "the AVX2 shallow conv assumes 16-float panels");
+constexpr int kMaxVectors = 3;
 
 struct Row {
   const ConvProblem* p;
-  const float* xn;        ///< image n of x
-  const float* panel;     ///< this panel: 16 bias floats, then 16 weights per tap
-  float* y;               ///< row oy of y, from this panel's first column
-  const float* residual;  ///< the same place in the residual, or null
-  int64_t iy0;            ///< oy * stride_h - pad_top
-  bool full;              ///< all 16 columns are < out_c
-  __m256i mask[kHalves];  ///< lanes of each half that are < out_c
+  const float* xn;                 ///< image n of x
+  /// Per vector v: where its 8 columns start in their panel (the panel's 16 bias floats, then
+  /// 16 weights per tap): vector v is columns 8v.. of the group.
+  const float* w[kMaxVectors];
+  float* y;                        ///< row oy of y, from the group's first column
+  const float* residual;           ///< the same place in the residual, or null
+  int64_t iy0;                     ///< oy * stride_h - pad_top
+  bool full;                       ///< every column of the group is < out_c
+  __m256i mask[kMaxVectors];       ///< lanes of each vector that are < out_c
 };
 
-template <int NP>
-TERN_AVX2_TARGET inline void init(const Row& r, __m256 (&acc)[NP][kHalves]) {
-  const __m256 b0 = _mm256_loadu_ps(r.panel);
-  const __m256 b1 = _mm256_loadu_ps(r.panel + 8);
+template <int NP, int NV>
+TERN_AVX2_TARGET inline void init(const Row& r, __m256 (&acc)[NP][NV]) {
+#pragma GCC unroll 3
+  for (int v = 0; v < NV; ++v) {
+    const __m256 bias = _mm256_loadu_ps(r.w[v]);
 #pragma GCC unroll 6
-  for (int q = 0; q < NP; ++q) {
-    acc[q][0] = b0;
-    acc[q][1] = b1;
+    for (int q = 0; q < NP; ++q) acc[q][v] = bias;
   }
 }
 
 /// Adds the residual, clamps (min(hi, x) then max(lo, .): both return their second operand when
 /// one is NaN, so NaN propagates) and stores NP pixels from ox.
-template <int NP>
-TERN_AVX2_TARGET inline void store(const Row& r, int64_t ox, const __m256 (&acc)[NP][kHalves]) {
+template <int NP, int NV>
+TERN_AVX2_TARGET inline void store(const Row& r, int64_t ox, const __m256 (&acc)[NP][NV]) {
   const ConvProblem& p = *r.p;
   const __m256 lo = _mm256_set1_ps(p.out_min);
   const __m256 hi = _mm256_set1_ps(p.out_max);
 #pragma GCC unroll 6
   for (int q = 0; q < NP; ++q) {
-#pragma GCC unroll 2
-    for (int h = 0; h < kHalves; ++h) {
+#pragma GCC unroll 3
+    for (int h = 0; h < NV; ++h) {
       const int64_t at = (ox + q) * p.out_c + h * 8;
       __m256 s = acc[q][h];
       if (r.residual != nullptr) {
@@ -70,11 +73,11 @@ TERN_AVX2_TARGET inline void store(const Row& r, int64_t ox, const __m256 (&acc)
 }
 
 /// NP pixels from ox. CHECK: skip taps outside the row (border pixels).
-template <int NP, bool CHECK>
+template <int NP, int NV, bool CHECK>
 TERN_AVX2_TARGET inline void block(const Row& r, int64_t ox) {
   const ConvProblem& p = *r.p;
-  __m256 acc[NP][kHalves];
-  init<NP>(r, acc);
+  __m256 acc[NP][NV];
+  init<NP, NV>(r, acc);
   const int64_t c_n = p.in_c;
   for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
     const int64_t iy = r.iy0 + ky * p.dilation_h;
@@ -82,69 +85,73 @@ TERN_AVX2_TARGET inline void block(const Row& r, int64_t ox) {
     const float* xr = r.xn + iy * p.in_w * c_n;
     for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
       const int64_t ix0 = ox * p.stride_w - p.pad_left + kx * p.dilation_w;
-      const float* w = r.panel + kPanelWidth * (1 + (ky * p.kernel_w + kx) * c_n);
-      for (int64_t c = 0; c < c_n; ++c, w += kPanelWidth) {
-        const __m256 w0 = _mm256_loadu_ps(w);
-        const __m256 w1 = _mm256_loadu_ps(w + 8);
+      int64_t tap = kPanelWidth * (1 + (ky * p.kernel_w + kx) * c_n);
+      for (int64_t c = 0; c < c_n; ++c, tap += kPanelWidth) {
+        __m256 wv[NV];
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) wv[v] = _mm256_loadu_ps(r.w[v] + tap);
 #pragma GCC unroll 6
         for (int q = 0; q < NP; ++q) {
           const int64_t ix = ix0 + q * p.stride_w;
           if (CHECK && (ix < 0 || ix >= p.in_w)) continue;
           const __m256 xv = _mm256_broadcast_ss(xr + ix * c_n + c);
-          acc[q][0] = _mm256_fmadd_ps(xv, w0, acc[q][0]);
-          acc[q][1] = _mm256_fmadd_ps(xv, w1, acc[q][1]);
+#pragma GCC unroll 3
+          for (int v = 0; v < NV; ++v) acc[q][v] = _mm256_fmadd_ps(xv, wv[v], acc[q][v]);
         }
       }
     }
   }
-  store<NP>(r, ox, acc);
+  store<NP, NV>(r, ox, acc);
 }
 
 /// An interior block with the window width KW, channels C and stride S fixed (dilation 1): every
 /// input offset is a constant from the block's first tap, so the loops unroll completely.
-template <int NP, int KW, int C, int S>
+template <int NP, int NV, int KW, int C, int S>
 TERN_AVX2_TARGET inline void fixed_block(const Row& r, int64_t ox) {
   const ConvProblem& p = *r.p;
-  __m256 acc[NP][kHalves];
-  init<NP>(r, acc);
+  __m256 acc[NP][NV];
+  init<NP, NV>(r, acc);
   for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
     const int64_t iy = r.iy0 + ky;
     if (iy < 0 || iy >= p.in_h) continue;
     const float* xr = r.xn + (iy * p.in_w + ox * S - p.pad_left) * C;
-    const float* w = r.panel + kPanelWidth * (1 + ky * KW * C);
+    const int64_t row_tap = kPanelWidth * (1 + ky * KW * C);
 #pragma GCC unroll 16
     for (int t = 0; t < KW * C; ++t) {  // tap t = kx * C + c: input offset t from a pixel's start
-      const __m256 w0 = _mm256_loadu_ps(w + t * kPanelWidth);
-      const __m256 w1 = _mm256_loadu_ps(w + t * kPanelWidth + 8);
+      __m256 wv[NV];
+#pragma GCC unroll 3
+      for (int v = 0; v < NV; ++v) wv[v] = _mm256_loadu_ps(r.w[v] + row_tap + t * kPanelWidth);
 #pragma GCC unroll 6
       for (int q = 0; q < NP; ++q) {
         const __m256 xv = _mm256_broadcast_ss(xr + q * S * C + t);
-        acc[q][0] = _mm256_fmadd_ps(xv, w0, acc[q][0]);
-        acc[q][1] = _mm256_fmadd_ps(xv, w1, acc[q][1]);
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) acc[q][v] = _mm256_fmadd_ps(xv, wv[v], acc[q][v]);
       }
     }
   }
-  store<NP>(r, ox, acc);
+  store<NP, NV>(r, ox, acc);
 }
 
-constexpr int kBlock = 6;
-
-TERN_AVX2_TARGET void panel_of_row(const Row& r, int64_t in0, int64_t in1) {
+/// One group of NV vectors over the row: blocks of 12 / NV pixels (12 accumulators).
+template <int NV>
+TERN_AVX2_TARGET void group_of_row(const Row& r, int64_t in0, int64_t in1) {
+  constexpr int kBlock = 12 / NV;
+  constexpr int kHalf = kBlock / 2;
   const ConvProblem& p = *r.p;
-  for (int64_t ox = 0; ox < in0; ++ox) block<1, true>(r, ox);
+  for (int64_t ox = 0; ox < in0; ++ox) block<1, NV, true>(r, ox);
   int64_t ox = in0;
   // The stems of MobileNet and friends (3x3/2 on RGB): the whole window fixed.
   if (p.kernel_w == 3 && p.in_c == 3 && p.stride_w == 2 && p.dilation_w == 1 &&
       p.dilation_h == 1) {
-    for (; ox + kBlock <= in1; ox += kBlock) fixed_block<kBlock, 3, 3, 2>(r, ox);
+    for (; ox + kBlock <= in1; ox += kBlock) fixed_block<kBlock, NV, 3, 3, 2>(r, ox);
   }
-  for (; ox + kBlock <= in1; ox += kBlock) block<kBlock, false>(r, ox);
-  if (ox + 3 <= in1) {
-    block<3, false>(r, ox);
-    ox += 3;
+  for (; ox + kBlock <= in1; ox += kBlock) block<kBlock, NV, false>(r, ox);
+  if (ox + kHalf <= in1) {
+    block<kHalf, NV, false>(r, ox);
+    ox += kHalf;
   }
-  for (; ox < in1; ++ox) block<1, false>(r, ox);
-  for (ox = in1; ox < p.out_w; ++ox) block<1, true>(r, ox);
+  for (; ox < in1; ++ox) block<1, NV, false>(r, ox);
+  for (ox = in1; ox < p.out_w; ++ox) block<1, NV, true>(r, ox);
 }
 
 TERN_AVX2_TARGET void row_avx2(const ConvProblem& p, int64_t n, int64_t oy) {
@@ -159,18 +166,28 @@ TERN_AVX2_TARGET void row_avx2(const ConvProblem& p, int64_t n, int64_t oy) {
   int64_t in0, in1;
   interior_columns(p, &in0, &in1);
   const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  for (int64_t j = 0; j < panels; ++j) {
-    r.panel = p.packed + j * panel_stride;
+  for (int64_t j = 0; j < panels;) {
+    const int64_t cols = p.out_c - j * kPanelWidth;
+    // 17-24 columns left: this panel and the first half of the next in one pass.
+    const int nv = cols > kPanelWidth && cols <= kPanelWidth + 8 ? 3 : 2;
+    const float* panel = p.packed + j * panel_stride;
+    r.w[0] = panel;
+    r.w[1] = panel + 8;
+    r.w[2] = nv == 3 ? panel + panel_stride : nullptr;
     r.y = p.y + at + j * kPanelWidth;
     r.residual = p.residual != nullptr ? p.residual + at + j * kPanelWidth : nullptr;
-    const int64_t cols = p.out_c - j * kPanelWidth;
-    r.full = cols >= kPanelWidth;
-    for (int h = 0; h < kHalves; ++h) {  // lane l of half h is column 8h + l: kept when < cols
-      const int64_t left = cols - 8 * h;
+    r.full = cols >= 8 * nv;
+    for (int v = 0; v < kMaxVectors; ++v) {  // lane l of vector v is column 8v + l: kept when < cols
+      const int64_t left = cols - 8 * v;
       const int32_t n_lanes = static_cast<int32_t>(left < 0 ? 0 : (left > 8 ? 8 : left));
-      r.mask[h] = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_lanes), lanes);
+      r.mask[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_lanes), lanes);
     }
-    panel_of_row(r, in0, in1);
+    if (nv == 3) {
+      group_of_row<3>(r, in0, in1);
+    } else {
+      group_of_row<2>(r, in0, in1);
+    }
+    j += nv == 3 ? 2 : 1;
   }
 }
 

@@ -80,6 +80,9 @@ const Case kCases[] = {
     {"shallow 3x3/2 C=3 O=16", 1, 17, 18, 3, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
     {"shallow C=3 O=40 wide row, batch 2", 2, 5, 30, 3, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
     {"shallow 2x2 C=7 O=24 stride 3 dilation 2", 1, 14, 15, 7, 24, 2, 2, 3, 3, 2, 2, 0, 1, 0, 1},
+    // 17-24 channels in one pass of three ymm vectors on AVX2 (the whole and the masked case).
+    {"shallow stem 3x3/2 C=3 O=24 wide row", 1, 11, 29, 3, 24, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+    {"shallow 3x3/1 C=2 O=20", 1, 7, 19, 2, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
 };
 
 std::string describe(const Case& c, GemmIsa isa, bool bias, bool clamp, bool pool,
