@@ -1,7 +1,8 @@
 // AVX2+FMA microkernels of the packed GEMM: a tile of MR rows × NP panels, each panel row two ymm
 // accumulators, accumulated in registers over a K block (A broadcast, B loaded and prefetched
 // 4 KiB ahead). Wide tiles are up to 6 rows × 1 panel (12 accumulators of the 16 ymm); for
-// m <= 2 one tile of m rows × 2 panels.
+// m <= 2 one tile of m rows × 2 panels. A one-panel tile with at most 8 valid columns computes
+// only its first ymm per row.
 // Per-function target attributes: no special flags, runs only when dispatch saw AVX2 and FMA.
 #include "backends/cpu/kernels/gemm_microkernel.h"
 
@@ -23,8 +24,62 @@ TERN_AVX2_TARGET inline __m256i half_mask(int cols, int half) {
 /// How far ahead (in K rows = cache lines of a panel) B is prefetched (see gemm_avx512.cpp).
 constexpr int64_t kPrefetchRows = 64;
 
+/// A one-panel tile whose valid columns are at most 8 (N = 24, 40, ... leave such a last panel):
+/// only the panel's first ymm per row, half the multiply-adds of tile_avx2<MR, 1>.
+template <int MR>
+TERN_AVX2_TARGET void tile_half_avx2(const TileArgs& t) {
+  const __m256i mask = half_mask(t.last_cols, 0);
+  const bool whole = t.last_cols == 8;
+  __m256 acc[MR];
+  if (t.first) {
+    const __m256 bias = _mm256_loadu_ps(t.bias);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) acc[r] = bias;
+  } else {
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      acc[r] = whole ? _mm256_loadu_ps(t.c + r * t.ldc) : _mm256_maskload_ps(t.c + r * t.ldc, mask);
+    }
+  }
+  const float* a = t.a;
+  const float* b = t.b;
+  for (int64_t k = t.kc; k > 0; --k) {
+    const __m256 bv = _mm256_loadu_ps(b);
+    _mm_prefetch(reinterpret_cast<const char*>(b + 16 * kPrefetchRows), _MM_HINT_T0);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + r * t.lda), bv, acc[r]);
+    }
+    a += 1;
+    b += 16;
+  }
+  if (t.last) {
+    const __m256 lo = _mm256_set1_ps(t.out_min);
+    const __m256 hi = _mm256_set1_ps(t.out_max);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      if (t.residual != nullptr) {
+        acc[r] = _mm256_add_ps(acc[r], whole ? _mm256_loadu_ps(t.residual + r * t.ldc)
+                                              : _mm256_maskload_ps(t.residual + r * t.ldc, mask));
+      }
+      acc[r] = _mm256_max_ps(lo, _mm256_min_ps(hi, acc[r]));  // NaN propagates
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    if (whole) {
+      _mm256_storeu_ps(t.c + r * t.ldc, acc[r]);
+    } else {
+      _mm256_maskstore_ps(t.c + r * t.ldc, mask, acc[r]);
+    }
+  }
+}
+
 template <int MR, int NP>
 TERN_AVX2_TARGET void tile_avx2(const TileArgs& t) {
+  if constexpr (NP == 1) {
+    if (t.last_cols <= 8) return tile_half_avx2<MR>(t);
+  }
   const int64_t ps = t.panel_stride;
   const bool partial = t.last_cols < 16;
   const __m256i mask0 = half_mask(t.last_cols, 0);
