@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -366,32 +367,39 @@ pte::Quant to_pte(const QuantSpec& q) {
   return out;
 }
 
-/// The program's segments in order, as pointers to their bytes. Constant tensors with equal
-/// bytes share one segment, across methods too (docs/format.md: a segment may back several
-/// constants; a prefill and a decode method of one model then store their weights once): equal
-/// size and XXH3-64, then the bytes compared. Delegate blobs and initial state values always get
-/// their own.
+/// The program's segments in order: their bytes and, for constants, their XXH3-64 (the
+/// segment's checksum, so write_pte does not hash the weights a second time). Constant tensors
+/// with equal bytes share one segment, across methods too (docs/format.md: a segment may back
+/// several constants; a prefill and a decode method of one model then store their weights
+/// once): equal size and hash, then the bytes compared. Delegate blobs and initial state values
+/// always get their own.
 class SegmentList {
  public:
-  uint32_t add(const std::vector<uint8_t>& bytes) {
-    bytes_.push_back(&bytes);
-    return static_cast<uint32_t>(bytes_.size() - 1);
-  }
+  struct Entry {
+    const std::vector<uint8_t>* bytes;
+    std::optional<uint64_t> checksum;  ///< absent: write_pte computes it
+  };
+
+  uint32_t add(const std::vector<uint8_t>& bytes) { return push(bytes, std::nullopt); }
   uint32_t add_constant(const std::vector<uint8_t>& bytes) {
     const uint64_t hash = checksum64(bytes.data(), bytes.size());
     std::vector<uint32_t>& same = constants_[{bytes.size(), hash}];
     for (uint32_t i : same) {
-      if (bytes.empty() || std::memcmp(bytes_[i]->data(), bytes.data(), bytes.size()) == 0) {
-        return i;
-      }
+      const std::vector<uint8_t>& seen = *entries_[i].bytes;
+      if (bytes.empty() || std::memcmp(seen.data(), bytes.data(), bytes.size()) == 0) return i;
     }
-    same.push_back(add(bytes));
+    same.push_back(push(bytes, hash));
     return same.back();
   }
-  const std::vector<const std::vector<uint8_t>*>& bytes() const { return bytes_; }
+  const std::vector<Entry>& entries() const { return entries_; }
 
  private:
-  std::vector<const std::vector<uint8_t>*> bytes_;
+  uint32_t push(const std::vector<uint8_t>& bytes, std::optional<uint64_t> checksum) {
+    entries_.push_back(Entry{&bytes, checksum});
+    return static_cast<uint32_t>(entries_.size() - 1);
+  }
+
+  std::vector<Entry> entries_;
   std::map<std::pair<size_t, uint64_t>, std::vector<uint32_t>> constants_;
 };
 
@@ -784,9 +792,11 @@ std::vector<uint8_t> serialize_program(const ProgramGraph& program,
   }
 
   // Segment layout: each at the next multiple of the alignment; write_pte checksums them.
-  for (const std::vector<uint8_t>* bytes : segment_list.bytes()) {
+  for (const SegmentList::Entry& entry : segment_list.entries()) {
+    const std::vector<uint8_t>* bytes = entry.bytes;
     pte::Segment seg;
     seg.size = bytes->size();
+    seg.checksum = entry.checksum;
     seg.alignment = static_cast<uint32_t>(alignment);
     if (!checked_align_up(file.area_size, alignment, &seg.offset) ||
         !checked_add(seg.offset, seg.size, &file.area_size)) {
