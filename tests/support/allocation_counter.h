@@ -11,15 +11,16 @@
 #include <cstdlib>
 #include <new>
 
-#if defined(__has_feature)  // clang names its sanitizers this way, GCC by the macros below
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define TERN_ZERO_ALLOC_HOOKS 0  // sanitizers own malloc; the test skips itself
-#endif
-#endif
-#if defined(TERN_ZERO_ALLOC_HOOKS)
-#elif defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// Sanitizers own malloc; the tests skip themselves. GCC names them by macros, clang by
+// __has_feature.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define TERN_ZERO_ALLOC_HOOKS 0
-#else
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TERN_ZERO_ALLOC_HOOKS 0
+#endif
+#endif
+#ifndef TERN_ZERO_ALLOC_HOOKS
 #define TERN_ZERO_ALLOC_HOOKS 1
 #endif
 

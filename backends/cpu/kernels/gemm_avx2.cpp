@@ -1,8 +1,8 @@
 // AVX2+FMA microkernels of the packed GEMM: a tile of MR rows × NP panels, each panel row two ymm
 // accumulators, accumulated in registers over a K block (A broadcast, B loaded and prefetched
 // 4 KiB ahead). Wide tiles are up to 6 rows × 1 panel (12 accumulators of the 16 ymm); for
-// m <= 2 one tile of m rows × 2 panels. A one-panel tile with at most 8 valid columns computes
-// only its first ymm per row.
+// m <= 2 one tile of m rows × 2 panels. A last panel with at most 8 valid columns computes only
+// its first ymm per row.
 // Per-function target attributes: no special flags, runs only when dispatch saw AVX2 and FMA.
 #include "backends/cpu/kernels/gemm_microkernel.h"
 
@@ -24,76 +24,28 @@ TERN_AVX2_TARGET inline __m256i half_mask(int cols, int half) {
 /// How far ahead (in K rows = cache lines of a panel) B is prefetched (see gemm_avx512.cpp).
 constexpr int64_t kPrefetchRows = 64;
 
-/// A one-panel tile whose valid columns are at most 8 (N = 24, 40, ... leave such a last panel):
-/// only the panel's first ymm per row, half the multiply-adds of tile_avx2<MR, 1>.
-template <int MR>
-TERN_AVX2_TARGET void tile_half_avx2(const TileArgs& t) {
-  const __m256i mask = half_mask(t.last_cols, 0);
-  const bool whole = t.last_cols == 8;
-  __m256 acc[MR];
-  if (t.first) {
-    const __m256 bias = _mm256_loadu_ps(t.bias);
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) acc[r] = bias;
-  } else {
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-      acc[r] = whole ? _mm256_loadu_ps(t.c + r * t.ldc) : _mm256_maskload_ps(t.c + r * t.ldc, mask);
-    }
-  }
-  const float* a = t.a;
-  const float* b = t.b;
-  for (int64_t k = t.kc; k > 0; --k) {
-    const __m256 bv = _mm256_loadu_ps(b);
-    _mm_prefetch(reinterpret_cast<const char*>(b + 16 * kPrefetchRows), _MM_HINT_T0);
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-      acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + r * t.lda), bv, acc[r]);
-    }
-    a += 1;
-    b += 16;
-  }
-  if (t.last) {
-    const __m256 lo = _mm256_set1_ps(t.out_min);
-    const __m256 hi = _mm256_set1_ps(t.out_max);
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-      if (t.residual != nullptr) {
-        acc[r] = _mm256_add_ps(acc[r], whole ? _mm256_loadu_ps(t.residual + r * t.ldc)
-                                              : _mm256_maskload_ps(t.residual + r * t.ldc, mask));
-      }
-      acc[r] = _mm256_max_ps(lo, _mm256_min_ps(hi, acc[r]));  // NaN propagates
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) {
-    if (whole) {
-      _mm256_storeu_ps(t.c + r * t.ldc, acc[r]);
-    } else {
-      _mm256_maskstore_ps(t.c + r * t.ldc, mask, acc[r]);
-    }
-  }
-}
-
-template <int MR, int NP>
-TERN_AVX2_TARGET void tile_avx2(const TileArgs& t) {
-  if constexpr (NP == 1) {
-    if (t.last_cols <= 8) return tile_half_avx2<MR>(t);
-  }
+/// A tile of MR rows × NP panels whose last panel computes LV ymm vectors per row (2; or 1 when
+/// it has at most 8 valid columns, N = 24, 40, ...: half its multiply-adds). Vectors holding
+/// columns past last_cols are masked on every load and store of C and the residual.
+template <int MR, int NP, int LV>
+TERN_AVX2_TARGET void tile_vectors(const TileArgs& t) {
   const int64_t ps = t.panel_stride;
-  const bool partial = t.last_cols < 16;
-  const __m256i mask0 = half_mask(t.last_cols, 0);
-  const __m256i mask1 = half_mask(t.last_cols, 1);
+  const bool partial = t.last_cols < 8 * LV;
+  const __m256i mask[2] = {half_mask(t.last_cols, 0), half_mask(t.last_cols, 1)};
+  // Whether vector v of panel p is computed (constant once the loops unroll), and whether
+  // panel p is loaded and stored masked.
+  constexpr auto used = [](int p, int v) { return p < NP - 1 || v < LV; };
+  const auto masked = [&](int p) { return p == NP - 1 && partial; };
   __m256 acc[MR][NP][2];
   if (t.first) {
 #pragma GCC unroll 4
     for (int p = 0; p < NP; ++p) {
-      const __m256 bias0 = _mm256_loadu_ps(t.bias + p * ps);
-      const __m256 bias1 = _mm256_loadu_ps(t.bias + p * ps + 8);
+#pragma GCC unroll 2
+      for (int v = 0; v < 2; ++v) {
+        if (!used(p, v)) continue;
+        const __m256 bias = _mm256_loadu_ps(t.bias + p * ps + 8 * v);
 #pragma GCC unroll 8
-      for (int r = 0; r < MR; ++r) {
-        acc[r][p][0] = bias0;
-        acc[r][p][1] = bias1;
+        for (int r = 0; r < MR; ++r) acc[r][p][v] = bias;
       }
     }
   } else {
@@ -102,12 +54,11 @@ TERN_AVX2_TARGET void tile_avx2(const TileArgs& t) {
       const float* cr = t.c + r * t.ldc;
 #pragma GCC unroll 4
       for (int p = 0; p < NP; ++p) {
-        if (p == NP - 1 && partial) {
-          acc[r][p][0] = _mm256_maskload_ps(cr + 16 * p, mask0);
-          acc[r][p][1] = _mm256_maskload_ps(cr + 16 * p + 8, mask1);
-        } else {
-          acc[r][p][0] = _mm256_loadu_ps(cr + 16 * p);
-          acc[r][p][1] = _mm256_loadu_ps(cr + 16 * p + 8);
+#pragma GCC unroll 2
+        for (int v = 0; v < 2; ++v) {
+          if (!used(p, v)) continue;
+          acc[r][p][v] = masked(p) ? _mm256_maskload_ps(cr + 16 * p + 8 * v, mask[v])
+                                   : _mm256_loadu_ps(cr + 16 * p + 8 * v);
         }
       }
     }
@@ -120,8 +71,10 @@ TERN_AVX2_TARGET void tile_avx2(const TileArgs& t) {
     __m256 bv[NP][2];
 #pragma GCC unroll 4
     for (int p = 0; p < NP; ++p) {
-      bv[p][0] = _mm256_loadu_ps(b + p * ps);
-      bv[p][1] = _mm256_loadu_ps(b + p * ps + 8);
+#pragma GCC unroll 2
+      for (int v = 0; v < 2; ++v) {
+        if (used(p, v)) bv[p][v] = _mm256_loadu_ps(b + p * ps + 8 * v);
+      }
       _mm_prefetch(reinterpret_cast<const char*>(b + p * ps + 16 * kPrefetchRows), _MM_HINT_T0);
     }
 #pragma GCC unroll 8
@@ -129,8 +82,11 @@ TERN_AVX2_TARGET void tile_avx2(const TileArgs& t) {
       const __m256 av = _mm256_broadcast_ss(a + r * lda);
 #pragma GCC unroll 4
       for (int p = 0; p < NP; ++p) {
-        acc[r][p][0] = _mm256_fmadd_ps(av, bv[p][0], acc[r][p][0]);
-        acc[r][p][1] = _mm256_fmadd_ps(av, bv[p][1], acc[r][p][1]);
+#pragma GCC unroll 2
+        for (int v = 0; v < 2; ++v) {
+          if (!used(p, v)) continue;
+          acc[r][p][v] = _mm256_fmadd_ps(av, bv[p][v], acc[r][p][v]);
+        }
       }
     }
     a += 1;
@@ -145,12 +101,12 @@ TERN_AVX2_TARGET void tile_avx2(const TileArgs& t) {
         const float* rr = t.residual + r * t.ldc;
 #pragma GCC unroll 4
         for (int p = 0; p < NP; ++p) {
-          if (p == NP - 1 && partial) {
-            acc[r][p][0] = _mm256_add_ps(acc[r][p][0], _mm256_maskload_ps(rr + 16 * p, mask0));
-            acc[r][p][1] = _mm256_add_ps(acc[r][p][1], _mm256_maskload_ps(rr + 16 * p + 8, mask1));
-          } else {
-            acc[r][p][0] = _mm256_add_ps(acc[r][p][0], _mm256_loadu_ps(rr + 16 * p));
-            acc[r][p][1] = _mm256_add_ps(acc[r][p][1], _mm256_loadu_ps(rr + 16 * p + 8));
+#pragma GCC unroll 2
+          for (int v = 0; v < 2; ++v) {
+            if (!used(p, v)) continue;
+            acc[r][p][v] = _mm256_add_ps(
+                acc[r][p][v], masked(p) ? _mm256_maskload_ps(rr + 16 * p + 8 * v, mask[v])
+                                        : _mm256_loadu_ps(rr + 16 * p + 8 * v));
           }
         }
       }
@@ -162,8 +118,11 @@ TERN_AVX2_TARGET void tile_avx2(const TileArgs& t) {
     for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 4
       for (int p = 0; p < NP; ++p) {
-        acc[r][p][0] = _mm256_max_ps(lo, _mm256_min_ps(hi, acc[r][p][0]));
-        acc[r][p][1] = _mm256_max_ps(lo, _mm256_min_ps(hi, acc[r][p][1]));
+#pragma GCC unroll 2
+        for (int v = 0; v < 2; ++v) {
+          if (!used(p, v)) continue;
+          acc[r][p][v] = _mm256_max_ps(lo, _mm256_min_ps(hi, acc[r][p][v]));
+        }
       }
     }
   }
@@ -172,16 +131,24 @@ TERN_AVX2_TARGET void tile_avx2(const TileArgs& t) {
     float* cr = t.c + r * t.ldc;
 #pragma GCC unroll 4
     for (int p = 0; p < NP; ++p) {
-      if (p == NP - 1 && partial) {
+#pragma GCC unroll 2
+      for (int v = 0; v < 2; ++v) {
+        if (!used(p, v)) continue;
         // vmaskmovps stores are slow on some cores: only the ragged last panel uses them.
-        _mm256_maskstore_ps(cr + 16 * p, mask0, acc[r][p][0]);
-        _mm256_maskstore_ps(cr + 16 * p + 8, mask1, acc[r][p][1]);
-      } else {
-        _mm256_storeu_ps(cr + 16 * p, acc[r][p][0]);
-        _mm256_storeu_ps(cr + 16 * p + 8, acc[r][p][1]);
+        if (masked(p)) {
+          _mm256_maskstore_ps(cr + 16 * p + 8 * v, mask[v], acc[r][p][v]);
+        } else {
+          _mm256_storeu_ps(cr + 16 * p + 8 * v, acc[r][p][v]);
+        }
       }
     }
   }
+}
+
+template <int MR, int NP>
+TERN_AVX2_TARGET void tile_avx2(const TileArgs& t) {
+  if (t.last_cols <= 8) return tile_vectors<MR, NP, 1>(t);
+  tile_vectors<MR, NP, 2>(t);
 }
 
 /// The conv gather's copy: whole ymm, then one masked ymm (vmaskmovps neither faults on nor

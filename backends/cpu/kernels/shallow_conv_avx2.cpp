@@ -177,7 +177,8 @@ TERN_AVX2_TARGET void row_avx2(const ConvProblem& p, int64_t n, int64_t oy) {
     r.y = p.y + at + j * kPanelWidth;
     r.residual = p.residual != nullptr ? p.residual + at + j * kPanelWidth : nullptr;
     r.full = cols >= 8 * nv;
-    for (int v = 0; v < kMaxVectors; ++v) {  // lane l of vector v is column 8v + l: kept when < cols
+    // Lane l of vector v is column 8v + l: kept when < cols.
+    for (int v = 0; v < kMaxVectors; ++v) {
       const int64_t left = cols - 8 * v;
       const int32_t n_lanes = static_cast<int32_t>(left < 0 ? 0 : (left > 8 ? 8 : left));
       r.mask[v] = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_lanes), lanes);
