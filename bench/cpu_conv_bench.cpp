@@ -43,9 +43,11 @@ struct Layer {
   const char* name;
   int64_t in_hw, in_c, out_c, kernel, stride, pad;
   int count;  // how many times ResNet-18 has it (0: another net's layer, not in the totals)
+  int64_t groups = 1;
   int64_t out_hw() const { return (in_hw + 2 * pad - kernel) / stride + 1; }
   double flops() const {
-    return 2.0 * out_hw() * out_hw() * out_c * kernel * kernel * static_cast<double>(in_c);
+    return 2.0 * out_hw() * out_hw() * out_c * kernel * kernel * static_cast<double>(in_c) /
+           static_cast<double>(groups);
   }
 };
 
@@ -67,16 +69,30 @@ const Layer kLayers[] = {
     {"stem 3x3/2 3->24 @224 (shufflenet)", 224, 3, 24, 3, 2, 1, 0},
     {"stem 3x3/2 3->32 @224 (mobilenet_v2)", 224, 3, 32, 3, 2, 1, 0},
     {"stem 3x3/2 3->16 @224 (mobilenet_v3)", 224, 3, 16, 3, 2, 1, 0},
+    // Grouped 3x3 convs (count 0): RegNetX-400MF (group width 16), RegNetY-400MF (8) and
+    // ResNeXt-50 32x4d (32 groups of 4 to 32 channels).
+    {"regnet_x 3x3/2 32 g2 @112", 112, 32, 32, 3, 2, 1, 0, 2},
+    {"regnet_x 3x3 64 g4 @28", 28, 64, 64, 3, 1, 1, 0, 4},
+    {"regnet_x 3x3 160 g10 @14", 14, 160, 160, 3, 1, 1, 0, 10},
+    {"regnet_x 3x3 400 g25 @7", 7, 400, 400, 3, 1, 1, 0, 25},
+    {"regnet_y 3x3 48 g6 @56", 56, 48, 48, 3, 1, 1, 0, 6},
+    {"regnet_y 3x3 104 g13 @28", 28, 104, 104, 3, 1, 1, 0, 13},
+    {"regnet_y 3x3 208 g26 @14", 14, 208, 208, 3, 1, 1, 0, 26},
+    {"regnet_y 3x3 440 g55 @7", 7, 440, 440, 3, 1, 1, 0, 55},
+    {"resnext 3x3 128 g32 @56", 56, 128, 128, 3, 1, 1, 0, 32},
+    {"resnext 3x3 256 g32 @28", 28, 256, 256, 3, 1, 1, 0, 32},
+    {"resnext 3x3 512 g32 @14", 14, 512, 512, 3, 1, 1, 0, 32},
+    {"resnext 3x3 1024 g32 @7", 7, 1024, 1024, 3, 1, 1, 0, 32},
 };
 
-/// One layer's inputs for tern: x, w [O, KH, KW, C] and bias drawn from [-0.05, 0.05) (seed 1,
-/// in that order; x with `x_slack` more floats), w packed (the [O, KH*KW*C] matrix) into a 64-byte
-/// aligned buffer, and the ConvProblem over them (batch 1; y, residual and clamp left to the
+/// One layer's inputs for tern: x, w [O, KH, KW, C/G] and bias drawn from [-0.05, 0.05) (seed 1,
+/// in that order; x with `x_slack` more floats), w packed (each group's [O/G, KH*KW*C/G] matrix)
+/// into a 64-byte aligned buffer, and the ConvProblem over them (batch 1; y, residual and clamp left to the
 /// caller). `rng` and `dist` go on drawing for the caller's own buffers.
 struct ConvSetup {
   ConvSetup(const Layer& l, size_t x_slack)
       : oh(l.out_hw()),
-        k(l.kernel * l.kernel * l.in_c),
+        k(l.kernel * l.kernel * l.in_c / l.groups),
         x_floats(static_cast<size_t>(l.in_hw * l.in_hw * l.in_c)),
         y_floats(static_cast<size_t>(oh * oh * l.out_c)),
         rng(1),
@@ -87,9 +103,15 @@ struct ConvSetup {
     for (float& v : x) v = dist(rng);
     for (float& v : w) v = dist(rng);
     for (float& v : bias) v = dist(rng);
-    const uint64_t floats = tern::cpu::packed_weight_floats(l.out_c, k);
+    const int64_t og = l.out_c / l.groups;
+    const uint64_t group_floats = tern::cpu::packed_weight_floats(og, k);
+    const uint64_t floats = group_floats * static_cast<uint64_t>(l.groups);
     packed = static_cast<float*>(std::aligned_alloc(64, ((floats * 4 + 63) / 64) * 64));
-    tern::cpu::pack_fc_weight(w.data(), bias.data(), l.out_c, k, packed);
+    for (int64_t g = 0; g < l.groups; ++g) {
+      tern::cpu::pack_fc_weight(w.data() + g * og * k, bias.data() + g * og, og, k,
+                                packed + g * group_floats);
+    }
+    p.groups = l.groups;
     p.batch = 1;
     p.in_h = p.in_w = l.in_hw;
     p.in_c = l.in_c;
@@ -124,7 +146,7 @@ Result run(const Layer& l, int threads, int runs) {
   Result result;
   // XNNPACK reads up to XNN_EXTRA_BYTES past its input: pad x.
   ConvSetup setup(l, /*x_slack=*/64);
-  const std::vector<float>& x = setup.x;
+  const std::vector<float>& x = setup.x;  // w [O, KH, KW, C/G]: XNNPACK's [G, O/G, KH, KW, C/G]
   const size_t y_floats = setup.y_floats;
   std::vector<float> y_tern(y_floats), y_xnn(y_floats);
   ConvProblem& p = setup.p;
@@ -137,9 +159,11 @@ Result run(const Layer& l, int threads, int runs) {
   xnn_operator_t op = nullptr;
   const uint32_t pad = static_cast<uint32_t>(l.pad), ks = static_cast<uint32_t>(l.kernel),
                  st = static_cast<uint32_t>(l.stride);
+  const uint32_t groups = static_cast<uint32_t>(l.groups);
   xnn_status status = xnn_create_convolution2d_nhwc_f32(
-      pad, pad, pad, pad, ks, ks, st, st, 1, 1, 1, static_cast<size_t>(l.in_c),
-      static_cast<size_t>(l.out_c), static_cast<size_t>(l.in_c), static_cast<size_t>(l.out_c),
+      pad, pad, pad, pad, ks, ks, st, st, 1, 1, groups, static_cast<size_t>(l.in_c / l.groups),
+      static_cast<size_t>(l.out_c / l.groups), static_cast<size_t>(l.in_c),
+      static_cast<size_t>(l.out_c),
       setup.w.data(), setup.bias.data(), 0.0f, std::numeric_limits<float>::infinity(), 0, &op);
   if (status != xnn_status_success) {
     std::fprintf(stderr, "xnn_create_convolution2d_nhwc_f32 failed (%d)\n", status);

@@ -137,10 +137,11 @@ enum class RecipeOp : uint32_t {
   /// the bias [N] (optional); params[0] = N, params[1] = K; flags: kRecipeFoldHardsigmoid.
   /// The value is [packed_fc_floats(N, K)].
   PackFc = 4,
-  /// PackedConv2d's weight: sources[0] the OIHW filter [O, C, KH, KW], flattened to the
-  /// [O, KH * KW * C] matrix in (kh, kw, c) order and packed like PackFc with sources[1] the bias
-  /// [O] (optional); params O, C, KH, KW; flags: kRecipeFoldHardsigmoid. The value is
-  /// [packed_fc_floats(O, KH * KW * C)].
+  /// PackedConv2d's weight: sources[0] the OIHW filter [O, C, KH, KW] (C: a group's input
+  /// channels), flattened to the [O, KH * KW * C] matrix in (kh, kw, c) order and packed like
+  /// PackFc with sources[1] the bias [O] (optional), each of the G groups' O/G rows on its own;
+  /// params O, C, KH, KW, G (0 or 1: one group; O a multiple of G); flags:
+  /// kRecipeFoldHardsigmoid. The value is [G * packed_fc_floats(O / G, KH * KW * C)].
   PackConv = 5,
   /// PackedWinogradConv2d's weight: sources[0] the filter [O, C, 3, 3], sources[1] the bias [O]
   /// (optional); params[0] = O, params[1] = C. The value is [winograd_packed_floats(O, C)].
@@ -223,13 +224,15 @@ enum class NodeOp : uint32_t {
   /// none, 1 hardswish, 2 GELU erf, 3 GELU tanh, 4 SiLU, 5 sigmoid); fparams: output min, max.
   /// Output [..., N].
   PackedFullyConnected = 17,
-  /// tern's own NHWC convolution (one group). in: x [N, H, W, C], packed weight (a constant
-  /// [F] with F = packed_fc_floats(O, KH * KW * C), the [O, KH, KW, C] filter as an
-  /// [O, KH*KW*C] matrix), optional residual [N, OH, OW, O] (not a constant; added after the
-  /// bias, before the clamp); params: pads, KH, KW, strides, dilations at the ConvParam
-  /// indices, [10] = C, [11] = O, [12] = the activation after the clamp (as op 17's params[2]);
-  /// fparams: output min, max. Output [N, OH, OW, O]. A window of fewer than 32 taps (KH*KW*C)
-  /// runs as a direct convolution (kernels/shallow_conv.h).
+  /// tern's own NHWC convolution. in: x [N, H, W, C], packed weight (a constant [F] with F =
+  /// G * packed_fc_floats(O / G, KH * KW * C / G): each group's [O/G, KH, KW, C/G] filter as
+  /// an [O/G, KH*KW*C/G] matrix, one after another), optional residual [N, OH, OW, O] (not a
+  /// constant; added after the bias, before the clamp); params: pads, KH, KW, strides,
+  /// dilations at the ConvParam indices, [10] = C, [11] = O, [12] = the activation after the
+  /// clamp (as op 17's params[2]), [13] = G (0 or 1: one group, as blobs before grouped convs
+  /// hold; C and O multiples of G); fparams: output min, max. Output [N, OH, OW, O]. A
+  /// one-group window of fewer than 32 taps (KH*KW*C) runs as a direct convolution
+  /// (kernels/shallow_conv.h).
   PackedConv2d = 18,
   /// tern's own Winograd F(2x2,3x3) NHWC convolution: a 3x3 stride-1 dilation-1 one-group conv
   /// (params and inputs as PackedConv2d, the window params fixed to 3x3/1/1). The weight is a
@@ -436,6 +439,7 @@ enum ConvParam : uint32_t {
   kPackedInChannels = 10,   ///< PackedConv2d, PackedWinogradConv2d: C
   kPackedOutChannels = 11,  ///< PackedConv2d, PackedWinogradConv2d: O
   kPackedActivation = 12,   ///< PackedConv2d: GemmActivation after the clamp (0 none)
+  kPackedGroups = 13,       ///< PackedConv2d: groups (0 or 1: one)
 };
 
 /// Indices into BlobNode::params for PackedBottleneck (after its window at the ConvParam ones).

@@ -1,15 +1,17 @@
 // The NHWC convolution driver (implicit GEMM on the packed GEMM's microkernels). Never allocates.
 //
 // Rows of the implicit A are output pixels, columns the K = KH·KW·C taps in (kh, kw, c) order.
-// A row's K range splits into runs that are contiguous in x: with dilation_w == 1 one run is a
-// whole kernel row (KW·C floats: the taps kw = 0..KW-1 read neighbouring input pixels), else one
-// tap (C floats); the part of a run outside the image is zeros. Tasks = (M block, N group) pairs
-// over all of K (tasks never share outputs). A task runs: for each K block (kc rows: the
-// gathered tile fits the stack buffer, the task's B block kc × its columns stays in L2), for each
-// M tile (max_rows output pixels): gather the tile's A rows for the block into the stack buffer,
-// then for each N tile of the group: microkernel (first block from the bias, later ones from y's
-// partial sums, the last adds the optional residual, then clamps: all in the microkernel's final
-// store, so the residual costs no pass of its own). One gather serves every column panel.
+// A row's K range splits into runs that are contiguous in x: with dilation_w == 1 and one group
+// one run is a whole kernel row (KW·C floats: the taps kw = 0..KW-1 read neighbouring input
+// pixels), else one tap (the group's C/G floats); the part of a run outside the image is zeros.
+// Each group is its own implicit GEMM (its channel slice of x, its packed weight, its columns of
+// y). Tasks = (group, M block, N group) triples over all of K (tasks never share outputs). A task
+// runs: for each K block (kc rows: the gathered tile fits the stack buffer, the task's B block kc ×
+// its columns stays in L2), for each M tile (max_rows output pixels): gather the tile's A rows for
+// the block into the stack buffer, then for each N tile of the group: microkernel (first block from
+// the bias, later ones from y's partial sums, the last adds the optional residual, then clamps: all
+// in the microkernel's final store, so the residual costs no pass of its own). One gather serves
+// every column panel.
 #include "backends/cpu/kernels/packed_conv.h"
 
 #include <cstring>
@@ -44,11 +46,14 @@ struct ConvPlan {
   const ConvProblem* p = nullptr;
   const MicrokernelSet* ks = nullptr;
   int64_t m = 0;                   // output pixels
-  int64_t k = 0;                   // KH * KW * C
+  int64_t k = 0;                   // KH * KW * C / G
   int64_t pixels = 0;              // out_h * out_w
   int64_t image_floats = 0;        // in_h * in_w * in_c
+  int64_t group_c = 0;             // C / G: input channels a group reads
+  int64_t group_o = 0;             // O / G: output channels a group writes
+  int64_t group_packed = 0;        // floats of one group's packed weight
   int64_t run_len = 0;             // floats per contiguous run of a row's K range
-  bool row_runs = false;           // dilation_w == 1: a run is a kernel row (KW taps)
+  bool row_runs = false;           // dilation_w == 1, one group: a run is a kernel row (KW taps)
   int64_t span_h = 0, span_w = 0;  // (KH - 1) · dh, (KW - 1) · dw: a receptive field's extent - 1
   int64_t row_step = 0;  // floats from one kernel row's input to the next: dh · in_w · C
   int64_t panels = 0;
@@ -56,6 +61,8 @@ struct ConvPlan {
   int last_cols = 16;
   int64_t tile_panels = 1;
   int64_t m_tiles = 1, n_tiles = 1, k_blocks = 1, m_blocks = 1, n_groups = 1;
+  int64_t groups = 1;    // conv groups
+  int64_t g_blocks = 1;  // tasks split the conv groups into this many blocks
   int64_t lda = 0;       // row stride of the gathered A tile
   bool m_outer = false;  // a task finishes each M tile over all of K (its group's B fits in L2)
   ActivationFn activation = nullptr;  // the epilogue's, or null
@@ -75,13 +82,32 @@ inline void zero_floats(float* d, int64_t n) {
   for (; n > 0; --n) *d++ = 0.0f;
 }
 
-/// Writes the A rows [r0, r0 + rows) (output pixels) at K columns [k0, k0 + kc) to the tile
-/// buffer (row r at dst + r * lda). Divisions happen once per tile, not per row or run.
-void gather_tile(const ConvPlan& plan, int64_t r0, int64_t rows, int64_t k0, int64_t kc, float* dst,
-                 int64_t lda) {
+/// copy(d, s, n) with the short runs of grouped convs (a tap of 4, 8 or 16 channels) inlined.
+inline void copy_run(gemm_detail::CopyKernel copy, float* d, const float* s, int64_t n) {
+  switch (n) {
+    case 4:
+      std::memcpy(d, s, 16);
+      return;
+    case 8:
+      std::memcpy(d, s, 32);
+      return;
+    case 16:
+      std::memcpy(d, s, 64);
+      return;
+    default:
+      copy(d, s, n);
+  }
+}
+
+/// Writes the A rows [r0, r0 + rows) (output pixels) at K columns [k0, k0 + kc) of the group
+/// whose first input channel is at x to the tile buffer (row r at dst + r * lda). Divisions
+/// happen once per tile, not per row or run.
+void gather_tile(const ConvPlan& plan, const float* x, int64_t r0, int64_t rows, int64_t k0,
+                 int64_t kc, float* dst, int64_t lda) {
   const ConvProblem& p = *plan.p;
   const gemm_detail::CopyKernel copy = plan.ks->copy;
-  const int64_t c = p.in_c;
+  const int64_t c = plan.group_c;
+  const int64_t pixel = p.in_c;  // floats from one input pixel to the next
   int64_t img = r0 / plan.pixels;
   int64_t oh = (r0 - img * plan.pixels) / p.out_w;
   int64_t ow = r0 - img * plan.pixels - oh * p.out_w;
@@ -93,22 +119,39 @@ void gather_tile(const ConvPlan& plan, int64_t r0, int64_t rows, int64_t k0, int
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t ih0 = oh * p.stride_h - p.pad_top;
     const int64_t iw0 = ow * p.stride_w - p.pad_left;
-    const float* image = p.x + img * plan.image_floats;
+    const float* image = x + img * plan.image_floats;
     float* d = dst + r * lda;
     int64_t left = kc;  // floats of this row still to write
     int64_t off = off0, kh = kh0, kw0 = kw00;
-    if (plan.row_runs && ih0 >= 0 && ih0 + plan.span_h < p.in_h && iw0 >= 0 &&
-        iw0 + plan.span_w < p.in_w) {
-      // Every tap inside the image (most pixels): kernel row kh is the KW·C floats at
-      // x[img, ih0 + kh·dh, iw0, 0]; consecutive kernel rows are dh input rows apart.
-      const float* run = image + ((ih0 + kh * p.dilation_h) * p.in_w + iw0) * c;
-      while (left > 0) {
-        const int64_t n = min64(plan.run_len - off, left);
-        copy(d, run + off, n);
-        d += n;
-        left -= n;
-        off = 0;
-        run += plan.row_step;
+    if (ih0 >= 0 && ih0 + plan.span_h < p.in_h && iw0 >= 0 && iw0 + plan.span_w < p.in_w) {
+      // Every tap inside the image (most pixels).
+      if (plan.row_runs) {
+        // Kernel row kh is the KW·C floats at x[img, ih0 + kh·dh, iw0, 0]; consecutive kernel
+        // rows are dh input rows apart.
+        const float* run = image + ((ih0 + kh * p.dilation_h) * p.in_w + iw0) * c;
+        while (left > 0) {
+          const int64_t n = min64(plan.run_len - off, left);
+          copy(d, run + off, n);
+          d += n;
+          left -= n;
+          off = 0;
+          run += plan.row_step;
+        }
+      } else {
+        // Tap (kh, kw) is the group's C/G floats at x[img, ih0 + kh·dh, iw0 + kw·dw, g·C/G].
+        while (left > 0) {
+          const float* run =
+              image + ((ih0 + kh * p.dilation_h) * p.in_w + iw0 + kw0 * p.dilation_w) * pixel;
+          const int64_t n = min64(plan.run_len - off, left);
+          copy_run(copy, d, run + off, n);
+          d += n;
+          left -= n;
+          off = 0;
+          if (++kw0 == p.kernel_w) {
+            kw0 = 0;
+            ++kh;
+          }
+        }
       }
       left = 0;
     }
@@ -132,9 +175,10 @@ void gather_tile(const ConvPlan& plan, int64_t r0, int64_t rows, int64_t k0, int
       const int64_t c0 = max64(off, lo), c1 = min64(end, hi);
       if (c1 > c0) {
         zero_floats(d, c0 - off);
-        // Run float j is x[img, ih, iw + j / C, j % C]: index (ih * in_w + iw) * C + j (>= 0
+        // Run float j is x[img, ih, iw + j / C, j % C] (one group: a row run may span taps),
+        // else the group's channel j of tap (ih, iw): index (ih * in_w + iw) * in_c + j (>= 0
         // for j >= lo).
-        copy(d + (c0 - off), image + (ih * p.in_w + iw) * c + c0, c1 - c0);
+        copy_run(copy, d + (c0 - off), image + (ih * p.in_w + iw) * pixel + c0, c1 - c0);
         zero_floats(d + (c1 - off), end - c1);
       } else {
         zero_floats(d, end - off);
@@ -159,8 +203,12 @@ void gather_tile(const ConvPlan& plan, int64_t r0, int64_t rows, int64_t k0, int
 
 void run_task(const ConvPlan& plan, int64_t task) {
   const ConvProblem& p = *plan.p;
-  const int64_t mb = task / plan.n_groups;
+  const int64_t per_block = plan.m_blocks * plan.n_groups;
+  const int64_t gb = task / per_block;
+  const int64_t mb = (task - gb * per_block) / plan.n_groups;
   const int64_t ng = task % plan.n_groups;
+  const int64_t g0 = split_point(plan.groups, plan.g_blocks, gb);
+  const int64_t g1 = split_point(plan.groups, plan.g_blocks, gb + 1);
   const int64_t t0 = split_point(plan.m_tiles, plan.m_blocks, mb);
   const int64_t t1 = split_point(plan.m_tiles, plan.m_blocks, mb + 1);
   const int64_t j0 = split_point(plan.n_tiles, plan.n_groups, ng);
@@ -174,8 +222,11 @@ void run_task(const ConvPlan& plan, int64_t task) {
   args.ldc = p.out_c;
   args.out_min = p.out_min;
   args.out_max = p.out_max;
-  // One (M tile, K block) step: gather the tile's A rows, then every N tile of the group.
-  auto step = [&](int64_t i, int64_t kb) {
+  // One (conv group, M tile, K block) step: gather the tile's A rows from the group's channels,
+  // then every N tile of the task's column range of the group.
+  auto step = [&](int64_t g, int64_t i, int64_t kb) {
+    const float* packed = p.packed + g * plan.group_packed;
+    float* y = p.y + g * plan.group_o;  // the group's first output channel
     const int64_t k0 = split_point(plan.k, plan.k_blocks, kb);
     const int64_t k1 = split_point(plan.k, plan.k_blocks, kb + 1);
     const int64_t r0 = split_point(plan.m, plan.m_tiles, i);
@@ -183,36 +234,41 @@ void run_task(const ConvPlan& plan, int64_t task) {
     args.kc = k1 - k0;
     args.first = kb == 0;
     args.last = kb == plan.k_blocks - 1;
-    gather_tile(plan, r0, r1 - r0, k0, k1 - k0, abuf, plan.lda);
+    gather_tile(plan, p.x + g * plan.group_c, r0, r1 - r0, k0, k1 - k0, abuf, plan.lda);
     for (int64_t j = j0; j < j1; ++j) {
       const int64_t panel0 = j * plan.tile_panels;
       const int64_t np = min64(plan.tile_panels, plan.panels - panel0);
-      const float* panel = p.packed + panel0 * plan.panel_stride;
+      const float* panel = packed + panel0 * plan.panel_stride;
+      const int64_t at = r0 * p.out_c + panel0 * kPanelWidth;  // the tile's [row0, col0] in y
       args.bias = panel;
       args.b = panel + kPanelWidth + k0 * kPanelWidth;
       args.last_cols = panel0 + np == plan.panels ? plan.last_cols : static_cast<int>(kPanelWidth);
-      args.c = p.y + r0 * p.out_c + panel0 * kPanelWidth;
+      args.c = y + at;
       // y's layout: the residual at the tile's [row0, col0] (read only by the last K block).
-      args.residual = p.residual != nullptr && args.last
-                          ? p.residual + r0 * p.out_c + panel0 * kPanelWidth
-                          : nullptr;
+      args.residual =
+          p.residual != nullptr && args.last ? p.residual + g * plan.group_o + at : nullptr;
       plan.ks->kernels[r1 - r0][np](args);
       if (args.last && plan.activation != nullptr) {
         // The tile is final and in L1: its activation now, row by row.
-        const int64_t cols = min64(np * kPanelWidth, p.out_c - panel0 * kPanelWidth);
+        const int64_t cols = min64(np * kPanelWidth, plan.group_o - panel0 * kPanelWidth);
         for (int64_t r = 0; r < r1 - r0; ++r) plan.activation(args.c + r * p.out_c, cols);
       }
     }
   };
   if (plan.m_outer) {
-    // The group's whole B stays in L2: finish each tile over all of K (its C stays in L1).
+    // The task's groups' whole B stays in L2: finish each tile over all of K, for every group
+    // in turn while the tile's input pixels are in cache (its C stays in L1).
     for (int64_t i = t0; i < t1; ++i) {
-      for (int64_t kb = 0; kb < plan.k_blocks; ++kb) step(i, kb);
+      for (int64_t g = g0; g < g1; ++g) {
+        for (int64_t kb = 0; kb < plan.k_blocks; ++kb) step(g, i, kb);
+      }
     }
   } else {
-    // Only a K block of B fits in L2: every tile passes over it before the next block.
-    for (int64_t kb = 0; kb < plan.k_blocks; ++kb) {
-      for (int64_t i = t0; i < t1; ++i) step(i, kb);
+    // Only a K block of one group's B fits in L2: every tile passes over it before the next.
+    for (int64_t g = g0; g < g1; ++g) {
+      for (int64_t kb = 0; kb < plan.k_blocks; ++kb) {
+        for (int64_t i = t0; i < t1; ++i) step(g, i, kb);
+      }
     }
   }
 }
@@ -226,18 +282,22 @@ ConvPlan make_plan(const ConvProblem& p, const MicrokernelSet* ks, int64_t threa
   ConvPlan plan;
   plan.p = &p;
   plan.ks = ks;
+  plan.groups = p.groups;
+  plan.group_c = p.in_c / p.groups;
+  plan.group_o = p.out_c / p.groups;
   plan.pixels = p.out_h * p.out_w;
   plan.m = p.batch * plan.pixels;
-  plan.k = p.kernel_h * p.kernel_w * p.in_c;
+  plan.k = p.kernel_h * p.kernel_w * plan.group_c;
   plan.image_floats = p.in_h * p.in_w * p.in_c;
-  plan.row_runs = p.dilation_w == 1;
-  plan.run_len = plan.row_runs ? p.kernel_w * p.in_c : p.in_c;
+  plan.row_runs = p.dilation_w == 1 && p.groups == 1;
+  plan.run_len = plan.row_runs ? p.kernel_w * p.in_c : plan.group_c;
   plan.span_h = (p.kernel_h - 1) * p.dilation_h;
   plan.span_w = (p.kernel_w - 1) * p.dilation_w;
   plan.row_step = p.dilation_h * p.in_w * p.in_c;
-  plan.panels = ceil_div(p.out_c, kPanelWidth);
+  plan.panels = ceil_div(plan.group_o, kPanelWidth);
   plan.panel_stride = kPanelWidth * (plan.k + 1);
-  plan.last_cols = static_cast<int>(p.out_c - (plan.panels - 1) * kPanelWidth);
+  plan.group_packed = plan.panels * plan.panel_stride;
+  plan.last_cols = static_cast<int>(plan.group_o - (plan.panels - 1) * kPanelWidth);
 
   // Register tiles, as packed_gemm picks them.
   const gemm_detail::TileChoice tiles = gemm_detail::choose_tiles(*ks, plan.m, plan.panels);
@@ -256,30 +316,43 @@ ConvPlan make_plan(const ConvProblem& p, const MicrokernelSet* ks, int64_t threa
   plan.lda = ceil_div(kc, kPanelWidth) * kPanelWidth + kPanelWidth;
 
   // N groups: a task's B block (kc × its columns) within the L2 budget. When all of B fits,
-  // tasks finish each M tile over all of K instead (no partial sums go back to memory).
-  plan.m_outer = plan.k * plan.panels * kPanelWidth * 4 <= blocking.b_block_bytes;
+  // tasks finish each M tile over all of K instead (no partial sums go back to memory). With
+  // conv groups whose B fits one by one, a task takes a block of groups whose B fits together
+  // and runs them all on each M tile (the tile's input pixels are read from memory once, not
+  // once per group: ResNeXt's 32 groups of 4 channels read 16 bytes of each 64-byte line).
+  const int64_t group_b_bytes = plan.k * plan.panels * kPanelWidth * 4;
+  plan.m_outer = group_b_bytes <= blocking.b_block_bytes;
+  plan.g_blocks = plan.m_outer ? min64(plan.groups, ceil_div(group_b_bytes * plan.groups,
+                                                              blocking.b_block_bytes))
+                               : plan.groups;
   const int64_t b_panels = max64(1, blocking.b_block_bytes / (kc * kPanelWidth * 4));
   const int64_t tiles_per_group = max64(1, b_panels / plan.tile_panels);
   plan.n_groups = ceil_div(plan.n_tiles, tiles_per_group);
   plan.m_blocks = 1;
 
-  // Enough tasks for the pool, none tiny. An extra M block costs one more pass over the group's
+  // Enough tasks for the pool, none tiny. An extra M block costs one more pass over the task's
   // B (from L3: cheap while a task keeps two or more M tiles to reuse each B load); an extra N
-  // group repeats the gathers of its rows (a cost per gathered float that fewer columns amortize
-  // worse). So: M blocks of at least two tiles first, then N groups, then single-tile M blocks.
+  // group repeats the gathers of its rows (a cost per gathered float that fewer columns
+  // amortize worse); an extra block of conv groups the reads of the tiles' pixels. So: M blocks
+  // of at least two tiles first, then N groups, then group blocks, then single-tile M blocks.
   if (threads > 1) {
-    const double fmas = static_cast<double>(plan.m) * static_cast<double>(p.out_c) *
-                        static_cast<double>(plan.k);
-    const int64_t wanted = gemm_detail::wanted_tasks(fmas, threads, blocking.tasks_per_thread,
-                                                     blocking.min_task_fmas);
-    if (plan.m_blocks * plan.n_groups < wanted) {
-      plan.m_blocks = min64(max64(1, plan.m_tiles / 2), ceil_div(wanted, plan.n_groups));
+    const double fmas =
+        static_cast<double>(plan.m) * static_cast<double>(p.out_c) * static_cast<double>(plan.k);
+    const int64_t wanted =
+        gemm_detail::wanted_tasks(fmas, threads, blocking.tasks_per_thread, blocking.min_task_fmas);
+    const auto tasks = [&plan] { return plan.g_blocks * plan.m_blocks * plan.n_groups; };
+    if (tasks() < wanted) {
+      plan.m_blocks = min64(max64(1, plan.m_tiles / 2),
+                            ceil_div(wanted, plan.g_blocks * plan.n_groups));
     }
-    if (plan.m_blocks * plan.n_groups < wanted) {
-      plan.n_groups = min64(plan.n_tiles, ceil_div(wanted, plan.m_blocks));
+    if (tasks() < wanted) {
+      plan.n_groups = min64(plan.n_tiles, ceil_div(wanted, plan.g_blocks * plan.m_blocks));
     }
-    if (plan.m_blocks * plan.n_groups < wanted) {
-      plan.m_blocks = min64(plan.m_tiles, ceil_div(wanted, plan.n_groups));
+    if (tasks() < wanted) {
+      plan.g_blocks = min64(plan.groups, ceil_div(wanted, plan.m_blocks * plan.n_groups));
+    }
+    if (tasks() < wanted) {
+      plan.m_blocks = min64(plan.m_tiles, ceil_div(wanted, plan.g_blocks * plan.n_groups));
     }
   }
   return plan;
@@ -289,10 +362,11 @@ ConvPlan make_plan(const ConvProblem& p, const MicrokernelSet* ks, int64_t threa
 
 void packed_conv_nhwc(const ConvProblem& p, pthreadpool_t pool) {
   if (p.batch <= 0 || p.in_h <= 0 || p.in_w <= 0 || p.in_c <= 0 || p.out_h <= 0 || p.out_w <= 0 ||
-      p.out_c <= 0 || p.kernel_h <= 0 || p.kernel_w <= 0) {
+      p.out_c <= 0 || p.kernel_h <= 0 || p.kernel_w <= 0 || p.groups <= 0 ||
+      p.in_c % p.groups != 0 || p.out_c % p.groups != 0) {
     return;
   }
-  if (p.kernel_h * p.kernel_w * p.in_c < shallow_detail::kShallowConvTaps) {
+  if (p.groups == 1 && p.kernel_h * p.kernel_w * p.in_c < shallow_detail::kShallowConvTaps) {
     shallow_detail::shallow_conv_nhwc(p, pool);
     return;
   }
@@ -300,7 +374,7 @@ void packed_conv_nhwc(const ConvProblem& p, pthreadpool_t pool) {
   ConvPlan plan = make_plan(p, ks, gemm_detail::pool_threads(pool));
   plan.activation = gemm_activation_fn(p.activation);
   gemm_detail::run_tasks(pool, &run_task_entry, const_cast<ConvPlan*>(&plan),
-                         plan.m_blocks * plan.n_groups);
+                         plan.g_blocks * plan.m_blocks * plan.n_groups);
 }
 
 }  // namespace tern::cpu

@@ -17,15 +17,21 @@
 
 namespace tern::cpu {
 
-/// One convolution, groups == 1. All sizes >= 1 (else nothing happens); strides and dilations
-/// >= 1; pads >= 0 (bottom/right padding is whatever out_h/out_w imply).
+/// One convolution. All sizes >= 1 (else nothing happens); strides and dilations >= 1; pads
+/// >= 0 (bottom/right padding is whatever out_h/out_w imply). With G = groups > 1 (in_c and
+/// out_c both multiples of G), output channels [g·O/G, (g+1)·O/G) see only input channels
+/// [g·C/G, (g+1)·C/G) (PyTorch's grouped convolution).
 struct ConvProblem {
   int64_t batch = 0, in_h = 0, in_w = 0, in_c = 0;  ///< x [batch, in_h, in_w, in_c], contiguous
   int64_t out_h = 0, out_w = 0, out_c = 0;          ///< y [batch, out_h, out_w, out_c], contiguous
   int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
   int64_t pad_top = 0, pad_left = 0;
+  int64_t groups = 1;
   const float* x = nullptr;
-  const float* packed = nullptr;  ///< pack_fc_weight(out_c, kernel_h * kernel_w * in_c)
+  /// The groups' weights one after another, group g at g · packed_weight_floats(O/G, K) with
+  /// K = kernel_h · kernel_w · in_c / G: each pack_fc_weight(O/G, K) of the group's [O/G, KH,
+  /// KW, C/G] filter (its rows of the [O, KH, KW, C/G] weight) and bias.
+  const float* packed = nullptr;
   float* y = nullptr;
   /// Optional (null: none) residual added before the clamp: exactly y's shape and layout
   /// [batch, out_h, out_w, out_c], contiguous NHWC. Read once per output element in the
@@ -38,8 +44,9 @@ struct ConvProblem {
 };
 
 /// y = act(clamp(conv(x, W) + bias + residual)) (no residual term when it is null). A shallow
-/// window (KH·KW·C < 32, e.g. a 3x3 stem on RGB) runs as a direct convolution from x
-/// (shallow_conv.h) instead of the implicit GEMM. Splits the work
+/// one-group window (KH·KW·C < 32, e.g. a 3x3 stem on RGB) runs as a direct convolution from x
+/// (shallow_conv.h) instead of the implicit GEMM; groups run as one implicit GEMM each (tasks
+/// over groups × pixel blocks), gathering C/G floats per tap. Splits the work
 /// over `pool` (null: the caller's thread only). Never allocates (its A buffer lives on the
 /// stack, under 32 KiB per call frame); reads x only inside [batch, in_h, in_w, in_c], the
 /// residual only inside y's shape, and writes y only inside [batch, out_h, out_w, out_c]. Uses

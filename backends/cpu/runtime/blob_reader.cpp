@@ -290,8 +290,9 @@ Error check_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
 
 Error check_packed_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
   const bool winograd = static_cast<NodeOp>(node.op) == NodeOp::PackedWinogradConv2d;
-  // Op 18 has its epilogue activation at kPackedActivation; op 19 none.
-  TERN_RETURN_IF_ERROR(check_params_range(n, node, winograd ? 12 : 13, kKernelH, 12));
+  // Op 18 has its epilogue activation at kPackedActivation and its groups after it; op 19
+  // neither.
+  TERN_RETURN_IF_ERROR(check_params_range(n, node, winograd ? 12 : 14, kKernelH, 12));
   TERN_CHECK_OR_RETURN_ERROR(node.params[kPackedActivation] <= kLastPackedActivation,
                              InvalidProgram,
                              "cpu blob: node %u (%s): activation %u, expected 0 (none), 1 "
@@ -300,12 +301,20 @@ Error check_packed_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
   const BlobValue& f = v[node.inputs[1]];
   const uint64_t kh = node.params[kKernelH], kw = node.params[kKernelW];
   const uint64_t in_c = node.params[kPackedInChannels], out_c = node.params[kPackedOutChannels];
+  const uint64_t groups =
+      winograd || node.params[kPackedGroups] == 0 ? 1 : node.params[kPackedGroups];
+  TERN_CHECK_OR_RETURN_ERROR(in_c % groups == 0 && out_c % groups == 0, InvalidProgram,
+                             "cpu blob: node %u (%s): %llu groups do not divide %llu input and "
+                             "%llu output channels",
+                             n, op_name(node.op), static_cast<unsigned long long>(groups),
+                             static_cast<unsigned long long>(in_c),
+                             static_cast<unsigned long long>(out_c));
   TERN_RETURN_IF_ERROR(check_nhwc_input(n, node, v, in_c));
   uint64_t taps = 0, k = 0;
   TERN_CHECK_OR_RETURN_ERROR(
-      checked_mul(kh, kw, &taps) && checked_mul(taps, in_c, &k) && k <= kMaxDim, InvalidProgram,
-      "cpu blob: node %u (%s): %llux%llu window x %llu channels is too large", n, op_name(node.op),
-      static_cast<unsigned long long>(kh), static_cast<unsigned long long>(kw),
+      checked_mul(kh, kw, &taps) && checked_mul(taps, in_c / groups, &k) && k <= kMaxDim,
+      InvalidProgram, "cpu blob: node %u (%s): %llux%llu window x %llu channels is too large", n,
+      op_name(node.op), static_cast<unsigned long long>(kh), static_cast<unsigned long long>(kw),
       static_cast<unsigned long long>(in_c));
   if (winograd) {
     const uint32_t* q = node.params;
@@ -318,16 +327,22 @@ Error check_packed_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
                                static_cast<unsigned long long>(kw), q[kStrideH], q[kStrideW],
                                q[kDilationH], q[kDilationW]);
   }
-  const uint64_t want = winograd ? winograd_packed_floats(out_c, in_c) : packed_fc_floats(out_c, k);
-  TERN_CHECK_OR_RETURN_ERROR(f.rank == 1 && f.dims[0] == want, InvalidProgram,
-                             "cpu blob: node %u (%s): packed weight value %u is not [%llu] (%llu "
-                             "out channels x %llux%llux%llu)",
-                             n, op_name(node.op), node.inputs[1],
-                             static_cast<unsigned long long>(want),
-                             static_cast<unsigned long long>(out_c),
-                             static_cast<unsigned long long>(kh),
-                             static_cast<unsigned long long>(kw),
-                             static_cast<unsigned long long>(in_c));
+  // One group's packed floats stay below 2^62 (O/G <= 2^30, K <= 2^31); all G of them may not.
+  uint64_t want = 0;
+  bool fits = true;
+  if (winograd) {
+    want = winograd_packed_floats(out_c, in_c);
+  } else {
+    fits = checked_mul(groups, packed_fc_floats(out_c / groups, k), &want);
+  }
+  TERN_CHECK_OR_RETURN_ERROR(
+      fits && f.rank == 1 && f.dims[0] == want, InvalidProgram,
+      "cpu blob: node %u (%s): packed weight value %u is not [%llu] (%llu "
+      "out channels x %llux%llux%llu, %llu groups)",
+      n, op_name(node.op), node.inputs[1], static_cast<unsigned long long>(want),
+      static_cast<unsigned long long>(out_c), static_cast<unsigned long long>(kh),
+      static_cast<unsigned long long>(kw), static_cast<unsigned long long>(in_c / groups),
+      static_cast<unsigned long long>(groups));
   return check_window_output(n, node, v, out_c, /*residual=*/true);
 }
 

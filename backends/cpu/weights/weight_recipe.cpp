@@ -36,6 +36,9 @@ bool unused_params_zero(const BlobRecipe& r, uint32_t from) {
 }
 
 /// Params [0, count) in 1..kMaxParam.
+/// PackConv's groups: params[4], where 0 (recipes before grouped convs) means one.
+uint64_t conv_groups(const BlobRecipe& r) { return r.params[4] == 0 ? 1 : r.params[4]; }
+
 bool params_in_range(const BlobRecipe& r, uint32_t count) {
   for (uint32_t i = 0; i < count; ++i) {
     if (r.params[i] < 1 || r.params[i] > kMaxParam) return false;
@@ -228,16 +231,18 @@ bool recipe_shape(const BlobRecipe& r, uint64_t value_numel, RecipeShape* s, con
       return true;
     }
     case RecipeOp::PackConv: {
-      if (!params_in_range(r, 4) || !unused_params_zero(r, 4)) {
-        return fail(why, "O, C, KH, KW not in 1..2^30 or unused params not 0");
+      if (!params_in_range(r, 4) || !unused_params_zero(r, 5) || r.params[4] > kMaxParam) {
+        return fail(why, "O, C, KH, KW not in 1..2^30, groups above 2^30 or unused params not 0");
       }
+      const uint64_t groups = conv_groups(r);
+      if (r.params[0] % groups != 0) return fail(why, "groups do not divide O");
       uint64_t k = 0;
       if (!product(r.params[0], r.params[1], r.params[2], r.params[3], &n) ||
-          !product(r.params[1], r.params[2], r.params[3], 1, &k) || k > kMaxParam) {
+          !product(r.params[1], r.params[2], r.params[3], 1, &k) || k > kMaxParam ||
+          !product(groups, packed_fc_floats(r.params[0] / groups, k), 1, 1, &s->out_floats)) {
         return fail(why, "too many elements");
       }
       weight_and_bias(s, 0, n, 1, r.params[0]);
-      s->out_floats = packed_fc_floats(r.params[0], k);
       return true;
     }
     case RecipeOp::PackWinograd:
@@ -298,12 +303,18 @@ void run_recipe(const BlobRecipe& r, const RecipeShape& shape, const RecipeSourc
       pack_fc_weight(floats(src[0]), floats(src[1]), q[0], q[1], out);
       if (r.flags & kRecipeFoldHardsigmoid) fold_hardsigmoid(out, q[0], q[1]);
       return;
-    case RecipeOp::PackConv:
-      pack_conv(floats(src[0]), floats(src[1]), q[0], q[1], q[2], q[3], out);
-      if (r.flags & kRecipeFoldHardsigmoid) {
-        fold_hardsigmoid(out, q[0], uint64_t{q[1]} * q[2] * q[3]);
+    case RecipeOp::PackConv: {
+      // Each group's O/G filters (and bias) packed as a weight of their own, one after another.
+      const uint64_t groups = conv_groups(r), o = q[0] / groups, k = uint64_t{q[1]} * q[2] * q[3];
+      const float* bias = floats(src[1]);
+      for (uint64_t g = 0; g < groups; ++g) {
+        float* at = out + g * packed_fc_floats(o, k);
+        pack_conv(floats(src[0]) + g * o * k, bias != nullptr ? bias + g * o : nullptr, o, q[1],
+                  q[2], q[3], at);
+        if (r.flags & kRecipeFoldHardsigmoid) fold_hardsigmoid(at, o, k);
       }
       return;
+    }
     case RecipeOp::PackWinograd:
       pack_winograd_weight(floats(src[0]), floats(src[1]), q[0], q[1], out);
       return;

@@ -956,6 +956,70 @@ TEST_F(CpuBlobTest, ShallowConvsRunOnTernsDirectConv) {
   EXPECT_EQ(first_op(3, 7), static_cast<uint32_t>(cpu::NodeOp::PackedConv2d));
 }
 
+TEST_F(CpuBlobTest, GroupedConvsRunOnTernsConvWithTheirGroups) {
+  // RegNet's grouped 3x3 (group width 8): op 18 with C = O = 32 and 4 groups; its packed
+  // weight is 4 packed [8, 72] matrices.
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {1, 32, 8, 8});
+  const int w = b.constant_f32("w", {32, 8, 3, 3}, random_floats(2304, 12, -1.0f, 1.0f));
+  b.output(b.op("tern::conv2d",
+                {x, w, b.none(), b.int_list({1, 1}), b.int_list({1, 1}), b.int_list({1, 1}),
+                 b.int_value(4)},
+                DType::F32, {1, 32, 8, 8}));
+  delegate_cpu(b, 0, 0);
+  std::vector<uint8_t> blob = b.graph().delegates[0].blob;
+  cpu::BlobNode n = blob_node(blob, 0);
+  ASSERT_EQ(n.op, static_cast<uint32_t>(cpu::NodeOp::PackedConv2d));
+  EXPECT_EQ(n.params[cpu::kPackedInChannels], 32u);
+  EXPECT_EQ(n.params[cpu::kPackedOutChannels], 32u);
+  EXPECT_EQ(n.params[cpu::kPackedGroups], 4u);
+  std::string message;
+  ASSERT_EQ(parse_result(blob, &message), Error::Ok) << message;
+  // The recipe packs each group's 8 filters as a [8, 72] matrix of its own (one panel of 16
+  // lanes, 16 bias floats then 72 rows): filter OIHW element [o=9, i=2, h=1, w=2] is group 1's
+  // row (1 * 3 + 2) * 8 + 2 = 42, lane 1.
+  cpu::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  cpu::BlobRecipe r;
+  std::memcpy(&r, blob.data() + sizeof(h) + h.num_values * sizeof(cpu::BlobValue) +
+                      h.num_nodes * sizeof(cpu::BlobNode),
+              sizeof(r));
+  ASSERT_EQ(r.op, static_cast<uint32_t>(cpu::RecipeOp::PackConv));
+  EXPECT_EQ(std::vector<uint32_t>(r.params, r.params + 5),
+            (std::vector<uint32_t>{32, 8, 3, 3, 4}));
+  cpu::RecipeShape shape;
+  const char* why = "";
+  ASSERT_TRUE(cpu::recipe_shape(r, 4 * 16 * 73, &shape, &why)) << why;
+  EXPECT_EQ(shape.out_floats, 4u * 16u * 73u);
+  const compiler::Graph g = b.build();
+  const auto& wv = g.values[static_cast<size_t>(g.nodes[0].args[1])];
+  cpu::RecipeSource src[cpu::kRecipeSources];
+  src[0].data = wv.data.data();
+  std::vector<float> packed(4 * 16 * 73, -1.0f);
+  cpu::run_recipe(r, shape, src, packed.data());
+  float want;
+  std::memcpy(&want, wv.data.data() + 4 * (((9 * 8 + 2) * 3 + 1) * 3 + 2), 4);
+  EXPECT_EQ(packed[16 * 73 + 16 * (1 + 42) + 1], want);
+  EXPECT_EQ(packed[16 * 73 + 9], 0.0f);  // lanes past a group's 8 filters are zero
+  cpu::BlobRecipe bad = r;
+  bad.params[4] = 5;
+  EXPECT_FALSE(cpu::recipe_shape(bad, 4 * 16 * 73, &shape, &why));
+  EXPECT_STREQ(why, "groups do not divide O");
+  // 3 groups do not divide 32 channels.
+  n.params[cpu::kPackedGroups] = 3;
+  set_blob_node(&blob, 0, n);
+  EXPECT_EQ(parse_result(blob, &message), Error::InvalidProgram);
+  EXPECT_NE(message.find("3 groups do not divide 32 input and 32 output channels"),
+            std::string::npos)
+      << message;
+  // 8 groups divide them, but the weight holds 4 groups' panels (4 x 16 x 73 floats), not 8 x 16 x 37.
+  n.params[cpu::kPackedGroups] = 8;
+  set_blob_node(&blob, 0, n);
+  EXPECT_EQ(parse_result(blob, &message), Error::InvalidProgram);
+  EXPECT_NE(message.find("is not [4736] (32 out channels x 3x3x4, 8 groups)"), std::string::npos)
+      << message;
+}
+
 TEST_F(CpuBlobTest, HardswishFoldsIntoTernsConv) {
   // MobileNetV3's stem: conv 3x3/2 on RGB then hardswish: one op-18 node with activation 1.
   GraphBuilder b;

@@ -328,6 +328,23 @@ std::vector<OpCase> cases() {
                                DType::F32, xs));
                },
                kConv});
+  c.push_back({"resnext_grouped_conv_residual_relu",  // group width 4; add + relu fold in
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 32, 9, 9};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int y = conv(b, x, xs, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}, 8, true, 55);
+                 b.output(b.op("tern::relu", {b.op("tern::add", {y, x}, DType::F32, xs)},
+                               DType::F32, xs));
+               },
+               kConv});
+  c.push_back({"grouped_conv_hardsigmoid_dilated",  // the hardsigmoid folds into each group
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 12, 10, 11};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int y = conv(b, x, xs, 18, 3, 3, {1, 1}, {2, 2}, {2, 2}, 3, true, 57);
+                 b.output(b.op("tern::hardsigmoid", {y}, DType::F32, {1, 18, 10, 11}));
+               },
+               kConv});
   c.push_back({"dilated_conv_3x3_dilation2",  // one group: tern's conv with the dilation
                [](GraphBuilder& b) {
                  const std::vector<int64_t> xs{1, 16, 12, 12};

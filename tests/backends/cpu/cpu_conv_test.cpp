@@ -2,7 +2,9 @@
 // CPU runs, forced in turn, against a naive double-precision NHWC convolution over a spread of
 // shapes (the ResNet stem 7x7/2 with C = 3, 3x3/1 and 3x3/2 with padding, 1x1/2, dilation 2,
 // non-square kernels, images and strides, batch 2, out_c not a multiple of 16, tiny images where
-// the kernel is mostly padding), bias or none, clamp or none, fused residual or none (with a ReLU
+// the kernel is mostly padding, grouped convolutions: RegNet's and ResNeXt's group widths 16, 8
+// and 4, groups of more than one panel, odd group sizes, a group window under the shallow
+// threshold), bias or none, clamp or none, fused residual or none (with a ReLU
 // clamp: ResNet's relu(conv + bias + identity)), no pool and a 2-thread pool, default and tiny
 // cache blocks (K split into several blocks: the residual is added once, in the last); a guard
 // region after y stays untouched; x, y and the residual ending at a PROT_NONE page are neither
@@ -49,9 +51,14 @@ struct Case {
   int64_t batch, in_h, in_w, in_c, out_c;
   int64_t kh, kw, sh, sw, dh, dw;
   int64_t pt, pl, pb, pr;  // padding top, left, bottom, right
+  int64_t groups = 1;      // in_c and out_c are the totals over the groups
   int64_t out_h() const { return (in_h + pt + pb - dh * (kh - 1) - 1) / sh + 1; }
   int64_t out_w() const { return (in_w + pl + pr - dw * (kw - 1) - 1) / sw + 1; }
-  int64_t k() const { return kh * kw * in_c; }
+  int64_t k() const { return kh * kw * (in_c / groups); }  // one group's K
+  int64_t weight_floats() const { return out_c * k(); }    // [O, KH, KW, C / G]
+  int64_t packed_floats() const {
+    return groups * static_cast<int64_t>(packed_weight_floats(out_c / groups, k()));
+  }
   int64_t x_floats() const { return batch * in_h * in_w * in_c; }
   int64_t y_floats() const { return batch * out_h() * out_w() * out_c; }
 };
@@ -83,7 +90,30 @@ const Case kCases[] = {
     // 17-24 channels in one pass of three ymm vectors on AVX2 (the whole and the masked case).
     {"shallow stem 3x3/2 C=3 O=24 wide row", 1, 11, 29, 3, 24, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
     {"shallow 3x3/1 C=2 O=20", 1, 7, 19, 2, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    // Grouped: one implicit GEMM per group over its channel slice.
+    {"grouped G=2 width 16 (RegNetX)", 1, 9, 10, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},
+    {"grouped G=4 width 8 stride 2 (RegNetY)", 1, 11, 9, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4},
+    {"grouped G=8 width 4 (ResNeXt)", 1, 7, 8, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 8},
+    {"grouped G=3 C/G=5 O/G=7 dilation 2, batch 2", 2, 8, 9, 15, 21, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2,
+     3},
+    {"grouped G=2 O/G=20 (two panels a group)", 1, 6, 7, 12, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},
+    {"grouped 1x1 G=4", 1, 5, 6, 16, 24, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 4},
+    {"grouped G=4 C/G=1 (window under the shallow size)", 1, 6, 5, 4, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1,
+     1, 4},
 };
+
+/// Packs w [O, KH, KW, C/G] and bias [O] (null: none) as ConvProblem::packed says: group g's
+/// rows (and bias) as their own packed weight at g · packed_weight_floats(O/G, K).
+std::vector<float> pack_groups(const Case& cs, const float* w, const float* bias) {
+  std::vector<float> packed(static_cast<size_t>(cs.packed_floats()));
+  const int64_t og = cs.out_c / cs.groups;
+  const int64_t group_floats = static_cast<int64_t>(packed_weight_floats(og, cs.k()));
+  for (int64_t g = 0; g < cs.groups; ++g) {
+    pack_fc_weight(w + g * og * cs.k(), bias != nullptr ? bias + g * og : nullptr, og, cs.k(),
+                   packed.data() + g * group_floats);
+  }
+  return packed;
+}
 
 std::string describe(const Case& c, GemmIsa isa, bool bias, bool clamp, bool pool,
                      bool residual = false) {
@@ -106,15 +136,17 @@ int check_against_reference(const Case& cs, const float* x, const float* w, cons
         for (int64_t o = 0; o < cs.out_c; ++o) {
           double sum = bias != nullptr ? bias[o] : 0.0;
           double mag = bias != nullptr ? std::fabs(bias[o]) : 0.0;
+          const int64_t cg = cs.in_c / cs.groups;
+          const int64_t c_first = o / (cs.out_c / cs.groups) * cg;  // o's group's first channel
           for (int64_t i = 0; i < cs.kh; ++i) {
             const int64_t ih = oh * cs.sh - cs.pt + i * cs.dh;
             if (ih < 0 || ih >= cs.in_h) continue;
             for (int64_t j = 0; j < cs.kw; ++j) {
               const int64_t iw = ow * cs.sw - cs.pl + j * cs.dw;
               if (iw < 0 || iw >= cs.in_w) continue;
-              for (int64_t c = 0; c < cs.in_c; ++c) {
-                const double xv = x[((n * cs.in_h + ih) * cs.in_w + iw) * cs.in_c + c];
-                const double wv = w[((o * cs.kh + i) * cs.kw + j) * cs.in_c + c];
+              for (int64_t c = 0; c < cg; ++c) {
+                const double xv = x[((n * cs.in_h + ih) * cs.in_w + iw) * cs.in_c + c_first + c];
+                const double wv = w[((o * cs.kh + i) * cs.kw + j) * cg + c];
                 sum += xv * wv;
                 mag += std::fabs(xv * wv);
               }
@@ -160,6 +192,7 @@ ConvProblem make_problem(const Case& cs, const float* x, const float* packed, fl
   p.dilation_w = cs.dw;
   p.pad_top = cs.pt;
   p.pad_left = cs.pl;
+  p.groups = cs.groups;
   p.x = x;
   p.packed = packed;
   p.y = y;
@@ -181,7 +214,7 @@ void run_all_cases(const std::string& blocks) {
       ASSERT_GE(cs.out_h(), 1) << cs.name;
       ASSERT_GE(cs.out_w(), 1) << cs.name;
       const std::vector<float> x = random_floats(cs.x_floats(), seed);
-      const std::vector<float> w = random_floats(cs.out_c * cs.k(), seed + 1);
+      const std::vector<float> w = random_floats(cs.weight_floats(), seed + 1);
       const std::vector<float> bias = random_floats(cs.out_c, seed + 2);
       const std::vector<float> residual = random_floats(cs.y_floats(), seed + 3);
       ++seed;
@@ -191,9 +224,8 @@ void run_all_cases(const std::string& blocks) {
         const float* res = with_residual ? residual.data() : nullptr;
         const float lo = clamp ? (with_residual ? 0.0f : -0.5f) : -kInf;
         const float hi = clamp && !with_residual ? 0.75f : kInf;
-        std::vector<float> packed(packed_weight_floats(cs.out_c, cs.k()));
-        pack_fc_weight(w.data(), with_bias ? bias.data() : nullptr, cs.out_c, cs.k(),
-                       packed.data());
+        const std::vector<float> packed =
+            pack_groups(cs, w.data(), with_bias ? bias.data() : nullptr);
         std::vector<float> y(cs.y_floats() + kGuardFloats, kGuard);
         const ConvProblem p = make_problem(cs, x.data(), packed.data(), y.data(), lo, hi, res);
         packed_conv_nhwc(p, pooled ? two.pool : nullptr);
@@ -222,9 +254,8 @@ TEST_F(CpuConv, ActivationFollowsTheClampOnEveryOutput) {
     ASSERT_TRUE(packed_gemm_force_isa(isa));
     for (const Case& cs : {cases[0], cases[1], shallow}) {
       const std::vector<float> x = random_floats(cs.x_floats(), 71, -4.0f, 4.0f);
-      const std::vector<float> w = random_floats(cs.out_c * cs.k(), 72);
-      std::vector<float> packed(packed_weight_floats(cs.out_c, cs.k()));
-      pack_fc_weight(w.data(), nullptr, cs.out_c, cs.k(), packed.data());
+      const std::vector<float> w = random_floats(cs.weight_floats(), 72);
+      const std::vector<float> packed = pack_groups(cs, w.data(), nullptr);
       std::vector<float> plain(cs.y_floats()), act(cs.y_floats());
       ConvProblem p = make_problem(cs, x.data(), packed.data(), plain.data(), -2.5f, 5.0f);
       packed_conv_nhwc(p, two.pool);
@@ -272,12 +303,11 @@ TEST_F(CpuConv, ResNetLayerShapesAtReducedSize) {
     ASSERT_TRUE(packed_gemm_force_isa(isa));
     for (const Case& cs : cases) {
       const std::vector<float> x = random_floats(cs.x_floats(), seed);
-      const std::vector<float> w = random_floats(cs.out_c * cs.k(), seed + 1);
+      const std::vector<float> w = random_floats(cs.weight_floats(), seed + 1);
       const std::vector<float> bias = random_floats(cs.out_c, seed + 2);
       ++seed;
       const std::vector<float> residual = random_floats(cs.y_floats(), seed + 3);
-      std::vector<float> packed(packed_weight_floats(cs.out_c, cs.k()));
-      pack_fc_weight(w.data(), bias.data(), cs.out_c, cs.k(), packed.data());
+      const std::vector<float> packed = pack_groups(cs, w.data(), bias.data());
       for (const float* res : {static_cast<const float*>(nullptr), residual.data()}) {
         for (pthreadpool_t pool : {static_cast<pthreadpool_t>(nullptr), two.pool}) {
           std::vector<float> y(cs.y_floats() + kGuardFloats, kGuard);
@@ -303,10 +333,9 @@ TEST_F(CpuConv, ExactSizeXAndYEndingAtAGuardPage) {
     ASSERT_TRUE(packed_gemm_force_isa(isa));
     for (const Case& cs : kCases) {
       const std::vector<float> x_src = random_floats(cs.x_floats(), seed);
-      const std::vector<float> w = random_floats(cs.out_c * cs.k(), seed + 1);
+      const std::vector<float> w = random_floats(cs.weight_floats(), seed + 1);
       ++seed;
-      std::vector<float> packed(packed_weight_floats(cs.out_c, cs.k()));
-      pack_fc_weight(w.data(), nullptr, cs.out_c, cs.k(), packed.data());
+      const std::vector<float> packed = pack_groups(cs, w.data(), nullptr);
       GuardedBuffer x(sizeof(float) * cs.x_floats());
       GuardedBuffer y(sizeof(float) * cs.y_floats());
       ASSERT_NE(x.data(), nullptr);
@@ -334,12 +363,11 @@ TEST_F(CpuConv, ReadOnlyResidualEndingAtAGuardPage) {
       ASSERT_TRUE(packed_gemm_force_isa(isa));
       for (const Case& cs : kCases) {
         const std::vector<float> x = random_floats(cs.x_floats(), seed);
-        const std::vector<float> w = random_floats(cs.out_c * cs.k(), seed + 1);
+        const std::vector<float> w = random_floats(cs.weight_floats(), seed + 1);
         const std::vector<float> bias = random_floats(cs.out_c, seed + 2);
         const std::vector<float> res_src = random_floats(cs.y_floats(), seed + 3);
         ++seed;
-        std::vector<float> packed(packed_weight_floats(cs.out_c, cs.k()));
-        pack_fc_weight(w.data(), bias.data(), cs.out_c, cs.k(), packed.data());
+        const std::vector<float> packed = pack_groups(cs, w.data(), bias.data());
         GuardedBuffer residual(sizeof(float) * cs.y_floats());
         ASSERT_NE(residual.data(), nullptr);
         std::memcpy(residual.data(), res_src.data(), sizeof(float) * res_src.size());
@@ -364,9 +392,8 @@ TEST_F(CpuConv, NoHeapAllocation) {
   if (!TERN_ZERO_ALLOC_HOOKS) GTEST_SKIP() << "sanitizers own malloc";
   const Case cs{"3x3/2 p1 batch 2", 2, 15, 13, 24, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
   const std::vector<float> x = random_floats(cs.x_floats(), 300);
-  const std::vector<float> w = random_floats(cs.out_c * cs.k(), 301);
-  std::vector<float> packed(packed_weight_floats(cs.out_c, cs.k()));
-  pack_fc_weight(w.data(), nullptr, cs.out_c, cs.k(), packed.data());
+  const std::vector<float> w = random_floats(cs.weight_floats(), 301);
+  const std::vector<float> packed = pack_groups(cs, w.data(), nullptr);
   const std::vector<float> residual = random_floats(cs.y_floats(), 302);
   std::vector<float> y(cs.y_floats());
   Pool two(2);
