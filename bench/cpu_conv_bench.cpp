@@ -3,7 +3,8 @@
 // with the same pthreadpool size. Not a test.
 //
 //   cpu_conv_bench [--runs N] [--threads LIST] [--isa scalar|avx2|avx512] [--cputime]
-//                  [--kc N] [--bblock BYTES] [--tasks N] [--layer NAME] [--residual]
+//                  [--kc N] [--bblock BYTES] [--tasks N] [--direct-groups N] [--layer NAME]
+//                  [--residual]
 //
 // --residual: instead of XNNPACK, times on the 3x3 stride-1 layers (the ones ResNet-18 ends a
 // basic block with) y = relu(conv + bias + residual) fused into packed_conv_nhwc (ConvProblem::
@@ -285,6 +286,10 @@ int main(int argc, char** argv) {
   cli.app.add_option("--bblock", blocking.b_block_bytes, "A task's B block kept in L2, in bytes")
       ->capture_default_str();
   cli.app.add_option("--tasks", blocking.tasks_per_thread, "At least this many tasks per thread")
+      ->capture_default_str();
+  cli.app.add_option("--direct-groups", blocking.direct_group_max_cols,
+                     "Grouped convs with at most this many output channels a group run as direct "
+                     "convolutions (0: the implicit GEMM)")
       ->capture_default_str();
   bool residual = false;
   cli.app.add_flag("--residual", residual,

@@ -83,6 +83,9 @@ struct ConvBlocking {
   int64_t b_block_bytes = 512 << 10;  ///< a task's B block (kc × its columns) kept in L2
   int64_t tasks_per_thread = 4;       ///< split into at least this many tasks per pool thread
   int64_t min_task_fmas = 1 << 18;    ///< but no task smaller than this
+  /// Grouped convs with at most this many output channels per group run as direct convolutions
+  /// (shallow_conv.h's AVX2 row kernel) where AVX2 runs; 0: always the implicit GEMM.
+  int64_t direct_group_max_cols = 16;
 };
 ConvBlocking& conv_blocking();
 

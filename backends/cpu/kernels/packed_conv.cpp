@@ -366,7 +366,8 @@ void packed_conv_nhwc(const ConvProblem& p, pthreadpool_t pool) {
       p.in_c % p.groups != 0 || p.out_c % p.groups != 0) {
     return;
   }
-  if (p.groups == 1 && p.kernel_h * p.kernel_w * p.in_c < shallow_detail::kShallowConvTaps) {
+  if (p.groups == 1 ? p.kernel_h * p.kernel_w * p.in_c < shallow_detail::kShallowConvTaps
+                    : shallow_detail::takes_grouped(p)) {
     shallow_detail::shallow_conv_nhwc(p, pool);
     return;
   }

@@ -33,12 +33,21 @@ void run_part(void* context, size_t part) {
 
 }  // namespace
 
+bool takes_grouped(const ConvProblem& p) {
+  const GemmIsa isa = packed_gemm_isa();
+  return p.groups > 1 && p.out_c / p.groups <= gemm_detail::conv_blocking().direct_group_max_cols &&
+         (isa == GemmIsa::Avx2 || isa == GemmIsa::Avx512) &&
+         packed_gemm_isa_supported(GemmIsa::Avx2) && avx2_row() != nullptr;
+}
+
 void shallow_conv_nhwc(const ConvProblem& p, pthreadpool_t pool) {
   Plan plan;
   plan.p = &p;
   const GemmIsa isa = packed_gemm_isa();
   plan.row = generic_row();
-  if (isa == GemmIsa::Avx512 && avx512_row() != nullptr) {
+  if (p.groups > 1) {
+    plan.row = avx2_row();  // narrow groups: the only row kernel with groups (see the header)
+  } else if (isa == GemmIsa::Avx512 && avx512_row() != nullptr) {
     plan.row = avx512_row();
   } else if (isa == GemmIsa::Avx2 && avx2_row() != nullptr) {
     plan.row = avx2_row();

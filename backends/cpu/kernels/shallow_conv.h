@@ -5,6 +5,12 @@
 // same packed weight, pack_fc_weight's layout) and one broadcast input value per pixel. Output
 // rows are split over the pool. One row kernel per ISA (shallow_conv_avx512.cpp,
 // shallow_conv_avx2.cpp, shallow_conv_generic.cpp for baseline and aarch64).
+//
+// Grouped convolutions with narrow groups (at most ConvBlocking::direct_group_max_cols output
+// channels a group: RegNet's and ResNeXt's 3x3s with 4 to 16) take the same path where AVX2
+// runs (AVX2 and AVX-512 dispatch), through the AVX2 row kernel, group by group: without a
+// gather per tap of C/G floats, which costs the implicit GEMM more than its few columns
+// compute. Elsewhere they stay on the implicit GEMM.
 #pragma once
 
 #include <pthreadpool.h>
@@ -27,7 +33,12 @@ RowFn avx512_row();
 RowFn avx2_row();
 RowFn generic_row();
 
-/// Runs p (non-empty, KH·KW·C < kShallowConvTaps) over `pool`.
+/// True when grouped conv p (groups > 1) runs here: narrow groups and AVX2 in this build and CPU
+/// under the ISA dispatch picked (AVX2 or AVX-512).
+bool takes_grouped(const ConvProblem& p);
+
+/// Runs p (non-empty; one group with KH·KW·C < kShallowConvTaps, or takes_grouped(p)) over
+/// `pool`.
 void shallow_conv_nhwc(const ConvProblem& p, pthreadpool_t pool);
 
 /// The interior output columns [*in0, *in1): every tap of the window inside [0, in_w).

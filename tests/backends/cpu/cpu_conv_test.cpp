@@ -4,7 +4,7 @@
 // non-square kernels, images and strides, batch 2, out_c not a multiple of 16, tiny images where
 // the kernel is mostly padding, grouped convolutions: RegNet's and ResNeXt's group widths 16, 8
 // and 4, groups of more than one panel, odd group sizes, a group window under the shallow
-// threshold), bias or none, clamp or none, fused residual or none (with a ReLU
+// threshold; the direct path's block sizes and border blocks), bias or none, clamp or none, fused residual or none (with a ReLU
 // clamp: ResNet's relu(conv + bias + identity)), no pool and a 2-thread pool, default and tiny
 // cache blocks (K split into several blocks: the residual is added once, in the last); a guard
 // region after y stays untouched; x, y and the residual ending at a PROT_NONE page are neither
@@ -100,6 +100,13 @@ const Case kCases[] = {
     {"grouped 1x1 G=4", 1, 5, 6, 16, 24, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 4},
     {"grouped G=4 C/G=1 (window under the shallow size)", 1, 6, 5, 4, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1,
      1, 4},
+    // Rows wide enough for every block size of the direct grouped path (12, 6, 3, 1 pixels),
+    // with border blocks reading padding.
+    {"grouped width 8 wide row", 1, 4, 34, 24, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},
+    {"grouped width 16 wide row, batch 2", 2, 3, 23, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},
+    {"grouped width 4 wide row, stride 2, dilation 2", 1, 5, 57, 16, 16, 3, 3, 2, 2, 2, 2, 2, 2, 2,
+     2, 4},
+    {"grouped width 4 in, 8 out, 5x5 p2", 1, 6, 27, 8, 16, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 2},
 };
 
 /// Packs w [O, KH, KW, C/G] and bias [O] (null: none) as ConvProblem::packed says: group g's
