@@ -99,12 +99,24 @@ def run_torch(module, feeds):
     return outs
 
 
-def check(name, scheme, backend, module, feeds, f32_refs, classifier, work):
-    path = os.path.join(work, "%s_%s_%s.pte" % (name, scheme.replace(":", "_"), backend))
+def quantized_program(module, feeds, scheme, backend, path, graph_path):
+    """Exports `module` with quantize=scheme for `backend` to `path` and returns what was
+    quantized (ExportResult.quantization). With graph_path (the model's graph.json, captured
+    once), only `tern compile --quantize` runs: the capture is the slow part, and the first
+    combination of each model goes through tern_export.export(quantize=...) itself."""
     backends = () if backend == "portable" else (backend,)
-    result = tern_export.export(module, feeds[0], path, backends=backends, quantize=scheme,
-                                verbose=False)
-    names = [w["name"] for w in result.quantization["weights"]]
+    if graph_path is None:
+        return tern_export.export(module, feeds[0], path, backends=backends, quantize=scheme,
+                                  verbose=False).quantization
+    report = tern_export.quantize.run_compile(graph_path, path, tern_export.find_tern(),
+                                              backends, ["--quantize", scheme])
+    return tern_export.quantize.parse_report(report)
+
+
+def check(name, scheme, backend, module, feeds, f32_refs, classifier, work, graph_path=None):
+    path = os.path.join(work, "%s_%s_%s.pte" % (name, scheme.replace(":", "_"), backend))
+    quantization = quantized_program(module, feeds, scheme, backend, path, graph_path)
+    names = [w["name"] for w in quantization["weights"]]
     if not names:
         raise AssertionError("nothing was quantized")
     q_refs = run_torch(reference_module(module, names, scheme), feeds)
@@ -127,7 +139,7 @@ def check(name, scheme, backend, module, feeds, f32_refs, classifier, work):
             agree += int(np.sum(g[0].argmax(-1) == f[0].argmax(-1)))
             total += g[0].shape[0]
     nmse = se / sf if sf else 0.0
-    before, after = result.quantization["quantized_bytes"]
+    before, after = quantization["quantized_bytes"]
     exact = max_err <= TOLERANCE * max_ref
     family = scheme.split(":")[0]
     good = nmse <= NMSE_CEILING[family] and (not classifier or agree * 2 >= total)
@@ -171,11 +183,15 @@ def main():
             feeds = [tuple(inputs)] + [tuple(torch.randn_like(x) for x in inputs)
                                        for _ in range(a.samples - 1)]
             f32_refs = run_torch(copy.deepcopy(module).double(), feeds)
+            graph_path = None  # the first combination exports; the others reuse its capture
             for scheme in a.scheme or SCHEMES:
                 for backend in a.backend or ("portable", "cpu"):
                     try:
                         ok = check(name, scheme, backend, module, feeds, f32_refs, classifier,
-                                   work)
+                                   work, graph_path)
+                        if graph_path is None:
+                            graph_dir = os.path.join(work, name + ".graph")
+                            graph_path, _ = tern_export.export_graph(module, feeds[0], graph_dir)
                     except Exception as e:  # noqa: BLE001 - report and go on
                         print("%s %s %s: FAIL %s: %s" % (name, scheme, backend,
                                                          type(e).__name__, e))
