@@ -4,7 +4,8 @@
 #
 #   1. Sysroot: Debian's arm64 XNNPACK, pthreadpool, xxHash, GoogleTest (make-sysroot.sh).
 #   2. Cross build (cmake/toolchains/aarch64-linux-gnu.cmake; cpu backend on, cuda and vulkan
-#      off, -O2) of what the tests below need, not the whole tree.
+#      off, -O2; the test programs' own code -O1) of what the tests below need, not the whole
+#      tree.
 #   3. ctest, every test binary run by qemu-aarch64-static (CMAKE_CROSSCOMPILING_EMULATOR): the
 #      unit tests of core, registry, executor, portable kernels, compiler, quantized formats and
 #      C API (with its two examples), and the cpu backend's (its kernels against double
@@ -53,7 +54,8 @@ cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/aarch64-li
   -DTERN_AARCH64_SYSROOT="$sysroot" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" \
   -DTERN_BACKEND_CPU=ON -DTERN_BACKEND_CUDA=OFF -DTERN_BACKEND_VULKAN=OFF \
-  -DTERN_BUILD_TESTS=ON > "$build/configure.log" || { cat "$build/configure.log"; exit 1; }
+  -DTERN_BUILD_TESTS=ON -DTERN_TEST_OPTIMIZATION=-O1 > "$build/configure.log" ||
+  { cat "$build/configure.log"; exit 1; }
 grep -q "tern: cpu backend on" "$build/configure.log" || {
   cat "$build/configure.log"
   echo "run-tests: the cpu backend is off in the cross build" >&2
