@@ -433,13 +433,13 @@ TEST_F(CpuBlobTest, SpecificCorruptionsNameTheProblem) {
   // PackedWinogradConv2d and Gelu), 3 (before PackedBottleneck), 4 (before SiLU, sigmoid and
   // the bottleneck's squeeze-excitation), 5 (before Concat), 6 (before the quantized ops 23, 24),
   // 7 (weights packed into the blob at compile time, before Source / Derived values), 8 (before
-  // BatchMatMul, StridedCopy and Concat along other dims).
-  static_assert(cpu::kBlobVersion == 9, "add the version this one replaces to the list below");
-  for (uint32_t old : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u}) {
+  // BatchMatMul, StridedCopy and Concat along other dims), 9 (before grouped op 18).
+  static_assert(cpu::kBlobVersion == 10, "add the version this one replaces to the list below");
+  for (uint32_t old : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u}) {
     std::vector<uint8_t> bad = blob;
     std::memcpy(bad.data() + offsetof(cpu::BlobHeader, version), &old, 4);
     EXPECT_EQ(try_blob(bad, num_args, &msg, &g), Error::DelegateInvalidCompatibility) << old;
-    EXPECT_NE(msg.find("version " + std::to_string(old) + ", this runtime reads version 9"),
+    EXPECT_NE(msg.find("version " + std::to_string(old) + ", this runtime reads version 10"),
               std::string::npos)
         << msg;
     EXPECT_EQ(parse_result(bad, &msg), Error::DelegateInvalidCompatibility) << old;
@@ -549,7 +549,7 @@ TEST_F(CpuBlobTest, MethodLoadFallsBackOnNewerBlobAndFailsOnCorruptOne) {
     GraphBuilder b = small_model();
     delegate_cpu(b, 0, 2);
     std::vector<uint8_t>& blob = b.graph().delegates[0].blob;
-    if (variant == 0) blob[4] = 10;   // version 10: not this runtime's
+    if (variant == 0) blob[4] = static_cast<uint8_t>(cpu::kBlobVersion + 1);  // a newer one
     if (variant == 1) blob[1] = 'Z';  // not a cpu blob at all
     const compiler::Graph graph = b.build();
     const auto pte = testing::compile_graph(graph);
