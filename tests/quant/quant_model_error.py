@@ -99,23 +99,25 @@ def run_torch(module, feeds):
     return outs
 
 
-def quantized_program(module, feeds, scheme, backend, path, graph_path):
+def quantized_program(module, feeds, scheme, backend, path, graph_dir):
     """Exports `module` with quantize=scheme for `backend` to `path` and returns what was
-    quantized (ExportResult.quantization). With graph_path (the model's graph.json, captured
-    once), only `tern compile --quantize` runs: the capture is the slow part, and the first
-    combination of each model goes through tern_export.export(quantize=...) itself."""
+    quantized (ExportResult.quantization). The capture is the slow part, so it happens once per
+    model: the model's first combination goes through tern_export.export(quantize=...), which
+    keeps its graph.json in graph_dir; the others only run `tern compile --quantize` on it."""
     backends = () if backend == "portable" else (backend,)
-    if graph_path is None:
+    graph_path = os.path.join(graph_dir, "graph.json")
+    if not os.path.exists(graph_path):
         return tern_export.export(module, feeds[0], path, backends=backends, quantize=scheme,
-                                  verbose=False).quantization
+                                  keep_graph=graph_dir, verbose=False).quantization
     report = tern_export.quantize.run_compile(graph_path, path, tern_export.find_tern(),
                                               backends, ["--quantize", scheme])
     return tern_export.quantize.parse_report(report)
 
 
-def check(name, scheme, backend, module, feeds, f32_refs, classifier, work, graph_path=None):
+def check(name, scheme, backend, module, feeds, f32_refs, classifier, work):
     path = os.path.join(work, "%s_%s_%s.pte" % (name, scheme.replace(":", "_"), backend))
-    quantization = quantized_program(module, feeds, scheme, backend, path, graph_path)
+    graph_dir = os.path.join(work, name + ".graph")
+    quantization = quantized_program(module, feeds, scheme, backend, path, graph_dir)
     names = [w["name"] for w in quantization["weights"]]
     if not names:
         raise AssertionError("nothing was quantized")
@@ -183,15 +185,11 @@ def main():
             feeds = [tuple(inputs)] + [tuple(torch.randn_like(x) for x in inputs)
                                        for _ in range(a.samples - 1)]
             f32_refs = run_torch(copy.deepcopy(module).double(), feeds)
-            graph_path = None  # the first combination exports; the others reuse its capture
             for scheme in a.scheme or SCHEMES:
                 for backend in a.backend or ("portable", "cpu"):
                     try:
                         ok = check(name, scheme, backend, module, feeds, f32_refs, classifier,
-                                   work, graph_path)
-                        if graph_path is None:
-                            graph_dir = os.path.join(work, name + ".graph")
-                            graph_path, _ = tern_export.export_graph(module, feeds[0], graph_dir)
+                                   work)
                     except Exception as e:  # noqa: BLE001 - report and go on
                         print("%s %s %s: FAIL %s: %s" % (name, scheme, backend,
                                                          type(e).__name__, e))
