@@ -443,6 +443,10 @@ enum ConvParam : uint32_t {
   kPackedGroups = 13,       ///< PackedConv2d: groups (0 or 1: one)
 };
 
+/// A groups field of op 18 (params[kPackedGroups]) or of its PackConv recipe (params[4]): the
+/// compile half writes 0 for one group.
+inline uint64_t conv_groups(uint32_t field) { return field == 0 ? 1 : field; }
+
 /// Indices into BlobNode::params for PackedBottleneck (after its window at the ConvParam ones).
 enum BottleneckParam : uint32_t {
   kBottleneckInChannels = 10,         ///< C

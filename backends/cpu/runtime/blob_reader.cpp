@@ -301,8 +301,7 @@ Error check_packed_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
   const BlobValue& f = v[node.inputs[1]];
   const uint64_t kh = node.params[kKernelH], kw = node.params[kKernelW];
   const uint64_t in_c = node.params[kPackedInChannels], out_c = node.params[kPackedOutChannels];
-  const uint64_t groups =
-      winograd || node.params[kPackedGroups] == 0 ? 1 : node.params[kPackedGroups];
+  const uint64_t groups = winograd ? 1 : conv_groups(node.params[kPackedGroups]);
   TERN_CHECK_OR_RETURN_ERROR(in_c % groups == 0 && out_c % groups == 0, InvalidProgram,
                              "cpu blob: node %u (%s): %llu groups do not divide %llu input and "
                              "%llu output channels",

@@ -295,7 +295,7 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       c.dilation_h = q[kDilationH];
       c.dilation_w = q[kDilationW];
       c.activation = static_cast<GemmActivation>(q[kPackedActivation]);  // validated: 0..5
-      c.groups = q[kPackedGroups] == 0 ? 1 : q[kPackedGroups];           // validated: divides C, O
+      c.groups = static_cast<int64_t>(conv_groups(q[kPackedGroups]));  // validated: divides C, O
       packed_conv_nhwc(c, pool);
       return Error::Ok;
     }

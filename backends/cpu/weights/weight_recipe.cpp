@@ -36,9 +36,6 @@ bool unused_params_zero(const BlobRecipe& r, uint32_t from) {
 }
 
 /// Params [0, count) in 1..kMaxParam.
-/// PackConv's groups: params[4], where 0 (recipes before grouped convs) means one.
-uint64_t conv_groups(const BlobRecipe& r) { return r.params[4] == 0 ? 1 : r.params[4]; }
-
 bool params_in_range(const BlobRecipe& r, uint32_t count) {
   for (uint32_t i = 0; i < count; ++i) {
     if (r.params[i] < 1 || r.params[i] > kMaxParam) return false;
@@ -234,7 +231,7 @@ bool recipe_shape(const BlobRecipe& r, uint64_t value_numel, RecipeShape* s, con
       if (!params_in_range(r, 4) || !unused_params_zero(r, 5) || r.params[4] > kMaxParam) {
         return fail(why, "O, C, KH, KW not in 1..2^30, groups above 2^30 or unused params not 0");
       }
-      const uint64_t groups = conv_groups(r);
+      const uint64_t groups = conv_groups(r.params[4]);
       if (r.params[0] % groups != 0) return fail(why, "groups do not divide O");
       uint64_t k = 0;
       if (!product(r.params[0], r.params[1], r.params[2], r.params[3], &n) ||
@@ -305,7 +302,7 @@ void run_recipe(const BlobRecipe& r, const RecipeShape& shape, const RecipeSourc
       return;
     case RecipeOp::PackConv: {
       // Each group's O/G filters (and bias) packed as a weight of their own, one after another.
-      const uint64_t groups = conv_groups(r), o = q[0] / groups, k = uint64_t{q[1]} * q[2] * q[3];
+      const uint64_t groups = conv_groups(q[4]), o = q[0] / groups, k = uint64_t{q[1]} * q[2] * q[3];
       const float* bias = floats(src[1]);
       for (uint64_t g = 0; g < groups; ++g) {
         float* at = out + g * packed_fc_floats(o, k);
