@@ -1,4 +1,4 @@
-// The cuda delegate blob, version 2: shared by the compile half (writer) and the runtime half
+// The cuda delegate blob, version 3: shared by the compile half (writer) and the runtime half
 // (reader). Plain structs only (no STL): the runtime includes this file. The byte layout is
 // documented in backends/cuda/README.md; all fields are little-endian.
 //
@@ -14,6 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/kernels/util/quant_buffer_layout.h"
+
 namespace tern::cuda {
 
 /// The blob's first four bytes.
@@ -21,8 +23,9 @@ constexpr char kBlobMagic[4] = {'T', 'C', 'U', 'D'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
 /// Version 2 added the f16/bf16 compute dtypes (ValueDType F16, BF16), the ops GroupNorm ..
-/// IndexSelect and any-dtype data movement; version 1 blobs are refused.
-constexpr uint32_t kBlobVersion = 2;
+/// IndexSelect and any-dtype data movement; version 3 the quantized (nf4 / fp8) weights
+/// (ValueDType Nf4 .. Fp8E5M2, ops QuantLinear and QuantEmbedding); older blobs are refused.
+constexpr uint32_t kBlobVersion = 3;
 /// Most dimensions of a value.
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (a concat's parts).
@@ -83,8 +86,13 @@ enum class ValueKind : uint32_t {
 constexpr uint32_t kLastValueKind = 3;
 
 /// Element types of values (a subset of tern's DType codes, runtime/core/dtype.h). F16 and BF16
-/// appear only in blobs of that compute dtype (the storage of its float values).
-enum class ValueDType : uint32_t { F32 = 0, F16 = 1, BF16 = 2, I64 = 3, I32 = 4, Bool = 8 };
+/// appear only in blobs of that compute dtype (the storage of its float values). Nf4, Fp8E4M3
+/// and Fp8E5M2 are quantized weights: constants of rank 2 [rows, cols] (an argument of that
+/// tern dtype with its scheme tensors) whose device bytes are the quant::QuantLayout buffer of
+/// the scheme in the params of the nodes reading it (QuantLinear, QuantEmbedding); `bytes` is
+/// that buffer's size (4 * total_words), checked by every node that reads the value.
+enum class ValueDType : uint32_t { F32 = 0, F16 = 1, BF16 = 2, I64 = 3, I32 = 4, Bool = 8,
+                                   Nf4 = 9, Fp8E4M3 = 10, Fp8E5M2 = 11 };
 
 /// One value: a tensor, row-major with `dims`.
 struct BlobValue {
@@ -187,8 +195,28 @@ enum class NodeOp : uint32_t {
   /// params[2] inner]. in: x, index (I64/I32, 1-D). An index outside [0, dim) writes zeros and
   /// makes execute fail with InvalidArgument.
   IndexSelect = 24,
+  /// out = x · dequant(w)^T + bias with w a quantized weight [N, K] decoded in the kernel
+  /// (never expanded in memory). in: x [.., K] (f32), w (Nf4/Fp8 value [N, K]), bias [N] or
+  /// kNoValue. params: [0] M (x's rows), [1] N, [2] K, then the scheme at kQFormat..kQBlockCols.
+  /// fparams[0] the double quantization offset (0 otherwise). Output [.., N]. f32 blobs only.
+  QuantLinear = 25,
+  /// out[..., :] = dequant(w)[indices[...], :]. in: w (Nf4/Fp8 value [V, D]), indices
+  /// (I64/I32). params: [0] V, [1] D, [2] index count, the scheme at kQFormat..kQBlockCols;
+  /// fparams[0] as QuantLinear. An index outside [0, V) writes zeros and makes execute fail
+  /// with InvalidArgument. f32 blobs only.
+  QuantEmbedding = 26,
 };
-constexpr uint32_t kLastNodeOp = 24;
+constexpr uint32_t kLastNodeOp = 26;
+
+/// Where QuantLinear and QuantEmbedding keep their weight's scheme (quant::quant_layout's
+/// arguments; the reader recomputes the layout and checks the weight's bytes against it).
+constexpr uint32_t kQFormat = 3;       ///< quant::QuantFormat
+constexpr uint32_t kQBlockSize = 4;    ///< NF4 block (a power of two in [32, 4096]); else 0
+constexpr uint32_t kQDqBlockSize = 5;  ///< NF4 double quant: absmax values per absmax2; else 0
+constexpr uint32_t kQGranularity = 6;  ///< FP8: quant::QuantGranularity; else 0
+constexpr uint32_t kQBlockRows = 7;    ///< FP8 Block2D tile rows; else 0
+constexpr uint32_t kQBlockCols = 8;    ///< FP8 Block2D tile columns; else 0
+constexpr uint32_t kQuantNodeParams = 9;
 
 /// Epilogue activations of Gemm and Conv2d.
 enum class Activation : int64_t { None = 0, Relu = 1, GeluTanh = 2 };
@@ -258,6 +286,12 @@ constexpr uint64_t value_dtype_bytes(uint32_t dtype) {
          : dtype == static_cast<uint32_t>(ValueDType::I32) ? 4
          : dtype == static_cast<uint32_t>(ValueDType::Bool) ? 1
                                                             : 0;
+}
+
+/// Whether a ValueDType code is a quantized weight (Nf4, Fp8E4M3, Fp8E5M2).
+constexpr bool is_quant_dtype(uint32_t dtype) {
+  return dtype >= static_cast<uint32_t>(ValueDType::Nf4) &&
+         dtype <= static_cast<uint32_t>(ValueDType::Fp8E5M2);
 }
 
 /// The storage dtype of the float values of a blob computing in `compute`.

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/kernels/util/quant_buffer_layout.h"
+
 namespace tern::vulkan {
 
 /// The blob's first four bytes.
@@ -148,16 +150,11 @@ enum class ElementwiseKind : int32_t {
 };
 constexpr int32_t kLastElementwiseKind = 4;
 
-/// Formats of a quantized weight (params[kQFormat] of ops 14 and 15).
-enum class QuantFormat : int32_t {
-  Nf4 = 0,            ///< NF4, an f32 absmax per block
-  Nf4DoubleQuant = 1, ///< NF4, absmax = table[dq_code] * absmax2[block / dq_block] + offset
-  Fp8E4M3 = 2,
-  Fp8E5M2 = 3,
-};
-constexpr int32_t kLastQuantFormat = 3;
-/// FP8 scale granularity (params[kQGranularity]).
-enum class QuantGranularity : int32_t { PerTensor = 0, PerChannel = 1, Block2D = 2 };
+/// Formats and scale granularity of a quantized weight (params[kQFormat], [kQGranularity] of
+/// ops 14 and 15): runtime/kernels/util/quant_buffer_layout.h, shared with the cuda backend.
+using quant::QuantFormat;
+using quant::QuantGranularity;
+using quant::kLastQuantFormat;
 
 /// Where ops 14 and 15 keep the weight's scheme in their params (the same indices in both,
 /// read by shaders/quant_decode.glsl); fparams[0] is the double quantization offset.
@@ -173,69 +170,10 @@ constexpr uint32_t kQTableWord = 24;     ///< NF4 double quant: word of the 256-
 constexpr uint32_t kQRows = 25;          ///< the weight's rows (dims[0])
 constexpr uint32_t kQCols = 26;          ///< the weight's columns (dims[1])
 
-/// The bytes of a quantized weight constant, in 32-bit words from its start: the packed codes
-/// exactly as in the program (NF4: two per byte, the first element in the high nibble; FP8:
-/// one byte each), zero-padded to a word; then NF4: the f32 absmax per block, or with double
-/// quantization the u8 codes per block (padded to a word), the f32 absmax2 per group of
-/// dq_block_size blocks and the f32 table of 256; FP8: the f32 scales (1, rows, or
-/// ceil(rows / block_rows) * ceil(cols / block_cols) tiles row-major).
-struct QuantLayout {
-  uint64_t blocks = 0;       ///< NF4 blocks, FP8 scales
-  uint64_t scale_word = 0;   ///< absmax / scales / dq codes
-  uint64_t absmax2_word = 0; ///< double quantization only
-  uint64_t table_word = 0;   ///< double quantization only
-  uint64_t total_words = 0;
-};
-
-/// The layout of a [rows, cols] weight of `format` (rows, cols in 1..2^30 with rows * cols <=
-/// 2^30, the other arguments as the params above). False when a parameter is out of range
-/// (block sizes, granularity, tile sizes).
-inline bool quant_layout(int32_t format, uint64_t rows, uint64_t cols, int64_t block_size,
-                         int64_t dq_block_size, int32_t granularity, int64_t block_rows,
-                         int64_t block_cols, QuantLayout* out) {
-  if (rows < 1 || cols < 1 || rows > kMaxElements || cols > kMaxElements ||
-      rows * cols > kMaxElements || format < 0 || format > kLastQuantFormat) {
-    return false;
-  }
-  const uint64_t n = rows * cols;
-  QuantLayout l;
-  if (format <= static_cast<int32_t>(QuantFormat::Nf4DoubleQuant)) {
-    if (block_size < 32 || block_size > 4096 || (block_size & (block_size - 1)) != 0 ||
-        granularity != 0 || block_rows != 0 || block_cols != 0) {
-      return false;
-    }
-    l.scale_word = ((n + 1) / 2 + 3) / 4;
-    l.blocks = (n + static_cast<uint64_t>(block_size) - 1) / static_cast<uint64_t>(block_size);
-    if (format == static_cast<int32_t>(QuantFormat::Nf4)) {
-      if (dq_block_size != 0) return false;
-      l.total_words = l.scale_word + l.blocks;
-    } else {
-      if (dq_block_size < 1 || dq_block_size > static_cast<int64_t>(kMaxElements)) return false;
-      const uint64_t groups = (l.blocks + static_cast<uint64_t>(dq_block_size) - 1) /
-                              static_cast<uint64_t>(dq_block_size);
-      l.absmax2_word = l.scale_word + (l.blocks + 3) / 4;
-      l.table_word = l.absmax2_word + groups;
-      l.total_words = l.table_word + 256;
-    }
-  } else {
-    if (block_size != 0 || dq_block_size != 0 || granularity < 0 || granularity > 2) return false;
-    l.scale_word = (n + 3) / 4;
-    if (granularity == static_cast<int32_t>(QuantGranularity::Block2D)) {
-      if (block_rows < 1 || block_cols < 1 || block_rows > static_cast<int64_t>(kMaxElements) ||
-          block_cols > static_cast<int64_t>(kMaxElements)) {
-        return false;
-      }
-      l.blocks = ((rows + static_cast<uint64_t>(block_rows) - 1) / static_cast<uint64_t>(block_rows)) *
-                 ((cols + static_cast<uint64_t>(block_cols) - 1) / static_cast<uint64_t>(block_cols));
-    } else {
-      if (block_rows != 0 || block_cols != 0) return false;
-      l.blocks = granularity == static_cast<int32_t>(QuantGranularity::PerTensor) ? 1 : rows;
-    }
-    l.total_words = l.scale_word + l.blocks;
-  }
-  *out = l;
-  return true;
-}
+/// The bytes of a quantized weight constant: quant::QuantLayout (32-bit words: the packed
+/// codes, then the scheme's parameter arrays), computed by quant::quant_layout.
+using quant::QuantLayout;
+using quant::quant_layout;
 
 /// One node (160 bytes): `op` on `inputs` writing `output`.
 struct BlobNode {

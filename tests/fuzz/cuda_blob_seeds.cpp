@@ -8,6 +8,7 @@
 #include "backends/cuda/compile/cuda_backend_compiler.h"
 #include "tests/fuzz/seed_constants.h"
 #include "tools/compiler/graph_builder.h"
+#include "tools/compiler/quantize.h"
 
 namespace tern::fuzz {
 namespace {
@@ -162,10 +163,32 @@ Seed version2_f16() {
   return blob_of("version2_f16", b, cuda::ComputeDType::F16);
 }
 
+/// QuantEmbedding and QuantLinear (a GEMM of 3 rows, a GEMV of 1 with K % 8 == 0) on weights
+/// quantized by the compiler's pass with `scheme`.
+Seed quantized(const char* name, const char* scheme) {
+  GraphBuilder b("forward");
+  const int idx = b.input("idx", DType::I64, {3});
+  const int e = b.op("tern::embedding", {seed_constant(b, "emb", {20, 40}, 71), idx}, DType::F32, {3, 40});
+  const int h = b.op("tern::linear", {e, seed_constant(b, "w1", {24, 40}, 72), seed_constant(b, "b1", {24}, 73)},
+                     DType::F32, {3, 24});
+  b.output(b.op("tern::linear", {h, seed_constant(b, "w2", {9, 24}, 74), b.none()}, DType::F32, {3, 9}));
+  const int x = b.input("x", DType::F32, {1, 40});
+  b.output(b.op("tern::linear", {x, seed_constant(b, "w3", {16, 40}, 75), b.none()}, DType::F32, {1, 16}));
+  compiler::ProgramGraph program;
+  program.methods.push_back(b.graph());
+  compiler::QuantizeOptions options;
+  options.scheme = compiler::parse_quant_scheme(scheme);
+  compiler::quantize_program(program, options);
+  b.graph() = program.methods[0];
+  return blob_of(name, b);
+}
+
 }  // namespace
 
 std::vector<Seed> cuda_blob_seeds() {
-  return {dense(), convnet(), attention(), split_cat(), version2_f16()};
+  return {dense(),       convnet(),     attention(),
+          split_cat(),   version2_f16(), quantized("quant_nf4_double", "nf4:block=32:double"),
+          quantized("quant_fp8_tiles", "fp8_e4m3:block=16x8")};
 }
 
 }  // namespace tern::fuzz

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "backends/cuda/compile/node_lowering.h"
+#include "backends/cuda/compile/quant_lowering.h"
 #include "backends/cuda/compile/region_lowering.h"
 #include "backends/cuda/compile/register_cuda_backend_compiler.h"
 
@@ -18,8 +19,12 @@ namespace {
 /// The reason a node is refused (empty when it is taken). A cat's parts need no rule of their
 /// own: the partitioner makes every element of a tensor list that the region does not produce
 /// a boundary input of its own (docs/partitioning.md), so each part is a value of the blob.
-std::string reason(const Graph& g, const Node& node) {
+std::string reason(const Graph& g, const Node& node, cuda::ComputeDType compute) {
   try {
+    if (compute != cuda::ComputeDType::F32 && cuda_compile::reads_quantized_weight(g, node)) {
+      return node.op + ": a quantized (nf4/fp8) weight in a 16-bit blob (cuda:f16 / cuda:bf16 "
+                       "decode no quantized weights; they run in cuda or cuda:f32 blobs)";
+    }
     (void)cuda_compile::lower_node(g, node);
   } catch (const Unsupported& e) {
     return node.op + ": " + e.what();
@@ -29,13 +34,14 @@ std::string reason(const Graph& g, const Node& node) {
 
 }  // namespace
 
-std::string CudaBackendCompiler::unsupported_reason(const Graph& graph, const Node& node) {
-  return reason(graph, node);
+std::string CudaBackendCompiler::unsupported_reason(const Graph& graph, const Node& node,
+                                                    cuda::ComputeDType compute) {
+  return reason(graph, node, compute);
 }
 
 bool CudaBackendCompiler::supports(const Graph& graph, const Node& node) const {
   try {
-    return unsupported_reason(graph, node).empty();
+    return unsupported_reason(graph, node, compute_).empty();
   } catch (...) {  // supports() never throws (an allocation failure refuses the node)
     return false;
   }
@@ -62,7 +68,7 @@ LoweredRegion CudaBackendCompiler::lower(const Graph& graph, const DelegateRegio
                                   " out of range");
     }
     const Node& node = graph.nodes[static_cast<size_t>(n)];
-    const std::string why = unsupported_reason(graph, node);
+    const std::string why = unsupported_reason(graph, node, compute_);
     if (!why.empty()) {
       throw std::invalid_argument("cuda backend: node " + std::to_string(n) + " ('" +
                                   node.debug_name + "'): " + why);

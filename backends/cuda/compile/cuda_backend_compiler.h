@@ -34,8 +34,10 @@ class CudaBackendCompiler : public BackendCompiler {
   /// std::invalid_argument naming it and the options there are.
   std::unique_ptr<BackendCompiler> with_options(const std::string& options) const override;
 
-  /// Why `node` is not supported (empty when it is); what supports() decides on.
-  static std::string unsupported_reason(const Graph& graph, const Node& node);
+  /// Why `node` is not supported in a blob of `compute` (empty when it is); what supports()
+  /// decides on.
+  static std::string unsupported_reason(const Graph& graph, const Node& node,
+                                        cuda::ComputeDType compute = cuda::ComputeDType::F32);
 
   /// The compute dtype of the blobs this compiler writes.
   cuda::ComputeDType compute() const { return compute_; }

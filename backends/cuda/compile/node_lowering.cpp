@@ -1,5 +1,7 @@
 #include "backends/cuda/compile/node_lowering.h"
 
+#include "backends/cuda/compile/quant_lowering.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -1167,6 +1169,9 @@ std::string shape_str(const std::vector<int64_t>& dims) {
 
 NodeLowering lower_node(const Graph& g, const Node& node) {
   const std::string& op = node.op;
+  if (reads_quantized_weight(g, node)) {
+    return op == "tern::embedding" ? lower_quant_embedding(g, node) : lower_quant_linear(g, node);
+  }
   if (op == "tern::linear") return lower_linear(g, node);
   if (op == "tern::matmul") return lower_matmul(g, node, false);
   if (op == "tern::bmm") return lower_matmul(g, node, true);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backends/cuda/compile/node_lowering.h"
+#include "backends/cuda/compile/quant_lowering.h"
 
 namespace tern::compiler::cuda_compile {
 
@@ -25,6 +26,9 @@ uint32_t value_dtype(DType d, bool external, uint32_t storage) {
     case DType::I64: return static_cast<uint32_t>(cuda::ValueDType::I64);
     case DType::I32: return static_cast<uint32_t>(cuda::ValueDType::I32);
     case DType::Bool: return static_cast<uint32_t>(cuda::ValueDType::Bool);
+    case DType::NF4: return static_cast<uint32_t>(cuda::ValueDType::Nf4);
+    case DType::FP8E4M3: return static_cast<uint32_t>(cuda::ValueDType::Fp8E4M3);
+    case DType::FP8E5M2: return static_cast<uint32_t>(cuda::ValueDType::Fp8E5M2);
     default: break;
   }
   throw std::invalid_argument(std::string("cuda backend: a value of dtype ") + to_string(d));
@@ -219,7 +223,9 @@ std::vector<uint8_t> lower_region(const Graph& g, const DelegateRegion& region,
       b.dims[d] = static_cast<uint64_t>((*sizes)[d]);
       n *= b.dims[d];
     }
-    b.bytes = n * cuda::value_dtype_bytes(b.dtype);
+    // A quantized weight (a constant of the graph): its device buffer (quant_lowering.h).
+    b.bytes = cuda::is_quant_dtype(b.dtype) ? quant_weight_device_bytes(g, id)
+                                            : n * cuda::value_dtype_bytes(b.dtype);
     index[id] = static_cast<uint32_t>(values.size());
     values.push_back(b);
     graph_id.push_back(id);

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "backends/cuda/kernels/quant_decode.h"
+
 namespace tern::cuda {
 
 /// Most dims of a broadcast or strided index.
@@ -125,6 +127,21 @@ cudaError_t launch_pad(FloatType ft, const void* x, void* out, int rank, const i
 cudaError_t launch_embedding(FloatType ft, const void* weight, const void* indices,
                              bool indices_i64, void* out, int64_t rows, int64_t v, int64_t d,
                              int* error_flag, cudaStream_t stream);
+
+/// Rows of x up to which a quantized linear runs as a GEMV (one pass over the weight).
+constexpr int64_t kQuantGemvMaxRows = 4;
+
+/// out [m, n] = x [m, k] · dequant(w)^T + bias (bias [n] or null), w the quantized weight
+/// [n, k] in its packed buffer (quant_decode.h); f32.
+cudaError_t launch_quant_linear(const float* x, const uint8_t* w, const float* bias, float* out,
+                                int64_t m, int64_t n, int64_t k, const QuantDecode& q,
+                                cudaStream_t stream);
+
+/// out[t, :] = dequant(w)[indices[t], :] for t < count (D floats each), w [v, d] quantized; an
+/// index outside [0, v) writes zeros and sets *error_flag to 1.
+cudaError_t launch_quant_embedding(const uint8_t* w, const void* indices, bool indices_i64,
+                                   float* out, int64_t count, int64_t v, int64_t d,
+                                   const QuantDecode& q, int* error_flag, cudaStream_t stream);
 
 /// out = cond ? a : b over the broadcast shape `s` (operands cond, a, b); a/b null: the
 /// scalars.

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/cuda/kernels/quant_decode.h"
 #include "runtime/core/checked_math.h"
 
 namespace tern::cuda {
@@ -41,6 +42,9 @@ const char* dtype_name(uint32_t dtype) {
     case 3: return "i64";
     case 4: return "i32";
     case 8: return "bool";
+    case 9: return "nf4";
+    case 10: return "fp8_e4m3";
+    case 11: return "fp8_e5m2";
   }
   return "?";
 }
@@ -107,6 +111,8 @@ Arity arity(NodeOp op) {
     case NodeOp::Compare: return {2, 2, 0x1, 1, 1};
     case NodeOp::Cast: return {1, 1, 0x1, 0, 0};
     case NodeOp::IndexSelect: return {2, 2, 0x3, 3, 0};
+    case NodeOp::QuantLinear: return {3, 3, 0x3, kQuantNodeParams, 1};
+    case NodeOp::QuantEmbedding: return {2, 2, 0x3, kQuantNodeParams, 1};
   }
   return {0, 0, 0, 0, 0};
 }
@@ -581,6 +587,90 @@ Error check_attention(const NodeCheck& c) {
   return Error::Ok;
 }
 
+/// Input `slot` is a quantized weight [rows, cols] whose bytes are the QuantLayout of the
+/// scheme in params[kQFormat..kQBlockCols] (fparams[0] finite).
+Error check_quant_weight(const NodeCheck& c, uint32_t slot, uint64_t rows, uint64_t cols) {
+  const BlobValue& w = c.in(slot);
+  char dw[128];
+  dims_str(w, dw, sizeof(dw));
+  NODE_CHECK(is_quant_dtype(w.dtype) && w.rank == 2 && w.dims[0] == rows && w.dims[1] == cols,
+             "input %u is a %s value %s, expected a quantized weight [%llu, %llu]", slot,
+             dtype_name(w.dtype), dw, static_cast<ull>(rows), static_cast<ull>(cols));
+  const int64_t format = c.p(kQFormat);
+  const int64_t want_format =
+      w.dtype == static_cast<uint32_t>(ValueDType::Fp8E4M3)   ? static_cast<int64_t>(quant::QuantFormat::Fp8E4M3)
+      : w.dtype == static_cast<uint32_t>(ValueDType::Fp8E5M2) ? static_cast<int64_t>(quant::QuantFormat::Fp8E5M2)
+                                                              : -1;
+  NODE_CHECK(want_format >= 0 ? format == want_format
+                              : (format == static_cast<int64_t>(quant::QuantFormat::Nf4) ||
+                                 format == static_cast<int64_t>(quant::QuantFormat::Nf4DoubleQuant)),
+             "format %lld does not fit the weight's dtype %s", static_cast<ll>(format),
+             dtype_name(w.dtype));
+  QuantDecode q;
+  quant::QuantLayout l;
+  NODE_CHECK(make_quant_decode(c.node.params, rows, cols, c.node.fparams[0], &q, &l),
+             "quantized weight scheme format %lld, block %lld, dq block %lld, granularity %lld, "
+             "tile %lldx%lld: expected NF4 a power-of-two block in [32, 4096] (dq block >= 1 "
+             "with double quantization, else 0) and no granularity or tile; FP8 no blocks, "
+             "granularity 0..2, a tile only for granularity 2",
+             static_cast<ll>(format), static_cast<ll>(c.p(kQBlockSize)),
+             static_cast<ll>(c.p(kQDqBlockSize)), static_cast<ll>(c.p(kQGranularity)),
+             static_cast<ll>(c.p(kQBlockRows)), static_cast<ll>(c.p(kQBlockCols)));
+  NODE_CHECK(w.bytes == 4 * l.total_words,
+             "quantized weight (value %u) of %llu bytes, the scheme lays out %llu (%llu blocks "
+             "or scales)", c.node.inputs[slot], static_cast<ull>(w.bytes),
+             static_cast<ull>(4 * l.total_words), static_cast<ull>(l.blocks));
+  NODE_CHECK(std::isfinite(c.node.fparams[0]) &&
+                 (format == static_cast<int64_t>(quant::QuantFormat::Nf4DoubleQuant) ||
+                  c.node.fparams[0] == 0.0f),
+             "double quantization offset %g, expected a finite value (0 without double "
+             "quantization)", static_cast<double>(c.node.fparams[0]));
+  return Error::Ok;
+}
+
+Error check_quant_linear(const NodeCheck& c) {
+  const int64_t m = c.p(0), n = c.p(1), k = c.p(2);
+  NODE_CHECK(in_range(m, 1, int64_t{1} << 22) && in_range(n, 1, int64_t{1} << 30) &&
+                 in_range(k, 1, int64_t{1} << 30),
+             "M, N, K = %lld, %lld, %lld, expected M in 1..2^22, N and K in 1..2^30",
+             static_cast<ll>(m), static_cast<ll>(n), static_cast<ll>(k));
+  TERN_RETURN_IF_ERROR(check_quant_weight(c, 1, static_cast<uint64_t>(n), static_cast<uint64_t>(k)));
+  const BlobValue &x = c.in(0), &o = c.out();
+  NODE_CHECK(c.fl(x) && c.fl(o), "x and the output must be %s", c.float_name());
+  NODE_CHECK(x.rank >= 1 && x.dims[x.rank - 1] == static_cast<uint64_t>(k) &&
+                 value_numel(x) == static_cast<uint64_t>(m * k),
+             "x is not [.., K] with M rows");
+  NODE_CHECK(o.rank == x.rank && o.dims[o.rank - 1] == static_cast<uint64_t>(n) &&
+                 std::memcmp(o.dims, x.dims, (x.rank - 1) * sizeof(uint64_t)) == 0,
+             "the output is not x's dims with N last");
+  if (c.has(2)) {
+    const BlobValue& b = c.in(2);
+    NODE_CHECK(c.fl(b) && b.rank == 1 && b.dims[0] == static_cast<uint64_t>(n),
+               "bias must be %s [N]", c.float_name());
+  }
+  return Error::Ok;
+}
+
+Error check_quant_embedding(const NodeCheck& c) {
+  const int64_t v = c.p(0), d = c.p(1), count = c.p(2);
+  const BlobValue &idx = c.in(1), &o = c.out();
+  NODE_CHECK(in_range(v, 1, int64_t{1} << 30) && in_range(d, 1, int64_t{1} << 30) &&
+                 in_range(count, 1, static_cast<int64_t>(kMaxDim)),
+             "V, D, count = %lld, %lld, %lld out of range", static_cast<ll>(v),
+             static_cast<ll>(d), static_cast<ll>(count));
+  TERN_RETURN_IF_ERROR(check_quant_weight(c, 0, static_cast<uint64_t>(v), static_cast<uint64_t>(d)));
+  NODE_CHECK(idx.dtype == static_cast<uint32_t>(ValueDType::I64) ||
+                 idx.dtype == static_cast<uint32_t>(ValueDType::I32),
+             "indices must be i64 or i32");
+  NODE_CHECK(value_numel(idx) == static_cast<uint64_t>(count) && idx.rank + 1 <= kMaxDims,
+             "count %lld is not the indices' element count %llu", static_cast<ll>(count),
+             static_cast<ull>(value_numel(idx)));
+  NODE_CHECK(c.fl(o) && o.rank == idx.rank + 1 && o.dims[idx.rank] == static_cast<uint64_t>(d) &&
+                 std::memcmp(o.dims, idx.dims, idx.rank * sizeof(uint64_t)) == 0,
+             "the output is not %s [indices' dims, D]", c.float_name());
+  return Error::Ok;
+}
+
 Error check_op(const NodeCheck& c) {
   const NodeOp op = static_cast<NodeOp>(c.node.op);
   switch (op) {
@@ -670,6 +760,8 @@ Error check_op(const NodeCheck& c) {
     case NodeOp::Compare: return check_compare(c);
     case NodeOp::Cast: return check_cast(c);
     case NodeOp::IndexSelect: return check_index_select(c);
+    case NodeOp::QuantLinear: return check_quant_linear(c);
+    case NodeOp::QuantEmbedding: return check_quant_embedding(c);
   }
   BLOB_FAIL("cuda blob: node %u: op %u", c.n, c.node.op);
 }
@@ -712,10 +804,22 @@ Error check_header(const BlobHeader& h, size_t size) {
 Error check_value(const BlobHeader& h, const BlobValue* values, uint32_t i, uint8_t* arg_used) {
   const BlobValue& v = values[i];
   BLOB_CHECK(v.kind <= kLastValueKind, "cuda blob: value %u: kind %u, expected 0..3", i, v.kind);
+  const bool quant = is_quant_dtype(v.dtype);
   const uint64_t elem = value_dtype_bytes(v.dtype);
-  BLOB_CHECK(elem != 0,
+  BLOB_CHECK(elem != 0 || quant,
              "cuda blob: value %u: dtype %u, expected 0 (f32), 1 (f16), 2 (bf16), 3 (i64), "
-             "4 (i32), 8 (bool)", i, v.dtype);
+             "4 (i32), 8 (bool), 9 (nf4), 10 (fp8_e4m3), 11 (fp8_e5m2)", i, v.dtype);
+  // A quantized weight: a constant [rows, cols] of at most 2^30 elements in an f32 blob; its
+  // bytes are its QuantLayout buffer, checked by each node that reads it.
+  BLOB_CHECK(!quant || (v.kind == static_cast<uint32_t>(ValueKind::Constant) && v.rank == 2 &&
+                        h.compute_dtype == static_cast<uint32_t>(ComputeDType::F32) &&
+                        v.dims[0] >= 1 && v.dims[1] >= 1 &&
+                        v.dims[0] <= quant::kMaxQuantElements &&
+                        v.dims[1] <= quant::kMaxQuantElements &&
+                        v.dims[0] * v.dims[1] <= quant::kMaxQuantElements),
+             "cuda blob: value %u (%s): a quantized weight must be a constant of rank 2 with at "
+             "most 2^30 elements in an f32 blob (rank %u, compute dtype %u)",
+             i, kind_name(v.kind), v.rank, h.compute_dtype);
   const bool half = v.dtype == static_cast<uint32_t>(ValueDType::F16) ||
                     v.dtype == static_cast<uint32_t>(ValueDType::BF16);
   // 16-bit values only in a blob of that compute dtype, and never as the delegate's inputs or
@@ -742,8 +846,16 @@ Error check_value(const BlobHeader& h, const BlobValue* values, uint32_t i, uint
                  static_cast<ull>(v.dims[d]));
     }
   }
-  BLOB_CHECK(v.bytes == numel * elem, "cuda blob: value %u: bytes %llu, expected %llu", i,
-             static_cast<ull>(v.bytes), static_cast<ull>(numel * elem));
+  if (quant) {
+    const uint64_t codes = v.dtype == static_cast<uint32_t>(ValueDType::Nf4) ? (numel + 1) / 2 : numel;
+    BLOB_CHECK(v.bytes > codes && v.bytes <= kMaxBufferBytes && v.bytes % 4 == 0,
+               "cuda blob: value %u (%s): bytes %llu, expected a multiple of 4 above its %llu "
+               "bytes of codes", i, dtype_name(v.dtype), static_cast<ull>(v.bytes),
+               static_cast<ull>(codes));
+  } else {
+    BLOB_CHECK(v.bytes == numel * elem, "cuda blob: value %u: bytes %llu, expected %llu", i,
+               static_cast<ull>(v.bytes), static_cast<ull>(numel * elem));
+  }
   const bool internal = v.kind == static_cast<uint32_t>(ValueKind::Internal);
   if (internal) {
     BLOB_CHECK(v.arg == kNoValue, "cuda blob: value %u (internal): arg %u, expected none", i, v.arg);
@@ -812,6 +924,8 @@ const char* node_op_name(uint32_t op) {
     case NodeOp::Compare: return "compare";
     case NodeOp::Cast: return "cast";
     case NodeOp::IndexSelect: return "index_select";
+    case NodeOp::QuantLinear: return "quant_linear";
+    case NodeOp::QuantEmbedding: return "quant_embedding";
   }
   return "?";
 }

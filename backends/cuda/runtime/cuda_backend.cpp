@@ -58,6 +58,91 @@ uint32_t arg_dtype(const BlobValue& v) {
   return is_half(v.dtype) ? static_cast<uint32_t>(ValueDType::F32) : v.dtype;
 }
 
+/// Bytes of packed codes of quantized value `v` (NF4: two per byte; FP8: one).
+uint64_t quant_code_bytes(const BlobValue& v) {
+  const uint64_t n = value_numel(v);
+  return v.dtype == static_cast<uint32_t>(ValueDType::Nf4) ? (n + 1) / 2 : n;
+}
+
+/// The first node reading quantized value `v` (the reader checked that every node reading it
+/// describes the same buffer size; the first one's scheme lays the buffer out), or null.
+const BlobNode* quant_reader(const BlobPlan& plan, uint32_t v) {
+  for (uint32_t i = 0; i < plan.header.num_nodes; ++i) {
+    const BlobNode& n = plan.nodes[i];
+    const bool quant = n.op == static_cast<uint32_t>(NodeOp::QuantLinear) ||
+                       n.op == static_cast<uint32_t>(NodeOp::QuantEmbedding);
+    if (quant && n.inputs[n.op == static_cast<uint32_t>(NodeOp::QuantLinear) ? 1 : 0] == v) {
+      return &n;
+    }
+  }
+  return nullptr;
+}
+
+/// Uploads quantized constant `i` (argument `t`) into its QuantLayout buffer: the packed codes,
+/// then the scheme tensors of `t`'s QuantView, which must be the scheme the blob was compiled
+/// for (the program's own checks gave the tensors their lengths).
+Error upload_quant_weight(CudaDelegate* d, uint32_t i, const TensorView& t) {
+  const BlobValue& v = d->plan.values[i];
+  const BlobNode* n = quant_reader(d->plan, i);
+  QuantDecode q;
+  quant::QuantLayout l;
+  TERN_CHECK_OR_RETURN_ERROR(
+      n != nullptr && make_quant_decode(n->params, v.dims[0], v.dims[1], n->fparams[0], &q, &l),
+      InvalidState, "cuda backend: value %u: a quantized weight no quant node reads", i);
+  const QuantView* view = t.quant;
+  const int64_t* p = n->params;
+  const int64_t format = p[kQFormat];
+  bool ok = view != nullptr;
+  if (ok && format == static_cast<int64_t>(quant::QuantFormat::Nf4)) {
+    ok = view->scheme == QuantView::Scheme::NF4 && view->block_size == p[kQBlockSize] &&
+         view->absmax != nullptr;
+  } else if (ok && format == static_cast<int64_t>(quant::QuantFormat::Nf4DoubleQuant)) {
+    ok = view->scheme == QuantView::Scheme::NF4DoubleQuant &&
+         view->block_size == p[kQBlockSize] && view->dq_block_size == p[kQDqBlockSize] &&
+         view->dq_offset == n->fparams[0] && view->dq_codes != nullptr &&
+         view->dq_absmax2 != nullptr && view->dq_table != nullptr;
+  } else if (ok) {
+    const int64_t g = static_cast<int64_t>(view->granularity);
+    ok = view->scheme == QuantView::Scheme::FP8 && g == p[kQGranularity] &&
+         (g != static_cast<int64_t>(quant::QuantGranularity::Block2D) ||
+          (view->block_rows == p[kQBlockRows] && view->block_cols == p[kQBlockCols])) &&
+         view->scale != nullptr;
+  }
+  TERN_CHECK_OR_RETURN_ERROR(
+      ok, InvalidArgument,
+      "cuda backend: value %u (quantized weight '%s'): its quantization parameters are not "
+      "those the blob was compiled for (format %lld, block size %lld, dq block size %lld, "
+      "granularity %lld, tile %lldx%lld)",
+      i, t.name ? t.name : "", static_cast<long long>(format),
+      static_cast<long long>(p[kQBlockSize]), static_cast<long long>(p[kQDqBlockSize]),
+      static_cast<long long>(p[kQGranularity]), static_cast<long long>(p[kQBlockRows]),
+      static_cast<long long>(p[kQBlockCols]));
+  uint8_t* dst = static_cast<uint8_t*>(value_ptr(*d, i));
+  struct Section {
+    uint64_t offset;
+    const void* host;
+    uint64_t bytes;
+  };
+  const uint64_t groups = l.table_word - l.absmax2_word;
+  Section sections[4] = {{0, t.data, quant_code_bytes(v)}, {0, nullptr, 0}, {0, nullptr, 0},
+                         {0, nullptr, 0}};
+  if (format == static_cast<int64_t>(quant::QuantFormat::Nf4)) {
+    sections[1] = {4 * l.scale_word, view->absmax, 4 * l.blocks};
+  } else if (format == static_cast<int64_t>(quant::QuantFormat::Nf4DoubleQuant)) {
+    sections[1] = {4 * l.scale_word, view->dq_codes, l.blocks};
+    sections[2] = {4 * l.absmax2_word, view->dq_absmax2, 4 * groups};
+    sections[3] = {4 * l.table_word, view->dq_table, 4 * 256};
+  } else {
+    sections[1] = {4 * l.scale_word, view->scale, 4 * l.blocks};
+  }
+  for (const Section& s : sections) {
+    if (s.bytes == 0) continue;
+    const cudaError_t e = cudaMemcpy(dst + s.offset, s.host, s.bytes, cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "weight upload", e);
+  }
+  return Error::Ok;
+}
+
 /// The argument `arg` as a tensor matching value `v` (dtype, dims, bytes, data).
 Error check_arg(const BlobValue& v, uint32_t index, Span<EValue*> args) {
   TERN_CHECK_OR_RETURN_ERROR(
@@ -76,7 +161,8 @@ Error check_arg(const BlobValue& v, uint32_t index, Span<EValue*> args) {
                              "cuda backend: argument %u has another shape than the blob's "
                              "value %u (or is not contiguous)",
                              v.arg, index);
-  const uint64_t bytes = value_numel(v) * value_dtype_bytes(arg_dtype(v));
+  const uint64_t bytes = is_quant_dtype(v.dtype) ? quant_code_bytes(v)
+                                                 : value_numel(v) * value_dtype_bytes(arg_dtype(v));
   TERN_CHECK_OR_RETURN_ERROR(t.data != nullptr && t.nbytes >= bytes, InvalidArgument,
                              "cuda backend: argument %u has %llu bytes at %p, expected %llu", v.arg,
                              static_cast<unsigned long long>(t.nbytes), t.data,
@@ -237,6 +323,10 @@ class CudaBackend final : public BackendInterface {
       const BlobValue& v = d->plan.values[i];
       if (v.kind != static_cast<uint32_t>(ValueKind::Constant)) continue;
       const void* host = args[v.arg]->to_tensor().data;
+      if (is_quant_dtype(v.dtype)) {
+        result = upload_quant_weight(d, i, args[v.arg]->to_tensor());
+        continue;
+      }
       cudaError_t e;
       if (is_half(v.dtype)) {
         e = cudaMemcpy(staging, host, value_numel(v) * 4, cudaMemcpyHostToDevice);
@@ -287,7 +377,8 @@ class CudaBackend final : public BackendInterface {
     for (uint32_t i = 0; i < h.num_nodes; ++i) {
       const uint32_t op = d->plan.nodes[i].op;
       if (op == static_cast<uint32_t>(NodeOp::Embedding) ||
-          op == static_cast<uint32_t>(NodeOp::IndexSelect)) {
+          op == static_cast<uint32_t>(NodeOp::IndexSelect) ||
+          op == static_cast<uint32_t>(NodeOp::QuantEmbedding)) {
         d->uses_error_flag = true;
       }
     }

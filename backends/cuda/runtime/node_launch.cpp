@@ -433,6 +433,31 @@ Error run_node(CudaDelegate& d, uint32_t index) {
                                   d.stream));
       return Error::Ok;
     }
+    case NodeOp::QuantLinear:
+    case NodeOp::QuantEmbedding: {
+      const bool linear = n.op == static_cast<uint32_t>(NodeOp::QuantLinear);
+      const uint32_t w_slot = linear ? 1 : 0;
+      const BlobValue& w = val(d, n.inputs[w_slot]);
+      QuantDecode q;
+      if (!make_quant_decode(n.params, w.dims[0], w.dims[1], n.fparams[0], &q, nullptr)) {
+        return launch_failed(index, n, "quantized weight", "scheme refused");  // reader checked
+      }
+      const uint8_t* wp = static_cast<const uint8_t*>(value_ptr(d, n.inputs[w_slot]));
+      if (linear) {
+        CUDA_OK(launch_quant_linear(static_cast<const float*>(fptr(d, n.inputs[0])), wp,
+                                    static_cast<const float*>(fptr(d, n.inputs[2])),
+                                    static_cast<float*>(out_ptr(d, n)), n.params[0], n.params[1],
+                                    n.params[2], q, d.stream));
+      } else {
+        const BlobValue& idx = val(d, n.inputs[1]);
+        CUDA_OK(launch_quant_embedding(wp, value_ptr(d, n.inputs[1]),
+                                       idx.dtype == static_cast<uint32_t>(ValueDType::I64),
+                                       static_cast<float*>(out_ptr(d, n)), n.params[2],
+                                       n.params[0], n.params[1], q, d.buffers.error_flag,
+                                       d.stream));
+      }
+      return Error::Ok;
+    }
   }
   return launch_failed(index, n, "dispatch", "unknown op");
 }

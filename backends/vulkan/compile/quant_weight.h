@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "backends/vulkan/compile/blob_writer.h"
+#include "tools/compiler/quant_weight_scheme.h"
 
 namespace tern::compiler::vulkan_compile {
 

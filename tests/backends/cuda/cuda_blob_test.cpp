@@ -237,7 +237,7 @@ TEST_F(CudaBlobTest, EachVerifiedFieldIsRefusedWithItsName) {
   const std::vector<Corruption> cases = {
       {"magic", header([](BlobHeader& h) { h.magic[0] = 'X'; }), bad, "magic"},
       {"version 1 (before f16/bf16)", header([](BlobHeader& h) { h.version = 1; }), compat,
-       "version 1, this runtime reads version 2"},
+       "version 1, this runtime reads version 3"},
       {"header_size", header([](BlobHeader& h) { h.header_size = 64; }), bad, "header_size"},
       {"value_record_size", header([](BlobHeader& h) { h.value_record_size = 80; }), bad, "value_record_size"},
       {"node_record_size", header([](BlobHeader& h) { h.node_record_size = 1; }), bad, "node_record_size"},
@@ -387,14 +387,14 @@ TEST_F(CudaBlobTest, CompileHalfRefusesWhatItCannotRun) {
          b.op("tern::cumsum", {x, b.int_value(0)}, DType::F32, {4});
        },
        "not taken"},
-      {"a quantized linear",
+      {"a quantized linear without its absmax tensor",
        [](GraphBuilder& b) {
          const int x = b.input("x", DType::F32, {2, 64});
          const int w = b.constant("w", DType::NF4, {8, 64}, std::vector<uint8_t>(256));
          b.graph().values[static_cast<size_t>(w)].quant.scheme = compiler::QuantSpec::Scheme::NF4;
          b.op("tern::linear", {x, w, b.none()}, DType::F32, {2, 8});
        },
-       "weight is nf4"},
+       "quantized weight 'w': no absmax tensor"},
       {"attention with a mask and causal",
        [](GraphBuilder& b) {
          const int q = b.input("q", DType::F32, {1, 2, 4, 8});
