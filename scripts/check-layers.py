@@ -36,8 +36,9 @@ RULES = {
     "runtime/c": ["runtime", "schema"],
     # A backend: its kernels see only core and the shared kernel helpers; its runtime half
     # adds the backend interface; its compile half is a compiler plug-in. Files at the
-    # backend's top level (the blob format) are shared by both halves.
-    "backends/{b}": ["runtime/core", "backends/{b}"],
+    # backend's top level (the blob format) are shared by both halves, and may use the shared
+    # kernel helpers both halves see (e.g. the quantized-weight buffer layout).
+    "backends/{b}": ["runtime/core", "runtime/kernels/util", "backends/{b}"],
     "backends/{b}/kernels": ["runtime/core", "runtime/kernels/util", "backends/{b}/kernels",
                              "backends/{b}/*.h"],
     "backends/{b}/shaders": ["backends/{b}/shaders"],
