@@ -7,8 +7,10 @@
 # Environment: FUZZ_SECONDS (default 600), FUZZ_TARGETS (default: all eight, names without the
 # fuzz_ prefix; cpu_blob / vulkan_blob exist only when the cpu / vulkan backend is built and
 # are skipped otherwise; cuda_blob, host code, is always built),
-# FUZZ_BUILD_DIR (default build-fuzz), JOBS (build parallelism, default nproc). Debug info is
-# line tables only (-gline-tables-only): stack traces keep file:line, the build is quicker.
+# FUZZ_BUILD_DIR (default build-fuzz), JOBS (build parallelism, default nproc),
+# TERN_TEST_OPTIMIZATION (e.g. -O1 in CI: the test programs' and harnesses' own code; the
+# libraries keep -O2). Debug info is line tables only (-gline-tables-only): stack traces keep
+# file:line, the build is quicker.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-600}
@@ -36,7 +38,8 @@ cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTERN_FUZZ=ON -DTERN_BUILD_TESTS=ON \
   "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -gline-tables-only -DNDEBUG" \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -gline-tables-only -DNDEBUG" \
-  -DTERN_BACKEND_CUDA=OFF -DTERN_BACKEND_VULKAN=AUTO > "$build/configure.log" 2>&1 ||
+  -DTERN_BACKEND_CUDA=OFF -DTERN_BACKEND_VULKAN=AUTO \
+  "-DTERN_TEST_OPTIMIZATION=${TERN_TEST_OPTIMIZATION:-}" > "$build/configure.log" 2>&1 ||
   { cat "$build/configure.log" >&2; exit 1; }
 cmake --build "$build" --target tern_fuzz -j "$jobs"
 
