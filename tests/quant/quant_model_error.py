@@ -114,14 +114,19 @@ def quantized_program(module, feeds, scheme, backend, path, graph_dir):
     return tern_export.quantize.parse_report(report)
 
 
-def check(name, scheme, backend, module, feeds, f32_refs, classifier, work):
+def check(name, scheme, backend, module, feeds, f32_refs, classifier, work, ref_cache):
     path = os.path.join(work, "%s_%s_%s.pte" % (name, scheme.replace(":", "_"), backend))
     graph_dir = os.path.join(work, name + ".graph")
     quantization = quantized_program(module, feeds, scheme, backend, path, graph_dir)
     names = [w["name"] for w in quantization["weights"]]
     if not names:
         raise AssertionError("nothing was quantized")
-    q_refs = run_torch(reference_module(module, names, scheme), feeds)
+    # The reference depends on the scheme and the quantized weights, not on the backend: made
+    # once per (scheme, weights) and shared by the portable and cpu programs.
+    key = (scheme, tuple(sorted(names)))
+    if key not in ref_cache:
+        ref_cache[key] = run_torch(reference_module(module, names, scheme), feeds)
+    q_refs = ref_cache[key]
     got = [tern_export.run(path, feed) for feed in feeds]
     os.remove(path)
 
@@ -185,11 +190,12 @@ def main():
             feeds = [tuple(inputs)] + [tuple(torch.randn_like(x) for x in inputs)
                                        for _ in range(a.samples - 1)]
             f32_refs = run_torch(copy.deepcopy(module).double(), feeds)
+            ref_cache = {}
             for scheme in a.scheme or SCHEMES:
                 for backend in a.backend or ("portable", "cpu"):
                     try:
                         ok = check(name, scheme, backend, module, feeds, f32_refs, classifier,
-                                   work)
+                                   work, ref_cache)
                     except Exception as e:  # noqa: BLE001 - report and go on
                         print("%s %s %s: FAIL %s: %s" % (name, scheme, backend,
                                                          type(e).__name__, e))
