@@ -8,7 +8,7 @@
 #    beforehand, with network, by scripts/gpu/fetch-debs.sh) into .deps-prefix/.
 # 2. Configures build-gpu/ for this GPU's own architecture (nvidia-smi's compute capability;
 #    CMake's "native" otherwise), cuda backend required, and builds.
-# 3. Runs the cuda tests (ctest -R cuda_: conformance in f32, f16 and bf16, device allocations,
+# 3. Runs the cuda tests (ctest -R 'Cuda|cuda_': conformance in f32, f16 and bf16, device allocations,
 #    fallback, blob, the models' partition counts), then the other C++ tests unless --quick,
 #    then every model of docs/models.md (the zoo included) with --backend cuda against PyTorch,
 #    plus the cuda+cpu, cuda:f16+cpu and cuda:bf16+cpu programs (when a Python with torch is
@@ -78,12 +78,14 @@ fi
 step build "$OUT/build.log" cmake --build build-gpu -j "$jobs"
 
 # 3. Tests.
-step cuda-tests "$OUT/cuda-tests.log" ctest --test-dir build-gpu -R 'cuda_' --output-on-failure \
+# GoogleTest cases are registered one by one under their suite names (CudaConformanceTest...,
+# Schemes/CudaQuantHost...): 'cuda_' alone would only match the scripted tests.
+step cuda-tests "$OUT/cuda-tests.log" ctest --test-dir build-gpu -R 'Cuda|cuda_' --output-on-failure \
   -j 4 --output-junit "$OUT/cuda-tests.xml"
 grep -E "tests passed|Skipped|Failed|\*\*\*" "$OUT/cuda-tests.log" | tail -20 >> "$summary"
 if [ "$quick" -eq 0 ]; then
   step other-tests "$OUT/other-tests.log" ctest --test-dir build-gpu --output-on-failure -j "$jobs" \
-    -E 'cuda_|ops_|export_|model_|models_|hardening_model_'
+    -E 'Cuda|cuda_|ops_|export_|model_|models_|hardening_model_'
 fi
 py=""
 for candidate in "$root/.venv/bin/python" python3 /usr/bin/python3; do
