@@ -1,5 +1,5 @@
 // Quantized (nf4 / fp8) weights on the cuda backend. An MLP with an embedding (the vulkan
-// quant test's shapes: odd element counts, partial NF4 blocks, double quantization over two
+// quant test's model, tests/support/quant_mlp.h: odd element counts, partial NF4 blocks, double quantization over two
 // absmax2 groups, FP8 per tensor / per channel / 2-D tiles with partial tiles) quantized by the
 // compiler's pass for every scheme.
 //
@@ -27,6 +27,7 @@
 #include "backends/cuda/runtime/blob_reader.h"
 #include "runtime/kernels/util/quant_formats.h"
 #include "tests/backends/cuda/cuda_test_util.h"
+#include "tests/support/quant_mlp.h"
 #include "tools/compiler/partitioner.h"
 #include "tools/compiler/quant_weight_scheme.h"
 #include "tools/compiler/quantize.h"
@@ -34,7 +35,8 @@
 namespace tern::cuda_test {
 namespace {
 
-constexpr int64_t kVocab = 300, kDim = 45, kHidden = 19, kOut = 70, kRows = 5;
+constexpr int64_t kVocab = test_support::kQuantVocab, kDim = test_support::kQuantDim,
+                  kRows = test_support::kQuantRows;
 // x2 [2, 48] -> linear 33: K a multiple of 8 (the GEMV's 8-wide decode).
 constexpr int64_t kWide = 48, kWideOut = 33, kWideRows = 2;
 
@@ -43,32 +45,15 @@ const char* const kSchemes[] = {"nf4:block=32",        "nf4",                  "
                                 "fp8_e4m3:per_tensor", "fp8_e4m3:block=16x8",  "fp8_e4m3:block=8x5",
                                 "fp8_e5m2",            "fp8_e5m2:per_tensor",  "fp8_e5m2:block=8x16"};
 
-/// idx [5] -> embedding [300, 45] -> linear 19 (+bias) -> relu -> linear 70 (GEMMs: 5 rows);
-/// x1 [1, 45] -> linear 19 (the same weight: a GEMV); x2 [2, 48] -> linear 33 (a GEMV with
-/// K % 8 == 0). Outputs: the embedding, y, v, z.
+/// The GPU quant tests' model (tests/support/quant_mlp.h: outputs the embedding, y, v) plus
+/// x2 [2, 48] -> linear 33 (a GEMV with K % 8 == 0): output z.
 compiler::Graph mlp() {
   GraphBuilder g;
-  const int idx = g.input("idx", DType::I64, {kRows});
-  const int x1 = g.input("x1", DType::F32, {1, kDim});
-  const int emb = g.constant_f32("emb.weight", {kVocab, kDim}, random_floats(kVocab * kDim, 1));
-  const int w1 = g.constant_f32("fc1.weight", {kHidden, kDim},
-                                random_floats(kHidden * kDim, 2, -0.2f, 0.2f));
-  const int b1 = g.constant_f32("fc1.bias", {kHidden}, random_floats(kHidden, 3));
-  const int w2 = g.constant_f32("fc2.weight", {kOut, kHidden},
-                                random_floats(kOut * kHidden, 4, -0.3f, 0.3f));
-  const int e = g.op("tern::embedding", {emb, idx}, DType::F32, {kRows, kDim});
-  const int h = g.op("tern::linear", {e, w1, b1}, DType::F32, {kRows, kHidden});
-  const int r = g.op("tern::relu", {h}, DType::F32, {kRows, kHidden});
-  const int y = g.op("tern::linear", {r, w2, g.none()}, DType::F32, {kRows, kOut});
-  const int v = g.op("tern::linear", {x1, w1, b1}, DType::F32, {1, kHidden});
+  test_support::add_quant_mlp(g);
   const int x2 = g.input("x2", DType::F32, {kWideRows, kWide});
   const int w3 = g.constant_f32("fc3.weight", {kWideOut, kWide},
                                 random_floats(kWideOut * kWide, 5, -0.25f, 0.25f));
-  const int z = g.op("tern::linear", {x2, w3, g.none()}, DType::F32, {kWideRows, kWideOut});
-  g.output(e);
-  g.output(y);
-  g.output(v);
-  g.output(z);
+  g.output(g.op("tern::linear", {x2, w3, g.none()}, DType::F32, {kWideRows, kWideOut}));
   return g.build();
 }
 

@@ -19,6 +19,7 @@
 #include "backends/vulkan/compile/register_vulkan_backend_compiler.h"
 #include "backends/vulkan/runtime/blob_reader.h"
 #include "tests/backends/vulkan/vulkan_test_util.h"
+#include "tests/support/quant_mlp.h"
 #include "tools/compiler/compile.h"
 #include "tools/compiler/partitioner.h"
 #include "tools/compiler/quantize.h"
@@ -26,29 +27,12 @@
 namespace tern::vulkan_test {
 namespace {
 
-// Table [300, 45]: 13500 elements, 422 NF4 blocks of 32 (two absmax2 groups of 256), a partial
-// last block at 64 and 128; w1 [19, 45] (855 elements: an odd count, a partial block); w2
-// [70, 19] (N across two 64-wide GEMM blocks, K = 19 not a multiple of the 16-wide slab).
-constexpr int64_t kVocab = 300, kDim = 45, kHidden = 19, kOut = 70, kRows = 5;
+// The shared model (tests/support/quant_mlp.h: shapes chosen for partial blocks and tiles).
+constexpr int64_t kVocab = test_support::kQuantVocab, kDim = test_support::kQuantDim;
 
 compiler::Graph mlp() {
   GraphBuilder g;
-  const int idx = g.input("idx", DType::I64, {kRows});
-  const int x1 = g.input("x1", DType::F32, {1, kDim});
-  const int emb = g.constant_f32("emb.weight", {kVocab, kDim}, random_floats(kVocab * kDim, 1));
-  const int w1 = g.constant_f32("fc1.weight", {kHidden, kDim},
-                                random_floats(kHidden * kDim, 2, -0.2f, 0.2f));
-  const int b1 = g.constant_f32("fc1.bias", {kHidden}, random_floats(kHidden, 3));
-  const int w2 = g.constant_f32("fc2.weight", {kOut, kHidden},
-                                random_floats(kOut * kHidden, 4, -0.3f, 0.3f));
-  const int e = g.op("tern::embedding", {emb, idx}, DType::F32, {kRows, kDim});
-  const int h = g.op("tern::linear", {e, w1, b1}, DType::F32, {kRows, kHidden});  // GEMM
-  const int r = g.op("tern::relu", {h}, DType::F32, {kRows, kHidden});
-  const int y = g.op("tern::linear", {r, w2, g.none()}, DType::F32, {kRows, kOut});  // GEMM
-  const int v = g.op("tern::linear", {x1, w1, b1}, DType::F32, {1, kHidden});  // GEMV, shared w1
-  g.output(e);
-  g.output(y);
-  g.output(v);
+  test_support::add_quant_mlp(g);
   return g.build();
 }
 
