@@ -7,7 +7,11 @@
 // 64-wide GEMM blocks with K = 19, not a multiple of a 16-wide slab.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <cctype>
 #include <cstdint>
+#include <string>
 
 #include "tests/support/backend_test_values.h"
 #include "tools/compiler/graph_builder.h"
@@ -36,6 +40,15 @@ inline void add_quant_mlp(compiler::GraphBuilder& g) {
   g.output(e);
   g.output(y);
   g.output(v);
+}
+
+/// A scheme string ("nf4:block=32") as a GoogleTest parameter name ("nf4_block_32").
+inline std::string scheme_test_name(const ::testing::TestParamInfo<const char*>& info) {
+  std::string s = info.param;
+  for (char& c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return s;
 }
 
 }  // namespace tern::test_support

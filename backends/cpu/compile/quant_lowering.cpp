@@ -5,6 +5,7 @@
 
 #include "backends/cpu/compile/node_attrs.h"
 #include "backends/cpu/kernels/quant_weight.h"
+#include "tools/compiler/quant_weight_scheme.h"
 #include "runtime/core/dtype.h"
 
 namespace tern::compiler::cpu_compile {
@@ -117,12 +118,7 @@ Prepared prepare(const Graph& g, int id) {
 
 }  // namespace
 
-bool is_quantized_value(const Graph& g, int id) {
-  if (id < 0 || static_cast<size_t>(id) >= g.values.size()) return false;
-  const Value& v = g.values[static_cast<size_t>(id)];
-  return v.is_tensor() &&
-         (v.dtype == DType::NF4 || v.dtype == DType::FP8E4M3 || v.dtype == DType::FP8E5M2);
-}
+bool is_quantized_value(const Graph& g, int id) { return is_quantized_weight(g, id); }
 
 void check_quant_linear(const Graph& g, const Node& node) {
   if (node.args.size() != 3) throw Unsupported("linear: expected 3 arguments");

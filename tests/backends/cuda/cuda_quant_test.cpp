@@ -195,13 +195,7 @@ TEST_P(CudaQuantHost, OneRegionOfQuantNodesThatTheReaderAccepts) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Schemes, CudaQuantHost, ::testing::ValuesIn(kSchemes),
-                         [](const ::testing::TestParamInfo<const char*>& info) {
-                           std::string s = info.param;
-                           for (char& c : s) {
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           }
-                           return s;
-                         });
+                         test_support::scheme_test_name);
 
 TEST(CudaQuantCodebook, IsThePortableOne) {
   for (int i = 0; i < 16; ++i) EXPECT_EQ(bits(cuda::kNf4CodeValues[i]), bits(quant::kNf4Code[i])) << i;

@@ -163,13 +163,7 @@ INSTANTIATE_TEST_SUITE_P(Schemes, VulkanQuant,
                                            "fp8_e4m3", "fp8_e4m3:per_tensor",
                                            "fp8_e4m3:block=16x8", "fp8_e5m2",
                                            "fp8_e5m2:per_tensor", "fp8_e5m2:block=8x16"),
-                         [](const ::testing::TestParamInfo<const char*>& info) {
-                           std::string s = info.param;
-                           for (char& c : s) {
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           }
-                           return s;
-                         });
+                         test_support::scheme_test_name);
 
 /// matmul(a [2, 3, 24], b [24, 12]) with b quantized in its own [K, N] orientation (the pass
 /// quantizes it as a linear weight, the graph then turns it back into a matmul), on the GEMM
