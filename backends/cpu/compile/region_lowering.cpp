@@ -1048,6 +1048,28 @@ class Lowering {
     for (size_t i = 0; i < outs.size(); ++i) lazy_[node.outputs[i]] = outs[i];
   }
 
+  /// NHWC value `y`, a view of `v` that strides cannot express (ShuffleNet's channel shuffle:
+  /// [N, C/2, 2, H, W] -> [N, C, H, W]), written by one copy straight in y's byte order: v's
+  /// dims regrouped onto y's, the groups taken in N, H, W, C order. A row-major copy instead
+  /// would put y in NCHW order, and every NHWC reader would transpose it again. False (nothing
+  /// emitted) when v's dims do not regroup onto y's.
+  bool copy_in_nhwc_order(const StridedView& v, int y) {
+    StridedView split;
+    std::vector<size_t> groups;
+    if (!regrouped(v, g_.values[static_cast<size_t>(y)].sizes, &split, &groups)) return false;
+    StridedView ordered = split;
+    ordered.sizes.clear();
+    ordered.strides.clear();
+    for (size_t j : {0, 2, 3, 1}) {
+      for (size_t d = groups[j]; d < groups[j + 1]; ++d) {
+        ordered.sizes.push_back(split.sizes[d]);
+        ordered.strides.push_back(split.strides[d]);
+      }
+    }
+    emit_copy(ordered, false, output(y));
+    return true;
+  }
+
   /// A view: XNNPACK's reshape (a copy) when the bytes stay in order and the input is no view;
   /// else a view of the input's view (copied once where it is read), or of a row-major copy of
   /// the input when strides cannot express it.
@@ -1064,6 +1086,7 @@ class Lowering {
     }
     StridedView out;
     if (!reshaped(view_of(x), yv.sizes, &out)) {
+      if (is_nhwc(y) && copy_in_nhwc_order(view_of(x), y)) return;
       const uint32_t flat = internal(std::vector<uint64_t>(xv.sizes.begin(), xv.sizes.end()));
       emit_copy(view_of(x), false, flat);
       (void)reshaped(whole_value(flat, xv.sizes, false), yv.sizes, &out);  // row-major: always

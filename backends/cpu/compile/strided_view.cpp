@@ -90,6 +90,38 @@ bool reshaped(const StridedView& v, const std::vector<int64_t>& sizes, StridedVi
   return view_d == -1;
 }
 
+bool regrouped(const StridedView& v, const std::vector<int64_t>& sizes, StridedView* out,
+               std::vector<size_t>* groups) {
+  *out = v;
+  out->sizes.clear();
+  out->strides.clear();
+  groups->assign(1, 0);
+  size_t i = 0;                                      // v's dim being split
+  int64_t left = v.sizes.empty() ? 1 : v.sizes[0];  // of its extent, what no group has taken
+  for (int64_t need : sizes) {
+    while (need > 1) {
+      while (left == 1 && i + 1 < v.sizes.size()) left = v.sizes[++i];
+      if (left == 1) return false;  // v has run out of elements
+      if (left <= need) {           // the rest of dim i joins this group
+        if (need % left != 0) return false;
+        out->sizes.push_back(left);
+        out->strides.push_back(v.strides[i]);
+        need /= left;
+        left = 1;
+      } else {  // the group takes dim i's outer `need`, the next groups its inner rest
+        if (left % need != 0) return false;
+        left /= need;
+        out->sizes.push_back(need);
+        out->strides.push_back(v.strides[i] * left);
+        need = 1;
+      }
+    }
+    groups->push_back(out->sizes.size());
+  }
+  while (left == 1 && i + 1 < v.sizes.size()) left = v.sizes[++i];
+  return left == 1;
+}
+
 CopyPlan copy_plan(const StridedView& v, bool out_nhwc) {
   std::vector<size_t> order;
   if (out_nhwc && v.sizes.size() == 4) {

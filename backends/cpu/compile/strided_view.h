@@ -33,6 +33,13 @@ StridedView expanded(const StridedView& v, const std::vector<int64_t>& sizes);
 /// express it (PyTorch's view rule); false otherwise.
 bool reshaped(const StridedView& v, const std::vector<int64_t>& sizes, StridedView* out);
 
+/// v viewed as `sizes` when strides cannot express it (reshaped() is false), in the form a copy
+/// can still write: v's dims split (never merged) until each dim of `sizes` is a run of them;
+/// `groups[j]`..`groups[j+1]` are the dims of out making `sizes[j]` (a dim of 1 an empty run).
+/// False when no such split exists (a dim of v straddles two of `sizes` unevenly).
+bool regrouped(const StridedView& v, const std::vector<int64_t>& sizes, StridedView* out,
+               std::vector<size_t>* groups);
+
 /// The copy that writes view `v` into a new value: extents and strides in the output's order
 /// (tern dims, or N, H, W, C for an NHWC output), dims of 1 dropped and contiguous ones merged.
 struct CopyPlan {

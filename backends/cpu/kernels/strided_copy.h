@@ -25,9 +25,11 @@ struct StridedCopyProblem {
   int64_t offset = 0;                        ///< input element of output index 0
 };
 
-/// y[i0, .., ir-1] = x[offset + sum_d i_d * stride[d]] for every output index. The innermost dim
-/// is copied with memcpy when its stride is 1. Split over `pool` in bands of output rows from
-/// 2^19 output floats on (below, and with a null pool: the caller's thread).
+/// y[i0, .., ir-1] = x[offset + sum_d i_d * stride[d]] for every output index. Rows whose
+/// innermost stride is 1 are copied whole; a short innermost dim (2..16) read with a stride
+/// after a contiguous one is copied as small transposes (interleaves). Split over `pool` in
+/// bands of rows or blocks from 2^19 output floats on (below, and with a null pool: the
+/// caller's thread).
 void strided_copy(const StridedCopyProblem& p, pthreadpool_t pool);
 
 }  // namespace tern::cpu

@@ -100,12 +100,12 @@ size_t count(const std::vector<uint32_t>& ops, uint32_t op) {
   return static_cast<size_t>(std::count(ops.begin(), ops.end(), op));
 }
 
-/// ShuffleNet's channel shuffle of x [n, c, h, w] (NHWC) in 2 groups.
-int channel_shuffle(GraphBuilder& b, int x, const std::vector<int64_t>& xs) {
+/// ShuffleNet's channel shuffle of x [n, c, h, w] (NHWC) in `groups` groups.
+int channel_shuffle(GraphBuilder& b, int x, const std::vector<int64_t>& xs, int64_t groups = 2) {
   const int64_t n = xs[0], c = xs[1], h = xs[2], w = xs[3];
-  const int v = view(b, x, {n, 2, c / 2, h, w});
-  const int t = transpose(b, v, {n, 2, c / 2, h, w}, 1, 2);
-  const int cl = b.op("tern::clone", {t}, DType::F32, {n, c / 2, 2, h, w});
+  const int v = view(b, x, {n, groups, c / groups, h, w});
+  const int t = transpose(b, v, {n, groups, c / groups, h, w}, 1, 2);
+  const int cl = b.op("tern::clone", {t}, DType::F32, {n, c / groups, groups, h, w});
   return view(b, cl, xs);
 }
 
@@ -257,12 +257,30 @@ std::vector<OpCase> cases() {
       },
       1e-10};
   shuffle.check_blob = [](const std::vector<uint8_t>& blob) {
-    // The split halves: one copy each; the shuffle's view, transpose, clone and view: a
-    // row-major copy of the transposed 5-D view (its merge of two dims is no strided view),
-    // then its NHWC copy.
-    EXPECT_EQ(count(blob_ops(blob), kCopyOp), 4u);
+    // The split halves: one copy each; the shuffle's view, transpose, clone and view: one
+    // copy of the transposed 5-D view (its merge of two dims is no strided view) written in
+    // NHWC order, read by the conv as it is (before: a row-major copy, then an NHWC copy).
+    EXPECT_EQ(count(blob_ops(blob), kCopyOp), 3u);
   };
   c.push_back(shuffle);
+  // ShuffleNet v1's shuffle in 4 groups (odd channels a group: the copy's vector body and its
+  // tail), between two convs, and one in 3 groups: each one copy in NHWC order.
+  for (int64_t groups : {3, 4}) {
+    OpCase g = {"channel_shuffle_" + std::to_string(groups) + "_groups",
+                [groups](GraphBuilder& b) {
+                  const std::vector<int64_t> xs{1, groups * 7, 5, 3};
+                  const int x = b.input("x", DType::F32, xs);
+                  const int y = conv(b, x, xs, groups * 7, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1,
+                                     true, 27);
+                  const int s = channel_shuffle(b, y, xs, groups);
+                  b.output(conv(b, s, xs, 5, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 29));
+                },
+                1e-10};
+    g.check_blob = [](const std::vector<uint8_t>& blob) {
+      EXPECT_EQ(count(blob_ops(blob), kCopyOp), 1u);
+    };
+    c.push_back(g);
+  }
   // Swin's cyclic shift (roll as slices and a cat along H, then W, of a channels-last tensor)
   // and window partition (view, permute, view), attention-free: a linear per window, then the
   // reverse partition and shift, and back to NHWC for a conv.
