@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 10;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 11;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
                                       // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
                                       // 7: ops 23-24 quantized weights, op 25 LayerNorm;
@@ -21,7 +21,7 @@ constexpr uint32_t kBlobVersion = 10;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // 9: op 26 BatchMatMul, op 27 StridedCopy, Concat
                                       // along any dim (params[0] outer rows), op 28
                                       // SquareRoot; 10: grouped op 18 (params[13] groups,
-                                      // PackConv params[4])
+                                      // PackConv params[4]); 11: op 29 RowConcat
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node.
@@ -303,10 +303,30 @@ enum class NodeOp : uint32_t {
   /// XNNPACK's square root (since version 9). in: x; params all 0; fparams (-inf, +inf).
   /// Output: x's dims.
   SquareRoot = 28,
+  /// tern's concatenation of rows read with a stride (kernels/row_concat.h; since version 11):
+  /// output row r (of `rows`) is input i's row r — w_i floats at x_i[o_i + r * s_i] — for each
+  /// input in turn, or with a unit u >= 1 their u-float units interleaved (unit k of input 0,
+  /// of input 1, ..., then unit k + 1): ShuffleNet's concat + channel shuffle in one pass, its
+  /// inputs channel slices of NHWC tensors read in place. in: 2 or 3 data values (not
+  /// constants); params at the RowConcatParam indices (unused ones 0): rows >= 1, u (0: plain;
+  /// else every w_i equal and a multiple of u), w_i >= 1, s_i, o_i (each <= 2^30) with every
+  /// row read inside x_i; fparams (-inf, +inf). Output: any dims whose element count is
+  /// rows * sum(w_i).
+  RowConcat = 29,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 28;
+constexpr uint32_t kLastNodeOp = 29;
+
+/// RowConcat's parameter indices (input i's width, stride and offset at + i).
+enum RowConcatParam : uint32_t {
+  kRowConcatRows = 0,
+  kRowConcatUnit = 1,
+  kRowConcatWidth = 2,   ///< [2..4]
+  kRowConcatStride = 5,  ///< [5..7]
+  kRowConcatOffset = 8,  ///< [8..10]
+  kRowConcatParamCount = 11,
+};
 
 /// StridedCopy's parameter indices.
 enum StridedCopyParam : uint32_t {
@@ -419,7 +439,8 @@ constexpr bool is_own_kernel_op(uint32_t op) {
          op == static_cast<uint32_t>(NodeOp::QuantizedEmbedding) ||
          op == static_cast<uint32_t>(NodeOp::LayerNorm) ||
          op == static_cast<uint32_t>(NodeOp::BatchMatMul) ||
-         op == static_cast<uint32_t>(NodeOp::StridedCopy);
+         op == static_cast<uint32_t>(NodeOp::StridedCopy) ||
+         op == static_cast<uint32_t>(NodeOp::RowConcat);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.

@@ -239,6 +239,40 @@ compiler::Graph attention_graph() {
   return b.build();
 }
 
+/// ShuffleNet v2's unit (blob version 11's RowConcat): x[1, 8, 4, 4] -> conv 1x1 -> split in
+/// halves -> conv 1x1 on the second -> cat with the first (read in place) -> channel shuffle in
+/// 2 groups (view, transpose, clone, view: folded into the concat) -> conv 1x1.
+compiler::Graph shuffle_graph() {
+  GraphBuilder b("forward");
+  const std::vector<int64_t> xs{1, 8, 4, 4}, hs{1, 4, 4, 4};
+  auto conv1x1 = [&](int in, int64_t c_in, int64_t c_out, uint32_t seed) {
+    return b.op("tern::conv2d",
+                {in, seed_constant(b, "w" + std::to_string(seed), {c_out, c_in, 1, 1}, seed),
+                 b.none(), b.int_list({1, 1}), b.int_list({0, 0}), b.int_list({1, 1}),
+                 b.int_value(1)},
+                DType::F32, {1, c_out, 4, 4});
+  };
+  const int x = b.input("x", DType::F32, xs);
+  const int y = conv1x1(x, 8, 8, 91);
+  const int first = b.op("tern::split", {y, b.int_list({4, 4}), b.int_value(1)}, DType::F32, hs);
+  compiler::Node& split = b.graph().nodes.back();
+  b.graph().values.push_back(b.graph().values[static_cast<size_t>(first)]);
+  split.outputs.push_back(static_cast<int>(b.graph().values.size()) - 1);
+  const int branch = conv1x1(split.outputs[1], 4, 4, 92);
+  compiler::Value list;
+  list.kind = compiler::Value::Kind::TensorList;
+  list.tensors = {first, branch};
+  b.graph().values.push_back(list);
+  const int list_id = static_cast<int>(b.graph().values.size()) - 1;
+  const int joined = b.op("tern::cat", {list_id, b.int_value(1)}, DType::F32, xs);
+  const int v = b.op("tern::view", {joined, b.int_list({1, 2, 4, 4, 4})}, DType::F32, {1, 2, 4, 4, 4});
+  const int t = b.op("tern::transpose", {v, b.int_value(1), b.int_value(2)}, DType::F32, {1, 4, 2, 4, 4});
+  const int c = b.op("tern::clone", {t}, DType::F32, {1, 4, 2, 4, 4});
+  const int s = b.op("tern::view", {c, b.int_list(xs)}, DType::F32, xs);
+  b.output(conv1x1(s, 8, 6, 93));
+  return b.build();
+}
+
 std::vector<std::vector<uint8_t>> cpu_blobs(const std::vector<uint8_t>& pte) {
   void* raw = nullptr;
   if (posix_memalign(&raw, 64, pte.size()) != 0) throw std::bad_alloc();
@@ -278,7 +312,8 @@ std::vector<Seed> cpu_blob_seeds() {
       {"bottleneck", bottleneck_graph()},
       {"squeeze_excite", squeeze_excite_graph()},
       {"inception", inception_graph()},
-      {"attention", attention_graph()}};
+      {"attention", attention_graph()},
+      {"shuffle", shuffle_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;
     program.source_model = name;

@@ -10,6 +10,7 @@
 
 #include "backends/cpu/compile/attention_attrs.h"
 #include "backends/cpu/compile/bottleneck_match.h"
+#include "backends/cpu/compile/concat_shuffle_match.h"
 #include "backends/cpu/compile/index_map_ops.h"
 #include "backends/cpu/compile/layout_plan.h"
 #include "backends/cpu/compile/node_attrs.h"
@@ -94,8 +95,13 @@ class Lowering {
       for (int n : m.nodes) fused.emplace(n, &m);
     }
     match_view_linear_views();
+    for (const ConcatShuffleMatch& m : match_concat_shuffles(
+             g_, r_, cpu::kMaxNodeInputs, [this](int vid) { return is_nhwc(vid); })) {
+      for (int n : m.folded) folded_views_.insert(n);
+      shuffle_folds_[m.cat] = m.output;
+    }
     for (int n : r_.nodes) {
-      if (folded_views_.count(n) != 0) continue;  // a view folded into its linear
+      if (folded_views_.count(n) != 0) continue;  // a view folded into its linear or concat
       auto f = fused.find(n);
       if (f == fused.end()) {
         lower_node(g_.nodes[static_cast<size_t>(n)]);
@@ -927,6 +933,20 @@ class Lowering {
       rows = 1;
       for (size_t d = 0; d < xdim; ++d) rows *= od[d];
     }
+    auto shuffle = shuffle_folds_.find(static_cast<int>(&node - g_.nodes.data()));
+    if (shuffle != shuffle_folds_.end()) {
+      lower_row_concat(ins, shuffle->second, 1);
+      return;
+    }
+    if (xdim + 1 == rank && ins.size() >= 2 && ins.size() <= cpu::kMaxNodeInputs) {
+      for (int in : ins) {
+        RowRead r;
+        if (pending_row_read(in, &r)) {  // a slice read in place, not copied first
+          lower_row_concat(ins, node.outputs[0], 0);
+          return;
+        }
+      }
+    }
     uint32_t acc = activation(ins[0]);
     if (ins.size() == 1) {  // cat([x]) is a copy (DenseNet's first dense layer)
       add_node(NodeOp::Reshape, {acc}, output(node.outputs[0]));
@@ -947,6 +967,63 @@ class Lowering {
       add_node(NodeOp::Concat, inputs, out).params[0] = static_cast<uint32_t>(rows);
       acc = out;
       acc_sizes = sizes;
+    }
+  }
+
+  /// Where a RowConcat (op 29) reads one input's rows: a blob value, the row stride and the
+  /// offset of row 0 (row width: the input's last XNNPACK dim).
+  struct RowRead {
+    uint32_t base = 0;
+    int64_t stride = 0;
+    int64_t offset = 0;
+  };
+
+  /// Input `vid` of a concat along the last XNNPACK dim, when it is an index-map result not
+  /// copied yet whose rows lie in its base at one stride (a channel slice of an NHWC tensor):
+  /// where they lie. False otherwise (nothing emitted).
+  bool pending_row_read(int vid, RowRead* r) {
+    if (lazy_.count(vid) == 0 || ids_.count(vid) != 0) return false;
+    const StridedView& v = lazy_.at(vid);
+    const std::vector<uint64_t> d = dims_of(vid);
+    const int64_t width = static_cast<int64_t>(d.back());
+    const CopyPlan p = copy_plan(v, is_nhwc(vid));
+    r->base = v.base;
+    r->offset = p.offset;
+    if (p.extent.size() == 1 && p.stride[0] == 1) {
+      r->stride = width;  // rows one after another
+    } else if (p.extent.size() == 2 && p.stride[1] == 1 && p.extent[1] == width) {
+      r->stride = p.stride[0];
+    } else {
+      return false;
+    }
+    return r->offset <= (int64_t{1} << 30) && r->stride <= (int64_t{1} << 30);
+  }
+
+  /// Concat of `ins` along the last XNNPACK dim into tern value `out` as one RowConcat (op 29):
+  /// pending slices read in place, other inputs as their blob values; `unit` 1 interleaves the
+  /// inputs channel by channel (a channel shuffle folded in, concat_shuffle_match.h).
+  void lower_row_concat(const std::vector<int>& ins, int out, uint32_t unit) {
+    std::vector<uint32_t> bases;
+    std::vector<RowRead> reads;
+    std::vector<int64_t> widths;
+    for (int in : ins) {
+      RowRead r;
+      const std::vector<uint64_t> d = dims_of(in);
+      widths.push_back(static_cast<int64_t>(d.back()));
+      if (!pending_row_read(in, &r)) r = {activation(in), widths.back(), 0};
+      bases.push_back(r.base);
+      reads.push_back(r);
+    }
+    const std::vector<uint64_t> od = dims_of(out);
+    uint64_t rows = 1;
+    for (size_t i = 0; i + 1 < od.size(); ++i) rows *= od[i];
+    BlobNode& n = add_node(NodeOp::RowConcat, bases, output(out));
+    n.params[cpu::kRowConcatRows] = static_cast<uint32_t>(rows);
+    n.params[cpu::kRowConcatUnit] = unit;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      n.params[cpu::kRowConcatWidth + i] = static_cast<uint32_t>(widths[i]);
+      n.params[cpu::kRowConcatStride + i] = static_cast<uint32_t>(reads[i].stride);
+      n.params[cpu::kRowConcatOffset + i] = static_cast<uint32_t>(reads[i].offset);
     }
   }
 
@@ -1376,7 +1453,8 @@ class Lowering {
   std::vector<bool> plain_;      ///< tern value id -> a channels-last 4-D tensor (layout_plan.h)
   std::set<uint32_t> aliased_;   ///< blob values standing for several tern values (permutes)
   std::map<int, StridedView> lazy_;  ///< index-map results not copied yet (strided_view.h)
-  std::set<int> folded_views_;   ///< view nodes folded into a linear (no blob node)
+  std::set<int> folded_views_;   ///< view nodes folded into a linear or a concat (no blob node)
+  std::map<int, int> shuffle_folds_;  ///< cat node -> the value its channel shuffle makes
   std::map<int, std::pair<int, int>> linear_folds_;  ///< linear node -> (x, output) values
   std::vector<BlobValue> values_;
   std::vector<BlobNode> nodes_;

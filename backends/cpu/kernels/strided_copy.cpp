@@ -10,7 +10,7 @@
 //   with a fixed stride (others).
 #include "backends/cpu/kernels/strided_copy.h"
 
-#include <cstring>
+#include "backends/cpu/kernels/interleave.h"
 
 namespace tern::cpu {
 namespace {
@@ -20,64 +20,14 @@ constexpr int64_t kFloatsPerTask = 16384;
 /// Copies of fewer floats run on the caller's thread: a pool dispatch waits for every worker,
 /// and on a loaded machine a descheduled one costs more than copying 2 MiB.
 constexpr int64_t kMinFloatsForPool = int64_t{1} << 19;
-/// Rows at most this wide with input stride 1 are copied by an inline loop, not memcpy.
-constexpr int64_t kShortRow = 64;
 /// The longest innermost dim the block path takes.
 constexpr int64_t kMaxInterleave = 16;
 
-typedef float F4 __attribute__((vector_size(16)));
-
-inline F4 load4(const float* p) {
-  F4 v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-inline void store4(float* p, F4 v) { std::memcpy(p, &v, sizeof(v)); }
-
-/// dst[0..n) = src[0..n), inline for short rows.
-inline void copy_row(float* dst, const float* src, int64_t n) {
-  if (n > kShortRow) {
-    std::memcpy(dst, src, sizeof(float) * static_cast<size_t>(n));
-    return;
-  }
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) store4(dst + i, load4(src + i));
-  for (; i < n; ++i) dst[i] = src[i];
-}
-
 /// One block: dst[a * g + j] = src[a + j * gstride] for a < n, j < g.
 void interleave_block(float* dst, const float* src, int64_t n, int64_t g, int64_t gstride) {
-  int64_t a = 0;
-  if (g == 2) {
-    const float* s1 = src + gstride;
-    for (; a + 4 <= n; a += 4) {
-      const F4 v0 = load4(src + a), v1 = load4(s1 + a);
-      store4(dst + 2 * a, __builtin_shufflevector(v0, v1, 0, 4, 1, 5));
-      store4(dst + 2 * a + 4, __builtin_shufflevector(v0, v1, 2, 6, 3, 7));
-    }
-  } else if (g == 4) {
-    const float* s1 = src + gstride;
-    const float* s2 = s1 + gstride;
-    const float* s3 = s2 + gstride;
-    for (; a + 4 <= n; a += 4) {
-      const F4 v0 = load4(src + a), v1 = load4(s1 + a), v2 = load4(s2 + a), v3 = load4(s3 + a);
-      const F4 t0 = __builtin_shufflevector(v0, v1, 0, 4, 1, 5);  // x0 y0 x1 y1
-      const F4 t1 = __builtin_shufflevector(v2, v3, 0, 4, 1, 5);  // z0 w0 z1 w1
-      const F4 t2 = __builtin_shufflevector(v0, v1, 2, 6, 3, 7);  // x2 y2 x3 y3
-      const F4 t3 = __builtin_shufflevector(v2, v3, 2, 6, 3, 7);  // z2 w2 z3 w3
-      float* d = dst + 4 * a;
-      store4(d, __builtin_shufflevector(t0, t1, 0, 1, 4, 5));
-      store4(d + 4, __builtin_shufflevector(t0, t1, 2, 3, 6, 7));
-      store4(d + 8, __builtin_shufflevector(t2, t3, 0, 1, 4, 5));
-      store4(d + 12, __builtin_shufflevector(t2, t3, 2, 3, 6, 7));
-    }
-  }
-  if (a == n) return;
-  for (int64_t j = 0; j < g; ++j) {
-    const float* s = src + j * gstride;
-    float* d = dst + j;
-    for (int64_t i = a; i < n; ++i) d[i * g] = s[i];
-  }
+  const float* runs[kMaxInterleave];
+  for (int64_t j = 0; j < g; ++j) runs[j] = src + j * gstride;
+  detail::interleave(dst, runs, g, n);
 }
 
 /// Whether the block path takes p: a short innermost dim read with a stride other than 1
@@ -123,7 +73,7 @@ void copy_rows(const StridedCopyProblem& p, int64_t begin, int64_t end) {
   for (int64_t r = begin; r < end; ++r, dst += width) {
     const float* src = p.x + at;
     if (inner == 1) {
-      copy_row(dst, src, width);
+      detail::copy_floats(dst, src, width);
     } else {
       for (int64_t i = 0; i < width; ++i) dst[i] = src[i * inner];
     }

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "backends/cpu/kernels/quant_weight.h"
+#include "backends/cpu/runtime/blob_copy_checks.h"
 #include "backends/cpu/weights/weight_recipe.h"
 #include "runtime/core/checked_math.h"
 
@@ -15,9 +16,8 @@ namespace {
 constexpr uint32_t kMaxValues = 1u << 20;
 constexpr uint32_t kMaxNodes = 1u << 20;
 constexpr uint32_t kMaxArgs = 1u << 20;
-/// Largest dim and node parameter taken (keeps every product below 2^62).
+/// Largest dim taken (keeps every product below 2^62; node parameters: kMaxParam).
 constexpr uint64_t kMaxDim = uint64_t{1} << 31;
-constexpr uint64_t kMaxParam = uint64_t{1} << 30;
 /// XNN_EXTRA_BYTES: XNNPACK may read this far past a constant.
 constexpr uint64_t kExtraBytes = 16;
 
@@ -67,6 +67,8 @@ const char* op_name(uint32_t op) {
       return "packed_bottleneck";
     case NodeOp::Concat:
       return "concat";
+    case NodeOp::RowConcat:
+      return "row_concat";
     case NodeOp::QuantizedFullyConnected:
       return "quantized_fully_connected";
     case NodeOp::QuantizedEmbedding:
@@ -109,6 +111,7 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
       *min_in = *max_in = 2;
       return;
     case NodeOp::Concat:  // 2 or 3 data inputs
+    case NodeOp::RowConcat:
       *min_in = 2;
       *max_in = 3;
       return;
@@ -524,11 +527,6 @@ Error check_quant_embedding(uint32_t n, const BlobNode& node, const BlobValue* v
   return check_out_dims(n, node, v[node.output], expect, idx.rank + 1);
 }
 
-bool is_constant_kind(const BlobValue& v) {
-  return v.kind == static_cast<uint32_t>(ValueKind::Constant) ||
-         v.kind == static_cast<uint32_t>(ValueKind::Derived);
-}
-
 /// Op 22 with params[0] = R: each input and the output seen as [R, numel / R].
 Error check_concat_rows(uint32_t n, const BlobNode& node, const BlobValue* v) {
   TERN_RETURN_IF_ERROR(check_params_range(n, node, 1, 0, 1));
@@ -591,52 +589,6 @@ Error check_batch_matmul(uint32_t n, const BlobNode& node, const BlobValue* v) {
 }
 
 /// Op 27: the rank, extents and strides, the element count, and every read inside x.
-Error check_strided_copy(uint32_t n, const BlobNode& node, const BlobValue* v) {
-  const uint32_t* q = node.params;
-  const uint32_t r = q[kCopyRank];
-  TERN_CHECK_OR_RETURN_ERROR(r >= 1 && r <= kMaxDims, InvalidProgram,
-                             "cpu blob: node %u (strided_copy): rank %u, expected 1..%u", n, r,
-                             kMaxDims);
-  for (uint32_t i = 0; i < kNodeParams; ++i) {
-    const bool extent = i >= kCopyExtent && i < kCopyExtent + kMaxDims;
-    const bool stride = i >= kCopyStride && i < kCopyStride + kMaxDims;
-    const uint32_t d = extent ? i - kCopyExtent : stride ? i - kCopyStride : 0;
-    const bool used = i == kCopyRank || i == kCopyOffset || ((extent || stride) && d < r);
-    TERN_CHECK_OR_RETURN_ERROR(used ? q[i] <= kMaxParam : q[i] == 0, InvalidProgram,
-                               "cpu blob: node %u (strided_copy): parameter %u is %u, expected "
-                               "%s",
-                               n, i, q[i], used ? "at most 2^30" : "0 (unused)");
-    TERN_CHECK_OR_RETURN_ERROR(!extent || !used || q[i] >= 1, InvalidProgram,
-                               "cpu blob: node %u (strided_copy): extent %u is 0", n, d);
-  }
-  uint64_t count = 1, last = q[kCopyOffset];
-  for (uint32_t d = 0; d < r; ++d) {
-    TERN_CHECK_OR_RETURN_ERROR(
-        checked_mul(count, uint64_t{q[kCopyExtent + d]}, &count) && count <= (1ull << 40),
-        InvalidProgram, "cpu blob: node %u (strided_copy): element count overflows", n);
-    last += uint64_t{q[kCopyExtent + d] - 1u} * q[kCopyStride + d];
-  }
-  const BlobValue& x = v[node.inputs[0]];
-  TERN_CHECK_OR_RETURN_ERROR(
-      !is_constant_kind(x) && x.layout != static_cast<uint32_t>(ValueLayout::Int64Plain),
-      InvalidProgram,
-      "cpu blob: node %u (strided_copy): x (value %u) must be an f32 data "
-      "value",
-      n, node.inputs[0]);
-  TERN_CHECK_OR_RETURN_ERROR(last < value_numel(x), InvalidProgram,
-                             "cpu blob: node %u (strided_copy): reads element %llu of x (value "
-                             "%u), which has %llu",
-                             n, static_cast<unsigned long long>(last), node.inputs[0],
-                             static_cast<unsigned long long>(value_numel(x)));
-  TERN_CHECK_OR_RETURN_ERROR(count == value_numel(v[node.output]), InvalidProgram,
-                             "cpu blob: node %u (strided_copy): output value %u has %llu "
-                             "elements, the extents give %llu",
-                             n, node.output,
-                             static_cast<unsigned long long>(value_numel(v[node.output])),
-                             static_cast<unsigned long long>(count));
-  return Error::Ok;
-}
-
 Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
                         const uint8_t* data) {
   const BlobValue& x = v[node.inputs[0]];
@@ -770,6 +722,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
       return check_batch_matmul(n, node, v);
     case NodeOp::StridedCopy:
       return check_strided_copy(n, node, v);
+    case NodeOp::RowConcat:
+      return check_row_concat(n, node, v);
     case NodeOp::Gelu:
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 1, 0, 0));
       TERN_CHECK_OR_RETURN_ERROR(node.params[0] <= 1, InvalidProgram,

@@ -9,6 +9,7 @@
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "backends/cpu/kernels/quant_embedding.h"
 #include "backends/cpu/kernels/quant_gemm.h"
+#include "backends/cpu/kernels/row_concat.h"
 #include "backends/cpu/kernels/strided_copy.h"
 #include "backends/cpu/kernels/winograd_conv.h"
 #include "runtime/kernels/util/gelu_array.h"
@@ -21,6 +22,8 @@ static_assert(kLastGemmActivation == kLastPackedActivation,
               "the blob's activation codes are the kernel's");
 static_assert(static_cast<uint32_t>(GemmActivation::Silu) == 4, "SiLU is the blob's code 4");
 static_assert(kMaxBottleneckKernel == kMaxBottleneckWindow, "the blob's window bound is the kernel's");
+static_assert(kRowConcatMaxInputs == static_cast<int>(kMaxNodeInputs),
+              "the row concat takes every input a blob node can have");
 static_assert(kStridedCopyMaxDims == static_cast<int>(kMaxDims),
               "the blob's copy rank is the kernel's");
 
@@ -383,6 +386,20 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       }
       p.offset = node.params[kCopyOffset];
       strided_copy(p, pool);
+      return Error::Ok;
+    }
+    case NodeOp::RowConcat: {
+      RowConcatProblem p;
+      p.inputs = static_cast<int>(node.num_inputs);  // validated: 2..3
+      p.rows = node.params[kRowConcatRows];         // validated with every field below
+      p.unit = node.params[kRowConcatUnit];
+      for (int i = 0; i < p.inputs; ++i) {
+        p.x[i] = addr[node.inputs[i]] + node.params[kRowConcatOffset + i];
+        p.width[i] = node.params[kRowConcatWidth + i];
+        p.stride[i] = node.params[kRowConcatStride + i];
+      }
+      p.y = addr[node.output];
+      row_concat(p, pool);
       return Error::Ok;
     }
     case NodeOp::Gelu: {

@@ -110,6 +110,7 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
     case NodeOp::LayerNorm:
     case NodeOp::BatchMatMul:
     case NodeOp::StridedCopy:
+    case NodeOp::RowConcat:
       break;  // tern's own kernels: never in an XNNPACK stage
   }
   return Error::InvalidProgram;

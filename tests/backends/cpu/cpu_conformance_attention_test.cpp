@@ -27,6 +27,7 @@ namespace {
 constexpr uint32_t kCopyOp = static_cast<uint32_t>(cpu::NodeOp::StridedCopy);
 constexpr uint32_t kMatMulOp = static_cast<uint32_t>(cpu::NodeOp::BatchMatMul);
 constexpr uint32_t kConcatOp = static_cast<uint32_t>(cpu::NodeOp::Concat);
+constexpr uint32_t kRowConcatOp = static_cast<uint32_t>(cpu::NodeOp::RowConcat);
 
 std::vector<int64_t> permuted(const std::vector<int64_t>& xs, const std::vector<int64_t>& dims) {
   std::vector<int64_t> out;
@@ -257,12 +258,51 @@ std::vector<OpCase> cases() {
       },
       1e-10};
   shuffle.check_blob = [](const std::vector<uint8_t>& blob) {
-    // The split halves: one copy each; the shuffle's view, transpose, clone and view: one
-    // copy of the transposed 5-D view (its merge of two dims is no strided view) written in
-    // NHWC order, read by the conv as it is (before: a row-major copy, then an NHWC copy).
-    EXPECT_EQ(count(blob_ops(blob), kCopyOp), 3u);
+    // The cat and the shuffle's view, transpose, clone and view: one RowConcat interleaving
+    // the two halves channel by channel, reading the first half in place (a channel slice of
+    // the conv's output); the second half: one copy, for its conv. Before: a copy per half,
+    // a concat, a row-major copy of the shuffle's 5-D view and an NHWC copy of that.
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    EXPECT_EQ(count(ops, kCopyOp), 1u);
+    EXPECT_EQ(count(ops, kRowConcatOp), 1u);
+    EXPECT_EQ(count(ops, kConcatOp), 0u);
   };
   c.push_back(shuffle);
+  // The same unit in three parts (three slices of one conv's output, a 3x3 conv on the last;
+  // cat of the three, shuffle in 3 groups): one RowConcat interleaving 3 inputs (two read in
+  // place). And a cat of a slice and a conv output without a shuffle: one plain RowConcat
+  // reading the slice in place.
+  for (bool shuffled : {true, false}) {
+    OpCase three = {
+        shuffled ? "shufflenet_unit_3_parts" : "cat_of_a_channel_slice",
+        [shuffled](GraphBuilder& b) {
+          const std::vector<int64_t> xs{1, 15, 4, 6}, ps{1, 5, 4, 6};
+          const int x = b.input("x", DType::F32, xs);
+          const int y = conv(b, x, xs, 15, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 41);
+          const int sp =
+              b.op("tern::split", {y, b.int_list({5, 5, 5}), b.int_value(1)}, DType::F32, ps);
+          compiler::Node& node = b.graph().nodes.back();
+          for (int k = 0; k < 2; ++k) {
+            b.graph().values.push_back(b.graph().values[static_cast<size_t>(sp)]);
+            node.outputs.push_back(static_cast<int>(b.graph().values.size()) - 1);
+          }
+          const int second = node.outputs[1], third = node.outputs[2];
+          const int br = conv(b, third, ps, 5, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 43);
+          const int joined = shuffled ? cat(b, {sp, second, br}, 1, xs)
+                                      : cat(b, {second, br}, 1, {1, 10, 4, 6});
+          const std::vector<int64_t> js = shuffled ? xs : std::vector<int64_t>{1, 10, 4, 6};
+          const int s = shuffled ? channel_shuffle(b, joined, xs, 3) : joined;
+          b.output(conv(b, s, js, 4, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 45));
+        },
+        1e-10};
+    three.check_blob = [shuffled](const std::vector<uint8_t>& blob) {
+      const std::vector<uint32_t> ops = blob_ops(blob);
+      EXPECT_EQ(count(ops, kRowConcatOp), 1u);
+      EXPECT_EQ(count(ops, kCopyOp), 1u);  // the third part, for its conv
+      EXPECT_EQ(count(ops, kConcatOp), 0u) << shuffled;
+    };
+    c.push_back(three);
+  }
   // ShuffleNet v1's shuffle in 4 groups (odd channels a group: the copy's vector body and its
   // tail), between two convs, and one in 3 groups: each one copy in NHWC order.
   for (int64_t groups : {3, 4}) {
@@ -449,6 +489,51 @@ TEST(CpuAttentionBlob, StridedCopyFieldsAreChecked) {
           m.inputs[1] = m.inputs[0];
         },
         "(strided_copy): 2 inputs"}});
+}
+
+TEST(CpuAttentionBlob, RowConcatFieldsAreChecked) {
+  register_all();
+  // cat(x's second half of channels, y): one RowConcat reading x in place (NHWC rows of 8
+  // channels, 4 from channel 4 on) and y as it is.
+  const std::vector<uint8_t> blob = blob_of([](GraphBuilder& b) {
+    const std::vector<int64_t> xs{1, 8, 3, 4}, hs{1, 4, 3, 4};
+    const int x = b.input("x", DType::F32, xs);
+    const int y = b.input("y", DType::F32, hs);
+    const int sp = b.op("tern::split", {x, b.int_list({4, 4}), b.int_value(1)}, DType::F32, hs);
+    compiler::Node& node = b.graph().nodes.back();
+    b.graph().values.push_back(b.graph().values[static_cast<size_t>(sp)]);
+    node.outputs.push_back(static_cast<int>(b.graph().values.size()) - 1);
+    b.output(cat(b, {node.outputs[1], y}, 1, xs));
+  });
+  ASSERT_EQ(blob_ops(blob), std::vector<uint32_t>{kRowConcatOp});
+  const cpu::BlobNode n = blob_node(blob, 0);
+  EXPECT_EQ(n.params[cpu::kRowConcatRows], 12u);
+  EXPECT_EQ(n.params[cpu::kRowConcatStride], 8u);
+  EXPECT_EQ(n.params[cpu::kRowConcatOffset], 4u);
+  expect_refused(
+      blob, 0,
+      {{"no rows", [](cpu::BlobNode& m) { m.params[cpu::kRowConcatRows] = 0; }, "0 rows"},
+       {"rows against the output", [](cpu::BlobNode& m) { m.params[cpu::kRowConcatRows] = 6; },
+        "96 elements, 6 rows of 8 give 48"},
+       {"a unit the widths are no multiple of",
+        [](cpu::BlobNode& m) { m.params[cpu::kRowConcatUnit] = 3; }, "a multiple of the unit 3"},
+       {"unequal widths with a unit",
+        [](cpu::BlobNode& m) {
+          m.params[cpu::kRowConcatUnit] = 1;
+          m.params[cpu::kRowConcatWidth + 1] = 3;
+        },
+        "input 1 has width 3, expected input 0's 4"},
+       {"width 0", [](cpu::BlobNode& m) { m.params[cpu::kRowConcatWidth] = 0; }, "width 0"},
+       {"a stride reading past x", [](cpu::BlobNode& m) { m.params[cpu::kRowConcatStride] = 9; },
+        "reads up to element 106 of value"},
+       {"a width reading past y",
+        [](cpu::BlobNode& m) { m.params[cpu::kRowConcatWidth + 1] = 5; }, "which has 48"},
+       {"a huge offset", [](cpu::BlobNode& m) { m.params[cpu::kRowConcatOffset] = 1u << 31; },
+        "at most 2^30"},
+       {"a third input's width", [](cpu::BlobNode& m) { m.params[cpu::kRowConcatWidth + 2] = 1; },
+        "parameter 4 is 1, expected 0 (unused)"},
+       {"parameter 11", [](cpu::BlobNode& m) { m.params[11] = 1; }, "parameter 11 is 1"},
+       {"one input", [](cpu::BlobNode& m) { m.num_inputs = 1; }, "(row_concat): 1 inputs"}});
 }
 
 TEST(CpuAttentionBlob, BatchMatMulFieldsAreChecked) {
