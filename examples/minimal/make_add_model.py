@@ -5,7 +5,10 @@
 
 With x = ones (what minimal_runner feeds): y = [2, 3, 4, 5].
 
-usage: make_add_model.py OUT_DIR   (then: tern compile OUT_DIR/graph.json -o add.pte)
+With --dynamic: forward(x: f32[n], n in [1, 4]) -> y = x + x, a program with a bounded dynamic
+dim (graph.json version 2), which a core built with TERN_DYNAMIC_SHAPES=OFF must refuse.
+
+usage: make_add_model.py [--dynamic] OUT_DIR   (then: tern compile OUT_DIR/graph.json -o add.pte)
 """
 import json
 import os
@@ -15,8 +18,29 @@ import sys
 C = [1.0, 2.0, 3.0, 4.0]
 
 
-def main(out_dir):
+def dynamic_graph():
+    def tensor(name):
+        return {"type": "tensor", "name": name, "dtype": "f32", "shape": [4], "dim_symbols": ["n"]}
+
+    return {
+        "format": "tern-graph", "version": 2, "producer": "examples/minimal/make_add_model.py",
+        "source_model": "add_dynamic",
+        "methods": [{
+            "name": "forward",
+            "symbols": [{"name": "n", "min": 1, "max": 4}],
+            "values": [tensor("x"), tensor("y")],
+            "inputs": ["x"], "outputs": ["y"],
+            "nodes": [{"op": "tern::add", "args": ["x", "x"], "outputs": ["y"], "name": "add"}],
+        }],
+    }
+
+
+def main(out_dir, dynamic=False):
     os.makedirs(out_dir, exist_ok=True)
+    if dynamic:
+        with open(os.path.join(out_dir, "graph.json"), "w") as f:
+            json.dump(dynamic_graph(), f, indent=1)
+        return
     data = struct.pack("<4f", *C)
     header = json.dumps({"c": {"dtype": "F32", "shape": [4], "data_offsets": [0, len(data)]}})
     header = header.encode() + b" " * (-len(header) % 8)
@@ -43,6 +67,10 @@ def main(out_dir):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    dynamic = args[:1] == ["--dynamic"]
+    if dynamic:
+        args = args[1:]
+    if len(args) != 1:
         sys.exit(__doc__)
-    main(sys.argv[1])
+    main(args[0], dynamic)
