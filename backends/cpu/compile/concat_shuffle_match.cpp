@@ -30,6 +30,33 @@ bool swaps_dims_1_2(const Graph& g, const Node& t, const std::vector<int64_t>& s
   }
 }
 
+/// Whether `split` cuts a value of `sizes` ([N, C, H, W], NHWC) along the channels into parts
+/// of a multiple of `groups` channels, each NHWC (`nhwc`) and none a region output; the first
+/// channel of each part into `starts`.
+bool split_parts(const Graph& g, const Node& split, const std::vector<int64_t>& sizes,
+                 int64_t groups, const std::function<bool(int)>& nhwc,
+                 std::vector<int64_t>* starts) {
+  if (split.op != "tern::split" || split.outputs.size() < 2) return false;
+  try {
+    check_index_map(g, split);
+    const StridedView probe = whole_value(0, sizes, false);  // row-major: channel stride H*W
+    const std::vector<StridedView> parts = apply_index_map(g, split, probe);
+    const int64_t plane = sizes[2] * sizes[3];
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const StridedView& v = parts[i];
+      if (v.sizes.size() != 4 || v.sizes[0] != sizes[0] || v.sizes[2] != sizes[2] ||
+          v.sizes[3] != sizes[3] || v.sizes[1] % groups != 0 || v.offset % plane != 0 ||
+          (v.offset / plane) % groups != 0 || !nhwc(split.outputs[i])) {
+        return false;
+      }
+      starts->push_back(v.offset / plane);
+    }
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 std::vector<ConcatShuffleMatch> match_concat_shuffles(const Graph& g, const DelegateRegion& region,
@@ -51,7 +78,7 @@ std::vector<ConcatShuffleMatch> match_concat_shuffles(const Graph& g, const Dele
     auto r = reader.find(v);
     if (uses[v] != 1 || outputs.count(v) != 0 || r == reader.end()) return nullptr;
     const Node& n = g.nodes[static_cast<size_t>(r->second)];
-    return n.args.empty() || n.args[0] != v || n.outputs.size() != 1 ? nullptr : &n;
+    return n.args.empty() || n.args[0] != v || n.outputs.empty() ? nullptr : &n;
   };
   std::vector<ConcatShuffleMatch> found;
   for (int n : region.nodes) {
@@ -77,25 +104,36 @@ std::vector<ConcatShuffleMatch> match_concat_shuffles(const Graph& g, const Dele
     ConcatShuffleMatch m;
     m.cat = n;
     const Node* v1 = only_reader(joined);
-    if (v1 == nullptr || !is_cpu_view_op(v1->op) ||
+    if (v1 == nullptr || v1->outputs.size() != 1 || !is_cpu_view_op(v1->op) ||
         sizes_of(g, v1->outputs[0]) != std::vector<int64_t>{js[0], groups, k, js[2], js[3]}) {
       continue;
     }
     const Node* t = only_reader(v1->outputs[0]);
-    if (t == nullptr || !swaps_dims_1_2(g, *t, sizes_of(g, v1->outputs[0]))) continue;
+    if (t == nullptr || t->outputs.size() != 1 || !swaps_dims_1_2(g, *t, sizes_of(g, v1->outputs[0]))) {
+      continue;
+    }
     const Node* last = only_reader(t->outputs[0]);
     std::vector<const Node*> chain = {v1, t};
-    while (last != nullptr && last->op == "tern::clone") {
+    while (last != nullptr && last->op == "tern::clone" && last->outputs.size() == 1) {
       chain.push_back(last);
       last = only_reader(last->outputs[0]);
     }
-    if (last == nullptr || !is_cpu_view_op(last->op) || sizes_of(g, last->outputs[0]) != js ||
+    if (last == nullptr || last->outputs.size() != 1 || !is_cpu_view_op(last->op) ||
+        sizes_of(g, last->outputs[0]) != js ||
         !nhwc(last->outputs[0])) {
       continue;
     }
     chain.push_back(last);
+    m.outputs = {last->outputs[0]};
+    m.first_channel = {0};
+    const Node* split = only_reader(last->outputs[0]);
+    std::vector<int64_t> starts;
+    if (split != nullptr && split_parts(g, *split, js, groups, nhwc, &starts)) {
+      chain.push_back(split);
+      m.outputs = split->outputs;
+      m.first_channel = starts;
+    }
     for (const Node* c : chain) m.folded.push_back(static_cast<int>(c - g.nodes.data()));
-    m.output = last->outputs[0];
     found.push_back(m);
   }
   return found;

@@ -98,7 +98,7 @@ class Lowering {
     for (const ConcatShuffleMatch& m : match_concat_shuffles(
              g_, r_, cpu::kMaxNodeInputs, [this](int vid) { return is_nhwc(vid); })) {
       for (int n : m.folded) folded_views_.insert(n);
-      shuffle_folds_[m.cat] = m.output;
+      shuffle_folds_[m.cat] = m;
     }
     for (int n : r_.nodes) {
       if (folded_views_.count(n) != 0) continue;  // a view folded into its linear or concat
@@ -934,8 +934,13 @@ class Lowering {
       for (size_t d = 0; d < xdim; ++d) rows *= od[d];
     }
     auto shuffle = shuffle_folds_.find(static_cast<int>(&node - g_.nodes.data()));
-    if (shuffle != shuffle_folds_.end()) {
-      lower_row_concat(ins, shuffle->second, 1);
+    if (shuffle != shuffle_folds_.end()) {  // each part: its channel range of every input
+      const ConcatShuffleMatch& m = shuffle->second;
+      const int64_t groups = static_cast<int64_t>(ins.size());
+      for (size_t i = 0; i < m.outputs.size(); ++i) {
+        const int64_t width = g_.values[static_cast<size_t>(m.outputs[i])].sizes[1];
+        lower_row_concat(ins, m.outputs[i], 1, m.first_channel[i] / groups, width / groups);
+      }
       return;
     }
     if (xdim + 1 == rank && ins.size() >= 2 && ins.size() <= cpu::kMaxNodeInputs) {
@@ -1001,16 +1006,21 @@ class Lowering {
 
   /// Concat of `ins` along the last XNNPACK dim into tern value `out` as one RowConcat (op 29):
   /// pending slices read in place, other inputs as their blob values; `unit` 1 interleaves the
-  /// inputs channel by channel (a channel shuffle folded in, concat_shuffle_match.h).
-  void lower_row_concat(const std::vector<int>& ins, int out, uint32_t unit) {
+  /// inputs channel by channel (a channel shuffle folded in, concat_shuffle_match.h). With
+  /// `width` > 0 only `width` floats of each input's rows are read, from float `skip` on (a
+  /// split after the shuffle folded in too).
+  void lower_row_concat(const std::vector<int>& ins, int out, uint32_t unit, int64_t skip = 0,
+                        int64_t width = 0) {
     std::vector<uint32_t> bases;
     std::vector<RowRead> reads;
     std::vector<int64_t> widths;
     for (int in : ins) {
       RowRead r;
       const std::vector<uint64_t> d = dims_of(in);
-      widths.push_back(static_cast<int64_t>(d.back()));
-      if (!pending_row_read(in, &r)) r = {activation(in), widths.back(), 0};
+      const int64_t row = static_cast<int64_t>(d.back());
+      if (!pending_row_read(in, &r)) r = {activation(in), row, 0};
+      r.offset += skip;
+      widths.push_back(width > 0 ? width : row);
       bases.push_back(r.base);
       reads.push_back(r);
     }
@@ -1454,7 +1464,7 @@ class Lowering {
   std::set<uint32_t> aliased_;   ///< blob values standing for several tern values (permutes)
   std::map<int, StridedView> lazy_;  ///< index-map results not copied yet (strided_view.h)
   std::set<int> folded_views_;   ///< view nodes folded into a linear or a concat (no blob node)
-  std::map<int, int> shuffle_folds_;  ///< cat node -> the value its channel shuffle makes
+  std::map<int, ConcatShuffleMatch> shuffle_folds_;  ///< cat node -> its channel shuffle
   std::map<int, std::pair<int, int>> linear_folds_;  ///< linear node -> (x, output) values
   std::vector<BlobValue> values_;
   std::vector<BlobNode> nodes_;

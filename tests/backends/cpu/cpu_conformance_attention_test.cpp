@@ -268,6 +268,40 @@ std::vector<OpCase> cases() {
     EXPECT_EQ(count(ops, kConcatOp), 0u);
   };
   c.push_back(shuffle);
+  // Two ShuffleNet units in a row: the first unit's shuffle is read only by the second unit's
+  // channel split, which folds in as well — one RowConcat per half, each interleaving its
+  // channel range of the two inputs; the second unit's shuffle is read by a conv (one
+  // RowConcat). The one copy left: the first split's second half, for its conv.
+  OpCase two = {
+      "shufflenet_two_units",
+      [](GraphBuilder& b) {
+        const std::vector<int64_t> xs{1, 16, 5, 7}, hs{1, 8, 5, 7};
+        auto halves = [&](int v) {
+          const int first =
+              b.op("tern::split", {v, b.int_list({8, 8}), b.int_value(1)}, DType::F32, hs);
+          compiler::Node& node = b.graph().nodes.back();
+          b.graph().values.push_back(b.graph().values[static_cast<size_t>(first)]);
+          node.outputs.push_back(static_cast<int>(b.graph().values.size()) - 1);
+          return std::make_pair(first, node.outputs[1]);
+        };
+        auto unit = [&](int v, uint32_t seed) {
+          const auto [a, second] = halves(v);
+          const int br = conv(b, second, hs, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 8, true, seed);
+          return channel_shuffle(b, cat(b, {a, br}, 1, xs), xs);
+        };
+        const int x = b.input("x", DType::F32, xs);
+        const int y = conv(b, x, xs, 16, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 51);
+        const int s = unit(unit(y, 53), 55);
+        b.output(conv(b, s, xs, 6, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 57));
+      },
+      1e-10};
+  two.check_blob = [](const std::vector<uint8_t>& blob) {
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    EXPECT_EQ(count(ops, kRowConcatOp), 3u);
+    EXPECT_EQ(count(ops, kCopyOp), 1u);
+    EXPECT_EQ(count(ops, kConcatOp), 0u);
+  };
+  c.push_back(two);
   // The same unit in three parts (three slices of one conv's output, a 3x3 conv on the last;
   // cat of the three, shuffle in 3 groups): one RowConcat interleaving 3 inputs (two read in
   // place). And a cat of a slice and a conv output without a shuffle: one plain RowConcat
