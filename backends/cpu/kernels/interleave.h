@@ -8,16 +8,9 @@
 #include <cstdint>
 #include <cstring>
 
+#include "backends/cpu/kernels/vec4.h"
+
 namespace tern::cpu::detail {
-
-typedef float F4 __attribute__((vector_size(16)));
-
-inline F4 load4(const float* p) {
-  F4 v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-inline void store4(float* p, F4 v) { std::memcpy(p, &v, sizeof(v)); }
 
 /// dst[a * g + j] = src[j][a] for a < n, j < g (dst must not overlap any src).
 inline void interleave(float* dst, const float* const* src, int64_t g, int64_t n) {
@@ -26,18 +19,18 @@ inline void interleave(float* dst, const float* const* src, int64_t g, int64_t n
     const float* s0 = src[0];
     const float* s1 = src[1];
     for (; a + 4 <= n; a += 4) {
-      const F4 v0 = load4(s0 + a), v1 = load4(s1 + a);
+      const Vec4 v0 = load4(s0 + a), v1 = load4(s1 + a);
       store4(dst + 2 * a, __builtin_shufflevector(v0, v1, 0, 4, 1, 5));
       store4(dst + 2 * a + 4, __builtin_shufflevector(v0, v1, 2, 6, 3, 7));
     }
   } else if (g == 4) {
     for (; a + 4 <= n; a += 4) {
-      const F4 v0 = load4(src[0] + a), v1 = load4(src[1] + a), v2 = load4(src[2] + a),
+      const Vec4 v0 = load4(src[0] + a), v1 = load4(src[1] + a), v2 = load4(src[2] + a),
                v3 = load4(src[3] + a);
-      const F4 t0 = __builtin_shufflevector(v0, v1, 0, 4, 1, 5);  // x0 y0 x1 y1
-      const F4 t1 = __builtin_shufflevector(v2, v3, 0, 4, 1, 5);  // z0 w0 z1 w1
-      const F4 t2 = __builtin_shufflevector(v0, v1, 2, 6, 3, 7);  // x2 y2 x3 y3
-      const F4 t3 = __builtin_shufflevector(v2, v3, 2, 6, 3, 7);  // z2 w2 z3 w3
+      const Vec4 t0 = __builtin_shufflevector(v0, v1, 0, 4, 1, 5);  // x0 y0 x1 y1
+      const Vec4 t1 = __builtin_shufflevector(v2, v3, 0, 4, 1, 5);  // z0 w0 z1 w1
+      const Vec4 t2 = __builtin_shufflevector(v0, v1, 2, 6, 3, 7);  // x2 y2 x3 y3
+      const Vec4 t3 = __builtin_shufflevector(v2, v3, 2, 6, 3, 7);  // z2 w2 z3 w3
       float* d = dst + 4 * a;
       store4(d, __builtin_shufflevector(t0, t1, 0, 1, 4, 5));
       store4(d + 4, __builtin_shufflevector(t0, t1, 2, 3, 6, 7));

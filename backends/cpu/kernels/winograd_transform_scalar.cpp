@@ -4,20 +4,15 @@
 // touched. The fallback when neither AVX-512F nor AVX2+FMA is available.
 #include <cstring>
 
+#include "backends/cpu/kernels/vec4.h"
 #include "backends/cpu/kernels/winograd_transform.h"
 
 namespace tern::cpu::winograd_detail {
 namespace {
 
-typedef float Vec4 __attribute__((vector_size(16)));
-
-inline Vec4 load4(const float* p) {
-  Vec4 v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-inline void store4(float* p, Vec4 v) { std::memcpy(p, &v, sizeof(v)); }
+using detail::load4;
+using detail::store4;
+using detail::Vec4;
 
 /// The first n (< 4) lanes from p, zeros after.
 inline Vec4 load_partial(const float* p, int64_t n) {

@@ -101,6 +101,28 @@ size_t count(const std::vector<uint32_t>& ops, uint32_t op) {
   return static_cast<size_t>(std::count(ops.begin(), ops.end(), op));
 }
 
+/// A blob with `copies` StridedCopy nodes, `row_concats` RowConcat nodes and no Concat node.
+void expect_data_movement(const std::vector<uint8_t>& blob, size_t copies, size_t row_concats) {
+  const std::vector<uint32_t> ops = blob_ops(blob);
+  EXPECT_EQ(count(ops, kCopyOp), copies);
+  EXPECT_EQ(count(ops, kRowConcatOp), row_concats);
+  EXPECT_EQ(count(ops, kConcatOp), 0u);
+}
+
+/// tern::split of `v` along `dim` into `parts` equal pieces, each of `piece` sizes: the node's
+/// outputs (GraphBuilder::op makes one; the others are added here).
+std::vector<int> split_equal(GraphBuilder& b, int v, int64_t parts, int64_t dim,
+                             const std::vector<int64_t>& piece) {
+  const std::vector<int64_t> sizes(static_cast<size_t>(parts), piece[static_cast<size_t>(dim)]);
+  const int first = b.op("tern::split", {v, b.int_list(sizes), b.int_value(dim)}, DType::F32, piece);
+  compiler::Node& node = b.graph().nodes.back();
+  for (int64_t i = 1; i < parts; ++i) {
+    b.graph().values.push_back(b.graph().values[static_cast<size_t>(first)]);
+    node.outputs.push_back(static_cast<int>(b.graph().values.size()) - 1);
+  }
+  return node.outputs;
+}
+
 /// ShuffleNet's channel shuffle of x [n, c, h, w] (NHWC) in `groups` groups.
 int channel_shuffle(GraphBuilder& b, int x, const std::vector<int64_t>& xs, int64_t groups = 2) {
   const int64_t n = xs[0], c = xs[1], h = xs[2], w = xs[3];
@@ -190,16 +212,7 @@ std::vector<OpCase> cases() {
         const int64_t t = 12, d = 32, h = 4;
         const int x = b.input("x", DType::F32, {1, t, d});
         const int qkv = linear(b, x, {1, t, d}, 3 * d, 11);
-        const int sp = b.op("tern::split", {qkv, b.int_list({d, d, d}), b.int_value(2)}, DType::F32,
-                            {1, t, d});
-        // tern::split has three outputs: add the other two to the node.
-        compiler::Node& node = b.graph().nodes.back();
-        for (int i = 0; i < 2; ++i) {
-          compiler::Value out = b.graph().values[static_cast<size_t>(sp)];
-          b.graph().values.push_back(out);
-          node.outputs.push_back(static_cast<int>(b.graph().values.size()) - 1);
-        }
-        const std::vector<int> parts = b.graph().nodes.back().outputs;
+        const std::vector<int> parts = split_equal(b, qkv, 3, 2, {1, t, d});
         std::vector<int> heads;
         for (int p : parts) {
           heads.push_back(transpose(b, view(b, p, {1, t, h, d / h}), {1, t, h, d / h}, 1, 2));
@@ -246,13 +259,9 @@ std::vector<OpCase> cases() {
         const std::vector<int64_t> xs{1, 16, 6, 6}, hs{1, 8, 6, 6};
         const int x = b.input("x", DType::F32, xs);
         const int y = conv(b, x, xs, 16, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 21);
-        const int sp = b.op("tern::split", {y, b.int_list({8, 8}), b.int_value(1)}, DType::F32, hs);
-        compiler::Node& node = b.graph().nodes.back();
-        b.graph().values.push_back(b.graph().values[static_cast<size_t>(sp)]);
-        node.outputs.push_back(static_cast<int>(b.graph().values.size()) - 1);
-        const int second = node.outputs[1];
-        const int br = conv(b, second, hs, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 8, true, 23);
-        const int joined = cat(b, {sp, br}, 1, xs);
+        const std::vector<int> halves = split_equal(b, y, 2, 1, hs);
+        const int br = conv(b, halves[1], hs, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 8, true, 23);
+        const int joined = cat(b, {halves[0], br}, 1, xs);
         const int s = channel_shuffle(b, joined, xs);
         b.output(conv(b, s, xs, 8, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 25));
       },
@@ -262,10 +271,7 @@ std::vector<OpCase> cases() {
     // the two halves channel by channel, reading the first half in place (a channel slice of
     // the conv's output); the second half: one copy, for its conv. Before: a copy per half,
     // a concat, a row-major copy of the shuffle's 5-D view and an NHWC copy of that.
-    const std::vector<uint32_t> ops = blob_ops(blob);
-    EXPECT_EQ(count(ops, kCopyOp), 1u);
-    EXPECT_EQ(count(ops, kRowConcatOp), 1u);
-    EXPECT_EQ(count(ops, kConcatOp), 0u);
+    expect_data_movement(blob, 1, 1);
   };
   c.push_back(shuffle);
   // Two ShuffleNet units in a row: the first unit's shuffle is read only by the second unit's
@@ -276,18 +282,10 @@ std::vector<OpCase> cases() {
       "shufflenet_two_units",
       [](GraphBuilder& b) {
         const std::vector<int64_t> xs{1, 16, 5, 7}, hs{1, 8, 5, 7};
-        auto halves = [&](int v) {
-          const int first =
-              b.op("tern::split", {v, b.int_list({8, 8}), b.int_value(1)}, DType::F32, hs);
-          compiler::Node& node = b.graph().nodes.back();
-          b.graph().values.push_back(b.graph().values[static_cast<size_t>(first)]);
-          node.outputs.push_back(static_cast<int>(b.graph().values.size()) - 1);
-          return std::make_pair(first, node.outputs[1]);
-        };
         auto unit = [&](int v, uint32_t seed) {
-          const auto [a, second] = halves(v);
-          const int br = conv(b, second, hs, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 8, true, seed);
-          return channel_shuffle(b, cat(b, {a, br}, 1, xs), xs);
+          const std::vector<int> halves = split_equal(b, v, 2, 1, hs);
+          const int br = conv(b, halves[1], hs, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 8, true, seed);
+          return channel_shuffle(b, cat(b, {halves[0], br}, 1, xs), xs);
         };
         const int x = b.input("x", DType::F32, xs);
         const int y = conv(b, x, xs, 16, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 51);
@@ -295,12 +293,7 @@ std::vector<OpCase> cases() {
         b.output(conv(b, s, xs, 6, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 57));
       },
       1e-10};
-  two.check_blob = [](const std::vector<uint8_t>& blob) {
-    const std::vector<uint32_t> ops = blob_ops(blob);
-    EXPECT_EQ(count(ops, kRowConcatOp), 3u);
-    EXPECT_EQ(count(ops, kCopyOp), 1u);
-    EXPECT_EQ(count(ops, kConcatOp), 0u);
-  };
+  two.check_blob = [](const std::vector<uint8_t>& blob) { expect_data_movement(blob, 1, 3); };
   c.push_back(two);
   // The same unit in three parts (three slices of one conv's output, a 3x3 conv on the last;
   // cat of the three, shuffle in 3 groups): one RowConcat interleaving 3 inputs (two read in
@@ -313,27 +306,17 @@ std::vector<OpCase> cases() {
           const std::vector<int64_t> xs{1, 15, 4, 6}, ps{1, 5, 4, 6};
           const int x = b.input("x", DType::F32, xs);
           const int y = conv(b, x, xs, 15, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 41);
-          const int sp =
-              b.op("tern::split", {y, b.int_list({5, 5, 5}), b.int_value(1)}, DType::F32, ps);
-          compiler::Node& node = b.graph().nodes.back();
-          for (int k = 0; k < 2; ++k) {
-            b.graph().values.push_back(b.graph().values[static_cast<size_t>(sp)]);
-            node.outputs.push_back(static_cast<int>(b.graph().values.size()) - 1);
-          }
-          const int second = node.outputs[1], third = node.outputs[2];
-          const int br = conv(b, third, ps, 5, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 43);
-          const int joined = shuffled ? cat(b, {sp, second, br}, 1, xs)
-                                      : cat(b, {second, br}, 1, {1, 10, 4, 6});
+          const std::vector<int> parts = split_equal(b, y, 3, 1, ps);
+          const int br = conv(b, parts[2], ps, 5, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 43);
+          const int joined = shuffled ? cat(b, {parts[0], parts[1], br}, 1, xs)
+                                      : cat(b, {parts[1], br}, 1, {1, 10, 4, 6});
           const std::vector<int64_t> js = shuffled ? xs : std::vector<int64_t>{1, 10, 4, 6};
           const int s = shuffled ? channel_shuffle(b, joined, xs, 3) : joined;
           b.output(conv(b, s, js, 4, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 45));
         },
         1e-10};
-    three.check_blob = [shuffled](const std::vector<uint8_t>& blob) {
-      const std::vector<uint32_t> ops = blob_ops(blob);
-      EXPECT_EQ(count(ops, kRowConcatOp), 1u);
-      EXPECT_EQ(count(ops, kCopyOp), 1u);  // the third part, for its conv
-      EXPECT_EQ(count(ops, kConcatOp), 0u) << shuffled;
+    three.check_blob = [](const std::vector<uint8_t>& blob) {
+      expect_data_movement(blob, 1, 1);  // the copy: the third part, for its conv
     };
     c.push_back(three);
   }
@@ -533,11 +516,7 @@ TEST(CpuAttentionBlob, RowConcatFieldsAreChecked) {
     const std::vector<int64_t> xs{1, 8, 3, 4}, hs{1, 4, 3, 4};
     const int x = b.input("x", DType::F32, xs);
     const int y = b.input("y", DType::F32, hs);
-    const int sp = b.op("tern::split", {x, b.int_list({4, 4}), b.int_value(1)}, DType::F32, hs);
-    compiler::Node& node = b.graph().nodes.back();
-    b.graph().values.push_back(b.graph().values[static_cast<size_t>(sp)]);
-    node.outputs.push_back(static_cast<int>(b.graph().values.size()) - 1);
-    b.output(cat(b, {node.outputs[1], y}, 1, xs));
+    b.output(cat(b, {split_equal(b, x, 2, 1, hs)[1], y}, 1, xs));
   });
   ASSERT_EQ(blob_ops(blob), std::vector<uint32_t>{kRowConcatOp});
   const cpu::BlobNode n = blob_node(blob, 0);
