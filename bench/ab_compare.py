@@ -34,9 +34,10 @@ def compile_for(tern, graph_json, out, backend):
 
 
 def bench_once(tern, pte, input_npy, args, out_json):
+    inputs = [a for npy in input_npy.split(",") for a in ("--input", npy)]
     subprocess.run([tern, "bench", pte, "--threads", str(args.threads), "--iterations",
-                    str(args.runs), "--warmup", str(args.warmup), "--input", input_npy,
-                    "--json", out_json], check=True, stdout=subprocess.DEVNULL)
+                    str(args.runs), "--warmup", str(args.warmup)] + inputs +
+                   ["--json", out_json], check=True, stdout=subprocess.DEVNULL)
     with open(out_json) as f:
         return statistics.median(json.load(f)["samples_ms"])
 
@@ -56,19 +57,20 @@ def main():
     args = p.parse_args()
 
     import numpy as np
-    import torch
     import tern_export
     import models
 
     os.makedirs(args.workdir, exist_ok=True)
     print("model                 A median ms   B median ms   B/A (range)")
     for name in args.models.split(","):
-        model, example = models.build(name)
+        model, examples = models.build(name)
         graph_dir = os.path.join(args.workdir, name + ".graph")
-        graph_json, _ = tern_export.export_graph(model, (example,), graph_dir)
-        input_npy = os.path.join(args.workdir, name + ".input.npy")
-        np.save(input_npy, example.detach().numpy() if isinstance(example, torch.Tensor)
-                else np.asarray(example))
+        graph_json, _ = tern_export.export_graph(model, examples, graph_dir)
+        npys = []
+        for i, x in enumerate(examples):
+            npys.append(os.path.join(args.workdir, "%s.input%d.npy" % (name, i)))
+            np.save(npys[-1], x.detach().numpy())
+        input_npy = ",".join(npys)
         ptes = {k: compile_for(t, graph_json, os.path.join(args.workdir, "%s.%s.pte" % (name, k)),
                                args.backend)
                 for k, t in (("a", args.a), ("b", args.b))}

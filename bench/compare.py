@@ -241,9 +241,14 @@ def main():
     for name in names:
         if not reuse & {"tern-portable", "tern-cpu"}:  # tern's graph is exported afresh
             shutil.rmtree(os.path.join(art_dir, name + ".graph"), ignore_errors=True)
-        model, x = models.build(name)
-        input_npy = os.path.join(args.workdir, name + ".input.npy")
-        np.save(input_npy, x.numpy().astype(np.float32))
+        model, xs = models.build(name)
+        # One .npy per model input (dtypes kept: BERT's ids are int64); the peers get the paths
+        # comma-separated.
+        npys = []
+        for i, x in enumerate(xs):
+            npys.append(os.path.join(args.workdir, "%s.input%d.npy" % (name, i)))
+            np.save(npys[-1], x.numpy())
+        input_npy = ",".join(npys)
         results[name] = {"weights_bytes": models.weight_bytes(model)}
         del model
         try:

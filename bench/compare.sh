@@ -8,9 +8,8 @@
 #   BENCH_RUNS=30          timed runs per runtime and model (>= 20 for figures that count)
 #   BENCH_WARMUP=5         warm-up runs
 #   BENCH_ROUNDS=5         timing rounds: every runtime once per round, the order reversing
-#   BENCH_MODELS=a,b       subset of bench/models.py's MODELS (default: all): resnet18,
-#                          mobilenet_v2,mobilenet_v3_small,transformer_encoder,gpt_block,
-#                          linear_stack,efficientnet_b0,mnasnet0_5,regnet_x_400mf
+#   BENCH_MODELS=a,b       subset of bench/models.py's MODELS (default: all), e.g.
+#                          resnet18,mobilenet_v2,vit_b_16,bert_base,gpt2
 #   BENCH_PEERS=a,b        subset of tern-portable,tern-cpu,executorch,ort,torch
 #   BENCH_PHASE=prepare    only export/compile every model for every peer (no timing; the
 #                          machine need not be quiet), recorded in bench/out/prepared.json

@@ -69,7 +69,57 @@ def _encoder():
     return nn.TransformerEncoderLayer(d_model=512, nhead=8, batch_first=True).eval()
 
 
-# name -> (factory, input shape, description)
+class _HFOutputs(nn.Module):
+    """Calls a `transformers` model with its inputs by name; returns its tensors as a tuple."""
+
+    def __init__(self, model, input_names, output_names):
+        super().__init__()
+        self.model = model
+        self.input_names = input_names
+        self.output_names = output_names
+
+    def forward(self, *args):
+        out = self.model(**dict(zip(self.input_names, args)), return_dict=True)
+        outs = tuple(getattr(out, k) for k in self.output_names)
+        return outs[0] if len(outs) == 1 else outs
+
+
+def _transformers():
+    import os
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # random configs: nothing is downloaded
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import transformers
+    return transformers
+
+
+def _bert_base():
+    """BERT-base's shape (12 layers, hidden 768, 12 heads, MLP 3072) from a config, random
+    weights, eager attention; input ids, an attention mask (the last 16 positions padding)
+    and token types."""
+    tf = _transformers()
+    model = tf.BertModel(tf.BertConfig(attn_implementation="eager"))
+    return _HFOutputs(model.eval(), ["input_ids", "attention_mask", "token_type_ids"],
+                      ["last_hidden_state", "pooler_output"]).eval()
+
+
+def _bert_inputs(seq=128):
+    ids = torch.randint(0, 30522, (1, seq))
+    mask = torch.ones(1, seq, dtype=torch.int64)
+    mask[0, seq - 16:] = 0
+    types = torch.zeros(1, seq, dtype=torch.int64)
+    types[0, seq // 2:] = 1
+    return ids, mask, types
+
+
+def _gpt2():
+    """GPT-2 small's shape (12 layers, hidden 768, 12 heads, vocab 50257, tied LM head) from a
+    config, random weights, eager attention, no KV cache: logits for a whole sequence."""
+    tf = _transformers()
+    model = tf.GPT2LMHeadModel(tf.GPT2Config(use_cache=False, attn_implementation="eager"))
+    return _HFOutputs(model.eval(), ["input_ids"], ["logits"]).eval()
+
+
+# name -> (factory, input shape or a function returning the inputs, description)
 MODELS = {
     "resnet18": (lambda: _torchvision("resnet18"), (1, 3, 224, 224), "torchvision resnet18, 1x3x224x224"),
     "mobilenet_v2": (lambda: _torchvision("mobilenet_v2"), (1, 3, 224, 224), "torchvision mobilenet_v2, 1x3x224x224"),
@@ -102,6 +152,11 @@ MODELS = {
     "transformer_encoder": (_encoder, (1, 128, 512), "nn.TransformerEncoderLayer(512, 8), seq 128"),
     "gpt_block": (lambda: GPTBlock().eval(), (1, 128, 512), "GPT-2 style block (d 512, 8 heads, MLP 4x), seq 128"),
     "linear_stack": (lambda: LinearStack().eval(), (1, 2048), "6 x Linear(2048, 2048) + relu, batch 1 (96 MiB f32 weights)"),
+    # `transformers` models (issue 16 item 3), the families' base sizes, random weights.
+    "bert_base": (_bert_base, _bert_inputs,
+                  "transformers BertModel at BERT-base's shape, seq 128 (ids, mask with 16 padded, token types)"),
+    "gpt2": (_gpt2, lambda: (torch.randint(0, 50257, (1, 128)),),
+             "transformers GPT2LMHeadModel at GPT-2 small's shape, seq 128, logits"),
 }
 
 # The single fully-connected layer for raw XNNPACK against tern's cpu delegate.
@@ -113,12 +168,13 @@ def fc_layer():
 
 
 def build(name, seed=0):
-    """(model in eval mode, example input) for `name`, deterministic for a seed."""
+    """(model in eval mode, tuple of example inputs) for `name`, deterministic for a seed."""
     factory, shape, _ = MODELS[name]
     torch.manual_seed(seed)
     model = factory()
     torch.manual_seed(seed + 1)
-    return model, torch.randn(*shape)
+    inputs = shape() if callable(shape) else torch.randn(*shape)
+    return model, inputs if isinstance(inputs, tuple) else (inputs,)
 
 
 def weight_bytes(model):

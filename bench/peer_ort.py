@@ -2,19 +2,19 @@
 import os
 
 
-def prepare(name, model, example, outdir):
+def prepare(name, model, examples, outdir):
     import torch
     path = os.path.join(outdir, name + ".onnx")
-    kwargs = dict(input_names=["x"], output_names=["y"], opset_version=18)
+    kwargs = dict(input_names=["x%d" % i for i in range(len(examples))], opset_version=18)
     try:
         # torch >= 2.5: the dynamo exporter (needs onnxscript); external data off for one file.
-        torch.onnx.export(model, (example,), path, dynamo=True, external_data=False, **kwargs)
+        torch.onnx.export(model, tuple(examples), path, dynamo=True, external_data=False, **kwargs)
     except TypeError:
-        torch.onnx.export(model, (example,), path, **kwargs)
+        torch.onnx.export(model, tuple(examples), path, **kwargs)
     return {"path": path}
 
 
-def run(artifact, x, threads, runs, warmup):
+def run(artifact, xs, threads, runs, warmup):
     import onnxruntime as ort
     from peer_common import measure
     state = {}
@@ -27,7 +27,7 @@ def run(artifact, x, threads, runs, warmup):
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         sess = ort.InferenceSession(artifact["path"], opts, providers=["CPUExecutionProvider"])
         state["sess"] = sess
-        state["feed"] = {sess.get_inputs()[0].name: x}
+        state["feed"] = {i.name: x for i, x in zip(sess.get_inputs(), xs)}
         sess.run(None, state["feed"])
 
     def call():

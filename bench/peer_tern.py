@@ -38,13 +38,13 @@ def delegates(pte, backend):
     return count
 
 
-def prepare(name, model, example, outdir, backend="portable"):
+def prepare(name, model, examples, outdir, backend="portable"):
     import tern_export
     # compare.py clears the graph folder before each model, so the second backend reuses it.
     graph_dir = os.path.join(outdir, name + ".graph")
     graph_json = os.path.join(graph_dir, "graph.json")
     if not os.path.exists(graph_json):
-        graph_json, _ = tern_export.export_graph(model, (example,), graph_dir)
+        graph_json, _ = tern_export.export_graph(model, tuple(examples), graph_dir)
     path = os.path.join(outdir, "%s.tern-%s.pte" % (name, backend))
     if os.path.exists(path):
         os.remove(path)
@@ -61,9 +61,11 @@ def prepare(name, model, example, outdir, backend="portable"):
     return art
 
 
-def run(artifact, input_npy, threads, runs, warmup, out_json):
+def run(artifact, input_npys, threads, runs, warmup, out_json):
     cmd = [_tern(), "bench", artifact["path"], "--threads", str(threads), "--iterations", str(runs),
-           "--warmup", str(warmup), "--input", input_npy, "--json", out_json]
+           "--warmup", str(warmup), "--json", out_json]
+    for npy in input_npys.split(","):
+        cmd += ["--input", npy]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     if r.returncode != 0:
         raise RuntimeError("tern bench failed: " + r.stderr.strip()[-400:])

@@ -1,7 +1,9 @@
 """One step for one peer, in its own process (compare.py starts one per step):
 
   run_peer.py prepare PEER MODEL OUTDIR [BACKEND]   -> prints {"artifact": {...}} or {"error": ...}
-  run_peer.py run PEER ARTIFACT_JSON INPUT_NPY THREADS RUNS WARMUP OUT_JSON
+  run_peer.py run PEER ARTIFACT_JSON INPUT_NPYS THREADS RUNS WARMUP OUT_JSON
+
+INPUT_NPYS: one .npy per model input, comma-separated.
 
 Only the peer's own imports happen in a `run` process, so its RSS is that runtime's.
 """
@@ -21,20 +23,20 @@ def main(argv):
         import torch
         import models
         torch.set_num_threads(max(1, os.cpu_count() or 1))
-        model, example = models.build(name) if name != "fc" else (models.fc_layer(), None)
-        if example is None:
+        model, examples = models.build(name) if name != "fc" else (models.fc_layer(), None)
+        if examples is None:
             torch.manual_seed(1)
-            example = torch.randn(models.FC_SHAPE["batch"], models.FC_SHAPE["in"])
+            examples = (torch.randn(models.FC_SHAPE["batch"], models.FC_SHAPE["in"]),)
         kwargs = {"backend": argv[5]} if len(argv) > 5 else {}
-        return {"artifact": module.prepare(name, model, example, outdir, **kwargs)}
+        return {"artifact": module.prepare(name, model, examples, outdir, **kwargs)}
     if action == "run":
         artifact = json.loads(argv[3])
         input_npy, threads, runs, warmup = argv[4], int(argv[5]), int(argv[6]), int(argv[7])
         if peer == "tern":
             return {"result": module.run(artifact, input_npy, threads, runs, warmup, argv[8])}
         import numpy as np
-        x = np.load(input_npy)
-        return {"result": module.run(artifact, x, threads, runs, warmup)}
+        xs = [np.load(p) for p in input_npy.split(",")]
+        return {"result": module.run(artifact, xs, threads, runs, warmup)}
     raise SystemExit("unknown action " + action)
 
 
