@@ -277,9 +277,10 @@ TERN_C_EXPORT tern_status tern_method_set_input_double(tern_method* method, size
                                                        double value);
 TERN_C_EXPORT tern_status tern_method_set_input_bool(tern_method* method, size_t index, int value);
 
-/** Runs the method. Every input must have been set (TERN_STATUS_INVALID_STATE otherwise). Set
- * the inputs again before the next execute: the method may reuse an input's memory for later
- * values. Never allocates on the heap. */
+/** Runs the method. Every input must have been set (TERN_STATUS_INVALID_STATE otherwise). An
+ * input keeps its value across executes (tern's planner never gives an input's bytes to a later
+ * value), so executing again without set_input runs on the same inputs. Never allocates on the
+ * heap. */
 TERN_C_EXPORT tern_status tern_method_execute(tern_method* method);
 
 /** A view of tensor output `index` after a successful execute. The view points into the

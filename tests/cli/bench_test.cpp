@@ -229,6 +229,47 @@ TEST_F(BenchTest, TraceIsChromeTraceJsonWithOneEventPerStepPerIteration) {
   EXPECT_LE(s["latency_ms"]["min"].get<double>(), s["latency_ms"]["median"].get<double>());
 }
 
+TEST_F(BenchTest, RepeatedExecutesOfAnIndexInputSeeTheSameIndices) {
+  // ids (i64 [4], 32 bytes) is read only by the first node; t = sum(e, 1) (f32 [4]) comes
+  // after it and would fit in its bytes. bench sets its inputs once and executes 1 + 1 + 3
+  // times: were the input's memory reused, the second execute would read t's floats as
+  // indices and fail "out of range".
+  const char graph[] = R"({
+    "format": "tern-graph", "version": 1, "weights": "emb.safetensors",
+    "methods": [{"name": "forward",
+      "values": [
+        {"type": "tensor", "name": "ids", "dtype": "i64", "shape": [4]},
+        {"type": "tensor", "name": "E", "dtype": "f32", "shape": [10, 16], "weight": "E"},
+        {"type": "tensor", "name": "e", "dtype": "f32", "shape": [4, 16]},
+        {"type": "int_list", "name": "dims", "value": [1]},
+        {"type": "bool", "name": "keep", "value": false},
+        {"type": "tensor", "name": "t", "dtype": "f32", "shape": [4]},
+        {"type": "tensor", "name": "y", "dtype": "f32", "shape": [4]}
+      ],
+      "inputs": ["ids"], "outputs": ["y"],
+      "nodes": [
+        {"op": "tern::embedding", "args": ["E", "ids"], "outputs": ["e"]},
+        {"op": "tern::sum", "args": ["e", "dims", "keep"], "outputs": ["t"]},
+        {"op": "tern::relu", "args": ["t"], "outputs": ["y"]}
+      ]}]})";
+  std::string header = R"({"E":{"dtype":"F32","shape":[10,16],"data_offsets":[0,640]}})";
+  while (header.size() % 8 != 0) header += ' ';
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  std::string data(640, '\0');
+  for (size_t i = 0; i < 160; ++i) {
+    const float v = 0.25f + 0.5f * static_cast<float>(i % 7);  // every row sums to > 0
+    std::memcpy(&data[4 * i], &v, 4);
+  }
+  write_bytes(*dir_ / "emb.json", graph);
+  write_bytes(*dir_ / "emb.safetensors", bytes + header + data);
+  CommandResult r = run_tern("compile " + q(*dir_ / "emb.json") + " -o " + q(*dir_ / "emb.pte"));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  r = run_tern("bench " + q(*dir_ / "emb.pte") + " --ones --iterations 3 --warmup 1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("latency over 3 iterations after 1 warm-up"), std::string::npos) << r.out;
+}
+
 TEST_F(BenchTest, BadArgumentsAreOneErrorLine) {
   CommandResult r = run_tern("bench " + model() + " --iterations 0");
   EXPECT_EQ(r.exit_code, 2) << r.out;

@@ -22,8 +22,9 @@ namespace {
 
 TEST(MemoryPlanner, ChainReusesMemory) {
   // x -> a -> b -> c, each f32[16] = 64 bytes. Positions 0, 1, 2.
-  // Lifetimes: x [-1, 0], a [0, 1], b [1, 2], c [2, 2] (output).
-  // Live bytes: pos -1: x = 64; pos 0: x + a = 128; pos 1: a + b = 128; pos 2: b + c = 128.
+  // Lifetimes: x [-1, 2] (a method input keeps its bytes to the end), a [0, 1], b [1, 2],
+  // c [2, 2] (output). Live bytes: pos -1: x = 64; pos 0: x a = 128; pos 1: x a b = 192;
+  // pos 2: x b c = 192. c takes a's bytes (a is dead after position 1).
   GraphBuilder g;
   const int x = g.input("x", DType::F32, {16});
   const int a = g.op("tern::relu", {x}, DType::F32, {16});
@@ -31,10 +32,10 @@ TEST(MemoryPlanner, ChainReusesMemory) {
   const int c = g.op("tern::relu", {b}, DType::F32, {16});
   g.output(c);
   const MemoryPlan plan = plan_memory(g.build());
-  EXPECT_EQ(plan.lower_bound, 128u);
-  EXPECT_EQ(plan.arena_size, 128u);  // two tensors' worth
+  EXPECT_EQ(plan.lower_bound, 192u);
+  EXPECT_EQ(plan.arena_size, 192u);  // three tensors' worth for four tensors
   EXPECT_EQ(plan.lifetimes[x].first, -1);
-  EXPECT_EQ(plan.lifetimes[x].last, 0);
+  EXPECT_EQ(plan.lifetimes[x].last, 2);
   EXPECT_EQ(plan.lifetimes[a].first, 0);
   EXPECT_EQ(plan.lifetimes[a].last, 1);
   EXPECT_EQ(plan.lifetimes[b].first, 1);
@@ -44,8 +45,28 @@ TEST(MemoryPlanner, ChainReusesMemory) {
   EXPECT_NE(plan.offsets[x], plan.offsets[a]);
   EXPECT_NE(plan.offsets[a], plan.offsets[b]);
   EXPECT_NE(plan.offsets[b], plan.offsets[c]);
-  EXPECT_EQ(plan.offsets[x], plan.offsets[b]);
+  for (int v : {a, b, c}) EXPECT_NE(plan.offsets[x], plan.offsets[v]) << v;
   EXPECT_EQ(plan.offsets[a], plan.offsets[c]);
+}
+
+TEST(MemoryPlanner, InputKeepsItsBytesForTheNextExecute) {
+  // x f32[64] = 256 bytes is read only by node 0; a, b (f32[64]) and the output c (f32[16])
+  // follow. Were x freed after node 0, b would take its bytes and a second execute without
+  // set_input would read b's values as x. Live: -1: x; 0: x a; 1: x a b; 2: x b c.
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {64});
+  const int a = g.op("tern::relu", {x}, DType::F32, {64});
+  const int b = g.op("tern::relu", {a}, DType::F32, {64});
+  const int c = g.op("tern::sum", {b}, DType::F32, {16});
+  g.output(c);
+  const MemoryPlan plan = plan_memory(g.build());
+  EXPECT_EQ(plan.lifetimes[x].last, 2);
+  for (int v : {a, b, c}) {
+    const bool apart = plan.offsets[v] + 256 <= plan.offsets[x] || plan.offsets[x] + 256 <= plan.offsets[v];
+    EXPECT_TRUE(apart) << "value " << v << " at " << plan.offsets[v] << " overlaps input x at "
+                       << plan.offsets[x];
+  }
+  EXPECT_EQ(plan.lower_bound, 256u * 3);
 }
 
 TEST(MemoryPlanner, SizesAreAligned) {
@@ -86,9 +107,9 @@ TEST(MemoryPlanner, ViewAliasesRootAndExtendsItsLifetime) {
   EXPECT_EQ(plan.lifetimes[a].first, 0);
   EXPECT_EQ(plan.lifetimes[a].last, 3);
   EXPECT_NE(plan.offsets[w], plan.offsets[a]);  // w (pos 2) lives while a does
-  // Live: -1: x; 0: x a; 1: x a; 2: x a w; 3: a w y -> 3 tensors of 64 bytes.
-  EXPECT_EQ(plan.lower_bound, 192u);
-  EXPECT_EQ(plan.arena_size, 192u);
+  // Live: -1: x; 0: x a; 1: x a; 2: x a w; 3: x a w y -> 4 tensors of 64 bytes.
+  EXPECT_EQ(plan.lower_bound, 256u);
+  EXPECT_EQ(plan.arena_size, 256u);
 }
 
 TEST(MemoryPlanner, ViewChainsFollowTheRoot) {
@@ -328,36 +349,38 @@ TEST(MemoryPlanner, StateIsNeverShared) {
   EXPECT_EQ(plan.lifetimes[s].first, -1);
   EXPECT_EQ(plan.lifetimes[s].last, 2);
   for (int other : {x, b, c}) EXPECT_NE(plan.offsets[other], plan.offsets[s]);
-  // Live: -1: x s; 0: x s; 1: x s b; 2: s b c -> 192.
-  EXPECT_EQ(plan.lower_bound, 192u);
-  EXPECT_EQ(plan.arena_size, 192u);
+  // Live: -1: x s; 0: x s; 1: x s b; 2: x s b c -> 256.
+  EXPECT_EQ(plan.lower_bound, 256u);
+  EXPECT_EQ(plan.arena_size, 256u);
 }
 
 // Delegated regions: each node keeps its position (the fallback's order); the region's inputs
 // live to its last node (the delegate may read them until it returns). f32[16] = 64 bytes.
 
 TEST(MemoryPlanner, RegionOutputDoesNotAliasRegionInput) {
-  // x -> a -> b -> c with nodes 0..1 delegated (input x, internal a, output b): positions
-  // 0, 1, 2. Lifetimes: x [-1, 1] (to the region's end, not just node 0), a [0, 1], b [1, 2],
-  // c [2, 2]. Live: -1: x; 0: x a; 1: x a b; 2: b c -> 192. Without the region x [-1, 0] and
-  // b could share its bytes (128), which the delegate would overwrite while reading x.
+  // in -> x -> a -> b -> c with nodes 1..2 delegated (input x, internal a, output b):
+  // positions 0..3. Lifetimes: in [-1, 3] (method input), x [0, 2] (to the region's end, not
+  // just node 1), a [1, 2], b [2, 3], c [3, 3]. Live: 0: in x; 1: in x a; 2: in x a b;
+  // 3: in b c -> 256. Without the region x would end at 1 and b could share its bytes (192),
+  // which the delegate would overwrite while reading x.
   GraphBuilder g;
-  const int x = g.input("x", DType::F32, {16});
+  const int in = g.input("in", DType::F32, {16});
+  const int x = g.op("tern::relu", {in}, DType::F32, {16});
   const int a = g.op("tern::relu", {x}, DType::F32, {16});
   const int b = g.op("tern::relu", {a}, DType::F32, {16});
   const int c = g.op("tern::relu", {b}, DType::F32, {16});
   g.output(c);
-  g.delegate("cpu", 0, 1);
+  g.delegate("cpu", 1, 2);
   const MemoryPlan plan = plan_memory(g.build());
-  EXPECT_EQ(plan.lifetimes[x].first, -1);
-  EXPECT_EQ(plan.lifetimes[x].last, 1);
-  EXPECT_EQ(plan.lifetimes[a].first, 0);
-  EXPECT_EQ(plan.lifetimes[a].last, 1);
-  EXPECT_EQ(plan.lifetimes[b].first, 1);
-  EXPECT_EQ(plan.lifetimes[b].last, 2);
-  EXPECT_EQ(plan.lifetimes[c].first, 2);
-  EXPECT_EQ(plan.lower_bound, 192u);
-  EXPECT_EQ(plan.arena_size, 192u);
+  EXPECT_EQ(plan.lifetimes[x].first, 0);
+  EXPECT_EQ(plan.lifetimes[x].last, 2);
+  EXPECT_EQ(plan.lifetimes[a].first, 1);
+  EXPECT_EQ(plan.lifetimes[a].last, 2);
+  EXPECT_EQ(plan.lifetimes[b].first, 2);
+  EXPECT_EQ(plan.lifetimes[b].last, 3);
+  EXPECT_EQ(plan.lifetimes[c].first, 3);
+  EXPECT_EQ(plan.lower_bound, 256u);
+  EXPECT_EQ(plan.arena_size, 256u);
   EXPECT_NE(plan.offsets[x], plan.offsets[b]);
 }
 
@@ -384,32 +407,33 @@ TEST(MemoryPlanner, InternalValuesOfARegionShareBytes) {
 }
 
 TEST(MemoryPlanner, RegionInputIsNotReusedInsideTheRegion) {
-  // x -> a -> b -> c -> d with nodes 0..2 delegated; x is read only by node 0 but is the
-  // region's input, so it lives [-1, 2]. a [0, 1], b [1, 2] (internal), c [2, 3] (output),
-  // d [3, 3]. Live: -1: x; 0: x a; 1: x a b; 2: x b c; 3: c d -> 192. Without the region
-  // b would take x's bytes at position 1 (arena 128) and the fallback would overwrite the
-  // input the delegate may still read.
+  // in -> x -> a -> b -> c -> d with nodes 1..3 delegated; x is read only by node 1 but is the
+  // region's input, so it lives [0, 3]. in [-1, 4], a [1, 2], b [2, 3] (internal), c [3, 4]
+  // (output), d [4, 4]. Live: 1: in x a; 2: in x a b; 3: in x b c; 4: in c d -> 256. Without
+  // the region b would take x's bytes at position 2 (arena 192) and the fallback would
+  // overwrite the input the delegate may still read.
   GraphBuilder g;
-  const int x = g.input("x", DType::F32, {16});
+  const int in = g.input("in", DType::F32, {16});
+  const int x = g.op("tern::relu", {in}, DType::F32, {16});
   const int a = g.op("tern::relu", {x}, DType::F32, {16});
   const int b = g.op("tern::relu", {a}, DType::F32, {16});
   const int c = g.op("tern::relu", {b}, DType::F32, {16});
   const int d = g.op("tern::relu", {c}, DType::F32, {16});
   g.output(d);
-  g.delegate("cpu", 0, 2);
+  g.delegate("cpu", 1, 3);
   const MemoryPlan plan = plan_memory(g.build());
-  EXPECT_EQ(plan.lifetimes[x].last, 2);
-  EXPECT_EQ(plan.lower_bound, 192u);
-  EXPECT_EQ(plan.arena_size, 192u);
+  EXPECT_EQ(plan.lifetimes[x].last, 3);
+  EXPECT_EQ(plan.lower_bound, 256u);
+  EXPECT_EQ(plan.arena_size, 256u);
   for (int v : {a, b, c}) EXPECT_NE(plan.offsets[v], plan.offsets[x]) << v;
 }
 
 TEST(MemoryPlanner, RegionInputThatIsAViewKeepsItsRootLive) {
   // x -> a = relu(x) -> v = reshape(a) (alias of a) | region: b = relu(v), c = relu(b),
   // d = relu(c) | e = relu(d). Nodes 0..5; the region is nodes 2..4 with input v, so its root a
-  // lives [0, 4]. b [2, 3], c [3, 4], d [4, 5], e [5, 5], x [-1, 0].
-  // Live: -1: x; 0: x a; 1: a; 2: a b; 3: a b c; 4: a c d; 5: d e -> 192.
-  // Without the region a would end at 2 and c could take its bytes.
+  // lives [0, 4]. b [2, 3], c [3, 4], d [4, 5], e [5, 5], x [-1, 5] (method input).
+  // Live: -1: x; 0: x a; 1: x a; 2: x a b; 3: x a b c; 4: x a c d; 5: x d e -> 256.
+  // Without the region a would end at 2 and c could take its bytes (192).
   GraphBuilder g;
   const int x = g.input("x", DType::F32, {4, 4});
   const int a = g.op("tern::relu", {x}, DType::F32, {4, 4});
@@ -425,14 +449,15 @@ TEST(MemoryPlanner, RegionInputThatIsAViewKeepsItsRootLive) {
   EXPECT_EQ(plan.lifetimes[a].first, 0);
   EXPECT_EQ(plan.lifetimes[a].last, 4);
   EXPECT_EQ(plan.lifetimes[v].last, 4);
-  EXPECT_EQ(plan.lower_bound, 192u);
-  EXPECT_EQ(plan.arena_size, 192u);
+  EXPECT_EQ(plan.lower_bound, 256u);
+  EXPECT_EQ(plan.arena_size, 256u);
   for (int w : {b, c, d}) EXPECT_NE(plan.offsets[w], plan.offsets[a]) << w;
 }
 
 TEST(MemoryPlanner, OneNodeRegionPlansLikeThePortableNode) {
   // x -> a -> b -> c with node 1 alone delegated: its input a already lives to node 1, so the
-  // plan is the chain's (ChainReusesMemory): x [-1, 0], a [0, 1], b [1, 2], c [2, 2] -> 128.
+  // plan is the chain's (ChainReusesMemory): x [-1, 2], a [0, 1], b [1, 2], c [2, 2] -> 192,
+  // c in a's bytes.
   GraphBuilder g;
   const int x = g.input("x", DType::F32, {16});
   const int a = g.op("tern::relu", {x}, DType::F32, {16});
@@ -441,9 +466,9 @@ TEST(MemoryPlanner, OneNodeRegionPlansLikeThePortableNode) {
   g.output(c);
   g.delegate("cpu", 1, 1);
   const MemoryPlan plan = plan_memory(g.build());
-  EXPECT_EQ(plan.lower_bound, 128u);
-  EXPECT_EQ(plan.arena_size, 128u);
-  EXPECT_EQ(plan.offsets[x], plan.offsets[b]);
+  EXPECT_EQ(plan.lower_bound, 192u);
+  EXPECT_EQ(plan.arena_size, 192u);
+  EXPECT_EQ(plan.offsets[a], plan.offsets[c]);
 }
 
 TEST(MemoryPlanner, ZeroByteTensorTakesNoSpace) {
@@ -460,12 +485,13 @@ TEST(MemoryPlanner, ZeroByteTensorTakesNoSpace) {
 
 TEST(MemoryPlanner, WorkedGreedyExample) {
   // Sizes in 64-byte units; lifetimes from the node order (positions 0..5):
-  //   x 1u [-1, 4], p 2u [0, 2], q 1u [1, 3], r 4u [2, 5], s 1u [3, 5], t 1u [4, 5], y 1u [5, 5].
+  //   x 1u [-1, 5] (a method input lives to the end), p 2u [0, 2], q 1u [1, 3], r 4u [2, 5],
+  //   s 1u [3, 5], t 1u [4, 5], y 1u [5, 5].
   // Live per position: -1: 1; 0: x p = 3; 1: x p q = 4; 2: x p q r = 8; 3: x q r s = 7;
-  //   4: x r s t = 7; 5: r s t y = 7 -> lower bound 8 units.
+  //   4: x r s t = 7; 5: x r s t y = 8 -> lower bound 8 units.
   // Greedy, largest first (ties: longer lifetime, then id): r -> 0; p -> 4 (above r);
   //   x -> 6; q -> 7; s fits the gap [4, 6) left by p (dead at 3) -> 4; t -> the rest of that
-  //   gap, 5; y overlaps r s t only -> 6 (x is dead by 5). Arena 8 units.
+  //   gap, 5; y overlaps r s t x but not q (dead at 3) -> 7. Arena 8 units.
   GraphBuilder g;
   const int x = g.input("x", DType::F32, {16});
   const int p = g.op("tern::make", {x}, DType::F32, {2 * 16});
@@ -484,7 +510,7 @@ TEST(MemoryPlanner, WorkedGreedyExample) {
   EXPECT_EQ(plan.offsets[q], 7 * 64);
   EXPECT_EQ(plan.offsets[s], 4 * 64);
   EXPECT_EQ(plan.offsets[t], 5 * 64);
-  EXPECT_EQ(plan.offsets[y], 6 * 64);
+  EXPECT_EQ(plan.offsets[y], 7 * 64);
 }
 
 TEST(MemoryPlanner, OutputsLiveToTheEnd) {
@@ -788,7 +814,11 @@ uint64_t check_plan(const Graph& g, const MemoryPlan& plan, const std::string& t
       last[static_cast<size_t>(t)] = std::max(last[static_cast<size_t>(t)], at);
     }
   };
-  for (int id : g.inputs) touch(id, -1);
+  // Method inputs live through the whole method (a second execute may reuse them unset).
+  for (int id : g.inputs) {
+    touch(id, -1);
+    touch(id, last_pos);
+  }
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     for (int a : g.nodes[i].args) touch(a, static_cast<int>(i));
     for (int o : g.nodes[i].outputs) touch(o, static_cast<int>(i));
@@ -996,6 +1026,7 @@ TEST(MemoryPlannerProperty, CheckerCatchesABadOffsetAlias) {
   plan.alias_offset[s] = 0;
   plan.offsets[s] = 128;
   plan.arena_size = 192;
+  plan.lower_bound = 192;  // x, s and y live together once s has bytes of its own
   EXPECT_NONFATAL_FAILURE(check_plan(graph, plan, "bad"), "not an alias");
 }
 

@@ -252,7 +252,13 @@ MemoryPlan plan_memory(const Graph& graph, const PlannerOptions& options) {
       mark(id);
     }
   };
-  for (int id : graph.inputs) touch(id, -1);
+  // Method inputs are bound before the first node and keep their bytes to the last: a caller
+  // may execute again without setting them again (benchmarks, a frame re-run), and nothing
+  // the method writes may land on them. The cost is one input's bytes of arena reuse.
+  for (int id : graph.inputs) {
+    touch(id, -1);
+    touch(id, std::max(end, -1));
+  }
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const int p = static_cast<int>(i);
     for (int a : graph.nodes[i].args) touch(a, p);

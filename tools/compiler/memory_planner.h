@@ -15,8 +15,10 @@ struct PlannerOptions {
 
 /// The live range of a planned tensor over positions: [first, last] inclusive. Node i of the
 /// graph is position i, the nodes of a delegated region included (the order its portable
-/// fallback runs them). Method inputs start at -1 (bound before the first node); method outputs
-/// and state tensors end at the last position (state: alive across executions, never shared);
+/// fallback runs them). Method inputs live from -1 (bound before the first node) to the last
+/// position (an input keeps its value across executions: executing again without set_input
+/// sees the same input); method outputs and state tensors end at the last position (state:
+/// alive across executions, never shared);
 /// a delegated region's inputs end no earlier than the region's last node (the delegate may
 /// read them until it returns).
 struct Lifetime {
