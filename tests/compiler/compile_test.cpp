@@ -39,13 +39,14 @@ TEST(CompileProgram, ReportsEveryMethod) {
   ASSERT_EQ(r.methods.size(), 2u);
   EXPECT_EQ(r.methods[0].name, "forward");
   EXPECT_EQ(r.methods[0].num_nodes, 3u);
-  EXPECT_EQ(r.methods[0].arena_size, 128u);
-  EXPECT_EQ(r.methods[0].lower_bound, 128u);
+  // x [-1, 2] (an input keeps its bytes), h [0, 1], h_relu [1, 2], y [2, 2]: y takes h's.
+  EXPECT_EQ(r.methods[0].arena_size, 192u);
+  EXPECT_EQ(r.methods[0].lower_bound, 192u);
   EXPECT_EQ(r.methods[1].name, "other");
   EXPECT_EQ(r.methods[1].num_nodes, 2u);
-  // x [-1, 0], h [0, 1], h_relu [1, 1]: at position 1 h and h_relu; x can share with h_relu.
-  EXPECT_EQ(r.methods[1].lower_bound, 128u);
-  EXPECT_EQ(r.methods[1].arena_size, 128u);
+  // x [-1, 1], h [0, 1], h_relu [1, 1]: all three live at position 1.
+  EXPECT_EQ(r.methods[1].lower_bound, 192u);
+  EXPECT_EQ(r.methods[1].arena_size, 192u);
 }
 
 TEST(CompileProgram, RejectsInvalidPrograms) {

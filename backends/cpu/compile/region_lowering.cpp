@@ -466,7 +466,7 @@ class Lowering {
     auto fold = linear_folds_.find(static_cast<int>(&node - g_.nodes.data()));
     const int x = fold == linear_folds_.end() ? node.args[0] : fold->second.first;
     const int y = fold == linear_folds_.end() ? node.outputs[0] : fold->second.second;
-    if (is_tiny_gemm(rows, w.sizes[0], w.sizes[1])) {
+    if (is_tiny_gemm(rows, w.sizes[0], w.sizes[1]) && xnn_fc_is_exact(w.sizes[1])) {
       lower_xnn_fc(node, x, y);
     } else {
       lower_packed_fc(node, w.sizes[0], w.sizes[1], x, y);
@@ -510,6 +510,13 @@ class Lowering {
   /// A product this small (e.g. a squeeze-excitation block's 1x1 convs on a 1x1 image) takes
   /// less time than a stage boundary: it stays in the surrounding XNNPACK stage.
   static bool is_tiny_gemm(int64_t m, int64_t n, int64_t k) { return m * n * k <= (1 << 17); }
+
+  /// Whether XNNPACK's fully-connected node computes a product of depth k correctly. The
+  /// Debian snapshot (2022-02) picks K-by-4 "s4" GEMM kernels on some x86 hosts (AMD EPYC
+  /// here) and, run on a pool of two or more threads, returns wrong columns past the first
+  /// 16 when k is not a multiple of 4 (max error ~1 on unit inputs; its convolutions are
+  /// unaffected). Such products run on tern's own GEMM instead.
+  static bool xnn_fc_is_exact(int64_t k) { return k % 4 == 0; }
 
   /// linear as XNNPACK's fully-connected node (weight [out, in] and bias as they are).
   void lower_xnn_fc(const Node& node, int x_vid, int y_vid) {

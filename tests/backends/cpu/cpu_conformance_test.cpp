@@ -331,6 +331,25 @@ std::vector<OpCase> cases() {
                  b.output(conv(b, r, {1, 8, 1, 1}, 24, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 42));
                },
                kConv});
+  // A tiny linear of depth 6 (not a multiple of 4) and 40 outputs: XNNPACK's fully-connected
+  // node returns wrong columns past the first 16 for it on a multi-thread pool on some x86
+  // hosts (region_lowering.cpp, xnn_fc_is_exact), so it runs on tern's own GEMM; depth 8 stays.
+  OpCase odd_depth{"tiny_linear_of_odd_depth_on_tern_gemm",
+                   [](GraphBuilder& b) {
+                     const int x = b.input("x", DType::F32, {2, 6});
+                     const int w = constant(b, "w", {40, 6}, 61), bias = constant(b, "b", {40}, 62);
+                     const int h = b.op("tern::linear", {x, w, bias}, DType::F32, {2, 40});
+                     const int w2 = constant(b, "w2", {24, 40}, 63);
+                     b.output(b.op("tern::linear", {h, w2, b.none()}, DType::F32, {2, 24}));
+                   },
+                   kConv};
+  odd_depth.check_blob = [](const std::vector<uint8_t>& blob) {
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    ASSERT_EQ(ops.size(), 2u);
+    EXPECT_EQ(ops[0], static_cast<uint32_t>(cpu::NodeOp::PackedFullyConnected));
+    EXPECT_EQ(ops[1], static_cast<uint32_t>(cpu::NodeOp::FullyConnected));
+  };
+  c.push_back(odd_depth);
   c.push_back({"conv_pool_linear_softmax",  // own conv -> XNNPACK (tiny fcs stay in XNNPACK)
                [](GraphBuilder& b) {
                  const std::vector<int64_t> xs{2, 3, 8, 8};
