@@ -17,6 +17,7 @@
 #include "backends/cpu/compile/norm_parts.h"
 #include "backends/cpu/compile/quant_lowering.h"
 #include "backends/cpu/compile/strided_view.h"
+#include "backends/cpu/compile/tanh_gelu_match.h"
 #include "backends/cpu/cpu_blob_format.h"
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "backends/cpu/kernels/winograd_conv.h"
@@ -100,8 +101,17 @@ class Lowering {
       for (int n : m.folded) folded_views_.insert(n);
       shuffle_folds_[m.cat] = m;
     }
+    for (const TanhGeluMatch& m : match_tanh_gelus(g_, r_)) {
+      for (size_t i = 0; i + 1 < m.nodes.size(); ++i) gelu_pieces_.insert(m.nodes[i]);
+      tanh_gelus_[m.nodes.back()] = m;
+    }
     for (int n : r_.nodes) {
       if (folded_views_.count(n) != 0) continue;  // a view folded into its linear or concat
+      if (gelu_pieces_.count(n) != 0) continue;   // lowered with the pattern's last node
+      if (auto t = tanh_gelus_.find(n); t != tanh_gelus_.end()) {
+        lower_tanh_gelu(t->second);
+        continue;
+      }
       auto f = fused.find(n);
       if (f == fused.end()) {
         lower_node(g_.nodes[static_cast<size_t>(n)]);
@@ -696,8 +706,12 @@ class Lowering {
   /// while it is in cache (after its clamp and residual, which the graph applies first). Returns
   /// false when it does not apply.
   bool fuse_activation_into_gemm(const Node& node, cpu::GemmActivation act) {
-    const int in = node.args[0];
-    if (nodes_.empty() || ids_.count(in) == 0 || uses_.at(in) != 1 || output_arg_.count(in) != 0 ||
+    return fuse_activation_into_gemm(node.args[0], node.outputs[0], act, 1);
+  }
+  /// The same for an activation of `in` into `out` that reads `in` `reads` times (a pattern of
+  /// several nodes): nothing else may read `in`.
+  bool fuse_activation_into_gemm(int in, int out, cpu::GemmActivation act, int reads) {
+    if (nodes_.empty() || ids_.count(in) == 0 || uses_.at(in) != reads || output_arg_.count(in) != 0 ||
         shared(ids_.at(in))) {
       return false;
     }
@@ -708,8 +722,17 @@ class Lowering {
       return false;
     }
     last.params[fc ? 2u : static_cast<uint32_t>(cpu::kPackedActivation)] = static_cast<uint32_t>(act);
-    retarget_output(in, node.outputs[0]);
+    retarget_output(in, out);
     return true;
+  }
+
+  /// GPT-2's tanh GELU written out (tanh_gelu_match.h): the epilogue of the GEMM that makes x
+  /// when nothing else reads x, else tern's GELU node (op 20, tanh form).
+  void lower_tanh_gelu(const TanhGeluMatch& m) {
+    if (fuse_activation_into_gemm(m.x, m.y, cpu::GemmActivation::GeluTanh, m.x_reads)) return;
+    const uint32_t x = activation(m.x);
+    BlobNode& n = add_node(NodeOp::Gelu, {x}, output(m.y));
+    n.params[0] = 1;
   }
 
   /// A relu/hardtanh/clamp whose input is made by the node just lowered, one of tern's GEMM
@@ -1471,6 +1494,8 @@ class Lowering {
   std::set<uint32_t> aliased_;   ///< blob values standing for several tern values (permutes)
   std::map<int, StridedView> lazy_;  ///< index-map results not copied yet (strided_view.h)
   std::set<int> folded_views_;   ///< view nodes folded into a linear or a concat (no blob node)
+  std::set<int> gelu_pieces_;    ///< a written-out tanh GELU's nodes but its last (no blob node)
+  std::map<int, TanhGeluMatch> tanh_gelus_;  ///< its last node -> the pattern
   std::map<int, ConcatShuffleMatch> shuffle_folds_;  ///< cat node -> its channel shuffle
   std::map<int, std::pair<int, int>> linear_folds_;  ///< linear node -> (x, output) values
   std::vector<BlobValue> values_;

@@ -82,6 +82,21 @@ int layer_norm_2d(GraphBuilder& b, int x, const std::vector<int64_t>& xs, uint32
   return permute(b, layer_norm(b, permute(b, x, xs, {0, 2, 3, 1}), cl, seed), cl, {0, 3, 1, 2});
 }
 
+/// GPT-2's tanh GELU as its exported pieces: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+/// with the sums and the last product in the other order when `swapped`.
+int tanh_gelu_pieces(GraphBuilder& b, int x, const std::vector<int64_t>& s, bool swapped) {
+  const int half = b.op("tern::mul", {x, b.double_value(0.5)}, DType::F32, s);
+  const int cube = b.op("tern::pow", {x, b.double_value(3.0)}, DType::F32, s);
+  const int c = b.op("tern::mul", {cube, b.double_value(0.044715)}, DType::F32, s);
+  const int d = b.op("tern::add", swapped ? std::vector<int>{c, x} : std::vector<int>{x, c},
+                     DType::F32, s);
+  const int e = b.op("tern::mul", {d, b.double_value(0.7978845608028654)}, DType::F32, s);
+  const int t = b.op("tern::tanh", {e}, DType::F32, s);
+  const int g = b.op("tern::add", {t, b.double_value(1.0)}, DType::F32, s);
+  return b.op("tern::mul", swapped ? std::vector<int>{g, half} : std::vector<int>{half, g},
+              DType::F32, s);
+}
+
 std::vector<OpCase> cases() {
   std::vector<OpCase> c;
   OpCase ln2 = {"layer_norm_2d_plain", [](GraphBuilder& b) {
@@ -184,6 +199,69 @@ std::vector<OpCase> cases() {
                                xs));
                },
                1e-10});
+  // GPT-2's MLP: linear -> the tanh GELU written out -> linear. The eight pieces become the
+  // first GEMM's epilogue (activation 3, GELU tanh): two blob nodes, no elementwise passes.
+  for (bool swapped : {false, true}) {
+    OpCase mlp{swapped ? "gpt2_mlp_tanh_gelu_pieces_swapped" : "gpt2_mlp_tanh_gelu_pieces",
+               [swapped](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{32, 64}, hs{32, 128};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int g = tanh_gelu_pieces(b, linear(b, x, xs, 128, 101), hs, swapped);
+                 b.output(linear(b, g, hs, 64, 103));
+               },
+               1e-10};
+    mlp.check_blob = [](const std::vector<uint8_t>& blob) {
+      const std::vector<uint32_t> ops = blob_ops(blob);
+      ASSERT_EQ(ops, std::vector<uint32_t>(2, static_cast<uint32_t>(cpu::NodeOp::PackedFullyConnected)));
+      EXPECT_EQ(blob_node(blob, 0).params[2], 3u) << "GELU tanh in the first GEMM's epilogue";
+      EXPECT_EQ(blob_node(blob, 1).params[2], 0u);
+    };
+    c.push_back(mlp);
+  }
+  // The GEMM's output is also read outside the pattern (a residual): the pieces become tern's
+  // GELU node (tanh form) and the GEMM keeps its output.
+  OpCase shared{"tanh_gelu_pieces_input_read_twice",
+                [](GraphBuilder& b) {
+                  const std::vector<int64_t> xs{32, 64}, hs{32, 128};
+                  const int x = b.input("x", DType::F32, xs);
+                  const int z = linear(b, x, xs, 128, 105);
+                  const int g = tanh_gelu_pieces(b, z, hs, false);
+                  b.output(b.op("tern::add", {z, g}, DType::F32, hs));
+                },
+                1e-10};
+  shared.check_blob = [](const std::vector<uint8_t>& blob) {
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    ASSERT_EQ(ops.size(), 3u);
+    EXPECT_EQ(ops[0], static_cast<uint32_t>(cpu::NodeOp::PackedFullyConnected));
+    EXPECT_EQ(blob_node(blob, 0).params[2], 0u);
+    EXPECT_EQ(ops[1], kGeluOp);
+    EXPECT_EQ(blob_node(blob, 1).params[0], 1u) << "tanh form";
+  };
+  c.push_back(shared);
+  // A constant other than 0.044715 is not the GELU: the pieces stay pieces.
+  OpCase other{"tanh_pieces_of_another_function",
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{32, 64}, hs{32, 128};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int z = linear(b, x, xs, 128, 107);
+                 const int half = b.op("tern::mul", {z, b.double_value(0.5)}, DType::F32, hs);
+                 const int cube = b.op("tern::pow", {z, b.double_value(3.0)}, DType::F32, hs);
+                 const int k = b.op("tern::mul", {cube, b.double_value(0.05)}, DType::F32, hs);
+                 const int d = b.op("tern::add", {z, k}, DType::F32, hs);
+                 const int e =
+                     b.op("tern::mul", {d, b.double_value(0.7978845608028654)}, DType::F32, hs);
+                 const int t = b.op("tern::tanh", {e}, DType::F32, hs);
+                 const int g = b.op("tern::add", {t, b.double_value(1.0)}, DType::F32, hs);
+                 b.output(b.op("tern::mul", {half, g}, DType::F32, hs));
+               },
+               1e-10};
+  other.check_blob = [](const std::vector<uint8_t>& blob) {
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), kGeluOp), 0);
+    EXPECT_EQ(blob_node(blob, 0).params[2], 0u);
+    EXPECT_GT(ops.size(), 5u);
+  };
+  c.push_back(other);
   return c;
 }
 

@@ -1,0 +1,176 @@
+#include "backends/cpu/compile/tanh_gelu_match.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace tern::compiler::cpu_compile {
+namespace {
+
+/// The value of a scalar argument: an int or double value, or a one-element f32 constant.
+bool scalar_of(const Graph& g, int vid, double* out) {
+  if (vid < 0) return false;
+  const Value& v = g.values[static_cast<size_t>(vid)];
+  if (v.kind == Value::Kind::Double) {
+    *out = v.double_value;
+    return true;
+  }
+  if (v.kind == Value::Kind::Int) {
+    *out = static_cast<double>(v.int_value);
+    return true;
+  }
+  if (v.kind == Value::Kind::Tensor && v.is_constant && v.dtype == DType::F32 &&
+      v.data.size() == sizeof(float)) {
+    float f;
+    std::copy(v.data.begin(), v.data.end(), reinterpret_cast<uint8_t*>(&f));
+    *out = f;
+    return true;
+  }
+  return false;
+}
+
+bool near(double a, double b) { return std::fabs(a - b) <= 1e-6 * std::fabs(b); }
+
+class Matcher {
+ public:
+  Matcher(const Graph& g, const DelegateRegion& r) : g_(g) {
+    for (int n : r.nodes) in_region_.insert(n);
+    for (int n : r.nodes) {
+      for (int o : g.nodes[static_cast<size_t>(n)].outputs) producer_[o] = n;
+    }
+    for (const Node& n : g.nodes) {
+      for (int a : n.args) {
+        if (a >= 0) ++uses_[a];
+      }
+    }
+    for (int o : r.outputs) region_outputs_.insert(o);
+    for (const Value& v : g.values) {
+      for (int t : v.tensors) ++uses_[t];  // read through a list
+    }
+  }
+
+  bool match_at(int tanh_node, TanhGeluMatch* m) {
+    const Node& t = node(tanh_node);
+    if (t.op != "tern::tanh" || t.args.size() != 1 || t.outputs.size() != 1) return false;
+    // Backwards from tanh: E = mul(u, sqrt(2/pi)), D = add(x, c), C = mul(p, 0.044715),
+    // P = pow(x, 3).
+    int e_node, u;
+    if (!scaled(t.args[0], std::sqrt(2.0 / M_PI), &e_node, &u)) return false;
+    const int d_node = made_by(u);
+    if (d_node < 0 || !once(u) || !is_plain_add(node(d_node))) return false;
+    const Node& d = node(d_node);
+    int x = -1, c_node = -1, p_node = -1;
+    for (int i = 0; i < 2 && x < 0; ++i) {
+      int cn, pv;
+      if (!scaled(d.args[i], 0.044715, &cn, &pv)) continue;
+      const int pn = made_by(pv);
+      const int other = d.args[1 - i];
+      double e = 0;
+      if (pn < 0 || !once(pv) || node(pn).op != "tern::pow" || node(pn).args.size() != 2 ||
+          node(pn).args[0] != other || !scalar_of(g_, node(pn).args[1], &e) || e != 3.0) {
+        continue;
+      }
+      x = other;
+      c_node = cn;
+      p_node = pn;
+    }
+    if (x < 0 || !f32_tensor(x)) return false;
+    // Forwards from tanh: G = add(tanh, 1), Y = mul(a, g) with a = mul(x, 0.5).
+    const int g_node = only_reader(t.outputs[0]);
+    if (g_node < 0 || !is_plain_add(node(g_node))) return false;
+    double one = 0;
+    const Node& gn = node(g_node);
+    const int one_arg = gn.args[0] == t.outputs[0] ? gn.args[1] : gn.args[0];
+    if (!scalar_of(g_, one_arg, &one) || one != 1.0) return false;
+    const int y_node = only_reader(gn.outputs[0]);
+    if (y_node < 0) return false;
+    const Node& yn = node(y_node);
+    if (yn.op != "tern::mul" || yn.args.size() != 2 || yn.outputs.size() != 1) return false;
+    const int a = yn.args[0] == gn.outputs[0] ? yn.args[1] : yn.args[0];
+    int a_node, ax;
+    if (!scaled(a, 0.5, &a_node, &ax) || ax != x) return false;
+    const int y = yn.outputs[0];
+    if (!f32_tensor(y) || g_.values[static_cast<size_t>(y)].sizes !=
+                              g_.values[static_cast<size_t>(x)].sizes) {
+      return false;
+    }
+    m->x = x;
+    m->y = y;
+    m->nodes = {a_node, p_node, c_node, d_node, e_node, tanh_node, g_node, y_node};
+    std::sort(m->nodes.begin(), m->nodes.end());
+    if (m->nodes.back() != y_node) return false;  // lowered where the last mul runs
+    m->x_reads = 3;
+    for (int n : m->nodes) {
+      if (in_region_.count(n) == 0) return false;
+    }
+    return true;
+  }
+
+ private:
+  const Node& node(int n) const { return g_.nodes[static_cast<size_t>(n)]; }
+  int made_by(int vid) const {
+    auto it = producer_.find(vid);
+    return it == producer_.end() ? -1 : it->second;
+  }
+  /// Read by exactly one node, not through a list, and not leaving the region.
+  bool once(int vid) const {
+    auto it = uses_.find(vid);
+    return it != uses_.end() && it->second == 1 && region_outputs_.count(vid) == 0;
+  }
+  /// The one region node reading `vid` (read once), or -1.
+  int only_reader(int vid) const {
+    if (!once(vid)) return -1;
+    for (int n : in_region_) {
+      for (int a : node(n).args) {
+        if (a == vid) return n;
+      }
+    }
+    return -1;
+  }
+  bool f32_tensor(int vid) const {
+    const Value& v = g_.values[static_cast<size_t>(vid)];
+    return v.kind == Value::Kind::Tensor && v.dtype == DType::F32 && !v.is_constant;
+  }
+  static bool is_plain_add(const Node& n) {
+    if (n.op != "tern::add" || n.outputs.size() != 1) return false;
+    return n.args.size() == 2;
+  }
+  /// `vid` is made by mul(t, s) or mul(s, t) with scalar s near `factor`, read only by the
+  /// pattern's next node: the mul into *mul_node, t into *t.
+  bool scaled(int vid, double factor, int* mul_node, int* t) const {
+    const int n = made_by(vid);
+    if (n < 0 || !once(vid)) return false;
+    const Node& m = node(n);
+    if (m.op != "tern::mul" || m.args.size() != 2 || m.outputs.size() != 1) return false;
+    for (int i = 0; i < 2; ++i) {
+      double s = 0;
+      if (scalar_of(g_, m.args[1 - i], &s) && near(s, factor) && f32_tensor(m.args[i])) {
+        *mul_node = n;
+        *t = m.args[i];
+        return true;
+      }
+    }
+    return false;
+  }
+
+  const Graph& g_;
+  std::set<int> in_region_;
+  std::set<int> region_outputs_;
+  std::map<int, int> producer_;
+  std::map<int, int> uses_;
+};
+
+}  // namespace
+
+std::vector<TanhGeluMatch> match_tanh_gelus(const Graph& g, const DelegateRegion& region) {
+  Matcher matcher(g, region);
+  std::vector<TanhGeluMatch> out;
+  for (int n : region.nodes) {
+    TanhGeluMatch m;
+    if (matcher.match_at(n, &m)) out.push_back(m);
+  }
+  return out;
+}
+
+}  // namespace tern::compiler::cpu_compile
