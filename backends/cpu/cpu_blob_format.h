@@ -1,4 +1,4 @@
-// The cpu delegate blob, version 10: shared by the compile half (writer) and the
+// The cpu delegate blob, version 11: shared by the compile half (writer) and the
 // runtime half (reader). Plain structs only (no STL): the runtime includes this file.
 // The byte layout is documented in backends/cpu/README.md; all fields are little-endian.
 #pragma once
