@@ -30,6 +30,8 @@ bool scalar_of(const Graph& g, int vid, double* out) {
   return false;
 }
 
+constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2 / pi)
+
 bool near(double a, double b) { return std::fabs(a - b) <= 1e-6 * std::fabs(b); }
 
 class Matcher {
@@ -56,7 +58,7 @@ class Matcher {
     // Backwards from tanh: E = mul(u, sqrt(2/pi)), D = add(x, c), C = mul(p, 0.044715),
     // P = pow(x, 3).
     int e_node, u;
-    if (!scaled(t.args[0], std::sqrt(2.0 / M_PI), &e_node, &u)) return false;
+    if (!scaled(t.args[0], kSqrt2OverPi, &e_node, &u)) return false;
     const int d_node = made_by(u);
     if (d_node < 0 || !once(u) || !is_plain_add(node(d_node))) return false;
     const Node& d = node(d_node);
