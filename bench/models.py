@@ -3,6 +3,8 @@
 Every model has random weights from a fixed seed; convolutional nets get batch-norm statistics
 calibrated on random batches so that outputs are not ~0.
 """
+import os
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -69,19 +71,14 @@ def _encoder():
     return nn.TransformerEncoderLayer(d_model=512, nhead=8, batch_first=True).eval()
 
 
-class _HFOutputs(nn.Module):
-    """Calls a `transformers` model with its inputs by name; returns its tensors as a tuple."""
-
-    def __init__(self, model, input_names, output_names):
-        super().__init__()
-        self.model = model
-        self.input_names = input_names
-        self.output_names = output_names
-
-    def forward(self, *args):
-        out = self.model(**dict(zip(self.input_names, args)), return_dict=True)
-        outs = tuple(getattr(out, k) for k in self.output_names)
-        return outs[0] if len(outs) == 1 else outs
+def _hf_outputs(model, input_names, output_names):
+    """The model zoo's wrapper (tests/models/model_zoo.py): called with the inputs in order,
+    returns the named outputs as a tuple."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                    "models"))
+    import model_zoo
+    return model_zoo.HFOutputs(model, input_names, output_names)
 
 
 def _transformers():
@@ -98,7 +95,7 @@ def _bert_base():
     and token types."""
     tf = _transformers()
     model = tf.BertModel(tf.BertConfig(attn_implementation="eager"))
-    return _HFOutputs(model.eval(), ["input_ids", "attention_mask", "token_type_ids"],
+    return _hf_outputs(model.eval(), ["input_ids", "attention_mask", "token_type_ids"],
                       ["last_hidden_state", "pooler_output"]).eval()
 
 
@@ -116,7 +113,7 @@ def _gpt2():
     config, random weights, eager attention, no KV cache: logits for a whole sequence."""
     tf = _transformers()
     model = tf.GPT2LMHeadModel(tf.GPT2Config(use_cache=False, attn_implementation="eager"))
-    return _HFOutputs(model.eval(), ["input_ids"], ["logits"]).eval()
+    return _hf_outputs(model.eval(), ["input_ids"], ["logits"]).eval()
 
 
 # name -> (factory, input shape or a function returning the inputs, description)
