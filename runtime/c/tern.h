@@ -191,6 +191,16 @@ TERN_C_EXPORT tern_status tern_program_load_buffer(const void* data, size_t size
  * program is destroyed when its last method is freed. NULL is ignored. */
 TERN_C_EXPORT void tern_program_free(tern_program* program);
 
+/** Bytes of the program's shared state (state its methods share, such as the KV cache of a
+ * prefill and a decode method): the program allocates and initialises it at load and gives it
+ * to every method loaded from it. *out is 0 when the program has none. */
+TERN_C_EXPORT tern_status tern_program_shared_state_bytes(const tern_program* program,
+                                                          size_t* out);
+
+/** Re-initialises the program's shared state (zeros or its initial values), e.g. to start a
+ * new conversation; every method loaded from the program sees it. */
+TERN_C_EXPORT tern_status tern_program_reset_shared_state(tern_program* program);
+
 /** Number of methods. */
 TERN_C_EXPORT tern_status tern_program_num_methods(const tern_program* program, size_t* out);
 
@@ -302,7 +312,9 @@ TERN_C_EXPORT tern_status tern_method_output_double(const tern_method* method, s
 TERN_C_EXPORT tern_status tern_method_output_bool(const tern_method* method, size_t index,
                                                   int* out);
 
-/** Re-initialises the method's state tensors (KV caches): zeros or their initial values. */
+/** Re-initialises the method's own state tensors: zeros or their initial values. State the
+ * program's methods share (a KV cache of a prefill and a decode method) is the program's:
+ * tern_program_reset_shared_state resets it. */
 TERN_C_EXPORT tern_status tern_method_reset_state(tern_method* method);
 
 /** Number of delegate calls (subgraphs handed to a backend) of the method. */

@@ -11,7 +11,10 @@ namespace tern {
 
 /// Format version written by this build and the newest major version it reads.
 constexpr uint16_t kFormatVersionMajor = 1;
-constexpr uint16_t kFormatVersionMinor = 1;  ///< 1.1: bounded-dynamic shapes
+constexpr uint16_t kFormatVersionMinor = 2;  ///< 1.1: bounded-dynamic shapes; 1.2: shared state
+/// The oldest minor version that has each feature (a file says the newest it uses).
+constexpr uint16_t kFormatMinorDynamicShapes = 1;
+constexpr uint16_t kFormatMinorSharedState = 2;
 constexpr size_t kFileHeaderSize = 64;
 /// The first 8 bytes of a tern program.
 constexpr char kFileMagic[8] = {'T', 'E', 'R', 'N', 'P', 'T', 'E', '\0'};

@@ -45,6 +45,7 @@ enum Id : uint8_t {
   kStateTensor,
   kDimSymbol,
   kSymbolicInt,
+  kSharedState,
   kNumTables,
   kValueUnion = 0,
   kInstructionKindUnion = 1,
@@ -66,6 +67,7 @@ constexpr Field kFields[] = {
     {fb::Program::VT_METADATA, kTables, kKeyValue},
     {fb::Program::VT_METHODS, kTables, kMethod},
     {fb::Program::VT_SEGMENTS, kTables, kSegment},
+    {fb::Program::VT_SHARED_STATE, kTables, kSharedState},
     // Method
     {fb::Method::VT_NAME, kString, 0},
     {fb::Method::VT_VALUES, kTables, kEValue},
@@ -157,37 +159,43 @@ constexpr Field kFields[] = {
     {fb::SymbolicInt::VT_VALUE, kScalar, 4},
     {fb::SymbolicInt::VT_ITEM, kScalar, 4},
     {fb::SymbolicInt::VT_SYMBOL, kScalar, 4},
+    // SharedState
+    {fb::SharedState::VT_NAME, kString, 0},
+    {fb::SharedState::VT_DTYPE, kScalar, 1},
+    {fb::SharedState::VT_SIZES, kVector, 8},
+    {fb::SharedState::VT_INIT_SEGMENT, kScalar, 4},
 };
 
 /// Index of each table's first field in kFields (kNumTables + 1 entries).
 constexpr uint8_t kFirstField[kNumTables + 1] = {
-    0,   // Program: 6 fields
-    6,   // Method: 13
-    19,  // Segment: 4
-    23,  // KeyValue: 2
-    25,  // EValue: 2
-    27,  // Tensor: 10
-    37,  // QuantParams: 12
-    49,  // Int
-    50,  // Double
-    51,  // Bool
-    52,  // IntList
-    53,  // DoubleList
-    54,  // String
-    55,  // None: no field
-    55,  // TensorList
-    56,  // Instruction: 3
-    59,  // KernelCall: 2
-    61,  // DelegateCall: 4
-    65,  // Delegate: 3
-    68,  // CompileSpec: 2
-    70,  // Arena: 3
-    73,  // StateTensor: 2
-    75,  // DimSymbol: 3
-    78,  // SymbolicInt: 3
-    81,
+    0,   // Program: 7 fields
+    7,   // Method: 13
+    20,  // Segment: 4
+    24,  // KeyValue: 2
+    26,  // EValue: 2
+    28,  // Tensor: 10
+    38,  // QuantParams: 12
+    50,  // Int
+    51,  // Double
+    52,  // Bool
+    53,  // IntList
+    54,  // DoubleList
+    55,  // String
+    56,  // None: no field
+    56,  // TensorList
+    57,  // Instruction: 3
+    60,  // KernelCall: 2
+    62,  // DelegateCall: 4
+    66,  // Delegate: 3
+    69,  // CompileSpec: 2
+    71,  // Arena: 3
+    74,  // StateTensor: 2
+    76,  // DimSymbol: 3
+    79,  // SymbolicInt: 3
+    82,  // SharedState: 4
+    86,
 };
-static_assert(sizeof(kFields) / sizeof(kFields[0]) == 81, "kFirstField must cover kFields");
+static_assert(sizeof(kFields) / sizeof(kFields[0]) == 86, "kFirstField must cover kFields");
 
 /// The member tables of each union, by type value 1, 2, ... (0 is NONE).
 constexpr uint8_t kValueMembers[] = {kTensor,     kInt,     kDouble, kBool,      kIntList,

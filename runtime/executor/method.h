@@ -55,7 +55,8 @@ class Method {
   /// Output `index` as a value (for scalar outputs).
   Result<const EValue*> output_value(size_t index) const;
 
-  /// Re-initializes every state tensor (zero or its initial segment).
+  /// Re-initializes the method's own state tensors (zero or their initial segment); shared
+  /// state (format 1.2) is the program's: Program::init_shared_state() resets it.
   Error reset_state();
 
   size_t num_delegate_calls() const { return num_delegate_calls_; }

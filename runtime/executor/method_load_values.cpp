@@ -4,6 +4,7 @@
 
 #include "runtime/core/log.h"
 #include "runtime/executor/method_load_context.h"
+#include "runtime/executor/shared_state.h"
 
 namespace tern {
 namespace internal {
@@ -137,6 +138,13 @@ Error load_tensor(LoadContext& c, uint32_t index, const fb::Tensor* t, TensorVie
           static_cast<unsigned long long>(t->offset()), static_cast<unsigned long long>(nbytes),
           arena, static_cast<unsigned long long>(arena_size));
       auto address = c.memory->planned_memory->get_offset_address(arena, t->offset(), nbytes);
+      if (!address.ok()) return address.error();
+      tv->data = address.get();
+      break;
+    }
+    case fb::StorageKind::SharedState: {
+      auto address = bind_shared_state(c.program->flatbuffer(), c.memory->shared_state, c.name,
+                                       index, t->location());
       if (!address.ok()) return address.error();
       tv->data = address.get();
       break;
@@ -423,6 +431,8 @@ Error init_state(const Program* program, const fb::Method* method, const EValue*
                                       i, v);
     const fb::Tensor* ft = method->values()->Get(v)->value_as_Tensor();
     TensorView& t = *values[v].payload.tensor;
+    // Shared state is the program's: Program::init_shared_state() sets it, not a method.
+    if (ft->storage() == fb::StorageKind::SharedState) continue;
     TERN_CHECK_METHOD_OR_RETURN_ERROR(ft->storage() == fb::StorageKind::Arena, InvalidProgram, name,
                                       ": state %u (value %u, '%s') is not planned in an arena", i,
                                       v, or_empty(t.name));

@@ -61,6 +61,18 @@ class Program {
                              const MethodLoadOptions& options) const;
   Result<Method> load_method(const char* name, MemoryManager* memory) const;
 
+  /// Bytes of the buffer that holds the program's shared state (format 1.2: state tensors
+  /// that several methods read and write, such as the KV cache of a prefill and a decode
+  /// method; docs/format.md "Shared state"); 0 when it has none. The buffer must be 64-byte
+  /// aligned and is given to every method through MemoryManager::shared_state.
+  size_t shared_state_bytes() const;
+  /// Writes every shared state tensor's initial value (its init segment, or zeros) into
+  /// `buffer` (at least shared_state_bytes() bytes, 64-byte aligned). Call it before the first
+  /// execute, and again to start over (a new conversation): every method loaded with the
+  /// buffer sees it. Method::reset_state() leaves shared state alone. InvalidArgument names
+  /// the size or alignment expected and given.
+  Error init_shared_state(Span<uint8_t> buffer) const;
+
   size_t num_segments() const;
   /// The bytes of segment `index` (points into the loaded segment area).
   Result<Span<const uint8_t>> segment_data(uint32_t index) const;

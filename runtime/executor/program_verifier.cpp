@@ -9,6 +9,7 @@
 #include "runtime/core/dtype.h"
 #include "runtime/core/tensor_view.h"
 #include "runtime/executor/flatbuffer_verifier.h"
+#include "runtime/executor/shared_state.h"
 #include "schema/program_generated.h"
 
 namespace tern {
@@ -185,8 +186,12 @@ Error MethodChecker::check() {
     const uint32_t v = inputs->Get(i);
     const fb::Tensor* t = method_->values()->Get(v)->value_as_Tensor();
     TERN_CHECK_METHOD_OR_RETURN_ERROR(
-        t == nullptr || t->storage() != fb::StorageKind::Constant, InvalidProgram, name_,
-        " input %u: value %u is a constant tensor; inputs need arena or caller storage", i, v);
+        t == nullptr || (t->storage() != fb::StorageKind::Constant &&
+                         t->storage() != fb::StorageKind::SharedState),
+        InvalidProgram, name_,
+        " input %u: value %u is a constant or shared state tensor; inputs need arena or caller "
+        "storage",
+        i, v);
   }
   for (uint32_t i = 0; i < num_operators_; ++i) {
     const flatbuffers::String* op = method_->operators()->Get(i);
@@ -214,6 +219,10 @@ Error MethodChecker::check() {
                              num_values_);
   for (uint32_t v = 0; v < num_values_; ++v) {
     is_state.get()[v] = (flags_.get()[v] & kFlagState) != 0 ? 1 : 0;
+    const fb::Tensor* t = method_->values()->Get(v)->value_as_Tensor();
+    TERN_CHECK_METHOD_OR_RETURN_ERROR(
+        is_state.get()[v] != 0 || t == nullptr || t->storage() != fb::StorageKind::SharedState,
+        InvalidProgram, name_, " value %u: shared state storage, but not listed as state", v);
   }
   return verify_dynamic_shapes(method_, name_, is_state.get());
 }
@@ -375,6 +384,9 @@ Error MethodChecker::check_tensor(uint32_t index, const fb::Tensor* tensor) {
                                         static_cast<ull>(element_align), to_string(dtype));
       break;
     }
+    case fb::StorageKind::SharedState:
+      TERN_RETURN_IF_ERROR(check_shared_state_view(program_, name_, index, tensor));
+      break;
     default:
       TERN_RETURN_METHOD_ERROR(InvalidProgram, name_, " value %u: unknown storage kind %u", index,
                                static_cast<unsigned>(tensor->storage()));
@@ -580,9 +592,10 @@ Error MethodChecker::check_state(uint32_t index, const fb::StateTensor* state) {
                                     " state %u: value %u out of range (%u values)", index, v,
                                     num_values_);
   const fb::Tensor* t = method_->values()->Get(v)->value_as_Tensor();
-  TERN_CHECK_METHOD_OR_RETURN_ERROR(t != nullptr && t->storage() == fb::StorageKind::Arena,
-                                    InvalidProgram, name_,
-                                    " state %u: value %u must be a tensor in an arena", index, v);
+  const bool shared = t != nullptr && t->storage() == fb::StorageKind::SharedState;
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(
+      t != nullptr && (t->storage() == fb::StorageKind::Arena || shared), InvalidProgram, name_,
+      " state %u: value %u must be a tensor in an arena or shared state", index, v);
   TERN_CHECK_METHOD_OR_RETURN_ERROR((flags_.get()[v] & kFlagState) == 0, InvalidProgram, name_,
                                     " state %u: value %u is listed as state twice", index, v);
   flags_.get()[v] |= kFlagState;
@@ -590,6 +603,10 @@ Error MethodChecker::check_state(uint32_t index, const fb::StateTensor* state) {
   if (init == -1) {
     return Error::Ok;
   }
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(!shared, InvalidProgram, name_,
+                                    " state %u: value %u is shared state, whose initial value "
+                                    "is the program's (init segment %d given)",
+                                    index, v, init);
   TERN_CHECK_METHOD_OR_RETURN_ERROR(
       init >= 0 && static_cast<uint32_t>(init) < num_segments_, InvalidProgram, name_,
       " state %u: init segment %d out of range (%u segments)", index, init, num_segments_);
@@ -730,6 +747,7 @@ Error verify_program(const fb::Program* program, const FileHeader& header) {
                              header_version);
   TERN_RETURN_IF_ERROR(verify_segments(program, header));
   TERN_RETURN_IF_ERROR(verify_method_names(program));
+  TERN_RETURN_IF_ERROR(verify_shared_state(program, count_of(program->segments())));
   const auto* metadata = program->metadata();
   for (uint32_t i = 0; i < count_of(metadata); ++i) {
     const fb::KeyValue* kv = metadata->Get(i);

@@ -32,6 +32,11 @@ class Module {
   /// The loaded program (null before a successful load()).
   const Program* program() const;
 
+  /// Re-initialises the program's shared state (format 1.2: state every method of the program
+  /// shares, such as a KV cache; load() initialises it once): zeros or its initial values.
+  /// InvalidState before a successful load().
+  Error reset_shared_state();
+
   /// Loads method `name` on first use with buffers sized from its MethodMeta, and returns
   /// it; later calls return the same Method. Valid while the Module lives.
   Result<Method*> method(const char* name);

@@ -294,6 +294,9 @@ void print_method(const fb::Program* p, const fb::Method* m, std::set<std::pair<
     const fb::Tensor* t = value_tensor(m, s->value());
     std::string init = s->init_segment() < 0 ? "zero-initialized"
                                              : "initial value in segment " + std::to_string(s->init_segment());
+    if (t != nullptr && t->storage() == fb::StorageKind::SharedState) {
+      init = "shared state " + std::to_string(t->location()) + " (the program's)";
+    }
     std::printf("    %s: %s, %" PRIu64 " bytes, %s\n", t ? str(t->name()).c_str() : "?",
                 tensor_string(t).c_str(), t ? tensor_nbytes(t) : 0, init.c_str());
   }
@@ -337,6 +340,24 @@ int cmd_inspect(const std::string& model) {
     }
   }
   std::printf("  segments: %zu (%" PRIu64 " bytes)\n", program.num_segments(), segment_bytes);
+  // Format 1.2: state the methods share, in the caller's shared state buffer.
+  const size_t num_shared = p->shared_state() ? p->shared_state()->size() : 0;
+  if (num_shared > 0) {
+    std::printf("  shared state: %zu tensors, a %zu-byte buffer (Program::shared_state_bytes())\n",
+                num_shared, program.shared_state_bytes());
+    for (size_t i = 0; i < num_shared; ++i) {
+      const fb::SharedState* s = p->shared_state()->Get(static_cast<flatbuffers::uoffset_t>(i));
+      std::vector<int64_t> sizes;
+      if (s->sizes()) sizes.assign(s->sizes()->begin(), s->sizes()->end());
+      const auto raw = static_cast<uint8_t>(s->dtype());
+      std::printf("    %zu %s: %s %s, %s\n", i, str(s->name()).c_str(),
+                  is_valid_dtype(raw) ? to_string(static_cast<DType>(raw)) : "invalid",
+                  shape_string(Span<const int64_t>(sizes.data(), sizes.size())).c_str(),
+                  s->init_segment() < 0
+                      ? "zero-initialized"
+                      : ("initial value in segment " + std::to_string(s->init_segment())).c_str());
+    }
+  }
   std::printf("  methods: %zu\n", program.num_methods());
 
   std::set<std::pair<uint32_t, uint64_t>> seen_constants;

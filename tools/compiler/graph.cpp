@@ -94,6 +94,9 @@ class Validator {
           }
         }
       }
+      if (!v.shared_state.empty() && !(v.is_tensor() && v.is_state)) {
+        fail(where + ": only a state tensor can be shared state ('" + v.shared_state + "')");
+      }
       if (!v.is_tensor()) {
         if (v.is_constant || v.is_state || v.caller_bound) {
           fail(where + ": a " + std::string(kind_name(v.kind)) +

@@ -47,6 +47,10 @@ struct Value {
   /// State tensors persist across executions; `data` (if non-empty) is the initial value,
   /// otherwise they start zeroed.
   bool is_state = false;
+  /// State shared by the program's methods (format 1.2, docs/format.md "Shared state"): the
+  /// program-level name under which every method's state tensor of that name is the same bytes
+  /// (the caller's shared state buffer, not the method's arena); empty for a method's own state.
+  std::string shared_state;
   /// Inputs bound by the caller without a copy (storage Caller) instead of planned memory.
   bool caller_bound = false;
   QuantSpec quant;

@@ -78,6 +78,13 @@ int GraphBuilder::state(const std::string& name, DType dtype, std::vector<int64_
   return add_value(std::move(v));
 }
 
+int GraphBuilder::shared_state(const std::string& shared_name, DType dtype,
+                               std::vector<int64_t> sizes, std::vector<uint8_t> init) {
+  const int id = state(shared_name, dtype, std::move(sizes), std::move(init));
+  graph_.values[static_cast<size_t>(id)].shared_state = shared_name;
+  return id;
+}
+
 int GraphBuilder::tensor(const std::string& name, DType dtype, std::vector<int64_t> sizes) {
   return add_value(tensor_value(name, dtype, std::move(sizes)));
 }

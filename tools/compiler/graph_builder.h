@@ -25,6 +25,10 @@ class GraphBuilder {
   /// A state tensor, persistent across executions; zero-initialized when `init` is empty.
   int state(const std::string& name, DType dtype, std::vector<int64_t> sizes,
             std::vector<uint8_t> init = {});
+  /// A state tensor the program's methods share under `shared_name` (format 1.2): every method
+  /// declaring it with the same dtype, sizes and initial value sees the same bytes.
+  int shared_state(const std::string& shared_name, DType dtype, std::vector<int64_t> sizes,
+                   std::vector<uint8_t> init = {});
   /// A tensor value with no producer yet (for op_into).
   int tensor(const std::string& name, DType dtype, std::vector<int64_t> sizes);
 

@@ -324,7 +324,7 @@ class Reader {
     if (type == "tensor") {
       check_keys(j, path,
                  {"type", "name", "dtype", "shape", "weight", "state", "init", "caller_bound",
-                  "quant", "dim_symbols"});
+                  "quant", "dim_symbols", "shared"});
       v.kind = Value::Kind::Tensor;
       v.dtype = parse_dtype(require(j, "dtype", path), path + ".dtype");
       const json& shape = require(j, "shape", path);
@@ -358,6 +358,11 @@ class Reader {
         if (!v.is_state) fail(path + ".init", "\"init\" is only allowed with \"state\": true");
         v.data =
             weight_bytes(get_string(j["init"], path + ".init"), v.dtype, v.sizes, path + ".init");
+      }
+      if (j.contains("shared")) {
+        if (!v.is_state) fail(path + ".shared", "\"shared\" is only allowed with \"state\": true");
+        v.shared_state = get_string(j["shared"], path + ".shared");
+        if (v.shared_state.empty()) fail(path + ".shared", "the shared state's name is empty");
       }
       if (j.contains("quant")) v.quant = parse_quant(j["quant"], path + ".quant");
       if (j.contains("dim_symbols")) {

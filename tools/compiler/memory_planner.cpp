@@ -229,7 +229,9 @@ MemoryPlan plan_memory(const Graph& graph, const PlannerOptions& options) {
   std::vector<bool> planned(n, false);
   for (size_t i = 0; i < n; ++i) {
     const Value& v = graph.values[i];
-    planned[i] = v.is_tensor() && !v.is_constant && !v.caller_bound && plan.alias_of[i] < 0;
+    // Shared state lives in the caller's shared state buffer (format 1.2), not the arena.
+    planned[i] = v.is_tensor() && !v.is_constant && !v.caller_bound && v.shared_state.empty() &&
+                 plan.alias_of[i] < 0;
   }
 
   // Liveness, accumulated on each value's root.

@@ -264,6 +264,17 @@ std::vector<uint8_t> write_pte(const pte::File& file) {
     const auto key = optional_string(fbb, kv.key);
     metadata.push_back(fb::CreateKeyValue(fbb, key, value));
   }
+  Offset<flatbuffers::Vector<Offset<fb::SharedState>>> shared_vector;
+  if (!file.shared_state.empty()) {
+    std::vector<Offset<fb::SharedState>> shared;
+    for (const pte::SharedState& s : file.shared_state) {
+      const auto sizes = fbb.CreateVector(s.sizes);
+      const auto name = optional_string(fbb, s.name);
+      shared.push_back(fb::CreateSharedState(fbb, name, static_cast<fb::DType>(s.dtype), sizes,
+                                             s.init_segment));
+    }
+    shared_vector = fbb.CreateVector(shared);
+  }
   const auto segment_vector = fbb.CreateVector(segments);
   const auto method_vector = fbb.CreateVector(methods);
   const auto metadata_vector = fbb.CreateVector(metadata);
@@ -272,7 +283,7 @@ std::vector<uint8_t> write_pte(const pte::File& file) {
   const uint32_t version =
       file.version ? *file.version : uint32_t{file.major} * 1000u + uint32_t{file.minor};
   const auto root = fb::CreateProgram(fbb, version, producer, source_model, metadata_vector,
-                                      method_vector, segment_vector);
+                                      method_vector, segment_vector, shared_vector);
   fb::FinishProgramBuffer(fbb, root);
 
   // The segment area starts at the first multiple of area_alignment after the FlatBuffer.
@@ -403,11 +414,85 @@ class SegmentList {
   std::map<std::pair<size_t, uint64_t>, std::vector<uint32_t>> constants_;
 };
 
+/// The program's shared state (format 1.2): one entry per name, in the order the methods first
+/// name it, checked to agree in every method that declares it.
+class SharedStateList {
+ public:
+  /// Collects every shared state tensor of `program`; throws std::invalid_argument naming both
+  /// methods when two declarations of a name disagree (dtype, sizes or initial value).
+  explicit SharedStateList(const ProgramGraph& program) {
+    for (const Graph& g : program.methods) {
+      for (size_t i = 0; i < g.values.size(); ++i) {
+        const Value& v = g.values[i];
+        if (!v.is_tensor() || !v.is_state || v.shared_state.empty()) continue;
+        const auto found = index_.find(v.shared_state);
+        if (found == index_.end()) {
+          index_.emplace(v.shared_state, static_cast<uint32_t>(first_.size()));
+          first_.push_back(Declaration{&g, static_cast<int>(i)});
+          continue;
+        }
+        const Declaration& d = first_[found->second];
+        const Value& w = d.graph->values[static_cast<size_t>(d.value)];
+        const bool same_layout = w.dtype == v.dtype && w.sizes == v.sizes;
+        if (!same_layout || w.data != v.data) {
+          throw std::invalid_argument(
+              "serialize: methods disagree about shared state '" + v.shared_state + "': method '" +
+              d.graph->name + "' value " + std::to_string(d.value) + " is " + describe(w) +
+              ", method '" + g.name + "' value " + std::to_string(i) + " is " + describe(v) +
+              (same_layout ? " (the same layout, different initial values)" : ""));
+        }
+      }
+    }
+  }
+  bool empty() const { return first_.empty(); }
+  /// The Program.shared_state index of `name`.
+  uint32_t index(const std::string& name) const { return index_.at(name); }
+  /// The entries, initial values added to `segments`.
+  std::vector<pte::SharedState> lower(SegmentList& segments) const {
+    std::vector<pte::SharedState> out;
+    for (const Declaration& d : first_) {
+      const Value& v = d.graph->values[static_cast<size_t>(d.value)];
+      pte::SharedState s;
+      s.name = v.shared_state;
+      s.dtype = static_cast<uint8_t>(v.dtype);
+      s.sizes = v.sizes;
+      if (!v.data.empty()) {
+        const uint64_t nbytes = tensor_nbytes(*d.graph, d.value);
+        if (v.data.size() != nbytes) {
+          fail(*d.graph, "shared state '" + v.shared_state + "' initial value has " +
+                             std::to_string(v.data.size()) + " bytes, needs " +
+                             std::to_string(nbytes));
+        }
+        s.init_segment = static_cast<int32_t>(segments.add(v.data));
+      }
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+
+ private:
+  struct Declaration {
+    const Graph* graph;
+    int value;
+  };
+  static std::string describe(const Value& v) {
+    std::string s = std::string(to_string(v.dtype)) + " [";
+    for (size_t d = 0; d < v.sizes.size(); ++d) {
+      s += (d ? ", " : "") + std::to_string(v.sizes[d]);
+    }
+    return s + "]" + (v.data.empty() ? " zero-initialised" : " with an initial value");
+  }
+
+  std::map<std::string, uint32_t> index_;
+  std::vector<Declaration> first_;
+};
+
 /// Checks one method and describes it, adding its segments' bytes to `segments`.
 class MethodLowering {
  public:
-  MethodLowering(const Graph& graph, const MemoryPlan& plan, SegmentList& segments)
-      : graph_(graph), plan_(plan), segments_(segments) {}
+  MethodLowering(const Graph& graph, const MemoryPlan& plan, SegmentList& segments,
+                 const SharedStateList& shared)
+      : graph_(graph), plan_(plan), segments_(segments), shared_(shared) {}
 
   pte::Method lower();
 
@@ -428,6 +513,7 @@ class MethodLowering {
   const Graph& graph_;
   const MemoryPlan& plan_;
   SegmentList& segments_;
+  const SharedStateList& shared_;
   std::vector<int64_t> constant_segment_;  // per value: segment of a constant root, or -1
   std::vector<bool> is_input_;
   std::vector<std::string> operators_;
@@ -487,6 +573,10 @@ pte::Tensor MethodLowering::lower_tensor(int id) {
                        ", which has " + std::to_string(root_value.data.size()));
     }
     t.offset = alias_offset;
+  } else if (v.is_state && !v.shared_state.empty()) {
+    t.storage = static_cast<uint8_t>(fb::StorageKind::SharedState);
+    t.location = shared_.index(v.shared_state);
+    t.offset = 0;
   } else if (v.caller_bound) {
     if (!is_input_[static_cast<size_t>(id)]) {
       fail(graph_, where + " is caller-bound but not a method input");
@@ -683,7 +773,7 @@ pte::Method MethodLowering::lower() {
                        "') cannot be constant or caller-bound");
     }
     int32_t init = -1;
-    if (!v.data.empty()) {
+    if (!v.data.empty() && v.shared_state.empty()) {  // shared: the program's entry has it
       const uint64_t nbytes = tensor_nbytes(graph_, static_cast<int>(i));
       if (v.data.size() != nbytes) {
         fail(graph_, "state value " + std::to_string(i) + " ('" + v.name + "') initial value has " +
@@ -777,19 +867,24 @@ std::vector<uint8_t> serialize_program(const ProgramGraph& program,
   }
 
   pte::File file;
-  // Format 1.1 added dynamic shapes; a static program stays a 1.0 file any 1.x runtime reads.
+  // A file says the newest minor version whose features it uses (1.1: dynamic shapes, 1.2:
+  // shared state), so that a program without them stays a 1.0 file any 1.x runtime reads.
+  const SharedStateList shared(program);
   file.minor = 0;
   for (const Graph& g : program.methods) {
-    if (!g.symbols.empty()) file.minor = kFormatVersionMinor;
+    if (!g.symbols.empty()) file.minor = kFormatMinorDynamicShapes;
   }
+  if (!shared.empty()) file.minor = kFormatMinorSharedState;
   file.producer = program.producer;
   file.source_model = program.source_model;
   for (const auto& kv : program.metadata)
     file.metadata.push_back(pte::KeyValue{kv.first, kv.second});
   SegmentList segment_list;
   for (size_t i = 0; i < program.methods.size(); ++i) {
-    file.methods.push_back(MethodLowering(program.methods[i], plans[i], segment_list).lower());
+    file.methods.push_back(
+        MethodLowering(program.methods[i], plans[i], segment_list, shared).lower());
   }
+  file.shared_state = shared.lower(segment_list);
 
   // Segment layout: each at the next multiple of the alignment; write_pte checksums them.
   for (const SegmentList::Entry& entry : segment_list.entries()) {

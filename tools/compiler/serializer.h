@@ -135,6 +135,14 @@ struct SymbolicInt {
   uint32_t symbol = 0;
 };
 
+/// tern.fb.SharedState (format 1.2).
+struct SharedState {
+  std::optional<std::string> name;
+  uint8_t dtype = 0;  ///< fb::DType (F32)
+  std::vector<int64_t> sizes;
+  int32_t init_segment = -1;
+};
+
 struct Method {
   std::optional<std::string> name;
   std::vector<Value> values;
@@ -181,6 +189,7 @@ struct File {
   std::vector<KeyValue> metadata;
   std::vector<Method> methods;
   std::vector<Segment> segments;
+  std::vector<SharedState> shared_state;  ///< empty: not written (format 1.2)
   /// The segment area: `area_size` bytes, zero but where area_contents places bytes (later
   /// pieces over earlier ones, cut at area_size), at the first multiple of `area_alignment`
   /// (0 counts as 1) after the FlatBuffer.
