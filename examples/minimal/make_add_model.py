@@ -7,8 +7,11 @@ With x = ones (what minimal_runner feeds): y = [2, 3, 4, 5].
 
 With --dynamic: forward(x: f32[n], n in [1, 4]) -> y = x + x, a program with a bounded dynamic
 dim (graph.json version 2), which a core built with TERN_DYNAMIC_SHAPES=OFF must refuse.
+With --shared: forward(x: f32[4]) -> acc += x, acc a state shared by the program's methods
+(format 1.2), which a core built with TERN_SHARED_STATE=OFF must refuse.
 
-usage: make_add_model.py [--dynamic] OUT_DIR   (then: tern compile OUT_DIR/graph.json -o add.pte)
+usage: make_add_model.py [--dynamic | --shared] OUT_DIR
+       (then: tern compile OUT_DIR/graph.json -o add.pte)
 """
 import json
 import os
@@ -35,11 +38,26 @@ def dynamic_graph():
     }
 
 
-def main(out_dir, dynamic=False):
+def shared_graph():
+    return {
+        "format": "tern-graph", "version": 1, "producer": "examples/minimal/make_add_model.py",
+        "source_model": "add_shared",
+        "methods": [{
+            "name": "forward",
+            "values": [{"type": "tensor", "name": "x", "dtype": "f32", "shape": [4]},
+                       {"type": "tensor", "name": "acc", "dtype": "f32", "shape": [4],
+                        "state": True, "shared": "acc"}],
+            "inputs": ["x"], "outputs": ["acc"],
+            "nodes": [{"op": "tern::add", "args": ["acc", "x"], "outputs": ["acc"], "name": "add"}],
+        }],
+    }
+
+
+def main(out_dir, variant=None):
     os.makedirs(out_dir, exist_ok=True)
-    if dynamic:
+    if variant is not None:
         with open(os.path.join(out_dir, "graph.json"), "w") as f:
-            json.dump(dynamic_graph(), f, indent=1)
+            json.dump(dynamic_graph() if variant == "--dynamic" else shared_graph(), f, indent=1)
         return
     data = struct.pack("<4f", *C)
     header = json.dumps({"c": {"dtype": "F32", "shape": [4], "data_offsets": [0, len(data)]}})
@@ -68,9 +86,9 @@ def main(out_dir, dynamic=False):
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    dynamic = args[:1] == ["--dynamic"]
-    if dynamic:
+    variant = args[0] if args[:1] in (["--dynamic"], ["--shared"]) else None
+    if variant is not None:
         args = args[1:]
     if len(args) != 1:
         sys.exit(__doc__)
-    main(args[0], dynamic)
+    main(args[0], variant)

@@ -186,12 +186,8 @@ Error MethodChecker::check() {
     const uint32_t v = inputs->Get(i);
     const fb::Tensor* t = method_->values()->Get(v)->value_as_Tensor();
     TERN_CHECK_METHOD_OR_RETURN_ERROR(
-        t == nullptr || (t->storage() != fb::StorageKind::Constant &&
-                         t->storage() != fb::StorageKind::SharedState),
-        InvalidProgram, name_,
-        " input %u: value %u is a constant or shared state tensor; inputs need arena or caller "
-        "storage",
-        i, v);
+        t == nullptr || t->storage() != fb::StorageKind::Constant, InvalidProgram, name_,
+        " input %u: value %u is a constant tensor; inputs need arena or caller storage", i, v);
   }
   for (uint32_t i = 0; i < num_operators_; ++i) {
     const flatbuffers::String* op = method_->operators()->Get(i);
@@ -219,11 +215,8 @@ Error MethodChecker::check() {
                              num_values_);
   for (uint32_t v = 0; v < num_values_; ++v) {
     is_state.get()[v] = (flags_.get()[v] & kFlagState) != 0 ? 1 : 0;
-    const fb::Tensor* t = method_->values()->Get(v)->value_as_Tensor();
-    TERN_CHECK_METHOD_OR_RETURN_ERROR(
-        is_state.get()[v] != 0 || t == nullptr || t->storage() != fb::StorageKind::SharedState,
-        InvalidProgram, name_, " value %u: shared state storage, but not listed as state", v);
   }
+  TERN_RETURN_IF_ERROR(check_shared_state_listed(method_, name_, is_state.get()));
   return verify_dynamic_shapes(method_, name_, is_state.get());
 }
 
@@ -385,7 +378,8 @@ Error MethodChecker::check_tensor(uint32_t index, const fb::Tensor* tensor) {
       break;
     }
     case fb::StorageKind::SharedState:
-      TERN_RETURN_IF_ERROR(check_shared_state_view(program_, name_, index, tensor));
+      TERN_RETURN_IF_ERROR(check_shared_state_view(program_, name_, index, tensor,
+                                                   (flags_.get()[index] & kFlagInput) != 0));
       break;
     default:
       TERN_RETURN_METHOD_ERROR(InvalidProgram, name_, " value %u: unknown storage kind %u", index,
@@ -595,18 +589,15 @@ Error MethodChecker::check_state(uint32_t index, const fb::StateTensor* state) {
   const bool shared = t != nullptr && t->storage() == fb::StorageKind::SharedState;
   TERN_CHECK_METHOD_OR_RETURN_ERROR(
       t != nullptr && (t->storage() == fb::StorageKind::Arena || shared), InvalidProgram, name_,
-      " state %u: value %u must be a tensor in an arena or shared state", index, v);
+      " state %u: value %u must be a tensor in an arena", index, v);
   TERN_CHECK_METHOD_OR_RETURN_ERROR((flags_.get()[v] & kFlagState) == 0, InvalidProgram, name_,
                                     " state %u: value %u is listed as state twice", index, v);
   flags_.get()[v] |= kFlagState;
   const int32_t init = state->init_segment();
+  if (shared) return check_shared_state_init(name_, index, v, init);
   if (init == -1) {
     return Error::Ok;
   }
-  TERN_CHECK_METHOD_OR_RETURN_ERROR(!shared, InvalidProgram, name_,
-                                    " state %u: value %u is shared state, whose initial value "
-                                    "is the program's (init segment %d given)",
-                                    index, v, init);
   TERN_CHECK_METHOD_OR_RETURN_ERROR(
       init >= 0 && static_cast<uint32_t>(init) < num_segments_, InvalidProgram, name_,
       " state %u: init segment %d out of range (%u segments)", index, init, num_segments_);

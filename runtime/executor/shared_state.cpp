@@ -116,7 +116,11 @@ Error verify_shared_state(const fb::Program* program, uint32_t num_segments) {
 }
 
 Error check_shared_state_view(const fb::Program* program, const char* method, uint32_t index,
-                              const fb::Tensor* tensor) {
+                              const fb::Tensor* tensor, bool is_input) {
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(!is_input, InvalidProgram, method,
+                                    " input: value %u is a shared state tensor; inputs need "
+                                    "arena or caller storage",
+                                    index);
   const uint32_t location = tensor->location();
   TERN_CHECK_METHOD_OR_RETURN_ERROR(location < count(program), InvalidProgram, method,
                                     " value %u: shared state %u out of range (the program "
@@ -147,6 +151,26 @@ Error check_shared_state_view(const fb::Program* program, const char* method, ui
                            " value %u views shared state '%s' as %s, but the program declares "
                            "it %s (the methods disagree about the state layout)",
                            index, name_of(s), have, want);
+}
+
+Error check_shared_state_listed(const fb::Method* fb_method, const char* method,
+                                const uint8_t* is_state) {
+  const auto* values = fb_method->values();
+  for (uint32_t v = 0; values != nullptr && v < values->size(); ++v) {
+    const fb::Tensor* t = values->Get(v)->value_as_Tensor();
+    TERN_CHECK_METHOD_OR_RETURN_ERROR(
+        is_state[v] != 0 || t == nullptr || t->storage() != fb::StorageKind::SharedState,
+        InvalidProgram, method, " value %u: shared state storage, but not listed as state", v);
+  }
+  return Error::Ok;
+}
+
+Error check_shared_state_init(const char* method, uint32_t index, uint32_t value, int32_t init) {
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(init == -1, InvalidProgram, method,
+                                    " state %u: value %u is shared state, whose initial value is "
+                                    "the program's (init segment %d given)",
+                                    index, value, init);
+  return Error::Ok;
 }
 
 Result<uint8_t*> bind_shared_state(const fb::Program* program, Span<uint8_t> buffer,

@@ -15,6 +15,7 @@
 namespace tern {
 namespace fb {
 struct Program;
+struct Method;
 struct Tensor;
 }  // namespace fb
 
@@ -29,10 +30,20 @@ constexpr uint64_t kSharedStateAlignment = 64;
 Error verify_shared_state(const fb::Program* program, uint32_t num_segments);
 
 /// Checks method `method`'s value `index`, a tensor of storage SharedState, against the
-/// program's declaration: the entry exists, offset 0, static, the same dtype and sizes.
-/// InvalidProgram naming the method, the value and both layouts.
+/// program's declaration: the entry exists, offset 0, static, the same dtype and sizes, and the
+/// value is not a method input (`is_input`). InvalidProgram naming the method, the value and
+/// both layouts.
 Error check_shared_state_view(const fb::Program* program, const char* method, uint32_t index,
-                              const fb::Tensor* tensor);
+                              const fb::Tensor* tensor, bool is_input);
+
+/// Checks that every SharedState value of `fb_method` (named `method`) is listed as state
+/// (`is_state[v]`). InvalidProgram naming the value.
+Error check_shared_state_listed(const fb::Method* fb_method, const char* method,
+                                const uint8_t* is_state);
+
+/// Checks method state entry `index` (value `value`, a shared state view): its init segment
+/// must be -1, the initial value being the program's. InvalidProgram otherwise.
+Error check_shared_state_init(const char* method, uint32_t index, uint32_t value, int32_t init);
 
 /// The address of shared state entry `location` in `buffer` for method `method`'s value
 /// `index`: InvalidArgument when the caller gave no buffer, or one too small or misaligned

@@ -17,20 +17,25 @@ Error verify_shared_state(const fb::Program* program, uint32_t) {
   return Error::Ok;
 }
 
+// Unreachable: verify_shared_state refused any program declaring shared state, and the first
+// SharedState view check below refuses the rest; one message serves them all.
 Error check_shared_state_view(const fb::Program*, const char* method, uint32_t index,
-                              const fb::Tensor*) {
+                              const fb::Tensor*, bool) {
   TERN_RETURN_METHOD_ERROR(NotSupported, method,
                            " value %u is shared state; this runtime was built with "
                            "TERN_SHARED_STATE=OFF",
                            index);
 }
 
-Result<uint8_t*> bind_shared_state(const fb::Program*, Span<uint8_t>, const char* method,
-                                   uint32_t index, uint32_t) {
-  TERN_RETURN_METHOD_ERROR(NotSupported, method,
-                           " value %u is shared state; this runtime was built with "
-                           "TERN_SHARED_STATE=OFF",
-                           index);
+Error check_shared_state_listed(const fb::Method*, const char*, const uint8_t*) {
+  return Error::Ok;
+}
+
+Error check_shared_state_init(const char*, uint32_t, uint32_t, int32_t) { return Error::Ok; }
+
+Result<uint8_t*> bind_shared_state(const fb::Program*, Span<uint8_t>, const char*, uint32_t,
+                                   uint32_t) {
+  return Error::NotSupported;
 }
 
 }  // namespace internal

@@ -9,6 +9,25 @@
 namespace tern::c_api_test {
 namespace {
 
+// ---- shared state ----
+
+TEST(CApiBadCall, SharedStateBytesNullProgram) {
+  size_t bytes = 0;
+  EXPECT_C_FAILURE(tern_program_shared_state_bytes(nullptr, &bytes), TERN_STATUS_NULL_ARGUMENT,
+                   "program");
+}
+
+TEST(CApiBadCall, SharedStateBytesNullOut) {
+  Program p = load_tiny();
+  EXPECT_C_FAILURE(tern_program_shared_state_bytes(p.get(), nullptr), TERN_STATUS_NULL_ARGUMENT,
+                   "out");
+}
+
+TEST(CApiBadCall, ResetSharedStateNullProgram) {
+  EXPECT_C_FAILURE(tern_program_reset_shared_state(nullptr), TERN_STATUS_NULL_ARGUMENT,
+                   "program");
+}
+
 // ---- loading ----
 
 TEST(CApiBadCall, LoadFileNullPath) {

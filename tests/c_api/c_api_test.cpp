@@ -228,5 +228,50 @@ TEST(CApi, DtypeNamesAndVersion) {
   EXPECT_STRNE(tern_version(), "");
 }
 
+// ---- shared state (format 1.2) ----
+
+/// acc += x on method `m`; returns acc.
+std::vector<float> accumulate(tern_method* m, std::vector<float> x) {
+  EXPECT_EQ(tern_method_set_input(m, 0, x.data(), 16), TERN_STATUS_OK) << tern_last_error_message();
+  EXPECT_EQ(tern_method_execute(m), TERN_STATUS_OK) << tern_last_error_message();
+  std::vector<float> acc(4);
+  EXPECT_EQ(tern_method_copy_output(m, 0, acc.data(), 16), TERN_STATUS_OK);
+  return acc;
+}
+
+TEST(CApi, MethodsOfAProgramShareItsSharedState) {
+  // examples/minimal/make_add_model.py --shared: forward(x f32[4]) -> acc += x, acc shared.
+  tern_program* raw = nullptr;
+  ASSERT_EQ(tern_program_load_file(TERN_SHARED_MODEL, nullptr, &raw), TERN_STATUS_OK)
+      << tern_last_error_message();
+  Program p(raw);
+  size_t bytes = 0;
+  ASSERT_EQ(tern_program_shared_state_bytes(p.get(), &bytes), TERN_STATUS_OK);
+  EXPECT_EQ(bytes, 64u);  // f32[4] rounded up to 64
+  // Two loads of the method: two sets of arenas, one shared accumulator.
+  tern_method* a = nullptr;
+  tern_method* b = nullptr;
+  ASSERT_EQ(tern_method_load(p.get(), "forward", nullptr, &a), TERN_STATUS_OK)
+      << tern_last_error_message();
+  Method ma(a);
+  ASSERT_EQ(tern_method_load(p.get(), "forward", nullptr, &b), TERN_STATUS_OK);
+  Method mb(b);
+  EXPECT_EQ(accumulate(a, {1, 2, 3, 4}), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(accumulate(b, {1, 1, 1, 1}), (std::vector<float>{2, 3, 4, 5}));
+  // A method's reset_state leaves the program's shared state alone.
+  ASSERT_EQ(tern_method_reset_state(a), TERN_STATUS_OK);
+  EXPECT_EQ(accumulate(a, {0, 0, 0, 1}), (std::vector<float>{2, 3, 4, 6}));
+  ASSERT_EQ(tern_program_reset_shared_state(p.get()), TERN_STATUS_OK);
+  EXPECT_EQ(accumulate(b, {1, 1, 1, 1}), (std::vector<float>{1, 1, 1, 1}));
+}
+
+TEST(CApi, ProgramWithoutSharedStateHasNone) {
+  Program p = load_tiny();
+  size_t bytes = 99;
+  ASSERT_EQ(tern_program_shared_state_bytes(p.get(), &bytes), TERN_STATUS_OK);
+  EXPECT_EQ(bytes, 0u);
+  EXPECT_EQ(tern_program_reset_shared_state(p.get()), TERN_STATUS_OK);
+}
+
 }  // namespace
 }  // namespace tern::c_api_test

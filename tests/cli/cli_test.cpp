@@ -196,6 +196,43 @@ TEST_F(CliTest, InspectDescribesTheProgram) {
   }
 }
 
+// Shared state (format 1.2): two methods name the state "acc"; inspect lists the program's
+// entry and each method's view of it; methods that disagree do not compile.
+TEST_F(CliTest, InspectListsSharedState) {
+  const std::string graph = R"({"format": "tern-graph", "version": 1, "producer": "cli_test",
+    "methods": [
+      {"name": "forward",
+       "values": [{"type": "tensor", "name": "x", "dtype": "f32", "shape": [2]},
+                  {"type": "tensor", "name": "acc", "dtype": "f32", "shape": [2],
+                   "state": true, "shared": "acc"}],
+       "inputs": ["x"], "outputs": ["acc"],
+       "nodes": [{"op": "tern::add", "args": ["acc", "x"], "outputs": ["acc"]}]},
+      {"name": "peek",
+       "values": [{"type": "tensor", "name": "acc", "dtype": "f32", "shape": [2],
+                   "state": true, "shared": "acc"},
+                  {"type": "tensor", "name": "y", "dtype": "f32", "shape": [2]}],
+       "inputs": [], "outputs": ["y"],
+       "nodes": [{"op": "tern::relu", "args": ["acc"], "outputs": ["y"]}]}]})";
+  write_bytes(*dir_ / "shared.json", graph);
+  CommandResult r =
+      run_tern("compile " + q(*dir_ / "shared.json") + " -o " + q(*dir_ / "shared.pte"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run_tern("inspect " + q(*dir_ / "shared.pte"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* s : {"format version: 1.2", "shared state: 1 tensors, a 64-byte buffer",
+                        "0 acc: f32 [2], zero-initialized", "method 'peek'",
+                        "acc: f32 [2], 8 bytes, shared state 0 (the program's)"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << "missing '" << s << "' in\n" << r.out;
+  }
+  // Two methods that disagree about the state are a compile error naming both.
+  std::string bad = graph;
+  bad.replace(bad.rfind("\"shape\": [2],\n                   \"state\""), 12, "\"shape\": [3]");
+  write_bytes(*dir_ / "shared_bad.json", bad);
+  r = run_tern("compile " + q(*dir_ / "shared_bad.json") + " -o " + q(*dir_ / "bad.pte"));
+  expect_one_error_line(r, 1, "compile shared_bad.json");
+  EXPECT_NE(r.err.find("methods disagree about shared state 'acc'"), std::string::npos) << r.err;
+}
+
 TEST_F(CliTest, DelegateRegionInspectAndFallbackRun) {
   // The same graph with fc and act handed to a backend no build has ("absent"),
   // so the method runs the region's portable fallback and gives the same values.

@@ -28,10 +28,17 @@ struct Counts {
 /// Outputs of every method of the program in `bytes`, on fixed inputs; an error string when
 /// a method fails to load or run. `bytes` must already have passed Program::load.
 std::string run_all(const Program& program, std::vector<uint8_t>* outputs) {
+  // Shared state (format 1.2): one buffer for the program, as the methods run in order.
+  hardening::Bytes shared = hardening::exact_bytes(program.shared_state_bytes());
+  const Span<uint8_t> shared_span(shared.get(), program.shared_state_bytes());
+  if (program.init_shared_state(shared_span) != Error::Ok) {
+    return std::string("init_shared_state: ") + last_error_message();
+  }
   for (size_t m = 0; m < program.num_methods(); ++m) {
     const char* name = program.method_name(m).get();
     const MethodMeta meta = program.method_meta(name).get();
     auto memory = hardening::ExactMemory::from_meta(meta);
+    memory->manager()->shared_state = shared_span;
     auto method = program.load_method(name, memory->manager());
     if (!method.ok()) return std::string("load_method: ") + last_error_message();
     auto inputs = hardening::make_inputs(meta, 7);
@@ -155,6 +162,16 @@ TEST_F(ByteFlip, DynamicProgramEveryFlipIsRejectedOrHarmless) {
   const std::vector<uint8_t> bytes = fuzz::compile_one(fuzz::dynamic_graph(), "dynamic");
   const Counts c = flip_every_byte(bytes);
   report("dynamic", bytes.size(), c);
+  EXPECT_EQ(c.rejected + c.harmless, 2 * bytes.size());
+}
+
+// Shared state (format 1.2): its declaration is in the FlatBuffer, its initial value a segment;
+// two methods share it (docs/format.md "Shared state").
+TEST_F(ByteFlip, SharedStateProgramEveryFlipIsRejectedOrHarmless) {
+  const std::vector<uint8_t> bytes =
+      compiler::compile_program(fuzz::shared_state_program()).bytes;
+  const Counts c = flip_every_byte(bytes);
+  report("shared_state", bytes.size(), c);
   EXPECT_EQ(c.rejected + c.harmless, 2 * bytes.size());
 }
 

@@ -637,7 +637,7 @@ const Corruption kCorruptions[] = {
     {"MethodWithoutName", [](RawProgram& p) { forward(p).name.reset(); },
      "method 0: missing or empty name"},
     {"ProgramVersionDisagreesWithHeader", [](RawProgram& p) { p.version = 1005; },
-     "program version 1005 does not match the file header's version 1.1"},
+     "program version 1005 does not match the file header's version 1.2 (1002)"},
     // Segments.
     {"SegmentBeyondArea", [](RawProgram& p) { p.segments[0].size = 100; },
      "segment 0: bytes [0, +100) exceed the 48-byte segment area"},

@@ -184,7 +184,9 @@ TEST_F(SharedStateTest, PlannerGivesSharedStateNoArenaBytes) {
   const compiler::Graph& read = program.methods[1];
   const compiler::MemoryPlan plan = compiler::plan_memory(read);
   for (size_t i = 0; i < read.values.size(); ++i) {
-    if (!read.values[i].shared_state.empty()) EXPECT_EQ(plan.offsets[i], -1) << i;
+    if (!read.values[i].shared_state.empty()) {
+      EXPECT_EQ(plan.offsets[i], -1) << i;
+    }
   }
   // Only the 12-byte output is planned.
   EXPECT_LE(plan.arena_size, 64u);
@@ -357,7 +359,7 @@ TEST_F(SharedStateTest, VerifierRefusesBadDeclarationsAndViews) {
        "shared state 0 ('s'): init segment 0 has 8 bytes, the tensor needs 12"},
       {"a shared state input",
        [](testing::RawProgram& p) { p.methods[0].inputs = {0}; },
-       "is a constant or shared state tensor"},
+       "value 0 is a shared state tensor; inputs need"},
   };
   for (const Case& c : cases) {
     testing::RawProgram p = raw_shared_program();

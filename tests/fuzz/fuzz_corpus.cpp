@@ -79,6 +79,7 @@ json value_json(const std::string& method, const compiler::Value& v, int id,
                       : compiler::SafeTensor{v.dtype, v.sizes, v.data};
       } else if (v.is_state) {
         j["state"] = true;
+        if (!v.shared_state.empty()) j["shared"] = v.shared_state;
         if (!v.data.empty()) {
           j["init"] = weight;
           (*weights)[weight] = compiler::SafeTensor{v.dtype, v.sizes, v.data};

@@ -128,8 +128,26 @@ bool allocate_method_memory(const MethodMeta& meta, MethodMemory* memory) {
   return memory->allocate(*sizes, options) == Error::Ok;
 }
 
+/// A fresh shared state buffer for `program` (format 1.2), initialised; empty when the program
+/// has none or when it is larger than a fuzzed program may ask for (false then).
+bool shared_state_buffer(const Program& program, Buffer* buffer, Span<uint8_t>* span) {
+  const size_t bytes = program.shared_state_bytes();
+  *span = Span<uint8_t>();
+  if (bytes == 0) return true;
+  if (bytes > kMaxMethodMemory) return false;
+  *buffer = aligned_buffer(bytes, 64);
+  *span = Span<uint8_t>(buffer->get(), bytes);
+  if (program.init_shared_state(*span) != Error::Ok) {
+    fuzz_failure(std::string("init_shared_state: ") + last_error_message());
+  }
+  return true;
+}
+
 void load_methods(const Program& program) {
   static const char* const kDisabled[] = {kSampleBackendName};
+  Buffer shared_block;
+  Span<uint8_t> shared;
+  if (!shared_state_buffer(program, &shared_block, &shared)) return;
   for (size_t i = 0; i < program.num_methods(); ++i) {
     auto name = program.method_name(i);
     if (!name.ok()) continue;
@@ -140,6 +158,7 @@ void load_methods(const Program& program) {
       if (!allocate_method_memory(*meta, &memory)) break;
       MethodLoadOptions options;
       if (pass == 1) options.disabled_backends = Span<const char* const>(kDisabled, 1);
+      memory.manager()->shared_state = shared;
       auto method = program.load_method(*name, memory.manager(), options);
       if (!method.ok()) {
         if (last_error_message()[0] == '\0') {
@@ -206,6 +225,12 @@ std::vector<uint8_t> run_sample(const Program& program, const char* name, bool f
   if (!allocate_method_memory(*meta, &memory)) fuzz_failure("sample program memory");
   MethodLoadOptions options;
   if (fallback) options.disabled_backends = Span<const char* const>(kDisabled, 1);
+  // Each run starts from the program's initial shared state, so that the backend and the
+  // fallback runs see the same state.
+  Buffer shared_block;
+  Span<uint8_t> shared;
+  if (!shared_state_buffer(program, &shared_block, &shared)) fuzz_failure("shared state size");
+  memory.manager()->shared_state = shared;
   auto method = program.load_method(name, memory.manager(), options);
   if (!method.ok()) fuzz_failure(std::string("sample load_method: ") + last_error_message());
   std::vector<std::vector<uint8_t>> inputs(method->num_inputs());

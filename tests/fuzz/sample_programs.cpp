@@ -208,6 +208,30 @@ compiler::Graph state_graph() {
   return b.build();
 }
 
+compiler::ProgramGraph shared_state_program() {
+  compiler::ProgramGraph program;
+  program.source_model = "shared_state";
+  std::vector<float> init(8);
+  for (size_t i = 0; i < init.size(); ++i) init[i] = 0.25f * static_cast<float>(i);
+  std::vector<uint8_t> init_bytes(init.size() * sizeof(float));
+  std::memcpy(init_bytes.data(), init.data(), init_bytes.size());
+  {
+    compiler::GraphBuilder b("forward");
+    const int x = b.input("x", DType::F32, {1, 8});
+    const int acc = b.shared_state("acc", DType::F32, {1, 8}, init_bytes);
+    b.op_into("tern::add", {acc, x}, {acc}, "accumulate");
+    b.output(b.op("tern::mul", {acc, x}, DType::F32, {1, 8}, "scale"));
+    program.methods.push_back(b.build());
+  }
+  {
+    compiler::GraphBuilder b("peek");
+    const int acc = b.shared_state("acc", DType::F32, {1, 8}, init_bytes);
+    b.output(b.op("tern::relu", {acc}, DType::F32, {1, 8}, "relu"));
+    program.methods.push_back(b.build());
+  }
+  return program;
+}
+
 compiler::Graph delegate_graph() {
   compiler::GraphBuilder b("forward");
   const std::vector<int64_t> shape = {2, 3};
@@ -274,6 +298,7 @@ const std::vector<SampleProgram>& sample_programs() {
     p.push_back({"int32", one_method("int32", int32_graph())});
     p.push_back({"quantized", one_method("quantized", quantized_graph())});
     p.push_back({"dynamic", one_method("dynamic", dynamic_graph())});
+    p.push_back({"shared_state", shared_state_program()});
     compiler::ProgramGraph two = one_method("two_methods", demo_mlp_graph());
     compiler::Graph second = elementwise_graph();
     second.name = "second";

@@ -64,6 +64,10 @@ compiler::Graph quantized_graph();
 /// view [1, seq, 3] (a symbolic int list) -> softmax.
 compiler::Graph dynamic_graph();
 
+/// Shared state (format 1.2, docs/format.md): "forward" (x f32[1, 8]: acc += x, out = acc * x)
+/// and "peek" (relu(acc)) share acc f32[1, 8], initialised to 0, 0.25, ..., 1.75.
+compiler::ProgramGraph shared_state_program();
+
 /// Every sample program, in a fixed order (index is stable: fuzz_execute picks by it).
 /// Includes a two-method program ("forward" = demo MLP, "second" = elementwise).
 const std::vector<SampleProgram>& sample_programs();
