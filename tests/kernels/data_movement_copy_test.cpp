@@ -235,6 +235,27 @@ TEST_F(DataMovementCopyTest, UpsampleByHand) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_FLOAT_EQ(out->data[i], want[i]) << i;
 }
 
+// index_copy with out the same tensor as x: a state (KV cache) written in place, rows 2 and 0
+// of a [4, 2] tensor replaced, the others untouched.
+TEST_F(DataMovementCopyTest, IndexCopyInPlaceAndItsErrors) {
+  OwnedTensor<float> x({4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  OwnedTensor<int64_t> index({2}, {2, 0});
+  OwnedTensor<float> source({2, 2}, {-1, -2, -3, -4});
+  EValue d0 = EValue::from_int(0);
+  ASSERT_EQ(call_kernel("tern::index_copy",
+                        {&x.value, &d0, &index.value, &source.value, &x.value}),
+            Error::Ok);
+  EXPECT_EQ(x.data, (std::vector<float>{-3, -4, 3, 4, -1, -2, 7, 8}));
+  OwnedTensor<int64_t> past({1}, {4});
+  auto one = zeros<float>({1, 2});
+  expect_invalid(
+      call_kernel("tern::index_copy", {&x.value, &d0, &past.value, &one->value, &x.value}),
+      {"tern::index_copy", "index[0] = 4 out of range", "size 4"});
+  expect_invalid(
+      call_kernel("tern::index_copy", {&x.value, &d0, &index.value, &one->value, &x.value}),
+      {"tern::index_copy", "source"});
+}
+
 TEST_F(DataMovementCopyTest, IndexErrorsNameTheBadIndex) {
   auto x = zeros<float>({4, 3});
   OwnedTensor<int64_t> index({3}, {0, 4, 1});

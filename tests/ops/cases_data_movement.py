@@ -161,6 +161,20 @@ def indexing():
                     **EXACT))
     out.append(Case("tern::index_select", [r(4, 3), I(1), torch.tensor(2)],
                     lambda t, d, i: torch.index_select(t, d, i), name="index_select_0d", **EXACT))
+    # index_copy (a KV cache written at its positions): distinct indices, as the reference
+    # leaves the order of writes to a repeated index unspecified.
+    for x, dim, n in [((1, 2, 8, 4), 2, 3), ((1, 2, 8, 4), -2, 1), ((6, 3), 0, 6), ((5, 3), 1, 2),
+                      ((4,), 0, 0)]:
+        idx = torch.randperm(x[dim])[:n]
+        src_shape = list(x)
+        src_shape[dim] = n
+        out.append(Case("tern::index_copy", [r(*x), I(dim), idx, r(*src_shape)],
+                        lambda t, d, i, s: torch.index_copy(t, d, i, s),
+                        name="index_copy%s,%d,%d" % (x, dim, n), **EXACT))
+    out.append(Case("tern::index_copy", [ri(4, 3), I(0), torch.tensor([2], dtype=torch.int32),
+                                         ri(1, 3)],
+                    lambda t, d, i, s: torch.index_copy(t, d, i.long(), s),
+                    name="index_copy_i32idx_int", **EXACT))
     for x, dim, idx_shape in [((4, 5), 0, (3, 5)), ((4, 5), 1, (4, 7)), ((4, 5), -1, (2, 3)),
                               ((2, 3, 4), 1, (2, 5, 4)), ((3, 4), 0, (0, 4))]:
         idx = torch.randint(0, x[dim], idx_shape)

@@ -148,6 +148,10 @@ Error select(KernelContext& context, Span<EValue*> args);
 /// tern::split(x, split_sizes IntList, dim Int, out0, out1, ...): consecutive pieces along dim
 /// (one size per output, or one chunk size: split_piece.h).
 Error split(KernelContext& context, Span<EValue*> args);
+/// tern::index_copy(x, dim Int, index (i64/i32, 0-D or 1-D), source, out): out = x with slice
+/// index[i] of dim replaced by source's slice i; in place when out is x (a state tensor). An
+/// index outside [0, size) is InvalidArgument.
+Error index_copy(KernelContext& context, Span<EValue*> args);
 /// tern::index_select(x, dim Int, index (i64/i32, 0-D or 1-D), out): an index outside
 /// [0, size) is InvalidArgument.
 Error index_select(KernelContext& context, Span<EValue*> args);

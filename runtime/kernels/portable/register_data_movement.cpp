@@ -19,6 +19,7 @@ Error register_data_movement_kernels() {
       {"tern::select", select},
       {"tern::split", split},
       {"tern::index_select", index_select},
+      {"tern::index_copy", index_copy},
       {"tern::gather", gather},
       {"tern::embedding", embedding},
       {"tern::pad", pad},

@@ -26,6 +26,7 @@ constexpr const char* kDynamicShapeKernels[] = {
     "tern::select",
     "tern::split",
     "tern::index_select",
+    "tern::index_copy",
     "tern::gather",
     "tern::embedding",
     "tern::triu",
