@@ -713,6 +713,64 @@ def test_dynamic_size_dependent_constant_is_refused():
     assert "changes with dynamic dim 'seq'" in str(e), str(e)
 
 
+class StepCache(nn.Module):
+    """A KV-cache-like module: each call writes k at the current position of a [1, 2, 6, 4]
+    cache (index_copy_, as transformers' StaticCache), advances the position and adds the sum of
+    k to a running total; returns attention-like reads of the cache, the total and the position.
+    Its buffers are state: a program run N times must match N eager calls."""
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("cache", torch.zeros(1, 2, 6, 4))
+        self.register_buffer("pos", torch.zeros(1, dtype=torch.long))
+        self.register_buffer("total", torch.full((3,), 0.5))
+
+    def forward(self, k):
+        self.cache.index_copy_(2, self.pos, k)
+        self.pos.add_(1)
+        self.total.add_(k.sum())
+        valid = torch.arange(6) < self.pos  # the positions written so far
+        scores = (self.cache * k).sum(-1).masked_fill(~valid, -1e4).softmax(-1)
+        return scores, self.total * 2, self.pos * 1
+
+
+def test_buffer_updates_become_state():
+    import copy
+    m = StepCache()
+    k = torch.randn(1, 2, 1, 4)
+    pte = _path("step_cache.pte")
+    result = tern_export.export(copy.deepcopy(m), (k,), pte, keep_graph=_path("step_cache_graph"))
+    # Exporting leaves the model's buffers as they were.
+    assert int(m.pos) == 0 and float(m.cache.abs().sum()) == 0, (m.pos, m.cache.abs().sum())
+    runs = tern_export.run(pte, [k], repeat=4)
+    for step, got in enumerate(runs):
+        want = m(k)
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert_close(g, w, what="step %d output %d" % (step, i))
+    with open(os.path.join(result.graph_dir, "graph.json")) as f:
+        method = json.load(f)["methods"][0]
+    values = method["values"]
+    state = {v["name"]: i for i, v in enumerate(values) if v.get("state")}
+    assert sorted(state) == ["cache", "pos", "total"], state
+    assert "init" in values[state["total"]] and "init" not in values[state["cache"]], values
+    # The cache is written in place by index_copy; the others get their new value copied in.
+    writes = {n["outputs"][0]: n["op"] for n in method["nodes"]
+              if n["outputs"][0] in state.values()}
+    assert writes == {state["cache"]: "tern::index_copy", state["pos"]: "tern::clone",
+                      state["total"]: "tern::clone"}, writes
+
+
+class InputUpdate(nn.Module):
+    def forward(self, x):
+        x.add_(1)
+        return x * 2
+
+
+def test_input_updated_in_place_is_refused():
+    e = expect_raises(NotImplementedError, lambda: tern_export.export(
+        InputUpdate(), (torch.randn(3),), _path("input_update.pte")))
+    assert "input" in str(e) and "only buffers" in str(e), str(e)
+
+
 def main(filters):
     tests = [(k, v) for k, v in sorted(globals().items()) if k.startswith("test_")]
     if filters:

@@ -39,6 +39,68 @@ EValue scalar_from_npy(EValue::Tag tag, const NpyArray& array, const std::string
   throw std::runtime_error(label + ": unsupported input kind " + std::string(to_string(tag)));
 }
 
+/// Prints (when `print`) and writes (when `output_dir` is not empty) the method's outputs.
+void report_outputs(Method& method, const std::string& output_dir, bool print) {
+  if (!output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(output_dir, ec);
+    if (ec) throw std::runtime_error("cannot create " + output_dir + ": " + ec.message());
+  }
+  for (size_t i = 0; i < method.num_outputs(); ++i) {
+    clear_error_message();
+    Result<const EValue*> value = method.output_value(i);
+    if (!value.ok()) throw_if_error(value.error(), "cannot read output " + std::to_string(i));
+    const EValue& v = **value;
+    NpyArray array;
+    std::string line = "output " + std::to_string(i) + ": ";
+    if (v.is_tensor()) {
+      const TensorView& t = v.to_tensor();
+      if (t.name != nullptr && t.name[0] != '\0') line = "output " + std::to_string(i) + " (" + t.name + "): ";
+      const uint64_t numel = t.numel();
+      line += std::string(to_string(t.dtype)) + " " + shape_string(t.shape()) + " = [";
+      const uint64_t shown = numel < kValuesShown ? numel : kValuesShown;
+      for (uint64_t k = 0; k < shown; ++k) {
+        if (k) line += ", ";
+        line += element_string(t.dtype, static_cast<const uint8_t*>(t.data), k);
+      }
+      if (numel > shown) line += ", ... (" + std::to_string(numel) + " values)";
+      line += "]";
+      array.dtype = t.dtype;
+      array.shape.assign(t.sizes, t.sizes + t.rank);
+      uint64_t nbytes = 0;
+      if (!dtype_nbytes(t.dtype, numel, &nbytes) || nbytes > t.nbytes) {
+        throw std::runtime_error("output " + std::to_string(i) + ": byte size does not match its shape");
+      }
+      const uint8_t* data = static_cast<const uint8_t*>(t.data);
+      if (nbytes > 0) array.data.assign(data, data + nbytes);
+    } else if (v.is_int()) {
+      line += "int " + std::to_string(v.to_int());
+      array.dtype = DType::I64;
+      const int64_t x = v.to_int();
+      array.data.resize(8);
+      std::memcpy(array.data.data(), &x, 8);
+    } else if (v.is_double()) {
+      line += "double " + std::to_string(v.to_double());
+      array.dtype = DType::F32;
+      const float x = static_cast<float>(v.to_double());
+      array.data.resize(4);
+      std::memcpy(array.data.data(), &x, 4);
+    } else if (v.is_bool()) {
+      line += std::string("bool ") + (v.to_bool() ? "true" : "false");
+      array.dtype = DType::Bool;
+      array.data = {static_cast<uint8_t>(v.to_bool() ? 1 : 0)};
+    } else {
+      line += to_string(v.tag);
+    }
+    if (print) std::printf("%s\n", line.c_str());
+    if (!output_dir.empty() && (v.is_tensor() || v.is_int() || v.is_double() || v.is_bool())) {
+      const std::string path = (std::filesystem::path(output_dir) /
+                                ("output_" + std::to_string(i) + ".npy")).string();
+      write_npy(path, array);
+    }
+  }
+}
+
 }  // namespace
 
 int cmd_run(const RunOptions& options) {
@@ -122,72 +184,28 @@ int cmd_run(const RunOptions& options) {
     throw_if_error(method.set_input(i, view), "cannot set " + label);
   }
 
-  clear_error_message();
-  const auto start = std::chrono::steady_clock::now();
-  const Error status = method.execute();
-  const auto end = std::chrono::steady_clock::now();
-  throw_if_error(status, "execution of method '" + method_name + "' failed");
-  const double ms = std::chrono::duration<double, std::milli>(end - start).count();
-
-  if (!options.output_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(options.output_dir, ec);
-    if (ec) throw std::runtime_error("cannot create " + options.output_dir + ": " + ec.message());
-  }
-  std::printf("method '%s': %zu inputs, %zu outputs\n", method_name.c_str(), num_inputs,
-              method.num_outputs());
-  for (size_t i = 0; i < method.num_outputs(); ++i) {
+  double ms = 0;
+  for (uint32_t run = 0; run < options.repeat; ++run) {
     clear_error_message();
-    Result<const EValue*> value = method.output_value(i);
-    if (!value.ok()) throw_if_error(value.error(), "cannot read output " + std::to_string(i));
-    const EValue& v = **value;
-    NpyArray array;
-    std::string line = "output " + std::to_string(i) + ": ";
-    if (v.is_tensor()) {
-      const TensorView& t = v.to_tensor();
-      if (t.name != nullptr && t.name[0] != '\0') line = "output " + std::to_string(i) + " (" + t.name + "): ";
-      const uint64_t numel = t.numel();
-      line += std::string(to_string(t.dtype)) + " " + shape_string(t.shape()) + " = [";
-      const uint64_t shown = numel < kValuesShown ? numel : kValuesShown;
-      for (uint64_t k = 0; k < shown; ++k) {
-        if (k) line += ", ";
-        line += element_string(t.dtype, static_cast<const uint8_t*>(t.data), k);
-      }
-      if (numel > shown) line += ", ... (" + std::to_string(numel) + " values)";
-      line += "]";
-      array.dtype = t.dtype;
-      array.shape.assign(t.sizes, t.sizes + t.rank);
-      uint64_t nbytes = 0;
-      if (!dtype_nbytes(t.dtype, numel, &nbytes) || nbytes > t.nbytes) {
-        throw std::runtime_error("output " + std::to_string(i) + ": byte size does not match its shape");
-      }
-      const uint8_t* data = static_cast<const uint8_t*>(t.data);
-      if (nbytes > 0) array.data.assign(data, data + nbytes);
-    } else if (v.is_int()) {
-      line += "int " + std::to_string(v.to_int());
-      array.dtype = DType::I64;
-      const int64_t x = v.to_int();
-      array.data.resize(8);
-      std::memcpy(array.data.data(), &x, 8);
-    } else if (v.is_double()) {
-      line += "double " + std::to_string(v.to_double());
-      array.dtype = DType::F32;
-      const float x = static_cast<float>(v.to_double());
-      array.data.resize(4);
-      std::memcpy(array.data.data(), &x, 4);
-    } else if (v.is_bool()) {
-      line += std::string("bool ") + (v.to_bool() ? "true" : "false");
-      array.dtype = DType::Bool;
-      array.data = {static_cast<uint8_t>(v.to_bool() ? 1 : 0)};
-    } else {
-      line += to_string(v.tag);
+    const auto start = std::chrono::steady_clock::now();
+    const Error status = method.execute();
+    const auto end = std::chrono::steady_clock::now();
+    throw_if_error(status, "execution of method '" + method_name + "' failed" +
+                               (options.repeat > 1 ? " (run " + std::to_string(run) + ")" : ""));
+    ms = std::chrono::duration<double, std::milli>(end - start).count();
+    std::string dir = options.output_dir;
+    if (!dir.empty() && options.repeat > 1) {
+      dir = (std::filesystem::path(dir) / ("run_" + std::to_string(run))).string();
     }
-    std::printf("%s\n", line.c_str());
-    if (!options.output_dir.empty() && (v.is_tensor() || v.is_int() || v.is_double() || v.is_bool())) {
-      const std::string path = (std::filesystem::path(options.output_dir) /
-                                ("output_" + std::to_string(i) + ".npy")).string();
-      write_npy(path, array);
+    const bool last = run + 1 == options.repeat;
+    if (last) {
+      std::printf("method '%s': %zu inputs, %zu outputs%s\n", method_name.c_str(), num_inputs,
+                  method.num_outputs(),
+                  options.repeat > 1 ? (", run " + std::to_string(run) + " of " +
+                                        std::to_string(options.repeat)).c_str()
+                                     : "");
     }
+    report_outputs(method, dir, last);
   }
   for (size_t i = 0; i < method.num_delegate_calls(); ++i) {
     Result<DelegatePath> path = method.delegate_path(i);

@@ -28,6 +28,9 @@ struct RunOptions {
   uint64_t seed = 0;
   bool ones = false;
   std::string output_dir;  ///< empty: no files written
+  /// Executes this many times on the same inputs, in one process: state tensors (a KV cache, a
+  /// counter) carry over. With more than one, output_dir gets run_<k>/output_<i>.npy per run.
+  uint32_t repeat = 1;
 };
 int cmd_run(const RunOptions& options);
 

@@ -42,6 +42,10 @@ int run_main(int argc, char** argv) {
   CLI::Option* ones_opt = run_cmd->add_flag("--ones", run.ones, "Inputs filled with ones");
   random_opt->excludes(ones_opt);
   run_cmd->add_option("--output-dir", run.output_dir, "Write output_<i>.npy files here");
+  run_cmd->add_option("--repeat", run.repeat,
+                      "Execute N times on the same inputs; state carries over (with "
+                      "--output-dir: run_<k>/output_<i>.npy per run)")
+      ->check(CLI::Range(1u, 1000000u));
 
   tern::cli::BenchOptions bench;
   CLI::App* bench_cmd = app.add_subcommand("bench", "Time a method: latency percentiles, profile, trace");

@@ -7,9 +7,11 @@
   names), with the same decomposition rule applied to torch._decomp.decomposition_table.
 
 Both give a `Captured`: a GraphModule whose placeholders are described by `placeholders`
-(("const", name, tensor) for a parameter/buffer/constant, ("input", i, name) for the i-th
-example input), whose output node returns a flat sequence of the user outputs (pytree leaves in
-torch.utils._pytree order), and the example values to propagate.
+(("const", name, tensor) for a parameter/buffer/constant, ("state", name, tensor) for a buffer
+the module updates in place, ("input", i, name) for the i-th example input), whose output node
+returns a flat sequence of the user outputs (pytree leaves in torch.utils._pytree order), and
+`mutations`: [(buffer name, fx node of its new value)] — torch.export's buffer mutation outputs,
+or functionalization's copy_ back into a buffer on the make_fx line, both taken out of the graph.
 """
 import torch
 import torch.utils._pytree as pytree
@@ -27,11 +29,12 @@ def torch_version():
 
 
 class Captured:
-    def __init__(self, gm, placeholders, method, out_spec=None):
+    def __init__(self, gm, placeholders, method, out_spec=None, mutations=()):
         self.gm = gm
         self.placeholders = placeholders
         self.method = method
         self.out_spec = out_spec
+        self.mutations = list(mutations)
 
 
 def _decomposition_table(keep):
@@ -92,8 +95,18 @@ def _capture_export(module, args, keep):
     if len(kinds) != len(nodes):
         raise ExportError("torch.export graph has %d placeholders but its signature lists %d "
                           "inputs" % (len(nodes), len(kinds)))
+    # Buffers the module updates in place (a KV cache, a position counter): state tensors.
+    mutated = set()
+    if hasattr(sig, "output_specs"):
+        for spec in sig.output_specs:
+            if getattr(spec.kind, "name", str(spec.kind)) == "BUFFER_MUTATION":
+                mutated.add(spec.target)
+    elif getattr(sig, "buffers_to_mutate", None):
+        mutated = set(sig.buffers_to_mutate.values())
     for (kind, target, name) in kinds:
-        if kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
+        if kind == "BUFFER" and target in mutated:
+            placeholders.append(("state", target, lookup(target)))
+        elif kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
             placeholders.append(("const", target, lookup(target)))
         elif kind == "USER_INPUT":
             placeholders.append(("input", user_index, name))
@@ -102,19 +115,41 @@ def _capture_export(module, args, keep):
             raise NotImplementedError("tern_export: graph input kind %s ('%s') is not supported "
                                       "yet" % (kind, target or name))
 
+    # The output node returns the mutated buffers' new values first, then the user outputs:
+    # the former become `mutations`, the output node keeps the latter.
+    out_node = [n for n in ep.graph_module.graph.nodes if n.op == "output"][0]
+    results = list(out_node.args[0])
+    mutations = []
+    user = []
     if hasattr(sig, "output_specs"):
-        for spec in sig.output_specs:
+        if len(sig.output_specs) != len(results):
+            raise ExportError("torch.export graph returns %d values but its signature lists %d "
+                              "outputs" % (len(results), len(sig.output_specs)))
+        for spec, r in zip(sig.output_specs, results):
             kind = getattr(spec.kind, "name", str(spec.kind))
-            if kind != "USER_OUTPUT":
+            if kind == "BUFFER_MUTATION":
+                mutations.append((spec.target, r))
+            elif kind == "USER_OUTPUT":
+                user.append(r)
+            else:
                 raise NotImplementedError(
-                    "tern_export: the model mutates %s '%s' (output kind %s); mutable state is "
-                    "not supported by the exporter yet" % (
-                        "a buffer" if "BUFFER" in kind else "an input", spec.target, kind))
-    elif getattr(sig, "buffers_to_mutate", None):
-        raise NotImplementedError("tern_export: the model mutates buffers %s; mutable state is "
-                                  "not supported by the exporter yet"
-                                  % sorted(sig.buffers_to_mutate.values()))
-    return Captured(ep.graph_module, placeholders, "torch.export (torch %s)" % torch.__version__)
+                    "tern_export: the model mutates %s '%s' (output kind %s); only buffers "
+                    "may be updated in place (they become state tensors)" % (
+                        "a parameter" if "PARAMETER" in kind else "an input", spec.target,
+                        kind))
+    else:  # torch 2.1: buffers_to_mutate maps output names to buffers, outputs first
+        by_name = dict(sig.buffers_to_mutate)
+        for r in results:
+            name = getattr(r, "name", None)
+            if name in by_name and len(mutations) < len(by_name):
+                mutations.append((by_name[name], r))
+            else:
+                user.append(r)
+    if mutations:
+        out_node.args = (tuple(user),)
+        ep.graph_module.recompile()
+    return Captured(ep.graph_module, placeholders, "torch.export (torch %s)" % torch.__version__,
+                    mutations=mutations)
 
 
 def _functionalize():
@@ -142,7 +177,14 @@ def _capture_make_fx(module, args, keep):
     names = [n for n, _ in named]
     # Parameters keep requires_grad and grad stays enabled while tracing: modules with an
     # inference fast path (nn.TransformerEncoderLayer) then take their composite ATen path.
-    state = [t.detach().requires_grad_(t.requires_grad) for _, t in named]
+    # Buffers are traced as copies: tracing runs the module, and a buffer it updates in place
+    # (functionalization copies the new value back) must keep its value, in the model and as
+    # the state's initial value. Parameters are not copied (no memory twice for the weights).
+    num_params = len(list(module.named_parameters()))
+    initial = [t.detach() if i < num_params else t.detach().clone()
+               for i, (_, t) in enumerate(named)]
+    state = [t.detach().requires_grad_(t.requires_grad) if i < num_params
+             else t.detach().clone() for i, (_, t) in enumerate(named)]
     k = len(state)
     call = _functional_call()
 
@@ -169,9 +211,33 @@ def _capture_make_fx(module, args, keep):
                     *[t.detach() for t in example])
     except Exception as e:
         raise CaptureError("make_fx failed: %s: %s" % (type(e).__name__, e)) from e
-    placeholders = [("const", n, t.detach()) for n, t in zip(names, state)]
+    # Functionalization writes an updated buffer back with copy_(buffer, new value) at the end:
+    # that buffer is state, and the copy_ leaves the graph (the lowering writes the state).
+    graph_inputs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    mutations = []
+    mutated = {}
+    for n in list(gm.graph.nodes):
+        if n.op != "call_function" or n.target is not torch.ops.aten.copy_.default:
+            continue
+        dst = n.args[0]
+        if dst not in graph_inputs:
+            continue
+        i = graph_inputs.index(dst)
+        if i >= k:
+            raise NotImplementedError("tern_export: the model updates its input %d in place; "
+                                      "only buffers may be (they become state tensors)" % (i - k))
+        if i in mutated:
+            raise ExportError("buffer '%s' is written back twice by functionalization" % names[i])
+        mutated[i] = n.args[1]
+        mutations.append((names[i], n.args[1]))
+        gm.graph.erase_node(n)
+    if mutations:
+        gm.recompile()
+    placeholders = [("state" if i in mutated else "const", n, t)
+                    for i, (n, t) in enumerate(zip(names, initial))]
     placeholders += [("input", i, "x" if len(args) == 1 else "x%d" % i) for i in range(len(args))]
-    return Captured(gm, placeholders, "make_fx+functionalize (torch %s)" % torch.__version__)
+    return Captured(gm, placeholders, "make_fx+functionalize (torch %s)" % torch.__version__,
+                    mutations=mutations)
 
 
 def capture(module, args, keep):

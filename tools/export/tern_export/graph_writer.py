@@ -79,6 +79,22 @@ class MethodBuilder:
         self._weight_ids[key] = (vid, original)  # keeps the keyed object alive: ids stay unique
         return vid
 
+    def state(self, name, t, shared=None):
+        """A state tensor value (persists across executions, docs/graph-format.md) holding `t`
+        at first: zero-initialised when t is all zeros, else from a weight of its bytes.
+        `shared`: the program-level name under which the methods of one program share it."""
+        t = t.detach().contiguous()
+        name = self._unique(name)
+        v = {"type": "tensor", "name": name, "dtype": tern_dtype(t.dtype),
+             "shape": list(t.shape), "state": True}
+        if t.numel() > 0 and bool((t != 0).any()):
+            init = self._unique(name + ".init")
+            self.weights[init] = t
+            v["init"] = init
+        if shared:
+            v["shared"] = shared
+        return self._add(v)
+
     # Scalars -------------------------------------------------------------------------------
 
     def _scalar(self, kind, value):

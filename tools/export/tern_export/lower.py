@@ -103,6 +103,8 @@ class Lowerer:
         self.node = None     # the node being lowered
         self.bn_folds = {}   # conv/addmm/mm node -> batch-norm node folded into it
         self.folded_bn = set()
+        self.states = {}     # buffer name -> state value id (buffers the module updates)
+        self.in_place = {}   # fx node -> state value id it writes in place (its new value)
 
     # Helpers used by the handlers ------------------------------------------------------------
 
@@ -149,6 +151,12 @@ class Lowerer:
         """Emits tern::<op>(args) whose output(s) have the real value(s) `real` (a tensor, or a
         list of tensors for a multi-output op). Returns the TVal (or list of TVals)."""
         reals = real if isinstance(real, (list, tuple)) else [real]
+        target = self.in_place.get(self.node)
+        if target is not None and not isinstance(real, (list, tuple)):
+            # The new value of a state tensor, written straight into it (_plan_in_place).
+            self.mb.node("tern::" + op, args, [target], name=self.node_label(),
+                         source=self.node_source())
+            return TVal(target, real)
         outs = []
         base = self.node.name
         for i, r in enumerate(reals):
@@ -187,6 +195,7 @@ class Lowerer:
 
     def _live_nodes(self, graph):
         out = [n for n in graph.nodes if n.op == "output"]
+        out += [v for _, v in self.cap.mutations if isinstance(v, torch.fx.Node)]
         live = set(out)
         stack = list(out)
         while stack:
@@ -210,6 +219,36 @@ class Lowerer:
                 continue
             self.bn_folds[src] = n
 
+    def _plan_in_place(self, placeholders):
+        """Which state updates can write the state directly: an index_copy of the state's own
+        placeholder (a KV cache written at its positions) that every other reader of the old
+        value precedes. The other updates are copied into the state at the end (_write_states)."""
+        order = {n: i for i, n in enumerate(self.gm.graph.nodes)}
+        by_name = {desc[1]: n for n, desc in zip(placeholders, self.cap.placeholders)
+                   if desc[0] == "state"}
+        for name, new in self.cap.mutations:
+            p = by_name.get(name)
+            if (p is None or not isinstance(new, torch.fx.Node) or new.op != "call_function"
+                    or new.target is not torch.ops.aten.index_copy.default or new.args[0] is not p):
+                continue
+            if all(u is new or order[u] < order[new] for u in p.users):
+                self.in_place[new] = self.states[name]
+
+    def _write_states(self):
+        """Copies each state's new value into it, after every other node, unless its update
+        already wrote it in place."""
+        for name, new in self.cap.mutations:
+            vid = self.states[name]
+            if isinstance(new, torch.fx.Node) and self.in_place.get(new) == vid:
+                continue
+            lv = self.env[new] if isinstance(new, torch.fx.Node) else Const(new)
+            if isinstance(lv, Poison):
+                continue  # reported with the unsupported operators
+            self.node = new if isinstance(new, torch.fx.Node) else self.node
+            src = self.tensor_id(lv, "the new value of buffer '%s'" % name)
+            if src != vid:
+                self.mb.node("tern::clone", [src], [vid], name="update " + name)
+
     def run(self):
         graph = self.gm.graph
         live = self._live_nodes(graph)
@@ -224,11 +263,22 @@ class Lowerer:
                 t = desc[2]
                 self.real[n] = t
                 self.env[n] = Const(t.detach(), desc[1])
+            elif desc[0] == "state":
+                t = desc[2]
+                self.real[n] = t
+                try:
+                    vid = self.mb.state(desc[1], t)
+                except ValueError as e:
+                    raise ExportError("buffer '%s' is updated in place (a state tensor): %s"
+                                      % (desc[1], e))
+                self.states[desc[1]] = vid
+                self.env[n] = TVal(vid, t)
             else:
                 x = self.inputs[desc[1]]
                 self.real[n] = x
                 vid = self.mb.input(desc[2], x.dtype, x.shape)
                 self.env[n] = TVal(vid, x)
+        self._plan_in_place(placeholders)
         for n in graph.nodes:
             if n.op in ("placeholder", "output") or n not in live:
                 continue
@@ -244,6 +294,7 @@ class Lowerer:
                                   % (n.name, n.op))
         if self.unsupported:
             self._raise_unsupported()
+        self._write_states()
         out_node = [n for n in graph.nodes if n.op == "output"][0]
         self.node = out_node
         return self._outputs(out_node)

@@ -685,6 +685,15 @@ def _index_select(L, n, a, real):
                                    L.tensor_id(a["index"])], real)
 
 
+@handles("index_copy.default")
+def _index_copy(L, n, a, real):
+    # A KV cache written at its positions (transformers' StaticCache: index_copy_ along the
+    # sequence dim); when its result is the new value of a state tensor, the lowering writes
+    # that state in place (Lowerer.emit).
+    return L.emit("index_copy", [L.tensor_id(a["self"]), L.mb.int(V(a["dim"])),
+                                 L.tensor_id(a["index"]), L.tensor_id(a["source"])], real)
+
+
 @handles("gather.default")
 def _gather(L, n, a, real):
     return L.emit("gather", [L.tensor_id(a["self"]), L.mb.int(V(a["dim"])),

@@ -25,9 +25,17 @@ def _to_numpy(x):
     return np.ascontiguousarray(x)
 
 
-def run(pte, inputs, method=None, tern=None):
+def _outputs_in(folder):
+    files = sorted((f for f in os.listdir(folder) if f.startswith("output_")),
+                   key=lambda f: int(re.findall(r"\d+", f)[0]))
+    return [np.load(os.path.join(folder, f)) for f in files]
+
+
+def run(pte, inputs, method=None, tern=None, repeat=1):
     """Runs method `method` (default: forward) of `pte` on `inputs` (tensors or arrays, in
-    order) with `tern run`; returns the outputs as numpy arrays, in order. Raises RunError
+    order) with `tern run`; returns the outputs as numpy arrays, in order. With repeat > 1 the
+    method executes that many times in one process on the same inputs (state tensors such as a
+    KV cache carry over) and the result is a list with each run's outputs. Raises RunError
     with tern's stderr when it fails."""
     tern = tern or find_tern()
     d = tempfile.mkdtemp(prefix="tern_run_")
@@ -35,6 +43,8 @@ def run(pte, inputs, method=None, tern=None):
         cmd = [tern, "run", pte, "--output-dir", os.path.join(d, "out")]
         if method:
             cmd += ["--method", method]
+        if repeat != 1:
+            cmd += ["--repeat", str(int(repeat))]
         for i, x in enumerate(inputs):
             p = os.path.join(d, "input_%d.npy" % i)
             np.save(p, _to_numpy(x))
@@ -43,9 +53,9 @@ def run(pte, inputs, method=None, tern=None):
                            universal_newlines=True)
         if r.returncode != 0:
             raise RunError("tern run %s failed:\n%s" % (pte, r.stderr.strip()), r.stderr)
-        files = sorted((f for f in os.listdir(os.path.join(d, "out")) if f.startswith("output_")),
-                       key=lambda f: int(re.findall(r"\d+", f)[0]))
-        return [np.load(os.path.join(d, "out", f)) for f in files]
+        if repeat != 1:
+            return [_outputs_in(os.path.join(d, "out", "run_%d" % k)) for k in range(repeat)]
+        return _outputs_in(os.path.join(d, "out"))
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
