@@ -197,7 +197,8 @@ TEST_F(CliTest, InspectDescribesTheProgram) {
 }
 
 // Shared state (format 1.2): two methods name the state "acc"; inspect lists the program's
-// entry and each method's view of it; methods that disagree do not compile.
+// entry and each method's view of it; run --repeat keeps it from one execute to the next;
+// methods that disagree do not compile.
 TEST_F(CliTest, InspectListsSharedState) {
   const std::string graph = R"({"format": "tern-graph", "version": 1, "producer": "cli_test",
     "methods": [
@@ -223,6 +224,19 @@ TEST_F(CliTest, InspectListsSharedState) {
                         "0 acc: f32 [2], zero-initialized", "method 'peek'",
                         "acc: f32 [2], 8 bytes, shared state 0 (the program's)"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << "missing '" << s << "' in\n" << r.out;
+  }
+  // run --repeat: the state carries over from one execute to the next (acc = k * ones).
+  const fs::path out_dir = *dir_ / "repeat";
+  r = run_tern("run " + q(*dir_ / "shared.pte") + " --ones --repeat 3 --output-dir " +
+               q(out_dir));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("run 2 of 3"), std::string::npos) << r.out;
+  std::vector<int64_t> shape;
+  for (int k = 0; k < 3; ++k) {
+    const float v = static_cast<float>(k + 1);
+    EXPECT_EQ(npy_floats(out_dir / ("run_" + std::to_string(k)) / "output_0.npy", &shape),
+              (std::vector<float>{v, v}))
+        << "run " << k;
   }
   // Two methods that disagree about the state are a compile error naming both.
   std::string bad = graph;
