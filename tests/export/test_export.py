@@ -771,6 +771,51 @@ def test_input_updated_in_place_is_refused():
     assert "input" in str(e) and "only buffers" in str(e), str(e)
 
 
+class LlamaStep(nn.Module):
+    """One decode step of a transformers Llama (GQA, RoPE, RMSNorm, SwiGLU; random weights)
+    with its StaticCache held as buffers (transformers' own export wrapper): (token [1, 1],
+    position [1]) -> logits [1, 1, vocab]."""
+    def __init__(self, max_cache_len):
+        super().__init__()
+        import transformers as tf
+        from transformers.integrations.executorch import TorchExportableModuleWithStaticCache
+        cfg = tf.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64,
+                             num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                             max_position_embeddings=64, attn_implementation="sdpa")
+        model = tf.LlamaForCausalLM(cfg).eval()
+        model.generation_config.use_cache = True
+        model.generation_config.cache_implementation = "static"
+        self.w = TorchExportableModuleWithStaticCache(model, batch_size=1,
+                                                      max_cache_len=max_cache_len)
+
+    def forward(self, token, position):
+        return self.w(input_ids=token, cache_position=position)
+
+
+def test_llama_decode_steps_with_a_static_cache():
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        print("skip test_llama_decode_steps_with_a_static_cache: no transformers")
+        return
+    import copy
+    m = LlamaStep(max_cache_len=8)
+    pte = _path("llama_step.pte")
+    steps = [[torch.tensor([[t]]), torch.tensor([i])] for i, t in enumerate([3, 7, 1, 9, 4, 4])]
+    result = tern_export.export(copy.deepcopy(m), tuple(steps[0]), pte)
+    assert result.ops.get("tern::index_copy") == 4, result.ops  # k and v of two layers
+    runs = tern_export.run(pte, steps, repeat=len(steps))
+    for i, (got, step) in enumerate(zip(runs, steps)):
+        want = m(*step).detach()
+        err = float(np.abs(got[0] - want.numpy()).max())
+        assert err <= 1e-4 * float(want.abs().max()), "step %d: max error %g" % (i, err)
+        assert int(got[0].argmax()) == int(want.argmax()), "step %d: greedy token differs" % i
+    # A position past the cache is an execute error naming it, not a wrong answer.
+    past = [[torch.tensor([[1]]), torch.tensor([8])]]
+    e = expect_raises(tern_export.RunError, lambda: tern_export.run(pte, past[0]))
+    assert "tern::index_copy" in str(e) and "= 8 out of range" in str(e), str(e)
+
+
 def main(filters):
     tests = [(k, v) for k, v in sorted(globals().items()) if k.startswith("test_")]
     if filters:

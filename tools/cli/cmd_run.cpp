@@ -117,10 +117,17 @@ int cmd_run(const RunOptions& options) {
   MethodMeta meta = method.meta();
   const size_t num_inputs = meta.num_inputs();
 
-  if (!options.inputs.empty() && options.inputs.size() != num_inputs) {
-    throw std::runtime_error("method '" + method_name + "' takes " + std::to_string(num_inputs) +
-                             " inputs, " + std::to_string(options.inputs.size()) +
-                             " --input files given");
+  // One set of --input files for every run, or (with --repeat N) N sets, one per run.
+  const bool per_run = options.repeat > 1 && num_inputs > 0 &&
+                       options.inputs.size() == num_inputs * options.repeat;
+  if (!options.inputs.empty() && options.inputs.size() != num_inputs && !per_run) {
+    throw std::runtime_error(
+        "method '" + method_name + "' takes " + std::to_string(num_inputs) + " inputs, " +
+        std::to_string(options.inputs.size()) + " --input files given" +
+        (options.repeat > 1 ? " (with --repeat " + std::to_string(options.repeat) + ": " +
+                                  std::to_string(num_inputs) + " or " +
+                                  std::to_string(num_inputs * options.repeat) + ")"
+                            : ""));
   }
   if (options.inputs.empty() && !options.random && !options.ones && num_inputs > 0) {
     throw std::runtime_error("method '" + method_name + "' takes " + std::to_string(num_inputs) +
@@ -131,61 +138,65 @@ int cmd_run(const RunOptions& options) {
   std::vector<NpyArray> input_arrays(num_inputs);
   std::vector<TensorView> views(num_inputs);
   std::mt19937_64 rng(options.seed);
-  for (size_t i = 0; i < num_inputs; ++i) {
-    Result<EValue::Tag> tag = meta.input_tag(i);
-    if (!tag.ok()) throw_if_error(tag.error(), "cannot read input " + std::to_string(i));
-    if (*tag != EValue::Tag::Tensor) {
-      const std::string label = input_label(i, nullptr);
-      EValue value;
+  auto set_inputs = [&](size_t first) {
+    for (size_t i = 0; i < num_inputs; ++i) {
+      Result<EValue::Tag> tag = meta.input_tag(i);
+      if (!tag.ok()) throw_if_error(tag.error(), "cannot read input " + std::to_string(i));
+      if (*tag != EValue::Tag::Tensor) {
+        const std::string label = input_label(i, nullptr);
+        EValue value;
+        if (!options.inputs.empty()) {
+          value = scalar_from_npy(*tag, read_npy(options.inputs[first + i]), label + " from " + options.inputs[first + i]);
+        } else if (*tag == EValue::Tag::Int) {
+          value = EValue::from_int(1);
+        } else if (*tag == EValue::Tag::Double) {
+          value = EValue::from_double(1.0);
+        } else if (*tag == EValue::Tag::Bool) {
+          value = EValue::from_bool(true);
+        } else {
+          throw std::runtime_error(label + ": unsupported input kind " + std::string(to_string(*tag)));
+        }
+        clear_error_message();
+        throw_if_error(method.set_input(i, value), "cannot set " + label);
+        continue;
+      }
+      Result<TensorInfo> info = meta.input_tensor_info(i);
+      if (!info.ok()) throw_if_error(info.error(), "cannot read input " + std::to_string(i));
+      const std::string label = input_label(i, info->name);
+      NpyArray& array = input_arrays[i];
+      const std::string expected = std::string(to_string(info->dtype)) + " " + shape_string(info->sizes);
       if (!options.inputs.empty()) {
-        value = scalar_from_npy(*tag, read_npy(options.inputs[i]), label + " from " + options.inputs[i]);
-      } else if (*tag == EValue::Tag::Int) {
-        value = EValue::from_int(1);
-      } else if (*tag == EValue::Tag::Double) {
-        value = EValue::from_double(1.0);
-      } else if (*tag == EValue::Tag::Bool) {
-        value = EValue::from_bool(true);
+        array = read_npy(options.inputs[first + i]);
+        const std::string found = std::string(to_string(array.dtype)) + " " +
+            shape_string(Span<const int64_t>(array.shape.data(), array.shape.size()));
+        // A dynamic input may be any size within its bounds: set_input checks those.
+        if (found != expected && info->dim_symbols.empty()) {
+          throw std::runtime_error(label + " from " + options.inputs[first + i] + ": expected " + expected +
+                                   ", found " + found);
+        }
       } else {
-        throw std::runtime_error(label + ": unsupported input kind " + std::string(to_string(*tag)));
+        array.dtype = info->dtype;
+        array.shape.assign(info->sizes.begin(), info->sizes.end());
+        array.data = generated_input(info->dtype, array.numel(), options.ones, rng, label);
       }
+      TensorView& view = views[i];
+      view.dtype = array.dtype;
+      view.rank = static_cast<uint32_t>(array.shape.size());
+      view.sizes = array.shape.data();
+      // set_input refuses null data even for empty tensors; point at something valid.
+      static uint8_t empty_byte = 0;
+      view.data = array.data.empty() ? &empty_byte : array.data.data();
+      view.nbytes = array.data.size();
+      view.name = info->name;
       clear_error_message();
-      throw_if_error(method.set_input(i, value), "cannot set " + label);
-      continue;
+      throw_if_error(method.set_input(i, view), "cannot set " + label);
     }
-    Result<TensorInfo> info = meta.input_tensor_info(i);
-    if (!info.ok()) throw_if_error(info.error(), "cannot read input " + std::to_string(i));
-    const std::string label = input_label(i, info->name);
-    NpyArray& array = input_arrays[i];
-    const std::string expected = std::string(to_string(info->dtype)) + " " + shape_string(info->sizes);
-    if (!options.inputs.empty()) {
-      array = read_npy(options.inputs[i]);
-      const std::string found = std::string(to_string(array.dtype)) + " " +
-          shape_string(Span<const int64_t>(array.shape.data(), array.shape.size()));
-      // A dynamic input may be any size within its bounds: set_input checks those.
-      if (found != expected && info->dim_symbols.empty()) {
-        throw std::runtime_error(label + " from " + options.inputs[i] + ": expected " + expected +
-                                 ", found " + found);
-      }
-    } else {
-      array.dtype = info->dtype;
-      array.shape.assign(info->sizes.begin(), info->sizes.end());
-      array.data = generated_input(info->dtype, array.numel(), options.ones, rng, label);
-    }
-    TensorView& view = views[i];
-    view.dtype = array.dtype;
-    view.rank = static_cast<uint32_t>(array.shape.size());
-    view.sizes = array.shape.data();
-    // set_input refuses null data even for empty tensors; point at something valid.
-    static uint8_t empty_byte = 0;
-    view.data = array.data.empty() ? &empty_byte : array.data.data();
-    view.nbytes = array.data.size();
-    view.name = info->name;
-    clear_error_message();
-    throw_if_error(method.set_input(i, view), "cannot set " + label);
-  }
+  };
+  set_inputs(0);
 
   double ms = 0;
   for (uint32_t run = 0; run < options.repeat; ++run) {
+    if (per_run && run > 0) set_inputs(run * num_inputs);
     clear_error_message();
     const auto start = std::chrono::steady_clock::now();
     const Error status = method.execute();

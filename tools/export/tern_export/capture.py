@@ -52,15 +52,35 @@ def _decomposition_table(keep):
     return table
 
 
-def _capture_export(module, args, keep):
+def _export_and_decompose(module, args, keep, strict):
+    kw = {"strict": True} if strict else {}
     try:
-        ep = torch.export.export(module, tuple(args))
+        ep = torch.export.export(module, tuple(args), **kw)
     except Exception as e:  # torch's own message says what it could not trace
-        raise CaptureError("torch.export.export failed: %s: %s" % (type(e).__name__, e)) from e
+        raise CaptureError("torch.export.export%s failed: %s: %s"
+                           % (" (strict)" if strict else "", type(e).__name__, e)) from e
     try:
-        ep = ep.run_decompositions(_decomposition_table(keep))
+        return ep.run_decompositions(_decomposition_table(keep))
     except Exception as e:
-        raise CaptureError("run_decompositions failed: %s: %s" % (type(e).__name__, e)) from e
+        raise CaptureError("run_decompositions%s failed: %s: %s"
+                           % (" (strict)" if strict else "", type(e).__name__, e)) from e
+
+
+def _capture_export(module, args, keep):
+    # Non-strict tracing first (torch.export's default). A tensor the model reaches through a
+    # plain Python object rather than a module attribute (transformers' StaticCache holds its
+    # key/value tensors that way) is lifted as a constant there, and updating it in place
+    # fails in run_decompositions; strict tracing (TorchDynamo) sees such tensors as the
+    # buffers they are registered as, so it is the second try.
+    try:
+        ep = _export_and_decompose(module, args, keep, strict=False)
+    except CaptureError as first:
+        if torch_version() < (2, 3):
+            raise
+        try:
+            ep = _export_and_decompose(module, args, keep, strict=True)
+        except CaptureError as second:
+            raise CaptureError("%s; retried with strict tracing: %s" % (first, second)) from first
 
     sig = ep.graph_signature
     constants = dict(getattr(ep, "constants", {}) or {})

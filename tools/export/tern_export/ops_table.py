@@ -570,6 +570,18 @@ def _clone(L, n, a, real):
     return L.emit("clone", [L.tensor_id(a["self"])], real)
 
 
+@handles("copy.default")
+def _copy(L, n, a, real):
+    # The functional form of self.copy_(src): src in self's dtype, broadcast to self's shape
+    # (self's values are not read). A state set from an input (a cache position) comes this way.
+    src = L.cast(a["src"], real.dtype)
+    if isinstance(src, Const):
+        return Const(real.detach())
+    if list(src.real.shape) != list(real.shape):
+        return L.emit("expand", [src.vid, L.mb.int_list(real.shape)], real)
+    return L.emit("clone", [src.vid], real)
+
+
 @handles("permute.default")
 def _permute(L, n, a, real):
     return L.emit("permute", [L.tensor_id(a["self"]), L.mb.int_list(V(a["dims"]))], real)

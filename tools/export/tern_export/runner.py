@@ -34,9 +34,10 @@ def _outputs_in(folder):
 def run(pte, inputs, method=None, tern=None, repeat=1):
     """Runs method `method` (default: forward) of `pte` on `inputs` (tensors or arrays, in
     order) with `tern run`; returns the outputs as numpy arrays, in order. With repeat > 1 the
-    method executes that many times in one process on the same inputs (state tensors such as a
-    KV cache carry over) and the result is a list with each run's outputs. Raises RunError
-    with tern's stderr when it fails."""
+    method executes that many times in one process (state tensors such as a KV cache carry
+    over) on the same inputs, or, when `inputs` is a list of `repeat` input lists, on one list
+    per run (a token and its position per decode step); the result is then a list with each
+    run's outputs. Raises RunError with tern's stderr when it fails."""
     tern = tern or find_tern()
     d = tempfile.mkdtemp(prefix="tern_run_")
     try:
@@ -45,7 +46,10 @@ def run(pte, inputs, method=None, tern=None, repeat=1):
             cmd += ["--method", method]
         if repeat != 1:
             cmd += ["--repeat", str(int(repeat))]
-        for i, x in enumerate(inputs):
+        per_run = repeat != 1 and len(inputs) == repeat and all(
+            isinstance(x, (list, tuple)) for x in inputs)
+        flat = [x for step in inputs for x in step] if per_run else list(inputs)
+        for i, x in enumerate(flat):
             p = os.path.join(d, "input_%d.npy" % i)
             np.save(p, _to_numpy(x))
             cmd += ["--input", p]
