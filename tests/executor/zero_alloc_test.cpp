@@ -17,6 +17,8 @@
 #include "runtime/kernels/portable/register_portable_kernels.h"
 #include "tests/executor/method_test_util.h"
 #include "tests/support/allocation_counter.h"
+#include "runtime/extension/token_generator.h"
+#include "tests/support/step_program.h"
 
 namespace tern {
 namespace {
@@ -199,6 +201,42 @@ TEST_F(ZeroAllocTest, ModuleMethodExecuteNeverAllocates) {
   EXPECT_EQ(allocations, 0);
   EXPECT_EQ(g_backend.execute_calls, 100);
   std::remove(path.c_str());
+}
+
+// Issue 15: a decode loop allocates nothing per step. TokenGenerator sizes its scratch at
+// create() and the output vector's capacity once; a second generate() with the same vector
+// (greedy and sampled) allocates nothing at all.
+TEST_F(ZeroAllocTest, TokenGenerationNeverAllocates) {
+  testing::LoadedProgram lp(testing_support::counting_step_program(16));
+  testing::MethodMemory memory(lp.program().method_meta("decode").get());
+  auto method = lp.program().load_method("decode", memory.manager());
+  ASSERT_TRUE(method.ok()) << last_error_message();
+  auto generator = TokenGenerator::create(&method.get());
+  ASSERT_TRUE(generator.ok()) << last_error_message();
+  const std::vector<int64_t> prompt = {1, 2, 3};
+  std::vector<int64_t> out;
+  GenerationStats stats;
+  GenerationOptions greedy;
+  greedy.max_new_tokens = 24;
+  ASSERT_EQ(generator->generate(Span<const int64_t>(prompt.data(), 3), greedy, &out, &stats),
+            Error::Ok);
+  GenerationOptions sampled = greedy;
+  sampled.sampling.temperature = 0.7f;
+  sampled.sampling.top_k = 5;
+  sampled.sampling.top_p = 0.9f;
+  long allocations;
+  Error greedy_status, sampled_status;
+  {
+    ArmedCounter counter;
+    greedy_status = generator->generate(Span<const int64_t>(prompt.data(), 3), greedy, &out, &stats);
+    sampled_status =
+        generator->generate(Span<const int64_t>(prompt.data(), 3), sampled, &out, &stats);
+    allocations = counter.count();
+  }
+  EXPECT_EQ(greedy_status, Error::Ok);
+  EXPECT_EQ(sampled_status, Error::Ok);
+  EXPECT_EQ(stats.generated_tokens, 24u);
+  EXPECT_EQ(allocations, 0) << "heap allocations during two 24-token generations";
 }
 
 }  // namespace

@@ -800,6 +800,7 @@ def test_llama_decode_steps_with_a_static_cache():
         return
     import copy
     m = LlamaStep(max_cache_len=8)
+    fresh = copy.deepcopy(m)  # the model before any step, for the generate check
     pte = _path("llama_step.pte")
     steps = [[torch.tensor([[t]]), torch.tensor([i])] for i, t in enumerate([3, 7, 1, 9, 4, 4])]
     result = tern_export.export(copy.deepcopy(m), tuple(steps[0]), pte)
@@ -814,6 +815,23 @@ def test_llama_decode_steps_with_a_static_cache():
     past = [[torch.tensor([[1]]), torch.tensor([8])]]
     e = expect_raises(tern_export.RunError, lambda: tern_export.run(pte, past[0]))
     assert "tern::index_copy" in str(e) and "= 8 out of range" in str(e), str(e)
+    # tern generate: the prompt fed token by token, then greedy decoding, as an eager loop.
+    tokens, logits = [3, 7, 1], None
+    for i, t in enumerate(tokens):
+        logits = fresh(torch.tensor([[t]]), torch.tensor([i]))
+    want = []
+    for i in range(4):
+        nxt = int(logits.argmax())
+        want.append(nxt)
+        logits = fresh(torch.tensor([[nxt]]), torch.tensor([len(tokens) + i]))
+    r = subprocess.run([tern_export.find_tern(), "generate", pte, "--prompt", "3,7,1",
+                        "--max-new-tokens", "4"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True)
+    assert r.returncode == 0, r.stderr
+    got = [int(t) for t in r.stdout.split("generated:")[1].splitlines()[0].split()]
+    assert got == want, (got, want)
+    for line in ("prompt: 3 tokens", "time to first token", "decode: 3 tokens", "peak RSS"):
+        assert line in r.stdout, r.stdout
 
 
 def main(filters):

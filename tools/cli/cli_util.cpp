@@ -1,5 +1,8 @@
 // Helpers shared by the subcommands: error text, program loading, value formatting.
+#include <sys/resource.h>
+
 #include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -92,6 +95,25 @@ std::string element_string(DType dtype, const uint8_t* data, uint64_t i) {
     default: out << "?"; break;
   }
   return out.str();
+}
+
+// Peak resident set size of this process in MiB: VmHWM from /proc/self/status (the high-water
+// mark of this program's own memory), else ru_maxrss, which on Linux also carries the parent's
+// peak across fork + exec.
+double peak_rss_mib() {
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    unsigned long long kib = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof(line), f) != nullptr) {
+      found = std::sscanf(line, "VmHWM: %llu kB", &kib) == 1;
+    }
+    std::fclose(f);
+    if (found) return static_cast<double>(kib) / 1024.0;
+  }
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
 }
 
 std::string choose_method(const Program& program, const std::string& requested) {

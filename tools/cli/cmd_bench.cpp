@@ -116,25 +116,6 @@ class Progress {
   size_t last_ = SIZE_MAX;
 };
 
-// Peak resident set size of this process in MiB: VmHWM from /proc/self/status (the high-water
-// mark of this program's own memory), else ru_maxrss, which on Linux also carries the parent's
-// peak across fork + exec.
-double peak_rss_mib() {
-  if (FILE* f = std::fopen("/proc/self/status", "r")) {
-    char line[256];
-    unsigned long long kib = 0;
-    bool found = false;
-    while (!found && std::fgets(line, sizeof(line), f) != nullptr) {
-      found = std::sscanf(line, "VmHWM: %llu kB", &kib) == 1;
-    }
-    std::fclose(f);
-    if (found) return static_cast<double>(kib) / 1024.0;
-  }
-  struct rusage usage;
-  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
-}
-
 }  // namespace
 
 int cmd_bench(const BenchOptions& options) {

@@ -34,6 +34,22 @@ struct RunOptions {
 };
 int cmd_run(const RunOptions& options);
 
+/// `tern generate MODEL.pte --prompt ...`: the decoding loop of a language model's step
+/// method (runtime/extension/token_generator.h).
+struct GenerateOptions {
+  std::string model;
+  std::string method;  ///< empty: "decode" if present, else "forward", else the first
+  std::string prompt;       ///< token ids, separated by commas or spaces
+  std::string prompt_file;  ///< a file of token ids, separated by whitespace or commas
+  uint32_t max_new_tokens = 32;
+  int64_t stop_token = -1;
+  float temperature = 0.0f;
+  uint32_t top_k = 0;
+  float top_p = 1.0f;
+  uint64_t seed = 0;
+};
+int cmd_generate(const GenerateOptions& options);
+
 /// `tern inspect MODEL.pte`
 int cmd_inspect(const std::string& model);
 
@@ -78,6 +94,9 @@ std::string shape_string(Span<const int64_t> sizes);
 /// The method to run: `requested` when not empty, else "forward" if the program has it, else
 /// its first method. Throws when the program has no readable method.
 std::string choose_method(const Program& program, const std::string& requested);
+
+/// Peak resident set size of this process in MiB (VmHWM, else ru_maxrss).
+double peak_rss_mib();
 
 /// `numel` generated elements of `dtype` for an input labelled `label`: all ones, or seeded
 /// uniform [-1, 1) floats / small integers [0, 9] (bools: k & 1). Throws for a dtype it cannot

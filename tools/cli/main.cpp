@@ -47,6 +47,31 @@ int run_main(int argc, char** argv) {
                       "--output-dir: run_<k>/output_<i>.npy per run)")
       ->check(CLI::Range(1u, 1000000u));
 
+  tern::cli::GenerateOptions generate;
+  CLI::App* generate_cmd = app.add_subcommand(
+      "generate", "Generate tokens with a language model's step method (token, position -> logits)");
+  generate_cmd->add_option("model", generate.model, "Program file (.pte)")->required();
+  generate_cmd->add_option("--method", generate.method,
+                           "Step method (default: decode, else forward)");
+  CLI::Option* prompt_opt = generate_cmd->add_option("--prompt", generate.prompt,
+                                                     "Prompt token ids, e.g. 1,15043,3186");
+  CLI::Option* prompt_file_opt = generate_cmd->add_option(
+      "--prompt-file", generate.prompt_file, "File of prompt token ids (whitespace or commas)");
+  prompt_opt->excludes(prompt_file_opt);
+  generate_cmd->add_option("--max-new-tokens", generate.max_new_tokens,
+                           "Tokens to generate at most (default 32)")
+      ->check(CLI::Range(1u, 1000000u));
+  generate_cmd->add_option("--stop-token", generate.stop_token,
+                           "Stop after generating this token id");
+  generate_cmd->add_option("--temperature", generate.temperature,
+                           "0 (default): greedy; else sample softmax(logits / T)")
+      ->check(CLI::Range(0.0f, 100.0f));
+  generate_cmd->add_option("--top-k", generate.top_k, "Sample among the k likeliest (0: all)");
+  generate_cmd->add_option("--top-p", generate.top_p,
+                           "Sample among the likeliest whose probabilities reach p (1: all)")
+      ->check(CLI::Range(0.000001f, 1.0f));
+  generate_cmd->add_option("--seed", generate.seed, "Seed for sampling (default 0)");
+
   tern::cli::BenchOptions bench;
   CLI::App* bench_cmd = app.add_subcommand("bench", "Time a method: latency percentiles, profile, trace");
   bench_cmd->add_option("model", bench.model, "Program file (.pte)")->required();
@@ -121,6 +146,13 @@ int run_main(int argc, char** argv) {
     return tern::cli::cmd_run(run);
   }
   if (*bench_cmd) return tern::cli::cmd_bench(bench);
+  if (*generate_cmd) {
+    if (generate.prompt.empty() && generate.prompt_file.empty()) {
+      print_error("generate: give the prompt with --prompt IDS or --prompt-file FILE");
+      return 2;
+    }
+    return tern::cli::cmd_generate(generate);
+  }
   if (*inspect_cmd) return tern::cli::cmd_inspect(inspect_model);
   if (*verify_cmd) return tern::cli::cmd_verify(verify_model);
   if (*compile_cmd) return tern::cli::cmd_compile(compile);

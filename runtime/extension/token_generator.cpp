@@ -1,0 +1,213 @@
+// TokenGenerator and sample_token: the decoding loop over a step method (token_generator.h).
+#include "runtime/extension/token_generator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstring>
+
+#include "runtime/core/tensor_view.h"
+#include "runtime/executor/method_meta.h"
+
+namespace tern {
+namespace {
+
+bool is_int_dtype(DType d) { return d == DType::I64 || d == DType::I32; }
+
+bool has_sizes(Span<const int64_t> sizes, std::initializer_list<int64_t> want) {
+  if (sizes.size() != want.size()) return false;
+  size_t i = 0;
+  for (int64_t w : want) {
+    if (sizes[i++] != w) return false;
+  }
+  return true;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// A one-element int tensor view over `storage` holding `value` in `dtype`.
+TensorView scalar_view(DType dtype, int64_t value, const int64_t* sizes, uint32_t rank,
+                       int64_t* storage) {
+  TensorView v;
+  v.dtype = dtype;
+  v.rank = rank;
+  v.sizes = sizes;
+  if (dtype == DType::I32) {
+    const int32_t narrow = static_cast<int32_t>(value);
+    std::memcpy(storage, &narrow, sizeof narrow);
+    v.nbytes = 4;
+  } else {
+    *storage = value;
+    v.nbytes = 8;
+  }
+  v.data = storage;
+  return v;
+}
+
+}  // namespace
+
+Result<int64_t> sample_token(Span<const float> logits, const SamplingOptions& options,
+                             std::mt19937_64& rng, Span<int32_t> order, Span<float> probs) {
+  const size_t n = logits.size();
+  TERN_CHECK_OR_RETURN_ERROR(n > 0, InvalidArgument, "sample_token: no logits");
+  TERN_CHECK_OR_RETURN_ERROR(options.temperature >= 0.0f && std::isfinite(options.temperature),
+                             InvalidArgument, "sample_token: temperature %g, expected >= 0",
+                             static_cast<double>(options.temperature));
+  TERN_CHECK_OR_RETURN_ERROR(options.top_p > 0.0f && options.top_p <= 1.0f, InvalidArgument,
+                             "sample_token: top_p %g, expected in (0, 1]",
+                             static_cast<double>(options.top_p));
+  if (options.temperature == 0.0f) {
+    size_t best = 0;
+    for (size_t i = 1; i < n; ++i) {
+      if (logits[i] > logits[best]) best = i;
+    }
+    return static_cast<int64_t>(best);
+  }
+  TERN_CHECK_OR_RETURN_ERROR(order.size() == n && probs.size() == n, InvalidArgument,
+                             "sample_token: scratch of %zu and %zu entries for %zu logits",
+                             order.size(), probs.size(), n);
+  // Candidates in descending logit order (ties: lower index first), the top k only.
+  for (size_t i = 0; i < n; ++i) order[i] = static_cast<int32_t>(i);
+  const size_t k = options.top_k == 0 ? n : std::min<size_t>(options.top_k, n);
+  auto more_likely = [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  };
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), more_likely);
+  // Softmax of logits / temperature over the candidates (max subtracted), in double.
+  const double max_logit = logits[order[0]];
+  double total = 0;
+  for (size_t i = 0; i < k; ++i) {
+    const double p = std::exp((static_cast<double>(logits[order[i]]) - max_logit) /
+                              static_cast<double>(options.temperature));
+    probs[i] = static_cast<float>(p);
+    total += p;
+  }
+  // Nucleus: the shortest prefix whose probability reaches top_p.
+  size_t keep = k;
+  if (options.top_p < 1.0f) {
+    double cumulative = 0;
+    for (size_t i = 0; i < k; ++i) {
+      cumulative += static_cast<double>(probs[i]) / total;
+      if (cumulative >= static_cast<double>(options.top_p)) {
+        keep = i + 1;
+        break;
+      }
+    }
+  }
+  double kept = 0;
+  for (size_t i = 0; i < keep; ++i) kept += probs[i];
+  const double u = std::uniform_real_distribution<double>(0.0, kept)(rng);
+  double running = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    running += probs[i];
+    if (u < running) return static_cast<int64_t>(order[i]);
+  }
+  return static_cast<int64_t>(order[keep - 1]);  // u at the very top (rounding)
+}
+
+Result<TokenGenerator> TokenGenerator::create(Method* step) {
+  TERN_CHECK_OR_RETURN_ERROR(step != nullptr, InvalidArgument, "TokenGenerator: no method");
+  const MethodMeta meta = step->meta();
+  TERN_CHECK_OR_RETURN_ERROR(meta.num_inputs() == 2 && meta.num_outputs() == 1, InvalidArgument,
+                             "TokenGenerator: method '%s' has %zu inputs and %zu outputs; a step "
+                             "method takes (tokens [1, 1], position [1]) and returns logits "
+                             "[1, 1, vocab]",
+                             meta.name(), meta.num_inputs(), meta.num_outputs());
+  TERN_ASSIGN_OR_RETURN(TensorInfo tokens, meta.input_tensor_info(0));
+  TERN_ASSIGN_OR_RETURN(TensorInfo position, meta.input_tensor_info(1));
+  TERN_ASSIGN_OR_RETURN(TensorInfo logits, meta.output_tensor_info(0));
+  TERN_CHECK_OR_RETURN_ERROR(is_int_dtype(tokens.dtype) && has_sizes(tokens.sizes, {1, 1}),
+                             InvalidArgument,
+                             "TokenGenerator: method '%s' input 0 is %s of rank %zu; expected "
+                             "the token, i64 or i32 [1, 1]",
+                             meta.name(), to_string(tokens.dtype), tokens.sizes.size());
+  TERN_CHECK_OR_RETURN_ERROR(is_int_dtype(position.dtype) && has_sizes(position.sizes, {1}),
+                             InvalidArgument,
+                             "TokenGenerator: method '%s' input 1 is %s of rank %zu; expected "
+                             "the position, i64 or i32 [1]",
+                             meta.name(), to_string(position.dtype), position.sizes.size());
+  TERN_CHECK_OR_RETURN_ERROR(logits.dtype == DType::F32 && logits.sizes.size() == 3 &&
+                                 logits.sizes[0] == 1 && logits.sizes[1] == 1 &&
+                                 logits.sizes[2] > 0,
+                             InvalidArgument,
+                             "TokenGenerator: method '%s' output 0 is %s of rank %zu; expected "
+                             "the logits, f32 [1, 1, vocab]",
+                             meta.name(), to_string(logits.dtype), logits.sizes.size());
+  TokenGenerator g;
+  g.step_ = step;
+  g.token_dtype_ = tokens.dtype;
+  g.position_dtype_ = position.dtype;
+  g.vocab_ = logits.sizes[2];
+  g.order_.resize(static_cast<size_t>(g.vocab_));
+  g.probs_.resize(static_cast<size_t>(g.vocab_));
+  return g;
+}
+
+Error TokenGenerator::run_step(int64_t token, int64_t position, Span<const float>* logits) {
+  static const int64_t kTokenSizes[2] = {1, 1};
+  static const int64_t kPositionSizes[1] = {1};
+  int64_t token_storage = 0;
+  int64_t position_storage = 0;
+  TERN_RETURN_IF_ERROR(
+      step_->set_input(0, scalar_view(token_dtype_, token, kTokenSizes, 2, &token_storage)));
+  TERN_RETURN_IF_ERROR(step_->set_input(
+      1, scalar_view(position_dtype_, position, kPositionSizes, 1, &position_storage)));
+  TERN_RETURN_IF_ERROR(step_->execute());
+  TERN_ASSIGN_OR_RETURN(const TensorView* out, step_->output(0));
+  *logits = Span<const float>(static_cast<const float*>(out->data), static_cast<size_t>(vocab_));
+  return Error::Ok;
+}
+
+Error TokenGenerator::generate(Span<const int64_t> prompt, const GenerationOptions& options,
+                               std::vector<int64_t>* out, GenerationStats* stats) {
+  TERN_CHECK_OR_RETURN_ERROR(out != nullptr && stats != nullptr, InvalidArgument,
+                             "TokenGenerator::generate: null output");
+  TERN_CHECK_OR_RETURN_ERROR(prompt.size() > 0, InvalidArgument,
+                             "TokenGenerator::generate: the prompt is empty (give at least one "
+                             "token)");
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    TERN_CHECK_OR_RETURN_ERROR(prompt[i] >= 0 && prompt[i] < vocab_, InvalidArgument,
+                               "prompt token %zu is %" PRId64 ", outside the vocabulary [0, %" PRId64
+                               ")",
+                               i, prompt[i], vocab_);
+  }
+  out->clear();
+  out->reserve(options.max_new_tokens);
+  *stats = GenerationStats();
+  stats->prompt_tokens = static_cast<uint32_t>(prompt.size());
+  std::mt19937_64 rng(options.seed);
+  const auto start = std::chrono::steady_clock::now();
+  Span<const float> logits;
+  int64_t position = 0;
+  for (size_t i = 0; i < prompt.size(); ++i, ++position) {
+    const Error err = run_step(prompt[i], position, &logits);
+    if (err != Error::Ok) {
+      return chain_error_message(err, "prompt token %zu (position %" PRId64 ")", i, position);
+    }
+  }
+  stats->prompt_seconds = seconds_since(start);
+  for (uint32_t n = 0; n < options.max_new_tokens; ++n) {
+    TERN_ASSIGN_OR_RETURN(const int64_t next,
+                          sample_token(logits, options.sampling, rng,
+                                       Span<int32_t>(order_.data(), order_.size()),
+                                       Span<float>(probs_.data(), probs_.size())));
+    out->push_back(next);
+    if (n == 0) stats->first_token_seconds = seconds_since(start);
+    stats->generated_tokens = n + 1;
+    if (next == options.stop_token || n + 1 == options.max_new_tokens) break;
+    const Error err = run_step(next, position, &logits);
+    if (err != Error::Ok) {
+      return chain_error_message(err, "generated token %u (position %" PRId64 ")", n, position);
+    }
+    ++position;
+  }
+  if (stats->generated_tokens > 0) {
+    stats->decode_seconds = seconds_since(start) - stats->first_token_seconds;
+  }
+  return Error::Ok;
+}
+
+}  // namespace tern

@@ -1,0 +1,170 @@
+// TokenGenerator and sample_token (runtime/extension/token_generator.h): greedy and sampled
+// choices against distributions worked out by hand, the decoding loop on a counting step
+// program, and its errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/extension/token_generator.h"
+#include "runtime/kernels/portable/register_portable_kernels.h"
+#include "tests/executor/method_test_util.h"
+#include "tests/support/step_program.h"
+
+namespace tern {
+namespace {
+
+std::string message() { return last_error_message(); }
+
+/// Frequencies of each token over `draws` samples.
+std::vector<double> frequencies(const std::vector<float>& logits, const SamplingOptions& options,
+                                int draws) {
+  std::mt19937_64 rng(12345);
+  std::vector<int32_t> order(logits.size());
+  std::vector<float> probs(logits.size());
+  std::vector<double> count(logits.size(), 0.0);
+  for (int i = 0; i < draws; ++i) {
+    auto t = sample_token(Span<const float>(logits.data(), logits.size()), options, rng,
+                          Span<int32_t>(order.data(), order.size()),
+                          Span<float>(probs.data(), probs.size()));
+    EXPECT_TRUE(t.ok()) << message();
+    if (t.ok()) count[static_cast<size_t>(*t)] += 1.0 / draws;
+  }
+  return count;
+}
+
+void expect_near_all(const std::vector<double>& got, const std::vector<double>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 0.01) << "token " << i;
+}
+
+// Logits log(1), log(2), log(3), log(4): softmax gives 0.1, 0.2, 0.3, 0.4.
+const std::vector<float> kLogits = {0.0f, std::log(2.0f), std::log(3.0f), std::log(4.0f)};
+
+TEST(SampleToken, GreedyTakesTheFirstLargest) {
+  std::mt19937_64 rng(1);
+  std::vector<float> logits = {1, 7, 3, 7};
+  auto t = sample_token(Span<const float>(logits.data(), 4), SamplingOptions(), rng,
+                        Span<int32_t>(), Span<float>());
+  ASSERT_TRUE(t.ok()) << message();
+  EXPECT_EQ(*t, 1);
+}
+
+TEST(SampleToken, TemperatureOneSamplesTheSoftmax) {
+  SamplingOptions o;
+  o.temperature = 1.0f;
+  expect_near_all(frequencies(kLogits, o, 40000), {0.1, 0.2, 0.3, 0.4});
+}
+
+TEST(SampleToken, TemperatureHalfSquaresTheProbabilities) {
+  // p^(1/T) = p^2: 1, 4, 9, 16 over 30.
+  SamplingOptions o;
+  o.temperature = 0.5f;
+  expect_near_all(frequencies(kLogits, o, 40000), {1 / 30.0, 4 / 30.0, 9 / 30.0, 16 / 30.0});
+}
+
+TEST(SampleToken, TopKAndTopPKeepTheLikeliest) {
+  SamplingOptions k2;
+  k2.temperature = 1.0f;
+  k2.top_k = 2;  // tokens 3 and 2: 4/7 and 3/7
+  expect_near_all(frequencies(kLogits, k2, 40000), {0, 0, 3 / 7.0, 4 / 7.0});
+  SamplingOptions p5;
+  p5.temperature = 1.0f;
+  p5.top_p = 0.5f;  // 0.4 < 0.5, 0.4 + 0.3 >= 0.5: the same two
+  expect_near_all(frequencies(kLogits, p5, 40000), {0, 0, 3 / 7.0, 4 / 7.0});
+  SamplingOptions tiny;
+  tiny.temperature = 1.0f;
+  tiny.top_p = 0.01f;  // only the likeliest
+  expect_near_all(frequencies(kLogits, tiny, 1000), {0, 0, 0, 1});
+}
+
+TEST(SampleToken, BadOptionsAreErrors) {
+  std::mt19937_64 rng(1);
+  std::vector<int32_t> order(4);
+  std::vector<float> probs(4);
+  SamplingOptions o;
+  o.temperature = -1.0f;
+  auto span = Span<const float>(kLogits.data(), 4);
+  EXPECT_EQ(sample_token(span, o, rng, Span<int32_t>(order.data(), 4), Span<float>(probs.data(), 4))
+                .error(),
+            Error::InvalidArgument);
+  EXPECT_NE(message().find("temperature -1"), std::string::npos) << message();
+  o.temperature = 1.0f;
+  o.top_p = 0.0f;
+  EXPECT_EQ(sample_token(span, o, rng, Span<int32_t>(order.data(), 4), Span<float>(probs.data(), 4))
+                .error(),
+            Error::InvalidArgument);
+  EXPECT_NE(message().find("top_p 0"), std::string::npos) << message();
+  o.top_p = 1.0f;
+  EXPECT_EQ(sample_token(span, o, rng, Span<int32_t>(order.data(), 3), Span<float>(probs.data(), 4))
+                .error(),
+            Error::InvalidArgument);
+}
+
+class TokenGeneratorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(register_portable_kernels(), Error::Ok);
+    program_.reset(new testing::LoadedProgram(testing_support::counting_step_program(8)));
+    memory_.reset(new testing::MethodMemory(program_->program().method_meta("decode").get()));
+    auto method = program_->program().load_method("decode", memory_->manager());
+    ASSERT_TRUE(method.ok()) << message();
+    method_.reset(new Method(std::move(method.get())));
+  }
+  std::unique_ptr<testing::LoadedProgram> program_;
+  std::unique_ptr<testing::MethodMemory> memory_;
+  std::unique_ptr<Method> method_;
+};
+
+TEST_F(TokenGeneratorTest, GreedyCountsUpAndStops) {
+  auto g = TokenGenerator::create(method_.get());
+  ASSERT_TRUE(g.ok()) << message();
+  EXPECT_EQ(g->vocab_size(), 8);
+  const std::vector<int64_t> prompt = {2, 5};
+  std::vector<int64_t> out;
+  GenerationStats stats;
+  GenerationOptions o;
+  o.max_new_tokens = 5;
+  ASSERT_EQ(g->generate(Span<const int64_t>(prompt.data(), 2), o, &out, &stats), Error::Ok)
+      << message();
+  EXPECT_EQ(out, (std::vector<int64_t>{6, 7, 0, 1, 2}));
+  EXPECT_EQ(stats.prompt_tokens, 2u);
+  EXPECT_EQ(stats.generated_tokens, 5u);
+  EXPECT_LE(stats.prompt_seconds, stats.first_token_seconds);
+  o.stop_token = 7;
+  ASSERT_EQ(g->generate(Span<const int64_t>(prompt.data(), 2), o, &out, &stats), Error::Ok);
+  EXPECT_EQ(out, (std::vector<int64_t>{6, 7}));
+}
+
+TEST_F(TokenGeneratorTest, BadPromptsAndSignaturesAreErrors) {
+  auto g = TokenGenerator::create(method_.get());
+  ASSERT_TRUE(g.ok()) << message();
+  std::vector<int64_t> out;
+  GenerationStats stats;
+  const std::vector<int64_t> bad = {3, 8};
+  EXPECT_EQ(g->generate(Span<const int64_t>(bad.data(), 2), GenerationOptions(), &out, &stats),
+            Error::InvalidArgument);
+  EXPECT_NE(message().find("prompt token 1 is 8, outside the vocabulary [0, 8)"),
+            std::string::npos)
+      << message();
+  EXPECT_EQ(g->generate(Span<const int64_t>(), GenerationOptions(), &out, &stats),
+            Error::InvalidArgument);
+  EXPECT_NE(message().find("empty"), std::string::npos) << message();
+
+  // A method that is not a step (one input, one f32 output): refused, naming the shape wanted.
+  compiler::GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {1, 4});
+  b.output(b.op("tern::relu", {x}, DType::F32, {1, 4}, "relu"));
+  testing::LoadedProgram lp(testing::compile_graph(b.build()));
+  testing::MethodMemory memory(lp.program().method_meta("forward").get());
+  auto method = lp.program().load_method("forward", memory.manager());
+  ASSERT_TRUE(method.ok()) << message();
+  auto not_a_step = TokenGenerator::create(&method.get());
+  ASSERT_FALSE(not_a_step.ok());
+  EXPECT_NE(message().find("takes (tokens [1, 1], position [1])"), std::string::npos) << message();
+}
+
+}  // namespace
+}  // namespace tern
