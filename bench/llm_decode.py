@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Language-model decode speed (issue 15 item 5): a Llama with TinyLlama-1.1B's widths (hidden
+2048, 32 heads / 4 KV heads, MLP 5632, vocab 32000; random weights, nothing downloaded) and
+--layers decoder layers, exported as a step method with transformers' own StaticCache wrapper
+(docs/llm-decoding.md "Generating"), decoded greedily by `tern generate` and by PyTorch eager
+(the same wrapper, token by token) in alternating rounds, same thread count; plus the
+bandwidth bound: weight bytes read per token / a STREAM-style read loop's bandwidth (measured in
+the same run, bench/quant_linear_stack.py's loop).
+
+    .venv/bin/python bench/llm_decode.py --tern build-bench/tern --layers 4 --threads 2
+
+The greedy tokens of tern and PyTorch must be equal (else the run stops: a speed figure of a
+wrong answer is no figure).
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "tools", "export"))
+
+
+def build_step(layers, max_cache_len):
+    import torch
+    import transformers as tf
+    from transformers.integrations.executorch import TorchExportableModuleWithStaticCache
+    torch.manual_seed(0)
+    cfg = tf.LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632,
+                         num_hidden_layers=layers, num_attention_heads=32, num_key_value_heads=4,
+                         max_position_embeddings=2048, attn_implementation="sdpa")
+    model = tf.LlamaForCausalLM(cfg).eval()
+    model.generation_config.use_cache = True
+    model.generation_config.cache_implementation = "static"
+
+    class Step(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = TorchExportableModuleWithStaticCache(model, batch_size=1,
+                                                          max_cache_len=max_cache_len)
+
+        def forward(self, token, position):
+            return self.w(input_ids=token, cache_position=position)
+
+    weight_bytes = sum(p.numel() * 4 for n, p in model.named_parameters()
+                       if "embed_tokens" not in n) + 2048 * 4  # one embedding row per token
+    return Step().eval(), weight_bytes
+
+
+def tern_generate(tern, pte, prompt, new_tokens):
+    r = subprocess.run([tern, "generate", pte, "--prompt", ",".join(map(str, prompt)),
+                        "--max-new-tokens", str(new_tokens)], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, universal_newlines=True)
+    if r.returncode != 0:
+        raise SystemExit("tern generate failed: " + r.stderr)
+    out = r.stdout
+    tokens = [int(t) for t in out.split("generated:")[1].splitlines()[0].split()]
+    decode = float(re.search(r"decode: \d+ tokens in [\d.]+ ms \(([\d.]+) tokens/s\)", out).group(1))
+    prefill = float(re.search(r"prompt: \d+ tokens in [\d.]+ ms \(([\d.]+) tokens/s\)", out).group(1))
+    ttft = float(re.search(r"time to first token: ([\d.]+) ms", out).group(1))
+    rss = float(re.search(r"peak RSS: ([\d.]+) MiB", out).group(1))
+    return tokens, decode, prefill, ttft, rss
+
+
+def torch_generate(step, prompt, new_tokens):
+    import torch
+    with torch.no_grad():
+        t0 = time.perf_counter()
+        for i, t in enumerate(prompt):
+            logits = step(torch.tensor([[t]]), torch.tensor([i]))
+        t1 = time.perf_counter()
+        tokens = []
+        first = None
+        for i in range(new_tokens):
+            nxt = int(logits.argmax())
+            tokens.append(nxt)
+            if first is None:
+                first = time.perf_counter()
+            if i + 1 == new_tokens:
+                break
+            logits = step(torch.tensor([[nxt]]), torch.tensor([len(prompt) + i]))
+        t2 = time.perf_counter()
+    return tokens, (new_tokens - 1) / (t2 - first), len(prompt) / (t1 - t0)
+
+
+def read_bandwidth(work, threads):
+    import quant_linear_stack as q
+    src = os.path.join(work, "stream.c")
+    with open(src, "w") as f:
+        f.write(q.STREAM_C)
+    exe = os.path.join(work, "stream")
+    subprocess.run(["gcc", "-O3", "-march=native", "-fopenmp", src, "-o", exe], check=True)
+    r = subprocess.run([exe, "5", str(threads)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                       universal_newlines=True, check=True)
+    return max(float(x) for x in r.stdout.split())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tern", default="build-bench/tern")
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--prompt", type=int, default=16, help="prompt tokens")
+    ap.add_argument("--new-tokens", type=int, default=64)
+    ap.add_argument("--max-cache", type=int, default=256)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--work", default=None, help="keep the program here (default: a temp dir)")
+    args = ap.parse_args()
+    os.environ["TERN"] = os.path.abspath(args.tern)
+    import torch
+    import tern_export
+    torch.set_num_threads(args.threads)
+    work = args.work or tempfile.mkdtemp(prefix="tern_llm_bench_")
+    os.makedirs(work, exist_ok=True)
+    step, weight_bytes = build_step(args.layers, args.max_cache)
+    pte = os.path.join(work, "llama_L%d.pte" % args.layers)
+    if not os.path.exists(pte):
+        t0 = time.time()
+        # No copy of the model (1.1B f32 is 4.4 GB): torch.export traces with fake tensors and
+        # leaves the buffers alone.
+        tern_export.export(step, (torch.tensor([[1]]), torch.tensor([0])), pte, verbose=False)
+        print("exported %s in %.0f s" % (pte, time.time() - t0), flush=True)
+    prompt = [int(x) for x in torch.randint(0, 32000, (args.prompt,), generator=torch.Generator().manual_seed(1))]
+    bw = read_bandwidth(work, args.threads)
+    tern_rows, torch_rows = [], []
+    for r in range(args.rounds):
+        tt, tdec, tpre, ttft, rss = tern_generate(args.tern, pte, prompt, args.new_tokens)
+        # The same module every round: the wrapper restarts the cache at position 0 (later
+        # entries are masked until written again), as tern's state does.
+        pt, pdec, ppre = torch_generate(step, prompt, args.new_tokens)
+        if tt != pt:
+            raise SystemExit("round %d: tern's greedy tokens differ from PyTorch's:\n%s\n%s"
+                             % (r, tt, pt))
+        tern_rows.append((tdec, tpre, ttft, rss))
+        torch_rows.append((pdec, ppre))
+        print("round %d: tern decode %.2f tok/s (prefill %.2f, TTFT %.1f ms, RSS %.0f MiB); "
+              "torch decode %.2f tok/s (prefill %.2f)" % (r, tdec, tpre, ttft, rss, pdec, ppre),
+              flush=True)
+    tdec = statistics.median(x[0] for x in tern_rows)
+    pdec = statistics.median(x[0] for x in torch_rows)
+    bound = bw * 1e9 / weight_bytes
+    print("\nlayers %d, %.0f MB of f32 weights read per token, read loop %.1f GB/s (best of 5), "
+          "bound %.2f tokens/s, %d threads, prompt %d, %d new tokens, cache %d" % (
+              args.layers, weight_bytes / 1e6, bw, bound, args.threads, args.prompt,
+              args.new_tokens, args.max_cache))
+    print("| runtime | decode tokens/s (median) | of bound | prefill tokens/s (token by token) |")
+    print("|---|---:|---:|---:|")
+    print("| tern cpu (tern generate) | %.2f | %.0f%% | %.2f |" % (
+        tdec, 100 * tdec / bound, statistics.median(x[1] for x in tern_rows)))
+    print("| PyTorch %s eager (transformers StaticCache) | %.2f | %.0f%% | %.2f |" % (
+        torch.__version__, pdec, 100 * pdec / bound, statistics.median(x[1] for x in torch_rows)))
+    print("tern / PyTorch decode: %.2fx; greedy tokens identical in every round" % (tdec / pdec))
+
+
+if __name__ == "__main__":
+    main()
