@@ -110,6 +110,9 @@ def main():
     ap.add_argument("--max-cache", type=int, default=256)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--work", default=None, help="keep the program here (default: a temp dir)")
+    ap.add_argument("--quantize", default=None,
+                    help="tern's weights: nf4, fp8_e4m3, ... (tern_export quantize=; PyTorch "
+                         "stays f32, so its tokens are not compared)")
     args = ap.parse_args()
     os.environ["TERN"] = os.path.abspath(args.tern)
     import torch
@@ -118,13 +121,31 @@ def main():
     work = args.work or tempfile.mkdtemp(prefix="tern_llm_bench_")
     os.makedirs(work, exist_ok=True)
     step, weight_bytes = build_step(args.layers, args.max_cache)
-    pte = os.path.join(work, "llama_L%d.pte" % args.layers)
+    suffix = "" if not args.quantize else "_" + args.quantize.replace(":", "_").replace("=", "")
+    pte = os.path.join(work, "llama_L%d%s.pte" % (args.layers, suffix))
+    bytes_file = pte + ".bytes"
     if not os.path.exists(pte):
         t0 = time.time()
         # No copy of the model (1.1B f32 is 4.4 GB): torch.export traces with fake tensors and
         # leaves the buffers alone.
-        tern_export.export(step, (torch.tensor([[1]]), torch.tensor([0])), pte, verbose=False)
+        result = tern_export.export(step, (torch.tensor([[1]]), torch.tensor([0])), pte,
+                                    verbose=False, quantize=args.quantize)
         print("exported %s in %.0f s" % (pte, time.time() - t0), flush=True)
+        if args.quantize:
+            # Bytes read per token: each quantized weight's codes and scales (the embedding
+            # table's one row aside), the f32 rest.
+            q = result.quantization
+            quantized = {w["name"]: w for w in q["weights"]}
+            total = 0
+            for name, p in step.named_parameters():
+                w = quantized.get(name)  # the report names weights by their parameter path
+                size = w["bytes_after"] if w else p.numel() * 4
+                total += size // 32000 if "embed_tokens" in name else size
+            with open(bytes_file, "w") as f:
+                f.write(str(total))
+    if args.quantize and os.path.exists(bytes_file):
+        with open(bytes_file) as f:
+            weight_bytes = int(f.read())
     prompt = [int(x) for x in torch.randint(0, 32000, (args.prompt,), generator=torch.Generator().manual_seed(1))]
     bw = read_bandwidth(work, args.threads)
     tern_rows, torch_rows = [], []
@@ -133,7 +154,7 @@ def main():
         # The same module every round: the wrapper restarts the cache at position 0 (later
         # entries are masked until written again), as tern's state does.
         pt, pdec, ppre = torch_generate(step, prompt, args.new_tokens)
-        if tt != pt:
+        if tt != pt and not args.quantize:
             raise SystemExit("round %d: tern's greedy tokens differ from PyTorch's:\n%s\n%s"
                              % (r, tt, pt))
         tern_rows.append((tdec, tpre, ttft, rss))
@@ -144,9 +165,9 @@ def main():
     tdec = statistics.median(x[0] for x in tern_rows)
     pdec = statistics.median(x[0] for x in torch_rows)
     bound = bw * 1e9 / weight_bytes
-    print("\nlayers %d, %.0f MB of f32 weights read per token, read loop %.1f GB/s (best of 5), "
+    print("\nlayers %d, %.0f MB of %s weights read per token, read loop %.1f GB/s (best of 5), "
           "bound %.2f tokens/s, %d threads, prompt %d, %d new tokens, cache %d" % (
-              args.layers, weight_bytes / 1e6, bw, bound, args.threads, args.prompt,
+              args.layers, weight_bytes / 1e6, args.quantize or "f32", bw, bound, args.threads, args.prompt,
               args.new_tokens, args.max_cache))
     print("| runtime | decode tokens/s (median) | of bound | prefill tokens/s (token by token) |")
     print("|---|---:|---:|---:|")
@@ -154,7 +175,9 @@ def main():
         tdec, 100 * tdec / bound, statistics.median(x[1] for x in tern_rows)))
     print("| PyTorch %s eager (transformers StaticCache) | %.2f | %.0f%% | %.2f |" % (
         torch.__version__, pdec, 100 * pdec / bound, statistics.median(x[1] for x in torch_rows)))
-    print("tern / PyTorch decode: %.2fx; greedy tokens identical in every round" % (tdec / pdec))
+    print("tern / PyTorch decode: %.2fx; %s" % (
+        tdec / pdec, "tern's weights %s, PyTorch's f32 (tokens not compared)" % args.quantize
+        if args.quantize else "greedy tokens identical in every round"))
 
 
 if __name__ == "__main__":

@@ -296,6 +296,25 @@ TEST_F(GraphJsonTest, DynamicDimErrors) {
                {"expected an integer"});
 }
 
+// "shared" (format 1.2): a state tensor's program-level name; only on state, never empty.
+TEST_F(GraphJsonTest, SharedStateKey) {
+  const char* good = R"({"version": 1, "methods": [{"name": "m",
+    "values": [{"type": "tensor", "name": "kv", "dtype": "f32", "shape": [2], "state": true,
+                "shared": "cache"}], "inputs": [], "outputs": ["kv"], "nodes": []}]})";
+  const ProgramGraph g = read(good);
+  ASSERT_EQ(g.methods.size(), 1u);
+  EXPECT_TRUE(g.methods[0].values[0].is_state);
+  EXPECT_EQ(g.methods[0].values[0].shared_state, "cache");
+  expect_error(R"({"version": 1, "methods": [{"name": "m",
+    "values": [{"type": "tensor", "name": "x", "dtype": "f32", "shape": [2], "shared": "c"}],
+    "inputs": ["x"], "outputs": ["x"], "nodes": []}]})",
+               {"methods[0].values[0].shared", "only allowed with \"state\": true"});
+  expect_error(R"({"version": 1, "methods": [{"name": "m",
+    "values": [{"type": "tensor", "name": "kv", "dtype": "f32", "shape": [2], "state": true,
+                "shared": ""}], "inputs": [], "outputs": ["kv"], "nodes": []}]})",
+               {"shared state's name is empty"});
+}
+
 TEST_F(GraphJsonTest, UnknownKey) {
   expect_error(replace(example_, R"("weight": "fc1.bias")", R"("wieght": "fc1.bias")"),
                {"methods[0].values[2]", "unknown key \"wieght\""});
