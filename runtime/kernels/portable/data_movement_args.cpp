@@ -64,6 +64,28 @@ Error check_index_dtype(const char* op, const char* name, const TensorView& t) {
   return Error::Ok;
 }
 
+DimRows dim_rows(const TensorView& x, uint32_t dim) {
+  DimRows r;
+  for (uint32_t d = 0; d < dim; ++d) r.outer *= static_cast<uint64_t>(x.sizes[d]);
+  uint64_t inner = 1;
+  for (uint32_t d = dim + 1; d < x.rank; ++d) inner *= static_cast<uint64_t>(x.sizes[d]);
+  r.size = x.sizes[dim];
+  r.row_bytes = static_cast<size_t>(inner) * element_size(x.dtype);
+  return r;
+}
+
+Error check_index_range(const char* op, const TensorView& index, uint32_t dim, int64_t size) {
+  const uint64_t n = index.numel();
+  for (uint64_t i = 0; i < n; ++i) {
+    const int64_t v = index_at(index, i);
+    TERN_CHECK_OR_RETURN_ERROR(v >= 0 && v < size, InvalidArgument,
+                               "%s: index[%" PRIu64 "] = %" PRId64 " out of range for dim %u of "
+                               "size %" PRId64 " (expected in [0, %" PRId64 "))",
+                               op, i, v, dim, size, size);
+  }
+  return Error::Ok;
+}
+
 Error index_args(const char* op, Span<EValue*> args, IndexArgs* out) {
   TERN_RETURN_IF_ERROR(check_num_args(op, args, 4, 4));
   TERN_ASSIGN_OR_RETURN(out->x, tensor_arg(op, args, 0, "x"));

@@ -80,4 +80,17 @@ inline int64_t index_at(const TensorView& t, uint64_t i) {
                                : static_cast<const int32_t*>(t.data)[i];
 }
 
+/// x seen around dim: `outer` slices (the product of the dims before dim), each of `size` rows
+/// (dim's size) of `row_bytes` bytes (the dims after dim, times the element size).
+struct DimRows {
+  uint64_t outer = 1;
+  int64_t size = 0;
+  size_t row_bytes = 0;
+};
+DimRows dim_rows(const TensorView& x, uint32_t dim);
+
+/// Checks that every element of the 0-D or 1-D int tensor `index` is in [0, size), size being
+/// dim's: InvalidArgument naming the element, its value, the dim and the size.
+Error check_index_range(const char* op, const TensorView& index, uint32_t dim, int64_t size);
+
 }  // namespace tern::portable::dm

@@ -26,26 +26,17 @@ Error index_select(KernelContext& /*context*/, Span<EValue*> args) {
                              "%s: x: expected rank >= 1, found a rank-0 tensor", op);
   TERN_ASSIGN_OR_RETURN(const uint32_t dim, wrap_dim(op, "dim", a.dim, x->rank));
   const uint64_t n = index->numel();
-  const int64_t size = x->sizes[dim];
-  for (uint64_t i = 0; i < n; ++i) {
-    const int64_t v = index_at(*index, i);
-    TERN_CHECK_OR_RETURN_ERROR(v >= 0 && v < size, InvalidArgument,
-                               "%s: index[%" PRIu64 "] = %" PRId64 " out of range for dim %u of "
-                               "size %" PRId64 " (expected in [0, %" PRId64 "))",
-                               op, i, v, dim, size, size);
-  }
+  TERN_RETURN_IF_ERROR(check_index_range(op, *index, dim, x->sizes[dim]));
   FixedShape shape;
   shape.rank = x->rank;
   for (uint32_t d = 0; d < x->rank; ++d) {
     shape.sizes[d] = d == dim ? static_cast<int64_t>(n) : x->sizes[d];
   }
   TERN_RETURN_IF_ERROR(check_shape(op, "out", *out, shape.span()));
-  const size_t es = element_size(x->dtype);
-  uint64_t outer = 1;
-  for (uint32_t d = 0; d < dim; ++d) outer *= static_cast<uint64_t>(x->sizes[d]);
-  uint64_t inner = 1;
-  for (uint32_t d = dim + 1; d < x->rank; ++d) inner *= static_cast<uint64_t>(x->sizes[d]);
-  const size_t row = static_cast<size_t>(inner) * es;
+  const DimRows rows = dim_rows(*x, dim);
+  const size_t row = rows.row_bytes;
+  const uint64_t outer = rows.outer;
+  const int64_t size = rows.size;
   if (row == 0) return Error::Ok;
   const uint8_t* src = static_cast<const uint8_t*>(x->data);
   uint8_t* dst = static_cast<uint8_t*>(out->data);
