@@ -101,3 +101,7 @@ int enum_field(const E& field) {
   do {                                                                        \
     if (!(cond)) return ::tern::c_api::fail((method), (status), __VA_ARGS__); \
   } while (0)
+
+/// Returns TERN_STATUS_NULL_ARGUMENT ("<function>: method is NULL") when `m` is null.
+#define TERN_C_CHECK_METHOD(m, function) \
+  TERN_C_CHECK((m) != nullptr, nullptr, TERN_STATUS_NULL_ARGUMENT, function ": method is NULL")

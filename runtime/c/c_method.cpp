@@ -63,9 +63,6 @@ tern_status set_scalar(tern_method* m, size_t index, const EValue& value) {
 using namespace tern;         // NOLINT: the C functions below are thin wrappers
 using namespace tern::c_api;  // NOLINT
 
-#define TERN_C_CHECK_METHOD(m, function) \
-  TERN_C_CHECK((m) != nullptr, nullptr, TERN_STATUS_NULL_ARGUMENT, function ": method is NULL")
-
 extern "C" {
 
 tern_status tern_method_load(tern_program* program, const char* method,

@@ -312,6 +312,44 @@ TERN_C_EXPORT tern_status tern_method_output_double(const tern_method* method, s
 TERN_C_EXPORT tern_status tern_method_output_bool(const tern_method* method, size_t index,
                                                   int* out);
 
+/** Token generation (docs/llm-decoding.md "Generating") with a language model's step method:
+ * (token int [1, 1], position int [1]) -> logits f32 [1, 1, vocab], its KV cache in state.
+ * Initialise with tern_generate_options_init(), then change fields; a struct not initialised
+ * that way is refused (TERN_STATUS_INVALID_ARGUMENT). */
+typedef struct tern_generate_options {
+  size_t struct_size;      /**< set by tern_generate_options_init; do not change */
+  uint32_t max_new_tokens; /**< default 32 */
+  int64_t stop_token;      /**< generation ends after this token (included); -1 (default): none */
+  float temperature;       /**< 0 (default): greedy; else softmax(logits / temperature) sampled */
+  uint32_t top_k;          /**< sample among the k likeliest; 0 (default): all */
+  float top_p;             /**< sample among the likeliest reaching this probability; default 1 */
+  uint64_t seed;           /**< of the sampler; default 0 */
+} tern_generate_options;
+
+/** Timings of one tern_method_generate call, in seconds from its start. */
+typedef struct tern_generate_stats {
+  uint32_t prompt_tokens;
+  uint32_t generated_tokens;
+  double prompt_seconds;      /**< feeding the prompt */
+  double first_token_seconds; /**< until the first new token was chosen */
+  double decode_seconds;      /**< the steps after it */
+} tern_generate_stats;
+
+/** Fills `options` with the defaults above. Does nothing when `options` is NULL. */
+TERN_C_EXPORT void tern_generate_options_init(tern_generate_options* options);
+
+/** Feeds the `prompt_length` token ids of `prompt` to the step method at positions 0, 1, ...,
+ * then generates up to options->max_new_tokens tokens into `out` (room for `out_capacity`,
+ * which must be at least max_new_tokens); *out_length says how many. `options` may be NULL
+ * (defaults); `stats` may be NULL. A prompt id outside the vocabulary, a method that is not a
+ * step, or a position past its cache is an error with a message naming it. Allocates only the
+ * sampler's scratch (vocab entries) per call, nothing per token. */
+TERN_C_EXPORT tern_status tern_method_generate(tern_method* method, const int64_t* prompt,
+                                               size_t prompt_length,
+                                               const tern_generate_options* options,
+                                               int64_t* out, size_t out_capacity,
+                                               size_t* out_length, tern_generate_stats* stats);
+
 /** Re-initialises the method's own state tensors: zeros or their initial values. State the
  * program's methods share (a KV cache of a prefill and a decode method) is the program's:
  * tern_program_reset_shared_state resets it. */

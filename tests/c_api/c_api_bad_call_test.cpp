@@ -28,6 +28,54 @@ TEST(CApiBadCall, ResetSharedStateNullProgram) {
                    "program");
 }
 
+// ---- token generation ----
+
+TEST(CApiBadCall, GenerateNullMethod) {
+  const int64_t prompt[1] = {1};
+  int64_t out[4];
+  size_t n = 0;
+  EXPECT_C_FAILURE(tern_method_generate(nullptr, prompt, 1, nullptr, out, 4, &n, nullptr),
+                   TERN_STATUS_NULL_ARGUMENT, "method is NULL");
+}
+
+TEST(CApiBadCall, GenerateOptionsNotInitialised) {
+  Program p = load_tiny();
+  tern_method* m = nullptr;
+  ASSERT_EQ(tern_method_load(p.get(), "forward", nullptr, &m), TERN_STATUS_OK);
+  Method method(m);
+  tern_generate_options o;
+  std::memset(&o, 0, sizeof o);
+  const int64_t prompt[1] = {1};
+  int64_t out[64];
+  size_t n = 0;
+  EXPECT_C_FAILURE(tern_method_generate(m, prompt, 1, &o, out, 64, &n, nullptr),
+                   TERN_STATUS_INVALID_ARGUMENT, "tern_generate_options_init");
+}
+
+TEST(CApiBadCall, GenerateOutTooSmall) {
+  Program p = load_tiny();
+  tern_method* m = nullptr;
+  ASSERT_EQ(tern_method_load(p.get(), "forward", nullptr, &m), TERN_STATUS_OK);
+  Method method(m);
+  const int64_t prompt[1] = {1};
+  int64_t out[4];
+  size_t n = 0;
+  EXPECT_C_FAILURE(tern_method_generate(m, prompt, 1, nullptr, out, 4, &n, nullptr),
+                   TERN_STATUS_INVALID_ARGUMENT, "room for 4 tokens, max_new_tokens is 32");
+}
+
+TEST(CApiBadCall, GenerateWithAMethodThatIsNotAStep) {
+  Program p = load_tiny();
+  tern_method* m = nullptr;
+  ASSERT_EQ(tern_method_load(p.get(), "forward", nullptr, &m), TERN_STATUS_OK);
+  Method method(m);
+  const int64_t prompt[1] = {1};
+  int64_t out[32];
+  size_t n = 0;
+  EXPECT_C_FAILURE(tern_method_generate(m, prompt, 1, nullptr, out, 32, &n, nullptr),
+                   TERN_STATUS_INVALID_ARGUMENT, "takes (tokens [1, 1], position [1])");
+}
+
 // ---- loading ----
 
 TEST(CApiBadCall, LoadFileNullPath) {

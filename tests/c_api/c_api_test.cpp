@@ -273,5 +273,47 @@ TEST(CApi, ProgramWithoutSharedStateHasNone) {
   EXPECT_EQ(tern_program_reset_shared_state(p.get()), TERN_STATUS_OK);
 }
 
+// ---- token generation ----
+
+/// tests/c_api/make_step_model.py's counting step program, and its method "decode".
+struct StepModel {
+  Program program;
+  Method method;
+};
+StepModel load_step() {
+  tern_program* p = nullptr;
+  EXPECT_EQ(tern_program_load_file(TERN_STEP_MODEL, nullptr, &p), TERN_STATUS_OK)
+      << tern_last_error_message();
+  tern_method* m = nullptr;
+  EXPECT_EQ(tern_method_load(p, "decode", nullptr, &m), TERN_STATUS_OK) << tern_last_error_message();
+  return StepModel{Program(p), Method(m)};
+}
+
+TEST(CApi, GenerateCountsUpGreedilyAndStops) {
+  StepModel s = load_step();
+  const int64_t prompt[2] = {2, 5};
+  int64_t out[8] = {0};
+  size_t n = 0;
+  tern_generate_options o;
+  tern_generate_options_init(&o);
+  o.max_new_tokens = 5;
+  tern_generate_stats stats;
+  ASSERT_EQ(tern_method_generate(s.method.get(), prompt, 2, &o, out, 8, &n, &stats), TERN_STATUS_OK)
+      << tern_last_error_message();
+  ASSERT_EQ(n, 5u);
+  EXPECT_EQ(std::vector<int64_t>(out, out + 5), (std::vector<int64_t>{6, 7, 0, 1, 2}));
+  EXPECT_EQ(stats.prompt_tokens, 2u);
+  EXPECT_EQ(stats.generated_tokens, 5u);
+  o.stop_token = 7;
+  ASSERT_EQ(tern_method_generate(s.method.get(), prompt, 2, &o, out, 8, &n, nullptr), TERN_STATUS_OK);
+  EXPECT_EQ(std::vector<int64_t>(out, out + n), (std::vector<int64_t>{6, 7}));
+  // Defaults (NULL options): 32 new tokens, greedy.
+  int64_t many[32];
+  ASSERT_EQ(tern_method_generate(s.method.get(), prompt, 2, nullptr, many, 32, &n, nullptr),
+            TERN_STATUS_OK);
+  EXPECT_EQ(n, 32u);
+  EXPECT_EQ(many[31], (5 + 32) % 8);
+}
+
 }  // namespace
 }  // namespace tern::c_api_test
