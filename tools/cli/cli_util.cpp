@@ -116,19 +116,37 @@ double peak_rss_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
 }
 
-std::string choose_method(const Program& program, const std::string& requested) {
+std::string choose_method(const Program& program, const std::string& requested,
+                          const char* preferred) {
   if (!requested.empty()) return requested;
   const size_t n = program.num_methods();
   if (n == 0) throw std::runtime_error("the program has no methods");
   std::string first;
+  bool has_forward = false;
   for (size_t i = 0; i < n; ++i) {
     Result<const char*> name = program.method_name(i);
     if (!name.ok()) continue;
-    if (std::strcmp(*name, "forward") == 0) return "forward";
+    if (std::strcmp(*name, preferred) == 0) return preferred;
+    has_forward = has_forward || std::strcmp(*name, "forward") == 0;
     if (first.empty()) first = *name;
   }
+  if (has_forward) return "forward";
   if (first.empty()) throw std::runtime_error("the program's method names are unreadable");
   return first;
+}
+
+Method& load_chosen_method(Module& module, const std::string& model, const std::string& requested,
+                           std::string* chosen, const Module::Options& options,
+                           const char* preferred) {
+  clear_error_message();
+  throw_if_error(module.load(model.c_str(), options), "cannot load " + model);
+  *chosen = choose_method(*module.program(), requested, preferred);
+  clear_error_message();
+  Result<Method*> loaded = module.method(chosen->c_str());
+  if (!loaded.ok()) {
+    throw_if_error(loaded.error(), "cannot load method '" + *chosen + "' of " + model);
+  }
+  return **loaded;
 }
 
 std::vector<uint8_t> generated_input(DType dtype, uint64_t numel, bool ones, std::mt19937_64& rng,

@@ -126,15 +126,9 @@ int cmd_bench(const BenchOptions& options) {
   Module module;
   Module::Options module_options;
   module_options.method.num_threads = options.threads;
-  clear_error_message();
-  throw_if_error(module.load(options.model.c_str(), module_options), "cannot load " + options.model);
-  const std::string method_name = choose_method(*module.program(), options.method);
-  clear_error_message();
-  Result<Method*> loaded = module.method(method_name.c_str());
-  if (!loaded.ok()) {
-    throw_if_error(loaded.error(), "cannot load method '" + method_name + "' of " + options.model);
-  }
-  Method& method = **loaded;
+  std::string method_name;
+  Method& method =
+      load_chosen_method(module, options.model, options.method, &method_name, module_options);
   const Clock::time_point t1 = Clock::now();
   std::vector<NpyArray> arrays;
   set_inputs(method, options, &arrays);

@@ -50,15 +50,6 @@ std::vector<int64_t> parse_ids(const std::string& text, const std::string& where
   return ids;
 }
 
-std::string default_method(const Program& program, const std::string& requested) {
-  if (!requested.empty()) return requested;
-  for (size_t i = 0; i < program.num_methods(); ++i) {
-    Result<const char*> name = program.method_name(i);
-    if (name.ok() && std::strcmp(*name, "decode") == 0) return "decode";
-  }
-  return choose_method(program, "");
-}
-
 double per_second(double count, double seconds) { return seconds > 0 ? count / seconds : 0; }
 
 }  // namespace
@@ -76,29 +67,17 @@ int cmd_generate(const GenerateOptions& options) {
   }
 
   Module module;
+  std::string method_name;
+  Method& method = load_chosen_method(module, options.model, options.method, &method_name,
+                                      Module::Options(), "decode");
   clear_error_message();
-  throw_if_error(module.load(options.model.c_str()), "cannot load " + options.model);
-  const std::string method_name = default_method(*module.program(), options.method);
-  clear_error_message();
-  Result<Method*> method = module.method(method_name.c_str());
-  if (!method.ok()) {
-    throw_if_error(method.error(), "cannot load method '" + method_name + "' of " + options.model);
-  }
-  clear_error_message();
-  Result<TokenGenerator> generator = TokenGenerator::create(*method);
+  Result<TokenGenerator> generator = TokenGenerator::create(&method);
   if (!generator.ok()) throw_if_error(generator.error(), "cannot generate with " + options.model);
 
-  tern::GenerationOptions gen;
-  gen.max_new_tokens = options.max_new_tokens;
-  gen.stop_token = options.stop_token;
-  gen.sampling.temperature = options.temperature;
-  gen.sampling.top_k = options.top_k;
-  gen.sampling.top_p = options.top_p;
-  gen.seed = options.seed;
   std::vector<int64_t> tokens;
   GenerationStats stats;
   clear_error_message();
-  throw_if_error(generator->generate(Span<const int64_t>(prompt.data(), prompt.size()), gen,
+  throw_if_error(generator->generate(Span<const int64_t>(prompt.data(), prompt.size()), options.generation,
                                      &tokens, &stats),
                  "generation with method '" + method_name + "' failed");
 

@@ -105,15 +105,8 @@ void report_outputs(Method& method, const std::string& output_dir, bool print) {
 
 int cmd_run(const RunOptions& options) {
   Module module;
-  clear_error_message();
-  throw_if_error(module.load(options.model.c_str()), "cannot load " + options.model);
-  const std::string method_name = choose_method(*module.program(), options.method);
-  clear_error_message();
-  Result<Method*> loaded = module.method(method_name.c_str());
-  if (!loaded.ok()) {
-    throw_if_error(loaded.error(), "cannot load method '" + method_name + "' of " + options.model);
-  }
-  Method& method = **loaded;
+  std::string method_name;
+  Method& method = load_chosen_method(module, options.model, options.method, &method_name);
   MethodMeta meta = method.meta();
   const size_t num_inputs = meta.num_inputs();
 

@@ -14,6 +14,8 @@
 #include "runtime/core/dtype.h"
 #include "runtime/core/error.h"
 #include "runtime/core/span.h"
+#include "runtime/extension/module.h"
+#include "runtime/extension/token_generator.h"
 #include "runtime/loader/mmap_data_loader.h"
 #include "runtime/executor/program.h"
 
@@ -41,12 +43,7 @@ struct GenerateOptions {
   std::string method;  ///< empty: "decode" if present, else "forward", else the first
   std::string prompt;       ///< token ids, separated by commas or spaces
   std::string prompt_file;  ///< a file of token ids, separated by whitespace or commas
-  uint32_t max_new_tokens = 32;
-  int64_t stop_token = -1;
-  float temperature = 0.0f;
-  uint32_t top_k = 0;
-  float top_p = 1.0f;
-  uint64_t seed = 0;
+  GenerationOptions generation;  ///< the loop's options, set by the flags directly
 };
 int cmd_generate(const GenerateOptions& options);
 
@@ -91,9 +88,17 @@ LoadedProgram load_program(const std::string& path, Program::Verification verifi
 /// "[2, 3]".
 std::string shape_string(Span<const int64_t> sizes);
 
-/// The method to run: `requested` when not empty, else "forward" if the program has it, else
-/// its first method. Throws when the program has no readable method.
-std::string choose_method(const Program& program, const std::string& requested);
+/// The method to run: `requested` when not empty, else `preferred` if the program has it, else
+/// "forward" if it has that, else its first method. Throws when the program has no readable
+/// method.
+std::string choose_method(const Program& program, const std::string& requested,
+                          const char* preferred = "forward");
+
+/// Loads `model` into `module` and the method choose_method() picks; its name goes to `chosen`.
+/// Throws "cannot load <model>: ..." or "cannot load method '<m>' of <model>: ...".
+Method& load_chosen_method(Module& module, const std::string& model, const std::string& requested,
+                           std::string* chosen, const Module::Options& options = Module::Options(),
+                           const char* preferred = "forward");
 
 /// Peak resident set size of this process in MiB (VmHWM, else ru_maxrss).
 double peak_rss_mib();

@@ -58,19 +58,20 @@ int run_main(int argc, char** argv) {
   CLI::Option* prompt_file_opt = generate_cmd->add_option(
       "--prompt-file", generate.prompt_file, "File of prompt token ids (whitespace or commas)");
   prompt_opt->excludes(prompt_file_opt);
-  generate_cmd->add_option("--max-new-tokens", generate.max_new_tokens,
+  generate_cmd->add_option("--max-new-tokens", generate.generation.max_new_tokens,
                            "Tokens to generate at most (default 32)")
       ->check(CLI::Range(1u, 1000000u));
-  generate_cmd->add_option("--stop-token", generate.stop_token,
+  generate_cmd->add_option("--stop-token", generate.generation.stop_token,
                            "Stop after generating this token id");
-  generate_cmd->add_option("--temperature", generate.temperature,
+  generate_cmd->add_option("--temperature", generate.generation.sampling.temperature,
                            "0 (default): greedy; else sample softmax(logits / T)")
       ->check(CLI::Range(0.0f, 100.0f));
-  generate_cmd->add_option("--top-k", generate.top_k, "Sample among the k likeliest (0: all)");
-  generate_cmd->add_option("--top-p", generate.top_p,
+  generate_cmd->add_option("--top-k", generate.generation.sampling.top_k,
+                           "Sample among the k likeliest (0: all)");
+  generate_cmd->add_option("--top-p", generate.generation.sampling.top_p,
                            "Sample among the likeliest whose probabilities reach p (1: all)")
       ->check(CLI::Range(0.000001f, 1.0f));
-  generate_cmd->add_option("--seed", generate.seed, "Seed for sampling (default 0)");
+  generate_cmd->add_option("--seed", generate.generation.seed, "Seed for sampling (default 0)");
 
   tern::cli::BenchOptions bench;
   CLI::App* bench_cmd = app.add_subcommand("bench", "Time a method: latency percentiles, profile, trace");
