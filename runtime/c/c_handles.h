@@ -35,8 +35,7 @@ struct tern_program {
   uint32_t num_threads = 0;
   /// The program's shared state (format 1.2: state its methods share, e.g. a KV cache),
   /// allocated and initialised at program load; empty when the program has none.
-  tern::HeapBlock shared_state_block;
-  tern::Span<uint8_t> shared_state;
+  tern::SharedStateBuffer shared_state;
 };
 
 /// A loaded method and the memory it runs in: either tern's own (owned_memory) or the

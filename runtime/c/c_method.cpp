@@ -77,7 +77,7 @@ tern_status tern_method_load(tern_program* program, const char* method,
   const tern_status bound = memory != nullptr ? bind_caller_memory(meta, method, *memory, m.get())
                                               : allocate_memory(meta, method, m.get());
   if (bound != TERN_STATUS_OK) return bound;
-  m->manager.shared_state = program->shared_state;  // the program's, shared by its methods
+  m->manager.shared_state = program->shared_state.span();  // the program's, shared by its methods
   MethodLoadOptions options;
   options.disabled_backends =
       Span<const char* const>(program->disabled.data(), program->disabled.size());

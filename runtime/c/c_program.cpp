@@ -96,16 +96,8 @@ tern_status finish_load(std::unique_ptr<tern_program> program, const tern_load_o
   program->program.reset(new (std::nothrow) Program(std::move(loaded.get())));
   TERN_C_CHECK(program->program != nullptr, nullptr, TERN_STATUS_MEMORY_ALLOCATION_FAILED,
                "cannot allocate the program");
-  const size_t shared_bytes = program->program->shared_state_bytes();
-  if (shared_bytes > 0) {
-    program->shared_state_block = allocate_heap_block(shared_bytes, 64, false);
-    TERN_C_CHECK(program->shared_state_block != nullptr, nullptr,
-                 TERN_STATUS_MEMORY_ALLOCATION_FAILED,
-                 "cannot allocate the program's %zu-byte shared state buffer", shared_bytes);
-    program->shared_state = Span<uint8_t>(program->shared_state_block.get(), shared_bytes);
-    const Error init = program->program->init_shared_state(program->shared_state);
-    if (init != Error::Ok) return to_status(init);
-  }
+  const Error shared = program->shared_state.allocate(*program->program);
+  if (shared != Error::Ok) return to_status(shared);
   *out = program.release();
   return TERN_STATUS_OK;
 }
@@ -229,14 +221,14 @@ tern_status tern_program_shared_state_bytes(const tern_program* program, size_t*
                "tern_program_shared_state_bytes: program is NULL");
   TERN_C_CHECK(out != nullptr, nullptr, TERN_STATUS_NULL_ARGUMENT,
                "tern_program_shared_state_bytes: out is NULL");
-  *out = program->shared_state.size();
+  *out = program->shared_state.span().size();
   return TERN_STATUS_OK;
 }
 
 tern_status tern_program_reset_shared_state(tern_program* program) {
   TERN_C_CHECK(program != nullptr, nullptr, TERN_STATUS_NULL_ARGUMENT,
                "tern_program_reset_shared_state: program is NULL");
-  return from_runtime(nullptr, program->program->init_shared_state(program->shared_state));
+  return from_runtime(nullptr, program->program->init_shared_state(program->shared_state.span()));
 }
 
 tern_status tern_program_num_methods(const tern_program* program, size_t* out) {

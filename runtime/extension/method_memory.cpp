@@ -94,4 +94,14 @@ Error MethodBuffers::allocate(const MethodMemorySizes& sizes, const MethodMemory
   return Error::Ok;
 }
 
+Error SharedStateBuffer::allocate(const Program& program) {
+  const size_t bytes = program.shared_state_bytes();
+  if (bytes == 0) return Error::Ok;
+  block_ = allocate_heap_block(bytes, 64, false);
+  TERN_CHECK_OR_RETURN_ERROR(block_ != nullptr, MemoryAllocationFailed,
+                             "cannot allocate the program's %zu-byte shared state buffer", bytes);
+  span_ = Span<uint8_t>(block_.get(), bytes);
+  return program.init_shared_state(span_);
+}
+
 }  // namespace tern

@@ -16,6 +16,7 @@
 #include "runtime/core/span.h"
 #include "runtime/executor/memory_manager.h"
 #include "runtime/executor/method_meta.h"
+#include "runtime/executor/program.h"
 
 namespace tern {
 
@@ -170,5 +171,21 @@ class BasicMethodMemory {
 
 /// BasicMethodMemory with plain bump allocators: what Module uses.
 using MethodMemory = BasicMethodMemory<MemoryAllocator>;
+
+/// A program's shared state buffer (format 1.2, docs/format.md "Shared state") on the heap:
+/// Program::shared_state_bytes(), 64-byte aligned, allocated and initialised once; empty when
+/// the program has none. What Module and the C API give every method of a program.
+class SharedStateBuffer {
+ public:
+  /// Allocates the buffer and initialises it (Program::init_shared_state). Call once.
+  /// MemoryAllocationFailed naming the size.
+  Error allocate(const Program& program);
+  /// The buffer (empty before allocate() or for a program without shared state).
+  Span<uint8_t> span() const { return span_; }
+
+ private:
+  HeapBlock block_;
+  Span<uint8_t> span_;
+};
 
 }  // namespace tern

@@ -38,8 +38,7 @@ struct Module::Impl {
   std::unique_ptr<DataLoader> loader;
   std::unique_ptr<Program> program;
   // The program's shared state (format 1.2), one buffer for all its methods; empty when none.
-  HeapBlock shared_state_block;
-  Span<uint8_t> shared_state;
+  SharedStateBuffer shared_state;
   // Declared last: destroyed first, before the Program and loader they point into.
   std::vector<std::unique_ptr<LoadedMethod>> methods;
 };
@@ -81,16 +80,8 @@ Error Module::load(const char* path, const Options& options) {
   auto program = Program::load(impl->loader.get(), options.program);
   if (!program.ok()) return program.error();
   impl->program.reset(new Program(std::move(program.get())));
-  const size_t shared_bytes = impl->program->shared_state_bytes();
-  if (shared_bytes > 0) {
-    impl->shared_state_block = allocate_heap_block(shared_bytes, kMinBufferAlignment, false);
-    TERN_CHECK_OR_RETURN_ERROR(impl->shared_state_block != nullptr, MemoryAllocationFailed,
-                               "Module::load('%s'): cannot allocate the %zu-byte shared state "
-                               "buffer",
-                               path, shared_bytes);
-    impl->shared_state = Span<uint8_t>(impl->shared_state_block.get(), shared_bytes);
-    TERN_RETURN_IF_ERROR(impl->program->init_shared_state(impl->shared_state));
-  }
+  const Error shared = impl->shared_state.allocate(*impl->program);
+  if (shared != Error::Ok) return chain_error_message(shared, "Module::load('%s')", path);
   impl_ = std::move(impl);
   return Error::Ok;
 }
@@ -100,7 +91,7 @@ const Program* Module::program() const { return impl_ ? impl_->program.get() : n
 Error Module::reset_shared_state() {
   TERN_CHECK_OR_RETURN_ERROR(impl_ != nullptr && impl_->program != nullptr, InvalidState,
                              "Module::reset_shared_state: no program loaded; call load() first");
-  return impl_->program->init_shared_state(impl_->shared_state);
+  return impl_->program->init_shared_state(impl_->shared_state.span());
 }
 
 Result<Method*> Module::method(const char* name) {
@@ -128,7 +119,7 @@ Result<Method*> Module::method(const char* name) {
   const Error err = loaded->memory.allocate(meta, memory_options);
   if (err != Error::Ok) return chain_error_message(err, "Module::method('%s')", name);
 
-  loaded->memory.manager()->shared_state = impl_->shared_state;
+  loaded->memory.manager()->shared_state = impl_->shared_state.span();
   auto method = impl_->program->load_method(name, loaded->memory.manager(), impl_->options.method);
   if (!method.ok()) return method.error();
   loaded->method.reset(new Method(std::move(method.get())));
