@@ -15,6 +15,7 @@
 #include "runtime/core/checked_math.h"
 #include "runtime/executor/file_header.h"
 #include "schema/program_generated.h"
+#include "tools/compiler/shared_state_list.h"
 
 namespace tern::compiler {
 namespace {
@@ -414,79 +415,6 @@ class SegmentList {
   std::map<std::pair<size_t, uint64_t>, std::vector<uint32_t>> constants_;
 };
 
-/// The program's shared state (format 1.2): one entry per name, in the order the methods first
-/// name it, checked to agree in every method that declares it.
-class SharedStateList {
- public:
-  /// Collects every shared state tensor of `program`; throws std::invalid_argument naming both
-  /// methods when two declarations of a name disagree (dtype, sizes or initial value).
-  explicit SharedStateList(const ProgramGraph& program) {
-    for (const Graph& g : program.methods) {
-      for (size_t i = 0; i < g.values.size(); ++i) {
-        const Value& v = g.values[i];
-        if (!v.is_tensor() || !v.is_state || v.shared_state.empty()) continue;
-        const auto found = index_.find(v.shared_state);
-        if (found == index_.end()) {
-          index_.emplace(v.shared_state, static_cast<uint32_t>(first_.size()));
-          first_.push_back(Declaration{&g, static_cast<int>(i)});
-          continue;
-        }
-        const Declaration& d = first_[found->second];
-        const Value& w = d.graph->values[static_cast<size_t>(d.value)];
-        const bool same_layout = w.dtype == v.dtype && w.sizes == v.sizes;
-        if (!same_layout || w.data != v.data) {
-          throw std::invalid_argument(
-              "serialize: methods disagree about shared state '" + v.shared_state + "': method '" +
-              d.graph->name + "' value " + std::to_string(d.value) + " is " + describe(w) +
-              ", method '" + g.name + "' value " + std::to_string(i) + " is " + describe(v) +
-              (same_layout ? " (the same layout, different initial values)" : ""));
-        }
-      }
-    }
-  }
-  bool empty() const { return first_.empty(); }
-  /// The Program.shared_state index of `name`.
-  uint32_t index(const std::string& name) const { return index_.at(name); }
-  /// The entries, initial values added to `segments`.
-  std::vector<pte::SharedState> lower(SegmentList& segments) const {
-    std::vector<pte::SharedState> out;
-    for (const Declaration& d : first_) {
-      const Value& v = d.graph->values[static_cast<size_t>(d.value)];
-      pte::SharedState s;
-      s.name = v.shared_state;
-      s.dtype = static_cast<uint8_t>(v.dtype);
-      s.sizes = v.sizes;
-      if (!v.data.empty()) {
-        const uint64_t nbytes = tensor_nbytes(*d.graph, d.value);
-        if (v.data.size() != nbytes) {
-          fail(*d.graph, "shared state '" + v.shared_state + "' initial value has " +
-                             std::to_string(v.data.size()) + " bytes, needs " +
-                             std::to_string(nbytes));
-        }
-        s.init_segment = static_cast<int32_t>(segments.add(v.data));
-      }
-      out.push_back(std::move(s));
-    }
-    return out;
-  }
-
- private:
-  struct Declaration {
-    const Graph* graph;
-    int value;
-  };
-  static std::string describe(const Value& v) {
-    std::string s = std::string(to_string(v.dtype)) + " [";
-    for (size_t d = 0; d < v.sizes.size(); ++d) {
-      s += (d ? ", " : "") + std::to_string(v.sizes[d]);
-    }
-    return s + "]" + (v.data.empty() ? " zero-initialised" : " with an initial value");
-  }
-
-  std::map<std::string, uint32_t> index_;
-  std::vector<Declaration> first_;
-};
-
 /// Checks one method and describes it, adding its segments' bytes to `segments`.
 class MethodLowering {
  public:
@@ -884,7 +812,24 @@ std::vector<uint8_t> serialize_program(const ProgramGraph& program,
     file.methods.push_back(
         MethodLowering(program.methods[i], plans[i], segment_list, shared).lower());
   }
-  file.shared_state = shared.lower(segment_list);
+  // Shared state entries, their initial values after every method's segments.
+  for (const SharedStateList::Entry& e : shared.entries()) {
+    const Value& v = e.tensor();
+    pte::SharedState s;
+    s.name = v.shared_state;
+    s.dtype = static_cast<uint8_t>(v.dtype);
+    s.sizes = v.sizes;
+    if (!v.data.empty()) {
+      const uint64_t nbytes = tensor_nbytes(*e.graph, e.value);
+      if (v.data.size() != nbytes) {
+        fail(*e.graph, "shared state '" + v.shared_state + "' initial value has " +
+                           std::to_string(v.data.size()) + " bytes, needs " +
+                           std::to_string(nbytes));
+      }
+      s.init_segment = static_cast<int32_t>(segment_list.add(v.data));
+    }
+    file.shared_state.push_back(std::move(s));
+  }
 
   // Segment layout: each at the next multiple of the alignment; write_pte checksums them.
   for (const SegmentList::Entry& entry : segment_list.entries()) {
