@@ -61,7 +61,7 @@ def tern_generate(tern, pte, prompt, new_tokens):
     out = r.stdout
     tokens = [int(t) for t in out.split("generated:")[1].splitlines()[0].split()]
     decode = float(re.search(r"decode: \d+ tokens in [\d.]+ ms \(([\d.]+) tokens/s\)", out).group(1))
-    prefill = float(re.search(r"prompt: \d+ tokens in [\d.]+ ms \(([\d.]+) tokens/s\)", out).group(1))
+    prefill = float(re.search(r"prompt: \d+ tokens in [\d.]+ ms \(([\d.]+) tokens/s", out).group(1))
     ttft = float(re.search(r"time to first token: ([\d.]+) ms", out).group(1))
     rss = float(re.search(r"peak RSS: ([\d.]+) MiB", out).group(1))
     return tokens, decode, prefill, ttft, rss

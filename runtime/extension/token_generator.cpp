@@ -29,6 +29,11 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 /// A one-element int tensor view over `storage` holding `value` in `dtype`.
+/// The symbol index of dim `d` of `info`, or -1 when the dim is static.
+int32_t dim_symbol(const TensorInfo& info, size_t d) {
+  return d < info.dim_symbols.size() ? info.dim_symbols[d] : -1;
+}
+
 TensorView scalar_view(DType dtype, int64_t value, const int64_t* sizes, uint32_t rank,
                        int64_t* storage) {
   TensorView v;
@@ -108,7 +113,7 @@ Result<int64_t> sample_token(Span<const float> logits, const SamplingOptions& op
   return static_cast<int64_t>(order[keep - 1]);  // u at the very top (rounding)
 }
 
-Result<TokenGenerator> TokenGenerator::create(Method* step) {
+Result<TokenGenerator> TokenGenerator::create(Method* step, Method* prefill) {
   TERN_CHECK_OR_RETURN_ERROR(step != nullptr, InvalidArgument, "TokenGenerator: no method");
   const MethodMeta meta = step->meta();
   TERN_CHECK_OR_RETURN_ERROR(meta.num_inputs() == 2 && meta.num_outputs() == 1, InvalidArgument,
@@ -143,7 +148,98 @@ Result<TokenGenerator> TokenGenerator::create(Method* step) {
   g.vocab_ = logits.sizes[2];
   g.order_.resize(static_cast<size_t>(g.vocab_));
   g.probs_.resize(static_cast<size_t>(g.vocab_));
+  if (prefill != nullptr) {
+    const MethodMeta pm = prefill->meta();
+    TERN_CHECK_OR_RETURN_ERROR(pm.num_inputs() == 2 && pm.num_outputs() == 1, InvalidArgument,
+                               "TokenGenerator: prefill method '%s' has %zu inputs and %zu "
+                               "outputs; a prefill method takes (tokens [1, seq], positions "
+                               "[seq]) and returns logits [1, seq, vocab]",
+                               pm.name(), pm.num_inputs(), pm.num_outputs());
+    TERN_ASSIGN_OR_RETURN(TensorInfo ptokens, pm.input_tensor_info(0));
+    TERN_ASSIGN_OR_RETURN(TensorInfo ppositions, pm.input_tensor_info(1));
+    TERN_ASSIGN_OR_RETURN(TensorInfo plogits, pm.output_tensor_info(0));
+    const int32_t seq = dim_symbol(ptokens, 1);
+    TERN_CHECK_OR_RETURN_ERROR(is_int_dtype(ptokens.dtype) && ptokens.sizes.size() == 2 &&
+                                   ptokens.sizes[0] == 1 && seq >= 0,
+                               InvalidArgument,
+                               "TokenGenerator: prefill method '%s' input 0 is %s of rank %zu%s; "
+                               "expected the tokens, i64 or i32 [1, seq] with seq dynamic",
+                               pm.name(), to_string(ptokens.dtype), ptokens.sizes.size(),
+                               seq < 0 ? " without a dynamic dim 1" : "");
+    TERN_CHECK_OR_RETURN_ERROR(is_int_dtype(ppositions.dtype) && ppositions.sizes.size() == 1 &&
+                                   dim_symbol(ppositions, 0) == seq,
+                               InvalidArgument,
+                               "TokenGenerator: prefill method '%s' input 1 is %s of rank %zu; "
+                               "expected the positions, i64 or i32 [seq] (the tokens' dynamic "
+                               "dim)",
+                               pm.name(), to_string(ppositions.dtype), ppositions.sizes.size());
+    TERN_CHECK_OR_RETURN_ERROR(plogits.dtype == DType::F32 && plogits.sizes.size() == 3 &&
+                                   plogits.sizes[0] == 1 && dim_symbol(plogits, 1) == seq &&
+                                   plogits.sizes[2] == g.vocab_,
+                               InvalidArgument,
+                               "TokenGenerator: prefill method '%s' output 0 is %s of rank %zu; "
+                               "expected the logits, f32 [1, seq, %" PRId64
+                               "] (the step method's vocabulary)",
+                               pm.name(), to_string(plogits.dtype), plogits.sizes.size(),
+                               g.vocab_);
+    TERN_ASSIGN_OR_RETURN(DimSymbolInfo symbol, pm.symbol(static_cast<size_t>(seq)));
+    TERN_CHECK_OR_RETURN_ERROR(symbol.min <= 1 && symbol.max >= 1, InvalidArgument,
+                               "TokenGenerator: prefill method '%s' takes %" PRId64 "..%" PRId64
+                               " tokens; it must take chunks down to one token",
+                               pm.name(), symbol.min, symbol.max);
+    g.prefill_ = prefill;
+    g.prefill_token_dtype_ = ptokens.dtype;
+    g.prefill_position_dtype_ = ppositions.dtype;
+    g.chunk_ = symbol.max;
+    g.chunk_tokens_.resize(static_cast<size_t>(symbol.max));
+    g.chunk_positions_.resize(static_cast<size_t>(symbol.max));
+  }
   return g;
+}
+
+namespace {
+
+/// `count` int values from `values` (first + i when values is null) into `storage` as `dtype`.
+TensorView int_view(DType dtype, const int64_t* values, int64_t first, size_t count,
+                    const int64_t* sizes, uint32_t rank, int64_t* storage) {
+  TensorView v;
+  v.dtype = dtype;
+  v.rank = rank;
+  v.sizes = sizes;
+  for (size_t i = 0; i < count; ++i) {
+    const int64_t x = values != nullptr ? values[i] : first + static_cast<int64_t>(i);
+    if (dtype == DType::I32) {
+      reinterpret_cast<int32_t*>(storage)[i] = static_cast<int32_t>(x);
+    } else {
+      storage[i] = x;
+    }
+  }
+  v.nbytes = count * (dtype == DType::I32 ? 4 : 8);
+  v.data = storage;
+  return v;
+}
+
+}  // namespace
+
+Error TokenGenerator::run_prefill(Span<const int64_t> prompt, size_t begin, size_t count,
+                                  Span<const float>* logits) {
+  const int64_t token_sizes[2] = {1, static_cast<int64_t>(count)};
+  const int64_t position_sizes[1] = {static_cast<int64_t>(count)};
+  TERN_RETURN_IF_ERROR(prefill_->set_input(
+      0, int_view(prefill_token_dtype_, prompt.data() + begin, 0, count, token_sizes, 2,
+                  chunk_tokens_.data())));
+  TERN_RETURN_IF_ERROR(prefill_->set_input(
+      1, int_view(prefill_position_dtype_, nullptr, static_cast<int64_t>(begin), count,
+                  position_sizes, 1, chunk_positions_.data())));
+  TERN_RETURN_IF_ERROR(prefill_->execute());
+  TERN_ASSIGN_OR_RETURN(const TensorView* out, prefill_->output(0));
+  TERN_CHECK_OR_RETURN_ERROR(out->rank == 3 && out->sizes[1] == static_cast<int64_t>(count) &&
+                                 out->sizes[2] == vocab_,
+                             Internal, "prefill returned logits of rank %u for %zu tokens",
+                             out->rank, count);
+  *logits = Span<const float>(static_cast<const float*>(out->data) + (count - 1) * vocab_,
+                              static_cast<size_t>(vocab_));
+  return Error::Ok;
 }
 
 Error TokenGenerator::run_step(int64_t token, int64_t position, Span<const float>* logits) {
@@ -182,14 +278,26 @@ Error TokenGenerator::generate(Span<const int64_t> prompt, const GenerationOptio
   const auto start = std::chrono::steady_clock::now();
   Span<const float> logits;
   int64_t position = 0;
-  for (size_t i = 0; i < prompt.size(); ++i, ++position) {
-    const Error err = run_step(prompt[i], position, &logits);
-    if (err != Error::Ok) {
-      return chain_error_message(err, "prompt token %zu (position %" PRId64 ")", i, position);
+  if (prefill_ != nullptr) {
+    for (size_t i = 0; i < prompt.size(); i += static_cast<size_t>(chunk_)) {
+      const size_t count = std::min(prompt.size() - i, static_cast<size_t>(chunk_));
+      const Error err = run_prefill(prompt, i, count, &logits);
+      if (err != Error::Ok) {
+        return chain_error_message(err, "prefill of prompt tokens %zu..%zu", i, i + count - 1);
+      }
+    }
+    position = static_cast<int64_t>(prompt.size());
+  } else {
+    for (size_t i = 0; i < prompt.size(); ++i, ++position) {
+      const Error err = run_step(prompt[i], position, &logits);
+      if (err != Error::Ok) {
+        return chain_error_message(err, "prompt token %zu (position %" PRId64 ")", i, position);
+      }
     }
   }
   stats->prompt_seconds = seconds_since(start);
   for (uint32_t n = 0; n < options.max_new_tokens; ++n) {
+    if (options.on_logits != nullptr) options.on_logits(options.on_logits_context, n, logits);
     TERN_ASSIGN_OR_RETURN(const int64_t next,
                           sample_token(logits, options.sampling, rng,
                                        Span<int32_t>(order_.data(), order_.size()),

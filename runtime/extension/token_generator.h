@@ -1,9 +1,12 @@
 // TokenGenerator: the decoding loop of a language model exported as a step method (issue 15,
 // docs/llm-decoding.md): step(tokens int [1, 1], position int [1]) -> logits f32 [1, 1, vocab],
-// its KV cache kept in state tensors. Feeds the prompt one token at a time, then samples each
-// next token (greedy, or temperature / top-k / top-p with a seeded generator) until the stop
-// token or max_new_tokens. Scratch is sized once, from the logits' vocabulary, when the
-// generator is made; a step allocates nothing.
+// its KV cache kept in state tensors — and optionally a prefill method of the same program,
+// sharing that cache: prefill(tokens int [1, seq], positions int [seq]) -> logits f32
+// [1, seq, vocab] with seq bounded-dynamic (tern_export.export_llm). Feeds the prompt through
+// prefill in chunks of at most its bound (else one token at a time through the step), then
+// samples each next token (greedy, or temperature / top-k / top-p with a seeded generator)
+// until the stop token or max_new_tokens. Scratch is sized once, from the logits' vocabulary
+// and the prefill bound, when the generator is made; generating allocates nothing.
 #pragma once
 
 #include <cstdint>
@@ -28,12 +31,19 @@ struct SamplingOptions {
   float top_p = 1.0f;
 };
 
+/// Called with the logits each token is chosen from: index 0 after the prompt, n after the
+/// n-th generated token was fed. `logits` is valid during the call only.
+using LogitsObserver = void (*)(void* context, uint32_t index, Span<const float> logits);
+
 struct GenerationOptions {
   uint32_t max_new_tokens = 32;
   /// Generation ends after this token (it is included in the output); -1: none.
   int64_t stop_token = -1;
   SamplingOptions sampling;
   uint64_t seed = 0;
+  /// Optional (null: none); sees every set of logits (tests compare them with a reference).
+  LogitsObserver on_logits = nullptr;
+  void* on_logits_context = nullptr;
 };
 
 /// Timings of one generate() call, in seconds from its start.
@@ -54,32 +64,46 @@ Result<int64_t> sample_token(Span<const float> logits, const SamplingOptions& op
 
 class TokenGenerator {
  public:
-  /// A generator over `step` (which must outlive it): checks its signature — two inputs,
-  /// tokens int [1, 1] and position int [1] (i64 or i32), one output f32 [1, 1, vocab] — and
-  /// sizes the scratch. InvalidArgument naming what differs.
-  static Result<TokenGenerator> create(Method* step);
+  /// A generator over `step` and, when given, `prefill` (both must outlive it; prefill's
+  /// state must be the step's — shared state of one program): checks their signatures — step:
+  /// tokens int [1, 1] and position int [1] (i64 or i32) in, logits f32 [1, 1, vocab] out;
+  /// prefill: tokens int [1, seq] and positions int [seq] with seq one dynamic dim, logits
+  /// f32 [1, seq, vocab] out, the same vocab — and sizes the scratch. InvalidArgument naming
+  /// what differs.
+  static Result<TokenGenerator> create(Method* step, Method* prefill = nullptr);
 
   /// The vocabulary size (the logits' last dim).
   int64_t vocab_size() const { return vocab_; }
+  /// The most prompt tokens one prefill call takes (0: no prefill method).
+  int64_t prefill_chunk() const { return chunk_; }
 
   /// Feeds `prompt` at positions 0, 1, ... (state from an earlier call is overwritten from
   /// position 0 on; reset the method's or program's state to start clean), then generates up
   /// to max_new_tokens tokens into `out` (cleared first; capacity reserved up front). Errors:
   /// InvalidArgument for an empty prompt or a token outside [0, vocab) (naming both), the
-  /// step's own errors (a position past its cache) with the step number.
+  /// methods' own errors (a position past the cache) with the token number.
   Error generate(Span<const int64_t> prompt, const GenerationOptions& options,
                  std::vector<int64_t>* out, GenerationStats* stats);
 
  private:
   TokenGenerator() = default;
   Error run_step(int64_t token, int64_t position, Span<const float>* logits);
+  /// Prefill of prompt[begin, begin + count) at positions begin...; logits of the last one.
+  Error run_prefill(Span<const int64_t> prompt, size_t begin, size_t count,
+                    Span<const float>* logits);
 
   Method* step_ = nullptr;
+  Method* prefill_ = nullptr;
   DType token_dtype_ = DType::I64;
   DType position_dtype_ = DType::I64;
+  DType prefill_token_dtype_ = DType::I64;
+  DType prefill_position_dtype_ = DType::I64;
   int64_t vocab_ = 0;
+  int64_t chunk_ = 0;
   std::vector<int32_t> order_;
   std::vector<float> probs_;
+  std::vector<int64_t> chunk_tokens_;     ///< prefill inputs (i32 ones use the first half)
+  std::vector<int64_t> chunk_positions_;
 };
 
 }  // namespace tern

@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <random>
+#include <utility>
 #include <string>
 #include <vector>
 
+#include "runtime/extension/method_memory.h"
 #include "runtime/extension/token_generator.h"
 #include "runtime/kernels/portable/register_portable_kernels.h"
 #include "tests/executor/method_test_util.h"
@@ -164,6 +167,107 @@ TEST_F(TokenGeneratorTest, BadPromptsAndSignaturesAreErrors) {
   auto not_a_step = TokenGenerator::create(&method.get());
   ASSERT_FALSE(not_a_step.ok());
   EXPECT_NE(message().find("takes (tokens [1, 1], position [1])"), std::string::npos) << message();
+}
+
+/// The two methods of counting_llm_program (vocab 8, prefill chunks of up to 3, a cache of 16
+/// positions) over one shared state buffer.
+class PrefillGeneratorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(register_portable_kernels(), Error::Ok);
+    program_.reset(new testing::LoadedProgram(testing_support::counting_llm_program(8, 3, 16)));
+    const Program& p = program_->program();
+    ASSERT_EQ(shared_.allocate(p), Error::Ok) << message();
+    for (const char* name : {"prefill", "decode"}) {
+      memory_.emplace_back(new testing::MethodMemory(p.method_meta(name).get()));
+      memory_.back()->manager()->shared_state = shared_.span();
+      auto method = p.load_method(name, memory_.back()->manager());
+      ASSERT_TRUE(method.ok()) << name << ": " << message();
+      methods_.emplace_back(new Method(std::move(method.get())));
+    }
+  }
+  Method* prefill() { return methods_[0].get(); }
+  Method* decode() { return methods_[1].get(); }
+  /// The shared "history" state: the token written at each position.
+  std::vector<int64_t> history() const {
+    const int64_t* h = reinterpret_cast<const int64_t*>(shared_.span().data());
+    return std::vector<int64_t>(h, h + 16);
+  }
+
+  std::unique_ptr<testing::LoadedProgram> program_;
+  SharedStateBuffer shared_;
+  std::vector<std::unique_ptr<testing::MethodMemory>> memory_;
+  std::vector<std::unique_ptr<Method>> methods_;
+};
+
+void record_logits(void* context, uint32_t index, Span<const float> logits) {
+  auto* seen = static_cast<std::vector<std::pair<uint32_t, int64_t>>*>(context);
+  int64_t best = 0;
+  for (size_t i = 1; i < logits.size(); ++i) {
+    if (logits[i] > logits[static_cast<size_t>(best)]) best = static_cast<int64_t>(i);
+  }
+  seen->push_back({index, best});
+}
+
+TEST_F(PrefillGeneratorTest, PromptGoesThroughPrefillInChunksThenDecodeContinues) {
+  auto g = TokenGenerator::create(decode(), prefill());
+  ASSERT_TRUE(g.ok()) << message();
+  EXPECT_EQ(g->prefill_chunk(), 3);
+  // 7 prompt tokens: chunks of 3, 3 and 1 at positions 0-2, 3-5, 6.
+  const std::vector<int64_t> prompt = {1, 2, 3, 4, 5, 6, 3};
+  std::vector<int64_t> out;
+  GenerationStats stats;
+  GenerationOptions o;
+  o.max_new_tokens = 4;
+  std::vector<std::pair<uint32_t, int64_t>> seen;
+  o.on_logits = &record_logits;
+  o.on_logits_context = &seen;
+  ASSERT_EQ(g->generate(Span<const int64_t>(prompt.data(), prompt.size()), o, &out, &stats),
+            Error::Ok)
+      << message();
+  // The first token comes from prefill's last row (3 + 2), then decode counts up by one.
+  EXPECT_EQ(out, (std::vector<int64_t>{5, 6, 7, 0}));
+  EXPECT_EQ(seen, (std::vector<std::pair<uint32_t, int64_t>>{{0, 5}, {1, 6}, {2, 7}, {3, 0}}));
+  EXPECT_EQ(stats.prompt_tokens, 7u);
+  // Both methods wrote the one shared history: the prompt at 0-6, the fed tokens at 7-9.
+  EXPECT_EQ(history(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 3, 5, 6, 7, 0, 0, 0, 0, 0, 0}));
+}
+
+TEST_F(PrefillGeneratorTest, WithoutPrefillThePromptGoesTokenByToken) {
+  auto g = TokenGenerator::create(decode());
+  ASSERT_TRUE(g.ok()) << message();
+  EXPECT_EQ(g->prefill_chunk(), 0);
+  const std::vector<int64_t> prompt = {1, 2, 3};
+  std::vector<int64_t> out;
+  GenerationStats stats;
+  GenerationOptions o;
+  o.max_new_tokens = 2;
+  ASSERT_EQ(g->generate(Span<const int64_t>(prompt.data(), 3), o, &out, &stats), Error::Ok)
+      << message();
+  EXPECT_EQ(out, (std::vector<int64_t>{4, 5}));
+  EXPECT_EQ(history(), (std::vector<int64_t>{1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+}
+
+TEST_F(PrefillGeneratorTest, PromptPastTheCacheNamesTheChunk) {
+  auto g = TokenGenerator::create(decode(), prefill());
+  ASSERT_TRUE(g.ok()) << message();
+  const std::vector<int64_t> prompt(17, 1);  // positions 0..16 in a 16-position cache
+  std::vector<int64_t> out;
+  GenerationStats stats;
+  EXPECT_NE(g->generate(Span<const int64_t>(prompt.data(), prompt.size()), GenerationOptions(),
+                        &out, &stats),
+            Error::Ok);
+  EXPECT_NE(message().find("prefill of prompt tokens 15..16"), std::string::npos) << message();
+}
+
+TEST_F(PrefillGeneratorTest, APrefillWithoutADynamicChunkIsRefused) {
+  // The decode method as "prefill": its tokens are a fixed [1, 1].
+  auto g = TokenGenerator::create(decode(), decode());
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(message().find("without a dynamic dim 1"), std::string::npos) << message();
+  // A prefill as the step method: its signature is not a step's.
+  auto swapped = TokenGenerator::create(prefill(), decode());
+  ASSERT_FALSE(swapped.ok());
 }
 
 }  // namespace

@@ -13,11 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "runtime/extension/method_memory.h"
 #include "runtime/extension/module.h"
+#include "runtime/extension/token_generator.h"
 #include "runtime/kernels/portable/register_portable_kernels.h"
 #include "tests/executor/method_test_util.h"
 #include "tests/support/allocation_counter.h"
-#include "runtime/extension/token_generator.h"
 #include "tests/support/step_program.h"
 
 namespace tern {
@@ -237,6 +238,40 @@ TEST_F(ZeroAllocTest, TokenGenerationNeverAllocates) {
   EXPECT_EQ(sampled_status, Error::Ok);
   EXPECT_EQ(stats.generated_tokens, 24u);
   EXPECT_EQ(allocations, 0) << "heap allocations during two 24-token generations";
+}
+
+// With a prefill method (export_llm's two methods over one shared KV cache), the prompt's
+// chunks allocate nothing either: their inputs are built in scratch sized at create().
+TEST_F(ZeroAllocTest, PrefillThenDecodeNeverAllocates) {
+  testing::LoadedProgram lp(testing_support::counting_llm_program(16, 4, 64));
+  SharedStateBuffer shared;
+  ASSERT_EQ(shared.allocate(lp.program()), Error::Ok) << last_error_message();
+  testing::MethodMemory prefill_memory(lp.program().method_meta("prefill").get());
+  testing::MethodMemory decode_memory(lp.program().method_meta("decode").get());
+  prefill_memory.manager()->shared_state = shared.span();
+  decode_memory.manager()->shared_state = shared.span();
+  auto prefill = lp.program().load_method("prefill", prefill_memory.manager());
+  auto decode = lp.program().load_method("decode", decode_memory.manager());
+  ASSERT_TRUE(prefill.ok() && decode.ok()) << last_error_message();
+  auto generator = TokenGenerator::create(&decode.get(), &prefill.get());
+  ASSERT_TRUE(generator.ok()) << last_error_message();
+  const std::vector<int64_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};  // chunks 4, 4, 2
+  std::vector<int64_t> out;
+  GenerationStats stats;
+  GenerationOptions greedy;
+  greedy.max_new_tokens = 24;
+  ASSERT_EQ(generator->generate(Span<const int64_t>(prompt.data(), 10), greedy, &out, &stats),
+            Error::Ok);
+  long allocations;
+  Error status;
+  {
+    ArmedCounter counter;
+    status = generator->generate(Span<const int64_t>(prompt.data(), 10), greedy, &out, &stats);
+    allocations = counter.count();
+  }
+  EXPECT_EQ(status, Error::Ok) << last_error_message();
+  EXPECT_EQ(stats.generated_tokens, 24u);
+  EXPECT_EQ(allocations, 0) << "heap allocations during a prefill and 24 decode steps";
 }
 
 }  // namespace

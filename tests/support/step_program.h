@@ -30,4 +30,57 @@ inline std::vector<uint8_t> counting_step_program(int64_t vocab) {
   return compiler::compile_program(program).bytes;
 }
 
+/// Test-only: a language-model-shaped program with both methods of tern_export.export_llm,
+/// sharing one state tensor "history" i64 [cache] in which each method writes the tokens it is
+/// fed at their positions (so a test reads back where every prompt and generated token went):
+///   prefill(tokens i64 [1, seq], positions i64 [seq]) -> logits f32 [1, seq, vocab], seq
+///     dynamic in 1..chunk: 5.0 on token (t + 2) % vocab for each input token t;
+///   decode(token i64 [1, 1], position i64 [1]) -> logits f32 [1, 1, vocab]: (t + 1) % vocab.
+/// Greedy decoding after a prefill therefore starts at last + 2, then counts up by one.
+inline std::vector<uint8_t> counting_llm_program(int64_t vocab, int64_t chunk, int64_t cache) {
+  auto table = [&](int64_t step) {
+    std::vector<float> t(static_cast<size_t>(vocab * vocab), 0.0f);
+    for (int64_t i = 0; i < vocab; ++i) t[static_cast<size_t>(i * vocab + (i + step) % vocab)] = 5.0f;
+    return t;
+  };
+  compiler::ProgramGraph program;
+  program.source_model = "counting_llm";
+  {
+    compiler::GraphBuilder b("prefill");
+    const int seq = b.symbol("seq", 1, chunk);
+    const int tokens = b.input("tokens", DType::I64, {1, chunk});
+    b.dynamic_dims(tokens, {-1, seq});
+    const int positions = b.input("positions", DType::I64, {chunk});
+    b.dynamic_dims(positions, {seq});
+    const int weights = b.constant_f32("table2", {vocab, vocab}, table(2));
+    const int logits = b.op("tern::embedding", {weights, tokens}, DType::F32, {1, chunk, vocab},
+                            "next");
+    b.dynamic_dims(logits, {-1, seq, -1});
+    const int shape = b.int_list({chunk});
+    b.int_symbols(shape, {seq});
+    const int flat = b.op("tern::view", {tokens, shape}, DType::I64, {chunk}, "flat");
+    b.dynamic_dims(flat, {seq});
+    const int history = b.shared_state("history", DType::I64, {cache});
+    b.op_into("tern::index_copy", {history, b.int_value(0), positions, flat}, {history},
+              "remember");
+    b.output(logits);
+    program.methods.push_back(b.build());
+  }
+  {
+    compiler::GraphBuilder b("decode");
+    const int token = b.input("token", DType::I64, {1, 1});
+    const int position = b.input("position", DType::I64, {1});
+    const int weights = b.constant_f32("table1", {vocab, vocab}, table(1));
+    const int logits =
+        b.op("tern::embedding", {weights, token}, DType::F32, {1, 1, vocab}, "next");
+    const int flat = b.op("tern::view", {token, b.int_list({1})}, DType::I64, {1}, "flat");
+    const int history = b.shared_state("history", DType::I64, {cache});
+    b.op_into("tern::index_copy", {history, b.int_value(0), position, flat}, {history},
+              "remember");
+    b.output(logits);
+    program.methods.push_back(b.build());
+  }
+  return compiler::compile_program(program).bytes;
+}
+
 }  // namespace tern::testing_support

@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -13,6 +14,7 @@
 #include "runtime/extension/module.h"
 #include "runtime/extension/token_generator.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/npy.h"
 
 namespace tern::cli {
 namespace {
@@ -52,6 +54,36 @@ std::vector<int64_t> parse_ids(const std::string& text, const std::string& where
 
 double per_second(double count, double seconds) { return seconds > 0 ? count / seconds : 0; }
 
+bool has_method(const Program& program, const std::string& name) {
+  for (size_t i = 0; i < program.num_methods(); ++i) {
+    Result<const char*> n = program.method_name(i);
+    if (n.ok() && name == *n) return true;
+  }
+  return false;
+}
+
+/// --logits-dir: each set of logits as <dir>/logits_<k>.npy (f32 [vocab]). Errors are kept
+/// (the observer cannot throw through the generator) and reported after generation.
+struct LogitsWriter {
+  std::string dir;
+  std::string error;
+
+  static void observe(void* context, uint32_t index, Span<const float> logits) {
+    auto* self = static_cast<LogitsWriter*>(context);
+    if (!self->error.empty()) return;
+    NpyArray array;
+    array.dtype = DType::F32;
+    array.shape = {static_cast<int64_t>(logits.size())};
+    array.data.resize(logits.size() * sizeof(float));
+    std::memcpy(array.data.data(), logits.data(), array.data.size());
+    try {
+      write_npy(self->dir + "/logits_" + std::to_string(index) + ".npy", array);
+    } catch (const std::exception& e) {
+      self->error = e.what();
+    }
+  }
+};
+
 }  // namespace
 
 int cmd_generate(const GenerateOptions& options) {
@@ -70,24 +102,64 @@ int cmd_generate(const GenerateOptions& options) {
   std::string method_name;
   Method& method = load_chosen_method(module, options.model, options.method, &method_name,
                                       Module::Options(), "decode");
+  // The prompt goes through the prefill method when the program has one (export_llm's
+  // "prefill", sharing the step method's KV cache), else token by token through the step.
+  Method* prefill = nullptr;
+  std::string prefill_name = options.prefill_method;
+  if (prefill_name.empty() && !options.no_prefill && has_method(*module.program(), "prefill") &&
+      method_name != "prefill") {
+    prefill_name = "prefill";
+  }
+  if (!prefill_name.empty()) {
+    clear_error_message();
+    Result<Method*> loaded = module.method(prefill_name.c_str());
+    if (!loaded.ok()) {
+      throw_if_error(loaded.error(),
+                     "cannot load prefill method '" + prefill_name + "' of " + options.model);
+    }
+    prefill = *loaded;
+  }
   clear_error_message();
-  Result<TokenGenerator> generator = TokenGenerator::create(&method);
+  Result<TokenGenerator> generator = TokenGenerator::create(&method, prefill);
   if (!generator.ok()) throw_if_error(generator.error(), "cannot generate with " + options.model);
+
+  GenerationOptions generation = options.generation;
+  LogitsWriter logits_writer;
+  if (!options.logits_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.logits_dir, ec);
+    if (ec) {
+      throw std::runtime_error("cannot create the logits directory " + options.logits_dir +
+                               ": " + ec.message());
+    }
+    logits_writer.dir = options.logits_dir;
+    generation.on_logits = &LogitsWriter::observe;
+    generation.on_logits_context = &logits_writer;
+  }
 
   std::vector<int64_t> tokens;
   GenerationStats stats;
   clear_error_message();
-  throw_if_error(generator->generate(Span<const int64_t>(prompt.data(), prompt.size()), options.generation,
-                                     &tokens, &stats),
-                 "generation with method '" + method_name + "' failed");
+  const std::string methods =
+      prefill != nullptr ? "methods '" + prefill_name + "' and '" + method_name + "'"
+                         : "method '" + method_name + "'";
+  throw_if_error(generator->generate(Span<const int64_t>(prompt.data(), prompt.size()),
+                                     generation, &tokens, &stats),
+                 "generation with " + methods + " failed");
+  if (!logits_writer.error.empty()) throw std::runtime_error(logits_writer.error);
 
   std::string ids;
   for (size_t i = 0; i < tokens.size(); ++i) {
     ids += (i ? " " : "") + std::to_string(tokens[i]);
   }
   std::printf("generated: %s\n", ids.c_str());
-  std::printf("prompt: %u tokens in %.3f ms (%.1f tokens/s)\n", stats.prompt_tokens,
-              stats.prompt_seconds * 1e3, per_second(stats.prompt_tokens, stats.prompt_seconds));
+  std::printf("prompt: %u tokens in %.3f ms (%.1f tokens/s, %s)\n", stats.prompt_tokens,
+              stats.prompt_seconds * 1e3, per_second(stats.prompt_tokens, stats.prompt_seconds),
+              prefill != nullptr
+                  ? ("prefill '" + prefill_name + "', chunks of up to " +
+                     std::to_string(generator->prefill_chunk()))
+                        .c_str()
+                  : "token by token");
   std::printf("time to first token: %.3f ms\n", stats.first_token_seconds * 1e3);
   const uint32_t decoded = stats.generated_tokens > 0 ? stats.generated_tokens - 1 : 0;
   std::printf("decode: %u tokens in %.3f ms (%.1f tokens/s)\n", decoded,

@@ -41,6 +41,11 @@ int cmd_run(const RunOptions& options);
 struct GenerateOptions {
   std::string model;
   std::string method;  ///< empty: "decode" if present, else "forward", else the first
+  /// The method that takes the prompt in chunks; empty: "prefill" when the program has it
+  /// (else the prompt goes token by token through the step method).
+  std::string prefill_method;
+  bool no_prefill = false;  ///< feed the prompt token by token even with a prefill method
+  std::string logits_dir;   ///< when set, logits_<k>.npy of every chosen token go there
   std::string prompt;       ///< token ids, separated by commas or spaces
   std::string prompt_file;  ///< a file of token ids, separated by whitespace or commas
   GenerationOptions generation;  ///< the loop's options, set by the flags directly

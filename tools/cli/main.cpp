@@ -72,6 +72,16 @@ int run_main(int argc, char** argv) {
                            "Sample among the likeliest whose probabilities reach p (1: all)")
       ->check(CLI::Range(0.000001f, 1.0f));
   generate_cmd->add_option("--seed", generate.generation.seed, "Seed for sampling (default 0)");
+  CLI::Option* prefill_opt = generate_cmd->add_option(
+      "--prefill-method", generate.prefill_method,
+      "Method that takes the prompt in chunks (default: 'prefill' when the program has it)");
+  generate_cmd
+      ->add_flag("--no-prefill", generate.no_prefill,
+                 "Feed the prompt token by token through the step method")
+      ->excludes(prefill_opt);
+  generate_cmd->add_option("--logits-dir", generate.logits_dir,
+                           "Write the logits of every chosen token as logits_<k>.npy (k = 0: "
+                           "after the prompt)");
 
   tern::cli::BenchOptions bench;
   CLI::App* bench_cmd = app.add_subcommand("bench", "Time a method: latency percentiles, profile, trace");

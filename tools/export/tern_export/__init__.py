@@ -26,11 +26,13 @@ from .lower import Lowerer
 from .ops_table import KEEP
 from . import dynamic as _dynamic
 from . import quantize as _quantize
+from .llm import export_llm
 from .runner import RunError, arena_report, run
 from .safetensors_io import write_safetensors
 
 __version__ = "0.1"
-__all__ = ["export", "export_graph", "ExportResult", "ExportError", "CaptureError",
+__all__ = ["export", "export_methods", "export_llm", "Method", "export_graph",
+           "export_graph_methods", "ExportResult", "ExportError", "CaptureError",
            "UnsupportedOpError", "CompileError", "TernNotFoundError", "RunError", "find_tern",
            "run", "arena_report", "flatten_outputs", "DEFAULT_BACKENDS"]
 
@@ -85,9 +87,9 @@ def _example_inputs(example_inputs):
     return args
 
 
-def _lower(module, args, share_scalars=True):
+def _lower(module, args, share_scalars=True, name="forward"):
     captured = capture(module, args, KEEP)
-    mb = MethodBuilder("forward", share_scalars=share_scalars)
+    mb = MethodBuilder(name, share_scalars=share_scalars)
     lowerer = Lowerer(captured, args, mb)
     lowerer.run()
     return captured, mb, lowerer
@@ -110,56 +112,171 @@ def _dynamic_symbols(module, args, dynamic_shapes, dynamic_dims):
     return []
 
 
+class Method:
+    """One method of a program for export_methods(): `module` called on `example_inputs`, with
+    optional bounded-dynamic dims (dynamic_shapes / dynamic_dims as in export())."""
+
+    def __init__(self, module, example_inputs, dynamic_shapes=None, dynamic_dims=None):
+        self.module = module
+        self.example_inputs = example_inputs
+        self.dynamic_shapes = dynamic_shapes
+        self.dynamic_dims = dynamic_dims
+
+
+def _lower_method(name, method):
+    """(captured, MethodBuilder, Lowerer) of one method; a dynamic one is lowered at its
+    bounds and probed one below each (dynamic.py)."""
+    module = method.module
+    args = _example_inputs(method.example_inputs)
+    dims = _dynamic_symbols(module, args, method.dynamic_shapes, method.dynamic_dims)
+    if not dims:
+        return _lower(module, args, name=name)
+    symbols = []
+    for _, _, sym in dims:
+        if sym not in symbols:
+            symbols.append(sym)
+    for sym in symbols:
+        if sym.max < 2:
+            raise ExportError("dynamic dim '%s': the bound must be at least 2, found %d"
+                              % (sym.name, sym.max))
+    bounds = {sym.name: sym.max for sym in symbols}
+    # Lowered at every bound (what the planner plans for), then once per symbol at bound - 1
+    # to see which dims and ints follow it (dynamic.py).
+    captured, mb, lowerer = _lower(module, _dynamic.inputs_at(args, dims, bounds), False, name)
+    probes = []
+    for sym in symbols:
+        sizes = dict(bounds)
+        sizes[sym.name] = sym.max - 1
+        _, probe_mb, _ = _lower(module, _dynamic.inputs_at(args, dims, sizes), False, name)
+        probes.append(probe_mb)
+    doc = mb.to_json()
+    prefixed = _dynamic.merge(doc, [p.to_json() for p in probes], symbols, mb.weights,
+                              [p.weights for p in probes])
+    _dynamic.check_weights(mb.weights, [p.weights for p in probes], symbols, prefixed)
+    mb.values, mb.nodes, mb.outputs = doc["values"], doc["nodes"], doc["outputs"]
+    mb.symbols = [sym.to_json() for sym in symbols]
+    return captured, mb, lowerer
+
+
+def _buffers(module):
+    return [b for _, b in module.named_buffers()] if isinstance(module, torch.nn.Module) else []
+
+
 def export_graph(module, example_inputs, graph_dir, source_model=None, dynamic_shapes=None,
                  dynamic_dims=None):
     """Captures and lowers `module` and writes graph_dir/graph.json and
     graph_dir/weights.safetensors, without compiling. Returns (graph.json path, Lowerer info
     dict with 'ops', 'aten_ops', 'capture', 'num_outputs'). dynamic_shapes / dynamic_dims: see
     export()."""
-    args = _example_inputs(example_inputs)
-    dims = _dynamic_symbols(module, args, dynamic_shapes, dynamic_dims)
-    if not dims:
-        captured, mb, lowerer = _lower(module, args)
-    else:
-        symbols = []
-        for _, _, sym in dims:
-            if sym not in symbols:
-                symbols.append(sym)
-        for sym in symbols:
-            if sym.max < 2:
-                raise ExportError("dynamic dim '%s': the bound must be at least 2, found %d"
-                                  % (sym.name, sym.max))
-        bounds = {sym.name: sym.max for sym in symbols}
-        # Lowered at every bound (what the planner plans for), then once per symbol at
-        # bound - 1 to see which dims and ints follow it (dynamic.py).
-        captured, mb, lowerer = _lower(module, _dynamic.inputs_at(args, dims, bounds), False)
-        probes = []
-        for sym in symbols:
-            sizes = dict(bounds)
-            sizes[sym.name] = sym.max - 1
-            _, probe_mb, _ = _lower(module, _dynamic.inputs_at(args, dims, sizes), False)
-            probes.append(probe_mb)
-        method = mb.to_json()
-        _dynamic.merge(method, [p.to_json() for p in probes], symbols)
-        _dynamic.check_weights(mb.weights, [p.weights for p in probes], symbols)
-        mb.values = method["values"]
-        mb.symbols = [sym.to_json() for sym in symbols]
-    ops = {}
-    for n in mb.nodes:
-        ops[n["op"]] = ops.get(n["op"], 0) + 1
+    methods = {"forward": Method(module, example_inputs, dynamic_shapes, dynamic_dims)}
+    return export_graph_methods(methods, graph_dir, source_model)
+
+
+def export_graph_methods(methods, graph_dir, source_model=None):
+    """export_graph() for several methods ({name: Method}, in order) in one graph.json: their
+    weights are written once (a tensor two methods read is one safetensors entry), and a
+    buffer that two methods of one module update in place is one shared state tensor
+    (docs/graph-format.md "shared"). Info: 'ops', 'aten_ops', 'capture', 'num_outputs' summed
+    or of the first method, plus 'methods' ({name: info}) and 'shared_state' (names)."""
+    if not methods:
+        raise TypeError("tern_export: no methods to export")
+    built = []
+    per_method = {}
+    for name, method in methods.items():
+        if not isinstance(method, Method):
+            raise TypeError("tern_export: method '%s' must be a tern_export.Method, found %s"
+                            % (name, type(method).__name__))
+        # Lowering evaluates the graph on the example inputs; the module's buffers (a KV
+        # cache) must hold the same initial values for every method.
+        saved = [b.detach().clone() for b in _buffers(method.module)]
+        try:
+            captured, mb, lowerer = _lower_method(name, method)
+        finally:
+            with torch.no_grad():
+                for b, v in zip(_buffers(method.module), saved):
+                    b.copy_(v)
+        ops = {}
+        for n in mb.nodes:
+            ops[n["op"]] = ops.get(n["op"], 0) + 1
+        per_method[name] = {"ops": ops, "aten_ops": lowerer.graph_ops(),
+                            "capture": captured.method, "num_outputs": len(mb.outputs)}
+        built.append((method, mb))
+    shared = _share_state(built) if len(built) > 1 else []
+    weights = _merge_weights([mb for _, mb in built])
+    first_method, first = built[0]
+    module = first_method.module
     source = source_model or type(module).__module__ + "." + type(module).__qualname__
     producer = "tern_export %s (torch %s)" % (__version__, torch.__version__)
     metadata = {"exporter": "tern_export " + __version__, "torch": torch.__version__,
-                "capture": captured.method}
+                "capture": per_method[first.name]["capture"]}
     os.makedirs(graph_dir, exist_ok=True)
     graph_path = os.path.join(graph_dir, "graph.json")
     with open(graph_path, "w") as f:
-        json.dump(program_json(mb, producer, source, metadata, WEIGHTS_FILE), f, indent=1)
-    if mb.weights:
-        write_safetensors(os.path.join(graph_dir, WEIGHTS_FILE), mb.weights)
-    info = {"ops": ops, "aten_ops": lowerer.graph_ops(), "capture": captured.method,
-            "num_outputs": len(mb.outputs)}
+        json.dump(program_json([mb for _, mb in built], producer, source, metadata,
+                               WEIGHTS_FILE if weights else None), f, indent=1)
+    if weights:
+        write_safetensors(os.path.join(graph_dir, WEIGHTS_FILE), weights)
+    info = dict(per_method[first.name])
+    if len(built) > 1:
+        ops = {}
+        for m in per_method.values():
+            for k, v in m["ops"].items():
+                ops[k] = ops.get(k, 0) + v
+        info["ops"] = ops
+    info["methods"] = per_method
+    info["shared_state"] = shared
     return graph_path, info
+
+
+def _share_state(built):
+    """Marks the state tensors that several methods of one module hold (same module object,
+    same buffer name) as shared under that name; returns the shared names."""
+    owners = {}  # state name -> (module id, [values])
+    for method, mb in built:
+        for v in mb.values:
+            if v.get("type") == "tensor" and v.get("state"):
+                key = owners.setdefault(v["name"], (id(method.module), []))
+                if key[0] != id(method.module):
+                    raise ExportError(
+                        "methods of different modules both have a state tensor '%s'; export the "
+                        "methods that share a KV cache from one module object" % v["name"])
+                key[1].append(v)
+    shared = []
+    for name, (_, values) in owners.items():
+        if len(values) > 1:
+            for v in values:
+                v["shared"] = name
+            shared.append(name)
+    return shared
+
+
+def _merge_weights(mbs):
+    """One {name: tensor} for all methods: a name two methods give the same tensor (the same
+    parameter) is kept once; a name that means different bytes in two methods (a constant
+    folded per method) is renamed in the later method."""
+    merged = {}
+    for mb in mbs:
+        rename = {}
+        for name, t in mb.weights.items():
+            if name not in merged:
+                merged[name] = t
+                continue
+            u = merged[name]
+            same = u.dtype == t.dtype and u.shape == t.shape and (
+                u.data_ptr() == t.data_ptr() or torch.equal(u, t))
+            if same:
+                continue
+            new, n = "%s.%s" % (mb.name, name), 1
+            while new in merged or new in mb.weights:
+                n += 1
+                new = "%s.%s_%d" % (mb.name, name, n)
+            rename[name] = new
+            merged[new] = t
+        for v in mb.values:
+            for key in ("weight", "init"):
+                if v.get(key) in rename:
+                    v[key] = rename[v[key]]
+    return merged
 
 
 def export(module, example_inputs, path, backends=DEFAULT_BACKENDS, quantize=None,
@@ -192,13 +309,25 @@ def export(module, example_inputs, path, backends=DEFAULT_BACKENDS, quantize=Non
     Raises CaptureError (PyTorch could not trace the module), UnsupportedOpError (an ATen
     operator without a tern mapping; names the op, its source and the model's op list),
     CompileError (`tern compile` failed; carries its stderr), TernNotFoundError."""
+    methods = {"forward": Method(module, example_inputs, dynamic_shapes, dynamic_dims)}
+    return export_methods(methods, path, backends, quantize, keep_graph, source_model, verbose)
+
+
+def export_methods(methods, path, backends=DEFAULT_BACKENDS, quantize=None, keep_graph=None,
+                   source_model=None, verbose=True):
+    """Exports several methods into one program `path`: `methods` is {name: Method(module,
+    example_inputs, dynamic_shapes=None, dynamic_dims=None)} in order (e.g. "prefill" and
+    "decode" of one language model). Weights that several methods read are stored once (equal
+    bytes share one segment), and a buffer that methods of the same module object update in
+    place (a KV cache) becomes one shared state tensor: what one method writes, the others
+    read (docs/llm-decoding.md). Other options and errors as export(); ExportResult.methods
+    holds each method's info and .shared_state the shared names."""
     names = _check_options(backends, quantize)
     lenient = backends is DEFAULT_BACKENDS
     tern = find_tern()
     graph_dir = keep_graph or tempfile.mkdtemp(prefix="tern_export_")
     try:
-        graph_path, info = export_graph(module, example_inputs, graph_dir, source_model,
-                                        dynamic_shapes, dynamic_dims)
+        graph_path, info = export_graph_methods(methods, graph_dir, source_model)
         out_dir = os.path.dirname(os.path.abspath(path))
         os.makedirs(out_dir, exist_ok=True)
         quant_args, _ = _quantize.compile_args(graph_path, quantize)

@@ -156,10 +156,17 @@ def _where(v, i):
     return "value %d ('%s')" % (i, v.get("name", ""))
 
 
-def merge(base, probes, symbols):
+def merge(base, probes, symbols, base_weights=None, probe_weights=None):
     """Tags base (the method JSON lowered at every bound) with the symbols: probes[k] is the
     method JSON lowered with symbols[k] at max - 1. Raises ExportError on any difference that
-    is not a symbol's (max, max - 1)."""
+    is not a symbol's (max, max - 1).
+
+    A constant whose dims follow a symbol (`arange(seq)`, a causal mask of [seq, seq]) is kept
+    when the probe's constant is the bound's cut to the probe size along those dims (a prefix
+    table): it is stored at the bound and read through `tern::slice` nodes ending at the
+    symbol (prefix_constants below). base_weights / probe_weights[k]: the constants' tensors by
+    name (without them such a constant is an error). Returns the names of those constants."""
+    prefix = {}  # value id -> {dim: symbol name}
     for k, probe in enumerate(probes):
         sym = symbols[k]
         lo, hi = sym.max - 1, sym.max
@@ -174,6 +181,11 @@ def merge(base, probes, symbols):
                 raise ExportError("%s changes type with dynamic dim '%s'" % (_where(v, i), sym.name))
             if v["type"] == "tensor":
                 if "weight" in v and v["shape"] != p["shape"]:
+                    dims = _prefix_dims(v, p, sym, base_weights,
+                                        probe_weights[k] if probe_weights else None)
+                    if dims is not None:
+                        prefix.setdefault(i, {}).update({d: sym.name for d in dims})
+                        continue
                     raise ExportError(
                         "%s is a constant computed from dynamic dim '%s' (shape %s at %d, %s at "
                         "%d), e.g. a mask or position table built from the input's size; tern "
@@ -191,13 +203,72 @@ def merge(base, probes, symbols):
                 raise ExportError("%s (%s) changes with dynamic dim '%s': %r at %d, %r at %d"
                                   % (_where(v, i), v["type"], sym.name, v.get("value"), hi,
                                      p.get("value"), lo))
+    names = {base["values"][vid]["weight"] for vid in prefix}
+    prefix_constants(base, prefix)
+    return names
 
 
-def check_weights(base, probes, symbols):
+def _prefix_dims(v, p, sym, base_weights, probe_weights):
+    """The dims of constant v (shape at the bound) that are the probe's cut to max - 1, when
+    the probe's tensor equals the bound's tensor cut there; else None."""
+    if base_weights is None or probe_weights is None or len(v["shape"]) != len(p["shape"]):
+        return None
+    dims = [d for d, (x, y) in enumerate(zip(v["shape"], p["shape"])) if x != y]
+    if any((v["shape"][d], p["shape"][d]) != (sym.max, sym.max - 1) for d in dims):
+        return None
+    t, other = base_weights.get(v["weight"]), probe_weights.get(p.get("weight"))
+    if t is None or other is None:
+        return None
+    cut = t
+    for d in dims:
+        cut = cut.narrow(d, 0, sym.max - 1)
+    if cut.shape != other.shape or not torch.equal(cut, other):
+        return None
+    return dims
+
+
+def prefix_constants(method, prefix):
+    """Rewrites method (JSON) so that every reader of a prefix constant (value id -> {dim:
+    symbol}) reads it through slice nodes [0, symbol) along those dims, added at the front."""
+    renamed = {}
+    front = []
+    values = method["values"]
+    for vid, dims in sorted(prefix.items()):
+        src = vid
+        shape = list(values[vid]["shape"])
+        tags = [None] * len(shape)
+        for d, name in sorted(dims.items()):
+            tags[d] = name
+            out = {"type": "tensor", "name": "%s.prefix%d" % (values[vid]["name"], d),
+                   "dtype": values[vid]["dtype"], "shape": list(shape),
+                   "dim_symbols": list(tags)}
+            ints = []
+            for value in (d, 0, shape[d], 1):
+                values.append({"type": "int", "value": value})
+                ints.append(len(values) - 1)
+            values[ints[2]]["symbol"] = name  # end = the symbol's size
+            values.append(out)
+            front.append({"op": "tern::slice", "args": [src] + ints, "outputs": [len(values) - 1],
+                          "name": values[vid]["name"]})
+            src = len(values) - 1
+        renamed[vid] = src
+    for n in method["nodes"]:
+        n["args"] = [renamed.get(a, a) for a in n["args"]]
+    for v in values:
+        if v["type"] == "tensor_list":
+            v["value"] = [renamed.get(a, a) for a in v["value"]]
+    method["outputs"] = [renamed.get(a, a) for a in method["outputs"]]
+    method["nodes"] = front + method["nodes"]
+
+
+def check_weights(base, probes, symbols, prefixed=()):
     """Raises ExportError when a constant's values change with a symbol (a same-shaped constant
-    computed from the input's size, such as 1/sqrt(seq) folded into a tensor)."""
+    computed from the input's size, such as 1/sqrt(seq) folded into a tensor). `prefixed`:
+    constants merge() accepted as prefix tables (checked there)."""
     for probe, sym in zip(probes, symbols):
         for name, t in base.items():
+            if name in prefixed:
+                continue
             other = probe.get(name)
             if other is None or other.shape != t.shape or not torch.equal(other, t):
                 raise ExportError(

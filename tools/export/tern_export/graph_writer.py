@@ -153,11 +153,16 @@ class MethodBuilder:
         return any(vid in n["outputs"] for n in self.nodes)
 
 
-def program_json(method, producer, source_model, metadata, weights_file):
-    # Version 2 adds dynamic shapes; a static method stays a version-1 document.
-    doc = {"format": "tern-graph", "version": 2 if method.symbols else 1, "producer": producer,
+def program_json(methods, producer, source_model, metadata, weights_file):
+    """The graph.json document of `methods` (MethodBuilders, in order); weights_file: the
+    safetensors file name, or None when there are no weights."""
+    if isinstance(methods, MethodBuilder):
+        methods = [methods]
+    # Version 2 adds dynamic shapes; a static program stays a version-1 document.
+    dynamic = any(m.symbols for m in methods)
+    doc = {"format": "tern-graph", "version": 2 if dynamic else 1, "producer": producer,
            "source_model": source_model, "metadata": {k: str(v) for k, v in metadata.items()}}
-    if method.weights:
+    if weights_file:
         doc["weights"] = weights_file
-    doc["methods"] = [method.to_json()]
+    doc["methods"] = [m.to_json() for m in methods]
     return doc
