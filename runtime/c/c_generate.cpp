@@ -22,6 +22,7 @@ void tern_generate_options_init(tern_generate_options* options) {
   options->top_k = 0;
   options->top_p = 1.0f;
   options->seed = 0;
+  options->prefill = nullptr;
 }
 
 tern_status tern_method_generate(tern_method* method, const int64_t* prompt,
@@ -48,8 +49,13 @@ tern_status tern_method_generate(tern_method* method, const int64_t* prompt,
   TERN_C_CHECK(out_capacity >= o.max_new_tokens, method, TERN_STATUS_INVALID_ARGUMENT,
                "tern_method_generate: out has room for %zu tokens, max_new_tokens is %u",
                out_capacity, o.max_new_tokens);
+  TERN_C_CHECK(o.prefill == nullptr || o.prefill->program == method->program, method,
+               TERN_STATUS_INVALID_ARGUMENT,
+               "tern_method_generate: options->prefill is a method of another program load; "
+               "it must share the step method's state (load both from one tern_program)");
   *out_length = 0;
-  Result<TokenGenerator> generator = TokenGenerator::create(method->method.get());
+  Result<TokenGenerator> generator = TokenGenerator::create(
+      method->method.get(), o.prefill != nullptr ? o.prefill->method.get() : nullptr);
   if (!generator.ok()) return from_runtime(method, generator.error());
   GenerationOptions g;
   g.max_new_tokens = o.max_new_tokens;

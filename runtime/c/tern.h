@@ -324,6 +324,11 @@ typedef struct tern_generate_options {
   uint32_t top_k;          /**< sample among the k likeliest; 0 (default): all */
   float top_p;             /**< sample among the likeliest reaching this probability; default 1 */
   uint64_t seed;           /**< of the sampler; default 0 */
+  /** Optional (default NULL): a prefill method of the same program, (tokens int [1, seq],
+   * positions int [seq]) -> logits f32 [1, seq, vocab] with seq dynamic, sharing the step
+   * method's KV cache (tern_export.export_llm): the prompt then goes through it in chunks of
+   * up to seq's bound instead of token by token. */
+  tern_method* prefill;
 } tern_generate_options;
 
 /** Timings of one tern_method_generate call, in seconds from its start. */
@@ -338,8 +343,8 @@ typedef struct tern_generate_stats {
 /** Fills `options` with the defaults above. Does nothing when `options` is NULL. */
 TERN_C_EXPORT void tern_generate_options_init(tern_generate_options* options);
 
-/** Feeds the `prompt_length` token ids of `prompt` to the step method at positions 0, 1, ...,
- * then generates up to options->max_new_tokens tokens into `out` (room for `out_capacity`,
+/** Feeds the `prompt_length` token ids of `prompt` at positions 0, 1, ... to the step method
+ * (or to options->prefill in chunks), then generates up to options->max_new_tokens tokens into `out` (room for `out_capacity`,
  * which must be at least max_new_tokens); *out_length says how many. `options` may be NULL
  * (defaults); `stats` may be NULL. A prompt id outside the vocabulary, a method that is not a
  * step, or a position past its cache is an error with a message naming it. Allocates only the

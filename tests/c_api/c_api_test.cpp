@@ -315,5 +315,36 @@ TEST(CApi, GenerateCountsUpGreedilyAndStops) {
   EXPECT_EQ(many[31], (5 + 32) % 8);
 }
 
+TEST(CApi, GenerateTakesThePromptThroughAPrefillMethod) {
+  StepModel s = load_step();
+  tern_method* prefill = nullptr;
+  ASSERT_EQ(tern_method_load(s.program.get(), "prefill", nullptr, &prefill), TERN_STATUS_OK)
+      << tern_last_error_message();
+  Method owned(prefill);
+  const int64_t prompt[5] = {1, 2, 3, 4, 2};  // chunks of 3 and 2
+  int64_t out[4] = {0};
+  size_t n = 0;
+  tern_generate_options o;
+  tern_generate_options_init(&o);
+  EXPECT_EQ(o.prefill, nullptr);
+  o.max_new_tokens = 4;
+  o.prefill = prefill;
+  ASSERT_EQ(tern_method_generate(s.method.get(), prompt, 5, &o, out, 4, &n, nullptr),
+            TERN_STATUS_OK)
+      << tern_method_last_error(s.method.get());
+  // The first token is prefill's (2 + 2), then decode counts up by one.
+  EXPECT_EQ(std::vector<int64_t>(out, out + n), (std::vector<int64_t>{4, 5, 6, 7}));
+  // A prefill method of another load of the program is refused.
+  StepModel other = load_step();
+  tern_method* foreign = nullptr;
+  ASSERT_EQ(tern_method_load(other.program.get(), "prefill", nullptr, &foreign), TERN_STATUS_OK);
+  Method foreign_owned(foreign);
+  o.prefill = foreign;
+  EXPECT_EQ(tern_method_generate(s.method.get(), prompt, 5, &o, out, 4, &n, nullptr),
+            TERN_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(tern_method_last_error(s.method.get())).find("another program load"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace tern::c_api_test
