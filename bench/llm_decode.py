@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Language-model decode speed (issue 15 item 5): a Llama with TinyLlama-1.1B's widths (hidden
 2048, 32 heads / 4 KV heads, MLP 5632, vocab 32000; random weights, nothing downloaded) and
---layers decoder layers, exported as a step method with transformers' own StaticCache wrapper
-(docs/llm-decoding.md "Generating"), decoded greedily by `tern generate` and by PyTorch eager
-(the same wrapper, token by token) in alternating rounds, same thread count; plus the
+--layers decoder layers, exported by tern_export.export_llm (prefill + decode sharing
+transformers' own StaticCache, docs/llm-decoding.md), decoded greedily by `tern generate` and by
+PyTorch eager (the same wrapper: the prompt in one forward pass, then token by token) in
+alternating rounds, same thread count; plus the
 bandwidth bound: weight bytes read per token / a STREAM-style read loop's bandwidth (measured in
 the same run, bench/quant_linear_stack.py's loop).
 
@@ -26,30 +27,17 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tools", "export"))
 
 
-def build_step(layers, max_cache_len):
+def build_model(layers):
     import torch
     import transformers as tf
-    from transformers.integrations.executorch import TorchExportableModuleWithStaticCache
     torch.manual_seed(0)
     cfg = tf.LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632,
                          num_hidden_layers=layers, num_attention_heads=32, num_key_value_heads=4,
                          max_position_embeddings=2048, attn_implementation="sdpa")
     model = tf.LlamaForCausalLM(cfg).eval()
-    model.generation_config.use_cache = True
-    model.generation_config.cache_implementation = "static"
-
-    class Step(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.w = TorchExportableModuleWithStaticCache(model, batch_size=1,
-                                                          max_cache_len=max_cache_len)
-
-        def forward(self, token, position):
-            return self.w(input_ids=token, cache_position=position)
-
     weight_bytes = sum(p.numel() * 4 for n, p in model.named_parameters()
                        if "embed_tokens" not in n) + 2048 * 4  # one embedding row per token
-    return Step().eval(), weight_bytes
+    return model, weight_bytes
 
 
 def tern_generate(tern, pte, prompt, new_tokens):
@@ -68,11 +56,12 @@ def tern_generate(tern, pte, prompt, new_tokens):
 
 
 def torch_generate(step, prompt, new_tokens):
+    """Greedy tokens, decode tokens/s and prefill tokens/s of PyTorch eager: the prompt in one
+    forward pass (prefill), then token by token, through the same StaticCache wrapper."""
     import torch
     with torch.no_grad():
         t0 = time.perf_counter()
-        for i, t in enumerate(prompt):
-            logits = step(torch.tensor([[t]]), torch.tensor([i]))
+        logits = step(torch.tensor([prompt]), torch.arange(len(prompt)))[:, -1]
         t1 = time.perf_counter()
         tokens = []
         first = None
@@ -108,6 +97,8 @@ def main():
     ap.add_argument("--prompt", type=int, default=16, help="prompt tokens")
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--max-cache", type=int, default=256)
+    ap.add_argument("--max-prefill", type=int, default=64,
+                    help="prefill chunk bound (export_llm max_prefill_len)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--work", default=None, help="keep the program here (default: a temp dir)")
     ap.add_argument("--quantize", default=None,
@@ -120,16 +111,17 @@ def main():
     torch.set_num_threads(args.threads)
     work = args.work or tempfile.mkdtemp(prefix="tern_llm_bench_")
     os.makedirs(work, exist_ok=True)
-    step, weight_bytes = build_step(args.layers, args.max_cache)
+    from tern_export.llm import StaticCacheLM
+    model, weight_bytes = build_model(args.layers)
     suffix = "" if not args.quantize else "_" + args.quantize.replace(":", "_").replace("=", "")
     pte = os.path.join(work, "llama_L%d%s.pte" % (args.layers, suffix))
     bytes_file = pte + ".bytes"
     if not os.path.exists(pte):
         t0 = time.time()
-        # No copy of the model (1.1B f32 is 4.4 GB): torch.export traces with fake tensors and
-        # leaves the buffers alone.
-        result = tern_export.export(step, (torch.tensor([[1]]), torch.tensor([0])), pte,
-                                    verbose=False, quantize=args.quantize)
+        # No copy of the model (1.1B f32 is 4.4 GB): export_llm wraps it with its own cache.
+        result = tern_export.export_llm(model, pte, max_seq_len=args.max_cache,
+                                        max_prefill_len=args.max_prefill, verbose=False,
+                                        quantize=args.quantize)
         print("exported %s in %.0f s" % (pte, time.time() - t0), flush=True)
         if args.quantize:
             # Bytes read per token: each quantized weight's codes and scales (the embedding
@@ -137,8 +129,9 @@ def main():
             q = result.quantization
             quantized = {w["name"]: w for w in q["weights"]}
             total = 0
-            for name, p in step.named_parameters():
-                w = quantized.get(name)  # the report names weights by their parameter path
+            for name, p in model.named_parameters():
+                # The report names weights by their path in export_llm's wrapper.
+                w = quantized.get(name) or quantized.get("w.model." + name)
                 size = w["bytes_after"] if w else p.numel() * 4
                 total += size // 32000 if "embed_tokens" in name else size
             with open(bytes_file, "w") as f:
@@ -146,6 +139,7 @@ def main():
     if args.quantize and os.path.exists(bytes_file):
         with open(bytes_file) as f:
             weight_bytes = int(f.read())
+    step = StaticCacheLM(model, args.max_cache).eval()
     prompt = [int(x) for x in torch.randint(0, 32000, (args.prompt,), generator=torch.Generator().manual_seed(1))]
     bw = read_bandwidth(work, args.threads)
     tern_rows, torch_rows = [], []
@@ -169,7 +163,8 @@ def main():
           "bound %.2f tokens/s, %d threads, prompt %d, %d new tokens, cache %d" % (
               args.layers, weight_bytes / 1e6, args.quantize or "f32", bw, bound, args.threads, args.prompt,
               args.new_tokens, args.max_cache))
-    print("| runtime | decode tokens/s (median) | of bound | prefill tokens/s (token by token) |")
+    print("| runtime | decode tokens/s (median) | of bound | prefill tokens/s (prompt of %d) |"
+          % args.prompt)
     print("|---|---:|---:|---:|")
     print("| tern cpu (tern generate) | %.2f | %.0f%% | %.2f |" % (
         tdec, 100 * tdec / bound, statistics.median(x[1] for x in tern_rows)))
