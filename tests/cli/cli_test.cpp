@@ -18,6 +18,7 @@
 
 #include "tools/cli/npy.h"
 #include "tests/cli/cli_test_util.h"
+#include "tests/support/step_program.h"
 
 namespace tern {
 namespace {
@@ -361,6 +362,36 @@ TEST_F(CliTest, BadGraphFailsCompile) {
                                    " --segment-alignment 3");
   expect_one_error_line(a, 1, "bad alignment");
   EXPECT_NE(a.err.find("power of two"), std::string::npos) << a.err;
+}
+
+// `tern generate` over a prefill + decode program (tests/support/step_program.h: prefill's
+// logits choose (t + 2) % 8, decode's (t + 1) % 8): the prompt goes through prefill in chunks,
+// --logits-dir writes the logits of every choice, --no-prefill feeds it token by token, and a
+// prefill method the program lacks is one error line.
+TEST_F(CliTest, GenerateTakesThePromptThroughPrefill) {
+  const std::vector<uint8_t> bytes = testing_support::counting_llm_program(8, 3, 16);
+  write_bytes(*dir_ / "llm.pte", std::string(bytes.begin(), bytes.end()));
+  const std::string model = "generate " + q(*dir_ / "llm.pte") + " --prompt 1,2,3,4,5,6,3";
+  CommandResult r = run_tern(model + " --max-new-tokens 4 --logits-dir " + q(*dir_ / "logits"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("generated: 5 6 7 0\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("prompt: 7 tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("prefill 'prefill', chunks of up to 3"), std::string::npos) << r.out;
+  for (int k = 0; k < 4; ++k) {
+    const NpyArray logits = read_npy((*dir_ / "logits" / ("logits_" + std::to_string(k) + ".npy")).string());
+    ASSERT_EQ(logits.shape, (std::vector<int64_t>{8})) << k;
+    float row[8];
+    std::memcpy(row, logits.data.data(), sizeof row);
+    EXPECT_EQ(std::max_element(row, row + 8) - row, (5 + k) % 8) << k;
+  }
+  EXPECT_FALSE(fs::exists(*dir_ / "logits" / "logits_4.npy"));
+  r = run_tern(model + " --max-new-tokens 2 --no-prefill");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("generated: 4 5\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("token by token"), std::string::npos) << r.out;
+  r = run_tern(model + " --prefill-method nope");
+  expect_one_error_line(r, 1, "generate --prefill-method nope");
+  EXPECT_NE(r.err.find("no method 'nope'"), std::string::npos) << r.err;
 }
 
 }  // namespace
