@@ -861,6 +861,14 @@ def _tiny_llama():
     return tf.LlamaForCausalLM(cfg).eval()
 
 
+def _tiny_qwen2():
+    import transformers as tf
+    cfg = tf.Qwen2Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                         attn_implementation="sdpa")
+    return tf.Qwen2ForCausalLM(cfg).eval()
+
+
 def _generate(pte, prompt, new_tokens, *flags):
     r = subprocess.run([tern_export.find_tern(), "generate", pte, "--prompt",
                         ",".join(map(str, prompt)), "--max-new-tokens", str(new_tokens)] +
@@ -868,6 +876,45 @@ def _generate(pte, prompt, new_tokens, *flags):
                        universal_newlines=True)
     assert r.returncode == 0, r.stderr
     return [int(t) for t in r.stdout.split("generated:")[1].splitlines()[0].split()], r.stdout
+
+
+def _check_llm_generation(model, pte, prompt, new_tokens, logits_name):
+    """tern generate's greedy tokens and the logits of every choice against one long forward
+    pass of `model` over prompt + generated tokens (1e-4 x max|ref|, same argmax)."""
+    logits_dir = _path(logits_name)
+    got, out = _generate(pte, prompt, new_tokens, "--logits-dir", logits_dir)
+    assert "prefill 'prefill', chunks of up to 8" in out, out
+    assert len(got) == new_tokens, got
+    with torch.no_grad():
+        ref = model(torch.tensor([prompt + got])).logits[0].numpy()
+    for k in range(new_tokens):
+        want = ref[len(prompt) - 1 + k]
+        logits = np.load(os.path.join(logits_dir, "logits_%d.npy" % k))
+        err = float(np.abs(logits - want).max())
+        assert err <= 1e-4 * float(np.abs(want).max()), "token %d: max error %g" % (k, err)
+        assert int(want.argmax()) == got[k], "token %d: greedy token differs" % k
+    return got, out
+
+
+def test_export_llm_qwen2():
+    """A Qwen2 config (biases on q/k/v) through export_llm: 16 greedy tokens after a 10-token
+    prompt, logits as one long transformers forward pass."""
+    try:
+        import transformers  # noqa: F401
+        model = _tiny_qwen2()
+    except (ImportError, AttributeError) as e:
+        print("skip test_export_llm_qwen2: %s" % e)
+        return
+    import copy
+    pte = _path("qwen2.pte")
+    try:
+        tern_export.export_llm(copy.deepcopy(model), pte, max_seq_len=32, max_prefill_len=8)
+    except tern_export.ExportError as e:
+        if "TorchExportableModuleWithStaticCache" not in str(e) and "could not wrap" not in str(e):
+            raise
+        print("skip test_export_llm_qwen2: %s" % e)
+        return
+    _check_llm_generation(model, pte, [3, 7, 1, 9, 4, 2, 5, 8, 10, 11], 16, "qwen2_logits")
 
 
 def test_export_llm_prefill_and_decode_share_the_cache():
@@ -907,18 +954,7 @@ def test_export_llm_prefill_and_decode_share_the_cache():
     # A 10-token prompt (prefill chunks of 8 and 2), then 32 greedy tokens; the logits of every
     # choice against one long forward pass of transformers over prompt + generated tokens.
     prompt = [3, 7, 1, 9, 4, 2, 5, 8, 10, 11]
-    logits_dir = _path("llama_logits")
-    got, out = _generate(pte, prompt, 32, "--logits-dir", logits_dir)
-    assert "prefill 'prefill', chunks of up to 8" in out, out
-    assert len(got) == 32, got
-    with torch.no_grad():
-        ref = model(torch.tensor([prompt + got])).logits[0].numpy()
-    for k in range(32):
-        want = ref[len(prompt) - 1 + k]
-        logits = np.load(os.path.join(logits_dir, "logits_%d.npy" % k))
-        err = float(np.abs(logits - want).max())
-        assert err <= 1e-4 * float(np.abs(want).max()), "token %d: max error %g" % (k, err)
-        assert int(want.argmax()) == got[k], "token %d: greedy token differs" % k
+    got, out = _check_llm_generation(model, pte, prompt, 32, "llama_logits")
     # The decode method alone, token by token, generates the same tokens.
     alone, out = _generate(pte, prompt, 32, "--no-prefill")
     assert alone == got and "token by token" in out, (alone, got)
