@@ -79,6 +79,7 @@ class Reader {
     const json& methods = doc["methods"];
     expect_array(methods, "methods");
     if (methods.empty()) fail("methods", "a program needs at least one method");
+    count_weight_uses(methods);
     std::set<std::string> names;
     for (size_t i = 0; i < methods.size(); ++i) {
       const std::string path = "methods[" + std::to_string(i) + "]";
@@ -186,6 +187,37 @@ class Reader {
     }
     return *weights_;
   }
+  // How many times the document names each weight ("weight", "init", a delegate's "blob"),
+  // so that its last use takes the bytes instead of copying them: a program's weights are
+  // then in memory once (twice while two methods of one model both hold them), not once more
+  // for the safetensors file. Tolerant of a malformed document (read_method reports it).
+  void count_weight_uses(const json& methods) {
+    auto count = [&](const json& obj, const char* key) {
+      if (obj.is_object() && obj.contains(key) && obj[key].is_string()) {
+        ++weight_uses_[obj[key].get<std::string>()];
+      }
+    };
+    for (const json& m : methods) {
+      if (!m.is_object()) continue;
+      if (m.contains("values") && m["values"].is_array()) {
+        for (const json& v : m["values"]) {
+          count(v, "weight");
+          count(v, "init");
+        }
+      }
+      if (m.contains("delegates") && m["delegates"].is_array()) {
+        for (const json& d : m["delegates"]) count(d, "blob");
+      }
+    }
+  }
+  // The bytes of weight `name` (already checked): moved out of the loaded file on its last
+  // use, else copied.
+  std::vector<uint8_t> take_bytes(const std::string& name) {
+    SafeTensor& t = weights_->at(name);
+    auto it = weight_uses_.find(name);
+    if (it != weight_uses_.end() && --it->second == 0) return std::move(t.data);
+    return t.data;
+  }
   const SafeTensor& weight(const std::string& name, const std::string& path) {
     const auto& w = weights(path);
     auto it = w.find(name);
@@ -210,7 +242,7 @@ class Reader {
                        "), value declares " + to_string(dtype) + " " + shape_string(sizes) + " = " +
                        std::to_string(nbytes) + " bytes");
       }
-      return t.data;
+      return take_bytes(name);
     }
     if (t.dtype != dtype) {
       fail(path, "weight '" + name + "' in " + weights_path_ + " has dtype " + to_string(t.dtype) +
@@ -220,7 +252,7 @@ class Reader {
       fail(path, "weight '" + name + "' in " + weights_path_ + " has shape " +
                      shape_string(t.shape) + ", value declares " + shape_string(sizes));
     }
-    return t.data;
+    return take_bytes(name);
   }
 
   // ---- values ----
@@ -518,7 +550,8 @@ class Reader {
     }
     if (j.contains("blob")) {
       const std::string name = get_string(j["blob"], path + ".blob");
-      d.blob = weight(name, path + ".blob").data;
+      weight(name, path + ".blob");
+      d.blob = take_bytes(name);
     }
     if (j.contains("compile_specs")) {
       const json& specs = j["compile_specs"];
@@ -580,6 +613,7 @@ class Reader {
   std::string weights_name_;
   std::string weights_path_;
   std::unique_ptr<std::map<std::string, SafeTensor>> weights_;
+  std::map<std::string, int> weight_uses_;
   const std::map<std::string, int>* current_names_ = nullptr;
   size_t current_values_ = 0;
   int64_t version_ = 1;
