@@ -34,19 +34,26 @@ def find_tern():
 UNKNOWN_BACKEND_MARK = "is not a registered backend compiler"
 
 
-def run_compile(graph_json, out_path, tern=None, backends=()):
-    """Runs `tern compile graph_json -o out_path [--backend B ...]`; returns its stdout (the
-    arena report). `backends`: backend names, highest priority first ("portable" entries are
-    dropped: the portable kernels are always the fallback). Raises CompileError carrying tern's
-    stderr when it fails (an unknown backend: the message names the registered ones)."""
+def run_compile(graph_json, out_path, tern=None, backends=(), extra_args=()):
+    """Runs `tern compile graph_json -o out_path [--backend B ...] [EXTRA ...]`; returns its
+    stdout (the arena report). `backends`: backend names, highest priority first ("portable"
+    entries are dropped: the portable kernels are always the fallback). Raises CompileError
+    carrying tern's stderr when it fails (an unknown backend: the message names the registered
+    ones; a compiler killed by a signal: the message says which)."""
     tern = tern or find_tern()
     cmd = [tern, "compile", graph_json, "-o", out_path]
     for b in backends:
         if b != "portable":
             cmd += ["--backend", b]
+    cmd += list(extra_args)
     r = subprocess.run(cmd,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     if r.returncode != 0:
-        raise CompileError("tern compile failed for %s:\n%s" % (graph_json, r.stderr.strip()),
+        why = r.stderr.strip()
+        if r.returncode < 0:
+            # Killed: nothing on stderr (SIGKILL is what the kernel's OOM killer sends).
+            why = ("%s\n" % why if why else "") + "tern compile was killed by signal %d%s" % (
+                -r.returncode, " (out of memory?)" if r.returncode == -9 else "")
+        raise CompileError("tern compile failed for %s:\n%s" % (graph_json, why),
                            stderr=r.stderr, graph_dir=os.path.dirname(graph_json))
     return r.stdout

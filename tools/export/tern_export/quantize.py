@@ -4,11 +4,9 @@ tensors), the `tern compile` arguments that quantize them, and the summary of wh
 compile` quantized (docs/quantization.md)."""
 import fnmatch
 import json
-import os
 import re
-import subprocess
 
-from .errors import CompileError
+from . import compiler
 
 SCHEME_KINDS = ("none", "nf4", "fp8_e4m3", "fp8_e5m2")
 
@@ -106,17 +104,7 @@ def compile_args(graph_path, quantize):
 def run_compile(graph_json, out_path, tern, backends, extra_args):
     """`tern compile graph_json -o out_path [--backend B ...] EXTRA` (compiler.run_compile with
     extra arguments); returns stdout, raises CompileError with tern's stderr."""
-    cmd = [tern, "compile", graph_json, "-o", out_path]
-    for b in backends:
-        if b != "portable":
-            cmd += ["--backend", b]
-    cmd += list(extra_args)
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       universal_newlines=True)
-    if r.returncode != 0:
-        raise CompileError("tern compile failed for %s:\n%s" % (graph_json, r.stderr.strip()),
-                           stderr=r.stderr, graph_dir=os.path.dirname(graph_json))
-    return r.stdout
+    return compiler.run_compile(graph_json, out_path, tern, backends, extra_args)
 
 
 _WEIGHT_LINE = re.compile(r"^  (?:(\S+): )?(\S+) \[([0-9, ]*)\] (\S+) \((.*?)\): (\d+) -> (\d+) bytes")
