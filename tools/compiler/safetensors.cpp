@@ -3,6 +3,11 @@
 // tensor bytes; offsets are relative to the first byte after the header.
 #include "tools/compiler/safetensors.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <fstream>
@@ -60,7 +65,17 @@ struct Entry {
 
 }  // namespace
 
-std::map<std::string, SafeTensor> parse_safetensors(const std::vector<uint8_t>& bytes) {
+namespace {
+
+/// parse_safetensors over `size` bytes at `base` (a vector's or a mapped file's).
+std::map<std::string, SafeTensor> parse_bytes(const uint8_t* base, size_t size) {
+  struct Bytes {
+    const uint8_t* p;
+    size_t n;
+    size_t size() const { return n; }
+    const uint8_t* data() const { return p; }
+    uint8_t operator[](size_t i) const { return p[i]; }
+  } bytes{base, size};
   if (bytes.size() < 8) {
     fail("file is " + std::to_string(bytes.size()) +
          " bytes, too short for the 8-byte header length");
@@ -163,14 +178,35 @@ std::map<std::string, SafeTensor> parse_safetensors(const std::vector<uint8_t>& 
   return out;
 }
 
+}  // namespace
+
+std::map<std::string, SafeTensor> parse_safetensors(const std::vector<uint8_t>& bytes) {
+  return parse_bytes(bytes.data(), bytes.size());
+}
+
 std::map<std::string, SafeTensor> read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open safetensors file");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-  if (in.bad()) throw std::runtime_error(path + ": read error");
+  // Mapped, not read into a buffer: the tensors are the only copy of the weights in memory (a
+  // read buffer doubled a large model's weights while parsing).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(path + ": cannot open safetensors file");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw std::runtime_error(path + ": not a regular file");
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  void* map = size > 0 ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
+  ::close(fd);
+  if (size > 0 && map == MAP_FAILED) throw std::runtime_error(path + ": cannot map the file");
+  struct Unmap {
+    void* p;
+    size_t n;
+    ~Unmap() {
+      if (p != nullptr) ::munmap(p, n);
+    }
+  } unmap{map, size};
   try {
-    return parse_safetensors(bytes);
+    return parse_bytes(static_cast<const uint8_t*>(map), size);
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(path + ": " + e.what());
   }
