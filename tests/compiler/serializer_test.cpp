@@ -25,8 +25,8 @@ using testing::tensor;
 Value constant(const std::string& name, std::vector<int64_t> sizes, size_t nbytes, uint8_t seed) {
   Value v = tensor(name, std::move(sizes));
   v.is_constant = true;
-  v.data.resize(nbytes);
-  for (size_t i = 0; i < nbytes; ++i) v.data[i] = static_cast<uint8_t>(seed + i * 3);
+  v.data.mutable_vector().resize(nbytes);
+  for (size_t i = 0; i < nbytes; ++i) v.data.mutable_vector()[i] = static_cast<uint8_t>(seed + i * 3);
   return v;
 }
 
@@ -362,7 +362,7 @@ TEST(Serializer, ScalarsListsAndQuantParams) {
   Graph g;
   Value q = tensor("q", {2, 64}, DType::NF4);
   q.is_constant = true;
-  q.data.assign(64, 0x12);
+  q.data.mutable_vector().assign(64, 0x12);
   q.quant.scheme = QuantSpec::Scheme::NF4;
   q.quant.block_size = 64;
   q.quant.absmax = 1;
@@ -417,7 +417,7 @@ TEST(Serializer, MethodsShareTheSegmentsOfEqualConstants) {
   Mlp a = mlp();
   Mlp b = mlp();
   b.program.methods[0].name = "decode";
-  b.program.methods[0].values[2].data[5] ^= 1;  // decode's bias differs in one byte
+  b.program.methods[0].values[2].data.mutable_vector()[5] ^= 1;  // decode's bias differs in one byte
   a.program.methods.push_back(b.program.methods[0]);
   a.plans.push_back(b.plans[0]);
   auto l = load(serialize_program(a.program, a.plans));
@@ -456,8 +456,8 @@ TEST(Serializer, EqualConstantsInOneMethodShareASegment) {
   m.program.methods[0].values[2] = constant("b", {8}, 32, 1);  // b's bytes = w's first 32
   EXPECT_EQ(load(serialize_program(m.program, m.plans))->program->num_segments(), 2u);
   Graph& g = m.program.methods[0];
-  g.values[2].data.assign(g.values[1].data.begin(), g.values[1].data.begin() + 32);
-  g.values[1].data.resize(32);  // now w and b hold the same 32 bytes: one segment
+  g.values[2].data.mutable_vector().assign(g.values[1].data.begin(), g.values[1].data.begin() + 32);
+  g.values[1].data.mutable_vector().resize(32);  // now w and b hold the same 32 bytes: one segment
   g.values[1].sizes = {8};
   g.values[6].sizes = {8};
   auto l = load(serialize_program(m.program, m.plans));
@@ -469,7 +469,7 @@ TEST(Serializer, RejectsInconsistentInput) {
   Mlp m = mlp();
   EXPECT_THROW(serialize_program(m.program, {}), std::invalid_argument);  // plan count
   Mlp bad = mlp();
-  bad.program.methods[0].values[1].data.resize(10);  // wrong constant size
+  bad.program.methods[0].values[1].data.mutable_vector().resize(10);  // wrong constant size
   EXPECT_THROW(serialize_program(bad.program, bad.plans), std::invalid_argument);
   bad = mlp();
   bad.plans[0].offsets[3] = -1;  // a planned tensor without an offset

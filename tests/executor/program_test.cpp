@@ -50,8 +50,9 @@ Value constant_f32(const std::string& name, std::vector<int64_t> sizes, float fi
   for (int64_t s : v.sizes) numel *= static_cast<size_t>(s);
   std::vector<float> values(numel);
   for (size_t i = 0; i < numel; ++i) values[i] = first + static_cast<float>(i);
-  v.data.resize(numel * 4);
-  std::memcpy(v.data.data(), values.data(), v.data.size());
+  std::vector<uint8_t>& bytes = v.data.mutable_vector();
+  bytes.resize(numel * 4);
+  std::memcpy(bytes.data(), values.data(), bytes.size());
   return v;
 }
 

@@ -215,7 +215,7 @@ TEST(QuantizePass, NonFiniteWeightIsAnErrorNamingIt) {
   compiler::ProgramGraph program;
   program.methods.push_back(model_graph(&ids));
   float nan = std::nanf("");
-  std::memcpy(program.methods[0].values[ids.fc].data.data() + 4 * 17, &nan, 4);
+  std::memcpy(program.methods[0].values[ids.fc].data.mutable_vector().data() + 4 * 17, &nan, 4);
   QuantizeOptions options;
   options.scheme = compiler::parse_quant_scheme("fp8_e4m3");
   try {
@@ -441,7 +441,7 @@ std::string load_error_of(const char* scheme,
 
 void resize_constant(compiler::Value& v, int64_t n) {
   v.sizes = {n};
-  v.data.resize(static_cast<size_t>(n) * (v.dtype == DType::U8 ? 1 : 4));
+  v.data.mutable_vector().resize(static_cast<size_t>(n) * (v.dtype == DType::U8 ? 1 : 4));
 }
 
 TEST(QuantizedProgramVerification, CorruptParametersAreLoadErrorsNamingTheTensor) {
@@ -514,7 +514,7 @@ TEST(QuantizedProgramVerification, CorruptParametersAreLoadErrorsNamingTheTensor
        [](compiler::Graph& g, const Ids& i) {
          compiler::Value& s = g.values[g.values[i.fc].quant.scale];
          s.dtype = DType::U8;
-         s.data.resize(24);
+         s.data.mutable_vector().resize(24);
        },
        "has dtype u8, expected f32"},
   };

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/core/dtype.h"
+#include "tools/compiler/constant_bytes.h"
 
 namespace tern::compiler {
 
@@ -41,9 +42,10 @@ struct Value {
   // Kind::Tensor
   DType dtype = DType::F32;
   std::vector<int64_t> sizes;
-  /// Constant tensors carry their bytes (row-major, dtype_nbytes(dtype, numel) long).
+  /// Constant tensors carry their bytes (row-major, dtype_nbytes(dtype, numel) long), shared
+  /// with the other values holding the same weight (constant_bytes.h).
   bool is_constant = false;
-  std::vector<uint8_t> data;
+  ConstantBytes data;
   /// State tensors persist across executions; `data` (if non-empty) is the initial value,
   /// otherwise they start zeroed.
   bool is_state = false;

@@ -79,7 +79,6 @@ class Reader {
     const json& methods = doc["methods"];
     expect_array(methods, "methods");
     if (methods.empty()) fail("methods", "a program needs at least one method");
-    count_weight_uses(methods);
     std::set<std::string> names;
     for (size_t i = 0; i < methods.size(); ++i) {
       const std::string path = "methods[" + std::to_string(i) + "]";
@@ -187,36 +186,16 @@ class Reader {
     }
     return *weights_;
   }
-  // How many times the document names each weight ("weight", "init", a delegate's "blob"),
-  // so that its last use takes the bytes instead of copying them: a program's weights are
-  // then in memory once (twice while two methods of one model both hold them), not once more
-  // for the safetensors file. Tolerant of a malformed document (read_method reports it).
-  void count_weight_uses(const json& methods) {
-    auto count = [&](const json& obj, const char* key) {
-      if (obj.is_object() && obj.contains(key) && obj[key].is_string()) {
-        ++weight_uses_[obj[key].get<std::string>()];
-      }
-    };
-    for (const json& m : methods) {
-      if (!m.is_object()) continue;
-      if (m.contains("values") && m["values"].is_array()) {
-        for (const json& v : m["values"]) {
-          count(v, "weight");
-          count(v, "init");
-        }
-      }
-      if (m.contains("delegates") && m["delegates"].is_array()) {
-        for (const json& d : m["delegates"]) count(d, "blob");
-      }
+  // The bytes of weight `name` (already checked), shared by every value that names it: the
+  // first use moves them out of the loaded file, later uses (another method reading the same
+  // parameter) share that buffer, so a program's weights are in memory once.
+  ConstantBytes shared_bytes(const std::string& name) {
+    auto it = loaded_.find(name);
+    if (it == loaded_.end()) {
+      SafeTensor& t = weights_->at(name);
+      it = loaded_.emplace(name, std::make_shared<std::vector<uint8_t>>(std::move(t.data))).first;
     }
-  }
-  // The bytes of weight `name` (already checked): moved out of the loaded file on its last
-  // use, else copied.
-  std::vector<uint8_t> take_bytes(const std::string& name) {
-    SafeTensor& t = weights_->at(name);
-    auto it = weight_uses_.find(name);
-    if (it != weight_uses_.end() && --it->second == 0) return std::move(t.data);
-    return t.data;
+    return ConstantBytes::share(it->second);
   }
   const SafeTensor& weight(const std::string& name, const std::string& path) {
     const auto& w = weights(path);
@@ -228,21 +207,24 @@ class Reader {
     return it->second;
   }
   // Checks that weight `name` holds a `dtype` tensor of `sizes` and returns its bytes.
-  std::vector<uint8_t> weight_bytes(const std::string& name, DType dtype,
-                                    const std::vector<int64_t>& sizes, const std::string& path) {
+  ConstantBytes weight_bytes(const std::string& name, DType dtype,
+                             const std::vector<int64_t>& sizes, const std::string& path) {
     const SafeTensor& t = weight(name, path);
     uint64_t nbytes = 0;
     shape_nbytes(dtype, sizes, &nbytes);  // sizes were checked by the caller
     const bool packed = dtype == DType::NF4 || dtype == DType::FP8E4M3 || dtype == DType::FP8E5M2;
     if (packed && t.dtype == DType::U8) {
-      // Quantized data stored as raw bytes: only the byte count can be checked.
-      if (t.data.size() != nbytes) {
+      // Quantized data stored as raw bytes: only the byte count can be checked (the bytes may
+      // already be with an earlier value: shared_bytes).
+      auto loaded = loaded_.find(name);
+      const size_t have = loaded != loaded_.end() ? loaded->second->size() : t.data.size();
+      if (have != nbytes) {
         fail(path, "weight '" + name + "' in " + weights_path_ + " has " +
-                       std::to_string(t.data.size()) + " bytes (u8 " + shape_string(t.shape) +
+                       std::to_string(have) + " bytes (u8 " + shape_string(t.shape) +
                        "), value declares " + to_string(dtype) + " " + shape_string(sizes) + " = " +
                        std::to_string(nbytes) + " bytes");
       }
-      return take_bytes(name);
+      return shared_bytes(name);
     }
     if (t.dtype != dtype) {
       fail(path, "weight '" + name + "' in " + weights_path_ + " has dtype " + to_string(t.dtype) +
@@ -252,7 +234,7 @@ class Reader {
       fail(path, "weight '" + name + "' in " + weights_path_ + " has shape " +
                      shape_string(t.shape) + ", value declares " + shape_string(sizes));
     }
-    return take_bytes(name);
+    return shared_bytes(name);
   }
 
   // ---- values ----
@@ -551,7 +533,7 @@ class Reader {
     if (j.contains("blob")) {
       const std::string name = get_string(j["blob"], path + ".blob");
       weight(name, path + ".blob");
-      d.blob = take_bytes(name);
+      d.blob = shared_bytes(name).vector();
     }
     if (j.contains("compile_specs")) {
       const json& specs = j["compile_specs"];
@@ -613,7 +595,8 @@ class Reader {
   std::string weights_name_;
   std::string weights_path_;
   std::unique_ptr<std::map<std::string, SafeTensor>> weights_;
-  std::map<std::string, int> weight_uses_;
+  /// Weights already handed to a value (shared_bytes); their SafeTensor::data is moved out.
+  std::map<std::string, std::shared_ptr<std::vector<uint8_t>>> loaded_;
   const std::map<std::string, int>* current_names_ = nullptr;
   size_t current_values_ = 0;
   int64_t version_ = 1;

@@ -23,7 +23,7 @@ const std::vector<uint8_t>* param_data(const Graph& g, const Value& w, int id, D
     refuse(w, std::string(what) + " is not a constant " + to_string(dtype) + " of " +
                   std::to_string(count) + " elements");
   }
-  return &v.data;
+  return &v.data.vector();
 }
 
 }  // namespace
@@ -89,7 +89,7 @@ QuantWeightScheme quant_weight_scheme(const Graph& g, int id) {
     refuse(w, std::to_string(w.data.size()) + " bytes of codes, expected " +
                   std::to_string(s.code_bytes));
   }
-  s.codes = &w.data;
+  s.codes = &w.data.vector();
   if (!nf4) {
     const bool e4m3 = w.dtype == DType::FP8E4M3;
     for (uint64_t i = 0; i < n; ++i) {

@@ -298,7 +298,8 @@ class MethodQuantizer {
     c.dtype = dtype;
     c.sizes = std::move(sizes);
     c.is_constant = true;
-    c.data.assign(static_cast<const uint8_t*>(bytes), static_cast<const uint8_t*>(bytes) + nbytes);
+    c.data = std::vector<uint8_t>(static_cast<const uint8_t*>(bytes),
+                                  static_cast<const uint8_t*>(bytes) + nbytes);
     g_.values.push_back(std::move(c));
     return static_cast<int>(g_.values.size() - 1);
   }

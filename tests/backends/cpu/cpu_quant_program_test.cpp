@@ -148,7 +148,7 @@ TEST(QuantCpuCompile, F32EmbeddingAndNonFiniteFp8StayPortable) {
   compiler::quantize_program(program, q);
   EXPECT_EQ(compiler::CpuBackendCompiler::unsupported_reason(g, g.nodes[1]), "");
   compiler::Value& w = g.values[static_cast<size_t>(g.nodes[1].args[1])];
-  w.data[3] = 0x7F;  // e4m3 NaN code
+  w.data.mutable_vector()[3] = 0x7F;  // e4m3 NaN code
   EXPECT_NE(compiler::CpuBackendCompiler::unsupported_reason(g, g.nodes[1]).find("NaN"),
             std::string::npos);
 }
