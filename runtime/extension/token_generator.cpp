@@ -148,53 +148,56 @@ Result<TokenGenerator> TokenGenerator::create(Method* step, Method* prefill) {
   g.vocab_ = logits.sizes[2];
   g.order_.resize(static_cast<size_t>(g.vocab_));
   g.probs_.resize(static_cast<size_t>(g.vocab_));
-  if (prefill != nullptr) {
-    const MethodMeta pm = prefill->meta();
-    TERN_CHECK_OR_RETURN_ERROR(pm.num_inputs() == 2 && pm.num_outputs() == 1, InvalidArgument,
-                               "TokenGenerator: prefill method '%s' has %zu inputs and %zu "
-                               "outputs; a prefill method takes (tokens [1, seq], positions "
-                               "[seq]) and returns logits [1, seq, vocab]",
-                               pm.name(), pm.num_inputs(), pm.num_outputs());
-    TERN_ASSIGN_OR_RETURN(TensorInfo ptokens, pm.input_tensor_info(0));
-    TERN_ASSIGN_OR_RETURN(TensorInfo ppositions, pm.input_tensor_info(1));
-    TERN_ASSIGN_OR_RETURN(TensorInfo plogits, pm.output_tensor_info(0));
-    const int32_t seq = dim_symbol(ptokens, 1);
-    TERN_CHECK_OR_RETURN_ERROR(is_int_dtype(ptokens.dtype) && ptokens.sizes.size() == 2 &&
-                                   ptokens.sizes[0] == 1 && seq >= 0,
-                               InvalidArgument,
-                               "TokenGenerator: prefill method '%s' input 0 is %s of rank %zu%s; "
-                               "expected the tokens, i64 or i32 [1, seq] with seq dynamic",
-                               pm.name(), to_string(ptokens.dtype), ptokens.sizes.size(),
-                               seq < 0 ? " without a dynamic dim 1" : "");
-    TERN_CHECK_OR_RETURN_ERROR(is_int_dtype(ppositions.dtype) && ppositions.sizes.size() == 1 &&
-                                   dim_symbol(ppositions, 0) == seq,
-                               InvalidArgument,
-                               "TokenGenerator: prefill method '%s' input 1 is %s of rank %zu; "
-                               "expected the positions, i64 or i32 [seq] (the tokens' dynamic "
-                               "dim)",
-                               pm.name(), to_string(ppositions.dtype), ppositions.sizes.size());
-    TERN_CHECK_OR_RETURN_ERROR(plogits.dtype == DType::F32 && plogits.sizes.size() == 3 &&
-                                   plogits.sizes[0] == 1 && dim_symbol(plogits, 1) == seq &&
-                                   plogits.sizes[2] == g.vocab_,
-                               InvalidArgument,
-                               "TokenGenerator: prefill method '%s' output 0 is %s of rank %zu; "
-                               "expected the logits, f32 [1, seq, %" PRId64
-                               "] (the step method's vocabulary)",
-                               pm.name(), to_string(plogits.dtype), plogits.sizes.size(),
-                               g.vocab_);
-    TERN_ASSIGN_OR_RETURN(DimSymbolInfo symbol, pm.symbol(static_cast<size_t>(seq)));
-    TERN_CHECK_OR_RETURN_ERROR(symbol.min <= 1 && symbol.max >= 1, InvalidArgument,
-                               "TokenGenerator: prefill method '%s' takes %" PRId64 "..%" PRId64
-                               " tokens; it must take chunks down to one token",
-                               pm.name(), symbol.min, symbol.max);
-    g.prefill_ = prefill;
-    g.prefill_token_dtype_ = ptokens.dtype;
-    g.prefill_position_dtype_ = ppositions.dtype;
-    g.chunk_ = symbol.max;
-    g.chunk_tokens_.resize(static_cast<size_t>(symbol.max));
-    g.chunk_positions_.resize(static_cast<size_t>(symbol.max));
-  }
+  if (prefill != nullptr) TERN_RETURN_IF_ERROR(g.attach_prefill(prefill));
   return g;
+}
+
+Error TokenGenerator::attach_prefill(Method* prefill) {
+  const MethodMeta pm = prefill->meta();
+  TERN_CHECK_OR_RETURN_ERROR(pm.num_inputs() == 2 && pm.num_outputs() == 1, InvalidArgument,
+                             "TokenGenerator: prefill method '%s' has %zu inputs and %zu "
+                             "outputs; a prefill method takes (tokens [1, seq], positions "
+                             "[seq]) and returns logits [1, seq, vocab]",
+                             pm.name(), pm.num_inputs(), pm.num_outputs());
+  TERN_ASSIGN_OR_RETURN(TensorInfo ptokens, pm.input_tensor_info(0));
+  TERN_ASSIGN_OR_RETURN(TensorInfo ppositions, pm.input_tensor_info(1));
+  TERN_ASSIGN_OR_RETURN(TensorInfo plogits, pm.output_tensor_info(0));
+  const int32_t seq = dim_symbol(ptokens, 1);
+  TERN_CHECK_OR_RETURN_ERROR(is_int_dtype(ptokens.dtype) && ptokens.sizes.size() == 2 &&
+                                 ptokens.sizes[0] == 1 && seq >= 0,
+                             InvalidArgument,
+                             "TokenGenerator: prefill method '%s' input 0 is %s of rank %zu%s; "
+                             "expected the tokens, i64 or i32 [1, seq] with seq dynamic",
+                             pm.name(), to_string(ptokens.dtype), ptokens.sizes.size(),
+                             seq < 0 ? " without a dynamic dim 1" : "");
+  TERN_CHECK_OR_RETURN_ERROR(is_int_dtype(ppositions.dtype) && ppositions.sizes.size() == 1 &&
+                                 dim_symbol(ppositions, 0) == seq,
+                             InvalidArgument,
+                             "TokenGenerator: prefill method '%s' input 1 is %s of rank %zu; "
+                             "expected the positions, i64 or i32 [seq] (the tokens' dynamic "
+                             "dim)",
+                             pm.name(), to_string(ppositions.dtype), ppositions.sizes.size());
+  TERN_CHECK_OR_RETURN_ERROR(plogits.dtype == DType::F32 && plogits.sizes.size() == 3 &&
+                                 plogits.sizes[0] == 1 && dim_symbol(plogits, 1) == seq &&
+                                 plogits.sizes[2] == vocab_,
+                             InvalidArgument,
+                             "TokenGenerator: prefill method '%s' output 0 is %s of rank %zu; "
+                             "expected the logits, f32 [1, seq, %" PRId64
+                             "] (the step method's vocabulary)",
+                             pm.name(), to_string(plogits.dtype), plogits.sizes.size(),
+                             vocab_);
+  TERN_ASSIGN_OR_RETURN(DimSymbolInfo symbol, pm.symbol(static_cast<size_t>(seq)));
+  TERN_CHECK_OR_RETURN_ERROR(symbol.min <= 1 && symbol.max >= 1, InvalidArgument,
+                             "TokenGenerator: prefill method '%s' takes %" PRId64 "..%" PRId64
+                             " tokens; it must take chunks down to one token",
+                             pm.name(), symbol.min, symbol.max);
+  prefill_ = prefill;
+  prefill_token_dtype_ = ptokens.dtype;
+  prefill_position_dtype_ = ppositions.dtype;
+  chunk_ = symbol.max;
+  chunk_tokens_.resize(static_cast<size_t>(symbol.max));
+  chunk_positions_.resize(static_cast<size_t>(symbol.max));
+  return Error::Ok;
 }
 
 namespace {

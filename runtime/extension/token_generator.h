@@ -87,6 +87,8 @@ class TokenGenerator {
 
  private:
   TokenGenerator() = default;
+  /// Checks `prefill`'s signature against the step's vocabulary and sizes its scratch.
+  Error attach_prefill(Method* prefill);
   Error run_step(int64_t token, int64_t position, Span<const float>* logits);
   /// Prefill of prompt[begin, begin + count) at positions begin...; logits of the last one.
   Error run_prefill(Span<const int64_t> prompt, size_t begin, size_t count,
