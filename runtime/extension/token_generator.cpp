@@ -28,26 +28,28 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-/// A one-element int tensor view over `storage` holding `value` in `dtype`.
 /// The symbol index of dim `d` of `info`, or -1 when the dim is static.
 int32_t dim_symbol(const TensorInfo& info, size_t d) {
   return d < info.dim_symbols.size() ? info.dim_symbols[d] : -1;
 }
 
-TensorView scalar_view(DType dtype, int64_t value, const int64_t* sizes, uint32_t rank,
-                       int64_t* storage) {
+/// An int tensor view of `count` values into `storage` as `dtype` (i64 or i32): `values`, or
+/// first, first + 1, ... when `values` is null.
+TensorView int_view(DType dtype, const int64_t* values, int64_t first, size_t count,
+                    const int64_t* sizes, uint32_t rank, int64_t* storage) {
   TensorView v;
   v.dtype = dtype;
   v.rank = rank;
   v.sizes = sizes;
-  if (dtype == DType::I32) {
-    const int32_t narrow = static_cast<int32_t>(value);
-    std::memcpy(storage, &narrow, sizeof narrow);
-    v.nbytes = 4;
-  } else {
-    *storage = value;
-    v.nbytes = 8;
+  for (size_t i = 0; i < count; ++i) {
+    const int64_t x = values != nullptr ? values[i] : first + static_cast<int64_t>(i);
+    if (dtype == DType::I32) {
+      reinterpret_cast<int32_t*>(storage)[i] = static_cast<int32_t>(x);
+    } else {
+      storage[i] = x;
+    }
   }
+  v.nbytes = count * (dtype == DType::I32 ? 4 : 8);
   v.data = storage;
   return v;
 }
@@ -200,30 +202,6 @@ Error TokenGenerator::attach_prefill(Method* prefill) {
   return Error::Ok;
 }
 
-namespace {
-
-/// `count` int values from `values` (first + i when values is null) into `storage` as `dtype`.
-TensorView int_view(DType dtype, const int64_t* values, int64_t first, size_t count,
-                    const int64_t* sizes, uint32_t rank, int64_t* storage) {
-  TensorView v;
-  v.dtype = dtype;
-  v.rank = rank;
-  v.sizes = sizes;
-  for (size_t i = 0; i < count; ++i) {
-    const int64_t x = values != nullptr ? values[i] : first + static_cast<int64_t>(i);
-    if (dtype == DType::I32) {
-      reinterpret_cast<int32_t*>(storage)[i] = static_cast<int32_t>(x);
-    } else {
-      storage[i] = x;
-    }
-  }
-  v.nbytes = count * (dtype == DType::I32 ? 4 : 8);
-  v.data = storage;
-  return v;
-}
-
-}  // namespace
-
 Error TokenGenerator::run_prefill(Span<const int64_t> prompt, size_t begin, size_t count,
                                   Span<const float>* logits) {
   const int64_t token_sizes[2] = {1, static_cast<int64_t>(count)};
@@ -250,10 +228,10 @@ Error TokenGenerator::run_step(int64_t token, int64_t position, Span<const float
   static const int64_t kPositionSizes[1] = {1};
   int64_t token_storage = 0;
   int64_t position_storage = 0;
-  TERN_RETURN_IF_ERROR(
-      step_->set_input(0, scalar_view(token_dtype_, token, kTokenSizes, 2, &token_storage)));
   TERN_RETURN_IF_ERROR(step_->set_input(
-      1, scalar_view(position_dtype_, position, kPositionSizes, 1, &position_storage)));
+      0, int_view(token_dtype_, &token, 0, 1, kTokenSizes, 2, &token_storage)));
+  TERN_RETURN_IF_ERROR(step_->set_input(
+      1, int_view(position_dtype_, nullptr, position, 1, kPositionSizes, 1, &position_storage)));
   TERN_RETURN_IF_ERROR(step_->execute());
   TERN_ASSIGN_OR_RETURN(const TensorView* out, step_->output(0));
   *logits = Span<const float>(static_cast<const float*>(out->data), static_cast<size_t>(vocab_));

@@ -54,14 +54,6 @@ std::vector<int64_t> parse_ids(const std::string& text, const std::string& where
 
 double per_second(double count, double seconds) { return seconds > 0 ? count / seconds : 0; }
 
-bool has_method(const Program& program, const std::string& name) {
-  for (size_t i = 0; i < program.num_methods(); ++i) {
-    Result<const char*> n = program.method_name(i);
-    if (n.ok() && name == *n) return true;
-  }
-  return false;
-}
-
 /// --logits-dir: each set of logits as <dir>/logits_<k>.npy (f32 [vocab]). Errors are kept
 /// (the observer cannot throw through the generator) and reported after generation.
 struct LogitsWriter {
@@ -106,8 +98,8 @@ int cmd_generate(const GenerateOptions& options) {
   // "prefill", sharing the step method's KV cache), else token by token through the step.
   Method* prefill = nullptr;
   std::string prefill_name = options.prefill_method;
-  if (prefill_name.empty() && !options.no_prefill && has_method(*module.program(), "prefill") &&
-      method_name != "prefill") {
+  if (prefill_name.empty() && !options.no_prefill && method_name != "prefill" &&
+      module.program()->method_meta("prefill").ok()) {
     prefill_name = "prefill";
   }
   if (!prefill_name.empty()) {
@@ -153,13 +145,12 @@ int cmd_generate(const GenerateOptions& options) {
     ids += (i ? " " : "") + std::to_string(tokens[i]);
   }
   std::printf("generated: %s\n", ids.c_str());
+  const std::string how = prefill != nullptr ? "prefill '" + prefill_name + "', chunks of up to " +
+                                                   std::to_string(generator->prefill_chunk())
+                                             : "token by token";
   std::printf("prompt: %u tokens in %.3f ms (%.1f tokens/s, %s)\n", stats.prompt_tokens,
               stats.prompt_seconds * 1e3, per_second(stats.prompt_tokens, stats.prompt_seconds),
-              prefill != nullptr
-                  ? ("prefill '" + prefill_name + "', chunks of up to " +
-                     std::to_string(generator->prefill_chunk()))
-                        .c_str()
-                  : "token by token");
+              how.c_str());
   std::printf("time to first token: %.3f ms\n", stats.first_token_seconds * 1e3);
   const uint32_t decoded = stats.generated_tokens > 0 ? stats.generated_tokens - 1 : 0;
   std::printf("decode: %u tokens in %.3f ms (%.1f tokens/s)\n", decoded,
