@@ -33,6 +33,24 @@ int32_t dim_symbol(const TensorInfo& info, size_t d) {
   return d < info.dim_symbols.size() ? info.dim_symbols[d] : -1;
 }
 
+/// What a step or prefill method takes and returns.
+struct Signature {
+  TensorInfo tokens, positions, logits;
+};
+
+/// The signature of a method with two inputs and one output (`role` names the method in the
+/// message, `expected` says what it should take); InvalidArgument for other counts.
+Result<Signature> read_signature(const MethodMeta& meta, const char* role, const char* expected) {
+  TERN_CHECK_OR_RETURN_ERROR(meta.num_inputs() == 2 && meta.num_outputs() == 1, InvalidArgument,
+                             "TokenGenerator: %s '%s' has %zu inputs and %zu outputs; %s", role,
+                             meta.name(), meta.num_inputs(), meta.num_outputs(), expected);
+  Signature s;
+  TERN_ASSIGN_OR_RETURN(s.tokens, meta.input_tensor_info(0));
+  TERN_ASSIGN_OR_RETURN(s.positions, meta.input_tensor_info(1));
+  TERN_ASSIGN_OR_RETURN(s.logits, meta.output_tensor_info(0));
+  return s;
+}
+
 /// An int tensor view of `count` values into `storage` as `dtype` (i64 or i32): `values`, or
 /// first, first + 1, ... when `values` is null.
 TensorView int_view(DType dtype, const int64_t* values, int64_t first, size_t count,
@@ -118,14 +136,12 @@ Result<int64_t> sample_token(Span<const float> logits, const SamplingOptions& op
 Result<TokenGenerator> TokenGenerator::create(Method* step, Method* prefill) {
   TERN_CHECK_OR_RETURN_ERROR(step != nullptr, InvalidArgument, "TokenGenerator: no method");
   const MethodMeta meta = step->meta();
-  TERN_CHECK_OR_RETURN_ERROR(meta.num_inputs() == 2 && meta.num_outputs() == 1, InvalidArgument,
-                             "TokenGenerator: method '%s' has %zu inputs and %zu outputs; a step "
-                             "method takes (tokens [1, 1], position [1]) and returns logits "
-                             "[1, 1, vocab]",
-                             meta.name(), meta.num_inputs(), meta.num_outputs());
-  TERN_ASSIGN_OR_RETURN(TensorInfo tokens, meta.input_tensor_info(0));
-  TERN_ASSIGN_OR_RETURN(TensorInfo position, meta.input_tensor_info(1));
-  TERN_ASSIGN_OR_RETURN(TensorInfo logits, meta.output_tensor_info(0));
+  TERN_ASSIGN_OR_RETURN(const Signature sig,
+                        read_signature(meta, "method", "a step method takes (tokens [1, 1], "
+                                       "position [1]) and returns logits [1, 1, vocab]"));
+  const TensorInfo& tokens = sig.tokens;
+  const TensorInfo& position = sig.positions;
+  const TensorInfo& logits = sig.logits;
   TERN_CHECK_OR_RETURN_ERROR(is_int_dtype(tokens.dtype) && has_sizes(tokens.sizes, {1, 1}),
                              InvalidArgument,
                              "TokenGenerator: method '%s' input 0 is %s of rank %zu; expected "
@@ -156,14 +172,13 @@ Result<TokenGenerator> TokenGenerator::create(Method* step, Method* prefill) {
 
 Error TokenGenerator::attach_prefill(Method* prefill) {
   const MethodMeta pm = prefill->meta();
-  TERN_CHECK_OR_RETURN_ERROR(pm.num_inputs() == 2 && pm.num_outputs() == 1, InvalidArgument,
-                             "TokenGenerator: prefill method '%s' has %zu inputs and %zu "
-                             "outputs; a prefill method takes (tokens [1, seq], positions "
-                             "[seq]) and returns logits [1, seq, vocab]",
-                             pm.name(), pm.num_inputs(), pm.num_outputs());
-  TERN_ASSIGN_OR_RETURN(TensorInfo ptokens, pm.input_tensor_info(0));
-  TERN_ASSIGN_OR_RETURN(TensorInfo ppositions, pm.input_tensor_info(1));
-  TERN_ASSIGN_OR_RETURN(TensorInfo plogits, pm.output_tensor_info(0));
+  TERN_ASSIGN_OR_RETURN(const Signature sig,
+                        read_signature(pm, "prefill method", "a prefill method takes (tokens "
+                                       "[1, seq], positions [seq]) and returns logits [1, seq, "
+                                       "vocab]"));
+  const TensorInfo& ptokens = sig.tokens;
+  const TensorInfo& ppositions = sig.positions;
+  const TensorInfo& plogits = sig.logits;
   const int32_t seq = dim_symbol(ptokens, 1);
   TERN_CHECK_OR_RETURN_ERROR(is_int_dtype(ptokens.dtype) && ptokens.sizes.size() == 2 &&
                                  ptokens.sizes[0] == 1 && seq >= 0,
