@@ -7,7 +7,7 @@
 //       build-q/runtime/kernels/libtern_kernel_util.a -lpthreadpool -lpthread -o /tmp/quant_gemv_micro
 //   /tmp/quant_gemv_micro [rows=64] [cols=4096] [reps=15]
 //
-// Prints, per scheme and ISA, the median (min-max) over reps of the best-of-inner-loop rate.
+// Prints, per scheme and ISA (and AVX2 NF4 lookup, quant_gemm.h Nf4Avx2Lookup), the median (min-max) over reps of the best-of-inner-loop rate.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -88,10 +88,26 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(rows), static_cast<unsigned long long>(cols), reps);
   for (const Cfg& c : cfgs) {
     const Weight w = make(c.f, c.g, c.br, rows, cols);
-    for (GemmIsa isa : {GemmIsa::Avx512, GemmIsa::Avx2, GemmIsa::Scalar}) {
+    const bool nf4 = c.f == QuantWeightFormat::Nf4 || c.f == QuantWeightFormat::Nf4DoubleQuant;
+    struct Variant {
+      GemmIsa isa;
+      Nf4Avx2Lookup lookup;
+      const char* name;
+    };
+    std::vector<Variant> variants = {{GemmIsa::Avx512, Nf4Avx2Lookup::Permute, "avx512"}};
+    if (nf4) {
+      variants.push_back({GemmIsa::Avx2, Nf4Avx2Lookup::Permute, "avx2-permute"});
+      variants.push_back({GemmIsa::Avx2, Nf4Avx2Lookup::BytePlanes, "avx2-planes"});
+    } else {
+      variants.push_back({GemmIsa::Avx2, Nf4Avx2Lookup::Permute, "avx2"});
+    }
+    variants.push_back({GemmIsa::Scalar, Nf4Avx2Lookup::Permute, "scalar"});
+    for (const Variant& var : variants) {
+      const GemmIsa isa = var.isa;
       const char* only = std::getenv("ISA");  // e.g. ISA=avx2: that one only
       if (only != nullptr && std::string(only) != gemm_isa_name(isa)) continue;
       if (!packed_gemm_isa_supported(isa) || !packed_gemm_force_isa(isa)) continue;
+      quant_force_nf4_avx2_lookup(var.lookup);
       QuantGemmProblem p;
       p.m = 1;
       p.a = x.data();
@@ -114,7 +130,7 @@ int main(int argc, char** argv) {
         std::printf("\n");
       }
       std::sort(rates.begin(), rates.end());
-      std::printf("  %-18s %-7s %6.2f (%.2f-%.2f)\n", c.name, gemm_isa_name(isa),
+      std::printf("  %-18s %-12s %6.2f (%.2f-%.2f)\n", c.name, var.name,
                   rates[rates.size() / 2], rates.front(), rates.back());
     }
   }

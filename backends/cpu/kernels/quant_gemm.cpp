@@ -2,10 +2,22 @@
 // GEMM's dispatch and splits the output columns over the pool. Never allocates.
 #include "backends/cpu/kernels/quant_gemm.h"
 
+#include <atomic>
+
 #include "backends/cpu/kernels/packed_gemm.h"
 
 namespace tern::cpu {
 namespace {
+
+constexpr int kLookupUnset = -1;
+std::atomic<int> g_nf4_lookup{kLookupUnset};
+
+Nf4Avx2Lookup detect_nf4_lookup() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (__builtin_cpu_is("amd")) return Nf4Avx2Lookup::BytePlanes;
+#endif
+  return Nf4Avx2Lookup::Permute;
+}
 
 using quant_detail::QuantRowsFn;
 
@@ -44,6 +56,21 @@ QuantRowsFn select_kernel() {
 }
 
 }  // namespace
+
+Nf4Avx2Lookup quant_nf4_avx2_lookup() {
+  int v = g_nf4_lookup.load(std::memory_order_acquire);
+  if (v == kLookupUnset) {
+    int expected = kLookupUnset;
+    g_nf4_lookup.compare_exchange_strong(expected, static_cast<int>(detect_nf4_lookup()),
+                                         std::memory_order_acq_rel);
+    v = g_nf4_lookup.load(std::memory_order_acquire);
+  }
+  return static_cast<Nf4Avx2Lookup>(v);
+}
+
+void quant_force_nf4_avx2_lookup(Nf4Avx2Lookup lookup) {
+  g_nf4_lookup.store(static_cast<int>(lookup), std::memory_order_release);
+}
 
 void quant_gemm(const QuantGemmProblem& p, pthreadpool_t pool) {
   const int64_t n = static_cast<int64_t>(p.w.desc.rows);

@@ -4,7 +4,8 @@
 // one multiply; in the common layouts the NF4 codebook is pre-multiplied by each block's absmax
 // and the FP8 factor broadcast once per run of columns, see quant_fast_path_ok) and never stored
 // as f32. Each decoded element is code value × scale in f32 exactly as the portable reference
-// dequantizes it; only the order of the K sum differs.
+// dequantizes it; only the order of the K sum differs — except on AVX2's BytePlanes NF4 GEMV
+// (Nf4Avx2Lookup), which multiplies code × a partial sums by the block's absmax.
 // Split over a pthreadpool by output columns; AVX-512F, AVX2+FMA and scalar (NEON on aarch64)
 // code chosen at run time with the packed GEMM's dispatch (packed_gemm_isa()).
 //
@@ -36,15 +37,34 @@ struct QuantGemmProblem {
 /// outside [m x k] / [m x n]. Never allocates.
 void quant_gemm(const QuantGemmProblem& p, pthreadpool_t pool);
 
+/// How the AVX2 kernel looks NF4 codes up in the 16-entry codebook. Permute: two vpermps of
+/// the (block-scaled) codebook halves and a blend per 8 weights — few shuffle-port uops, the
+/// better choice where vpermps is one fast uop (Intel). BytePlanes: four vpshufb and eight
+/// unpacks per 32 weights, the block's absmax applied to partial sums
+/// (quant_nf4_planes_avx2.cpp) — 2.2x the Permute path on AMD Zen 1, where vpermps is slow.
+/// Dispatch picks BytePlanes on AMD processors and Permute elsewhere; AVX-512 and the other
+/// ISAs are not affected.
+enum class Nf4Avx2Lookup { Permute, BytePlanes };
+
+/// What dispatch picked (or what quant_force_nf4_avx2_lookup set).
+Nf4Avx2Lookup quant_nf4_avx2_lookup();
+/// Tests and benchmarks: use `lookup` from now on.
+void quant_force_nf4_avx2_lookup(Nf4Avx2Lookup lookup);
+
 namespace quant_detail {
 
 /// Computes output columns [n0, n1) of every row of C (one ISA's kernel).
 using QuantRowsFn = void (*)(const QuantGemmProblem& p, int64_t n0, int64_t n1);
 
+/// The AVX2 BytePlanes NF4 kernel (x86-64 builds only) and its NEON twin (aarch64 builds
+/// only, what the generic kernel runs there), for NF4 weights quant_fast_path_ok takes.
+void nf4_planes_rows_avx2(const QuantGemmProblem& p, int64_t n0, int64_t n1);
+void nf4_planes_rows_neon(const QuantGemmProblem& p, int64_t n0, int64_t n1);
+
 /// Null where this build has no such code.
 QuantRowsFn quant_rows_avx512();
 QuantRowsFn quant_rows_avx2();
-/// Portable C++ (NEON on aarch64).
+/// Portable C++ (NEON on aarch64, with the NEON byte-plane kernel for NF4).
 QuantRowsFn quant_rows_generic();
 
 /// The 16 f32 weights of row `row`, columns [k0, k0 + 16) into out (exact; 0 past k): the

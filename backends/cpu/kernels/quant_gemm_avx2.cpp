@@ -418,7 +418,9 @@ void rows_avx2(const QuantGemmProblem& p, int64_t n0, int64_t n1) {
   switch (p.w.desc.format) {
     case QuantWeightFormat::Nf4:
     case QuantWeightFormat::Nf4DoubleQuant:
-      return fast ? fast_rows<Fmt::Nf4>(p, n0, n1) : rows_fmt<Fmt::Nf4>(p, n0, n1);
+      if (!fast) return rows_fmt<Fmt::Nf4>(p, n0, n1);
+      return quant_nf4_avx2_lookup() == Nf4Avx2Lookup::BytePlanes ? nf4_planes_rows_avx2(p, n0, n1)
+                                                                  : fast_rows<Fmt::Nf4>(p, n0, n1);
     case QuantWeightFormat::Fp8E4M3:
       return fast ? fast_rows<Fmt::E4m3>(p, n0, n1) : rows_fmt<Fmt::E4m3>(p, n0, n1);
     case QuantWeightFormat::Fp8E5M2:

@@ -1,6 +1,7 @@
 // The portable kernel of the fused quantized GEMM (quant_gemm.h): each weight row decoded 16
 // elements at a time (the same bit moves and scale factors as the SIMD kernels), dotted with
-// up to kRows rows of A. On aarch64 the dot products use NEON.
+// up to kRows rows of A. On aarch64 the dot products use NEON, and NF4 in the fast path's
+// layouts takes the NEON byte-plane kernel (quant_nf4_planes_neon.cpp).
 #include <cstring>
 
 #include "backends/cpu/kernels/quant_gemm.h"
@@ -69,6 +70,13 @@ float dot16(const float* w, const float* a, uint64_t lanes) {
 }
 
 void rows_generic(const QuantGemmProblem& p, int64_t n0, int64_t n1) {
+#if defined(__aarch64__)
+  const QuantWeightFormat f = p.w.desc.format;
+  if ((f == QuantWeightFormat::Nf4 || f == QuantWeightFormat::Nf4DoubleQuant) &&
+      quant_fast_path_ok(p.w)) {
+    return nf4_planes_rows_neon(p, n0, n1);
+  }
+#endif
   const uint64_t k = p.w.desc.cols;
   float wv[16];
   for (int64_t n = n0; n < n1; ++n) {

@@ -5,8 +5,8 @@
 // and GEMM rows; odd K and N, K < 16, a partial last NF4 block and blocks spanning rows, block
 // sizes 32..256, double quantization, FP8 e4m3/e5m2 per tensor / per channel / 2-D blocks
 // (tile widths that are and are not multiples of 16), scales whose FP8 factor overflows; no
-// pool and a 2-thread pool; A and C ending at a PROT_NONE page; the run-based fast path's edges
-// (short last chunk, N not a multiple of the row group, small / non-power-of-two double
+// pool and a 2-thread pool; AVX2's two NF4 lookups (Nf4Avx2Lookup); A and C ending at a
+// PROT_NONE page; the run-based fast path's edges (short last chunk, N not a multiple of the row group, small / non-power-of-two double
 // quantization blocks, short last FP8 run). Max relative error (max |got - ref| / max |ref|)
 // <= 1e-5. Each decoded weight (A = identity) and the embedding gather must equal the reference
 // exactly.
@@ -33,6 +33,32 @@ using kernel_test::GuardedBuffer;
 using kernel_test::Pool;
 using kernel_test::random_floats;
 using kernel_test::supported_isas;
+
+/// One kernel this CPU runs: an ISA and, on AVX2, one of its two NF4 codebook lookups
+/// (Nf4Avx2Lookup; dispatch picks by vendor, the tests run both on any AVX2 host).
+struct Kernel {
+  GemmIsa isa = GemmIsa::Scalar;
+  Nf4Avx2Lookup lookup = Nf4Avx2Lookup::Permute;
+  std::string name() const {
+    std::string s = gemm_isa_name(isa);
+    if (isa == GemmIsa::Avx2) s += lookup == Nf4Avx2Lookup::BytePlanes ? " byte-planes" : " permute";
+    return s;
+  }
+  /// Makes quant_gemm use this kernel.
+  bool use() const {
+    quant_force_nf4_avx2_lookup(lookup);
+    return packed_gemm_force_isa(isa);
+  }
+};
+
+std::vector<Kernel> kernels() {
+  std::vector<Kernel> out;
+  for (GemmIsa isa : supported_isas()) {
+    out.push_back({isa, Nf4Avx2Lookup::Permute});
+    if (isa == GemmIsa::Avx2) out.push_back({isa, Nf4Avx2Lookup::BytePlanes});
+  }
+  return out;
+}
 
 struct Scheme {
   QuantWeightFormat format = QuantWeightFormat::Nf4;
@@ -160,9 +186,16 @@ TestWeight make_weight(const Scheme& s, uint64_t rows, uint64_t cols, uint32_t s
 
 class CpuQuantGemm : public ::testing::Test {
  protected:
-  void SetUp() override { saved_ = packed_gemm_isa(); }
-  void TearDown() override { ASSERT_TRUE(packed_gemm_force_isa(saved_)); }
+  void SetUp() override {
+    saved_ = packed_gemm_isa();
+    saved_lookup_ = quant_nf4_avx2_lookup();
+  }
+  void TearDown() override {
+    quant_force_nf4_avx2_lookup(saved_lookup_);
+    ASSERT_TRUE(packed_gemm_force_isa(saved_));
+  }
   GemmIsa saved_ = GemmIsa::Scalar;
+  Nf4Avx2Lookup saved_lookup_ = Nf4Avx2Lookup::Permute;
 };
 
 /// Runs C = A · Wᵀ + bias on every ISA with and without a pool (A and C end at a PROT_NONE
@@ -186,8 +219,8 @@ double check(const TestWeight& w, int64_t m, bool bias, const std::string& what)
   }
   double worst = 0.0;
   Pool pool(2);
-  for (GemmIsa isa : supported_isas()) {
-    EXPECT_TRUE(packed_gemm_force_isa(isa));
+  for (const Kernel& kernel : kernels()) {
+    EXPECT_TRUE(kernel.use());
     for (pthreadpool_t pl : {static_cast<pthreadpool_t>(nullptr), pool.pool}) {
       GuardedBuffer abuf(a.size() * sizeof(float));
       GuardedBuffer cbuf(ref.size() * sizeof(float));
@@ -214,7 +247,7 @@ double check(const TestWeight& w, int64_t m, bool bias, const std::string& what)
         err = std::max(err, std::fabs(cbuf.data()[i] - ref[i]));
       }
       err /= std::max(ref_max, 1e-30);
-      EXPECT_LE(err, 1e-5) << what << " isa " << gemm_isa_name(isa)
+      EXPECT_LE(err, 1e-5) << what << " kernel " << kernel.name()
                            << (pl ? " pool" : " no pool");
       worst = std::max(worst, err);
     }
@@ -309,8 +342,8 @@ TEST_F(CpuQuantGemm, DecodedWeightsEqualTheReferenceBitForBit) {
       const TestWeight w = make_weight(s, static_cast<uint64_t>(n), static_cast<uint64_t>(k), seed++);
       std::vector<float> a(static_cast<size_t>(k * k), 0.0f);
       for (int64_t i = 0; i < k; ++i) a[static_cast<size_t>(i * k + i)] = 1.0f;
-      for (GemmIsa isa : supported_isas()) {
-        ASSERT_TRUE(packed_gemm_force_isa(isa));
+      for (const Kernel& kernel : kernels()) {
+        ASSERT_TRUE(kernel.use());
         for (pthreadpool_t pl : {static_cast<pthreadpool_t>(nullptr), pool.pool}) {
           std::vector<float> c(static_cast<size_t>(k * n), -7.0f);
           QuantGemmProblem p;
@@ -328,8 +361,8 @@ TEST_F(CpuQuantGemm, DecodedWeightsEqualTheReferenceBitForBit) {
               const float want = w.ref[static_cast<size_t>(j * k + r)];
               if (!(got == want)) {
                 ++bad;
-                ADD_FAILURE() << s.name() << " n=" << n << " k=" << k << " isa "
-                              << gemm_isa_name(isa) << " weight (" << j << ", " << r
+                ADD_FAILURE() << s.name() << " n=" << n << " k=" << k << " kernel "
+                              << kernel.name() << " weight (" << j << ", " << r
                               << "): " << got << " != " << want;
               }
             }
