@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 11;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 12;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
                                       // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
                                       // 7: ops 23-24 quantized weights, op 25 LayerNorm;
@@ -21,7 +21,9 @@ constexpr uint32_t kBlobVersion = 11;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // 9: op 26 BatchMatMul, op 27 StridedCopy, Concat
                                       // along any dim (params[0] outer rows), op 28
                                       // SquareRoot; 10: grouped op 18 (params[13] groups,
-                                      // PackConv params[4]); 11: op 29 RowConcat
+                                      // PackConv params[4]); 11: op 29 RowConcat; 12:
+                                      // BlobValue::dynamic_mask (bounded-dynamic rows of
+                                      // ops 17 and 23)
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node.
@@ -116,6 +118,13 @@ struct BlobValue {
                             ///< else 0
   uint32_t recipe;          ///< Derived: index of its recipe record; else kNoValue
   uint32_t source;          ///< Source: SourceType | kSourceExclusive?; else 0
+  /// 0 for a static value. Else (since version 12) one bit, 1 << d: dim d's size varies per
+  /// execution within [1, dims[d]] (docs/dynamic-shapes.md). Only a Plain external or internal
+  /// value of rank >= 2, d not its last dim, read only as x (or the residual) of a
+  /// PackedFullyConnected / QuantizedFullyConnected node and made only by one, whose rows
+  /// then follow the actual size.
+  uint32_t dynamic_mask;
+  uint32_t reserved;  ///< 0
 };
 
 /// How a Derived value is made from Source values (BlobRecipe::op). Every recipe reads f32
@@ -495,7 +504,7 @@ struct BlobNode {
 };
 
 static_assert(sizeof(BlobHeader) == 56, "BlobHeader layout");
-static_assert(sizeof(BlobValue) == 88, "BlobValue layout");
+static_assert(sizeof(BlobValue) == 96, "BlobValue layout");
 static_assert(sizeof(BlobRecipe) == 96, "BlobRecipe layout");
 static_assert(sizeof(BlobNode) == 96, "BlobNode layout");
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__

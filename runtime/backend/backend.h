@@ -83,6 +83,15 @@ class BackendInterface {
     (void)args;
     return Error::Ok;
   }
+  /// Whether delegate `handle` takes bounded-dynamic tensors (docs/dynamic-shapes.md). When
+  /// it does, its arguments' views carry each execution's actual sizes (within the bounds its
+  /// blob was compiled for: the executor sets every dynamic view before the first step) at the
+  /// addresses prepare() saw, and execute() checks the sizes it is given. Default: false — a
+  /// method whose delegate step would receive a dynamic tensor then fails to load, naming it.
+  virtual bool takes_dynamic_shapes(DelegateHandle* handle) const {
+    (void)handle;
+    return false;
+  }
   /// Runs the delegate on `args` (the delegate call's values: inputs, then outputs).
   virtual Error execute(BackendExecuteContext& context, DelegateHandle* handle,
                         Span<EValue*> args) const = 0;

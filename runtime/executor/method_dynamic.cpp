@@ -156,11 +156,15 @@ Error check_dynamic_step(const DynamicShapes& dynamic, const char* method_name,
       }
     }
     if (found == nullptr) continue;
+    if (step.fn == nullptr && step.backend != nullptr &&
+        step.backend->takes_dynamic_shapes(step.handle)) {
+      continue;
+    }
     if (step.fn == nullptr) {
       TERN_RETURN_ERROR(NotSupported,
                         "method '%s': instruction %u (delegate %u, backend '%s', '%s') takes the "
-                        "dynamic-shaped tensor '%s'; delegates run static shapes only (re-compile: "
-                        "the partitioner keeps dynamic nodes on the portable kernels)",
+                        "dynamic-shaped tensor '%s', but its backend does not take dynamic shapes "
+                        "(re-compile: the partitioner keeps such nodes on the portable kernels)",
                         method_name, step.instruction, step.delegate,
                         step.op_name ? step.op_name : "", step.debug_name ? step.debug_name : "",
                         found->name ? found->name : "");

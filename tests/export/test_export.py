@@ -8,6 +8,7 @@ exits 1 on failure, 77 (skipped) without torch.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -651,10 +652,14 @@ class DynBlock(nn.Module):
         return torch.cos(h - h.mean(1, keepdim=True))
 
 
-def _check_dynamic_program(pte, model, bound, sizes):
+def _check_dynamic_program(pte, model, bound, sizes, cpu_delegates=0):
+    """cpu_delegates: the cpu delegate calls the program must hold (its dynamic linears,
+    backends/cpu/README.md "Bounded-dynamic rows")."""
     info = subprocess.run([tern_export.find_tern(), "inspect", pte], stdout=subprocess.PIPE,
                           universal_newlines=True).stdout
     assert "[1, seq<=%d, 16]" % bound in info, info
+    calls = re.search(r"delegate:cpu\s+(\d+)", info)
+    assert (int(calls.group(1)) if calls else 0) == cpu_delegates, info
     for s in sizes:
         x = torch.randn(1, s, 16)
         got = tern_export.run(pte, [x])
@@ -677,7 +682,8 @@ def test_dynamic_seq_with_torch_export_dim():
     assert doc["version"] == 2
     assert doc["methods"][0]["symbols"] == [{"name": "seq", "min": 1, "max": 32}], doc["methods"][0]["symbols"]
     with torch.no_grad():
-        _check_dynamic_program(pte, model, 32, [1, 5, 19, 32])
+        # q/k/v in one cpu delegate, o, up and down each in one: 4 calls.
+        _check_dynamic_program(pte, model, 32, [1, 5, 19, 32], cpu_delegates=4)
 
 
 def test_dynamic_dims_explicit_bounds():
@@ -687,6 +693,11 @@ def test_dynamic_dims_explicit_bounds():
                        dynamic_dims={"x": {1: ("seq", 24)}})
     with torch.no_grad():
         _check_dynamic_program(pte, model, 24, [3, 11, 24])
+    pte = _path("dyn_explicit_cpu.pte")
+    tern_export.export(model, (torch.randn(1, 4, 16),), pte, backends=("cpu",),
+                       dynamic_dims={"x": {1: ("seq", 24)}})
+    with torch.no_grad():
+        _check_dynamic_program(pte, model, 24, [3, 11, 24], cpu_delegates=4)
 
 
 class Doubler(nn.Module):

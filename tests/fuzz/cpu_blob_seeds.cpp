@@ -296,6 +296,24 @@ std::vector<std::vector<uint8_t>> cpu_blobs(const std::vector<uint8_t>& pte) {
   return blobs;
 }
 
+/// Bounded-dynamic rows (blob version 12): x[1, seq<=6, 16] -> linear -> linear, both in one
+/// delegate (the hidden value internal and dynamic), run by the fuzzer at the bound.
+compiler::Graph dynamic_rows_graph() {
+  GraphBuilder b("forward");
+  const int seq = b.symbol("seq", 1, 6);
+  const int x = b.input("x", DType::F32, {1, 6, 16});
+  b.dynamic_dims(x, {-1, seq, -1});
+  const int h = b.op("tern::linear",
+                     {x, seed_constant(b, "w1", {24, 16}, 101), seed_constant(b, "b1", {24}, 102)},
+                     DType::F32, {1, 6, 24});
+  b.dynamic_dims(h, {-1, seq, -1});
+  const int y =
+      b.op("tern::linear", {h, seed_constant(b, "w2", {8, 24}, 103), b.none()}, DType::F32, {1, 6, 8});
+  b.dynamic_dims(y, {-1, seq, -1});
+  b.output(y);
+  return b.build();
+}
+
 }  // namespace
 
 std::vector<Seed> cpu_blob_seeds() {
@@ -313,7 +331,8 @@ std::vector<Seed> cpu_blob_seeds() {
       {"squeeze_excite", squeeze_excite_graph()},
       {"inception", inception_graph()},
       {"attention", attention_graph()},
-      {"shuffle", shuffle_graph()}};
+      {"shuffle", shuffle_graph()},
+      {"dynamic_rows", dynamic_rows_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;
     program.source_model = name;

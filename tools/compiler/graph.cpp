@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/compiler/backend_compiler.h"
 #include "tools/compiler/region_boundary.h"
 #include "tools/compiler/value_bytes.h"
 
@@ -348,10 +349,14 @@ class Validator {
                std::to_string(owner[n]));
         }
         owner[n] = static_cast<int>(r);
-        if (node_touches_dynamic(g_, g_.nodes[static_cast<size_t>(n)])) {
-          fail(where + ": " + node_where(static_cast<size_t>(n), g_.nodes[static_cast<size_t>(n)]) +
-               " touches a dynamic-shaped value; delegates take static shapes only "
-               "(docs/partitioning.md)");
+        const Node& node = g_.nodes[static_cast<size_t>(n)];
+        if (node_touches_dynamic(g_, node)) {
+          const BackendCompiler* backend = find_backend_compiler(d.backend);
+          if (backend == nullptr || !backend->supports_dynamic_shapes(g_, node)) {
+            fail(where + ": " + node_where(static_cast<size_t>(n), node) +
+                 " touches a dynamic-shaped value, which backend '" + d.backend +
+                 "' does not take (docs/partitioning.md)");
+          }
         }
       }
       BoundarySets b = region_boundary(g_, d.nodes.front(), d.nodes.back());

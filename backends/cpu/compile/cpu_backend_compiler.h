@@ -16,10 +16,15 @@ class CpuBackendCompiler : public BackendCompiler {
   /// True for f32 nodes XNNPACK runs with tern's semantics (the op list and the rules for
   /// each are in backends/cpu/README.md).
   bool supports(const Graph& graph, const Node& node) const override;
+  /// True for a linear (f32, NF4 or FP8 weight) whose x (rank 2, 3, 5 or 6) and output vary in
+  /// one dim before the last, the same symbol: it runs on tern's GEMM with the actual row count
+  /// (backends/cpu/README.md "Bounded-dynamic rows"). Every other node on a dynamic value stays
+  /// portable.
+  bool supports_dynamic_shapes(const Graph& graph, const Node& node) const override;
   /// True when the region holds a compute-heavy node (conv2d, linear, a pooling); a region of
   /// only elementwise ops and views costs more in edge layout conversions than it saves.
   bool accepts_region(const Graph& graph, const std::vector<int>& nodes) const override;
-  /// Lowers a region to a version-1 cpu blob, weights re-laid out for XNNPACK. Throws
+  /// Lowers a region to a cpu blob (cpu_blob_format.h), weights re-laid out for its kernels. Throws
   /// std::invalid_argument naming the node (index, op, debug name) when a node is not
   /// supported or the region is malformed.
   LoweredRegion lower(const Graph& graph, const DelegateRegion& region) const override;

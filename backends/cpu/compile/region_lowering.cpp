@@ -133,9 +133,10 @@ class Lowering {
 
  private:
   uint32_t add_value(ValueKind kind, ValueLayout layout, const std::vector<uint64_t>& dims,
-                     uint32_t arg) {
+                     uint32_t arg, uint32_t dynamic_dim = cpu::kNoValue) {
     BlobValue v{};
     v.recipe = cpu::kNoValue;
+    v.dynamic_mask = dynamic_dim == cpu::kNoValue ? 0u : 1u << dynamic_dim;
     v.kind = static_cast<uint32_t>(kind);
     v.layout = static_cast<uint32_t>(layout);
     v.rank = static_cast<uint32_t>(dims.size());
@@ -283,6 +284,22 @@ class Lowering {
     return is_plain_4d(vid) ? ValueLayout::Plain
                             : layout_of(g_.values[static_cast<size_t>(vid)].sizes);
   }
+  /// The dim of tern value `vid` whose size varies per execution (kNoValue: static). Only the
+  /// linears supports_dynamic_shapes takes touch one: a plain value, one dynamic dim before the
+  /// last (blob_dynamic_checks.h).
+  uint32_t dynamic_dim_of(int vid) const {
+    const Value& v = g_.values[static_cast<size_t>(vid)];
+    uint32_t found = cpu::kNoValue;
+    for (size_t d = 0; d < v.dim_symbols.size(); ++d) {
+      if (v.dim_symbols[d] < 0) continue;
+      if (found != cpu::kNoValue || d + 1 == v.sizes.size() || v.sizes.size() == 4) {
+        throw std::invalid_argument("cpu backend: value " + std::to_string(vid) +
+                                    " varies in more than one dim, in its last or is 4-D");
+      }
+      found = static_cast<uint32_t>(d);
+    }
+    return found;
+  }
   /// The XNNPACK dims of tern value `vid`: NHWC for a 4-D tensor unless it is plain.
   std::vector<uint64_t> dims_of(int vid) const {
     const std::vector<int64_t>& s = g_.values[static_cast<size_t>(vid)].sizes;
@@ -352,8 +369,8 @@ class Lowering {
       throw std::invalid_argument("cpu backend: value " + std::to_string(vid) +
                                   " is read before the region makes it and is no region input");
     }
-    const uint32_t id =
-        add_value(ValueKind::ExternalInput, layout_of_value(vid), dims_of(vid), in->second);
+    const uint32_t id = add_value(ValueKind::ExternalInput, layout_of_value(vid), dims_of(vid),
+                                  in->second, dynamic_dim_of(vid));
     ids_.emplace(vid, id);
     return id;
   }
@@ -369,7 +386,8 @@ class Lowering {
     // Layout only tells the runtime how to convert at the edge: internal values are Plain.
     const uint32_t id = add_value(external ? ValueKind::ExternalOutput : ValueKind::Internal,
                                   external ? layout_of_value(vid) : ValueLayout::Plain,
-                                  dims_of(vid), external ? out->second : cpu::kNoValue);
+                                  dims_of(vid), external ? out->second : cpu::kNoValue,
+                                  dynamic_dim_of(vid));
     ids_.emplace(vid, id);
     return id;
   }
@@ -476,7 +494,9 @@ class Lowering {
     auto fold = linear_folds_.find(static_cast<int>(&node - g_.nodes.data()));
     const int x = fold == linear_folds_.end() ? node.args[0] : fold->second.first;
     const int y = fold == linear_folds_.end() ? node.outputs[0] : fold->second.second;
-    if (is_tiny_gemm(rows, w.sizes[0], w.sizes[1]) && xnn_fc_is_exact(w.sizes[1])) {
+    // A dynamic x (supports_dynamic_shapes) needs the GEMM that runs the actual row count.
+    const bool dynamic = dynamic_dim_of(node.args[0]) != cpu::kNoValue;
+    if (!dynamic && is_tiny_gemm(rows, w.sizes[0], w.sizes[1]) && xnn_fc_is_exact(w.sizes[1])) {
       lower_xnn_fc(node, x, y);
     } else {
       lower_packed_fc(node, w.sizes[0], w.sizes[1], x, y);

@@ -7,6 +7,7 @@
 
 #include "backends/cpu/kernels/quant_weight.h"
 #include "backends/cpu/runtime/blob_copy_checks.h"
+#include "backends/cpu/runtime/blob_dynamic_checks.h"
 #include "backends/cpu/weights/weight_recipe.h"
 #include "runtime/core/checked_math.h"
 
@@ -1023,6 +1024,7 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
     }
     for (uint32_t i = 0; i < nv && err == Error::Ok; ++i) {
       err = check_value(i, values[i], h, arg_used);
+      if (err == Error::Ok) err = check_dynamic_value(i, values[i]);
       const ValueKind k = static_cast<ValueKind>(values[i].kind);
       ready[i] = (k == ValueKind::Constant || k == ValueKind::Derived ||
                   k == ValueKind::ExternalInput)
@@ -1130,6 +1132,8 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
       }
     }
     if (err != Error::Ok) break;
+    err = check_dynamic_node(n, node, values);
+    if (err != Error::Ok) break;
     err = check_node_shapes(n, node, values, blob.data() + h.data_offset);
     const bool quant = static_cast<NodeOp>(node.op) == NodeOp::QuantizedFullyConnected ||
                        static_cast<NodeOp>(node.op) == NodeOp::QuantizedEmbedding;
@@ -1177,6 +1181,7 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
   plan->recipes = recipes;
   plan->data = blob.data() + h.data_offset;
   plan->data_size = h.data_size;
+  for (uint32_t i = 0; i < nv; ++i) plan->dynamic = plan->dynamic || is_dynamic_value(values[i]);
   return Error::Ok;
 }
 

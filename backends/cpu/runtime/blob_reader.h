@@ -18,6 +18,7 @@ struct BlobPlan {
   BlobRecipe* recipes = nullptr;  ///< header.num_recipes
   const uint8_t* data = nullptr;  ///< the data section (4-byte aligned)
   uint64_t data_size = 0;
+  bool dynamic = false;  ///< some value has a dynamic dim (blob_dynamic_checks.h)
 };
 
 /// Parses and checks every field of `blob` (magic, version, sizes, ranges, value kinds, each

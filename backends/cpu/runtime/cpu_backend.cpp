@@ -14,6 +14,7 @@
 #include <cstring>
 #include <new>
 
+#include "backends/cpu/runtime/blob_dynamic_checks.h"
 #include "backends/cpu/runtime/blob_reader.h"
 #include "backends/cpu/runtime/layout_transpose.h"
 #include "backends/cpu/runtime/own_kernel_node.h"
@@ -47,8 +48,9 @@ struct External {
   bool int64 = false;   ///< ValueLayout::Int64Plain: int64 elements (embedding indices)
   uint64_t numel = 0;
   uint64_t n = 0, c = 0, hw = 0;  ///< NHWC externals: the tern tensor is [n, c, h, w]
-  uint32_t rank = 0;              ///< the tern tensor's rank and sizes
+  uint32_t rank = 0;              ///< the tern tensor's rank and sizes (a dynamic dim's bound)
   int64_t sizes[kMaxDims] = {};
+  uint32_t dynamic_dim = kNoValue;  ///< dynamic_dim_of(its value) (Plain: a tern dim)
   float* stage = nullptr;
   void* bound = nullptr;  ///< unstaged outputs: the argument's data at prepare
 };
@@ -66,6 +68,8 @@ struct CpuDelegate {
   void* staging = nullptr;    ///< edge buffers of Staged externals
   void* workspace = nullptr;  ///< Workspace values
   float* scratch = nullptr;   ///< own kernels' scratch (the largest any node needs)
+  /// Dynamic plans: per value, its element count at the current execution (else null).
+  uint64_t* numel = nullptr;
   /// Derived values (recipes' outputs) read at execute: by tern's kernels, or in place by
   /// XNNPACK (a binary op's static operand). Alias recipes need no buffer.
   void* derived_kept = nullptr;
@@ -104,6 +108,7 @@ void free_delegate(CpuDelegate* d) {
   std::free(d->staging);
   std::free(d->workspace);
   std::free(d->scratch);
+  std::free(d->numel);
   std::free(d->labels);
   std::free(d->derived_kept);
   std::free(d->derived_transient);
@@ -176,6 +181,7 @@ Error plan_externals(CpuDelegate* d) {
     x.int64 = v.layout == static_cast<uint32_t>(ValueLayout::Int64Plain);
     x.numel = value_numel(v);
     x.rank = v.rank;
+    x.dynamic_dim = dynamic_dim_of(v);
     for (uint32_t r = 0; r < v.rank; ++r) x.sizes[r] = static_cast<int64_t>(v.dims[r]);
     if (x.nhwc) {  // blob [N, H, W, C]; tern [N, C, H, W]
       x.n = v.dims[0];
@@ -262,9 +268,11 @@ Error make_labels(CpuDelegate* d) {
   return Error::Ok;
 }
 
-/// The tensor of argument x.arg, checked against what the blob says; its data too when
-/// `need_data` (a caller-bound input has none until set_input, after prepare).
-Error argument_tensor(const External& x, Span<EValue*> args, bool need_data, TensorView** out) {
+/// The tensor of argument x.arg, checked against what the blob says (a dynamic dim: any size
+/// in [1, its bound]); its data too when `need_data` (a caller-bound input has none until
+/// set_input, after prepare). *numel: the tensor's element count (optional).
+Error argument_tensor(const External& x, Span<EValue*> args, bool need_data, TensorView** out,
+                      uint64_t* numel = nullptr) {
   EValue* e = args[x.arg];
   TERN_CHECK_OR_RETURN_ERROR(e != nullptr && e->is_tensor(), InvalidArgument,
                              "cpu backend: argument %u (external %s of value %u): expected a "
@@ -273,23 +281,31 @@ Error argument_tensor(const External& x, Span<EValue*> args, bool need_data, Ten
   TensorView& t = e->to_tensor();
   char want[96], found[96];
   bool same = t.rank == x.rank && t.sizes != nullptr;
-  for (uint32_t r = 0; same && r < x.rank; ++r) same = t.sizes[r] == x.sizes[r];
+  uint64_t count = 1;
+  for (uint32_t r = 0; same && r < x.rank; ++r) {
+    same = r == x.dynamic_dim ? t.sizes[r] >= 1 && t.sizes[r] <= x.sizes[r]
+                              : t.sizes[r] == x.sizes[r];
+    count *= same ? static_cast<uint64_t>(t.sizes[r]) : 1;
+  }
   const DType dtype = x.int64 ? DType::I64 : DType::F32;
   const uint64_t elem_bytes = x.int64 ? 8 : sizeof(float);
   TERN_CHECK_OR_RETURN_ERROR(same, InvalidArgument,
-                             "cpu backend: argument %u ('%s'): expected an %s tensor %s, found %s",
+                             "cpu backend: argument %u ('%s'): expected an %s tensor %s%s, found "
+                             "%s",
                              x.arg, t.name ? t.name : "", x.int64 ? "int64" : "f32",
                              format_shape(Span<const int64_t>(x.sizes, x.rank), want, sizeof(want)),
+                             x.dynamic_dim != kNoValue ? " (a dynamic dim at most its bound)" : "",
                              t.sizes ? format_shape(t.shape(), found, sizeof(found)) : "no sizes");
   TERN_CHECK_OR_RETURN_ERROR(
       t.dtype == dtype && t.is_contiguous() &&
-          (!need_data || (t.data != nullptr && t.nbytes >= x.numel * elem_bytes)),
+          (!need_data || (t.data != nullptr && t.nbytes >= count * elem_bytes)),
       InvalidArgument,
       "cpu backend: argument %u ('%s'): expected contiguous %s data of "
       "%llu bytes",
       x.arg, t.name ? t.name : "", x.int64 ? "int64" : "f32",
-      static_cast<unsigned long long>(x.numel * elem_bytes));
+      static_cast<unsigned long long>(count * elem_bytes));
   *out = &t;
+  if (numel != nullptr) *numel = count;
   return Error::Ok;
 }
 
@@ -637,24 +653,33 @@ class CpuBackend final : public BackendInterface {
     const bool timed = context.report_part != nullptr;
     const uint32_t num_stages = d->stages.num_stages;
     uint64_t t0 = timed ? monotonic_ns() : 0;
+    uint64_t* numel = d->numel;  // dynamic plans: each value's element count this time
+    if (numel != nullptr) {
+      for (uint32_t i = 0; i < d->plan.header.num_values; ++i) {
+        numel[i] = value_numel(d->plan.values[i]);
+      }
+    }
     for (uint32_t i = 0; i < d->num_externals; ++i) {
       const External& x = d->externals[i];
       if (!x.input) continue;
       TensorView* t = nullptr;
-      TERN_RETURN_IF_ERROR(argument_tensor(x, args, /*need_data=*/true, &t));
+      uint64_t count = 0;
+      TERN_RETURN_IF_ERROR(argument_tensor(x, args, /*need_data=*/true, &t, &count));
+      if (numel != nullptr) numel[x.value] = count;
+      if (!x.staged) continue;
       const float* src = static_cast<const float*>(t->data);
       if (x.nhwc) {
         nchw_to_nhwc(src, x.stage, x.n, x.c, x.hw, d->pool);
       } else {
-        std::memcpy(x.stage, src, x.numel * (x.int64 ? 8 : sizeof(float)));
+        std::memcpy(x.stage, src, count * (x.int64 ? 8 : sizeof(float)));
       }
     }
     if (timed) t0 = report(context, d->labels + num_stages * kLabelBytes, t0);
     for (uint32_t s = 0; s < num_stages; ++s) {
       const Stage& stage = d->stages.stages[s];
       if (stage.own_kernel) {
-        TERN_RETURN_IF_ERROR(
-            run_own_kernel_node(d->plan, stage.first_node, d->addr, d->pool, d->scratch));
+        TERN_RETURN_IF_ERROR(run_own_kernel_node(d->plan, stage.first_node, d->addr, d->pool,
+                                                 d->scratch, numel));
       } else {
         const xnn_status status = xnn_invoke_runtime(d->xnn[s].runtime);
         TERN_CHECK_OR_RETURN_ERROR(status == xnn_status_success, DelegateExecutionFailed,
@@ -668,7 +693,14 @@ class CpuBackend final : public BackendInterface {
       const External& x = d->externals[i];
       if (x.input) continue;
       TensorView* t = nullptr;
-      TERN_RETURN_IF_ERROR(argument_tensor(x, args, /*need_data=*/true, &t));
+      uint64_t count = 0;
+      TERN_RETURN_IF_ERROR(argument_tensor(x, args, /*need_data=*/true, &t, &count));
+      TERN_CHECK_OR_RETURN_ERROR(
+          numel == nullptr || numel[x.value] == count, InvalidArgument,
+          "cpu backend: argument %u ('%s'): the output tensor holds %llu elements, the delegate "
+          "made %llu from its inputs' sizes",
+          x.arg, t->name ? t->name : "", static_cast<unsigned long long>(count),
+          static_cast<unsigned long long>(numel[x.value]));
       if (!x.staged) {
         TERN_CHECK_OR_RETURN_ERROR(t->data == x.bound, InvalidState,
                                    "cpu backend: argument %u moved since prepare", x.arg);
@@ -678,7 +710,7 @@ class CpuBackend final : public BackendInterface {
       if (x.nhwc) {
         nhwc_to_nchw(x.stage, dst, x.n, x.c, x.hw, d->pool);
       } else {
-        std::memcpy(dst, x.stage, x.numel * sizeof(float));
+        std::memcpy(dst, x.stage, count * sizeof(float));
       }
     }
     if (timed) (void)report(context, d->labels + (num_stages + 1) * kLabelBytes, t0);
@@ -691,6 +723,11 @@ class CpuBackend final : public BackendInterface {
     const uint64_t now = monotonic_ns();
     context.report_part(context.part_sink, label, begin_ns, now);
     return now;
+  }
+
+  bool takes_dynamic_shapes(DelegateHandle* handle) const override {
+    const CpuDelegate* d = reinterpret_cast<const CpuDelegate*>(handle);
+    return d != nullptr && d->plan.dynamic;
   }
 
   void destroy(DelegateHandle* handle) const override {
@@ -718,6 +755,12 @@ class CpuBackend final : public BackendInterface {
     for (uint32_t s = 0; s < d->stages.num_stages; ++s) new (&d->xnn[s]) XnnStage();
     TERN_RETURN_IF_ERROR(plan_externals(d));
     TERN_RETURN_IF_ERROR(allocate_derived(d));
+    if (d->plan.dynamic) {
+      d->numel = static_cast<uint64_t*>(std::calloc(d->plan.header.num_values, sizeof(uint64_t)));
+      TERN_CHECK_OR_RETURN_ERROR(d->numel != nullptr, DelegateMemoryAllocationFailed,
+                                 "cpu backend: no memory for %u element counts",
+                                 d->plan.header.num_values);
+    }
     return make_labels(d);
   }
 };
