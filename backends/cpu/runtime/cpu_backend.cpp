@@ -22,6 +22,7 @@
 #include "backends/cpu/runtime/register_cpu_backend.h"
 #include "backends/cpu/runtime/subgraph_builder.h"
 #include "backends/cpu/runtime/threadpool_cache.h"
+#include "backends/cpu/runtime/weight_cache.h"
 #include "backends/cpu/kernels/quant_weight.h"
 #include "backends/cpu/weights/weight_recipe.h"
 #include "runtime/core/checked_math.h"
@@ -71,8 +72,13 @@ struct CpuDelegate {
   /// Dynamic plans: per value, its element count at the current execution (else null).
   uint64_t* numel = nullptr;
   /// Derived values (recipes' outputs) read at execute: by tern's kernels, or in place by
-  /// XNNPACK (a binary op's static operand). Alias recipes need no buffer.
+  /// XNNPACK (a binary op's static operand). Alias recipes need no buffer. Owned by
+  /// `kept_block` once init made it (weight_cache.h: other delegates may read from it).
   void* derived_kept = nullptr;
+  WeightBlock* kept_block = nullptr;
+  /// Per value: the block of another delegate (or this one) whose packed copy it reads
+  /// (weight_cache.h), one reference each; null where the value is its own.
+  WeightBlock** borrowed = nullptr;
   /// Derived values only XNNPACK's conv / depthwise / fully-connected nodes read: XNNPACK packs
   /// them into its own buffers when it creates the runtimes, after which these are freed.
   void* derived_transient = nullptr;
@@ -110,7 +116,16 @@ void free_delegate(CpuDelegate* d) {
   std::free(d->scratch);
   std::free(d->numel);
   std::free(d->labels);
-  std::free(d->derived_kept);
+  if (d->borrowed != nullptr) {
+    for (uint32_t i = 0; i < d->plan.header.num_values; ++i) weight_block_release(d->borrowed[i]);
+    std::free(d->borrowed);
+  }
+  if (d->kept_block != nullptr) {
+    weight_cache_forget(d->kept_block);   // no one else finds these values from now on
+    weight_block_release(d->kept_block);  // frees derived_kept unless others still read it
+  } else {
+    std::free(d->derived_kept);
+  }
   std::free(d->derived_transient);
   std::free(d->source_data);
   std::free(d->aliased_source);
@@ -365,6 +380,14 @@ Error allocate_derived(CpuDelegate* d) {
   // zeroed as each buffer is placed): the pages are first touched by the packing itself.
   Error err = allocate_buffers(bytes[0], "weight buffers", &d->derived_kept, /*zero=*/false);
   if (err == Error::Ok) {
+    d->borrowed = static_cast<WeightBlock**>(std::calloc(nv, sizeof(WeightBlock*)));
+    if (d->derived_kept != nullptr) d->kept_block = weight_block_create(d->derived_kept);
+    if (d->borrowed == nullptr || (d->derived_kept != nullptr && d->kept_block == nullptr)) {
+      err = set_error_message(Error::DelegateMemoryAllocationFailed,
+                              "cpu backend: no memory for the weight tables of %u values", nv);
+    }
+  }
+  if (err == Error::Ok) {
     err = allocate_buffers(bytes[1], "weight buffers packed by XNNPACK", &d->derived_transient,
                            /*zero=*/false);
   }
@@ -519,6 +542,47 @@ Error run_value_recipe(CpuDelegate* d, uint32_t i, Span<EValue*> args) {
   return Error::Ok;
 }
 
+/// The cache key of Derived value `i` (weight_cache.h): its recipe without the blob-local
+/// source indices, each source's constant address and byte count, its element count.
+void weight_key_of(const CpuDelegate* d, uint32_t i, WeightKey* key) {
+  const BlobPlan& p = d->plan;
+  const BlobValue& v = p.values[i];
+  weight_key_clear(key);
+  key->recipe = p.recipes[v.recipe];
+  for (uint32_t slot = 0; slot < kRecipeSources; ++slot) {
+    const uint32_t id = key->recipe.sources[slot];
+    key->recipe.sources[slot] = 0;
+    if (id == kNoValue) continue;
+    key->source[slot] = d->source_data[id];
+    key->source_bytes[slot] = p.values[id].data_bytes;
+  }
+  key->numel = value_numel(v);
+}
+
+/// Derived value `i` at the first prepare: a kept value (read at execute) that another delegate
+/// already made from the same constants is read from its buffer (weight_cache.h); anything else
+/// runs its recipe, and a kept value is then offered to the others.
+Error make_value(CpuDelegate* d, uint32_t i, Span<EValue*> args) {
+  const BlobPlan& p = d->plan;
+  const bool kept = d->kept_block != nullptr &&
+                    p.recipes[p.values[i].recipe].op != static_cast<uint32_t>(RecipeOp::Alias) &&
+                    !only_packed_by_xnnpack(p, i);
+  if (!kept) return run_value_recipe(d, i, args);
+  if (d->borrowed[i] != nullptr) return Error::Ok;  // a retried prepare: shared already
+  WeightKey key;
+  weight_key_of(d, i, &key);
+  WeightBlock* owner = nullptr;
+  const float* shared = weight_cache_find(key, &owner);
+  if (shared != nullptr) {
+    d->addr[i] = const_cast<float*>(shared);
+    d->borrowed[i] = owner;
+    return Error::Ok;
+  }
+  TERN_RETURN_IF_ERROR(run_value_recipe(d, i, args));
+  weight_cache_insert(key, d->kept_block, d->addr[i]);
+  return Error::Ok;
+}
+
 /// The first prepare: checks every Source argument, runs every recipe, creates the XNNPACK
 /// runtimes (which pack their static weights from the Derived buffers, the blob's embedded
 /// constants and the arguments), frees what only XNNPACK's packing read, and hands back to the
@@ -543,7 +607,7 @@ Error make_weights(CpuDelegate* d, Span<EValue*> args) {
   if (d->weights_ready) return Error::Ok;
   for (uint32_t i = 0; i < nv; ++i) {
     if (p.values[i].kind != static_cast<uint32_t>(ValueKind::Derived)) continue;
-    TERN_RETURN_IF_ERROR(run_value_recipe(d, i, args));
+    TERN_RETURN_IF_ERROR(make_value(d, i, args));
     // A constant no one reads again goes back to the loader as soon as its last recipe has
     // copied it, so the program's pages and the packed copies are never all resident at once.
     const BlobRecipe& r = p.recipes[p.values[i].recipe];

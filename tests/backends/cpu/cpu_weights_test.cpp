@@ -7,12 +7,14 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "backends/cpu/compile/register_cpu_backend_compiler.h"
 #include "backends/cpu/cpu_blob_format.h"
+#include "backends/cpu/runtime/weight_cache.h"
 #include "runtime/core/data_loader.h"
 #include "runtime/executor/program.h"
 #include "tests/backends/cpu/cpu_conformance_util.h"
@@ -46,22 +48,24 @@ compiler::Graph conv_net() {
   return b.build();
 }
 
-/// x [64, 256] -> linear 512 -> relu -> linear 256 -> gelu -> linear 10.
-compiler::Graph mlp() {
+/// x [rows, 256] -> linear 512 -> relu -> linear 256 -> gelu -> linear 10.
+compiler::Graph mlp_rows(int64_t rows) {
   GraphBuilder b;
-  const int x = b.input("x", DType::F32, {64, 256});
+  const int x = b.input("x", DType::F32, {rows, 256});
   const int w1 = constant(b, "fc1.weight", {512, 256}, 21, 0.1f);
   const int b1 = constant(b, "fc1.bias", {512}, 22);
-  const int h1 = b.op("tern::linear", {x, w1, b1}, DType::F32, {64, 512});
-  const int r1 = b.op("tern::relu", {h1}, DType::F32, {64, 512});
+  const int h1 = b.op("tern::linear", {x, w1, b1}, DType::F32, {rows, 512});
+  const int r1 = b.op("tern::relu", {h1}, DType::F32, {rows, 512});
   const int w2 = constant(b, "fc2.weight", {256, 512}, 23, 0.1f);
-  const int h2 = b.op("tern::linear", {r1, w2, b.none()}, DType::F32, {64, 256});
-  const int g2 = b.op("tern::gelu", {h2, b.string_value("none")}, DType::F32, {64, 256});
+  const int h2 = b.op("tern::linear", {r1, w2, b.none()}, DType::F32, {rows, 256});
+  const int g2 = b.op("tern::gelu", {h2, b.string_value("none")}, DType::F32, {rows, 256});
   const int w3 = constant(b, "fc3.weight", {10, 256}, 24, 0.1f);
   const int b3 = constant(b, "fc3.bias", {10}, 25);
-  b.output(b.op("tern::linear", {g2, w3, b3}, DType::F32, {64, 10}));
+  b.output(b.op("tern::linear", {g2, w3, b3}, DType::F32, {rows, 10}));
   return b.build();
 }
+
+compiler::Graph mlp() { return mlp_rows(64); }
 
 struct Compiled {
   std::vector<uint8_t> bytes;
@@ -369,6 +373,79 @@ TEST_F(CpuWeights, PackedConstantsGoBackToTheLoader) {
   const RunResult a = run_program(pte, graph, in, false), p = run_program(pte, graph, in, true);
   ASSERT_EQ(a.outputs.size(), 1u);
   EXPECT_LE(nmse(a.outputs[0], p.outputs[0]), 1e-10);
+}
+
+}  // namespace
+}  // namespace tern::cpu_test
+
+namespace tern::cpu_test {
+namespace {
+
+/// Loads method `name` of `lp` and runs it on x; its output 0.
+struct Loaded {
+  std::unique_ptr<testing::MethodMemory> memory;
+  std::unique_ptr<Method> method;
+};
+Loaded load(testing::LoadedProgram& lp, const char* name) {
+  Loaded l;
+  l.memory = std::make_unique<testing::MethodMemory>(lp.program().method_meta(name).get(), -1,
+                                                      0, 1 << 20);
+  auto m = lp.program().load_method(name, l.memory->manager());
+  EXPECT_TRUE(m.ok()) << last_error_message();
+  if (m.ok()) l.method = std::make_unique<Method>(std::move(m.get()));
+  return l;
+}
+std::vector<float> run_rows(Method& m, int64_t rows) {
+  std::vector<int64_t> sizes = {rows, 256};
+  std::vector<float> x = random_floats(static_cast<size_t>(rows * 256), 77u);
+  EXPECT_EQ(m.set_input(0, testing::f32_view(sizes, x)), Error::Ok) << last_error_message();
+  EXPECT_EQ(m.execute(), Error::Ok) << last_error_message();
+  return testing::to_vector(*m.output(0).get());
+}
+
+/// Two methods of one program over the same weights (a prefill over 64 rows and a decode over
+/// 8): the second method's delegate reads the first one's packed panels (cpu/runtime/
+/// weight_cache.h) instead of packing a copy, gives the same outputs as the portable program,
+/// and keeps them readable after the first method is gone.
+TEST_F(CpuWeights, MethodsOfOneProgramShareThePackedWeights) {
+  compiler::ProgramGraph program;
+  program.methods.push_back(mlp_rows(64));
+  program.methods.push_back(mlp_rows(8));
+  program.methods[1].name = "decode";
+  compiler::CompileOptions options;
+  options.backends = {"cpu"};
+  const std::vector<uint8_t> cpu = compiler::compile_program(program, options).bytes;
+  options.backends.clear();
+  const std::vector<uint8_t> portable = compiler::compile_program(program, options).bytes;
+
+  testing::LoadedProgram ref(portable);
+  Loaded ref_decode = load(ref, "decode");
+  ASSERT_NE(ref_decode.method, nullptr);
+  const std::vector<float> want = run_rows(*ref_decode.method, 8);
+
+  testing::LoadedProgram lp(cpu);
+  const cpu::WeightCacheStats before = cpu::weight_cache_stats();
+  Loaded forward = load(lp, "forward");
+  const cpu::WeightCacheStats after_forward = cpu::weight_cache_stats();
+  Loaded decode = load(lp, "decode");
+  const cpu::WeightCacheStats after_decode = cpu::weight_cache_stats();
+  ASSERT_TRUE(forward.method != nullptr && decode.method != nullptr);
+  // forward packs fc1, fc2 and fc3 (64 rows: each on tern's GEMM); decode's fc1 and fc2 (8
+  // rows: tern's GEMM) are the same panels, its fc3 (8 x 10 x 256: XNNPACK's node) is not.
+  EXPECT_EQ(after_forward.entries - before.entries, 3u);
+  EXPECT_EQ(after_forward.hits, before.hits);
+  EXPECT_EQ(after_decode.hits - after_forward.hits, 2u);
+  EXPECT_EQ(after_decode.entries, after_forward.entries);
+  const std::vector<float> got = run_rows(*decode.method, 8);
+  EXPECT_LE(max_rel(got, want), 1e-5);
+  (void)run_rows(*forward.method, 64);
+  forward.method.reset();  // its delegates go: their entries too; the panels decode reads stay
+  forward.memory.reset();
+  EXPECT_EQ(cpu::weight_cache_stats().entries, before.entries)
+      << "forward's entries leave with it (decode made none of its own)";
+  EXPECT_EQ(run_rows(*decode.method, 8), got);
+  decode.method.reset();
+  EXPECT_EQ(cpu::weight_cache_stats().entries, before.entries);
 }
 
 }  // namespace
