@@ -23,6 +23,7 @@
 
 #include <cstring>
 
+#include "backends/cpu/kernels/quant_nf4_planes_rows.h"
 #include "runtime/kernels/util/quant_formats.h"
 
 #define TERN_AVX2_TARGET __attribute__((target("avx2,fma")))
@@ -83,8 +84,9 @@ TERN_AVX2_TARGET inline float hsum(__m256 v) {
 /// Output columns [n, n + NR) of rows [r0, r0 + MR) of C; G = blocks per chunk (4, 2 or 1 for
 /// blocks of 32, 64, >= 128 columns): group q of a chunk lies in its block q * G / 4.
 template <int MR, int NR, int G>
-TERN_AVX2_TARGET void planes_tile(const QuantGemmProblem& p, const Nf4Absmax& am,
-                                  const Planes& pl, int64_t n, int64_t r0) {
+TERN_AVX2_TARGET void planes_tile(const QuantGemmProblem& p, const Nf4Absmax& am, int64_t n,
+                                  int64_t r0) {
+  const Planes pl = make_planes();  // ~100 instructions against a tile's 2 x K weights
   const QuantWeightView& w = p.w;
   const uint64_t k = w.desc.cols;
   const uint32_t shift = w.layout.block_shift;
@@ -180,39 +182,18 @@ TERN_AVX2_TARGET void planes_tile(const QuantGemmProblem& p, const Nf4Absmax& am
   }
 }
 
-template <int NR, int G>
-TERN_AVX2_TARGET void planes_rows_of(const QuantGemmProblem& p, const Nf4Absmax& am,
-                                     const Planes& pl, int64_t n) {
-  for (int64_t r0 = 0; r0 < p.m; r0 += 2) {
-    if (p.m - r0 >= 2) {
-      planes_tile<2, NR, G>(p, am, pl, n, r0);
-    } else {
-      planes_tile<1, NR, G>(p, am, pl, n, r0);
-    }
+/// Tile<MR, NR, G> for quant_nf4_planes_rows.h.
+template <int MR, int NR, int G>
+struct Tile {
+  static void run(const QuantGemmProblem& p, const Nf4Absmax& am, int64_t n, int64_t r0) {
+    planes_tile<MR, NR, G>(p, am, n, r0);
   }
-}
-
-template <int G>
-TERN_AVX2_TARGET void planes_rows(const QuantGemmProblem& p, int64_t n0, int64_t n1) {
-  constexpr int64_t NR = 2;
-  const Nf4Absmax am(p.w);
-  const Planes pl = make_planes();
-  int64_t n = n0;
-  for (; n + NR <= n1; n += NR) planes_rows_of<NR, G>(p, am, pl, n);
-  if (n < n1) planes_rows_of<1, G>(p, am, pl, n);
-}
+};
 
 }  // namespace
 
 void nf4_planes_rows_avx2(const QuantGemmProblem& p, int64_t n0, int64_t n1) {
-  switch (p.w.desc.block_size) {
-    case 32:
-      return planes_rows<4>(p, n0, n1);
-    case 64:
-      return planes_rows<2>(p, n0, n1);
-    default:
-      return planes_rows<1>(p, n0, n1);
-  }
+  nf4_planes_rows<Tile>(p, n0, n1);
 }
 
 }  // namespace tern::cpu::quant_detail
