@@ -6,6 +6,7 @@
 //   g++ -O2 -std=c++17 -I. bench/quant_gemv_micro.cpp build-q/backends/cpu/kernels/libtern_cpu_kernels.a \
 //       build-q/runtime/kernels/libtern_kernel_util.a -lpthreadpool -lpthread -o /tmp/quant_gemv_micro
 //   /tmp/quant_gemv_micro [rows=64] [cols=4096] [reps=15]
+//   (env: ISA=avx2 one ISA only; M=16 a GEMM of 16 rows of A; INNER=n calls per sample; RAW)
 //
 // Prints, per scheme and ISA (and AVX2 NF4 lookup, quant_gemm.h Nf4Avx2Lookup), the median (min-max) over reps of the best-of-inner-loop rate.
 #include <algorithm>
@@ -82,8 +83,11 @@ int main(int argc, char** argv) {
       {"e4m3 block 128", QuantWeightFormat::Fp8E4M3, Fp8Granularity::Block, 128},
       {"e5m2 per_channel", QuantWeightFormat::Fp8E5M2, Fp8Granularity::PerChannel, 0},
   };
-  std::vector<float> x(cols), y(rows);
-  for (uint64_t i = 0; i < cols; ++i) x[i] = 0.001f * static_cast<float>(i % 97) - 0.05f;
+  // M=<rows of A> (env): a GEMM of M rows instead of the GEMV (G weights/s then counts each
+  // weight once per row of A, i.e. multiply-adds).
+  const int64_t m = std::getenv("M") != nullptr ? std::atoll(std::getenv("M")) : 1;
+  std::vector<float> x(cols * static_cast<uint64_t>(m)), y(rows * static_cast<uint64_t>(m));
+  for (uint64_t i = 0; i < x.size(); ++i) x[i] = 0.001f * static_cast<float>(i % 97) - 0.05f;
   std::printf("GEMV %llu x %llu, one thread, G weights/s: median (min-max) of %d\n",
               static_cast<unsigned long long>(rows), static_cast<unsigned long long>(cols), reps);
   for (const Cfg& c : cfgs) {
@@ -109,7 +113,7 @@ int main(int argc, char** argv) {
       if (!packed_gemm_isa_supported(isa) || !packed_gemm_force_isa(isa)) continue;
       quant_force_nf4_avx2_lookup(var.lookup);
       QuantGemmProblem p;
-      p.m = 1;
+      p.m = m;
       p.a = x.data();
       p.lda = static_cast<int64_t>(cols);
       p.w = quant_weight_view(w.d, w.l, w.store.data());
@@ -123,7 +127,7 @@ int main(int argc, char** argv) {
         const auto t0 = std::chrono::steady_clock::now();
         for (int i = 0; i < inner; ++i) quant_gemm(p, nullptr);
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        rates.push_back(static_cast<double>(rows * cols) * inner / s / 1e9);
+        rates.push_back(static_cast<double>(rows * cols) * static_cast<double>(m) * inner / s / 1e9);
       }
       if (std::getenv("RAW") != nullptr) {
         for (double r : rates) std::printf(" %.1f", r);
