@@ -40,7 +40,7 @@ fuzz:
 
 fuzz-smoke:
 	bash scripts/install-deps.sh
-	FUZZ_SECONDS=20 JOBS=$(JOBS) bash scripts/fuzz.sh
+	FUZZ_SECONDS=12 JOBS=$(JOBS) bash scripts/fuzz.sh
 
 # aarch64 (Jetson-style) cross build in build-a64/ with its tests under qemu-aarch64-static
 # (scripts/aarch64/run-tests.sh, docs/jetson.md).
