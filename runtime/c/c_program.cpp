@@ -267,6 +267,56 @@ tern_status tern_program_method_io(const tern_program* program, const char* meth
   return TERN_STATUS_OK;
 }
 
+tern_status tern_program_num_symbols(const tern_program* program, const char* method,
+                                     size_t* out) {
+  MethodMeta meta(nullptr);
+  const tern_status found = find_method_meta(program, method, &meta);
+  if (found != TERN_STATUS_OK) return found;
+  TERN_C_CHECK(out != nullptr, nullptr, TERN_STATUS_NULL_ARGUMENT, "out is NULL");
+  *out = meta.num_symbols();
+  return TERN_STATUS_OK;
+}
+
+tern_status tern_program_symbol_info(const tern_program* program, const char* method, size_t index,
+                                     tern_symbol_info* out) {
+  MethodMeta meta(nullptr);
+  const tern_status found = find_method_meta(program, method, &meta);
+  if (found != TERN_STATUS_OK) return found;
+  TERN_C_CHECK(out != nullptr, nullptr, TERN_STATUS_NULL_ARGUMENT, "out is NULL");
+  TERN_C_CHECK(index < meta.num_symbols(), nullptr, TERN_STATUS_INDEX_OUT_OF_RANGE,
+               "method '%s': symbol %zu out of range: the method has %zu symbols", method, index,
+               meta.num_symbols());
+  Result<DimSymbolInfo> symbol = meta.symbol(index);
+  if (!symbol.ok()) return to_status(symbol.error());
+  out->name = symbol->name;
+  out->min = symbol->min;
+  out->max = symbol->max;
+  return TERN_STATUS_OK;
+}
+
+tern_status tern_program_dim_symbols(const tern_program* program, const char* method, int is_input,
+                                     size_t index, int32_t* out, size_t capacity) {
+  tern_value_info info;
+  const tern_status got = value_info(program, method, index, is_input != 0, &info);
+  if (got != TERN_STATUS_OK) return got;
+  const char* what = is_input != 0 ? "input" : "output";
+  TERN_C_CHECK(out != nullptr, nullptr, TERN_STATUS_NULL_ARGUMENT, "out is NULL");
+  TERN_C_CHECK(info.kind == TERN_VALUE_TENSOR, nullptr, TERN_STATUS_TYPE_MISMATCH,
+               "method '%s': %s %zu is no tensor", method, what, index);
+  TERN_C_CHECK(capacity >= info.rank, nullptr, TERN_STATUS_SIZE_MISMATCH,
+               "method '%s': %s %zu has rank %zu, out holds %zu entries", method, what, index,
+               info.rank, capacity);
+  MethodMeta meta(nullptr);
+  (void)find_method_meta(program, method, &meta);  // found by value_info
+  Result<TensorInfo> tensor =
+      is_input != 0 ? meta.input_tensor_info(index) : meta.output_tensor_info(index);
+  if (!tensor.ok()) return to_status(tensor.error());
+  for (size_t d = 0; d < info.rank; ++d) {
+    out[d] = d < tensor->dim_symbols.size() ? tensor->dim_symbols[d] : -1;
+  }
+  return TERN_STATUS_OK;
+}
+
 tern_status tern_program_input_info(const tern_program* program, const char* method, size_t index,
                                     tern_value_info* out) {
   return value_info(program, method, index, /*is_input=*/true, out);

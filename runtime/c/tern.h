@@ -218,6 +218,29 @@ TERN_C_EXPORT tern_status tern_program_input_info(const tern_program* program, c
 TERN_C_EXPORT tern_status tern_program_output_info(const tern_program* program, const char* method,
                                                    size_t index, tern_value_info* out);
 
+/** A bounded-dynamic dimension of a method (docs/dynamic-shapes.md): every dim tagged with it
+ * takes one size in [min, max] per execution; tensors are planned at max. */
+typedef struct tern_symbol_info {
+  const char* name; /**< owned by the program, valid while it lives */
+  int64_t min;
+  int64_t max;
+} tern_symbol_info;
+
+/** Number of dynamic-dimension symbols of `method` (0 for a method of static shapes). */
+TERN_C_EXPORT tern_status tern_program_num_symbols(const tern_program* program, const char* method,
+                                                   size_t* out);
+/** Symbol `index` of `method`. */
+TERN_C_EXPORT tern_status tern_program_symbol_info(const tern_program* program, const char* method,
+                                                   size_t index, tern_symbol_info* out);
+/** Which dims of tensor input (`is_input` non-zero) or output `index` of `method` vary: out[d]
+ * is -1 for a static dim, else the index of its symbol (tern_program_symbol_info), whose max is
+ * the size tern_value_info gives for that dim. `capacity`: entries of `out`, at least the
+ * tensor's rank (else TERN_STATUS_SIZE_MISMATCH; a value that is no tensor:
+ * TERN_STATUS_TYPE_MISMATCH). tern_method_set_input takes any size within the symbols' bounds. */
+TERN_C_EXPORT tern_status tern_program_dim_symbols(const tern_program* program, const char* method,
+                                                   int is_input, size_t index, int32_t* out,
+                                                   size_t capacity);
+
 /** The buffers a method runs in (see tern_method_memory). Sizes in bytes. */
 typedef struct tern_memory_requirements {
   uint64_t method_bytes; /**< the method's own structures, plus room for backends' host state */

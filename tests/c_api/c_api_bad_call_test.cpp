@@ -28,6 +28,36 @@ TEST(CApiBadCall, ResetSharedStateNullProgram) {
                    "program");
 }
 
+// ---- dynamic dimensions ----
+
+TEST(CApiBadCall, SymbolInfoIndexOutOfRange) {
+  Program p = load_tiny();  // a static method: no symbols
+  tern_symbol_info sym;
+  EXPECT_C_FAILURE(tern_program_symbol_info(p.get(), "forward", 0, &sym),
+                   TERN_STATUS_INDEX_OUT_OF_RANGE, "symbol 0 out of range: the method has 0");
+}
+
+TEST(CApiBadCall, NumSymbolsNullOutAndUnknownMethod) {
+  Program p = load_tiny();
+  EXPECT_C_FAILURE(tern_program_num_symbols(p.get(), "forward", nullptr), TERN_STATUS_NULL_ARGUMENT,
+                   "out");
+  size_t n = 0;
+  EXPECT_C_FAILURE(tern_program_num_symbols(p.get(), "nope", &n), TERN_STATUS_NOT_FOUND, "nope");
+}
+
+TEST(CApiBadCall, DimSymbolsTooSmallOrNull) {
+  Program p = load_tiny();
+  int32_t dims[1];
+  EXPECT_C_FAILURE(tern_program_dim_symbols(p.get(), "forward", 1, 0, dims, 1),
+                   TERN_STATUS_SIZE_MISMATCH, "out holds 1 entries");
+  EXPECT_C_FAILURE(tern_program_dim_symbols(p.get(), "forward", 1, 0, nullptr, 8),
+                   TERN_STATUS_NULL_ARGUMENT, "out");
+  EXPECT_C_FAILURE(tern_program_dim_symbols(p.get(), "forward", 1, 99, dims, 8),
+                   TERN_STATUS_INDEX_OUT_OF_RANGE, "input 99 out of range");
+  EXPECT_C_FAILURE(tern_program_dim_symbols(p.get(), "leaky", 1, 1, dims, 1),
+                   TERN_STATUS_TYPE_MISMATCH, "input 1 is no tensor");
+}
+
 // ---- token generation ----
 
 TEST(CApiBadCall, GenerateNullMethod) {

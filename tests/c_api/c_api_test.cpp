@@ -315,6 +315,36 @@ TEST(CApi, GenerateCountsUpGreedilyAndStops) {
   EXPECT_EQ(many[31], (5 + 32) % 8);
 }
 
+TEST(CApi, ListsTheDynamicDimensionsOfAMethod) {
+  // make_step_model.py: prefill(tokens i64 [1, seq], positions i64 [seq]) -> logits
+  // f32 [1, seq, 8], seq in 1..3; decode is static.
+  StepModel s = load_step();
+  size_t n = 7;
+  ASSERT_EQ(tern_program_num_symbols(s.program.get(), "prefill", &n), TERN_STATUS_OK);
+  EXPECT_EQ(n, 1u);
+  ASSERT_EQ(tern_program_num_symbols(s.program.get(), "decode", &n), TERN_STATUS_OK);
+  EXPECT_EQ(n, 0u);
+  tern_symbol_info sym;
+  ASSERT_EQ(tern_program_symbol_info(s.program.get(), "prefill", 0, &sym), TERN_STATUS_OK);
+  EXPECT_STREQ(sym.name, "seq");
+  EXPECT_EQ(sym.min, 1);
+  EXPECT_EQ(sym.max, 3);
+  int32_t dims[4] = {9, 9, 9, 9};
+  ASSERT_EQ(tern_program_dim_symbols(s.program.get(), "prefill", 1, 0, dims, 4), TERN_STATUS_OK);
+  EXPECT_EQ(dims[0], -1);
+  EXPECT_EQ(dims[1], 0);
+  ASSERT_EQ(tern_program_dim_symbols(s.program.get(), "prefill", 1, 1, dims, 1), TERN_STATUS_OK);
+  EXPECT_EQ(dims[0], 0);
+  ASSERT_EQ(tern_program_dim_symbols(s.program.get(), "prefill", 0, 0, dims, 3), TERN_STATUS_OK);
+  EXPECT_EQ(std::vector<int32_t>(dims, dims + 3), (std::vector<int32_t>{-1, 0, -1}));
+  tern_value_info info;
+  ASSERT_EQ(tern_program_output_info(s.program.get(), "prefill", 0, &info), TERN_STATUS_OK);
+  EXPECT_EQ(info.sizes[1], 3) << "a dynamic dim's size is its bound";
+  ASSERT_EQ(tern_program_dim_symbols(s.program.get(), "decode", 1, 0, dims, 2), TERN_STATUS_OK);
+  EXPECT_EQ(dims[0], -1);
+  EXPECT_EQ(dims[1], -1);
+}
+
 TEST(CApi, GenerateTakesThePromptThroughAPrefillMethod) {
   StepModel s = load_step();
   tern_method* prefill = nullptr;
