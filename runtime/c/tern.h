@@ -348,7 +348,8 @@ typedef struct tern_generate_options {
   float top_p;             /**< sample among the likeliest reaching this probability; default 1 */
   uint64_t seed;           /**< of the sampler; default 0 */
   /** Optional (default NULL): a prefill method of the same program, (tokens int [1, seq],
-   * positions int [seq]) -> logits f32 [1, seq, vocab] with seq dynamic, sharing the step
+   * positions int [seq]) -> logits f32 [1, seq, vocab] or [1, 1, vocab] (the last
+   * position's) with seq dynamic, sharing the step
    * method's KV cache (tern_export.export_llm): the prompt then goes through it in chunks of
    * up to seq's bound instead of token by token. */
   tern_method* prefill;

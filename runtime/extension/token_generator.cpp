@@ -175,7 +175,7 @@ Error TokenGenerator::attach_prefill(Method* prefill) {
   TERN_ASSIGN_OR_RETURN(const Signature sig,
                         read_signature(pm, "prefill method", "a prefill method takes (tokens "
                                        "[1, seq], positions [seq]) and returns logits [1, seq, "
-                                       "vocab]"));
+                                       "vocab] or, of the last position, [1, 1, vocab]"));
   const TensorInfo& ptokens = sig.tokens;
   const TensorInfo& ppositions = sig.positions;
   const TensorInfo& plogits = sig.logits;
@@ -194,13 +194,17 @@ Error TokenGenerator::attach_prefill(Method* prefill) {
                              "expected the positions, i64 or i32 [seq] (the tokens' dynamic "
                              "dim)",
                              pm.name(), to_string(ppositions.dtype), ppositions.sizes.size());
+  // Every position's logits, or (export_llm's default) the last position's only.
+  const bool last_only = plogits.sizes.size() == 3 && plogits.sizes[1] == 1 &&
+                         dim_symbol(plogits, 1) < 0;
   TERN_CHECK_OR_RETURN_ERROR(plogits.dtype == DType::F32 && plogits.sizes.size() == 3 &&
-                                 plogits.sizes[0] == 1 && dim_symbol(plogits, 1) == seq &&
+                                 plogits.sizes[0] == 1 &&
+                                 (last_only || dim_symbol(plogits, 1) == seq) &&
                                  plogits.sizes[2] == vocab_,
                              InvalidArgument,
                              "TokenGenerator: prefill method '%s' output 0 is %s of rank %zu; "
                              "expected the logits, f32 [1, seq, %" PRId64
-                             "] (the step method's vocabulary)",
+                             "] or [1, 1, vocab] (the step method's vocabulary)",
                              pm.name(), to_string(plogits.dtype), plogits.sizes.size(),
                              vocab_);
   TERN_ASSIGN_OR_RETURN(DimSymbolInfo symbol, pm.symbol(static_cast<size_t>(seq)));
@@ -209,6 +213,7 @@ Error TokenGenerator::attach_prefill(Method* prefill) {
                              " tokens; it must take chunks down to one token",
                              pm.name(), symbol.min, symbol.max);
   prefill_ = prefill;
+  prefill_last_only_ = last_only;
   prefill_token_dtype_ = ptokens.dtype;
   prefill_position_dtype_ = ppositions.dtype;
   chunk_ = symbol.max;
@@ -229,11 +234,11 @@ Error TokenGenerator::run_prefill(Span<const int64_t> prompt, size_t begin, size
                   position_sizes, 1, chunk_positions_.data())));
   TERN_RETURN_IF_ERROR(prefill_->execute());
   TERN_ASSIGN_OR_RETURN(const TensorView* out, prefill_->output(0));
-  TERN_CHECK_OR_RETURN_ERROR(out->rank == 3 && out->sizes[1] == static_cast<int64_t>(count) &&
-                                 out->sizes[2] == vocab_,
+  const int64_t rows = prefill_last_only_ ? 1 : static_cast<int64_t>(count);
+  TERN_CHECK_OR_RETURN_ERROR(out->rank == 3 && out->sizes[1] == rows && out->sizes[2] == vocab_,
                              Internal, "prefill returned logits of rank %u for %zu tokens",
                              out->rank, count);
-  *logits = Span<const float>(static_cast<const float*>(out->data) + (count - 1) * vocab_,
+  *logits = Span<const float>(static_cast<const float*>(out->data) + (rows - 1) * vocab_,
                               static_cast<size_t>(vocab_));
   return Error::Ok;
 }

@@ -2,7 +2,8 @@
 // docs/llm-decoding.md): step(tokens int [1, 1], position int [1]) -> logits f32 [1, 1, vocab],
 // its KV cache kept in state tensors — and optionally a prefill method of the same program,
 // sharing that cache: prefill(tokens int [1, seq], positions int [seq]) -> logits f32
-// [1, seq, vocab] with seq bounded-dynamic (tern_export.export_llm). Feeds the prompt through
+// [1, seq, vocab], or the last position's only, [1, 1, vocab], with seq bounded-dynamic
+// (tern_export.export_llm). Feeds the prompt through
 // prefill in chunks of at most its bound (else one token at a time through the step), then
 // samples each next token (greedy, or temperature / top-k / top-p with a seeded generator)
 // until the stop token or max_new_tokens. Scratch is sized once, from the logits' vocabulary
@@ -68,7 +69,8 @@ class TokenGenerator {
   /// state must be the step's — shared state of one program): checks their signatures — step:
   /// tokens int [1, 1] and position int [1] (i64 or i32) in, logits f32 [1, 1, vocab] out;
   /// prefill: tokens int [1, seq] and positions int [seq] with seq one dynamic dim, logits
-  /// f32 [1, seq, vocab] out, the same vocab — and sizes the scratch. InvalidArgument naming
+  /// f32 [1, seq, vocab] or [1, 1, vocab] (the last position's) out, the same vocab — and
+  /// sizes the scratch. InvalidArgument naming
   /// what differs.
   static Result<TokenGenerator> create(Method* step, Method* prefill = nullptr);
 
@@ -96,6 +98,7 @@ class TokenGenerator {
 
   Method* step_ = nullptr;
   Method* prefill_ = nullptr;
+  bool prefill_last_only_ = false;  ///< prefill returns the last position's logits only
   DType token_dtype_ = DType::I64;
   DType position_dtype_ = DType::I64;
   DType prefill_token_dtype_ = DType::I64;

@@ -173,9 +173,12 @@ TEST_F(TokenGeneratorTest, BadPromptsAndSignaturesAreErrors) {
 /// positions) over one shared state buffer.
 class PrefillGeneratorTest : public ::testing::Test {
  protected:
+  /// Whether prefill returns the last position's logits only ([1, 1, vocab]).
+  virtual bool last_logits() const { return false; }
   void SetUp() override {
     ASSERT_EQ(register_portable_kernels(), Error::Ok);
-    program_.reset(new testing::LoadedProgram(testing_support::counting_llm_program(8, 3, 16)));
+    program_.reset(new testing::LoadedProgram(
+        testing_support::counting_llm_program(8, 3, 16, last_logits())));
     const Program& p = program_->program();
     ASSERT_EQ(shared_.allocate(p), Error::Ok) << message();
     for (const char* name : {"prefill", "decode"}) {
@@ -231,6 +234,31 @@ TEST_F(PrefillGeneratorTest, PromptGoesThroughPrefillInChunksThenDecodeContinues
   EXPECT_EQ(stats.prompt_tokens, 7u);
   // Both methods wrote the one shared history: the prompt at 0-6, the fed tokens at 7-9.
   EXPECT_EQ(history(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 3, 5, 6, 7, 0, 0, 0, 0, 0, 0}));
+}
+
+/// export_llm's default prefill: logits of the chunk's last position only.
+class LastLogitsPrefillTest : public PrefillGeneratorTest {
+ protected:
+  bool last_logits() const override { return true; }
+};
+
+TEST_F(LastLogitsPrefillTest, PrefillOfTheLastPositionOnlyGivesTheSameTokens) {
+  ASSERT_EQ(prefill()->meta().output_tensor_info(0)->sizes[1], 1);
+  auto g = TokenGenerator::create(decode(), prefill());
+  ASSERT_TRUE(g.ok()) << message();
+  const std::vector<int64_t> prompt = {1, 2, 3, 4, 5, 6, 3};  // chunks of 3, 3 and 1
+  std::vector<int64_t> out;
+  GenerationStats stats;
+  GenerationOptions o;
+  o.max_new_tokens = 4;
+  ASSERT_EQ(g->generate(Span<const int64_t>(prompt.data(), prompt.size()), o, &out, &stats),
+            Error::Ok)
+      << message();
+  EXPECT_EQ(out, (std::vector<int64_t>{5, 6, 7, 0}));
+  const std::vector<int64_t> two = {4, 1};  // one chunk of 2: its last token 1 gives 3
+  ASSERT_EQ(g->generate(Span<const int64_t>(two.data(), two.size()), o, &out, &stats), Error::Ok)
+      << message();
+  EXPECT_EQ(out, (std::vector<int64_t>{3, 4, 5, 6}));
 }
 
 TEST_F(PrefillGeneratorTest, WithoutPrefillThePromptGoesTokenByToken) {

@@ -173,12 +173,17 @@ def test_export_llm_qwen2():
     import copy
     pte = _path("qwen2.pte")
     try:
-        tern_export.export_llm(copy.deepcopy(model), pte, max_seq_len=32, max_prefill_len=8)
+        tern_export.export_llm(copy.deepcopy(model), pte, max_seq_len=32, max_prefill_len=8,
+                               prefill_logits="all")
     except tern_export.ExportError as e:
         if "TorchExportableModuleWithStaticCache" not in str(e) and "could not wrap" not in str(e):
             raise
         print("skip test_export_llm_qwen2: %s" % e)
         return
+    # prefill_logits="all": prefill returns every position's logits.
+    info = subprocess.run([tern_export.find_tern(), "inspect", pte], stdout=subprocess.PIPE,
+                          universal_newlines=True).stdout
+    assert "f32 [1, seq<=8, 64]" in info, info
     _check_llm_generation(model, pte, [3, 7, 1, 9, 4, 2, 5, 8, 10, 11], 16, "qwen2_logits")
 
 
@@ -216,6 +221,10 @@ def test_export_llm_prefill_and_decode_share_the_cache():
     params = sum(p.numel() * 4 for p in model.parameters())
     assert abs(total - params) <= 4096, (params, total)
     assert "seq<=8" in info and "shared state: 6 tensors" in info, info
+    # export_llm's default prefill returns the last position's logits only (the LM head runs
+    # on one row): the prefill method's output 0 is [1, 1, vocab].
+    prefill_part = info.split("method 'prefill'")[1].split("method 'decode'")[0]
+    assert re.search(r"outputs: 1\n\s+0 \S+: f32 \[1, 1, 64\]", prefill_part), prefill_part
     # A 10-token prompt (prefill chunks of 8 and 2), then 32 greedy tokens; the logits of every
     # choice against one long forward pass of transformers over prompt + generated tokens.
     prompt = [3, 7, 1, 9, 4, 2, 5, 8, 10, 11]

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "tools/compiler/compile.h"
@@ -37,7 +38,10 @@ inline std::vector<uint8_t> counting_step_program(int64_t vocab) {
 ///     dynamic in 1..chunk: 5.0 on token (t + 2) % vocab for each input token t;
 ///   decode(token i64 [1, 1], position i64 [1]) -> logits f32 [1, 1, vocab]: (t + 1) % vocab.
 /// Greedy decoding after a prefill therefore starts at last + 2, then counts up by one.
-inline std::vector<uint8_t> counting_llm_program(int64_t vocab, int64_t chunk, int64_t cache) {
+/// last_logits: prefill returns the last position's row only, [1, 1, vocab] (a slice from -1,
+/// as export_llm's default prefill).
+inline std::vector<uint8_t> counting_llm_program(int64_t vocab, int64_t chunk, int64_t cache,
+                                                 bool last_logits = false) {
   auto table = [&](int64_t step) {
     std::vector<float> t(static_cast<size_t>(vocab * vocab), 0.0f);
     for (int64_t i = 0; i < vocab; ++i) t[static_cast<size_t>(i * vocab + (i + step) % vocab)] = 5.0f;
@@ -56,6 +60,12 @@ inline std::vector<uint8_t> counting_llm_program(int64_t vocab, int64_t chunk, i
     const int logits = b.op("tern::embedding", {weights, tokens}, DType::F32, {1, chunk, vocab},
                             "next");
     b.dynamic_dims(logits, {-1, seq, -1});
+    const int last = last_logits ? b.op("tern::slice",
+                                        {logits, b.int_value(1), b.int_value(-1),
+                                         b.int_value(std::numeric_limits<int64_t>::max()),
+                                         b.int_value(1)},
+                                        DType::F32, {1, 1, vocab}, "last")
+                                 : logits;
     const int shape = b.int_list({chunk});
     b.int_symbols(shape, {seq});
     const int flat = b.op("tern::view", {tokens, shape}, DType::I64, {chunk}, "flat");
@@ -63,7 +73,7 @@ inline std::vector<uint8_t> counting_llm_program(int64_t vocab, int64_t chunk, i
     const int history = b.shared_state("history", DType::I64, {cache});
     b.op_into("tern::index_copy", {history, b.int_value(0), positions, flat}, {history},
               "remember");
-    b.output(logits);
+    b.output(last);
     program.methods.push_back(b.build());
   }
   {

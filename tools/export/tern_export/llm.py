@@ -1,8 +1,10 @@
 """export_llm: a Hugging Face `transformers` causal language model as one tern program with two
 methods that share the KV cache (docs/llm-decoding.md):
 
-    prefill(tokens int64 [1, seq], positions int64 [seq]) -> logits f32 [1, seq, vocab]
-        seq is bounded-dynamic (1..max_prefill_len): a prompt chunk at positions p..p+seq-1
+    prefill(tokens int64 [1, seq], positions int64 [seq]) -> logits f32 [1, 1, vocab]
+        seq is bounded-dynamic (1..max_prefill_len): a prompt chunk at positions p..p+seq-1;
+        the logits are the chunk's last position's ([1, seq, vocab], every position's, with
+        prefill_logits="all")
     decode(token int64 [1, 1], position int64 [1]) -> logits f32 [1, 1, vocab]
 
 The cache is transformers' own StaticCache (TorchExportableModuleWithStaticCache, the wrapper
@@ -16,11 +18,13 @@ from .errors import ExportError
 
 
 class StaticCacheLM(torch.nn.Module):
-    """(tokens [1, seq], positions [seq]) -> logits [1, seq, vocab] of `model` with a static
-    KV cache of max_seq_len positions held as buffers (updated in place at `positions`)."""
+    """(tokens [1, seq], positions [seq]) -> logits [1, seq, vocab] of `model` (last_logits:
+    [1, 1, vocab], the last position's only) with a static KV cache of max_seq_len positions
+    held as buffers (updated in place at `positions`)."""
 
-    def __init__(self, model, max_seq_len):
+    def __init__(self, model, max_seq_len, last_logits=False):
         super().__init__()
+        self.last_logits = last_logits
         try:
             from transformers.integrations.executorch import TorchExportableModuleWithStaticCache
         except ImportError as e:
@@ -39,10 +43,19 @@ class StaticCacheLM(torch.nn.Module):
                                                      type(e).__name__, e)) from e
 
     def forward(self, tokens, positions):
-        return self.w(input_ids=tokens, cache_position=positions)
+        if not self.last_logits:
+            return self.w(input_ids=tokens, cache_position=positions)
+        # transformers' wrapper forward (reset the cache's fill level to the chunk's first
+        # position, run the model on the cache), asking the model for the last position's
+        # logits only (`logits_to_keep`): the LM head then runs on one row, not on every row.
+        for layer in self.w.static_cache.layers:
+            layer.cumulative_length.copy_(positions[0])
+        out = self.w.model(input_ids=tokens, attention_mask=None, cache=self.w.static_cache,
+                           use_cache=True, logits_to_keep=1)
+        return out.logits
 
 
-def llm_methods(model, max_seq_len, max_prefill_len=None):
+def llm_methods(model, max_seq_len, max_prefill_len=None, prefill_logits="last"):
     """{"prefill": Method, "decode": Method} over one StaticCacheLM of `model` (export_llm)."""
     from . import Method
     if max_seq_len < 2:
@@ -51,8 +64,11 @@ def llm_methods(model, max_seq_len, max_prefill_len=None):
     if not 2 <= prefill_len <= max_seq_len:
         raise ExportError("export_llm: max_prefill_len must be in [2, max_seq_len = %d], found %d"
                           % (max_seq_len, prefill_len))
+    if prefill_logits not in ("last", "all"):
+        raise ExportError("export_llm: prefill_logits must be 'last' or 'all', found %r"
+                          % (prefill_logits,))
     model.eval()
-    lm = StaticCacheLM(model, max_seq_len).eval()
+    lm = StaticCacheLM(model, max_seq_len, last_logits=prefill_logits == "last").eval()
     vocab = int(getattr(model.config, "vocab_size", 2))
     tokens = (torch.arange(prefill_len, dtype=torch.int64) % vocab).view(1, -1)
     positions = torch.arange(prefill_len, dtype=torch.int64)
@@ -65,13 +81,16 @@ def llm_methods(model, max_seq_len, max_prefill_len=None):
 
 
 def export_llm(model, path, max_seq_len, max_prefill_len=None, backends=None, quantize=None,
-               keep_graph=None, verbose=True):
+               keep_graph=None, verbose=True, prefill_logits="last"):
     """Exports the transformers causal LM `model` (LlamaForCausalLM, Qwen2ForCausalLM, ...) to
     `path` with a prefill and a decode method sharing a KV cache of max_seq_len positions;
-    prefill takes chunks of 1..max_prefill_len tokens (default min(max_seq_len, 128)).
-    backends / quantize / keep_graph / verbose as export(). Returns the ExportResult."""
+    prefill takes chunks of 1..max_prefill_len tokens (default min(max_seq_len, 128)) and
+    returns the logits of the chunk's last position, [1, 1, vocab] (what generation reads: the
+    LM head runs on one row), or with prefill_logits="all" of every position, [1, seq, vocab]
+    (scoring a text). Decode returns [1, 1, vocab] either way. backends / quantize / keep_graph /
+    verbose as export(). Returns the ExportResult."""
     from . import DEFAULT_BACKENDS, export_methods
-    methods = llm_methods(model, max_seq_len, max_prefill_len)
+    methods = llm_methods(model, max_seq_len, max_prefill_len, prefill_logits)
     source = type(model).__module__ + "." + type(model).__qualname__
     return export_methods(methods, path, DEFAULT_BACKENDS if backends is None else backends,
                           quantize, keep_graph, source, verbose)
