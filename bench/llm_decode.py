@@ -57,7 +57,8 @@ def tern_generate(tern, pte, prompt, new_tokens):
 
 def torch_generate(step, prompt, new_tokens):
     """Greedy tokens, decode tokens/s and prefill tokens/s of PyTorch eager: the prompt in one
-    forward pass (prefill), then token by token, through the same StaticCache wrapper."""
+    forward pass (prefill, the last position's logits), then token by token, through the same
+    StaticCache wrapper."""
     import torch
     with torch.no_grad():
         t0 = time.perf_counter()
@@ -139,7 +140,9 @@ def main():
     if args.quantize and os.path.exists(bytes_file):
         with open(bytes_file) as f:
             weight_bytes = int(f.read())
-    step = StaticCacheLM(model, args.max_cache).eval()
+    # The last position's logits only, as tern's prefill (export_llm's default) and
+    # transformers' generate() (logits_to_keep=1) compute them.
+    step = StaticCacheLM(model, args.max_cache, last_logits=True).eval()
     prompt = [int(x) for x in torch.randint(0, 32000, (args.prompt,), generator=torch.Generator().manual_seed(1))]
     bw = read_bandwidth(work, args.threads)
     tern_rows, torch_rows = [], []
