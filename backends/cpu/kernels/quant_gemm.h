@@ -33,6 +33,14 @@ struct QuantGemmProblem {
   float out_max = std::numeric_limits<float>::infinity();
 };
 
+/// Every kernel's epilogue: element (., col) of C from its dot product `sum`, plus the bias,
+/// clamped to [out_min, out_max].
+inline float quant_output(const QuantGemmProblem& p, int64_t col, float sum) {
+  float y = sum + (p.bias != nullptr ? p.bias[col] : 0.0f);
+  y = y < p.out_min ? p.out_min : y;
+  return y > p.out_max ? p.out_max : y;
+}
+
 /// C = clamp(A · Wᵀ + bias) on `pool` (null: the caller's thread). Never reads A or writes C
 /// outside [m x k] / [m x n]. Never allocates.
 void quant_gemm(const QuantGemmProblem& p, pthreadpool_t pool);

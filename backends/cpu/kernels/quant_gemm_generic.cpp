@@ -80,7 +80,6 @@ void rows_generic(const QuantGemmProblem& p, int64_t n0, int64_t n1) {
   const uint64_t k = p.w.desc.cols;
   float wv[16];
   for (int64_t n = n0; n < n1; ++n) {
-    const float bias = p.bias != nullptr ? p.bias[n] : 0.0f;
     for (int64_t r0 = 0; r0 < p.m; r0 += kRows) {
       const int64_t mr = p.m - r0 < kRows ? p.m - r0 : kRows;
       float acc[kRows] = {};
@@ -90,12 +89,7 @@ void rows_generic(const QuantGemmProblem& p, int64_t n0, int64_t n1) {
         const uint64_t lanes = k0 + 16 <= k ? 16 : k - k0;
         for (int64_t r = 0; r < mr; ++r) acc[r] += dot16(wv, p.a + (r0 + r) * p.lda + k0, lanes);
       }
-      for (int64_t r = 0; r < mr; ++r) {
-        float y = acc[r] + bias;
-        y = y < p.out_min ? p.out_min : y;
-        y = y > p.out_max ? p.out_max : y;
-        p.c[(r0 + r) * p.ldc + n] = y;
-      }
+      for (int64_t r = 0; r < mr; ++r) p.c[(r0 + r) * p.ldc + n] = quant_output(p, n, acc[r]);
     }
   }
 }

@@ -174,10 +174,7 @@ TERN_AVX2_TARGET void planes_tile(const QuantGemmProblem& p, const Nf4Absmax& am
     float* c = p.c + (r0 + r) * p.ldc + n;
 #pragma GCC unroll 2
     for (int j = 0; j < NR; ++j) {
-      float y = hsum(acc[r][j]) + (p.bias != nullptr ? p.bias[n + j] : 0.0f);
-      y = y < p.out_min ? p.out_min : y;
-      y = y > p.out_max ? p.out_max : y;
-      c[j] = y;
+      c[j] = quant_output(p, n + j, hsum(acc[r][j]));
     }
   }
 }

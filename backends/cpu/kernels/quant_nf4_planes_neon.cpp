@@ -130,10 +130,7 @@ void planes_tile(const QuantGemmProblem& p, const Nf4Absmax& am, int64_t n, int6
   for (int r = 0; r < MR; ++r) {
     float* c = p.c + (r0 + r) * p.ldc + n;
     for (int j = 0; j < NR; ++j) {
-      float y = vaddvq_f32(acc[r][j]) + (p.bias != nullptr ? p.bias[n + j] : 0.0f);
-      y = y < p.out_min ? p.out_min : y;
-      y = y > p.out_max ? p.out_max : y;
-      c[j] = y;
+      c[j] = quant_output(p, n + j, vaddvq_f32(acc[r][j]));
     }
   }
 }

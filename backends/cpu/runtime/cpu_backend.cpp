@@ -69,7 +69,9 @@ struct CpuDelegate {
   void* staging = nullptr;    ///< edge buffers of Staged externals
   void* workspace = nullptr;  ///< Workspace values
   float* scratch = nullptr;   ///< own kernels' scratch (the largest any node needs)
-  /// Dynamic plans: per value, its element count at the current execution (else null).
+  /// Dynamic plans: per value, its element count at the current execution (else null). Static
+  /// values keep the count set at init; an execute rewrites each dynamic one (its argument's
+  /// count, or the node that makes it) before anything reads it.
   uint64_t* numel = nullptr;
   /// Derived values (recipes' outputs) read at execute: by tern's kernels, or in place by
   /// XNNPACK (a binary op's static operand). Alias recipes need no buffer. Owned by
@@ -718,11 +720,6 @@ class CpuBackend final : public BackendInterface {
     const uint32_t num_stages = d->stages.num_stages;
     uint64_t t0 = timed ? monotonic_ns() : 0;
     uint64_t* numel = d->numel;  // dynamic plans: each value's element count this time
-    if (numel != nullptr) {
-      for (uint32_t i = 0; i < d->plan.header.num_values; ++i) {
-        numel[i] = value_numel(d->plan.values[i]);
-      }
-    }
     for (uint32_t i = 0; i < d->num_externals; ++i) {
       const External& x = d->externals[i];
       if (!x.input) continue;
@@ -820,10 +817,11 @@ class CpuBackend final : public BackendInterface {
     TERN_RETURN_IF_ERROR(plan_externals(d));
     TERN_RETURN_IF_ERROR(allocate_derived(d));
     if (d->plan.dynamic) {
-      d->numel = static_cast<uint64_t*>(std::calloc(d->plan.header.num_values, sizeof(uint64_t)));
+      const uint32_t nv = d->plan.header.num_values;
+      d->numel = static_cast<uint64_t*>(std::malloc(nv * sizeof(uint64_t)));
       TERN_CHECK_OR_RETURN_ERROR(d->numel != nullptr, DelegateMemoryAllocationFailed,
-                                 "cpu backend: no memory for %u element counts",
-                                 d->plan.header.num_values);
+                                 "cpu backend: no memory for %u element counts", nv);
+      for (uint32_t i = 0; i < nv; ++i) d->numel[i] = value_numel(d->plan.values[i]);
     }
     return make_labels(d);
   }
