@@ -5,7 +5,8 @@
 // and the FP8 factor broadcast once per run of columns, see quant_fast_path_ok) and never stored
 // as f32. Each decoded element is code value × scale in f32 exactly as the portable reference
 // dequantizes it; only the order of the K sum differs — except on AVX2's BytePlanes NF4 GEMV
-// (Nf4Avx2Lookup), which multiplies code × a partial sums by the block's absmax.
+// (Nf4Avx2Lookup), which multiplies code × a partial sums by the block's absmax, and AVX2's
+// FP8 fast path (codes to f16 bits, vcvtph2ps), which multiplies each run's sum by its scale.
 // Split over a pthreadpool by output columns; AVX-512F, AVX2+FMA and scalar (NEON on aarch64)
 // code chosen at run time with the packed GEMM's dispatch (packed_gemm_isa()).
 //

@@ -1,7 +1,8 @@
 // AVX2+FMA kernel of the fused quantized GEMM (quant_gemm.h): as the AVX-512 one with each
 // 16-lane vector in two ymm halves. NF4: vpermps reads only 3 index bits, so the 16-entry
 // codebook is two ymm tables and bit 3 of the index (moved to the sign bit) picks one with
-// vblendvps. FP8: 8 sign-extended bytes shifted and masked into f32 bits, times scale · 2^bias.
+// vblendvps. FP8: 8 sign-extended bytes shifted and masked into f32 bits, times scale · 2^bias
+// (per vector), or on the fast path through f16 and vcvtph2ps (F16C, which dispatch requires).
 // Fast path (quant_fast_path_ok, fast_rows) as the AVX-512 kernel's: runs sharing one scale,
 // NF4 from codebook halves pre-multiplied by the block's absmax, 4 weight rows per tile.
 // Compiled with per-function target attributes; runs only when dispatch saw AVX2 and FMA.
@@ -21,6 +22,7 @@
 #include "runtime/kernels/util/quant_formats.h"
 
 #define TERN_AVX2_TARGET __attribute__((target("avx2,fma")))
+#define TERN_AVX2_F16C_TARGET __attribute__((target("avx2,fma,f16c")))
 
 namespace tern::cpu::quant_detail {
 namespace {
@@ -283,15 +285,21 @@ TERN_AVX2_TARGET void nf4_tile(const QuantGemmProblem& p, const Nf4Absmax& am, i
   store_tile<MR, NR>(p, n, r0, acc);
 }
 
-/// FP8 with one scale per run of columns (the row, or a 2-D block's width C, a multiple of 16):
-/// decoded = bits × (scale · 2^bias), exact per element; the row's last vector is masked.
-/// Returns false (nothing written) when a folded factor overflows: the caller takes tile().
+/// FP8 with one scale per run of columns (the row, or a 2-D block's width C, a multiple of 16),
+/// decoded through f16 (F16C): an e5m2 code is the high byte of the f16 of its value, and an
+/// e4m3 code's sign, exponent and mantissa moved to f16 bits 15, 13..7 (one arithmetic shift
+/// of the code in the high byte and a mask) give its value × 2^-8 exactly, subnormals too, so
+/// vcvtph2ps decodes 8 codes in one instruction. Products with A are summed per run and the sum
+/// multiplied by scale · 2^8 (e4m3) / scale (e5m2) at the run's end: the decoded weights are
+/// exact, only the rounding of the sum differs from the reference's rounded code × scale.
+/// The row's last 16 columns are masked on A (the padded row holds +0 codes). Returns false
+/// (nothing written) when the folded factor overflows: the caller takes tile().
 template <Fmt F, int MR, int NR>
-TERN_AVX2_TARGET bool fp8_tile(const QuantGemmProblem& p, int64_t n, int64_t r0) {
+TERN_AVX2_F16C_TARGET bool fp8_tile(const QuantGemmProblem& p, int64_t n, int64_t r0) {
   const QuantWeightView& w = p.w;
   const QuantWeightDesc& d = w.desc;
   const uint64_t k = d.cols;
-  const float bias = F == Fmt::E4m3 ? kE4m3Bias : kE5m2Bias;
+  const float unit = F == Fmt::E4m3 ? 256.0f : 1.0f;
   const bool blocked = d.granularity == Fp8Granularity::Block;
   const uint64_t run = blocked ? d.block_cols : k;
   const float* srow[NR];
@@ -304,7 +312,7 @@ TERN_AVX2_TARGET bool fp8_tile(const QuantGemmProblem& p, int64_t n, int64_t r0)
                   : w.scale + (row / d.block_rows) * w.layout.tiles_per_row;
     const uint64_t runs = blocked ? w.layout.tiles_per_row : 1;
     for (uint64_t t = 0; t < runs; ++t) {
-      const float f = srow[j][t] * bias;
+      const float f = srow[j][t] * unit;
       if (f - f != 0.0f && srow[j][t] - srow[j][t] == 0.0f) return false;
     }
   }
@@ -316,50 +324,70 @@ TERN_AVX2_TARGET bool fp8_tile(const QuantGemmProblem& p, int64_t n, int64_t r0)
 #pragma GCC unroll 4
   for (int r = 0; r < MR; ++r) a[r] = p.a + (r0 + r) * p.lda;
   __m256 acc[MR][NR];
-#pragma GCC unroll 4
-  for (int r = 0; r < MR; ++r) {
-#pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) acc[r][j] = _mm256_setzero_ps();
-  }
-  const int sh = F == Fmt::E4m3 ? kE4m3Shift : kE5m2Shift;
-  const __m256i mask = _mm256_set1_epi32(static_cast<int>(F == Fmt::E4m3 ? kE4m3Mask : kE5m2Mask));
-  __m256 fac[NR];
-  // Eight columns from k0; `valid` < 8 only at the row's end (the padded row holds +0 codes).
-  auto step = [&](uint64_t k0, int valid) __attribute__((always_inline, target("avx2,fma"))) {
-    __m256 wv[NR];
-#pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) {
-      const __m256i sx =
-          _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(rows[j] + k0)));
-      wv[j] = _mm256_mul_ps(
-          _mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(sx, sh), mask)), fac[j]);
-    }
+  float total[MR][NR] = {};
+  const __m128i e4m3_mask = _mm_set1_epi16(static_cast<int16_t>(0xBF80));
+  // The f16 bits of eight codes, given the codes in the high bytes of 16-bit lanes.
+  auto to_half = [&](__m128i high) __attribute__((always_inline, target("avx2,fma,f16c"))) {
+    return F == Fmt::E4m3 ? _mm_and_si128(_mm_srai_epi16(high, 1), e4m3_mask) : high;
+  };
+  // Sixteen columns from k0; `valid` < 16 only at the row's end. One weight row's two decoded
+  // vectors live at a time (MR = 2, NR = 4: 8 sums, 4 A vectors, 2 weights in 16 registers).
+  auto step = [&](uint64_t k0, int valid) __attribute__((always_inline, target("avx2,fma,f16c"))) {
+    __m256 a0[MR], a1[MR];
 #pragma GCC unroll 4
     for (int r = 0; r < MR; ++r) {
-      const __m256 av = valid == 8 ? _mm256_loadu_ps(a[r] + k0)
-                                   : _mm256_maskload_ps(a[r] + k0, lane_mask(valid));
+      if (valid == 16) {
+        a0[r] = _mm256_loadu_ps(a[r] + k0);
+        a1[r] = _mm256_loadu_ps(a[r] + k0 + 8);
+      } else {
+        a0[r] = _mm256_maskload_ps(a[r] + k0, lane_mask(valid));
+        a1[r] = _mm256_maskload_ps(a[r] + k0 + 8, lane_mask(valid - 8));
+      }
+    }
 #pragma GCC unroll 4
-      for (int j = 0; j < NR; ++j) acc[r][j] = _mm256_fmadd_ps(wv[j], av, acc[r][j]);
+    for (int j = 0; j < NR; ++j) {
+      const __m128i codes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[j] + k0));
+      const __m256 lo = _mm256_cvtph_ps(to_half(_mm_unpacklo_epi8(_mm_setzero_si128(), codes)));
+      const __m256 hi = _mm256_cvtph_ps(to_half(_mm_unpackhi_epi8(_mm_setzero_si128(), codes)));
+#pragma GCC unroll 4
+      for (int r = 0; r < MR; ++r) {
+        acc[r][j] = _mm256_fmadd_ps(lo, a0[r], acc[r][j]);
+        acc[r][j] = _mm256_fmadd_ps(hi, a1[r], acc[r][j]);
+      }
     }
   };
   uint64_t t = 0;
   for (uint64_t s = 0; s < k; s += run, ++t) {
     const uint64_t e = s + run < k ? s + run : k;
 #pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) fac[j] = _mm256_set1_ps(srow[j][t] * bias);
+    for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) acc[r][j] = _mm256_setzero_ps();
+    }
     uint64_t k0 = s;
     for (; k0 + 64 <= e; k0 += 64) {
 #pragma GCC unroll 4
       for (int j = 0; j < NR; ++j) {
         _mm_prefetch(reinterpret_cast<const char*>(rows[j] + k0 + ahead), _MM_HINT_T0);
       }
-#pragma GCC unroll 8
-      for (int v = 0; v < 8; ++v) step(k0 + 8 * static_cast<uint64_t>(v), 8);
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; ++v) step(k0 + 16 * static_cast<uint64_t>(v), 16);
     }
-    for (; k0 + 8 <= e; k0 += 8) step(k0, 8);
+    for (; k0 + 16 <= e; k0 += 16) step(k0, 16);
     if (k0 < e) step(k0, static_cast<int>(e - k0));
+#pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) {
+      const float fac = srow[j][t] * unit;
+#pragma GCC unroll 4
+      for (int r = 0; r < MR; ++r) total[r][j] += hsum(acc[r][j]) * fac;
+    }
   }
-  store_tile<MR, NR>(p, n, r0, acc);
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r) {
+    float* c = p.c + (r0 + r) * p.ldc + n;
+#pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) c[j] = quant_output(p, n + j, total[r][j]);
+  }
   return true;
 }
 
@@ -424,7 +452,11 @@ void rows_avx2(const QuantGemmProblem& p, int64_t n0, int64_t n1) {
 
 }  // namespace
 
-QuantRowsFn quant_rows_avx2() { return &rows_avx2; }
+QuantRowsFn quant_rows_avx2() {
+  // Every AVX2 processor so far has F16C (the fast FP8 path's vcvtph2ps); one without it takes
+  // the generic kernel.
+  return __builtin_cpu_supports("f16c") ? &rows_avx2 : nullptr;
+}
 
 }  // namespace tern::cpu::quant_detail
 
