@@ -75,6 +75,10 @@ void quant_force_nf4_avx2_lookup(Nf4Avx2Lookup lookup) {
 void quant_gemm(const QuantGemmProblem& p, pthreadpool_t pool) {
   const int64_t n = static_cast<int64_t>(p.w.desc.rows);
   if (p.m <= 0 || n <= 0) return;
+  if (p.m >= kQuantPanelMinRows && quant_detail::quant_fast_path_ok(p.w)) {
+    quant_detail::panel_gemm(p, pool);
+    return;
+  }
   Split s;
   s.p = &p;
   s.fn = select_kernel();

@@ -46,6 +46,13 @@ inline float quant_output(const QuantGemmProblem& p, int64_t col, float sum) {
 /// outside [m x k] / [m x n]. Never allocates.
 void quant_gemm(const QuantGemmProblem& p, pthreadpool_t pool);
 
+/// From this many rows of A on (a prompt, not a token), quant_gemm decodes the weight into f32
+/// panels of the packed GEMM's layout, a block of K at a time on each task's stack, and runs
+/// the f32 GEMM's microkernels over them (quant_panel_gemm.cpp) — for weights that take the
+/// run-based fast path (quant_fast_path_ok); fewer rows, or other layouts, take the fused
+/// kernels, which decode each weight in registers once per one or two rows of A.
+constexpr int64_t kQuantPanelMinRows = 16;
+
 /// How the AVX2 kernel looks NF4 codes up in the 16-entry codebook. Permute: two vpermps of
 /// the (block-scaled) codebook halves and a blend per 8 weights — few shuffle-port uops, the
 /// better choice where vpermps is one fast uop (Intel). BytePlanes: four vpshufb and eight
@@ -69,6 +76,19 @@ using QuantRowsFn = void (*)(const QuantGemmProblem& p, int64_t n0, int64_t n1);
 /// only, what the generic kernel runs there), for NF4 weights quant_fast_path_ok takes.
 void nf4_planes_rows_avx2(const QuantGemmProblem& p, int64_t n0, int64_t n1);
 void nf4_planes_rows_neon(const QuantGemmProblem& p, int64_t n0, int64_t n1);
+
+/// The panel path of quant_gemm for p.m >= kQuantPanelMinRows and quant_fast_path_ok weights.
+void panel_gemm(const QuantGemmProblem& p, pthreadpool_t pool);
+
+/// Decodes weight rows [n0, n0 + cols) (cols <= 16; the panel's other columns are zeros),
+/// columns [k0, k1) (k0 a multiple of 16) of a quant_fast_path_ok weight into packed-GEMM panel
+/// rows: rows[(k - k0) * 16 + j] = W[n0 + j][k], the reference's code value × scale. Rows up to
+/// the next multiple of 16 past k1 - k0 may be written too. `fp8` holds the 256 FP8 codes'
+/// values (FP8 weights only).
+using PanelDecodeFn = void (*)(const QuantWeightView& w, const float* fp8, uint64_t n0,
+                               int64_t cols, uint64_t k0, uint64_t k1, float* rows);
+/// The AVX2 + F16C decoder (quant_panel_avx2.cpp); null where the build or CPU lacks them.
+PanelDecodeFn panel_decode_avx2();
 
 /// Null where this build has no such code.
 QuantRowsFn quant_rows_avx512();

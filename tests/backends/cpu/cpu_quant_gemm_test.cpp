@@ -9,7 +9,7 @@
 // PROT_NONE page; the run-based fast path's edges (short last chunk, N not a multiple of the row group, small / non-power-of-two double
 // quantization blocks, short last FP8 run). Max relative error (max |got - ref| / max |ref|)
 // <= 1e-5. Each decoded weight (A = identity) and the embedding gather must equal the reference
-// exactly.
+// exactly. Many rows of A (kQuantPanelMinRows and more) take the decoded-panel path.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -327,10 +327,59 @@ TEST_F(CpuQuantGemm, RunBasedFastPathEdgesMatchDequantizeThenMatmul) {
   }
 }
 
+TEST_F(CpuQuantGemm, ManyRowsRunOnDecodedPanelsAndMatch) {
+  // m >= kQuantPanelMinRows with a fast-path weight: quant_gemm decodes 16-row panels a K block
+  // (384) at a time and runs the f32 GEMM's microkernels (quant_panel_gemm.cpp). K over one,
+  // two and three blocks (the last one short), N with a partial last panel, m with a short last
+  // register tile, with and without bias; a clamp in the last block's epilogue.
+  std::vector<Scheme> schemes;
+  for (const Scheme& s : all_schemes()) {
+    if (s.granularity != Fp8Granularity::Block || s.block_cols % 16 == 0) schemes.push_back(s);
+  }
+  uint32_t seed = 300;
+  for (const Scheme& s : schemes) {
+    for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{{37, 256}, {16, 1024}}) {
+      const TestWeight w = make_weight(s, static_cast<uint64_t>(n), static_cast<uint64_t>(k), seed++);
+      ASSERT_TRUE(quant_detail::quant_fast_path_ok(w.view())) << s.name();
+      for (int64_t m : {kQuantPanelMinRows, kQuantPanelMinRows + 7}) {
+        check(w, m, /*bias=*/m == kQuantPanelMinRows,
+              s.name() + " n=" + std::to_string(n) + " k=" + std::to_string(k) + " m=" +
+                  std::to_string(m));
+      }
+    }
+  }
+  // The clamp: outputs of a random product clamped to [-0.05, 0.05] on the panel path.
+  const TestWeight w = make_weight({QuantWeightFormat::Nf4, 64}, 40, 512, 77);
+  const int64_t m = 20, n = 40, k = 512;
+  const std::vector<float> a = random_floats(static_cast<size_t>(m * k), 5u);
+  std::vector<float> c(static_cast<size_t>(m * n)), clamped(c.size());
+  QuantGemmProblem p;
+  p.m = m;
+  p.a = a.data();
+  p.lda = k;
+  p.w = w.view();
+  p.c = c.data();
+  p.ldc = n;
+  quant_gemm(p, nullptr);
+  p.c = clamped.data();
+  p.out_min = -0.05f;
+  p.out_max = 0.05f;
+  quant_gemm(p, nullptr);
+  int inside = 0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    EXPECT_EQ(clamped[i], std::min(0.05f, std::max(-0.05f, c[i]))) << i;
+    inside += c[i] > -0.05f && c[i] < 0.05f;
+  }
+  EXPECT_GT(inside, 0);
+  EXPECT_LT(inside, static_cast<int>(c.size()));
+}
+
 TEST_F(CpuQuantGemm, DecodedWeightsEqualTheReferenceBitForBit) {
   // A = the identity (m = K), no bias: C[r][j] is weight (j, r) times 1 plus zeros, so each
   // kernel's decoded weight must be the reference's code × scale exactly (the scaled NF4
   // codebook, the FP8 folded factor, the double-quantized absmax with no fused multiply-add).
+  // All K rows at once (the panel path of m >= kQuantPanelMinRows where the weight takes the
+  // fast path) and in slices of 7 rows of the identity (the fused kernels).
   std::vector<Scheme> schemes = all_schemes();
   Scheme dq4{QuantWeightFormat::Nf4DoubleQuant, 32};
   dq4.dq_block = 4;
@@ -345,15 +394,18 @@ TEST_F(CpuQuantGemm, DecodedWeightsEqualTheReferenceBitForBit) {
       for (const Kernel& kernel : kernels()) {
         ASSERT_TRUE(kernel.use());
         for (pthreadpool_t pl : {static_cast<pthreadpool_t>(nullptr), pool.pool}) {
+         for (int64_t slice : {k, int64_t{7}}) {
           std::vector<float> c(static_cast<size_t>(k * n), -7.0f);
-          QuantGemmProblem p;
-          p.m = k;
-          p.a = a.data();
-          p.lda = k;
-          p.w = w.view();
-          p.c = c.data();
-          p.ldc = n;
-          quant_gemm(p, pl);
+          for (int64_t r0 = 0; r0 < k; r0 += slice) {
+            QuantGemmProblem p;
+            p.m = std::min(slice, k - r0);
+            p.a = a.data() + r0 * k;
+            p.lda = k;
+            p.w = w.view();
+            p.c = c.data() + r0 * n;
+            p.ldc = n;
+            quant_gemm(p, pl);
+          }
           int bad = 0;
           for (int64_t r = 0; r < k && bad < 3; ++r) {
             for (int64_t j = 0; j < n && bad < 3; ++j) {
@@ -362,11 +414,12 @@ TEST_F(CpuQuantGemm, DecodedWeightsEqualTheReferenceBitForBit) {
               if (!(got == want)) {
                 ++bad;
                 ADD_FAILURE() << s.name() << " n=" << n << " k=" << k << " kernel "
-                              << kernel.name() << " weight (" << j << ", " << r
-                              << "): " << got << " != " << want;
+                              << kernel.name() << " rows per call " << slice << " weight ("
+                              << j << ", " << r << "): " << got << " != " << want;
               }
             }
           }
+         }
         }
       }
     }
@@ -374,11 +427,13 @@ TEST_F(CpuQuantGemm, DecodedWeightsEqualTheReferenceBitForBit) {
 }
 
 TEST_F(CpuQuantGemm, Fp8ScaleWhoseFoldedFactorOverflowsStaysExact) {
-  // scale * 2^120 overflows f32 for scale >= 256: those vectors take the exact path.
+  // scale * 2^120 overflows f32 for scale >= 256: those vectors take the fused kernels' exact
+  // path (the panel path's AVX2 factor, scale * 2^8, stays finite here).
   for (Fp8Granularity g : {Fp8Granularity::PerTensor, Fp8Granularity::PerChannel}) {
     const TestWeight w = make_weight({QuantWeightFormat::Fp8E4M3, 0, g}, 20, 70, 99, 1000.0f);
     check(w, 1, true, "e4m3 huge scales");
     check(w, 4, false, "e4m3 huge scales gemm");
+    check(w, kQuantPanelMinRows, true, "e4m3 huge scales, decoded panels");
   }
 }
 
