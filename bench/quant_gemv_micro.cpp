@@ -1,12 +1,13 @@
 // Microbenchmark of the cpu backend's fused quantized GEMV alone (quant_gemm, m = 1) on a
-// cache-resident weight, one thread (no pool): G weights/s per thread for each scheme and ISA.
+// cache-resident weight, one thread (no pool) unless THREADS: G weights/s for each scheme and ISA.
 // Shows whether the kernel is compute-bound (a memory-bound GEMV needs roughly 10+ G NF4
 // weights/s per core). Not a test; build against a configured build tree, e.g. build-q:
 //
 //   g++ -O2 -std=c++17 -I. bench/quant_gemv_micro.cpp build-q/backends/cpu/kernels/libtern_cpu_kernels.a \
 //       build-q/runtime/kernels/libtern_kernel_util.a -lpthreadpool -lpthread -o /tmp/quant_gemv_micro
 //   /tmp/quant_gemv_micro [rows=64] [cols=4096] [reps=15]
-//   (env: ISA=avx2 one ISA only; M=16 a GEMM of 16 rows of A; INNER=n calls per sample; RAW)
+//   (env: ISA=avx2 one ISA only; M=16 a GEMM of 16 rows of A; INNER=n calls per sample; RAW;
+//   THREADS=n a pthreadpool of n threads instead of the caller's thread alone)
 //
 // Prints, per scheme and ISA (and AVX2 NF4 lookup, quant_gemm.h Nf4Avx2Lookup), the median (min-max) over reps of the best-of-inner-loop rate.
 #include <algorithm>
@@ -88,8 +89,11 @@ int main(int argc, char** argv) {
   const int64_t m = std::getenv("M") != nullptr ? std::atoll(std::getenv("M")) : 1;
   std::vector<float> x(cols * static_cast<uint64_t>(m)), y(rows * static_cast<uint64_t>(m));
   for (uint64_t i = 0; i < x.size(); ++i) x[i] = 0.001f * static_cast<float>(i % 97) - 0.05f;
-  std::printf("GEMV %llu x %llu, one thread, G weights/s: median (min-max) of %d\n",
-              static_cast<unsigned long long>(rows), static_cast<unsigned long long>(cols), reps);
+  const int threads = std::getenv("THREADS") != nullptr ? std::atoi(std::getenv("THREADS")) : 1;
+  pthreadpool_t pool = threads > 1 ? pthreadpool_create(static_cast<size_t>(threads)) : nullptr;
+  std::printf("GEMV %llu x %llu, %d thread(s), G weights/s: median (min-max) of %d\n",
+              static_cast<unsigned long long>(rows), static_cast<unsigned long long>(cols),
+              threads, reps);
   for (const Cfg& c : cfgs) {
     const Weight w = make(c.f, c.g, c.br, rows, cols);
     const bool nf4 = c.f == QuantWeightFormat::Nf4 || c.f == QuantWeightFormat::Nf4DoubleQuant;
@@ -123,9 +127,9 @@ int main(int argc, char** argv) {
                         : isa == GemmIsa::Scalar ? 5 : 200;
       std::vector<double> rates;
       for (int r = 0; r < reps; ++r) {
-        quant_gemm(p, nullptr);
+        quant_gemm(p, pool);
         const auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < inner; ++i) quant_gemm(p, nullptr);
+        for (int i = 0; i < inner; ++i) quant_gemm(p, pool);
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         rates.push_back(static_cast<double>(rows * cols) * static_cast<double>(m) * inner / s / 1e9);
       }
@@ -138,5 +142,6 @@ int main(int argc, char** argv) {
                   rates[rates.size() / 2], rates.front(), rates.back());
     }
   }
+  if (pool != nullptr) pthreadpool_destroy(pool);
   return 0;
 }

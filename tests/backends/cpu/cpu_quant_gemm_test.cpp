@@ -329,8 +329,8 @@ TEST_F(CpuQuantGemm, RunBasedFastPathEdgesMatchDequantizeThenMatmul) {
 
 TEST_F(CpuQuantGemm, ManyRowsRunOnDecodedPanelsAndMatch) {
   // m >= kQuantPanelMinRows with a fast-path weight: quant_gemm decodes 16-row panels a K block
-  // (384) at a time and runs the f32 GEMM's microkernels (quant_panel_gemm.cpp). K over one,
-  // two and three blocks (the last one short), N with a partial last panel, m with a short last
+  // (1024) at a time and runs the f32 GEMM's microkernels (quant_panel_gemm.cpp). K in one
+  // block and in three (the last one short), N with a partial last panel, m with a short last
   // register tile, with and without bias; a clamp in the last block's epilogue.
   std::vector<Scheme> schemes;
   for (const Scheme& s : all_schemes()) {
@@ -338,7 +338,7 @@ TEST_F(CpuQuantGemm, ManyRowsRunOnDecodedPanelsAndMatch) {
   }
   uint32_t seed = 300;
   for (const Scheme& s : schemes) {
-    for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{{37, 256}, {16, 1024}}) {
+    for (const auto& [n, k] : std::vector<std::pair<int64_t, int64_t>>{{37, 256}, {16, 2304}}) {
       const TestWeight w = make_weight(s, static_cast<uint64_t>(n), static_cast<uint64_t>(k), seed++);
       ASSERT_TRUE(quant_detail::quant_fast_path_ok(w.view())) << s.name();
       for (int64_t m : {kQuantPanelMinRows, kQuantPanelMinRows + 7}) {
