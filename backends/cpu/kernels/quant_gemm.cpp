@@ -4,6 +4,10 @@
 
 #include <atomic>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+
 #include "backends/cpu/kernels/packed_gemm.h"
 
 namespace tern::cpu {
@@ -56,6 +60,19 @@ QuantRowsFn select_kernel() {
 }
 
 }  // namespace
+
+namespace quant_detail {
+
+bool cpu_has_f16c() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+#else
+  return false;
+#endif
+}
+
+}  // namespace quant_detail
 
 Nf4Avx2Lookup quant_nf4_avx2_lookup() {
   int v = g_nf4_lookup.load(std::memory_order_acquire);

@@ -90,6 +90,10 @@ using PanelDecodeFn = void (*)(const QuantWeightView& w, const float* fp8, uint6
 /// The AVX2 + F16C decoder (quant_panel_avx2.cpp); null where the build or CPU lacks them.
 PanelDecodeFn panel_decode_avx2();
 
+/// Whether this x86-64 CPU has F16C (vcvtph2ps), read from CPUID leaf 1 (clang 14's
+/// __builtin_cpu_supports does not know "f16c"); false on other architectures.
+bool cpu_has_f16c();
+
 /// Null where this build has no such code.
 QuantRowsFn quant_rows_avx512();
 QuantRowsFn quant_rows_avx2();

@@ -455,7 +455,7 @@ void rows_avx2(const QuantGemmProblem& p, int64_t n0, int64_t n1) {
 QuantRowsFn quant_rows_avx2() {
   // Every AVX2 processor so far has F16C (the fast FP8 path's vcvtph2ps); one without it takes
   // the generic kernel.
-  return __builtin_cpu_supports("f16c") ? &rows_avx2 : nullptr;
+  return cpu_has_f16c() ? &rows_avx2 : nullptr;
 }
 
 }  // namespace tern::cpu::quant_detail

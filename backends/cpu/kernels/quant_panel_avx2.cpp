@@ -116,8 +116,7 @@ TERN_PANEL_TARGET void decode_panel_avx2(const QuantWeightView& w, const float* 
 }  // namespace
 
 PanelDecodeFn panel_decode_avx2() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") ? &decode_panel_avx2
-                                                                           : nullptr;
+  return __builtin_cpu_supports("avx2") && cpu_has_f16c() ? &decode_panel_avx2 : nullptr;
 }
 
 }  // namespace tern::cpu::quant_detail
