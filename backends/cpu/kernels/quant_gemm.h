@@ -76,6 +76,9 @@ using QuantRowsFn = void (*)(const QuantGemmProblem& p, int64_t n0, int64_t n1);
 /// only, what the generic kernel runs there), for NF4 weights quant_fast_path_ok takes.
 void nf4_planes_rows_avx2(const QuantGemmProblem& p, int64_t n0, int64_t n1);
 void nf4_planes_rows_neon(const QuantGemmProblem& p, int64_t n0, int64_t n1);
+/// NEON FP8 for weights quant_fast_path_ok takes (aarch64 builds only, quant_fp8_neon.cpp);
+/// false when a folded scale factor overflows (the caller redoes [n0, n1) exactly).
+bool fp8_rows_neon(const QuantGemmProblem& p, int64_t n0, int64_t n1);
 
 /// The panel path of quant_gemm for p.m >= kQuantPanelMinRows and quant_fast_path_ok weights.
 void panel_gemm(const QuantGemmProblem& p, pthreadpool_t pool);

@@ -1,7 +1,8 @@
 // The portable kernel of the fused quantized GEMM (quant_gemm.h): each weight row decoded 16
 // elements at a time (the same bit moves and scale factors as the SIMD kernels), dotted with
-// up to kRows rows of A. On aarch64 the dot products use NEON, and NF4 in the fast path's
-// layouts takes the NEON byte-plane kernel (quant_nf4_planes_neon.cpp).
+// up to kRows rows of A. On aarch64 the dot products use NEON, and in the fast path's layouts
+// NF4 takes the NEON byte-plane kernel (quant_nf4_planes_neon.cpp), FP8 the NEON f16 kernel
+// (quant_fp8_neon.cpp).
 #include <cstring>
 
 #include "backends/cpu/kernels/quant_gemm.h"
@@ -75,6 +76,10 @@ void rows_generic(const QuantGemmProblem& p, int64_t n0, int64_t n1) {
   if ((f == QuantWeightFormat::Nf4 || f == QuantWeightFormat::Nf4DoubleQuant) &&
       quant_fast_path_ok(p.w)) {
     return nf4_planes_rows_neon(p, n0, n1);
+  }
+  if ((f == QuantWeightFormat::Fp8E4M3 || f == QuantWeightFormat::Fp8E5M2) &&
+      quant_fast_path_ok(p.w) && fp8_rows_neon(p, n0, n1)) {
+    return;
   }
 #endif
   const uint64_t k = p.w.desc.cols;
