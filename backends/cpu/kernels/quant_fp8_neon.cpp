@@ -53,18 +53,9 @@ bool tile(const QuantGemmProblem& p, int64_t n, int64_t r0) {
   const float unit = e4m3 ? 256.0f : 1.0f;
   const bool blocked = d.granularity == Fp8Granularity::Block;
   const uint64_t run = blocked ? d.block_cols : k;
-  const uint64_t runs = blocked ? w.layout.tiles_per_row : 1;
   const float* srow[NR];
   for (int j = 0; j < NR; ++j) {
-    const uint64_t row = static_cast<uint64_t>(n + j);
-    srow[j] = d.granularity == Fp8Granularity::PerTensor ? w.scale
-              : d.granularity == Fp8Granularity::PerChannel
-                  ? w.scale + row
-                  : w.scale + (row / d.block_rows) * w.layout.tiles_per_row;
-    for (uint64_t t = 0; t < runs; ++t) {
-      const float f = srow[j][t] * unit;
-      if (f - f != 0.0f && srow[j][t] - srow[j][t] == 0.0f) return false;
-    }
+    if (!fp8_row_scales(w, static_cast<uint64_t>(n + j), unit, &srow[j])) return false;
   }
   const uint8_t* rows[NR];
   for (int j = 0; j < NR; ++j) rows[j] = w.codes + static_cast<uint64_t>(n + j) * w.layout.row_bytes;

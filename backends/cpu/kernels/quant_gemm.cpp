@@ -65,8 +65,13 @@ namespace quant_detail {
 
 bool cpu_has_f16c() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+  // Read once: CPUID serialises (and traps to the hypervisor in a VM), and every quant_gemm
+  // call asks.
+  static const bool has = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+  }();
+  return has;
 #else
   return false;
 #endif

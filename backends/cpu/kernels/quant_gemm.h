@@ -93,7 +93,7 @@ using PanelDecodeFn = void (*)(const QuantWeightView& w, const float* fp8, uint6
 /// The AVX2 + F16C decoder (quant_panel_avx2.cpp); null where the build or CPU lacks them.
 PanelDecodeFn panel_decode_avx2();
 
-/// Whether this x86-64 CPU has F16C (vcvtph2ps), read from CPUID leaf 1 (clang 14's
+/// Whether this x86-64 CPU has F16C (vcvtph2ps), read once from CPUID leaf 1 (clang 14's
 /// __builtin_cpu_supports does not know "f16c"); false on other architectures.
 bool cpu_has_f16c();
 
@@ -169,6 +169,26 @@ constexpr float kE4m3Bias = 1.329227995784916e36f;  // 2^120
 constexpr int kE5m2Shift = 21;
 constexpr uint32_t kE5m2Mask = 0x8FE00000u;
 constexpr float kE5m2Bias = 5.192296858534828e33f;  // 2^112
+
+/// FP8 fast path (quant_fast_path_ok): *scales = the scales of weight row `row`, one per run of
+/// columns sharing one (the tensor's, the row's, or its 2-D blocks' tiles_per_row); false when
+/// some scale times `factor` (a kernel's folded 2^bias or 2^8) overflows while the scale is
+/// finite — the kernel then takes the exact path for the tile.
+inline bool fp8_row_scales(const QuantWeightView& w, uint64_t row, float factor,
+                           const float** scales) {
+  const QuantWeightDesc& d = w.desc;
+  const float* s = d.granularity == Fp8Granularity::PerTensor ? w.scale
+                   : d.granularity == Fp8Granularity::PerChannel
+                       ? w.scale + row
+                       : w.scale + (row / d.block_rows) * w.layout.tiles_per_row;
+  const uint64_t runs = d.granularity == Fp8Granularity::Block ? w.layout.tiles_per_row : 1;
+  for (uint64_t t = 0; t < runs; ++t) {
+    const float f = s[t] * factor;
+    if (f - f != 0.0f && s[t] - s[t] == 0.0f) return false;
+  }
+  *scales = s;
+  return true;
+}
 
 /// The run of columns of one weight row that share a scale, walked left to right by a kernel:
 /// vector() says whether the lanes [k0, k0 + 16) (clipped to the row) lie in one run and gives

@@ -312,16 +312,7 @@ TERN_AVX512_TARGET bool fp8_tile(const QuantGemmProblem& p, int64_t n, int64_t r
   const float* srow[NR];  // the row's scales, one per run
 #pragma GCC unroll 8
   for (int j = 0; j < NR; ++j) {
-    const uint64_t row = static_cast<uint64_t>(n + j);
-    srow[j] = d.granularity == Fp8Granularity::PerTensor ? w.scale
-              : d.granularity == Fp8Granularity::PerChannel
-                  ? w.scale + row
-                  : w.scale + (row / d.block_rows) * w.layout.tiles_per_row;
-    const uint64_t runs = blocked ? w.layout.tiles_per_row : 1;
-    for (uint64_t t = 0; t < runs; ++t) {
-      const float f = srow[j][t] * bias;
-      if (f - f != 0.0f && srow[j][t] - srow[j][t] == 0.0f) return false;
-    }
+    if (!fp8_row_scales(w, static_cast<uint64_t>(n + j), bias, &srow[j])) return false;
   }
   const uint64_t ahead = NR * w.layout.row_bytes;  // the next tile's rows, same columns
   const uint8_t* rows[NR];

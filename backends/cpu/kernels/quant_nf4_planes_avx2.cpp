@@ -31,8 +31,6 @@
 namespace tern::cpu::quant_detail {
 namespace {
 
-constexpr uint64_t kPrefetchBytes = 1024;
-
 struct Planes {
   __m256i byte[4];    ///< byte k (little-endian) of each of the 16 codebook floats, both lanes
   __m256i transpose;  ///< per lane: output byte 4b + l = input byte 4l + b

@@ -39,14 +39,22 @@ struct PanelTask {
   int64_t panels = 0;
 };
 
-/// The values of the 256 FP8 codes of `format` (NaN / infinity codes never occur in a weight
-/// the blob reader accepted; they decode as the reference decodes them anyway).
-void fp8_values(QuantWeightFormat format, float* out) {
-  for (int c = 0; c < 256; ++c) {
-    const uint8_t b = static_cast<uint8_t>(c);
-    out[c] = format == QuantWeightFormat::Fp8E4M3 ? quant::fp8_e4m3_to_float(b)
-                                                  : quant::fp8_e5m2_to_float(b);
-  }
+/// The values of the 256 codes of each FP8 format, made once per process (NaN / infinity codes
+/// never occur in a weight the blob reader accepted; they decode as the reference decodes them
+/// anyway).
+struct Fp8Values {
+  float e4m3[256], e5m2[256];
+};
+const Fp8Values& fp8_values() {
+  static const Fp8Values values = [] {
+    Fp8Values v{};
+    for (int c = 0; c < 256; ++c) {
+      v.e4m3[c] = quant::fp8_e4m3_to_float(static_cast<uint8_t>(c));
+      v.e5m2[c] = quant::fp8_e5m2_to_float(static_cast<uint8_t>(c));
+    }
+    return v;
+  }();
+  return values;
 }
 
 /// Weight row `row` (< rows), columns [k0, k1) (k0 a multiple of 16), into column `j` of the
@@ -140,12 +148,8 @@ void panel_gemm(const QuantGemmProblem& p, pthreadpool_t pool) {
   // portable one.
   const PanelDecodeFn avx2 = packed_gemm_isa() != GemmIsa::Scalar ? panel_decode_avx2() : nullptr;
   t.decode = avx2 != nullptr ? avx2 : &decode_panel_generic;
-  float fp8[256];
-  if (p.w.desc.format == QuantWeightFormat::Fp8E4M3 ||
-      p.w.desc.format == QuantWeightFormat::Fp8E5M2) {
-    fp8_values(p.w.desc.format, fp8);
-    t.fp8_values = fp8;
-  }
+  if (p.w.desc.format == QuantWeightFormat::Fp8E4M3) t.fp8_values = fp8_values().e4m3;
+  if (p.w.desc.format == QuantWeightFormat::Fp8E5M2) t.fp8_values = fp8_values().e5m2;
   t.panels = gemm_detail::ceil_div(static_cast<int64_t>(p.w.desc.rows), kPanelWidth);
   gemm_detail::run_tasks(pool, &run_panel, &t, t.panels);
 }
