@@ -251,7 +251,7 @@ void depthwise_out_row(const Plan& plan, const float* e, int64_t e_first, int64_
   dr.epi = p.depthwise;
   dr.out = d;
   plan.row(dr);
-  if (plan.dw_act != nullptr) plan.dw_act(d, p.out_w * p.exp_c);  // the row is still in L1
+  if (plan.dw_act != nullptr) plan.dw_act(d, 1, p.out_w * p.exp_c, 0);  // the row is in L1
 }
 
 /// The project GEMM of `rows` output rows starting at output row `first` (of the batch's
@@ -503,7 +503,7 @@ void depthwise_row(const DepthwiseRow& r) {
   if (r.out_w <= 0 || r.channels <= 0) return;
   row_fn()(r);
   const ActivationFn act = gemm_activation_fn(r.epi.act);
-  if (act != nullptr) act(r.out, r.out_w * r.channels);
+  if (act != nullptr) act(r.out, 1, r.out_w * r.channels, 0);
 }
 
 }  // namespace tern::cpu

@@ -21,8 +21,9 @@ enum class GemmActivation : uint8_t {
 };
 constexpr uint32_t kLastGemmActivation = 5;
 
-/// x[i] = act(x[i]) for i < n, in place.
-using ActivationFn = void (*)(float* x, int64_t n);
+/// x[r * ld + c] = act(x[r * ld + c]) for r < rows, c < cols, in place (a GEMM's finished tile:
+/// rows of a few vectors each, which the SIMD forms take together).
+using ActivationFn = void (*)(float* x, int64_t rows, int64_t cols, int64_t ld);
 
 /// The function for `act` in the ISA packed_gemm_isa() names (null for None).
 ActivationFn gemm_activation_fn(GemmActivation act);

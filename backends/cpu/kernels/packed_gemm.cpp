@@ -90,7 +90,7 @@ void run_task(const Plan& plan, int64_t task) {
         if (args.last && plan.activation != nullptr) {
           // The tile is final and in L1: its activation now, row by row.
           const int64_t cols = min64(np * kPanelWidth, p.n - panel0 * kPanelWidth);
-          for (int64_t r = 0; r < r1 - r0; ++r) plan.activation(args.c + r * p.ldc, cols);
+          plan.activation(args.c, r1 - r0, cols, p.ldc);
         }
       }
     }

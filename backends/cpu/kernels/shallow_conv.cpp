@@ -27,7 +27,7 @@ void run_part(void* context, size_t part) {
   const int64_t r1 = split_point(rows, plan.parts, static_cast<int64_t>(part) + 1);
   for (int64_t r = split_point(rows, plan.parts, static_cast<int64_t>(part)); r < r1; ++r) {
     plan.row(p, r / p.out_h, r % p.out_h);
-    if (plan.act != nullptr) plan.act(p.y + r * p.out_w * p.out_c, p.out_w * p.out_c);
+    if (plan.act != nullptr) plan.act(p.y + r * p.out_w * p.out_c, 1, p.out_w * p.out_c, 0);
   }
 }
 

@@ -325,7 +325,7 @@ TEST_F(CpuGemm, SiluAndSigmoidOverTheRangeEveryIsa) {
         std::vector<float> y(xs.begin() + static_cast<std::ptrdiff_t>(at),
                              xs.begin() + static_cast<std::ptrdiff_t>(at + n));
         y.push_back(kGuardValue);
-        fn(y.data(), static_cast<int64_t>(n));
+        fn(y.data(), 1, static_cast<int64_t>(n), static_cast<int64_t>(n));
         ASSERT_EQ(y[n], kGuardValue) << what << ": wrote past " << n << " floats";
         for (size_t i = 0; i < n; ++i) {
           const double x = xs[at + i];
@@ -334,8 +334,40 @@ TEST_F(CpuGemm, SiluAndSigmoidOverTheRangeEveryIsa) {
               << what << "(" << x << ") = " << y[i] << ", want " << want;
         }
       }
+      // Tiles: rows of cols floats, ld apart (the SIMD forms group vectors across rows); the
+      // floats between rows stay untouched.
+      size_t next = 0;
+      for (int64_t rows : {1, 2, 3, 5, 6}) {
+        for (int64_t cols : {1, 7, 8, 9, 16, 17, 24, 40}) {
+          const int64_t ld = cols + 5;
+          std::vector<float> m(static_cast<size_t>(rows * ld), kGuardValue);
+          std::vector<double> in(m.size(), 0.0);
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t c = 0; c < cols; ++c) {
+              const size_t at = static_cast<size_t>(r * ld + c);
+              m[at] = xs[next++ % xs.size()];
+              in[at] = m[at];
+            }
+          }
+          fn(m.data(), rows, cols, ld);
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t c = 0; c < ld; ++c) {
+              const size_t at = static_cast<size_t>(r * ld + c);
+              if (c >= cols) {
+                ASSERT_EQ(m[at], kGuardValue) << what << " " << rows << "x" << cols
+                                              << ": wrote row " << r << " column " << c;
+                continue;
+              }
+              const double want = activate(act, in[at]);
+              EXPECT_LE(std::fabs(m[at] - want), 2e-6 * std::fabs(want) + 1e-35)
+                  << what << " " << rows << "x" << cols << " [" << r << "][" << c << "]("
+                  << in[at] << ") = " << m[at] << ", want " << want;
+            }
+          }
+        }
+      }
       float special[4] = {std::numeric_limits<float>::quiet_NaN(), kInf, -kInf, 1.0f};
-      fn(special, 4);
+      fn(special, 1, 4, 4);
       EXPECT_TRUE(std::isnan(special[0])) << what;
       if (silu) {
         EXPECT_EQ(special[1], kInf) << what;
