@@ -12,6 +12,10 @@ the same run, bench/quant_linear_stack.py's loop).
 
 The greedy tokens of tern and PyTorch must be equal (else the run stops: a speed figure of a
 wrong answer is no figure).
+
+--llama-cpp f32,q8_0,q4_0 adds llama.cpp (bench/setup-llama-cpp.sh builds it) in the same rounds:
+the same weights written to GGUF and quantized by llama.cpp (bench/llama_cpp_peer.py). Its f32
+greedy tokens are compared with PyTorch's and the table says whether they agree.
 """
 import argparse
 import os
@@ -105,6 +109,8 @@ def main():
     ap.add_argument("--quantize", default=None,
                     help="tern's weights: nf4, fp8_e4m3, ... (tern_export quantize=; PyTorch "
                          "stays f32, so its tokens are not compared)")
+    ap.add_argument("--llama-cpp", default="",
+                    help="llama.cpp weight types to run as peers, e.g. f32,q8_0,q4_0")
     args = ap.parse_args()
     os.environ["TERN"] = os.path.abspath(args.tern)
     import torch
@@ -145,6 +151,13 @@ def main():
     step = StaticCacheLM(model, args.max_cache, last_logits=True).eval()
     prompt = [int(x) for x in torch.randint(0, 32000, (args.prompt,), generator=torch.Generator().manual_seed(1))]
     bw = read_bandwidth(work, args.threads)
+    llama = []  # (kind, runner, weight bytes per token, rows)
+    for kind in [k for k in args.llama_cpp.split(",") if k]:
+        import llama_cpp_peer
+        path = llama_cpp_peer.gguf_for(model, work, kind, args.threads)
+        runner = llama_cpp_peer.Runner(path, args.threads, args.max_cache, args.max_prefill,
+                                       kv_f32=kind == "f32")
+        llama.append((kind, runner, llama_cpp_peer.weight_bytes_per_token(path), []))
     tern_rows, torch_rows = [], []
     for r in range(args.rounds):
         tt, tdec, tpre, ttft, rss = tern_generate(args.tern, pte, prompt, args.new_tokens)
@@ -156,6 +169,13 @@ def main():
                              % (r, tt, pt))
         tern_rows.append((tdec, tpre, ttft, rss))
         torch_rows.append((pdec, ppre))
+        for kind, runner, _, rows in llama:
+            lt, ldec, lpre, _ = runner.generate(prompt, args.new_tokens)
+            same = next((i for i, (a, b) in enumerate(zip(lt, pt)) if a != b), None)
+            rows.append((ldec, lpre, same))
+            print("round %d: llama.cpp %s decode %.2f tok/s (prefill %.2f); greedy tokens %s"
+                  % (r, kind, ldec, lpre, "equal to PyTorch's" if same is None
+                     else "differ from PyTorch's from step %d" % same), flush=True)
         print("round %d: tern decode %.2f tok/s (prefill %.2f, TTFT %.1f ms, RSS %.0f MiB); "
               "torch decode %.2f tok/s (prefill %.2f)" % (r, tdec, tpre, ttft, rss, pdec, ppre),
               flush=True)
@@ -173,6 +193,16 @@ def main():
         tdec, 100 * tdec / bound, statistics.median(x[1] for x in tern_rows)))
     print("| PyTorch %s eager (transformers StaticCache) | %.2f | %.0f%% | %.2f |" % (
         torch.__version__, pdec, 100 * pdec / bound, statistics.median(x[1] for x in torch_rows)))
+    for kind, _, wbytes, rows in llama:
+        import llama_cpp_peer
+        ldec = statistics.median(x[0] for x in rows)
+        agree = [x[2] for x in rows]
+        print("| llama.cpp %s (llama-cpp-python), %s weights, %.0f MB per token | %.2f | %.0f%% | %.2f |"
+              % (llama_cpp_peer.version(), kind, wbytes / 1e6, ldec, 100 * ldec / (bw * 1e9 / wbytes),
+                 statistics.median(x[1] for x in rows)))
+        print("   llama.cpp %s greedy tokens vs PyTorch f32: %s" % (
+            kind, "identical in every round" if all(a is None for a in agree)
+            else "first difference at step " + ", ".join("-" if a is None else str(a) for a in agree)))
     print("tern / PyTorch decode: %.2fx; %s" % (
         tdec / pdec, "tern's weights %s, PyTorch's f32 (tokens not compared)" % args.quantize
         if args.quantize else "greedy tokens identical in every round"))
