@@ -169,6 +169,9 @@ def main():
                              % (r, tt, pt))
         tern_rows.append((tdec, tpre, ttft, rss))
         torch_rows.append((pdec, ppre))
+        print("round %d: tern decode %.2f tok/s (prefill %.2f, TTFT %.1f ms, RSS %.0f MiB); "
+              "torch decode %.2f tok/s (prefill %.2f)" % (r, tdec, tpre, ttft, rss, pdec, ppre),
+              flush=True)
         for kind, runner, _, rows in llama:
             lt, ldec, lpre, _ = runner.generate(prompt, args.new_tokens)
             same = next((i for i, (a, b) in enumerate(zip(lt, pt)) if a != b), None)
@@ -176,9 +179,6 @@ def main():
             print("round %d: llama.cpp %s decode %.2f tok/s (prefill %.2f); greedy tokens %s"
                   % (r, kind, ldec, lpre, "equal to PyTorch's" if same is None
                      else "differ from PyTorch's from step %d" % same), flush=True)
-        print("round %d: tern decode %.2f tok/s (prefill %.2f, TTFT %.1f ms, RSS %.0f MiB); "
-              "torch decode %.2f tok/s (prefill %.2f)" % (r, tdec, tpre, ttft, rss, pdec, ppre),
-              flush=True)
     tdec = statistics.median(x[0] for x in tern_rows)
     pdec = statistics.median(x[0] for x in torch_rows)
     bound = bw * 1e9 / weight_bytes
