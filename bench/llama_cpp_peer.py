@@ -11,7 +11,6 @@ under llama.cpp's names, Q and K rows permuted from Hugging Face's rotate-half R
 llama.cpp's interleaved pairs.
 """
 import os
-import time
 
 # llama_ftype values of llama.h (stable since 2023).
 FTYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7, "q4_k_m": 15, "q5_k_m": 17, "q6_k": 18}
@@ -140,7 +139,7 @@ def version():
 
 
 class Runner:
-    """One loaded llama.cpp model: generate() decodes greedily like tern generate. kv_f32 keeps
+    """One loaded llama.cpp model: prefill() and step() for llm_decode.greedy_timed. kv_f32 keeps
     the KV cache in f32 like tern's (llama.cpp's default is f16: the f32 row uses f32, the
     quantized rows llama.cpp's default)."""
 
@@ -159,26 +158,14 @@ class Runner:
         ptr = llama_cpp.llama_get_logits_ith(self.llm._ctx.ctx, -1)
         return np.ctypeslib.as_array(ptr, shape=(self.llm.n_vocab(),)).copy()
 
-    def generate(self, prompt, new_tokens):
-        """Greedy tokens, decode tokens/s, prefill tokens/s and the prompt's last logits."""
-        import numpy as np
-        llm = self.llm
-        llm.reset()
-        t0 = time.perf_counter()
-        llm.eval(prompt)
-        t1 = time.perf_counter()
-        first_logits = self._last_logits()
-        logits = first_logits
-        tokens = []
-        first = None
-        for i in range(new_tokens):
-            nxt = int(np.argmax(logits))
-            tokens.append(nxt)
-            if first is None:
-                first = time.perf_counter()
-            if i + 1 == new_tokens:
-                break
-            llm.eval([nxt])
-            logits = self._last_logits()
-        t2 = time.perf_counter()
-        return tokens, (new_tokens - 1) / (t2 - first), len(prompt) / (t1 - t0), first_logits
+    def prefill(self, prompt):
+        """A fresh cache, the prompt (in chunks of max_batch), its last position's logits."""
+        self.llm.reset()
+        self.llm.eval(prompt)
+        return self._last_logits()
+
+    def step(self, token, position):
+        """One token at `position` (the cache's next; llama.cpp counts it itself): its logits."""
+        del position
+        self.llm.eval([token])
+        return self._last_logits()

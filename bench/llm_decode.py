@@ -59,27 +59,36 @@ def tern_generate(tern, pte, prompt, new_tokens):
     return tokens, decode, prefill, ttft, rss
 
 
-def torch_generate(step, prompt, new_tokens):
-    """Greedy tokens, decode tokens/s and prefill tokens/s of PyTorch eager: the prompt in one
-    forward pass (prefill, the last position's logits), then token by token, through the same
-    StaticCache wrapper."""
+def greedy_timed(prefill, step, prompt, new_tokens):
+    """Greedy tokens, decode tokens/s and prefill tokens/s of one runtime: prefill(prompt) gives
+    the prompt's last logits, step(token, position) the next token's; the first token comes
+    from prefill, so decode times new_tokens - 1 steps. Shared by PyTorch and llama.cpp."""
+    t0 = time.perf_counter()
+    logits = prefill(prompt)
+    t1 = time.perf_counter()
+    tokens = []
+    first = None
+    for i in range(new_tokens):
+        nxt = int(logits.argmax())
+        tokens.append(nxt)
+        if first is None:
+            first = time.perf_counter()
+        if i + 1 == new_tokens:
+            break
+        logits = step(nxt, len(prompt) + i)
+    t2 = time.perf_counter()
+    return tokens, (new_tokens - 1) / (t2 - first), len(prompt) / (t1 - t0)
+
+
+def torch_generate(model, prompt, new_tokens):
+    """PyTorch eager through the StaticCache wrapper: the prompt in one forward pass (its last
+    position's logits), then token by token."""
     import torch
     with torch.no_grad():
-        t0 = time.perf_counter()
-        logits = step(torch.tensor([prompt]), torch.arange(len(prompt)))[:, -1]
-        t1 = time.perf_counter()
-        tokens = []
-        first = None
-        for i in range(new_tokens):
-            nxt = int(logits.argmax())
-            tokens.append(nxt)
-            if first is None:
-                first = time.perf_counter()
-            if i + 1 == new_tokens:
-                break
-            logits = step(torch.tensor([[nxt]]), torch.tensor([len(prompt) + i]))
-        t2 = time.perf_counter()
-    return tokens, (new_tokens - 1) / (t2 - first), len(prompt) / (t1 - t0)
+        return greedy_timed(
+            lambda ids: model(torch.tensor([ids]), torch.arange(len(ids)))[:, -1],
+            lambda tok, pos: model(torch.tensor([[tok]]), torch.tensor([pos])),
+            prompt, new_tokens)
 
 
 def read_bandwidth(work, threads):
@@ -173,7 +182,7 @@ def main():
               "torch decode %.2f tok/s (prefill %.2f)" % (r, tdec, tpre, ttft, rss, pdec, ppre),
               flush=True)
         for kind, runner, _, rows in llama:
-            lt, ldec, lpre, _ = runner.generate(prompt, args.new_tokens)
+            lt, ldec, lpre = greedy_timed(runner.prefill, runner.step, prompt, args.new_tokens)
             same = next((i for i, (a, b) in enumerate(zip(lt, pt)) if a != b), None)
             rows.append((ldec, lpre, same))
             print("round %d: llama.cpp %s decode %.2f tok/s (prefill %.2f); greedy tokens %s"
