@@ -69,6 +69,12 @@ void quant_force_nf4_avx2_lookup(Nf4Avx2Lookup lookup);
 
 namespace quant_detail {
 
+/// NF4 fast paths (GEMV tiles): how many chunks ahead of the one being decoded each weight
+/// row's codes are prefetched, in the row's own stream (6 x 512 bytes for a tile of 8
+/// interleaved rows; on Zen 4 ahead of 2 and 4 chunks and of the row-major layout's prefetch of
+/// the next tile's rows at the same columns).
+constexpr uint64_t kNf4PrefetchChunks = 6;
+
 /// Computes output columns [n0, n1) of every row of C (one ISA's kernel).
 using QuantRowsFn = void (*)(const QuantGemmProblem& p, int64_t n0, int64_t n1);
 

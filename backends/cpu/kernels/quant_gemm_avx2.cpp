@@ -77,9 +77,14 @@ TERN_AVX2_TARGET void tile(const QuantGemmProblem& p, int64_t n, int64_t r0) {
   const QuantWeightView& w = p.w;
   const uint64_t k = w.desc.cols;
   const uint8_t* rows[NR];
+  uint64_t stride[NR];  // NF4: bytes from one chunk of the row to the next
   ScaleCursor cur[NR];
   #pragma GCC unroll 4
-  for (int j = 0; j < NR; ++j) rows[j] = w.codes + static_cast<uint64_t>(n + j) * w.layout.row_bytes;
+  for (int j = 0; j < NR; ++j) {
+    const uint64_t row = static_cast<uint64_t>(n + j);
+    rows[j] = w.codes + (F == Fmt::Nf4 ? nf4_row_offset(w.layout, row) : row * w.layout.row_bytes);
+    stride[j] = F == Fmt::Nf4 ? nf4_chunk_stride(w.desc, w.layout, row) : 0;
+  }
   const float* a[MR];
   #pragma GCC unroll 4
   for (int r = 0; r < MR; ++r) a[r] = p.a + (r0 + r) * p.lda;
@@ -98,8 +103,8 @@ TERN_AVX2_TARGET void tile(const QuantGemmProblem& p, int64_t n, int64_t r0) {
   for (uint64_t c0 = 0; c0 < k; c0 += kChunk) {
     #pragma GCC unroll 4
     for (int j = 0; j < NR; ++j) {
-      _mm_prefetch(reinterpret_cast<const char*>(rows[j] + (F == Fmt::Nf4 ? c0 / 2 : c0) +
-                                                 kPrefetchBytes),
+      _mm_prefetch(reinterpret_cast<const char*>(
+                       rows[j] + (F == Fmt::Nf4 ? c0 / kChunk * stride[j] : c0) + kPrefetchBytes),
                    _MM_HINT_T0);
     }
 #pragma GCC unroll 8
@@ -122,7 +127,7 @@ TERN_AVX2_TARGET void tile(const QuantGemmProblem& p, int64_t n, int64_t r0) {
           if (fast[j]) {
             const __m256i words =
                 F == Fmt::Nf4 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-                                    rows[j] + c0 / 2 + 32 * h))
+                                    rows[j] + c0 / kChunk * stride[j] + 32 * h))
                               : _mm256_setzero_si256();
             wv[j] = _mm256_mul_ps(decode<F>(rows[j], k0, words, v, h, cb), _mm256_set1_ps(s[j]));
           } else {
@@ -217,15 +222,17 @@ TERN_AVX2_TARGET void nf4_tile(const QuantGemmProblem& p, const Nf4Absmax& am, i
   const uint32_t shift = w.layout.block_shift;
   const uint64_t block_mask = (uint64_t{1} << shift) - 1;
   const uint64_t bpr = k >> shift;
-  // Prefetch the next tile's rows at the same columns (one tile of work ahead: rows are
-  // contiguous, so this also walks into the next task's range harmlessly at the end).
-  const uint64_t ahead = NR * w.layout.row_bytes;
+  // Each row's codes are prefetched kNf4PrefetchChunks chunks ahead (the tile's rows share one
+  // group of interleaved rows, quant_weight.h, when it starts at a multiple of its height).
   const uint8_t* rows[NR];
+  uint64_t stride[NR];
   uint64_t b0[NR];
 #pragma GCC unroll 4
   for (int j = 0; j < NR; ++j) {
-    rows[j] = w.codes + static_cast<uint64_t>(n + j) * w.layout.row_bytes;
-    b0[j] = static_cast<uint64_t>(n + j) * bpr;
+    const uint64_t row = static_cast<uint64_t>(n + j);
+    rows[j] = w.codes + nf4_row_offset(w.layout, row);
+    stride[j] = nf4_chunk_stride(w.desc, w.layout, row);
+    b0[j] = row * bpr;
   }
   const float* a[MR];
 #pragma GCC unroll 4
@@ -244,7 +251,9 @@ TERN_AVX2_TARGET void nf4_tile(const QuantGemmProblem& p, const Nf4Absmax& am, i
   auto chunk = [&](uint64_t c0, int nvec) __attribute__((always_inline, target("avx2,fma"))) {
 #pragma GCC unroll 4
     for (int j = 0; j < NR; ++j) {
-      _mm_prefetch(reinterpret_cast<const char*>(rows[j] + c0 / 2 + ahead), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(rows[j] + (c0 / kNf4ChunkElems +
+                                                            kNf4PrefetchChunks) * stride[j]),
+                   _MM_HINT_T0);
     }
 #pragma GCC unroll 8
     for (int v = 0; v < 8; ++v) {
@@ -264,7 +273,8 @@ TERN_AVX2_TARGET void nf4_tile(const QuantGemmProblem& p, const Nf4Absmax& am, i
 #pragma GCC unroll 4
         for (int j = 0; j < NR; ++j) {
           const __m256i words =
-              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[j] + c0 / 2 + 32 * h));
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                  rows[j] + c0 / kNf4ChunkElems * stride[j] + 32 * h));
           const __m256i idx = _mm256_srli_epi32(words, 4 * v);
           const __m256 sel = _mm256_castsi256_ps(_mm256_slli_epi32(words, 28 - 4 * v));
           wv[j] = _mm256_blendv_ps(_mm256_permutevar8x32_ps(cb[j].lo, idx),

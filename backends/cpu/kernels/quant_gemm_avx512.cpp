@@ -61,9 +61,14 @@ TERN_AVX512_TARGET void tile(const QuantGemmProblem& p, int64_t n, int64_t r0) {
   const QuantWeightView& w = p.w;
   const uint64_t k = w.desc.cols;
   const uint8_t* rows[NR];
+  uint64_t stride[NR];  // NF4: bytes from one chunk of the row to the next
   ScaleCursor cur[NR];
   #pragma GCC unroll 4
-  for (int j = 0; j < NR; ++j) rows[j] = w.codes + static_cast<uint64_t>(n + j) * w.layout.row_bytes;
+  for (int j = 0; j < NR; ++j) {
+    const uint64_t row = static_cast<uint64_t>(n + j);
+    rows[j] = w.codes + (F == Fmt::Nf4 ? nf4_row_offset(w.layout, row) : row * w.layout.row_bytes);
+    stride[j] = F == Fmt::Nf4 ? nf4_chunk_stride(w.desc, w.layout, row) : 0;
+  }
   const float* a[MR];
   #pragma GCC unroll 4
   for (int r = 0; r < MR; ++r) a[r] = p.a + (r0 + r) * p.lda;
@@ -94,7 +99,7 @@ TERN_AVX512_TARGET void tile(const QuantGemmProblem& p, int64_t n, int64_t r0) {
         __m512i words[NR];
 #pragma GCC unroll 4
         for (int j = 0; j < NR; ++j) {
-          const uint8_t* chunk = rows[j] + (F == Fmt::Nf4 ? c0 / 2 : c0);
+          const uint8_t* chunk = rows[j] + (F == Fmt::Nf4 ? c0 / kChunk * stride[j] : c0);
           words[j] = F == Fmt::Nf4 ? _mm512_loadu_si512(chunk) : _mm512_setzero_si512();
           _mm_prefetch(reinterpret_cast<const char*>(chunk + kPrefetchBytes), _MM_HINT_T0);
         }
@@ -120,7 +125,7 @@ TERN_AVX512_TARGET void tile(const QuantGemmProblem& p, int64_t n, int64_t r0) {
     __m512i words[NR];
     #pragma GCC unroll 4
     for (int j = 0; j < NR; ++j) {
-      const uint8_t* chunk = rows[j] + (F == Fmt::Nf4 ? c0 / 2 : c0);
+      const uint8_t* chunk = rows[j] + (F == Fmt::Nf4 ? c0 / kChunk * stride[j] : c0);
       words[j] = F == Fmt::Nf4 ? _mm512_loadu_si512(chunk) : _mm512_setzero_si512();
       _mm_prefetch(reinterpret_cast<const char*>(chunk + kPrefetchBytes), _MM_HINT_T0);
     }
@@ -235,15 +240,18 @@ TERN_AVX512_TARGET void nf4_tile(const QuantGemmProblem& p, const Nf4Absmax& am,
   const uint32_t shift = w.layout.block_shift;
   const uint64_t block_mask = (uint64_t{1} << shift) - 1;
   const uint64_t bpr = k >> shift;
-  // Prefetch the next tile's rows at the same columns (one tile of work ahead: rows are
-  // contiguous, so this also walks into the next task's range harmlessly at the end).
-  const uint64_t ahead = NR * w.layout.row_bytes;
+  // The tile's rows lie in one group of interleaved rows (quant_weight.h) when it starts at a
+  // multiple of its height: one sequential stream, prefetched kNf4PrefetchChunks ahead (at the
+  // end of the rows this walks into the next group, the next tile's, harmlessly at the end).
   const uint8_t* rows[NR];
+  uint64_t stride[NR];
   uint64_t b0[NR];
 #pragma GCC unroll 8
   for (int j = 0; j < NR; ++j) {
-    rows[j] = w.codes + static_cast<uint64_t>(n + j) * w.layout.row_bytes;
-    b0[j] = static_cast<uint64_t>(n + j) * bpr;
+    const uint64_t row = static_cast<uint64_t>(n + j);
+    rows[j] = w.codes + nf4_row_offset(w.layout, row);
+    stride[j] = nf4_chunk_stride(w.desc, w.layout, row);
+    b0[j] = row * bpr;
   }
   const float* a[MR];
 #pragma GCC unroll 4
@@ -264,9 +272,10 @@ TERN_AVX512_TARGET void nf4_tile(const QuantGemmProblem& p, const Nf4Absmax& am,
     __m512i words[NR];
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
-      const uint8_t* src = rows[j] + c0 / 2;
+      const uint8_t* src = rows[j] + c0 / kNf4ChunkElems * stride[j];
       words[j] = _mm512_loadu_si512(src);
-      _mm_prefetch(reinterpret_cast<const char*>(src + ahead), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(src + kNf4PrefetchChunks * stride[j]),
+                   _MM_HINT_T0);
     }
 #pragma GCC unroll 8
     for (int v = 0; v < 8; ++v) {

@@ -26,11 +26,11 @@ void decode16(const QuantWeightView& w, ScaleCursor& cur, uint64_t row, uint64_t
   }
   const uint64_t k = w.desc.cols;
   const uint64_t lanes = k0 + 16 <= k ? 16 : k - k0;
-  const uint8_t* codes = w.codes + row * w.layout.row_bytes;
+  const uint8_t* codes = w.codes + row * w.layout.row_bytes;  // FP8
   switch (w.desc.format) {
     case QuantWeightFormat::Nf4:
     case QuantWeightFormat::Nf4DoubleQuant: {
-      const uint8_t* chunk = codes + (k0 / kNf4ChunkElems) * 64;
+      const uint8_t* chunk = w.codes + nf4_chunk_offset(w.desc, w.layout, row, k0 / kNf4ChunkElems);
       const uint32_t shift = static_cast<uint32_t>((k0 % kNf4ChunkElems) / 16) * 4;
       for (uint64_t i = 0; i < lanes; ++i) {
         uint32_t word;

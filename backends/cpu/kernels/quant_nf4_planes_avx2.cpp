@@ -89,13 +89,15 @@ TERN_AVX2_TARGET void planes_tile(const QuantGemmProblem& p, const Nf4Absmax& am
   const uint64_t k = w.desc.cols;
   const uint32_t shift = w.layout.block_shift;
   const uint64_t bpr = k >> shift;
-  const uint64_t ahead = NR * w.layout.row_bytes;  // the next tile's rows, same columns
-  const uint8_t* rows[NR];
+  const uint8_t* rows[NR];  // chunk c of row n + j at rows[j] + c * stride[j] (quant_weight.h)
+  uint64_t stride[NR];
   uint64_t b0[NR];
 #pragma GCC unroll 2
   for (int j = 0; j < NR; ++j) {
-    rows[j] = w.codes + static_cast<uint64_t>(n + j) * w.layout.row_bytes;
-    b0[j] = static_cast<uint64_t>(n + j) * bpr;
+    const uint64_t row = static_cast<uint64_t>(n + j);
+    rows[j] = w.codes + nf4_row_offset(w.layout, row);
+    stride[j] = nf4_chunk_stride(w.desc, w.layout, row);
+    b0[j] = row * bpr;
   }
   const float* a[MR];
 #pragma GCC unroll 2
@@ -111,7 +113,9 @@ TERN_AVX2_TARGET void planes_tile(const QuantGemmProblem& p, const Nf4Absmax& am
     float scale[NR][G];
 #pragma GCC unroll 2
     for (int j = 0; j < NR; ++j) {
-      _mm_prefetch(reinterpret_cast<const char*>(rows[j] + c0 / 2 + ahead), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(rows[j] + (c0 / kNf4ChunkElems +
+                                                            kNf4PrefetchChunks) * stride[j]),
+                   _MM_HINT_T0);
 #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) {
         scale[j][g] = g * 4 < nq * G ? am.at(b0[j] + ((c0 + kNf4ChunkElems / G * g) >> shift)) : 0.0f;
@@ -130,7 +134,7 @@ TERN_AVX2_TARGET void planes_tile(const QuantGemmProblem& p, const Nf4Absmax& am
 #pragma GCC unroll 2
       for (int j = 0; j < NR; ++j) {
         const __m256i t = _mm256_shuffle_epi8(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[j] + c0 / 2 + 32 * h)),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[j] + c0 / kNf4ChunkElems * stride[j] + 32 * h)),
             pl.transpose);
 #pragma GCC unroll 2
         for (int nib = 0; nib < 2; ++nib) {

@@ -69,11 +69,14 @@ void planes_tile(const QuantGemmProblem& p, const Nf4Absmax& am, int64_t n, int6
   const uint64_t k = w.desc.cols;
   const uint32_t shift = w.layout.block_shift;
   const uint64_t bpr = k >> shift;
-  const uint8_t* rows[NR];
+  const uint8_t* rows[NR];  // chunk c of row n + j at rows[j] + c * stride[j] (quant_weight.h)
+  uint64_t stride[NR];
   uint64_t b0[NR];
   for (int j = 0; j < NR; ++j) {
-    rows[j] = w.codes + static_cast<uint64_t>(n + j) * w.layout.row_bytes;
-    b0[j] = static_cast<uint64_t>(n + j) * bpr;
+    const uint64_t row = static_cast<uint64_t>(n + j);
+    rows[j] = w.codes + nf4_row_offset(w.layout, row);
+    stride[j] = nf4_chunk_stride(w.desc, w.layout, row);
+    b0[j] = row * bpr;
   }
   const float* a[MR];
   for (int r = 0; r < MR; ++r) a[r] = p.a + (r0 + r) * p.lda;
@@ -99,7 +102,7 @@ void planes_tile(const QuantGemmProblem& p, const Nf4Absmax& am, int64_t n, int6
     for (int g4 = 0; g4 < 4; ++g4) {
 #pragma GCC unroll 2
       for (int j = 0; j < NR; ++j) {
-        const uint8x16_t t = vqtbl1q_u8(vld1q_u8(rows[j] + c0 / 2 + 16 * g4), pl.transpose);
+        const uint8x16_t t = vqtbl1q_u8(vld1q_u8(rows[j] + c0 / kNf4ChunkElems * stride[j] + 16 * g4), pl.transpose);
 #pragma GCC unroll 2
         for (int nib = 0; nib < 2; ++nib) {
           float32x4_t f[4];

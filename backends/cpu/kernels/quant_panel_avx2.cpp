@@ -44,7 +44,7 @@ TERN_PANEL_TARGET inline void transpose8(const float* src, int64_t src_stride, f
 /// Columns [v, v + 16) of NF4 weight row `row` into out[0..16).
 TERN_PANEL_TARGET inline void nf4_vector(const QuantWeightView& w, uint64_t row, uint64_t v,
                                          float* out) {
-  const uint8_t* chunk = w.codes + row * w.layout.row_bytes + v / kNf4ChunkElems * 64;
+  const uint8_t* chunk = w.codes + nf4_chunk_offset(w.desc, w.layout, row, v / kNf4ChunkElems);
   const __m128i shift = _mm_cvtsi32_si128(static_cast<int>(4 * ((v % kNf4ChunkElems) / 16)));
   const __m256 absmax =
       _mm256_set1_ps(nf4_absmax_at(w, (row * w.desc.cols + v) >> w.layout.block_shift));

@@ -63,7 +63,7 @@ const Fp8Values& fp8_values() {
 /// of 16 columns starting at a multiple of 16.
 void decode_row(const QuantWeightView& w, const float* fp8, uint64_t row, uint64_t k0,
                 uint64_t k1, int64_t j, float* out) {
-  const uint8_t* codes = w.codes + row * w.layout.row_bytes;
+  const uint8_t* codes = w.codes + row * w.layout.row_bytes;  // FP8
   const bool nf4 = w.desc.format == QuantWeightFormat::Nf4 ||
                    w.desc.format == QuantWeightFormat::Nf4DoubleQuant;
   for (uint64_t v = k0; v < k1; v += 16) {
@@ -72,7 +72,7 @@ void decode_row(const QuantWeightView& w, const float* fp8, uint64_t row, uint64
     if (nf4) {
       const float absmax = nf4_absmax_at(w, (row * w.desc.cols + v) >> w.layout.block_shift);
       // Vector (v % 128) / 16 of its chunk: nibble of each of the chunk's 16 words.
-      const uint8_t* chunk = codes + v / kNf4ChunkElems * 64;
+      const uint8_t* chunk = w.codes + nf4_chunk_offset(w.desc, w.layout, row, v / kNf4ChunkElems);
       const uint32_t nibble = static_cast<uint32_t>((v % kNf4ChunkElems) / 16);
       for (uint64_t i = 0; i < end - v; ++i) {
         const uint8_t byte = chunk[i * 4 + nibble / 2];

@@ -2,6 +2,8 @@
 // the exact scalar dequantization (quant_weight.h).
 #include "backends/cpu/kernels/quant_weight.h"
 
+#include "backends/cpu/kernels/packed_gemm.h"
+
 #include <cstring>
 
 #include "runtime/kernels/util/quant_formats.h"
@@ -21,7 +23,13 @@ bool is_nf4(QuantWeightFormat f) {
 
 }  // namespace
 
-bool quant_weight_layout(const QuantWeightDesc& d, QuantWeightLayout* out) {
+uint32_t quant_nf4_row_group() {
+  static const uint32_t group = packed_gemm_isa_supported(GemmIsa::Avx512) ? 8 : 1;
+  return group;
+}
+
+bool quant_weight_layout(const QuantWeightDesc& d, QuantWeightLayout* out,
+                         uint32_t nf4_row_group) {
   if (d.rows < 1 || d.rows > kMaxSide || d.cols < 1 || d.cols > kMaxSide) return false;
   QuantWeightLayout l;
   const uint64_t numel = d.rows * d.cols;  // <= 2^60
@@ -37,6 +45,8 @@ bool quant_weight_layout(const QuantWeightDesc& d, QuantWeightLayout* out) {
       return false;
     }
     l.row_bytes = ceil_div(d.cols, kNf4ChunkElems) * 64;
+    l.nf4_row_group = nf4_row_group != 0 ? nf4_row_group : quant_nf4_row_group();
+    if (l.nf4_row_group != 1 && l.nf4_row_group != 8) return false;
     while ((uint32_t{1} << l.block_shift) < b) ++l.block_shift;
     l.blocks = ceil_div(numel, b);
     at = align_up(d.rows * l.row_bytes, kSectionAlign);
@@ -128,7 +138,6 @@ void pack_quant_weight(const QuantWeightDesc& d, const QuantWeightLayout& l, con
                        const float* dq_table, float dq_offset, const float* scale, uint8_t* out) {
   if (is_nf4(d.format)) {
     for (uint64_t r = 0; r < d.rows; ++r) {
-      uint8_t* row = out + r * l.row_bytes;
       const uint64_t padded = l.row_bytes * 2;
       for (uint64_t c = 0; c < padded; ++c) {
         uint32_t code = 7;  // padding: 0.0
@@ -139,7 +148,7 @@ void pack_quant_weight(const QuantWeightDesc& d, const QuantWeightLayout& l, con
         }
         const uint64_t chunk = c / kNf4ChunkElems, i = c % kNf4ChunkElems;
         const uint64_t word = i % 16, nibble = i / 16;
-        uint8_t& dst = row[chunk * 64 + word * 4 + nibble / 2];
+        uint8_t& dst = out[nf4_chunk_offset(d, l, r, chunk) + word * 4 + nibble / 2];
         dst = static_cast<uint8_t>((nibble & 1) ? (dst & 0x0F) | (code << 4)
                                                 : (dst & 0xF0) | code);
       }

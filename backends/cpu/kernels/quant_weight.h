@@ -6,10 +6,17 @@
 //
 // Layout of the weight constant (every section starts at a multiple of 64 bytes):
 //   codes   rows x row_bytes. NF4: row_bytes = ceil(cols / 128) * 64; each 64-byte chunk holds
-//           128 elements as 16 little-endian 32-bit words: element 16 * j + i of the chunk is
-//           nibble j (bits 4j..4j+3) of word i, so vector j of 16 lanes is (words >> 4j) & 15.
-//           Padding codes are 7 (0.0). FP8: row_bytes = ceil(cols / 64) * 64, the bytes in
-//           order, padding 0 (+0.0).
+//           128 elements of a row as 16 little-endian 32-bit words: element 16 * j + i of the
+//           chunk is nibble j (bits 4j..4j+3) of word i, so vector j of 16 lanes is
+//           (words >> 4j) & 15. Padding codes are 7 (0.0). The chunks of nf4_row_group
+//           consecutive rows are interleaved (the last group may have fewer rows, g): chunk c of
+//           row r of a group starting at row r0 is at r0 * row_bytes + (c * g + r - r0) * 64, so
+//           a GEMV tile of a group's rows reads one sequential stream (nf4_chunk_offset). The
+//           group is the AVX-512 GEMV tile's 8 rows where this CPU runs AVX-512 and 1 (rows one
+//           after the other) elsewhere: the AVX2 and NEON tiles are 2 or 4 rows high and read
+//           a group of 8 as several strided streams, measured slower than rows in order.
+//           FP8: row_bytes = ceil(cols / 64) * 64, the bytes of each row in order, padding 0
+//           (+0.0).
 //   NF4      absmax f32 [blocks]                  blocks = ceil(rows * cols / block_size)
 //   NF4 dq   dq_codes u8 [blocks], dq_absmax2 f32 [ceil(blocks / dq_block_size)],
 //            dq_table f32 [256], dq_offset f32 [1]
@@ -42,6 +49,7 @@ struct QuantWeightDesc {
 /// Byte offsets of the sections of a weight constant (0 for sections the format lacks).
 struct QuantWeightLayout {
   uint64_t row_bytes = 0;
+  uint32_t nf4_row_group = 1; ///< NF4: rows whose chunks are interleaved (1 or 8)
   uint32_t block_shift = 0;   ///< NF4: log2(block_size)
   uint64_t blocks = 0;        ///< NF4 absmax count
   uint64_t dq_groups = 0;     ///< NF4 double quantization: absmax2 count
@@ -54,7 +62,13 @@ struct QuantWeightLayout {
 
 /// Whether `d` is a legal weight (each parameter in range, unused ones 0, rows and cols in
 /// 1..2^30) and, when it is, its layout in *out.
-bool quant_weight_layout(const QuantWeightDesc& d, QuantWeightLayout* out);
+/// `nf4_row_group` 0: this CPU's (quant_nf4_row_group()); else 1 or 8 (tests).
+bool quant_weight_layout(const QuantWeightDesc& d, QuantWeightLayout* out,
+                         uint32_t nf4_row_group = 0);
+
+/// The NF4 row group of weights packed on this CPU: 8 where it runs the AVX-512 kernels
+/// (whatever a test forces later: the layout is the hardware's), else 1. Read once.
+uint32_t quant_nf4_row_group();
 
 /// Elements of one NF4 chunk (64 bytes of codes).
 constexpr uint64_t kNf4ChunkElems = 128;
@@ -91,17 +105,39 @@ void pack_quant_weight(const QuantWeightDesc& d, const QuantWeightLayout& layout
                        const float* dq_absmax2, const float* dq_table, float dq_offset,
                        const float* scale, uint8_t* out);
 
+/// NF4: bytes from one 64-byte chunk of row `row` to its next (64 x the rows of its group).
+inline uint64_t nf4_chunk_stride(const QuantWeightDesc& d, const QuantWeightLayout& l,
+                                 uint64_t row) {
+  const uint64_t group = l.nf4_row_group;
+  const uint64_t r0 = row / group * group;
+  const uint64_t g = d.rows - r0 < group ? d.rows - r0 : group;
+  return 64 * g;
+}
+
+/// NF4: byte offset of chunk 0 of row `row` in the codes section; chunk c is
+/// nf4_chunk_stride(d, row) * c bytes further.
+inline uint64_t nf4_row_offset(const QuantWeightLayout& l, uint64_t row) {
+  const uint64_t r0 = row / l.nf4_row_group * l.nf4_row_group;
+  return r0 * l.row_bytes + (row - r0) * 64;
+}
+
+/// NF4: byte offset of chunk `chunk` (columns [128 chunk, 128 chunk + 128)) of row `row`.
+inline uint64_t nf4_chunk_offset(const QuantWeightDesc& d, const QuantWeightLayout& l,
+                                 uint64_t row, uint64_t chunk) {
+  return nf4_row_offset(l, row) + chunk * nf4_chunk_stride(d, l, row);
+}
+
 /// The 4-bit code / byte of element (row, col) in the re-laid-out codes.
 inline uint32_t quant_code_at(const QuantWeightView& w, uint64_t row, uint64_t col) {
-  const uint8_t* r = w.codes + row * w.layout.row_bytes;
   if (w.desc.format == QuantWeightFormat::Nf4 ||
       w.desc.format == QuantWeightFormat::Nf4DoubleQuant) {
     const uint64_t chunk = col / kNf4ChunkElems, e = col % kNf4ChunkElems;
     const uint64_t word = e % 16, nibble = e / 16;
-    const uint8_t byte = r[chunk * 64 + word * 4 + nibble / 2];
+    const uint8_t byte =
+        w.codes[nf4_chunk_offset(w.desc, w.layout, row, chunk) + word * 4 + nibble / 2];
     return (nibble & 1) ? byte >> 4 : byte & 15u;
   }
-  return r[col];
+  return w.codes[row * w.layout.row_bytes + col];
 }
 
 /// `v` unchanged, opaque to the optimizer: keeps a product from being contracted into a fused

@@ -66,12 +66,14 @@ struct Scheme {
   Fp8Granularity granularity = Fp8Granularity::PerChannel;
   uint32_t block_rows = 0, block_cols = 0;
   uint32_t dq_block = 256;  ///< NF4 double quantization: absmax values per absmax2
+  uint32_t row_group = 0;   ///< NF4 codes' row group (quant_weight.h); 0: this CPU's
   std::string name() const {
+    const std::string g = row_group != 0 ? "_g" + std::to_string(row_group) : "";
     switch (format) {
       case QuantWeightFormat::Nf4:
-        return "nf4_b" + std::to_string(block);
+        return "nf4_b" + std::to_string(block) + g;
       case QuantWeightFormat::Nf4DoubleQuant:
-        return "nf4dq_b" + std::to_string(block) + "_dq" + std::to_string(dq_block);
+        return "nf4dq_b" + std::to_string(block) + "_dq" + std::to_string(dq_block) + g;
       default:
         break;
     }
@@ -176,7 +178,7 @@ TestWeight make_weight(const Scheme& s, uint64_t rows, uint64_t cols, uint32_t s
   t.quant = &q;
   w.ref.resize(numel);
   quant::dequantize(t, 0, numel, w.ref.data());
-  EXPECT_TRUE(quant_weight_layout(w.desc, &w.layout));
+  EXPECT_TRUE(quant_weight_layout(w.desc, &w.layout, s.row_group));
   w.store.assign(w.layout.total_bytes / 8 + 2, 0);
   pack_quant_weight(w.desc, w.layout, w.packed.data(), w.absmax.data(), w.dq_codes.data(),
                     w.dq_absmax2.data(), w.dq_table.data(), w.dq_offset, w.scale.data(),
@@ -257,9 +259,16 @@ double check(const TestWeight& w, int64_t m, bool bias, const std::string& what)
 
 std::vector<Scheme> all_schemes() {
   std::vector<Scheme> out;
+  // NF4 with both row groups (rows in order, chunks of 8 rows interleaved), whichever this
+  // CPU packs with.
   for (uint32_t b : {32u, 64u, 128u, 256u}) {
-    out.push_back({QuantWeightFormat::Nf4, b});
-    out.push_back({QuantWeightFormat::Nf4DoubleQuant, b});
+    for (uint32_t g : {1u, 8u}) {
+      Scheme s{QuantWeightFormat::Nf4, b};
+      s.row_group = g;
+      out.push_back(s);
+      s.format = QuantWeightFormat::Nf4DoubleQuant;
+      out.push_back(s);
+    }
   }
   for (QuantWeightFormat f : {QuantWeightFormat::Fp8E4M3, QuantWeightFormat::Fp8E5M2}) {
     out.push_back({f, 0, Fp8Granularity::PerTensor});
@@ -302,11 +311,16 @@ TEST_F(CpuQuantGemm, RunBasedFastPathEdgesMatchDequantizeThenMatmul) {
   for (uint32_t b : {32u, 64u, 128u, 256u}) {
     const std::vector<std::pair<int64_t, int64_t>> shapes = {
         {13, 3 * static_cast<int64_t>(b)}, {9, 5 * static_cast<int64_t>(b)}, {17, b}};
-    cases.push_back({{QuantWeightFormat::Nf4, b}, shapes});
-    for (uint32_t dq : {4u, 100u, 256u}) {
-      Scheme s{QuantWeightFormat::Nf4DoubleQuant, b};
-      s.dq_block = dq;
-      cases.push_back({s, shapes});
+    for (uint32_t g : {1u, 8u}) {
+      Scheme plain{QuantWeightFormat::Nf4, b};
+      plain.row_group = g;
+      cases.push_back({plain, shapes});
+      for (uint32_t dq : {4u, 100u, 256u}) {
+        Scheme s{QuantWeightFormat::Nf4DoubleQuant, b};
+        s.dq_block = dq;
+        s.row_group = g;
+        cases.push_back({s, shapes});
+      }
     }
   }
   for (QuantWeightFormat f : {QuantWeightFormat::Fp8E4M3, QuantWeightFormat::Fp8E5M2}) {
@@ -444,6 +458,48 @@ TEST_F(CpuQuantGemm, LargeGemvAcrossThreads) {
                                    512, 1024, 6);
   check(f, 1, true, "fp8 block 512x1024 gemv");
   check(f, 7, true, "fp8 block 512x1024 gemm");
+}
+
+// The NF4 codes' documented layout (quant_weight.h) with a row group of 8, worked by hand: 11
+// rows of 256 columns are a group of 8 rows and a group of 3, 2 chunks (128 bytes) per row. Chunk c of row r < 8 is at
+// (8c + r) * 64; chunk c of row 8 + i at 8 * 128 + (3c + i) * 64. Element e of a chunk is nibble
+// e / 16 of little-endian word e % 16, so column 128 + 16 * 5 + 3 of row 9 (chunk 1, vector 5,
+// word 3) is the high nibble of byte 3 * 4 + 2 of that chunk.
+TEST(CpuQuantWeight, Nf4ChunksOfEightRowsAreInterleaved) {
+  QuantWeightDesc d;
+  d.rows = 11;
+  d.cols = 256;
+  d.format = QuantWeightFormat::Nf4;
+  d.block_size = 64;
+  QuantWeightLayout l;
+  ASSERT_TRUE(quant_weight_layout(d, &l, 8));
+  EXPECT_EQ(l.row_bytes, 128u);
+  EXPECT_EQ(nf4_chunk_offset(d, l, 0, 0), 0u);
+  EXPECT_EQ(nf4_chunk_offset(d, l, 1, 0), 64u);
+  EXPECT_EQ(nf4_chunk_offset(d, l, 7, 1), (8u + 7u) * 64u);
+  EXPECT_EQ(nf4_chunk_offset(d, l, 8, 0), 1024u);
+  EXPECT_EQ(nf4_chunk_offset(d, l, 9, 1), 1024u + 4u * 64u);
+  EXPECT_EQ(nf4_chunk_offset(d, l, 10, 1), 1024u + 5u * 64u);
+  EXPECT_EQ(nf4_chunk_stride(d, l, 3), 512u);
+  EXPECT_EQ(nf4_chunk_stride(d, l, 10), 192u);
+  // Program codes: element e = row * 256 + col, two per byte, the first in the high nibble.
+  // Every code is 0 except (9, 211) = 13.
+  std::vector<uint8_t> packed(11 * 256 / 2, 0);
+  const uint64_t e = 9 * 256 + 211;
+  packed[e / 2] = static_cast<uint8_t>((e & 1) ? 13 : 13 << 4);
+  std::vector<float> absmax(l.blocks, 1.0f);
+  std::vector<uint8_t> out(l.total_bytes, 0);
+  pack_quant_weight(d, l, packed.data(), absmax.data(), nullptr, nullptr, nullptr, 0.0f, nullptr,
+                    out.data());
+  for (uint64_t i = 0; i < 11 * 128; ++i) {
+    const uint8_t want = i == 1024 + 4 * 64 + 3 * 4 + 2 ? 0xD0 : 0x00;
+    ASSERT_EQ(out[i], want) << "byte " << i;
+  }
+  // Row group 1: rows one after the other; anything else is refused.
+  ASSERT_TRUE(quant_weight_layout(d, &l, 1));
+  EXPECT_EQ(nf4_chunk_offset(d, l, 9, 1), 9u * 128u + 64u);
+  EXPECT_EQ(nf4_chunk_stride(d, l, 10), 64u);
+  EXPECT_FALSE(quant_weight_layout(d, &l, 4));
 }
 
 TEST(CpuQuantWeight, LayoutRefusesIllegalParameters) {
