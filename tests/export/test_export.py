@@ -391,6 +391,34 @@ def test_attention_masks():
         assert_close(g, r, what="output %d" % i)
 
 
+def test_grouped_query_attention():
+    """F.scaled_dot_product_attention(..., enable_gqa=True) (torch >= 2.5): 6 query heads over
+    2 key/value heads, with masks of 1 head and of 6 heads and causal, against PyTorch; K and V
+    are read in place (no expand or copy of them is exported)."""
+    if "enable_gqa" not in str(torch.ops.aten.scaled_dot_product_attention.default._schema):
+        return  # PyTorch < 2.5: no grouped attention
+
+    class Gqa(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("bias", torch.randn(1, 6, 5, 7))
+
+        def forward(self, q, k, v, keep):
+            return (F.scaled_dot_product_attention(q, k, v, attn_mask=keep, enable_gqa=True),
+                    F.scaled_dot_product_attention(q, k, v, attn_mask=self.bias, scale=0.3,
+                                                   enable_gqa=True),
+                    F.scaled_dot_product_attention(q, k[..., :5, :], v[..., :5, :],
+                                                   is_causal=True, enable_gqa=True))
+    m = Gqa()
+    inputs = (torch.randn(2, 6, 5, 8), torch.randn(2, 2, 7, 8), torch.randn(2, 2, 7, 4),
+              torch.rand(2, 1, 5, 7) > 0.3)
+    result, got = export_and_run(m, inputs, "gqa")
+    assert result.ops.get("tern::scaled_dot_product_attention") == 3, result.ops
+    assert "tern::expand" not in result.ops and "tern::clone" not in result.ops, result.ops
+    for i, (g, r) in enumerate(zip(got, m(*inputs))):
+        assert_close(g, r, what="output %d" % i)
+
+
 def _ops(result):
     return [n["op"] for n in graph_nodes(result)]
 

@@ -213,6 +213,14 @@ def test_export_llm_prefill_and_decode_share_the_cache():
     assert sorted(result.methods) == ["decode", "prefill"], result.methods
     assert len(result.shared_state) == 6, result.shared_state  # k, v of 2 layers + 2 positions
     assert result.methods["decode"]["ops"].get("tern::index_copy") == 4, result.methods["decode"]
+    # Grouped-query attention reads each K/V head in place (gqa.fold_repeat_kv): transformers'
+    # repeat_kv (unsqueeze, expand, clone, view of the whole cache per layer and step) is not
+    # exported, where torch can evaluate grouped attention (>= 2.5).
+    if "enable_gqa" in str(torch.ops.aten.scaled_dot_product_attention.default._schema):
+        for method in ("prefill", "decode"):
+            ops = result.methods[method]["ops"]
+            # With the repeats: 4 expands and 8 clones per method (2 layers x k, v each).
+            assert "tern::expand" not in ops and ops.get("tern::clone", 0) <= 4, (method, ops)
     # Weights once: the program's constants are about the model's parameters (both methods
     # read them; stored twice they would be twice as many bytes).
     info = subprocess.run([tern_export.find_tern(), "inspect", pte], stdout=subprocess.PIPE,

@@ -16,7 +16,7 @@ import re
 import torch
 import torch.fx
 
-from . import ops_table
+from . import gqa, ops_table
 from .errors import ExportError, Unsupported, UnsupportedOpError
 from .graph_writer import tern_dtype
 from .values import POISON, Const, Multi, Poison, TVal, Unavailable
@@ -251,6 +251,7 @@ class Lowerer:
 
     def run(self):
         graph = self.gm.graph
+        gqa.fold_repeat_kv(self.gm)
         live = self._live_nodes(graph)
         self._plan_bn_folds(live)
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
