@@ -391,11 +391,19 @@ def test_attention_masks():
         assert_close(g, r, what="output %d" % i)
 
 
+def has_grouped_attention():
+    """Whether this PyTorch's attention takes enable_gqa (>= 2.5)."""
+    try:
+        return "enable_gqa" in str(torch.ops.aten.scaled_dot_product_attention.default._schema)
+    except (AttributeError, RuntimeError):  # PyTorch 1.13: no such operator
+        return False
+
+
 def test_grouped_query_attention():
     """F.scaled_dot_product_attention(..., enable_gqa=True) (torch >= 2.5): 6 query heads over
     2 key/value heads, with masks of 1 head and of 6 heads and causal, against PyTorch; K and V
     are read in place (no expand or copy of them is exported)."""
-    if "enable_gqa" not in str(torch.ops.aten.scaled_dot_product_attention.default._schema):
+    if not has_grouped_attention():
         return  # PyTorch < 2.5: no grouped attention
 
     class Gqa(nn.Module):

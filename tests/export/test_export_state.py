@@ -12,8 +12,8 @@ import re
 import subprocess
 import sys
 
-from test_export import (_path, assert_close, expect_raises, json, main, nn, np, torch,  # noqa: E402
-                         tern_export)
+from test_export import (_path, assert_close, expect_raises, has_grouped_attention,  # noqa: E402
+                         json, main, nn, np, torch, tern_export)
 
 
 class StepCache(nn.Module):
@@ -216,7 +216,7 @@ def test_export_llm_prefill_and_decode_share_the_cache():
     # Grouped-query attention reads each K/V head in place (gqa.fold_repeat_kv): transformers'
     # repeat_kv (unsqueeze, expand, clone, view of the whole cache per layer and step) is not
     # exported, where torch can evaluate grouped attention (>= 2.5).
-    if "enable_gqa" in str(torch.ops.aten.scaled_dot_product_attention.default._schema):
+    if has_grouped_attention():
         for method in ("prefill", "decode"):
             ops = result.methods[method]["ops"]
             # With the repeats: 4 expands and 8 clones per method (2 layers x k, v each).

@@ -87,10 +87,10 @@ def _example_inputs(example_inputs):
     return args
 
 
-def _lower(module, args, share_scalars=True, name="forward"):
+def _lower(module, args, share_scalars=True, name="forward", grouped_attention=True):
     captured = capture(module, args, KEEP)
     mb = MethodBuilder(name, share_scalars=share_scalars)
-    lowerer = Lowerer(captured, args, mb)
+    lowerer = Lowerer(captured, args, mb, fold_repeat_kv=grouped_attention)
     lowerer.run()
     return captured, mb, lowerer
 
@@ -123,14 +123,15 @@ class Method:
         self.dynamic_dims = dynamic_dims
 
 
-def _lower_method(name, method):
+def _lower_method(name, method, grouped_attention=True):
     """(captured, MethodBuilder, Lowerer) of one method; a dynamic one is lowered at its
-    bounds and probed one below each (dynamic.py)."""
+    bounds and probed one below each (dynamic.py). grouped_attention: see
+    export_graph_methods."""
     module = method.module
     args = _example_inputs(method.example_inputs)
     dims = _dynamic_symbols(module, args, method.dynamic_shapes, method.dynamic_dims)
     if not dims:
-        return _lower(module, args, name=name)
+        return _lower(module, args, name=name, grouped_attention=grouped_attention)
     symbols = []
     for _, _, sym in dims:
         if sym not in symbols:
@@ -142,12 +143,14 @@ def _lower_method(name, method):
     bounds = {sym.name: sym.max for sym in symbols}
     # Lowered at every bound (what the planner plans for), then once per symbol at bound - 1
     # to see which dims and ints follow it (dynamic.py).
-    captured, mb, lowerer = _lower(module, _dynamic.inputs_at(args, dims, bounds), False, name)
+    captured, mb, lowerer = _lower(module, _dynamic.inputs_at(args, dims, bounds), False, name,
+                                   grouped_attention)
     probes = []
     for sym in symbols:
         sizes = dict(bounds)
         sizes[sym.name] = sym.max - 1
-        _, probe_mb, _ = _lower(module, _dynamic.inputs_at(args, dims, sizes), False, name)
+        _, probe_mb, _ = _lower(module, _dynamic.inputs_at(args, dims, sizes), False, name,
+                                grouped_attention)
         probes.append(probe_mb)
     doc = mb.to_json()
     prefixed = _dynamic.merge(doc, [p.to_json() for p in probes], symbols, mb.weights,
@@ -163,21 +166,26 @@ def _buffers(module):
 
 
 def export_graph(module, example_inputs, graph_dir, source_model=None, dynamic_shapes=None,
-                 dynamic_dims=None):
+                 dynamic_dims=None, grouped_attention=True):
     """Captures and lowers `module` and writes graph_dir/graph.json and
     graph_dir/weights.safetensors, without compiling. Returns (graph.json path, Lowerer info
     dict with 'ops', 'aten_ops', 'capture', 'num_outputs'). dynamic_shapes / dynamic_dims: see
-    export()."""
+    export(); grouped_attention: see export_graph_methods (False for a graph meant for the cuda
+    or vulkan backend)."""
     methods = {"forward": Method(module, example_inputs, dynamic_shapes, dynamic_dims)}
-    return export_graph_methods(methods, graph_dir, source_model)
+    return export_graph_methods(methods, graph_dir, source_model, grouped_attention)
 
 
-def export_graph_methods(methods, graph_dir, source_model=None):
+def export_graph_methods(methods, graph_dir, source_model=None, grouped_attention=True):
     """export_graph() for several methods ({name: Method}, in order) in one graph.json: their
     weights are written once (a tensor two methods read is one safetensors entry), and a
     buffer that two methods of one module update in place is one shared state tensor
     (docs/graph-format.md "shared"). Info: 'ops', 'aten_ops', 'capture', 'num_outputs' summed
-    or of the first method, plus 'methods' ({name: info}) and 'shared_state' (names)."""
+    or of the first method, plus 'methods' ({name: info}) and 'shared_state' (names).
+    grouped_attention: attention on K/V repeated to the query's heads (transformers' repeat_kv)
+    reads the K/V heads in place instead (gqa.py); export_methods turns it off for programs
+    that name the cuda or vulkan backend, whose attention takes K/V with the query's heads
+    only (with the repeats, the copies run inside their delegates)."""
     if not methods:
         raise TypeError("tern_export: no methods to export")
     built = []
@@ -190,7 +198,7 @@ def export_graph_methods(methods, graph_dir, source_model=None):
         # cache) must hold the same initial values for every method.
         saved = [b.detach().clone() for b in _buffers(method.module)]
         try:
-            captured, mb, lowerer = _lower_method(name, method)
+            captured, mb, lowerer = _lower_method(name, method, grouped_attention)
         finally:
             with torch.no_grad():
                 for b, v in zip(_buffers(method.module), saved):
@@ -327,7 +335,9 @@ def export_methods(methods, path, backends=DEFAULT_BACKENDS, quantize=None, keep
     tern = find_tern()
     graph_dir = keep_graph or tempfile.mkdtemp(prefix="tern_export_")
     try:
-        graph_path, info = export_graph_methods(methods, graph_dir, source_model)
+        gpu = any(n.split(":")[0] in ("cuda", "vulkan") for n in names)
+        graph_path, info = export_graph_methods(methods, graph_dir, source_model,
+                                                grouped_attention=not gpu)
         out_dir = os.path.dirname(os.path.abspath(path))
         os.makedirs(out_dir, exist_ok=True)
         quant_args, _ = _quantize.compile_args(graph_path, quantize)

@@ -92,7 +92,8 @@ def _map(x, fn):
 class Lowerer:
     """Lowers one captured graph into `mb` (a MethodBuilder)."""
 
-    def __init__(self, captured, example_inputs, mb):
+    def __init__(self, captured, example_inputs, mb, fold_repeat_kv=True):
+        self.fold_repeat_kv = fold_repeat_kv  # gqa.fold_repeat_kv before lowering
         self.cap = captured
         self.gm = captured.gm
         self.mb = mb
@@ -251,7 +252,8 @@ class Lowerer:
 
     def run(self):
         graph = self.gm.graph
-        gqa.fold_repeat_kv(self.gm)
+        if self.fold_repeat_kv:
+            gqa.fold_repeat_kv(self.gm)
         live = self._live_nodes(graph)
         self._plan_bn_folds(live)
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
