@@ -367,6 +367,54 @@ TEST_F(SdpaBlockTest, KeysOfWeightZeroIgnoreNonFiniteValues) {
   }
 }
 
+// A decode step over a KV cache filled to position p: a bool mask attends keys 0..p of S, the
+// rest of the cache holds anything (NaN here). The kernel stops each block after the last
+// attended key; the result must be bitwise that of the attended keys alone (K, V cut to p + 1
+// keys, no mask), every variant and block height.
+TEST_F(SdpaBlockTest, BoolMaskedCacheTailIsNeverRead) {
+  const int64_t H = 3, L = 5, S = 40, P = 22, E = 8, Ev = 7;
+  auto q = random_tensor<float>({H, L, E}, 31);
+  auto k = random_tensor<float>({H, S, E}, 32);
+  auto v = random_tensor<float>({H, S, Ev}, 33);
+  auto k_cut = zeros<float>({H, P + 1, E});
+  auto v_cut = zeros<float>({H, P + 1, Ev});
+  for (int64_t h = 0; h < H; ++h) {
+    for (int64_t j = 0; j < S; ++j) {
+      for (int64_t e = 0; e < E; ++e) {
+        float& x = k->data[(h * S + j) * E + e];
+        if (j > P) x = NAN;
+        else k_cut->data[(h * (P + 1) + j) * E + e] = x;
+      }
+      for (int64_t c = 0; c < Ev; ++c) {
+        float& x = v->data[(h * S + j) * Ev + c];
+        if (j > P) x = c % 2 ? NAN : INFINITY;
+        else v_cut->data[(h * (P + 1) + j) * Ev + c] = x;
+      }
+    }
+  }
+  std::vector<uint8_t> bits(static_cast<size_t>(S));
+  for (int64_t j = 0; j < S; ++j) bits[j] = j <= P;
+  BoolMask mask({1, S}, bits);
+  EValue none;
+  EValue no = EValue::from_bool(false);
+  EValue scale_v = EValue::from_double(0.25);
+  for (SimdLevel level : variants()) {
+    portable::simd_level_cap() = level;
+    auto want = zeros<float>({H, L, Ev});
+    ASSERT_EQ(run({&q->value, &k_cut->value, &v_cut->value, &none, &no, &scale_v, &want->value},
+                  1 << 20),
+              Error::Ok);
+    for (size_t temp : temp_sizes(L, S)) {
+      auto out = zeros<float>({H, L, Ev});
+      ASSERT_EQ(run({&q->value, &k->value, &v->value, &mask.value, &no, &scale_v, &out->value},
+                    temp),
+                Error::Ok)
+          << last_error_message();
+      EXPECT_TRUE(same_bits(out->data, want->data)) << name_of(level) << " temp " << temp;
+    }
+  }
+}
+
 TEST_F(SdpaBlockTest, FullyMaskedRowIsZeroEvenWithNaNValues) {
   const int64_t L = 6, S = 5, E = 3, Ev = 4;
   auto q = random_tensor<float>({L, E}, 31);

@@ -6,7 +6,7 @@
 //   3. out_blk [r, Ev] = P V: a register tile of MR rows x NR columns reading V's rows in
 //      place, then each row times 1 / sum (zeros for a row with nothing attended).
 // With is_causal, key slivers and key ranges beyond a tile's last row are skipped (keys = at
-// most row0 + r). Plain C++ that the compiler vectorizes; on x86-64 the same template is also
+// most row0 + r); with a bool mask, the keys after the last one any row of the block attends. Plain C++ that the compiler vectorizes; on x86-64 the same template is also
 // built for AVX2+FMA and AVX-512 and picked at run time (simd_dispatch.h), as gemm.cpp does.
 //
 // Why not gemm_f32: its single-row products take matrix-vector loops that sum in another
@@ -324,10 +324,33 @@ struct HeadKernel {
     }
   }
 
+  // With a bool mask: 1 + the last key that rows [row0, row0 + r) attend (at least 1). The
+  // keys after it are masked in every row of the block (weight exactly 0 whatever the score),
+  // so the block stops there: a decode step over a cache filled to its position reads K and V
+  // up to the position only. Results are bitwise those over every key (the dropped terms are
+  // trailing zeros of sums taken in key order).
+  TERN_SIMD_INLINE int64_t attended_extent(int64_t row0, int64_t r) const {
+    if (h.mask == nullptr || !h.mask_is_bool) return h.s;
+    const uint8_t* m = static_cast<const uint8_t*>(h.mask) + h.mask_offset;
+    int64_t extent = 1;
+    for (int64_t i = row0; i < row0 + r; ++i) {
+      const uint8_t* row = m + i * h.mask_stride_l;
+      for (int64_t j = key_limit(i, h.s) - 1; j >= extent; --j) {
+        if (row[j * h.mask_stride_s] != 0) {
+          extent = j + 1;
+          break;
+        }
+      }
+    }
+    return extent;
+  }
+
   TERN_SIMD_INLINE void run(int64_t block_rows) const {
-    // Any inf or NaN in v (an all-ones exponent field)? Then 0 * v is not 0.
+    // Any inf or NaN in the value rows any query attends (an all-ones exponent field)? Then
+    // 0 * v is not 0.
+    const int64_t extent = attended_extent(0, h.l);
     uint32_t non_finite = 0;
-    for (int64_t i = 0; i < h.s * h.ev; ++i) {
+    for (int64_t i = 0; i < extent * h.ev; ++i) {
       non_finite |= (vmath::bits_of(h.v[i]) & 0x7F800000u) == 0x7F800000u;
     }
     float scale_rows[kSdpaMaxBlockRows];
@@ -336,7 +359,11 @@ struct HeadKernel {
     for (int64_t i = 0; i < block_rows; ++i) scale_rows[i] = h.scale;
     for (int64_t row0 = 0; row0 < h.l; row0 += block_rows) {
       const int64_t r = h.l - row0 < block_rows ? h.l - row0 : block_rows;
-      const int64_t keys = h.causal && row0 + r < h.s ? row0 + r : h.s;
+      int64_t keys = h.causal && row0 + r < h.s ? row0 + r : h.s;
+      if (h.mask != nullptr && h.mask_is_bool) {
+        const int64_t attended = attended_extent(row0, r);
+        keys = attended < keys ? attended : keys;
+      }
       compute_scores(row0, r, keys, scale_rows);
       for (int64_t i = 0; i < r; ++i) {
         const RowNorm n = softmax_row(row0 + i, scores + i * keys, keys);
