@@ -133,9 +133,9 @@ TERN_AVX2_TARGET void planes_tile(const QuantGemmProblem& p, const Nf4Absmax& am
     for (int h = 0; h < 2; ++h) {
 #pragma GCC unroll 2
       for (int j = 0; j < NR; ++j) {
+        const uint8_t* src = rows[j] + c0 / kNf4ChunkElems * stride[j] + 32 * h;
         const __m256i t = _mm256_shuffle_epi8(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[j] + c0 / kNf4ChunkElems * stride[j] + 32 * h)),
-            pl.transpose);
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)), pl.transpose);
 #pragma GCC unroll 2
         for (int nib = 0; nib < 2; ++nib) {
           __m256 f[4];

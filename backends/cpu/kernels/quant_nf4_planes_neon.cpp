@@ -102,7 +102,8 @@ void planes_tile(const QuantGemmProblem& p, const Nf4Absmax& am, int64_t n, int6
     for (int g4 = 0; g4 < 4; ++g4) {
 #pragma GCC unroll 2
       for (int j = 0; j < NR; ++j) {
-        const uint8x16_t t = vqtbl1q_u8(vld1q_u8(rows[j] + c0 / kNf4ChunkElems * stride[j] + 16 * g4), pl.transpose);
+        const uint8_t* src = rows[j] + c0 / kNf4ChunkElems * stride[j] + 16 * g4;
+        const uint8x16_t t = vqtbl1q_u8(vld1q_u8(src), pl.transpose);
 #pragma GCC unroll 2
         for (int nib = 0; nib < 2; ++nib) {
           float32x4_t f[4];
