@@ -139,6 +139,8 @@ void pack_quant_weight(const QuantWeightDesc& d, const QuantWeightLayout& l, con
   if (is_nf4(d.format)) {
     for (uint64_t r = 0; r < d.rows; ++r) {
       const uint64_t padded = l.row_bytes * 2;
+      uint8_t* row = out + nf4_row_offset(l, r);  // chunk c at row + c * stride
+      const uint64_t stride = nf4_chunk_stride(d, l, r);
       for (uint64_t c = 0; c < padded; ++c) {
         uint32_t code = 7;  // padding: 0.0
         if (c < d.cols) {
@@ -148,7 +150,7 @@ void pack_quant_weight(const QuantWeightDesc& d, const QuantWeightLayout& l, con
         }
         const uint64_t chunk = c / kNf4ChunkElems, i = c % kNf4ChunkElems;
         const uint64_t word = i % 16, nibble = i / 16;
-        uint8_t& dst = out[nf4_chunk_offset(d, l, r, chunk) + word * 4 + nibble / 2];
+        uint8_t& dst = row[chunk * stride + word * 4 + nibble / 2];
         dst = static_cast<uint8_t>((nibble & 1) ? (dst & 0x0F) | (code << 4)
                                                 : (dst & 0xF0) | code);
       }

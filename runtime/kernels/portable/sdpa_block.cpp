@@ -6,8 +6,9 @@
 //   3. out_blk [r, Ev] = P V: a register tile of MR rows x NR columns reading V's rows in
 //      place, then each row times 1 / sum (zeros for a row with nothing attended).
 // With is_causal, key slivers and key ranges beyond a tile's last row are skipped (keys = at
-// most row0 + r); with a bool mask, the keys after the last one any row of the block attends. Plain C++ that the compiler vectorizes; on x86-64 the same template is also
-// built for AVX2+FMA and AVX-512 and picked at run time (simd_dispatch.h), as gemm.cpp does.
+// most row0 + r); with a bool mask, the keys after the last one any row of the block attends.
+// Plain C++ that the compiler vectorizes; on x86-64 the same template is also built for
+// AVX2+FMA and AVX-512 and picked at run time (simd_dispatch.h), as gemm.cpp does.
 //
 // Why not gemm_f32: its single-row products take matrix-vector loops that sum in another
 // order, and the block height here depends on how much temp memory the caller gave, so the
@@ -361,7 +362,7 @@ struct HeadKernel {
       const int64_t r = h.l - row0 < block_rows ? h.l - row0 : block_rows;
       int64_t keys = h.causal && row0 + r < h.s ? row0 + r : h.s;
       if (h.mask != nullptr && h.mask_is_bool) {
-        const int64_t attended = attended_extent(row0, r);
+        const int64_t attended = r == h.l ? extent : attended_extent(row0, r);
         keys = attended < keys ? attended : keys;
       }
       compute_scores(row0, r, keys, scale_rows);

@@ -461,10 +461,10 @@ TEST_F(CpuQuantGemm, LargeGemvAcrossThreads) {
 }
 
 // The NF4 codes' documented layout (quant_weight.h) with a row group of 8, worked by hand: 11
-// rows of 256 columns are a group of 8 rows and a group of 3, 2 chunks (128 bytes) per row. Chunk c of row r < 8 is at
-// (8c + r) * 64; chunk c of row 8 + i at 8 * 128 + (3c + i) * 64. Element e of a chunk is nibble
-// e / 16 of little-endian word e % 16, so column 128 + 16 * 5 + 3 of row 9 (chunk 1, vector 5,
-// word 3) is the high nibble of byte 3 * 4 + 2 of that chunk.
+// rows of 256 columns are a group of 8 rows and a group of 3, 2 chunks (128 bytes) per row.
+// Chunk c of row r < 8 is at (8c + r) * 64; chunk c of row 8 + i at 8 * 128 + (3c + i) * 64.
+// Element e of a chunk is nibble e / 16 of little-endian word e % 16, so column 128 + 16 * 5 + 3
+// of row 9 (chunk 1, vector 5, word 3) is the high nibble of byte 3 * 4 + 2 of that chunk.
 TEST(CpuQuantWeight, Nf4ChunksOfEightRowsAreInterleaved) {
   QuantWeightDesc d;
   d.rows = 11;

@@ -11,6 +11,8 @@ without a copy. The expand/clone/view chain is left without users and is not low
 """
 import torch
 
+from .errors import Unsupported
+
 _VIEWS = ("view.default", "_unsafe_view.default", "reshape.default")
 
 
@@ -80,3 +82,30 @@ def fold_repeat_kv(gm):
         n.kwargs = dict(n.kwargs, enable_gqa=True)
         count += 1
     return count
+
+
+def grouped_shapes(q, k, v, mask=None):
+    """The shapes of attention(q, k, v, mask, enable_gqa=True) as tern's broadcasting attention
+    takes it: query head h = g * rep + r reads key/value head g, so q [.., Hq, L, E] becomes
+    [.., Hkv, rep, L, E], k and v [.., Hkv, 1, S, E], a mask's head dim (1 or Hq, when it has
+    one) split the same way; returns (q, k, v, mask or None, out [.., Hkv, rep, L, Ev]) shapes.
+    Raises Unsupported for heads that do not group."""
+    qs, ks, vs = list(q), list(k), list(v)
+    if len(qs) < 3 or len(ks) != len(qs) or len(vs) != len(qs):
+        raise Unsupported("enable_gqa with q %s, k %s, v %s (expected [.., heads, L, E])"
+                          % (qs, ks, vs))
+    hq, hkv = qs[-3], ks[-3]
+    if hkv < 1 or hq % hkv or vs[-3] != hkv:
+        raise Unsupported("enable_gqa: %d query heads are not a multiple of %d key heads / "
+                          "%d value heads" % (hq, hkv, vs[-3]))
+    rep = hq // hkv
+    ms = None
+    if mask is not None and len(mask) >= 3:
+        m = list(mask)
+        split = [hkv, rep] if m[-3] == hq else [1, 1] if m[-3] == 1 else None
+        if split is None:
+            raise Unsupported("enable_gqa: the mask's %d heads are neither 1 nor the query's %d"
+                              % (m[-3], hq))
+        ms = m[:-3] + split + m[-2:]
+    return (qs[:-3] + [hkv, rep] + qs[-2:], ks[:-3] + [hkv, 1] + ks[-2:],
+            vs[:-3] + [hkv, 1] + vs[-2:], ms, qs[:-3] + [hkv, rep, qs[-2], vs[-1]])

@@ -8,6 +8,7 @@ Handlers raise errors.Unsupported (with a reason) for a case they cannot express
 import torch
 import torch.fx
 
+from . import gqa
 from .errors import Unsupported
 from .values import Const, Multi, TVal, Unavailable
 
@@ -1075,38 +1076,20 @@ def _sdpa(L, a, real):
         raise Unsupported("attention dropout (export the module in eval mode)")
     q, k, v = a["query"], a["key"], a["value"]
     mask = a.get("attn_mask", Const(None))
-    gqa = V(a.get("enable_gqa", Const(False)))
-    if gqa:
-        # Grouped-query attention without repeating K and V: query head h = g * rep + r reads
-        # key/value head g, so q [.., Hq, L, E] is viewed as [.., Hkv, rep, L, E], k and v as
-        # [.., Hkv, 1, S, E] (broadcast over rep by tern's attention), the mask's head dim split
-        # the same way, and the result viewed back as [.., Hq, L, Ev].
-        qs, ks, vs = list(real_of(q).shape), list(real_of(k).shape), list(real_of(v).shape)
-        if len(qs) < 3 or len(ks) != len(qs) or len(vs) != len(qs):
-            raise Unsupported("enable_gqa with q %s, k %s, v %s (expected [.., heads, L, E])"
-                              % (qs, ks, vs))
-        hq, hkv = qs[-3], ks[-3]
-        if hkv < 1 or hq % hkv or vs[-3] != hkv:
-            raise Unsupported("enable_gqa: %d query heads are not a multiple of %d key heads / "
-                              "%d value heads" % (hq, hkv, vs[-3]))
-        rep = hq // hkv
-        q = _regrouped(L, q, qs[:-3] + [hkv, rep] + qs[-2:])
-        k = _regrouped(L, k, ks[:-3] + [hkv, 1] + ks[-2:])
-        v = _regrouped(L, v, vs[:-3] + [hkv, 1] + vs[-2:])
-        if not is_none(mask) and rank(mask) >= 3:
-            ms = list(real_of(mask).shape)
-            heads = ms[-3]
-            split = [hkv, rep] if heads == hq else [1, 1] if heads == 1 else None
-            if split is None:
-                raise Unsupported("enable_gqa: the mask's %d heads are neither 1 nor the query's %d"
-                                  % (heads, hq))
-            mask = _regrouped(L, mask, ms[:-3] + split + ms[-2:])
-    out_real = real.reshape(list(real.shape[:-3]) + [hkv, rep] + list(real.shape[-2:])) if gqa \
-        else real
+    grouped = V(a.get("enable_gqa", Const(False)))
+    out_real = real
+    if grouped:  # K/V heads read in place through grouped views (gqa.grouped_shapes)
+        qs, ks, vs, ms, os_ = gqa.grouped_shapes(
+            real_of(q).shape, real_of(k).shape, real_of(v).shape,
+            None if is_none(mask) else real_of(mask).shape)
+        q, k, v = _regrouped(L, q, qs), _regrouped(L, k, ks), _regrouped(L, v, vs)
+        if ms is not None:
+            mask = _regrouped(L, mask, ms)
+        out_real = real.reshape(os_)
     out = L.emit("scaled_dot_product_attention", [
         L.tensor_id(q), L.tensor_id(k), L.tensor_id(v),
         opt_tensor(L, mask), L.mb.bool(V(a["is_causal"])), L.opt_double(V(a["scale"]))], out_real)
-    return _reshaped(L, out, list(real.shape)) if gqa else out
+    return _reshaped(L, out, list(real.shape)) if grouped else out
 
 
 @handles("scaled_dot_product_attention.default")
