@@ -1,4 +1,4 @@
-// The vulkan delegate blob, version 4: shared by the compile half (writer) and the runtime half
+// The vulkan delegate blob, version 5: shared by the compile half (writer) and the runtime half
 // (reader). Plain structs only (no STL): the runtime includes this file. The byte layout is
 // documented in backends/vulkan/README.md; all fields are little-endian.
 #pragma once
@@ -15,9 +15,10 @@ constexpr char kBlobMagic[4] = {'T', 'V', 'K', 'N'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback). Version 1
 /// was before node op 13 (pad), version 2 before quantized weights (value type 2, node ops 14
-/// and 15), version 3 before f16 storage (BlobHeader::storage 1): a runtime that reads an older
-/// version falls back instead of refusing it as malformed.
-constexpr uint32_t kBlobVersion = 4;
+/// and 15), version 3 before f16 storage (BlobHeader::storage 1), version 4 before attention's
+/// kv and mask groups (node op 12's parameters 13 and 14, grouped-query attention): a runtime
+/// that reads an older version falls back instead of refusing it as malformed.
+constexpr uint32_t kBlobVersion = 5;
 /// Most dimensions of a value and of a strided iteration.
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (attention: q, k, v, mask).

@@ -774,8 +774,16 @@ void lower_attention(BlobBuilder& b, const Node& n) {
   if (qs.size() < 2 || ks.size() != qs.size() || vs.size() != qs.size()) throw Unsupported("sdpa ranks");
   const size_t r = qs.size();
   const Dims batch(qs.begin(), qs.end() - 2);
-  if (Dims(ks.begin(), ks.end() - 2) != batch || Dims(vs.begin(), vs.end() - 2) != batch) {
-    throw Unsupported("sdpa batch dims broadcast");
+  const Dims kv_batch(ks.begin(), ks.end() - 2);
+  if (Dims(vs.begin(), vs.end() - 2) != kv_batch) throw Unsupported("sdpa k and v batch dims differ");
+  // Grouped-query attention: k/v's batch dims are q's with a trailing run of 1s (q [.., Hkv, rep],
+  // k/v [.., Hkv, 1]), so query batch z reads key/value batch z / group.
+  size_t lead = 0;
+  while (lead < batch.size() && kv_batch[lead] == batch[lead]) ++lead;
+  int64_t group = 1;
+  for (size_t i = lead; i < batch.size(); ++i) {
+    if (kv_batch[i] != 1) throw Unsupported("sdpa batch dims broadcast other than a trailing run");
+    group *= batch[i];
   }
   const int64_t L = qs[r - 2], E = qs[r - 1], S = ks[r - 2], Ev = vs[r - 1];
   if (ks[r - 1] != E || vs[r - 2] != S) throw Unsupported("sdpa shapes");
@@ -787,7 +795,7 @@ void lower_attention(BlobBuilder& b, const Node& n) {
   double scale = 1.0 / std::sqrt(static_cast<double>(E));
   if (has_arg(n, 5) && !is_none(g, arg(n, 5))) scale = num_of(g, arg(n, 5));
   std::vector<uint32_t> inputs{b.input(arg(n, 0)), b.input(arg(n, 1)), b.input(arg(n, 2))};
-  int64_t mb = 0, mr = 0, mc = 0;
+  int64_t mb = 0, mr = 0, mc = 0, mask_group = 1;
   if (has_mask) {
     const Value& m = val(g, arg(n, 3));
     if (!m.is_tensor()) throw Unsupported("sdpa mask");
@@ -796,15 +804,26 @@ void lower_attention(BlobBuilder& b, const Node& n) {
     target.push_back(L);
     target.push_back(S);
     const Dims st = broadcast_strides(m.sizes, target);
-    // The flattened batch needs one stride: every batch dim broadcast, or none.
-    bool all_zero = true, all_full = true;
-    const Dims mst = contiguous_strides(target);
-    for (size_t i = 0; i + 2 < target.size(); ++i) {
-      all_zero = all_zero && (st[i] == 0 || target[i] == 1);
-      all_full = all_full && (st[i] == mst[i] || target[i] == 1);
+    // The flattened batch needs one stride: the mask's batch dims are a leading run it holds
+    // (laid out one after the other) and a trailing run it broadcasts, so query batch z reads
+    // mask batch z / mask group (like k and v above).
+    size_t held = 0;
+    while (held < batch.size() && (st[held] != 0 || target[held] == 1)) ++held;
+    for (size_t i = held; i < batch.size(); ++i) {
+      if (st[i] != 0 && target[i] != 1) throw Unsupported("sdpa mask broadcasts a batch dim before one it holds");
+      mask_group *= target[i];
     }
-    if (!all_zero && !all_full) throw Unsupported("sdpa mask broadcasts part of the batch");
-    mb = all_zero ? 0 : L * S;
+    int64_t unit = 0;  // the held dims' flattened stride: that of the last one of size > 1
+    for (size_t i = held; i-- > 0;) {
+      if (target[i] == 1) continue;
+      if (unit == 0) {
+        unit = st[i];
+        mb = st[i];
+      } else if (st[i] != unit) {
+        throw Unsupported("sdpa mask batch layout");
+      }
+      unit *= target[i];
+    }
     mr = st[r - 2];
     mc = st[r - 1];
     if (m.dtype == DType::Bool) {
@@ -818,7 +837,7 @@ void lower_attention(BlobBuilder& b, const Node& n) {
          {param(B, "batch"), param(L, "L"), param(S, "S"), param(E, "E"), param(Ev, "Ev"),
           causal ? 1 : 0, has_mask ? 1 : 0, param(L * E, "q stride"), param(S * E, "k stride"),
           param(S * Ev, "v stride"), param(mb, "mask stride"), param(mr, "mask stride"),
-          param(mc, "mask stride")},
+          param(mc, "mask stride"), param(group, "kv group"), param(mask_group, "mask group")},
          {static_cast<float>(scale)});
 }
 

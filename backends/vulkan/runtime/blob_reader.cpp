@@ -331,19 +331,25 @@ struct NodeChecker {
         TERN_RETURN_IF_ERROR(flag(5));
         TERN_RETURN_IF_ERROR(flag(6));
         TERN_RETURN_IF_ERROR(params_in(7, 6, 0));
+        TERN_RETURN_IF_ERROR(params_in(13, 2, 1));
         if ((p[6] != 0) != (node.num_inputs == 4)) return fail("has_mask vs inputs", 4, node.num_inputs);
+        if (p[0] % p[13] != 0) return fail("kv group dividing the batch", static_cast<uint64_t>(p[0]), static_cast<uint64_t>(p[13]));
+        const int32_t kv_batch = p[0] / p[13];
         uint64_t e = 0;
         const int32_t q_dims[3] = {p[0], p[1], p[3]}, q_str[3] = {p[7], p[3], 1};
         if (!strided_extent(q_dims, q_str, 0, 3, &e)) return fail("q extent", 0, 0);
         TERN_RETURN_IF_ERROR(reads_within(0, e, "q"));
-        const int32_t k_dims[3] = {p[0], p[2], p[3]}, k_str[3] = {p[8], p[3], 1};
+        const int32_t k_dims[3] = {kv_batch, p[2], p[3]}, k_str[3] = {p[8], p[3], 1};
         if (!strided_extent(k_dims, k_str, 0, 3, &e)) return fail("k extent", 0, 0);
         TERN_RETURN_IF_ERROR(reads_within(1, e, "k"));
-        const int32_t v_dims[3] = {p[0], p[2], p[4]}, v_str[3] = {p[9], p[4], 1};
+        const int32_t v_dims[3] = {kv_batch, p[2], p[4]}, v_str[3] = {p[9], p[4], 1};
         if (!strided_extent(v_dims, v_str, 0, 3, &e)) return fail("v extent", 0, 0);
         TERN_RETURN_IF_ERROR(reads_within(2, e, "v"));
         if (p[6] != 0) {
-          const int32_t m_dims[3] = {p[0], p[1], p[2]}, m_str[3] = {p[10], p[11], p[12]};
+          if (p[0] % p[14] != 0) {
+            return fail("mask group dividing the batch", static_cast<uint64_t>(p[0]), static_cast<uint64_t>(p[14]));
+          }
+          const int32_t m_dims[3] = {p[0] / p[14], p[1], p[2]}, m_str[3] = {p[10], p[11], p[12]};
           if (!strided_extent(m_dims, m_str, 0, 3, &e)) return fail("mask extent", 0, 0);
           TERN_RETURN_IF_ERROR(reads_within(3, e, "mask"));
         }

@@ -3,8 +3,10 @@
 // shared memory (S <= MAX_S), max-subtracted softmax, then the weighted sum of v rows.
 // params: [0] batch, [1] L, [2] S, [3] E, [4] Ev, [5] causal (top-left), [6] has mask (0/1
 // floats added; -inf where a bool mask was false), [7] q batch stride, [8] k batch stride,
-// [9] v batch stride, [10] mask batch stride, [11] mask row stride, [12] mask column stride;
-// fparams[0] scale. A row with nothing attended gives zeros. Output [batch, L, Ev].
+// [9] v batch stride, [10] mask batch stride, [11] mask row stride, [12] mask column stride,
+// [13] kv group: query batch z reads k and v batch z / group (grouped-query attention, 1 when
+// k and v have q's batch), [14] mask group: it reads mask batch z / mask group (the mask's
+// trailing batch dims broadcast); fparams[0] scale. A row with nothing attended gives zeros. Output [batch, L, Ev].
 #include "common.glsl"
 
 layout(constant_id = 2) const uint MAX_S = 2048;
@@ -26,16 +28,17 @@ void main() {
   uint z = row / L, l = row % L;
   uint t = gl_LocalInvocationID.x;
   uint qb = z * uint(pc.p[7]) + l * E;
+  uint zkv = z / uint(pc.p[13]), zm = z / uint(pc.p[14]);
   float m = -1.0 / 0.0;
   for (uint s = t; s < S; s += WG) {
     float a = -1.0 / 0.0;
     if (pc.p[5] == 0 || s <= l) {
-      uint kb = z * uint(pc.p[8]) + s * E;
+      uint kb = zkv * uint(pc.p[8]) + s * E;
       float d = 0.0;
       for (uint e = 0; e < E; ++e) d += float(q[qb + e]) * float(k[kb + e]);
       a = d * pc.f[0];
       if (pc.p[6] != 0) {
-        a += float(mask[z * uint(pc.p[10]) + l * uint(pc.p[11]) + s * uint(pc.p[12])]);
+        a += float(mask[zm * uint(pc.p[10]) + l * uint(pc.p[11]) + s * uint(pc.p[12])]);
       }
     }
     sc[s] = a;
@@ -63,7 +66,7 @@ void main() {
   }
   float inv = red[0] > 0.0 ? 1.0 / red[0] : 0.0;
   uint ob = row * Ev;
-  uint vb = z * uint(pc.p[9]);
+  uint vb = zkv * uint(pc.p[9]);
   for (uint e = t; e < Ev; e += WG) {
     float acc = 0.0;
     for (uint s = 0; s < S; ++s) {

@@ -174,8 +174,7 @@ def check(name, tern, work):
     factory, max_delegates = MODELS[name]
     torch.manual_seed(0)
     module, inputs = factory()
-    graph, _ = tern_export.export_graph(module, inputs, os.path.join(work, "graph"),
-                                        grouped_attention=False)  # as for backends=("vulkan", ...)
+    graph, _ = tern_export.export_graph(module, inputs, os.path.join(work, "graph"))
     ref, ref_dtype = _reference(module, inputs, name in FLOAT64_REFERENCE)
     del module
     input_paths = _save_inputs(inputs, work)

@@ -98,9 +98,10 @@ TEST(VulkanBlob, CorruptFieldsAreRefusedWithTheirName) {
       {patched<char>(blob, 0, 'X'), Error::InvalidProgram, "magic"},
       {patched<uint32_t>(blob, 4, 1), Error::DelegateInvalidCompatibility, "version 1"},
       {patched<uint32_t>(blob, 4, 2), Error::DelegateInvalidCompatibility,
-       "version 2, this runtime reads version 4"},
+       "version 2, this runtime reads version 5"},
       {patched<uint32_t>(blob, 4, 3), Error::DelegateInvalidCompatibility, "version 3"},
-      {patched<uint32_t>(blob, 4, 5), Error::DelegateInvalidCompatibility, "version 5"},
+      {patched<uint32_t>(blob, 4, 4), Error::DelegateInvalidCompatibility, "version 4"},
+      {patched<uint32_t>(blob, 4, 6), Error::DelegateInvalidCompatibility, "version 6"},
       {patched<uint32_t>(blob, offsetof(BlobHeader, storage), 2),
        Error::DelegateInvalidCompatibility, "storage type 2"},
       // An f32 blob read as f16: its constants hold 4 bytes per element, not 2 (w: 8 x 16).
@@ -173,6 +174,52 @@ TEST(VulkanBlob, PadNodeRefusesReadsOutsideItsInput) {
     m.params[c.index] = c.value;
     if (c.index == 12) m.params[6] = 9;  // keep the output consistent: only x's extent is wrong
     std::memcpy(bad.data() + pad_node, &m, sizeof(m));
+    EXPECT_EQ(parse(bad), Error::InvalidProgram) << c.message;
+    EXPECT_NE(std::string(last_error_message()).find(c.message), std::string::npos)
+        << c.message << ": " << last_error_message();
+  }
+}
+
+// Grouped-query attention: q [1, 2, 3, L, E] against k/v [1, 2, 1, S, E] lowers with kv group 3
+// (query batch z reads k/v batch z / 3), a mask [2, 1, L, S] with mask group 3; a group below 1,
+// one that does not divide the batch, and one that makes an input's extent outgrow its buffer
+// are refused by name.
+TEST(VulkanBlob, AttentionKvGroupIsChecked) {
+  GraphBuilder b;
+  const int q = b.input("q", DType::F32, {1, 2, 3, 4, 8});
+  const int k = b.input("k", DType::F32, {1, 2, 1, 5, 8});
+  const int v = b.input("v", DType::F32, {1, 2, 1, 5, 8});
+  const int m = b.input("m", DType::F32, {2, 1, 4, 5});
+  b.output(b.op("tern::scaled_dot_product_attention", {q, k, v, m, b.bool_value(false), b.none()},
+                DType::F32, {1, 2, 3, 4, 8}));
+  delegate_vulkan(b, 0, 0);
+  const compiler::Graph g = b.build();
+  const std::vector<uint8_t>& blob = g.delegates.at(0).blob;
+  ASSERT_EQ(parse(blob), Error::Ok) << last_error_message();
+  const size_t at = node_offset(blob, 0);
+  BlobNode n;
+  std::memcpy(&n, blob.data() + at, sizeof(n));
+  ASSERT_EQ(n.op, static_cast<uint32_t>(vulkan::NodeOp::Attention));
+  ASSERT_EQ(n.params[0], 6);   // batch 1 * 2 * 3
+  ASSERT_EQ(n.params[13], 3);  // kv group
+  ASSERT_EQ(n.params[8], 40);  // k batch stride S * E
+  ASSERT_EQ(n.params[14], 3);  // mask group: the mask holds the kv-head dim, broadcasts rep
+  ASSERT_EQ(n.params[10], 20);  // mask batch stride L * S
+  struct Case {
+    int index;
+    int32_t group;
+    const char* message;
+  } cases[] = {{13, 0, "params[13] = 0"},
+               {13, 4, "kv group dividing the batch"},
+               {13, 1, "k reaches element"},
+               {14, 0, "params[14] = 0"},
+               {14, 4, "mask group dividing the batch"},
+               {14, 1, "mask reaches element"}};
+  for (const Case& c : cases) {
+    std::vector<uint8_t> bad = blob;
+    BlobNode m = n;
+    m.params[c.index] = c.group;
+    std::memcpy(bad.data() + at, &m, sizeof(m));
     EXPECT_EQ(parse(bad), Error::InvalidProgram) << c.message;
     EXPECT_NE(std::string(last_error_message()).find(c.message), std::string::npos)
         << c.message << ": " << last_error_message();
@@ -341,7 +388,7 @@ TEST(VulkanBlob, IncompatibleBlobsAndSpecsFallBack) {
   }
 }
 
-// f16 storage: header storage 1, version 4, constants as f16 (2 bytes per element, rounded
+// f16 storage: header storage 1, version 5, constants as f16 (2 bytes per element, rounded
 // to nearest even from the graph's f32), the compile spec storage=f16.
 TEST(VulkanBlob, F16StorageRoundTrip) {
   const compiler::Graph g = small_graph(vulkan::kStorageF16);
@@ -354,7 +401,7 @@ TEST(VulkanBlob, F16StorageRoundTrip) {
   vulkan::BlobPlan plan;
   ASSERT_EQ(vulkan::parse_blob(Span<const uint8_t>(a.data(), region.blob.size()), &plan), Error::Ok)
       << last_error_message();
-  EXPECT_EQ(plan.header.version, 4u);
+  EXPECT_EQ(plan.header.version, 5u);
   EXPECT_EQ(plan.header.storage, vulkan::kStorageF16);
   const BlobValue& wv = plan.values[plan.nodes[0].inputs[1]];
   ASSERT_EQ(wv.kind, static_cast<uint32_t>(vulkan::ValueKind::Constant));

@@ -361,6 +361,23 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::scaled_dot_product_attention",
                                {q, k, v, m, b.bool_value(false), b.double_value(0.3)}, DType::F32, {2, 7, 16}));
                }, kTr});
+  // Grouped-query attention as the exporter lowers it: q [B, Hkv, rep, L, E], k/v [B, Hkv, 1, S, E],
+  // a mask over every head.
+  c.push_back({"sdpa_grouped_kv_heads_with_mask", [](GraphBuilder& b) {
+                 const int q = b.input("q", DType::F32, {2, 2, 3, 5, 8});
+                 const int k = b.input("k", DType::F32, {2, 2, 1, 7, 8});
+                 const int v = b.input("v", DType::F32, {2, 2, 1, 7, 6});
+                 const int m = b.input("m", DType::F32, {2, 1, 1, 5, 7});
+                 b.output(b.op("tern::scaled_dot_product_attention",
+                               {q, k, v, m, b.bool_value(false), b.none()}, DType::F32, {2, 2, 3, 5, 6}));
+               }, kTr});
+  c.push_back({"sdpa_grouped_causal", [](GraphBuilder& b) {
+                 const int q = b.input("q", DType::F32, {1, 4, 2, 6, 8});
+                 const int k = b.input("k", DType::F32, {1, 4, 1, 6, 8});
+                 const int v = b.input("v", DType::F32, {1, 4, 1, 6, 8});
+                 b.output(b.op("tern::scaled_dot_product_attention",
+                               {q, k, v, b.none(), b.bool_value(true), b.none()}, DType::F32, {1, 4, 2, 6, 8}));
+               }, kTr});
   c.push_back({"sdpa_bool_mask_constant", [](GraphBuilder& b) {
                  const int q = b.input("q", DType::F32, {1, 2, 6, 8});
                  const int k = b.input("k", DType::F32, {1, 2, 6, 8});

@@ -171,7 +171,7 @@ def export_graph(module, example_inputs, graph_dir, source_model=None, dynamic_s
     graph_dir/weights.safetensors, without compiling. Returns (graph.json path, Lowerer info
     dict with 'ops', 'aten_ops', 'capture', 'num_outputs'). dynamic_shapes / dynamic_dims: see
     export(); grouped_attention: see export_graph_methods (False for a graph meant for the cuda
-    or vulkan backend)."""
+    backend)."""
     methods = {"forward": Method(module, example_inputs, dynamic_shapes, dynamic_dims)}
     return export_graph_methods(methods, graph_dir, source_model, grouped_attention)
 
@@ -184,8 +184,8 @@ def export_graph_methods(methods, graph_dir, source_model=None, grouped_attentio
     or of the first method, plus 'methods' ({name: info}) and 'shared_state' (names).
     grouped_attention: attention on K/V repeated to the query's heads (transformers' repeat_kv)
     reads the K/V heads in place instead (gqa.py); export_methods turns it off for programs
-    that name the cuda or vulkan backend, whose attention takes K/V with the query's heads
-    only (with the repeats, the copies run inside their delegates)."""
+    that name the cuda backend, whose attention takes K/V with the query's heads only (with
+    the repeats, the copies run inside its delegates)."""
     if not methods:
         raise TypeError("tern_export: no methods to export")
     built = []
@@ -335,9 +335,11 @@ def export_methods(methods, path, backends=DEFAULT_BACKENDS, quantize=None, keep
     tern = find_tern()
     graph_dir = keep_graph or tempfile.mkdtemp(prefix="tern_export_")
     try:
-        gpu = any(n.split(":")[0] in ("cuda", "vulkan") for n in names)
+        # The cuda backend's attention takes q, k and v of one batch shape only: a program for
+        # it keeps K/V repeated per query head (vulkan and the cpu/portable kernels broadcast).
+        cuda = any(n.split(":")[0] == "cuda" for n in names)
         graph_path, info = export_graph_methods(methods, graph_dir, source_model,
-                                                grouped_attention=not gpu)
+                                                grouped_attention=not cuda)
         out_dir = os.path.dirname(os.path.abspath(path))
         os.makedirs(out_dir, exist_ok=True)
         quant_args, _ = _quantize.compile_args(graph_path, quantize)
