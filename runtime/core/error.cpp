@@ -38,6 +38,27 @@ const char* to_string(Error error) {
 
 const char* last_error_message() { return g_last_message; }
 
+#if defined(TERN_ERROR_MESSAGES) && !TERN_ERROR_MESSAGES
+Error set_error_site(Error error, const char* file, int line) {
+  snprintf(g_last_message, kMessageCapacity, "%s at %s:%d", to_string(error), file, line);
+  return error;
+}
+
+Error chain_error_site(Error error, const char* file, int line) {
+  // The cause is copied first: the new message is written over it.
+  char cause[kMessageCapacity];
+  const char* previous = g_last_message[0] != '\0' ? g_last_message : "(no message)";
+  const size_t cause_length = strnlen(previous, kMessageCapacity - 1);
+  memcpy(cause, previous, cause_length);
+  cause[cause_length] = '\0';
+  const int written = snprintf(g_last_message, kMessageCapacity, "%s at %s:%d: ", to_string(error),
+                               file, line);
+  size_t at = written < 0 ? 0 : static_cast<size_t>(written);
+  for (const char* c = cause; *c != '\0' && at + 1 < kMessageCapacity; ++c) g_last_message[at++] = *c;
+  if (at < kMessageCapacity) g_last_message[at] = '\0';
+  return error;
+}
+#else
 namespace {
 /// Formats the message from byte `at` of the buffer on (what is before it stays) and logs it.
 Error record_message(Error error, size_t at, const char* format, va_list args) {
@@ -88,6 +109,7 @@ Error chain_error_message(Error error, const char* format, ...) {
   TERN_LOG(Debug, "%s: %s", to_string(error), g_last_message);
   return error;
 }
+#endif
 
 void clear_error_message() { g_last_message[0] = '\0'; }
 

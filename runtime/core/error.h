@@ -67,6 +67,31 @@ void clear_error_message();
 
 }  // namespace tern
 
+#if defined(TERN_ERROR_MESSAGES) && !TERN_ERROR_MESSAGES
+// TERN_ERROR_MESSAGES=OFF (a TERN_MINIMAL core only; docs/size.md): every check runs and
+// returns the same Error as with messages, but the message text and its arguments are not
+// compiled in. The message names the error and the check's source line instead,
+// "InvalidProgram at runtime/executor/method_checker.cpp:212"; `tern inspect` on a host build
+// reports the same file's fault in words.
+namespace tern {
+/// Records "<error> at <file>:<line>" and returns `error`.
+Error set_error_site(Error error, const char* file, int line);
+/// Records "<error> at <file>:<line>: <the previous last message>" and returns `error`.
+Error chain_error_site(Error error, const char* file, int line);
+/// Never defined: named in an unevaluated sizeof, it keeps the message's arguments "used"
+/// (no unused-variable warnings) without computing them.
+template <typename... Args>
+int error_message_arguments(Args&&...);
+}  // namespace tern
+#define set_error_message(error, ...) \
+  set_error_site((static_cast<void>(sizeof(::tern::error_message_arguments(__VA_ARGS__))), error), \
+                 __FILE__, __LINE__)
+#define set_method_error_message(error, ...) set_error_message(error, __VA_ARGS__)
+#define chain_error_message(error, ...) \
+  chain_error_site((static_cast<void>(sizeof(::tern::error_message_arguments(__VA_ARGS__))), error), \
+                   __FILE__, __LINE__)
+#endif
+
 /// Returns `error` from the enclosing function with a formatted message when `cond` is false.
 #define TERN_CHECK_OR_RETURN_ERROR(cond, error, ...)                    \
   do {                                                                  \
