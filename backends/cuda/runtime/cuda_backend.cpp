@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -12,6 +13,7 @@
 #include "backends/cuda/runtime/cuda_delegate.h"
 #include "backends/cuda/runtime/device_allocator.h"
 #include "backends/cuda/runtime/device_probe.h"
+#include "backends/cuda/runtime/host_range_registry.h"
 #include "backends/cuda/runtime/register_cuda_backend.h"
 #include "runtime/core/log.h"
 
@@ -35,10 +37,16 @@ void release(CudaDelegate* d) {
   if (d->graph != nullptr) cudaGraphDestroy(d->graph);
   delete[] d->gemms;
   if (d->lt != nullptr) lt().cublasLtDestroy(d->lt);
+  for (uint32_t i = 0; i < d->num_held; ++i) {
+    host_range_registry().release(d->held_data[i], d->held_bytes[i]);
+  }
+  delete[] d->held_data;
+  delete[] d->held_bytes;
+  delete[] d->constant_ptrs;
   DeviceAllocator& a = device_allocator();
   const BlobHeader& h = d->plan.header;
   a.free(d->buffers.arena, h.arena_bytes);
-  a.free(d->buffers.weights, h.weights_bytes);
+  a.free(d->buffers.weights, d->weights_bytes);
   a.free(d->buffers.workspace, h.workspace_bytes);
   a.free(d->buffers.lt_workspace, kLtWorkspaceBytes);
   a.free(d->buffers.error_flag, sizeof(int));
@@ -141,6 +149,36 @@ Error upload_quant_weight(CudaDelegate* d, uint32_t i, const TensorView& t) {
     if (e != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "weight upload", e);
   }
   return Error::Ok;
+}
+
+/// Whether the delegate reads its f32 weights in place from host memory (docs/jetson.md):
+/// TERN_CUDA_ZERO_COPY=1 on an integrated GPU (Jetson) whose kernels may use a registered host
+/// pointer as is, or TERN_CUDA_ZERO_COPY=force on any GPU that may (a discrete one then reads
+/// them over its bus: slow, for tests). One log line says why not when it was asked for.
+bool want_zero_copy(int device) {
+  const char* mode = std::getenv("TERN_CUDA_ZERO_COPY");
+  if (mode == nullptr || (std::strcmp(mode, "1") != 0 && std::strcmp(mode, "force") != 0)) {
+    return false;
+  }
+  int integrated = 0, map_host = 0, host_pointer = 0;
+  (void)cudaDeviceGetAttribute(&integrated, cudaDevAttrIntegrated, device);
+  (void)cudaDeviceGetAttribute(&map_host, cudaDevAttrCanMapHostMemory, device);
+  (void)cudaDeviceGetAttribute(&host_pointer, cudaDevAttrCanUseHostPointerForRegisteredMem, device);
+  if (map_host == 0 || host_pointer == 0) {
+    TERN_LOG(Info,
+             "cuda backend: TERN_CUDA_ZERO_COPY=%s, but device %d cannot read registered host "
+             "memory through its host address; weights are copied to device memory",
+             mode, device);
+    return false;
+  }
+  if (integrated == 0 && std::strcmp(mode, "force") != 0) {
+    TERN_LOG(Info,
+             "cuda backend: TERN_CUDA_ZERO_COPY=1, but device %d is a discrete GPU; weights are "
+             "copied to device memory (TERN_CUDA_ZERO_COPY=force reads them over the bus)",
+             device);
+    return false;
+  }
+  return true;
 }
 
 /// The argument `arg` as a tensor matching value `v` (dtype, dims, bytes, data).
@@ -305,6 +343,7 @@ class CudaBackend final : public BackendInterface {
   /// converted on the device into the weights buffer.
   static Error upload_weights(CudaDelegate* d, Span<EValue*> args) {
     const BlobHeader& h = d->plan.header;
+    if (d->zero_copy && d->constant_ptrs == nullptr) TERN_RETURN_IF_ERROR(place_constants(d, args));
     uint64_t staging_bytes = 0;
     for (uint32_t i = 0; i < h.num_values; ++i) {
       const BlobValue& v = d->plan.values[i];
@@ -323,6 +362,7 @@ class CudaBackend final : public BackendInterface {
       const BlobValue& v = d->plan.values[i];
       if (v.kind != static_cast<uint32_t>(ValueKind::Constant)) continue;
       const void* host = args[v.arg]->to_tensor().data;
+      if (d->constant_ptrs != nullptr && d->constant_ptrs[i] == host) continue;  // in place
       if (is_quant_dtype(v.dtype)) {
         result = upload_quant_weight(d, i, args[v.arg]->to_tensor());
         continue;
@@ -345,6 +385,76 @@ class CudaBackend final : public BackendInterface {
       if (e != cudaSuccess) result = cuda_failed(Error::DelegateExecutionFailed, "weight upload", e);
     }
     a.free(staging, staging_bytes);
+    return result;
+  }
+
+  /// Zero copy (prepare, once): every f32 constant whose host bytes are aligned like a device
+  /// allocation (kDeviceAlignment) and can be pinned is read in place; the rest (quantized,
+  /// 16-bit, misaligned, or refused by the driver) get a spot in a compact weights buffer,
+  /// allocated here. Sets constant_ptrs for every constant and logs what went where.
+  static Error place_constants(CudaDelegate* d, Span<EValue*> args) {
+    const BlobHeader& h = d->plan.header;
+    uint32_t constants = 0;
+    for (uint32_t i = 0; i < h.num_values; ++i) {
+      constants += d->plan.values[i].kind == static_cast<uint32_t>(ValueKind::Constant) ? 1 : 0;
+    }
+    constexpr uint64_t kInPlace = ~uint64_t{0};
+    uint64_t* offsets = new (std::nothrow) uint64_t[h.num_values];
+    d->constant_ptrs = new (std::nothrow) void*[h.num_values]();
+    d->held_data = new (std::nothrow) const void*[constants + 1];
+    d->held_bytes = new (std::nothrow) uint64_t[constants + 1];
+    if (offsets == nullptr || d->constant_ptrs == nullptr || d->held_data == nullptr ||
+        d->held_bytes == nullptr) {
+      delete[] offsets;
+      return set_error_message(Error::MemoryAllocationFailed,
+                               "cuda backend: zero-copy tables for %u values", h.num_values);
+    }
+    uint64_t copied_bytes = 0, in_place_bytes = 0;
+    uint32_t refused = 0;
+    for (uint32_t i = 0; i < h.num_values; ++i) {
+      const BlobValue& v = d->plan.values[i];
+      if (v.kind != static_cast<uint32_t>(ValueKind::Constant)) continue;
+      const void* host = args[v.arg]->to_tensor().data;
+      const bool eligible = !is_half(v.dtype) && !is_quant_dtype(v.dtype) &&
+                            reinterpret_cast<uintptr_t>(host) % kDeviceAlignment == 0;
+      if (eligible && host_range_registry().hold(host, v.bytes) == Error::Ok) {
+        offsets[i] = kInPlace;
+        d->constant_ptrs[i] = const_cast<void*>(host);
+        d->held_data[d->num_held] = host;
+        d->held_bytes[d->num_held++] = v.bytes;
+        in_place_bytes += v.bytes;
+        continue;
+      }
+      if (eligible && refused++ == 0) {
+        TERN_LOG(Info, "cuda backend: a weight is copied after all: %s", last_error_message());
+      }
+      offsets[i] = copied_bytes;
+      copied_bytes += (v.bytes + kDeviceAlignment - 1) / kDeviceAlignment * kDeviceAlignment;
+    }
+    Error result = Error::Ok;
+    if (copied_bytes > 0) {
+      void* p = nullptr;
+      result = device_allocator().allocate(copied_bytes, "the weights copied to the device", &p);
+      if (result == Error::Ok) {
+        d->buffers.weights = static_cast<uint8_t*>(p);
+        d->weights_bytes = copied_bytes;
+      }
+    }
+    for (uint32_t i = 0; i < h.num_values && result == Error::Ok; ++i) {
+      const BlobValue& v = d->plan.values[i];
+      if (v.kind != static_cast<uint32_t>(ValueKind::Constant) || offsets[i] == kInPlace) continue;
+      d->constant_ptrs[i] = d->buffers.weights + offsets[i];
+    }
+    delete[] offsets;
+    if (result == Error::Ok) {
+      TERN_LOG(Info,
+               "cuda backend: zero-copy weights: %u constants (%llu bytes) read in place from "
+               "host memory, %llu bytes copied to the device (quantized, 16-bit, not %llu-byte "
+               "aligned, or not pinned)",
+               d->num_held, static_cast<unsigned long long>(in_place_bytes),
+               static_cast<unsigned long long>(copied_bytes),
+               static_cast<unsigned long long>(kDeviceAlignment));
+    }
     return result;
   }
 
@@ -388,8 +498,13 @@ class CudaBackend final : public BackendInterface {
     void* p = nullptr;
     TERN_RETURN_IF_ERROR(a.allocate(h.arena_bytes, "the activation arena", &p));
     d->buffers.arena = static_cast<uint8_t*>(p);
-    TERN_RETURN_IF_ERROR(a.allocate(h.weights_bytes, "the weights", &p));
-    d->buffers.weights = static_cast<uint8_t*>(p);
+    // With zero copy the weights buffer holds only what is copied after all: prepare sizes it.
+    d->zero_copy = want_zero_copy(d->device);
+    if (!d->zero_copy) {
+      TERN_RETURN_IF_ERROR(a.allocate(h.weights_bytes, "the weights", &p));
+      d->buffers.weights = static_cast<uint8_t*>(p);
+      d->weights_bytes = h.weights_bytes;
+    }
     TERN_RETURN_IF_ERROR(a.allocate(h.workspace_bytes, "the workspace", &p));
     d->buffers.workspace = static_cast<uint8_t*>(p);
     TERN_RETURN_IF_ERROR(a.allocate(kLtWorkspaceBytes, "the cuBLASLt workspace", &p));

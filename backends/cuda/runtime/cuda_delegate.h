@@ -42,14 +42,26 @@ struct CudaDelegate {
   cudaGraphExec_t graph_exec = nullptr;
   /// Host copy of *error_flag after each execute.
   int host_error_flag = 0;
+  /// Bytes of buffers.weights: the blob's weights_bytes, or with zero copy the constants that
+  /// are copied after all (set at prepare).
+  uint64_t weights_bytes = 0;
+  /// Zero-copy weights (TERN_CUDA_ZERO_COPY=1 on an integrated GPU, docs/jetson.md): decided at
+  /// init; at prepare every constant gets its device address in constant_ptrs (num_values
+  /// entries): its host bytes used in place, or its spot in a compact weights buffer.
+  bool zero_copy = false;
+  void** constant_ptrs = nullptr;
+  /// The host ranges this delegate holds in host_range_registry() (constants used in place).
+  const void** held_data = nullptr;
+  uint64_t* held_bytes = nullptr;
+  uint32_t num_held = 0;
 };
 
 /// Device address of value `v` of the delegate's plan.
 inline void* value_ptr(const CudaDelegate& d, uint32_t v) {
   const BlobValue& value = d.plan.values[v];
-  uint8_t* base = value.kind == static_cast<uint32_t>(ValueKind::Constant) ? d.buffers.weights
-                                                                          : d.buffers.arena;
-  return base + value.offset;
+  if (value.kind != static_cast<uint32_t>(ValueKind::Constant)) return d.buffers.arena + value.offset;
+  if (d.constant_ptrs != nullptr) return d.constant_ptrs[v];
+  return d.buffers.weights + value.offset;
 }
 
 /// Sets up the GEMM plans of every node that needs them (init). Errors as GemmPlan::setup.
