@@ -111,7 +111,8 @@ Plan make_plan(const GemmProblem& p, const MicrokernelSet* ks, int64_t threads) 
   plan.last_cols = static_cast<int>(p.n - (plan.panels - 1) * kPanelWidth);
 
   // Register tiles.
-  const gemm_detail::TileChoice tiles = gemm_detail::choose_tiles(*ks, p.m, plan.panels);
+  gemm_detail::TileChoice tiles = gemm_detail::choose_tiles(*ks, p.m, plan.panels);
+  gemm_detail::limit_rows_for_l1_sets(p.m, p.lda, &tiles);
   const int64_t max_rows = tiles.max_rows;
   plan.tile_panels = tiles.tile_panels;
   plan.m_tiles = tiles.m_tiles;

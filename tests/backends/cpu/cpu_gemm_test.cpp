@@ -238,6 +238,8 @@ TEST_F(CpuGemm, LargeKAndBlockedShapes) {
       {40, 40, 600},        {300, 20, 520, 0, 0},
       {700, 20, 600, 2, 1}, {129, 70, 257, 0, 0, false},
       {14, 32, 1030},       {28, 64, 513, 0, 0, true, -0.1f, 0.1f},
+      // A rows 2 and 4 KiB apart (tiles of at most 7 rows where the ISA's are taller).
+      {45, 40, 1024},       {30, 33, 508, 4, 0},
   };
   Pool two(2);
   uint32_t seed = 100;
@@ -249,6 +251,38 @@ TEST_F(CpuGemm, LargeKAndBlockedShapes) {
       ++seed;
     }
   }
+}
+
+// Rows of A 2 or 4 KiB apart share one or two L1 sets of 8 lines: tiles taller than 7 rows are
+// cut to 7 rows (hand-worked tile counts); other strides and short tiles are left alone.
+TEST(CpuGemmTiles, AStridesOfWholeTwoKibGetTilesOfAtMostSevenRows) {
+  gemm_detail::MicrokernelSet tall;
+  tall.max_rows = 14;
+  tall.wide_panels = 2;
+  tall.small_m_max = 7;
+  tall.small_panels = 4;
+  struct Expect {
+    int64_t m, lda, rows, m_tiles;
+  } cases[] = {
+      {196, 1024, 7, 28},  // 4 KiB apart
+      {196, 512, 7, 28},   // 2 KiB
+      {196, 3072, 7, 28},  // 12 KiB
+      {196, 768, 14, 14},  // 3 KiB: four sets
+      {196, 1030, 14, 14},
+      {5, 1024, 5, 1},     // one small tile of 5 rows
+  };
+  for (const Expect& e : cases) {
+    gemm_detail::TileChoice t = gemm_detail::choose_tiles(tall, e.m, 64);
+    gemm_detail::limit_rows_for_l1_sets(e.m, e.lda, &t);
+    EXPECT_EQ(t.max_rows, e.rows) << "m " << e.m << ", lda " << e.lda;
+    EXPECT_EQ(t.m_tiles, e.m_tiles) << "m " << e.m << ", lda " << e.lda;
+  }
+  gemm_detail::MicrokernelSet six = tall;  // AVX2's 6-row tiles stay
+  six.max_rows = 6;
+  gemm_detail::TileChoice t = gemm_detail::choose_tiles(six, 196, 64);
+  gemm_detail::limit_rows_for_l1_sets(196, 1024, &t);
+  EXPECT_EQ(t.max_rows, 6);
+  EXPECT_EQ(t.m_tiles, 33);
 }
 
 TEST_F(CpuGemm, ResidualIsAddedOnceBeforeTheClamp) {
