@@ -46,7 +46,10 @@ void shallow_conv_nhwc(const ConvProblem& p, pthreadpool_t pool) {
   const GemmIsa isa = packed_gemm_isa();
   plan.row = generic_row();
   if (p.groups > 1) {
-    plan.row = avx2_row();  // narrow groups: the only row kernel with groups (see the header)
+    // Narrow groups (see the header): whole groups in a zmm where AVX-512 runs and their width
+    // is 4 or 8 in and out, else group by group in ymm.
+    const RowFn wide = isa == GemmIsa::Avx512 ? avx512_grouped_row(p) : nullptr;
+    plan.row = wide != nullptr ? wide : avx2_row();
   } else if (isa == GemmIsa::Avx512 && avx512_row() != nullptr) {
     plan.row = avx512_row();
   } else if (isa == GemmIsa::Avx2 && avx2_row() != nullptr) {

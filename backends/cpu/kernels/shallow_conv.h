@@ -8,9 +8,10 @@
 //
 // Grouped convolutions with narrow groups (at most ConvBlocking::direct_group_max_cols output
 // channels a group: RegNet's and ResNeXt's 3x3s with 4 to 16) take the same path where AVX2
-// runs (AVX2 and AVX-512 dispatch), through the AVX2 row kernel, group by group: without a
-// gather per tap of C/G floats, which costs the implicit GEMM more than its few columns
-// compute. Elsewhere they stay on the implicit GEMM.
+// runs (AVX2 and AVX-512 dispatch), through the AVX2 row kernel, group by group — or under
+// AVX-512 dispatch, for groups of 4 or 8 channels in and out, several whole groups a zmm
+// (grouped_conv_avx512.cpp): without a gather per tap of C/G floats, which costs the implicit
+// GEMM more than its few columns compute. Elsewhere they stay on the implicit GEMM.
 #pragma once
 
 #include <pthreadpool.h>
@@ -30,6 +31,10 @@ using RowFn = void (*)(const ConvProblem& p, int64_t n, int64_t oy);
 
 /// Null when the build has no such code.
 RowFn avx512_row();
+/// The AVX-512 row kernel for grouped conv p (grouped_conv_avx512.cpp): groups of 4 or 8
+/// channels in and out, 16 / width groups a vector (the last one masked); null for other shapes
+/// or builds.
+RowFn avx512_grouped_row(const ConvProblem& p);
 RowFn avx2_row();
 RowFn generic_row();
 

@@ -3,8 +3,9 @@
 // shapes (the ResNet stem 7x7/2 with C = 3, 3x3/1 and 3x3/2 with padding, 1x1/2, dilation 2,
 // non-square kernels, images and strides, batch 2, out_c not a multiple of 16, tiny images where
 // the kernel is mostly padding, grouped convolutions: RegNet's and ResNeXt's group widths 16, 8
-// and 4, groups of more than one panel, odd group sizes, a group window under the shallow
-// threshold; the direct path's block sizes and border blocks), bias or none, clamp or none, fused residual or none (with a ReLU
+// and 4 (on AVX-512 several whole groups a vector, with a masked last vector), groups of more
+// than one panel, odd group sizes, a group window under the shallow threshold; the direct path's
+// block sizes and border blocks), bias or none, clamp or none, fused residual or none (with a ReLU
 // clamp: ResNet's relu(conv + bias + identity)), no pool and a 2-thread pool, default and tiny
 // cache blocks (K split into several blocks: the residual is added once, in the last); a guard
 // region after y stays untouched; x, y and the residual ending at a PROT_NONE page are neither
@@ -107,6 +108,11 @@ const Case kCases[] = {
     {"grouped width 4 wide row, stride 2, dilation 2", 1, 5, 57, 16, 16, 3, 3, 2, 2, 2, 2, 2, 2, 2,
      2, 4},
     {"grouped width 4 in, 8 out, 5x5 p2", 1, 6, 27, 8, 16, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 2},
+    // AVX-512's whole-groups-a-vector kernel (groups of 4 or 8 in and out): rows of 7 pixels
+    // (ResNeXt's last stage), an odd count of groups of 8 (a masked last vector), 5x5 dilated.
+    {"grouped width 4, 12 groups, 7-pixel rows", 1, 7, 7, 48, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 12},
+    {"grouped width 8, 5 groups, stride 2", 1, 9, 30, 40, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 5},
+    {"grouped width 4, 8 groups, 5x5 dilation 2", 1, 8, 41, 32, 32, 5, 5, 1, 1, 2, 2, 4, 4, 4, 4, 8},
 };
 
 /// Packs w [O, KH, KW, C/G] and bias [O] (null: none) as ConvProblem::packed says: group g's
