@@ -38,6 +38,29 @@ const char* to_string(Error error) {
 
 const char* last_error_message() { return g_last_message; }
 
+namespace {
+/// Copies this thread's message (or "(no message)") into `cause`, before a chained message is
+/// written over it.
+void save_cause(char (&cause)[kMessageCapacity]) {
+  const char* previous = g_last_message[0] != '\0' ? g_last_message : "(no message)";
+  const size_t cause_length = strnlen(previous, kMessageCapacity - 1);
+  memcpy(cause, previous, cause_length);
+  cause[cause_length] = '\0';
+}
+
+/// Appends ": <cause>" after the `written` bytes (snprintf's count) of the new message,
+/// truncated to what is left of the buffer.
+void append_cause(int written, const char* cause) {
+  size_t at = written < 0 ? 0 : static_cast<size_t>(written);
+  if (at >= kMessageCapacity) at = kMessageCapacity - 1;  // already truncated
+  const char* parts[2] = {": ", cause};
+  for (const char* part : parts) {
+    for (; *part != '\0' && at + 1 < kMessageCapacity; ++part) g_last_message[at++] = *part;
+  }
+  if (at < kMessageCapacity) g_last_message[at] = '\0';
+}
+}  // namespace
+
 #if defined(TERN_ERROR_MESSAGES) && !TERN_ERROR_MESSAGES
 Error set_error_site(Error error, const char* file, int line) {
   snprintf(g_last_message, kMessageCapacity, "%s at %s:%d", to_string(error), file, line);
@@ -45,17 +68,10 @@ Error set_error_site(Error error, const char* file, int line) {
 }
 
 Error chain_error_site(Error error, const char* file, int line) {
-  // The cause is copied first: the new message is written over it.
   char cause[kMessageCapacity];
-  const char* previous = g_last_message[0] != '\0' ? g_last_message : "(no message)";
-  const size_t cause_length = strnlen(previous, kMessageCapacity - 1);
-  memcpy(cause, previous, cause_length);
-  cause[cause_length] = '\0';
-  const int written = snprintf(g_last_message, kMessageCapacity, "%s at %s:%d: ", to_string(error),
-                               file, line);
-  size_t at = written < 0 ? 0 : static_cast<size_t>(written);
-  for (const char* c = cause; *c != '\0' && at + 1 < kMessageCapacity; ++c) g_last_message[at++] = *c;
-  if (at < kMessageCapacity) g_last_message[at] = '\0';
+  save_cause(cause);
+  append_cause(snprintf(g_last_message, kMessageCapacity, "%s at %s:%d", to_string(error), file, line),
+               cause);
   return error;
 }
 #else
@@ -88,24 +104,13 @@ Error set_method_error_message(Error error, const char* method, const char* form
 }
 
 Error chain_error_message(Error error, const char* format, ...) {
-  // The cause is copied first: the new message is written over it.
   char cause[kMessageCapacity];
-  const char* previous = g_last_message[0] != '\0' ? g_last_message : "(no message)";
-  const size_t cause_length = strnlen(previous, kMessageCapacity - 1);
-  memcpy(cause, previous, cause_length);
-  cause[cause_length] = '\0';
+  save_cause(cause);
   va_list args;
   va_start(args, format);
   const int written = vsnprintf(g_last_message, kMessageCapacity, format, args);
   va_end(args);
-  // Appends ": <cause>", truncated to what is left of the buffer.
-  size_t at = written < 0 ? 0 : static_cast<size_t>(written);
-  if (at >= kMessageCapacity) at = kMessageCapacity - 1;  // already truncated
-  const char* parts[2] = {": ", cause};
-  for (const char* part : parts) {
-    for (; *part != '\0' && at + 1 < kMessageCapacity; ++part) g_last_message[at++] = *part;
-  }
-  if (at < kMessageCapacity) g_last_message[at] = '\0';
+  append_cause(written, cause);
   TERN_LOG(Debug, "%s: %s", to_string(error), g_last_message);
   return error;
 }
