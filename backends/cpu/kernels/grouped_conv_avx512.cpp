@@ -4,9 +4,9 @@
 // channels of a pixel of x and of y. Per tap and input channel c the pixel's 16 input floats
 // are loaded once and lane g·CG + o gets channel c of group g by one permute (vpermps), so every
 // FMA does 16 useful multiply-adds — the AVX2 kernel it replaces on AVX-512 machines broadcasts
-// one float per FMA into 8 lanes, half of them idle for groups of 4. Per row and vector the
-// taps' weights are gathered from the groups' packed panels into a stack block of 16-float rows
-// (bias first). Interior blocks skip the bounds checks; border blocks check each tap.
+// one float per FMA into 8 lanes, half of them idle for groups of 4. A call runs a range of
+// output rows vector by vector: the vector's taps' weights are gathered once from the groups'
+// packed panels into a stack block of 16-float rows (bias first), then every row of the range. Interior blocks skip the bounds checks; border blocks check each tap.
 // A last vector of fewer groups is masked.
 // Per-function target attributes: runs only when dispatch saw AVX-512F.
 #include "backends/cpu/kernels/packed_gemm.h"
@@ -110,17 +110,17 @@ TERN_AVX512_TARGET void vector_row(const Vec<CG>& v, int64_t in0, int64_t in1) {
   if (ox < out_w) pixels<CG, 1>(v, ox, in0, in1);
 }
 
+/// Output rows [r0, r1) (over the batch) of p, vector by vector: each vector's weights are
+/// gathered once for all the rows.
 template <int CG>
-TERN_AVX512_TARGET void grouped_row(const ConvProblem& p, int64_t n, int64_t oy) {
+TERN_AVX512_TARGET void grouped_rows(const ConvProblem& p, int64_t r0, int64_t r1) {
   constexpr int64_t kGroups = 16 / CG;  // whole groups a vector holds
   const int64_t taps = p.kernel_h * p.kernel_w;
   const int64_t k = taps * CG;
   const int64_t panel_stride = kPanelWidth * (k + 1);  // one panel a group (CG <= 16 columns)
-  const int64_t at = (n * p.out_h + oy) * p.out_w * p.out_c;
   alignas(64) float w[(1 + kMaxTaps * CG) * kPanelWidth];
   Vec<CG> v;
   v.p = &p;
-  v.iy0 = oy * p.stride_h - p.pad_top;
   v.w = w;
   const __m512i group_first = _mm512_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12);
   const __m512i pair_first = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8);
@@ -142,21 +142,26 @@ TERN_AVX512_TARGET void grouped_row(const ConvProblem& p, int64_t n, int64_t oy)
         std::memcpy(w + r * kPanelWidth + g * CG, panel + r * kPanelWidth, CG * sizeof(float));
       }
     }
-    v.x = p.x + n * p.in_h * p.in_w * p.in_c + g0 * CG;
-    v.y = p.y + at + g0 * CG;
-    v.residual = p.residual != nullptr ? p.residual + at + g0 * CG : nullptr;
-    vector_row<CG>(v, in0, in1);
+    for (int64_t row = r0; row < r1; ++row) {
+      const int64_t n = row / p.out_h, oy = row % p.out_h;
+      const int64_t at = row * p.out_w * p.out_c;
+      v.iy0 = oy * p.stride_h - p.pad_top;
+      v.x = p.x + n * p.in_h * p.in_w * p.in_c + g0 * CG;
+      v.y = p.y + at + g0 * CG;
+      v.residual = p.residual != nullptr ? p.residual + at + g0 * CG : nullptr;
+      vector_row<CG>(v, in0, in1);
+    }
   }
 }
 
 }  // namespace
 
-RowFn avx512_grouped_row(const ConvProblem& p) {
+RowsFn avx512_grouped_rows(const ConvProblem& p) {
   if (p.groups <= 1 || p.in_c % p.groups != 0 || p.out_c % p.groups != 0) return nullptr;
   const int64_t cg = p.in_c / p.groups;
   if (p.out_c / p.groups != cg || (cg != 4 && cg != 8)) return nullptr;
   if (p.kernel_h * p.kernel_w > kMaxTaps) return nullptr;
-  return cg == 4 ? &grouped_row<4> : &grouped_row<8>;
+  return cg == 4 ? &grouped_rows<4> : &grouped_rows<8>;
 }
 
 }  // namespace tern::cpu::shallow_detail
@@ -164,7 +169,7 @@ RowFn avx512_grouped_row(const ConvProblem& p) {
 #else  // !__x86_64__
 
 namespace tern::cpu::shallow_detail {
-RowFn avx512_grouped_row(const ConvProblem&) { return nullptr; }
+RowsFn avx512_grouped_rows(const ConvProblem&) { return nullptr; }
 }  // namespace tern::cpu::shallow_detail
 
 #endif

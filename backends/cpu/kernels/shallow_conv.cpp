@@ -16,6 +16,7 @@ using gemm_detail::split_point;
 struct Plan {
   const ConvProblem* p = nullptr;
   RowFn row = nullptr;
+  RowsFn rows = nullptr;  ///< when set, runs a part's rows in one call instead of `row`
   ActivationFn act = nullptr;
   int64_t parts = 1;
 };
@@ -24,8 +25,14 @@ void run_part(void* context, size_t part) {
   const Plan& plan = *static_cast<const Plan*>(context);
   const ConvProblem& p = *plan.p;
   const int64_t rows = p.batch * p.out_h;
+  const int64_t r0 = split_point(rows, plan.parts, static_cast<int64_t>(part));
   const int64_t r1 = split_point(rows, plan.parts, static_cast<int64_t>(part) + 1);
-  for (int64_t r = split_point(rows, plan.parts, static_cast<int64_t>(part)); r < r1; ++r) {
+  if (plan.rows != nullptr) {
+    plan.rows(p, r0, r1);
+    if (plan.act != nullptr) plan.act(p.y + r0 * p.out_w * p.out_c, 1, (r1 - r0) * p.out_w * p.out_c, 0);
+    return;
+  }
+  for (int64_t r = r0; r < r1; ++r) {
     plan.row(p, r / p.out_h, r % p.out_h);
     if (plan.act != nullptr) plan.act(p.y + r * p.out_w * p.out_c, 1, p.out_w * p.out_c, 0);
   }
@@ -48,8 +55,8 @@ void shallow_conv_nhwc(const ConvProblem& p, pthreadpool_t pool) {
   if (p.groups > 1) {
     // Narrow groups (see the header): whole groups in a zmm where AVX-512 runs and their width
     // is 4 or 8 in and out, else group by group in ymm.
-    const RowFn wide = isa == GemmIsa::Avx512 ? avx512_grouped_row(p) : nullptr;
-    plan.row = wide != nullptr ? wide : avx2_row();
+    plan.rows = isa == GemmIsa::Avx512 ? avx512_grouped_rows(p) : nullptr;
+    plan.row = avx2_row();
   } else if (isa == GemmIsa::Avx512 && avx512_row() != nullptr) {
     plan.row = avx512_row();
   } else if (isa == GemmIsa::Avx2 && avx2_row() != nullptr) {

@@ -31,10 +31,12 @@ using RowFn = void (*)(const ConvProblem& p, int64_t n, int64_t oy);
 
 /// Null when the build has no such code.
 RowFn avx512_row();
-/// The AVX-512 row kernel for grouped conv p (grouped_conv_avx512.cpp): groups of 4 or 8
-/// channels in and out, 16 / width groups a vector (the last one masked); null for other shapes
-/// or builds.
-RowFn avx512_grouped_row(const ConvProblem& p);
+/// Output rows [r0, r1) of p, counted over the batch (row r: image r / out_h, row r % out_h),
+/// with the bias, the residual and the clamp (not the activation).
+using RowsFn = void (*)(const ConvProblem& p, int64_t r0, int64_t r1);
+/// The AVX-512 kernel for grouped conv p (grouped_conv_avx512.cpp): groups of 4 or 8 channels in
+/// and out, 16 / width groups a vector (the last one masked); null for other shapes or builds.
+RowsFn avx512_grouped_rows(const ConvProblem& p);
 RowFn avx2_row();
 RowFn generic_row();
 
