@@ -1,7 +1,10 @@
 // AVX-512F microkernels of the packed GEMM: a tile of MR rows × NP panels (16 columns each, one
 // zmm per row and panel) accumulated in registers over a K block; A elements are broadcast, one
 // zmm of B is loaded per panel and K row and prefetched 4 KiB ahead. Wide tiles are up to
-// 14 rows × 2 panels (28 accumulators); for m <= 7 one tile of m rows × 4 panels. Compiled with
+// 14 rows × 2 panels (28 accumulators: each B vector serves 14 rows, for a B that streams from
+// L3 or memory); when the packed B is under 1 MiB (it stays in L2), tiles of up to 7 rows × 3
+// panels (21 accumulators: 10 loads per 21 FMAs against 16 per 28); for m <= 7 one tile of m rows
+// × 4 panels. Figures: backends/cpu/kernels/README.md. Compiled with
 // per-function target attributes, so this file needs no special flags and the code only runs
 // when dispatch saw AVX-512F.
 #include "backends/cpu/kernels/gemm_microkernel.h"
@@ -129,6 +132,9 @@ constexpr MicrokernelSet make_set() {
   s.wide_panels = 2;
   s.small_m_max = 7;
   s.small_panels = 4;
+  s.cached_rows = 7;
+  s.cached_panels = 3;
+  s.cached_b_bytes = int64_t{1} << 20;
   fill_rows<14, 1>(s);
   fill_rows<14, 2>(s);
   fill_rows<7, 3>(s);

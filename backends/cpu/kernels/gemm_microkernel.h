@@ -44,14 +44,22 @@ constexpr int kMaxTilePanels = 4;
 
 /// What one ISA offers. The driver tiles M in "wide" tiles of up to max_rows rows × wide_panels
 /// panels; when m <= small_m_max it uses one tile of m rows × small_panels panels instead
-/// (more panels per row keeps enough independent accumulators for GEMV-like shapes).
+/// (more panels per row keeps enough independent accumulators for GEMV-like shapes); and when
+/// the set has "cached-B" tiles (cached_rows > 0) and the product's packed B is smaller than
+/// cached_b_bytes, tiles of up to cached_rows × cached_panels (AVX-512: tall 14 × 2 tiles read
+/// each B vector for more rows, which pays while B streams from L3 or memory; 7 × 3 tiles issue
+/// fewer loads per FMA, which pays once B stays in L2).
 struct MicrokernelSet {
   int max_rows = 1;
   int wide_panels = 1;
   int small_m_max = 0;
   int small_panels = 1;
+  int cached_rows = 0;  ///< 0: no cached-B tiles
+  int cached_panels = 1;
+  int64_t cached_b_bytes = 0;
   /// kernels[mr][np]; null where not offered. The driver only asks for mr <= max_rows with
-  /// np <= wide_panels, and mr <= small_m_max with np <= small_panels.
+  /// np <= wide_panels, mr <= small_m_max with np <= small_panels, and mr <= cached_rows with
+  /// np <= cached_panels.
   TileKernel kernels[kMaxTileRows + 1][kMaxTilePanels + 1] = {};
   CopyKernel copy = nullptr;  ///< never null in a set
 };
@@ -100,7 +108,8 @@ inline int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 /// Start of part i of `count` when `total` is split as evenly as possible.
 inline int64_t split_point(int64_t total, int64_t count, int64_t i) { return i * total / count; }
 
-/// Register tiles for m rows over `panels` column panels: the set's wide tiles, or one tile of
+/// Register tiles for m rows over `panels` column panels of a B with k rows (k·panels·16 floats
+/// packed): the set's wide tiles, its cached-B tiles when that B is small enough, or one tile of
 /// all m rows with the small-m panel count when m is small enough.
 struct TileChoice {
   int64_t max_rows = 1;     ///< rows per tile
@@ -108,29 +117,51 @@ struct TileChoice {
   int64_t m_tiles = 1;
   int64_t n_tiles = 1;
 };
-inline TileChoice choose_tiles(const MicrokernelSet& ks, int64_t m, int64_t panels) {
+inline TileChoice choose_tiles(const MicrokernelSet& ks, int64_t m, int64_t panels,
+                               int64_t k) {
   TileChoice t;
   t.max_rows = ks.max_rows;
   t.tile_panels = ks.wide_panels;
+  // Doubles: no overflow for any k and panels.
+  const double b_bytes = static_cast<double>(k) * static_cast<double>(panels) * 64.0;
   if (m <= ks.small_m_max) {
     t.max_rows = m;
     t.tile_panels = ks.small_panels;
+  } else if (ks.cached_rows > 0 && b_bytes < static_cast<double>(ks.cached_b_bytes)) {
+    t.max_rows = ks.cached_rows;
+    t.tile_panels = ks.cached_panels;
   }
   t.m_tiles = ceil_div(m, t.max_rows);
   t.n_tiles = ceil_div(panels, t.tile_panels);
   return t;
 }
 
+/// The first panel of N tile j when `panels` panels are cut into `n_tiles` tiles
+/// (choose_tiles' n_tiles) whose widths differ by at most one: 13 panels in tiles of at most 3
+/// become 2, 3, 2, 3, 3 rather than 3, 3, 3, 3, 1 (a 1-panel tile loads one A element per FMA).
+/// Tile j spans [tile_panel0(.., j), tile_panel0(.., j + 1)), never wider than tile_panels.
+inline int64_t tile_panel0(int64_t panels, int64_t n_tiles, int64_t j) {
+  return split_point(panels, n_tiles, j);
+}
+
 /// A tile's A rows are read in place, `lda` floats apart. Rows a multiple of 4 KiB apart fall
 /// into one L1 set (64-byte lines, 64 sets of 8 lines: the x86-64 cores tern targets), 2 KiB
 /// apart into two: a tile of more rows than that holds evicts its own A lines at every new
 /// line of K (Zen 4, M=196, N=1024, K=1024: 58 GFLOP/s on one thread against 108 for K=512;
-/// 98 with tiles of 7 rows). Strides of a multiple of 2 KiB get tiles of at most kL1SetRows.
+/// 98 with tiles of 7 rows). Strides of a multiple of 2 KiB get tiles of at most kL1SetRows:
+/// the set's cached-B tiles when they are that short (their panels then too), else the wide
+/// tiles cut to kL1SetRows rows.
 constexpr int64_t kL1SetRows = 7;
-inline void limit_rows_for_l1_sets(int64_t m, int64_t lda, TileChoice* t) {
+inline void limit_rows_for_l1_sets(const MicrokernelSet& ks, int64_t m, int64_t panels,
+                                   int64_t lda, TileChoice* t) {
   if (t->max_rows <= kL1SetRows || lda <= 0 || (lda * 4) % 2048 != 0) return;
   t->max_rows = kL1SetRows;
-  t->m_tiles = ceil_div(m, kL1SetRows);
+  if (ks.cached_rows > 0 && ks.cached_rows <= kL1SetRows) {
+    t->max_rows = ks.cached_rows;
+    t->tile_panels = ks.cached_panels;
+    t->n_tiles = ceil_div(panels, t->tile_panels);
+  }
+  t->m_tiles = ceil_div(m, t->max_rows);
 }
 
 /// Worker threads of `pool` (1 for none).

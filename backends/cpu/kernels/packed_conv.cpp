@@ -236,8 +236,8 @@ void run_task(const ConvPlan& plan, int64_t task) {
     args.last = kb == plan.k_blocks - 1;
     gather_tile(plan, p.x + g * plan.group_c, r0, r1 - r0, k0, k1 - k0, abuf, plan.lda);
     for (int64_t j = j0; j < j1; ++j) {
-      const int64_t panel0 = j * plan.tile_panels;
-      const int64_t np = min64(plan.tile_panels, plan.panels - panel0);
+      const int64_t panel0 = gemm_detail::tile_panel0(plan.panels, plan.n_tiles, j);
+      const int64_t np = gemm_detail::tile_panel0(plan.panels, plan.n_tiles, j + 1) - panel0;
       const float* panel = packed + panel0 * plan.panel_stride;
       const int64_t at = r0 * p.out_c + panel0 * kPanelWidth;  // the tile's [row0, col0] in y
       args.bias = panel;
@@ -300,7 +300,8 @@ ConvPlan make_plan(const ConvProblem& p, const MicrokernelSet* ks, int64_t threa
   plan.last_cols = static_cast<int>(plan.group_o - (plan.panels - 1) * kPanelWidth);
 
   // Register tiles, as packed_gemm picks them.
-  const gemm_detail::TileChoice tiles = gemm_detail::choose_tiles(*ks, plan.m, plan.panels);
+  const gemm_detail::TileChoice tiles =
+      gemm_detail::choose_tiles(*ks, plan.m, plan.panels, plan.k);
   const int64_t max_rows = tiles.max_rows;
   plan.tile_panels = tiles.tile_panels;
   plan.m_tiles = tiles.m_tiles;

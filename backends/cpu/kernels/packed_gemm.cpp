@@ -3,12 +3,13 @@
 // on the finished tile). Never allocates.
 //
 // Tiles: M is cut into T balanced tiles of at most max_rows rows (sizes differ by at most one,
-// so m = 128 gives ten tiles of 12-13 rows rather than nine of 14 and one of 2); N into tiles of
-// `panels` 16-column panels. Tasks: M tiles are grouped into m-blocks (A block rows × kc within
-// the L2 budget) and N tiles into n-groups; one task = one (m-block, n-group) pair, computing its
-// C block over all of K, so tasks never share outputs. Inside a task, for each K block (kc rows;
-// one block when a task has a single M tile, as B is then not reused): for each N tile (its B
-// sliver stays in L1/L2) for each M tile (A rows from the L2-resident A block): microkernel.
+// so m = 128 gives ten tiles of 12-13 rows rather than nine of 14 and one of 2); N likewise into
+// tiles of at most `panels` 16-column panels. Tasks: M tiles are grouped into m-blocks (A block
+// rows × kc within the L2 budget) and N tiles into n-groups; one task = one (m-block, n-group)
+// pair, computing its C block over all of K, so tasks never share outputs. Inside a task, for
+// each K block (kc rows; one block when a task has a single M tile, as B is then not reused):
+// for each N tile (its B sliver stays in L1/L2) for each M tile (A rows from the L2-resident A
+// block): microkernel.
 #include "backends/cpu/kernels/packed_gemm.h"
 
 #include "backends/cpu/kernels/gemm_microkernel.h"
@@ -41,7 +42,6 @@ struct Plan {
   int64_t panels = 0;        // ceil(n / 16)
   int64_t panel_stride = 0;  // 16 * (k + 1)
   int last_cols = 16;        // columns of the last panel
-  int64_t tile_panels = 1;   // panels per N tile
   int64_t m_tiles = 1;
   int64_t n_tiles = 1;
   int64_t k_blocks = 1;
@@ -71,8 +71,8 @@ void run_task(const Plan& plan, int64_t task) {
     args.first = kb == 0;
     args.last = kb == plan.k_blocks - 1;
     for (int64_t j = j0; j < j1; ++j) {
-      const int64_t panel0 = j * plan.tile_panels;
-      const int64_t np = min64(plan.tile_panels, plan.panels - panel0);
+      const int64_t panel0 = gemm_detail::tile_panel0(plan.panels, plan.n_tiles, j);
+      const int64_t np = gemm_detail::tile_panel0(plan.panels, plan.n_tiles, j + 1) - panel0;
       const float* panel = p.packed + panel0 * plan.panel_stride;
       args.bias = panel;
       args.b = panel + kPanelWidth + k0 * kPanelWidth;
@@ -111,10 +111,9 @@ Plan make_plan(const GemmProblem& p, const MicrokernelSet* ks, int64_t threads) 
   plan.last_cols = static_cast<int>(p.n - (plan.panels - 1) * kPanelWidth);
 
   // Register tiles.
-  gemm_detail::TileChoice tiles = gemm_detail::choose_tiles(*ks, p.m, plan.panels);
-  gemm_detail::limit_rows_for_l1_sets(p.m, p.lda, &tiles);
+  gemm_detail::TileChoice tiles = gemm_detail::choose_tiles(*ks, p.m, plan.panels, p.k);
+  gemm_detail::limit_rows_for_l1_sets(*ks, p.m, plan.panels, p.lda, &tiles);
   const int64_t max_rows = tiles.max_rows;
-  plan.tile_panels = tiles.tile_panels;
   plan.m_tiles = tiles.m_tiles;
   plan.n_tiles = tiles.n_tiles;
 

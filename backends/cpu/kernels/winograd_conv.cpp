@@ -219,7 +219,7 @@ void run_task(const Plan& plan, int64_t task) {
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t b0 = t0 + split_point(t1 - t0, blocks, b);
     const int64_t rows = t0 + split_point(t1 - t0, blocks, b + 1) - b0;
-    const TileChoice tc = gemm_detail::choose_tiles(*plan.ks, rows, panel1 - panel0);
+    const TileChoice tc = gemm_detail::choose_tiles(*plan.ks, rows, panel1 - panel0, p.in_c);
     for (int64_t kb = 0; kb < s.k_blocks; ++kb) {
       const int64_t k0 = split_point(p.in_c, s.k_blocks, kb);
       const int64_t kc = split_point(p.in_c, s.k_blocks, kb + 1) - k0;
@@ -230,8 +230,9 @@ void run_task(const Plan& plan, int64_t task) {
       for (int64_t xi = 0; xi < kPositions; ++xi) {
         const float* u = p.packed + xi * plan.matrix_floats;
         for (int64_t j = 0; j < tc.n_tiles; ++j) {
-          const int64_t pj = panel0 + j * tc.tile_panels;
-          const int64_t np = min64(tc.tile_panels, panel1 - pj);
+          const int64_t pj = panel0 + gemm_detail::tile_panel0(panel1 - panel0, tc.n_tiles, j);
+          const int64_t np =
+              panel0 + gemm_detail::tile_panel0(panel1 - panel0, tc.n_tiles, j + 1) - pj;
           const float* panel = u + pj * plan.panel_stride;
           args.bias = panel;
           args.b = panel + kPanelWidth + k0 * kPanelWidth;

@@ -272,19 +272,83 @@ TEST(CpuGemmTiles, AStridesOfWholeTwoKibGetTilesOfAtMostSevenRows) {
       {5, 1024, 5, 1},     // one small tile of 5 rows
   };
   for (const Expect& e : cases) {
-    gemm_detail::TileChoice t = gemm_detail::choose_tiles(tall, e.m, 64);
-    gemm_detail::limit_rows_for_l1_sets(e.m, e.lda, &t);
+    gemm_detail::TileChoice t = gemm_detail::choose_tiles(tall, e.m, 64, e.lda);
+    gemm_detail::limit_rows_for_l1_sets(tall, e.m, 64, e.lda, &t);
     EXPECT_EQ(t.max_rows, e.rows) << "m " << e.m << ", lda " << e.lda;
     EXPECT_EQ(t.m_tiles, e.m_tiles) << "m " << e.m << ", lda " << e.lda;
   }
   gemm_detail::MicrokernelSet six = tall;  // AVX2's 6-row tiles stay
   six.max_rows = 6;
-  gemm_detail::TileChoice t = gemm_detail::choose_tiles(six, 196, 64);
-  gemm_detail::limit_rows_for_l1_sets(196, 1024, &t);
+  gemm_detail::TileChoice t = gemm_detail::choose_tiles(six, 196, 64, 1024);
+  gemm_detail::limit_rows_for_l1_sets(six, 196, 64, 1024, &t);
   EXPECT_EQ(t.max_rows, 6);
   EXPECT_EQ(t.m_tiles, 33);
 }
 
+
+// AVX-512's shape of set (hand-worked): tall 14 x 2 tiles while the packed B (k x panels x 64
+// bytes) is 1 MiB or more, 7 x 3 tiles below that, small-m tiles first; an A stride of whole
+// 2 KiB takes the 7 x 3 tiles whatever B's size.
+TEST(CpuGemmTiles, CachedBTilesOnlyBelowTheirBSize) {
+  gemm_detail::MicrokernelSet s;
+  s.max_rows = 14;
+  s.wide_panels = 2;
+  s.small_m_max = 7;
+  s.small_panels = 4;
+  s.cached_rows = 7;
+  s.cached_panels = 3;
+  s.cached_b_bytes = int64_t{1} << 20;
+  struct Expect {
+    int64_t m, panels, k, lda, rows, tile_panels, m_tiles, n_tiles;
+  } cases[] = {
+      {196, 13, 208, 208, 7, 3, 28, 5},      // RegNetY's 1x1: B 169 KiB
+      {49, 128, 512, 512 + 4, 14, 2, 4, 64},  // B 4 MiB
+      {16, 32, 512, 516, 14, 2, 2, 16},       // B exactly 1 MiB: the tall tiles
+      {16, 32, 511, 516, 7, 3, 3, 11},        // 64 bytes less
+      {196, 64, 1024, 1024, 7, 3, 28, 22},    // B 4 MiB, but rows 4 KiB apart
+      {5, 128, 512, 512, 5, 4, 1, 32},        // small m
+  };
+  for (const Expect& e : cases) {
+    gemm_detail::TileChoice t = gemm_detail::choose_tiles(s, e.m, e.panels, e.k);
+    gemm_detail::limit_rows_for_l1_sets(s, e.m, e.panels, e.lda, &t);
+    EXPECT_EQ(t.max_rows, e.rows) << "m " << e.m << ", k " << e.k;
+    EXPECT_EQ(t.tile_panels, e.tile_panels) << "m " << e.m << ", k " << e.k;
+    EXPECT_EQ(t.m_tiles, e.m_tiles) << "m " << e.m << ", k " << e.k;
+    EXPECT_EQ(t.n_tiles, e.n_tiles) << "m " << e.m << ", k " << e.k;
+  }
+}
+
+// N tiles are balanced (hand-worked): 13 panels in tiles of at most 3 are 2, 3, 2, 3, 3 (not
+// 3, 3, 3, 3, 1: a one-panel tile loads an A element per FMA), and no tile is ever wider than
+// the set's panels or empty, whatever the count.
+TEST(CpuGemmTiles, NTilesDifferByAtMostOnePanel) {
+  gemm_detail::MicrokernelSet s;
+  s.max_rows = 7;
+  s.wide_panels = 3;
+  s.small_m_max = 7;
+  s.small_panels = 4;
+  const gemm_detail::TileChoice t = gemm_detail::choose_tiles(s, 196, 13, 64);
+  ASSERT_EQ(t.n_tiles, 5);
+  const int64_t widths[] = {2, 3, 2, 3, 3};
+  for (int64_t j = 0; j < 5; ++j) {
+    EXPECT_EQ(gemm_detail::tile_panel0(13, 5, j + 1) - gemm_detail::tile_panel0(13, 5, j),
+              widths[j])
+        << "tile " << j;
+  }
+  EXPECT_EQ(gemm_detail::tile_panel0(13, 5, 0), 0);
+  EXPECT_EQ(gemm_detail::tile_panel0(13, 5, 5), 13);
+  for (int64_t panels = 1; panels <= 70; ++panels) {
+    for (int64_t m : {int64_t{3}, int64_t{196}}) {
+      const gemm_detail::TileChoice c = gemm_detail::choose_tiles(s, m, panels, 64);
+      for (int64_t j = 0; j < c.n_tiles; ++j) {
+        const int64_t w = gemm_detail::tile_panel0(panels, c.n_tiles, j + 1) -
+                          gemm_detail::tile_panel0(panels, c.n_tiles, j);
+        EXPECT_GE(w, 1) << panels << " panels, m " << m;
+        EXPECT_LE(w, c.tile_panels) << panels << " panels, m " << m;
+      }
+    }
+  }
+}
 TEST_F(CpuGemm, ResidualIsAddedOnceBeforeTheClamp) {
   // MobileNetV2's project conv + identity (3136 pixels, 144 -> 24) and smaller edge shapes;
   // with K split into several blocks the residual must still be added once, in the last.
