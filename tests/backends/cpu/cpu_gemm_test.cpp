@@ -253,14 +253,26 @@ TEST_F(CpuGemm, LargeKAndBlockedShapes) {
   }
 }
 
+// A set of tiles for the tile-choice tests: wide tiles of `rows` x `panels`, small-m tiles of
+// up to 7 rows x 4 panels, and cached-B tiles when cached_rows > 0 (what AVX-512's set has:
+// 14 x 2, 7 x 3 under 1 MiB).
+gemm_detail::MicrokernelSet tile_set(int rows, int panels, int cached_rows = 0,
+                                     int cached_panels = 1, int64_t cached_b_bytes = 0) {
+  gemm_detail::MicrokernelSet s;
+  s.max_rows = rows;
+  s.wide_panels = panels;
+  s.small_m_max = 7;
+  s.small_panels = 4;
+  s.cached_rows = cached_rows;
+  s.cached_panels = cached_panels;
+  s.cached_b_bytes = cached_b_bytes;
+  return s;
+}
+
 // Rows of A 2 or 4 KiB apart share one or two L1 sets of 8 lines: tiles taller than 7 rows are
 // cut to 7 rows (hand-worked tile counts); other strides and short tiles are left alone.
 TEST(CpuGemmTiles, AStridesOfWholeTwoKibGetTilesOfAtMostSevenRows) {
-  gemm_detail::MicrokernelSet tall;
-  tall.max_rows = 14;
-  tall.wide_panels = 2;
-  tall.small_m_max = 7;
-  tall.small_panels = 4;
+  const gemm_detail::MicrokernelSet tall = tile_set(14, 2);
   struct Expect {
     int64_t m, lda, rows, m_tiles;
   } cases[] = {
@@ -277,27 +289,18 @@ TEST(CpuGemmTiles, AStridesOfWholeTwoKibGetTilesOfAtMostSevenRows) {
     EXPECT_EQ(t.max_rows, e.rows) << "m " << e.m << ", lda " << e.lda;
     EXPECT_EQ(t.m_tiles, e.m_tiles) << "m " << e.m << ", lda " << e.lda;
   }
-  gemm_detail::MicrokernelSet six = tall;  // AVX2's 6-row tiles stay
-  six.max_rows = 6;
+  const gemm_detail::MicrokernelSet six = tile_set(6, 2);  // AVX2's 6-row tiles stay
   gemm_detail::TileChoice t = gemm_detail::choose_tiles(six, 196, 64, 1024);
   gemm_detail::limit_rows_for_l1_sets(six, 196, 64, 1024, &t);
   EXPECT_EQ(t.max_rows, 6);
   EXPECT_EQ(t.m_tiles, 33);
 }
 
-
 // AVX-512's shape of set (hand-worked): tall 14 x 2 tiles while the packed B (k x panels x 64
 // bytes) is 1 MiB or more, 7 x 3 tiles below that, small-m tiles first; an A stride of whole
 // 2 KiB takes the 7 x 3 tiles whatever B's size.
 TEST(CpuGemmTiles, CachedBTilesOnlyBelowTheirBSize) {
-  gemm_detail::MicrokernelSet s;
-  s.max_rows = 14;
-  s.wide_panels = 2;
-  s.small_m_max = 7;
-  s.small_panels = 4;
-  s.cached_rows = 7;
-  s.cached_panels = 3;
-  s.cached_b_bytes = int64_t{1} << 20;
+  const gemm_detail::MicrokernelSet s = tile_set(14, 2, 7, 3, int64_t{1} << 20);
   struct Expect {
     int64_t m, panels, k, lda, rows, tile_panels, m_tiles, n_tiles;
   } cases[] = {
@@ -322,11 +325,7 @@ TEST(CpuGemmTiles, CachedBTilesOnlyBelowTheirBSize) {
 // 3, 3, 3, 3, 1: a one-panel tile loads an A element per FMA), and no tile is ever wider than
 // the set's panels or empty, whatever the count.
 TEST(CpuGemmTiles, NTilesDifferByAtMostOnePanel) {
-  gemm_detail::MicrokernelSet s;
-  s.max_rows = 7;
-  s.wide_panels = 3;
-  s.small_m_max = 7;
-  s.small_panels = 4;
+  const gemm_detail::MicrokernelSet s = tile_set(7, 3);
   const gemm_detail::TileChoice t = gemm_detail::choose_tiles(s, 196, 13, 64);
   ASSERT_EQ(t.n_tiles, 5);
   const int64_t widths[] = {2, 3, 2, 3, 3};
