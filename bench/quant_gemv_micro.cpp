@@ -29,6 +29,7 @@ struct Weight {
   QuantWeightDesc d;
   QuantWeightLayout l;
   std::vector<uint64_t> store;
+  uint8_t* base = nullptr;  ///< store's first 64-byte boundary (the runtime aligns constants so)
 };
 
 Weight make(QuantWeightFormat f, Fp8Granularity g, uint32_t br, uint64_t rows, uint64_t cols) {
@@ -59,9 +60,11 @@ Weight make(QuantWeightFormat f, Fp8Granularity g, uint32_t br, uint64_t rows, u
   for (int i = 0; i < 256; ++i) table[i] = -1.0f + 2.0f * i / 255.0f;
   for (uint8_t& v : dq) v = static_cast<uint8_t>(rng());
   for (float& v : scale) v = u(rng) * 0.01f;
-  w.store.assign(w.l.total_bytes / 8 + 8, 0);
+  w.store.assign(w.l.total_bytes / 8 + 16, 0);
+  w.base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(w.store.data()) + 63) /
+                                      64 * 64);
   pack_quant_weight(w.d, w.l, packed.data(), absmax.data(), dq.data(), a2.data(), table.data(),
-                    0.03f, scale.data(), reinterpret_cast<uint8_t*>(w.store.data()));
+                    0.03f, scale.data(), w.base);
   return w;
 }
 
@@ -120,7 +123,7 @@ int main(int argc, char** argv) {
       p.m = m;
       p.a = x.data();
       p.lda = static_cast<int64_t>(cols);
-      p.w = quant_weight_view(w.d, w.l, w.store.data());
+      p.w = quant_weight_view(w.d, w.l, w.base);
       p.c = y.data();
       p.ldc = static_cast<int64_t>(rows);
       const int inner = std::getenv("INNER") != nullptr ? std::atoi(std::getenv("INNER"))

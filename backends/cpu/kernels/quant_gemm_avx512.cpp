@@ -274,8 +274,9 @@ TERN_AVX512_TARGET void nf4_tile(const QuantGemmProblem& p, const Nf4Absmax& am,
     for (int j = 0; j < NR; ++j) {
       const uint8_t* src = rows[j] + c0 / kNf4ChunkElems * stride[j];
       words[j] = _mm512_loadu_si512(src);
+      // Into L2, not L1 (quant_gemm.h, kNf4PrefetchChunks).
       _mm_prefetch(reinterpret_cast<const char*>(src + kNf4PrefetchChunks * stride[j]),
-                   _MM_HINT_T0);
+                   _MM_HINT_T1);
     }
 #pragma GCC unroll 8
     for (int v = 0; v < 8; ++v) {
