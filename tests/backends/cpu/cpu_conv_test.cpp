@@ -2,14 +2,15 @@
 // CPU runs, forced in turn, against a naive double-precision NHWC convolution over a spread of
 // shapes (the ResNet stem 7x7/2 with C = 3, 3x3/1 and 3x3/2 with padding, 1x1/2, dilation 2,
 // non-square kernels, images and strides, batch 2, out_c not a multiple of 16, tiny images where
-// the kernel is mostly padding, grouped convolutions: RegNet's and ResNeXt's group widths 16, 8
-// and 4 (on AVX-512 several whole groups a vector, with a masked last vector), groups of more
-// than one panel, odd group sizes, a group window under the shallow threshold; the direct path's
-// block sizes and border blocks), bias or none, clamp or none, fused residual or none (with a ReLU
-// clamp: ResNet's relu(conv + bias + identity)), no pool and a 2-thread pool, default and tiny
-// cache blocks (K split into several blocks: the residual is added once, in the last); a guard
-// region after y stays untouched; x, y and the residual ending at a PROT_NONE page are neither
-// over-read nor over-written (the residual read-only); no heap allocation.
+// the kernel is mostly padding, grouped convolutions: RegNet's and ResNeXt's group widths 16, 8 and
+// 4 (on AVX-512 several whole groups a vector, with a masked last vector; width 16 one group a
+// vector, border taps reading zeros), groups of more than one panel, odd group sizes, a group
+// window under the shallow threshold; the direct path's block sizes and border blocks), bias or
+// none, clamp or none, fused residual or none (with a ReLU clamp: ResNet's relu(conv + bias +
+// identity)), no pool and a 2-thread pool, default and tiny cache blocks (K split into several
+// blocks: the residual is added once, in the last); a guard region after y stays untouched; x, y
+// and the residual ending at a PROT_NONE page are neither over-read nor over-written (the residual
+// read-only); no heap allocation.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -113,6 +114,13 @@ const Case kCases[] = {
     {"grouped width 4, 12 groups, 7-pixel rows", 1, 7, 7, 48, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 12},
     {"grouped width 8, 5 groups, stride 2", 1, 9, 30, 40, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 5},
     {"grouped width 4, 8 groups, 5x5 dilation 2", 1, 8, 41, 32, 32, 5, 5, 1, 1, 2, 2, 4, 4, 4, 4, 8},
+    // AVX-512's one-group-a-vector kernel (groups of 16 in and out): interior and border blocks
+    // of 14 pixels, then 7, pairs and one; stride 2 with dilation; a 7x7 window (49 taps, more
+    // than the narrower kernel's stack block); uneven padding.
+    {"grouped width 16, 3 groups, 5x5/2 dilation 2, 27-pixel rows", 1, 6, 61, 48, 48, 5, 5, 2, 2,
+     2, 2, 4, 4, 4, 4, 3},
+    {"grouped width 16, 7x7 window, 45-pixel rows", 1, 9, 45, 32, 32, 7, 7, 1, 1, 1, 1, 3, 2, 3, 1,
+     2},
 };
 
 /// Packs w [O, KH, KW, C/G] and bias [O] (null: none) as ConvProblem::packed says: group g's
