@@ -1,13 +1,14 @@
-// The direct grouped convolution's row kernel in AVX-512F for narrow groups of equal width
-// (ResNeXt's 4 channels a group in and out, RegNetY's 8): one zmm holds 16 / CG whole groups
+// The direct grouped convolution's row kernels in AVX-512F for narrow groups of equal width in
+// and out. Groups of 4 or 8 (ResNeXt's first stages, RegNetY): one zmm holds 16 / CG whole groups
 // (lane g·CG + o: output channel o of the vector's group g), which in NHWC are 16 consecutive
 // channels of a pixel of x and of y. Per tap and input channel c the pixel's 16 input floats
 // are loaded once and lane g·CG + o gets channel c of group g by one permute (vpermps), so every
 // FMA does 16 useful multiply-adds — the AVX2 kernel it replaces on AVX-512 machines broadcasts
 // one float per FMA into 8 lanes, half of them idle for groups of 4. A call runs a range of
 // output rows vector by vector: the vector's taps' weights are gathered once from the groups'
-// packed panels into a stack block of 16-float rows (bias first), then every row of the range. Interior blocks skip the bounds checks; border blocks check each tap.
-// A last vector of fewer groups is masked.
+// packed panels into a stack block of 16-float rows (bias first), then every row of the range.
+// Interior blocks skip the bounds checks; border blocks check each tap. A last vector of fewer
+// groups is masked. Groups of 16 (RegNetX): one group a zmm, see block16.
 // Per-function target attributes: runs only when dispatch saw AVX-512F.
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "backends/cpu/kernels/shallow_conv.h"

@@ -35,7 +35,8 @@ RowFn avx512_row();
 /// with the bias, the residual and the clamp (not the activation).
 using RowsFn = void (*)(const ConvProblem& p, int64_t r0, int64_t r1);
 /// The AVX-512 kernel for grouped conv p (grouped_conv_avx512.cpp): groups of 4 or 8 channels in
-/// and out, 16 / width groups a vector (the last one masked); null for other shapes or builds.
+/// and out, 16 / width groups a vector (the last one masked), or of 16, one group a vector; null
+/// for other shapes or builds.
 RowsFn avx512_grouped_rows(const ConvProblem& p);
 RowFn avx2_row();
 RowFn generic_row();
