@@ -2,7 +2,7 @@
 // operator on the same shapes and the same pthreadpool size. Not a test.
 //
 //   cpu_gemm_bench [--runs N] [--threads LIST] [--isa scalar|avx2|avx512] [--cputime]
-//                  [--kc N] [--ablock BYTES] [--tasks N] [MxNxK ...]
+//                  [--kc N] [--ablock BYTES] [--tasks N] [--no-prefetch-next] [MxNxK ...]
 //
 // Built with -DTERN_BUILD_GEMM_BENCH=ON (target cpu_gemm_bench). Default shapes: the GEMV
 // 1x4096x4096 and the GEMMs 128x2048x512, 128x512x2048, 3136x64x576, 784x128x1152 (M x N x K:
@@ -145,6 +145,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   cli.app.add_option("--tasks", blocking.tasks_per_thread, "At least this many tasks per thread")
       ->capture_default_str();
+  bool no_prefetch_next = false;
+  cli.app.add_flag("--no-prefetch-next", no_prefetch_next,
+                   "M tiles do not fetch the next N tile's B into L2 (GemmBlocking::prefetch_next_b)");
   std::vector<std::string> shape_args;
   cli.app
       .add_option("shapes", shape_args,
@@ -158,6 +161,7 @@ int main(int argc, char** argv) {
           },
           ""));
   if (const int status = cli.parse(argc, argv); status >= 0) return status;
+  blocking.prefetch_next_b = !no_prefetch_next;
   std::vector<Shape> shapes;
   for (const std::string& text : shape_args) {
     Shape s;

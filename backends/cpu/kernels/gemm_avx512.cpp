@@ -4,7 +4,8 @@
 // 14 rows × 2 panels (28 accumulators: each B vector serves 14 rows, for a B that streams from
 // L3 or memory); when the packed B is under 1 MiB (it stays in L2), tiles of up to 7 rows × 3
 // panels (21 accumulators: 10 loads per 21 FMAs against 16 per 28); for m <= 7 one tile of m rows
-// × 4 panels. Figures: backends/cpu/kernels/README.md. Compiled with
+// × 4 panels. A tile may also fetch lines of a later tile's B into L2, one per K row
+// (TileArgs::prefetch). Figures: backends/cpu/kernels/README.md. Compiled with
 // per-function target attributes, so this file needs no special flags and the code only runs
 // when dispatch saw AVX-512F.
 #include "backends/cpu/kernels/gemm_microkernel.h"
@@ -48,7 +49,14 @@ TERN_AVX512_TARGET void tile_avx512(const TileArgs& t) {
   const float* a = t.a;
   const int64_t lda = t.lda;
   const float* b = t.b;
+  const float* next = t.prefetch;
+  int64_t next_rows = t.prefetch_rows;
   for (int64_t k = t.kc; k > 0; --k) {
+    if (next_rows > 0) {  // a later tile's B into L2 (TileArgs::prefetch)
+      _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T1);
+      next += 16;
+      --next_rows;
+    }
     __m512 bv[NP];
 #pragma GCC unroll 4
     for (int p = 0; p < NP; ++p) {

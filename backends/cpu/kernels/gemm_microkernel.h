@@ -31,6 +31,11 @@ struct TileArgs {
   bool first = true;   ///< first K block: start from the bias (else from C's partial sums)
   bool last = true;    ///< last K block: add the residual (if any), clamp (else store partial sums)
   float out_min = 0, out_max = 0;
+  /// Lines of a later tile's B for the kernel to fetch into L2 while it runs, one per K row
+  /// until prefetch_rows are done: 16 floats apart from `prefetch` (a hint; never read; kernels
+  /// may ignore it).
+  const float* prefetch = nullptr;
+  int64_t prefetch_rows = 0;
 };
 
 using TileKernel = void (*)(const TileArgs&);
@@ -81,6 +86,9 @@ struct GemmBlocking {
   int64_t a_block_bytes = 256 << 10;  ///< A block (rows × kc floats) kept in L2 per task
   int64_t tasks_per_thread = 4;       ///< split into at least this many tasks per pool thread
   int64_t min_task_fmas = 1 << 18;    ///< but no task smaller than this (m·n·k per task)
+  /// An N tile's M tiles fetch the next N tile's B sliver into L2 (the AVX-512 microkernels
+  /// act on TileArgs::prefetch; on an Intel AVX2 run it measured neutral, so the others ignore it).
+  bool prefetch_next_b = true;
 };
 GemmBlocking& gemm_blocking();
 

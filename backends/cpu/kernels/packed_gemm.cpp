@@ -9,7 +9,9 @@
 // pair, computing its C block over all of K, so tasks never share outputs. Inside a task, for
 // each K block (kc rows; one block when a task has a single M tile, as B is then not reused):
 // for each N tile (its B sliver stays in L1/L2) for each M tile (A rows from the L2-resident A
-// block): microkernel.
+// block): microkernel. While an N tile's M tiles run they fetch the next N tile's B sliver into
+// L2, a segment each (TileArgs::prefetch), so a B that streams from memory arrives spread over
+// the tiles instead of in a burst the next N tile's first M tile would wait for.
 #include "backends/cpu/kernels/packed_gemm.h"
 
 #include "backends/cpu/kernels/gemm_microkernel.h"
@@ -47,6 +49,7 @@ struct Plan {
   int64_t k_blocks = 1;
   int64_t m_blocks = 1;
   int64_t n_groups = 1;
+  bool prefetch_next = true;
 };
 
 void run_task(const Plan& plan, int64_t task) {
@@ -77,7 +80,26 @@ void run_task(const Plan& plan, int64_t task) {
       args.bias = panel;
       args.b = panel + kPanelWidth + k0 * kPanelWidth;
       args.last_cols = panel0 + np == plan.panels ? plan.last_cols : static_cast<int>(kPanelWidth);
+      // The next N tile's B sliver is fetched into L2 while this one's M tiles run, spread
+      // over them (each fetches a segment of one panel, one line per K row), rather than all
+      // at once by the next N tile's first M tile, which would stream it at DRAM speed.
+      const int64_t tiles = t1 - t0;
+      const bool fetch_next = plan.prefetch_next && j + 1 < j1 && tiles > 1;
+      const int64_t next_panel0 = gemm_detail::tile_panel0(plan.panels, plan.n_tiles, j + 1);
+      const int64_t next_np =
+          fetch_next ? gemm_detail::tile_panel0(plan.panels, plan.n_tiles, j + 2) - next_panel0 : 0;
+      const int64_t segments = next_np > 0 ? ceil_div(tiles, next_np) : 1;
+      const int64_t segment_rows = ceil_div(args.kc, segments);
       for (int64_t i = t0; i < t1; ++i) {
+        args.prefetch = nullptr;
+        args.prefetch_rows = 0;
+        if (next_np > 0) {
+          const int64_t panel = (i - t0) % next_np, segment = (i - t0) / next_np;
+          const int64_t row0 = segment * segment_rows;
+          args.prefetch = p.packed + (next_panel0 + panel) * plan.panel_stride + kPanelWidth +
+                          (k0 + row0) * kPanelWidth;
+          args.prefetch_rows = max64(0, min64(segment_rows, args.kc - row0));
+        }
         const int64_t r0 = split_point(p.m, plan.m_tiles, i);
         const int64_t r1 = split_point(p.m, plan.m_tiles, i + 1);
         const TileKernel kernel = plan.ks->kernels[r1 - r0][np];
@@ -127,6 +149,7 @@ Plan make_plan(const GemmProblem& p, const MicrokernelSet* ks, int64_t threads) 
   const int64_t tiles_per_block = max64(1, block_rows / max_rows);
   plan.m_blocks = ceil_div(plan.m_tiles, tiles_per_block);
   plan.n_groups = 1;
+  plan.prefetch_next = blocking.prefetch_next_b;
 
   // Enough tasks for the pool (more N groups first: they keep the M tiles big), but none tiny.
   if (threads > 1) {
