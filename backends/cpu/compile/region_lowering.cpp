@@ -958,8 +958,9 @@ class Lowering {
   }
 
   /// tern::cat along the last XNNPACK dim: Concat nodes of up to 3 inputs, chained (each
-  /// partial result an internal value, first of the next node's inputs) for more; a cat of
-  /// one tensor is a copy (XNNPACK's reshape to the same dims).
+  /// partial result an internal value, first of the next node's inputs) for more, starting from
+  /// an earlier cat of a prefix of the inputs when the region has one; a cat of one tensor is a
+  /// copy (XNNPACK's reshape to the same dims).
   void lower_concat(const Node& node) {
     const std::vector<int> ins = concat_inputs(g_, node);
     const Value& ov = g_.values[static_cast<size_t>(node.outputs[0])];
@@ -998,6 +999,7 @@ class Lowering {
         RowRead r;
         if (pending_row_read(in, &r)) {  // a slice read in place, not copied first
           lower_row_concat(ins, node.outputs[0], 0);
+          lowered_cats_.push_back({ins, node.outputs[0], xdim, rows, nhwc});
           return;
         }
       }
@@ -1009,6 +1011,14 @@ class Lowering {
     }
     std::vector<int64_t> acc_sizes = g_.values[static_cast<size_t>(ins[0])].sizes;
     size_t next = 1;
+    // An earlier cat of a prefix of these inputs (DenseNet: layer k + 1 concatenates layer k's
+    // inputs and one more) is the chain's start: one copy of the new parts, not a chain over
+    // every input again.
+    if (const LoweredCat* prefix = longest_cat_prefix(ins, xdim, rows, nhwc)) {
+      acc = activation(prefix->output);
+      acc_sizes = g_.values[static_cast<size_t>(prefix->output)].sizes;
+      next = prefix->inputs.size();
+    }
     while (next < ins.size()) {
       std::vector<uint32_t> inputs = {acc};
       std::vector<int64_t> sizes = acc_sizes;
@@ -1023,6 +1033,30 @@ class Lowering {
       acc = out;
       acc_sizes = sizes;
     }
+    lowered_cats_.push_back({ins, node.outputs[0], xdim, rows, nhwc});
+  }
+
+  /// A cat this region lowered: its inputs (graph values, in order), output and how it was cut.
+  struct LoweredCat {
+    std::vector<int> inputs;
+    int output = -1;
+    size_t xdim = 0;
+    uint64_t rows = 0;
+    bool nhwc = false;
+  };
+
+  /// The lowered cat of the most inputs (two or more) that are a proper prefix of `ins`, cut the
+  /// same way; null when there is none.
+  const LoweredCat* longest_cat_prefix(const std::vector<int>& ins, size_t xdim, uint64_t rows,
+                                       bool nhwc) const {
+    const LoweredCat* best = nullptr;
+    for (const LoweredCat& c : lowered_cats_) {
+      if (c.inputs.size() < 2 || c.inputs.size() >= ins.size()) continue;
+      if (c.xdim != xdim || c.rows != rows || c.nhwc != nhwc) continue;
+      if (!std::equal(c.inputs.begin(), c.inputs.end(), ins.begin())) continue;
+      if (best == nullptr || c.inputs.size() > best->inputs.size()) best = &c;
+    }
+    return best;
   }
 
   /// Where a RowConcat (op 29) reads one input's rows: a blob value, the row stride and the
@@ -1518,6 +1552,7 @@ class Lowering {
   std::map<int, TanhGeluMatch> tanh_gelus_;  ///< its last node -> the pattern
   std::map<int, ConcatShuffleMatch> shuffle_folds_;  ///< cat node -> its channel shuffle
   std::map<int, std::pair<int, int>> linear_folds_;  ///< linear node -> (x, output) values
+  std::vector<LoweredCat> lowered_cats_;  ///< the cats lowered so far (a later cat may extend one)
   std::vector<BlobValue> values_;
   std::vector<BlobNode> nodes_;
   std::vector<BlobRecipe> recipes_;

@@ -6,7 +6,8 @@
 // 2, ceil_mode, rectangular windows), a cat of one tensor; then graphs partitioned by the
 // partitioner where a node the backend does not take makes part of a cat's tensor list outside
 // the region (its elements are passed one by one), DenseNet's dense block and Inception's block
-// among them.
+// among them. A deeper dense block checks that each cat extends the one before it (one Concat
+// node a cat).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -99,18 +100,18 @@ int dense_layer(GraphBuilder& b, const std::vector<int>& features,
   return conv(b, z, ys, growth, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, false, seed + 30);
 }
 
-/// DenseNet's first dense block, shrunk: 3 layers of growth 4 on 6 channels of 9x9, then the
-/// transition (BN -> ReLU -> 1x1 conv -> 2x2 average pool).
-void dense_block(GraphBuilder& b) {
+/// DenseNet's first dense block, shrunk: `layers` layers of growth 4 on 6 channels of 9x9, then
+/// the transition (BN -> ReLU -> 1x1 conv -> 2x2 average pool).
+void dense_block(GraphBuilder& b, uint32_t layers = 3) {
   const int64_t h = 9, growth = 4;
   const int x = b.input("x", DType::F32, {1, 6, h, h});
   std::vector<int> features{x};
   std::vector<int64_t> channels{6};
-  for (uint32_t l = 0; l < 3; ++l) {
+  for (uint32_t l = 0; l < layers; ++l) {
     features.push_back(dense_layer(b, features, channels, h, growth, 100 + 40 * l));
     channels.push_back(growth);
   }
-  const std::vector<int64_t> cs{1, 18, h, h};
+  const std::vector<int64_t> cs{1, 6 + growth * static_cast<int64_t>(layers), h, h};
   const int all = cat(b, features, cs);
   const int t = relu(b, batch_norm(b, all, cs, 300), cs);
   const int y = conv(b, t, cs, 9, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, false, 310);
@@ -196,7 +197,22 @@ std::vector<OpCase> cases() {
                  b.output(cat(b, {y}, xs));
                },
                1e-10});
-  c.push_back({"densenet_block", dense_block, 1e-10});
+  c.push_back({"densenet_block", [](GraphBuilder& b) { dense_block(b); }, 1e-10});
+  // Six layers: the cats of 3 to 7 tensors each start from the cat before them (its inputs are
+  // theirs but the last), so every cat is one 2-input Concat node rather than a chain over all
+  // its inputs again (12 nodes).
+  OpCase six{"densenet_block_6_layers", [](GraphBuilder& b) { dense_block(b, 6); }, 1e-10};
+  six.check_blob = [](const std::vector<uint8_t>& blob) {
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    int concats = 0;
+    for (uint32_t i = 0; i < ops.size(); ++i) {
+      if (ops[i] != static_cast<uint32_t>(cpu::NodeOp::Concat)) continue;
+      ++concats;
+      EXPECT_EQ(blob_node(blob, i).num_inputs, 2u) << "node " << i;
+    }
+    EXPECT_EQ(concats, 6);
+  };
+  c.push_back(six);
   c.push_back({"inception_a", [](GraphBuilder& b) { inception_a(b, false); }, 1e-10});
   return c;
 }
