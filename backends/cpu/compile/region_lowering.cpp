@@ -1121,9 +1121,11 @@ class Lowering {
     }
   }
 
-  /// A standalone batch_norm (not after a conv, e.g. DenseNet's pre-activation one): XNNPACK
-  /// multiply and add by per-channel constants folded here ([1, 1, 1, C] for an NHWC 4-D x,
-  /// [1, C] or [1, C, 1] for plain ones); a relu after it fuses into the add (XNNPACK).
+  /// A standalone batch_norm (not after a conv, e.g. DenseNet's pre-activation one): a
+  /// multiply-add by per-channel constants folded here. On an NHWC 4-D x one XNNPACK 1x1
+  /// depthwise conv (filter [1, 1, 1, C], one pass over x: DenseNet's BN -> ReLU took 4.5 ms of
+  /// 24 as a multiply and an add, 1.4 ms so); else XNNPACK multiply and add ([1, C] or [1, C, 1]
+  /// for plain ones). A relu after it fuses into the last node's output range (XNNPACK).
   void lower_batch_norm(const Node& node) {
     const BatchNormAffine a = batch_norm_affine(g_, node);
     const Value& xv = g_.values[static_cast<size_t>(node.args[0])];
@@ -1137,6 +1139,22 @@ class Lowering {
       cdims = {1, c};
     }
     const uint32_t x = activation(node.args[0]);
+    if (xv.sizes.size() == 4 && is_nhwc(node.args[0])) {
+      // One pass: a 1x1 depthwise conv of filter [1, 1, 1, C] = scale and bias = shift (a
+      // multiply-add per channel; a relu after it fuses into its output range).
+      ConvAttrs unit{};
+      unit.stride[0] = unit.stride[1] = 1;
+      unit.dilation[0] = unit.dilation[1] = 1;
+      unit.groups = static_cast<int64_t>(c);
+      unit.depthwise = true;
+      BlobNode& n = add_node(NodeOp::DepthwiseConv2d,
+                             {x, add_constant(cdims, a.scale), add_constant({c}, a.shift)},
+                             output(node.outputs[0]));
+      set_window_params(n, unit, 1, 1);
+      n.params[cpu::kGroups] = 1;                                      // depth multiplier
+      n.params[cpu::kGroupInChannels] = static_cast<uint32_t>(c);  // input channels
+      return;
+    }
     const uint32_t scaled = internal(xnn_dims(xv.sizes));
     add_node(NodeOp::Multiply, {x, add_constant(cdims, a.scale)}, scaled);
     add_node(NodeOp::Add, {scaled, add_constant(cdims, a.shift)}, output(node.outputs[0]));

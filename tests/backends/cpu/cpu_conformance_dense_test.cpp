@@ -1,7 +1,7 @@
 // Conformance of what lets DenseNet and Inception v3 run as one cpu delegate, against the
 // portable kernels (harness: cpu_conformance_util.h): a standalone batch_norm (DenseNet's
 // pre-activation BN -> ReLU -> conv, lowered to a per-channel multiply-add with folded
-// constants; 2-D, 3-D and 4-D, weight/bias None), average pooling with count_include_pad=True
+// constants, on an NHWC 4-D x one 1x1 depthwise conv; 2-D, 3-D and 4-D, weight/bias None), average pooling with count_include_pad=True
 // and padding (a zero pad then a pool without padding: Inception's 3x3/1/1 branch pool, stride
 // 2, ceil_mode, rectangular windows), a cat of one tensor; then graphs partitioned by the
 // partitioner where a node the backend does not take makes part of a cat's tensor list outside
@@ -151,8 +151,15 @@ std::vector<OpCase> cases() {
                },
                1e-12};
   bn.check_blob = [](const std::vector<uint8_t>& blob) {
-    EXPECT_EQ(blob_ops(blob), (std::vector<uint32_t>{static_cast<uint32_t>(cpu::NodeOp::Multiply),
-                                                     static_cast<uint32_t>(cpu::NodeOp::Add)}));
+    // One pass: a 1x1 depthwise conv (filter = the folded scale, bias = the folded shift).
+    ASSERT_EQ(blob_ops(blob),
+              (std::vector<uint32_t>{static_cast<uint32_t>(cpu::NodeOp::DepthwiseConv2d)}));
+    const cpu::BlobNode n = blob_node(blob, 0);
+    EXPECT_EQ(n.num_inputs, 3u);
+    EXPECT_EQ(n.params[cpu::kKernelH], 1u);
+    EXPECT_EQ(n.params[cpu::kKernelW], 1u);
+    EXPECT_EQ(n.params[cpu::kGroups], 1u);
+    EXPECT_EQ(n.params[cpu::kGroupInChannels], 12u);
   };
   c.push_back(bn);
   c.push_back({"batch_norm_4d_no_affine", [](GraphBuilder& b) {
