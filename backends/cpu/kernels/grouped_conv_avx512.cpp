@@ -39,6 +39,24 @@ struct Vec {
   __mmask16 mask;          ///< the lanes of the vector's groups (fewer in the last vector)
 };
 
+/// The NP finished pixels from ox: the residual, then the clamp (max(lo, min(hi, x)) returns x
+/// when x is NaN: NaN propagates; the maskz forms with a full mask as in shallow_conv_avx512.cpp),
+/// stored in the vector's lanes.
+template <int CG, int NP>
+TERN_AVX512_TARGET inline void store(const Vec<CG>& v, int64_t ox, __m512 (&acc)[NP]) {
+  const ConvProblem& p = *v.p;
+  const __m512 lo = _mm512_set1_ps(p.out_min);
+  const __m512 hi = _mm512_set1_ps(p.out_max);
+#pragma GCC unroll 14
+  for (int q = 0; q < NP; ++q) {
+    const int64_t at = (ox + q) * p.out_c;
+    __m512 s = acc[q];
+    if (v.residual != nullptr) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(v.mask, v.residual + at));
+    s = _mm512_maskz_max_ps(0xFFFF, lo, _mm512_maskz_min_ps(0xFFFF, hi, s));
+    _mm512_mask_storeu_ps(v.y + at, v.mask, s);
+  }
+}
+
 /// NP pixels from ox. CHECK: skip taps outside the row (border pixels).
 template <int CG, int NP, bool CHECK>
 TERN_AVX512_TARGET inline void block(const Vec<CG>& v, int64_t ox) {
@@ -69,18 +87,7 @@ TERN_AVX512_TARGET inline void block(const Vec<CG>& v, int64_t ox) {
       }
     }
   }
-  // The residual, then the clamp (max(lo, min(hi, x)) returns x when x is NaN: NaN propagates;
-  // the maskz forms with a full mask as in shallow_conv_avx512.cpp).
-  const __m512 lo = _mm512_set1_ps(p.out_min);
-  const __m512 hi = _mm512_set1_ps(p.out_max);
-#pragma GCC unroll 12
-  for (int q = 0; q < NP; ++q) {
-    const int64_t at = (ox + q) * p.out_c;
-    __m512 s = acc[q];
-    if (v.residual != nullptr) s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(v.mask, v.residual + at));
-    s = _mm512_maskz_max_ps(0xFFFF, lo, _mm512_maskz_min_ps(0xFFFF, hi, s));
-    _mm512_mask_storeu_ps(v.y + at, v.mask, s);
-  }
+  store(v, ox, acc);
 }
 
 /// NP pixels from ox, with the bounds checks when the block reaches outside the interior.
@@ -197,16 +204,7 @@ TERN_AVX512_TARGET inline void block16(const Vec<16>& v, int64_t ox) {
       }
     }
   }
-  const __m512 lo = _mm512_set1_ps(p.out_min);
-  const __m512 hi = _mm512_set1_ps(p.out_max);
-#pragma GCC unroll 14
-  for (int q = 0; q < NP; ++q) {
-    const int64_t at = (ox + q) * p.out_c;
-    __m512 s = acc[q];
-    if (v.residual != nullptr) s = _mm512_add_ps(s, _mm512_loadu_ps(v.residual + at));
-    s = _mm512_maskz_max_ps(0xFFFF, lo, _mm512_maskz_min_ps(0xFFFF, hi, s));
-    _mm512_storeu_ps(v.y + at, s);
-  }
+  store(v, ox, acc);
 }
 
 template <int NP>
