@@ -147,7 +147,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bool no_prefetch_next = false;
   cli.app.add_flag("--no-prefetch-next", no_prefetch_next,
-                   "M tiles do not fetch the next N tile's B into L2 (GemmBlocking::prefetch_next_b)");
+                   "M tiles do not fetch the next N tile's B into L2 "
+                   "(GemmBlocking::prefetch_next_b)");
   std::vector<std::string> shape_args;
   cli.app
       .add_option("shapes", shape_args,

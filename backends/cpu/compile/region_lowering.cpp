@@ -1151,7 +1151,7 @@ class Lowering {
                              {x, add_constant(cdims, a.scale), add_constant({c}, a.shift)},
                              output(node.outputs[0]));
       set_window_params(n, unit, 1, 1);
-      n.params[cpu::kGroups] = 1;                                      // depth multiplier
+      n.params[cpu::kGroups] = 1;                                  // depth multiplier
       n.params[cpu::kGroupInChannels] = static_cast<uint32_t>(c);  // input channels
       return;
     }

@@ -93,12 +93,12 @@ void run_task(const Plan& plan, int64_t task) {
       for (int64_t i = t0; i < t1; ++i) {
         args.prefetch = nullptr;
         args.prefetch_rows = 0;
-        if (next_np > 0) {
-          const int64_t panel = (i - t0) % next_np, segment = (i - t0) / next_np;
-          const int64_t row0 = segment * segment_rows;
-          args.prefetch = p.packed + (next_panel0 + panel) * plan.panel_stride + kPanelWidth +
-                          (k0 + row0) * kPanelWidth;
-          args.prefetch_rows = max64(0, min64(segment_rows, args.kc - row0));
+        const int64_t row0 = next_np > 0 ? (i - t0) / next_np * segment_rows : args.kc;
+        if (row0 < args.kc) {  // this tile's segment: rows [row0, row0 + segment_rows) of a panel
+          const int64_t panel = next_panel0 + (i - t0) % next_np;
+          args.prefetch =
+              p.packed + panel * plan.panel_stride + kPanelWidth + (k0 + row0) * kPanelWidth;
+          args.prefetch_rows = min64(segment_rows, args.kc - row0);
         }
         const int64_t r0 = split_point(p.m, plan.m_tiles, i);
         const int64_t r1 = split_point(p.m, plan.m_tiles, i + 1);

@@ -1,13 +1,13 @@
-// Conformance of what lets DenseNet and Inception v3 run as one cpu delegate, against the
-// portable kernels (harness: cpu_conformance_util.h): a standalone batch_norm (DenseNet's
-// pre-activation BN -> ReLU -> conv, lowered to a per-channel multiply-add with folded
-// constants, on an NHWC 4-D x one 1x1 depthwise conv; 2-D, 3-D and 4-D, weight/bias None), average pooling with count_include_pad=True
-// and padding (a zero pad then a pool without padding: Inception's 3x3/1/1 branch pool, stride
-// 2, ceil_mode, rectangular windows), a cat of one tensor; then graphs partitioned by the
-// partitioner where a node the backend does not take makes part of a cat's tensor list outside
-// the region (its elements are passed one by one), DenseNet's dense block and Inception's block
-// among them. A deeper dense block checks that each cat extends the one before it (one Concat
-// node a cat).
+// Conformance of what lets DenseNet and Inception v3 run as one cpu delegate, against the portable
+// kernels (harness: cpu_conformance_util.h): a standalone batch_norm (DenseNet's pre-activation BN
+// -> ReLU -> conv, lowered to a per-channel multiply-add with folded constants, on an NHWC 4-D x
+// one 1x1 depthwise conv; 2-D, 3-D and 4-D, weight/bias None), average pooling with
+// count_include_pad=True and padding (a zero pad then a pool without padding: Inception's 3x3/1/1
+// branch pool, stride 2, ceil_mode, rectangular windows), a cat of one tensor; then graphs
+// partitioned by the partitioner where a node the backend does not take makes part of a cat's
+// tensor list outside the region (its elements are passed one by one), DenseNet's dense block and
+// Inception's block among them. A deeper dense block checks that each cat extends the one before it
+// (one Concat node a cat).
 #include <gtest/gtest.h>
 
 #include <algorithm>
