@@ -308,21 +308,34 @@ TERN_AVX512_TARGET void nf4_tile(const QuantGemmProblem& p, const Nf4Absmax& am,
   store_tile<MR, NR>(p, n, r0, acc);
 }
 
-/// FP8 with one scale per run of columns (the row, or a 2-D block's width C, a multiple of 16):
-/// decoded = bits × (scale · 2^bias), exact per element; the row's last vector is masked.
-/// Returns false (nothing written) when a folded factor overflows: the caller takes tile().
-template <Fmt F, int MR, int NR>
-TERN_AVX512_TARGET bool fp8_tile(const QuantGemmProblem& p, int64_t n, int64_t r0) {
+/// FP8 with one scale per run of columns (the row, or a 2-D block's width C, a multiple of 16),
+/// decoded through f16 as on AVX2 (fp8_tile there): an e5m2 code is its value's f16 high byte;
+/// an e4m3 code sign-extended to 16 bits, shifted left by 7 and masked with 0xBF80 is its value
+/// × 2^-8 as an f16, subnormals too; vcvtph2ps widens 16 at once to normal f32s. Unlike placing
+/// the code's bits in an f32 (decode() above), no operand is ever an f32 subnormal, which Intel
+/// cores handle with a microcode assist (random codes: 1.0 against ~29 G weights/s).
+/// How an FP8 tile applies its factors, scale · 2^8 (e4m3) / scale (e5m2).
+enum class Fp8Scaling {
+  AtEnd,      ///< one run per row (per channel, per tensor): sums scaled once at the end
+  PerRun,     ///< 2-D blocks: each run's sums added to a second set of sums times its factor
+  PerVector,  ///< 2-D blocks, no room for a second set (MR × NR > 8): each decoded vector scaled
+};
+
+/// AtEnd and PerRun sum the products unscaled: the decoded weights are exact, only the rounding
+/// of the sum differs from the reference's rounded code × scale, as on AVX2. PerVector is exact
+/// per element. The row's last vector is masked. Returns false (nothing written) when a folded
+/// factor overflows: the caller takes tile().
+template <Fmt F, int MR, int NR, Fp8Scaling S>
+TERN_AVX512_TARGET bool fp8_tile_runs(const QuantGemmProblem& p, int64_t n, int64_t r0) {
   const QuantWeightView& w = p.w;
   const QuantWeightDesc& d = w.desc;
   const uint64_t k = d.cols;
-  const float bias = F == Fmt::E4m3 ? kE4m3Bias : kE5m2Bias;
-  const bool blocked = d.granularity == Fp8Granularity::Block;
-  const uint64_t run = blocked ? d.block_cols : k;
+  const float unit = F == Fmt::E4m3 ? 256.0f : 1.0f;
+  const uint64_t run = d.granularity == Fp8Granularity::Block ? d.block_cols : k;
   const float* srow[NR];  // the row's scales, one per run
 #pragma GCC unroll 8
   for (int j = 0; j < NR; ++j) {
-    if (!fp8_row_scales(w, static_cast<uint64_t>(n + j), bias, &srow[j])) return false;
+    if (!fp8_row_scales(w, static_cast<uint64_t>(n + j), unit, &srow[j])) return false;
   }
   const uint64_t ahead = NR * w.layout.row_bytes;  // the next tile's rows, same columns
   const uint8_t* rows[NR];
@@ -331,23 +344,33 @@ TERN_AVX512_TARGET bool fp8_tile(const QuantGemmProblem& p, int64_t n, int64_t r
   const float* a[MR];
 #pragma GCC unroll 4
   for (int r = 0; r < MR; ++r) a[r] = p.a + (r0 + r) * p.lda;
-  __m512 acc[MR][NR];
+  __m512 acc[MR][NR];  // PerRun: the run's unscaled sums
+  __m512 total[S == Fp8Scaling::PerRun ? MR : 1][S == Fp8Scaling::PerRun ? NR : 1];
 #pragma GCC unroll 4
   for (int r = 0; r < MR; ++r) {
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) acc[r][j] = _mm512_setzero_ps();
   }
-  const int sh = F == Fmt::E4m3 ? kE4m3Shift : kE5m2Shift;
-  const __m512i mask = _mm512_set1_epi32(static_cast<int>(F == Fmt::E4m3 ? kE4m3Mask : kE5m2Mask));
+  if constexpr (S == Fp8Scaling::PerRun) {
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 8
+      for (int j = 0; j < NR; ++j) total[r][j] = _mm512_setzero_ps();
+    }
+  }
+  const __m256i e4m3_mask = _mm256_set1_epi16(static_cast<int16_t>(0xBF80));
   __m512 fac[NR];
   auto step = [&](uint64_t k0, __mmask16 m) __attribute__((always_inline, target("avx512f,fma"))) {
     __m512 wv[NR];
 #pragma GCC unroll 8
     for (int j = 0; j < NR; ++j) {
-      const __m512i sx =
-          _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[j] + k0)));
-      wv[j] = _mm512_mul_ps(
-          _mm512_castsi512_ps(_mm512_and_si512(_mm512_slli_epi32(sx, sh), mask)), fac[j]);
+      const __m128i codes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[j] + k0));
+      const __m256i half = F == Fmt::E4m3
+                               ? _mm256_and_si256(
+                                     _mm256_slli_epi16(_mm256_cvtepi8_epi16(codes), 7), e4m3_mask)
+                               : _mm256_slli_epi16(_mm256_cvtepu8_epi16(codes), 8);
+      wv[j] = _mm512_cvtph_ps(half);
+      if constexpr (S == Fp8Scaling::PerVector) wv[j] = _mm512_mul_ps(wv[j], fac[j]);
     }
 #pragma GCC unroll 4
     for (int r = 0; r < MR; ++r) {
@@ -360,7 +383,7 @@ TERN_AVX512_TARGET bool fp8_tile(const QuantGemmProblem& p, int64_t n, int64_t r
   for (uint64_t s = 0; s < k; s += run, ++t) {
     const uint64_t e = s + run < k ? s + run : k;
 #pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j) fac[j] = _mm512_set1_ps(srow[j][t] * bias);
+    for (int j = 0; j < NR; ++j) fac[j] = _mm512_set1_ps(srow[j][t] * unit);
     uint64_t k0 = s;
     for (; k0 + 64 <= e; k0 += 64) {
 #pragma GCC unroll 8
@@ -373,9 +396,39 @@ TERN_AVX512_TARGET bool fp8_tile(const QuantGemmProblem& p, int64_t n, int64_t r
     for (; k0 + 16 <= e; k0 += 16) step(k0, 0xFFFF);
     // Only the row's end is not a multiple of 16: the padded row holds +0 codes there.
     if (k0 < e) step(k0, static_cast<__mmask16>((1u << (e - k0)) - 1u));
+    if constexpr (S == Fp8Scaling::PerRun) {
+#pragma GCC unroll 4
+      for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 8
+        for (int j = 0; j < NR; ++j) {
+          total[r][j] = _mm512_fmadd_ps(acc[r][j], fac[j], total[r][j]);
+          acc[r][j] = _mm512_setzero_ps();
+        }
+      }
+    }
   }
-  store_tile<MR, NR>(p, n, r0, acc);
+  if constexpr (S == Fp8Scaling::AtEnd) {
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 8
+      for (int j = 0; j < NR; ++j) acc[r][j] = _mm512_mul_ps(acc[r][j], fac[j]);
+    }
+  }
+  if constexpr (S == Fp8Scaling::PerRun) {
+    store_tile<MR, NR>(p, n, r0, total);
+  } else {
+    store_tile<MR, NR>(p, n, r0, acc);
+  }
   return true;
+}
+
+template <Fmt F, int MR, int NR>
+TERN_AVX512_TARGET bool fp8_tile(const QuantGemmProblem& p, int64_t n, int64_t r0) {
+  if (p.w.desc.granularity != Fp8Granularity::Block) {
+    return fp8_tile_runs<F, MR, NR, Fp8Scaling::AtEnd>(p, n, r0);
+  }
+  constexpr Fp8Scaling kBlocks = MR * NR <= 8 ? Fp8Scaling::PerRun : Fp8Scaling::PerVector;
+  return fp8_tile_runs<F, MR, NR, kBlocks>(p, n, r0);
 }
 
 template <Fmt F, int MR, int NR>

@@ -441,10 +441,15 @@ TEST_F(CpuQuantGemm, DecodedWeightsEqualTheReferenceBitForBit) {
 }
 
 TEST_F(CpuQuantGemm, Fp8ScaleWhoseFoldedFactorOverflowsStaysExact) {
-  // scale * 2^120 overflows f32 for scale >= 256: those vectors take the fused kernels' exact
-  // path (the panel path's AVX2 factor, scale * 2^8, stays finite here).
-  for (Fp8Granularity g : {Fp8Granularity::PerTensor, Fp8Granularity::PerChannel}) {
-    const TestWeight w = make_weight({QuantWeightFormat::Fp8E4M3, 0, g}, 20, 70, 99, 1000.0f);
+  // The per-vector path (tile(): 2-D blocks whose width is not a multiple of 16) folds
+  // scale * 2^120, which overflows f32 for scale >= 256: those vectors take its exact scalar
+  // fill. The run-based fast paths and the panel path fold scale * 2^8 (f16 decode), finite here.
+  for (Fp8Granularity g :
+       {Fp8Granularity::PerTensor, Fp8Granularity::PerChannel, Fp8Granularity::Block}) {
+    const Scheme s = g == Fp8Granularity::Block
+                         ? Scheme{QuantWeightFormat::Fp8E4M3, 0, g, 3, 5}
+                         : Scheme{QuantWeightFormat::Fp8E4M3, 0, g};
+    const TestWeight w = make_weight(s, 20, 70, 99, 1000.0f);
     check(w, 1, true, "e4m3 huge scales");
     check(w, 4, false, "e4m3 huge scales gemm");
     check(w, kQuantPanelMinRows, true, "e4m3 huge scales, decoded panels");
