@@ -537,6 +537,32 @@ def test_roll():
         assert result.ops.get("tern::cat") == 5, result.ops
 
 
+def test_view_of_attention_output_laid_out_otherwise_than_traced():
+    # T5's attention (transformers 5: SDPA with a float mask computed from its relative-position
+    # bias parameter) is followed by transpose + contiguous + view. The meta function lays out
+    # SDPA's output as [B, S, H, D] in memory, so the trace drops the contiguous() and keeps a
+    # view; with a mask that requires grad (a parameter not detached) the CPU kernel returns it
+    # contiguous, on which the exporter's own evaluation of the view failed ("view size is not
+    # compatible with input tensor's size and stride").
+    if not hasattr(F, "scaled_dot_product_attention"):
+        return  # PyTorch < 2.0
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bias = nn.Parameter(torch.randn(1, 4, 16, 16))
+
+        def forward(self, x):
+            q, k, v = x, x * 0.5, x + 1.0  # [B, S, H, D]
+            o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                               v.transpose(1, 2), attn_mask=self.bias * 2.0)
+            return o.transpose(1, 2).contiguous().view(1, 16, 64)
+    m = M().eval()
+    x = torch.randn(1, 16, 4, 16)
+    _, got = export_and_run(m, (x,), "attention_view")
+    assert_close(got[0], m(x), what="output")
+
+
 def test_bitwise_on_bool_masks():
     class M(nn.Module):
         def forward(self, x, y, keep):

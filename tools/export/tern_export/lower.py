@@ -21,6 +21,9 @@ from .errors import ExportError, Unsupported, UnsupportedOpError
 from .graph_writer import tern_dtype
 from .values import POISON, Const, Multi, Poison, TVal, Unavailable
 
+_VIEW_OPS = tuple(getattr(torch.ops.aten, name).default for name in ("view", "_unsafe_view")
+                  if hasattr(torch.ops.aten, name))
+
 
 def op_name(target):
     """"aten.add.Tensor" for an OpOverload; the Python name for other callables."""
@@ -264,7 +267,10 @@ class Lowerer:
             self.node = n
             if desc[0] == "const":
                 t = desc[2]
-                self.real[n] = t
+                # Detached: PyTorch picks some kernels by whether an operand requires grad (a
+                # float attention mask from a parameter sends SDPA down its math path, whose
+                # output layout differs from the traced one), and the trace saw no grad.
+                self.real[n] = t.detach() if isinstance(t, torch.Tensor) else t
                 self.env[n] = Const(t.detach(), desc[1])
             elif desc[0] == "state":
                 t = desc[2]
@@ -308,6 +314,21 @@ class Lowerer:
             obj = getattr(obj, part)
         return obj
 
+    @staticmethod
+    def _evaluate(n, real_args, real_kwargs):
+        """The node's value on the example inputs, computed by PyTorch. A `view` whose input's
+        real strides differ from the traced ones is taken as a `reshape` (the same values; tern's
+        tensors are contiguous, so its reshape is a view either way): an eager kernel may lay
+        out its output otherwise than its meta function said it would (CPU SDPA with a mask
+        that requires grad: [B, H, S, D] in memory where the trace had [B, S, H, D], so T5's
+        transpose + view after attention failed before constants were detached)."""
+        try:
+            return n.target(*real_args, **real_kwargs)
+        except RuntimeError:
+            if n.target not in _VIEW_OPS or not isinstance(real_args[0], torch.Tensor):
+                raise
+            return real_args[0].reshape(*real_args[1:], **real_kwargs)
+
     def _call(self, n):
         args = _map(n.args, lambda a: self.env[a] if isinstance(a, torch.fx.Node) else Const(a))
         kwargs = _map(n.kwargs, lambda a: self.env[a] if isinstance(a, torch.fx.Node) else Const(a))
@@ -320,7 +341,7 @@ class Lowerer:
             self.env[n] = self._getitem(n, args[0], real_args[1])
             return
         try:
-            real = n.target(*real_args, **real_kwargs)
+            real = self._evaluate(n, real_args, real_kwargs)
         except Exception as e:
             raise ExportError("evaluating %s (node '%s') on the example inputs failed: %s"
                               % (op_name(n.target), n.name, e)) from e
