@@ -197,6 +197,23 @@ TEST_F(LinalgKernelTest, CompilerPlansTheKernelsScratch) {
   EXPECT_EQ(compiler::node_scratch_bytes(g, convt),
             portable::conv_transpose2d_scratch_bytes(8, 4, 4, 2, 2, 1, 1, 7, 7) +
                 portable::kScratchAlignment);
+  compiler::Node conv3d;
+  conv3d.op = "tern::conv3d";
+  conv3d.args = {tensor({1, 64, 4, 28, 28}), tensor({16, 64, 3, 3, 3}), none_id, ints({1, 2, 2}),
+                 ints({1}), ints({1, 1, 1}), integer(1)};
+  conv3d.outputs = {tensor({1, 16, 4, 14, 14})};
+  EXPECT_EQ(compiler::node_scratch_bytes(g, conv3d),
+            portable::conv3d_scratch_bytes(64, 1, 3, 3, 3, 1, 2, 2, 1, 1, 1, 4, 14, 14) +
+                portable::kScratchAlignment);
+  // 1728 rows (64 x 27 taps) of 4 MiB / 1728 / 4 = 606 voxels, fewer than the 784 of the output.
+  EXPECT_EQ(portable::conv3d_scratch_bytes(64, 1, 3, 3, 3, 1, 2, 2, 1, 1, 1, 4, 14, 14),
+            uint64_t{1728} * 606 * 4);
+  compiler::Node pointwise3d = conv3d;
+  pointwise3d.args[1] = tensor({16, 64, 1, 1, 1});
+  pointwise3d.args[3] = ints({1});
+  pointwise3d.args[4] = ints({0});
+  pointwise3d.outputs = {tensor({1, 16, 4, 28, 28})};
+  EXPECT_EQ(compiler::node_scratch_bytes(g, pointwise3d), 0u);
   compiler::Node depthwise = conv;
   depthwise.args[1] = tensor({64, 1, 3, 3});
   depthwise.args[6] = integer(64);
@@ -287,6 +304,36 @@ TEST_F(LinalgKernelTest, ConvAttributeErrors) {
   expect_invalid(call_kernel("tern::conv2d", {&x->value, &w->value, &bias->value, &v1, &v0, &v1,
                                               &g1, &out->value}),
                  {"tern::conv2d", "bias", "[2]", "[3]"});
+  // conv3d: the same checks over three spatial dims, naming the dim.
+  const int64_t zeros3[3] = {0, 0, 0};
+  EValue z3 = EValue::from_int_list(Span<const int64_t>(zeros3, 3));
+  auto x3 = random_tensor<float>({1, 4, 3, 6, 6}, 6);
+  auto w3 = random_tensor<float>({2, 4, 3, 3, 3}, 7);
+  auto out3 = zeros<float>({1, 2, 1, 4, 4});
+  ASSERT_EQ(call_with_scratch("tern::conv3d", {&x3->value, &w3->value, &none, &v3, &z3, &v3,
+                                                &g1, &out3->value},
+                              1 << 20),
+            Error::Ok)
+      << last_error_message();
+  expect_invalid(call_kernel("tern::conv3d", {&x3->value, &w3->value, &none, &v1, &z3, &v3, &g1,
+                                              &out3->value}),
+                 {"tern::conv3d", "stride", "expected 3 values", "found 2"});
+  auto w3deep = random_tensor<float>({2, 4, 5, 3, 3}, 8);
+  expect_invalid(call_kernel("tern::conv3d", {&x3->value, &w3deep->value, &none, &v3, &z3, &v3,
+                                              &g1, &out3->value}),
+                 {"tern::conv3d", "depth", "below 1"});
+  auto bad_out3 = zeros<float>({1, 2, 3, 4, 4});
+  expect_invalid(call_kernel("tern::conv3d", {&x3->value, &w3->value, &none, &v3, &z3, &v3, &g1,
+                                              &bad_out3->value}),
+                 {"tern::conv3d", "out", "[1, 2, 1, 4, 4]", "[1, 2, 3, 4, 4]"});
+  expect_invalid(call_kernel("tern::conv3d", {&x->value, &w3->value, &none, &v3, &z3, &v3, &g1,
+                                              &out3->value}),
+                 {"tern::conv3d", "x"});
+  EXPECT_EQ(call_kernel("tern::conv3d", {&x3->value, &w3->value, &none, &v3, &z3, &v3, &g1,
+                                         &out3->value}),
+            Error::MemoryAllocationFailed);
+  EXPECT_NE(std::string(last_error_message()).find("tern::conv3d: needs"), std::string::npos)
+      << last_error_message();
   // conv_transpose2d: output_padding must stay below the stride or the dilation.
   auto tw = random_tensor<float>({4, 2, 3, 3}, 5);
   auto tout = zeros<float>({1, 2, 9, 9});

@@ -1,4 +1,4 @@
-"""Convolution and pooling against PyTorch: conv1d, conv2d, conv_transpose2d, max_pool2d,
+"""Convolution and pooling against PyTorch: conv1d, conv2d, conv3d, conv_transpose2d, max_pool2d,
 avg_pool2d, adaptive_avg_pool2d."""
 import torch
 import torch.nn.functional as F
@@ -55,6 +55,42 @@ def cases():
             ("unbatched", (4, 12), (3, 4, 3), True, [1], [1], [1], 1)]:
         args = [r(*x), r(*w), r(w[0]) if bias else NONE, IL(s), IL(p), IL(d), I(g)]
         out.append(Case("tern::conv1d", args, conv1d, RTOL, ATOL, name="conv1d_" + name))
+
+    def conv3d(x, w, b, stride, padding, dilation, groups):
+        return F.conv3d(x, w, b, stride, padding, dilation, groups)
+
+    # Video models (torchvision r3d_18 / mc3_18 / r2plus1d_18: 3x7x7 stems, 3x3x3, 1x3x3 and
+    # 3x1x1 blocks, 1x1x1 stride-2 shortcuts) and the edges of each path.
+    for name, x, w, bias, s, p, d, g in [
+            ("3x3x3_pad1", (2, 3, 5, 7, 6), (4, 3, 3, 3, 3), True, [1, 1, 1], [1, 1, 1],
+             [1, 1, 1], 1),
+            ("stem_3x7x7", (1, 3, 4, 16, 16), (8, 3, 3, 7, 7), False, [1, 2, 2], [1, 3, 3],
+             [1, 1, 1], 1),
+            ("spatial_1x3x3", (1, 4, 3, 9, 8), (5, 4, 1, 3, 3), True, [1, 2, 2], [0, 1, 1],
+             [1, 1, 1], 1),
+            ("temporal_3x1x1", (1, 6, 7, 5, 4), (3, 6, 3, 1, 1), True, [2, 1, 1], [1, 0, 0],
+             [1, 1, 1], 1),
+            ("shortcut_1x1x1_s2", (1, 8, 4, 6, 6), (6, 8, 1, 1, 1), False, [2, 2, 2], [0, 0, 0],
+             [1, 1, 1], 1),
+            ("pointwise", (2, 7, 3, 4, 5), (5, 7, 1, 1, 1), True, [1, 1, 1], [0, 0, 0],
+             [1, 1, 1], 1),
+            ("groups2_dilated", (1, 6, 6, 7, 7), (4, 3, 3, 3, 3), True, [1, 1, 1], [2, 1, 2],
+             [2, 1, 2], 2),
+            ("depthwise", (2, 4, 5, 6, 7), (4, 1, 3, 3, 3), True, [1, 2, 1], [1, 1, 1],
+             [1, 1, 1], 4),
+            ("depthwise_mult2", (1, 3, 4, 5, 5), (6, 1, 2, 3, 3), False, [2, 1, 2], [0, 2, 1],
+             [1, 2, 1], 3),
+            ("single_values", (1, 2, 5, 5, 5), (3, 2, 3, 3, 3), True, [2], [1], [1], 1),
+            ("kernel_gt_input", (1, 2, 2, 3, 3), (2, 2, 3, 5, 5), True, [1, 1, 1], [1, 2, 2],
+             [1, 1, 1], 1),
+            ("unbatched", (3, 4, 5, 6), (2, 3, 3, 3, 3), True, [1, 1, 1], [1, 1, 1], [1, 1, 1], 1),
+            ("empty_batch", (0, 3, 4, 5, 6), (2, 3, 3, 3, 3), True, [1, 1, 1], [1, 1, 1],
+             [1, 1, 1], 1),
+            ("many_tiles", (1, 64, 4, 28, 28), (16, 64, 3, 3, 3), True, [1, 1, 1], [1, 1, 1],
+             [1, 1, 1], 1)]:
+        args = [r(*x), r(*w), r(w[0]) if bias else NONE, IL(s), IL(p), IL(d), I(g)]
+        tol = 1e-4 if name == "many_tiles" else RTOL
+        out.append(Case("tern::conv3d", args, conv3d, tol, ATOL, name="conv3d_" + name))
 
     def conv_t(x, w, b, stride, padding, output_padding, groups, dilation):
         return F.conv_transpose2d(x, w, b, stride, padding, output_padding, groups, dilation)

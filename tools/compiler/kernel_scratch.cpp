@@ -26,9 +26,34 @@ int64_t spatial_value(const Value* v, size_t d) {
   return v->ints.size() == 1 ? v->ints[0] : (d < v->ints.size() ? v->ints[d] : -1);
 }
 
-// Column-buffer bytes of tern::conv1d / conv2d / conv_transpose2d (scratch_sizes.h), 0 for
-// other ops or malformed nodes (the kernel then reports what it needs).
+// Column-buffer bytes of tern::conv3d (scratch_sizes.h), 0 for a malformed node.
+uint64_t conv3d_scratch_bytes(const Graph& graph, const Node& node) {
+  const Value* x = node_arg(graph, node, 0);
+  const Value* w = node_arg(graph, node, 1);
+  const Value* groups = node_arg(graph, node, 6);
+  if (x == nullptr || w == nullptr || groups == nullptr || !x->is_tensor() || !w->is_tensor() ||
+      groups->kind != Value::Kind::Int || w->sizes.size() != 5 || x->sizes.size() < 4 ||
+      node.outputs.empty() || node.outputs[0] < 0 ||
+      static_cast<size_t>(node.outputs[0]) >= graph.values.size()) {
+    return 0;
+  }
+  const Value& out = graph.values[static_cast<size_t>(node.outputs[0])];
+  if (!out.is_tensor() || out.sizes.size() < 4) return 0;
+  const Value* stride = node_arg(graph, node, 3);
+  const Value* padding = node_arg(graph, node, 4);
+  const size_t xr = x->sizes.size();
+  const size_t orank = out.sizes.size();
+  return portable::conv3d_scratch_bytes(
+      x->sizes[xr - 4], groups->int_value, w->sizes[2], w->sizes[3], w->sizes[4],
+      spatial_value(stride, 0), spatial_value(stride, 1), spatial_value(stride, 2),
+      spatial_value(padding, 0), spatial_value(padding, 1), spatial_value(padding, 2),
+      out.sizes[orank - 3], out.sizes[orank - 2], out.sizes[orank - 1]);
+}
+
+// Column-buffer bytes of tern::conv1d / conv2d / conv3d / conv_transpose2d (scratch_sizes.h),
+// 0 for other ops or malformed nodes (the kernel then reports what it needs).
 uint64_t conv_scratch_bytes(const Graph& graph, const Node& node) {
+  if (node.op == "tern::conv3d") return conv3d_scratch_bytes(graph, node);
   const bool conv1d = node.op == "tern::conv1d";
   const bool conv2d = node.op == "tern::conv2d";
   const bool transposed = node.op == "tern::conv_transpose2d";

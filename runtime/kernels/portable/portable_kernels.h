@@ -103,6 +103,10 @@ Error conv1d(KernelContext& context, Span<EValue*> args);
 /// tern::conv2d(x [N, C, H, W] or [C, H, W], weight [O, C/g, kh, kw], bias?, stride, padding,
 /// dilation: IntList(2) (or one value), groups: Int, out). Scratch: conv2d_scratch_bytes.
 Error conv2d(KernelContext& context, Span<EValue*> args);
+/// tern::conv3d(x [N, C, D, H, W] or [C, D, H, W], weight [O, C/g, kd, kh, kw], bias?, stride,
+/// padding, dilation: IntList(3) (or one value), groups: Int, out). Scratch:
+/// conv3d_scratch_bytes (scratch_sizes.h).
+Error conv3d(KernelContext& context, Span<EValue*> args);
 /// tern::conv_transpose2d(x, weight [C, O/g, kh, kw], bias?, stride, padding, output_padding,
 /// groups, dilation, out). Scratch: conv_transpose2d_scratch_bytes.
 Error conv_transpose2d(KernelContext& context, Span<EValue*> args);

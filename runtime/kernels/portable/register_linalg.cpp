@@ -12,6 +12,7 @@ Error register_linalg_kernels() {
       {"tern::addmm", addmm},
       {"tern::conv1d", conv1d},
       {"tern::conv2d", conv2d},
+      {"tern::conv3d", conv3d},
       {"tern::conv_transpose2d", conv_transpose2d},
       {"tern::max_pool2d", max_pool2d},
       {"tern::avg_pool2d", avg_pool2d},

@@ -49,7 +49,7 @@ inline uint64_t sdpa_block_scratch_bytes(uint64_t q_len, uint64_t kv_len) {
              : bytes;
 }
 
-// --- Convolution (conv1d, conv2d, conv_transpose2d) ---
+// --- Convolution (conv1d, conv2d, conv3d, conv_transpose2d) ---
 // conv2d lowers to GEMM over an im2col buffer and conv_transpose2d to GEMM then col2im; both
 // build their column buffer for a tile of pixels at a time, so their scratch is bounded:
 // at most max(kConvScratchBudgetBytes, k_dim x kConvMinTilePixels x 4) bytes, where k_dim is
@@ -106,6 +106,39 @@ inline uint64_t conv2d_scratch_bytes(int64_t in_channels, int64_t groups, int64_
       static_cast<uint64_t>(kw));
   return conv_columns_bytes(
       k_dim, conv_saturating_mul(static_cast<uint64_t>(out_h), static_cast<uint64_t>(out_w)));
+}
+
+/// True when tern::conv3d builds an im2col buffer: as conv2d_uses_im2col, one dimension up.
+inline bool conv3d_uses_im2col(int64_t in_channels, int64_t groups, int64_t kd, int64_t kh,
+                               int64_t kw, int64_t stride_d, int64_t stride_h, int64_t stride_w,
+                               int64_t pad_d, int64_t pad_h, int64_t pad_w) {
+  if (groups > 0 && in_channels == groups) return false;
+  return !(kd == 1 && kh == 1 && kw == 1 && stride_d == 1 && stride_h == 1 && stride_w == 1 &&
+           pad_d == 0 && pad_h == 0 && pad_w == 0);
+}
+
+/// Bytes tern::conv3d asks its temp allocator for: x [N, C, D, H, W], weight
+/// [O, C/groups, kd, kh, kw], output spatial size out_d x out_h x out_w.
+inline uint64_t conv3d_scratch_bytes(int64_t in_channels, int64_t groups, int64_t kd, int64_t kh,
+                                     int64_t kw, int64_t stride_d, int64_t stride_h,
+                                     int64_t stride_w, int64_t pad_d, int64_t pad_h, int64_t pad_w,
+                                     int64_t out_d, int64_t out_h, int64_t out_w) {
+  if (in_channels < 0 || groups <= 0 || kd < 0 || kh < 0 || kw < 0 || out_d < 0 || out_h < 0 ||
+      out_w < 0) {
+    return 0;
+  }
+  if (!conv3d_uses_im2col(in_channels, groups, kd, kh, kw, stride_d, stride_h, stride_w, pad_d,
+                          pad_h, pad_w)) {
+    return 0;
+  }
+  const uint64_t taps = conv_saturating_mul(
+      conv_saturating_mul(static_cast<uint64_t>(kd), static_cast<uint64_t>(kh)),
+      static_cast<uint64_t>(kw));
+  const uint64_t k_dim = conv_saturating_mul(static_cast<uint64_t>(in_channels / groups), taps);
+  const uint64_t voxels = conv_saturating_mul(
+      conv_saturating_mul(static_cast<uint64_t>(out_d), static_cast<uint64_t>(out_h)),
+      static_cast<uint64_t>(out_w));
+  return conv_columns_bytes(k_dim, voxels);
 }
 
 /// True when tern::conv_transpose2d needs a column buffer (every case but 1x1, stride 1,
