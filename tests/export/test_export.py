@@ -563,6 +563,27 @@ def test_view_of_attention_output_laid_out_otherwise_than_traced():
     assert_close(got[0], m(x), what="output")
 
 
+def test_slice_and_select_assignment():
+    # In-place slice / element assignment inside a model (Funnel's relative attention shifts;
+    # hand-written models): functionalized to slice_scatter / select_scatter, lowered to slices
+    # + cat (step 1) or an index_copy at constant positions (step > 1).
+    class M(nn.Module):
+        def forward(self, x, y):
+            z = x * 1.0
+            z[:, 1:3] = y[:, :2] * 2.0            # step 1, inside
+            z[..., ::2] = -z[..., ::2]            # step 2 along the last dim
+            z[:, -1] = y[:, 0] + 1.0              # select (negative index)
+            z[0] = 0.5                            # select of dim 0, a constant source
+            w = torch.zeros(2, 4, 5)
+            w[:, :, 3:] = x[:, :, :2]             # a constant tensor written into
+            return z, w
+    m = M()
+    x, y = torch.randn(2, 4, 5), torch.randn(2, 3, 5)
+    result, got = export_and_run(m, (x, y), "scatter")
+    for k, (g, r) in enumerate(zip(got, m(x, y))):
+        assert_close(g, r, what="output %d" % k)
+
+
 def test_bitwise_on_bool_masks():
     class M(nn.Module):
         def forward(self, x, y, keep):

@@ -305,15 +305,27 @@ def convnext_tiny():
     return model, inputs, classifier
 
 
+def t5_encoder_tiny():
+    """transformers' T5EncoderModel (relative position bias added to the attention scores as a
+    float mask computed from a parameter; RMS-style T5 layer norm; ReLU feed-forward)."""
+    tf = _transformers()
+    cfg = tf.T5Config(vocab_size=512, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4,
+                      relative_attention_num_buckets=8, relative_attention_max_distance=16)
+    model = _hf(tf.T5EncoderModel, cfg).eval()
+    ids = torch.randint(0, cfg.vocab_size, (1, 16))
+    return HFOutputs(model, ["input_ids"], ["last_hidden_state"]).eval(), (ids,), False
+
+
 MODELS.update({
     "convnext_tiny": convnext_tiny,
+    "t5_encoder_tiny": t5_encoder_tiny,
     "llama_block": llama_block,
     "bert_tiny": bert_tiny,
     "gpt2_tiny": gpt2_tiny,
     "vit_tiny": vit_tiny,
 })
 TORCHVISION.add("convnext_tiny")
-TRANSFORMERS = {"bert_tiny", "gpt2_tiny", "vit_tiny"}
+TRANSFORMERS = {"bert_tiny", "gpt2_tiny", "vit_tiny", "t5_encoder_tiny"}
 
 
 # The broader torchvision zoo (issue 16): the smallest model of every classification family, at
@@ -340,3 +352,27 @@ def _zoo(name):
 
 MODELS.update({name: _zoo(name) for name in ZOO})
 TORCHVISION.update(ZOO)
+
+
+# Video classifiers (torchvision.models.video): 3-D convolutions over 1 x 3 x 4 x 32 x 32 clips
+# (4 frames; r3d_18's stages halve depth and size: 4 -> 4, 2, 1, 1 frames, 32 -> 2 pixels at
+# the end); BN calibrated on 4 batches of 2 clips. r2plus1d_18 factors each 3x3x3 conv into a
+# 1x3x3 spatial and a 3x1x1 temporal one.
+VIDEO = {"r3d_18", "r2plus1d_18"}
+
+
+def _video(name):
+    def build():
+        import torchvision.models.video as video
+        ctor = getattr(video, name)
+        try:
+            model = ctor(weights=None)
+        except TypeError:  # torchvision < 0.13
+            model = ctor(pretrained=False)
+        calibrate_bn(model, (2, 3, 4, 32, 32), batches=4)
+        return model, (torch.randn(1, 3, 4, 32, 32),), True
+    return build
+
+
+MODELS.update({name: _video(name) for name in VIDEO})
+TORCHVISION.update(VIDEO)

@@ -494,9 +494,10 @@ def _convolution(L, n, a, real):
     x, w, b = a["input"], a["weight"], a["bias"]
     transposed, groups = V(a["transposed"]), V(a["groups"])
     r = rank(x)
-    if r not in (3, 4) or (transposed and r != 4):
+    if r not in (3, 4, 5) or (transposed and r != 4):
         raise Unsupported("%s convolution of a %d-D input has no tern kernel (tern has conv1d, "
-                          "conv2d and conv_transpose2d)" % ("transposed" if transposed else "a", r))
+                          "conv2d, conv3d and conv_transpose2d)"
+                          % ("transposed" if transposed else "a", r))
     k = r - 2
     if not transposed:
         folded = _try_fold_bn(L, n, w, b, (-1,) + (1,) * (r - 1))
@@ -509,7 +510,7 @@ def _convolution(L, n, a, real):
                  L.mb.int_list(_ints(V(a["dilation"]), k))]
         return L.emit("conv_transpose2d", args, real)
     args += [L.mb.int_list(_ints(V(a["dilation"]), k)), L.mb.int(groups)]
-    return L.emit("conv2d" if r == 4 else "conv1d", args, real)
+    return L.emit({3: "conv1d", 4: "conv2d", 5: "conv3d"}[r], args, real)
 
 
 def _pool_args(L, a):
@@ -705,6 +706,53 @@ def _index_copy(L, n, a, real):
     # that state in place (Lowerer.emit).
     return L.emit("index_copy", [L.tensor_id(a["self"]), L.mb.int(V(a["dim"])),
                                  L.tensor_id(a["index"]), L.tensor_id(a["source"])], real)
+
+
+def _scatter_slices(L, x, src, dim, start, end, step, real):
+    """x with its positions start:end:step along dim replaced by src (a TVal or Const shaped as
+    that slice): cat(x[:start], src, x[end:]) for step 1 (the cpu backend takes cat), else an
+    index_copy at the constant positions."""
+    xr = real_of(x)
+    size = int(xr.shape[dim])
+    positions = list(range(size))[slice(start, end, step)]
+    if not positions:
+        return x  # an empty slice: nothing replaced
+    lo, hi = positions[0], positions[-1] + 1
+    src = L.cast(src, real.dtype)
+    if step == 1 or len(positions) == 1:
+        ids = []
+        for a, b in ((0, lo), (hi, size)):
+            if a < b:
+                ids.append(L.emit("slice", [L.tensor_id(x), L.mb.int(dim), L.mb.int(a),
+                                            L.mb.int(b), L.mb.int(1)],
+                                  xr.narrow(dim, a, b - a).contiguous()).vid)
+        ids.insert(1 if lo > 0 else 0, L.tensor_id(src))
+        return L.emit("cat", [L.mb.tensor_list(ids), L.mb.int(dim)], real)
+    index = Const(torch.tensor(positions, dtype=torch.int64), "positions")
+    return L.emit("index_copy", [L.tensor_id(x), L.mb.int(dim), L.tensor_id(index),
+                                 L.tensor_id(src)], real)
+
+
+@handles("slice_scatter.default")
+def _slice_scatter(L, n, a, real):
+    # x[..., start:end:step, ...] = src, functionalized (in-place slice assignment in a model).
+    x = a["self"]
+    dim = V(a["dim"]) % real.dim()
+    return _scatter_slices(L, x, a["src"], dim, V(a["start"]), V(a["end"]), V(a["step"]), real)
+
+
+@handles("select_scatter.default")
+def _select_scatter(L, n, a, real):
+    # x[..., index, ...] = src (src lacks dim), functionalized: src viewed with dim of size 1.
+    x, src = a["self"], a["src"]
+    dim = V(a["dim"]) % real.dim()
+    index = V(a["index"]) % int(real.shape[dim])
+    r = real_of(src).unsqueeze(dim)
+    if isinstance(src, Const):
+        src = Const(src.value.unsqueeze(dim), src.name)
+    else:
+        src = L.emit("view", [L.tensor_id(src), L.mb.int_list(r.shape)], r)
+    return _scatter_slices(L, x, src, dim, index, index + 1, 1, real)
 
 
 @handles("gather.default")
@@ -1114,6 +1162,19 @@ def _masked_fill(L, n, a, real):
         value_id = L.weight(Const(torch.tensor(value.value, dtype=real.dtype), "fill_value"))
     return L.emit("where", [L.tensor_id(L.cast(a["mask"], torch.bool)), value_id,
                             L.tensor_id(L.cast(a["self"], real.dtype))], real)
+
+
+@handles("fill.Tensor")
+def _fill_tensor(L, n, a, real):
+    # fill(x, value): x's shape, every element value (a 0-d tensor; 1.13's functionalization of
+    # `x[i] = 0.5`). A constant value folds; an activation is expanded.
+    value = a["value"]
+    if isinstance(value, Const):
+        return Const(real.detach().clone())
+    value = L.cast(value, real.dtype)
+    one = real_of(value).reshape([1] * real.dim())
+    v = L.emit("view", [L.tensor_id(value), L.mb.int_list(one.shape)], one)
+    return L.emit("expand", [v.vid, L.mb.int_list(real.shape)], real)
 
 
 @handles("_local_scalar_dense.default")
