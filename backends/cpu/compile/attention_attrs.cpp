@@ -45,18 +45,26 @@ SdpaAttrs sdpa_attrs(const Graph& g, const Node& node) {
   const Value& v = activation_tensor(g, node.args[2], "v");
   const Value& out = single_output(g, node);
   const size_t r = q.sizes.size();
-  if (!same_batch(q.sizes, k.sizes) || !same_batch(q.sizes, v.sizes) ||
-      q.sizes[r - 1] != k.sizes[r - 1] || k.sizes[r - 2] != v.sizes[r - 2]) {
+  SdpaAttrs a;
+  if (r >= 3 && k.sizes.size() == r && v.sizes.size() == r && q.sizes[r - 3] > 1 &&
+      k.sizes[r - 3] == 1 && v.sizes[r - 3] == 1) {
+    a.group = q.sizes[r - 3];
+  }
+  // k and v as the batched products see them: the group dim broadcast when grouped.
+  std::vector<int64_t> kb = k.sizes, vb = v.sizes;
+  if (a.group != 0) kb[r - 3] = vb[r - 3] = a.group;
+  if (!same_batch(q.sizes, kb) || !same_batch(q.sizes, vb) || q.sizes[r - 1] != k.sizes[r - 1] ||
+      k.sizes[r - 2] != v.sizes[r - 2]) {
     throw Unsupported("scaled_dot_product_attention: q " + shape_str(q.sizes) + ", k " +
                       shape_str(k.sizes) + ", v " + shape_str(v.sizes) +
-                      " (one rank >= 2, the same batch dims, no broadcasting)");
+                      " (one rank >= 2, the same batch dims, no broadcasting but k and v "
+                      "shared by a group of query heads)");
   }
   std::vector<int64_t> expect = q.sizes;
   expect[r - 1] = v.sizes[r - 1];
   if (out.sizes != expect) throw Unsupported("scaled_dot_product_attention: out shape");
   const int64_t l = q.sizes[r - 2], s = k.sizes[r - 2];
   const bool causal = bool_value(g, node.args[4], "is_causal");
-  SdpaAttrs a;
   a.scale = is_none(g, node.args[5])
                 ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(q.sizes[r - 1])))
                 : static_cast<float>(number(g, node.args[5], "scale"));

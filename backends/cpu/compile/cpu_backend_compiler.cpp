@@ -58,7 +58,7 @@ void check_node(const Graph& g, const Node& node) {
     if (!is_last_dim_mean(g, node, &keepdim)) (void)global_mean_keepdim(g, node);
   } else if (op == "tern::pow") {
     (void)small_pow_exponent(g, node);
-  } else if (op == "tern::rsqrt" || op == "tern::tanh") {
+  } else if (op == "tern::rsqrt" || op == "tern::tanh" || op == "tern::neg") {
     check_unary_elementwise(g, node);
   } else if (op == "tern::hardswish" || op == "tern::sigmoid" || op == "tern::hardsigmoid" ||
              op == "tern::silu") {

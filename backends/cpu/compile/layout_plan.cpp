@@ -27,7 +27,7 @@ bool follows_operands(const std::string& op) {
          op == "tern::relu" || op == "tern::hardtanh" || op == "tern::clamp" ||
          op == "tern::hardswish" || op == "tern::sigmoid" || op == "tern::hardsigmoid" ||
          op == "tern::silu" || op == "tern::softmax" || op == "tern::pad" || op == "tern::pow" ||
-         op == "tern::rsqrt" || op == "tern::tanh" || is_binary(op);
+         op == "tern::rsqrt" || op == "tern::tanh" || op == "tern::neg" || is_binary(op);
 }
 
 /// Ops whose 4-D data input (arg 0) must be NHWC (their meaning is over [N, C, H, W]).

@@ -1290,13 +1290,61 @@ class Lowering {
     add_node(NodeOp::BatchMatMul, {a, b}, output(node.outputs[0]));
   }
 
+  /// `x` without its dim r - 3 and dim r - 2 multiplied by `rows` (a grouped attention's
+  /// operands folded: [.., G, L, E] -> [.., G * L, E] for q and [.., 1, S, E] -> [.., S, E]
+  /// for k and v, the same bytes), through a Reshape node.
+  uint32_t fold_group_dim(uint32_t x, uint64_t rows) {
+    std::vector<uint64_t> d(values_[x].dims, values_[x].dims + values_[x].rank);
+    const size_t r = d.size();
+    d[r - 2] *= rows;
+    d.erase(d.begin() + static_cast<std::ptrdiff_t>(r - 3));
+    const uint32_t y = internal(d);
+    add_node(NodeOp::Reshape, {x}, y);
+    return y;
+  }
+
+  /// The mask of a grouped attention over scores [.., G, L, S] (broadcast from `a.bias_dims`)
+  /// written out over the folded scores [.., G * L, S]: the leading dims and S keep their
+  /// broadcast, the G * L rows are materialised.
+  static void fold_group_bias(SdpaAttrs* a, int64_t l) {
+    const size_t r = a->bias_dims.size();
+    const std::vector<int64_t> bd = a->bias_dims;
+    int64_t lead = 1;
+    for (size_t i = 0; i + 3 < r; ++i) lead *= bd[i];
+    const int64_t g = a->group, s = bd[r - 1];
+    std::vector<float> folded;
+    folded.reserve(static_cast<size_t>(lead * g * l * s));
+    for (int64_t b = 0; b < lead; ++b) {
+      for (int64_t gi = 0; gi < g; ++gi) {
+        for (int64_t li = 0; li < l; ++li) {
+          const int64_t row = (b * bd[r - 3] + (bd[r - 3] == 1 ? 0 : gi)) * bd[r - 2] +
+                              (bd[r - 2] == 1 ? 0 : li);
+          const float* src = a->bias.data() + row * s;
+          folded.insert(folded.end(), src, src + s);
+        }
+      }
+    }
+    a->bias = std::move(folded);
+    a->bias_dims.erase(a->bias_dims.begin() + static_cast<std::ptrdiff_t>(r - 3));
+    a->bias_dims[r - 3] = g * l;
+  }
+
   /// scaled_dot_product_attention: BatchMatMul(q, kᵀ), XNNPACK's multiply by the scale, add of
-  /// the mask, softmax, then BatchMatMul(p, v).
+  /// the mask, softmax, then BatchMatMul(p, v). Grouped query heads (q [.., G, L, E] against
+  /// k, v [.., 1, S, E]) fold into the rows: one product per key/value head over its G * L
+  /// query rows, the output reshaped back.
   void lower_sdpa(const Node& node) {
-    const SdpaAttrs a = sdpa_attrs(g_, node);
-    const uint32_t q = activation(node.args[0]);
-    const uint32_t k = activation(node.args[1]);
-    const uint32_t v = activation(node.args[2]);
+    SdpaAttrs a = sdpa_attrs(g_, node);
+    uint32_t q = activation(node.args[0]);
+    uint32_t k = activation(node.args[1]);
+    uint32_t v = activation(node.args[2]);
+    if (a.group != 0) {
+      const int64_t l = static_cast<int64_t>(values_[q].dims[values_[q].rank - 2]);
+      if (!a.bias.empty()) fold_group_bias(&a, l);
+      q = fold_group_dim(q, static_cast<uint64_t>(a.group));
+      k = fold_group_dim(k, 1);
+      v = fold_group_dim(v, 1);
+    }
     std::vector<uint64_t> dims(values_[q].dims, values_[q].dims + values_[q].rank);
     dims.back() = values_[k].dims[values_[k].rank - 2];  // [.., L, S]
     uint32_t s = internal(dims);
@@ -1316,7 +1364,14 @@ class Lowering {
     }
     const uint32_t p = internal(dims);
     add_node(NodeOp::Softmax, {s}, p);
-    add_node(NodeOp::BatchMatMul, {p, v}, output(node.outputs[0]));
+    if (a.group == 0) {
+      add_node(NodeOp::BatchMatMul, {p, v}, output(node.outputs[0]));
+      return;
+    }
+    dims.back() = values_[v].dims[values_[v].rank - 1];  // [.., G * L, Ev]
+    const uint32_t o = internal(dims);
+    add_node(NodeOp::BatchMatMul, {p, v}, o);
+    add_node(NodeOp::Reshape, {o}, output(node.outputs[0]));
   }
 
   /// mean over the last dim (not of a 4-D x): XNNPACK's fully-connected node with a [1, C]
@@ -1448,6 +1503,9 @@ class Lowering {
       const uint32_t root = internal(dims_of(node.args[0]));
       add_node(NodeOp::SquareRoot, {x}, root);
       add_node(NodeOp::Divide, {add_constant({1}, {1.0f}), root}, output(node.outputs[0]));
+    } else if (op == "tern::neg") {  // -x (rotary embeddings' rotate_half): x * -1, exact
+      add_node(NodeOp::Multiply, {activation(node.args[0]), add_constant({1}, {-1.0f})},
+               output(node.outputs[0]));
     } else if (op == "tern::tanh") {  // 2 * sigmoid(2x) - 1
       const std::vector<uint64_t> dims = dims_of(node.args[0]);
       const uint32_t x = activation(node.args[0]);

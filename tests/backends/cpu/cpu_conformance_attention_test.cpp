@@ -252,6 +252,52 @@ std::vector<OpCase> cases() {
                  b.output(sdpa(b, q, k, v, {4, 6, 3}, m, false, b.none()));
                },
                1e-10});
+  // Grouped-query attention as the exporter folds Hugging Face's repeat_kv (tern_export/gqa.py):
+  // q [B, Hkv, G, L, E] against k, v [B, Hkv, 1, S, E]. The cpu backend folds G into the rows
+  // (one product per key/value head); masks broadcast over G and L, or varying along both.
+  OpCase gqa = {"sdpa_grouped_query_heads_causal",
+                [](GraphBuilder& b) {
+                  const int q = b.input("q", DType::F32, {2, 2, 3, 5, 8});
+                  const int k = b.input("k", DType::F32, {2, 2, 1, 5, 8});
+                  const int v = b.input("v", DType::F32, {2, 2, 1, 5, 4});
+                  b.output(sdpa(b, q, k, v, {2, 2, 3, 5, 4}, b.none(), true, b.none()));
+                },
+                1e-10};
+  gqa.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count(blob_ops(blob), kMatMulOp), 2u);
+  };
+  c.push_back(gqa);
+  c.push_back({"sdpa_grouped_mask_per_head_and_row",
+               [](GraphBuilder& b) {
+                 const int q = b.input("q", DType::F32, {1, 2, 3, 4, 6});
+                 const int k = b.input("k", DType::F32, {1, 2, 1, 7, 6});
+                 const int v = b.input("v", DType::F32, {1, 2, 1, 7, 5});
+                 std::vector<uint8_t> bits(3 * 4 * 7);
+                 for (size_t i = 0; i < bits.size(); ++i) bits[i] = (i % 5 != 2 || i % 7 == 0);
+                 const int m = bool_constant(b, {3, 4, 7}, bits);  // [G, L, S]
+                 const int a = sdpa(b, q, k, v, {1, 2, 3, 4, 5}, m, false, b.double_value(0.4));
+                 const int kv = b.input("kv", DType::F32, {1, 2, 1, 7, 5});
+                 const int f = constant(b, "fmask", {2, 1, 1, 7}, 9, 1.5f);  // [Hkv, 1, 1, S]
+                 b.output(sdpa(b, a, kv, kv, {1, 2, 3, 4, 5}, f, false, b.none()));
+               },
+               1e-10});
+  // Rotary embeddings' rotate_half: cat(-x[..., d/2:], x[..., :d/2]) (tern::neg taken).
+  OpCase rotate = {"rotate_half_neg_cat",
+                   [](GraphBuilder& b) {
+                     const std::vector<int64_t> xs{1, 2, 6, 8}, hs{1, 2, 6, 4};
+                     const int x = b.input("x", DType::F32, xs);
+                     const int lo = slice(b, x, xs, 3, 0, 4, 1);
+                     const int hi = slice(b, x, xs, 3, 4, 8, 1);
+                     const int neg = b.op("tern::neg", {hi}, DType::F32, hs);
+                     const int rot = cat(b, {neg, lo}, 3, xs);
+                     const int xt = transpose(b, x, xs, 2, 3);
+                     b.output(matmul(b, "tern::matmul", rot, xt, xs, 6));
+                   },
+                   1e-10};
+  rotate.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count(blob_ops(blob), static_cast<uint32_t>(cpu::NodeOp::Multiply)), 1u);
+  };
+  c.push_back(rotate);
   // ShuffleNet's unit: split the channels, a branch on one half, cat, channel shuffle, conv.
   OpCase shuffle = {
       "shufflenet_unit",
@@ -409,6 +455,13 @@ TEST(CpuAttention, WhatTheCompileHalfRefuses) {
     bits[3] = bits[4] = bits[5] = 0;
     sdpa(b, q, q, q, {2, 3, 4}, bool_constant(b, {3, 3}, bits), false, b.none());
     EXPECT_NE(reason(b).find("attends nothing"), std::string::npos) << reason(b);
+  }
+  {  // grouped query heads whose k has neither 1 nor G heads in the group dim
+    GraphBuilder b;
+    const int q = b.input("q", DType::F32, {1, 2, 3, 4, 6});
+    const int k = b.input("k", DType::F32, {1, 2, 2, 4, 6});
+    sdpa(b, q, k, k, {1, 2, 3, 4, 6}, b.none(), true, b.none());
+    EXPECT_NE(reason(b).find("same batch dims"), std::string::npos) << reason(b);
   }
   {  // causal with a mask
     GraphBuilder b;
