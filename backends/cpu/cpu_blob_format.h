@@ -1,4 +1,4 @@
-// The cpu delegate blob, version 11: shared by the compile half (writer) and the
+// The cpu delegate blob, version 13: shared by the compile half (writer) and the
 // runtime half (reader). Plain structs only (no STL): the runtime includes this file.
 // The byte layout is documented in backends/cpu/README.md; all fields are little-endian.
 #pragma once
@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 12;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 13;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
                                       // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
                                       // 7: ops 23-24 quantized weights, op 25 LayerNorm;
@@ -23,7 +23,7 @@ constexpr uint32_t kBlobVersion = 12;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // SquareRoot; 10: grouped op 18 (params[13] groups,
                                       // PackConv params[4]); 11: op 29 RowConcat; 12:
                                       // BlobValue::dynamic_mask (bounded-dynamic rows of
-                                      // ops 17 and 23)
+                                      // ops 17 and 23); 13: op 30 GroupNorm
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node.
@@ -322,10 +322,18 @@ enum class NodeOp : uint32_t {
   /// row read inside x_i; fparams (-inf, +inf). Output: any dims whose element count is
   /// rows * sum(w_i).
   RowConcat = 29,
+  /// tern's group norm of a channels-last tensor (kernels/group_norm_nhwc.h; since version 13):
+  /// the last dim's C channels in params[0] = G groups of C / G consecutive channels, each
+  /// group normalized over all of a sample's pixels (dims between the first and the last) by
+  /// its mean and biased variance, then gamma and beta per channel. in: x (a data value of rank
+  /// 3..6: [N, ..., C], an NHWC 4-D tensor's XNNPACK dims), gamma [C] and beta [C] (constants);
+  /// params[0] = G >= 1 dividing C, the rest 0; fparams[0] = eps (finite, > 0), fparams[1] = 0.
+  /// Output: x's dims. Needs scratch (per-band channel sums).
+  GroupNorm = 30,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 29;
+constexpr uint32_t kLastNodeOp = 30;
 
 /// RowConcat's parameter indices (input i's width, stride and offset at + i).
 enum RowConcatParam : uint32_t {
@@ -449,7 +457,8 @@ constexpr bool is_own_kernel_op(uint32_t op) {
          op == static_cast<uint32_t>(NodeOp::LayerNorm) ||
          op == static_cast<uint32_t>(NodeOp::BatchMatMul) ||
          op == static_cast<uint32_t>(NodeOp::StridedCopy) ||
-         op == static_cast<uint32_t>(NodeOp::RowConcat);
+         op == static_cast<uint32_t>(NodeOp::RowConcat) ||
+         op == static_cast<uint32_t>(NodeOp::GroupNorm);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.

@@ -88,6 +88,8 @@ void check_node(const Graph& g, const Node& node) {
     (void)sdpa_attrs(g, node);
   } else if (op == "tern::layer_norm") {
     (void)layer_norm_attrs(g, node);
+  } else if (op == "tern::group_norm") {
+    (void)group_norm_attrs(g, node);
   } else if (op == "tern::batch_norm") {
     (void)batch_norm_affine(g, node);
   } else if (op == "tern::max_pool2d" || op == "tern::avg_pool2d") {

@@ -33,7 +33,8 @@ bool follows_operands(const std::string& op) {
 /// Ops whose 4-D data input (arg 0) must be NHWC (their meaning is over [N, C, H, W]).
 bool needs_nhwc(const std::string& op) {
   return op == "tern::conv2d" || op == "tern::max_pool2d" || op == "tern::avg_pool2d" ||
-         op == "tern::adaptive_avg_pool2d" || op == "tern::mean" || op == "tern::batch_norm";
+         op == "tern::adaptive_avg_pool2d" || op == "tern::mean" || op == "tern::batch_norm" ||
+         op == "tern::group_norm";
 }
 
 /// Ops whose 4-D activations must be plain (they work over the last dims of row-major data):

@@ -355,6 +355,37 @@ LayerNormAttrs layer_norm_attrs(const Graph& g, const Node& node) {
   return a;
 }
 
+GroupNormAttrs group_norm_attrs(const Graph& g, const Node& node) {
+  // x, num_groups, weight?, bias?, eps -> out
+  if (node.args.size() != 5) fail("group_norm: expected 5 arguments");
+  const Value& x = activation_tensor(g, arg(node, 0, "x"), "x");
+  const Value& out = single_output(g, node);
+  if (x.sizes.size() != 4) fail("group_norm: x is not [N, C, H, W]");
+  if (out.sizes != x.sizes) fail("group_norm: out shape differs from x");
+  const int64_t c = x.sizes[1];
+  GroupNormAttrs a;
+  a.groups = int_value(g, node.args[1], "num_groups");
+  if (a.groups < 1 || c % a.groups != 0) fail("group_norm: num_groups does not divide C");
+  a.gamma.assign(static_cast<size_t>(c), 1.0f);
+  a.beta.assign(static_cast<size_t>(c), 0.0f);
+  if (!is_none(g, node.args[2])) {
+    const Value& w = constant_tensor(g, node.args[2], "weight", 1);
+    if (w.sizes[0] != c) fail("group_norm: weight size");
+    a.gamma = constant_floats(w);
+  }
+  if (!is_none(g, node.args[3])) {
+    const Value& b = constant_tensor(g, node.args[3], "bias", 1);
+    if (b.sizes[0] != c) fail("group_norm: bias size");
+    a.beta = constant_floats(b);
+  }
+  const double eps = number(g, node.args[4], "eps");
+  if (!(static_cast<float>(eps) > 0.0f) || !std::isfinite(static_cast<float>(eps))) {
+    fail("group_norm: eps");
+  }
+  a.eps = static_cast<float>(eps);
+  return a;
+}
+
 void clamp_bounds(const Graph& g, const Node& node, float* lo, float* hi) {
   const float inf = std::numeric_limits<float>::infinity();
   double l = -inf, h = inf;

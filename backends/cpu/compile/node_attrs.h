@@ -110,6 +110,18 @@ struct LayerNormAttrs {
 /// and bias None or constants [C], eps a positive number) and reads its attributes.
 LayerNormAttrs layer_norm_attrs(const Graph& g, const Node& node);
 
+/// A group_norm of a 4-D [N, C, H, W] activation: groups, gamma and beta (ones / zeros where
+/// None) and eps.
+struct GroupNormAttrs {
+  int64_t groups;
+  std::vector<float> gamma;  ///< [C]
+  std::vector<float> beta;   ///< [C]
+  float eps;
+};
+/// Checks a tern::group_norm node (x a 4-D activation, num_groups dividing its C, weight and
+/// bias None or constants [C], eps a positive number) and reads its attributes.
+GroupNormAttrs group_norm_attrs(const Graph& g, const Node& node);
+
 /// Clamp bounds of relu / hardtanh / clamp.
 void clamp_bounds(const Graph& g, const Node& node, float* lo, float* hi);
 

@@ -1407,6 +1407,21 @@ class Lowering {
     n.fparams[1] = 0.0f;
   }
 
+  /// group_norm of an NHWC activation: tern's own node (op 30) over its channels-last dims.
+  void lower_group_norm(const Node& node) {
+    const GroupNormAttrs a = group_norm_attrs(g_, node);
+    const uint64_t c = a.gamma.size();
+    const uint32_t x = activation(node.args[0]);
+    const uint32_t gamma = is_none(g_, node.args[2]) ? add_constant({c}, a.gamma)
+                                                     : constant_as(node.args[2], {c});
+    const uint32_t beta = is_none(g_, node.args[3]) ? add_constant({c}, a.beta)
+                                                    : constant_as(node.args[3], {c});
+    BlobNode& n = add_node(NodeOp::GroupNorm, {x, gamma, beta}, output(node.outputs[0]));
+    n.params[0] = static_cast<uint32_t>(a.groups);
+    n.fparams[0] = a.eps;
+    n.fparams[1] = 0.0f;
+  }
+
   void lower_pool(const Node& node, bool is_max) {
     PoolAttrs a = pool_attrs(g_, node, is_max);
     uint32_t x = activation(node.args[0]);
@@ -1568,6 +1583,8 @@ class Lowering {
       lower_sdpa(node);
     } else if (op == "tern::layer_norm") {
       lower_layer_norm(node);
+    } else if (op == "tern::group_norm") {
+      lower_group_norm(node);
     } else if (op == "tern::max_pool2d" || op == "tern::avg_pool2d") {
       lower_pool(node, op == "tern::max_pool2d");
     } else if (op == "tern::adaptive_avg_pool2d") {

@@ -76,6 +76,8 @@ const char* op_name(uint32_t op) {
       return "quantized_embedding";
     case NodeOp::LayerNorm:
       return "layer_norm";
+    case NodeOp::GroupNorm:
+      return "group_norm";
     case NodeOp::BatchMatMul:
       return "batch_matmul";
     case NodeOp::StridedCopy:
@@ -126,6 +128,7 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
       *const_mask = 0x2;
       return;
     case NodeOp::LayerNorm:  // x, gamma, beta
+    case NodeOp::GroupNorm:
       *min_in = *max_in = 3;
       *const_mask = 0x6;
       return;
@@ -719,6 +722,33 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
       }
       return check_out_dims(n, node, out, x.dims, x.rank);
     }
+    case NodeOp::GroupNorm: {
+      TERN_RETURN_IF_ERROR(check_params_range(n, node, 1, 0, 0));
+      TERN_CHECK_OR_RETURN_ERROR(std::isfinite(node.fparams[0]) && node.fparams[0] > 0.0f &&
+                                     node.fparams[1] == 0.0f,
+                                 InvalidProgram,
+                                 "cpu blob: node %u (group_norm): eps %g and fparams[1] %g, "
+                                 "expected a finite eps > 0 and 0",
+                                 n, static_cast<double>(node.fparams[0]),
+                                 static_cast<double>(node.fparams[1]));
+      TERN_CHECK_OR_RETURN_ERROR(x.rank >= 3, InvalidProgram,
+                                 "cpu blob: node %u (group_norm): input value %u: expected 3..6 "
+                                 "dims [N, ..., C], found %u",
+                                 n, node.inputs[0], x.rank);
+      const uint64_t c = x.dims[x.rank - 1];
+      TERN_CHECK_OR_RETURN_ERROR(node.params[0] >= 1 && c % node.params[0] == 0, InvalidProgram,
+                                 "cpu blob: node %u (group_norm): %u groups, expected a positive "
+                                 "divisor of the %llu channels",
+                                 n, node.params[0], static_cast<unsigned long long>(c));
+      for (uint32_t i = 1; i < 3; ++i) {
+        TERN_CHECK_OR_RETURN_ERROR(dims_equal(v[node.inputs[i]], &c, 1), InvalidProgram,
+                                   "cpu blob: node %u (group_norm): %s value %u is not [%llu] "
+                                   "(x's last dim)",
+                                   n, i == 1 ? "gamma" : "beta", node.inputs[i],
+                                   static_cast<unsigned long long>(c));
+      }
+      return check_out_dims(n, node, out, x.dims, x.rank);
+    }
     case NodeOp::BatchMatMul:
       return check_batch_matmul(n, node, v);
     case NodeOp::StridedCopy:
@@ -1101,6 +1131,7 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
     if (err != Error::Ok) break;
     if (static_cast<NodeOp>(node.op) != NodeOp::ConstantPad &&
         static_cast<NodeOp>(node.op) != NodeOp::LayerNorm &&  // eps: checked with its shapes
+        static_cast<NodeOp>(node.op) != NodeOp::GroupNorm &&
         (std::isnan(node.fparams[0]) || std::isnan(node.fparams[1]) ||
          !(node.fparams[0] <= node.fparams[1]))) {
       err = set_error_message(Error::InvalidProgram,

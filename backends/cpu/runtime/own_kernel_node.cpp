@@ -4,6 +4,7 @@
 
 #include "backends/cpu/kernels/batch_matmul.h"
 #include "backends/cpu/kernels/bottleneck.h"
+#include "backends/cpu/kernels/group_norm_nhwc.h"
 #include "backends/cpu/kernels/layer_norm_rows.h"
 #include "backends/cpu/kernels/packed_conv.h"
 #include "backends/cpu/kernels/packed_gemm.h"
@@ -249,6 +250,27 @@ QuantWeightView quant_weight_of(const BlobNode& node, const float* base) {
   return quant_weight_view(d, layout, base);
 }
 
+/// The GroupNorm node's problem; addr null: shapes only (for the scratch size).
+GroupNormProblem group_norm_problem(const BlobPlan& plan, const BlobNode& node,
+                                    float* const* addr) {
+  const BlobValue& x = plan.values[node.inputs[0]];  // validated: rank 3..6, C % groups == 0
+  GroupNormProblem p;
+  p.batch = static_cast<int64_t>(x.dims[0]);
+  p.channels = static_cast<int64_t>(x.dims[x.rank - 1]);
+  p.pixels = p.batch == 0 || p.channels == 0
+                 ? 0
+                 : static_cast<int64_t>(value_numel(x)) / (p.batch * p.channels);
+  p.groups = static_cast<int64_t>(node.params[0]);
+  p.eps = node.fparams[0];  // validated: finite, > 0
+  if (addr != nullptr) {
+    p.x = addr[node.inputs[0]];
+    p.y = addr[node.output];
+    p.gamma = addr[node.inputs[1]];
+    p.beta = addr[node.inputs[2]];
+  }
+  return p;
+}
+
 }  // namespace
 
 uint64_t own_kernel_scratch_floats(const BlobPlan& plan, uint32_t n, int64_t threads) {
@@ -260,6 +282,8 @@ uint64_t own_kernel_scratch_floats(const BlobPlan& plan, uint32_t n, int64_t thr
       return bottleneck_scratch_floats(bottleneck_problem(plan, node, nullptr), threads);
     case NodeOp::BatchMatMul:
       return batch_matmul_scratch_floats(batch_matmul_problem(plan, node, nullptr));
+    case NodeOp::GroupNorm:
+      return group_norm_scratch_floats(group_norm_problem(plan, node, nullptr));
     default:
       return 0;
   }
@@ -379,6 +403,9 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
     }
     case NodeOp::BatchMatMul:
       batch_matmul(batch_matmul_problem(plan, node, addr), scratch, pool);
+      return Error::Ok;
+    case NodeOp::GroupNorm:
+      group_norm_nhwc(group_norm_problem(plan, node, addr), scratch, pool);
       return Error::Ok;
     case NodeOp::StridedCopy: {
       StridedCopyProblem p;

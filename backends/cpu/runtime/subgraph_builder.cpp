@@ -111,6 +111,7 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
     case NodeOp::BatchMatMul:
     case NodeOp::StridedCopy:
     case NodeOp::RowConcat:
+    case NodeOp::GroupNorm:
       break;  // tern's own kernels: never in an XNNPACK stage
   }
   return Error::InvalidProgram;
