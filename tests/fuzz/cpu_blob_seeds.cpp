@@ -296,6 +296,36 @@ std::vector<std::vector<uint8_t>> cpu_blobs(const std::vector<uint8_t>& pte) {
   return blobs;
 }
 
+/// Blob version 13's GroupNorm (op 30): x[1, 4, 5, 5] -> conv 3x3 4->8 -> group_norm (4 groups,
+/// weight and bias) -> relu -> conv 1x1 8->6; and grouped-query attention folded into its rows:
+/// q[1, 2, 2, 4, 8], k and v [1, 2, 1, 4, 8] -> causal attention -> neg.
+compiler::Graph group_norm_graph() {
+  GraphBuilder b("forward");
+  const std::vector<int64_t> xs{1, 4, 5, 5}, ys{1, 8, 5, 5};
+  const int x = b.input("x", DType::F32, xs);
+  const int y = b.op("tern::conv2d",
+                     {x, seed_constant(b, "w", {8, 4, 3, 3}, 111), seed_constant(b, "b", {8}, 112),
+                      b.int_list({1, 1}), b.int_list({1, 1}), b.int_list({1, 1}), b.int_value(1)},
+                     DType::F32, ys);
+  const int n = b.op("tern::group_norm",
+                     {y, b.int_value(4), seed_constant(b, "gn_w", {8}, 113),
+                      seed_constant(b, "gn_b", {8}, 114), b.double_value(1e-5)},
+                     DType::F32, ys);
+  const int r = b.op("tern::relu", {n}, DType::F32, ys);
+  b.output(b.op("tern::conv2d",
+                {r, seed_constant(b, "w2", {6, 8, 1, 1}, 115), b.none(), b.int_list({1, 1}),
+                 b.int_list({0, 0}), b.int_list({1, 1}), b.int_value(1)},
+                DType::F32, {1, 6, 5, 5}));
+  const int q = b.input("q", DType::F32, {1, 2, 2, 4, 8});
+  const int k = b.input("k", DType::F32, {1, 2, 1, 4, 8});
+  const int v = b.input("v", DType::F32, {1, 2, 1, 4, 8});
+  const int a = b.op("tern::scaled_dot_product_attention",
+                     {q, k, v, b.none(), b.bool_value(true), b.none()}, DType::F32,
+                     {1, 2, 2, 4, 8});
+  b.output(b.op("tern::neg", {a}, DType::F32, {1, 2, 2, 4, 8}));
+  return b.build();
+}
+
 /// Bounded-dynamic rows (blob version 12): x[1, seq<=6, 16] -> linear -> linear, both in one
 /// delegate (the hidden value internal and dynamic), run by the fuzzer at the bound.
 compiler::Graph dynamic_rows_graph() {
@@ -332,6 +362,7 @@ std::vector<Seed> cpu_blob_seeds() {
       {"inception", inception_graph()},
       {"attention", attention_graph()},
       {"shuffle", shuffle_graph()},
+      {"group_norm", group_norm_graph()},
       {"dynamic_rows", dynamic_rows_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;
