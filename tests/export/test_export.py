@@ -584,6 +584,27 @@ def test_slice_and_select_assignment():
         assert_close(g, r, what="output %d" % k)
 
 
+def test_bmm_by_a_constant_is_a_linear():
+    # LeViT / SwiftFormer: x [1, T, C] @ W with W a parameter expanded to a batch of one reaches
+    # the exporter as bmm(x, constant [1, C, N]): emitted as a linear (packed weights on the
+    # backends); a bmm of two activations stays a bmm.
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(12, 20))
+
+        def forward(self, x):
+            y = torch.bmm(x, self.w.unsqueeze(0))
+            return y, torch.bmm(y, y.transpose(1, 2))
+    m = M().eval()
+    x = torch.randn(1, 7, 12)
+    result, got = export_and_run(m, (x,), "bmm_const")
+    for k, (g, r) in enumerate(zip(got, m(x))):
+        assert_close(g, r, what="output %d" % k)
+    assert result.ops.get("tern::linear") == 1, result.ops
+    assert result.ops.get("tern::bmm") == 1, result.ops
+
+
 def test_bitwise_on_bool_masks():
     class M(nn.Module):
         def forward(self, x, y, keep):

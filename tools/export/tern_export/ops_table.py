@@ -459,23 +459,36 @@ def _addmm(L, n, a, real):
                             L.mb.double(beta), L.mb.double(alpha)], real)
 
 
+def _linear_by(L, n, x, w, real):
+    """x @ w for a constant w [K, N]: tern::linear with the weight [N, K] (a batch norm after it
+    folded in)."""
+    folded = _try_fold_bn(L, n, w, Const(None), (1, -1))
+    bias = L.mb.none()
+    if folded:
+        w, b = folded
+        bias = L.tensor_id(b)
+    weight = Const(w.value.t().contiguous(), w.name)
+    return L.emit("linear", [L.tensor_id(x), L.tensor_id(weight), bias], real)
+
+
 @handles("mm.default")
 def _mm(L, n, a, real):
     x, w = a["self"], a["mat2"]
     if isinstance(w, Const):
-        folded = _try_fold_bn(L, n, w, Const(None), (1, -1))
-        bias = L.mb.none()
-        if folded:
-            w, b = folded
-            bias = L.tensor_id(b)
-        weight = Const(w.value.t().contiguous(), w.name)
-        return L.emit("linear", [L.tensor_id(x), L.tensor_id(weight), bias], real)
+        return _linear_by(L, n, x, w, real)
     return L.emit("matmul", [L.tensor_id(x), L.tensor_id(w)], real)
 
 
 @handles("bmm.default")
 def _bmm(L, n, a, real):
-    return L.emit("bmm", [L.tensor_id(a["self"]), L.tensor_id(a["mat2"])], real)
+    # A batch of one times a constant [1, K, N] (LeViT's and SwiftFormer's x @ W on [1, T, C]
+    # activations, the weight expanded to a batch of one): a linear, which backends take with
+    # packed weights; bmm of two activations otherwise.
+    x, w = a["self"], a["mat2"]
+    if (isinstance(w, Const) and isinstance(w.value, torch.Tensor) and w.value.dim() == 3
+            and w.value.shape[0] == 1 and real.dim() == 3 and real.shape[0] == 1):
+        return _linear_by(L, n, x, Const(w.value[0], w.name), real)
+    return L.emit("bmm", [L.tensor_id(x), L.tensor_id(w)], real)
 
 
 # Convolution and pooling -----------------------------------------------------------------------
