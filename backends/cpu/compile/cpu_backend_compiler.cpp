@@ -56,6 +56,11 @@ void check_node(const Graph& g, const Node& node) {
   } else if (op == "tern::mean") {
     bool keepdim = false;
     if (!is_last_dim_mean(g, node, &keepdim)) (void)global_mean_keepdim(g, node);
+  } else if (op == "tern::sum") {
+    bool keepdim = false;
+    if (!is_last_dim_mean(g, node, &keepdim)) {
+      throw Unsupported("sum: not over the last dim alone");
+    }
   } else if (op == "tern::pow") {
     (void)small_pow_exponent(g, node);
   } else if (op == "tern::rsqrt" || op == "tern::tanh" || op == "tern::neg") {

@@ -4,7 +4,7 @@
 
 namespace tern::compiler::cpu_compile {
 
-int64_t small_pow_exponent(const Graph& g, const Node& node) {
+double small_pow_exponent(const Graph& g, const Node& node) {
   if (node.args.size() != 2) throw Unsupported("pow: expected 2 arguments");
   const Value& x = activation_tensor(g, node.args[0], "x");
   const Value& e = value_at(g, node.args[1]);
@@ -12,9 +12,11 @@ int64_t small_pow_exponent(const Graph& g, const Node& node) {
     throw Unsupported("pow: the exponent is not a scalar");
   }
   const double v = number(g, node.args[1], "exponent");
-  if (v != 2.0 && v != 3.0) throw Unsupported("pow: an exponent other than 2 or 3");
+  if (v != 2.0 && v != 3.0 && v != 0.5) {
+    throw Unsupported("pow: an exponent other than 2, 3 or 0.5");
+  }
   if (single_output(g, node).sizes != x.sizes) throw Unsupported("pow: out shape");
-  return static_cast<int64_t>(v);
+  return v;
 }
 
 void check_unary_elementwise(const Graph& g, const Node& node) {
@@ -23,8 +25,9 @@ void check_unary_elementwise(const Graph& g, const Node& node) {
   if (single_output(g, node).sizes != x.sizes) throw Unsupported("out shape differs from x");
 }
 
-bool is_last_dim_mean(const Graph& g, const Node& node, bool* keepdim) {
-  if (node.op != "tern::mean" || node.args.size() != 3) return false;
+bool is_last_dim_mean(const Graph& g, const Node& node, bool* keepdim, bool* sum) {
+  if ((node.op != "tern::mean" && node.op != "tern::sum") || node.args.size() != 3) return false;
+  if (sum != nullptr) *sum = node.op == "tern::sum";
   const Value& x = value_at(g, node.args[0]);
   if (!x.is_tensor() || x.sizes.size() == 4 || x.sizes.empty()) return false;
   const Value& dims = value_at(g, node.args[1]);
@@ -42,7 +45,7 @@ bool is_last_dim_mean(const Graph& g, const Node& node, bool* keepdim) {
     expect.pop_back();
   }
   if (expect.empty() || single_output(g, node).sizes != expect) {
-    throw Unsupported("mean: out shape (or a scalar)");
+    throw Unsupported(node.op + ": out shape (or a scalar)");
   }
   return true;
 }

@@ -1374,13 +1374,14 @@ class Lowering {
     add_node(NodeOp::Reshape, {o}, output(node.outputs[0]));
   }
 
-  /// mean over the last dim (not of a 4-D x): XNNPACK's fully-connected node with a [1, C]
-  /// filter of 1/C, then a reshape without keepdim.
-  void lower_last_dim_mean(const Node& node, bool keepdim) {
+  /// mean (sum) over the last dim (not of a 4-D x): XNNPACK's fully-connected node with a
+  /// [1, C] filter of 1/C (1), then a reshape without keepdim.
+  void lower_last_dim_mean(const Node& node, bool keepdim, bool sum) {
     const std::vector<int64_t>& xs = g_.values[static_cast<size_t>(node.args[0])].sizes;
     const uint64_t c = static_cast<uint64_t>(xs.back());
     const uint32_t x = activation(node.args[0]);
-    const uint32_t f = add_constant({1, c}, std::vector<float>(c, static_cast<float>(1.0 / c)));
+    const uint32_t f =
+        add_constant({1, c}, std::vector<float>(c, sum ? 1.0f : static_cast<float>(1.0 / c)));
     if (keepdim) {
       add_node(NodeOp::FullyConnected, {x, f}, output(node.outputs[0]));
       return;
@@ -1505,11 +1506,14 @@ class Lowering {
       c.fparams[0] = 0.0f;
       c.fparams[1] = 6.0f;
       add_node(NodeOp::Divide, {clamped, add_constant({1}, {6.0f})}, output(node.outputs[0]));
-    } else if (bool last_keepdim = false; is_last_dim_mean(g_, node, &last_keepdim)) {
-      lower_last_dim_mean(node, last_keepdim);
+    } else if (bool last_keepdim = false, sum = false;
+               is_last_dim_mean(g_, node, &last_keepdim, &sum)) {
+      lower_last_dim_mean(node, last_keepdim, sum);
+    } else if (op == "tern::pow" && small_pow_exponent(g_, node) == 0.5) {  // F.normalize's norm
+      add_node(NodeOp::SquareRoot, {activation(node.args[0])}, output(node.outputs[0]));
     } else if (op == "tern::pow") {
       const uint32_t x = activation(node.args[0]);
-      const int64_t e = small_pow_exponent(g_, node);
+      const double e = small_pow_exponent(g_, node);
       const uint32_t sq = e == 2 ? output(node.outputs[0]) : internal(dims_of(node.args[0]));
       add_node(NodeOp::Multiply, {x, x}, sq);
       if (e == 3) add_node(NodeOp::Multiply, {sq, x}, output(node.outputs[0]));

@@ -125,6 +125,39 @@ std::vector<OpCase> cases() {
                  b.output(layer_norm(b, x, {2, 4096, 96}, 15));
                },
                1e-10});
+  // F.normalize(x, dim=-1) as SwiftFormer's attention exports it (pow 2, sum over the last dim
+  // with keepdim, pow 0.5, clamp_min, expand, div), after a linear; and Llama's RMSNorm pieces
+  // (pow 2, mean over the last dim, add eps, rsqrt, mul, mul by weight).
+  OpCase l2 = {"l2_normalize_and_rms_norm_pieces", [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 12, 20}, ns{1, 12, 1};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int h = linear(b, x, xs, 20, 41);
+                 const int sq = b.op("tern::pow", {h, b.double_value(2.0)}, DType::F32, xs);
+                 const int s = b.op("tern::sum", {sq, b.int_list({-1}), b.bool_value(true)},
+                                    DType::F32, ns);
+                 const int r = b.op("tern::pow", {s, b.double_value(0.5)}, DType::F32, ns);
+                 const int c = b.op("tern::clamp", {r, b.double_value(1e-12), b.none()},
+                                    DType::F32, ns);
+                 const int e = b.op("tern::expand", {c, b.int_list(xs)}, DType::F32, xs);
+                 const int unit = b.op("tern::div", {h, e}, DType::F32, xs);
+                 const int sq2 = b.op("tern::pow", {unit, b.double_value(2.0)}, DType::F32, xs);
+                 const int m = b.op("tern::mean", {sq2, b.int_list({-1}), b.bool_value(true)},
+                                    DType::F32, ns);
+                 const int me = b.op("tern::add", {m, b.double_value(1e-6)}, DType::F32, ns);
+                 const int rs = b.op("tern::rsqrt", {me}, DType::F32, ns);
+                 const int y = b.op("tern::mul", {unit, rs}, DType::F32, xs);
+                 const int w = constant(b, "rms_w", {20}, 43, 1.5f);
+                 const int yw = b.op("tern::mul", {y, w}, DType::F32, xs);
+                 b.output(b.op("tern::sum", {yw, b.int_list({2}), b.bool_value(false)}, DType::F32,
+                               {1, 12}));
+               }, 1e-10};
+  l2.check_blob = [](const std::vector<uint8_t>& blob) {
+    // pow 0.5 and rsqrt: one square root each.
+    size_t roots = 0;
+    for (uint32_t op : blob_ops(blob)) roots += op == static_cast<uint32_t>(cpu::NodeOp::SquareRoot);
+    EXPECT_EQ(roots, 2u);
+  };
+  c.push_back(l2);
   OpCase block = {"convnext_block", [](GraphBuilder& b) {
                     // 12x12: the GEMMs are large enough for tern's (not XNNPACK's fc).
                     const int x = b.input("x", DType::F32, {1, 16, 12, 12});
