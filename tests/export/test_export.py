@@ -605,6 +605,24 @@ def test_bmm_by_a_constant_is_a_linear():
     assert result.ops.get("tern::bmm") == 1, result.ops
 
 
+def test_cat_with_empty_parts():
+    # Phi-3's rotary embedding: cat(q_rot, q[..., rotary_dim:]) with rotary_dim the head size:
+    # the pass-through slice is empty; it is folded to a constant and left out of the cat, and a
+    # cat of one part left is that part (no copy, nothing the cpu backend refuses).
+    class M(nn.Module):
+        def forward(self, x):
+            y = x * 2.0
+            one = torch.cat([y, x[..., 8:]], dim=-1)
+            two = torch.cat([x[:, :0], y, x[:, 5:]], dim=1)
+            return one, two + 1.0
+    m = M()
+    x = torch.randn(2, 3, 8)
+    result, got = export_and_run(m, (x,), "cat_empty")
+    for k, (g, r) in enumerate(zip(got, m(x))):
+        assert_close(g, r, what="output %d" % k)
+    assert "tern::cat" not in result.ops and "tern::slice" not in result.ops, result.ops
+
+
 def test_bitwise_on_bool_masks():
     class M(nn.Module):
         def forward(self, x, y, keep):

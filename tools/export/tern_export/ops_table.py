@@ -628,9 +628,15 @@ def _cat(L, n, a, real):
     tensors = a["tensors"]
     if isinstance(tensors, Const):
         tensors = [Const(t) for t in tensors.value]
-    # Legacy: 1-D empty tensors are skipped by torch.cat.
-    kept = [t for t in tensors if not (real_of(t).dim() == 1 and real_of(t).numel() == 0)]
+    # Empty parts add nothing (legacy 1-D empty tensors are skipped by torch.cat whatever their
+    # shape; Phi-3's rotary cat(q_rot, q[..., rotary_dim:]) with the whole head rotated): left
+    # out, and a cat of one part left is that part.
+    kept = [t for t in tensors if real_of(t).numel() != 0]
     dt = real.dtype
+    if len(kept) == 1 and list(real_of(kept[0]).shape) == list(real.shape):
+        return L.cast(kept[0], dt)
+    if not kept:
+        return Const(real.detach().clone())
     ids = [L.tensor_id(L.cast(t, dt)) for t in kept]
     return L.emit("cat", [L.mb.tensor_list(ids), L.mb.int(V(a["dim"]))], real)
 
@@ -645,6 +651,8 @@ def _slice(L, n, a, real):
     dim, start, end, step = V(a["dim"]), V(a["start"]), V(a["end"]), V(a["step"])
     if isinstance(x, TVal) and list(real.shape) == x.shape and step == 1:
         return x
+    if real.numel() == 0:  # nothing to read: a constant (a cat leaves it out)
+        return Const(real.detach().clone())
     return L.emit("slice", [L.tensor_id(x), L.mb.int(dim), _opt_int(L, start), _opt_int(L, end),
                             L.mb.int(step)], real)
 
