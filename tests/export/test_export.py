@@ -509,6 +509,26 @@ def test_index_tensor():
     assert "aten.index.Tensor" in result.aten_ops, result.aten_ops
 
 
+def test_index_by_constant_ranges_is_sliced():
+    # Falcon's qkv[:, :, :, [-2]] (a one-element index list keeping the dim) and other constant
+    # index lists that are a range with a step: slices (aliases for step 1), not a gather by an
+    # element map (index_select, which the cpu backend does not take).
+    class M(nn.Module):
+        def forward(self, x):
+            y = x * 1.0
+            return (y[:, :, [-2]],            # one element of dim 2
+                    y[:, [0, 2], 1:4],        # a range with step 2 on dim 1, a slice on dim 2
+                    y[..., [1, 2, 3]],        # a contiguous range on the last dim
+                    y[[3, 1]])                # descending: not a box (a gather)
+    m = M()
+    x = torch.randn(4, 3, 6)
+    result, got = export_and_run(m, (x,), "index_box")
+    for k, (g, r) in enumerate(zip(got, m(x))):
+        assert_close(g, r, what="output %d" % k)
+    ops = [node["op"] for node in graph_nodes(result)]
+    assert ops.count("tern::index_select") == 1, ops  # the descending pick alone
+
+
 def test_index_with_an_input_mask_is_refused():
     class M(nn.Module):
         def forward(self, x):

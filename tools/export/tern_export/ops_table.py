@@ -902,11 +902,44 @@ def _axis_permutation(m):
     return base, sizes, [order.index(k) for k in range(len(dims))]
 
 
+def _strided_box(m, xshape):
+    """For a map m (x's row-major element numbers) of x's rank: per dim (start, count, step) when
+    m picks x[start_d : ... : step_d] in every dim d (each coordinate an affine function of the
+    output index along its own dim alone), else None. Falcon's qkv[..., [-2], :]."""
+    if m.dim() != len(xshape) or m.numel() == 0 or not xshape:
+        return None
+    coords = []
+    rest = m
+    for size in reversed(xshape):
+        coords.append(rest % size)
+        rest = rest // size
+    coords.reverse()
+    box = []
+    for d, c in enumerate(coords):
+        count = int(m.shape[d])
+        first = [0] * m.dim()
+        start = int(c[tuple(first)])
+        step = 1
+        if count > 1:
+            first[d] = 1
+            step = int(c[tuple(first)]) - start
+            if step < 1:
+                return None
+        shape = [1] * m.dim()
+        shape[d] = count
+        expect = start + torch.arange(count, dtype=torch.int64).view(shape) * step
+        if not torch.equal(c, expect.expand(m.shape)):
+            return None
+        box.append((start, count, step))
+    return box
+
+
 def gather_by_map(L, x, m, real):
     """out = x.flatten()[m] for a constant int64 map `m` of out's shape whose values index x's
     elements in row-major order (tern tensors are contiguous). In order of preference:
     - m is every element in order: a view of x (an alias);
     - m is a contiguous run: a slice of the flattened x (an alias), viewed as out;
+    - m is a strided box of x (a range with a step in every dim): a slice per dim cut;
     - m is an axis permutation of a contiguous run: view + permute (one copy) + view;
     - otherwise: index_select of the flattened x by the constant m (one copy)."""
     if not isinstance(x, TVal):
@@ -923,6 +956,20 @@ def gather_by_map(L, x, m, real):
         piece = L.emit("slice", [line.vid, L.mb.int(0), L.mb.int(start), L.mb.int(start + k),
                                  L.mb.int(1)], line.real[start:start + k])
         return _reshaped(L, piece, shape)
+    box = _strided_box(m, list(x.real.shape))
+    if box is not None:
+        # x[s0:e0:k0, s1:e1:k1, ...]: a slice per dim that is not whole (aliases with step 1).
+        out = x
+        for d, (lo, count, step) in enumerate(box):
+            if lo == 0 and step == 1 and count == int(out.real.shape[d]):
+                continue
+            hi = lo + (count - 1) * step + 1
+            piece = out.real.narrow(d, lo, hi - lo)
+            if step > 1:
+                piece = piece.index_select(d, torch.arange(0, hi - lo, step))
+            out = L.emit("slice", [out.vid, L.mb.int(d), L.mb.int(lo), L.mb.int(hi),
+                                   L.mb.int(step)], piece.contiguous())
+        return _reshaped(L, out, shape)
     perm = _axis_permutation(m)
     if perm is not None:
         start, sizes, dims = perm
