@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""coverage_probe.py [NAME...]: which architectures beyond the test zoo export and match PyTorch.
+
+Not a ctest test: a survey to run by hand after exporter changes (docs/models.md, *Coverage
+probe*). Each entry builds a tiny random-weight model — Hugging Face `transformers` classes
+from small configs (nothing is downloaded), torchvision segmentation and video models — and
+run_model.py's check exports it, compiles it for the portable kernels and the cpu backend and
+compares with PyTorch eager in float64 (same 1e-4 * max|ref| bound). Prints one line per model
+(PASS, FAIL with the error, or ERROR with the exporter's message) and a closing count.
+
+  TERN=build/tern .venv/bin/python tests/models/coverage_probe.py
+"""
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+
+import model_zoo  # noqa: E402
+import run_model  # noqa: E402
+from model_zoo import HFOutputs, _hf, _transformers  # noqa: E402
+
+SMALL = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)
+DECODER = dict(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+               num_key_value_heads=2, intermediate_size=128, use_cache=False)
+AUDIO = dict(SMALL, conv_dim=(32, 32), conv_stride=(5, 2), conv_kernel=(10, 3),
+             num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4)
+SEQ2SEQ = dict(vocab_size=128, d_model=64, encoder_layers=2, decoder_layers=1,
+               encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
+               decoder_ffn_dim=128, pad_token_id=0, bos_token_id=0, eos_token_id=0,
+               decoder_start_token_id=0)
+
+
+def _calibrated(model, shape, key=None):
+    """Batch-norm statistics from 3 random batches of 2 (train mode), then eval."""
+    model.train()
+    with torch.no_grad():
+        for _ in range(3):
+            x = torch.randn(2, *shape[1:])
+            model(**{key: x}) if key else model(x)
+    return model.eval()
+
+
+def text(cls, cfg, encoder=False, **kw):
+    def build():
+        tf = _transformers()
+        model = _hf(getattr(tf, cls), getattr(tf, cfg)(**kw)).eval()
+        if encoder:
+            model = model.get_encoder()
+        ids = torch.randint(0, 100, (1, 16))
+        return HFOutputs(model, ["input_ids"], ["last_hidden_state"]).eval(), (ids,), False
+    return build
+
+
+def tensor_in(cls, cfg, shape, key="pixel_values", bn=False, encoder=False, **kw):
+    def build():
+        tf = _transformers()
+        model = _hf(getattr(tf, cls), getattr(tf, cfg)(**kw))
+        if encoder:
+            model = model.get_encoder()
+        model = _calibrated(model, shape, key) if bn else model.eval()
+        return (HFOutputs(model, [key], ["last_hidden_state"]).eval(), (torch.randn(*shape),),
+                False)
+    return build
+
+
+def vision(cls, cfg, size=32, bn=False, **kw):
+    return tensor_in(cls, cfg, (1, 3, size, size), bn=bn, **kw)
+
+
+def segmentation(name, size=64):
+    def build():
+        import torchvision.models.segmentation as seg
+
+        class Out(nn.Module):
+            def __init__(self, m):
+                super().__init__()
+                self.m = m
+
+            def forward(self, x):
+                return self.m(x)["out"]
+        m = getattr(seg, name)(weights=None, weights_backbone=None, num_classes=5)
+        return Out(_calibrated(m, (1, 3, size, size))).eval(), (torch.randn(1, 3, size, size),), \
+            False
+    return build
+
+
+def video(name):
+    def build():
+        import torchvision.models.video as v
+        m = _calibrated(getattr(v, name)(weights=None), (1, 3, 4, 32, 32))
+        return m, (torch.randn(1, 3, 4, 32, 32),), True
+    return build
+
+
+PROBE = {
+    # Encoders (text)
+    "distilbert": text("DistilBertModel", "DistilBertConfig", vocab_size=128, dim=64, n_layers=2,
+                       n_heads=4, hidden_dim=128),
+    "roberta": text("RobertaModel", "RobertaConfig", vocab_size=128, **SMALL),
+    "xlm_roberta": text("XLMRobertaModel", "XLMRobertaConfig", vocab_size=128, **SMALL),
+    "albert": text("AlbertModel", "AlbertConfig", vocab_size=128, embedding_size=32, **SMALL),
+    "electra": text("ElectraModel", "ElectraConfig", vocab_size=128, embedding_size=32, **SMALL),
+    "mobilebert": text("MobileBertModel", "MobileBertConfig", vocab_size=128, hidden_size=64,
+                       num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+                       embedding_size=32, intra_bottleneck_size=32, true_hidden_size=32),
+    "deberta_v2": text("DebertaV2Model", "DebertaV2Config", vocab_size=128, **SMALL),
+    "convbert": text("ConvBertModel", "ConvBertConfig", vocab_size=128, embedding_size=64,
+                     **SMALL),
+    "funnel": text("FunnelBaseModel", "FunnelConfig", vocab_size=128, d_model=64, n_head=4,
+                   d_head=16, d_inner=128, block_sizes=[1, 1]),
+    "clip_text": text("CLIPTextModel", "CLIPTextConfig", vocab_size=128, **SMALL),
+    "t5_encoder": text("T5EncoderModel", "T5Config", vocab_size=128, d_model=64, d_kv=16,
+                       d_ff=128, num_layers=2, num_heads=4),
+    "bart_encoder": text("BartModel", "BartConfig", encoder=True, max_position_embeddings=64,
+                         **SEQ2SEQ),
+    "marian_encoder": text("MarianModel", "MarianConfig", encoder=True,
+                           max_position_embeddings=64, **SEQ2SEQ),
+    # Decoders (no cache: one forward over the prompt)
+    "llama": text("LlamaModel", "LlamaConfig", **DECODER),
+    "mistral": text("MistralModel", "MistralConfig", **DECODER),
+    "qwen2": text("Qwen2Model", "Qwen2Config", **DECODER),
+    "phi3": text("Phi3Model", "Phi3Config", pad_token_id=0, **DECODER),
+    "gemma": text("GemmaModel", "GemmaConfig", head_dim=16, **DECODER),
+    "mixtral": text("MixtralModel", "MixtralConfig", num_local_experts=4, num_experts_per_tok=2,
+                    **DECODER),
+    "gpt_neox": text("GPTNeoXModel", "GPTNeoXConfig", vocab_size=128, use_cache=False, **SMALL),
+    "gptj": text("GPTJModel", "GPTJConfig", vocab_size=128, n_embd=64, n_layer=2, n_head=4,
+                 rotary_dim=8, use_cache=False),
+    "falcon": text("FalconModel", "FalconConfig", vocab_size=128, hidden_size=64,
+                   num_hidden_layers=2, num_attention_heads=4, use_cache=False),
+    "bloom": text("BloomModel", "BloomConfig", vocab_size=128, hidden_size=64, n_layer=2,
+                  n_head=4, use_cache=False),
+    "opt": text("OPTModel", "OPTConfig", vocab_size=128, hidden_size=64, num_hidden_layers=2,
+                num_attention_heads=4, ffn_dim=128, word_embed_proj_dim=64, use_cache=False),
+    "mamba": text("MambaModel", "MambaConfig", vocab_size=128, hidden_size=64,
+                  num_hidden_layers=2, state_size=8, use_cache=False),
+    # Vision (transformers)
+    "deit": vision("DeiTModel", "DeiTConfig", image_size=32, patch_size=8, **SMALL),
+    "beit": vision("BeitModel", "BeitConfig", image_size=32, patch_size=8, **SMALL),
+    "dinov2": vision("Dinov2Model", "Dinov2Config", image_size=32, patch_size=8, **SMALL),
+    "clip_vision": vision("CLIPVisionModel", "CLIPVisionConfig", image_size=32, patch_size=8,
+                          **SMALL),
+    "siglip_vision": vision("SiglipVisionModel", "SiglipVisionConfig", image_size=32,
+                            patch_size=8, **SMALL),
+    "owlvit_vision": vision("OwlViTVisionModel", "OwlViTVisionConfig", image_size=32,
+                            patch_size=8, **SMALL),
+    "vit_msn": vision("ViTMSNModel", "ViTMSNConfig", image_size=32, patch_size=8, **SMALL),
+    "yolos": vision("YolosModel", "YolosConfig", image_size=[32, 32], patch_size=8,
+                    num_detection_tokens=4, **SMALL),
+    "dpt": vision("DPTModel", "DPTConfig", image_size=32, patch_size=8, **SMALL),
+    "swin": vision("SwinModel", "SwinConfig", image_size=32, patch_size=4, embed_dim=32,
+                   depths=[1, 1], num_heads=[2, 4], window_size=4),
+    "hiera": vision("HieraModel", "HieraConfig", size=64, image_size=[64, 64], embed_dim=32,
+                    depths=[1, 1, 1, 1], num_heads=[1, 2, 4, 8]),
+    "focalnet": vision("FocalNetModel", "FocalNetConfig", size=64, image_size=64, embed_dim=32,
+                       depths=[1, 1], focal_levels=[2, 2]),
+    "pvt": vision("PvtModel", "PvtConfig", size=64, image_size=64),
+    "pvt_v2": vision("PvtV2Model", "PvtV2Config", size=64, image_size=64),
+    "levit": vision("LevitModel", "LevitConfig", size=64, bn=True, image_size=64),
+    "mobilevit": vision("MobileViTModel", "MobileViTConfig", size=64, bn=True, image_size=64),
+    "segformer": vision("SegformerModel", "SegformerConfig", size=64),
+    "glpn": vision("GLPNModel", "GLPNConfig", size=64),
+    "poolformer": vision("PoolFormerModel", "PoolFormerConfig", size=64),
+    "cvt": vision("CvtModel", "CvtConfig", size=64, bn=True),
+    "swiftformer": vision("SwiftFormerModel", "SwiftFormerConfig", size=64, bn=True),
+    "convnext_v2": vision("ConvNextV2Model", "ConvNextV2Config", size=64),
+    "resnet_hf": vision("ResNetModel", "ResNetConfig", size=64, bn=True),
+    "regnet_hf": vision("RegNetModel", "RegNetConfig", size=64, bn=True),
+    "bit": vision("BitModel", "BitConfig", size=64, bn=True),
+    "efficientnet_hf": vision("EfficientNetModel", "EfficientNetConfig", size=64, bn=True,
+                              image_size=64),
+    "mobilenet_v2_hf": vision("MobileNetV2Model", "MobileNetV2Config", size=64, bn=True,
+                              image_size=64),
+    # Audio and video
+    "wav2vec2": tensor_in("Wav2Vec2Model", "Wav2Vec2Config", (1, 1600), key="input_values",
+                          **AUDIO),
+    "hubert": tensor_in("HubertModel", "HubertConfig", (1, 1600), key="input_values", **AUDIO),
+    "data2vec_audio": tensor_in("Data2VecAudioModel", "Data2VecAudioConfig", (1, 1600),
+                                key="input_values", **AUDIO),
+    "whisper_encoder": tensor_in("WhisperModel", "WhisperConfig", (1, 16, 64),
+                                 key="input_features", encoder=True, num_mel_bins=16,
+                                 max_source_positions=32, **SEQ2SEQ),
+    "videomae": tensor_in("VideoMAEModel", "VideoMAEConfig", (1, 4, 3, 32, 32), image_size=32,
+                          patch_size=8, num_frames=4, tubelet_size=2, **SMALL),
+    "timesformer": tensor_in("TimesformerModel", "TimesformerConfig", (1, 4, 3, 32, 32),
+                             image_size=32, patch_size=8, num_frames=4, **SMALL),
+    # torchvision beyond the zoo
+    "lraspp_mobilenet_v3": segmentation("lraspp_mobilenet_v3_large"),
+    "deeplabv3_mobilenet_v3": segmentation("deeplabv3_mobilenet_v3_large"),
+    "fcn_resnet50": segmentation("fcn_resnet50"),
+    "mc3_18": video("mc3_18"),
+}
+TORCHVISION = {"lraspp_mobilenet_v3", "deeplabv3_mobilenet_v3", "fcn_resnet50", "mc3_18"}
+
+
+def main(names):
+    names = names or list(PROBE)
+    unknown = [n for n in names if n not in PROBE]
+    if unknown:
+        print("unknown: %s; known: %s" % (unknown, ", ".join(PROBE)))
+        return 2
+    model_zoo.MODELS.update(PROBE)
+    tern = run_model.tern_export.find_tern()
+    counts = {"PASS": 0, "FAIL": 0, "ERROR": 0}
+    for name in names:
+        why = model_zoo.transformers_missing() if name not in TORCHVISION else None
+        if why:
+            print("%-24s SKIP %s" % (name, why))
+            continue
+        t0 = time.time()
+        try:
+            r = run_model.check_model(name, 1, tern)
+            verdict = "PASS" if r["pass"] else "FAIL"
+            worst = max(b.get("max_rel_err", 0.0) for b in r["backends"].values())
+            cpu = r["backends"].get("cpu", {})
+            detail = "%d nodes, max rel %.1e, %s cpu region(s)" % (
+                r["nodes"], worst, cpu.get("delegates", "-"))
+        except Exception as e:  # noqa: BLE001 - a survey: report and go on
+            verdict = "ERROR"
+            detail = "%s: %s" % (type(e).__name__, str(e).strip().splitlines()[0][:300])
+        counts[verdict] += 1
+        print("%-24s %-5s %5.1f s  %s" % (name, verdict, time.time() - t0, detail))
+        sys.stdout.flush()
+    print("torch %s: %d PASS, %d FAIL, %d ERROR" % (torch.__version__, counts["PASS"],
+                                                    counts["FAIL"], counts["ERROR"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
