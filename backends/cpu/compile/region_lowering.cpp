@@ -7,6 +7,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "backends/cpu/compile/attention_attrs.h"
 #include "backends/cpu/compile/bottleneck_match.h"
@@ -1393,16 +1394,23 @@ class Lowering {
     add_node(NodeOp::Reshape, {m}, output(node.outputs[0]));
   }
 
+  /// A norm's gamma and beta of C values: the weight or bias in place (an Alias); None: the
+  /// attributes' ones / zeros, embedded.
+  std::pair<uint32_t, uint32_t> norm_affine(const Node& node, const std::vector<float>& gamma,
+                                            const std::vector<float>& beta) {
+    const uint64_t c = gamma.size();
+    const uint32_t g = is_none(g_, node.args[2]) ? add_constant({c}, gamma)
+                                                 : constant_as(node.args[2], {c});
+    const uint32_t b = is_none(g_, node.args[3]) ? add_constant({c}, beta)
+                                                 : constant_as(node.args[3], {c});
+    return {g, b};
+  }
+
   /// layer_norm over the last dim: tern's own node (op 25).
   void lower_layer_norm(const Node& node) {
     const LayerNormAttrs a = layer_norm_attrs(g_, node);
-    const uint64_t c = a.gamma.size();
     const uint32_t x = activation(node.args[0]);
-    // A weight or bias in place (an Alias); None: ones / zeros, embedded.
-    const uint32_t gamma = is_none(g_, node.args[2]) ? add_constant({c}, a.gamma)
-                                                     : constant_as(node.args[2], {c});
-    const uint32_t beta = is_none(g_, node.args[3]) ? add_constant({c}, a.beta)
-                                                    : constant_as(node.args[3], {c});
+    const auto [gamma, beta] = norm_affine(node, a.gamma, a.beta);
     BlobNode& n = add_node(NodeOp::LayerNorm, {x, gamma, beta}, output(node.outputs[0]));
     n.fparams[0] = a.eps;
     n.fparams[1] = 0.0f;
@@ -1411,12 +1419,8 @@ class Lowering {
   /// group_norm of an NHWC activation: tern's own node (op 30) over its channels-last dims.
   void lower_group_norm(const Node& node) {
     const GroupNormAttrs a = group_norm_attrs(g_, node);
-    const uint64_t c = a.gamma.size();
     const uint32_t x = activation(node.args[0]);
-    const uint32_t gamma = is_none(g_, node.args[2]) ? add_constant({c}, a.gamma)
-                                                     : constant_as(node.args[2], {c});
-    const uint32_t beta = is_none(g_, node.args[3]) ? add_constant({c}, a.beta)
-                                                    : constant_as(node.args[3], {c});
+    const auto [gamma, beta] = norm_affine(node, a.gamma, a.beta);
     BlobNode& n = add_node(NodeOp::GroupNorm, {x, gamma, beta}, output(node.outputs[0]));
     n.params[0] = static_cast<uint32_t>(a.groups);
     n.fparams[0] = a.eps;

@@ -256,6 +256,26 @@ Error check_params_range(uint32_t n, const BlobNode& node, uint32_t count, uint3
   return Error::Ok;
 }
 
+/// A normalization node's eps (fparams[0] finite and > 0, fparams[1] 0) and its gamma and beta
+/// (inputs 1, 2) of x's last dim: LayerNorm and GroupNorm.
+Error check_norm_affine(uint32_t n, const BlobNode& node, const BlobValue* v, const BlobValue& x) {
+  TERN_CHECK_OR_RETURN_ERROR(std::isfinite(node.fparams[0]) && node.fparams[0] > 0.0f &&
+                                 node.fparams[1] == 0.0f,
+                             InvalidProgram,
+                             "cpu blob: node %u (%s): eps %g and fparams[1] %g, expected a "
+                             "finite eps > 0 and 0",
+                             n, op_name(node.op), static_cast<double>(node.fparams[0]),
+                             static_cast<double>(node.fparams[1]));
+  const uint64_t c = x.dims[x.rank - 1];
+  for (uint32_t i = 1; i < 3; ++i) {
+    TERN_CHECK_OR_RETURN_ERROR(dims_equal(v[node.inputs[i]], &c, 1), InvalidProgram,
+                               "cpu blob: node %u (%s): %s value %u is not [%llu] (x's last dim)",
+                               n, op_name(node.op), i == 1 ? "gamma" : "beta", node.inputs[i],
+                               static_cast<unsigned long long>(c));
+  }
+  return Error::Ok;
+}
+
 Error check_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
   const bool dw = static_cast<NodeOp>(node.op) == NodeOp::DepthwiseConv2d;
   TERN_RETURN_IF_ERROR(check_params_range(n, node, dw ? 12 : 13, kKernelH, dw ? 12 : 13));
@@ -703,34 +723,12 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
       return check_quant_fc(n, node, v, data);
     case NodeOp::QuantizedEmbedding:
       return check_quant_embedding(n, node, v, data);
-    case NodeOp::LayerNorm: {
+    case NodeOp::LayerNorm:
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 0, 0, 0));
-      TERN_CHECK_OR_RETURN_ERROR(std::isfinite(node.fparams[0]) && node.fparams[0] > 0.0f &&
-                                     node.fparams[1] == 0.0f,
-                                 InvalidProgram,
-                                 "cpu blob: node %u (layer_norm): eps %g and fparams[1] %g, "
-                                 "expected a finite eps > 0 and 0",
-                                 n, static_cast<double>(node.fparams[0]),
-                                 static_cast<double>(node.fparams[1]));
-      const uint64_t c = x.dims[x.rank - 1];
-      for (uint32_t i = 1; i < 3; ++i) {
-        TERN_CHECK_OR_RETURN_ERROR(dims_equal(v[node.inputs[i]], &c, 1), InvalidProgram,
-                                   "cpu blob: node %u (layer_norm): %s value %u is not [%llu] "
-                                   "(x's last dim)",
-                                   n, i == 1 ? "gamma" : "beta", node.inputs[i],
-                                   static_cast<unsigned long long>(c));
-      }
+      TERN_RETURN_IF_ERROR(check_norm_affine(n, node, v, x));
       return check_out_dims(n, node, out, x.dims, x.rank);
-    }
     case NodeOp::GroupNorm: {
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 1, 0, 0));
-      TERN_CHECK_OR_RETURN_ERROR(std::isfinite(node.fparams[0]) && node.fparams[0] > 0.0f &&
-                                     node.fparams[1] == 0.0f,
-                                 InvalidProgram,
-                                 "cpu blob: node %u (group_norm): eps %g and fparams[1] %g, "
-                                 "expected a finite eps > 0 and 0",
-                                 n, static_cast<double>(node.fparams[0]),
-                                 static_cast<double>(node.fparams[1]));
       TERN_CHECK_OR_RETURN_ERROR(x.rank >= 3, InvalidProgram,
                                  "cpu blob: node %u (group_norm): input value %u: expected 3..6 "
                                  "dims [N, ..., C], found %u",
@@ -740,13 +738,7 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
                                  "cpu blob: node %u (group_norm): %u groups, expected a positive "
                                  "divisor of the %llu channels",
                                  n, node.params[0], static_cast<unsigned long long>(c));
-      for (uint32_t i = 1; i < 3; ++i) {
-        TERN_CHECK_OR_RETURN_ERROR(dims_equal(v[node.inputs[i]], &c, 1), InvalidProgram,
-                                   "cpu blob: node %u (group_norm): %s value %u is not [%llu] "
-                                   "(x's last dim)",
-                                   n, i == 1 ? "gamma" : "beta", node.inputs[i],
-                                   static_cast<unsigned long long>(c));
-      }
+      TERN_RETURN_IF_ERROR(check_norm_affine(n, node, v, x));
       return check_out_dims(n, node, out, x.dims, x.rank);
     }
     case NodeOp::BatchMatMul:
