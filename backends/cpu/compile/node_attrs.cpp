@@ -323,6 +323,33 @@ BatchNormAffine batch_norm_affine(const Graph& g, const Node& node) {
   return a;
 }
 
+namespace {
+
+/// A norm's weight (arg 2), bias (arg 3) and eps (arg 4): gamma / beta the constants [c], or
+/// ones / zeros where None; eps a finite number > 0. `op` names the node in refusals.
+void norm_affine_attrs(const Graph& g, const Node& node, int64_t c, const std::string& op,
+                       std::vector<float>* gamma, std::vector<float>* beta, float* eps) {
+  gamma->assign(static_cast<size_t>(c), 1.0f);
+  beta->assign(static_cast<size_t>(c), 0.0f);
+  if (!is_none(g, node.args[2])) {
+    const Value& w = constant_tensor(g, node.args[2], "weight", 1);
+    if (w.sizes[0] != c) fail(op + ": weight size");
+    *gamma = constant_floats(w);
+  }
+  if (!is_none(g, node.args[3])) {
+    const Value& b = constant_tensor(g, node.args[3], "bias", 1);
+    if (b.sizes[0] != c) fail(op + ": bias size");
+    *beta = constant_floats(b);
+  }
+  const double e = number(g, node.args[4], "eps");
+  if (!(static_cast<float>(e) > 0.0f) || !std::isfinite(static_cast<float>(e))) {
+    fail(op + ": eps");
+  }
+  *eps = static_cast<float>(e);
+}
+
+}  // namespace
+
 LayerNormAttrs layer_norm_attrs(const Graph& g, const Node& node) {
   // x, normalized_shape, weight?, bias?, eps -> out
   if (node.args.size() != 5) fail("layer_norm: expected 5 arguments");
@@ -335,23 +362,7 @@ LayerNormAttrs layer_norm_attrs(const Graph& g, const Node& node) {
     fail("layer_norm: not over the last dim alone");
   }
   LayerNormAttrs a;
-  a.gamma.assign(static_cast<size_t>(c), 1.0f);
-  a.beta.assign(static_cast<size_t>(c), 0.0f);
-  if (!is_none(g, node.args[2])) {
-    const Value& w = constant_tensor(g, node.args[2], "weight", 1);
-    if (w.sizes[0] != c) fail("layer_norm: weight size");
-    a.gamma = constant_floats(w);
-  }
-  if (!is_none(g, node.args[3])) {
-    const Value& b = constant_tensor(g, node.args[3], "bias", 1);
-    if (b.sizes[0] != c) fail("layer_norm: bias size");
-    a.beta = constant_floats(b);
-  }
-  const double eps = number(g, node.args[4], "eps");
-  if (!(static_cast<float>(eps) > 0.0f) || !std::isfinite(static_cast<float>(eps))) {
-    fail("layer_norm: eps");
-  }
-  a.eps = static_cast<float>(eps);
+  norm_affine_attrs(g, node, c, "layer_norm", &a.gamma, &a.beta, &a.eps);
   return a;
 }
 
@@ -366,23 +377,7 @@ GroupNormAttrs group_norm_attrs(const Graph& g, const Node& node) {
   GroupNormAttrs a;
   a.groups = int_value(g, node.args[1], "num_groups");
   if (a.groups < 1 || c % a.groups != 0) fail("group_norm: num_groups does not divide C");
-  a.gamma.assign(static_cast<size_t>(c), 1.0f);
-  a.beta.assign(static_cast<size_t>(c), 0.0f);
-  if (!is_none(g, node.args[2])) {
-    const Value& w = constant_tensor(g, node.args[2], "weight", 1);
-    if (w.sizes[0] != c) fail("group_norm: weight size");
-    a.gamma = constant_floats(w);
-  }
-  if (!is_none(g, node.args[3])) {
-    const Value& b = constant_tensor(g, node.args[3], "bias", 1);
-    if (b.sizes[0] != c) fail("group_norm: bias size");
-    a.beta = constant_floats(b);
-  }
-  const double eps = number(g, node.args[4], "eps");
-  if (!(static_cast<float>(eps) > 0.0f) || !std::isfinite(static_cast<float>(eps))) {
-    fail("group_norm: eps");
-  }
-  a.eps = static_cast<float>(eps);
+  norm_affine_attrs(g, node, c, "group_norm", &a.gamma, &a.beta, &a.eps);
   return a;
 }
 

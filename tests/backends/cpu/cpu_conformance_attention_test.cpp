@@ -495,37 +495,6 @@ std::vector<uint8_t> blob_of(const std::function<void(GraphBuilder&)>& build) {
   return b.graph().delegates[0].blob;
 }
 
-Error parse(const std::vector<uint8_t>& blob, std::string* message) {
-  AlignedBlob aligned(blob);
-  cpu::BlobPlan plan;
-  const Error e = cpu::parse_blob(Span<const uint8_t>(aligned.data(), blob.size()), &plan);
-  *message = e == Error::Ok ? "" : last_error_message();
-  cpu::free_blob_plan(&plan);
-  return e;
-}
-
-struct NodeCase {
-  const char* what;
-  std::function<void(cpu::BlobNode&)> mutate;
-  const char* expect;
-};
-
-/// Each mutation of node `index` of `blob` is refused as InvalidProgram naming `expect`.
-void expect_refused(const std::vector<uint8_t>& blob, uint32_t index,
-                    const std::vector<NodeCase>& cases) {
-  std::string message;
-  ASSERT_EQ(parse(blob, &message), Error::Ok) << message;
-  const cpu::BlobNode good = blob_node(blob, index);
-  for (const NodeCase& c : cases) {
-    SCOPED_TRACE(c.what);
-    std::vector<uint8_t> bad = blob;
-    cpu::BlobNode n = good;
-    c.mutate(n);
-    std::memcpy(bad.data() + node_offset(bad, index), &n, sizeof(n));
-    EXPECT_EQ(parse(bad, &message), Error::InvalidProgram) << message;
-    EXPECT_NE(message.find(c.expect), std::string::npos) << message;
-  }
-}
 
 TEST(CpuAttentionBlob, StridedCopyFieldsAreChecked) {
   register_all();

@@ -344,15 +344,6 @@ std::vector<uint8_t> ln_blob() {
   return b.graph().delegates[0].blob;
 }
 
-Error parse(const std::vector<uint8_t>& blob, std::string* message) {
-  AlignedBlob aligned(blob);
-  cpu::BlobPlan plan;
-  const Error e = cpu::parse_blob(Span<const uint8_t>(aligned.data(), blob.size()), &plan);
-  *message = e == Error::Ok ? "" : last_error_message();
-  cpu::free_blob_plan(&plan);
-  return e;
-}
-
 TEST(CpuLayerNormBlob, FieldsAreChecked) {
   register_all();
   const std::vector<uint8_t> blob = ln_blob();

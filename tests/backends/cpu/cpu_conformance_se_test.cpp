@@ -372,15 +372,6 @@ std::vector<uint8_t> se_blob(std::vector<int>* args = nullptr) {
   return b.graph().delegates[0].blob;
 }
 
-Error parse(const std::vector<uint8_t>& blob, std::string* message) {
-  AlignedBlob aligned(blob);
-  cpu::BlobPlan plan;
-  const Error e = cpu::parse_blob(Span<const uint8_t>(aligned.data(), blob.size()), &plan);
-  *message = e == Error::Ok ? "" : last_error_message();
-  cpu::free_blob_plan(&plan);
-  return e;
-}
-
 TEST(CpuSqueezeExciteBlob, OneNodeWithItsWeights) {
   register_all();
   const std::vector<uint8_t> blob = se_blob();

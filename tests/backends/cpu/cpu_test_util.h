@@ -10,12 +10,14 @@
 #include <cstdint>
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/compile/cpu_backend_compiler.h"
 #include "backends/cpu/cpu_blob_format.h"
+#include "backends/cpu/runtime/blob_reader.h"
 #include "backends/cpu/runtime/register_cpu_backend.h"
 #include "runtime/kernels/portable/register_portable_kernels.h"
 #include "tests/executor/method_test_util.h"
@@ -53,6 +55,40 @@ inline std::vector<uint32_t> blob_ops(const std::vector<uint8_t>& blob) {
   std::vector<uint32_t> ops;
   for (uint32_t i = 0; i < h.num_nodes; ++i) ops.push_back(blob_node(blob, i).op);
   return ops;
+}
+
+/// parse_blob on a 64-byte-aligned copy of `blob`; *message: the error text, or "" when Ok.
+inline Error parse(const std::vector<uint8_t>& blob, std::string* message) {
+  AlignedBlob aligned(blob);
+  cpu::BlobPlan plan;
+  const Error e = cpu::parse_blob(Span<const uint8_t>(aligned.data(), blob.size()), &plan);
+  *message = e == Error::Ok ? "" : last_error_message();
+  cpu::free_blob_plan(&plan);
+  return e;
+}
+
+/// A mutation of one blob node and what the reader's refusal must name.
+struct NodeCase {
+  const char* what;
+  std::function<void(cpu::BlobNode&)> mutate;
+  const char* expect;
+};
+
+/// Each mutation of node `index` of `blob` is refused as InvalidProgram naming `expect`.
+inline void expect_refused(const std::vector<uint8_t>& blob, uint32_t index,
+                           const std::vector<NodeCase>& cases) {
+  std::string message;
+  ASSERT_EQ(parse(blob, &message), Error::Ok) << message;
+  const cpu::BlobNode good = blob_node(blob, index);
+  for (const NodeCase& c : cases) {
+    SCOPED_TRACE(c.what);
+    std::vector<uint8_t> bad = blob;
+    cpu::BlobNode n = good;
+    c.mutate(n);
+    std::memcpy(bad.data() + node_offset(bad, index), &n, sizeof(n));
+    EXPECT_EQ(parse(bad, &message), Error::InvalidProgram) << message;
+    EXPECT_NE(message.find(c.expect), std::string::npos) << message;
+  }
 }
 
 /// Hands nodes [first, last] of `b` to "cpu" with the blob lowered by CpuBackendCompiler.
