@@ -1,4 +1,4 @@
-// The cpu delegate blob, version 13: shared by the compile half (writer) and the
+// The cpu delegate blob, version 14: shared by the compile half (writer) and the
 // runtime half (reader). Plain structs only (no STL): the runtime includes this file.
 // The byte layout is documented in backends/cpu/README.md; all fields are little-endian.
 #pragma once
@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 13;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 14;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
                                       // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
                                       // 7: ops 23-24 quantized weights, op 25 LayerNorm;
@@ -23,7 +23,9 @@ constexpr uint32_t kBlobVersion = 13;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // SquareRoot; 10: grouped op 18 (params[13] groups,
                                       // PackConv params[4]); 11: op 29 RowConcat; 12:
                                       // BlobValue::dynamic_mask (bounded-dynamic rows of
-                                      // ops 17 and 23); 13: op 30 GroupNorm
+                                      // ops 17 and 23); 13: op 30 GroupNorm;
+                                      // 14: constant inputs of ops 22 / 29 (one must
+                                      // be data)
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node.

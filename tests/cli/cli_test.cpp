@@ -274,6 +274,37 @@ TEST_F(CliTest, DelegateRegionInspectAndFallbackRun) {
   EXPECT_EQ(npy_floats(out_dir / "output_1.npy", &shape), (std::vector<float>{9, 2, 9, 5.5f}));
 }
 
+// `tern compile --explain` lists each node left on the portable kernels with the op, its name
+// and every backend's reason: here a softmax over dim 0, which the cpu backend does not take,
+// and so the add and reshape after it, which alone are not worth a delegate.
+TEST_F(CliTest, CompileExplainNamesWhyANodeStaysPortable) {
+  std::string graph = kGraphJson;
+  const std::string relu = R"({"op": "tern::relu", "args": ["h"], "outputs": ["r"], "name": "act"})";
+  const std::string softmax =
+      R"({"op": "tern::softmax", "args": ["h", "dim0"], "outputs": ["r"], "name": "sm"})";
+  graph.replace(graph.find(relu), relu.size(), softmax);
+  const std::string flat = R"({"type": "int_list", "name": "flat", "value": [-1]},)";
+  graph.insert(graph.find(flat) + flat.size(), R"(
+      {"type": "int", "name": "dim0", "value": 0},)");
+  write_bytes(*dir_ / "graph_explain.json", graph);
+  const std::string compile =
+      "compile " + q(*dir_ / "graph_explain.json") + " -o " + q(*dir_ / "explain.pte");
+  CommandResult r = run_tern(compile + " --backend cpu --explain");
+  if (r.exit_code != 0 && r.err.find("not a registered backend") != std::string::npos) {
+    GTEST_SKIP() << "this build has no cpu backend: " << r.err;
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* s : {"1 delegates", "3 nodes on the portable kernels:",
+                        "1 x tern::softmax (sm)\n          cpu: tern::softmax: not over the last dim",
+                        "1 x tern::add (shift)\n          cpu: tern::add: taken, but its run of "
+                        "nodes was declined"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << "missing '" << s << "' in\n" << r.out;
+  }
+  r = run_tern(compile + " --backend cpu");  // without --explain: the summary alone
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("portable kernels"), std::string::npos) << r.out;
+}
+
 TEST_F(CliTest, VerifySucceeds) {
   const CommandResult r = run_tern("verify " + q(*dir_ / "model.pte"));
   ASSERT_EQ(r.exit_code, 0) << r.err;

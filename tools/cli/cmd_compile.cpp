@@ -1,6 +1,8 @@
 // `tern compile`: graph.json (+ safetensors) -> .pte, partitioned for the --backend list.
 #include <cinttypes>
+#include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include "runtime/core/checked_math.h"
 #include "tools/cli/commands.h"
@@ -48,6 +50,39 @@ void print_quantization(const compiler::QuantizeReport& q) {
               ratio(q.constant_bytes_before, q.constant_bytes_after));
 }
 
+// --explain: the nodes left on the portable kernels, grouped by op and reasons, most first.
+void print_portable_nodes(const compiler::MethodReport& m) {
+  if (m.portable_nodes.empty()) {
+    std::printf("    every node is in a delegate\n");
+    return;
+  }
+  struct Group {
+    const compiler::PortableNode* first;
+    std::vector<std::string> names;
+  };
+  std::map<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>, Group> groups;
+  for (const compiler::PortableNode& p : m.portable_nodes) {
+    Group& g = groups.try_emplace({p.op, p.reasons}, Group{&p, {}}).first->second;
+    g.names.push_back(p.debug_name.empty() ? "#" + std::to_string(p.node) : p.debug_name);
+  }
+  std::vector<const Group*> order;
+  for (const auto& kv : groups) order.push_back(&kv.second);
+  std::stable_sort(order.begin(), order.end(), [](const Group* a, const Group* b) {
+    return a->names.size() > b->names.size();
+  });
+  std::printf("    %zu node%s on the portable kernels:\n", m.portable_nodes.size(),
+              m.portable_nodes.size() == 1 ? "" : "s");
+  for (const Group* g : order) {
+    std::string names;
+    for (size_t i = 0; i < g->names.size() && i < 3; ++i) names += (i ? ", " : "") + g->names[i];
+    if (g->names.size() > 3) names += ", ...";
+    std::printf("      %zu x %s (%s)\n", g->names.size(), g->first->op.c_str(), names.c_str());
+    for (const auto& [backend, why] : g->first->reasons) {
+      std::printf("          %s: %s\n", backend.c_str(), why.c_str());
+    }
+  }
+}
+
 }  // namespace
 
 int cmd_compile(const CompileCommandOptions& options) {
@@ -77,6 +112,7 @@ int cmd_compile(const CompileCommandOptions& options) {
                 " (%.3fx), temp %" PRIu64 " bytes, %zu delegates\n",
                 m.name.c_str(), m.num_nodes, m.arena_size, m.lower_bound, ratio, m.temp_size,
                 m.num_delegates);
+    if (options.explain && !compile_options.backends.empty()) print_portable_nodes(m);
   }
   return 0;
 }

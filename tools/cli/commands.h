@@ -70,6 +70,8 @@ struct CompileCommandOptions {
   std::string quantize;
   /// --quantize-weight PATTERN=SCHEME rules, first match wins (docs/quantization.md).
   std::vector<std::string> quantize_weights;
+  /// --explain: list the nodes left on the portable kernels and each backend's reason.
+  bool explain = false;
 };
 int cmd_compile(const CompileCommandOptions& options);
 

@@ -129,6 +129,9 @@ int run_main(int argc, char** argv) {
                           "PATTERN (repeat; first match wins; before --quantize; SCHEME 'none' "
                           "keeps them f32)")
       ->allow_extra_args(false);
+  compile_cmd->add_flag("--explain", compile.explain,
+                        "List the nodes left on the portable kernels and why each backend did not "
+                        "take them");
 
   try {
     app.parse(argc, argv);

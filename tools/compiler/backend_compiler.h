@@ -24,6 +24,11 @@ class BackendCompiler {
   virtual std::string name() const = 0;
   /// Whether the backend can run `node` of `graph` (op, dtypes, attributes, shapes), on its own.
   virtual bool supports(const Graph& graph, const Node& node) const = 0;
+  /// Why supports() refuses `node`, in words that name the op's condition it fails (empty when
+  /// it takes it); what `tern compile --explain` prints. Default: a generic sentence.
+  virtual std::string why_unsupported(const Graph& graph, const Node& node) const {
+    return supports(graph, node) ? std::string() : node.op + ": not taken by this backend";
+  }
   /// Whether the backend can run `node` (which supports() took) when it reads or writes a
   /// bounded-dynamic tensor (docs/dynamic-shapes.md), computing on the actual sizes at
   /// execute. Default: false, so the partitioner keeps such nodes on the portable kernels.

@@ -35,7 +35,8 @@ CompileResult compile_program(const ProgramGraph& program, const CompileOptions&
       }
     }
     validate_graph(method);
-    if (partitioning) partition(partitioned.methods[i], options.backends);
+    std::vector<PortableNode> portable;
+    if (partitioning) partition(partitioned.methods[i], options.backends, &portable);
     plans.push_back(plan_memory(method, options.planner));
     plans.back().temp_size = method_scratch_bytes(method);
     MethodReport report;
@@ -45,6 +46,7 @@ CompileResult compile_program(const ProgramGraph& program, const CompileOptions&
     report.temp_size = plans.back().temp_size;
     report.num_nodes = method.nodes.size();
     report.num_delegates = method.delegates.size();
+    report.portable_nodes = std::move(portable);
     result.methods.push_back(report);
   }
   result.bytes = serialize_program(source, plans, options.serializer);

@@ -7,6 +7,7 @@
 
 #include "tools/compiler/graph.h"
 #include "tools/compiler/memory_planner.h"
+#include "tools/compiler/partitioner.h"
 #include "tools/compiler/quantize.h"
 #include "tools/compiler/serializer.h"
 
@@ -30,6 +31,9 @@ struct MethodReport {
   uint64_t temp_size = 0;  ///< scratch bytes the kernels need (MethodMeta::temp_allocator_bytes)
   size_t num_nodes = 0;
   size_t num_delegates = 0;  ///< delegate regions after partitioning
+  /// The nodes left on the portable kernels and why each backend did not take them (empty
+  /// without backends).
+  std::vector<PortableNode> portable_nodes;
 };
 
 struct CompileResult {

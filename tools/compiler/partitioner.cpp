@@ -225,7 +225,42 @@ void partition_for(Graph& g, const BackendCompiler& backend) {
 
 }  // namespace
 
-void partition(Graph& graph, const std::vector<std::string>& backends) {
+namespace {
+
+std::vector<PortableNode> portable_nodes(const Graph& g,
+                                         const std::vector<const BackendCompiler*>& compilers) {
+  std::vector<bool> delegated(g.nodes.size(), false);
+  for (const DelegateRegion& region : g.delegates) {
+    for (int node : region.nodes) delegated[static_cast<size_t>(node)] = true;
+  }
+  std::vector<PortableNode> left;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (delegated[i]) continue;
+    const Node& node = g.nodes[i];
+    PortableNode p;
+    p.node = static_cast<int>(i);
+    p.op = node.op;
+    p.debug_name = node.debug_name;
+    for (const BackendCompiler* c : compilers) {
+      std::string why = c->why_unsupported(g, node);
+      if (why.empty() && node_touches_dynamic(g, node) && !c->supports_dynamic_shapes(g, node)) {
+        why = node.op + ": reads or writes a bounded-dynamic tensor, which this backend does "
+                        "not run this op on";
+      } else if (why.empty()) {
+        why = node.op + ": taken, but its run of nodes was declined (accepts_region: nothing "
+                        "worth a delegate in it, e.g. only views or elementwise ops)";
+      }
+      p.reasons.emplace_back(c->name(), std::move(why));
+    }
+    left.push_back(std::move(p));
+  }
+  return left;
+}
+
+}  // namespace
+
+void partition(Graph& graph, const std::vector<std::string>& backends,
+               std::vector<PortableNode>* left) {
   std::vector<const BackendCompiler*> compilers;
   std::vector<std::unique_ptr<BackendCompiler>> configured;  // specs with options
   std::set<std::string> seen;
@@ -259,6 +294,7 @@ void partition(Graph& graph, const std::vector<std::string>& backends) {
                      return a.nodes.front() < b.nodes.front();
                    });
   validate_graph(graph);
+  if (left != nullptr) *left = portable_nodes(graph, compilers);
 }
 
 }  // namespace tern::compiler

@@ -2,11 +2,23 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tools/compiler/graph.h"
 
 namespace tern::compiler {
+
+/// A node left on the portable kernels after partitioning, and why each backend did not take it.
+struct PortableNode {
+  int node = -1;  ///< index in the partitioned graph
+  std::string op;
+  std::string debug_name;
+  /// One entry per backend, in priority order: the backend's name and its reason — its
+  /// why_unsupported() text, or why a node it supports stayed out (a bounded-dynamic tensor it
+  /// cannot run on, or a run of nodes it declined: accepts_region()).
+  std::vector<std::pair<std::string, std::string>> reasons;
+};
 
 /// Partitions `graph` among `backends` (registered backend compiler names, highest priority
 /// first), appending one DelegateRegion per region it delegates; the region's nodes stay in
@@ -36,6 +48,10 @@ namespace tern::compiler {
 /// Throws std::invalid_argument when a name is not a registered backend compiler (the message
 /// lists the registered ones), a name is given twice, with_options() refuses the options (its
 /// message), or lower() fails (its message, prefixed with the method and backend).
-void partition(Graph& graph, const std::vector<std::string>& backends);
+///
+/// When `left` is not null it receives, in node order, each node that stays on the portable
+/// kernels and why (PortableNode), for `tern compile --explain`.
+void partition(Graph& graph, const std::vector<std::string>& backends,
+               std::vector<PortableNode>* left = nullptr);
 
 }  // namespace tern::compiler

@@ -53,14 +53,8 @@ void check_node(const Graph& g, const Node& node) {
     float lo, hi;
     clamp_bounds(g, node, &lo, &hi);
     check_unary(g, node);
-  } else if (op == "tern::mean") {
-    bool keepdim = false;
-    if (!is_last_dim_mean(g, node, &keepdim)) (void)global_mean_keepdim(g, node);
-  } else if (op == "tern::sum") {
-    bool keepdim = false;
-    if (!is_last_dim_mean(g, node, &keepdim)) {
-      throw Unsupported("sum: not over the last dim alone");
-    }
+  } else if (op == "tern::mean" || op == "tern::sum") {
+    (void)reduction_attrs(g, node);  // the layout each kind needs: check_layout
   } else if (op == "tern::pow") {
     (void)small_pow_exponent(g, node);
   } else if (op == "tern::rsqrt" || op == "tern::tanh" || op == "tern::neg") {
@@ -142,7 +136,12 @@ std::string CpuBackendCompiler::unsupported_reason(const Graph& graph, const Nod
     check_node(graph, node);
     check_layout(graph, node, plain_4d_values(graph));
   } catch (const Unsupported& e) {
-    return node.op + ": " + e.what();
+    // Messages name the op themselves ("tern::mean: ...", "mean: ...") or not ("x: ...").
+    const std::string what = e.what();
+    const std::string short_op = node.op.rfind("tern::", 0) == 0 ? node.op.substr(6) : node.op;
+    if (what.rfind(node.op + ":", 0) == 0) return what;
+    if (what.rfind(short_op + ":", 0) == 0) return "tern::" + what;
+    return node.op + ": " + what;
   }
   return "";
 }

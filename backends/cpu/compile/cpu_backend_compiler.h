@@ -29,6 +29,9 @@ class CpuBackendCompiler : public BackendCompiler {
   /// supported or the region is malformed.
   LoweredRegion lower(const Graph& graph, const DelegateRegion& region) const override;
 
+  std::string why_unsupported(const Graph& graph, const Node& node) const override {
+    return unsupported_reason(graph, node);
+  }
   /// Why `node` is not supported (empty when it is); what supports() decides on.
   static std::string unsupported_reason(const Graph& graph, const Node& node);
 };

@@ -4,6 +4,7 @@
 
 #include "backends/cpu/compile/index_map_ops.h"
 #include "backends/cpu/compile/node_attrs.h"
+#include "backends/cpu/compile/norm_parts.h"
 
 namespace tern::compiler::cpu_compile {
 namespace {
@@ -30,34 +31,50 @@ bool follows_operands(const std::string& op) {
          op == "tern::rsqrt" || op == "tern::tanh" || op == "tern::neg" || is_binary(op);
 }
 
-/// Ops whose 4-D data input (arg 0) must be NHWC (their meaning is over [N, C, H, W]).
-bool needs_nhwc(const std::string& op) {
+/// A mean or sum of a 4-D x that works on row-major data: over the last dim, or over dims 1
+/// and 2 of a channels-last [N, H, W, C] (ReductionKind). Its input and output are plain.
+bool is_plain_reduction(const Graph& g, const Node& node) {
+  ReductionAttrs a;
+  return reduction_of_4d(g, node, &a) && a.kind != ReductionKind::kSpatialNhwc;
+}
+
+/// Nodes whose 4-D data input (arg 0) must be NHWC (their meaning is over [N, C, H, W]); a
+/// mean or sum unless it is a plain one.
+bool needs_nhwc(const Graph& g, const Node& node) {
+  const std::string& op = node.op;
+  if (op == "tern::mean" || op == "tern::sum") return !is_plain_reduction(g, node);
   return op == "tern::conv2d" || op == "tern::max_pool2d" || op == "tern::avg_pool2d" ||
-         op == "tern::adaptive_avg_pool2d" || op == "tern::mean" || op == "tern::batch_norm" ||
+         op == "tern::adaptive_avg_pool2d" || op == "tern::batch_norm" ||
          op == "tern::group_norm";
 }
 
-/// Ops whose 4-D activations must be plain (they work over the last dims of row-major data):
-/// how many leading args that applies to.
-size_t plain_args(const std::string& op) {
+/// Nodes whose 4-D activations must be plain (they work over the last dims of row-major
+/// data): how many leading args that applies to.
+size_t plain_args(const Graph& g, const Node& node) {
+  const std::string& op = node.op;
   if (op == "tern::linear" || op == "tern::layer_norm" || op == "tern::softmax") return 1;
   if (op == "tern::bmm" || op == "tern::matmul") return 2;
   if (op == "tern::scaled_dot_product_attention") return 3;
+  if (is_plain_reduction(g, node)) return 1;
   return 0;
 }
 
-/// Ops whose 4-D outputs are plain (computed row-major).
-bool makes_plain(const std::string& op) {
-  return op == "tern::bmm" || op == "tern::matmul" || op == "tern::scaled_dot_product_attention";
+/// Nodes whose 4-D outputs are plain (computed row-major).
+bool makes_plain(const Graph& g, const Node& node) {
+  const std::string& op = node.op;
+  return op == "tern::bmm" || op == "tern::matmul" ||
+         op == "tern::scaled_dot_product_attention" || is_plain_reduction(g, node);
 }
 
 /// Ops the delegate does not compute from an NHWC or plain form of their own: index maps
 /// (copied into whichever layout is wanted) and every op it does not take (their outputs
 /// enter a delegate at its edge, converted there).
-bool free_layout(const std::string& op) {
+bool free_layout(const Graph& g, const Node& node) {
+  const std::string& op = node.op;
   return is_index_map_op(op) ||
-         !(follows_operands(op) || needs_nhwc(op) || makes_plain(op) || is_cpu_view_op(op) ||
-           op == "tern::cat" || op == "tern::hardsigmoid" || op == "tern::permute");
+         !(follows_operands(op) || needs_nhwc(g, node) || makes_plain(g, node) ||
+           is_cpu_view_op(op) || op == "tern::cat" || op == "tern::hardsigmoid" ||
+           op == "tern::permute");
 }
 
 enum Want : uint8_t { kNone = 0, kNhwc = 1, kPlain = 2 };
@@ -75,8 +92,8 @@ std::vector<uint8_t> wanted_layouts(const Graph& g) {
   for (size_t i = g.nodes.size(); i-- > 0;) {
     const Node& node = g.nodes[i];
     if (node.args.empty()) continue;
-    if (needs_nhwc(node.op)) ask(node.args[0], kNhwc);
-    const size_t p = plain_args(node.op);
+    if (needs_nhwc(g, node)) ask(node.args[0], kNhwc);
+    const size_t p = plain_args(g, node);
     for (size_t a = 0; a < p && a < node.args.size(); ++a) ask(node.args[a], kPlain);
     if (follows_operands(node.op) && p == 0 && node.outputs.size() == 1 &&
         is_4d_tensor(g, node.outputs[0])) {
@@ -164,7 +181,7 @@ std::vector<bool> plain_4d_values(const Graph& g) {
         for (int t : list.tensors) {
           if (is_4d_tensor(g, t) && plain[static_cast<size_t>(t)]) p = true;
         }
-      } else if (makes_plain(node.op)) {
+      } else if (makes_plain(g, node)) {
         p = true;
       } else if (follows_operands(node.op)) {
         for (int a : node.args) {
@@ -173,7 +190,7 @@ std::vector<bool> plain_4d_values(const Graph& g) {
             p = true;
           }
         }
-      } else if (free_layout(node.op)) {
+      } else if (free_layout(g, node)) {
         // An index map of a 4-D tensor keeps its layout when nothing asks otherwise, one of
         // another rank is plain; an op the delegate does not take gives NHWC, as before.
         const bool fallback = !is_index_map_op(node.op) ? false
@@ -192,20 +209,21 @@ void check_layout(const Graph& g, const Node& node, const std::vector<bool>& pla
   auto is_plain = [&](int id) {
     return is_4d_tensor(g, id) && plain[static_cast<size_t>(id)];
   };
-  const size_t p = plain_args(op);
+  const size_t p = plain_args(g, node);
   for (size_t a = 0; a < p && a < node.args.size(); ++a) {
     if (is_4d_tensor(g, node.args[a]) && !is_plain(node.args[a])) {
       throw Unsupported(op + ": over the last dims of an NHWC 4-D tensor");
     }
   }
-  if (needs_nhwc(op)) {
+  if (needs_nhwc(g, node)) {
     if (!node.args.empty() && is_plain(node.args[0])) {
       throw Unsupported(op + ": of a channels-last (plain) 4-D tensor");
     }
   } else if (op == "tern::cat") {
     const int out = node.outputs.at(0);
-    for (int part : concat_inputs(g, node)) {
-      if (is_4d_tensor(g, part) && is_plain(part) != is_plain(out)) {
+    for (int part : concat_inputs(g, node)) {  // constants are laid out as the output
+      if (is_4d_tensor(g, part) && !g.values[static_cast<size_t>(part)].is_constant &&
+          is_plain(part) != is_plain(out)) {
         throw Unsupported("cat: of NHWC and channels-last (plain) 4-D tensors");
       }
     }

@@ -275,8 +275,10 @@ std::vector<int> concat_inputs(const Graph& g, const Node& node) {
   if (dim < 0) dim += rank;
   if (dim < 0 || dim >= rank) fail("cat: dim " + std::to_string(dim) + " out of range");
   std::vector<int64_t> expect;
+  bool any_activation = false;
   for (const int id : list.tensors) {
-    const Value& x = activation_tensor(g, id, "cat input");
+    const Value& x = f32_tensor(g, id, "cat input");
+    any_activation = any_activation || !x.is_constant;
     if (static_cast<int64_t>(x.sizes.size()) != rank) fail("cat: inputs of another rank");
     if (expect.empty()) {
       expect = x.sizes;
@@ -290,6 +292,13 @@ std::vector<int> concat_inputs(const Graph& g, const Node& node) {
     }
   }
   if (!same_dims(out.sizes, expect)) fail("cat: out " + shape_str(out.sizes) + " is not " + shape_str(expect));
+  if (!any_activation) fail("cat: of constants only");
+  // The first Concat node of a chain takes up to 3 parts; one of them must be data.
+  bool first_data = false;
+  for (size_t i = 0; i < list.tensors.size() && i < 3; ++i) {
+    first_data = first_data || !g.values[static_cast<size_t>(list.tensors[i])].is_constant;
+  }
+  if (!first_data) fail("cat: its first three parts are constants");
   return list.tensors;
 }
 

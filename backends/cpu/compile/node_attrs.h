@@ -84,8 +84,9 @@ struct PoolAttrs {
 /// Checks a tern::max_pool2d / tern::avg_pool2d node and reads its attributes.
 PoolAttrs pool_attrs(const Graph& g, const Node& node, bool is_max);
 
-/// Checks a tern::cat node the backend takes (1+ f32 activations of one rank, along any dim)
-/// and returns its inputs' value ids.
+/// Checks a tern::cat node the backend takes (1+ f32 tensors of one rank, along any dim, at
+/// least one an activation; the others may be constants, e.g. a ViT's class token) and returns
+/// its inputs' value ids.
 std::vector<int> concat_inputs(const Graph& g, const Node& node);
 
 /// A standalone inference batch_norm as one multiply-add per channel: y = x * scale + shift,

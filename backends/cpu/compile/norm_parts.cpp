@@ -25,27 +25,64 @@ void check_unary_elementwise(const Graph& g, const Node& node) {
   if (single_output(g, node).sizes != x.sizes) throw Unsupported("out shape differs from x");
 }
 
-bool is_last_dim_mean(const Graph& g, const Node& node, bool* keepdim, bool* sum) {
-  if ((node.op != "tern::mean" && node.op != "tern::sum") || node.args.size() != 3) return false;
-  if (sum != nullptr) *sum = node.op == "tern::sum";
-  const Value& x = value_at(g, node.args[0]);
-  if (!x.is_tensor() || x.sizes.size() == 4 || x.sizes.empty()) return false;
-  const Value& dims = value_at(g, node.args[1]);
+ReductionAttrs reduction_attrs(const Graph& g, const Node& node) {
+  if (node.op != "tern::mean" && node.op != "tern::sum") throw Unsupported("not a mean or sum");
+  if (node.args.size() != 3) throw Unsupported(node.op + ": expected 3 arguments");
+  ReductionAttrs a;
+  a.sum = node.op == "tern::sum";
+  const Value& x = activation_tensor(g, node.args[0], "x");
+  const Value& dims = static_value(g, node.args[1], "dims");
   const int64_t rank = static_cast<int64_t>(x.sizes.size());
-  if (dims.kind != Value::Kind::IntList || dims.ints.size() != 1 ||
-      (dims.ints[0] != -1 && dims.ints[0] != rank - 1)) {
-    return false;
+  if (rank == 0 || dims.kind != Value::Kind::IntList || dims.ints.empty()) {
+    throw Unsupported(node.op + ": not over a list of dims of a tensor");
   }
-  (void)activation_tensor(g, node.args[0], "x");
-  *keepdim = bool_value(g, node.args[2], "keepdim");
-  std::vector<int64_t> expect = x.sizes;
-  if (*keepdim) {
-    expect.back() = 1;
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  for (int64_t d : dims.ints) {
+    if (d < 0) d += rank;
+    if (d < 0 || d >= rank || reduced[static_cast<size_t>(d)]) {
+      throw Unsupported(node.op + ": dims out of range or repeated");
+    }
+    reduced[static_cast<size_t>(d)] = true;
+  }
+  const std::vector<bool> last = [&] {
+    std::vector<bool> r(static_cast<size_t>(rank), false);
+    r.back() = true;
+    return r;
+  }();
+  if (reduced == last) {
+    a.kind = ReductionKind::kLastDim;
+  } else if (rank == 4 && reduced == std::vector<bool>{false, true, true, false}) {
+    a.kind = ReductionKind::kSpatialPlain;
+  } else if (rank == 4 && reduced == std::vector<bool>{false, false, true, true}) {
+    a.kind = ReductionKind::kSpatialNhwc;
   } else {
-    expect.pop_back();
+    throw Unsupported(node.op + ": not over the last dim, nor the spatial dims of a 4-D tensor");
+  }
+  a.keepdim = bool_value(g, node.args[2], "keepdim");
+  std::vector<int64_t> expect;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!reduced[static_cast<size_t>(d)]) {
+      expect.push_back(x.sizes[static_cast<size_t>(d)]);
+    } else if (a.keepdim) {
+      expect.push_back(1);
+    }
   }
   if (expect.empty() || single_output(g, node).sizes != expect) {
     throw Unsupported(node.op + ": out shape (or a scalar)");
+  }
+  return a;
+}
+
+bool reduction_of_4d(const Graph& g, const Node& node, ReductionAttrs* attrs) {
+  if ((node.op != "tern::mean" && node.op != "tern::sum") || node.args.empty()) return false;
+  const int x = node.args[0];
+  if (x < 0 || static_cast<size_t>(x) >= g.values.size()) return false;
+  const Value& xv = g.values[static_cast<size_t>(x)];
+  if (!xv.is_tensor() || xv.sizes.size() != 4) return false;
+  try {
+    *attrs = reduction_attrs(g, node);
+  } catch (const Unsupported&) {
+    return false;
   }
   return true;
 }

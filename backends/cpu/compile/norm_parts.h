@@ -17,9 +17,25 @@ double small_pow_exponent(const Graph& g, const Node& node);
 /// rsqrt(x) or tanh(x) of an f32 activation (x's shape out).
 void check_unary_elementwise(const Graph& g, const Node& node);
 
-/// Whether `node` is mean or sum(x, [-1] or [rank - 1], keepdim) of an f32 activation of rank
-/// 1..6 but 4 (then *keepdim says whether the last dim stays, as 1, and *sum which of the two it
-/// is); false for other means and sums.
-bool is_last_dim_mean(const Graph& g, const Node& node, bool* keepdim, bool* sum = nullptr);
+/// The means and sums the cpu delegate takes (tern::mean, tern::sum of an f32 activation):
+enum class ReductionKind {
+  kLastDim,        ///< over [-1] / [rank - 1] of any rank; a 4-D x must be plain (channels last)
+  kSpatialPlain,   ///< over dims {1, 2} of a plain 4-D x [N, H, W, C]: GRN's spatial sum
+  kSpatialNhwc,    ///< over dims {2, 3} of an NHWC 4-D x [N, C, H, W]: a global pool
+};
+
+struct ReductionAttrs {
+  ReductionKind kind = ReductionKind::kLastDim;
+  bool keepdim = false;  ///< the reduced dims stay, as 1
+  bool sum = false;      ///< tern::sum (else tern::mean)
+};
+
+/// What mean or sum `node` is (out shape checked); throws Unsupported for other dims, a scalar
+/// result or a node of another op. The layout each kind needs is check_layout's (layout_plan.h).
+ReductionAttrs reduction_attrs(const Graph& g, const Node& node);
+
+/// reduction_attrs() for a 4-D x, or false (not a mean / sum, malformed, or not 4-D): what the
+/// layout plan asks of its input.
+bool reduction_of_4d(const Graph& g, const Node& node, ReductionAttrs* attrs);
 
 }  // namespace tern::compiler::cpu_compile

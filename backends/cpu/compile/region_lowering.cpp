@@ -1005,7 +1005,7 @@ class Lowering {
         }
       }
     }
-    uint32_t acc = activation(ins[0]);
+    uint32_t acc = cat_part(ins[0], node.outputs[0]);
     if (ins.size() == 1) {  // cat([x]) is a copy (DenseNet's first dense layer)
       add_node(NodeOp::Reshape, {acc}, output(node.outputs[0]));
       return;
@@ -1024,7 +1024,7 @@ class Lowering {
       std::vector<uint32_t> inputs = {acc};
       std::vector<int64_t> sizes = acc_sizes;
       while (inputs.size() < cpu::kMaxNodeInputs && next < ins.size()) {
-        inputs.push_back(activation(ins[next]));
+        inputs.push_back(cat_part(ins[next], node.outputs[0]));
         sizes[cat_dim] += g_.values[static_cast<size_t>(ins[next])].sizes[cat_dim];
         ++next;
       }
@@ -1035,6 +1035,14 @@ class Lowering {
       acc_sizes = sizes;
     }
     lowered_cats_.push_back({ins, node.outputs[0], xdim, rows, nhwc});
+  }
+
+  /// Part `vid` of a cat whose output is `out`: an activation, or a constant (a ViT's class
+  /// token) laid out as the output is (binary_operand: NHWC 4-D parts permuted at prepare).
+  uint32_t cat_part(int vid, int out) {
+    const Value& v = g_.values[static_cast<size_t>(vid)];
+    if (!v.is_constant) return activation(vid);
+    return binary_operand(vid, v.sizes.size(), 1.0, !is_nhwc(out));
   }
 
   /// A cat this region lowered: its inputs (graph values, in order), output and how it was cut.
@@ -1103,7 +1111,7 @@ class Lowering {
       RowRead r;
       const std::vector<uint64_t> d = dims_of(in);
       const int64_t row = static_cast<int64_t>(d.back());
-      if (!pending_row_read(in, &r)) r = {activation(in), row, 0};
+      if (!pending_row_read(in, &r)) r = {cat_part(in, out), row, 0};
       r.offset += skip;
       widths.push_back(width > 0 ? width : row);
       bases.push_back(r.base);
@@ -1375,23 +1383,40 @@ class Lowering {
     add_node(NodeOp::Reshape, {o}, output(node.outputs[0]));
   }
 
-  /// mean (sum) over the last dim (not of a 4-D x): XNNPACK's fully-connected node with a
-  /// [1, C] filter of 1/C (1), then a reshape without keepdim.
-  void lower_last_dim_mean(const Node& node, bool keepdim, bool sum) {
+  /// A mean or sum (ReductionKind). Over the last dim: XNNPACK's fully-connected node with a
+  /// [1, C] filter of 1/C (1). Over the spatial dims of an NHWC [N, C, H, W] or a plain
+  /// [N, H, W, C] (the same bytes: [N, H, W, C] row-major): XNNPACK's global average pool, times
+  /// H · W for a sum. Without keepdim, a reshape (same bytes).
+  void lower_reduction(const Node& node) {
+    const ReductionAttrs a = reduction_attrs(g_, node);
     const std::vector<int64_t>& xs = g_.values[static_cast<size_t>(node.args[0])].sizes;
-    const uint64_t c = static_cast<uint64_t>(xs.back());
     const uint32_t x = activation(node.args[0]);
-    const uint32_t f =
-        add_constant({1, c}, std::vector<float>(c, sum ? 1.0f : static_cast<float>(1.0 / c)));
-    if (keepdim) {
-      add_node(NodeOp::FullyConnected, {x, f}, output(node.outputs[0]));
-      return;
+    std::vector<uint64_t> kept;  // the result with the reduced dims as 1, in blob order
+    uint32_t result;
+    if (a.kind == ReductionKind::kLastDim) {
+      kept.assign(xs.begin(), xs.end());
+      kept.back() = 1;
+      const uint64_t c = static_cast<uint64_t>(xs.back());
+      const uint32_t f =
+          add_constant({1, c}, std::vector<float>(c, a.sum ? 1.0f : static_cast<float>(1.0 / c)));
+      result = a.keepdim ? output(node.outputs[0]) : internal(kept);
+      add_node(NodeOp::FullyConnected, {x, f}, result);
+    } else {
+      const bool nhwc = a.kind == ReductionKind::kSpatialNhwc;
+      const uint64_t n = static_cast<uint64_t>(xs[0]);
+      const uint64_t c = static_cast<uint64_t>(nhwc ? xs[1] : xs[3]);
+      const uint64_t hw = static_cast<uint64_t>(nhwc ? xs[2] * xs[3] : xs[1] * xs[2]);
+      kept = {n, 1, 1, c};
+      result = a.keepdim ? output(node.outputs[0]) : internal(kept);
+      if (a.sum) {
+        const uint32_t mean = internal(kept);
+        add_node(NodeOp::GlobalAvgPool2d, {x}, mean);
+        add_node(NodeOp::Multiply, {mean, add_constant({1}, {static_cast<float>(hw)})}, result);
+      } else {
+        add_node(NodeOp::GlobalAvgPool2d, {x}, result);
+      }
     }
-    std::vector<uint64_t> d(xs.begin(), xs.end());
-    d.back() = 1;
-    const uint32_t m = internal(d);
-    add_node(NodeOp::FullyConnected, {x, f}, m);
-    add_node(NodeOp::Reshape, {m}, output(node.outputs[0]));
+    if (!a.keepdim) add_node(NodeOp::Reshape, {result}, output(node.outputs[0]));
   }
 
   /// A norm's gamma and beta of C values: the weight or bias in place (an Alias); None: the
@@ -1510,9 +1535,8 @@ class Lowering {
       c.fparams[0] = 0.0f;
       c.fparams[1] = 6.0f;
       add_node(NodeOp::Divide, {clamped, add_constant({1}, {6.0f})}, output(node.outputs[0]));
-    } else if (bool last_keepdim = false, sum = false;
-               is_last_dim_mean(g_, node, &last_keepdim, &sum)) {
-      lower_last_dim_mean(node, last_keepdim, sum);
+    } else if (op == "tern::mean" || op == "tern::sum") {
+      lower_reduction(node);
     } else if (op == "tern::pow" && small_pow_exponent(g_, node) == 0.5) {  // F.normalize's norm
       add_node(NodeOp::SquareRoot, {activation(node.args[0])}, output(node.outputs[0]));
     } else if (op == "tern::pow") {
@@ -1538,18 +1562,6 @@ class Lowering {
       add_node(NodeOp::Sigmoid, {doubled}, s);
       add_node(NodeOp::Multiply, {s, two}, s2);
       add_node(NodeOp::Subtract, {s2, add_constant({1}, {1.0f})}, output(node.outputs[0]));
-    } else if (op == "tern::mean") {
-      const bool keepdim = global_mean_keepdim(g_, node);
-      const Value& xv = g_.values[static_cast<size_t>(node.args[0])];
-      const uint32_t x = activation(node.args[0]);
-      if (keepdim) {
-        add_node(NodeOp::GlobalAvgPool2d, {x}, output(node.outputs[0]));
-      } else {  // [N, 1, 1, C] then reshape to [N, C] (same bytes)
-        const uint32_t pooled = internal(
-            {static_cast<uint64_t>(xv.sizes[0]), 1, 1, static_cast<uint64_t>(xv.sizes[1])});
-        add_node(NodeOp::GlobalAvgPool2d, {x}, pooled);
-        add_node(NodeOp::Reshape, {pooled}, output(node.outputs[0]));
-      }
     } else if (op == "tern::hardswish" &&
                fuse_activation_into_gemm(node, cpu::GemmActivation::Hardswish)) {
       return;

@@ -1103,17 +1103,23 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
                                 n, op_name(node.op), i, id, nv);
         break;
       }
-      const bool is_const = values[id].kind == static_cast<uint32_t>(ValueKind::Constant) ||
-                            values[id].kind == static_cast<uint32_t>(ValueKind::Derived);
+      auto constant = [&](uint32_t v) {
+        return v < nv && (values[v].kind == static_cast<uint32_t>(ValueKind::Constant) ||
+                          values[v].kind == static_cast<uint32_t>(ValueKind::Derived));
+      };
+      const bool is_const = constant(id);
       const bool want_const = (const_mask >> i) & 1u;
-      // Weights must be constants; the data input must not be (a binary op needs one
-      // non-constant operand of the two).
-      const bool binary = max_in == 2 && const_mask == 0;
-      const uint32_t other = binary ? node.inputs[1 - i] : kNoValue;
-      const bool other_const =
-          other < nv && (values[other].kind == static_cast<uint32_t>(ValueKind::Constant) ||
-                         values[other].kind == static_cast<uint32_t>(ValueKind::Derived));
-      if ((want_const && !is_const) || (!want_const && is_const && (!binary || other_const))) {
+      // Weights must be constants; the data input must not be. A binary op needs one
+      // non-constant operand of the two, a concatenation one of its inputs (since version 14:
+      // a ViT's class token is a constant part).
+      const NodeOp op = static_cast<NodeOp>(node.op);
+      const bool any_data = (max_in == 2 && const_mask == 0) || op == NodeOp::Concat ||
+                            op == NodeOp::RowConcat;
+      bool others_const = true;
+      for (uint32_t k = 0; any_data && k < node.num_inputs && k < kMaxNodeInputs; ++k) {
+        if (k != i && !constant(node.inputs[k])) others_const = false;
+      }
+      if ((want_const && !is_const) || (!want_const && is_const && (!any_data || others_const))) {
         err = set_error_message(Error::InvalidProgram,
                                 "cpu blob: node %u (%s): input %u (value %u) must %sbe a "
                                 "constant",

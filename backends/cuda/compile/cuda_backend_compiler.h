@@ -34,6 +34,9 @@ class CudaBackendCompiler : public BackendCompiler {
   /// std::invalid_argument naming it and the options there are.
   std::unique_ptr<BackendCompiler> with_options(const std::string& options) const override;
 
+  std::string why_unsupported(const Graph& graph, const Node& node) const override {
+    return unsupported_reason(graph, node, compute_);
+  }
   /// Why `node` is not supported in a blob of `compute` (empty when it is); what supports()
   /// decides on.
   static std::string unsupported_reason(const Graph& graph, const Node& node,

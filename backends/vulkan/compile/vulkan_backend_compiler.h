@@ -33,6 +33,9 @@ class VulkanBackendCompiler : public BackendCompiler {
   /// supported.
   LoweredRegion lower(const Graph& graph, const DelegateRegion& region) const override;
 
+  std::string why_unsupported(const Graph& graph, const Node& node) const override {
+    return unsupported_reason(graph, node, storage_);
+  }
   /// Why `node` is not supported (empty when it is); what supports() decides on.
   static std::string unsupported_reason(const Graph& graph, const Node& node,
                                         uint32_t storage = vulkan::kStorageF32);

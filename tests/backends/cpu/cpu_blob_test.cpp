@@ -434,13 +434,14 @@ TEST_F(CpuBlobTest, SpecificCorruptionsNameTheProblem) {
   // the bottleneck's squeeze-excitation), 5 (before Concat), 6 (before the quantized ops 23, 24),
   // 7 (weights packed into the blob at compile time, before Source / Derived values), 8 (before
   // BatchMatMul, StridedCopy and Concat along other dims), 9 (before grouped op 18), 10 (before
-  // RowConcat), 11 (before dynamic values: an 88-byte value record), 12 (before GroupNorm).
-  static_assert(cpu::kBlobVersion == 13, "add the version this one replaces to the list below");
-  for (uint32_t old : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u, 11u, 12u}) {
+  // RowConcat), 11 (before dynamic values: an 88-byte value record), 12 (before GroupNorm), 13
+  // (before constant parts of a concatenation).
+  static_assert(cpu::kBlobVersion == 14, "add the version this one replaces to the list below");
+  for (uint32_t old : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u, 11u, 12u, 13u}) {
     std::vector<uint8_t> bad = blob;
     std::memcpy(bad.data() + offsetof(cpu::BlobHeader, version), &old, 4);
     EXPECT_EQ(try_blob(bad, num_args, &msg, &g), Error::DelegateInvalidCompatibility) << old;
-    EXPECT_NE(msg.find("version " + std::to_string(old) + ", this runtime reads version 13"),
+    EXPECT_NE(msg.find("version " + std::to_string(old) + ", this runtime reads version 14"),
               std::string::npos)
         << msg;
     EXPECT_EQ(parse_result(bad, &msg), Error::DelegateInvalidCompatibility) << old;

@@ -253,7 +253,12 @@ TEST(CpuConcatBlob, FieldsAreChecked) {
          n.inputs[2] = first;
        },
        "(concat): output value"},
-      {"a constant input", [&](cpu::BlobNode& n) { n.inputs[1] = weight; },
+      // Since version 14 a constant part is taken when another input is data.
+      {"constants only",
+       [&](cpu::BlobNode& n) {
+         n.inputs[0] = weight;
+         n.inputs[1] = weight;
+       },
        "must not be a constant"},
       {"a parameter", [](cpu::BlobNode& n) { n.params[1] = 1; }, "unused parameter 1 is 1"},
       // (params[0] is the rows form's R since version 9: cpu_conformance_attention_test)
