@@ -83,6 +83,22 @@ Mapped map_node(const Graph& g, const Node& node, const StridedView& x) {
       }
     }
     m.outs.push_back(expanded(x, out.sizes));
+  } else if (op == "tern::repeat") {  // of size-1 dims only: an expand (SwiftFormer's query)
+    if (node.args.size() != 2) throw Unsupported("repeat: expected 2 arguments");
+    const Value& reps = static_value(g, node.args[1], "repeats");
+    if (reps.kind != Value::Kind::IntList || reps.ints.size() < rank) {
+      throw Unsupported("repeat: repeats is not an IntList of at least x's rank");
+    }
+    const size_t lead = reps.ints.size() - rank;
+    std::vector<int64_t> sizes;
+    for (size_t i = 0; i < reps.ints.size(); ++i) {
+      const int64_t r = reps.ints[i];
+      const int64_t s = i < lead ? 1 : x.sizes[i - lead];
+      if (r < 1) throw Unsupported("repeat: a repeat count below 1");
+      if (r != 1 && s != 1) throw Unsupported("repeat: tiles a dim of size > 1");
+      sizes.push_back(s * r);
+    }
+    m.outs.push_back(expanded(x, sizes));
   } else if (op == "tern::split") {
     if (node.args.size() != 3) throw Unsupported("split: expected 3 arguments");
     const size_t dim = wrap_dim(g, node.args[2], rank, "dim");
@@ -116,7 +132,8 @@ Mapped map_node(const Graph& g, const Node& node, const StridedView& x) {
 
 bool is_index_map_op(const std::string& op) {
   return op == "tern::transpose" || op == "tern::permute" || op == "tern::slice" ||
-         op == "tern::select" || op == "tern::expand" || op == "tern::clone" || op == "tern::split";
+         op == "tern::select" || op == "tern::expand" || op == "tern::repeat" ||
+         op == "tern::clone" || op == "tern::split";
 }
 
 void check_index_map(const Graph& g, const Node& node) {

@@ -31,18 +31,27 @@ bool follows_operands(const std::string& op) {
          op == "tern::rsqrt" || op == "tern::tanh" || op == "tern::neg" || is_binary(op);
 }
 
-/// A mean or sum of a 4-D x that works on row-major data: over the last dim, or over dims 1
-/// and 2 of a channels-last [N, H, W, C] (ReductionKind). Its input and output are plain.
-bool is_plain_reduction(const Graph& g, const Node& node) {
+/// How a mean or sum of a 4-D x reads it (ReductionAttrs): 0 not such a node (or not taken),
+/// else a mask of kReadsPlain (consecutive dims of row-major data) and kReadsNhwc (H, W of an
+/// NHWC tensor). With both it keeps its input's layout.
+constexpr uint8_t kReadsPlain = 1, kReadsNhwc = 2;
+uint8_t reduction_reads(const Graph& g, const Node& node) {
   ReductionAttrs a;
-  return reduction_of_4d(g, node, &a) && a.kind != ReductionKind::kSpatialNhwc;
+  if (!reduction_of_4d(g, node, &a)) return 0;
+  return static_cast<uint8_t>((a.row_major_ok ? kReadsPlain : 0) | (a.nhwc_ok ? kReadsNhwc : 0));
+}
+
+/// Nodes whose output keeps the layout of their activation operands: follows_operands(), and a
+/// mean or sum that reads either layout.
+bool follows(const Graph& g, const Node& node) {
+  return follows_operands(node.op) || reduction_reads(g, node) == (kReadsPlain | kReadsNhwc);
 }
 
 /// Nodes whose 4-D data input (arg 0) must be NHWC (their meaning is over [N, C, H, W]); a
 /// mean or sum unless it is a plain one.
 bool needs_nhwc(const Graph& g, const Node& node) {
   const std::string& op = node.op;
-  if (op == "tern::mean" || op == "tern::sum") return !is_plain_reduction(g, node);
+  if (op == "tern::mean" || op == "tern::sum") return reduction_reads(g, node) == kReadsNhwc;
   return op == "tern::conv2d" || op == "tern::max_pool2d" || op == "tern::avg_pool2d" ||
          op == "tern::adaptive_avg_pool2d" || op == "tern::batch_norm" ||
          op == "tern::group_norm";
@@ -55,7 +64,7 @@ size_t plain_args(const Graph& g, const Node& node) {
   if (op == "tern::linear" || op == "tern::layer_norm" || op == "tern::softmax") return 1;
   if (op == "tern::bmm" || op == "tern::matmul") return 2;
   if (op == "tern::scaled_dot_product_attention") return 3;
-  if (is_plain_reduction(g, node)) return 1;
+  if (reduction_reads(g, node) == kReadsPlain) return 1;
   return 0;
 }
 
@@ -63,7 +72,7 @@ size_t plain_args(const Graph& g, const Node& node) {
 bool makes_plain(const Graph& g, const Node& node) {
   const std::string& op = node.op;
   return op == "tern::bmm" || op == "tern::matmul" ||
-         op == "tern::scaled_dot_product_attention" || is_plain_reduction(g, node);
+         op == "tern::scaled_dot_product_attention" || reduction_reads(g, node) == kReadsPlain;
 }
 
 /// Ops the delegate does not compute from an NHWC or plain form of their own: index maps
@@ -72,7 +81,7 @@ bool makes_plain(const Graph& g, const Node& node) {
 bool free_layout(const Graph& g, const Node& node) {
   const std::string& op = node.op;
   return is_index_map_op(op) ||
-         !(follows_operands(op) || needs_nhwc(g, node) || makes_plain(g, node) ||
+         !(follows(g, node) || needs_nhwc(g, node) || makes_plain(g, node) ||
            is_cpu_view_op(op) || op == "tern::cat" || op == "tern::hardsigmoid" ||
            op == "tern::permute");
 }
@@ -95,7 +104,7 @@ std::vector<uint8_t> wanted_layouts(const Graph& g) {
     if (needs_nhwc(g, node)) ask(node.args[0], kNhwc);
     const size_t p = plain_args(g, node);
     for (size_t a = 0; a < p && a < node.args.size(); ++a) ask(node.args[a], kPlain);
-    if (follows_operands(node.op) && p == 0 && node.outputs.size() == 1 &&
+    if (follows(g, node) && p == 0 && node.outputs.size() == 1 &&
         is_4d_tensor(g, node.outputs[0])) {
       const uint8_t w = want[static_cast<size_t>(node.outputs[0])];
       for (int a : node.args) ask(a, w);
@@ -183,7 +192,7 @@ std::vector<bool> plain_4d_values(const Graph& g) {
         }
       } else if (makes_plain(g, node)) {
         p = true;
-      } else if (follows_operands(node.op)) {
+      } else if (follows(g, node)) {
         for (int a : node.args) {
           if (is_4d_tensor(g, a) && !g.values[static_cast<size_t>(a)].is_constant &&
               plain[static_cast<size_t>(a)]) {
@@ -215,7 +224,14 @@ void check_layout(const Graph& g, const Node& node, const std::vector<bool>& pla
       throw Unsupported(op + ": over the last dims of an NHWC 4-D tensor");
     }
   }
-  if (needs_nhwc(g, node)) {
+  if (const uint8_t reads = reduction_reads(g, node); reads != 0) {
+    if (is_plain(node.args[0]) && !(reads & kReadsPlain)) {
+      throw Unsupported(op + ": of a channels-last (plain) 4-D tensor");
+    }
+    if (!is_plain(node.args[0]) && !(reads & kReadsNhwc)) {
+      throw Unsupported(op + ": over the last dims of an NHWC 4-D tensor");
+    }
+  } else if (needs_nhwc(g, node)) {
     if (!node.args.empty() && is_plain(node.args[0])) {
       throw Unsupported(op + ": of a channels-last (plain) 4-D tensor");
     }

@@ -1,5 +1,7 @@
 #include "backends/cpu/compile/norm_parts.h"
 
+#include <algorithm>
+
 #include "backends/cpu/compile/node_attrs.h"
 
 namespace tern::compiler::cpu_compile {
@@ -33,35 +35,21 @@ ReductionAttrs reduction_attrs(const Graph& g, const Node& node) {
   const Value& x = activation_tensor(g, node.args[0], "x");
   const Value& dims = static_value(g, node.args[1], "dims");
   const int64_t rank = static_cast<int64_t>(x.sizes.size());
-  if (rank == 0 || dims.kind != Value::Kind::IntList || dims.ints.empty()) {
-    throw Unsupported(node.op + ": not over a list of dims of a tensor");
+  if (dims.kind != Value::Kind::IntList || dims.ints.empty()) {
+    throw Unsupported(node.op + ": not over a list of dims");
   }
-  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  a.reduced.assign(static_cast<size_t>(rank), false);
   for (int64_t d : dims.ints) {
     if (d < 0) d += rank;
-    if (d < 0 || d >= rank || reduced[static_cast<size_t>(d)]) {
+    if (d < 0 || d >= rank || a.reduced[static_cast<size_t>(d)]) {
       throw Unsupported(node.op + ": dims out of range or repeated");
     }
-    reduced[static_cast<size_t>(d)] = true;
-  }
-  const std::vector<bool> last = [&] {
-    std::vector<bool> r(static_cast<size_t>(rank), false);
-    r.back() = true;
-    return r;
-  }();
-  if (reduced == last) {
-    a.kind = ReductionKind::kLastDim;
-  } else if (rank == 4 && reduced == std::vector<bool>{false, true, true, false}) {
-    a.kind = ReductionKind::kSpatialPlain;
-  } else if (rank == 4 && reduced == std::vector<bool>{false, false, true, true}) {
-    a.kind = ReductionKind::kSpatialNhwc;
-  } else {
-    throw Unsupported(node.op + ": not over the last dim, nor the spatial dims of a 4-D tensor");
+    a.reduced[static_cast<size_t>(d)] = true;
   }
   a.keepdim = bool_value(g, node.args[2], "keepdim");
   std::vector<int64_t> expect;
   for (int64_t d = 0; d < rank; ++d) {
-    if (!reduced[static_cast<size_t>(d)]) {
+    if (!a.reduced[static_cast<size_t>(d)]) {
       expect.push_back(x.sizes[static_cast<size_t>(d)]);
     } else if (a.keepdim) {
       expect.push_back(1);
@@ -69,6 +57,26 @@ ReductionAttrs reduction_attrs(const Graph& g, const Node& node) {
   }
   if (expect.empty() || single_output(g, node).sizes != expect) {
     throw Unsupported(node.op + ": out shape (or a scalar)");
+  }
+  int64_t first = rank, last = -1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (a.reduced[static_cast<size_t>(d)]) {
+      first = std::min(first, d);
+      last = d;
+    }
+  }
+  a.row_major_ok = true;
+  for (int64_t d = first; d <= last; ++d) {
+    a.row_major_ok = a.row_major_ok && a.reduced[static_cast<size_t>(d)];
+  }
+  // H, W or both of an NHWC tensor are contiguous in its bytes; without keepdim only both
+  // ([N, C] is the pooled bytes; [N, C, W] is not).
+  a.nhwc_ok = rank == 4 && !a.reduced[0] && !a.reduced[1] &&
+              (a.keepdim || (a.reduced[2] && a.reduced[3]));
+  if (!a.row_major_ok && !a.nhwc_ok) {
+    throw Unsupported(node.op + (rank == 4 && !a.reduced[0] && !a.reduced[1]
+                                     ? ": over one spatial dim of an NHWC tensor without keepdim"
+                                     : ": not over consecutive dims (nor H, W of an NCHW tensor)"));
   }
   return a;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "tools/compiler/graph.h"
 
@@ -17,21 +18,22 @@ double small_pow_exponent(const Graph& g, const Node& node);
 /// rsqrt(x) or tanh(x) of an f32 activation (x's shape out).
 void check_unary_elementwise(const Graph& g, const Node& node);
 
-/// The means and sums the cpu delegate takes (tern::mean, tern::sum of an f32 activation):
-enum class ReductionKind {
-  kLastDim,        ///< over [-1] / [rank - 1] of any rank; a 4-D x must be plain (channels last)
-  kSpatialPlain,   ///< over dims {1, 2} of a plain 4-D x [N, H, W, C]: GRN's spatial sum
-  kSpatialNhwc,    ///< over dims {2, 3} of an NHWC 4-D x [N, C, H, W]: a global pool
-};
-
+/// A mean or sum the cpu delegate takes (tern::mean, tern::sum of an f32 activation, not to a
+/// scalar). The reduced dims must be one contiguous range of x's bytes: consecutive dims of a
+/// row-major x (any rank; a plain, channels-last 4-D one too: GRN's sum over H, W of
+/// [N, H, W, C], a mean over its channels), or H, W or both of an NHWC 4-D x (keepdim, or both
+/// of them: a global pool). Which of the two a 4-D x is, the layout plan decides
+/// (check_layout refuses a layout the reduction cannot read).
 struct ReductionAttrs {
-  ReductionKind kind = ReductionKind::kLastDim;
-  bool keepdim = false;  ///< the reduced dims stay, as 1
-  bool sum = false;      ///< tern::sum (else tern::mean)
+  std::vector<bool> reduced;  ///< per dim of x
+  bool keepdim = false;       ///< the reduced dims stay, as 1
+  bool sum = false;           ///< tern::sum (else tern::mean)
+  bool row_major_ok = false;  ///< consecutive dims: x row-major (plain, for a 4-D x)
+  bool nhwc_ok = false;       ///< a 4-D x read as NHWC: dims among 2, 3 (keepdim, or both)
 };
 
 /// What mean or sum `node` is (out shape checked); throws Unsupported for other dims, a scalar
-/// result or a node of another op. The layout each kind needs is check_layout's (layout_plan.h).
+/// result or a node of another op.
 ReductionAttrs reduction_attrs(const Graph& g, const Node& node);
 
 /// reduction_attrs() for a 4-D x, or false (not a mean / sum, malformed, or not 4-D): what the

@@ -1383,40 +1383,61 @@ class Lowering {
     add_node(NodeOp::Reshape, {o}, output(node.outputs[0]));
   }
 
-  /// A mean or sum (ReductionKind). Over the last dim: XNNPACK's fully-connected node with a
-  /// [1, C] filter of 1/C (1). Over the spatial dims of an NHWC [N, C, H, W] or a plain
-  /// [N, H, W, C] (the same bytes: [N, H, W, C] row-major): XNNPACK's global average pool, times
-  /// H · W for a sum. Without keepdim, a reshape (same bytes).
+  /// A mean or sum (ReductionAttrs): its reduced dims are one range of x's blob dims (NHWC or
+  /// row-major, as check_layout allowed), so x is
+  /// [outer, mid, inner] with mid reduced. Over the last dims (inner 1): XNNPACK's
+  /// fully-connected node with a [1, mid] filter of 1/mid (1 for a sum). Else XNNPACK's global
+  /// average pool of x seen as [outer, mid, 1, inner] (a reshape first unless x is 4-D and mid
+  /// its dims 1 and 2: an NHWC spatial mean, GRN's sum over H, W of [N, H, W, C]), times mid
+  /// for a sum. A reshape to the output's dims where they differ (same bytes).
   void lower_reduction(const Node& node) {
     const ReductionAttrs a = reduction_attrs(g_, node);
-    const std::vector<int64_t>& xs = g_.values[static_cast<size_t>(node.args[0])].sizes;
-    const uint32_t x = activation(node.args[0]);
-    std::vector<uint64_t> kept;  // the result with the reduced dims as 1, in blob order
-    uint32_t result;
-    if (a.kind == ReductionKind::kLastDim) {
-      kept.assign(xs.begin(), xs.end());
-      kept.back() = 1;
-      const uint64_t c = static_cast<uint64_t>(xs.back());
-      const uint32_t f =
-          add_constant({1, c}, std::vector<float>(c, a.sum ? 1.0f : static_cast<float>(1.0 / c)));
-      result = a.keepdim ? output(node.outputs[0]) : internal(kept);
-      add_node(NodeOp::FullyConnected, {x, f}, result);
-    } else {
-      const bool nhwc = a.kind == ReductionKind::kSpatialNhwc;
-      const uint64_t n = static_cast<uint64_t>(xs[0]);
-      const uint64_t c = static_cast<uint64_t>(nhwc ? xs[1] : xs[3]);
-      const uint64_t hw = static_cast<uint64_t>(nhwc ? xs[2] * xs[3] : xs[1] * xs[2]);
-      kept = {n, 1, 1, c};
-      result = a.keepdim ? output(node.outputs[0]) : internal(kept);
-      if (a.sum) {
-        const uint32_t mean = internal(kept);
-        add_node(NodeOp::GlobalAvgPool2d, {x}, mean);
-        add_node(NodeOp::Multiply, {mean, add_constant({1}, {static_cast<float>(hw)})}, result);
-      } else {
-        add_node(NodeOp::GlobalAvgPool2d, {x}, result);
+    const std::vector<uint64_t> bx = dims_of(node.args[0]);
+    std::vector<bool> red = a.reduced;  // per blob dim
+    if (is_nhwc(node.args[0])) red = {false, a.reduced[2], a.reduced[3], false};  // check_layout
+    size_t first = bx.size(), last = 0;
+    for (size_t d = 0; d < bx.size(); ++d) {
+      if (red[d]) {
+        first = std::min(first, d);
+        last = d;
       }
     }
-    if (!a.keepdim) add_node(NodeOp::Reshape, {result}, output(node.outputs[0]));
+    uint64_t outer = 1, mid = 1, inner = 1;
+    for (size_t d = 0; d < bx.size(); ++d) (d < first ? outer : d <= last ? mid : inner) *= bx[d];
+    const uint32_t x = activation(node.args[0]);
+    const std::vector<uint64_t> out_dims = dims_of(node.outputs[0]);
+    uint32_t result;
+    std::vector<uint64_t> result_dims;
+    if (inner == 1) {
+      result_dims = bx;
+      for (size_t d = first; d < bx.size(); ++d) result_dims[d] = 1;
+      result_dims.resize(first + 1);
+      const uint32_t f = add_constant(
+          {1, mid}, std::vector<float>(mid, a.sum ? 1.0f : static_cast<float>(1.0 / mid)));
+      // The fully-connected node reduces the last dim alone: x's other reduced dims go first.
+      const uint32_t in = last == first ? x : internal({outer, mid});
+      if (in != x) add_node(NodeOp::Reshape, {x}, in);
+      if (in != x) result_dims = {outer, 1};
+      result = result_dims == out_dims ? output(node.outputs[0]) : internal(result_dims);
+      add_node(NodeOp::FullyConnected, {in, f}, result);
+    } else {
+      const bool direct = bx.size() == 4 && first == 1 && last == 2;
+      const uint32_t in = direct ? x : internal({outer, mid, 1, inner});
+      if (!direct) add_node(NodeOp::Reshape, {x}, in);
+      result_dims = {outer, 1, 1, inner};
+      const uint32_t final_id =
+          result_dims == out_dims ? output(node.outputs[0]) : internal(result_dims);
+      if (a.sum) {
+        const uint32_t mean = internal(result_dims);
+        add_node(NodeOp::GlobalAvgPool2d, {in}, mean);
+        add_node(NodeOp::Multiply, {mean, add_constant({1}, {static_cast<float>(mid)})},
+                 final_id);
+      } else {
+        add_node(NodeOp::GlobalAvgPool2d, {in}, final_id);
+      }
+      result = final_id;
+    }
+    if (result_dims != out_dims) add_node(NodeOp::Reshape, {result}, output(node.outputs[0]));
   }
 
   /// A norm's gamma and beta of C values: the weight or bias in place (an Alias); None: the

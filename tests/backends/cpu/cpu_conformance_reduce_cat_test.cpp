@@ -4,8 +4,9 @@
 // channels), spatial sums and means of NHWC and channels-last tensors with and without keepdim,
 // a last-dim sum of a channels-last 4-D tensor, a ViT's class token (and DeiT's distillation
 // token, YOLOS's detection tokens) concatenated with the patch embeddings, a constant NHWC part
-// of a channel concatenation and a chain of more than three parts; then what the compile half
-// refuses.
+// of a channel concatenation and a chain of more than three parts, FocalNet's mean over H then
+// W, SwiftFormer's sum over tokens and its repeat of size-1 dims (an expand); then what the
+// compile half refuses.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -118,6 +119,42 @@ std::vector<OpCase> cases() {
                  b.output(reduce(b, "tern::sum", p, {3}, false, {1, 5, 3}));
                  b.output(reduce(b, "tern::mean", p, {-1}, true, {1, 5, 3, 1}));
                }, 1e-10});
+  // FocalNet's global context: x.mean(2, keepdim=True).mean(3, keepdim=True) of an NHWC
+  // tensor, then GELU and a product with the input.
+  c.push_back({"focalnet_mean_h_then_w", [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 4, 6, 5}, ys{1, 8, 6, 5};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int y = conv(b, x, xs, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 52);
+                 const int mh = reduce(b, "tern::mean", y, {2}, true, {1, 8, 1, 5});
+                 const int mw = reduce(b, "tern::mean", mh, {3}, true, {1, 8, 1, 1});
+                 const int ctx = b.op("tern::gelu", {mw}, DType::F32, {1, 8, 1, 1});
+                 const int z = binary(b, "tern::mul", y, ctx, ys);
+                 b.output(conv(b, z, ys, 4, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 54));
+               }, 1e-10});
+  // SwiftFormer's additive attention: F.normalize over dim 1 of [B, N, D], a sum over the
+  // tokens (dim 1) repeated back over them.
+  c.push_back({"swiftformer_sum_over_tokens", [](GraphBuilder& b) {
+                 const std::vector<int64_t> s{2, 6, 8};
+                 const int x = b.input("x", DType::F32, s);
+                 const int q = linear(b, x, s, 8, 55);
+                 const int sq = b.op("tern::pow", {q, b.double_value(2.0)}, DType::F32, s);
+                 const int ss = reduce(b, "tern::sum", sq, {1}, true, {2, 1, 8});
+                 const int norm = b.op("tern::pow", {ss, b.double_value(0.5)}, DType::F32,
+                                       {2, 1, 8});
+                 const int qn = binary(b, "tern::div", q, norm, s);
+                 const int g = reduce(b, "tern::sum", binary(b, "tern::mul", qn, x, s), {-2},
+                                      true, {2, 1, 8});
+                 // global_queries.repeat(1, N, 1): an expand of the size-1 token dim
+                 const int r = b.op("tern::repeat", {g, b.int_list({1, 6, 1})}, DType::F32, s);
+                 b.output(linear(b, binary(b, "tern::mul", r, x, s), s, 4, 57));
+               }, 1e-10});
+  c.push_back({"mean_over_last_two_and_first_two_dims", [](GraphBuilder& b) {
+                 const std::vector<int64_t> s{3, 4, 5};
+                 const int x = b.input("x", DType::F32, s);
+                 const int y = linear(b, x, s, 6, 58);
+                 b.output(reduce(b, "tern::mean", y, {1, 2}, true, {3, 1, 1}));
+                 b.output(reduce(b, "tern::sum", y, {0, 1}, false, {6}));
+               }, 1e-10});
   OpCase cls = {"vit_class_token", [](GraphBuilder& b) {
                   const int t = patches(b, 16, 21);
                   const int token = constant(b, "cls_token", {1, 1, 16}, 23);
@@ -182,8 +219,22 @@ TEST(CpuReduceCat, WhatTheCompileHalfRefuses) {
     GraphBuilder b;
     const int x = b.input("x", DType::F32, {1, 3, 4, 4});
     reduce(b, "tern::sum", x, {1, 3}, true, {1, 1, 4, 1});
-    EXPECT_NE(reason(b).find("not over the last dim, nor the spatial dims"), std::string::npos)
-        << reason(b);
+    EXPECT_NE(reason(b).find("not over consecutive dims"), std::string::npos) << reason(b);
+  }
+  {  // one spatial dim of a conv's (NHWC) output without keepdim: [N, C, W] is not its bytes,
+     // and row-major reading would need a plain tensor
+    GraphBuilder b;
+    const std::vector<int64_t> xs{1, 3, 4, 5};
+    const int x = b.input("x", DType::F32, xs);
+    const int y = conv(b, x, xs, 4, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, false, 62);
+    reduce(b, "tern::mean", y, {2}, false, {1, 4, 5});
+    EXPECT_NE(reason(b).find("of an NHWC 4-D tensor"), std::string::npos) << reason(b);
+  }
+  {  // a repeat that tiles a dim of size > 1
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {1, 2, 8});
+    b.op("tern::repeat", {x, b.int_list({1, 3, 1})}, DType::F32, {1, 6, 8});
+    EXPECT_NE(reason(b).find("tiles a dim of size > 1"), std::string::npos) << reason(b);
   }
   {  // a mean to a scalar
     GraphBuilder b;
