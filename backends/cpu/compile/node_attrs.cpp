@@ -166,37 +166,64 @@ int64_t window_out(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t d
   return (padded - span) / stride + 1;
 }
 
-ConvAttrs conv_attrs(const Graph& g, const Node& node) {
+namespace {
+
+/// conv2d (spatial 2) or conv1d (spatial 1, read as a conv2d of height 1: H's stride and
+/// dilation 1, no padding).
+ConvAttrs conv_nd_attrs(const Graph& g, const Node& node, size_t spatial_rank) {
   // x, w, b, stride, padding, dilation, groups -> out
-  if (node.args.size() != 7) fail("conv2d: expected 7 arguments");
+  const std::string op = spatial_rank == 1 ? "conv1d" : "conv2d";
+  if (node.args.size() != 7) fail(op + ": expected 7 arguments");
+  const size_t rank = spatial_rank + 2;
   const Value& x = activation_tensor(g, arg(node, 0, "x"), "x");
-  const Value& w = constant_tensor(g, arg(node, 1, "weight"), "weight", 4);
+  const Value& w = constant_tensor(g, arg(node, 1, "weight"), "weight", rank);
   const Value& out = single_output(g, node);
-  if (x.sizes.size() != 4) fail("conv2d: x is not [N, C, H, W]");
+  if (x.sizes.size() != rank) {
+    fail(op + (spatial_rank == 1 ? ": x is not [N, C, L]" : ": x is not [N, C, H, W]"));
+  }
   ConvAttrs a{};
   const int64_t one[2] = {1, 1};
   spatial(g, node.args[3], "stride", one, 1, a.stride);
   spatial(g, node.args[4], "padding", nullptr, 0, a.pad);
   spatial(g, node.args[5], "dilation", one, 1, a.dilation);
+  if (spatial_rank == 1) {
+    for (int d = 3; d <= 5; ++d) {
+      const Value& v = static_value(g, node.args[static_cast<size_t>(d)], "conv1d argument");
+      if (v.kind == Value::Kind::IntList && v.ints.size() > 1) {
+        fail("conv1d: stride, padding and dilation take one value");
+      }
+    }
+    a.stride[0] = a.dilation[0] = 1;
+    a.pad[0] = 0;
+  }
   a.groups = int_value(g, node.args[6], "groups");
   const int64_t n = x.sizes[0], c = x.sizes[1], o = w.sizes[0];
   if (a.groups < 1 || a.groups > kMaxParam || c % a.groups != 0 || o % a.groups != 0) {
-    fail("conv2d: groups " + std::to_string(a.groups) + " do not divide channels");
+    fail(op + ": groups " + std::to_string(a.groups) + " do not divide channels");
   }
-  if (w.sizes[1] != c / a.groups)
-    fail("conv2d: weight " + shape_str(w.sizes) + " vs x " + shape_str(x.sizes));
+  if (w.sizes[1] != c / a.groups) fail(op + ": weight " + shape_str(w.sizes) + " vs x " + shape_str(x.sizes));
   if (!is_none(g, node.args[2])) {
     const Value& b = constant_tensor(g, node.args[2], "bias", 1);
-    if (b.sizes[0] != o) fail("conv2d: bias size");
+    if (b.sizes[0] != o) fail(op + ": bias size");
   }
-  const int64_t oh = window_out(x.sizes[2], w.sizes[2], a.stride[0], a.pad[0], a.dilation[0]);
-  const int64_t ow = window_out(x.sizes[3], w.sizes[3], a.stride[1], a.pad[1], a.dilation[1]);
-  if (!same_dims(out.sizes, {n, o, oh, ow})) {
-    fail("conv2d: out " + shape_str(out.sizes) + " is not " + shape_str({n, o, oh, ow}));
+  std::vector<int64_t> expect{n, o};
+  if (spatial_rank == 2) {
+    expect.push_back(window_out(x.sizes[2], w.sizes[2], a.stride[0], a.pad[0], a.dilation[0]));
+  }
+  expect.push_back(window_out(x.sizes[rank - 1], w.sizes[rank - 1], a.stride[1], a.pad[1],
+                              a.dilation[1]));
+  if (!same_dims(out.sizes, expect)) {
+    fail(op + ": out " + shape_str(out.sizes) + " is not " + shape_str(expect));
   }
   a.depthwise = a.groups > 1 && a.groups == c && w.sizes[1] == 1;
   return a;
 }
+
+}  // namespace
+
+ConvAttrs conv_attrs(const Graph& g, const Node& node) { return conv_nd_attrs(g, node, 2); }
+
+ConvAttrs conv1d_attrs(const Graph& g, const Node& node) { return conv_nd_attrs(g, node, 1); }
 
 PoolAttrs pool_attrs(const Graph& g, const Node& node, bool is_max) {
   // max: x, kernel, stride, padding, dilation, ceil_mode -> out
@@ -380,7 +407,9 @@ GroupNormAttrs group_norm_attrs(const Graph& g, const Node& node) {
   if (node.args.size() != 5) fail("group_norm: expected 5 arguments");
   const Value& x = activation_tensor(g, arg(node, 0, "x"), "x");
   const Value& out = single_output(g, node);
-  if (x.sizes.size() != 4) fail("group_norm: x is not [N, C, H, W]");
+  if (x.sizes.size() != 4 && x.sizes.size() != 3) {
+    fail("group_norm: x is not [N, C, H, W] nor [N, C, L]");
+  }
   if (out.sizes != x.sizes) fail("group_norm: out shape differs from x");
   const int64_t c = x.sizes[1];
   GroupNormAttrs a;

@@ -67,6 +67,9 @@ struct ConvAttrs {
 };
 /// Checks a tern::conv2d node (shapes included) and reads its attributes.
 ConvAttrs conv_attrs(const Graph& g, const Node& node);
+/// Checks a tern::conv1d node (x [N, C, L], weight [O, C / groups, K]) and reads its attributes
+/// as those of a conv2d of height 1 (index 0: stride and dilation 1, no padding).
+ConvAttrs conv1d_attrs(const Graph& g, const Node& node);
 
 struct PoolAttrs {
   int64_t kernel[2];
@@ -111,7 +114,7 @@ struct LayerNormAttrs {
 /// and bias None or constants [C], eps a positive number) and reads its attributes.
 LayerNormAttrs layer_norm_attrs(const Graph& g, const Node& node);
 
-/// A group_norm of a 4-D [N, C, H, W] activation: groups, gamma and beta (ones / zeros where
+/// A group_norm of a 4-D [N, C, H, W] or 3-D [N, C, L] activation: groups, gamma and beta (ones / zeros where
 /// None) and eps.
 struct GroupNormAttrs {
   int64_t groups;
@@ -119,7 +122,7 @@ struct GroupNormAttrs {
   std::vector<float> beta;   ///< [C]
   float eps;
 };
-/// Checks a tern::group_norm node (x a 4-D activation, num_groups dividing its C, weight and
+/// Checks a tern::group_norm node (x a 4-D or 3-D activation, num_groups dividing its C, weight and
 /// bias None or constants [C], eps a positive number) and reads its attributes.
 GroupNormAttrs group_norm_attrs(const Graph& g, const Node& node);
 

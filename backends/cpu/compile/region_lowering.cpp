@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -442,6 +443,19 @@ class Lowering {
            a.stride[1] == 1 && a.pad[0] == 0 && a.pad[1] == 0;
   }
 
+  /// A convolution's operands as the emitters read them: blob values in and out (NHWC
+  /// [N, H, W, C]), the tern weight and bias (-1: none) and the weight's OIHW sizes (a conv1d's
+  /// [O, C, K] as [O, C, 1, K]: the same bytes) and the output's NCHW sizes.
+  struct ConvCall {
+    uint32_t x = 0;
+    std::function<uint32_t()> y;  ///< makes the output value (after the weights' values)
+    int weight = -1;
+    int bias = -1;
+    std::vector<int64_t> w;
+    std::vector<int64_t> y_sizes;
+    ConvAttrs a{};
+  };
+
   void lower_conv(const Node& node) {
     const ConvAttrs a = conv_attrs(g_, node);
     const Value& w = g_.values[static_cast<size_t>(node.args[1])];
@@ -451,27 +465,92 @@ class Lowering {
       lower_packed_fc(node, w.sizes[0], w.sizes[1]);
       return;
     }
-    if (!a.depthwise && !is_pointwise(a, w.sizes)) {
-      lower_packed_conv(node, a);
+    ConvCall call;
+    call.x = activation(node.args[0]);
+    call.y = [this, &node] { return output(node.outputs[0]); };
+    call.weight = node.args[1];
+    call.bias = is_none(g_, node.args[2]) ? -1 : node.args[2];
+    call.w = w.sizes;
+    call.y_sizes = g_.values[static_cast<size_t>(node.outputs[0])].sizes;
+    call.a = a;
+    emit_conv(call);
+  }
+
+  /// conv1d of x [N, C, L]: the conv2d of height 1 on x's bytes as NHWC [N, 1, L, C]
+  /// (nlc_input: no copy when x is such a result, e.g. the conv1d before it), its result
+  /// [N, 1, L', O] left as a view of [N, O, L'] (nlc_output) that readers copy where they need
+  /// its bytes: the next conv1d, a 3-D group norm or a transpose(1, 2) to [N, L', O] read it as
+  /// it is, and an activation folds into the conv (fuse_activation_into_gemm).
+  void lower_conv1d(const Node& node) {
+    const ConvAttrs a = conv1d_attrs(g_, node);
+    const Value& w = g_.values[static_cast<size_t>(node.args[1])];
+    const std::vector<int64_t>& ys = g_.values[static_cast<size_t>(node.outputs[0])].sizes;
+    ConvCall call;
+    call.x = nlc_input(node.args[0]);
+    call.y = [this, &node] { return nlc_output(node.outputs[0]); };
+    call.weight = node.args[1];
+    call.bias = is_none(g_, node.args[2]) ? -1 : node.args[2];
+    call.w = {w.sizes[0], w.sizes[1], 1, w.sizes[2]};
+    call.y_sizes = {ys[0], ys[1], 1, ys[2]};
+    call.a = a;
+    emit_conv(call);
+  }
+
+  /// The blob value of 3-D x [N, C, L] in NHWC order, [N, 1, L, C]: x's own value when its
+  /// view is already that (the result of a conv1d or 3-D group norm), else a StridedCopy.
+  uint32_t nlc_input(int vid) {
+    const std::vector<int64_t>& s = g_.values[static_cast<size_t>(vid)].sizes;
+    const std::vector<uint64_t> dims{static_cast<uint64_t>(s[0]), 1, static_cast<uint64_t>(s[2]),
+                                     static_cast<uint64_t>(s[1])};
+    StridedView v;
+    (void)reshaped(view_of(vid), {s[0], s[1], 1, s[2]}, &v);  // a dim of 1: always a view
+    const CopyPlan p = copy_plan(v, true);
+    const BlobValue& base = values_[v.base];
+    if (p.identity && base.rank == 4 && std::equal(dims.begin(), dims.end(), base.dims)) {
+      return v.base;
+    }
+    const uint32_t id = internal(dims);
+    emit_copy(v, true, id);
+    return id;
+  }
+
+  /// A new blob value [N, 1, L, C] for the 3-D result `vid` [N, C, L]: `vid` becomes its view
+  /// (copied where a reader needs row-major bytes; a region output at the end).
+  uint32_t nlc_output(int vid) {
+    const std::vector<int64_t>& s = g_.values[static_cast<size_t>(vid)].sizes;
+    const uint32_t id = internal({static_cast<uint64_t>(s[0]), 1, static_cast<uint64_t>(s[2]),
+                                  static_cast<uint64_t>(s[1])});
+    StridedView v;
+    (void)reshaped(whole_value(id, {s[0], s[1], 1, s[2]}, true), s, &v);
+    lazy_[vid] = v;
+    nlc_results_.insert(vid);
+    return id;
+  }
+
+  /// A convolution on NHWC values (ConvCall): tern's packed conv for dense and grouped ones
+  /// (Winograd where it pays), XNNPACK's for depthwise and pointwise ones.
+  void emit_conv(const ConvCall& c) {
+    const ConvAttrs& a = c.a;
+    if (!a.depthwise && !is_pointwise(a, c.w)) {
+      lower_packed_conv(c);
       return;
     }
-    const int64_t o = w.sizes[0], cg = w.sizes[1], kh = w.sizes[2], kw = w.sizes[3];
+    const int64_t o = c.w[0], cg = c.w[1], kh = c.w[2], kw = c.w[3];
     // depthwise [O, 1, KH, KW] -> [1, KH, KW, O]; dense OIHW -> OHWI
-    Recipe rc = a.depthwise ? permute(w.sizes, {1, 2, 3, 0}) : permute(w.sizes, {0, 2, 3, 1});
-    rc.src[0] = node.args[1];
+    Recipe rc = a.depthwise ? permute(c.w, {1, 2, 3, 0}) : permute(c.w, {0, 2, 3, 1});
+    rc.src[0] = c.weight;
     const std::vector<uint64_t> fdims =
         a.depthwise ? std::vector<uint64_t>{1, static_cast<uint64_t>(kh),
                                             static_cast<uint64_t>(kw), static_cast<uint64_t>(o)}
                     : std::vector<uint64_t>{static_cast<uint64_t>(o), static_cast<uint64_t>(kh),
                                             static_cast<uint64_t>(kw), static_cast<uint64_t>(cg)};
-    const uint32_t x = activation(node.args[0]);
     const uint32_t f = add_derived(fdims, rc);
     uint32_t b = cpu::kNoValue;
-    if (!is_none(g_, node.args[2])) b = constant_as(node.args[2], {static_cast<uint64_t>(o)});
-    const uint32_t out = output(node.outputs[0]);
+    if (c.bias >= 0) b = constant_as(c.bias, {static_cast<uint64_t>(o)});
     BlobNode& n = add_node(
         a.depthwise ? NodeOp::DepthwiseConv2d : NodeOp::Conv2d,
-        b == cpu::kNoValue ? std::vector<uint32_t>{x, f} : std::vector<uint32_t>{x, f, b}, out);
+        b == cpu::kNoValue ? std::vector<uint32_t>{c.x, f} : std::vector<uint32_t>{c.x, f, b},
+        c.y());
     set_window_params(n, a, kh, kw);
     if (a.depthwise) {
       n.params[cpu::kGroups] = static_cast<uint32_t>(o / a.groups);       // depth multiplier
@@ -654,27 +733,25 @@ class Lowering {
   /// OIHW weight becomes its [O/G, KH*KW*C/G] matrix in (kh, kw, c) order, packed with its bias
   /// like a linear. Grouped convs with group widths of 4 to 16 (ResNeXt, RegNet) ran on
   /// XNNPACK's at 50-65 GFLOP/s; on tern's they gather C/G floats per tap into the GEMM's tiles.
-  void lower_packed_conv(const Node& node, const ConvAttrs& a) {
-    const Value& w = g_.values[static_cast<size_t>(node.args[1])];
-    const int64_t o = w.sizes[0], c = w.sizes[1], kh = w.sizes[2], kw = w.sizes[3];
+  void lower_packed_conv(const ConvCall& cc) {
+    const ConvAttrs& a = cc.a;
+    const int64_t o = cc.w[0], c = cc.w[1], kh = cc.w[2], kw = cc.w[3];
     const int64_t groups = a.groups;  // c is a group's input channels
-    const Value& y = g_.values[static_cast<size_t>(node.outputs[0])];
-    if (wants_winograd(a, w.sizes, y.sizes)) {
-      lower_winograd_conv(node, a, o, c);
+    if (wants_winograd(a, cc.w, cc.y_sizes)) {
+      lower_winograd_conv(cc, o, c);
       return;
     }
     const int64_t k = kh * kw * c;
-    const uint32_t x = activation(node.args[0]);
     Recipe rc(RecipeOp::PackConv);
-    for (uint32_t i = 0; i < 4; ++i) rc.r.params[i] = static_cast<uint32_t>(w.sizes[i]);
+    for (uint32_t i = 0; i < 4; ++i) rc.r.params[i] = static_cast<uint32_t>(cc.w[i]);
     if (groups > 1) rc.r.params[4] = static_cast<uint32_t>(groups);
-    rc.src[0] = node.args[1];
-    rc.src[1] = is_none(g_, node.args[2]) ? -1 : node.args[2];
+    rc.src[0] = cc.weight;
+    rc.src[1] = cc.bias;
     const uint32_t f = add_derived(
         {static_cast<uint64_t>(groups) *
          cpu::packed_fc_floats(static_cast<uint64_t>(o / groups), static_cast<uint64_t>(k))},
         rc);
-    BlobNode& n = add_node(NodeOp::PackedConv2d, {x, f}, output(node.outputs[0]));
+    BlobNode& n = add_node(NodeOp::PackedConv2d, {cc.x, f}, cc.y());
     set_window_params(n, a, kh, kw);
     n.params[cpu::kPackedInChannels] = static_cast<uint32_t>(c * groups);
     n.params[cpu::kPackedOutChannels] = static_cast<uint32_t>(o);
@@ -698,17 +775,16 @@ class Lowering {
   static constexpr int64_t kWinogradMinTiles = 32;
 
   /// The conv on tern's Winograd kernel: the OIHW weight transformed and packed at prepare.
-  void lower_winograd_conv(const Node& node, const ConvAttrs& a, int64_t o, int64_t c) {
+  void lower_winograd_conv(const ConvCall& cc, int64_t o, int64_t c) {
     Recipe rc(RecipeOp::PackWinograd);
     rc.r.params[0] = static_cast<uint32_t>(o);
     rc.r.params[1] = static_cast<uint32_t>(c);
-    rc.src[0] = node.args[1];
-    rc.src[1] = is_none(g_, node.args[2]) ? -1 : node.args[2];
-    const uint32_t x = activation(node.args[0]);
+    rc.src[0] = cc.weight;
+    rc.src[1] = cc.bias;
     const uint32_t f = add_derived(
         {cpu::winograd_packed_floats(static_cast<uint64_t>(o), static_cast<uint64_t>(c))}, rc);
-    BlobNode& n = add_node(NodeOp::PackedWinogradConv2d, {x, f}, output(node.outputs[0]));
-    set_window_params(n, a, 3, 3);
+    BlobNode& n = add_node(NodeOp::PackedWinogradConv2d, {cc.x, f}, cc.y());
+    set_window_params(n, cc.a, 3, 3);
     n.params[cpu::kPackedInChannels] = static_cast<uint32_t>(c);
     n.params[cpu::kPackedOutChannels] = static_cast<uint32_t>(o);
   }
@@ -731,19 +807,29 @@ class Lowering {
   }
   /// The same for an activation of `in` into `out` that reads `in` `reads` times (a pattern of
   /// several nodes): nothing else may read `in`.
+  /// A conv1d's result (nlc_output: a view of its NHWC value, not copied yet) fuses the same
+  /// way, and `out` is then the same view.
   bool fuse_activation_into_gemm(int in, int out, cpu::GemmActivation act, int reads) {
-    if (nodes_.empty() || ids_.count(in) == 0 || uses_.at(in) != reads || output_arg_.count(in) != 0 ||
-        shared(ids_.at(in))) {
+    const bool nlc = nlc_results_.count(in) != 0 && ids_.count(in) == 0;
+    if (nodes_.empty() || (!nlc && ids_.count(in) == 0) || uses_.at(in) != reads ||
+        output_arg_.count(in) != 0) {
       return false;
     }
+    const uint32_t made = nlc ? lazy_.at(in).base : ids_.at(in);
+    if (shared(made)) return false;
     BlobNode& last = nodes_.back();
     const bool fc = last.op == static_cast<uint32_t>(NodeOp::PackedFullyConnected);
-    if ((!fc && last.op != static_cast<uint32_t>(NodeOp::PackedConv2d)) ||
-        last.output != ids_.at(in) || has_activation(last)) {
+    if ((!fc && last.op != static_cast<uint32_t>(NodeOp::PackedConv2d)) || last.output != made ||
+        has_activation(last)) {
       return false;
     }
     last.params[fc ? 2u : static_cast<uint32_t>(cpu::kPackedActivation)] = static_cast<uint32_t>(act);
-    retarget_output(in, out);
+    if (nlc) {
+      lazy_[out] = lazy_.at(in);
+      nlc_results_.insert(out);
+    } else {
+      retarget_output(in, out);
+    }
     return true;
   }
 
@@ -1463,11 +1549,15 @@ class Lowering {
   }
 
   /// group_norm of an NHWC activation: tern's own node (op 30) over its channels-last dims.
+  /// A 3-D x [N, C, L] (wav2vec2's first feature layer) is read and written as NHWC
+  /// [N, 1, L, C] (nlc_input / nlc_output), as a conv1d's.
   void lower_group_norm(const Node& node) {
     const GroupNormAttrs a = group_norm_attrs(g_, node);
-    const uint32_t x = activation(node.args[0]);
+    const bool three_d = g_.values[static_cast<size_t>(node.args[0])].sizes.size() == 3;
+    const uint32_t x = three_d ? nlc_input(node.args[0]) : activation(node.args[0]);
     const auto [gamma, beta] = norm_affine(node, a.gamma, a.beta);
-    BlobNode& n = add_node(NodeOp::GroupNorm, {x, gamma, beta}, output(node.outputs[0]));
+    const uint32_t y = three_d ? nlc_output(node.outputs[0]) : output(node.outputs[0]);
+    BlobNode& n = add_node(NodeOp::GroupNorm, {x, gamma, beta}, y);
     n.params[0] = static_cast<uint32_t>(a.groups);
     n.fparams[0] = a.eps;
     n.fparams[1] = 0.0f;
@@ -1528,6 +1618,8 @@ class Lowering {
     const std::string& op = node.op;
     if (op == "tern::conv2d") {
       lower_conv(node);
+    } else if (op == "tern::conv1d") {
+      lower_conv1d(node);
     } else if ((op == "tern::linear" && is_quantized_value(g_, node.args[1])) ||
                op == "tern::embedding") {
       lower_quant(node, op == "tern::embedding");
@@ -1680,7 +1772,9 @@ class Lowering {
   std::map<int, uint32_t> sources_;  ///< tern constant -> its Source blob value
   std::vector<bool> plain_;      ///< tern value id -> a channels-last 4-D tensor (layout_plan.h)
   std::set<uint32_t> aliased_;   ///< blob values standing for several tern values (permutes)
-  std::map<int, StridedView> lazy_;  ///< index-map results not copied yet (strided_view.h)
+  std::map<int, StridedView> lazy_;
+  /// 3-D values made by a conv1d or group norm in NHWC order (nlc_output), not copied yet.
+  std::set<int> nlc_results_;  ///< index-map results not copied yet (strided_view.h)
   std::set<int> folded_views_;   ///< view nodes folded into a linear or a concat (no blob node)
   std::set<int> gelu_pieces_;    ///< a written-out tanh GELU's nodes but its last (no blob node)
   std::map<int, TanhGeluMatch> tanh_gelus_;  ///< its last node -> the pattern
