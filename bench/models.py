@@ -116,6 +116,42 @@ def _gpt2():
     return _hf_outputs(model.eval(), ["input_ids"], ["logits"]).eval()
 
 
+def _wav2vec2_base():
+    """wav2vec2-base's shape (7 conv feature layers of 512 channels, the first with a group
+    norm; 12 layers, hidden 768), random weights, eager attention; 1 s of 16 kHz audio."""
+    tf = _transformers()
+    model = tf.Wav2Vec2Model(tf.Wav2Vec2Config(attn_implementation="eager"))
+    return _hf_outputs(model.eval(), ["input_values"], ["last_hidden_state"]).eval()
+
+
+def _whisper_tiny_encoder():
+    """Whisper-tiny's encoder (conv stem k3 on 80 mel bins, 4 layers, d 384, 6 heads), random
+    weights, eager attention; 30 s of features [1, 80, 3000]."""
+    tf = _transformers()
+    cfg = tf.WhisperConfig(d_model=384, encoder_layers=4, encoder_attention_heads=6,
+                           encoder_ffn_dim=1536, decoder_layers=4, decoder_attention_heads=6,
+                           decoder_ffn_dim=1536, num_mel_bins=80, attn_implementation="eager")
+    model = tf.WhisperModel(cfg).get_encoder()
+    return _hf_outputs(model.eval(), ["input_features"], ["last_hidden_state"]).eval()
+
+
+def _convnext_v2_tiny():
+    """ConvNeXt V2-tiny's shape (depths 3, 3, 9, 3; widths 96..768; GRN), random weights."""
+    tf = _transformers()
+    model = tf.ConvNextV2Model(tf.ConvNextV2Config())
+    return _hf_outputs(model.eval(), ["pixel_values"], ["pooler_output"]).eval()
+
+
+def _deit_small():
+    """DeiT-small's shape (12 layers, d 384, 6 heads; class and distillation tokens), random
+    weights, eager attention, patch 16 at 224."""
+    tf = _transformers()
+    cfg = tf.DeiTConfig(hidden_size=384, num_attention_heads=6, intermediate_size=1536,
+                        attn_implementation="eager")
+    return _hf_outputs(tf.DeiTModel(cfg, add_pooling_layer=False).eval(), ["pixel_values"],
+                       ["last_hidden_state"]).eval()
+
+
 # name -> (factory, input shape or a function returning the inputs, description)
 MODELS = {
     "resnet18": (lambda: _torchvision("resnet18"), (1, 3, 224, 224), "torchvision resnet18, 1x3x224x224"),
@@ -154,6 +190,16 @@ MODELS = {
                   "transformers BertModel at BERT-base's shape, seq 128 (ids, mask with 16 padded, token types)"),
     "gpt2": (_gpt2, lambda: (torch.randint(0, 50257, (1, 128)),),
              "transformers GPT2LMHeadModel at GPT-2 small's shape, seq 128, logits"),
+    # More `transformers` architectures whose pieces the cpu delegate took late (conv1d, GRN,
+    # class tokens), at their real sizes.
+    "wav2vec2_base": (_wav2vec2_base, (1, 16000),
+                      "transformers Wav2Vec2Model at wav2vec2-base's shape, 1 s of 16 kHz audio"),
+    "whisper_tiny_encoder": (_whisper_tiny_encoder, (1, 80, 3000),
+                             "transformers Whisper encoder at whisper-tiny's shape, 1x80x3000"),
+    "convnext_v2_tiny": (_convnext_v2_tiny, (1, 3, 224, 224),
+                         "transformers ConvNextV2Model at ConvNeXt V2-tiny's shape, 1x3x224x224"),
+    "deit_small": (_deit_small, (1, 3, 224, 224),
+                   "transformers DeiTModel at DeiT-small's shape, 1x3x224x224"),
 }
 
 # The single fully-connected layer for raw XNNPACK against tern's cpu delegate.

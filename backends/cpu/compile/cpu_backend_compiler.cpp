@@ -55,7 +55,7 @@ void check_node(const Graph& g, const Node& node) {
     float lo, hi;
     clamp_bounds(g, node, &lo, &hi);
     check_unary(g, node);
-  } else if (op == "tern::mean" || op == "tern::sum") {
+  } else if (is_reduction_op(op)) {
     (void)reduction_attrs(g, node);  // the layout each kind needs: check_layout
   } else if (op == "tern::pow") {
     (void)small_pow_exponent(g, node);

@@ -51,7 +51,7 @@ bool follows(const Graph& g, const Node& node) {
 /// mean or sum unless it is a plain one.
 bool needs_nhwc(const Graph& g, const Node& node) {
   const std::string& op = node.op;
-  if (op == "tern::mean" || op == "tern::sum") return reduction_reads(g, node) == kReadsNhwc;
+  if (is_reduction_op(op)) return reduction_reads(g, node) == kReadsNhwc;
   return op == "tern::conv2d" || op == "tern::max_pool2d" || op == "tern::avg_pool2d" ||
          op == "tern::adaptive_avg_pool2d" || op == "tern::batch_norm" ||
          op == "tern::group_norm";

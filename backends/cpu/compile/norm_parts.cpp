@@ -27,11 +27,16 @@ void check_unary_elementwise(const Graph& g, const Node& node) {
   if (single_output(g, node).sizes != x.sizes) throw Unsupported("out shape differs from x");
 }
 
+bool is_reduction_op(const std::string& op) {
+  return op == "tern::mean" || op == "tern::sum" || op == "tern::amax";
+}
+
 ReductionAttrs reduction_attrs(const Graph& g, const Node& node) {
-  if (node.op != "tern::mean" && node.op != "tern::sum") throw Unsupported("not a mean or sum");
+  if (!is_reduction_op(node.op)) throw Unsupported("not a mean, sum or amax");
   if (node.args.size() != 3) throw Unsupported(node.op + ": expected 3 arguments");
   ReductionAttrs a;
   a.sum = node.op == "tern::sum";
+  a.max = node.op == "tern::amax";
   const Value& x = activation_tensor(g, node.args[0], "x");
   const Value& dims = static_value(g, node.args[1], "dims");
   const int64_t rank = static_cast<int64_t>(x.sizes.size());
@@ -82,7 +87,7 @@ ReductionAttrs reduction_attrs(const Graph& g, const Node& node) {
 }
 
 bool reduction_of_4d(const Graph& g, const Node& node, ReductionAttrs* attrs) {
-  if ((node.op != "tern::mean" && node.op != "tern::sum") || node.args.empty()) return false;
+  if (!is_reduction_op(node.op) || node.args.empty()) return false;
   const int x = node.args[0];
   if (x < 0 || static_cast<size_t>(x) >= g.values.size()) return false;
   const Value& xv = g.values[static_cast<size_t>(x)];

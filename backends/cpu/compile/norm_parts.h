@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "tools/compiler/graph.h"
@@ -18,8 +19,8 @@ double small_pow_exponent(const Graph& g, const Node& node);
 /// rsqrt(x) or tanh(x) of an f32 activation (x's shape out).
 void check_unary_elementwise(const Graph& g, const Node& node);
 
-/// A mean or sum the cpu delegate takes (tern::mean, tern::sum of an f32 activation, not to a
-/// scalar). The reduced dims must be one contiguous range of x's bytes: consecutive dims of a
+/// A mean, sum or max the cpu delegate takes (tern::mean, tern::sum, tern::amax of an f32
+/// activation, not to a scalar). The reduced dims must be one contiguous range of x's bytes: consecutive dims of a
 /// row-major x (any rank; a plain, channels-last 4-D one too: GRN's sum over H, W of
 /// [N, H, W, C], a mean over its channels), or H, W or both of an NHWC 4-D x (keepdim, or both
 /// of them: a global pool). Which of the two a 4-D x is, the layout plan decides
@@ -27,12 +28,16 @@ void check_unary_elementwise(const Graph& g, const Node& node);
 struct ReductionAttrs {
   std::vector<bool> reduced;  ///< per dim of x
   bool keepdim = false;       ///< the reduced dims stay, as 1
-  bool sum = false;           ///< tern::sum (else tern::mean)
+  bool sum = false;           ///< tern::sum
+  bool max = false;           ///< tern::amax (neither: tern::mean)
   bool row_major_ok = false;  ///< consecutive dims: x row-major (plain, for a 4-D x)
   bool nhwc_ok = false;       ///< a 4-D x read as NHWC: dims among 2, 3 (keepdim, or both)
 };
 
-/// What mean or sum `node` is (out shape checked); throws Unsupported for other dims, a scalar
+/// tern::mean, tern::sum or tern::amax.
+bool is_reduction_op(const std::string& op);
+
+/// What mean, sum or amax `node` is (out shape checked); throws Unsupported for other dims, a scalar
 /// result or a node of another op.
 ReductionAttrs reduction_attrs(const Graph& g, const Node& node);
 

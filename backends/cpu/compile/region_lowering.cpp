@@ -1469,7 +1469,7 @@ class Lowering {
     add_node(NodeOp::Reshape, {o}, output(node.outputs[0]));
   }
 
-  /// A mean or sum (ReductionAttrs): its reduced dims are one range of x's blob dims (NHWC or
+  /// A mean, sum or amax (ReductionAttrs): its reduced dims are one range of x's blob dims (NHWC or
   /// row-major, as check_layout allowed), so x is
   /// [outer, mid, inner] with mid reduced. Over the last dims (inner 1): XNNPACK's
   /// fully-connected node with a [1, mid] filter of 1/mid (1 for a sum). Else XNNPACK's global
@@ -1494,7 +1494,21 @@ class Lowering {
     const std::vector<uint64_t> out_dims = dims_of(node.outputs[0]);
     uint32_t result;
     std::vector<uint64_t> result_dims;
-    if (inner == 1) {
+    if (a.max) {  // XNNPACK's max pooling over a window of the reduced extent (Hiera's amax)
+      const uint32_t in = internal({outer, mid, 1, inner});
+      add_node(NodeOp::Reshape, {x}, in);
+      result_dims = {outer, 1, 1, inner};
+      result = result_dims == out_dims ? output(node.outputs[0]) : internal(result_dims);
+      if (mid == 1) {  // nothing to reduce: a copy
+        add_node(NodeOp::Reshape, {in}, result);
+      } else {
+        BlobNode& n = add_node(NodeOp::MaxPool2d, {in}, result);
+        n.params[cpu::kKernelH] = static_cast<uint32_t>(mid);
+        n.params[cpu::kKernelW] = 1;
+        n.params[cpu::kStrideH] = n.params[cpu::kStrideW] = 1;
+        n.params[cpu::kDilationH] = n.params[cpu::kDilationW] = 1;
+      }
+    } else if (inner == 1) {
       result_dims = bx;
       for (size_t d = first; d < bx.size(); ++d) result_dims[d] = 1;
       result_dims.resize(first + 1);
@@ -1525,6 +1539,8 @@ class Lowering {
     }
     if (result_dims != out_dims) add_node(NodeOp::Reshape, {result}, output(node.outputs[0]));
   }
+  // (amax: max pooling over the window [mid, 1] of x seen as [outer, mid, 1, inner]; NaN
+  // handling is XNNPACK's, where the portable kernel propagates NaN.)
 
   /// A norm's gamma and beta of C values: the weight or bias in place (an Alias); None: the
   /// attributes' ones / zeros, embedded.
@@ -1648,7 +1664,7 @@ class Lowering {
       c.fparams[0] = 0.0f;
       c.fparams[1] = 6.0f;
       add_node(NodeOp::Divide, {clamped, add_constant({1}, {6.0f})}, output(node.outputs[0]));
-    } else if (op == "tern::mean" || op == "tern::sum") {
+    } else if (is_reduction_op(op)) {
       lower_reduction(node);
     } else if (op == "tern::pow" && small_pow_exponent(g_, node) == 0.5) {  // F.normalize's norm
       add_node(NodeOp::SquareRoot, {activation(node.args[0])}, output(node.outputs[0]));

@@ -5,8 +5,8 @@
 // a last-dim sum of a channels-last 4-D tensor, a ViT's class token (and DeiT's distillation
 // token, YOLOS's detection tokens) concatenated with the patch embeddings, a constant NHWC part
 // of a channel concatenation and a chain of more than three parts, FocalNet's mean over H then
-// W, SwiftFormer's sum over tokens and its repeat of size-1 dims (an expand); then what the
-// compile half refuses.
+// W, SwiftFormer's sum over tokens and its repeat of size-1 dims (an expand), Hiera's amax;
+// then what the compile half refuses.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -155,6 +155,23 @@ std::vector<OpCase> cases() {
                  b.output(reduce(b, "tern::mean", y, {1, 2}, true, {3, 1, 1}));
                  b.output(reduce(b, "tern::sum", y, {0, 1}, false, {6}));
                }, 1e-10});
+  // Hiera's unroll pooling: x.view(B, stride, -1, C).max(dim=1) of a linear's output; and
+  // an amax over the last dim and over a dim of 1.
+  OpCase hiera = {"hiera_amax", [](GraphBuilder& b) {
+                    const std::vector<int64_t> s{2, 24, 8}, v{2, 4, 6, 8};
+                    const int x = b.input("x", DType::F32, s);
+                    const int h = linear(b, x, s, 8, 59);
+                    const int r = b.op("tern::view", {h, b.int_list(v)}, DType::F32, v);
+                    const int m = reduce(b, "tern::amax", r, {1}, false, {2, 6, 8});
+                    b.output(linear(b, m, {2, 6, 8}, 4, 61));
+                    b.output(reduce(b, "tern::amax", h, {-1}, true, {2, 24, 1}));
+                    const int one = reduce(b, "tern::amax", m, {1}, true, {2, 1, 8});
+                    b.output(reduce(b, "tern::amax", one, {1}, false, {2, 8}));
+                  }, 1e-10};
+  hiera.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::MaxPool2d), 3u);  // the amax over a dim of 1 a copy
+  };
+  c.push_back(hiera);
   OpCase cls = {"vit_class_token", [](GraphBuilder& b) {
                   const int t = patches(b, 16, 21);
                   const int token = constant(b, "cls_token", {1, 1, 16}, 23);
