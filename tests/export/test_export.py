@@ -625,6 +625,40 @@ def test_bmm_by_a_constant_is_a_linear():
     assert result.ops.get("tern::bmm") == 1, result.ops
 
 
+def test_reshapes_around_row_ops_are_dropped():
+    # Whisper's attention: scores [B*H, L, S] viewed as [B, H, L, S], multiplied by 1.0,
+    # softmaxed over the last dim, viewed back for the next bmm (through matmul's expand). The
+    # views (torch.export line: row_views.py) and the multiply by one (_binary) are dropped; a
+    # view with a second reader stays.
+    class M(nn.Module):
+        def forward(self, q, k, v):
+            s = torch.matmul(q, k.transpose(-1, -2)) * 1.0     # [1, 2, 5, 5]
+            p = torch.softmax(s * 0.5 - 1.0, dim=-1)
+            return torch.matmul(p, v)
+
+    class Kept(nn.Module):
+        def forward(self, x):
+            y = x.view(2, 3, 4)
+            return torch.softmax(y, dim=-1).view(6, 4), y.sum()
+    q, k, v = torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8)
+    m = M().eval()
+    result, got = export_and_run(m, (q, k, v), "row_views")
+    assert_close(got[0], m(q, k, v), what="attention")
+    assert "tern::mul" in result.ops and result.ops["tern::mul"] == 1, result.ops  # the 0.5 only
+    with open(os.path.join(result.graph_dir, "graph.json")) as f:
+        method = json.load(f)["methods"][0]
+    softmax = [n for n in method["nodes"] if n["op"] == "tern::softmax"]
+    assert len(softmax) == 1, softmax
+    if hasattr(torch, "export"):  # (make_fx graphs of the 1.13 line carry no shapes to check)
+        # On bmm's [B*H, L, S] (after the scalar ops), not on a 4-D view of it.
+        assert len(method["values"][softmax[0]["args"][0]]["shape"]) == 3, softmax
+    x = torch.randn(6, 4)
+    kept = Kept().eval()
+    result, got = export_and_run(kept, (x,), "row_views_kept")
+    for g, r in zip(got, kept(x)):
+        assert_close(g, r, what="kept")
+
+
 def test_cat_with_empty_parts():
     # Phi-3's rotary embedding: cat(q_rot, q[..., rotary_dim:]) with rotary_dim the head size:
     # the pass-through slice is empty; it is folded to a constant and left out of the cat, and a

@@ -16,7 +16,7 @@ import re
 import torch
 import torch.fx
 
-from . import gqa, ops_table
+from . import gqa, ops_table, row_views
 from .errors import ExportError, Unsupported, UnsupportedOpError
 from .graph_writer import tern_dtype
 from .values import POISON, Const, Multi, Poison, TVal, Unavailable
@@ -257,6 +257,7 @@ class Lowerer:
         graph = self.gm.graph
         if self.fold_repeat_kv:
             gqa.fold_repeat_kv(self.gm)
+        row_views.fold_row_views(self.gm)
         live = self._live_nodes(graph)
         self._plan_bn_folds(live)
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]

@@ -93,6 +93,10 @@ def rank(x):
 def _binary(L, a, real, op, promote=None, alpha=None):
     x, y = a["self"], a["other"]
     dt = promote if promote is not None else torch.result_type(real_of(x), real_of(y))
+    if (op == "mul" and isinstance(x, TVal) and not is_tensor(y) and V(y) == 1
+            and real_of(x).dtype == dt and list(real.shape) == x.shape
+            and L.in_place.get(L.node) is None):
+        return x  # x * 1 (Whisper scales its attention scores by 1.0): nothing to compute
     x = L.cast(x, dt) if is_tensor(x) else Const(torch.tensor(V(x), dtype=dt))
     args = [L.tensor_id(x)]
     if is_tensor(y):
