@@ -40,12 +40,6 @@ int transpose12(GraphBuilder& b, int x, const std::vector<int64_t>& s) {
               {s[0], s[2], s[1]});
 }
 
-size_t count_op(const std::vector<uint8_t>& blob, cpu::NodeOp op) {
-  size_t n = 0;
-  for (uint32_t o : blob_ops(blob)) n += o == static_cast<uint32_t>(op);
-  return n;
-}
-
 std::vector<OpCase> cases() {
   std::vector<OpCase> c;
   OpCase w2v = {"wav2vec2_feature_extractor", [](GraphBuilder& b) {

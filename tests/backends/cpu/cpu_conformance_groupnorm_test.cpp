@@ -33,12 +33,6 @@ int group_norm(GraphBuilder& b, int x, const std::vector<int64_t>& xs, int64_t g
               DType::F32, xs);
 }
 
-size_t count_op(const std::vector<uint8_t>& blob, uint32_t op) {
-  size_t n = 0;
-  for (uint32_t o : blob_ops(blob)) n += o == op;
-  return n;
-}
-
 std::vector<OpCase> cases() {
   std::vector<OpCase> c;
   OpCase bit = {"bit_conv_group_norm_relu_conv", [](GraphBuilder& b) {
@@ -50,7 +44,7 @@ std::vector<OpCase> cases() {
                   b.output(conv(b, r, ys, 16, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 7));
                 }, 1e-10};
   bit.check_blob = [](const std::vector<uint8_t>& blob) {
-    EXPECT_EQ(count_op(blob, kGroupNormOp), 1u);
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::GroupNorm), 1u);
   };
   c.push_back(bit);
   c.push_back({"poolformer_one_group_residual", [](GraphBuilder& b) {

@@ -57,12 +57,6 @@ int patches(GraphBuilder& b, int64_t d, uint32_t seed) {
   return b.op("tern::transpose", {v, b.int_value(1), b.int_value(2)}, DType::F32, {1, 4, d});
 }
 
-size_t count_op(const std::vector<uint8_t>& blob, cpu::NodeOp op) {
-  size_t n = 0;
-  for (uint32_t o : blob_ops(blob)) n += o == static_cast<uint32_t>(op);
-  return n;
-}
-
 std::vector<OpCase> cases() {
   std::vector<OpCase> c;
   // ConvNeXt V2's block core: dwconv, permute to channels last, layer norm, linear, GELU, GRN

@@ -57,6 +57,12 @@ inline std::vector<uint32_t> blob_ops(const std::vector<uint8_t>& blob) {
   return ops;
 }
 
+/// How many of `blob`'s nodes are `op`.
+inline size_t count_op(const std::vector<uint8_t>& blob, cpu::NodeOp op) {
+  const std::vector<uint32_t> ops = blob_ops(blob);
+  return static_cast<size_t>(std::count(ops.begin(), ops.end(), static_cast<uint32_t>(op)));
+}
+
 /// parse_blob on a 64-byte-aligned copy of `blob`; *message: the error text, or "" when Ok.
 inline Error parse(const std::vector<uint8_t>& blob, std::string* message) {
   AlignedBlob aligned(blob);
