@@ -25,7 +25,7 @@ constexpr uint32_t kBlobVersion = 14;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // BlobValue::dynamic_mask (bounded-dynamic rows of
                                       // ops 17 and 23); 13: op 30 GroupNorm;
                                       // 14: constant inputs of ops 22 / 29 (one must
-                                      // be data)
+                                      // be data), op 31 ResizeBilinear
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node.
@@ -332,10 +332,14 @@ enum class NodeOp : uint32_t {
   /// params[0] = G >= 1 dividing C, the rest 0; fparams[0] = eps (finite, > 0), fparams[1] = 0.
   /// Output: x's dims. Needs scratch (per-band channel sums).
   GroupNorm = 30,
+  /// XNNPACK's bilinear resize (since version 14): in x [N, H, W, C]; params[0] = OH >= 1,
+  /// params[1] = OW >= 1, params[2] = 1 for aligned corners (else 0: half-pixel centres, as
+  /// PyTorch's align_corners=False); fparams (-inf, +inf). Output [N, OH, OW, C].
+  ResizeBilinear = 31,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 30;
+constexpr uint32_t kLastNodeOp = 31;
 
 /// RowConcat's parameter indices (input i's width, stride and offset at + i).
 enum RowConcatParam : uint32_t {

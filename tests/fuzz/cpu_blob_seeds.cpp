@@ -326,6 +326,47 @@ compiler::Graph group_norm_graph() {
   return b.build();
 }
 
+/// Blob version 14: a conv1d stem (its result a view of the NHWC conv output) with a 3-D group
+/// norm and a GELU folded into the second conv, a class token cat with a constant part, a GRN
+/// sum over H, W of a channels-last tensor, an amax, and a bilinear resize (op 31).
+compiler::Graph v14_graph() {
+  GraphBuilder b("forward");
+  const int a = b.input("audio", DType::F32, {1, 2, 40});
+  const int c1 = b.op("tern::conv1d",
+                      {a, seed_constant(b, "c1", {6, 2, 4}, 121), b.none(), b.int_list({2}),
+                       b.int_list({0}), b.int_list({1}), b.int_value(1)},
+                      DType::F32, {1, 6, 19});
+  const int g = b.op("tern::group_norm",
+                     {c1, b.int_value(6), b.none(), b.none(), b.double_value(1e-5)}, DType::F32,
+                     {1, 6, 19});
+  const int c2 = b.op("tern::conv1d",
+                      {g, seed_constant(b, "c2", {6, 6, 3}, 122), seed_constant(b, "c2b", {6}, 123),
+                       b.int_list({1}), b.int_list({1}), b.int_list({1}), b.int_value(1)},
+                      DType::F32, {1, 6, 19});
+  const int ge = b.op("tern::gelu", {c2}, DType::F32, {1, 6, 19});
+  const int t = b.op("tern::transpose", {ge, b.int_value(1), b.int_value(2)}, DType::F32,
+                     {1, 19, 6});
+  compiler::Value list;
+  list.kind = compiler::Value::Kind::TensorList;
+  list.tensors = {seed_constant(b, "cls", {1, 1, 6}, 124), t};
+  b.graph().values.push_back(list);
+  const int list_id = static_cast<int>(b.graph().values.size()) - 1;
+  const int cat = b.op("tern::cat", {list_id, b.int_value(1)}, DType::F32, {1, 20, 6});
+  b.output(b.op("tern::amax", {cat, b.int_list({1}), b.bool_value(true)}, DType::F32, {1, 1, 6}));
+  const std::vector<int64_t> xs{1, 3, 4, 6};
+  const int x = b.input("x", DType::F32, xs);
+  const int y = b.op("tern::conv2d",
+                     {x, seed_constant(b, "w", {5, 3, 1, 1}, 125), b.none(), b.int_list({1, 1}),
+                      b.int_list({0, 0}), b.int_list({1, 1}), b.int_value(1)},
+                     DType::F32, {1, 5, 4, 6});
+  const int p = b.op("tern::permute", {y, b.int_list({0, 2, 3, 1})}, DType::F32, {1, 4, 6, 5});
+  b.output(b.op("tern::sum", {p, b.int_list({1, 2}), b.bool_value(true)}, DType::F32,
+                {1, 1, 1, 5}));
+  b.output(b.op("tern::upsample_bilinear2d", {y, b.bool_value(false), b.none(), b.none()},
+                DType::F32, {1, 5, 8, 12}));
+  return b.build();
+}
+
 /// Bounded-dynamic rows (blob version 12): x[1, seq<=6, 16] -> linear -> linear, both in one
 /// delegate (the hidden value internal and dynamic), run by the fuzzer at the bound.
 compiler::Graph dynamic_rows_graph() {
@@ -363,6 +404,7 @@ std::vector<Seed> cpu_blob_seeds() {
       {"attention", attention_graph()},
       {"shuffle", shuffle_graph()},
       {"group_norm", group_norm_graph()},
+      {"v14", v14_graph()},
       {"dynamic_rows", dynamic_rows_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;

@@ -28,6 +28,10 @@ void check_node(const Graph& g, const Node& node) {
   const std::string& op = node.op;
   if (op == "tern::conv2d") {
     (void)conv_attrs(g, node);
+  } else if (op == "tern::upsample_bilinear2d") {  // XNNPACK's bilinear resize (op 31)
+    (void)bilinear_upsample_align_corners(g, node);
+  } else if (op == "tern::upsample_nearest2d") {  // an integer factor: a broadcast copy
+    (void)nearest_upsample_factors(g, node);
   } else if (op == "tern::conv1d") {  // as a conv2d of height 1 on [N, 1, L, C]
     (void)conv1d_attrs(g, node);
   } else if (op == "tern::linear" && node.args.size() == 3 &&

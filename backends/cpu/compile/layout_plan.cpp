@@ -54,7 +54,8 @@ bool needs_nhwc(const Graph& g, const Node& node) {
   if (is_reduction_op(op)) return reduction_reads(g, node) == kReadsNhwc;
   return op == "tern::conv2d" || op == "tern::max_pool2d" || op == "tern::avg_pool2d" ||
          op == "tern::adaptive_avg_pool2d" || op == "tern::batch_norm" ||
-         op == "tern::group_norm";
+         op == "tern::group_norm" || op == "tern::upsample_nearest2d" ||
+         op == "tern::upsample_bilinear2d";
 }
 
 /// Nodes whose 4-D activations must be plain (they work over the last dims of row-major

@@ -168,6 +168,76 @@ int64_t window_out(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t d
 
 namespace {
 
+/// The portable kernel's nearest source index (ATen's nearest_idx with its shortcuts; scale as
+/// upsample_scale computes it), replicated: the delegate must pick the same rows.
+int64_t portable_nearest_index(int64_t o, int64_t in, int64_t out, bool has_scale,
+                               double scale) {
+  if (out == in) return o;
+  if (out == 2 * in) return o >> 1;
+  const float s = has_scale && scale > 0.0 ? static_cast<float>(1.0 / scale)
+                                           : static_cast<float>(in) / static_cast<float>(out);
+  const int64_t i = static_cast<int64_t>(std::floor(static_cast<float>(o) * s));
+  return i < in - 1 ? i : in - 1;
+}
+
+}  // namespace
+
+std::vector<int64_t> nearest_upsample_factors(const Graph& g, const Node& node) {
+  // x, scale_h, scale_w -> out
+  if (node.args.size() != 3) fail("upsample_nearest2d: expected 3 arguments");
+  const Value& x = activation_tensor(g, node.args[0], "x");
+  const Value& out = single_output(g, node);
+  if (x.sizes.size() != 4 || out.sizes.size() != 4 || out.sizes[0] != x.sizes[0] ||
+      out.sizes[1] != x.sizes[1]) {
+    fail("upsample_nearest2d: x and out are not [N, C, H, W] of one N and C");
+  }
+  std::vector<int64_t> k;
+  for (size_t d = 2; d < 4; ++d) {
+    const int id = node.args[d - 1];
+    const bool has = !is_none(g, id);
+    const double scale = has ? number(g, id, "scale") : 0.0;
+    const int64_t in = x.sizes[d], o = out.sizes[d];
+    if (o % in != 0) fail("upsample_nearest2d: " + shape_str(out.sizes) + " is no integer multiple of " + shape_str(x.sizes));
+    const int64_t f = o / in;
+    for (int64_t i = 0; i < o; ++i) {
+      if (portable_nearest_index(i, in, o, has, scale) != i / f) {
+        fail("upsample_nearest2d: the scale's rounding picks other rows than a factor of " +
+             std::to_string(f));
+      }
+    }
+    k.push_back(f);
+  }
+  return k;
+}
+
+bool bilinear_upsample_align_corners(const Graph& g, const Node& node) {
+  // x, align_corners, scale_h, scale_w -> out
+  if (node.args.size() != 4) fail("upsample_bilinear2d: expected 4 arguments");
+  const Value& x = activation_tensor(g, node.args[0], "x");
+  const Value& out = single_output(g, node);
+  if (x.sizes.size() != 4 || out.sizes.size() != 4 || out.sizes[0] != x.sizes[0] ||
+      out.sizes[1] != x.sizes[1]) {
+    fail("upsample_bilinear2d: x and out are not [N, C, H, W] of one N and C");
+  }
+  if (out.sizes[2] > kMaxParam || out.sizes[3] > kMaxParam) fail("upsample_bilinear2d: size");
+  const bool align = bool_value(g, node.args[1], "align_corners");
+  for (size_t d = 2; d < 4 && !align; ++d) {
+    const int id = node.args[d];
+    if (is_none(g, id)) continue;
+    const double scale = number(g, id, "scale");
+    // The portable kernel's source scale (upsample_scale) against XNNPACK's in / out.
+    const float portable = scale > 0.0 ? static_cast<float>(1.0 / scale)
+                                       : static_cast<float>(x.sizes[d]) /
+                                             static_cast<float>(out.sizes[d]);
+    if (portable != static_cast<float>(x.sizes[d]) / static_cast<float>(out.sizes[d])) {
+      fail("upsample_bilinear2d: a scale factor other than out / in");
+    }
+  }
+  return align;
+}
+
+namespace {
+
 /// conv2d (spatial 2) or conv1d (spatial 1, read as a conv2d of height 1: H's stride and
 /// dilation 1, no padding).
 ConvAttrs conv_nd_attrs(const Graph& g, const Node& node, size_t spatial_rank) {

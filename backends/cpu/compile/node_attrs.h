@@ -67,6 +67,18 @@ struct ConvAttrs {
 };
 /// Checks a tern::conv2d node (shapes included) and reads its attributes.
 ConvAttrs conv_attrs(const Graph& g, const Node& node);
+/// upsample_nearest2d(x [N, C, H, W], scale_h, scale_w) -> [N, C, H·kh, W·kw] whose portable
+/// index rule (runtime/kernels/portable/upsample_nearest2d.cpp) maps every output row and
+/// column o to o / k: the integer factors {kh, kw}. Throws Unsupported otherwise (a factor that
+/// is no integer, or a scale whose float rounding picks other rows).
+std::vector<int64_t> nearest_upsample_factors(const Graph& g, const Node& node);
+
+/// upsample_bilinear2d(x [N, C, H, W], align_corners, scale_h, scale_w) -> [N, C, OH, OW] as
+/// XNNPACK's bilinear resize computes it: returns align_corners. Throws Unsupported for a
+/// scale (without align_corners) other than H / OH, W / OW in f32 (XNNPACK derives the scale
+/// from the sizes).
+bool bilinear_upsample_align_corners(const Graph& g, const Node& node);
+
 /// Checks a tern::conv1d node (x [N, C, L], weight [O, C / groups, K]) and reads its attributes
 /// as those of a conv2d of height 1 (index 0: stride and dilation 1, no padding).
 ConvAttrs conv1d_attrs(const Graph& g, const Node& node);

@@ -1378,6 +1378,21 @@ class Lowering {
     lazy_[y] = out;
   }
 
+  /// upsample_nearest2d by integer factors kh, kw (YOLO's and U-Net's upsampling): x viewed as
+  /// [N, C, H, 1, W, 1], broadcast to [N, C, H, kh, W, kw] (strides 0) and written in one
+  /// StridedCopy in the output's NHWC order.
+  void lower_nearest_upsample(const Node& node) {
+    const std::vector<int64_t> k = nearest_upsample_factors(g_, node);
+    const std::vector<int64_t>& s = g_.values[static_cast<size_t>(node.args[0])].sizes;
+    StridedView v;
+    (void)reshaped(view_of(node.args[0]), {s[0], s[1], s[2], 1, s[3], 1}, &v);  // dims of 1
+    v = expanded(v, {s[0], s[1], s[2], k[0], s[3], k[1]});
+    if (!copy_in_nhwc_order(v, node.outputs[0])) {
+      throw std::invalid_argument("cpu backend: upsample_nearest2d: the broadcast view does not "
+                                  "regroup onto the output");
+    }
+  }
+
   /// bmm / matmul of two activations: tern's BatchMatMul (op 26).
   void lower_batch_matmul(const Node& node) {
     const uint32_t a = activation(node.args[0]);
@@ -1636,6 +1651,16 @@ class Lowering {
       lower_conv(node);
     } else if (op == "tern::conv1d") {
       lower_conv1d(node);
+    } else if (op == "tern::upsample_nearest2d") {
+      lower_nearest_upsample(node);
+    } else if (op == "tern::upsample_bilinear2d") {  // XNNPACK's bilinear resize (op 31)
+      const bool align = bilinear_upsample_align_corners(g_, node);
+      const std::vector<int64_t>& ys = g_.values[static_cast<size_t>(node.outputs[0])].sizes;
+      const uint32_t x = activation(node.args[0]);
+      BlobNode& n = add_node(NodeOp::ResizeBilinear, {x}, output(node.outputs[0]));
+      n.params[0] = static_cast<uint32_t>(ys[2]);
+      n.params[1] = static_cast<uint32_t>(ys[3]);
+      n.params[2] = align ? 1u : 0u;
     } else if ((op == "tern::linear" && is_quantized_value(g_, node.args[1])) ||
                op == "tern::embedding") {
       lower_quant(node, op == "tern::embedding");

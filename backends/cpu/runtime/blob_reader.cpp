@@ -84,6 +84,8 @@ const char* op_name(uint32_t op) {
       return "strided_copy";
     case NodeOp::SquareRoot:
       return "square_root";
+    case NodeOp::ResizeBilinear:
+      return "resize_bilinear";
   }
   return "?";
 }
@@ -672,6 +674,19 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
     case NodeOp::SquareRoot:
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 0, 0, 0));
       return check_out_dims(n, node, out, x.dims, x.rank);
+    case NodeOp::ResizeBilinear: {
+      TERN_RETURN_IF_ERROR(check_params_range(n, node, 3, 0, 2));
+      TERN_CHECK_OR_RETURN_ERROR(node.params[2] <= 1, InvalidProgram,
+                                 "cpu blob: node %u (resize_bilinear): align_corners %u, expected "
+                                 "0 or 1",
+                                 n, node.params[2]);
+      TERN_CHECK_OR_RETURN_ERROR(x.rank == 4, InvalidProgram,
+                                 "cpu blob: node %u (resize_bilinear): input value %u: expected 4 "
+                                 "dims [N, H, W, C], found %u",
+                                 n, node.inputs[0], x.rank);
+      const uint64_t expect[4] = {x.dims[0], node.params[0], node.params[1], x.dims[3]};
+      return check_out_dims(n, node, out, expect, 4);
+    }
     case NodeOp::GlobalAvgPool2d: {
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 0, 0, 0));
       TERN_CHECK_OR_RETURN_ERROR(x.rank == 4, InvalidProgram,

@@ -81,6 +81,12 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
                                            hi, x, n.output, 0) == xnn_status_success
                  ? Error::Ok
                  : Error::InvalidProgram;
+    case NodeOp::ResizeBilinear:
+      return xnn_define_static_resize_bilinear_2d(sg, p[0], p[1], x, n.output,
+                                                  p[2] ? XNN_FLAG_ALIGN_CORNERS : 0) ==
+                     xnn_status_success
+                 ? Error::Ok
+                 : Error::InvalidProgram;
     case NodeOp::GlobalAvgPool2d:
       return xnn_define_global_average_pooling_2d(sg, lo, hi, x, n.output, 0) == xnn_status_success
                  ? Error::Ok

@@ -7,7 +7,8 @@
 // (op 22: 2 to 5 parts, chained by 3, a region input among them, the cat a graph output or read
 // by a conv, GoogLeNet's Inception block, a 2-D cat along the last dim); then the blob fields of
 // the pools' padding and of the Concat node, what the reader refuses, and that a cat is taken
-// in a partly taken graph.
+// in a partly taken graph; nearest upsampling by integer factors (YOLO's neck), bilinear
+// upsampling (XNNPACK's resize, op 31) and what the compile half refuses of them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -197,6 +198,55 @@ std::vector<OpCase> cases() {
                                DType::F32, {3, 20}));
                },
                1e-10});
+  // upsample_nearest2d by integer factors: a broadcast StridedCopy in NHWC order. YOLO's neck
+  // (conv -> upsample x2 -> cat with an earlier feature map -> conv), a factor of 3 from the
+  // output size alone, and different factors for H and W.
+  c.push_back({"yolo_upsample_cat", [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 3, 12, 10};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int f = conv(b, x, xs, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 91);
+                 const int d = conv(b, f, {1, 8, 12, 10}, 16, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1,
+                                    true, 93);
+                 const int u = b.op("tern::upsample_nearest2d",
+                                    {d, b.double_value(2.0), b.double_value(2.0)}, DType::F32,
+                                    {1, 16, 12, 10});
+                 const int z = b.op("tern::cat", {tensor_list(b, {u, f}), b.int_value(1)},
+                                    DType::F32, {1, 24, 12, 10});
+                 b.output(conv(b, z, {1, 24, 12, 10}, 4, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true,
+                               95));
+               }, 1e-10});
+  // upsample_bilinear2d as XNNPACK's resize (op 31): LR-ASPP's and DeepLabV3's x2 / to-size
+  // upsampling with align_corners False (the first output row's source index is negative,
+  // clamped as PyTorch does), a shrink, and align_corners True.
+  c.push_back({"bilinear_half_pixel_up_and_down", [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 3, 6, 5};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int y = conv(b, x, xs, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 99);
+                 const int up = b.op("tern::upsample_bilinear2d",
+                                     {y, b.bool_value(false), b.double_value(2.0),
+                                      b.double_value(2.0)},
+                                     DType::F32, {1, 8, 12, 10});
+                 b.output(conv(b, up, {1, 8, 12, 10}, 4, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true,
+                               101));
+                 b.output(b.op("tern::upsample_bilinear2d",
+                               {y, b.bool_value(false), b.none(), b.none()}, DType::F32,
+                               {1, 8, 17, 3}));
+               }, 1e-10});
+  c.push_back({"bilinear_align_corners", [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{2, 3, 4, 7};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int y = conv(b, x, xs, 5, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 103);
+                 b.output(b.op("tern::upsample_bilinear2d",
+                               {y, b.bool_value(true), b.none(), b.none()}, DType::F32,
+                               {2, 5, 9, 13}));
+               }, 1e-10});
+  c.push_back({"nearest_factors_3_and_2_by_size", [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{2, 4, 5, 7};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int y = conv(b, x, xs, 6, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 97);
+                 b.output(b.op("tern::upsample_nearest2d", {y, b.none(), b.none()}, DType::F32,
+                               {2, 6, 15, 14}));
+               }, 1e-10});
   return c;
 }
 
@@ -301,6 +351,66 @@ TEST(CpuConcatBlob, CatOfAPartlyTakenGraphOrAListOnlyInputIsTaken) {
                   {1, 5, 5, 5}));
     EXPECT_EQ(
         compiler::CpuBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes.back()), "");
+  }
+}
+
+TEST(CpuUpsample, WhatTheCompileHalfRefuses) {
+  register_all();
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {1, 2, 4, 4});
+  b.op("tern::upsample_nearest2d", {x, b.none(), b.none()}, DType::F32, {1, 2, 6, 6});
+  const std::string why =
+      compiler::CpuBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes.back());
+  EXPECT_NE(why.find("no integer multiple"), std::string::npos) << why;
+  // bilinear with a scale factor the sizes do not give (recompute_scale_factor=False)
+  GraphBuilder c;
+  const int y = c.input("y", DType::F32, {1, 2, 4, 4});
+  c.op("tern::upsample_bilinear2d", {y, c.bool_value(false), c.double_value(2.6),
+                                     c.double_value(2.6)},
+       DType::F32, {1, 2, 10, 10});
+  const std::string bil =
+      compiler::CpuBackendCompiler::unsupported_reason(c.graph(), c.graph().nodes.back());
+  EXPECT_NE(bil.find("a scale factor other than out / in"), std::string::npos) << bil;
+}
+
+// Op 31's fields: the reader refuses an align_corners flag other than 0 / 1, a zero output
+// size and parameters that disagree with the output value's dims.
+TEST(CpuResizeBlob, FieldsAreChecked) {
+  register_all();
+  GraphBuilder b;
+  const std::vector<int64_t> xs{1, 2, 5, 5};
+  const int x = b.input("x", DType::F32, xs);
+  const int y = conv(b, x, xs, 4, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 105);
+  b.output(b.op("tern::upsample_bilinear2d", {y, b.bool_value(false), b.none(), b.none()},
+                DType::F32, {1, 4, 10, 10}));
+  delegate_cpu(b, 0, 1);
+  const std::vector<uint8_t> blob = b.graph().delegates[0].blob;
+  const std::vector<uint32_t> ops = blob_ops(blob);
+  const auto at = std::find(ops.begin(), ops.end(), static_cast<uint32_t>(cpu::NodeOp::ResizeBilinear));
+  ASSERT_NE(at, ops.end());
+  const uint32_t index = static_cast<uint32_t>(at - ops.begin());
+  const cpu::BlobNode good = blob_node(blob, index);
+  EXPECT_EQ(good.params[0], 10u);
+  EXPECT_EQ(good.params[1], 10u);
+  EXPECT_EQ(good.params[2], 0u);
+  std::string message;
+  EXPECT_EQ(parse(blob, &message), Error::Ok) << message;
+  struct Case {
+    const char* what;
+    uint32_t param;
+    uint32_t value;
+    const char* expect;
+  };
+  for (const Case& c : {Case{"align_corners 2", 2, 2, "align_corners 2, expected 0 or 1"},
+                        Case{"a zero height", 0, 0, "parameter 0 is 0"},
+                        Case{"another width", 1, 9, "resize_bilinear"}}) {
+    SCOPED_TRACE(c.what);
+    std::vector<uint8_t> bad = blob;
+    cpu::BlobNode n = good;
+    n.params[c.param] = c.value;
+    std::memcpy(bad.data() + node_offset(bad, index), &n, sizeof(n));
+    EXPECT_EQ(parse(bad, &message), Error::InvalidProgram) << message;
+    EXPECT_NE(message.find(c.expect), std::string::npos) << message;
   }
 }
 
