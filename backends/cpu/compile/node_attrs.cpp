@@ -180,17 +180,28 @@ int64_t portable_nearest_index(int64_t o, int64_t in, int64_t out, bool has_scal
   return i < in - 1 ? i : in - 1;
 }
 
-}  // namespace
-
-std::vector<int64_t> nearest_upsample_factors(const Graph& g, const Node& node) {
-  // x, scale_h, scale_w -> out
-  if (node.args.size() != 3) fail("upsample_nearest2d: expected 3 arguments");
+/// The x of an upsample node of `num_args` arguments, checked with its output: both
+/// [N, C, H, W] of one N and C.
+const Value& upsample_input(const Graph& g, const Node& node, const std::string& op,
+                            size_t num_args) {
+  if (node.args.size() != num_args) {
+    fail(op + ": expected " + std::to_string(num_args) + " arguments");
+  }
   const Value& x = activation_tensor(g, node.args[0], "x");
   const Value& out = single_output(g, node);
   if (x.sizes.size() != 4 || out.sizes.size() != 4 || out.sizes[0] != x.sizes[0] ||
       out.sizes[1] != x.sizes[1]) {
-    fail("upsample_nearest2d: x and out are not [N, C, H, W] of one N and C");
+    fail(op + ": x and out are not [N, C, H, W] of one N and C");
   }
+  return x;
+}
+
+}  // namespace
+
+std::vector<int64_t> nearest_upsample_factors(const Graph& g, const Node& node) {
+  // x, scale_h, scale_w -> out
+  const Value& x = upsample_input(g, node, "upsample_nearest2d", 3);
+  const Value& out = single_output(g, node);
   std::vector<int64_t> k;
   for (size_t d = 2; d < 4; ++d) {
     const int id = node.args[d - 1];
@@ -212,13 +223,8 @@ std::vector<int64_t> nearest_upsample_factors(const Graph& g, const Node& node) 
 
 bool bilinear_upsample_align_corners(const Graph& g, const Node& node) {
   // x, align_corners, scale_h, scale_w -> out
-  if (node.args.size() != 4) fail("upsample_bilinear2d: expected 4 arguments");
-  const Value& x = activation_tensor(g, node.args[0], "x");
+  const Value& x = upsample_input(g, node, "upsample_bilinear2d", 4);
   const Value& out = single_output(g, node);
-  if (x.sizes.size() != 4 || out.sizes.size() != 4 || out.sizes[0] != x.sizes[0] ||
-      out.sizes[1] != x.sizes[1]) {
-    fail("upsample_bilinear2d: x and out are not [N, C, H, W] of one N and C");
-  }
   if (out.sizes[2] > kMaxParam || out.sizes[3] > kMaxParam) fail("upsample_bilinear2d: size");
   const bool align = bool_value(g, node.args[1], "align_corners");
   for (size_t d = 2; d < 4 && !align; ++d) {

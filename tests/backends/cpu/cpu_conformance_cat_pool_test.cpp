@@ -393,25 +393,12 @@ TEST(CpuResizeBlob, FieldsAreChecked) {
   EXPECT_EQ(good.params[0], 10u);
   EXPECT_EQ(good.params[1], 10u);
   EXPECT_EQ(good.params[2], 0u);
-  std::string message;
-  EXPECT_EQ(parse(blob, &message), Error::Ok) << message;
-  struct Case {
-    const char* what;
-    uint32_t param;
-    uint32_t value;
-    const char* expect;
-  };
-  for (const Case& c : {Case{"align_corners 2", 2, 2, "align_corners 2, expected 0 or 1"},
-                        Case{"a zero height", 0, 0, "parameter 0 is 0"},
-                        Case{"another width", 1, 9, "resize_bilinear"}}) {
-    SCOPED_TRACE(c.what);
-    std::vector<uint8_t> bad = blob;
-    cpu::BlobNode n = good;
-    n.params[c.param] = c.value;
-    std::memcpy(bad.data() + node_offset(bad, index), &n, sizeof(n));
-    EXPECT_EQ(parse(bad, &message), Error::InvalidProgram) << message;
-    EXPECT_NE(message.find(c.expect), std::string::npos) << message;
-  }
+  expect_refused(
+      blob, index,
+      {{"align_corners 2", [](cpu::BlobNode& n) { n.params[2] = 2; },
+        "align_corners 2, expected 0 or 1"},
+       {"a zero height", [](cpu::BlobNode& n) { n.params[0] = 0; }, "parameter 0 is 0"},
+       {"another width", [](cpu::BlobNode& n) { n.params[1] = 9; }, "resize_bilinear"}});
 }
 
 }  // namespace
