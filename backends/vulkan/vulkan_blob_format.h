@@ -16,9 +16,10 @@ constexpr char kBlobMagic[4] = {'T', 'V', 'K', 'N'};
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback). Version 1
 /// was before node op 13 (pad), version 2 before quantized weights (value type 2, node ops 14
 /// and 15), version 3 before f16 storage (BlobHeader::storage 1), version 4 before attention's
-/// kv and mask groups (node op 12's parameters 13 and 14, grouped-query attention): a runtime
-/// that reads an older version falls back instead of refusing it as malformed.
-constexpr uint32_t kBlobVersion = 5;
+/// kv and mask groups (node op 12's parameters 13 and 14, grouped-query attention), version 5
+/// before 3-D convolutions (node op 6's parameters 18-23: depth) and upsampling (node op 16):
+/// a runtime that reads an older version falls back instead of refusing it as malformed.
+constexpr uint32_t kBlobVersion = 6;
 /// Most dimensions of a value and of a strided iteration.
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (attention: q, k, v, mask).
@@ -102,7 +103,7 @@ enum class NodeOp : uint32_t {
   Unary = 3,           ///< in: x            (unary.comp: activations)
   Softmax = 4,         ///< in: x            (softmax.comp)
   LayerNorm = 5,       ///< in: x, w?, b?    (layer_norm.comp)
-  Conv2d = 6,          ///< in: x, w, b?     (conv2d.comp: direct, groups)
+  Conv = 6,            ///< in: x, w, b?     (conv.comp: direct 2-D and 3-D, groups)
   ChannelAffine = 7,   ///< in: x, scale, shift (channel_affine.comp: folded batch_norm)
   Pool2d = 8,          ///< in: x            (pool2d.comp: max, avg, adaptive avg)
   Copy = 9,            ///< in: x            (strided_copy.comp: views, permute, slice, cat...)
@@ -112,8 +113,9 @@ enum class NodeOp : uint32_t {
   Pad = 13,            ///< in: x            (pad.comp: constant (negative pads crop), reflect)
   QuantLinear = 14,    ///< in: x, weight (quant), bias? (quant_gemv.comp / quant_gemm.comp)
   QuantEmbedding = 15, ///< in: table (quant), indices (i64) (quant_embedding.comp)
+  Upsample2d = 16,     ///< in: x            (upsample2d.comp: nearest, bilinear; version 6)
 };
-constexpr uint32_t kLastNodeOp = 15;
+constexpr uint32_t kLastNodeOp = 16;
 
 /// Unary::params[0].
 enum class UnaryKind : int32_t {

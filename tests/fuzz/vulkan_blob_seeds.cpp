@@ -77,6 +77,25 @@ Seed convnet() {
   return blob_of("convnet", b);
 }
 
+/// conv3d (r3d_18's stem: 3x7x7, depth padding, spatial stride 2), relu, mean over the clip;
+/// upsample2d (nearest by 2, bilinear with align_corners).
+Seed video() {
+  GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {1, 3, 4, 8, 8});
+  const int c = b.op("tern::conv3d",
+                     {x, seed_constant(b, "w", {4, 3, 3, 7, 7}, 31), seed_constant(b, "b", {4}, 32),
+                      b.int_list({1, 2, 2}), b.int_list({1, 3, 3}), b.int_list({1, 1, 1}),
+                      b.int_value(1)},
+                     DType::F32, {1, 4, 4, 4, 4});
+  const int r = b.op("tern::relu", {c}, DType::F32, {1, 4, 4, 4, 4});
+  b.output(b.op("tern::mean", {r, b.int_list({2, 3, 4}), b.bool_value(false)}, DType::F32, {1, 4}));
+  const int y = b.input("y", DType::F32, {1, 2, 3, 4});
+  const int u = b.op("tern::upsample_nearest2d", {y, b.none(), b.none()}, DType::F32, {1, 2, 6, 8});
+  b.output(b.op("tern::upsample_bilinear2d", {u, b.bool_value(true), b.none(), b.none()},
+                DType::F32, {1, 2, 9, 11}));
+  return blob_of("video", b);
+}
+
 /// embedding (i64 indices), attention (causal; a bool mask), where, matmul (batched).
 Seed attention() {
   GraphBuilder b("forward");
@@ -128,7 +147,7 @@ Seed quantized() {
 
 std::vector<Seed> vulkan_blob_seeds() {
   // dense_f16: the dense graph in f16 storage (header storage 1, 2-byte constants).
-  return {dense(), convnet(), attention(), quantized(), dense(vulkan::kStorageF16)};
+  return {dense(), convnet(), video(), attention(), quantized(), dense(vulkan::kStorageF16)};
 }
 
 }  // namespace tern::fuzz

@@ -40,9 +40,15 @@ bool strided_extent(const int32_t* dims, const int32_t* strides, int32_t offset,
   return true;
 }
 
+/// The product of `n` dims, saturating at UINT64_MAX (six dims of up to 2^30 would wrap), so
+/// an extent too large for any value fails reads_within / out_numel instead of wrapping small.
 uint64_t product(const int32_t* dims, uint32_t n) {
   uint64_t p = 1;
-  for (uint32_t d = 0; d < n; ++d) p *= static_cast<uint64_t>(dims[d]);  // each <= 2^30, n <= 6
+  for (uint32_t d = 0; d < n; ++d) {
+    const uint64_t v = static_cast<uint64_t>(dims[d]);
+    if (v != 0 && p > UINT64_MAX / v) return UINT64_MAX;
+    p *= v;
+  }
   return p;
 }
 
@@ -240,7 +246,7 @@ struct NodeChecker {
         }
         return Error::Ok;
       }
-      case NodeOp::Conv2d: {
+      case NodeOp::Conv: {
         TERN_RETURN_IF_ERROR(need_inputs(2, 3));
         TERN_RETURN_IF_ERROR(params_in(0, 11, 1));
         TERN_RETURN_IF_ERROR(params_in(11, 2, 0));
@@ -249,12 +255,20 @@ struct NodeChecker {
         TERN_RETURN_IF_ERROR(flag(17));
         if ((p[16] != 0) != (node.num_inputs == 3)) return fail("has_bias vs inputs", 3, node.num_inputs);
         if (p[1] % p[15] != 0 || p[4] % p[15] != 0) return fail("channels divisible by groups", 0, static_cast<uint64_t>(p[15]));
-        TERN_RETURN_IF_ERROR(reads_within(0, product(p, 4), "x"));
-        const int32_t w_dims[4] = {p[4], p[1] / p[15], p[7], p[8]};
-        TERN_RETURN_IF_ERROR(reads_within(1, product(w_dims, 4), "weight"));
+        // Depth (3-D): D, OD, KD, stride, dilation >= 1, pad >= 0; a 2-D conv has 1, 1, 1, 1, 0, 1.
+        TERN_RETURN_IF_ERROR(params_in(18, 4, 1));
+        TERN_RETURN_IF_ERROR(params_in(22, 1, 0));
+        TERN_RETURN_IF_ERROR(params_in(23, 1, 1));
+        for (uint32_t k = 24; k < kNodeParams; ++k) {
+          if (p[k] != 0) return fail("unused parameter", 0, static_cast<uint64_t>(p[k]));
+        }
+        const int32_t x_dims[5] = {p[0], p[1], p[18], p[2], p[3]};
+        TERN_RETURN_IF_ERROR(reads_within(0, product(x_dims, 5), "x"));
+        const int32_t w_dims[5] = {p[4], p[1] / p[15], p[20], p[7], p[8]};
+        TERN_RETURN_IF_ERROR(reads_within(1, product(w_dims, 5), "weight"));
         if (p[16] != 0) TERN_RETURN_IF_ERROR(reads_within(2, static_cast<uint64_t>(p[4]), "bias"));
-        const int32_t o_dims[4] = {p[0], p[4], p[5], p[6]};
-        return out_numel(product(o_dims, 4));
+        const int32_t o_dims[5] = {p[0], p[4], p[19], p[5], p[6]};
+        return out_numel(product(o_dims, 5));
       }
       case NodeOp::ChannelAffine: {
         TERN_RETURN_IF_ERROR(need_inputs(3, 3));
@@ -377,6 +391,32 @@ struct NodeChecker {
         TERN_RETURN_IF_ERROR(reads_within(0, product(p + 7, 6), "x"));
         return out_numel(product(p + 1, 6));
       }
+      case NodeOp::Upsample2d: {
+        TERN_RETURN_IF_ERROR(need_inputs(1, 1));
+        TERN_RETURN_IF_ERROR(params_in(0, 5, 1));
+        TERN_RETURN_IF_ERROR(flag(5));
+        TERN_RETURN_IF_ERROR(flag(6));
+        for (uint32_t k = 7; k < kNodeParams; ++k) {
+          if (p[k] != 0) return fail("unused parameter", 0, static_cast<uint64_t>(p[k]));
+        }
+        // The shader clamps a source index in f32 (min(floor(o * step), in - 1)): exact for
+        // input sizes up to 2^24; a step must be finite and >= 0 so the index is too.
+        for (uint32_t d = 1; d <= 2; ++d) {
+          if (p[d] > (1 << 24)) return fail("input size <= 2^24", 1u << 24, static_cast<uint64_t>(p[d]));
+        }
+        for (uint32_t k = 0; k < 2; ++k) {
+          const float step = node.fparams[k];
+          if (!(step >= 0.0f && step <= 3.0e38f)) {
+            TERN_RETURN_ERROR(InvalidProgram,
+                              "vulkan blob: node %u (%s): source step %u = %g, expected finite "
+                              "and >= 0", index, node_op_name(node.op), k,
+                              static_cast<double>(step));
+          }
+        }
+        const int32_t x_dims[3] = {p[0], p[1], p[2]}, o_dims[3] = {p[0], p[3], p[4]};
+        TERN_RETURN_IF_ERROR(reads_within(0, product(x_dims, 3), "x"));
+        return out_numel(product(o_dims, 3));
+      }
       case NodeOp::QuantLinear: {
         TERN_RETURN_IF_ERROR(need_inputs(2, 3));
         TERN_RETURN_IF_ERROR(params_in(0, 3, 1));
@@ -421,7 +461,7 @@ const char* node_op_name(uint32_t op) {
     case NodeOp::Unary: return "unary";
     case NodeOp::Softmax: return "softmax";
     case NodeOp::LayerNorm: return "layer_norm";
-    case NodeOp::Conv2d: return "conv2d";
+    case NodeOp::Conv: return "conv";
     case NodeOp::ChannelAffine: return "channel_affine";
     case NodeOp::Pool2d: return "pool2d";
     case NodeOp::Copy: return "copy";
@@ -431,6 +471,7 @@ const char* node_op_name(uint32_t op) {
     case NodeOp::Pad: return "pad";
     case NodeOp::QuantLinear: return "quant_linear";
     case NodeOp::QuantEmbedding: return "quant_embedding";
+    case NodeOp::Upsample2d: return "upsample2d";
   }
   return "?";
 }

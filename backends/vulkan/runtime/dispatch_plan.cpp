@@ -63,11 +63,11 @@ Error plan_dispatch(const BlobPlan& plan, uint32_t index, const uint32_t max_gro
     case NodeOp::Softmax:
       return rows(ShaderId::Softmax, static_cast<uint64_t>(p[0]) * static_cast<uint64_t>(p[2]));
     case NodeOp::LayerNorm: return rows(ShaderId::LayerNorm, static_cast<uint64_t>(p[0]));
-    case NodeOp::Conv2d: {
-      // conv2d.comp: one invocation per output pixel and block of 4 output channels when the
+    case NodeOp::Conv: {
+      // conv.comp: one invocation per output voxel and block of 4 output channels when the
       // channels per group are a multiple of 4, else per output element.
       const bool blocked = (p[4] / p[15]) % 4 == 0;
-      return threads(ShaderId::Conv2d, blocked ? out_numel / 4 : out_numel);
+      return threads(ShaderId::Conv, blocked ? out_numel / 4 : out_numel);
     }
     case NodeOp::ChannelAffine: return threads(ShaderId::ChannelAffine, out_numel);
     case NodeOp::Pool2d: return threads(ShaderId::Pool2d, out_numel);
@@ -81,6 +81,7 @@ Error plan_dispatch(const BlobPlan& plan, uint32_t index, const uint32_t max_gro
     case NodeOp::Attention:
       return rows(ShaderId::Attention, static_cast<uint64_t>(p[0]) * static_cast<uint64_t>(p[1]));
     case NodeOp::Pad: return threads(ShaderId::Pad, out_numel);
+    case NodeOp::Upsample2d: return threads(ShaderId::Upsample2d, out_numel);
     case NodeOp::QuantLinear: {
       if (p[0] <= kQuantGemvMaxRows) {  // quant_gemv.comp: one workgroup per output column
         return rows(ShaderId::QuantGemv, static_cast<uint64_t>(p[1]));

@@ -12,7 +12,7 @@ namespace tern::vulkan {
 enum class ShaderId : uint32_t {
   Attention = 0,
   ChannelAffine,
-  Conv2d,
+  Conv,
   Elementwise,
   Embedding,
   LayerNorm,
@@ -26,6 +26,7 @@ enum class ShaderId : uint32_t {
   Softmax,
   StridedCopy,
   Unary,
+  Upsample2d,
   kCount,
 };
 

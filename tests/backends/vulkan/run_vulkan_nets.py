@@ -100,12 +100,14 @@ MODELS = {
     "bert_tiny": (_zoo("bert_tiny"), 2),
     "gpt2_tiny": (_zoo("gpt2_tiny"), 1),
     "vit_tiny": (_zoo("vit_tiny"), 1),
+    "t5_encoder_tiny": (_zoo("t5_encoder_tiny"), 1),
 }
-MODELS.update({name: (_zoo(name), 1) for name in model_zoo.ZOO})
+# The broader zoo and the video classifiers (3-D convolutions) at model_zoo's sizes.
+MODELS.update({name: (_zoo(name), 1) for name in list(model_zoo.ZOO) + sorted(model_zoo.VIDEO)})
 # Compared with PyTorch's float64 output (see the module docstring).
 FLOAT64_REFERENCE = set(model_zoo.ZOO)
 # Hugging Face models: built only where `transformers` works with this PyTorch.
-TRANSFORMERS = ("bert_tiny", "gpt2_tiny", "vit_tiny")
+TRANSFORMERS = ("bert_tiny", "gpt2_tiny", "vit_tiny", "t5_encoder_tiny")
 
 
 def _compare(got, ref):

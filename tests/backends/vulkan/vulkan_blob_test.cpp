@@ -5,6 +5,7 @@
 // features) falls back; f16-storage blobs hold f16 constants and no quantized weights.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -98,10 +99,11 @@ TEST(VulkanBlob, CorruptFieldsAreRefusedWithTheirName) {
       {patched<char>(blob, 0, 'X'), Error::InvalidProgram, "magic"},
       {patched<uint32_t>(blob, 4, 1), Error::DelegateInvalidCompatibility, "version 1"},
       {patched<uint32_t>(blob, 4, 2), Error::DelegateInvalidCompatibility,
-       "version 2, this runtime reads version 5"},
+       "version 2, this runtime reads version 6"},
       {patched<uint32_t>(blob, 4, 3), Error::DelegateInvalidCompatibility, "version 3"},
       {patched<uint32_t>(blob, 4, 4), Error::DelegateInvalidCompatibility, "version 4"},
-      {patched<uint32_t>(blob, 4, 6), Error::DelegateInvalidCompatibility, "version 6"},
+      {patched<uint32_t>(blob, 4, 5), Error::DelegateInvalidCompatibility, "version 5"},
+      {patched<uint32_t>(blob, 4, 7), Error::DelegateInvalidCompatibility, "version 7"},
       {patched<uint32_t>(blob, offsetof(BlobHeader, storage), 2),
        Error::DelegateInvalidCompatibility, "storage type 2"},
       // An f32 blob read as f16: its constants hold 4 bytes per element, not 2 (w: 8 x 16).
@@ -174,6 +176,98 @@ TEST(VulkanBlob, PadNodeRefusesReadsOutsideItsInput) {
     m.params[c.index] = c.value;
     if (c.index == 12) m.params[6] = 9;  // keep the output consistent: only x's extent is wrong
     std::memcpy(bad.data() + pad_node, &m, sizeof(m));
+    EXPECT_EQ(parse(bad), Error::InvalidProgram) << c.message;
+    EXPECT_NE(std::string(last_error_message()).find(c.message), std::string::npos)
+        << c.message << ": " << last_error_message();
+  }
+}
+
+// A 3-D conv node: its depth fields (D, OD, KD, stride, pad, dilation) are checked like the
+// 2-D ones, unused parameters must be 0, and extents whose product would wrap 64 bits (x's
+// five dims each 2^30) are refused instead of wrapping to a small number.
+TEST(VulkanBlob, ConvNodeChecksItsDepthFields) {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {1, 2, 3, 5, 5});
+  const int w = b.constant_f32("w", {4, 2, 3, 3, 3}, random_floats(4 * 2 * 27, 7, -0.5f, 0.5f));
+  const int c = b.op("tern::conv3d",
+                     {x, w, b.none(), b.int_list({1, 2, 2}), b.int_list({1, 1, 1}),
+                      b.int_list({1}), b.int_value(1)},
+                     DType::F32, {1, 4, 3, 3, 3});
+  b.output(b.op("tern::relu", {c}, DType::F32, {1, 4, 3, 3, 3}));
+  delegate_vulkan(b, 0, 1);
+  const compiler::Graph g = b.build();
+  const std::vector<uint8_t>& blob = g.delegates.at(0).blob;
+  ASSERT_EQ(parse(blob), Error::Ok) << last_error_message();
+  const size_t conv_node = node_offset(blob, 0);
+  BlobNode n;
+  std::memcpy(&n, blob.data() + conv_node, sizeof(n));
+  ASSERT_EQ(n.op, static_cast<uint32_t>(vulkan::NodeOp::Conv));
+  // D, OD, KD, stride d, pad d, dilation d as lowered from the graph.
+  EXPECT_EQ(std::vector<int32_t>(n.params + 18, n.params + 24),
+            (std::vector<int32_t>{3, 3, 3, 1, 1, 1}));
+  struct Case {
+    std::vector<std::pair<int, int32_t>> set;
+    const char* message;
+  } cases[] = {
+      {{{20, 0}}, "params[20] = 0"},          // a kernel of depth 0
+      {{{21, 0}}, "params[21] = 0"},          // depth stride 0
+      {{{22, -1}}, "params[22] = -1"},        // negative depth padding
+      {{{25, 1}}, "unused parameter"},
+      {{{18, 4}}, "x reaches element"},       // one frame more than x holds
+      {{{19, 4}}, "output elements"},
+      {{{0, 1 << 30}, {1, 1 << 30}, {18, 1 << 30}, {2, 1 << 30}, {3, 1 << 30}}, "x reaches element"},
+  };
+  for (const Case& k : cases) {
+    std::vector<uint8_t> bad = blob;
+    BlobNode m = n;
+    for (const auto& [index, value] : k.set) m.params[index] = value;
+    std::memcpy(bad.data() + conv_node, &m, sizeof(m));
+    EXPECT_EQ(parse(bad), Error::InvalidProgram) << k.message;
+    EXPECT_NE(std::string(last_error_message()).find(k.message), std::string::npos)
+        << k.message << ": " << last_error_message();
+  }
+}
+
+// An upsample node's source steps (fparams) must be finite and >= 0 and its input sizes at
+// most 2^24 (the shader clamps indices in f32): otherwise an index could leave x.
+TEST(VulkanBlob, UpsampleNodeChecksItsSteps) {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {1, 2, 5, 4});
+  const int r = b.op("tern::relu", {x}, DType::F32, {1, 2, 5, 4});
+  b.output(b.op("tern::upsample_bilinear2d", {r, b.bool_value(false), b.none(), b.none()},
+                DType::F32, {1, 2, 7, 9}));
+  delegate_vulkan(b, 0, 1);
+  const compiler::Graph g = b.build();
+  const std::vector<uint8_t>& blob = g.delegates.at(0).blob;
+  ASSERT_EQ(parse(blob), Error::Ok) << last_error_message();
+  const size_t node = node_offset(blob, 1);
+  BlobNode n;
+  std::memcpy(&n, blob.data() + node, sizeof(n));
+  ASSERT_EQ(n.op, static_cast<uint32_t>(vulkan::NodeOp::Upsample2d));
+  EXPECT_FLOAT_EQ(n.fparams[0], 5.0f / 7.0f);  // in / out without a scale
+  EXPECT_FLOAT_EQ(n.fparams[1], 4.0f / 9.0f);
+  struct Case {
+    int param;  ///< -1: fparams[0] = value
+    double value;
+    const char* message;
+  } cases[] = {
+      {-1, std::nan(""), "source step 0"},
+      {-1, -0.5, "source step 0"},
+      {-1, std::numeric_limits<float>::infinity(), "source step 0"},
+      {5, 2, "flag parameter"},
+      {7, 1, "unused parameter"},
+      {1, (1 << 24) + 1, "input size <= 2^24"},
+      {3, 8, "output elements"},
+  };
+  for (const Case& c : cases) {
+    std::vector<uint8_t> bad = blob;
+    BlobNode m = n;
+    if (c.param < 0) {
+      m.fparams[0] = static_cast<float>(c.value);
+    } else {
+      m.params[c.param] = static_cast<int32_t>(c.value);
+    }
+    std::memcpy(bad.data() + node, &m, sizeof(m));
     EXPECT_EQ(parse(bad), Error::InvalidProgram) << c.message;
     EXPECT_NE(std::string(last_error_message()).find(c.message), std::string::npos)
         << c.message << ": " << last_error_message();
@@ -388,7 +482,7 @@ TEST(VulkanBlob, IncompatibleBlobsAndSpecsFallBack) {
   }
 }
 
-// f16 storage: header storage 1, version 5, constants as f16 (2 bytes per element, rounded
+// f16 storage: header storage 1, version 6, constants as f16 (2 bytes per element, rounded
 // to nearest even from the graph's f32), the compile spec storage=f16.
 TEST(VulkanBlob, F16StorageRoundTrip) {
   const compiler::Graph g = small_graph(vulkan::kStorageF16);
@@ -401,7 +495,7 @@ TEST(VulkanBlob, F16StorageRoundTrip) {
   vulkan::BlobPlan plan;
   ASSERT_EQ(vulkan::parse_blob(Span<const uint8_t>(a.data(), region.blob.size()), &plan), Error::Ok)
       << last_error_message();
-  EXPECT_EQ(plan.header.version, 5u);
+  EXPECT_EQ(plan.header.version, vulkan::kBlobVersion);
   EXPECT_EQ(plan.header.storage, vulkan::kStorageF16);
   const BlobValue& wv = plan.values[plan.nodes[0].inputs[1]];
   ASSERT_EQ(wv.kind, static_cast<uint32_t>(vulkan::ValueKind::Constant));

@@ -55,6 +55,21 @@ int conv(GraphBuilder& b, int x, const std::vector<int64_t>& xs, int64_t o, int6
               DType::F32, {xs[0], o, oh, ow});
 }
 
+/// conv3d of x [N, C, D, H, W] by a random kernel k = (kd, kh, kw).
+int conv3d(GraphBuilder& b, int x, const std::vector<int64_t>& xs, int64_t o,
+           std::vector<int64_t> k, std::vector<int64_t> stride, std::vector<int64_t> pad,
+           std::vector<int64_t> dil, int64_t groups, bool bias, uint32_t seed) {
+  const int w = constant(b, "w" + std::to_string(seed), {o, xs[1] / groups, k[0], k[1], k[2]}, seed);
+  const int bv = bias ? constant(b, "b" + std::to_string(seed), {o}, seed + 1) : b.none();
+  std::vector<int64_t> out{xs[0], o};
+  for (size_t d = 0; d < 3; ++d) {
+    out.push_back((xs[2 + d] + 2 * pad[d] - dil[d] * (k[d] - 1) - 1) / stride[d] + 1);
+  }
+  return b.op("tern::conv3d",
+              {x, w, bv, b.int_list(stride), b.int_list(pad), b.int_list(dil), b.int_value(groups)},
+              DType::F32, out);
+}
+
 int tensor_list(GraphBuilder& b, std::vector<int> items) {
   compiler::Value v;
   v.kind = compiler::Value::Kind::TensorList;
@@ -242,7 +257,7 @@ std::vector<OpCase> cases() {
                  const int x = b.input("x", DType::F32, {1, 8, 7, 7});
                  b.output(conv(b, x, {1, 8, 7, 7}, 12, 3, {1, 1}, {1, 1}, {1, 1}, 2, true, 24));
                }, kMm});
-  // 8 channels per group: conv2d.comp's 4-channel blocks (ResNeXt's grouped 3x3 convs), with
+  // 8 channels per group: conv.comp's 4-channel blocks (ResNeXt's grouped 3x3 convs), with
   // the window clipped at every edge (stride 2, padding 2, dilation 2) and a batch of 2.
   c.push_back({"conv_grouped_channel_blocks_stride_dilation", [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {2, 16, 9, 10});
@@ -260,6 +275,53 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::hardtanh", {y, b.double_value(0.0), b.double_value(6.0)},
                                DType::F32, {1, 32, 7, 7}));
                }, kMm});
+  // 3-D: r3d_18's stem (3x7x7, stride (1, 2, 2), padding (1, 3, 3)) with the window clipped on
+  // every face; r2plus1d's factored pair (1x3x3 then 3x1x1) in 4-channel blocks, grouped, with
+  // depth stride and dilation, batch 2; depthwise (one channel per group).
+  c.push_back({"conv3d_stem_stride_pad", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 3, 4, 9, 10});
+                 b.output(conv3d(b, x, {1, 3, 4, 9, 10}, 8, {3, 7, 7}, {1, 2, 2}, {1, 3, 3},
+                                 {1, 1, 1}, 1, true, 40));
+               }, kMm});
+  c.push_back({"conv3d_factored_grouped_depth_stride_dilation", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 8, 6, 5, 6});
+                 const int s = conv3d(b, x, {2, 8, 6, 5, 6}, 16, {1, 3, 3}, {1, 1, 1}, {0, 1, 1},
+                                      {1, 1, 1}, 2, false, 42);
+                 const int r = b.op("tern::relu", {s}, DType::F32, {2, 16, 6, 5, 6});
+                 b.output(conv3d(b, r, {2, 16, 6, 5, 6}, 8, {3, 1, 1}, {2, 1, 1}, {2, 0, 0},
+                                 {2, 1, 1}, 2, true, 44));
+               }, kMm});
+  c.push_back({"conv3d_depthwise", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 6, 5, 7, 7});
+                 b.output(conv3d(b, x, {1, 6, 5, 7, 7}, 6, {3, 3, 3}, {2, 2, 2}, {1, 1, 1},
+                                 {1, 1, 1}, 6, true, 46));
+               }, kMm});
+  // ---- upsampling (the portable kernels' index rules) ----
+  // Nearest: factor 2 (the o >> 1 shortcut), 5 -> 7 rows (in / out), a given scale 2.5 whose
+  // 1 / 2.5 step is not in / out, and a downscale; bilinear with and without align_corners,
+  // with a given scale and over a size of one.
+  c.push_back({"upsample_nearest", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 3, 5, 4});
+                 b.output(b.op("tern::upsample_nearest2d", {x, b.none(), b.none()}, DType::F32,
+                               {2, 3, 10, 8}));
+                 b.output(b.op("tern::upsample_nearest2d", {x, b.none(), b.none()}, DType::F32,
+                               {2, 3, 7, 3}));
+                 b.output(b.op("tern::upsample_nearest2d",
+                               {x, b.double_value(2.5), b.double_value(2.5)}, DType::F32,
+                               {2, 3, 12, 10}));
+               }, kEw});
+  c.push_back({"upsample_bilinear", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 4, 6, 5});
+                 b.output(b.op("tern::upsample_bilinear2d",
+                               {x, b.bool_value(false), b.none(), b.none()}, DType::F32,
+                               {1, 4, 12, 13}));
+                 b.output(b.op("tern::upsample_bilinear2d",
+                               {x, b.bool_value(true), b.none(), b.none()}, DType::F32,
+                               {1, 4, 11, 1}));
+                 b.output(b.op("tern::upsample_bilinear2d",
+                               {x, b.bool_value(false), b.double_value(1.5), b.double_value(3.0)},
+                               DType::F32, {1, 4, 9, 15}));
+               }, kTr});
   // ---- pooling ----
   c.push_back({"max_pool_pad_and_ceil_dilation", [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {2, 3, 11, 11});
