@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/backend/backend_option.h"
 #include "runtime/core/evalue.h"
 #include "runtime/core/data_loader.h"
 #include "runtime/core/freeable_buffer.h"
@@ -34,6 +35,10 @@ struct BackendInitContext {
   const char* method_name = nullptr;
   /// Number of worker threads the caller asked for (0: backend default).
   uint32_t num_threads = 0;
+  /// Every backend option the caller gave (MethodLoadOptions::backend_options), for any
+  /// backend: a backend reads its own (find_backend_option) and refuses, as InvalidArgument
+  /// naming the keys it knows, a key of its own it does not know. Valid during init only.
+  Span<const BackendOption> options;
   /// Null, or a hint a backend may give once it has copied a program constant it receives as
   /// a delegate call argument and will not read it again (weights packed at prepare): the
   /// `size` bytes at `data` need not stay in this process's memory (an mmapped program drops
@@ -65,6 +70,10 @@ class BackendInterface {
   virtual ~BackendInterface() = default;
   /// Whether the backend can run here (device present, driver loaded). Cheap; called at load.
   virtual bool is_available() const = 0;
+  /// Why is_available() is false (no driver, no device, ...), for the one log line the
+  /// executor writes when a delegate takes its portable fallback; "" when it has no more to
+  /// say. Static storage.
+  virtual const char* unavailable_reason() const { return ""; }
   /// Builds a delegate from its blob. The backend owns `blob` from here on: its bytes are
   /// aligned to kLoaderAlignment (64; the loader's promise, data_loader.h) and stay readable
   /// while the backend holds the buffer. A backend that reads them in place keeps the buffer in

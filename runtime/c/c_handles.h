@@ -33,6 +33,10 @@ struct tern_program {
   std::vector<std::string> disabled_names;
   std::vector<const char*> disabled;  ///< pointers into disabled_names
   uint32_t num_threads = 0;
+  /// The options' backend options, copied: backend, key, value of each in turn, and the
+  /// records pointing into them.
+  std::vector<std::string> backend_option_strings;
+  std::vector<tern::BackendOption> backend_options;
   /// The program's shared state (format 1.2: state its methods share, e.g. a KV cache),
   /// allocated and initialised at program load; empty when the program has none.
   tern::SharedStateBuffer shared_state;

@@ -81,6 +81,23 @@ tern_status apply_options(const tern_load_options& options, tern_program* progra
     program->disabled.push_back(name.c_str());
   }
   program->num_threads = options.num_threads;
+  TERN_C_CHECK(options.backend_options != nullptr || options.num_backend_options == 0, nullptr,
+               TERN_STATUS_NULL_ARGUMENT,
+               "load options: backend_options is NULL but num_backend_options is %zu",
+               options.num_backend_options);
+  for (size_t i = 0; i < options.num_backend_options; ++i) {
+    const tern_backend_option& o = options.backend_options[i];
+    TERN_C_CHECK(o.backend != nullptr && o.key != nullptr && o.value != nullptr, nullptr,
+                 TERN_STATUS_NULL_ARGUMENT,
+                 "load options: backend_options[%zu] has a NULL backend, key or value", i);
+    program->backend_option_strings.insert(program->backend_option_strings.end(),
+                                           {o.backend, o.key, o.value});
+  }
+  const std::vector<std::string>& strings = program->backend_option_strings;
+  for (size_t i = 0; i + 2 < strings.size(); i += 3) {
+    program->backend_options.push_back(
+        {strings[i].c_str(), strings[i + 1].c_str(), strings[i + 2].c_str()});
+  }
   return TERN_STATUS_OK;
 }
 

@@ -150,6 +150,14 @@ typedef enum tern_verification {
   TERN_VERIFY_STRUCTURE = 1 /**< header checksum, FlatBuffer and every index; no weight reads */
 } tern_verification;
 
+/** One option for a backend at load, e.g. {"vulkan", "device", "1"}: the Vulkan device by
+ * index or by part of its name (backends/vulkan/README.md). */
+typedef struct tern_backend_option {
+  const char* backend; /**< a backend's name */
+  const char* key;
+  const char* value;
+} tern_backend_option;
+
 /** Load options. Initialise with tern_load_options_init(), then change fields; a struct not
  * initialised that way is refused (TERN_STATUS_INVALID_ARGUMENT). The strings and arrays are
  * copied at load: they need not outlive the call. */
@@ -169,6 +177,12 @@ typedef struct tern_load_options {
   size_t num_disabled_backends;
   /** Nonzero: use no backend at all (every delegate runs its portable fallback). Default 0. */
   int portable_only;
+  /** Options for backends, given to their delegates at each method's load. NULL (default):
+   * none. A key a backend does not know fails tern_method_load with
+   * TERN_STATUS_INVALID_ARGUMENT naming the keys it takes; a Vulkan device that is not there
+   * makes the vulkan delegates run their portable fallback (one log line says why). */
+  const tern_backend_option* backend_options;
+  size_t num_backend_options;
 } tern_load_options;
 
 /** Fills `options` with the defaults above. Does nothing when `options` is NULL. */

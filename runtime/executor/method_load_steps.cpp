@@ -104,6 +104,7 @@ Error resolve_delegate(LoadContext& c, uint32_t index, const MethodLoadOptions& 
   }
 
   const char* reason = nullptr;
+  const char* detail = nullptr;  // the backend's own words on why it is not available
   const Backend* entry = find_backend(backend);
   if (is_disabled(options, backend)) {
     reason = "disabled by the caller";
@@ -111,6 +112,7 @@ Error resolve_delegate(LoadContext& c, uint32_t index, const MethodLoadOptions& 
     reason = "not registered";
   } else if (!entry->backend->is_available()) {
     reason = "not available";
+    detail = entry->backend->unavailable_reason();
   } else {
     auto blob = c.program->segment_buffer(segment);
     if (!blob.ok()) return blob.error();
@@ -118,6 +120,7 @@ Error resolve_delegate(LoadContext& c, uint32_t index, const MethodLoadOptions& 
     init_context.method_allocator = c.memory->method_allocator;
     init_context.method_name = c.name;
     init_context.num_threads = options.num_threads;
+    init_context.options = options.backend_options;
     init_context.release_constant = release_program_constant;
     init_context.release_cookie = const_cast<Program*>(c.program);  // read only
     clear_error_message();
@@ -137,17 +140,19 @@ Error resolve_delegate(LoadContext& c, uint32_t index, const MethodLoadOptions& 
     // Logging does not touch the last error message: the backend's reason is read in place.
     const char* reason_text = last_error_message();
     TERN_LOG(Info,
-             "method '%s': delegate %u (backend '%s') rejected its blob (%s); running its "
+             "method '%s': delegate %u (backend '%s') cannot take it (%s); running its "
              "portable fallback (%u kernels)",
              c.name, index, backend, reason_text[0] != '\0' ? reason_text : "(no message)",
              fallback_kernels);
     slot.use_fallback = true;
     return Error::Ok;
   }
+  const bool has_detail = detail != nullptr && detail[0] != '\0';
   TERN_LOG(Info,
-           "method '%s': delegate %u (backend '%s') %s; running its portable fallback (%u "
+           "method '%s': delegate %u (backend '%s') %s%s%s; running its portable fallback (%u "
            "kernels)",
-           c.name, index, backend, reason, fallback_kernels);
+           c.name, index, backend, reason, has_detail ? ": " : "", has_detail ? detail : "",
+           fallback_kernels);
   slot.use_fallback = true;
   return Error::Ok;
 }

@@ -32,9 +32,12 @@ struct Module::Impl {
   };
 
   Options options;
-  // Deep copy of options.method.disabled_backends (the caller's array need not outlive load).
+  // Deep copies of options.method.disabled_backends and backend_options (the caller's arrays
+  // need not outlive load).
   std::vector<std::string> disabled_names;
   std::vector<const char*> disabled;
+  std::vector<std::string> option_strings;  // backend, key, value of each option in turn
+  std::vector<BackendOption> backend_options;
   std::unique_ptr<DataLoader> loader;
   std::unique_ptr<Program> program;
   // The program's shared state (format 1.2), one buffer for all its methods; empty when none.
@@ -59,6 +62,19 @@ Error Module::load(const char* path, const Options& options) {
   for (const std::string& name : impl->disabled_names) impl->disabled.push_back(name.c_str());
   impl->options.method.disabled_backends =
       Span<const char* const>(impl->disabled.data(), impl->disabled.size());
+  for (const BackendOption& o : options.method.backend_options) {
+    TERN_CHECK_OR_RETURN_ERROR(o.backend != nullptr && o.key != nullptr && o.value != nullptr,
+                               InvalidArgument, "Module::load: a backend option has a null "
+                               "backend, key or value");
+    impl->option_strings.insert(impl->option_strings.end(), {o.backend, o.key, o.value});
+  }
+  for (size_t i = 0; i + 2 < impl->option_strings.size(); i += 3) {
+    impl->backend_options.push_back({impl->option_strings[i].c_str(),
+                                     impl->option_strings[i + 1].c_str(),
+                                     impl->option_strings[i + 2].c_str()});
+  }
+  impl->options.method.backend_options =
+      Span<const BackendOption>(impl->backend_options.data(), impl->backend_options.size());
 
   switch (options.mode) {
     case LoadMode::File: {

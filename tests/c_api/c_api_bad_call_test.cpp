@@ -201,6 +201,19 @@ TEST(CApiBadCall, LoadOptionsNullBackendName) {
                    "disabled_backends[0]");
 }
 
+TEST(CApiBadCall, LoadOptionsNullBackendOptions) {
+  tern_load_options options;
+  tern_load_options_init(&options);
+  options.num_backend_options = 1;
+  tern_program* p = nullptr;
+  EXPECT_C_FAILURE(tern_program_load_file(tiny_model(), &options, &p), TERN_STATUS_NULL_ARGUMENT,
+                   "backend_options is NULL");
+  static const tern_backend_option kNullKey[] = {{"vulkan", nullptr, "0"}};
+  options.backend_options = kNullKey;
+  EXPECT_C_FAILURE(tern_program_load_file(tiny_model(), &options, &p), TERN_STATUS_NULL_ARGUMENT,
+                   "backend_options[0]");
+}
+
 // ---- program queries ----
 
 TEST(CApiBadCall, NumMethodsNullProgram) {

@@ -207,6 +207,38 @@ TEST(CApi, ChoosesAndDisablesBackends) {
   }
 }
 
+// Backend options reach the backends at each method's load: one for a backend the program does
+// not use changes nothing; a key the cpu backend does not know fails the method's load naming
+// it (a misspelt option is never ignored silently).
+TEST(CApi, BackendOptionsReachTheBackends) {
+  if (tiny_model_cpu().empty()) GTEST_SKIP() << "no cpu backend in this build";
+  for (int unknown_key = 0; unknown_key < 2; ++unknown_key) {
+    std::string key = "device", backend = "vulkan";
+    if (unknown_key) key = "treads", backend = "cpu";
+    const tern_backend_option option = {backend.c_str(), key.c_str(), "1"};
+    tern_load_options options;
+    tern_load_options_init(&options);
+    options.backend_options = &option;
+    options.num_backend_options = 1;
+    tern_program* raw = nullptr;
+    ASSERT_EQ(tern_program_load_file(tiny_model_cpu().c_str(), &options, &raw), TERN_STATUS_OK)
+        << tern_last_error_message();
+    Program p(raw);
+    key = backend = "overwritten";  // the program copied the strings at load
+    tern_method* m = nullptr;
+    const tern_status status = tern_method_load(p.get(), "forward", nullptr, &m);
+    if (!unknown_key) {
+      ASSERT_EQ(status, TERN_STATUS_OK) << tern_last_error_message();
+      Method method(m);
+      EXPECT_EQ(run_forward(method.get()), kRZ);
+    } else {
+      EXPECT_EQ(status, TERN_STATUS_INVALID_ARGUMENT);
+      EXPECT_NE(std::string(tern_last_error_message()).find("unknown load option 'treads'"),
+                std::string::npos) << tern_last_error_message();
+    }
+  }
+}
+
 TEST(CApi, StatusNamesCoverEveryRuntimeError) {
   for (uint32_t raw = 0; raw < 0x100; ++raw) {
     const Error e = static_cast<Error>(raw);

@@ -1,5 +1,5 @@
 // Bad inputs at the CLI (docs/errors.md): `tern run` with a .npy that lies about its size, the
-// wrong dtype or shape, or a method that does not exist, exits 1 with one "tern: error:" line
+// wrong dtype or shape, a method that does not exist, or a malformed --backend-option exits 1 with one "tern: error:" line
 // naming the file, what was expected and what was found.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -110,6 +110,13 @@ TEST_F(BadInputCli, NpyOfTheWrongShape) {
 
 TEST_F(BadInputCli, UnknownMethod) {
   expect_error(tern("run " + model() + " --method decode --ones"), {"decode", "forward"});
+}
+
+TEST_F(BadInputCli, MalformedBackendOption) {
+  for (const char* bad : {"vulkan", "vulkan.device", ".device=1", "vulkan.=1"}) {
+    expect_error(tern("run " + model() + " --ones --backend-option '" + bad + "'"),
+                 {std::string("--backend-option '") + bad + "'", "expected BACKEND.KEY=VALUE"});
+  }
 }
 
 }  // namespace

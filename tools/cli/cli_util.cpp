@@ -1,6 +1,7 @@
 // Helpers shared by the subcommands: error text, program loading, value formatting.
 #include <sys/resource.h>
 
+#include <array>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -135,10 +136,42 @@ std::string choose_method(const Program& program, const std::string& requested,
   return first;
 }
 
+namespace {
+
+/// set_backend_options' values: backend, key, value each.
+std::vector<std::array<std::string, 3>>& backend_option_strings() {
+  static std::vector<std::array<std::string, 3>> options;
+  return options;
+}
+
+}  // namespace
+
+void set_backend_options(const std::vector<std::string>& specs) {
+  std::vector<std::array<std::string, 3>>& out = backend_option_strings();
+  out.clear();
+  for (const std::string& spec : specs) {
+    const size_t dot = spec.find('.'), eq = spec.find('=');
+    if (dot == std::string::npos || eq == std::string::npos || dot == 0 || eq < dot + 2) {
+      throw std::runtime_error("--backend-option '" + spec +
+                               "': expected BACKEND.KEY=VALUE, e.g. vulkan.device=1");
+    }
+    out.push_back({spec.substr(0, dot), spec.substr(dot + 1, eq - dot - 1), spec.substr(eq + 1)});
+  }
+}
+
 Method& load_chosen_method(Module& module, const std::string& model, const std::string& requested,
-                           std::string* chosen, const Module::Options& options,
+                           std::string* chosen, const Module::Options& given,
                            const char* preferred) {
   clear_error_message();
+  Module::Options options = given;
+  std::vector<BackendOption> backend_options;
+  for (const auto& o : backend_option_strings()) {
+    backend_options.push_back({o[0].c_str(), o[1].c_str(), o[2].c_str()});
+  }
+  if (!backend_options.empty()) {
+    options.method.backend_options =
+        Span<const BackendOption>(backend_options.data(), backend_options.size());
+  }
   throw_if_error(module.load(model.c_str(), options), "cannot load " + model);
   *chosen = choose_method(*module.program(), requested, preferred);
   clear_error_message();

@@ -101,7 +101,13 @@ std::string shape_string(Span<const int64_t> sizes);
 std::string choose_method(const Program& program, const std::string& requested,
                           const char* preferred = "forward");
 
+/// The --backend-option values ("BACKEND.KEY=VALUE", e.g. "vulkan.device=1"), given to every
+/// method load_chosen_method loads (MethodLoadOptions::backend_options). Throws, naming the
+/// form expected, on a malformed one.
+void set_backend_options(const std::vector<std::string>& specs);
+
 /// Loads `model` into `module` and the method choose_method() picks; its name goes to `chosen`.
+/// The options get the --backend-option values (set_backend_options).
 /// Throws "cannot load <model>: ..." or "cannot load method '<m>' of <model>: ...".
 Method& load_chosen_method(Module& module, const std::string& model, const std::string& requested,
                            std::string* chosen, const Module::Options& options = Module::Options(),

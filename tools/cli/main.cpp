@@ -30,6 +30,11 @@ int run_main(int argc, char** argv) {
   app.fallthrough();
   bool verbose = false;
   app.add_flag("-v,--verbose", verbose, "Show runtime log lines (Info and above)");
+  // run, bench and generate: options for backends at load, e.g. vulkan.device=1.
+  std::vector<std::string> backend_options;
+  app.add_option("--backend-option", backend_options,
+                 "BACKEND.KEY=VALUE for the backends at load (repeat), e.g. vulkan.device=1 "
+                 "(a device index or part of its name)");
 
   tern::cli::RunOptions run;
   CLI::App* run_cmd = app.add_subcommand("run", "Execute a method of a program");
@@ -147,6 +152,7 @@ int run_main(int argc, char** argv) {
   }
 
   tern::set_log_level(verbose ? tern::LogLevel::Info : tern::LogLevel::Warning);
+  tern::cli::set_backend_options(backend_options);
   tern::cli::throw_if_error(tern::register_portable_kernels(), "cannot register the portable kernels");
   // Every backend this build has: run/bench delegate to them, compile partitions for them.
   tern::cli::throw_if_error(tern::register_all_backends(), "cannot register the backends");

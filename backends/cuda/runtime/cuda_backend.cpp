@@ -211,11 +211,18 @@ Error check_arg(const BlobValue& v, uint32_t index, Span<EValue*> args) {
 class CudaBackend final : public BackendInterface {
  public:
   bool is_available() const override { return probe_device().available; }
+  const char* unavailable_reason() const override { return probe_device().reason; }
 
   Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer blob,
                                Span<const CompileSpecView> specs) const override {
-    (void)context;
     (void)specs;
+    // No load options yet (the device is the current CUDA device): a key is refused.
+    if (const BackendOption* o = unknown_backend_option(context.options, "cuda", {})) {
+      return set_error_message(Error::InvalidArgument,
+                               "cuda backend: unknown load option '%s' (the cuda backend takes "
+                               "none; the device is the calling thread's current CUDA device)",
+                               o->key != nullptr ? o->key : "(null)");
+    }
     const DeviceProbe& probe = probe_device();
     if (!probe.available) {
       return set_error_message(Error::BackendUnavailable, "cuda backend: %s", probe.reason);

@@ -5,7 +5,6 @@
 #include <cstdio>
 
 #include "backends/cuda/runtime/cublaslt_api.h"
-#include "runtime/core/log.h"
 
 namespace tern::cuda {
 namespace {
@@ -36,7 +35,6 @@ DeviceProbe run_probe() {
       std::snprintf(p.reason, sizeof(p.reason), "%s", lt.reason);
     }
   }
-  if (!p.available) TERN_LOG(Info, "cuda backend unavailable: %s", p.reason);
   return p;
 }
 

@@ -68,6 +68,7 @@ struct IndexCheck {
 };
 
 struct VulkanDelegate {
+  VulkanContext* context = nullptr;  ///< the device it runs on (the process keeps it open)
   BlobPlan plan;
   uint64_t* offsets = nullptr;  ///< per value: in `weights` (constants) or `arena`
   Buffer weights, arena, staging;
@@ -96,8 +97,7 @@ void destroy_buffer(VkDevice device, Buffer* b) {
 
 void free_delegate(VulkanDelegate* d) {
   if (d == nullptr) return;
-  VulkanContext& c = vulkan_context();
-  VkDevice dev = c.device;
+  VkDevice dev = d->context != nullptr ? d->context->device : VK_NULL_HANDLE;
   if (dev != VK_NULL_HANDLE) {
     if (d->fence != VK_NULL_HANDLE) vk().vkDestroyFence(dev, d->fence, nullptr);
     if (d->command_pool != VK_NULL_HANDLE) vk().vkDestroyCommandPool(dev, d->command_pool, nullptr);
@@ -577,19 +577,37 @@ Error check_arg(const External& x, Span<EValue*> args) {
 
 class VulkanBackend final : public BackendInterface {
  public:
-  bool is_available() const override {
-    const VulkanContext& c = vulkan_context();
-    return c.ok;
-  }
+  /// A usable device exists; which one a delegate runs on is chosen at init (the load option
+  /// "device", TERN_VULKAN_DEVICE, or the best), and init refuses with the reason (then the
+  /// fallback runs) when that one cannot be opened.
+  bool is_available() const override { return vulkan_has_suitable_device(); }
+  const char* unavailable_reason() const override { return vulkan_unavailable_text(); }
 
   Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer blob,
                                Span<const CompileSpecView> specs) const override {
-    (void)context;
-    VulkanContext& c = vulkan_context();
-    if (!c.ok) {
-      return set_error_message(Error::DelegateInvalidCompatibility, "vulkan: unavailable: %s",
-                               c.reason);
+    // The device: the load option "device" (an index or part of a name), else the default.
+    if (const BackendOption* o = unknown_backend_option(context.options, "vulkan", {"device"})) {
+      return set_error_message(Error::InvalidArgument,
+                               "vulkan: unknown load option '%s' (the vulkan backend takes: "
+                               "device=<index or part of a device name>)",
+                               o->key != nullptr ? o->key : "(null)");
     }
+    const char* wanted = find_backend_option(context.options, "vulkan", "device");
+    char why[1024] = {};
+    VulkanContext* cp = nullptr;
+    if (wanted != nullptr) {
+      cp = vulkan_device_context(wanted, why, sizeof(why));
+    } else {
+      cp = &vulkan_context();
+      if (!cp->ok) {
+        std::snprintf(why, sizeof(why), "%s", cp->reason);
+        cp = nullptr;
+      }
+    }
+    if (cp == nullptr) {
+      return set_error_message(Error::DelegateInvalidCompatibility, "vulkan: unavailable: %s", why);
+    }
+    VulkanContext& c = *cp;
     int spec_storage = -1;  // the compile spec's storage, when given
     for (size_t i = 0; i < specs.size(); ++i) {
       const CompileSpecView& s = specs[i];
@@ -614,6 +632,7 @@ class VulkanBackend final : public BackendInterface {
       return set_error_message(Error::DelegateMemoryAllocationFailed, "vulkan: no memory");
     }
     VulkanDelegate* d = new (mem) VulkanDelegate();
+    d->context = cp;
     Error err = parse_blob(
         Span<const uint8_t>(static_cast<const uint8_t*>(blob.data()), blob.size()), &d->plan);
     if (err == Error::Ok && spec_storage >= 0 &&
@@ -656,7 +675,7 @@ class VulkanBackend final : public BackendInterface {
                 Span<EValue*> args) const override {
     VulkanDelegate* d = reinterpret_cast<VulkanDelegate*>(handle);
     TERN_CHECK_OR_RETURN_ERROR(d != nullptr, DelegateInvalidHandle, "vulkan: null handle");
-    VulkanContext& c = vulkan_context();
+    VulkanContext& c = *d->context;
     const bool timed = context.report_part != nullptr;
     uint64_t t0 = timed ? monotonic_ns() : 0;
     uint8_t* staging = static_cast<uint8_t*>(d->staging.mapped);
@@ -729,6 +748,7 @@ Error register_vulkan_backend() {
 const BackendInterface& vulkan_backend_interface() { return vulkan::kBackend; }
 
 const char* vulkan_unavailable_reason() {
+  if (!vulkan::vulkan_has_suitable_device()) return vulkan::vulkan_unavailable_text();
   const vulkan::VulkanContext& c = vulkan::vulkan_context();
   return c.ok ? "" : c.reason;
 }

@@ -1,11 +1,13 @@
-// Opening Vulkan: loader, instance, device selection (TERN_VULKAN_DEVICE or the best type),
-// each unsuitable device skipped with the reason, one compute queue.
+// Opening Vulkan: loader and instance once per process; a device (one compute queue) per
+// device asked for — by the load option "device", TERN_VULKAN_DEVICE, or the best type — each
+// unsuitable device skipped with the reason.
 #include "backends/vulkan/runtime/vulkan_context.h"
 
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "runtime/core/log.h"
 
@@ -85,8 +87,23 @@ void append(char* buf, size_t size, const char* text) {
   if (len + 1 < size) std::snprintf(buf + len, size - len, "%s", text);
 }
 
-void open_context(VulkanContext& c) {
-  if (!load_loader(c.reason, sizeof(c.reason))) return;
+/// The process's loader and instance, and what it sees of each device (opened once).
+struct Instance {
+  bool ok = false;
+  char reason[512] = {};  ///< why not ok
+  VkInstance instance = VK_NULL_HANDLE;
+  uint32_t count = 0;
+  VkPhysicalDevice devices[kMaxDevices] = {};
+  VkPhysicalDeviceProperties props[kMaxDevices] = {};
+  char unsuitable[kMaxDevices][160] = {};  ///< why device i cannot run tern's shaders, or ""
+  uint32_t family[kMaxDevices] = {};       ///< its compute queue family
+  /// Why tern cannot use Vulkan here ("" when a suitable device exists): `reason`, or every
+  /// device with what it lacks.
+  char unavailable[1024] = {};
+};
+
+void open_instance(Instance& in) {
+  if (!load_loader(in.reason, sizeof(in.reason))) return;
   VkApplicationInfo app{};
   app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
   app.pApplicationName = "tern";
@@ -95,71 +112,120 @@ void open_context(VulkanContext& c) {
   VkInstanceCreateInfo ici{};
   ici.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
   ici.pApplicationInfo = &app;
-  VkResult r = vk().vkCreateInstance(&ici, nullptr, &c.instance);
+  VkResult r = vk().vkCreateInstance(&ici, nullptr, &in.instance);
   if (r != VK_SUCCESS) {
-    std::snprintf(c.reason, sizeof(c.reason),
+    std::snprintf(in.reason, sizeof(in.reason),
                   "vkCreateInstance failed (%s): no Vulkan 1.1 driver (ICD) found",
                   vk_result_name(r));
-    c.instance = VK_NULL_HANDLE;
+    in.instance = VK_NULL_HANDLE;
     return;
   }
-  if (!load_instance_functions(c.instance, c.reason, sizeof(c.reason))) return;
+  if (!load_instance_functions(in.instance, in.reason, sizeof(in.reason))) return;
   uint32_t count = kMaxDevices;
-  VkPhysicalDevice devices[kMaxDevices];
-  r = vk().vkEnumeratePhysicalDevices(c.instance, &count, devices);
+  r = vk().vkEnumeratePhysicalDevices(in.instance, &count, in.devices);
   if ((r != VK_SUCCESS && r != VK_INCOMPLETE) || count == 0) {
-    std::snprintf(c.reason, sizeof(c.reason), "no Vulkan device (vkEnumeratePhysicalDevices: "
+    std::snprintf(in.reason, sizeof(in.reason), "no Vulkan device (vkEnumeratePhysicalDevices: "
                   "%u devices, %s)", count, vk_result_name(r));
     return;
   }
-  const char* wanted = std::getenv("TERN_VULKAN_DEVICE");
+  in.count = count;
+  for (uint32_t i = 0; i < count; ++i) {
+    vk().vkGetPhysicalDeviceProperties(in.devices[i], &in.props[i]);
+    check_device(in.devices[i], in.props[i], in.unsuitable[i], sizeof(in.unsuitable[i]),
+                 &in.family[i]);
+  }
+  in.ok = true;
+}
+
+/// Fills in.unavailable.
+void explain_unavailable(Instance& in) {
+  if (!in.ok) {
+    std::snprintf(in.unavailable, sizeof(in.unavailable), "%s", in.reason);
+    return;
+  }
+  char list[768] = {};
+  for (uint32_t i = 0; i < in.count; ++i) {
+    if (in.unsuitable[i][0] == '\0') return;  // a suitable device: available
+    char line[320];
+    std::snprintf(line, sizeof(line), "%sdevice %u '%.100s' lacks: %.140s", list[0] ? "; " : "",
+                  i, in.props[i].deviceName, in.unsuitable[i]);
+    append(list, sizeof(list), line);
+  }
+  std::snprintf(in.unavailable, sizeof(in.unavailable), "no suitable Vulkan device: %s", list);
+}
+
+const Instance& instance() {
+  // Opened once, kept for the process's life: drivers may keep threads that must not be torn
+  // down from a static destructor.
+  static const Instance* in = [] {
+    Instance* i = new Instance();
+    open_instance(*i);
+    explain_unavailable(*i);
+    return i;
+  }();
+  return *in;
+}
+
+/// The device `wanted` names among the instance's (an index, or a substring of a device's
+/// name; null or empty: the best suitable one, discrete GPU first, then integrated, virtual,
+/// CPU), or -1 with the reason in `why`: none matches (the devices listed), or every match is
+/// unsuitable (each named with what it lacks). `wanted_from` names the setting in messages.
+int select_device(const Instance& in, const char* wanted, const char* wanted_from, char* why,
+                  size_t why_size) {
+  const bool any = wanted == nullptr || wanted[0] == '\0';
   char* end = nullptr;
   long wanted_index = -1;
-  if (wanted != nullptr && wanted[0] != '\0') {
+  if (!any) {
     wanted_index = std::strtol(wanted, &end, 10);
     if (end == wanted || *end != '\0') wanted_index = -1;
   }
   int best = -1, best_rank = 99;
-  uint32_t best_family = 0;
+  bool matched = false;
   char skipped[768] = {};
-  for (uint32_t i = 0; i < count; ++i) {
-    VkPhysicalDeviceProperties props;
-    vk().vkGetPhysicalDeviceProperties(devices[i], &props);
+  char names[512] = {};
+  for (uint32_t i = 0; i < in.count; ++i) {
     char line[320];
-    if (wanted != nullptr && wanted[0] != '\0') {
-      const bool match = wanted_index >= 0 ? static_cast<long>(i) == wanted_index
-                                            : std::strstr(props.deviceName, wanted) != nullptr;
+    std::snprintf(line, sizeof(line), "%s%u '%.100s'", names[0] ? ", " : "", i,
+                  in.props[i].deviceName);
+    append(names, sizeof(names), line);
+    if (!any) {
+      const bool match = wanted_index >= 0
+                             ? static_cast<long>(i) == wanted_index
+                             : std::strstr(in.props[i].deviceName, wanted) != nullptr;
       if (!match) continue;
     }
-    char why[160];
-    uint32_t family = 0;
-    check_device(devices[i], props, why, sizeof(why), &family);
-    if (why[0] != '\0') {
-      std::snprintf(line, sizeof(line), "%sdevice %u '%.100s' skipped: %.140s", skipped[0] ? "; " : "",
-                    i, props.deviceName, why);
+    matched = true;
+    if (in.unsuitable[i][0] != '\0') {
+      std::snprintf(line, sizeof(line), "%sdevice %u '%.100s' skipped: %.140s",
+                    skipped[0] ? "; " : "", i, in.props[i].deviceName, in.unsuitable[i]);
       append(skipped, sizeof(skipped), line);
       continue;
     }
-    const int rank = type_rank(props.deviceType);
+    const int rank = type_rank(in.props[i].deviceType);
     if (rank < best_rank) {
       best = static_cast<int>(i);
       best_rank = rank;
-      best_family = family;
     }
   }
-  if (best < 0) {
-    if (wanted != nullptr && wanted[0] != '\0' && skipped[0] == '\0') {
-      std::snprintf(c.reason, sizeof(c.reason),
-                    "no Vulkan device matches TERN_VULKAN_DEVICE='%s' (%u devices)", wanted,
-                    count);
-    } else {
-      std::snprintf(c.reason, sizeof(c.reason), "no suitable Vulkan device: %s", skipped);
-    }
-    return;
+  if (best >= 0) {
+    if (skipped[0] != '\0') TERN_LOG(Info, "vulkan: %s", skipped);
+    return best;
   }
-  c.physical = devices[best];
-  c.queue_family = best_family;
-  vk().vkGetPhysicalDeviceProperties(c.physical, &c.properties);
+  if (!matched) {
+    std::snprintf(why, why_size, "no Vulkan device matches %s='%s' (devices: %s)", wanted_from,
+                  wanted, names);
+  } else {
+    std::snprintf(why, why_size, "no suitable Vulkan device: %s", skipped);
+  }
+  return -1;
+}
+
+/// Creates the logical device and its queue on instance device `index` into `c`.
+void open_device(const Instance& in, uint32_t index, VulkanContext& c) {
+  c.instance = in.instance;
+  c.physical = in.devices[index];
+  c.queue_family = in.family[index];
+  c.properties = in.props[index];
   vk().vkGetPhysicalDeviceMemoryProperties(c.physical, &c.memory);
   std::snprintf(c.device_name, sizeof(c.device_name), "%s", c.properties.deviceName);
   const float priority = 1.0f;
@@ -207,7 +273,7 @@ void open_context(VulkanContext& c) {
   dci.pQueueCreateInfos = &qci;
   dci.enabledExtensionCount = num_extensions;
   dci.ppEnabledExtensionNames = num_extensions > 0 ? extensions : nullptr;
-  r = vk().vkCreateDevice(c.physical, &dci, nullptr, &c.device);
+  const VkResult r = vk().vkCreateDevice(c.physical, &dci, nullptr, &c.device);
   if (r != VK_SUCCESS) {
     std::snprintf(c.reason, sizeof(c.reason), "vkCreateDevice on '%s' failed: %s",
                   c.device_name, vk_result_name(r));
@@ -215,21 +281,60 @@ void open_context(VulkanContext& c) {
     return;
   }
   vk().vkGetDeviceQueue(c.device, c.queue_family, 0, &c.queue);
-  std::snprintf(c.reason, sizeof(c.reason), "%s", skipped);
-  if (skipped[0] != '\0') TERN_LOG(Info, "vulkan: %s", skipped);
   c.ok = true;
+}
+
+/// The context of instance device `index`, made on first use and kept for the process's life.
+VulkanContext& device_context(const Instance& in, int index) {
+  static std::mutex mutex;
+  static VulkanContext* contexts[kMaxDevices] = {};
+  std::lock_guard<std::mutex> lock(mutex);
+  VulkanContext*& c = contexts[index];
+  if (c == nullptr) {
+    c = new VulkanContext();
+    open_device(in, static_cast<uint32_t>(index), *c);
+  }
+  return *c;
+}
+
+/// The context of the device `wanted` names (see select_device), or null with the reason.
+VulkanContext* select_context(const char* wanted, const char* wanted_from, char* why,
+                              size_t why_size) {
+  const Instance& in = instance();
+  if (!in.ok) {
+    std::snprintf(why, why_size, "%s", in.reason);
+    return nullptr;
+  }
+  const int index = select_device(in, wanted, wanted_from, why, why_size);
+  if (index < 0) return nullptr;
+  VulkanContext& c = device_context(in, index);
+  if (!c.ok) {
+    std::snprintf(why, why_size, "%s", c.reason);
+    return nullptr;
+  }
+  return &c;
 }
 
 }  // namespace
 
+VulkanContext* vulkan_device_context(const char* wanted, char* why, size_t why_size) {
+  return select_context(wanted, "device", why, why_size);
+}
+
+bool vulkan_has_suitable_device() { return instance().unavailable[0] == '\0'; }
+
+const char* vulkan_unavailable_text() { return instance().unavailable; }
+
 VulkanContext& vulkan_context() {
-  // Opened once, kept for the process's life: drivers may keep threads that must not be torn
-  // down from a static destructor.
+  // TERN_VULKAN_DEVICE's device, or the best one; when none can be opened, a context that is
+  // not ok and says why.
   static VulkanContext* context = [] {
-    VulkanContext* c = new VulkanContext();
-    open_context(*c);
-    if (!c->ok) {
-      c->device_name[0] = '\0';
+    char why[1024] = {};
+    VulkanContext* c =
+        select_context(std::getenv("TERN_VULKAN_DEVICE"), "TERN_VULKAN_DEVICE", why, sizeof(why));
+    if (c == nullptr) {
+      c = new VulkanContext();
+      std::snprintf(c->reason, sizeof(c->reason), "%s", why);
       TERN_LOG(Info, "vulkan backend unavailable: %s", c->reason);
     }
     return c;

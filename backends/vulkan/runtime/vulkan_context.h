@@ -1,6 +1,6 @@
-// The process's Vulkan instance and device, opened once on first use and kept for the
-// process's life (internal to the vulkan backend). Delegates share the device and its queue;
-// submissions are serialised with a mutex.
+// The process's Vulkan instance and its devices, each opened on first use and kept for the
+// process's life (internal to the vulkan backend). Delegates on one device share it and its
+// queue; submissions are serialised with a mutex.
 #pragma once
 
 #include <mutex>
@@ -26,8 +26,24 @@ struct VulkanContext {
   std::mutex queue_mutex;  ///< held around vkQueueSubmit + the wait
 };
 
-/// The context, opened on first call (thread-safe). Check `ok` (and `reason`).
+/// The default device's context, opened on first call (thread-safe): the device
+/// TERN_VULKAN_DEVICE names (an index or a substring of its name), else the best suitable one
+/// (discrete GPU first, then integrated, virtual, CPU). Check `ok` (and `reason`).
 VulkanContext& vulkan_context();
+
+/// The context of the device `wanted` names (an index or a substring of its name; null or
+/// empty: the best suitable one), opened on first use (thread-safe); null when there is none,
+/// with the reason in `why`: no loader or driver, no device matches (the devices listed), or
+/// every match lacks something tern needs (each named with what).
+VulkanContext* vulkan_device_context(const char* wanted, char* why, size_t why_size);
+
+/// Whether the loader, a driver and at least one device tern can use are there (cheap after
+/// the first call; opens no device).
+bool vulkan_has_suitable_device();
+
+/// Why not ("" when there is one): no loader, no driver, no device, or each device with what
+/// it lacks. Static storage.
+const char* vulkan_unavailable_text();
 
 /// Null when `c` can run f16-storage blobs; else the missing feature(s), e.g.
 /// "shaderFloat16 and storageBuffer16BitAccess" (static text).

@@ -99,12 +99,14 @@ def check(name, tern, work, lavapipe):
         problems.append("no vulkan delegate in the program:\n" + inspect)
     if not hidden_calls or any("portable fallback" not in c for c in hidden_calls):
         problems.append("without a device, delegate calls took %s" % hidden_calls)
-    lines = hidden_log.splitlines()
-    why = [l for l in lines if "vulkan backend unavailable" in l]
-    if not why or not re.search(r"no Vulkan [0-9.]* ?(device|driver|loader)", why[0]):
-        problems.append("no log line says why vulkan is unavailable:\n" + hidden_log)
-    if not any("backend 'vulkan'" in l and "portable fallback" in l for l in lines):
-        problems.append("no log line names the delegate taking the fallback:\n" + hidden_log)
+    # One log line per delegate names the backend, why it is unavailable, and the fallback.
+    why = [l for l in hidden_log.splitlines()
+           if "backend 'vulkan'" in l and "portable fallback" in l]
+    if len(why) != len(hidden_calls) or not all(
+            re.search(r"not available: .*no Vulkan [0-9.]* ?(device|driver|loader)", l)
+            for l in why):
+        problems.append("not one log line per delegate saying why vulkan is unavailable:\n" +
+                        hidden_log)
     rel_cpu, rel_torch = _max_rel(hidden, cpu_out), _max_rel(hidden, ref)
     if not rel_cpu <= SAME_AS_CPU:
         problems.append("fallback vs cpu program: %.3g > %g" % (rel_cpu, SAME_AS_CPU))

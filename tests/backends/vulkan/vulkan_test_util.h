@@ -51,15 +51,18 @@ struct RunResult {
 
 /// Loads `pte` (vulkan registered; disabled for this load when `disable`), sets the f32
 /// inputs, executes `runs` times and returns the outputs and delegate paths.
+/// `backend_options`: MethodLoadOptions::backend_options (e.g. {"vulkan", "device", "0"}).
 inline RunResult run_program(const std::vector<uint8_t>& pte, const compiler::Graph& graph,
                              const std::vector<std::vector<float>>& inputs, bool disable,
-                             int runs = 1) {
+                             int runs = 1, std::vector<BackendOption> backend_options = {}) {
   RunResult result;
   testing::LoadedProgram lp(pte);
   testing::MethodMemory memory(lp.program().method_meta("forward").get(), -1, 0, 8 * 1024 * 1024);
   const char* disabled[] = {"vulkan"};
   MethodLoadOptions options;
   if (disable) options.disabled_backends = Span<const char* const>(disabled, 1);
+  options.backend_options =
+      Span<const BackendOption>(backend_options.data(), backend_options.size());
   auto method = lp.program().load_method("forward", memory.manager(), options);
   EXPECT_TRUE(method.ok()) << last_error_message();
   if (!method.ok()) return result;
