@@ -138,15 +138,10 @@ Error resolve_delegate(LoadContext& c, uint32_t index, const MethodLoadOptions& 
                                  c.name, index, backend, to_string(handle.error()));
     }
     // Logging does not touch the last error message: the backend's reason is read in place.
-    const char* reason_text = last_error_message();
-    TERN_LOG(Info,
-             "method '%s': delegate %u (backend '%s') cannot take it (%s); running its "
-             "portable fallback (%u kernels)",
-             c.name, index, backend, reason_text[0] != '\0' ? reason_text : "(no message)",
-             fallback_kernels);
-    slot.use_fallback = true;
-    return Error::Ok;
+    reason = "cannot take it";
+    detail = last_error_message();
   }
+  // One line: the reason, and the backend's own words when it has some.
   const bool has_detail = detail != nullptr && detail[0] != '\0';
   TERN_LOG(Info,
            "method '%s': delegate %u (backend '%s') %s%s%s; running its portable fallback (%u "

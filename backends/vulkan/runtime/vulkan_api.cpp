@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 
 #include "backends/vulkan/runtime/register_vulkan_backend.h"
 
@@ -23,11 +24,16 @@ VulkanApi& vk() {
 bool load_loader(char* why, size_t why_size) {
   static void* handle = nullptr;
   if (handle != nullptr) return true;
-  handle = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) handle = dlopen("libvulkan.so", RTLD_NOW | RTLD_LOCAL);
+  // TERN_VULKAN_LOADER: another loader library (a path or a soname), e.g. one shipped with
+  // the application; else the system's.
+  const char* chosen = std::getenv("TERN_VULKAN_LOADER");
+  const bool custom = chosen != nullptr && chosen[0] != '\0';
+  handle = dlopen(custom ? chosen : "libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr && !custom) handle = dlopen("libvulkan.so", RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* e = dlerror();
-    std::snprintf(why, why_size, "no Vulkan loader (libvulkan.so.1: %s)", e ? e : "not found");
+    std::snprintf(why, why_size, "no Vulkan loader (%s: %s)", custom ? chosen : "libvulkan.so.1",
+                  e ? e : "not found");
     return false;
   }
   VulkanApi& api = vk();
