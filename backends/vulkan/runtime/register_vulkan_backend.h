@@ -22,9 +22,11 @@ const BackendInterface& vulkan_backend_interface();
 /// is_available()). Valid for the process's life.
 const char* vulkan_unavailable_reason();
 
-/// The selected device's name ("" when none). Device selection: the environment variable
-/// TERN_VULKAN_DEVICE, a device index or a substring of its name; otherwise the first
-/// suitable device, discrete GPUs first, then integrated, virtual, CPU (lavapipe).
+/// The default device's name ("" when none). Device selection: the load option "device"
+/// (MethodLoadOptions::backend_options {"vulkan", "device", ...}) per method; else the
+/// environment variable TERN_VULKAN_DEVICE; each a device index or a substring of its name;
+/// otherwise the first suitable device, discrete GPUs first, then integrated, virtual, CPU
+/// (lavapipe).
 const char* vulkan_device_name();
 
 /// How many Vulkan objects the backend has created in this process (its own counting
@@ -51,5 +53,10 @@ bool vulkan_device_has_f16_storage();
 /// Tests only: `hide` true makes init treat the device as lacking both f16 features (the
 /// refusal above) without reopening it; false (the default) restores what the device reports.
 void set_vulkan_hide_f16_features(bool hide);
+
+/// Tests only: `max_invocations` > 0 makes init treat the device as allowing at most that many
+/// invocations per workgroup (as a small mobile GPU might), so a blob built for more is refused
+/// as DelegateInvalidCompatibility naming both; 0 (the default) restores the device's limit.
+void set_vulkan_max_invocations_override(uint32_t max_invocations);
 
 }  // namespace tern

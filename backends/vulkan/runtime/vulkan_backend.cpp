@@ -7,6 +7,7 @@
 // and copies the outputs out: no host or Vulkan allocation. An f16-storage blob holds its f32
 // values as f16 on the device (the shaders' f16 variants); its f32 arguments are converted to
 // and from f16 in those staging copies.
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -449,8 +450,15 @@ Error record(VulkanDelegate* d) {
 }
 
 /// Refuses a blob whose workgroup or shared memory the device cannot give.
+/// set_vulkan_max_invocations_override's value (0: none).
+std::atomic<uint32_t> g_max_invocations_override{0};
+
 Error check_limits(const VulkanContext& c, const BlobHeader& h) {
-  const VkPhysicalDeviceLimits& l = c.properties.limits;
+  VkPhysicalDeviceLimits l = c.properties.limits;
+  if (const uint32_t cap = g_max_invocations_override.load()) {
+    l.maxComputeWorkGroupInvocations = std::min(l.maxComputeWorkGroupInvocations, cap);
+    l.maxComputeWorkGroupSize[0] = std::min(l.maxComputeWorkGroupSize[0], cap);
+  }
   const uint32_t t = h.matmul_tile;
   TERN_CHECK_OR_RETURN_ERROR(
       h.workgroup_size <= l.maxComputeWorkGroupInvocations &&
@@ -766,5 +774,9 @@ bool vulkan_device_has_f16_storage() {
 }
 
 void set_vulkan_hide_f16_features(bool hide) { vulkan::set_hide_f16_features(hide); }
+
+void set_vulkan_max_invocations_override(uint32_t max_invocations) {
+  vulkan::g_max_invocations_override.store(max_invocations);
+}
 
 }  // namespace tern

@@ -592,6 +592,41 @@ TEST(VulkanBlob, WithOptionsParsesTheStorageType) {
 // A device without shaderFloat16 / storageBuffer16BitAccess (simulated: the features hidden)
 // refuses an f16 blob as DelegateInvalidCompatibility naming the missing features; a program
 // then runs the portable fallback with the same outputs. With the features, the backend runs.
+// A blob built for bigger workgroups than the device allows (simulated: a device capped at 128
+// invocations; the blob's 1-D shaders use 256): init refuses it as incompatible naming both,
+// and the program runs its portable fallback with the portable outputs.
+TEST(VulkanBlob, AWorkgroupLargerThanTheDeviceAllowsFallsBack) {
+  register_all();
+  const compiler::Graph g = small_graph();
+  AlignedBlob probe(g.delegates.at(0).blob);
+  vulkan::BlobPlan plan;
+  ASSERT_EQ(vulkan::parse_blob(Span<const uint8_t>(probe.data(), g.delegates.at(0).blob.size()),
+                               &plan), Error::Ok);
+  ASSERT_EQ(plan.header.workgroup_size, 256u);
+  vulkan::free_blob_plan(&plan);
+  const BackendInterface& be = vulkan_backend_interface();
+  BackendInitContext ctx;
+  set_vulkan_max_invocations_override(128);
+  {
+    AlignedBlob a(g.delegates.at(0).blob);
+    EXPECT_EQ(be.init(ctx, a.buffer(), {}).error(), Error::DelegateInvalidCompatibility);
+    EXPECT_NE(std::string(last_error_message())
+                  .find("workgroup of 256 invocations exceeds device"), std::string::npos)
+        << last_error_message();
+    EXPECT_NE(std::string(last_error_message()).find("max 128 invocations"), std::string::npos)
+        << last_error_message();
+  }
+  const std::vector<uint8_t> pte = testing::compile_graph(g);
+  const std::vector<std::vector<float>> inputs = {random_floats(48, 78)};
+  const RunResult capped = run_program(pte, g, inputs, /*disable=*/false);
+  set_vulkan_max_invocations_override(0);
+  const RunResult portable = run_program(pte, g, inputs, /*disable=*/true);
+  const RunResult device = run_program(pte, g, inputs, /*disable=*/false);
+  EXPECT_EQ(capped.paths, std::vector<DelegatePath>{DelegatePath::Fallback});
+  EXPECT_EQ(device.paths, std::vector<DelegatePath>{DelegatePath::Backend});
+  EXPECT_EQ(capped.outputs, portable.outputs);
+}
+
 TEST(VulkanBlob, F16StorageFallsBackOnADeviceWithoutTheFeatures) {
   register_all();
   ASSERT_TRUE(vulkan_device_has_f16_storage()) << "lavapipe reports both features";
