@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -141,6 +142,18 @@ TEST(VulkanBlob, CorruptFieldsAreRefusedWithTheirName) {
   }
 }
 
+/// `blob` with the node record at `offset` replaced by `node` after `edit` must be refused as
+/// InvalidProgram, the message holding `expected`.
+void expect_node_refused(const std::vector<uint8_t>& blob, size_t offset, BlobNode node,
+                         const std::function<void(BlobNode&)>& edit, const char* expected) {
+  std::vector<uint8_t> bad = blob;
+  edit(node);
+  std::memcpy(bad.data() + offset, &node, sizeof(node));
+  EXPECT_EQ(parse(bad), Error::InvalidProgram) << expected;
+  EXPECT_NE(std::string(last_error_message()).find(expected), std::string::npos)
+      << expected << ": " << last_error_message();
+}
+
 // A pad node's reads stay inside x: reflect pads are checked against their dim, the mode and
 // the output's element count too.
 TEST(VulkanBlob, PadNodeRefusesReadsOutsideItsInput) {
@@ -171,14 +184,10 @@ TEST(VulkanBlob, PadNodeRefusesReadsOutsideItsInput) {
       {6, 9, "output elements"},
   };
   for (const Case& c : cases) {
-    std::vector<uint8_t> bad = blob;
-    BlobNode m = n;
-    m.params[c.index] = c.value;
-    if (c.index == 12) m.params[6] = 9;  // keep the output consistent: only x's extent is wrong
-    std::memcpy(bad.data() + pad_node, &m, sizeof(m));
-    EXPECT_EQ(parse(bad), Error::InvalidProgram) << c.message;
-    EXPECT_NE(std::string(last_error_message()).find(c.message), std::string::npos)
-        << c.message << ": " << last_error_message();
+    expect_node_refused(blob, pad_node, n, [&](BlobNode& m) {
+      m.params[c.index] = c.value;
+      if (c.index == 12) m.params[6] = 9;  // keep the output consistent: only x's extent is wrong
+    }, c.message);
   }
 }
 
@@ -218,13 +227,9 @@ TEST(VulkanBlob, ConvNodeChecksItsDepthFields) {
       {{{0, 1 << 30}, {1, 1 << 30}, {18, 1 << 30}, {2, 1 << 30}, {3, 1 << 30}}, "x reaches element"},
   };
   for (const Case& k : cases) {
-    std::vector<uint8_t> bad = blob;
-    BlobNode m = n;
-    for (const auto& [index, value] : k.set) m.params[index] = value;
-    std::memcpy(bad.data() + conv_node, &m, sizeof(m));
-    EXPECT_EQ(parse(bad), Error::InvalidProgram) << k.message;
-    EXPECT_NE(std::string(last_error_message()).find(k.message), std::string::npos)
-        << k.message << ": " << last_error_message();
+    expect_node_refused(blob, conv_node, n, [&](BlobNode& m) {
+      for (const auto& [index, value] : k.set) m.params[index] = value;
+    }, k.message);
   }
 }
 
@@ -260,17 +265,13 @@ TEST(VulkanBlob, UpsampleNodeChecksItsSteps) {
       {3, 8, "output elements"},
   };
   for (const Case& c : cases) {
-    std::vector<uint8_t> bad = blob;
-    BlobNode m = n;
-    if (c.param < 0) {
-      m.fparams[0] = static_cast<float>(c.value);
-    } else {
-      m.params[c.param] = static_cast<int32_t>(c.value);
-    }
-    std::memcpy(bad.data() + node, &m, sizeof(m));
-    EXPECT_EQ(parse(bad), Error::InvalidProgram) << c.message;
-    EXPECT_NE(std::string(last_error_message()).find(c.message), std::string::npos)
-        << c.message << ": " << last_error_message();
+    expect_node_refused(blob, node, n, [&](BlobNode& m) {
+      if (c.param < 0) {
+        m.fparams[0] = static_cast<float>(c.value);
+      } else {
+        m.params[c.param] = static_cast<int32_t>(c.value);
+      }
+    }, c.message);
   }
 }
 

@@ -27,14 +27,8 @@ struct Fixture {
 };
 
 Fixture linear_gelu() {
-  GraphBuilder b;
-  const int x = b.input("x", DType::F32, {4, 24});
-  const int w = b.constant_f32("w", {12, 24}, random_floats(288, 1));
-  const int h = b.op("tern::linear", {x, w, b.none()}, DType::F32, {4, 12});
-  b.output(b.op("tern::gelu", {h, b.string_value("none")}, DType::F32, {4, 12}));
-  delegate_vulkan(b, 0, 1);
   Fixture f;
-  f.graph = b.build();
+  f.graph = linear_gelu_graph();
   f.pte = testing::compile_graph(f.graph);
   f.inputs = {random_floats(96, 2)};
   return f;

@@ -25,13 +25,7 @@ TEST(VulkanFallback, NoDeviceRunsThePortableFallback) {
   const char* expected = std::getenv("TERN_TEST_EXPECT_REASON");
   if (expected != nullptr) EXPECT_NE(why.find(expected), std::string::npos) << why;
 
-  GraphBuilder b;
-  const int x = b.input("x", DType::F32, {4, 24});
-  const int w = b.constant_f32("w", {12, 24}, random_floats(288, 1));
-  const int h = b.op("tern::linear", {x, w, b.none()}, DType::F32, {4, 12});
-  b.output(b.op("tern::gelu", {h, b.string_value("none")}, DType::F32, {4, 12}));
-  delegate_vulkan(b, 0, 1);
-  const compiler::Graph graph = b.build();
+  const compiler::Graph graph = linear_gelu_graph();
   const std::vector<uint8_t> pte = testing::compile_graph(graph);
   const std::vector<std::vector<float>> inputs{random_floats(96, 2)};
   const RunResult got = run_program(pte, graph, inputs, /*disable=*/false);

@@ -89,6 +89,18 @@ inline RunResult run_program(const std::vector<uint8_t>& pte, const compiler::Gr
   return result;
 }
 
+/// linear [4, 24] x [12, 24]ᵀ -> gelu, delegated to vulkan whole: the small program the
+/// fallback and device-option tests load.
+inline compiler::Graph linear_gelu_graph() {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {4, 24});
+  const int w = b.constant_f32("w", {12, 24}, random_floats(288, 1));
+  const int h = b.op("tern::linear", {x, w, b.none()}, DType::F32, {4, 12});
+  b.output(b.op("tern::gelu", {h, b.string_value("none")}, DType::F32, {4, 12}));
+  delegate_vulkan(b, 0, 1);
+  return b.build();
+}
+
 /// Registers the portable kernels and the vulkan backend; fails (never skips) when no Vulkan
 /// device is there: CI runs these tests on lavapipe (docs: backends/vulkan/README.md).
 inline void register_all() {
