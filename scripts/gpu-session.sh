@@ -9,12 +9,13 @@
 # 2. Configures build-gpu/ for this GPU's own architecture (nvidia-smi's compute capability;
 #    CMake's "native" otherwise), cuda backend required, and builds.
 # 3. Runs the cuda tests (ctest -R 'Cuda|cuda_': conformance in f32, f16 and bf16, device allocations,
-#    fallback, blob, the models' partition counts), then the other C++ tests unless --quick,
+#    fallback, blob, the models' partition counts), the vulkan tests on the NVIDIA driver's
+#    Vulkan ICD when it and glslc are there, then the other C++ tests unless --quick,
 #    then every model of docs/models.md (the zoo included) with --backend cuda against PyTorch,
 #    plus the cuda+cpu, cuda:f16+cpu and cuda:bf16+cpu programs (when a Python with torch is
 #    found), then `tern bench` of each cuda program (f32, f16, bf16) and the portable one.
 # Every step logs to $OUT (default: ./gpu-out): env.txt, configure.log, build.log,
-# cuda-tests.log (+ JUnit XML), other-tests.log, models.log, bench.log, summary.txt.
+# cuda-tests.log (+ JUnit XML), vulkan-tests.log, other-tests.log, models.log, bench.log, summary.txt.
 # A failing step is recorded and the script goes on; exit status 1 if any step failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -66,8 +67,23 @@ fi
 cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
 arch=${TERN_CUDA_ARCHS:-${cap:-native}}
 note "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1); building for CUDA architecture $arch"
+# The vulkan backend too when glslc and the Vulkan headers are here (system or .deps-debs) and
+# the NVIDIA driver installed its Vulkan ICD: its tests then run on the GPU through that driver
+# (issue 12's NVIDIA half). Otherwise off (its tests would fail without a device).
+nvidia_icd=""
+for f in /usr/share/vulkan/icd.d/nvidia_icd*.json /etc/vulkan/icd.d/nvidia_icd*.json; do
+  [ -e "$f" ] && { nvidia_icd=$f; break; }
+done
+vulkan=OFF
+if [ -n "$nvidia_icd" ] && command -v glslc >/dev/null 2>&1; then
+  vulkan=ON
+  note "vulkan: on, tests on the NVIDIA driver ($nvidia_icd)"
+else
+  note "vulkan: off (NVIDIA Vulkan ICD: ${nvidia_icd:-none}; glslc: $(command -v glslc || echo none))"
+fi
 cfg=(-S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DTERN_BUILD_TESTS=ON -DTERN_BACKEND_CUDA=ON
-     -DTERN_BACKEND_VULKAN=OFF -DCMAKE_CUDA_ARCHITECTURES="$arch")
+     -DTERN_BACKEND_VULKAN=$vulkan -DTERN_VULKAN_TEST_ICD="$nvidia_icd"
+     -DCMAKE_CUDA_ARCHITECTURES="$arch")
 if ! cmake "${cfg[@]}" > "$OUT/configure.log" 2>&1; then
   # The unpacked XNNPACK may not link on another distribution: the cpu backend is optional.
   note "configure failed with the cpu backend; retrying with TERN_BACKEND_CPU=OFF"
@@ -83,9 +99,16 @@ step build "$OUT/build.log" cmake --build build-gpu -j "$jobs"
 step cuda-tests "$OUT/cuda-tests.log" ctest --test-dir build-gpu -R 'Cuda|cuda_' --output-on-failure \
   -j 4 --output-junit "$OUT/cuda-tests.xml"
 grep -E "tests passed|Skipped|Failed|\*\*\*" "$OUT/cuda-tests.log" | tail -20 >> "$summary"
+if [ "$vulkan" = ON ]; then
+  # Conformance (f32 and f16), blob, fallback, device option and zero-allocation tests on the
+  # NVIDIA driver; the whole-model scripts need Debian's PyTorch 1.13 and skip without it.
+  step vulkan-tests "$OUT/vulkan-tests.log" ctest --test-dir build-gpu -L vulkan -LE zoo \
+    --output-on-failure -j 4 --output-junit "$OUT/vulkan-tests.xml"
+  grep -E "tests passed|Skipped|Failed|\*\*\*" "$OUT/vulkan-tests.log" | tail -20 >> "$summary"
+fi
 if [ "$quick" -eq 0 ]; then
   step other-tests "$OUT/other-tests.log" ctest --test-dir build-gpu --output-on-failure -j "$jobs" \
-    -E 'Cuda|cuda_|ops_|export_|model_|models_|hardening_model_'
+    -E 'Cuda|cuda_|Vulkan|vulkan_|ops_|export_|model_|models_|hardening_model_'
 fi
 py=""
 for candidate in "$root/.venv/bin/python" python3 /usr/bin/python3; do
