@@ -12,8 +12,9 @@
 #    fallback, blob, the models' partition counts), the vulkan tests on the NVIDIA driver's
 #    Vulkan ICD when it and glslc are there, then the other C++ tests unless --quick,
 #    then every model of docs/models.md (the zoo included) with --backend cuda against PyTorch,
-#    plus the cuda+cpu, cuda:f16+cpu and cuda:bf16+cpu programs (when a Python with torch is
-#    found), then `tern bench` of each cuda program (f32, f16, bf16) and the portable one.
+#    plus the cuda+cpu, cuda:f16+cpu and cuda:bf16+cpu programs (and vulkan+cpu, vulkan:f16+cpu
+#    with the vulkan backend; when a Python with torch is found), then `tern bench` of each of
+#    those programs and the portable one.
 # Every step logs to $OUT (default: ./gpu-out): env.txt, configure.log, build.log,
 # cuda-tests.log (+ JUnit XML), vulkan-tests.log, other-tests.log, models.log, bench.log, summary.txt.
 # A failing step is recorded and the script goes on; exit status 1 if any step failed.
@@ -119,6 +120,8 @@ for candidate in "$root/.venv/bin/python" python3 /usr/bin/python3; do
 done
 if [ -n "$py" ]; then
   export TERN="$root/build-gpu/tern"
+  # run_models_cuda.py compiles and checks the vulkan programs too (on the NVIDIA driver).
+  [ "$vulkan" = ON ] && export TERN_GPU_VULKAN=1 VK_ICD_FILENAMES="$nvidia_icd"
   models=()  # every model of tests/models/model_zoo.py
   [ "$quick" -eq 1 ] && models=(mlp gpt_block resnet18)
   step models "$OUT/models.log" "$py" scripts/gpu/run_models_cuda.py "$OUT/models" ${models[@]+"${models[@]}"}
@@ -128,7 +131,8 @@ if [ -n "$py" ]; then
     for pte in "$OUT"/models/*/*_cuda.pte; do
       [ -e "$pte" ] || continue
       base=${pte%_cuda.pte}
-      for p in "$pte" "${base}_cuda_f16_cpu.pte" "${base}_cuda_bf16_cpu.pte" "${base}_portable.pte"; do
+      for p in "$pte" "${base}_cuda_f16_cpu.pte" "${base}_cuda_bf16_cpu.pte" \
+               "${base}_vulkan_cpu.pte" "${base}_vulkan_f16_cpu.pte" "${base}_portable.pte"; do
         [ -e "$p" ] || continue
         echo "== $p"
         "$TERN" bench "$p" --iterations 50 --warmup 5 || echo "bench failed"

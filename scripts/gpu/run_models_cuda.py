@@ -2,7 +2,8 @@
 """run_models_cuda.py OUT_DIR [MODEL...]: the models of docs/models.md, exported once, compiled
 for the portable kernels and for `--backend cuda`, run with `tern run`, compared with PyTorch
 eager (tests/models/run_model.py's check). Keeps each model's files in OUT_DIR/<model>/ and
-records, from `tern run`'s log, which path the cuda delegate took (device or fallback).
+records, from `tern run`'s report ("delegate call N: backend / portable fallback"), which path
+the cuda delegate took (device or fallback).
 Then compiles the same graph for `--backend cuda --backend cpu` (f32; checked against PyTorch
 like the others) and for cuda:f16 / cuda:bf16 with cpu (16-bit compute: NMSE against the
 float64 reference and top-1 agreement are reported; PASS when NMSE <= 1e-4 (f16) / 1e-3 (bf16)
@@ -10,6 +11,7 @@ and, for classifiers, top-1 agrees). Prints one line per model and program and a
 "N passed, M failed"; exit 1 on any failure."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -28,6 +30,19 @@ from tern_export.compiler import run_compile  # noqa: E402
 # Extra programs: (label, backend specs, NMSE bound or None for the f32 tolerance check).
 EXTRA = (("cuda+cpu", ("cuda", "cpu"), None), ("cuda:f16+cpu", ("cuda:f16", "cpu"), 1e-4),
          ("cuda:bf16+cpu", ("cuda:bf16", "cpu"), 1e-3))
+# TERN_GPU_VULKAN=1 (scripts/gpu-session.sh, when the build has the vulkan backend and the
+# NVIDIA driver a Vulkan ICD): the vulkan programs too, f32 and f16 storage.
+if os.environ.get("TERN_GPU_VULKAN") == "1":
+    EXTRA += (("vulkan+cpu", ("vulkan", "cpu"), None), ("vulkan:f16+cpu", ("vulkan:f16", "cpu"), 1e-4))
+
+
+def delegate_paths(tern, pte):
+    """`tern run PTE --random`: (what each delegate call ran on, as its report says:
+    "backend" / "portable fallback"; the output tail), or (None, the error) when it failed."""
+    run = subprocess.run([tern, "run", pte, "--random"], capture_output=True, text=True)
+    if run.returncode != 0:
+        return None, "tern run exit %d: %s" % (run.returncode, run.stderr[-500:])
+    return re.findall(r"delegate call \d+: (.*)", run.stdout), (run.stdout + run.stderr)[-2000:]
 
 
 def nmse(got, ref):
@@ -53,12 +68,17 @@ def run_extra(name, work, tern, inputs, classifier, refs):
         err, scale, ok = run_model._compare(got, ref)
         n = nmse(got, ref)
         line = "%s %s: max rel %.3g, NMSE %.3g" % (name, label, err / scale if scale else err, n)
+        # The GPU delegates must have run on the device, not their portable fallback.
+        paths, _ = delegate_paths(tern, pte)
+        on_fallback = paths is None or any("fallback" in p for p in paths)
+        line += ", delegate calls: %s" % (paths if paths is not None else "tern run failed")
         if bound is not None:
             ok = bool(np.all([np.all(np.isfinite(g)) for g in got])) and n <= bound
         if classifier:
             agree = bool(np.all(got[0].argmax(-1) == ref[0].argmax(-1)))
             line += ", top-1 %s" % ("agrees" if agree else "differs")
             ok = ok and agree
+        ok = ok and not on_fallback
         results.append((label, ok, line + (": PASS" if ok else ": FAIL")))
     return results
 
@@ -91,12 +111,11 @@ def main():
         graph = os.path.join(work, "graph", "graph.json")
         run_compile(graph, pte, tern, ("cuda",))
         run_compile(graph, os.path.join(work, "%s_portable.pte" % name), tern, ("portable",))
-        run = subprocess.run([tern, "run", pte], capture_output=True, text=True)
-        r["cuda_run_log"] = (run.stdout + run.stderr)[-2000:]
-        if run.returncode != 0:
-            r["cuda_path"] = "unknown (tern run exit %d)" % run.returncode
+        paths, r["cuda_run_log"] = delegate_paths(tern, pte)
+        if paths is None:
+            r["cuda_path"] = "unknown (%s)" % r["cuda_run_log"][:200]
         else:
-            r["cuda_path"] = "fallback" if "fallback" in run.stderr else "device"
+            r["cuda_path"] = "fallback" if any("fallback" in p for p in paths) else "device"
         print(run_model.describe(r))
         print("%s: %s (cuda delegate ran on the %s)" % (name, "PASS" if r["pass"] else "FAIL",
                                                        r["cuda_path"]))
