@@ -572,6 +572,17 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::div", {x, k, b.none()}, DType::F32, {1, 3, 4, 4}));
                },
                1e-12});
+  // A 0-D constant divisor (DeBERTa's scores / sqrt(d * factor) as a tensor), on an NHWC
+  // activation and on a plain one.
+  c.push_back({"div_by_0d_constant",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 3, 4, 4});
+                 const int k = b.constant_f32("k", {}, {2.5f});
+                 b.output(b.op("tern::div", {x, k, b.none()}, DType::F32, {1, 3, 4, 4}));
+                 const int y = b.input("y", DType::F32, {2, 4, 6});
+                 b.output(b.op("tern::mul", {y, k}, DType::F32, {2, 4, 6}));
+               },
+               1e-12});
   c.push_back({"div_scalar",
                [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {5, 6});
