@@ -5,6 +5,7 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "runtime/core/error.h"
 #include "runtime/core/span.h"
 
 namespace tern {
@@ -28,18 +29,23 @@ inline const char* find_backend_option(Span<const BackendOption> options, const 
   return value;
 }
 
-/// The first option for `backend` whose key is not one of `known`, or null: a backend's init
-/// refuses it (InvalidArgument naming the keys it takes), so a misspelt key is not ignored.
-inline const BackendOption* unknown_backend_option(Span<const BackendOption> options,
-                                                   const char* backend,
-                                                   std::initializer_list<const char*> known) {
+/// Ok, or InvalidArgument ("<backend> backend: unknown load option '<key>' (the <backend>
+/// backend takes <takes>)") for the first option of `backend` whose key is not one of `known`:
+/// each backend's init calls it first, so a misspelt key is a load error, never ignored.
+inline Error check_backend_option_keys(Span<const BackendOption> options, const char* backend,
+                                       std::initializer_list<const char*> known,
+                                       const char* takes) {
   for (const BackendOption& o : options) {
     if (o.backend == nullptr || std::strcmp(o.backend, backend) != 0) continue;
     bool found = false;
     for (const char* k : known) found = found || (o.key != nullptr && std::strcmp(o.key, k) == 0);
-    if (!found) return &o;
+    if (!found) {
+      return set_error_message(Error::InvalidArgument,
+                               "%s backend: unknown load option '%s' (the %s backend takes %s)",
+                               backend, o.key != nullptr ? o.key : "(null)", backend, takes);
+    }
   }
-  return nullptr;
+  return Error::Ok;
 }
 
 }  // namespace tern

@@ -20,6 +20,7 @@
 #include "runtime/executor/method.h"
 #include "runtime/executor/program.h"
 #include "runtime/extension/method_memory.h"
+#include "runtime/extension/owned_backend_options.h"
 #include "tern.h"
 
 /// A loaded program and what tern_method_load needs from the load options. Reference counted:
@@ -33,10 +34,8 @@ struct tern_program {
   std::vector<std::string> disabled_names;
   std::vector<const char*> disabled;  ///< pointers into disabled_names
   uint32_t num_threads = 0;
-  /// The options' backend options, copied: backend, key, value of each in turn, and the
-  /// records pointing into them.
-  std::vector<std::string> backend_option_strings;
-  std::vector<tern::BackendOption> backend_options;
+  /// The options' backend options, copied.
+  tern::OwnedBackendOptions backend_options;
   /// The program's shared state (format 1.2: state its methods share, e.g. a KV cache),
   /// allocated and initialised at program load; empty when the program has none.
   tern::SharedStateBuffer shared_state;

@@ -82,8 +82,7 @@ tern_status tern_method_load(tern_program* program, const char* method,
   options.disabled_backends =
       Span<const char* const>(program->disabled.data(), program->disabled.size());
   options.num_threads = program->num_threads;
-  options.backend_options = Span<const BackendOption>(program->backend_options.data(),
-                                                      program->backend_options.size());
+  options.backend_options = program->backend_options.span();
   Result<Method> loaded = program->program->load_method(method, &m->manager, options);
   if (!loaded.ok()) return to_status(loaded.error());
   m->method.reset(new (std::nothrow) Method(std::move(loaded.get())));

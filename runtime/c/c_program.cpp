@@ -90,13 +90,7 @@ tern_status apply_options(const tern_load_options& options, tern_program* progra
     TERN_C_CHECK(o.backend != nullptr && o.key != nullptr && o.value != nullptr, nullptr,
                  TERN_STATUS_NULL_ARGUMENT,
                  "load options: backend_options[%zu] has a NULL backend, key or value", i);
-    program->backend_option_strings.insert(program->backend_option_strings.end(),
-                                           {o.backend, o.key, o.value});
-  }
-  const std::vector<std::string>& strings = program->backend_option_strings;
-  for (size_t i = 0; i + 2 < strings.size(); i += 3) {
-    program->backend_options.push_back(
-        {strings[i].c_str(), strings[i + 1].c_str(), strings[i + 2].c_str()});
+    program->backend_options.add(o.backend, o.key, o.value);
   }
   return TERN_STATUS_OK;
 }

@@ -7,6 +7,7 @@
 
 #include "runtime/core/log.h"
 #include "runtime/extension/method_memory.h"
+#include "runtime/extension/owned_backend_options.h"
 #include "runtime/loader/file_data_loader.h"
 #include "runtime/loader/mmap_data_loader.h"
 
@@ -36,8 +37,7 @@ struct Module::Impl {
   // need not outlive load).
   std::vector<std::string> disabled_names;
   std::vector<const char*> disabled;
-  std::vector<std::string> option_strings;  // backend, key, value of each option in turn
-  std::vector<BackendOption> backend_options;
+  OwnedBackendOptions backend_options;
   std::unique_ptr<DataLoader> loader;
   std::unique_ptr<Program> program;
   // The program's shared state (format 1.2), one buffer for all its methods; empty when none.
@@ -66,15 +66,9 @@ Error Module::load(const char* path, const Options& options) {
     TERN_CHECK_OR_RETURN_ERROR(o.backend != nullptr && o.key != nullptr && o.value != nullptr,
                                InvalidArgument, "Module::load: a backend option has a null "
                                "backend, key or value");
-    impl->option_strings.insert(impl->option_strings.end(), {o.backend, o.key, o.value});
+    impl->backend_options.add(o.backend, o.key, o.value);
   }
-  for (size_t i = 0; i + 2 < impl->option_strings.size(); i += 3) {
-    impl->backend_options.push_back({impl->option_strings[i].c_str(),
-                                     impl->option_strings[i + 1].c_str(),
-                                     impl->option_strings[i + 2].c_str()});
-  }
-  impl->options.method.backend_options =
-      Span<const BackendOption>(impl->backend_options.data(), impl->backend_options.size());
+  impl->options.method.backend_options = impl->backend_options.span();
 
   switch (options.mode) {
     case LoadMode::File: {

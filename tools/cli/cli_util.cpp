@@ -1,15 +1,16 @@
 // Helpers shared by the subcommands: error text, program loading, value formatting.
 #include <sys/resource.h>
 
-#include <array>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 #include <sstream>
 
+#include "runtime/extension/owned_backend_options.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/half.h"
 
@@ -138,25 +139,26 @@ std::string choose_method(const Program& program, const std::string& requested,
 
 namespace {
 
-/// set_backend_options' values: backend, key, value each.
-std::vector<std::array<std::string, 3>>& backend_option_strings() {
-  static std::vector<std::array<std::string, 3>> options;
+/// set_backend_options' values (Module copies them again at load).
+OwnedBackendOptions& backend_options() {
+  static OwnedBackendOptions options;
   return options;
 }
 
 }  // namespace
 
 void set_backend_options(const std::vector<std::string>& specs) {
-  std::vector<std::array<std::string, 3>>& out = backend_option_strings();
-  out.clear();
+  OwnedBackendOptions parsed;
   for (const std::string& spec : specs) {
     const size_t dot = spec.find('.'), eq = spec.find('=');
     if (dot == std::string::npos || eq == std::string::npos || dot == 0 || eq < dot + 2) {
       throw std::runtime_error("--backend-option '" + spec +
                                "': expected BACKEND.KEY=VALUE, e.g. vulkan.device=1");
     }
-    out.push_back({spec.substr(0, dot), spec.substr(dot + 1, eq - dot - 1), spec.substr(eq + 1)});
+    parsed.add(spec.substr(0, dot).c_str(), spec.substr(dot + 1, eq - dot - 1).c_str(),
+               spec.substr(eq + 1).c_str());
   }
+  backend_options() = std::move(parsed);
 }
 
 Method& load_chosen_method(Module& module, const std::string& model, const std::string& requested,
@@ -164,14 +166,8 @@ Method& load_chosen_method(Module& module, const std::string& model, const std::
                            const char* preferred) {
   clear_error_message();
   Module::Options options = given;
-  std::vector<BackendOption> backend_options;
-  for (const auto& o : backend_option_strings()) {
-    backend_options.push_back({o[0].c_str(), o[1].c_str(), o[2].c_str()});
-  }
-  if (!backend_options.empty()) {
-    options.method.backend_options =
-        Span<const BackendOption>(backend_options.data(), backend_options.size());
-  }
+  const Span<const BackendOption> backend = backend_options().span();
+  if (backend.size() > 0) options.method.backend_options = backend;
   throw_if_error(module.load(model.c_str(), options), "cannot load " + model);
   *chosen = choose_method(*module.program(), requested, preferred);
   clear_error_message();

@@ -657,13 +657,8 @@ class CpuBackend final : public BackendInterface {
   Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer blob,
                                Span<const CompileSpecView> specs) const override {
     (void)specs;  // the cpu backend has no compile specs; unknown ones are ignored
-    // No load options yet (threads come from MethodLoadOptions::num_threads): a key is refused.
-    if (const BackendOption* o = unknown_backend_option(context.options, "cpu", {})) {
-      return set_error_message(Error::InvalidArgument,
-                               "cpu backend: unknown load option '%s' (the cpu backend takes "
-                               "none; threads: MethodLoadOptions::num_threads)",
-                               o->key != nullptr ? o->key : "(null)");
-    }
+    TERN_RETURN_IF_ERROR(check_backend_option_keys(
+        context.options, "cpu", {}, "none; threads: MethodLoadOptions::num_threads"));
     TERN_CHECK_OR_RETURN_ERROR(xnnpack_ready(), BackendUnavailable,
                                "cpu backend: xnn_initialize failed (unsupported CPU?)");
     void* mem = std::malloc(sizeof(CpuDelegate));

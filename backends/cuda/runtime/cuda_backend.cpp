@@ -216,13 +216,9 @@ class CudaBackend final : public BackendInterface {
   Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer blob,
                                Span<const CompileSpecView> specs) const override {
     (void)specs;
-    // No load options yet (the device is the current CUDA device): a key is refused.
-    if (const BackendOption* o = unknown_backend_option(context.options, "cuda", {})) {
-      return set_error_message(Error::InvalidArgument,
-                               "cuda backend: unknown load option '%s' (the cuda backend takes "
-                               "none; the device is the calling thread's current CUDA device)",
-                               o->key != nullptr ? o->key : "(null)");
-    }
+    TERN_RETURN_IF_ERROR(check_backend_option_keys(
+        context.options, "cuda", {},
+        "none; the device is the calling thread's current CUDA device"));
     const DeviceProbe& probe = probe_device();
     if (!probe.available) {
       return set_error_message(Error::BackendUnavailable, "cuda backend: %s", probe.reason);

@@ -449,9 +449,10 @@ Error record(VulkanDelegate* d) {
   return Error::Ok;
 }
 
-/// Refuses a blob whose workgroup or shared memory the device cannot give.
 /// set_vulkan_max_invocations_override's value (0: none).
 std::atomic<uint32_t> g_max_invocations_override{0};
+
+/// Refuses a blob whose workgroup or shared memory the device cannot give.
 
 Error check_limits(const VulkanContext& c, const BlobHeader& h) {
   VkPhysicalDeviceLimits l = c.properties.limits;
@@ -594,24 +595,11 @@ class VulkanBackend final : public BackendInterface {
   Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer blob,
                                Span<const CompileSpecView> specs) const override {
     // The device: the load option "device" (an index or part of a name), else the default.
-    if (const BackendOption* o = unknown_backend_option(context.options, "vulkan", {"device"})) {
-      return set_error_message(Error::InvalidArgument,
-                               "vulkan: unknown load option '%s' (the vulkan backend takes: "
-                               "device=<index or part of a device name>)",
-                               o->key != nullptr ? o->key : "(null)");
-    }
-    const char* wanted = find_backend_option(context.options, "vulkan", "device");
+    TERN_RETURN_IF_ERROR(check_backend_option_keys(context.options, "vulkan", {"device"},
+                                                   "device=<index or part of a device name>"));
     char why[1024] = {};
-    VulkanContext* cp = nullptr;
-    if (wanted != nullptr) {
-      cp = vulkan_device_context(wanted, why, sizeof(why));
-    } else {
-      cp = &vulkan_context();
-      if (!cp->ok) {
-        std::snprintf(why, sizeof(why), "%s", cp->reason);
-        cp = nullptr;
-      }
-    }
+    VulkanContext* cp = vulkan_device_context(
+        find_backend_option(context.options, "vulkan", "device"), why, sizeof(why));
     if (cp == nullptr) {
       return set_error_message(Error::DelegateInvalidCompatibility, "vulkan: unavailable: %s", why);
     }

@@ -318,7 +318,11 @@ VulkanContext* select_context(const char* wanted, const char* wanted_from, char*
 }  // namespace
 
 VulkanContext* vulkan_device_context(const char* wanted, char* why, size_t why_size) {
-  return select_context(wanted, "device", why, why_size);
+  if (wanted != nullptr) return select_context(wanted, "device", why, why_size);
+  VulkanContext& c = vulkan_context();
+  if (c.ok) return &c;
+  std::snprintf(why, why_size, "%s", c.reason);
+  return nullptr;
 }
 
 bool vulkan_has_suitable_device() { return instance().unavailable[0] == '\0'; }

@@ -31,8 +31,9 @@ struct VulkanContext {
 /// (discrete GPU first, then integrated, virtual, CPU). Check `ok` (and `reason`).
 VulkanContext& vulkan_context();
 
-/// The context of the device `wanted` names (an index or a substring of its name; null or
-/// empty: the best suitable one), opened on first use (thread-safe); null when there is none,
+/// The context of the device `wanted` names (an index or a substring of its name; empty: the
+/// best suitable one; null: the default, vulkan_context()), opened on first use (thread-safe);
+/// null when there is none,
 /// with the reason in `why`: no loader or driver, no device matches (the devices listed), or
 /// every match lacks something tern needs (each named with what).
 VulkanContext* vulkan_device_context(const char* wanted, char* why, size_t why_size);

@@ -23,7 +23,9 @@ TEST(VulkanFallback, NoDeviceRunsThePortableFallback) {
               why.find("loader") != std::string::npos) << why;
   // ctest runs this binary twice: without an ICD (no driver) and without the loader.
   const char* expected = std::getenv("TERN_TEST_EXPECT_REASON");
-  if (expected != nullptr) EXPECT_NE(why.find(expected), std::string::npos) << why;
+  if (expected != nullptr) {
+    EXPECT_NE(why.find(expected), std::string::npos) << why;
+  }
 
   const compiler::Graph graph = linear_gelu_graph();
   const std::vector<uint8_t> pte = testing::compile_graph(graph);
