@@ -104,6 +104,13 @@ struct NodeChecker {
     if (found != expected) return fail("output elements", expected, found);
     return Error::Ok;
   }
+  /// params[first..end) must be 0 (unused by the op); `what` names them in the message.
+  Error zeros(uint32_t first, uint32_t end, const char* what = "unused parameter") const {
+    for (uint32_t k = first; k < end; ++k) {
+      if (node.params[k] != 0) return fail(what, 0, static_cast<uint64_t>(node.params[k]));
+    }
+    return Error::Ok;
+  }
   Error flag(uint32_t i) const { return params_in(i, 1, 0) == Error::Ok && node.params[i] <= 1
                                             ? Error::Ok
                                             : fail("flag parameter", 1,
@@ -169,9 +176,7 @@ struct NodeChecker {
                         "vulkan blob: node %u (%s): double quantization offset not finite", index,
                         node_op_name(node.op));
     }
-    for (uint32_t k = kQCols + 1; k < kNodeParams; ++k) {
-      if (p[k] != 0) return fail("unused parameter after the scheme", 0, static_cast<uint64_t>(p[k]));
-    }
+    TERN_RETURN_IF_ERROR(zeros(kQCols + 1, kNodeParams, "unused parameter after the scheme"));
     return Error::Ok;
   }
 
@@ -259,9 +264,7 @@ struct NodeChecker {
         TERN_RETURN_IF_ERROR(params_in(18, 4, 1));
         TERN_RETURN_IF_ERROR(params_in(22, 1, 0));
         TERN_RETURN_IF_ERROR(params_in(23, 1, 1));
-        for (uint32_t k = 24; k < kNodeParams; ++k) {
-          if (p[k] != 0) return fail("unused parameter", 0, static_cast<uint64_t>(p[k]));
-        }
+        TERN_RETURN_IF_ERROR(zeros(24, kNodeParams));
         const int32_t x_dims[5] = {p[0], p[1], p[18], p[2], p[3]};
         TERN_RETURN_IF_ERROR(reads_within(0, product(x_dims, 5), "x"));
         const int32_t w_dims[5] = {p[4], p[1] / p[15], p[20], p[7], p[8]};
@@ -396,9 +399,7 @@ struct NodeChecker {
         TERN_RETURN_IF_ERROR(params_in(0, 5, 1));
         TERN_RETURN_IF_ERROR(flag(5));
         TERN_RETURN_IF_ERROR(flag(6));
-        for (uint32_t k = 7; k < kNodeParams; ++k) {
-          if (p[k] != 0) return fail("unused parameter", 0, static_cast<uint64_t>(p[k]));
-        }
+        TERN_RETURN_IF_ERROR(zeros(7, kNodeParams));
         // The shader clamps a source index in f32 (min(floor(o * step), in - 1)): exact for
         // input sizes up to 2^24; a step must be finite and >= 0 so the index is too.
         for (uint32_t d = 1; d <= 2; ++d) {
@@ -422,9 +423,7 @@ struct NodeChecker {
         TERN_RETURN_IF_ERROR(params_in(0, 3, 1));
         TERN_RETURN_IF_ERROR(flag(3));
         TERN_RETURN_IF_ERROR(flag(4));
-        for (uint32_t k = 5; k < kQFormat; ++k) {
-          if (p[k] != 0) return fail("unused parameter", 0, static_cast<uint64_t>(p[k]));
-        }
+        TERN_RETURN_IF_ERROR(zeros(5, kQFormat));
         if ((p[3] != 0) != (node.num_inputs == 3)) return fail("has_bias vs inputs", 3, node.num_inputs);
         const uint64_t m = static_cast<uint64_t>(p[0]), n = static_cast<uint64_t>(p[1]),
                        k = static_cast<uint64_t>(p[2]);
@@ -436,9 +435,7 @@ struct NodeChecker {
       case NodeOp::QuantEmbedding: {
         TERN_RETURN_IF_ERROR(need_inputs(2, 2));
         TERN_RETURN_IF_ERROR(params_in(0, 3, 1));
-        for (uint32_t k = 3; k < kQFormat; ++k) {
-          if (p[k] != 0) return fail("unused parameter", 0, static_cast<uint64_t>(p[k]));
-        }
+        TERN_RETURN_IF_ERROR(zeros(3, kQFormat));
         if (in(1).kind != static_cast<uint32_t>(ValueKind::ExternalInput)) {
           return fail("indices: an external input (kind)", 1, in(1).kind);
         }
