@@ -1,4 +1,4 @@
-// The cpu delegate blob, version 14: shared by the compile half (writer) and the
+// The cpu delegate blob, version 15: shared by the compile half (writer) and the
 // runtime half (reader). Plain structs only (no STL): the runtime includes this file.
 // The byte layout is documented in backends/cpu/README.md; all fields are little-endian.
 #pragma once
@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 14;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 15;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
                                       // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
                                       // 7: ops 23-24 quantized weights, op 25 LayerNorm;
@@ -25,11 +25,14 @@ constexpr uint32_t kBlobVersion = 14;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // BlobValue::dynamic_mask (bounded-dynamic rows of
                                       // ops 17 and 23); 13: op 30 GroupNorm;
                                       // 14: constant inputs of ops 22 / 29 (one must
-                                      // be data), op 31 ResizeBilinear
+                                      // be data), op 31 ResizeBilinear; 15: op 32
+                                      // Attention, 4 input slots a node (100 bytes)
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
-/// Most inputs of one node.
-constexpr uint32_t kMaxNodeInputs = 3;
+/// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
+constexpr uint32_t kMaxNodeInputs = 4;
+/// Most inputs of one Concat or RowConcat node (longer cats are chains of them).
+constexpr uint32_t kMaxConcatInputs = 3;
 /// Integer parameters of one node.
 constexpr uint32_t kNodeParams = 16;
 /// Output columns per panel of a packed fully-connected weight (PackedFullyConnected).
@@ -336,10 +339,37 @@ enum class NodeOp : uint32_t {
   /// params[1] = OW >= 1, params[2] = 1 for aligned corners (else 0: half-pixel centres, as
   /// PyTorch's align_corners=False); fparams (-inf, +inf). Output [N, OH, OW, C].
   ResizeBilinear = 31,
+  /// tern's fused attention (kernels/fused_attention.h; since version 15): out = softmax(q ·
+  /// kᵀ · scale + mask) · v per batch (head), a block of query rows at a time (the scores never
+  /// written out). in: q [..., L, E], k [..., S, E] (params[kAttentionFlags] bit
+  /// kAttentionKTransposed: [..., E, S], a bmm's right operand), v [..., S, Ev] (data values
+  /// of rank 2..6; the product of the dims before the last two, the heads, the same for q, k,
+  /// v and the output: a head's rows are contiguous), optional additive mask (a constant or data
+  /// value of rank kAttentionMaskBatchRank + 2: dims [b_0, .., L or 1, S], each b_d equal to
+  /// params[kAttentionMaskBatch + d] or 1, those params multiplying to the heads, q's leading
+  /// dims' product; no mask: the rank param and the batch params 0). params[kAttentionCausal]
+  /// = P: 0, or 1..L (row i attends keys j <= i mod P, top-left aligned); flag
+  /// kAttentionEmptyRowsNan: a row whose every key is masked out gives NaN (softmax's), else
+  /// zeros (scaled_dot_product_attention's). fparams[0] = scale (finite), fparams[1] = 0.
+  /// Output [..., L, Ev]. Needs scratch: per pool thread, one head's packed K and V and a
+  /// block of scores.
+  Attention = 32,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 31;
+constexpr uint32_t kLastNodeOp = 32;
+
+/// Attention's parameter indices and flags.
+enum AttentionParam : uint32_t {
+  kAttentionFlags = 0,
+  kAttentionCausal = 1,
+  kAttentionMaskBatchRank = 2,  ///< 0..4
+  kAttentionMaskBatch = 3,      ///< [3..6]
+  kAttentionParamCount = 7,
+};
+constexpr uint32_t kAttentionKTransposed = 1;
+constexpr uint32_t kAttentionEmptyRowsNan = 2;
+constexpr uint32_t kAttentionMaxMaskBatchRank = 4;
 
 /// RowConcat's parameter indices (input i's width, stride and offset at + i).
 enum RowConcatParam : uint32_t {
@@ -464,7 +494,8 @@ constexpr bool is_own_kernel_op(uint32_t op) {
          op == static_cast<uint32_t>(NodeOp::BatchMatMul) ||
          op == static_cast<uint32_t>(NodeOp::StridedCopy) ||
          op == static_cast<uint32_t>(NodeOp::RowConcat) ||
-         op == static_cast<uint32_t>(NodeOp::GroupNorm);
+         op == static_cast<uint32_t>(NodeOp::GroupNorm) ||
+         op == static_cast<uint32_t>(NodeOp::Attention);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.
@@ -521,7 +552,7 @@ struct BlobNode {
 static_assert(sizeof(BlobHeader) == 56, "BlobHeader layout");
 static_assert(sizeof(BlobValue) == 96, "BlobValue layout");
 static_assert(sizeof(BlobRecipe) == 96, "BlobRecipe layout");
-static_assert(sizeof(BlobNode) == 96, "BlobNode layout");
+static_assert(sizeof(BlobNode) == 100, "BlobNode layout");
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the cpu blob is read and written as little-endian structs"
 #endif

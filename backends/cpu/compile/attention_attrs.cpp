@@ -73,6 +73,7 @@ SdpaAttrs sdpa_attrs(const Graph& g, const Node& node) {
     if (!is_none(g, node.args[3])) {
       throw Unsupported("scaled_dot_product_attention: is_causal with a mask");
     }
+    a.causal = true;
     a.bias_dims.assign(r, 1);
     a.bias_dims[r - 2] = l;
     a.bias_dims[r - 1] = s;

@@ -19,6 +19,9 @@ void check_batch_matmul(const Graph& g, const Node& node);
 /// softmax(q · kᵀ · scale + bias) · v.
 struct SdpaAttrs {
   float scale = 1.0f;
+  /// is_causal: query row i attends keys j <= i (top-left aligned); `bias` then holds that
+  /// mask written out.
+  bool causal = false;
   /// The additive mask (0 where attended, -inf where not; or a float mask's values), broadcast
   /// over the scores [.., L, S] from `bias_dims` (the scores' rank); empty: none.
   std::vector<float> bias;

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "backends/cpu/compile/attention_attrs.h"
+#include "backends/cpu/compile/attention_match.h"
 #include "backends/cpu/compile/bottleneck_match.h"
 #include "backends/cpu/compile/concat_shuffle_match.h"
 #include "backends/cpu/compile/index_map_ops.h"
@@ -99,7 +100,7 @@ class Lowering {
     }
     match_view_linear_views();
     for (const ConcatShuffleMatch& m : match_concat_shuffles(
-             g_, r_, cpu::kMaxNodeInputs, [this](int vid) { return is_nhwc(vid); })) {
+             g_, r_, cpu::kMaxConcatInputs, [this](int vid) { return is_nhwc(vid); })) {
       for (int n : m.folded) folded_views_.insert(n);
       shuffle_folds_[m.cat] = m;
     }
@@ -107,11 +108,19 @@ class Lowering {
       for (size_t i = 0; i + 1 < m.nodes.size(); ++i) gelu_pieces_.insert(m.nodes[i]);
       tanh_gelus_[m.nodes.back()] = m;
     }
+    for (const AttentionMatch& m : match_attentions(g_, r_)) {
+      for (size_t i = 0; i + 1 < m.nodes.size(); ++i) gelu_pieces_.insert(m.nodes[i]);
+      attentions_[m.nodes.back()] = m;
+    }
     for (int n : r_.nodes) {
       if (folded_views_.count(n) != 0) continue;  // a view folded into its linear or concat
       if (gelu_pieces_.count(n) != 0) continue;   // lowered with the pattern's last node
       if (auto t = tanh_gelus_.find(n); t != tanh_gelus_.end()) {
         lower_tanh_gelu(t->second);
+        continue;
+      }
+      if (auto a = attentions_.find(n); a != attentions_.end()) {
+        lower_eager_attention(a->second);
         continue;
       }
       auto f = fused.find(n);
@@ -1081,7 +1090,7 @@ class Lowering {
       }
       return;
     }
-    if (xdim + 1 == rank && ins.size() >= 2 && ins.size() <= cpu::kMaxNodeInputs) {
+    if (xdim + 1 == rank && ins.size() >= 2 && ins.size() <= cpu::kMaxConcatInputs) {
       for (int in : ins) {
         RowRead r;
         if (pending_row_read(in, &r)) {  // a slice read in place, not copied first
@@ -1109,7 +1118,7 @@ class Lowering {
     while (next < ins.size()) {
       std::vector<uint32_t> inputs = {acc};
       std::vector<int64_t> sizes = acc_sizes;
-      while (inputs.size() < cpu::kMaxNodeInputs && next < ins.size()) {
+      while (inputs.size() < cpu::kMaxConcatInputs && next < ins.size()) {
         inputs.push_back(cat_part(ins[next], node.outputs[0]));
         sizes[cat_dim] += g_.values[static_cast<size_t>(ins[next])].sizes[cat_dim];
         ++next;
@@ -1439,49 +1448,147 @@ class Lowering {
     a->bias_dims[r - 3] = g * l;
   }
 
-  /// scaled_dot_product_attention: BatchMatMul(q, kᵀ), XNNPACK's multiply by the scale, add of
-  /// the mask, softmax, then BatchMatMul(p, v). Grouped query heads (q [.., G, L, E] against
-  /// k, v [.., 1, S, E]) fold into the rows: one product per key/value head over its G * L
-  /// query rows, the output reshaped back.
+  /// The additive mask `bias` over scores of `dims` (each dim 1 or the scores') with its last
+  /// dim written out to the `keys` when it is 1 (the node reads every key of a mask row).
+  static void expand_mask_keys(std::vector<float>* bias, std::vector<int64_t>* dims,
+                               int64_t keys) {
+    if (dims->back() != 1 || keys == 1) return;
+    std::vector<float> out;
+    out.reserve(bias->size() * static_cast<size_t>(keys));
+    for (float x : *bias) out.insert(out.end(), static_cast<size_t>(keys), x);
+    *bias = std::move(out);
+    dims->back() = keys;
+  }
+
+  /// Whether the constant mask over [.., L, S] (all leading dims 1) is a causal one: 0 where
+  /// j <= i, and at most -1e30 (-inf, or the f32 minimum Hugging Face writes) where j > i. Its
+  /// masked scores' weights are then exactly 0 for finite scores, as when they are skipped.
+  static bool is_causal_mask(const std::vector<float>& bias, const std::vector<int64_t>& dims) {
+    const size_t r = dims.size();
+    for (size_t d = 0; d + 2 < r; ++d) {
+      if (dims[d] != 1) return false;
+    }
+    const int64_t l = dims[r - 2], s = dims[r - 1];
+    if (l < 2 || s < 2) return false;
+    for (int64_t i = 0; i < l; ++i) {
+      for (int64_t j = 0; j < s; ++j) {
+        const float m = bias[static_cast<size_t>(i * s + j)];
+        if (j <= i ? m != 0.0f : !(m <= -1e30f)) return false;
+      }
+    }
+    return true;
+  }
+
+  /// tern's fused Attention node (op 32): q, k (transposed when `k_transposed`), v, and the
+  /// mask (`mask`, a blob value of the scores' rank, or kNoValue) broadcast over `scores`.
+  void add_attention(uint32_t q, uint32_t k, bool k_transposed, uint32_t v, uint32_t mask,
+                     const std::vector<int64_t>& scores, double scale, int64_t causal_period,
+                     bool empty_rows_nan, uint32_t out) {
+    std::vector<uint32_t> in = {q, k, v};
+    if (mask != cpu::kNoValue) in.push_back(mask);
+    BlobNode& n = add_node(NodeOp::Attention, in, out);
+    n.params[cpu::kAttentionFlags] = (k_transposed ? cpu::kAttentionKTransposed : 0u) |
+                                     (empty_rows_nan ? cpu::kAttentionEmptyRowsNan : 0u);
+    n.params[cpu::kAttentionCausal] = static_cast<uint32_t>(causal_period);
+    if (mask != cpu::kNoValue) {
+      const size_t batch_rank = scores.size() - 2;
+      n.params[cpu::kAttentionMaskBatchRank] = static_cast<uint32_t>(batch_rank);
+      for (size_t d = 0; d < batch_rank; ++d) {
+        n.params[cpu::kAttentionMaskBatch + d] = static_cast<uint32_t>(scores[d]);
+      }
+    }
+    n.fparams[0] = static_cast<float>(scale);
+    n.fparams[1] = 0.0f;
+  }
+
+  /// scaled_dot_product_attention: tern's fused Attention node (op 32). Grouped query heads
+  /// (q [.., G, L, E] against k, v [.., 1, S, E]) fold into the rows: one head per key/value
+  /// head over its G * L query rows (causal rows by their index mod L), the output reshaped
+  /// back.
   void lower_sdpa(const Node& node) {
     SdpaAttrs a = sdpa_attrs(g_, node);
     uint32_t q = activation(node.args[0]);
     uint32_t k = activation(node.args[1]);
     uint32_t v = activation(node.args[2]);
+    const int64_t l = static_cast<int64_t>(values_[q].dims[values_[q].rank - 2]);
+    const int64_t s = static_cast<int64_t>(values_[k].dims[values_[k].rank - 2]);
     if (a.group != 0) {
-      const int64_t l = static_cast<int64_t>(values_[q].dims[values_[q].rank - 2]);
-      if (!a.bias.empty()) fold_group_bias(&a, l);
+      if (!a.causal && !a.bias.empty()) fold_group_bias(&a, l);
       q = fold_group_dim(q, static_cast<uint64_t>(a.group));
       k = fold_group_dim(k, 1);
       v = fold_group_dim(v, 1);
     }
-    std::vector<uint64_t> dims(values_[q].dims, values_[q].dims + values_[q].rank);
-    dims.back() = values_[k].dims[values_[k].rank - 2];  // [.., L, S]
-    uint32_t s = internal(dims);
-    add_node(NodeOp::BatchMatMul, {q, k}, s).params[0] = 1;
-    if (a.scale != 1.0f) {
-      const uint32_t scaled = internal(dims);
-      add_node(NodeOp::Multiply, {s, add_constant({1}, {a.scale})}, scaled);
-      s = scaled;
+    std::vector<int64_t> scores(values_[q].dims, values_[q].dims + values_[q].rank);
+    scores.back() = s;
+    uint32_t mask = cpu::kNoValue;
+    if (!a.causal && !a.bias.empty()) {
+      expand_mask_keys(&a.bias, &a.bias_dims, s);
+      mask = add_constant(std::vector<uint64_t>(a.bias_dims.begin(), a.bias_dims.end()), a.bias);
     }
-    if (!a.bias.empty()) {
-      const uint32_t masked = internal(dims);
-      add_node(
-          NodeOp::Add,
-          {s, add_constant(std::vector<uint64_t>(a.bias_dims.begin(), a.bias_dims.end()), a.bias)},
-          masked);
-      s = masked;
-    }
-    const uint32_t p = internal(dims);
-    add_node(NodeOp::Softmax, {s}, p);
     if (a.group == 0) {
-      add_node(NodeOp::BatchMatMul, {p, v}, output(node.outputs[0]));
+      add_attention(q, k, false, v, mask, scores, a.scale, a.causal ? l : 0, false,
+                    output(node.outputs[0]));
       return;
     }
+    std::vector<uint64_t> dims(values_[q].dims, values_[q].dims + values_[q].rank);
     dims.back() = values_[v].dims[values_[v].rank - 1];  // [.., G * L, Ev]
     const uint32_t o = internal(dims);
-    add_node(NodeOp::BatchMatMul, {p, v}, o);
+    add_attention(q, k, false, v, mask, scores, a.scale, a.causal ? l : 0, false, o);
     add_node(NodeOp::Reshape, {o}, output(node.outputs[0]));
+  }
+
+  /// k [.., S, E] row-major for `kt`, a bmm's right operand [.., E, S], when kt is a pending
+  /// view (Whisper's and BERT's key.transpose(-1, -2) of the key heads): kt's transpose undone,
+  /// read in place when that is the whole of a value in order, else copied in k's order (runs
+  /// of E features, not a gather of single floats). kNoValue when kt is a value of its own.
+  uint32_t untransposed_key(int kt) {
+    auto it = lazy_.find(kt);
+    if (it == lazy_.end() || ids_.count(kt) != 0) return cpu::kNoValue;
+    const size_t r = it->second.sizes.size();
+    std::vector<int64_t> perm(r);
+    for (size_t d = 0; d < r; ++d) perm[d] = static_cast<int64_t>(d);
+    std::swap(perm[r - 2], perm[r - 1]);
+    const StridedView k = permuted(it->second, perm);
+    if (copy_plan(k, false).identity) return k.base;
+    const uint32_t out = internal(std::vector<uint64_t>(k.sizes.begin(), k.sizes.end()));
+    emit_copy(k, false, out);
+    return out;
+  }
+
+  /// Attention written out (attention_match.h): one fused Attention node. Its mask, a constant
+  /// or an activation, is given the scores' rank; a constant causal mask becomes the node's
+  /// causal limit.
+  void lower_eager_attention(const AttentionMatch& m) {
+    const uint32_t q = activation(m.q);
+    uint32_t k = untransposed_key(m.kt);
+    const bool k_transposed = k == cpu::kNoValue;
+    if (k_transposed) k = activation(m.kt);
+    const uint32_t v = activation(m.v);
+    const std::vector<int64_t>& scores = m.scores_dims;
+    uint32_t mask = cpu::kNoValue;
+    int64_t causal = 0;
+    if (m.mask >= 0) {
+      const Value& mv = g_.values[static_cast<size_t>(m.mask)];
+      std::vector<uint64_t> dims(scores.size() - mv.sizes.size(), 1);
+      dims.insert(dims.end(), mv.sizes.begin(), mv.sizes.end());
+      if (mv.is_constant) {
+        const std::vector<float> data = constant_floats(mv);
+        const std::vector<int64_t> sdims(dims.begin(), dims.end());
+        if (is_causal_mask(data, sdims)) {
+          causal = scores[scores.size() - 2];
+        } else {
+          mask = add_constant(dims, data);
+        }
+      } else {
+        mask = activation(m.mask);
+        if (values_[mask].rank != dims.size()) {
+          const uint32_t padded = internal(dims);
+          add_node(NodeOp::Reshape, {mask}, padded);
+          mask = padded;
+        }
+      }
+    }
+    add_attention(q, k, k_transposed, v, mask, scores, m.scale, causal, true, output(m.out));
   }
 
   /// A mean, sum or amax (ReductionAttrs): its reduced dims are one range of x's blob dims (NHWC or
@@ -1819,6 +1926,7 @@ class Lowering {
   std::set<int> folded_views_;   ///< view nodes folded into a linear or a concat (no blob node)
   std::set<int> gelu_pieces_;    ///< a written-out tanh GELU's nodes but its last (no blob node)
   std::map<int, TanhGeluMatch> tanh_gelus_;  ///< its last node -> the pattern
+  std::map<int, AttentionMatch> attentions_;  ///< its second bmm -> the pattern
   std::map<int, ConcatShuffleMatch> shuffle_folds_;  ///< cat node -> its channel shuffle
   std::map<int, std::pair<int, int>> linear_folds_;  ///< linear node -> (x, output) values
   std::vector<LoweredCat> lowered_cats_;  ///< the cats lowered so far (a later cat may extend one)

@@ -129,7 +129,7 @@ Plan make_plan(const GemmProblem& p, const MicrokernelSet* ks, int64_t threads) 
   plan.p = &p;
   plan.ks = ks;
   plan.panels = ceil_div(p.n, kPanelWidth);
-  plan.panel_stride = kPanelWidth * (p.k + 1);
+  plan.panel_stride = kPanelWidth * ((p.packed_k > p.k ? p.packed_k : p.k) + 1);
   plan.last_cols = static_cast<int>(p.n - (plan.panels - 1) * kPanelWidth);
 
   // Register tiles.

@@ -34,7 +34,10 @@ struct GemmProblem {
   int64_t m = 0, n = 0, k = 0;
   const float* a = nullptr;  ///< A [m, k] row-major with row stride lda (>= k)
   int64_t lda = 0;
-  const float* packed = nullptr;  ///< from pack_fc_weight(n, k)
+  const float* packed = nullptr;  ///< from pack_fc_weight(n, k), or (n, packed_k)
+  /// K rows the packing holds (0: k). A larger packed_k multiplies by B's first k rows only
+  /// (attention's causal blocks: the keys before the block's last row).
+  int64_t packed_k = 0;
   float* c = nullptr;             ///< C [m, n] row-major with row stride ldc (>= n)
   int64_t ldc = 0;
   /// Optional (null: none): R [m, n] with C's row stride ldc, added after the bias and before

@@ -13,7 +13,7 @@
 
 namespace tern::cpu {
 
-/// Most inputs of a row concat (the blob's kMaxNodeInputs).
+/// Most inputs of a row concat (the blob's kMaxConcatInputs).
 constexpr int kRowConcatMaxInputs = 3;
 
 struct RowConcatProblem {

@@ -56,7 +56,7 @@ Error check_row_concat(uint32_t n, const BlobNode& node, const BlobValue* v) {
   const uint32_t inputs = node.num_inputs;  // checked: 2..3
   for (uint32_t i = 0; i < kNodeParams; ++i) {
     const bool per_input = i >= kRowConcatWidth && i < kRowConcatParamCount;
-    const uint32_t k = per_input ? (i - kRowConcatWidth) % kMaxNodeInputs : 0;
+    const uint32_t k = per_input ? (i - kRowConcatWidth) % kMaxConcatInputs : 0;
     const bool used = i < kRowConcatWidth || (per_input && k < inputs);
     TERN_CHECK_OR_RETURN_ERROR(used ? q[i] <= kMaxParam : q[i] == 0, InvalidProgram,
                                "cpu blob: node %u (row_concat): parameter %u is %u, expected %s",

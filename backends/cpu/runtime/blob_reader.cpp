@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "backends/cpu/kernels/quant_weight.h"
+#include "backends/cpu/runtime/blob_attention_check.h"
 #include "backends/cpu/runtime/blob_copy_checks.h"
 #include "backends/cpu/runtime/blob_dynamic_checks.h"
 #include "backends/cpu/weights/weight_recipe.h"
@@ -86,6 +87,8 @@ const char* op_name(uint32_t op) {
       return "square_root";
     case NodeOp::ResizeBilinear:
       return "resize_bilinear";
+    case NodeOp::Attention:
+      return "attention";
   }
   return "?";
 }
@@ -136,6 +139,10 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
       return;
     case NodeOp::BatchMatMul:  // a, b: both data values (check_batch_matmul)
       *min_in = *max_in = 2;
+      return;
+    case NodeOp::Attention:  // q, k, v (data values), mask? (constant or data; check_attention)
+      *min_in = 3;
+      *max_in = 4;
       return;
     default:
       *min_in = *max_in = 1;
@@ -758,6 +765,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
     }
     case NodeOp::BatchMatMul:
       return check_batch_matmul(n, node, v);
+    case NodeOp::Attention:
+      return check_attention(n, node, v);
     case NodeOp::StridedCopy:
       return check_strided_copy(n, node, v);
     case NodeOp::RowConcat:
@@ -1124,6 +1133,7 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
       };
       const bool is_const = constant(id);
       const bool want_const = (const_mask >> i) & 1u;
+      if (static_cast<NodeOp>(node.op) == NodeOp::Attention && i == 3) continue;  // the mask
       // Weights must be constants; the data input must not be. A binary op needs one
       // non-constant operand of the two, a concatenation one of its inputs (since version 14:
       // a ViT's class token is a constant part).
@@ -1145,6 +1155,7 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
     if (static_cast<NodeOp>(node.op) != NodeOp::ConstantPad &&
         static_cast<NodeOp>(node.op) != NodeOp::LayerNorm &&  // eps: checked with its shapes
         static_cast<NodeOp>(node.op) != NodeOp::GroupNorm &&
+        static_cast<NodeOp>(node.op) != NodeOp::Attention &&  // the scale: check_attention
         (std::isnan(node.fparams[0]) || std::isnan(node.fparams[1]) ||
          !(node.fparams[0] <= node.fparams[1]))) {
       err = set_error_message(Error::InvalidProgram,

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "backends/cpu/kernels/batch_matmul.h"
+#include "backends/cpu/kernels/fused_attention.h"
 #include "backends/cpu/kernels/bottleneck.h"
 #include "backends/cpu/kernels/group_norm_nhwc.h"
 #include "backends/cpu/kernels/layer_norm_rows.h"
@@ -23,7 +24,7 @@ static_assert(kLastGemmActivation == kLastPackedActivation,
               "the blob's activation codes are the kernel's");
 static_assert(static_cast<uint32_t>(GemmActivation::Silu) == 4, "SiLU is the blob's code 4");
 static_assert(kMaxBottleneckKernel == kMaxBottleneckWindow, "the blob's window bound is the kernel's");
-static_assert(kRowConcatMaxInputs == static_cast<int>(kMaxNodeInputs),
+static_assert(kRowConcatMaxInputs == static_cast<int>(kMaxConcatInputs),
               "the row concat takes every input a blob node can have");
 static_assert(kStridedCopyMaxDims == static_cast<int>(kMaxDims),
               "the blob's copy rank is the kernel's");
@@ -193,10 +194,50 @@ BatchMatMulProblem batch_matmul_problem(const BlobPlan& plan, const BlobNode& no
   return p;
 }
 
+/// The kernel's problem for Attention node `node` (validated by check_attention); pointers
+/// from `addr` when not null.
+AttentionProblem attention_problem(const BlobPlan& plan, const BlobNode& node,
+                                   float* const* addr) {
+  const BlobValue& q = plan.values[node.inputs[0]];
+  const BlobValue& v = plan.values[node.inputs[2]];
+  const uint32_t flags = node.params[kAttentionFlags];
+  AttentionProblem p;
+  p.l = static_cast<int64_t>(q.dims[q.rank - 2]);
+  p.e = static_cast<int64_t>(q.dims[q.rank - 1]);
+  p.s = static_cast<int64_t>(v.dims[v.rank - 2]);
+  p.ev = static_cast<int64_t>(v.dims[v.rank - 1]);
+  p.batch = static_cast<int64_t>(value_numel(q)) / (p.l * p.e);
+  p.k_transposed = (flags & kAttentionKTransposed) != 0;
+  p.empty_rows_nan = (flags & kAttentionEmptyRowsNan) != 0;
+  p.scale = node.fparams[0];
+  p.causal_period = node.params[kAttentionCausal];
+  if (node.num_inputs == 4) {
+    const BlobValue& m = plan.values[node.inputs[3]];
+    p.mask_batch_rank = static_cast<int>(node.params[kAttentionMaskBatchRank]);
+    // Strides of the mask's dims (row-major); a dim of 1 broadcast (stride 0) where the heads'
+    // is larger.
+    int64_t stride = static_cast<int64_t>(m.dims[m.rank - 1] * m.dims[m.rank - 2]);
+    p.mask_row_stride = m.dims[m.rank - 2] == 1 ? 0 : static_cast<int64_t>(m.dims[m.rank - 1]);
+    for (int d = p.mask_batch_rank - 1; d >= 0; --d) {
+      p.mask_batch_dims[d] = node.params[kAttentionMaskBatch + d];
+      p.mask_batch_strides[d] = m.dims[d] == 1 ? 0 : stride;
+      stride *= static_cast<int64_t>(m.dims[d]);
+    }
+    if (addr != nullptr) p.mask = addr[node.inputs[3]];
+  }
+  if (addr != nullptr) {
+    p.q = addr[node.inputs[0]];
+    p.k = addr[node.inputs[1]];
+    p.v = addr[node.inputs[2]];
+    p.out = addr[node.output];
+  }
+  return p;
+}
+
 /// Concat: per output row (all dims but the last), each input's row copied into its slice.
 struct ConcatTask {
-  const float* x[kMaxNodeInputs] = {};
-  int64_t width[kMaxNodeInputs] = {};  ///< each input's last dim
+  const float* x[kMaxConcatInputs] = {};
+  int64_t width[kMaxConcatInputs] = {};  ///< each input's last dim
   uint32_t inputs = 0;
   float* y = nullptr;
   int64_t out_width = 0;
@@ -284,6 +325,8 @@ uint64_t own_kernel_scratch_floats(const BlobPlan& plan, uint32_t n, int64_t thr
       return batch_matmul_scratch_floats(batch_matmul_problem(plan, node, nullptr));
     case NodeOp::GroupNorm:
       return group_norm_scratch_floats(group_norm_problem(plan, node, nullptr));
+    case NodeOp::Attention:
+      return attention_scratch_floats(attention_problem(plan, node, nullptr), threads);
     default:
       return 0;
   }
@@ -406,6 +449,9 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       return Error::Ok;
     case NodeOp::GroupNorm:
       group_norm_nhwc(group_norm_problem(plan, node, addr), scratch, pool);
+      return Error::Ok;
+    case NodeOp::Attention:
+      fused_attention(attention_problem(plan, node, addr), scratch, pool);
       return Error::Ok;
     case NodeOp::StridedCopy: {
       StridedCopyProblem p;

@@ -118,6 +118,7 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
     case NodeOp::StridedCopy:
     case NodeOp::RowConcat:
     case NodeOp::GroupNorm:
+    case NodeOp::Attention:
       break;  // tern's own kernels: never in an XNNPACK stage
   }
   return Error::InvalidProgram;

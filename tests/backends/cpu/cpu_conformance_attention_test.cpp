@@ -26,6 +26,7 @@ namespace {
 
 constexpr uint32_t kCopyOp = static_cast<uint32_t>(cpu::NodeOp::StridedCopy);
 constexpr uint32_t kMatMulOp = static_cast<uint32_t>(cpu::NodeOp::BatchMatMul);
+constexpr uint32_t kAttentionOp = static_cast<uint32_t>(cpu::NodeOp::Attention);
 constexpr uint32_t kConcatOp = static_cast<uint32_t>(cpu::NodeOp::Concat);
 constexpr uint32_t kRowConcatOp = static_cast<uint32_t>(cpu::NodeOp::RowConcat);
 
@@ -225,7 +226,8 @@ std::vector<OpCase> cases() {
       1e-10};
   attn.check_blob = [](const std::vector<uint8_t>& blob) {
     const std::vector<uint32_t> ops = blob_ops(blob);
-    EXPECT_EQ(count(ops, kMatMulOp), 2u);
+    EXPECT_EQ(count(ops, kAttentionOp), 1u);
+    EXPECT_EQ(count(ops, kMatMulOp), 0u);
     // q, k, v into heads and the heads back: one copy each (views, transposes composed).
     EXPECT_EQ(count(ops, kCopyOp), 4u);
   };
@@ -264,7 +266,7 @@ std::vector<OpCase> cases() {
                 },
                 1e-10};
   gqa.check_blob = [](const std::vector<uint8_t>& blob) {
-    EXPECT_EQ(count(blob_ops(blob), kMatMulOp), 2u);
+    EXPECT_EQ(count(blob_ops(blob), kAttentionOp), 1u);
   };
   c.push_back(gqa);
   c.push_back({"sdpa_grouped_mask_per_head_and_row",

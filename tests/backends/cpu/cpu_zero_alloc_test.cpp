@@ -336,8 +336,8 @@ TEST(CpuZeroAlloc, ExecuteWithAttentionNeverAllocates) {
   const std::vector<uint8_t> pte = attention_model(&graph);
   {
     const std::vector<uint32_t> ops = cpu_test::blob_ops(graph.delegates.at(0).blob);
-    ASSERT_EQ(std::count(ops.begin(), ops.end(), static_cast<uint32_t>(cpu::NodeOp::BatchMatMul)),
-              2);
+    ASSERT_EQ(std::count(ops.begin(), ops.end(), static_cast<uint32_t>(cpu::NodeOp::Attention)),
+              1);
     ASSERT_GE(std::count(ops.begin(), ops.end(), static_cast<uint32_t>(cpu::NodeOp::StridedCopy)),
               4);
   }
