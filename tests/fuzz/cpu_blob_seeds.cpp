@@ -367,6 +367,26 @@ compiler::Graph v14_graph() {
   return b.build();
 }
 
+/// Blob version 15: attention written out (bmm, a view, a scale, an added mask made from an
+/// input, softmax, a view back, bmm) as one Attention node (op 32) with four inputs, k
+/// transposed.
+compiler::Graph v15_graph() {
+  GraphBuilder b("forward");
+  const int64_t h = 2, t = 5, e = 4;
+  const int q = b.input("q", DType::F32, {h, t, e});
+  const int kt = b.input("kt", DType::F32, {h, e, t});
+  const int v = b.input("v", DType::F32, {h, t, e});
+  const int pad = b.input("pad", DType::F32, {1, 1, 1, t});
+  const int s = b.op("tern::bmm", {q, kt}, DType::F32, {h, t, t});
+  const int s4 = b.op("tern::view", {s, b.int_list({1, h, t, t})}, DType::F32, {1, h, t, t});
+  const int sc = b.op("tern::mul", {s4, b.double_value(0.5)}, DType::F32, {1, h, t, t});
+  const int m = b.op("tern::add", {sc, pad}, DType::F32, {1, h, t, t});
+  const int p = b.op("tern::softmax", {m, b.int_value(-1)}, DType::F32, {1, h, t, t});
+  const int p3 = b.op("tern::view", {p, b.int_list({h, t, t})}, DType::F32, {h, t, t});
+  b.output(b.op("tern::bmm", {p3, v}, DType::F32, {h, t, e}));
+  return b.build();
+}
+
 /// Bounded-dynamic rows (blob version 12): x[1, seq<=6, 16] -> linear -> linear, both in one
 /// delegate (the hidden value internal and dynamic), run by the fuzzer at the bound.
 compiler::Graph dynamic_rows_graph() {
@@ -405,6 +425,7 @@ std::vector<Seed> cpu_blob_seeds() {
       {"shuffle", shuffle_graph()},
       {"group_norm", group_norm_graph()},
       {"v14", v14_graph()},
+      {"v15", v15_graph()},
       {"dynamic_rows", dynamic_rows_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;
