@@ -583,6 +583,63 @@ def test_view_of_attention_output_laid_out_otherwise_than_traced():
     assert_close(got[0], m(x), what="output")
 
 
+def test_mixture_of_experts_routing():
+    """The routing of a mixture-of-experts layer (Hugging Face's grouped experts): topk of the
+    router's probabilities (values and indices), a sort of the expert ids (values and
+    positions), histc of the tokens per expert, their running ends, the inverse permutation by
+    index assignment and the tokens gathered in expert order, against PyTorch."""
+    class Routing(nn.Module):
+        def forward(self, logits, x):
+            p = torch.softmax(logits, -1)
+            w, idx = torch.topk(p, 2, dim=-1)
+            flat = idx.reshape(-1)
+            ids, perm = torch.sort(flat)
+            counts = torch.histc(ids.float(), bins=4, min=0, max=3)
+            ends = torch.cumsum(counts, 0).to(torch.int64)
+            inv = torch.empty_like(perm)
+            inv[perm] = torch.arange(perm.numel())
+            rows = x[perm // 2]
+            return w, idx, ids, counts, ends, inv, rows
+    m = Routing()
+    inputs = (torch.randn(6, 4), torch.randn(6, 3))
+    result, got = export_and_run(m, inputs, "moe_routing")
+    for op in ("tern::topk_indices", "tern::argsort", "tern::histc", "tern::index_copy"):
+        assert op in result.ops, (op, result.ops)
+    ref = m(*inputs)
+    # The ids are a stable sort here; PyTorch's unstable one may order equal ids otherwise, so
+    # only the sorted ids, not the permutation, are compared (inv and rows follow tern's own).
+    for i, (g, r) in enumerate(zip(got, ref)):
+        if i == 5:
+            perm = torch.sort(ref[1].reshape(-1), stable=True).indices
+            r = torch.empty_like(perm)
+            r[perm] = torch.arange(perm.numel())
+        if i == 6:
+            perm = torch.sort(ref[1].reshape(-1), stable=True).indices
+            r = inputs[1][perm // 2]
+        assert_close(g, r, what="output %d" % i)
+
+
+def test_mixtral_experts():
+    """transformers' Mixtral (4 experts, 2 per token): its grouped experts (sort, histc,
+    grouped_mm_fallback, the inverse permutation) exported whole, against PyTorch."""
+    try:
+        import transformers as tf
+    except ImportError:
+        return  # transformers is installed in .venv only
+    sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
+    from model_zoo import HFOutputs, _hf
+    cfg = tf.MixtralConfig(vocab_size=128, hidden_size=64, num_hidden_layers=2,
+                           num_attention_heads=4, num_key_value_heads=2, intermediate_size=128,
+                           num_local_experts=4, num_experts_per_tok=2, use_cache=False)
+    torch.manual_seed(0)
+    m = HFOutputs(_hf(tf.MixtralModel, cfg).eval(), ["input_ids"], ["last_hidden_state"]).eval()
+    ids = torch.randint(0, 100, (1, 16))
+    result, got = export_and_run(m, (ids,), "mixtral", backends=("cpu",))
+    for op in ("tern::grouped_mm", "tern::topk_indices", "tern::argsort", "tern::histc"):
+        assert op in result.ops, (op, result.ops)
+    assert_close(got[0], m(ids)[0], what="last_hidden_state")
+
+
 def test_slice_and_select_assignment():
     # In-place slice / element assignment inside a model (Funnel's relative attention shifts;
     # hand-written models): functionalized to slice_scatter / select_scatter, lowered to slices

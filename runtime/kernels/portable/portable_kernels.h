@@ -152,6 +152,10 @@ Error select(KernelContext& context, Span<EValue*> args);
 /// tern::split(x, split_sizes IntList, dim Int, out0, out1, ...): consecutive pieces along dim
 /// (one size per output, or one chunk size: split_piece.h).
 Error split(KernelContext& context, Span<EValue*> args);
+/// tern::grouped_mm(x [S, K], w [E, K, N], offsets [E] (i32/i64 running row ends), out
+/// [S, N]): each group of rows times its own w[e]; rows after the last end are zeros; offsets
+/// that go backwards or past S are InvalidArgument.
+Error grouped_mm(KernelContext& context, Span<EValue*> args);
 /// tern::index_copy(x, dim Int, index (i64/i32, 0-D or 1-D), source, out): out = x with slice
 /// index[i] of dim replaced by source's slice i; in place when out is x (a state tensor). An
 /// index outside [0, size) is InvalidArgument.
@@ -199,6 +203,14 @@ Error argmin(KernelContext& context, Span<EValue*> args);
 
 /// tern::cumsum(x, dim Int, out): f32 -> f32 (double accumulator); int -> i64 or x's dtype.
 Error cumsum(KernelContext& context, Span<EValue*> args);
+/// tern::argsort(x (f32, i32, i64), dim Int, descending Bool, out i64): the stable order of x
+/// along dim (ties by position; NaN above every number).
+Error argsort(KernelContext& context, Span<EValue*> args);
+/// tern::topk_indices(x (f32, i32, i64), k Int, dim Int, largest Bool, out i64 [.., k, ..]):
+/// the positions of the k largest (smallest) values along dim, in order, ties by position.
+Error topk_indices(KernelContext& context, Span<EValue*> args);
+/// tern::histc(x f32, bins Int, min Double, max Double, out f32 [bins]): ATen's histc.
+Error histc(KernelContext& context, Span<EValue*> args);
 
 /// tern::softmax / tern::log_softmax(x, dim Int, out): f32, max-subtracted.
 Error softmax(KernelContext& context, Span<EValue*> args);

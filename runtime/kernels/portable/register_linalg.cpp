@@ -9,6 +9,7 @@ Error register_linalg_kernels() {
       {"tern::linear", linear},
       {"tern::matmul", matmul},
       {"tern::bmm", bmm},
+      {"tern::grouped_mm", grouped_mm},
       {"tern::addmm", addmm},
       {"tern::conv1d", conv1d},
       {"tern::conv2d", conv2d},

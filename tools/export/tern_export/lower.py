@@ -351,7 +351,7 @@ class Lowerer:
         if any(isinstance(a, Poison) for a in flat):
             # Downstream of an unsupported operator: nothing is emitted, but an operator
             # without a mapping is still reported.
-            if n.target not in ops_table.HANDLERS and n.target not in ops_table.SHAPE_ONLY:
+            if ops_table.handler_for(n.target) is None and n.target not in ops_table.SHAPE_ONLY:
                 self.unsupported.append((n, op_name(n.target), None))
             self.env[n] = POISON
             return
@@ -361,7 +361,7 @@ class Lowerer:
         if not any(isinstance(a, (TVal, Multi)) for a in flat):
             self.env[n] = self._fold(n, real, flat)
             return
-        handler = ops_table.HANDLERS.get(n.target)
+        handler = ops_table.handler_for(n.target)
         if handler is None:
             self.unsupported.append((n, op_name(n.target), None))
             self.env[n] = POISON

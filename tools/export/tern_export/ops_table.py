@@ -780,6 +780,106 @@ def _select_scatter(L, n, a, real):
     return _scatter_slices(L, x, src, dim, index, index + 1, 1, real)
 
 
+def _lazy(emit):
+    """A callable emitting `emit()` once, on first use (for Multi items sharing a node)."""
+    cache = []
+
+    def get():
+        if not cache:
+            cache.append(emit())
+        return cache[0]
+    return get
+
+
+@handles("topk.default")
+def _topk(L, n, a, real):
+    # The indices by tern::topk_indices (ties by position); the values gathered with them.
+    x, dim = a["self"], V(a["dim"])
+    indices = _lazy(lambda: L.emit("topk_indices", [L.tensor_id(x), L.mb.int(V(a["k"])),
+                                                    L.mb.int(dim), L.mb.bool(V(a["largest"]))],
+                                   real[1]))
+    return Multi([lambda: L.emit("gather", [L.tensor_id(x), L.mb.int(dim), indices().vid],
+                                 real[0]), indices])
+
+
+@handles("sort.default", "sort.stable")
+def _sort(L, n, a, real):
+    # A stable sort whatever `stable` says (an unstable one may order ties either way).
+    x, dim = a["self"], V(a["dim"])
+    indices = _lazy(lambda: L.emit("argsort", [L.tensor_id(x), L.mb.int(dim),
+                                               L.mb.bool(V(a["descending"]))], real[1]))
+    return Multi([lambda: L.emit("gather", [L.tensor_id(x), L.mb.int(dim), indices().vid],
+                                 real[0]), indices])
+
+
+@handles("argsort.default", "argsort.stable")
+def _argsort(L, n, a, real):
+    return L.emit("argsort", [L.tensor_id(a["self"]), L.mb.int(V(a["dim"])),
+                              L.mb.bool(V(a["descending"]))], real)
+
+
+@handles("histc.default")
+def _histc(L, n, a, real):
+    if real.dtype != torch.float32:
+        raise Unsupported("histc of %s (f32 only)" % real.dtype)
+    return L.emit("histc", [L.tensor_id(a["self"]), L.mb.int(V(a["bins"])),
+                            L.mb.double(float(V(a["min"]))), L.mb.double(float(V(a["max"])))],
+                  real)
+
+
+@handles("index_put.default", "index_put_.default")
+def _index_put(L, n, a, real):
+    # x[index] = values with one 1-D integer index (Hugging Face's MoE inverts its routing
+    # permutation this way): index_copy along dim 0.
+    if V(a["accumulate"]):
+        raise Unsupported("index_put with accumulate=True")
+    index = [i for i in a["indices"]]
+    if len(index) != 1 or is_none(index[0]):
+        raise Unsupported("index_put with %d index tensors (one, on dim 0, is taken)"
+                          % len(index))
+    ri, rx, rv = real_of(index[0]), real_of(a["self"]), real_of(a["values"])
+    if ri.dim() != 1 or ri.dtype not in (torch.int64, torch.int32):
+        raise Unsupported("index_put with a %s index of rank %d (a 1-D integer index is taken)"
+                          % (ri.dtype, ri.dim()))
+    if tuple(rv.shape) != (ri.shape[0],) + tuple(rx.shape[1:]) or rv.dtype != rx.dtype:
+        raise Unsupported("index_put with values %s %s for %s %s rows"
+                          % (rv.dtype, tuple(rv.shape), rx.dtype, tuple(rx.shape)))
+    return L.emit("index_copy", [L.tensor_id(a["self"]), L.mb.int(0), L.tensor_id(index[0]),
+                                 L.tensor_id(a["values"])], real)
+
+
+def _grouped_mm(L, n, a, real):
+    # Mixture-of-experts products over rows sorted by expert: transformers' grouped_mm_fallback
+    # (input, weight [E, K, N], offs) and torch._grouped_mm (self, mat2, offs).
+    x = a["input"] if "input" in a else a["self"]
+    w = a["weight"] if "weight" in a else a["mat2"]
+    if "bias" in a and not is_none(a["bias"]):
+        raise Unsupported("grouped_mm with a bias")
+    if is_none(a["offs"]):
+        raise Unsupported("grouped_mm without offsets")
+    rx, rw = real_of(x), real_of(w)
+    if rx.dim() != 2 or rw.dim() != 3 or rx.dtype != torch.float32 or rw.dtype != torch.float32:
+        raise Unsupported("grouped_mm of %s %s by %s %s (f32 [S, K] by [E, K, N] is taken)"
+                          % (rx.dtype, tuple(rx.shape), rw.dtype, tuple(rw.shape)))
+    return L.emit("grouped_mm", [L.tensor_id(x), L.tensor_id(w), L.tensor_id(a["offs"])], real)
+
+
+HANDLERS_BY_NAME = {
+    "transformers::grouped_mm_fallback": _grouped_mm,
+}
+for _op in _overloads(["_grouped_mm.default"]):
+    HANDLERS[_op] = _grouped_mm
+
+
+def handler_for(target):
+    """The handler of an operator: by its overload, or by its schema name for operators of
+    other libraries registered at run time (transformers' custom ops)."""
+    handler = HANDLERS.get(target)
+    if handler is None and hasattr(target, "_schema"):
+        handler = HANDLERS_BY_NAME.get(target._schema.name)
+    return handler
+
+
 @handles("gather.default")
 def _gather(L, n, a, real):
     return L.emit("gather", [L.tensor_id(a["self"]), L.mb.int(V(a["dim"])),
