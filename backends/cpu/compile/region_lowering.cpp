@@ -1549,8 +1549,13 @@ class Lowering {
     for (size_t d = 0; d < r; ++d) perm[d] = static_cast<int64_t>(d);
     std::swap(perm[r - 2], perm[r - 1]);
     const StridedView k = permuted(it->second, perm);
-    if (copy_plan(k, false).identity) return k.base;
-    const uint32_t out = internal(std::vector<uint64_t>(k.sizes.begin(), k.sizes.end()));
+    const std::vector<uint64_t> dims(k.sizes.begin(), k.sizes.end());
+    const BlobValue& base = values_[k.base];
+    if (copy_plan(k, false).identity && base.rank >= 2 &&
+        base.dims[base.rank - 1] == dims[r - 1] && base.dims[base.rank - 2] == dims[r - 2]) {
+      return k.base;  // the same bytes, and the node reads the base's last two dims as [S, E]
+    }
+    const uint32_t out = internal(dims);
     emit_copy(k, false, out);
     return out;
   }
