@@ -179,17 +179,19 @@ std::vector<OpCase> cases() {
                  b.output(bmm(b, softmax(b, m, {h, t, t}), v, {h, t, t}, e));
                },
                1e-10});
-  // The key heads viewed out of a flat input (PVT's, MobileViT's one-head attention): the
-  // transposed key's bytes are the input's in order, but its dims are not [.., keys,
-  // features]: copied into that shape, not read as the input's value.
+  // PVT's one-head attention: the key viewed as [1, keys, heads, features], its heads permuted
+  // to the front and transposed: the transposed key's bytes are that view's in order, but its
+  // dims are not [.., keys, features]: copied into that shape, not read as that value.
   c.push_back({"key_viewed_from_a_flat_input",
                [](GraphBuilder& b) {
                  const int64_t t = 12, e = 8;
                  const int q = b.input("q", DType::F32, {1, t, e});
                  const int flat = b.input("k", DType::F32, {1, t * e});
                  const int v = b.input("v", DType::F32, {1, t, e});
-                 const int k4 = view(b, flat, {1, 1, t, e});
-                 const int kt = view(b, transpose(b, k4, {1, 1, t, e}, 2, 3), {1, e, t});
+                 const int k4 = view(b, flat, {1, t, 1, e});  // [1, keys, heads, features]
+                 const int kh = b.op("tern::permute", {k4, b.int_list({0, 2, 1, 3})}, DType::F32,
+                                     {1, 1, t, e});
+                 const int kt = view(b, transpose(b, kh, {1, 1, t, e}, 2, 3), {1, e, t});
                  const int s = bmm(b, q, kt, {1, t, e}, t);
                  b.output(bmm(b, softmax(b, s, {1, t, t}), v, {1, t, t}, e));
                },
