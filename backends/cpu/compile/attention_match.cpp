@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <set>
+
+#include "backends/cpu/compile/node_attrs.h"
 
 namespace tern::compiler::cpu_compile {
 namespace {
@@ -191,29 +192,9 @@ class Matcher {
     if (n.args.size() == 3 && value(n.args[2]).kind != Value::Kind::None) return false;
     for (int i = 0; i < 2; ++i) {
       if (n.op == "tern::div" && i == 1) break;
-      if (!scalar_of(n.args[1 - i], s) || reader_made(n.args[i]) < 0) continue;
+      if (!scalar_constant(g_, n.args[1 - i], s) || reader_made(n.args[i]) < 0) continue;
       if (!(*s != 0.0 && std::fabs(*s) < 1e30)) return false;
       *t = n.args[i];
-      return true;
-    }
-    return false;
-  }
-  bool scalar_of(int vid, double* out) const {
-    if (vid < 0) return false;
-    const Value& v = value(vid);
-    if (v.kind == Value::Kind::Double) {
-      *out = v.double_value;
-      return true;
-    }
-    if (v.kind == Value::Kind::Int) {
-      *out = static_cast<double>(v.int_value);
-      return true;
-    }
-    if (v.kind == Value::Kind::Tensor && v.is_constant && v.dtype == DType::F32 &&
-        v.data.size() == sizeof(float)) {
-      float f;
-      std::memcpy(&f, v.data.data(), sizeof(f));
-      *out = f;
       return true;
     }
     return false;

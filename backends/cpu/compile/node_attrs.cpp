@@ -89,6 +89,27 @@ double number(const Graph& g, int id, const char* what) {
   fail(std::string(what) + ": expected an Int or Double");
 }
 
+bool scalar_constant(const Graph& g, int id, double* out) {
+  if (id < 0 || static_cast<size_t>(id) >= g.values.size()) return false;
+  const Value& v = g.values[static_cast<size_t>(id)];
+  if (v.kind == Value::Kind::Double) {
+    *out = v.double_value;
+    return true;
+  }
+  if (v.kind == Value::Kind::Int) {
+    *out = static_cast<double>(v.int_value);
+    return true;
+  }
+  if (v.kind == Value::Kind::Tensor && v.is_constant && v.dtype == DType::F32 &&
+      v.data.size() == sizeof(float)) {
+    float f;
+    std::memcpy(&f, v.data.data(), sizeof(f));
+    *out = f;
+    return true;
+  }
+  return false;
+}
+
 int64_t int_value(const Graph& g, int id, const char* what) {
   const Value& v = static_value(g, id, what);
   if (v.kind != Value::Kind::Int) fail(std::string(what) + ": expected an Int");

@@ -37,6 +37,9 @@ const Value& constant_tensor(const Graph& g, int id, const char* what, size_t ra
 const Value& static_value(const Graph& g, int id, const char* what);
 /// An Int or Double value as a double.
 double number(const Graph& g, int id, const char* what);
+/// Whether value `id` is a scalar known at compile time (an Int or Double value, or a
+/// one-element f32 constant tensor), into *out; false (nothing thrown) otherwise.
+bool scalar_constant(const Graph& g, int id, double* out);
 int64_t int_value(const Graph& g, int id, const char* what);
 bool bool_value(const Graph& g, int id, const char* what);
 bool is_none(const Graph& g, int id);

@@ -5,30 +5,10 @@
 #include <map>
 #include <set>
 
+#include "backends/cpu/compile/node_attrs.h"
+
 namespace tern::compiler::cpu_compile {
 namespace {
-
-/// The value of a scalar argument: an int or double value, or a one-element f32 constant.
-bool scalar_of(const Graph& g, int vid, double* out) {
-  if (vid < 0) return false;
-  const Value& v = g.values[static_cast<size_t>(vid)];
-  if (v.kind == Value::Kind::Double) {
-    *out = v.double_value;
-    return true;
-  }
-  if (v.kind == Value::Kind::Int) {
-    *out = static_cast<double>(v.int_value);
-    return true;
-  }
-  if (v.kind == Value::Kind::Tensor && v.is_constant && v.dtype == DType::F32 &&
-      v.data.size() == sizeof(float)) {
-    float f;
-    std::copy(v.data.begin(), v.data.end(), reinterpret_cast<uint8_t*>(&f));
-    *out = f;
-    return true;
-  }
-  return false;
-}
 
 constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2 / pi)
 
@@ -70,7 +50,7 @@ class Matcher {
       const int other = d.args[1 - i];
       double e = 0;
       if (pn < 0 || !once(pv) || node(pn).op != "tern::pow" || node(pn).args.size() != 2 ||
-          node(pn).args[0] != other || !scalar_of(g_, node(pn).args[1], &e) || e != 3.0) {
+          node(pn).args[0] != other || !scalar_constant(g_, node(pn).args[1], &e) || e != 3.0) {
         continue;
       }
       x = other;
@@ -84,7 +64,7 @@ class Matcher {
     double one = 0;
     const Node& gn = node(g_node);
     const int one_arg = gn.args[0] == t.outputs[0] ? gn.args[1] : gn.args[0];
-    if (!scalar_of(g_, one_arg, &one) || one != 1.0) return false;
+    if (!scalar_constant(g_, one_arg, &one) || one != 1.0) return false;
     const int y_node = only_reader(gn.outputs[0]);
     if (y_node < 0) return false;
     const Node& yn = node(y_node);
@@ -147,7 +127,7 @@ class Matcher {
     if (m.op != "tern::mul" || m.args.size() != 2 || m.outputs.size() != 1) return false;
     for (int i = 0; i < 2; ++i) {
       double s = 0;
-      if (scalar_of(g_, m.args[1 - i], &s) && near(s, factor) && f32_tensor(m.args[i])) {
+      if (scalar_constant(g_, m.args[1 - i], &s) && near(s, factor) && f32_tensor(m.args[i])) {
         *mul_node = n;
         *t = m.args[i];
         return true;

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "runtime/kernels/util/simd_dispatch.h"
+#include "backends/cpu/kernels/exp_poly.h"
 #include "runtime/kernels/util/vector_math.h"
 
 #if defined(TERN_SIMD_X86_DISPATCH)
@@ -19,15 +20,7 @@ namespace {
 
 namespace vmath = portable::vmath;
 
-constexpr float kLog2e = 1.44269504088896341f;
-constexpr float kLn2Hi = 0.693145751953125f;
-constexpr float kLn2Lo = 1.42860682030941723e-6f;
-constexpr float kExpC5 = 0.008297616615891457f;
-constexpr float kExpC4 = 0.04191537946462631f;
-constexpr float kExpC3 = 0.16667574644088745f;
-constexpr float kExpC2 = 0.49998894333839417f;
-constexpr float kExpC1 = 0.9999997019767761f;
-constexpr float kExpC0 = 1.0000001192092896f;
+using namespace exp_poly;  // NOLINT(build/namespaces): the polynomial's constants
 /// Below this, e^x is under 2^-126: 0.
 constexpr float kExpMin = -87.3f;
 
@@ -80,11 +73,11 @@ TERN_SIMD_TARGET_AVX512 inline __m512 exp_avx512(__m512 x) {
                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), z);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
-  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(kExpC5), r, _mm512_set1_ps(kExpC4));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC3));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC2));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC1));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC0));
+  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(kC5), r, _mm512_set1_ps(kC4));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC3));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC2));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC1));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC0));
   const __m512 e = _mm512_maskz_scalef_ps(kAll, p, n);
   // x < kExpMin (and -inf): 0; an unordered compare keeps NaN (max(x, c) gave c for NaN x).
   const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpMin), _CMP_NLT_UQ);
@@ -147,11 +140,11 @@ TERN_SIMD_TARGET_AVX2 inline __m256 exp_avx2(__m256 x) {
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), z);
   r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
-  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(kExpC5), r, _mm256_set1_ps(kExpC4));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpC3));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpC2));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpC1));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kExpC0));
+  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(kC5), r, _mm256_set1_ps(kC4));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC3));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC2));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC1));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC0));
   // 2^n for n in [-126, 0]: n + 127 into the exponent field.
   const __m256i bits =
       _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);

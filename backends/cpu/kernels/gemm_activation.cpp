@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "backends/cpu/kernels/packed_gemm.h"
+#include "backends/cpu/kernels/exp_poly.h"
 #include "runtime/kernels/util/vector_math.h"
 
 #if defined(TERN_SIMD_X86_DISPATCH)
@@ -95,15 +96,7 @@ TERN_SIMD_TARGET_AVX512 void run_avx512(float* x, int64_t rows, int64_t cols, in
 // kernel; NaN propagates (max(c, NaN) and min(c, NaN) are NaN). AVX-512: 18 vector operations
 // per 16 floats, 11% faster than the plain loop (kernels/README.md). AVX2: four vectors at a
 // time with their operations interleaved (below).
-constexpr float kLog2e = 1.44269504088896341f;
-constexpr float kLn2Hi = 0.693145751953125f;
-constexpr float kLn2Lo = 1.42860682030941723e-6f;
-constexpr float kExpC5 = 0.008297616615891457f;
-constexpr float kExpC4 = 0.04191537946462631f;
-constexpr float kExpC3 = 0.16667574644088745f;
-constexpr float kExpC2 = 0.49998894333839417f;
-constexpr float kExpC1 = 0.9999997019767761f;
-constexpr float kExpC0 = 1.0000001192092896f;
+using namespace exp_poly;  // NOLINT(build/namespaces): the polynomial's constants
 
 /// The maskz forms with a full mask: GCC 12's unmasked ones warn of an uninitialized
 /// pass-through (as in depthwise_row_avx512.cpp).
@@ -118,11 +111,11 @@ TERN_SIMD_TARGET_AVX512 inline __m512 sigmoid_or_silu_avx512(__m512 x) {
                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), z);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
-  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(kExpC5), r, _mm512_set1_ps(kExpC4));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC3));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC2));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC1));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC0));
+  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(kC5), r, _mm512_set1_ps(kC4));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC3));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC2));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC1));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC0));
   const __m512 den = _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_maskz_scalef_ps(kAll, p, n));
   __m512 sig = _mm512_maskz_rcp14_ps(kAll, den);
   sig = _mm512_mul_ps(sig, _mm512_fnmadd_ps(den, sig, _mm512_set1_ps(2.0f)));
@@ -175,16 +168,16 @@ TERN_SIMD_TARGET_AVX2 inline void sigmoid_or_silu_avx2(__m256 (&x)[U]) {
   for (int u = 0; u < U; ++u) r[u] = _mm256_fnmadd_ps(n[u], _mm256_set1_ps(kLn2Lo), r[u]);
 #pragma GCC unroll 4
   for (int u = 0; u < U; ++u) {
-    p[u] = _mm256_fmadd_ps(_mm256_set1_ps(kExpC5), r[u], _mm256_set1_ps(kExpC4));
+    p[u] = _mm256_fmadd_ps(_mm256_set1_ps(kC5), r[u], _mm256_set1_ps(kC4));
   }
 #pragma GCC unroll 4
-  for (int u = 0; u < U; ++u) p[u] = _mm256_fmadd_ps(p[u], r[u], _mm256_set1_ps(kExpC3));
+  for (int u = 0; u < U; ++u) p[u] = _mm256_fmadd_ps(p[u], r[u], _mm256_set1_ps(kC3));
 #pragma GCC unroll 4
-  for (int u = 0; u < U; ++u) p[u] = _mm256_fmadd_ps(p[u], r[u], _mm256_set1_ps(kExpC2));
+  for (int u = 0; u < U; ++u) p[u] = _mm256_fmadd_ps(p[u], r[u], _mm256_set1_ps(kC2));
 #pragma GCC unroll 4
-  for (int u = 0; u < U; ++u) p[u] = _mm256_fmadd_ps(p[u], r[u], _mm256_set1_ps(kExpC1));
+  for (int u = 0; u < U; ++u) p[u] = _mm256_fmadd_ps(p[u], r[u], _mm256_set1_ps(kC1));
 #pragma GCC unroll 4
-  for (int u = 0; u < U; ++u) p[u] = _mm256_fmadd_ps(p[u], r[u], _mm256_set1_ps(kExpC0));
+  for (int u = 0; u < U; ++u) p[u] = _mm256_fmadd_ps(p[u], r[u], _mm256_set1_ps(kC0));
 #pragma GCC unroll 4
   for (int u = 0; u < U; ++u) {
     // 2^n for n in [-126, 126] (|z| <= 87): n + 127 into the exponent field; den = 1 + e.
