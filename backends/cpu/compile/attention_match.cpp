@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <set>
 
 #include "backends/cpu/compile/node_attrs.h"
+#include "backends/cpu/compile/region_index.h"
 
 namespace tern::compiler::cpu_compile {
 namespace {
@@ -16,23 +15,9 @@ int64_t product(const std::vector<int64_t>& d, size_t from, size_t to) {
   return p;
 }
 
-class Matcher {
+class Matcher : public RegionIndex {
  public:
-  Matcher(const Graph& g, const DelegateRegion& r) : g_(g) {
-    for (int n : r.nodes) in_region_.insert(n);
-    for (int n : r.nodes) {
-      for (int o : g.nodes[static_cast<size_t>(n)].outputs) producer_[o] = n;
-    }
-    for (const Node& n : g.nodes) {
-      for (int a : n.args) {
-        if (a >= 0) ++uses_[a];
-      }
-    }
-    for (const Value& v : g.values) {
-      for (int t : v.tensors) ++uses_[t];  // read through a list
-    }
-    for (int o : r.outputs) region_outputs_.insert(o);
-  }
+  Matcher(const Graph& g, const DelegateRegion& r) : RegionIndex(g, r) {}
 
   /// The pattern ending at `bmm_node` (the second product), into *m.
   bool match_at(int bmm_node, AttentionMatch* m) {
@@ -85,7 +70,7 @@ class Matcher {
     std::sort(nodes.begin(), nodes.end());
     if (nodes.back() != bmm_node) return false;  // lowered where the second bmm runs
     for (int k : nodes) {
-      if (in_region_.count(k) == 0) return false;
+      if (!in_region(k)) return false;
     }
     m->nodes = nodes;
     return true;
@@ -142,18 +127,11 @@ class Matcher {
     return true;
   }
 
-  const Node& node(int n) const { return g_.nodes[static_cast<size_t>(n)]; }
-  const Value& value(int vid) const { return g_.values[static_cast<size_t>(vid)]; }
   const std::vector<int64_t>& sizes(int vid) const { return value(vid).sizes; }
 
   /// The region node making `vid` when `vid` is read once (by the pattern) and stays in the
   /// region; else -1.
-  int reader_made(int vid) const {
-    auto u = uses_.find(vid);
-    if (u == uses_.end() || u->second != 1 || region_outputs_.count(vid) != 0) return -1;
-    auto it = producer_.find(vid);
-    return it == producer_.end() ? -1 : it->second;
-  }
+  int reader_made(int vid) const { return once(vid) ? made_by(vid) : -1; }
 
   bool f32_activation(int vid) const {
     const Value& v = value(vid);
@@ -221,12 +199,6 @@ class Matcher {
     const int64_t dim = d.int_value < 0 ? d.int_value + rank : d.int_value;
     return dim == rank - 1;
   }
-
-  const Graph& g_;
-  std::set<int> in_region_;
-  std::set<int> region_outputs_;
-  std::map<int, int> producer_;
-  std::map<int, int> uses_;
 };
 
 }  // namespace

@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <set>
 
 #include "backends/cpu/compile/node_attrs.h"
+#include "backends/cpu/compile/region_index.h"
 
 namespace tern::compiler::cpu_compile {
 namespace {
@@ -14,23 +13,9 @@ constexpr double kSqrt2OverPi = 0.79788456080286535588;  // sqrt(2 / pi)
 
 bool near(double a, double b) { return std::fabs(a - b) <= 1e-6 * std::fabs(b); }
 
-class Matcher {
+class Matcher : public RegionIndex {
  public:
-  Matcher(const Graph& g, const DelegateRegion& r) : g_(g) {
-    for (int n : r.nodes) in_region_.insert(n);
-    for (int n : r.nodes) {
-      for (int o : g.nodes[static_cast<size_t>(n)].outputs) producer_[o] = n;
-    }
-    for (const Node& n : g.nodes) {
-      for (int a : n.args) {
-        if (a >= 0) ++uses_[a];
-      }
-    }
-    for (int o : r.outputs) region_outputs_.insert(o);
-    for (const Value& v : g.values) {
-      for (int t : v.tensors) ++uses_[t];  // read through a list
-    }
-  }
+  Matcher(const Graph& g, const DelegateRegion& r) : RegionIndex(g, r) {}
 
   bool match_at(int tanh_node, TanhGeluMatch* m) {
     const Node& t = node(tanh_node);
@@ -84,26 +69,16 @@ class Matcher {
     if (m->nodes.back() != y_node) return false;  // lowered where the last mul runs
     m->x_reads = 3;
     for (int n : m->nodes) {
-      if (in_region_.count(n) == 0) return false;
+      if (!in_region(n)) return false;
     }
     return true;
   }
 
  private:
-  const Node& node(int n) const { return g_.nodes[static_cast<size_t>(n)]; }
-  int made_by(int vid) const {
-    auto it = producer_.find(vid);
-    return it == producer_.end() ? -1 : it->second;
-  }
-  /// Read by exactly one node, not through a list, and not leaving the region.
-  bool once(int vid) const {
-    auto it = uses_.find(vid);
-    return it != uses_.end() && it->second == 1 && region_outputs_.count(vid) == 0;
-  }
   /// The one region node reading `vid` (read once), or -1.
   int only_reader(int vid) const {
     if (!once(vid)) return -1;
-    for (int n : in_region_) {
+    for (int n : region_nodes()) {
       for (int a : node(n).args) {
         if (a == vid) return n;
       }
@@ -135,12 +110,6 @@ class Matcher {
     }
     return false;
   }
-
-  const Graph& g_;
-  std::set<int> in_region_;
-  std::set<int> region_outputs_;
-  std::map<int, int> producer_;
-  std::map<int, int> uses_;
 };
 
 }  // namespace

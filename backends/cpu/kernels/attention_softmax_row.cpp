@@ -68,17 +68,7 @@ float row_plain(float* s, int64_t lim, int64_t keys, float scale, const float* m
 constexpr __mmask16 kAll = 0xFFFF;
 
 TERN_SIMD_TARGET_AVX512 inline __m512 exp_avx512(__m512 x) {
-  const __m512 z = _mm512_maskz_max_ps(kAll, x, _mm512_set1_ps(kExpMin));
-  const __m512 n = _mm512_maskz_roundscale_ps(kAll, _mm512_mul_ps(z, _mm512_set1_ps(kLog2e)),
-                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), z);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
-  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(kC5), r, _mm512_set1_ps(kC4));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC3));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC2));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC1));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC0));
-  const __m512 e = _mm512_maskz_scalef_ps(kAll, p, n);
+  const __m512 e = exp_clamped_avx512(_mm512_maskz_max_ps(kAll, x, _mm512_set1_ps(kExpMin)));
   // x < kExpMin (and -inf): 0; an unordered compare keeps NaN (max(x, c) gave c for NaN x).
   const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpMin), _CMP_NLT_UQ);
   const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);

@@ -5,6 +5,12 @@
 // minimax fit of our own: 2.1e-7 in f32).
 #pragma once
 
+#include "runtime/kernels/util/simd_dispatch.h"
+
+#if defined(TERN_SIMD_X86_DISPATCH)
+#include <immintrin.h>
+#endif
+
 namespace tern::cpu::exp_poly {
 
 constexpr float kLog2e = 1.44269504088896341f;
@@ -16,5 +22,23 @@ constexpr float kC3 = 0.16667574644088745f;
 constexpr float kC2 = 0.49998894333839417f;
 constexpr float kC1 = 0.9999997019767761f;
 constexpr float kC0 = 1.0000001192092896f;
+
+#if defined(TERN_SIMD_X86_DISPATCH)
+/// 2^n · e^r for z clamped by the caller to a range whose result is a normal float (|z| <=
+/// 87.3): 16 lanes, AVX-512.
+TERN_SIMD_TARGET_AVX512 inline __m512 exp_clamped_avx512(__m512 z) {
+  constexpr __mmask16 kAll = 0xFFFF;  // the maskz forms: GCC 12's unmasked ones warn
+  const __m512 n = _mm512_maskz_roundscale_ps(kAll, _mm512_mul_ps(z, _mm512_set1_ps(kLog2e)),
+                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), z);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
+  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(kC5), r, _mm512_set1_ps(kC4));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC3));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC2));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC1));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC0));
+  return _mm512_maskz_scalef_ps(kAll, p, n);
+}
+#endif
 
 }  // namespace tern::cpu::exp_poly

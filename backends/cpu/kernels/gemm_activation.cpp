@@ -107,16 +107,7 @@ TERN_SIMD_TARGET_AVX512 inline __m512 sigmoid_or_silu_avx512(__m512 x) {
   const __m512 z = _mm512_maskz_min_ps(
       kAll, _mm512_set1_ps(87.0f),
       _mm512_maskz_max_ps(kAll, _mm512_set1_ps(-87.0f), _mm512_sub_ps(_mm512_setzero_ps(), x)));
-  const __m512 n = _mm512_maskz_roundscale_ps(kAll, _mm512_mul_ps(z, _mm512_set1_ps(kLog2e)),
-                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), z);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
-  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(kC5), r, _mm512_set1_ps(kC4));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC3));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC2));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC1));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC0));
-  const __m512 den = _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_maskz_scalef_ps(kAll, p, n));
+  const __m512 den = _mm512_add_ps(_mm512_set1_ps(1.0f), exp_clamped_avx512(z));
   __m512 sig = _mm512_maskz_rcp14_ps(kAll, den);
   sig = _mm512_mul_ps(sig, _mm512_fnmadd_ps(den, sig, _mm512_set1_ps(2.0f)));
   // x < -87: 0 (an unordered compare keeps NaN).

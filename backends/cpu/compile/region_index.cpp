@@ -1,0 +1,31 @@
+#include "backends/cpu/compile/region_index.h"
+
+namespace tern::compiler::cpu_compile {
+
+RegionIndex::RegionIndex(const Graph& g, const DelegateRegion& r) : g_(g) {
+  for (int n : r.nodes) {
+    in_region_.insert(n);
+    for (int o : g.nodes[static_cast<size_t>(n)].outputs) producer_[o] = n;
+  }
+  for (const Node& n : g.nodes) {
+    for (int a : n.args) {
+      if (a >= 0) ++uses_[a];
+    }
+  }
+  for (const Value& v : g.values) {
+    for (int t : v.tensors) ++uses_[t];  // read through a list
+  }
+  for (int o : r.outputs) region_outputs_.insert(o);
+}
+
+int RegionIndex::made_by(int vid) const {
+  auto it = producer_.find(vid);
+  return it == producer_.end() ? -1 : it->second;
+}
+
+bool RegionIndex::once(int vid) const {
+  auto it = uses_.find(vid);
+  return it != uses_.end() && it->second == 1 && region_outputs_.count(vid) == 0;
+}
+
+}  // namespace tern::compiler::cpu_compile
