@@ -107,6 +107,12 @@ int fuzz_cpu_blob(const uint8_t* data, size_t size) {
   }
   const uint64_t elements = check_plan(plan, copy.get(), size);
   const uint32_t nodes = plan.header.num_nodes;
+  if (elements > kMaxInitElements || nodes > kMaxInitNodes) {
+    // Accepted, but too large to initialize and prepare here (the arguments below would be
+    // allocated at the values' sizes: up to 2^40 elements each).
+    cpu::free_blob_plan(&plan);
+    return 0;
+  }
   // The arguments prepare reads, from the blob's own values: one tensor per external or source
   // value (tern sizes: NHWC values are [N, C, H, W]), zero-filled.
   const uint32_t num_args = plan.header.num_args;
@@ -142,7 +148,6 @@ int fuzz_cpu_blob(const uint8_t* data, size_t size) {
   cpu::free_blob_plan(&plan);
   cpu::free_blob_plan(&plan);  // freeing twice (a default plan after the first) is safe
 
-  if (elements > kMaxInitElements || nodes > kMaxInitNodes) return 0;
   const BackendInterface& backend = cpu_backend_interface();
   if (!backend.is_available()) return 0;
   BackendInitContext context;
