@@ -7,13 +7,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "runtime/kernels/util/simd_dispatch.h"
-#include "backends/cpu/kernels/exp_poly.h"
+#include "backends/cpu/kernels/exp_poly.h"  // simd_dispatch.h, <immintrin.h> on x86
 #include "runtime/kernels/util/vector_math.h"
-
-#if defined(TERN_SIMD_X86_DISPATCH)
-#include <immintrin.h>
-#endif
 
 namespace tern::cpu {
 namespace {

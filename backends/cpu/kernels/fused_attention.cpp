@@ -2,8 +2,6 @@
 // on the packed GEMM, the softmax rows by attention_softmax_row.h.
 #include "backends/cpu/kernels/fused_attention.h"
 
-#include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "backends/cpu/kernels/attention_softmax_row.h"

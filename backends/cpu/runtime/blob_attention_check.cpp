@@ -60,15 +60,7 @@ Error check_attention(uint32_t n, const BlobNode& node, const BlobValue* v) {
       n, node.inputs[0], node.inputs[1], node.inputs[2], node.output,
       static_cast<unsigned long long>(heads), static_cast<unsigned long long>(leading(kv)),
       static_cast<unsigned long long>(leading(vv)), static_cast<unsigned long long>(leading(out)));
-  for (uint32_t i = 0; i < 3; ++i) {
-    const BlobValue& x = v[node.inputs[i]];
-    TERN_CHECK_OR_RETURN_ERROR(
-        !is_constant_kind(x) && x.layout != static_cast<uint32_t>(ValueLayout::Int64Plain),
-        InvalidProgram,
-        "cpu blob: node %u (attention): input %u (value %u) must be an f32 data value, found a "
-        "constant or int64 one",
-        n, i, node.inputs[i]);
-  }
+  TERN_RETURN_IF_ERROR(check_f32_data_inputs(n, node, v, 3));
   const bool kt = (flags & kAttentionKTransposed) != 0;
   const uint64_t l = dim(qv, 2), e = dim(qv, 1);
   const uint64_t s = kt ? dim(kv, 1) : dim(kv, 2);

@@ -5,6 +5,20 @@
 
 namespace tern::cpu {
 
+Error check_f32_data_inputs(uint32_t n, const BlobNode& node, const BlobValue* v,
+                            uint32_t count) {
+  for (uint32_t i = 0; i < count; ++i) {
+    const BlobValue& x = v[node.inputs[i]];
+    TERN_CHECK_OR_RETURN_ERROR(
+        !is_constant_kind(x) && x.layout != static_cast<uint32_t>(ValueLayout::Int64Plain),
+        InvalidProgram,
+        "cpu blob: node %u (%s): input %u (value %u) must be an f32 data value, found a "
+        "constant or int64 one",
+        n, node_op_name(node.op), i, node.inputs[i]);
+  }
+  return Error::Ok;
+}
+
 Error check_strided_copy(uint32_t n, const BlobNode& node, const BlobValue* v) {
   const uint32_t* q = node.params;
   const uint32_t r = q[kCopyRank];

@@ -94,8 +94,10 @@ const char* op_name(uint32_t op) {
 }
 
 /// Inputs an op takes: [min, max], and which of them must be constants (bit mask).
-void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mask) {
+void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mask,
+              uint32_t* either_mask) {
   *const_mask = 0;
+  *either_mask = 0;
   switch (op) {
     case NodeOp::Conv2d:
     case NodeOp::DepthwiseConv2d:
@@ -143,6 +145,7 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
     case NodeOp::Attention:  // q, k, v (data values), mask? (constant or data; check_attention)
       *min_in = 3;
       *max_in = 4;
+      *either_mask = 0x8;
       return;
     default:
       *min_in = *max_in = 1;
@@ -593,15 +596,7 @@ Error check_batch_matmul(uint32_t n, const BlobNode& node, const BlobValue* v) {
                              n, node.params[0]);
   const BlobValue& a = v[node.inputs[0]];
   const BlobValue& b = v[node.inputs[1]];
-  for (uint32_t i = 0; i < 2; ++i) {
-    const BlobValue& x = v[node.inputs[i]];
-    TERN_CHECK_OR_RETURN_ERROR(
-        !is_constant_kind(x) && x.layout != static_cast<uint32_t>(ValueLayout::Int64Plain),
-        InvalidProgram,
-        "cpu blob: node %u (batch_matmul): input %u (value %u) must be "
-        "an f32 data value, found a constant or int64 one",
-        n, i, node.inputs[i]);
-  }
+  TERN_RETURN_IF_ERROR(check_f32_data_inputs(n, node, v, 2));
   char da[128], db[128];
   bool same = a.rank == b.rank && a.rank >= 2;
   for (uint32_t d = 0; same && d + 2 < a.rank; ++d) same = a.dims[d] == b.dims[d];
@@ -1089,14 +1084,14 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
   }
   for (uint32_t n = 0; n < nn && err == Error::Ok; ++n) {
     const BlobNode& node = nodes[n];
-    uint32_t min_in = 0, max_in = 0, const_mask = 0;
+    uint32_t min_in = 0, max_in = 0, const_mask = 0, either_mask = 0;
     if (node.op < static_cast<uint32_t>(NodeOp::Conv2d) ||
         node.op > kLastNodeOp) {
       err =
           set_error_message(Error::InvalidProgram, "cpu blob: node %u: unknown op %u", n, node.op);
       break;
     }
-    op_arity(static_cast<NodeOp>(node.op), &min_in, &max_in, &const_mask);
+    op_arity(static_cast<NodeOp>(node.op), &min_in, &max_in, &const_mask, &either_mask);
     if (node.num_inputs < min_in || node.num_inputs > max_in) {
       err = set_error_message(Error::InvalidProgram,
                               "cpu blob: node %u (%s): %u inputs, expected %u..%u", n,
@@ -1133,7 +1128,7 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
       };
       const bool is_const = constant(id);
       const bool want_const = (const_mask >> i) & 1u;
-      if (static_cast<NodeOp>(node.op) == NodeOp::Attention && i == 3) continue;  // the mask
+      if ((either_mask >> i) & 1u) continue;  // a constant or a data value
       // Weights must be constants; the data input must not be. A binary op needs one
       // non-constant operand of the two, a concatenation one of its inputs (since version 14:
       // a ViT's class token is a constant part).

@@ -791,25 +791,29 @@ def _lazy(emit):
     return get
 
 
-@handles("topk.default")
-def _topk(L, n, a, real):
-    # The indices by tern::topk_indices (ties by position); the values gathered with them.
-    x, dim = a["self"], V(a["dim"])
-    indices = _lazy(lambda: L.emit("topk_indices", [L.tensor_id(x), L.mb.int(V(a["k"])),
-                                                    L.mb.int(dim), L.mb.bool(V(a["largest"]))],
-                                   real[1]))
+def _indices_and_values(L, x, dim, op, args, real):
+    """(values, indices) of topk / sort: the indices by tern::<op>(x, *args()), the values a
+    gather of x by them; each emitted on first use."""
+    indices = _lazy(lambda: L.emit(op, [L.tensor_id(x)] + args(), real[1]))
     return Multi([lambda: L.emit("gather", [L.tensor_id(x), L.mb.int(dim), indices().vid],
                                  real[0]), indices])
+
+
+@handles("topk.default")
+def _topk(L, n, a, real):
+    # Ties by position (tern::topk_indices); `sorted` is always honoured.
+    dim = V(a["dim"])
+    return _indices_and_values(
+        L, a["self"], dim, "topk_indices",
+        lambda: [L.mb.int(V(a["k"])), L.mb.int(dim), L.mb.bool(V(a["largest"]))], real)
 
 
 @handles("sort.default", "sort.stable")
 def _sort(L, n, a, real):
     # A stable sort whatever `stable` says (an unstable one may order ties either way).
-    x, dim = a["self"], V(a["dim"])
-    indices = _lazy(lambda: L.emit("argsort", [L.tensor_id(x), L.mb.int(dim),
-                                               L.mb.bool(V(a["descending"]))], real[1]))
-    return Multi([lambda: L.emit("gather", [L.tensor_id(x), L.mb.int(dim), indices().vid],
-                                 real[0]), indices])
+    dim = V(a["dim"])
+    return _indices_and_values(L, a["self"], dim, "argsort",
+                               lambda: [L.mb.int(dim), L.mb.bool(V(a["descending"]))], real)
 
 
 @handles("argsort.default", "argsort.stable")
