@@ -153,6 +153,47 @@ def _deit_small():
 
 
 # name -> (factory, input shape or a function returning the inputs, description)
+def _video(name):
+    import torchvision.models.video as video
+    model = getattr(video, name)(weights=None)
+    return _calibrate_bn(model, (1, 3, 16, 112, 112), batches=2, batch=2)
+
+
+def _lraspp():
+    import torchvision.models.segmentation as seg
+    model = seg.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None)
+    model = _calibrate_bn(model, (1, 3, 512, 512), batches=2, batch=2)
+    return _hf_outputs_dict(model, "out")
+
+
+def _hf_outputs_dict(model, key):
+    """A module whose forward returns a dict: its `key` entry as the one output."""
+    class Out(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = model
+
+        def forward(self, x):
+            return self.inner(x)[key]
+    return Out().eval()
+
+
+def _segformer_b0():
+    """SegFormer-B0 (widths 32..256, depths 2, 2, 2, 2, decoder 256), random weights, eager."""
+    tf = _transformers()
+    cfg = tf.SegformerConfig(hidden_sizes=[32, 64, 160, 256], depths=[2, 2, 2, 2],
+                             decoder_hidden_size=256, num_labels=150, attn_implementation="eager")
+    model = tf.SegformerForSemanticSegmentation(cfg).eval()
+    return _hf_outputs(model, ["pixel_values"], ["logits"]).eval()
+
+
+def _mobilevit_small():
+    """MobileViT-small (hidden 144, 192, 240; neck 640), random weights, eager attention."""
+    tf = _transformers()
+    cfg = tf.MobileViTConfig(image_size=256, attn_implementation="eager")
+    return _hf_outputs(tf.MobileViTModel(cfg).eval(), ["pixel_values"], ["pooler_output"]).eval()
+
+
 MODELS = {
     "resnet18": (lambda: _torchvision("resnet18"), (1, 3, 224, 224), "torchvision resnet18, 1x3x224x224"),
     "mobilenet_v2": (lambda: _torchvision("mobilenet_v2"), (1, 3, 224, 224), "torchvision mobilenet_v2, 1x3x224x224"),
@@ -200,6 +241,17 @@ MODELS = {
                          "transformers ConvNextV2Model at ConvNeXt V2-tiny's shape, 1x3x224x224"),
     "deit_small": (_deit_small, (1, 3, 224, 224),
                    "transformers DeiTModel at DeiT-small's shape, 1x3x224x224"),
+    # Architectures outside image classification and text (video, segmentation, mobile ViTs).
+    "r3d_18": (lambda: _video("r3d_18"), (1, 3, 16, 112, 112),
+               "torchvision r3d_18 (3-D convs), a clip of 16 frames of 112x112"),
+    "r2plus1d_18": (lambda: _video("r2plus1d_18"), (1, 3, 16, 112, 112),
+                    "torchvision r2plus1d_18 ((2+1)-D convs), 16 frames of 112x112"),
+    "lraspp_mobilenet_v3": (_lraspp, (1, 3, 512, 512),
+                            "torchvision lraspp_mobilenet_v3_large (segmentation), 1x3x512x512"),
+    "segformer_b0": (_segformer_b0, (1, 3, 512, 512),
+                     "transformers SegformerForSemanticSegmentation at SegFormer-B0's shape, 1x3x512x512"),
+    "mobilevit_small": (_mobilevit_small, (1, 3, 256, 256),
+                        "transformers MobileViTModel at MobileViT-small's shape, 1x3x256x256"),
 }
 
 # The single fully-connected layer for raw XNNPACK against tern's cpu delegate.

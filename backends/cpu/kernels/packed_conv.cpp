@@ -1,9 +1,10 @@
 // The NHWC convolution driver (implicit GEMM on the packed GEMM's microkernels). Never allocates.
 //
-// Rows of the implicit A are output pixels, columns the K = KH·KW·C taps in (kh, kw, c) order.
-// A row's K range splits into runs that are contiguous in x: with dilation_w == 1 and one group
-// one run is a whole kernel row (KW·C floats: the taps kw = 0..KW-1 read neighbouring input
-// pixels), else one tap (the group's C/G floats); the part of a run outside the image is zeros.
+// Rows of the implicit A are output pixels, columns the K = KD·KH·KW·C taps in (kd, kh, kw, c)
+// order (KD = 1 for a 2-D convolution). A row's K range splits into runs that are contiguous in
+// x: with dilation_w == 1 and one group one run is a whole kernel row (KW·C floats: the taps kw =
+// 0..KW-1 read neighbouring input pixels), else one tap (the group's C/G floats); the part of a
+// run outside the image is zeros. Kernel rows are (kd, kh) pairs, kh fastest.
 // Each group is its own implicit GEMM (its channel slice of x, its packed weight, its columns of
 // y). Tasks = (group, M block, N group) triples over all of K (tasks never share outputs). A task
 // runs: for each K block (kc rows: the gathered tile fits the stack buffer, the task's B block kc ×
@@ -46,16 +47,18 @@ struct ConvPlan {
   const ConvProblem* p = nullptr;
   const MicrokernelSet* ks = nullptr;
   int64_t m = 0;                   // output pixels
-  int64_t k = 0;                   // KH * KW * C / G
-  int64_t pixels = 0;              // out_h * out_w
-  int64_t image_floats = 0;        // in_h * in_w * in_c
+  int64_t k = 0;                   // KD * KH * KW * C / G
+  int64_t pixels = 0;              // out_d * out_h * out_w
+  int64_t frame_pixels = 0;        // out_h * out_w
+  int64_t image_floats = 0;        // in_d * in_h * in_w * in_c
   int64_t group_c = 0;             // C / G: input channels a group reads
   int64_t group_o = 0;             // O / G: output channels a group writes
   int64_t group_packed = 0;        // floats of one group's packed weight
   int64_t run_len = 0;             // floats per contiguous run of a row's K range
   bool row_runs = false;           // dilation_w == 1, one group: a run is a kernel row (KW taps)
-  int64_t span_h = 0, span_w = 0;  // (KH - 1) · dh, (KW - 1) · dw: a receptive field's extent - 1
-  int64_t row_step = 0;  // floats from one kernel row's input to the next: dh · in_w · C
+  int64_t span_d = 0, span_h = 0, span_w = 0;  // (K - 1) · dilation: a receptive field's extent - 1
+  int64_t row_step = 0;    // floats from one kernel row's input to the next: dh · in_w · C
+  int64_t depth_jump = 0;  // floats from past kernel row (kd, KH - 1) to (kd + 1, 0)
   int64_t panels = 0;
   int64_t panel_stride = 0;
   int last_cols = 16;
@@ -109,39 +112,55 @@ void gather_tile(const ConvPlan& plan, const float* x, int64_t r0, int64_t rows,
   const int64_t c = plan.group_c;
   const int64_t pixel = p.in_c;  // floats from one input pixel to the next
   int64_t img = r0 / plan.pixels;
-  int64_t oh = (r0 - img * plan.pixels) / p.out_w;
-  int64_t ow = r0 - img * plan.pixels - oh * p.out_w;
-  // The run holding k0 and its (kh, first kw).
+  const int64_t in_frame = r0 - img * plan.pixels;
+  int64_t od = in_frame / plan.frame_pixels;
+  int64_t oh = (in_frame - od * plan.frame_pixels) / p.out_w;
+  int64_t ow = in_frame - od * plan.frame_pixels - oh * p.out_w;
+  // The run holding k0 and its kernel row (kd, kh) and first kw.
   const int64_t run0 = k0 / plan.run_len;
   const int64_t off0 = k0 - run0 * plan.run_len;
-  const int64_t kh0 = plan.row_runs ? run0 : run0 / p.kernel_w;
-  const int64_t kw00 = plan.row_runs ? 0 : run0 - kh0 * p.kernel_w;
+  const int64_t krow0 = plan.row_runs ? run0 : run0 / p.kernel_w;
+  const int64_t kd0 = krow0 / p.kernel_h;
+  const int64_t kh0 = krow0 - kd0 * p.kernel_h;
+  const int64_t kw00 = plan.row_runs ? 0 : run0 - krow0 * p.kernel_w;
+  const int64_t plane = p.in_h * p.in_w;  // pixels of one input frame
   for (int64_t r = 0; r < rows; ++r) {
+    const int64_t id0 = od * p.stride_d - p.pad_front;
     const int64_t ih0 = oh * p.stride_h - p.pad_top;
     const int64_t iw0 = ow * p.stride_w - p.pad_left;
     const float* image = x + img * plan.image_floats;
     float* d = dst + r * lda;
     int64_t left = kc;  // floats of this row still to write
-    int64_t off = off0, kh = kh0, kw0 = kw00;
-    if (ih0 >= 0 && ih0 + plan.span_h < p.in_h && iw0 >= 0 && iw0 + plan.span_w < p.in_w) {
+    int64_t off = off0, kd = kd0, kh = kh0, kw0 = kw00;
+    if (id0 >= 0 && id0 + plan.span_d < p.in_d && ih0 >= 0 && ih0 + plan.span_h < p.in_h &&
+        iw0 >= 0 && iw0 + plan.span_w < p.in_w) {
       // Every tap inside the image (most pixels).
       if (plan.row_runs) {
-        // Kernel row kh is the KW·C floats at x[img, ih0 + kh·dh, iw0, 0]; consecutive kernel
-        // rows are dh input rows apart.
-        const float* run = image + ((ih0 + kh * p.dilation_h) * p.in_w + iw0) * c;
+        // Kernel row (kd, kh) is the KW·C floats at x[img, id0 + kd·dd, ih0 + kh·dh, iw0, 0];
+        // consecutive kernel rows are dh input rows apart, and dd frames at a kd step.
+        const float* run =
+            image + (((id0 + kd * p.dilation_d) * p.in_h + ih0 + kh * p.dilation_h) * p.in_w +
+                     iw0) * c;
         while (left > 0) {
           const int64_t n = min64(plan.run_len - off, left);
           copy(d, run + off, n);
           d += n;
           left -= n;
           off = 0;
+          if (left == 0) break;
           run += plan.row_step;
+          if (++kh == p.kernel_h) {
+            kh = 0;
+            run += plan.depth_jump;
+          }
         }
       } else {
-        // Tap (kh, kw) is the group's C/G floats at x[img, ih0 + kh·dh, iw0 + kw·dw, g·C/G].
+        // Tap (kd, kh, kw) is the group's C/G floats at x[img, id0 + kd·dd, ih0 + kh·dh,
+        // iw0 + kw·dw, g·C/G].
         while (left > 0) {
-          const float* run =
-              image + ((ih0 + kh * p.dilation_h) * p.in_w + iw0 + kw0 * p.dilation_w) * pixel;
+          const float* run = image + (((id0 + kd * p.dilation_d) * p.in_h + ih0 +
+                                       kh * p.dilation_h) * p.in_w + iw0 + kw0 * p.dilation_w) *
+                                         pixel;
           const int64_t n = min64(plan.run_len - off, left);
           copy_run(copy, d, run + off, n);
           d += n;
@@ -149,7 +168,10 @@ void gather_tile(const ConvPlan& plan, const float* x, int64_t r0, int64_t rows,
           off = 0;
           if (++kw0 == p.kernel_w) {
             kw0 = 0;
-            ++kh;
+            if (++kh == p.kernel_h) {
+              kh = 0;
+              ++kd;
+            }
           }
         }
       }
@@ -157,10 +179,11 @@ void gather_tile(const ConvPlan& plan, const float* x, int64_t r0, int64_t rows,
     }
     while (left > 0) {
       const int64_t end = plan.run_len - off < left ? plan.run_len : off + left;
+      const int64_t id = id0 + kd * p.dilation_d;
       const int64_t ih = ih0 + kh * p.dilation_h;
       const int64_t iw = iw0 + kw0 * p.dilation_w;  // input column of the run's first tap
       int64_t lo = 0, hi = 0;                       // floats of the run inside the image
-      if (ih >= 0 && ih < p.in_h) {
+      if (id >= 0 && id < p.in_d && ih >= 0 && ih < p.in_h) {
         if (plan.row_runs) {
           const int64_t first = iw < 0 ? -iw : 0;               // first tap inside
           const int64_t last = min64(p.kernel_w, p.in_w - iw);  // one past the last inside
@@ -175,10 +198,11 @@ void gather_tile(const ConvPlan& plan, const float* x, int64_t r0, int64_t rows,
       const int64_t c0 = max64(off, lo), c1 = min64(end, hi);
       if (c1 > c0) {
         zero_floats(d, c0 - off);
-        // Run float j is x[img, ih, iw + j / C, j % C] (one group: a row run may span taps),
-        // else the group's channel j of tap (ih, iw): index (ih * in_w + iw) * in_c + j (>= 0
-        // for j >= lo).
-        copy_run(copy, d + (c0 - off), image + (ih * p.in_w + iw) * pixel + c0, c1 - c0);
+        // Run float j is x[img, id, ih, iw + j / C, j % C] (one group: a row run may span
+        // taps), else the group's channel j of tap (id, ih, iw): index ((id * in_h + ih) *
+        // in_w + iw) * in_c + j (>= 0 for j >= lo).
+        copy_run(copy, d + (c0 - off), image + (id * plane + ih * p.in_w + iw) * pixel + c0,
+                 c1 - c0);
         zero_floats(d + (c1 - off), end - c1);
       } else {
         zero_floats(d, end - off);
@@ -188,14 +212,20 @@ void gather_tile(const ConvPlan& plan, const float* x, int64_t r0, int64_t rows,
       off = 0;
       if (plan.row_runs || ++kw0 == p.kernel_w) {
         kw0 = 0;
-        ++kh;
+        if (++kh == p.kernel_h) {
+          kh = 0;
+          ++kd;
+        }
       }
     }
     if (++ow == p.out_w) {
       ow = 0;
       if (++oh == p.out_h) {
         oh = 0;
-        ++img;
+        if (++od == p.out_d) {
+          od = 0;
+          ++img;
+        }
       }
     }
   }
@@ -285,15 +315,18 @@ ConvPlan make_plan(const ConvProblem& p, const MicrokernelSet* ks, int64_t threa
   plan.groups = p.groups;
   plan.group_c = p.in_c / p.groups;
   plan.group_o = p.out_c / p.groups;
-  plan.pixels = p.out_h * p.out_w;
+  plan.frame_pixels = p.out_h * p.out_w;
+  plan.pixels = p.out_d * plan.frame_pixels;
   plan.m = p.batch * plan.pixels;
-  plan.k = p.kernel_h * p.kernel_w * plan.group_c;
-  plan.image_floats = p.in_h * p.in_w * p.in_c;
+  plan.k = p.kernel_d * p.kernel_h * p.kernel_w * plan.group_c;
+  plan.image_floats = p.in_d * p.in_h * p.in_w * p.in_c;
   plan.row_runs = p.dilation_w == 1 && p.groups == 1;
   plan.run_len = plan.row_runs ? p.kernel_w * p.in_c : plan.group_c;
+  plan.span_d = (p.kernel_d - 1) * p.dilation_d;
   plan.span_h = (p.kernel_h - 1) * p.dilation_h;
   plan.span_w = (p.kernel_w - 1) * p.dilation_w;
   plan.row_step = p.dilation_h * p.in_w * p.in_c;
+  plan.depth_jump = p.dilation_d * p.in_h * p.in_w * p.in_c - p.kernel_h * plan.row_step;
   plan.panels = ceil_div(plan.group_o, kPanelWidth);
   plan.panel_stride = kPanelWidth * (plan.k + 1);
   plan.group_packed = plan.panels * plan.panel_stride;
@@ -361,14 +394,24 @@ ConvPlan make_plan(const ConvProblem& p, const MicrokernelSet* ks, int64_t threa
 
 }  // namespace
 
-void packed_conv_nhwc(const ConvProblem& p, pthreadpool_t pool) {
-  if (p.batch <= 0 || p.in_h <= 0 || p.in_w <= 0 || p.in_c <= 0 || p.out_h <= 0 || p.out_w <= 0 ||
-      p.out_c <= 0 || p.kernel_h <= 0 || p.kernel_w <= 0 || p.groups <= 0 ||
-      p.in_c % p.groups != 0 || p.out_c % p.groups != 0) {
+void packed_conv_nhwc(const ConvProblem& problem, pthreadpool_t pool) {
+  if (problem.batch <= 0 || problem.in_h <= 0 || problem.in_w <= 0 || problem.in_c <= 0 ||
+      problem.out_h <= 0 || problem.out_w <= 0 || problem.out_c <= 0 || problem.kernel_h <= 0 ||
+      problem.kernel_w <= 0 || problem.groups <= 0 || problem.in_c % problem.groups != 0 ||
+      problem.out_c % problem.groups != 0 || problem.in_d <= 0 || problem.out_d <= 0 ||
+      problem.kernel_d <= 0 || problem.stride_d <= 0 || problem.dilation_d <= 0 ||
+      problem.pad_front < 0) {
     return;
   }
-  if (p.groups == 1 ? p.kernel_h * p.kernel_w * p.in_c < shallow_detail::kShallowConvTaps
-                    : shallow_detail::takes_grouped(p)) {
+  ConvProblem p = problem;
+  if (p.kernel_d == 1 && p.stride_d == 1 && p.pad_front == 0 && p.in_d == p.out_d) {
+    // Frame by frame: the 2-D convolution of batch · frames images (the same bytes).
+    p.batch *= p.in_d;
+    p.in_d = p.out_d = 1;
+  }
+  const bool planar = p.in_d == 1 && p.out_d == 1 && p.kernel_d == 1;
+  if (planar && (p.groups == 1 ? p.kernel_h * p.kernel_w * p.in_c < shallow_detail::kShallowConvTaps
+                               : shallow_detail::takes_grouped(p))) {
     shallow_detail::shallow_conv_nhwc(p, pool);
     return;
   }
