@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 15;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 16;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
                                       // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
                                       // 7: ops 23-24 quantized weights, op 25 LayerNorm;
@@ -26,7 +26,8 @@ constexpr uint32_t kBlobVersion = 15;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // ops 17 and 23); 13: op 30 GroupNorm;
                                       // 14: constant inputs of ops 22 / 29 (one must
                                       // be data), op 31 ResizeBilinear; 15: op 32
-                                      // Attention, 4 input slots a node (100 bytes)
+                                      // Attention, 4 input slots a node (100 bytes);
+                                      // 16: op 33 PackedConv3d
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -354,10 +355,31 @@ enum class NodeOp : uint32_t {
   /// Output [..., L, Ev]. Needs scratch: per pool thread, one head's packed K and V and a
   /// block of scores.
   Attention = 32,
+  /// tern's own 3-D convolution over channels-last tensors (kernels/packed_conv.h with its
+  /// depth fields; since version 16). in: x [N, D, H, W, C] (a data value), packed weight (a
+  /// constant [F] with F = G * packed_fc_floats(O / G, KD * KH * KW * C / G): each group's
+  /// [O/G, KD, KH, KW, C/G] filter as an [O/G, KD*KH*KW*C/G] matrix, one after another: a
+  /// PackConv recipe whose KH is KD * KH), optional residual [N, OD, OH, OW, O] (a data value;
+  /// added after the bias, before the clamp); params at the Conv3dParam indices; fparams: output
+  /// min, max. Padding is symmetric: OD = (D + 2 pd - dd (KD - 1) - 1) / sd + 1, and OH, OW
+  /// alike. Output [N, OD, OH, OW, O].
+  PackedConv3d = 33,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 32;
+constexpr uint32_t kLastNodeOp = 33;
+
+/// PackedConv3d's parameter indices (every one used).
+enum Conv3dParam : uint32_t {
+  kConv3dPad = 0,         ///< [0..2]: front, top, left (each side's, symmetric)
+  kConv3dKernel = 3,      ///< [3..5]: KD, KH, KW >= 1
+  kConv3dStride = 6,      ///< [6..8]: >= 1
+  kConv3dDilation = 9,    ///< [9..11]: >= 1
+  kConv3dInChannels = 12,   ///< C
+  kConv3dOutChannels = 13,  ///< O
+  kConv3dActivation = 14,   ///< GemmActivation after the clamp (0 none), as op 18's
+  kConv3dGroups = 15,       ///< 0 or 1: one group; else G dividing C and O
+};
 
 /// Attention's parameter indices and flags.
 enum AttentionParam : uint32_t {
@@ -495,7 +517,8 @@ constexpr bool is_own_kernel_op(uint32_t op) {
          op == static_cast<uint32_t>(NodeOp::StridedCopy) ||
          op == static_cast<uint32_t>(NodeOp::RowConcat) ||
          op == static_cast<uint32_t>(NodeOp::GroupNorm) ||
-         op == static_cast<uint32_t>(NodeOp::Attention);
+         op == static_cast<uint32_t>(NodeOp::Attention) ||
+         op == static_cast<uint32_t>(NodeOp::PackedConv3d);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.

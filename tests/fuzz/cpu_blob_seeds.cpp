@@ -387,6 +387,28 @@ compiler::Graph v15_graph() {
   return b.build();
 }
 
+/// Blob version 16: R3D's basic block on a tiny clip, x[1, 3, 3, 4, 4] -> conv3d 3x3x3 (relu)
+/// -> conv3d 3x3x3 (relu) -> conv3d 3x3x3 + the first's output (relu): three PackedConv3d nodes
+/// (op 33), the last with a residual input.
+compiler::Graph v16_graph() {
+  GraphBuilder b("forward");
+  const std::vector<int64_t> xs{1, 3, 3, 4, 4}, hs{1, 4, 3, 4, 4};
+  const int x = b.input("x", DType::F32, xs);
+  auto conv = [&](int in, int64_t c, uint32_t seed) {
+    const int w = seed_constant(b, "w" + std::to_string(seed), {4, c, 3, 3, 3}, seed);
+    return b.op("tern::conv3d",
+                {in, w, seed_constant(b, "b" + std::to_string(seed), {4}, seed + 1),
+                 b.int_list({1, 1, 1}), b.int_list({1, 1, 1}), b.int_list({1, 1, 1}),
+                 b.int_value(1)},
+                DType::F32, hs);
+  };
+  const int h = b.op("tern::relu", {conv(x, 3, 111)}, DType::F32, hs);
+  const int h2 = b.op("tern::relu", {conv(h, 4, 113)}, DType::F32, hs);
+  const int sum = b.op("tern::add", {conv(h2, 4, 115), h}, DType::F32, hs);
+  b.output(b.op("tern::relu", {sum}, DType::F32, hs));
+  return b.build();
+}
+
 /// Bounded-dynamic rows (blob version 12): x[1, seq<=6, 16] -> linear -> linear, both in one
 /// delegate (the hidden value internal and dynamic), run by the fuzzer at the bound.
 compiler::Graph dynamic_rows_graph() {
@@ -426,6 +448,7 @@ std::vector<Seed> cpu_blob_seeds() {
       {"group_norm", group_norm_graph()},
       {"v14", v14_graph()},
       {"v15", v15_graph()},
+      {"v16", v16_graph()},
       {"dynamic_rows", dynamic_rows_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;

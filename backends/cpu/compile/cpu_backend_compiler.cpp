@@ -34,6 +34,8 @@ void check_node(const Graph& g, const Node& node) {
     (void)nearest_upsample_factors(g, node);
   } else if (op == "tern::conv1d") {  // as a conv2d of height 1 on [N, 1, L, C]
     (void)conv1d_attrs(g, node);
+  } else if (op == "tern::conv3d") {  // tern's 3-D conv (op 33) on NDHWC bytes
+    (void)conv3d_attrs(g, node);
   } else if (op == "tern::linear" && node.args.size() == 3 &&
              is_quantized_value(g, node.args[1])) {  // NF4 / FP8 weight: op 23
     check_quant_linear(g, node);
@@ -192,7 +194,8 @@ bool CpuBackendCompiler::accepts_region(const Graph& graph, const std::vector<in
   for (int n : nodes) {
     if (n < 0 || static_cast<size_t>(n) >= graph.nodes.size()) continue;
     const std::string& op = graph.nodes[static_cast<size_t>(n)].op;
-    if (op == "tern::conv2d" || op == "tern::conv1d" || op == "tern::linear" || op == "tern::embedding" ||
+    if (op == "tern::conv2d" || op == "tern::conv1d" || op == "tern::conv3d" ||
+        op == "tern::linear" || op == "tern::embedding" ||
         op == "tern::bmm" || op == "tern::matmul" || op == "tern::scaled_dot_product_attention" ||
         op == "tern::max_pool2d" || op == "tern::avg_pool2d" || op == "tern::adaptive_avg_pool2d" ||
         op == "tern::mean") {

@@ -322,6 +322,64 @@ ConvAttrs conv_attrs(const Graph& g, const Node& node) { return conv_nd_attrs(g,
 
 ConvAttrs conv1d_attrs(const Graph& g, const Node& node) { return conv_nd_attrs(g, node, 1); }
 
+namespace {
+
+/// A conv3d's stride, padding or dilation: an Int, or an IntList of 1 or 3 values, each in
+/// [min_value, 2^30].
+void spatial3(const Graph& g, int id, const char* what, int64_t min_value, int64_t out[3]) {
+  const Value& v = static_value(g, id, what);
+  if (v.kind == Value::Kind::Int) {
+    out[0] = out[1] = out[2] = v.int_value;
+  } else if (v.kind == Value::Kind::IntList && (v.ints.size() == 1 || v.ints.size() == 3)) {
+    for (size_t d = 0; d < 3; ++d) out[d] = v.ints[v.ints.size() == 1 ? 0 : d];
+  } else {
+    fail(std::string("conv3d: ") + what + ": expected an Int or 1 or 3 values");
+  }
+  for (int d = 0; d < 3; ++d) {
+    if (out[d] < min_value || out[d] > kMaxParam) {
+      fail(std::string("conv3d: ") + what + ": value " + std::to_string(out[d]) + " out of range");
+    }
+  }
+}
+
+}  // namespace
+
+Conv3dAttrs conv3d_attrs(const Graph& g, const Node& node) {
+  // x, w, b, stride, padding, dilation, groups -> out
+  if (node.args.size() != 7) fail("conv3d: expected 7 arguments");
+  const Value& x = activation_tensor(g, arg(node, 0, "x"), "x");
+  const Value& w = constant_tensor(g, arg(node, 1, "weight"), "weight", 5);
+  const Value& out = single_output(g, node);
+  if (x.sizes.size() != 5) fail("conv3d: x is not [N, C, D, H, W]");
+  Conv3dAttrs a{};
+  spatial3(g, node.args[3], "stride", 1, a.stride);
+  spatial3(g, node.args[4], "padding", 0, a.pad);
+  spatial3(g, node.args[5], "dilation", 1, a.dilation);
+  a.groups = int_value(g, node.args[6], "groups");
+  const int64_t c = x.sizes[1], o = w.sizes[0];
+  if (a.groups < 1 || a.groups > kMaxParam || c % a.groups != 0 || o % a.groups != 0) {
+    fail("conv3d: groups " + std::to_string(a.groups) + " do not divide channels");
+  }
+  if (w.sizes[1] != c / a.groups) {
+    fail("conv3d: weight " + shape_str(w.sizes) + " vs x " + shape_str(x.sizes));
+  }
+  if (!is_none(g, node.args[2])) {
+    const Value& b = constant_tensor(g, node.args[2], "bias", 1);
+    if (b.sizes[0] != o) fail("conv3d: bias size");
+  }
+  std::vector<int64_t> expect{x.sizes[0], o};
+  for (size_t d = 0; d < 3; ++d) {
+    expect.push_back(window_out(x.sizes[2 + d], w.sizes[2 + d], a.stride[d], a.pad[d],
+                                a.dilation[d]));
+  }
+  if (!same_dims(out.sizes, expect)) {
+    fail("conv3d: out " + shape_str(out.sizes) + " is not " + shape_str(expect));
+  }
+  // The implicit GEMM's K (KD·KH·KW·C/G) and the packed weight must stay in the blob's range.
+  if (w.sizes[2] * w.sizes[3] * w.sizes[4] * w.sizes[1] > kMaxParam) fail("conv3d: window too large");
+  return a;
+}
+
 PoolAttrs pool_attrs(const Graph& g, const Node& node, bool is_max) {
   // max: x, kernel, stride, padding, dilation, ceil_mode -> out
   // avg: x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override -> out

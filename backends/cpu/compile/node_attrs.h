@@ -70,6 +70,17 @@ struct ConvAttrs {
 };
 /// Checks a tern::conv2d node (shapes included) and reads its attributes.
 ConvAttrs conv_attrs(const Graph& g, const Node& node);
+/// A conv3d's window: per spatial dim (depth, height, width) stride, symmetric padding and
+/// dilation, and the groups.
+struct Conv3dAttrs {
+  int64_t stride[3];
+  int64_t pad[3];
+  int64_t dilation[3];
+  int64_t groups;
+};
+/// Checks a tern::conv3d node (x [N, C, D, H, W] an activation, weight [O, C / groups, KD, KH,
+/// KW] and bias constants; shapes included) and reads its attributes.
+Conv3dAttrs conv3d_attrs(const Graph& g, const Node& node);
 /// upsample_nearest2d(x [N, C, H, W], scale_h, scale_w) -> [N, C, H·kh, W·kw] whose portable
 /// index rule (runtime/kernels/portable/upsample_nearest2d.cpp) maps every output row and
 /// column o to o / k: the integer factors {kh, kw}. Throws Unsupported otherwise (a factor that

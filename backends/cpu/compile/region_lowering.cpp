@@ -509,18 +509,37 @@ class Lowering {
   /// view is already that (the result of a conv1d or 3-D group norm), else a StridedCopy.
   uint32_t nlc_input(int vid) {
     const std::vector<int64_t>& s = g_.values[static_cast<size_t>(vid)].sizes;
-    const std::vector<uint64_t> dims{static_cast<uint64_t>(s[0]), 1, static_cast<uint64_t>(s[2]),
-                                     static_cast<uint64_t>(s[1])};
     StridedView v;
     (void)reshaped(view_of(vid), {s[0], s[1], 1, s[2]}, &v);  // a dim of 1: always a view
-    const CopyPlan p = copy_plan(v, true);
-    const BlobValue& base = values_[v.base];
-    if (p.identity && base.rank == 4 && std::equal(dims.begin(), dims.end(), base.dims)) {
-      return v.base;
-    }
+    return channels_last_copy(v);
+  }
+
+  /// The blob value of 5-D x [N, C, D, H, W] in NDHWC order, [N, D, H, W, C]: x's own value
+  /// when its view is already that (the result of a conv3d), else a StridedCopy.
+  uint32_t ndhwc_input(int vid) { return channels_last_copy(view_of(vid)); }
+
+  /// View `v` (tern dims [N, C, ...spatial], rank 4 or 5) in channels-last order: its base when
+  /// the base holds exactly that, else a new internal value written by one copy.
+  uint32_t channels_last_copy(const StridedView& v) {
+    std::vector<uint64_t> dims{static_cast<uint64_t>(v.sizes[0])};
+    for (size_t d = 2; d < v.sizes.size(); ++d) dims.push_back(static_cast<uint64_t>(v.sizes[d]));
+    dims.push_back(static_cast<uint64_t>(v.sizes[1]));
+    const uint32_t in_place = channels_last_base(v, dims);
+    if (in_place != cpu::kNoValue) return in_place;
     const uint32_t id = internal(dims);
     emit_copy(v, true, id);
     return id;
+  }
+
+  /// The base of view `v` when the base holds the view's channels-last bytes exactly (blob dims
+  /// `dims`), else kNoValue.
+  uint32_t channels_last_base(const StridedView& v, const std::vector<uint64_t>& dims) const {
+    const CopyPlan p = copy_plan(v, true);
+    const BlobValue& base = values_[v.base];
+    return p.identity && base.rank == dims.size() &&
+                   std::equal(dims.begin(), dims.end(), base.dims)
+               ? v.base
+               : cpu::kNoValue;
   }
 
   /// A new blob value [N, 1, L, C] for the 3-D result `vid` [N, C, L]: `vid` becomes its view
@@ -532,8 +551,55 @@ class Lowering {
     StridedView v;
     (void)reshaped(whole_value(id, {s[0], s[1], 1, s[2]}, true), s, &v);
     lazy_[vid] = v;
-    nlc_results_.insert(vid);
+    channels_last_results_.insert(vid);
     return id;
+  }
+
+  /// A new blob value [N, D, H, W, C] for the 5-D result `vid` [N, C, D, H, W]: `vid` becomes
+  /// its view (copied where a reader needs row-major bytes; a region output at the end).
+  uint32_t ndhwc_output(int vid) {
+    const std::vector<int64_t>& s = g_.values[static_cast<size_t>(vid)].sizes;
+    const uint32_t id =
+        internal({static_cast<uint64_t>(s[0]), static_cast<uint64_t>(s[2]),
+                  static_cast<uint64_t>(s[3]), static_cast<uint64_t>(s[4]),
+                  static_cast<uint64_t>(s[1])});
+    lazy_[vid] = whole_value(id, s, true);
+    channels_last_results_.insert(vid);
+    return id;
+  }
+
+  /// conv3d of x [N, C, D, H, W]: tern's 3-D conv (op 33) on x's bytes as NDHWC [N, D, H, W,
+  /// C] (ndhwc_input: no copy when x is such a result, e.g. the conv3d before it), the OIDHW
+  /// weight packed as PackConv's [O, C, KD·KH, KW] (the same bytes: K in (kd, kh, kw, c)
+  /// order), its result [N, D', H', W', O] left as a view of [N, O, D', H', W'] (ndhwc_output).
+  /// A relu / clamp, a residual add and an activation after it fold into the node.
+  void lower_conv3d(const Node& node) {
+    const Conv3dAttrs a = conv3d_attrs(g_, node);
+    const std::vector<int64_t>& w = g_.values[static_cast<size_t>(node.args[1])].sizes;
+    const int64_t o = w[0], cg = w[1], groups = a.groups;
+    const uint32_t x = ndhwc_input(node.args[0]);
+    Recipe rc(RecipeOp::PackConv);
+    rc.r.params[0] = static_cast<uint32_t>(o);
+    rc.r.params[1] = static_cast<uint32_t>(cg);
+    rc.r.params[2] = static_cast<uint32_t>(w[2] * w[3]);
+    rc.r.params[3] = static_cast<uint32_t>(w[4]);
+    if (groups > 1) rc.r.params[4] = static_cast<uint32_t>(groups);
+    rc.src[0] = node.args[1];
+    rc.src[1] = is_none(g_, node.args[2]) ? -1 : node.args[2];
+    const uint64_t k = static_cast<uint64_t>(w[2] * w[3] * w[4] * cg);
+    const uint32_t f = add_derived(
+        {static_cast<uint64_t>(groups) * cpu::packed_fc_floats(static_cast<uint64_t>(o / groups), k)},
+        rc);
+    BlobNode& n = add_node(NodeOp::PackedConv3d, {x, f}, ndhwc_output(node.outputs[0]));
+    for (uint32_t d = 0; d < 3; ++d) {
+      n.params[cpu::kConv3dPad + d] = static_cast<uint32_t>(a.pad[d]);
+      n.params[cpu::kConv3dKernel + d] = static_cast<uint32_t>(w[2 + d]);
+      n.params[cpu::kConv3dStride + d] = static_cast<uint32_t>(a.stride[d]);
+      n.params[cpu::kConv3dDilation + d] = static_cast<uint32_t>(a.dilation[d]);
+    }
+    n.params[cpu::kConv3dInChannels] = static_cast<uint32_t>(cg * groups);
+    n.params[cpu::kConv3dOutChannels] = static_cast<uint32_t>(o);
+    if (groups > 1) n.params[cpu::kConv3dGroups] = static_cast<uint32_t>(groups);
   }
 
   /// A convolution on NHWC values (ConvCall): tern's packed conv for dense and grouped ones
@@ -803,7 +869,29 @@ class Lowering {
   static bool has_activation(const BlobNode& last) {
     return (last.op == static_cast<uint32_t>(NodeOp::PackedFullyConnected) && last.params[2] != 0) ||
            (last.op == static_cast<uint32_t>(NodeOp::PackedConv2d) &&
-            last.params[cpu::kPackedActivation] != 0);
+            last.params[cpu::kPackedActivation] != 0) ||
+           (last.op == static_cast<uint32_t>(NodeOp::PackedConv3d) &&
+            last.params[cpu::kConv3dActivation] != 0);
+  }
+
+  /// The blob value that tern value `in` names as the output of the node just lowered: its own
+  /// value, or for a channels-last result not copied yet (a conv1d's or conv3d's) its view's
+  /// base; kNoValue when `in` has neither.
+  uint32_t made_value(int in) const {
+    if (ids_.count(in) != 0) return ids_.at(in);
+    if (channels_last_results_.count(in) != 0) return lazy_.at(in).base;
+    return cpu::kNoValue;
+  }
+
+  /// Tern value `out` now names what `in` named (a node folded into the one that made `in`):
+  /// the same view for a channels-last result, else the blob value retargeted.
+  void rename_result(int in, int out) {
+    if (ids_.count(in) == 0 && channels_last_results_.count(in) != 0) {
+      lazy_[out] = lazy_.at(in);
+      channels_last_results_.insert(out);
+    } else {
+      retarget_output(in, out);
+    }
   }
 
   /// A hardswish or GELU whose input is made by the node just lowered, tern's GEMM (fc or 1x1
@@ -819,26 +907,25 @@ class Lowering {
   /// A conv1d's result (nlc_output: a view of its NHWC value, not copied yet) fuses the same
   /// way, and `out` is then the same view.
   bool fuse_activation_into_gemm(int in, int out, cpu::GemmActivation act, int reads) {
-    const bool nlc = nlc_results_.count(in) != 0 && ids_.count(in) == 0;
-    if (nodes_.empty() || (!nlc && ids_.count(in) == 0) || uses_.at(in) != reads ||
-        output_arg_.count(in) != 0) {
+    const uint32_t made = made_value(in);
+    if (nodes_.empty() || made == cpu::kNoValue || uses_.at(in) != reads ||
+        output_arg_.count(in) != 0 || shared(made)) {
       return false;
     }
-    const uint32_t made = nlc ? lazy_.at(in).base : ids_.at(in);
-    if (shared(made)) return false;
     BlobNode& last = nodes_.back();
-    const bool fc = last.op == static_cast<uint32_t>(NodeOp::PackedFullyConnected);
-    if ((!fc && last.op != static_cast<uint32_t>(NodeOp::PackedConv2d)) || last.output != made ||
-        has_activation(last)) {
+    uint32_t slot = 0;
+    if (last.op == static_cast<uint32_t>(NodeOp::PackedFullyConnected)) {
+      slot = 2;
+    } else if (last.op == static_cast<uint32_t>(NodeOp::PackedConv2d)) {
+      slot = cpu::kPackedActivation;
+    } else if (last.op == static_cast<uint32_t>(NodeOp::PackedConv3d)) {
+      slot = cpu::kConv3dActivation;
+    } else {
       return false;
     }
-    last.params[fc ? 2u : static_cast<uint32_t>(cpu::kPackedActivation)] = static_cast<uint32_t>(act);
-    if (nlc) {
-      lazy_[out] = lazy_.at(in);
-      nlc_results_.insert(out);
-    } else {
-      retarget_output(in, out);
-    }
+    if (last.output != made || has_activation(last)) return false;
+    last.params[slot] = static_cast<uint32_t>(act);
+    rename_result(in, out);
     return true;
   }
 
@@ -857,8 +944,9 @@ class Lowering {
   /// folds into that node's output bounds. Returns false when it does not apply.
   bool fuse_clamp_into_fc(const Node& node, float lo, float hi) {
     const int in = node.args[0];
-    if (nodes_.empty() || ids_.count(in) == 0 || uses_.at(in) != 1 || output_arg_.count(in) != 0 ||
-        shared(ids_.at(in))) {
+    const uint32_t made = made_value(in);
+    if (nodes_.empty() || made == cpu::kNoValue || uses_.at(in) != 1 ||
+        output_arg_.count(in) != 0 || shared(made)) {
       return false;
     }
     BlobNode& last = nodes_.back();
@@ -868,13 +956,13 @@ class Lowering {
     if ((last.op != static_cast<uint32_t>(NodeOp::PackedFullyConnected) &&
          last.op != static_cast<uint32_t>(NodeOp::PackedConv2d) &&
          last.op != static_cast<uint32_t>(NodeOp::PackedWinogradConv2d) &&
-         !projecting_bottleneck) ||
-        last.output != ids_.at(in) || has_activation(last)) {
+         last.op != static_cast<uint32_t>(NodeOp::PackedConv3d) && !projecting_bottleneck) ||
+        last.output != made || has_activation(last)) {
       return false;
     }
     last.fparams[0] = std::max(last.fparams[0], lo);
     last.fparams[1] = std::min(last.fparams[1], hi);
-    retarget_output(in, node.outputs[0]);
+    rename_result(in, node.outputs[0]);
     return true;
   }
 
@@ -1011,6 +1099,7 @@ class Lowering {
   bool fuse_residual_into_conv(const Node& node, double alpha) {
     if (node.op != "tern::add" || alpha != 1.0 || nodes_.empty()) return false;
     BlobNode& last = nodes_.back();
+    if (last.op == static_cast<uint32_t>(NodeOp::PackedConv3d)) return fuse_residual_into_conv3d(node);
     if ((last.op != static_cast<uint32_t>(NodeOp::PackedConv2d) &&
          last.op != static_cast<uint32_t>(NodeOp::PackedWinogradConv2d) &&
          last.op != static_cast<uint32_t>(NodeOp::PackedFullyConnected)) ||
@@ -1034,6 +1123,40 @@ class Lowering {
       last.inputs[2] = activation(other);
       last.num_inputs = 3;
       retarget_output(conv_out, node.outputs[0]);
+      return true;
+    }
+    return false;
+  }
+
+  /// add(conv3d_out, r) (either order, alpha 1) where conv3d_out is the NDHWC result of the
+  /// conv3d just lowered (no clamp, residual or activation yet; read by nothing else) and r
+  /// another conv3d's NDHWC result of the same shape, or any 5-D value already in that order
+  /// (a region input is not: it would need a copy before the conv): r is the node's residual.
+  bool fuse_residual_into_conv3d(const Node& node) {
+    BlobNode& last = nodes_.back();
+    if (last.num_inputs != 2 || has_activation(last) || last.fparams[0] != -kInf ||
+        last.fparams[1] != kInf) {
+      return false;
+    }
+    const Value& out = g_.values[static_cast<size_t>(node.outputs[0])];
+    for (int i = 0; i < 2; ++i) {
+      const int conv_out = node.args[static_cast<size_t>(i)];
+      const int other = node.args[static_cast<size_t>(1 - i)];
+      const Value& ov = g_.values[static_cast<size_t>(other)];
+      if (conv_out == other || made_value(conv_out) != last.output || ids_.count(conv_out) != 0 ||
+          shared(last.output) || uses_.at(conv_out) != 1 || output_arg_.count(conv_out) != 0 ||
+          ov.kind != Value::Kind::Tensor || ov.is_constant || ov.sizes != out.sizes ||
+          g_.values[static_cast<size_t>(conv_out)].sizes != out.sizes ||
+          lazy_.count(other) == 0 || ids_.count(other) != 0) {
+        continue;
+      }
+      const BlobValue& made = values_[last.output];
+      const uint32_t r = channels_last_base(
+          lazy_.at(other), std::vector<uint64_t>(made.dims, made.dims + made.rank));
+      if (r == cpu::kNoValue || r == last.output || r == last.inputs[0]) continue;
+      last.inputs[2] = r;
+      last.num_inputs = 3;
+      rename_result(conv_out, node.outputs[0]);
       return true;
     }
     return false;
@@ -1763,6 +1886,8 @@ class Lowering {
       lower_conv(node);
     } else if (op == "tern::conv1d") {
       lower_conv1d(node);
+    } else if (op == "tern::conv3d") {
+      lower_conv3d(node);
     } else if (op == "tern::upsample_nearest2d") {
       lower_nearest_upsample(node);
     } else if (op == "tern::upsample_bilinear2d") {  // XNNPACK's bilinear resize (op 31)
@@ -1926,8 +2051,9 @@ class Lowering {
   std::vector<bool> plain_;      ///< tern value id -> a channels-last 4-D tensor (layout_plan.h)
   std::set<uint32_t> aliased_;   ///< blob values standing for several tern values (permutes)
   std::map<int, StridedView> lazy_;
-  /// 3-D values made by a conv1d or group norm in NHWC order (nlc_output), not copied yet.
-  std::set<int> nlc_results_;  ///< index-map results not copied yet (strided_view.h)
+  /// 3-D values made by a conv1d or group norm in NHWC order (nlc_output) and 5-D ones made by
+  /// a conv3d in NDHWC order (ndhwc_output): views of their blob values, not copied yet.
+  std::set<int> channels_last_results_;
   std::set<int> folded_views_;   ///< view nodes folded into a linear or a concat (no blob node)
   std::set<int> gelu_pieces_;    ///< a written-out tanh GELU's nodes but its last (no blob node)
   std::map<int, TanhGeluMatch> tanh_gelus_;  ///< its last node -> the pattern

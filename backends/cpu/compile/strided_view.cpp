@@ -10,9 +10,15 @@ StridedView whole_value(uint32_t base, const std::vector<int64_t>& sizes, bool n
   uint64_t numel = 1;
   for (int64_t d : sizes) numel *= static_cast<uint64_t>(d);
   v.base_numel = numel;
-  if (nhwc && sizes.size() == 4) {
-    const int64_t c = sizes[1], h = sizes[2], w = sizes[3];
-    v.strides = {h * w * c, 1, w * c, c};
+  if (nhwc && (sizes.size() == 4 || sizes.size() == 5)) {
+    // Channels last: the channel dim innermost, the spatial dims row-major outside it.
+    int64_t s = sizes[1];
+    v.strides[1] = 1;
+    for (size_t i = sizes.size(); i-- > 2;) {
+      v.strides[i] = s;
+      s *= sizes[i];
+    }
+    v.strides[0] = s;
     return v;
   }
   int64_t s = 1;
@@ -126,6 +132,8 @@ CopyPlan copy_plan(const StridedView& v, bool out_nhwc) {
   std::vector<size_t> order;
   if (out_nhwc && v.sizes.size() == 4) {
     order = {0, 2, 3, 1};
+  } else if (out_nhwc && v.sizes.size() == 5) {
+    order = {0, 2, 3, 4, 1};
   } else {
     for (size_t i = 0; i < v.sizes.size(); ++i) order.push_back(i);
   }

@@ -18,8 +18,9 @@ struct StridedView {
   int64_t offset = 0;            ///< base element of index 0
 };
 
-/// Blob value `base` holding a tern tensor of `sizes`: row-major, or NHWC for a 4-D value with
-/// `nhwc` (strides [H*W*C, 1, W*C, C] over tern dims [N, C, H, W]).
+/// Blob value `base` holding a tern tensor of `sizes`: row-major, or channels last for a 4-D or
+/// 5-D value with `nhwc` (NHWC: strides [H*W*C, 1, W*C, C] over tern dims [N, C, H, W]; NDHWC
+/// alike over [N, C, D, H, W]).
 StridedView whole_value(uint32_t base, const std::vector<int64_t>& sizes, bool nhwc);
 /// permute(v, perm) (perm[i]: the input dim of output dim i).
 StridedView permuted(const StridedView& v, const std::vector<int64_t>& perm);
@@ -41,7 +42,8 @@ bool regrouped(const StridedView& v, const std::vector<int64_t>& sizes, StridedV
                std::vector<size_t>* groups);
 
 /// The copy that writes view `v` into a new value: extents and strides in the output's order
-/// (tern dims, or N, H, W, C for an NHWC output), dims of 1 dropped and contiguous ones merged.
+/// (tern dims, or with `out_nhwc` channels last for a 4-D or 5-D view: N, H, W, C or N, D, H, W,
+/// C), dims of 1 dropped and contiguous ones merged.
 struct CopyPlan {
   std::vector<int64_t> extent;
   std::vector<int64_t> stride;

@@ -7,6 +7,7 @@
 
 #include "backends/cpu/kernels/quant_weight.h"
 #include "backends/cpu/runtime/blob_attention_check.h"
+#include "backends/cpu/runtime/blob_conv3d_check.h"
 #include "backends/cpu/runtime/blob_copy_checks.h"
 #include "backends/cpu/runtime/blob_dynamic_checks.h"
 #include "backends/cpu/weights/weight_recipe.h"
@@ -89,6 +90,8 @@ const char* op_name(uint32_t op) {
       return "resize_bilinear";
     case NodeOp::Attention:
       return "attention";
+    case NodeOp::PackedConv3d:
+      return "packed_conv3d";
   }
   return "?";
 }
@@ -108,6 +111,7 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
       return;
     case NodeOp::PackedFullyConnected:  // x, packed weight, residual?
     case NodeOp::PackedConv2d:
+    case NodeOp::PackedConv3d:
     case NodeOp::PackedWinogradConv2d:
     case NodeOp::PackedBottleneck:  // x, weights, residual?
       *min_in = 2;
@@ -714,6 +718,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
     case NodeOp::PackedConv2d:
     case NodeOp::PackedWinogradConv2d:
       return check_packed_conv(n, node, v);
+    case NodeOp::PackedConv3d:
+      return check_packed_conv3d(n, node, v);
     case NodeOp::PackedBottleneck:
       return check_bottleneck(n, node, v);
     case NodeOp::Concat: {

@@ -59,6 +59,48 @@ Problem conv_problem(const BlobPlan& plan, const BlobNode& node, float* const* a
   return p;
 }
 
+/// The ConvProblem of a PackedConv3d node (op 33; validated by check_packed_conv3d): NDHWC
+/// sizes, the window at the Conv3dParam indices, the clamp and the activation, and the data
+/// pointers from `addr`.
+ConvProblem conv3d_problem(const BlobPlan& plan, const BlobNode& node, float* const* addr) {
+  const BlobValue& x = plan.values[node.inputs[0]];
+  const BlobValue& y = plan.values[node.output];
+  const uint32_t* q = node.params;
+  ConvProblem p;
+  p.batch = static_cast<int64_t>(x.dims[0]);
+  p.in_d = static_cast<int64_t>(x.dims[1]);
+  p.in_h = static_cast<int64_t>(x.dims[2]);
+  p.in_w = static_cast<int64_t>(x.dims[3]);
+  p.in_c = static_cast<int64_t>(x.dims[4]);
+  p.out_d = static_cast<int64_t>(y.dims[1]);
+  p.out_h = static_cast<int64_t>(y.dims[2]);
+  p.out_w = static_cast<int64_t>(y.dims[3]);
+  p.out_c = static_cast<int64_t>(y.dims[4]);
+  p.pad_front = q[kConv3dPad];
+  p.pad_top = q[kConv3dPad + 1];
+  p.pad_left = q[kConv3dPad + 2];
+  p.kernel_d = q[kConv3dKernel];
+  p.kernel_h = q[kConv3dKernel + 1];
+  p.kernel_w = q[kConv3dKernel + 2];
+  p.stride_d = q[kConv3dStride];
+  p.stride_h = q[kConv3dStride + 1];
+  p.stride_w = q[kConv3dStride + 2];
+  p.dilation_d = q[kConv3dDilation];
+  p.dilation_h = q[kConv3dDilation + 1];
+  p.dilation_w = q[kConv3dDilation + 2];
+  p.groups = static_cast<int64_t>(conv_groups(q[kConv3dGroups]));
+  p.activation = static_cast<GemmActivation>(q[kConv3dActivation]);
+  p.out_min = node.fparams[0];
+  p.out_max = node.fparams[1];
+  if (addr != nullptr) {
+    p.x = addr[node.inputs[0]];
+    p.packed = addr[node.inputs[1]];
+    p.y = addr[node.output];
+    p.residual = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
+  }
+  return p;
+}
+
 /// A PackedBottleneck stage epilogue code (validated) as the kernel's clamp and activation.
 StageEpilogue stage_epilogue(uint32_t code) {
   StageEpilogue e;
@@ -375,6 +417,9 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       packed_conv_nhwc(c, pool);
       return Error::Ok;
     }
+    case NodeOp::PackedConv3d:
+      packed_conv_nhwc(conv3d_problem(plan, node, addr), pool);
+      return Error::Ok;
     case NodeOp::PackedWinogradConv2d:
       winograd_conv_nhwc(conv_problem<WinogradProblem>(plan, node, addr), scratch, pool);
       return Error::Ok;

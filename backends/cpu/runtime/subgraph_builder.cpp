@@ -119,6 +119,7 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
     case NodeOp::RowConcat:
     case NodeOp::GroupNorm:
     case NodeOp::Attention:
+    case NodeOp::PackedConv3d:
       break;  // tern's own kernels: never in an XNNPACK stage
   }
   return Error::InvalidProgram;
