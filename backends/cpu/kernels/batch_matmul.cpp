@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "backends/cpu/kernels/packed_gemm.h"
+#include "backends/cpu/kernels/pool_flags.h"
 
 namespace tern::cpu {
 namespace {
@@ -73,7 +74,7 @@ void batch_matmul(const BatchMatMulProblem& p, float* scratch, pthreadpool_t poo
   t.p = &p;
   t.scratch = scratch;
   if (threads > 1 && p.batch >= threads) {
-    pthreadpool_parallelize_1d(pool, &batch_task, &t, static_cast<size_t>(p.batch), 0);
+    pthreadpool_parallelize_1d(pool, &batch_task, &t, static_cast<size_t>(p.batch), kPoolFlags);
     return;
   }
   t.inner = pool;

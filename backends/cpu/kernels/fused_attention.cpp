@@ -7,6 +7,7 @@
 #include "backends/cpu/kernels/attention_softmax_row.h"
 #include "backends/cpu/kernels/batch_matmul.h"
 #include "backends/cpu/kernels/packed_gemm.h"
+#include "backends/cpu/kernels/pool_flags.h"
 
 namespace tern::cpu {
 namespace {
@@ -202,7 +203,7 @@ void fused_attention(const AttentionProblem& p, float* scratch, pthreadpool_t po
     run_task(plan, 0);
     return;
   }
-  pthreadpool_parallelize_1d(pool, &task_entry, &plan, static_cast<size_t>(plan.tasks), 0);
+  pthreadpool_parallelize_1d(pool, &task_entry, &plan, static_cast<size_t>(plan.tasks), kPoolFlags);
 }
 
 }  // namespace tern::cpu

@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backends/cpu/kernels/pool_flags.h"
+
 namespace tern::cpu::gemm_detail {
 
 /// One call of a microkernel.
@@ -185,7 +187,7 @@ inline void run_tasks(pthreadpool_t pool, void (*task)(void*, size_t), void* con
     for (int64_t t = 0; t < tasks; ++t) task(context, static_cast<size_t>(t));
     return;
   }
-  pthreadpool_parallelize_1d(pool, task, context, static_cast<size_t>(tasks), 0);
+  pthreadpool_parallelize_1d(pool, task, context, static_cast<size_t>(tasks), kPoolFlags);
 }
 
 /// Tasks a problem of `fmas` multiply-adds wants on `threads` pool threads: tasks_per_thread

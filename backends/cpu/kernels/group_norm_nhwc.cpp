@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "backends/cpu/kernels/pool_flags.h"
+
 namespace tern::cpu {
 namespace {
 
@@ -67,7 +69,7 @@ void run(Task* t, pthreadpool_t pool) {
     for (size_t i = 0; i < tasks; ++i) run_band(t, i);
     return;
   }
-  pthreadpool_parallelize_1d(pool, &run_band, t, tasks, 0);
+  pthreadpool_parallelize_1d(pool, &run_band, t, tasks, kPoolFlags);
 }
 
 /// The per-group totals of sums [bands, channels] of sample n, divided by the group's count,

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/cpu/kernels/pool_flags.h"
+
 namespace tern::cpu {
 namespace {
 
@@ -74,7 +76,7 @@ void layer_norm_rows(const LayerNormProblem& p, pthreadpool_t pool) {
     for (int64_t i = 0; i < tasks; ++i) band(&t, static_cast<size_t>(i));
     return;
   }
-  pthreadpool_parallelize_1d(pool, &band, &t, static_cast<size_t>(tasks), 0);
+  pthreadpool_parallelize_1d(pool, &band, &t, static_cast<size_t>(tasks), kPoolFlags);
 }
 
 }  // namespace tern::cpu

@@ -1,6 +1,7 @@
 // The quantized embedding gather (quant_embedding.h).
 #include "backends/cpu/kernels/quant_embedding.h"
 
+#include "backends/cpu/kernels/pool_flags.h"
 #include "runtime/kernels/util/quant_formats.h"
 
 namespace tern::cpu {
@@ -38,7 +39,7 @@ int64_t quant_embedding(const QuantWeightView& table, const int64_t* indices, in
     for (int64_t i = 0; i < count; ++i) gather_row(&g, static_cast<size_t>(i));
     return -1;
   }
-  pthreadpool_parallelize_1d(pool, &gather_row, &g, static_cast<size_t>(count), 0);
+  pthreadpool_parallelize_1d(pool, &gather_row, &g, static_cast<size_t>(count), kPoolFlags);
   return -1;
 }
 

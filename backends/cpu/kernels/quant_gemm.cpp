@@ -9,6 +9,7 @@
 #endif
 
 #include "backends/cpu/kernels/packed_gemm.h"
+#include "backends/cpu/kernels/pool_flags.h"
 
 namespace tern::cpu {
 namespace {
@@ -118,7 +119,7 @@ void quant_gemm(const QuantGemmProblem& p, pthreadpool_t pool) {
     s.fn(p, 0, n);
     return;
   }
-  pthreadpool_parallelize_1d(pool, &run_task, &s, static_cast<size_t>(tasks), 0);
+  pthreadpool_parallelize_1d(pool, &run_task, &s, static_cast<size_t>(tasks), kPoolFlags);
 }
 
 }  // namespace tern::cpu

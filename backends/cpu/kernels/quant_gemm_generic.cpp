@@ -44,10 +44,20 @@ void decode16(const QuantWeightView& w, ScaleCursor& cur, uint64_t row, uint64_t
       const bool e4m3 = w.desc.format == QuantWeightFormat::Fp8E4M3;
       const int sh = e4m3 ? kE4m3Shift : kE5m2Shift;
       const uint32_t mask = e4m3 ? kE4m3Mask : kE5m2Mask;
+      // A code with exponent 0 (an FP8 subnormal) would be a subnormal f32 here, which the
+      // cpu delegate's flush-to-zero mode reads as 0 (pool_flags.h): its mantissa field as an
+      // integer times s · 2^-149 instead (the same real product, rounded once; both operands
+      // normal).
+      const float sub = s * 0x1p-75f * 0x1p-74f;
       for (uint64_t i = 0; i < lanes; ++i) {
         const int32_t sx = static_cast<int8_t>(codes[k0 + i]);
         const uint32_t bits = (static_cast<uint32_t>(sx) << sh) & mask;
-        out[i] = quant::bits_to_float(bits) * s;
+        if ((bits & 0x7F800000u) != 0) {
+          out[i] = quant::bits_to_float(bits) * s;
+        } else {
+          const float m = static_cast<float>(bits & 0x007FFFFFu);
+          out[i] = (bits >> 31 ? -m : m) * sub;
+        }
       }
       break;
     }

@@ -3,6 +3,7 @@
 #include "backends/cpu/kernels/row_concat.h"
 
 #include "backends/cpu/kernels/interleave.h"
+#include "backends/cpu/kernels/pool_flags.h"
 
 namespace tern::cpu {
 namespace {
@@ -63,7 +64,7 @@ void row_concat(const RowConcatProblem& p, pthreadpool_t pool) {
     concat_rows(p, b.out_width, 0, p.rows);
     return;
   }
-  pthreadpool_parallelize_1d(pool, &concat_band, &b, tasks, 0);
+  pthreadpool_parallelize_1d(pool, &concat_band, &b, tasks, kPoolFlags);
 }
 
 }  // namespace tern::cpu

@@ -11,6 +11,7 @@
 #include "backends/cpu/kernels/strided_copy.h"
 
 #include "backends/cpu/kernels/interleave.h"
+#include "backends/cpu/kernels/pool_flags.h"
 
 namespace tern::cpu {
 namespace {
@@ -133,7 +134,7 @@ void strided_copy(const StridedCopyProblem& p, pthreadpool_t pool) {
     copy_band(&b, 0);
     return;
   }
-  pthreadpool_parallelize_1d(pool, &copy_band, &b, tasks, 0);
+  pthreadpool_parallelize_1d(pool, &copy_band, &b, tasks, kPoolFlags);
 }
 
 }  // namespace tern::cpu

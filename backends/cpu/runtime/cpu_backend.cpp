@@ -16,6 +16,7 @@
 
 #include "backends/cpu/runtime/blob_dynamic_checks.h"
 #include "backends/cpu/runtime/blob_reader.h"
+#include "backends/cpu/runtime/flush_denormals.h"
 #include "backends/cpu/runtime/layout_transpose.h"
 #include "backends/cpu/runtime/own_kernel_node.h"
 #include "backends/cpu/runtime/stage_plan.h"
@@ -738,6 +739,9 @@ class CpuBackend final : public BackendInterface {
       }
     }
     if (timed) t0 = report(context, d->labels + num_stages * kLabelBytes, t0);
+    // Subnormals flushed on this thread while the stages run (the pool's workers per call):
+    // XNNPACK's numerics for tern's kernels too, and no microcode assists (flush_denormals.h).
+    const ScopedFlushDenormals flush;
     for (uint32_t s = 0; s < num_stages; ++s) {
       const Stage& stage = d->stages.stages[s];
       if (stage.own_kernel) {

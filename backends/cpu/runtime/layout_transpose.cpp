@@ -6,6 +6,8 @@
 #include <emmintrin.h>
 #endif
 
+#include "backends/cpu/kernels/pool_flags.h"
+
 namespace tern::cpu {
 namespace {
 
@@ -124,7 +126,7 @@ void convert(const float* src, float* dst, uint64_t n, uint64_t c, uint64_t hw, 
     for (size_t i = 0; i < tasks; ++i) run_block(&t, i);
     return;
   }
-  pthreadpool_parallelize_1d(pool, &run_block, &t, tasks, 0);
+  pthreadpool_parallelize_1d(pool, &run_block, &t, tasks, kPoolFlags);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "backends/cpu/kernels/strided_copy.h"
 #include "backends/cpu/kernels/winograd_conv.h"
 #include "runtime/kernels/util/gelu_array.h"
+#include "backends/cpu/kernels/pool_flags.h"
 
 namespace tern::cpu {
 
@@ -214,7 +215,7 @@ void run_gelu(const GeluTask& t, pthreadpool_t pool) {
     portable::gelu_f32(t.tanh_form, t.x, t.y, t.n);
     return;
   }
-  pthreadpool_parallelize_1d(pool, &gelu_chunk, const_cast<GeluTask*>(&t), chunks, 0);
+  pthreadpool_parallelize_1d(pool, &gelu_chunk, const_cast<GeluTask*>(&t), chunks, kPoolFlags);
 }
 
 /// The kernel's problem for BatchMatMul node `node`; pointers from `addr` when not null.
@@ -313,7 +314,7 @@ void run_concat(ConcatTask& t, pthreadpool_t pool) {
     concat_rows(t, 0, t.rows);
     return;
   }
-  pthreadpool_parallelize_1d(pool, &concat_chunk, &t, chunks, 0);
+  pthreadpool_parallelize_1d(pool, &concat_chunk, &t, chunks, kPoolFlags);
 }
 
 /// The quantized weight of op 23 / 24 node `node` (validated by parse_blob) at `base`.
