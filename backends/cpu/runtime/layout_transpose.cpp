@@ -1,9 +1,11 @@
-// NCHW <-> NHWC at the delegate's edges: split over the pool by blocks of pixels; few channels
-// (an RGB image) go pixel by pixel so that every store is sequential, more go in square tiles.
+// NCHW <-> NHWC at the delegate's edges: split over the pool by blocks of pixels; RGB and one
+// channel go pixel by pixel so that every store is sequential, four channels or more in 4x4
+// register transposes (SSE2, x86-64's baseline), else in square tiles.
 #include "backends/cpu/runtime/layout_transpose.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
+#include <xmmintrin.h>
 #endif
 
 #include "backends/cpu/kernels/pool_flags.h"
@@ -63,39 +65,81 @@ void rgb_to_pixels(const float* src, float* dst, uint64_t hw, uint64_t p0, uint6
 #endif
 }
 
+#if defined(__SSE2__)
+/// Pixels [p0, p1) of one image, channels [0, c4) (a multiple of 4), in 4x4 blocks: four
+/// pixels' four channels loaded, transposed in registers, stored as four channels' four pixels
+/// (or the reverse), a band of kBand pixels at a time so that the band's packed rows stay in
+/// L1 while every plane is written (read) sequentially. The pixels past the last multiple of 4
+/// are left to the caller.
+void convert_blocks_sse(const float* src, float* dst, uint64_t c, uint64_t hw, uint64_t c4,
+                        uint64_t p0, uint64_t p1, bool to_nhwc) {
+  constexpr uint64_t kBand = 64;
+  for (uint64_t b0 = p0; b0 + 4 <= p1; b0 += kBand) {
+    const uint64_t b1 = b0 + kBand <= p1 ? b0 + kBand : p0 + (p1 - p0) / 4 * 4;
+    for (uint64_t ch = 0; ch < c4; ch += 4) {
+      for (uint64_t p = b0; p < b1; p += 4) {
+        if (to_nhwc) {  // planes [ch..ch+3] at pixels p..p+3 -> pixels' channels
+          __m128 r0 = _mm_loadu_ps(src + ch * hw + p), r1 = _mm_loadu_ps(src + (ch + 1) * hw + p);
+          __m128 r2 = _mm_loadu_ps(src + (ch + 2) * hw + p);
+          __m128 r3 = _mm_loadu_ps(src + (ch + 3) * hw + p);
+          _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+          _mm_storeu_ps(dst + p * c + ch, r0);
+          _mm_storeu_ps(dst + (p + 1) * c + ch, r1);
+          _mm_storeu_ps(dst + (p + 2) * c + ch, r2);
+          _mm_storeu_ps(dst + (p + 3) * c + ch, r3);
+        } else {  // pixels p..p+3's channels [ch..ch+3] -> planes
+          __m128 r0 = _mm_loadu_ps(src + p * c + ch), r1 = _mm_loadu_ps(src + (p + 1) * c + ch);
+          __m128 r2 = _mm_loadu_ps(src + (p + 2) * c + ch);
+          __m128 r3 = _mm_loadu_ps(src + (p + 3) * c + ch);
+          _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+          _mm_storeu_ps(dst + ch * hw + p, r0);
+          _mm_storeu_ps(dst + (ch + 1) * hw + p, r1);
+          _mm_storeu_ps(dst + (ch + 2) * hw + p, r2);
+          _mm_storeu_ps(dst + (ch + 3) * hw + p, r3);
+        }
+      }
+    }
+  }
+}
+#endif
+
 /// dst[p][ch] = src[ch][p] (to NHWC) or dst[ch][p] = src[p][ch] (to NCHW) for pixels
 /// [p0, p1) of one image whose planes are `hw` floats apart.
 void convert_block(const Transpose& t, const float* src, float* dst, uint64_t p0, uint64_t p1) {
   const uint64_t c = t.c, hw = t.hw;
   if (t.to_nhwc && c == 3) return rgb_to_pixels(src, dst, hw, p0, p1);
   if (t.to_nhwc && c == 1) return planes_to_pixels<1>(src, dst, hw, p0, p1);
-  if (c <= kFewChannels) {
+  // Elements [pixel][channel] not yet converted: all, or (SSE2) the channels past the last
+  // multiple of 4 and the pixels past the last multiple of 4 of the range.
+  uint64_t c_done = 0, p_done = p0;
+#if defined(__SSE2__)
+  if (c >= 4) {
+    c_done = c / 4 * 4;
+    p_done = p0 + (p1 - p0) / 4 * 4;
+    convert_blocks_sse(src, dst, c, hw, c_done, p0, p1, t.to_nhwc);
+  }
+#endif
+  auto copy = [&](uint64_t q0, uint64_t q1, uint64_t c0, uint64_t c1) {
     if (t.to_nhwc) {
-      for (uint64_t p = p0; p < p1; ++p) {
-        for (uint64_t ch = 0; ch < c; ++ch) dst[p * c + ch] = src[ch * hw + p];
+      for (uint64_t p = q0; p < q1; ++p) {
+        for (uint64_t ch = c0; ch < c1; ++ch) dst[p * c + ch] = src[ch * hw + p];
       }
     } else {
-      for (uint64_t ch = 0; ch < c; ++ch) {
-        for (uint64_t p = p0; p < p1; ++p) dst[ch * hw + p] = src[p * c + ch];
+      for (uint64_t ch = c0; ch < c1; ++ch) {
+        for (uint64_t p = q0; p < q1; ++p) dst[ch * hw + p] = src[p * c + ch];
       }
+    }
+  };
+  if (c_done == 0 && c > kFewChannels) {
+    // No SIMD blocks (another ISA): square tiles, so both sides stay in cache.
+    for (uint64_t q0 = p0; q0 < p1; q0 += kTile) {
+      const uint64_t q1 = q0 + kTile < p1 ? q0 + kTile : p1;
+      for (uint64_t c0 = 0; c0 < c; c0 += kTile) copy(q0, q1, c0, c0 + kTile < c ? c0 + kTile : c);
     }
     return;
   }
-  for (uint64_t q0 = p0; q0 < p1; q0 += kTile) {
-    const uint64_t q1 = q0 + kTile < p1 ? q0 + kTile : p1;
-    for (uint64_t c0 = 0; c0 < c; c0 += kTile) {
-      const uint64_t c1 = c0 + kTile < c ? c0 + kTile : c;
-      if (t.to_nhwc) {
-        for (uint64_t ch = c0; ch < c1; ++ch) {
-          for (uint64_t p = q0; p < q1; ++p) dst[p * c + ch] = src[ch * hw + p];
-        }
-      } else {
-        for (uint64_t p = q0; p < q1; ++p) {
-          for (uint64_t ch = c0; ch < c1; ++ch) dst[ch * hw + p] = src[p * c + ch];
-        }
-      }
-    }
-  }
+  copy(p0, p_done, c_done, c);  // the last channels of the block pixels
+  copy(p_done, p1, 0, c);       // the last pixels, every channel
 }
 
 void run_block(void* context, size_t task) {

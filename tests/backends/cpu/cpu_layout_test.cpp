@@ -1,6 +1,8 @@
 // The cpu delegate's edge conversions (backends/cpu/runtime/layout_transpose.h) against the index
-// formula, for few channels (pixel by pixel) and many (tiles), one image and two, pixel counts
-// that do not divide into blocks, with no pool and a 2-thread pool.
+// formula, for one channel and RGB (pixel by pixel), 2 (plain loops), 4 and more (4x4 register
+// transposes, with channels and pixels past the last multiple of 4: LR-ASPP's 21 classes), one
+// image and several, pixel counts that do not divide into blocks, with no pool and a 2-thread
+// pool (blocks starting at any pixel).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,7 +23,8 @@ TEST(CpuLayoutTranspose, MatchesTheIndexFormula) {
   kernel_test::Pool pool2(2);
   for (const Shape& s : {Shape{1, 3, 224 * 224}, Shape{2, 3, 17 * 19}, Shape{1, 1, 5000},
                          Shape{1, 8, 9000}, Shape{2, 64, 56 * 56 + 5}, Shape{1, 1000, 1},
-                         Shape{1, 17, 33}}) {
+                         Shape{1, 17, 33}, Shape{1, 21, 64 * 64 + 3}, Shape{2, 4, 1001},
+                         Shape{1, 5, 4099}, Shape{1, 2, 77}, Shape{3, 12, 2731}}) {
     for (pthreadpool_t pool : {static_cast<pthreadpool_t>(nullptr), pool2.pool}) {
       const uint64_t total = s.n * s.c * s.hw;
       const std::vector<float> nchw = kernel_test::random_floats(total, 7);
