@@ -194,6 +194,32 @@ def _mobilevit_small():
     return _hf_outputs(tf.MobileViTModel(cfg).eval(), ["pixel_values"], ["pooler_output"]).eval()
 
 
+def _deeplabv3():
+    import torchvision.models.segmentation as seg
+    model = seg.deeplabv3_mobilenet_v3_large(weights=None, weights_backbone=None, aux_loss=False)
+    model = _calibrate_bn(model, (1, 3, 512, 512), batches=2, batch=2)
+    return _hf_outputs_dict(model, "out")
+
+
+def _t5_small_encoder():
+    """T5-small's encoder (6 layers, d 512, 8 heads, relative position buckets), random weights."""
+    tf = _transformers()
+    cfg = tf.T5Config(d_model=512, d_ff=2048, num_layers=6, num_heads=8,
+                      attn_implementation="eager")
+    return _hf_outputs(tf.T5EncoderModel(cfg).eval(), ["input_ids"], ["last_hidden_state"]).eval()
+
+
+def _yolos_tiny():
+    """YOLOS-tiny's shape (12 layers, d 192, 3 heads, 100 detection tokens), random weights, at
+    512x512."""
+    tf = _transformers()
+    cfg = tf.YolosConfig(hidden_size=192, num_hidden_layers=12, num_attention_heads=3,
+                         intermediate_size=768, image_size=[512, 512], num_detection_tokens=100,
+                         attn_implementation="eager")
+    return _hf_outputs(tf.YolosForObjectDetection(cfg).eval(), ["pixel_values"],
+                       ["logits", "pred_boxes"]).eval()
+
+
 MODELS = {
     "resnet18": (lambda: _torchvision("resnet18"), (1, 3, 224, 224), "torchvision resnet18, 1x3x224x224"),
     "mobilenet_v2": (lambda: _torchvision("mobilenet_v2"), (1, 3, 224, 224), "torchvision mobilenet_v2, 1x3x224x224"),
@@ -252,6 +278,12 @@ MODELS = {
                      "transformers SegformerForSemanticSegmentation at SegFormer-B0's shape, 1x3x512x512"),
     "mobilevit_small": (_mobilevit_small, (1, 3, 256, 256),
                         "transformers MobileViTModel at MobileViT-small's shape, 1x3x256x256"),
+    "deeplabv3_mobilenet_v3": (_deeplabv3, (1, 3, 512, 512),
+                               "torchvision deeplabv3_mobilenet_v3_large (segmentation), 1x3x512x512"),
+    "t5_small_encoder": (_t5_small_encoder, lambda: (torch.randint(0, 32128, (1, 128)),),
+                         "transformers T5EncoderModel at T5-small's shape, seq 128"),
+    "yolos_tiny": (_yolos_tiny, (1, 3, 512, 512),
+                   "transformers YolosForObjectDetection at YOLOS-tiny's shape, 1x3x512x512"),
 }
 
 # The single fully-connected layer for raw XNNPACK against tern's cpu delegate.
