@@ -27,7 +27,8 @@ constexpr uint32_t kBlobVersion = 16;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // 14: constant inputs of ops 22 / 29 (one must
                                       // be data), op 31 ResizeBilinear; 15: op 32
                                       // Attention, 4 input slots a node (100 bytes);
-                                      // 16: op 33 PackedConv3d
+                                      // 16: op 33 PackedConv3d, op 34
+                                      // ResizeBilinearToPlanes
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -364,10 +365,20 @@ enum class NodeOp : uint32_t {
   /// min, max. Padding is symmetric: OD = (D + 2 pd - dd (KD - 1) - 1) / sd + 1, and OH, OW
   /// alike. Output [N, OD, OH, OW, O].
   PackedConv3d = 33,
+  /// tern's bilinear resize of a channels-last image into channel planes
+  /// (kernels/resize_planes.h; since version 16): a segmentation model's last upsample, whose
+  /// NCHW output leaves the delegate as it is. in: x [N, H, W, C] (a data value); params[0] =
+  /// OH >= 1, params[1] = OW >= 1, params[2] = 1 for aligned corners (else 0), the rest 0;
+  /// fparams (-inf, +inf); C <= kMaxResizePlanesChannels. Output [N, C, OH, OW] (plain:
+  /// row-major in those dims).
+  ResizeBilinearToPlanes = 34,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 33;
+constexpr uint32_t kLastNodeOp = 34;
+
+/// Most channels of ResizeBilinearToPlanes's input (its kernel caches a row of every channel).
+constexpr uint64_t kMaxResizePlanesChannels = 4096;
 
 /// PackedConv3d's parameter indices (every one used).
 enum Conv3dParam : uint32_t {
@@ -518,7 +529,8 @@ constexpr bool is_own_kernel_op(uint32_t op) {
          op == static_cast<uint32_t>(NodeOp::RowConcat) ||
          op == static_cast<uint32_t>(NodeOp::GroupNorm) ||
          op == static_cast<uint32_t>(NodeOp::Attention) ||
-         op == static_cast<uint32_t>(NodeOp::PackedConv3d);
+         op == static_cast<uint32_t>(NodeOp::PackedConv3d) ||
+         op == static_cast<uint32_t>(NodeOp::ResizeBilinearToPlanes);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.

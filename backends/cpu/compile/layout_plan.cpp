@@ -5,6 +5,7 @@
 #include "backends/cpu/compile/index_map_ops.h"
 #include "backends/cpu/compile/node_attrs.h"
 #include "backends/cpu/compile/norm_parts.h"
+#include "backends/cpu/cpu_blob_format.h"
 
 namespace tern::compiler::cpu_compile {
 namespace {
@@ -170,6 +171,24 @@ std::vector<bool> plain_4d_values(const Graph& g) {
   for (int in : g.inputs) {  // method inputs: NHWC unless only row-major readers want them
     if (is_4d_tensor(g, in)) plain[static_cast<size_t>(in)] = choose(in, false);
   }
+  // Values no node reads (directly or in a tensor list) that are method outputs: a bilinear
+  // upsample making one writes the caller's NCHW planes directly (op 34).
+  std::vector<bool> read(g.values.size(), false);
+  for (const Node& node : g.nodes) {
+    for (int a : node.args) {
+      if (a < 0 || static_cast<size_t>(a) >= g.values.size()) continue;
+      read[static_cast<size_t>(a)] = true;
+      for (int t : g.values[static_cast<size_t>(a)].tensors) {
+        if (t >= 0 && static_cast<size_t>(t) < g.values.size()) read[static_cast<size_t>(t)] = true;
+      }
+    }
+  }
+  std::vector<bool> method_output(g.values.size(), false);
+  for (int out : g.outputs) {
+    if (out >= 0 && static_cast<size_t>(out) < g.values.size()) {
+      method_output[static_cast<size_t>(out)] = true;
+    }
+  }
   for (const Node& node : g.nodes) {
     if (node.outputs.empty()) continue;
     const int x = node.args.empty() ? -1 : node.args[0];
@@ -179,7 +198,11 @@ std::vector<bool> plain_4d_values(const Graph& g) {
     for (int out : node.outputs) {
       if (!is_4d_tensor(g, out)) continue;
       bool p = false;
-      if (node.op == "tern::permute" && x_tensor && is_4d_tensor(g, x) &&
+      if (node.op == "tern::upsample_bilinear2d") {
+        p = method_output[static_cast<size_t>(out)] && !read[static_cast<size_t>(out)] &&
+            static_cast<uint64_t>(g.values[static_cast<size_t>(out)].sizes[1]) <=
+                cpu::kMaxResizePlanesChannels;
+      } else if (node.op == "tern::permute" && x_tensor && is_4d_tensor(g, x) &&
           ((!x_plain && permute_dims(g, node) == kToChannelsLast) ||
            (x_plain && permute_dims(g, node) == kToChannelsFirst))) {
         p = !x_plain;  // the layout changes that are no-ops inside the delegate

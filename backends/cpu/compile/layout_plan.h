@@ -15,7 +15,9 @@ namespace tern::compiler::cpu_compile {
 
 /// Per value id: true for a 4-D tensor the delegate keeps plain (channels last, or row-major
 /// attention tensors), false for every other value. Decided once per graph, so any region sees
-/// the same answer: permute(x, [0, 2, 3, 1]) of an NHWC x; a view of a plain 4-D tensor;
+/// the same answer: a bilinear upsample's output that is a method output and read by no node
+/// (a segmentation model's logits: written as NCHW planes, op 34); permute(x, [0, 2, 3, 1]) of
+/// an NHWC x; a view of a plain 4-D tensor;
 /// layer_norm, linear, gelu, softmax, pad, the activations and the binary ops when an activation
 /// operand is plain; bmm / matmul / attention outputs; a cat of plain parts. Values whose
 /// producer computes nothing (index maps, views from another rank, ops the delegate does not

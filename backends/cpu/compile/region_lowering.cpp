@@ -1891,10 +1891,14 @@ class Lowering {
     } else if (op == "tern::upsample_nearest2d") {
       lower_nearest_upsample(node);
     } else if (op == "tern::upsample_bilinear2d") {  // XNNPACK's bilinear resize (op 31)
+      // A method's output read by nothing else (plain: layout_plan.h) is written as the
+      // channels' planes by tern's resize (op 34), so it leaves the delegate as it is.
       const bool align = bilinear_upsample_align_corners(g_, node);
       const std::vector<int64_t>& ys = g_.values[static_cast<size_t>(node.outputs[0])].sizes;
       const uint32_t x = activation(node.args[0]);
-      BlobNode& n = add_node(NodeOp::ResizeBilinear, {x}, output(node.outputs[0]));
+      const bool planes = is_plain_4d(node.outputs[0]);  // C <= 4096: layout_plan.cpp
+      BlobNode& n = add_node(planes ? NodeOp::ResizeBilinearToPlanes : NodeOp::ResizeBilinear,
+                             {x}, output(node.outputs[0]));
       n.params[0] = static_cast<uint32_t>(ys[2]);
       n.params[1] = static_cast<uint32_t>(ys[3]);
       n.params[2] = align ? 1u : 0u;

@@ -92,6 +92,8 @@ const char* op_name(uint32_t op) {
       return "attention";
     case NodeOp::PackedConv3d:
       return "packed_conv3d";
+    case NodeOp::ResizeBilinearToPlanes:
+      return "resize_bilinear_to_planes";
   }
   return "?";
 }
@@ -680,18 +682,24 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
     case NodeOp::SquareRoot:
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 0, 0, 0));
       return check_out_dims(n, node, out, x.dims, x.rank);
-    case NodeOp::ResizeBilinear: {
+    case NodeOp::ResizeBilinear:
+    case NodeOp::ResizeBilinearToPlanes: {  // NHWC out, or the channels' planes
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 3, 0, 2));
       TERN_CHECK_OR_RETURN_ERROR(node.params[2] <= 1, InvalidProgram,
-                                 "cpu blob: node %u (resize_bilinear): align_corners %u, expected "
-                                 "0 or 1",
-                                 n, node.params[2]);
+                                 "cpu blob: node %u (%s): align_corners %u, expected 0 or 1", n,
+                                 op_name(node.op), node.params[2]);
       TERN_CHECK_OR_RETURN_ERROR(x.rank == 4, InvalidProgram,
-                                 "cpu blob: node %u (resize_bilinear): input value %u: expected 4 "
-                                 "dims [N, H, W, C], found %u",
-                                 n, node.inputs[0], x.rank);
-      const uint64_t expect[4] = {x.dims[0], node.params[0], node.params[1], x.dims[3]};
-      return check_out_dims(n, node, out, expect, 4);
+                                 "cpu blob: node %u (%s): input value %u: expected 4 dims [N, H, "
+                                 "W, C], found %u",
+                                 n, op_name(node.op), node.inputs[0], x.rank);
+      const bool planes = static_cast<NodeOp>(node.op) == NodeOp::ResizeBilinearToPlanes;
+      TERN_CHECK_OR_RETURN_ERROR(!planes || x.dims[3] <= kMaxResizePlanesChannels, InvalidProgram,
+                                 "cpu blob: node %u (%s): %llu channels, expected at most %llu", n,
+                                 op_name(node.op), static_cast<unsigned long long>(x.dims[3]),
+                                 static_cast<unsigned long long>(kMaxResizePlanesChannels));
+      const uint64_t nhwc[4] = {x.dims[0], node.params[0], node.params[1], x.dims[3]};
+      const uint64_t nchw[4] = {x.dims[0], x.dims[3], node.params[0], node.params[1]};
+      return check_out_dims(n, node, out, planes ? nchw : nhwc, 4);
     }
     case NodeOp::GlobalAvgPool2d: {
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 0, 0, 0));

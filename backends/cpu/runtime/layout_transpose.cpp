@@ -78,25 +78,18 @@ void convert_blocks_sse(const float* src, float* dst, uint64_t c, uint64_t hw, u
     const uint64_t b1 = b0 + kBand <= p1 ? b0 + kBand : p0 + (p1 - p0) / 4 * 4;
     for (uint64_t ch = 0; ch < c4; ch += 4) {
       for (uint64_t p = b0; p < b1; p += 4) {
-        if (to_nhwc) {  // planes [ch..ch+3] at pixels p..p+3 -> pixels' channels
-          __m128 r0 = _mm_loadu_ps(src + ch * hw + p), r1 = _mm_loadu_ps(src + (ch + 1) * hw + p);
-          __m128 r2 = _mm_loadu_ps(src + (ch + 2) * hw + p);
-          __m128 r3 = _mm_loadu_ps(src + (ch + 3) * hw + p);
-          _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-          _mm_storeu_ps(dst + p * c + ch, r0);
-          _mm_storeu_ps(dst + (p + 1) * c + ch, r1);
-          _mm_storeu_ps(dst + (p + 2) * c + ch, r2);
-          _mm_storeu_ps(dst + (p + 3) * c + ch, r3);
-        } else {  // pixels p..p+3's channels [ch..ch+3] -> planes
-          __m128 r0 = _mm_loadu_ps(src + p * c + ch), r1 = _mm_loadu_ps(src + (p + 1) * c + ch);
-          __m128 r2 = _mm_loadu_ps(src + (p + 2) * c + ch);
-          __m128 r3 = _mm_loadu_ps(src + (p + 3) * c + ch);
-          _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-          _mm_storeu_ps(dst + ch * hw + p, r0);
-          _mm_storeu_ps(dst + (ch + 1) * hw + p, r1);
-          _mm_storeu_ps(dst + (ch + 2) * hw + p, r2);
-          _mm_storeu_ps(dst + (ch + 3) * hw + p, r3);
-        }
+        // Four rows of four floats `in_step` apart become four columns `out_step` apart:
+        // planes' pixels to pixels' channels, or the reverse.
+        const float* in = to_nhwc ? src + ch * hw + p : src + p * c + ch;
+        float* out = to_nhwc ? dst + p * c + ch : dst + ch * hw + p;
+        const uint64_t in_step = to_nhwc ? hw : c, out_step = to_nhwc ? c : hw;
+        __m128 r0 = _mm_loadu_ps(in), r1 = _mm_loadu_ps(in + in_step);
+        __m128 r2 = _mm_loadu_ps(in + 2 * in_step), r3 = _mm_loadu_ps(in + 3 * in_step);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(out, r0);
+        _mm_storeu_ps(out + out_step, r1);
+        _mm_storeu_ps(out + 2 * out_step, r2);
+        _mm_storeu_ps(out + 3 * out_step, r3);
       }
     }
   }

@@ -11,6 +11,7 @@
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "backends/cpu/kernels/quant_embedding.h"
 #include "backends/cpu/kernels/quant_gemm.h"
+#include "backends/cpu/kernels/resize_planes.h"
 #include "backends/cpu/kernels/row_concat.h"
 #include "backends/cpu/kernels/strided_copy.h"
 #include "backends/cpu/kernels/winograd_conv.h"
@@ -29,8 +30,24 @@ static_assert(kRowConcatMaxInputs == static_cast<int>(kMaxConcatInputs),
               "the row concat takes every input a blob node can have");
 static_assert(kStridedCopyMaxDims == static_cast<int>(kMaxDims),
               "the blob's copy rank is the kernel's");
+static_assert(kResizePlanesMaxChannels == static_cast<int64_t>(kMaxResizePlanesChannels),
+              "the blob's channel limit of op 34 is the kernel's");
 
 namespace {
+
+/// A convolution node's clamp (fparams) and, when `addr` is not null, its data pointers: x,
+/// the packed weight, y and the optional residual (ops 18, 19, 33).
+template <typename Problem>
+void bind_conv_io(const BlobNode& node, float* const* addr, Problem* p) {
+  p->out_min = node.fparams[0];
+  p->out_max = node.fparams[1];
+  if (addr != nullptr) {
+    p->x = addr[node.inputs[0]];
+    p->packed = addr[node.inputs[1]];
+    p->y = addr[node.output];
+    p->residual = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
+  }
+}
 
 /// Fills what a direct and a Winograd conv problem share (ConvProblem, WinogradProblem) from
 /// node `node` (ops 18, 19): NHWC sizes, top/left pads, the clamp, and the data pointers from
@@ -49,14 +66,7 @@ Problem conv_problem(const BlobPlan& plan, const BlobNode& node, float* const* a
   p.out_c = static_cast<int64_t>(y.dims[3]);
   p.pad_top = node.params[kPadTop];
   p.pad_left = node.params[kPadLeft];
-  p.out_min = node.fparams[0];
-  p.out_max = node.fparams[1];
-  if (addr != nullptr) {
-    p.x = addr[node.inputs[0]];
-    p.packed = addr[node.inputs[1]];
-    p.y = addr[node.output];
-    p.residual = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
-  }
+  bind_conv_io(node, addr, &p);
   return p;
 }
 
@@ -91,14 +101,7 @@ ConvProblem conv3d_problem(const BlobPlan& plan, const BlobNode& node, float* co
   p.dilation_w = q[kConv3dDilation + 2];
   p.groups = static_cast<int64_t>(conv_groups(q[kConv3dGroups]));
   p.activation = static_cast<GemmActivation>(q[kConv3dActivation]);
-  p.out_min = node.fparams[0];
-  p.out_max = node.fparams[1];
-  if (addr != nullptr) {
-    p.x = addr[node.inputs[0]];
-    p.packed = addr[node.inputs[1]];
-    p.y = addr[node.output];
-    p.residual = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
-  }
+  bind_conv_io(node, addr, &p);
   return p;
 }
 
@@ -421,6 +424,21 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
     case NodeOp::PackedConv3d:
       packed_conv_nhwc(conv3d_problem(plan, node, addr), pool);
       return Error::Ok;
+    case NodeOp::ResizeBilinearToPlanes: {
+      const BlobValue& x = plan.values[node.inputs[0]];
+      ResizePlanesProblem p;
+      p.batch = static_cast<int64_t>(x.dims[0]);
+      p.in_h = static_cast<int64_t>(x.dims[1]);
+      p.in_w = static_cast<int64_t>(x.dims[2]);
+      p.channels = static_cast<int64_t>(x.dims[3]);
+      p.out_h = node.params[0];
+      p.out_w = node.params[1];
+      p.align_corners = node.params[2] != 0;
+      p.x = addr[node.inputs[0]];
+      p.y = addr[node.output];
+      resize_bilinear_to_planes(p, pool);
+      return Error::Ok;
+    }
     case NodeOp::PackedWinogradConv2d:
       winograd_conv_nhwc(conv_problem<WinogradProblem>(plan, node, addr), scratch, pool);
       return Error::Ok;

@@ -120,6 +120,7 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
     case NodeOp::GroupNorm:
     case NodeOp::Attention:
     case NodeOp::PackedConv3d:
+    case NodeOp::ResizeBilinearToPlanes:
       break;  // tern's own kernels: never in an XNNPACK stage
   }
   return Error::InvalidProgram;

@@ -232,14 +232,40 @@ std::vector<OpCase> cases() {
                                {y, b.bool_value(false), b.none(), b.none()}, DType::F32,
                                {1, 8, 17, 3}));
                }, 1e-10});
-  c.push_back({"bilinear_align_corners", [](GraphBuilder& b) {
-                 const std::vector<int64_t> xs{2, 3, 4, 7};
-                 const int x = b.input("x", DType::F32, xs);
-                 const int y = conv(b, x, xs, 5, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 103);
-                 b.output(b.op("tern::upsample_bilinear2d",
-                               {y, b.bool_value(true), b.none(), b.none()}, DType::F32,
-                               {2, 5, 9, 13}));
-               }, 1e-10});
+  OpCase aligned = {"bilinear_align_corners", [](GraphBuilder& b) {
+                      const std::vector<int64_t> xs{2, 3, 4, 7};
+                      const int x = b.input("x", DType::F32, xs);
+                      const int y = conv(b, x, xs, 5, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 103);
+                      b.output(b.op("tern::upsample_bilinear2d",
+                                    {y, b.bool_value(true), b.none(), b.none()}, DType::F32,
+                                    {2, 5, 9, 13}));
+                    }, 1e-10};
+  aligned.check_blob = [](const std::vector<uint8_t>& blob) {
+    // A method output read by nothing: written as NCHW planes (op 34), no NHWC resize.
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::ResizeBilinearToPlanes), 1u);
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::ResizeBilinear), 0u);
+  };
+  c.push_back(aligned);
+  OpCase seg = {"segmentation_logits_to_input_size", [](GraphBuilder& b) {
+                  // LR-ASPP's end: 21 classes at 1/8 upsampled to the input (with rows and
+                  // columns of every tap pattern), and an auxiliary upsample read by a conv.
+                  const std::vector<int64_t> xs{1, 8, 9, 11};
+                  const int x = b.input("x", DType::F32, xs);
+                  const int y = conv(b, x, xs, 21, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 107);
+                  b.output(b.op("tern::upsample_bilinear2d",
+                                {y, b.bool_value(false), b.none(), b.none()}, DType::F32,
+                                {1, 21, 72, 600}));
+                  const int aux = b.op("tern::upsample_bilinear2d",
+                                       {x, b.bool_value(false), b.none(), b.none()}, DType::F32,
+                                       {1, 8, 18, 22});
+                  b.output(conv(b, aux, {1, 8, 18, 22}, 3, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true,
+                                109));
+                }, 1e-10};
+  seg.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::ResizeBilinearToPlanes), 1u);
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::ResizeBilinear), 1u);
+  };
+  c.push_back(seg);
   c.push_back({"nearest_factors_3_and_2_by_size", [](GraphBuilder& b) {
                  const std::vector<int64_t> xs{2, 4, 5, 7};
                  const int x = b.input("x", DType::F32, xs);
@@ -373,33 +399,45 @@ TEST(CpuUpsample, WhatTheCompileHalfRefuses) {
   EXPECT_NE(bil.find("a scale factor other than out / in"), std::string::npos) << bil;
 }
 
-// Op 31's fields: the reader refuses an align_corners flag other than 0 / 1, a zero output
-// size and parameters that disagree with the output value's dims.
-TEST(CpuResizeBlob, FieldsAreChecked) {
+// Ops 31 and 34's fields: the reader refuses an align_corners flag other than 0 / 1, a zero
+// output size and parameters that disagree with the output value's dims. The resize is op 31
+// (NHWC out) when a node reads its output, op 34 (the channels' planes) when it is a method
+// output read by nothing.
+void check_resize_fields(bool planes) {
   register_all();
   GraphBuilder b;
   const std::vector<int64_t> xs{1, 2, 5, 5};
   const int x = b.input("x", DType::F32, xs);
   const int y = conv(b, x, xs, 4, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 105);
-  b.output(b.op("tern::upsample_bilinear2d", {y, b.bool_value(false), b.none(), b.none()},
-                DType::F32, {1, 4, 10, 10}));
-  delegate_cpu(b, 0, 1);
+  const int up = b.op("tern::upsample_bilinear2d", {y, b.bool_value(false), b.none(), b.none()},
+                      DType::F32, {1, 4, 10, 10});
+  b.output(planes ? up : b.op("tern::relu", {up}, DType::F32, {1, 4, 10, 10}));
+  delegate_cpu(b, 0, planes ? 1 : 2);
   const std::vector<uint8_t> blob = b.graph().delegates[0].blob;
   const std::vector<uint32_t> ops = blob_ops(blob);
-  const auto at = std::find(ops.begin(), ops.end(), static_cast<uint32_t>(cpu::NodeOp::ResizeBilinear));
+  const cpu::NodeOp op = planes ? cpu::NodeOp::ResizeBilinearToPlanes : cpu::NodeOp::ResizeBilinear;
+  EXPECT_EQ(count_op(blob, planes ? cpu::NodeOp::ResizeBilinear
+                                  : cpu::NodeOp::ResizeBilinearToPlanes),
+            0u);
+  const auto at = std::find(ops.begin(), ops.end(), static_cast<uint32_t>(op));
   ASSERT_NE(at, ops.end());
   const uint32_t index = static_cast<uint32_t>(at - ops.begin());
   const cpu::BlobNode good = blob_node(blob, index);
   EXPECT_EQ(good.params[0], 10u);
   EXPECT_EQ(good.params[1], 10u);
   EXPECT_EQ(good.params[2], 0u);
+  const char* name = planes ? "resize_bilinear_to_planes" : "resize_bilinear";
   expect_refused(
       blob, index,
       {{"align_corners 2", [](cpu::BlobNode& n) { n.params[2] = 2; },
         "align_corners 2, expected 0 or 1"},
        {"a zero height", [](cpu::BlobNode& n) { n.params[0] = 0; }, "parameter 0 is 0"},
-       {"another width", [](cpu::BlobNode& n) { n.params[1] = 9; }, "resize_bilinear"}});
+       {"another width", [](cpu::BlobNode& n) { n.params[1] = 9; }, name}});
 }
+
+TEST(CpuResizeBlob, FieldsAreChecked) { check_resize_fields(false); }
+
+TEST(CpuResizeBlob, PlanesFieldsAreChecked) { check_resize_fields(true); }
 
 }  // namespace
 }  // namespace tern::cpu_test
