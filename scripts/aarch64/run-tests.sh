@@ -80,7 +80,9 @@ tests=(
   cpu_conformance_dense_test cpu_conformance_layernorm_test cpu_blob_test cpu_zero_alloc_test
   cpu_weights_test cpu_layout_test cpu_gemm_test cpu_conv_test cpu_winograd_test
   cpu_bottleneck_test cpu_quant_gemm_test cpu_quant_program_test cpu_strided_copy_test
-  cpu_conformance_attention_test
+  cpu_conformance_attention_test cpu_fused_attention_test cpu_conformance_fused_attention_test
+  cpu_conformance_conv1d_test cpu_conformance_groupnorm_test cpu_conformance_reduce_cat_test
+  cpu_conv3d_test cpu_conformance_conv3d_test cpu_resize_planes_test cpu_denormals_test
 )
 step "build (-j $jobs): tern and ${#tests[@]} test programs"
 cmake --build "$build" -j "$jobs" --target tern "${tests[@]}" > "$build/build.log" 2>&1 || {
