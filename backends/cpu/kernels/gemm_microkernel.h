@@ -104,6 +104,13 @@ struct ConvBlocking {
   /// Grouped convs with at most this many output channels per group run as direct convolutions
   /// (shallow_conv.h's AVX2 row kernel) where AVX2 runs; 0: always the implicit GEMM.
   int64_t direct_group_max_cols = 16;
+  /// Tap skipping: a conv whose taps land inside the input for at most this percentage of the
+  /// window work (over all output pixels: DeepLabV3's ASPP, dilation 12..36 on a 32 x 32 map,
+  /// 56 % down to 11 %), with at least skip_taps_min_floats input channels a group (every kept
+  /// K piece a tap or more long), gathers and multiplies per register tile only the window its
+  /// pixels can reach. 100 and 1: whenever any tap reads padding.
+  int64_t skip_taps_max_live_percent = 90;
+  int64_t skip_taps_min_floats = 64;
 };
 ConvBlocking& conv_blocking();
 

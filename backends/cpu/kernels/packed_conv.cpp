@@ -68,6 +68,7 @@ struct ConvPlan {
   int64_t g_blocks = 1;  // tasks split the conv groups into this many blocks
   int64_t lda = 0;       // row stride of the gathered A tile
   bool m_outer = false;  // a task finishes each M tile over all of K (its group's B fits in L2)
+  bool skip_taps = false;  // each tile runs only the part of the window its pixels can reach
   ActivationFn activation = nullptr;  // the epilogue's, or null
 };
 
@@ -100,6 +101,104 @@ inline void copy_run(gemm_detail::CopyKernel copy, float* d, const float* s, int
     default:
       copy(d, s, n);
   }
+}
+
+/// The taps [lo, hi) of one window dimension (kernel k, stride s, dilation d, padding pad, input
+/// extent n) that land inside the input for some output index in [o0, o1]: tap t lands for o iff
+/// 0 <= o·s - pad + t·d < n, so the first tap that lands for o only falls and the past-the-last
+/// only falls as o grows, and [first for o1, past-the-last for o0) holds every tap that lands
+/// (perhaps a few that do not, which the gather fills with zeros). lo >= hi: none lands.
+struct TapRange {
+  int64_t lo = 0, hi = 0;
+};
+TapRange live_taps(int64_t o0, int64_t o1, int64_t k, int64_t s, int64_t d, int64_t pad,
+                   int64_t n) {
+  const int64_t need = pad - o1 * s;   // t·d >= need
+  const int64_t below = n + pad - o0 * s;  // t·d < below
+  TapRange r;
+  r.lo = need <= 0 ? 0 : ceil_div(need, d);
+  r.hi = below <= 0 ? 0 : min64(k, ceil_div(below, d));
+  return r;
+}
+
+/// Of the window work of every output index of one dimension, the fraction whose taps land
+/// inside the input.
+double live_fraction(int64_t out, int64_t k, int64_t s, int64_t d, int64_t pad, int64_t n) {
+  int64_t live = 0;
+  for (int64_t o = 0; o < out; ++o) {
+    const TapRange r = live_taps(o, o, k, s, d, pad, n);
+    live += max64(0, r.hi - r.lo);
+  }
+  return static_cast<double>(live) / static_cast<double>(out * k);
+}
+
+/// The part of the window a register tile's output pixels can reach: kernel frames [d.lo, d.hi),
+/// rows [h.lo, h.hi) and columns [w.lo, w.hi), and the K range [first, end) it spans.
+struct TapWindow {
+  TapRange d, h, w;
+  int64_t first = 0, end = 0;
+  bool empty() const { return d.lo >= d.hi || h.lo >= h.hi || w.lo >= w.hi; }
+};
+
+/// The window of output pixels [r0, r1) (of one image, frame or row where they lie in one; else
+/// the whole extent of the dimensions they wrap over).
+TapWindow tile_window(const ConvPlan& plan, int64_t r0, int64_t r1) {
+  const ConvProblem& p = *plan.p;
+  struct At {
+    int64_t img, od, oh, ow;
+  };
+  const auto at = [&](int64_t r) {
+    At a;
+    a.img = r / plan.pixels;
+    const int64_t in_image = r - a.img * plan.pixels;
+    a.od = in_image / plan.frame_pixels;
+    const int64_t in_frame = in_image - a.od * plan.frame_pixels;
+    a.oh = in_frame / p.out_w;
+    a.ow = in_frame - a.oh * p.out_w;
+    return a;
+  };
+  const At a = at(r0), b = at(r1 - 1);
+  int64_t od0 = 0, od1 = p.out_d - 1, oh0 = 0, oh1 = p.out_h - 1, ow0 = 0, ow1 = p.out_w - 1;
+  if (a.img == b.img) {
+    od0 = a.od, od1 = b.od;
+    if (od0 == od1) {
+      oh0 = a.oh, oh1 = b.oh;
+      if (oh0 == oh1) ow0 = a.ow, ow1 = b.ow;
+    }
+  }
+  TapWindow w;
+  w.d = live_taps(od0, od1, p.kernel_d, p.stride_d, p.dilation_d, p.pad_front, p.in_d);
+  w.h = live_taps(oh0, oh1, p.kernel_h, p.stride_h, p.dilation_h, p.pad_top, p.in_h);
+  w.w = live_taps(ow0, ow1, p.kernel_w, p.stride_w, p.dilation_w, p.pad_left, p.in_w);
+  if (!w.empty()) {
+    const int64_t c = plan.group_c;
+    w.first = ((w.d.lo * p.kernel_h + w.h.lo) * p.kernel_w + w.w.lo) * c;
+    w.end = (((w.d.hi - 1) * p.kernel_h + w.h.hi - 1) * p.kernel_w + w.w.hi) * c;
+  }
+  return w;
+}
+
+/// Calls fn(a, b) for the K ranges of a non-empty window in increasing order: one per kernel row
+/// (kd, kh) of it, its columns' taps (KW·C/G floats of each row, [w.lo, w.hi) of them), rows that
+/// follow one another in K merged.
+template <typename Fn>
+void for_each_window_run(const ConvPlan& plan, const TapWindow& w, Fn&& fn) {
+  const ConvProblem& p = *plan.p;
+  const int64_t c = plan.group_c;
+  int64_t a = -1, b = -1;  // the run being merged
+  for (int64_t kd = w.d.lo; kd < w.d.hi; ++kd) {
+    for (int64_t kh = w.h.lo; kh < w.h.hi; ++kh) {
+      const int64_t row = (kd * p.kernel_h + kh) * p.kernel_w;
+      const int64_t s = (row + w.w.lo) * c, e = (row + w.w.hi) * c;
+      if (s == b) {
+        b = e;
+        continue;
+      }
+      if (a >= 0) fn(a, b);
+      a = s, b = e;
+    }
+  }
+  fn(a, b);
 }
 
 /// Writes the A rows [r0, r0 + rows) (output pixels) at K columns [k0, k0 + kc) of the group
@@ -252,18 +351,16 @@ void run_task(const ConvPlan& plan, int64_t task) {
   args.ldc = p.out_c;
   args.out_min = p.out_min;
   args.out_max = p.out_max;
-  // One (conv group, M tile, K block) step: gather the tile's A rows from the group's channels,
-  // then every N tile of the task's column range of the group.
-  auto step = [&](int64_t g, int64_t i, int64_t kb) {
+  // One piece of a (conv group, M tile) over K range [k0, k1): gather the tile's A rows from the
+  // group's channels, then every N tile of the task's column range of the group (`first`: the
+  // tile's first piece, started from the bias; `last`: its final one).
+  auto piece = [&](int64_t g, int64_t r0, int64_t r1, int64_t k0, int64_t k1, bool first,
+                   bool last) {
     const float* packed = p.packed + g * plan.group_packed;
     float* y = p.y + g * plan.group_o;  // the group's first output channel
-    const int64_t k0 = split_point(plan.k, plan.k_blocks, kb);
-    const int64_t k1 = split_point(plan.k, plan.k_blocks, kb + 1);
-    const int64_t r0 = split_point(plan.m, plan.m_tiles, i);
-    const int64_t r1 = split_point(plan.m, plan.m_tiles, i + 1);
     args.kc = k1 - k0;
-    args.first = kb == 0;
-    args.last = kb == plan.k_blocks - 1;
+    args.first = first;
+    args.last = last;
     gather_tile(plan, p.x + g * plan.group_c, r0, r1 - r0, k0, k1 - k0, abuf, plan.lda);
     for (int64_t j = j0; j < j1; ++j) {
       const int64_t panel0 = gemm_detail::tile_panel0(plan.panels, plan.n_tiles, j);
@@ -284,6 +381,30 @@ void run_task(const ConvPlan& plan, int64_t task) {
         plan.activation(args.c, r1 - r0, cols, p.out_c);
       }
     }
+  };
+  // One (conv group, M tile, K block) step: its K block whole, or with tap skipping the parts of
+  // it inside the window the tile's pixels reach (none: the tile has done nothing in this block;
+  // a tile whose pixels reach no tap at all is its bias and residual: one K column of zeros, in
+  // the first block).
+  auto step = [&](int64_t g, int64_t i, int64_t kb) {
+    const int64_t k0 = split_point(plan.k, plan.k_blocks, kb);
+    const int64_t k1 = split_point(plan.k, plan.k_blocks, kb + 1);
+    const int64_t r0 = split_point(plan.m, plan.m_tiles, i);
+    const int64_t r1 = split_point(plan.m, plan.m_tiles, i + 1);
+    const bool first_block = kb == 0, last_block = kb == plan.k_blocks - 1;
+    if (!plan.skip_taps) {
+      piece(g, r0, r1, k0, k1, first_block, last_block);
+      return;
+    }
+    const TapWindow w = tile_window(plan, r0, r1);
+    if (w.empty()) {
+      if (first_block) piece(g, r0, r1, 0, 1, true, true);
+      return;
+    }
+    for_each_window_run(plan, w, [&](int64_t a, int64_t b) {
+      a = max64(a, k0), b = min64(b, k1);
+      if (a < b) piece(g, r0, r1, a, b, a == w.first, b == w.end);
+    });
   };
   if (plan.m_outer) {
     // The task's groups' whole B stays in L2: finish each tile over all of K, for every group
@@ -332,6 +453,14 @@ ConvPlan make_plan(const ConvProblem& p, const MicrokernelSet* ks, int64_t threa
   plan.group_packed = plan.panels * plan.panel_stride;
   plan.last_cols = static_cast<int>(plan.group_o - (plan.panels - 1) * kPanelWidth);
 
+  // Tap skipping where much of the window work reads padding and each kept piece is long.
+  double live = live_fraction(p.out_d, p.kernel_d, p.stride_d, p.dilation_d, p.pad_front,
+                                    p.in_d) *
+                      live_fraction(p.out_h, p.kernel_h, p.stride_h, p.dilation_h, p.pad_top,
+                                    p.in_h) *
+                      live_fraction(p.out_w, p.kernel_w, p.stride_w, p.dilation_w, p.pad_left,
+                                    p.in_w);
+
   // Register tiles, as packed_gemm picks them.
   const gemm_detail::TileChoice tiles =
       gemm_detail::choose_tiles(*ks, plan.m, plan.panels, plan.k);
@@ -339,6 +468,24 @@ ConvPlan make_plan(const ConvProblem& p, const MicrokernelSet* ks, int64_t threa
   plan.tile_panels = tiles.tile_panels;
   plan.m_tiles = tiles.m_tiles;
   plan.n_tiles = tiles.n_tiles;
+  const double max_live = static_cast<double>(blocking.skip_taps_max_live_percent) / 100.0;
+  if (plan.group_c >= blocking.skip_taps_min_floats && live < max_live) {
+    // What the register tiles would skip: a tile's window covers all its pixels' taps (a tile
+    // over two output rows of a 7 x 7 map reaches every kernel row), so the pixels' fraction
+    // can promise more than the tiles keep.
+    const int64_t window = p.kernel_d * p.kernel_h * p.kernel_w;
+    double kept = 0.0;
+    for (int64_t i = 0; i < plan.m_tiles; ++i) {
+      const int64_t r0 = split_point(plan.m, plan.m_tiles, i);
+      const int64_t r1 = split_point(plan.m, plan.m_tiles, i + 1);
+      const TapWindow w = tile_window(plan, r0, r1);
+      const int64_t taps =
+          w.empty() ? 0 : (w.d.hi - w.d.lo) * (w.h.hi - w.h.lo) * (w.w.hi - w.w.lo);
+      kept += static_cast<double>((r1 - r0) * taps);
+    }
+    live = kept / (static_cast<double>(plan.m) * static_cast<double>(window));
+    plan.skip_taps = live < max_live;
+  }
 
   // K blocks: a tile of max_rows rows × (kc rounded up to 16, plus 16 floats so the rows do not
   // share cache sets) must fit the stack buffer.
@@ -370,8 +517,8 @@ ConvPlan make_plan(const ConvProblem& p, const MicrokernelSet* ks, int64_t threa
   // amortize worse); an extra block of conv groups the reads of the tiles' pixels. So: M blocks
   // of at least two tiles first, then N groups, then group blocks, then single-tile M blocks.
   if (threads > 1) {
-    const double fmas =
-        static_cast<double>(plan.m) * static_cast<double>(p.out_c) * static_cast<double>(plan.k);
+    const double fmas = static_cast<double>(plan.m) * static_cast<double>(p.out_c) *
+                        static_cast<double>(plan.k) * (plan.skip_taps ? live : 1.0);
     const int64_t wanted =
         gemm_detail::wanted_tasks(fmas, threads, blocking.tasks_per_thread, blocking.min_task_fmas);
     const auto tasks = [&plan] { return plan.g_blocks * plan.m_blocks * plan.n_groups; };

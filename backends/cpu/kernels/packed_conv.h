@@ -53,7 +53,11 @@ struct ConvProblem {
 /// convs) runs as the 2-D one over batch · in_d images. A shallow 2-D one-group window
 /// (KH·KW·C < 32, e.g. a 3x3 stem on RGB) runs as a direct convolution from x (shallow_conv.h)
 /// instead of the implicit GEMM; groups run as one implicit GEMM each (tasks over groups × pixel
-/// blocks), gathering C/G floats per tap. Splits the work over `pool` (null: the caller's thread
+/// blocks), gathering C/G floats per tap. When most of the window work reads padding (a dilation
+/// near the image's size: DeepLabV3's ASPP; conv_blocking()'s skip_taps knobs), each register
+/// tile gathers and multiplies only the kernel frames, rows and columns its pixels can reach
+/// (the K pieces of that window; bias with the first, residual with the last). Splits the work
+/// over `pool` (null: the caller's thread
 /// only). Never allocates (its A buffer lives on the stack, under 32 KiB per call frame); reads x
 /// only inside its shape, the residual only inside y's shape, and writes y only inside y's
 /// shape. Uses the ISA packed_gemm_isa() names. Thread-safe for distinct y.

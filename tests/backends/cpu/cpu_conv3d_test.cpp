@@ -6,7 +6,8 @@
 // (temporal) convs, depth stride and dilation, clips shorter than the window (mostly padding),
 // batch 2, grouped (X3D-style channel groups), out_c not a multiple of 16. Variants: bias or
 // none, clamp or none, residual (with a ReLU: relu(conv + bias + identity)) or none, no pool and
-// a 2-thread pool, default and tiny cache blocks (K split mid-run and mid-frame). x, the residual
+// a 2-thread pool, default and tiny cache blocks (K split mid-run and mid-frame), tap skipping
+// (a dilated window over a short clip; forced on for every padded case). x, the residual
 // and y end at a PROT_NONE page (x and the residual read-only): neither over-read nor over-written.
 #include <gtest/gtest.h>
 
@@ -76,6 +77,10 @@ const Case3d kCases[] = {
     {"grouped G=4 3x3x3", 1, 4, 5, 6, 16, 32, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4},
     {"grouped G=2 1x3x3 (frame by frame)", 1, 3, 6, 5, 32, 32, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1,
      2},
+    // Tap skipping at the default knobs: dilation 3 on a 3x4x4 clip (the frames, rows and
+    // columns of the window each tile reaches).
+    {"3x3x3 dilation 3 on 3x4x4 C=64 (tap skipping)", 1, 3, 4, 4, 64, 16, 3, 3, 3, 1, 1, 1, 3, 3, 3,
+     3, 3, 3},
 };
 
 /// Packs w [O, KD, KH, KW, C/G] and bias as ConvProblem::packed says (group by group).
@@ -242,6 +247,18 @@ TEST_F(CpuConv3d, TinyBlocksCutRunsAndFrames) {
     b.tasks_per_thread = 64;
     b.min_task_fmas = 1;
     run_all_cases("(kc_max " + std::to_string(kc) + ", tiny B blocks, many tasks)");
+  }
+}
+
+TEST_F(CpuConv3d, TapSkippingWheneverATapReadsPadding) {
+  // Every padded case skips the frames, rows and columns of the window its tiles cannot reach;
+  // K blocks of 37 floats cut the pieces again.
+  for (int64_t kc : {int64_t{1} << 20, int64_t{37}}) {
+    gemm_detail::ConvBlocking& b = gemm_detail::conv_blocking();
+    b.kc_max = kc;
+    b.skip_taps_max_live_percent = 100;
+    b.skip_taps_min_floats = 1;
+    run_all_cases("(tap skipping everywhere, kc_max " + std::to_string(kc) + ")");
   }
 }
 

@@ -8,7 +8,9 @@
 // window under the shallow threshold; the direct path's block sizes and border blocks), bias or
 // none, clamp or none, fused residual or none (with a ReLU clamp: ResNet's relu(conv + bias +
 // identity)), no pool and a 2-thread pool, default and tiny cache blocks (K split into several
-// blocks: the residual is added once, in the last); a guard region after y stays untouched; x, y
+// blocks: the residual is added once, in the last), tap skipping (DeepLabV3's dilated convs in
+// small at the default knobs; every padded case with it forced on, pieces cut by K blocks); a
+// guard region after y stays untouched; x, y
 // and the residual ending at a PROT_NONE page are neither over-read nor over-written (the residual
 // read-only); no heap allocation.
 #include <gtest/gtest.h>
@@ -121,6 +123,16 @@ const Case kCases[] = {
      2, 2, 4, 4, 4, 4, 3},
     {"grouped width 16, 7x7 window, 45-pixel rows", 1, 9, 45, 32, 32, 7, 7, 1, 1, 1, 1, 3, 2, 3, 1,
      2},
+    // Tap skipping at the default knobs (most of the window reads padding, 64 channels or
+    // more): DeepLabV3's ASPP in small (the taps that land differ by band of rows and columns),
+    // a dilation wider than the image (only the centre tap ever lands), outputs that reach no
+    // tap at all (bias and residual only), grouped and strided.
+    {"ASPP-like 3x3 dilation 6 on 8x8 C=64", 1, 8, 8, 64, 24, 3, 3, 1, 1, 6, 6, 6, 6, 6, 6},
+    {"dilation 7 on 5x6: centre tap only", 1, 5, 6, 64, 20, 3, 3, 1, 1, 7, 7, 7, 7, 7, 7},
+    {"1x1 p2 on 3x3 C=64 (border outputs reach no tap)", 2, 3, 3, 64, 17, 1, 1, 1, 1, 1, 1, 2, 2,
+     2, 2},
+    {"grouped G=2 C/G=64 dilation 4 stride 2 on 6x7", 1, 6, 7, 128, 32, 3, 3, 2, 2, 4, 4, 4, 4, 4,
+     4, 2},
 };
 
 /// Packs w [O, KH, KW, C/G] and bias [O] (null: none) as ConvProblem::packed says: group g's
@@ -304,6 +316,25 @@ TEST_F(CpuConv, TinyBlocksSplitRunsAndManyTasks) {
     b.tasks_per_thread = 64;
     b.min_task_fmas = 1;
     run_all_cases("(kc_max " + std::to_string(kc) + ", tiny B blocks, many tasks)");
+  }
+}
+
+TEST_F(CpuConv, TapSkippingWheneverATapReadsPadding) {
+  // Every case with padding skips the taps its tiles cannot reach, whatever its channel count:
+  // the tile's window pieces start and end inside kernel rows; with K blocks of 37 floats
+  // they are cut again, and a block may hold none of a tile's pieces (its partial sums wait in y,
+  // the bias comes with the first piece and the residual with the last).
+  for (int64_t kc : {int64_t{1} << 20, int64_t{37}}) {
+    gemm_detail::ConvBlocking& b = gemm_detail::conv_blocking();
+    b.kc_max = kc;
+    b.skip_taps_max_live_percent = 100;
+    b.skip_taps_min_floats = 1;
+    if (kc < 64) {
+      b.b_block_bytes = 1;
+      b.tasks_per_thread = 64;
+      b.min_task_fmas = 1;
+    }
+    run_all_cases("(tap skipping everywhere, kc_max " + std::to_string(kc) + ")");
   }
 }
 
