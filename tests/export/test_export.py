@@ -557,6 +557,35 @@ def test_roll():
         assert result.ops.get("tern::cat") == 5, result.ops
 
 
+def test_fold():
+    # F.fold (aten.col2im; PyTorch's decomposition is an index_put with accumulate, which tern
+    # does not take): blocks that tile the output (MobileViTV2's patch folding) are a view +
+    # permute + view, with zeros where they stop short of the output's edge; overlapping,
+    # strided, padded and dilated blocks a grouped transposed convolution with one-hot weights.
+    # The expected values are PyTorch's fold of the same input.
+    cases = [  # (input shape, output_size, kernel, dilation, padding, stride)
+        ((2, 3 * 4, 12), (6, 8), (2, 2), 1, 0, (2, 2)),     # tiles exactly
+        ((1, 2 * 6, 6), (5, 9), (2, 3), 1, 0, (2, 3)),      # stops short: zero rows/cols
+        ((3 * 4, 12), (6, 8), (2, 2), 1, 0, (2, 2)),        # unbatched
+        ((2, 3 * 9, 49), (7, 7), (3, 3), 1, 1, (1, 1)),     # overlapping, padded (= unfold's)
+        ((1, 4 * 4, 12), (8, 9), (2, 2), (2, 1), (1, 0), (2, 3)),  # dilated, strided, padded
+        ((1, 2 * 6, 9), (6, 8), (2, 3), 1, 0, (2, 2)),      # stride under the kernel, a short
+    ]                                                       # last column (output_padding)
+    for k, (shape, size, kernel, dil, pad, stride) in enumerate(cases):
+        class M(nn.Module):
+            def forward(self, x):
+                return F.fold(x * 2, size, kernel, dilation=dil, padding=pad, stride=stride)
+        m = M()
+        x = torch.randn(*shape)
+        result, (got,) = export_and_run(m, (x,), "fold%d" % k)
+        assert_close(got, m(x), rtol=1e-5, what="fold case %d" % k)
+        assert "tern::index_put" not in result.ops, result.ops
+        if k < 3:
+            assert "tern::conv_transpose2d" not in result.ops, result.ops
+        else:
+            assert result.ops.get("tern::conv_transpose2d") == 1, result.ops
+
+
 def test_view_of_attention_output_laid_out_otherwise_than_traced():
     # T5's attention (transformers 5: SDPA with a float mask computed from its relative-position
     # bias parameter) is followed by transpose + contiguous + view. The meta function lays out

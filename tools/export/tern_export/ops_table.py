@@ -530,6 +530,70 @@ def _convolution(L, n, a, real):
     return L.emit({3: "conv1d", 4: "conv2d", 5: "conv3d"}[r], args, real)
 
 
+@handles("col2im.default")
+def _col2im(L, n, a, real):
+    """F.fold / nn.Fold: x [N, C·kh·kw, L] (or unbatched [C·kh·kw, L]) holds L sliding blocks of
+    [C, kh, kw], summed into [N, C, H, W]. Blocks that tile the output without overlapping (stride
+    = kernel, dilation 1, no padding: MobileViTV2 folding its patches back into a feature map)
+    are a rearrangement: view [N, C, kh, kw, Lh, Lw], permute to [N, C, Lh, kh, Lw, kw], view
+    [N, C, Lh·kh, Lw·kw], then zeros where the blocks stop short of H or W. Any other fold is the
+    transposed convolution, groups = C, of x viewed as [N, C·kh·kw, Lh, Lw] with the constant
+    one-hot weight [C·kh·kw, 1, kh, kw] that sends block element (c, i, j) to tap (i, j) of
+    channel c (exact for finite inputs: every other product is x · 0)."""
+    x = a["self"]
+    xr = real_of(x)
+    H, W = _ints(V(a["output_size"]), 2)
+    kh, kw = _ints(V(a["kernel_size"]), 2)
+    dh, dw = _ints(V(a["dilation"]), 2)
+    ph, pw = _ints(V(a["padding"]), 2)
+    sh, sw = _ints(V(a["stride"]), 2)
+    batched = xr.dim() == 3
+    xb = xr if batched else xr.unsqueeze(0)
+    nb, ckk, blocks = xb.shape
+    lh = (H + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    lw = (W + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    if lh < 1 or lw < 1 or lh * lw != blocks or ckk % (kh * kw) != 0:
+        raise Unsupported("col2im of %s blocks into %s with kernel %s, stride %s, padding %s, "
+                          "dilation %s: expected %d x %d blocks of a multiple of %d values"
+                          % (list(xr.shape), [H, W], [kh, kw], [sh, sw], [ph, pw], [dh, dw],
+                             lh, lw, kh * kw))
+    c = ckk // (kh * kw)
+    out_shape = [nb, c, H, W]
+
+    def view(v, shape):
+        r = v.real.reshape(shape)
+        return L.emit("view", [v.vid, L.mb.int_list(list(shape))], r)
+
+    xv = x if isinstance(x, TVal) else TVal(L.tensor_id(x), xr)
+    if (sh, sw) == (kh, kw) and (dh, dw) == (1, 1) and (ph, pw) == (0, 0):
+        blocks6 = view(xv, [nb, c, kh, kw, lh, lw])
+        dims = [0, 1, 4, 2, 5, 3]
+        moved = L.emit("permute", [blocks6.vid, L.mb.int_list(dims)],
+                       blocks6.real.permute(dims).contiguous())
+        y = view(moved, [nb, c, lh * kh, lw * kw])
+        if lh * kh != H or lw * kw != W:
+            pad = [0, W - lw * kw, 0, H - lh * kh]
+            y = L.emit("pad", [y.vid, L.mb.int_list(pad), L.mb.string("constant"),
+                               L.mb.double(0.0)], torch.nn.functional.pad(y.real, pad))
+    else:
+        planes = view(xv, [nb, ckk, lh, lw])
+        onehot = torch.zeros(ckk, 1, kh, kw, dtype=xr.dtype)
+        for e in range(ckk):
+            tap = e % (kh * kw)
+            onehot[e, 0, tap // kw, tap % kw] = 1.0
+        # output_padding: the rows/columns past the last block that the fold still covers.
+        extra = [(H + 2 * ph - dh * (kh - 1) - 1) % sh, (W + 2 * pw - dw * (kw - 1) - 1) % sw]
+        r = torch.nn.functional.conv_transpose2d(planes.real, onehot, None, [sh, sw], [ph, pw],
+                                                 extra, c, [dh, dw])
+        args = [planes.vid, L.weight(Const(onehot, "fold_onehot_" + n.name)), L.mb.none(),
+                L.mb.int_list([sh, sw]), L.mb.int_list([ph, pw]), L.mb.int_list(extra),
+                L.mb.int(c), L.mb.int_list([dh, dw])]
+        y = L.emit("conv_transpose2d", args, r)
+    if not batched:
+        y = view(y, out_shape[1:])
+    return y
+
+
 def _pool_args(L, a):
     kernel = _ints(V(a["kernel_size"]), 2)
     stride = V(a["stride"])
