@@ -256,7 +256,9 @@ void check_layout(const Graph& g, const Node& node, const std::vector<bool>& pla
       throw Unsupported(op + ": over the last dims of an NHWC 4-D tensor");
     }
   } else if (needs_nhwc(g, node)) {
-    if (!node.args.empty() && is_plain(node.args[0])) {
+    // A conv2d reads a plain input through a copy in NHWC order (region_lowering's
+    // activation_as); the other spatial ops need NHWC.
+    if (!node.args.empty() && is_plain(node.args[0]) && op != "tern::conv2d") {
       throw Unsupported(op + ": of a channels-last (plain) 4-D tensor");
     }
   } else if (op == "tern::cat") {
@@ -267,18 +269,10 @@ void check_layout(const Graph& g, const Node& node, const std::vector<bool>& pla
         throw Unsupported("cat: of NHWC and channels-last (plain) 4-D tensors");
       }
     }
-  } else if (op == "tern::add" || op == "tern::sub" || op == "tern::mul" || op == "tern::div") {
-    const int out = node.outputs.at(0);
-    for (size_t k = 0; k < 2 && k < node.args.size(); ++k) {
-      const int a = node.args[k];
-      if (is_4d_tensor(g, a) && !g.values[static_cast<size_t>(a)].is_constant &&
-          is_plain(a) != is_plain(out)) {
-        throw Unsupported(op + ": operands of NHWC and channels-last (plain) layouts");
-      }
-    }
   }
-  // Permutes, views and the other index maps take any layouts: where the bytes differ, the
-  // delegate copies (StridedCopy, op 27).
+  // Permutes, views and the other index maps take any layouts, and so do the binary ops: where
+  // the bytes differ, the delegate copies (StridedCopy, op 27; a binary op's operand of the
+  // other layout than its output's is copied into the output's order).
 }
 
 }  // namespace tern::compiler::cpu_compile

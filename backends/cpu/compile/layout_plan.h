@@ -28,9 +28,10 @@ std::vector<bool> plain_4d_values(const Graph& g);
 
 /// Checks that `node` reads and writes the layouts it can (Unsupported otherwise): NHWC 4-D
 /// inputs for the convolutions, pools, means and batch_norm; plain 4-D for linear, layer_norm,
-/// softmax, bmm / matmul and attention; one layout across a binary op's 4-D activations and
-/// across a cat's parts. Permutes, views and the other index maps take any layouts (the
-/// delegate copies where bytes differ).
+/// softmax, bmm / matmul and attention (a conv2d of a plain tensor reads an NHWC copy of it);
+/// one layout across a cat's parts. Permutes, views, the other index maps and the binary ops
+/// take any layouts (the delegate copies where bytes differ; a binary op's operand into its
+/// output's order).
 void check_layout(const Graph& g, const Node& node, const std::vector<bool>& plain);
 
 /// The dims of tern::permute `node` (Unsupported unless an IntList of the input's rank),

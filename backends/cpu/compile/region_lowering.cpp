@@ -386,6 +386,24 @@ class Lowering {
     return id;
   }
 
+  /// Activation `vid` with the layout `plain` asks for: its own blob value when it has that
+  /// layout (or is not 4-D), else a copy of it in the other order (StridedCopy NHWC <-> plain;
+  /// made once per value and read by every node that wants it so). MobileViTV2's attention
+  /// multiplies NHWC conv outputs by a softmax over the last dim (plain) and feeds the product
+  /// to a conv.
+  uint32_t activation_as(int vid, bool plain) {
+    const std::vector<int64_t>& s = g_.values[static_cast<size_t>(vid)].sizes;
+    if (s.size() != 4 || is_plain_4d(vid) == plain) return activation(vid);
+    auto it = relaid_.find(vid);
+    if (it != relaid_.end()) return it->second;
+    const std::vector<int64_t> order = plain ? std::vector<int64_t>{s[0], s[1], s[2], s[3]}
+                                             : std::vector<int64_t>{s[0], s[2], s[3], s[1]};
+    const uint32_t id = internal(std::vector<uint64_t>(order.begin(), order.end()));
+    emit_copy(view_of(vid), !plain, id);
+    relaid_.emplace(vid, id);
+    return id;
+  }
+
   /// Defines the blob value node output `vid` (external when it leaves the region).
   uint32_t output(int vid) {
     if (ids_.count(vid) != 0) {
@@ -417,7 +435,7 @@ class Lowering {
           v.kind == Value::Kind::Int ? static_cast<double>(v.int_value) : v.double_value;
       return add_constant({1}, {static_cast<float>(s * scale)});
     }
-    if (!v.is_constant) return activation(vid);
+    if (!v.is_constant) return out_rank == 4 ? activation_as(vid, out_plain) : activation(vid);
     std::vector<int64_t> dims(out_rank - v.sizes.size(), 1);
     dims.insert(dims.end(), v.sizes.begin(), v.sizes.end());
     if (out_plain || out_rank != 4 || !layout_sensitive(dims)) {  // the same bytes
@@ -475,7 +493,7 @@ class Lowering {
       return;
     }
     ConvCall call;
-    call.x = activation(node.args[0]);
+    call.x = activation_as(node.args[0], false);
     call.y = [this, &node] { return output(node.outputs[0]); };
     call.weight = node.args[1];
     call.bias = is_none(g_, node.args[2]) ? -1 : node.args[2];
@@ -720,7 +738,9 @@ class Lowering {
   /// bias; the output is x with its last (XNNPACK) dim k replaced by n.
   /// x_vid / y_vid: the tern values read and made (-1: the node's x and output).
   void lower_packed_fc(const Node& node, int64_t n, int64_t k, int x_vid = -1, int y_vid = -1) {
-    const uint32_t x = activation(x_vid < 0 ? node.args[0] : x_vid);
+    const int xv = x_vid < 0 ? node.args[0] : x_vid;
+    // A pointwise conv reads NHWC pixels (a copy of a plain x); a linear its x as it is.
+    const uint32_t x = node.op == "tern::conv2d" ? activation_as(xv, false) : activation(xv);
     Recipe rc(RecipeOp::PackFc);
     rc.r.params[0] = static_cast<uint32_t>(n);
     rc.r.params[1] = static_cast<uint32_t>(k);
@@ -743,7 +763,7 @@ class Lowering {
     const int64_t c = g_.values[static_cast<size_t>(m.input)].sizes[1];
     const int64_t e = wd[0];
     const int64_t o = g_.values[static_cast<size_t>(m.output)].sizes[1];
-    const uint32_t x = activation(m.input);
+    const uint32_t x = activation_as(m.input, false);
     const bool se = m.se_squeeze >= 0;
     Recipe rc(RecipeOp::PackBottleneck);
     uint32_t* q = rc.r.params;
@@ -1117,7 +1137,8 @@ class Lowering {
           uses_.at(conv_out) != 1 || output_arg_.count(conv_out) != 0 || conv_out == other ||
           g_.values[static_cast<size_t>(conv_out)].sizes != out.sizes ||  // no broadcasting
           ov.kind != Value::Kind::Tensor || ov.is_constant || ov.sizes != out.sizes ||
-          (ids_.count(other) == 0 && input_arg_.count(other) == 0)) {  // must exist already
+          (ids_.count(other) == 0 && input_arg_.count(other) == 0) ||  // must exist already
+          is_plain_4d(other) != is_plain_4d(node.outputs[0])) {  // read in the output's order
         continue;
       }
       last.inputs[2] = activation(other);
@@ -2058,6 +2079,8 @@ class Lowering {
   /// 3-D values made by a conv1d or group norm in NHWC order (nlc_output) and 5-D ones made by
   /// a conv3d in NDHWC order (ndhwc_output): views of their blob values, not copied yet.
   std::set<int> channels_last_results_;
+  /// 4-D activations copied into the other layout for a reader that needs it (activation_as).
+  std::map<int, uint32_t> relaid_;
   std::set<int> folded_views_;   ///< view nodes folded into a linear or a concat (no blob node)
   std::set<int> gelu_pieces_;    ///< a written-out tanh GELU's nodes but its last (no blob node)
   std::map<int, TanhGeluMatch> tanh_gelus_;  ///< its last node -> the pattern
