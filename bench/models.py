@@ -194,6 +194,15 @@ def _mobilevit_small():
     return _hf_outputs(tf.MobileViTModel(cfg).eval(), ["pixel_values"], ["pooler_output"]).eval()
 
 
+def _mobilevitv2():
+    """MobileViTV2-1.0 (width multiplier 1.0: its separable linear self-attention), random
+    weights."""
+    tf = _transformers()
+    cfg = tf.MobileViTV2Config(image_size=256)
+    return _hf_outputs(tf.MobileViTV2Model(cfg).eval(), ["pixel_values"],
+                       ["pooler_output"]).eval()
+
+
 def _deeplabv3():
     import torchvision.models.segmentation as seg
     model = seg.deeplabv3_mobilenet_v3_large(weights=None, weights_backbone=None, aux_loss=False)
@@ -278,6 +287,8 @@ MODELS = {
                      "transformers SegformerForSemanticSegmentation at SegFormer-B0's shape, 1x3x512x512"),
     "mobilevit_small": (_mobilevit_small, (1, 3, 256, 256),
                         "transformers MobileViTModel at MobileViT-small's shape, 1x3x256x256"),
+    "mobilevitv2": (_mobilevitv2, (1, 3, 256, 256),
+                    "transformers MobileViTV2Model at MobileViTV2-1.0's shape, 1x3x256x256"),
     "deeplabv3_mobilenet_v3": (_deeplabv3, (1, 3, 512, 512),
                                "torchvision deeplabv3_mobilenet_v3_large (segmentation), 1x3x512x512"),
     "t5_small_encoder": (_t5_small_encoder, lambda: (torch.randint(0, 32128, (1, 128)),),
