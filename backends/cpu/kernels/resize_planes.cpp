@@ -6,35 +6,21 @@
 // the two inner terms being the cached rows.
 #include "backends/cpu/kernels/resize_planes.h"
 
-#include <cmath>
 
 #include "backends/cpu/kernels/pool_flags.h"
+#include "runtime/kernels/util/bilinear_taps.h"
 
 namespace tern::cpu {
 namespace {
 
-struct Taps {
-  int64_t i0, i1;
-  float w0, w1;
-};
+using portable::BilinearTaps;
+using portable::bilinear_taps;
 
 float area_scale(int64_t in, int64_t out, bool align_corners) {
   if (align_corners) {
     return out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f;
   }
   return static_cast<float>(in) / static_cast<float>(out);
-}
-
-Taps taps(int64_t o, int64_t in, int64_t out, float scale, bool align_corners) {
-  if (in == out) return {o, o, 1.0f, 0.0f};
-  float real = align_corners ? scale * static_cast<float>(o)
-                             : scale * (static_cast<float>(o) + 0.5f) - 0.5f;
-  if (real < 0.0f) real = 0.0f;
-  const int64_t floor_index = static_cast<int64_t>(std::floor(real));
-  const int64_t i0 = floor_index < in - 1 ? floor_index : in - 1;
-  float lambda = real - static_cast<float>(i0);
-  lambda = lambda < 0.0f ? 0.0f : lambda > 1.0f ? 1.0f : lambda;
-  return {i0, i0 < in - 1 ? i0 + 1 : i0, 1.0f - lambda, lambda};
 }
 
 constexpr int64_t kRowsPerTask = 16;
@@ -80,7 +66,7 @@ void run_band(void* context, size_t task) {
   for (int64_t j0 = 0; j0 < p.out_w; j0 += plan.chunk) {
     const int64_t cols = p.out_w - j0 < plan.chunk ? p.out_w - j0 : plan.chunk;
     for (int64_t j = 0; j < cols; ++j) {
-      const Taps tw = taps(j0 + j, w, p.out_w, plan.scale_w, p.align_corners);
+      const BilinearTaps tw = bilinear_taps(j0 + j, w, p.out_w, plan.scale_w, p.align_corners);
       at0[j] = tw.i0 * c;
       at1[j] = tw.i1 * c;
       cw0[j] = tw.w0;
@@ -97,7 +83,7 @@ void run_band(void* context, size_t task) {
       return cache[s];
     };
     for (int64_t i = i0; i < i1; ++i) {
-      const Taps th = taps(i, p.in_h, p.out_h, plan.scale_h, p.align_corners);
+      const BilinearTaps th = bilinear_taps(i, p.in_h, p.out_h, plan.scale_h, p.align_corners);
       const float* h0 = row_of(th.i0, th.i1);
       const float* h1 = row_of(th.i1, th.i0);
       for (int64_t ch = 0; ch < c; ++ch) {

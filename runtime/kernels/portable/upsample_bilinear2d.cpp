@@ -1,11 +1,10 @@
 // tern::upsample_bilinear2d(x [N, C, H, W], align_corners, scale_h, scale_w, out): ATen's
 // bilinear interpolation with its area-pixel source index computation, in f32.
-#include <cmath>
-
 #include "runtime/kernels/portable/broadcast.h"
 #include "runtime/kernels/portable/data_movement_args.h"
 #include "runtime/kernels/portable/kernel_args.h"
 #include "runtime/kernels/portable/portable_kernels.h"
+#include "runtime/kernels/util/bilinear_taps.h"
 
 namespace tern {
 namespace portable {
@@ -21,24 +20,6 @@ float area_scale(int64_t in, int64_t out, bool align_corners, bool has_scale, do
   return upsample_scale(has_scale, scale, in, out);
 }
 
-// The two source indices and weights of output index `o` (ATen's
-// compute_source_index_and_lambda with area_pixel_compute_source_index).
-struct Taps {
-  int64_t i0, i1;
-  float w0, w1;
-};
-
-Taps taps(int64_t o, int64_t in, int64_t out, float scale, bool align_corners) {
-  if (in == out) return {o, o, 1.0f, 0.0f};
-  float real = align_corners ? scale * static_cast<float>(o)
-                             : scale * (static_cast<float>(o) + 0.5f) - 0.5f;
-  if (real < 0.0f) real = 0.0f;
-  const int64_t floor_index = static_cast<int64_t>(std::floor(real));
-  const int64_t i0 = floor_index < in - 1 ? floor_index : in - 1;
-  float lambda = real - static_cast<float>(i0);
-  lambda = lambda < 0.0f ? 0.0f : lambda > 1.0f ? 1.0f : lambda;
-  return {i0, i0 < in - 1 ? i0 + 1 : i0, 1.0f - lambda, lambda};
-}
 
 }  // namespace
 
@@ -65,11 +46,11 @@ Error upsample_bilinear2d(KernelContext& /*context*/, Span<EValue*> args) {
   for (uint64_t p = 0; p < planes; ++p) {
     const float* plane = src + p * static_cast<uint64_t>(h * w);
     for (int64_t i = 0; i < oh; ++i) {
-      const Taps th = taps(i, h, oh, sh, align_corners);
+      const BilinearTaps th = bilinear_taps(i, h, oh, sh, align_corners);
       const float* r0 = plane + th.i0 * w;
       const float* r1 = plane + th.i1 * w;
       for (int64_t j = 0; j < ow; ++j) {
-        const Taps tw = taps(j, w, ow, sw, align_corners);
+        const BilinearTaps tw = bilinear_taps(j, w, ow, sw, align_corners);
         *dst++ = th.w0 * (tw.w0 * r0[tw.i0] + tw.w1 * r0[tw.i1]) +
                  th.w1 * (tw.w0 * r1[tw.i0] + tw.w1 * r1[tw.i1]);
       }

@@ -560,23 +560,19 @@ def _col2im(L, n, a, real):
     c = ckk // (kh * kw)
     out_shape = [nb, c, H, W]
 
-    def view(v, shape):
-        r = v.real.reshape(shape)
-        return L.emit("view", [v.vid, L.mb.int_list(list(shape))], r)
-
     xv = x if isinstance(x, TVal) else TVal(L.tensor_id(x), xr)
     if (sh, sw) == (kh, kw) and (dh, dw) == (1, 1) and (ph, pw) == (0, 0):
-        blocks6 = view(xv, [nb, c, kh, kw, lh, lw])
+        blocks6 = _reshaped(L, xv, [nb, c, kh, kw, lh, lw])
         dims = [0, 1, 4, 2, 5, 3]
         moved = L.emit("permute", [blocks6.vid, L.mb.int_list(dims)],
                        blocks6.real.permute(dims).contiguous())
-        y = view(moved, [nb, c, lh * kh, lw * kw])
+        y = _reshaped(L, moved, [nb, c, lh * kh, lw * kw])
         if lh * kh != H or lw * kw != W:
             pad = [0, W - lw * kw, 0, H - lh * kh]
             y = L.emit("pad", [y.vid, L.mb.int_list(pad), L.mb.string("constant"),
                                L.mb.double(0.0)], torch.nn.functional.pad(y.real, pad))
     else:
-        planes = view(xv, [nb, ckk, lh, lw])
+        planes = _reshaped(L, xv, [nb, ckk, lh, lw])
         onehot = torch.zeros(ckk, 1, kh, kw, dtype=xr.dtype)
         for e in range(ckk):
             tap = e % (kh * kw)
@@ -590,7 +586,7 @@ def _col2im(L, n, a, real):
                 L.mb.int(c), L.mb.int_list([dh, dw])]
         y = L.emit("conv_transpose2d", args, r)
     if not batched:
-        y = view(y, out_shape[1:])
+        y = _reshaped(L, y, out_shape[1:])
     return y
 
 
