@@ -557,6 +557,47 @@ def test_roll():
         assert result.ops.get("tern::cat") == 5, result.ops
 
 
+def test_flip_and_recurrent_layers():
+    # torch.flip, and the recurrent layers: torch.export decomposes nn.LSTM / GRU / RNN into
+    # their cells unrolled over time, a bidirectional one with flips of the sequence (tern's
+    # flip); 1.13's make_fx splits the gates with unsafe_split and indexes the reverse
+    # direction instead. Expected values: PyTorch's own modules on the same inputs.
+    class Flips(nn.Module):
+        def forward(self, x):
+            y = x + 1
+            return torch.flip(y, [1]), torch.flip(y, (0, -1)), torch.flip(y, [])
+
+    x = torch.randn(2, 5, 3)
+    m = Flips()
+    result, got = export_and_run(m, (x,), "flip")
+    for k, (g, r) in enumerate(zip(got, m(x))):
+        assert_close(g, r, rtol=0.0, what="flip output %d" % k)
+
+    class Recurrent(nn.Module):
+        def __init__(self, cell, **kw):
+            super().__init__()
+            self.rnn = cell(6, 8, batch_first=True, **kw)
+
+        def forward(self, x):
+            y, h = self.rnn(x)
+            return y, h[0] if isinstance(h, tuple) else h
+
+    torch.manual_seed(0)
+    for name, cell, kw in [("lstm", nn.LSTM, {}), ("bilstm2", nn.LSTM,
+                                                   dict(bidirectional=True, num_layers=2)),
+                           ("bigru", nn.GRU, dict(bidirectional=True)),
+                           ("rnn_relu", nn.RNN, dict(nonlinearity="relu"))]:
+        m = Recurrent(cell, **kw).eval()
+        x = torch.randn(1, 7, 6)
+        result, got = export_and_run(m, (x,), name)
+        with torch.no_grad():
+            want = m(x)
+        for k, (g, r) in enumerate(zip(got, want)):
+            assert_close(g, r, rtol=1e-5, what="%s output %d" % (name, k))
+        if "aten.flip.default" in result.aten_ops:
+            assert result.ops.get("tern::flip"), result.ops
+
+
 def test_fold():
     # F.fold (aten.col2im; PyTorch's decomposition is an index_put with accumulate, which tern
     # does not take): blocks that tile the output (MobileViTV2's patch folding) are a view +

@@ -26,14 +26,15 @@ EValue ints(std::vector<int64_t> v) {
   return EValue::from_int_list(Span<const int64_t>(storage.back().data(), storage.back().size()));
 }
 
-// Naive: out element n (row-major over `shape`) comes from source element sum(c_d * stride_d).
+// Naive: out element n (row-major over `shape`) comes from source element
+// start + sum(c_d * stride_d).
 std::vector<uint8_t> naive_strided(const std::vector<uint8_t>& src, size_t es,
                                    const std::vector<int64_t>& shape,
-                                   const std::vector<int64_t>& strides) {
+                                   const std::vector<int64_t>& strides, int64_t start = 0) {
   const int64_t total = numel_of(shape);
   std::vector<uint8_t> out(static_cast<size_t>(total) * es);
   for (int64_t n = 0; n < total; ++n) {
-    int64_t rest = n, offset = 0;
+    int64_t rest = n, offset = start;
     for (size_t d = shape.size(); d-- > 0;) {
       offset += (rest % shape[d]) * strides[d];
       rest /= shape[d];
@@ -60,23 +61,27 @@ TEST(StridedCopy, MatchesANaiveWalk) {
       in_strides[static_cast<size_t>(d)] = s;
       s *= in_shape[static_cast<size_t>(d)];
     }
-    // A random permutation, and size-1 dims sometimes broadcast (stride 0).
+    // A random permutation, size-1 dims sometimes broadcast (stride 0), and other dims
+    // sometimes read backwards (a negative stride from the dim's last element: a flip).
     std::vector<size_t> order(static_cast<size_t>(rank));
     std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), rng);
     std::vector<int64_t> shape, strides;
+    int64_t start = 0;
     for (size_t d : order) {
       const bool broadcast = in_shape[d] == 1 && uni(0, 2) == 0;
+      const bool flip = !broadcast && uni(0, 3) == 0;
       shape.push_back(broadcast ? uni(2, 4) : in_shape[d]);
-      strides.push_back(broadcast ? 0 : in_strides[d]);
+      strides.push_back(broadcast ? 0 : flip ? -in_strides[d] : in_strides[d]);
+      if (flip) start += (in_shape[d] - 1) * in_strides[d];
     }
     std::vector<uint8_t> got(static_cast<size_t>(numel_of(shape)) * es, 0xAB);
     got.push_back(0xCD);  // a guard byte after the output
-    portable::dm::strided_copy(got.data(), src.data(), es, Span<const int64_t>(shape.data(), shape.size()),
-                               strides.data());
+    portable::dm::strided_copy(got.data(), src.data() + start * static_cast<int64_t>(es), es,
+                               Span<const int64_t>(shape.data(), shape.size()), strides.data());
     EXPECT_EQ(got.back(), 0xCD) << "trial " << trial << " wrote past the output";
     got.pop_back();
-    ASSERT_EQ(got, naive_strided(src, es, shape, strides)) << "trial " << trial;
+    ASSERT_EQ(got, naive_strided(src, es, shape, strides, start)) << "trial " << trial;
   }
 }
 
@@ -95,6 +100,29 @@ TEST_F(DataMovementCopyTest, PermuteAndTransposeErrors) {
   EValue d0 = EValue::from_int(0), d3 = EValue::from_int(3);
   expect_invalid(call_kernel("tern::transpose", {&x->value, &d0, &d3, &out->value}),
                  {"tern::transpose", "dim1", "dim 3 out of range"});
+}
+
+TEST_F(DataMovementCopyTest, FlipReversesTheListedDims) {
+  // [2, 3] = {{0, 1, 2}, {3, 4, 5}}: flipped along dim 1 {{2, 1, 0}, {5, 4, 3}}, along both
+  // dims {{5, 4, 3}, {2, 1, 0}}.
+  auto x = std::make_unique<OwnedTensor<float>>(std::vector<int64_t>{2, 3},
+                                                std::vector<float>{0, 1, 2, 3, 4, 5});
+  auto out = zeros<float>({2, 3});
+  EValue last = ints({-1});
+  ASSERT_EQ(call_kernel("tern::flip", {&x->value, &last, &out->value}), Error::Ok);
+  EXPECT_EQ(out->data, (std::vector<float>{2, 1, 0, 5, 4, 3}));
+  EValue both = ints({0, 1});
+  ASSERT_EQ(call_kernel("tern::flip", {&x->value, &both, &out->value}), Error::Ok);
+  EXPECT_EQ(out->data, (std::vector<float>{5, 4, 3, 2, 1, 0}));
+  EValue twice = ints({1, -1});
+  expect_invalid(call_kernel("tern::flip", {&x->value, &twice, &out->value}),
+                 {"tern::flip", "dim 1 appears more than once"});
+  EValue outside = ints({2});
+  expect_invalid(call_kernel("tern::flip", {&x->value, &outside, &out->value}),
+                 {"tern::flip", "dims", "out of range"});
+  auto wrong = zeros<float>({3, 2});
+  expect_invalid(call_kernel("tern::flip", {&x->value, &last, &wrong->value}),
+                 {"out", "expected shape [2, 3]", "found [3, 2]"});
 }
 
 TEST_F(DataMovementCopyTest, ExpandBroadcastsAndChecks) {

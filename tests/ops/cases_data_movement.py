@@ -80,6 +80,15 @@ def copies():
                     name="permute_bool", **EXACT))
     out.append(Case("tern::permute", [ri(40, 70, dtype=torch.int16), IL([1, 0])],
                     lambda t, d: t.permute(d), name="permute_i16_tiles", **EXACT))
+    for x, dims in [((2, 3, 4), [1]), ((2, 3, 4), [0, 2]), ((2, 3, 4), [-1, 0, 1]),
+                    ((5,), [0]), ((1, 20, 40), [1]), ((3, 1, 2), [1]), ((), [0]), ((0, 3), [1]),
+                    ((2, 3), [])]:
+        out.append(Case("tern::flip", [r(*x), IL(dims)], lambda t, d: torch.flip(t, d),
+                        name="flip%s%s" % (x, dims), **EXACT))
+    out.append(Case("tern::flip", [ri(3, 4, dtype=torch.int32), IL([0])],
+                    lambda t, d: torch.flip(t, d), name="flip_i32", **EXACT))
+    out.append(Case("tern::flip", [rb(2, 5), IL([1])], lambda t, d: torch.flip(t, d),
+                    name="flip_bool", **EXACT))
     for x, a, b in [((2, 3), 0, 1), ((2, 3, 4), -1, 0), ((2, 3, 4), 1, 1), ((4, 5, 6), 1, 2),
                     ((), 0, -1)]:
         out.append(Case("tern::transpose", [r(*x), I(a), I(b)],

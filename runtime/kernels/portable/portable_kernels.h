@@ -140,6 +140,8 @@ Error flatten(KernelContext& context, Span<EValue*> args);
 Error permute(KernelContext& context, Span<EValue*> args);
 /// tern::transpose(x, dim0 Int, dim1 Int, out): swaps two dims; a copy.
 Error transpose(KernelContext& context, Span<EValue*> args);
+/// tern::flip(x, dims IntList, out): x's elements in reverse order along each listed dim; a copy.
+Error flip(KernelContext& context, Span<EValue*> args);
 /// tern::expand(x, sizes IntList, out): broadcasts size-1 dims (and new leading dims); -1 keeps.
 Error expand(KernelContext& context, Span<EValue*> args);
 /// tern::cat(tensors TensorList, dim Int, out): concatenation; 1-D empty tensors are skipped.

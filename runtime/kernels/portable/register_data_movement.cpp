@@ -13,6 +13,7 @@ Error register_data_movement_kernels() {
       {"tern::flatten", flatten},
       {"tern::permute", permute},
       {"tern::transpose", transpose},
+      {"tern::flip", flip},
       {"tern::expand", expand},
       {"tern::cat", cat},
       {"tern::slice", slice},

@@ -11,7 +11,8 @@
 namespace tern::portable::dm {
 
 /// Writes, in row-major order of `shape` (rank <= kMaxRank), the elements of the view of
-/// `src` that has element strides `src_strides` (one per dim, >= 0; 0 repeats an element)
+/// `src` that has element strides `src_strides` (one per dim; 0 repeats an element, a negative
+/// one walks backwards from `src`: a flip)
 /// into contiguous `dst`. `elem_size` bytes per element. Adjacent dims that are contiguous in
 /// the source are merged; an innermost run contiguous in the source is one memcpy; when the
 /// source's unit-stride dim is not the innermost (a transpose) the copy goes in cache-sized

@@ -666,6 +666,15 @@ def _permute(L, n, a, real):
     return L.emit("permute", [L.tensor_id(a["self"]), L.mb.int_list(V(a["dims"]))], real)
 
 
+@handles("flip.default")
+def _flip(L, n, a, real):
+    # A bidirectional RNN's reverse direction (torch.export decomposes nn.LSTM/GRU with flips).
+    x, dims = a["self"], V(a["dims"])
+    if not dims or real.numel() <= 1:
+        return x if isinstance(x, TVal) else L.emit("clone", [L.tensor_id(x)], real)
+    return L.emit("flip", [L.tensor_id(x), L.mb.int_list(list(dims))], real)
+
+
 @handles("transpose.int")
 def _transpose(L, n, a, real):
     return L.emit("transpose", [L.tensor_id(a["self"]), L.mb.int(V(a["dim0"])),
@@ -755,7 +764,8 @@ def _roll(L, n, a, real):
     return _reshaped(L, x, shape)
 
 
-@handles("split.Tensor", "split_with_sizes.default")
+@handles("split.Tensor", "split_with_sizes.default", "unsafe_split.Tensor",
+         "unsafe_split_with_sizes.default")
 def _split(L, n, a, real):
     dim = V(a["dim"])
     sizes = [int(t.shape[dim]) for t in real]
