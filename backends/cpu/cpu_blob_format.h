@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 16;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 17;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
                                       // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
                                       // 7: ops 23-24 quantized weights, op 25 LayerNorm;
@@ -28,7 +28,8 @@ constexpr uint32_t kBlobVersion = 16;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // be data), op 31 ResizeBilinear; 15: op 32
                                       // Attention, 4 input slots a node (100 bytes);
                                       // 16: op 33 PackedConv3d, op 34
-                                      // ResizeBilinearToPlanes
+                                      // ResizeBilinearToPlanes; 17: signed
+                                      // StridedCopy strides (a flip)
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -313,8 +314,9 @@ enum class NodeOp : uint32_t {
   /// transpose, slice, expand, or a view that reorders an NHWC tensor's bytes, or several
   /// composed. in: x (a data value); params[0] = r (1..6), params[1..6] = the extents (the first
   /// r >= 1, their product the output's element count, the rest 0), params[7..12] = the strides
-  /// in x's elements (the first r, each <= 2^30, the rest 0), params[13] = offset; every element
-  /// read lies in x. fparams (-inf, +inf).
+  /// in x's elements (the first r as int32 two's complement, each in [-2^30, 2^30] — a negative
+  /// one reads its dim backwards, a flip, since version 17 — the rest 0), params[13] = offset
+  /// (<= 2^30); every element read lies in x. fparams (-inf, +inf).
   StridedCopy = 27,
   /// XNNPACK's square root (since version 9). in: x; params all 0; fparams (-inf, +inf).
   /// Output: x's dims.

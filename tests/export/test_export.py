@@ -751,6 +751,32 @@ def test_bmm_by_a_constant_is_a_linear():
     assert result.ops.get("tern::linear") == 1, result.ops
     assert result.ops.get("tern::bmm") == 1, result.ops
 
+    # A batch of 5 times one matrix expanded over it (torch.export's GRU projects every time
+    # step so): a linear too, the matrix stored once; a constant whose batch entries differ,
+    # even by the sign of one zero, stays a bmm.
+    class Batched(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(12, 20))
+            d = self.w.detach().expand(5, 12, 20).clone()
+            d[:, 0, 0] = 0.0
+            d[3, 0, 0] = -0.0  # the only difference between the batch entries
+            self.register_buffer("d", d)
+
+        def forward(self, x):
+            return (torch.bmm(x, self.w.unsqueeze(0).expand(5, 12, 20)),
+                    torch.bmm(x, self.d))
+    m = Batched().eval()
+    x = torch.randn(5, 7, 12)
+    result, got = export_and_run(m, (x,), "bmm_const_batched")
+    for k, (g, r) in enumerate(zip(got, m(x))):
+        assert_close(g, r, what="batched output %d" % k)
+    assert result.ops.get("tern::linear") == 1, result.ops
+    assert result.ops.get("tern::bmm") == 1, result.ops
+    with open(os.path.join(result.graph_dir, "graph.json")) as f:
+        shapes = [v["shape"] for v in json.load(f)["methods"][0]["values"] if v.get("weight")]
+    assert sorted(shapes) == [[5, 12, 20], [20, 12]], shapes
+
 
 def test_reshapes_around_row_ops_are_dropped():
     # Whisper's attention: scores [B*H, L, S] viewed as [B, H, L, S], multiplied by 1.0,

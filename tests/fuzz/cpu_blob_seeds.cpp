@@ -409,6 +409,19 @@ compiler::Graph v16_graph() {
   return b.build();
 }
 
+/// Blob version 17: a bidirectional RNN's reverse direction, x[1, 6, 8] flipped along time
+/// (a StridedCopy with a negative stride) -> linear -> flipped back along time and features.
+compiler::Graph v17_graph() {
+  GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {1, 6, 8});
+  const int f = b.op("tern::flip", {x, b.int_list({1})}, DType::F32, {1, 6, 8});
+  const int h = b.op("tern::linear",
+                     {f, seed_constant(b, "w", {5, 8}, 121), seed_constant(b, "b", {5}, 122)},
+                     DType::F32, {1, 6, 5});
+  b.output(b.op("tern::flip", {h, b.int_list({-1, 1})}, DType::F32, {1, 6, 5}));
+  return b.build();
+}
+
 /// Bounded-dynamic rows (blob version 12): x[1, seq<=6, 16] -> linear -> linear, both in one
 /// delegate (the hidden value internal and dynamic), run by the fuzzer at the bound.
 compiler::Graph dynamic_rows_graph() {
@@ -449,6 +462,7 @@ std::vector<Seed> cpu_blob_seeds() {
       {"v14", v14_graph()},
       {"v15", v15_graph()},
       {"v16", v16_graph()},
+      {"v17", v17_graph()},
       {"dynamic_rows", dynamic_rows_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;

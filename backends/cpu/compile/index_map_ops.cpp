@@ -64,6 +64,20 @@ Mapped map_node(const Graph& g, const Node& node, const StridedView& x) {
     const int64_t count = (end - start + step - 1) / step;
     if (count < 1) throw Unsupported("slice: empty");
     m.outs.push_back(sliced(x, dim, start, step, count));
+  } else if (op == "tern::flip") {  // a bidirectional RNN's reverse direction
+    if (node.args.size() != 2) throw Unsupported("flip: expected 2 arguments");
+    const Value& dims = static_value(g, node.args[1], "dims");
+    if (dims.kind != Value::Kind::IntList) throw Unsupported("flip: dims is not an IntList");
+    std::vector<bool> seen(rank, false);
+    StridedView v = x;
+    for (int64_t raw : dims.ints) {
+      int64_t d = raw < 0 ? raw + static_cast<int64_t>(rank) : raw;
+      if (d < 0 || d >= static_cast<int64_t>(rank)) throw Unsupported("flip: dim out of range");
+      if (seen[static_cast<size_t>(d)]) throw Unsupported("flip: a dim listed twice");
+      seen[static_cast<size_t>(d)] = true;
+      v = flipped(v, static_cast<size_t>(d));
+    }
+    m.outs.push_back(v);
   } else if (op == "tern::select") {
     if (node.args.size() != 3) throw Unsupported("select: expected 3 arguments");
     const size_t dim = wrap_dim(g, node.args[1], rank, "dim");
@@ -133,7 +147,7 @@ Mapped map_node(const Graph& g, const Node& node, const StridedView& x) {
 bool is_index_map_op(const std::string& op) {
   return op == "tern::transpose" || op == "tern::permute" || op == "tern::slice" ||
          op == "tern::select" || op == "tern::expand" || op == "tern::repeat" ||
-         op == "tern::clone" || op == "tern::split";
+         op == "tern::clone" || op == "tern::split" || op == "tern::flip";
 }
 
 void check_index_map(const Graph& g, const Node& node) {

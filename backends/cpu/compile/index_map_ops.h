@@ -1,6 +1,6 @@
 // The ops the cpu delegate runs as index maps over strided views (internal to
 // backends/cpu/compile): transpose, permute, slice, select, expand, repeat (of size-1 dims: an
-// expand), clone and split. None of
+// expand), clone, split and flip (a negative stride). None of
 // them computes anything; the lowering composes each into its input's StridedView and copies
 // once, where a reader needs the bytes (strided_view.h; the StridedCopy node, op 27).
 #pragma once

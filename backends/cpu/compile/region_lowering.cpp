@@ -1333,7 +1333,7 @@ class Lowering {
     } else {
       return false;
     }
-    return r->offset <= (int64_t{1} << 30) && r->stride <= (int64_t{1} << 30);
+    return r->offset <= (int64_t{1} << 30) && r->stride >= 0 && r->stride <= (int64_t{1} << 30);
   }
 
   /// Concat of `ins` along the last XNNPACK dim into tern value `out` as one RowConcat (op 29):
@@ -1461,11 +1461,13 @@ class Lowering {
     BlobNode& n = add_node(NodeOp::StridedCopy, {v.base}, out);
     n.params[cpu::kCopyRank] = static_cast<uint32_t>(p.extent.size());
     for (size_t d = 0; d < p.extent.size(); ++d) {
-      if (p.stride[d] > (int64_t{1} << 30)) {
-        throw std::invalid_argument("cpu backend: a copy stride above 2^30");
+      if (p.stride[d] > (int64_t{1} << 30) || p.stride[d] < -(int64_t{1} << 30)) {
+        throw std::invalid_argument("cpu backend: a copy stride beyond 2^30");
       }
       n.params[cpu::kCopyExtent + d] = static_cast<uint32_t>(p.extent[d]);
-      n.params[cpu::kCopyStride + d] = static_cast<uint32_t>(p.stride[d]);
+      // Two's complement: a negative stride (a flip) reads backwards (since version 17).
+      n.params[cpu::kCopyStride + d] =
+          static_cast<uint32_t>(static_cast<int32_t>(p.stride[d]));
     }
     n.params[cpu::kCopyOffset] = static_cast<uint32_t>(p.offset);
   }

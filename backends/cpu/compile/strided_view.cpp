@@ -46,6 +46,13 @@ StridedView sliced(const StridedView& v, size_t dim, int64_t start, int64_t step
   return out;
 }
 
+StridedView flipped(const StridedView& v, size_t dim) {
+  StridedView out = v;
+  out.offset += (v.sizes[dim] - 1) * v.strides[dim];
+  out.strides[dim] = -v.strides[dim];
+  return out;
+}
+
 StridedView selected(const StridedView& v, size_t dim, int64_t index) {
   StridedView out = v;
   out.offset += index * v.strides[dim];

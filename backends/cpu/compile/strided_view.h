@@ -26,6 +26,8 @@ StridedView whole_value(uint32_t base, const std::vector<int64_t>& sizes, bool n
 StridedView permuted(const StridedView& v, const std::vector<int64_t>& perm);
 /// v's `dim` from `start` in steps of `step`, `size` elements.
 StridedView sliced(const StridedView& v, size_t dim, int64_t start, int64_t step, int64_t size);
+/// v's `dim` in reverse order (its stride negated, index 0 its last element).
+StridedView flipped(const StridedView& v, size_t dim);
 /// v's `dim` at `index`, the dim dropped.
 StridedView selected(const StridedView& v, size_t dim, int64_t index);
 /// v broadcast to `sizes` (v's dims of 1 get stride 0; new leading dims too).

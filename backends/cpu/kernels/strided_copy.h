@@ -1,7 +1,7 @@
 // tern's strided copy for the cpu backend (the delegate's op 27): the output, row-major over
 // up to 6 extents, gathered from the input at an offset plus a stride per output dim. One node
 // does what the XNNPACK snapshot cannot: a permute or transpose of any rank, a slice (any step),
-// an expand (stride 0), and a view that reorders an NHWC tensor's bytes (ShuffleNet's channel
+// an expand (stride 0), a flip (a negative stride), and a view that reorders an NHWC tensor's bytes (ShuffleNet's channel
 // shuffle, the window partitions of Swin and MaxViT), or several of them composed.
 //
 // Runtime code: no exceptions, no RTTI, never allocates.
@@ -21,7 +21,8 @@ struct StridedCopyProblem {
   float* y = nullptr;                        ///< row-major over `extent`; must not overlap x
   int rank = 1;                              ///< 1..kStridedCopyMaxDims
   int64_t extent[kStridedCopyMaxDims] = {};  ///< output dims, each >= 1
-  int64_t stride[kStridedCopyMaxDims] = {};  ///< input elements per step of each output dim (>= 0)
+  int64_t stride[kStridedCopyMaxDims] = {};  ///< input elements per step of each output dim
+                                             ///< (negative: read backwards, a flip)
   int64_t offset = 0;                        ///< input element of output index 0
 };
 

@@ -30,20 +30,34 @@ Error check_strided_copy(uint32_t n, const BlobNode& node, const BlobValue* v) {
     const bool stride = i >= kCopyStride && i < kCopyStride + kMaxDims;
     const uint32_t d = extent ? i - kCopyExtent : stride ? i - kCopyStride : 0;
     const bool used = i == kCopyRank || i == kCopyOffset || ((extent || stride) && d < r);
-    TERN_CHECK_OR_RETURN_ERROR(used ? q[i] <= kMaxParam : q[i] == 0, InvalidProgram,
+    // Strides are int32 (a negative one reads backwards): |stride| <= 2^30.
+    const uint32_t magnitude = stride && static_cast<int32_t>(q[i]) < 0 ? 0u - q[i] : q[i];
+    TERN_CHECK_OR_RETURN_ERROR(used ? magnitude <= kMaxParam : q[i] == 0, InvalidProgram,
                                "cpu blob: node %u (strided_copy): parameter %u is %u, expected "
                                "%s",
-                               n, i, q[i], used ? "at most 2^30" : "0 (unused)");
+                               n, i, q[i],
+                               !used    ? "0 (unused)"
+                               : stride ? "a stride in [-2^30, 2^30]"
+                                        : "at most 2^30");
     TERN_CHECK_OR_RETURN_ERROR(!extent || !used || q[i] >= 1, InvalidProgram,
                                "cpu blob: node %u (strided_copy): extent %u is 0", n, d);
   }
-  uint64_t count = 1, last = q[kCopyOffset];
+  // The lowest and highest elements read: the offset plus each dim's last step, backwards for
+  // a negative stride (each term below 2^60 in magnitude: extent and |stride| <= 2^30).
+  uint64_t count = 1;
+  int64_t first = q[kCopyOffset], last = q[kCopyOffset];
   for (uint32_t d = 0; d < r; ++d) {
     TERN_CHECK_OR_RETURN_ERROR(
         checked_mul(count, uint64_t{q[kCopyExtent + d]}, &count) && count <= (1ull << 40),
         InvalidProgram, "cpu blob: node %u (strided_copy): element count overflows", n);
-    last += uint64_t{q[kCopyExtent + d] - 1u} * q[kCopyStride + d];
+    const int64_t reach = static_cast<int64_t>(q[kCopyExtent + d] - 1u) *
+                          static_cast<int32_t>(q[kCopyStride + d]);
+    (reach < 0 ? first : last) += reach;
   }
+  TERN_CHECK_OR_RETURN_ERROR(first >= 0, InvalidProgram,
+                             "cpu blob: node %u (strided_copy): reads element %lld of x (value "
+                             "%u), before its first",
+                             n, static_cast<long long>(first), node.inputs[0]);
   const BlobValue& x = v[node.inputs[0]];
   TERN_CHECK_OR_RETURN_ERROR(
       !is_constant_kind(x) && x.layout != static_cast<uint32_t>(ValueLayout::Int64Plain),
@@ -51,7 +65,7 @@ Error check_strided_copy(uint32_t n, const BlobNode& node, const BlobValue* v) {
       "cpu blob: node %u (strided_copy): x (value %u) must be an f32 data "
       "value",
       n, node.inputs[0]);
-  TERN_CHECK_OR_RETURN_ERROR(last < value_numel(x), InvalidProgram,
+  TERN_CHECK_OR_RETURN_ERROR(static_cast<uint64_t>(last) < value_numel(x), InvalidProgram,
                              "cpu blob: node %u (strided_copy): reads element %llu of x (value "
                              "%u), which has %llu",
                              n, static_cast<unsigned long long>(last), node.inputs[0],

@@ -524,7 +524,7 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       p.rank = static_cast<int>(node.params[kCopyRank]);  // validated: 1..6
       for (int d = 0; d < p.rank; ++d) {
         p.extent[d] = node.params[kCopyExtent + d];
-        p.stride[d] = node.params[kCopyStride + d];
+        p.stride[d] = static_cast<int32_t>(node.params[kCopyStride + d]);  // signed
       }
       p.offset = node.params[kCopyOffset];
       strided_copy(p, pool);

@@ -145,6 +145,46 @@ std::vector<OpCase> cases() {
     ASSERT_EQ(blob_ops(blob), std::vector<uint32_t>{kCopyOp});
   };
   c.push_back(t3);
+  // flip (blob version 17: a StridedCopy with negative strides). A bidirectional LSTM's reverse
+  // direction: the sequence of [1, 20, 40] flipped along time, then a linear of each step.
+  OpCase flip_seq = {"flip_sequence_then_linear",
+                     [](GraphBuilder& b) {
+                       const int x = b.input("x", DType::F32, {1, 20, 40});
+                       const int f = b.op("tern::flip", {x, b.int_list({1})}, DType::F32,
+                                          {1, 20, 40});
+                       b.output(linear(b, f, {1, 20, 40}, 12, 5));
+                     },
+                     1e-10};
+  flip_seq.check_blob = [](const std::vector<uint8_t>& blob) {
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    ASSERT_EQ(count(ops, kCopyOp), 1u);
+    const size_t i = static_cast<size_t>(std::find(ops.begin(), ops.end(), kCopyOp) - ops.begin());
+    const cpu::BlobNode n = blob_node(blob, static_cast<uint32_t>(i));
+    // [20, 40] rows read from the last one backwards: stride -40 from element 19 * 40.
+    EXPECT_EQ(static_cast<int32_t>(n.params[cpu::kCopyStride]), -40);
+    EXPECT_EQ(n.params[cpu::kCopyOffset], 760u);
+  };
+  c.push_back(flip_seq);
+  // Every dim of a 3-D tensor flipped, a transpose composed after one flip, a flip of an NHWC
+  // conv's output (the channels' stride is 1 there) and a flipped slice with a step.
+  c.push_back({"flip_all_dims_and_transposed",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {3, 5, 7});
+                 b.output(b.op("tern::flip", {x, b.int_list({0, -1, 1})}, DType::F32, {3, 5, 7}));
+                 const int f = b.op("tern::flip", {x, b.int_list({2})}, DType::F32, {3, 5, 7});
+                 b.output(transpose(b, f, {3, 5, 7}, 0, 2));
+               },
+               0.0});
+  c.push_back({"flip_of_nhwc_conv_and_slice",
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 4, 6, 5};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int y = conv(b, x, xs, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 17);
+                 const int f = b.op("tern::flip", {y, b.int_list({1, 3})}, DType::F32,
+                                    {1, 8, 6, 5});
+                 b.output(slice(b, f, {1, 8, 6, 5}, 2, 1, 6, 2));
+               },
+               1e-10});
   // permute of an NHWC 4-D input to an NHWC 4-D output (both converted at the edges).
   c.push_back({"permute_nhwc_4d",
                [](GraphBuilder& b) {
@@ -520,6 +560,14 @@ TEST(CpuAttentionBlob, StridedCopyFieldsAreChecked) {
        {"the offset past x", [](cpu::BlobNode& m) { m.params[cpu::kCopyOffset] = 1; },
         "reads element 480"},
        {"a huge stride", [](cpu::BlobNode& m) { m.params[cpu::kCopyStride] = 1u << 31; },
+        "a stride in [-2^30, 2^30]"},
+       {"a huge negative stride",
+        [](cpu::BlobNode& m) { m.params[cpu::kCopyStride] = 0u - ((1u << 30) + 1u); },
+        "a stride in [-2^30, 2^30]"},
+       {"a negative stride reading before x",
+        [](cpu::BlobNode& m) { m.params[cpu::kCopyStride + 2] = 0u - 1u; },
+        "reads element -"},
+       {"a huge offset", [](cpu::BlobNode& m) { m.params[cpu::kCopyOffset] = 1u << 31; },
         "at most 2^30"},
        {"the count", [](cpu::BlobNode& m) { m.params[cpu::kCopyExtent] = 5; },
         "the extents give 240"},

@@ -2,7 +2,8 @@
 // it implements, y[i0..ir-1] = x[offset + sum_d i_d * stride[d]], evaluated here one element at a
 // time: the row path (contiguous and gathered rows, short and long), the block path
 // (interleaves of 2 and 4 groups with vector bodies and tails, other group counts), both with
-// and without a pool, and on buffers that end at a guard page (input read-only).
+// and without a pool, negative strides (a flip), and on buffers that end at a guard page (input
+// read-only).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,10 +28,13 @@ struct Case {
   int64_t offset = 0;
 };
 
-/// The input elements a case reads: one past the largest index.
+/// The input elements a case reads: one past the largest index (a negative stride reaches
+/// back from the offset, to element 0 at the lowest in these cases).
 int64_t input_span(const Case& c) {
   int64_t last = c.offset;
-  for (size_t d = 0; d < c.extent.size(); ++d) last += (c.extent[d] - 1) * c.stride[d];
+  for (size_t d = 0; d < c.extent.size(); ++d) {
+    last += (c.extent[d] - 1) * std::max<int64_t>(c.stride[d], 0);
+  }
   return last + 1;
 }
 
@@ -85,6 +89,12 @@ std::vector<Case> cases() {
       {"rank 6", {2, 3, 2, 2, 3, 2}, {1, 2, 6, 12, 24, 72}},
       {"big shuffle (pool split)", {64 * 64, 128, 2}, {256, 1, 128}},
       {"big gather (pool split)", {600, 1024}, {1, 600}},
+      // Negative strides (a flip, since blob version 17): read from the offset backwards.
+      {"reversed sequence of rows (a bidirectional RNN's flip)", {20, 40}, {-40, 1}, 19 * 40},
+      {"reversed rows", {5, 7}, {7, -1}, 6},
+      {"everything reversed", {1000}, {-1}, 999},
+      {"channel shuffle with its groups reversed", {784, 24, 2}, {48, 1, -24}, 24},
+      {"big flip (pool split)", {600, 1024}, {-1024, 1}, 599 * 1024},
   };
 }
 

@@ -485,14 +485,26 @@ def _mm(L, n, a, real):
 
 @handles("bmm.default")
 def _bmm(L, n, a, real):
-    # A batch of one times a constant [1, K, N] (LeViT's and SwiftFormer's x @ W on [1, T, C]
-    # activations, the weight expanded to a batch of one): a linear, which backends take with
-    # packed weights; bmm of two activations otherwise.
+    # A batch times a constant [B, K, N] that is one matrix for every batch entry (LeViT's and
+    # SwiftFormer's x @ W on [1, T, C] activations, the weight expanded to a batch of one;
+    # torch.export's GRU, whose input projection of every time step is a bmm by the weight
+    # expanded over the steps): a linear of x [B, M, K] by that matrix, which backends take
+    # with packed weights and which stores the matrix once; bmm otherwise.
     x, w = a["self"], a["mat2"]
     if (isinstance(w, Const) and isinstance(w.value, torch.Tensor) and w.value.dim() == 3
-            and w.value.shape[0] == 1 and real.dim() == 3 and real.shape[0] == 1):
+            and real.dim() == 3 and w.value.shape[0] >= 1 and _same_over_dim0(w.value)):
         return _linear_by(L, n, x, Const(w.value[0], w.name), real)
     return L.emit("bmm", [L.tensor_id(x), L.tensor_id(w)], real)
+
+
+def _same_over_dim0(t):
+    """Whether every t[i] equals t[0] bit for bit (an expanded tensor, stride 0, at once)."""
+    if t.shape[0] == 1 or t.stride(0) == 0:
+        return True
+    c = t.contiguous()
+    if c.element_size() == 4 and c.is_floating_point():
+        c = c.view(torch.int32)  # bits: -0.0 is not 0.0, a NaN equals itself
+    return bool(torch.equal(c, c[:1].expand_as(c)))
 
 
 # Convolution and pooling -----------------------------------------------------------------------
