@@ -1,4 +1,4 @@
-// The cuda delegate blob, version 3: shared by the compile half (writer) and the runtime half
+// The cuda delegate blob, version 4: shared by the compile half (writer) and the runtime half
 // (reader). Plain structs only (no STL): the runtime includes this file. The byte layout is
 // documented in backends/cuda/README.md; all fields are little-endian.
 //
@@ -24,8 +24,9 @@ constexpr char kBlobMagic[4] = {'T', 'C', 'U', 'D'};
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
 /// Version 2 added the f16/bf16 compute dtypes (ValueDType F16, BF16), the ops GroupNorm ..
 /// IndexSelect and any-dtype data movement; version 3 the quantized (nf4 / fp8) weights
-/// (ValueDType Nf4 .. Fp8E5M2, ops QuantLinear and QuantEmbedding); older blobs are refused.
-constexpr uint32_t kBlobVersion = 3;
+/// (ValueDType Nf4 .. Fp8E5M2, ops QuantLinear and QuantEmbedding); version 4 negative
+/// StridedCopy strides (flip); older blobs are refused.
+constexpr uint32_t kBlobVersion = 4;
 /// Most dimensions of a value.
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (a concat's parts).
@@ -151,7 +152,8 @@ enum class NodeOp : uint32_t {
   /// params [0] outer, [1] reduce, [2] inner.
   Reduce = 11,
   /// out[i] = x[params[0] + sum_d i_d * params[1 + d]] over out's dims (strides in elements,
-  /// >= 0): permute, transpose, slice, select, expand, split pieces. Any dtype (x's = out's).
+  /// |stride| <= 2^40; a negative one reads backwards, since version 4): permute, transpose,
+  /// slice, select, expand, split pieces, flip. Any dtype (x's = out's).
   StridedCopy = 12,
   /// Concatenation along dim params[0] of the 2..kMaxNodeInputs inputs (any dtype, all the
   /// output's). A longer cat is lowered as a chain of these.

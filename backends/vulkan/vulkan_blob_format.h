@@ -17,9 +17,10 @@ constexpr char kBlobMagic[4] = {'T', 'V', 'K', 'N'};
 /// was before node op 13 (pad), version 2 before quantized weights (value type 2, node ops 14
 /// and 15), version 3 before f16 storage (BlobHeader::storage 1), version 4 before attention's
 /// kv and mask groups (node op 12's parameters 13 and 14, grouped-query attention), version 5
-/// before 3-D convolutions (node op 6's parameters 18-23: depth) and upsampling (node op 16):
-/// a runtime that reads an older version falls back instead of refusing it as malformed.
-constexpr uint32_t kBlobVersion = 6;
+/// before 3-D convolutions (node op 6's parameters 18-23: depth) and upsampling (node op 16),
+/// version 6 before negative source strides of node op 9 (flip): a runtime that reads an older
+/// version falls back instead of refusing it as malformed.
+constexpr uint32_t kBlobVersion = 7;
 /// Most dimensions of a value and of a strided iteration.
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (attention: q, k, v, mask).
@@ -106,7 +107,7 @@ enum class NodeOp : uint32_t {
   Conv = 6,            ///< in: x, w, b?     (conv.comp: direct 2-D and 3-D, groups)
   ChannelAffine = 7,   ///< in: x, scale, shift (channel_affine.comp: folded batch_norm)
   Pool2d = 8,          ///< in: x            (pool2d.comp: max, avg, adaptive avg)
-  Copy = 9,            ///< in: x            (strided_copy.comp: views, permute, slice, cat...)
+  Copy = 9,            ///< in: x            (strided_copy.comp: views, permute, slice, cat, flip...)
   Reduce = 10,         ///< in: x            (reduce.comp: mean/sum over dims)
   Embedding = 11,      ///< in: weight, indices (i64) (embedding.comp)
   Attention = 12,      ///< in: q, k, v, mask? (attention.comp)

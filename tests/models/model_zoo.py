@@ -376,3 +376,51 @@ def _video(name):
 
 MODELS.update({name: _video(name) for name in VIDEO})
 TORCHVISION.update(VIDEO)
+
+
+# Recurrent models, as edge speech and OCR models use them: nn.LSTM / nn.GRU, which
+# torch.export unrolls into their cells over the time steps (a bidirectional layer with flips of
+# the sequence) and 1.13's make_fx into the same cells with split gates.
+class LSTMKeywordSpotter(nn.Module):
+    """40 MFCCs x 20 frames -> 2-layer bidirectional LSTM (hidden 64) -> the last step's
+    features -> 12 keywords."""
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(40, 64, num_layers=2, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(128, 12)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return self.fc(y[:, -1])
+
+
+class CRNN(nn.Module):
+    """A text-line recognizer: 1 x 32 x 48 image -> two conv + BN + ReLU + pool stages ->
+    columns as a sequence of 12 steps -> bidirectional GRU (hidden 32) -> 20 classes a step (a
+    CTC head)."""
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Sequential(
+            nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2))
+        self.gru = nn.GRU(32 * 8, 32, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(64, 20)
+
+    def forward(self, x):
+        y = self.conv(x)                       # [N, 32, 8, 12]
+        y = y.flatten(1, 2).transpose(1, 2)    # [N, 12, 256]
+        y, _ = self.gru(y)
+        return self.fc(y).log_softmax(-1)
+
+
+def lstm_kws():
+    return LSTMKeywordSpotter().eval(), (torch.randn(1, 20, 40),), True
+
+
+def crnn():
+    model = CRNN()
+    calibrate_bn(model, (4, 1, 32, 48))
+    return model, (torch.randn(1, 1, 32, 48),), False
+
+
+MODELS.update({"lstm_kws": lstm_kws, "crnn": crnn})

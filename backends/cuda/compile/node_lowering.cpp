@@ -607,6 +607,28 @@ NodeLowering lower_permute(const Graph& g, const Node& node, bool transpose) {
   return single(strided_copy(node.args[0], node.outputs[0], 0, strides));
 }
 
+/// flip(x, dims): a strided copy reading each listed dim backwards from its last element
+/// (blob version 4).
+NodeLowering lower_flip(const Graph& g, const Node& node) {
+  if (node.args.size() != 2) throw Unsupported("flip: arguments");
+  const Value& x = any_tensor(g, node.args[0], "x");
+  const Value& out = only_output(g, node, x.dtype);
+  const size_t rank = x.sizes.size();
+  std::vector<int64_t> strides = row_major_strides(x.sizes);
+  std::vector<bool> seen(rank, false);
+  int64_t offset = 0;
+  for (int64_t raw : ints_of(g, node.args[1], "dims")) {
+    if (rank == 0) throw Unsupported("flip: rank 0");
+    const size_t d = static_cast<size_t>(norm_dim(raw, rank, "dims"));
+    if (seen[d]) throw Unsupported("flip: repeated dim");
+    seen[d] = true;
+    offset += (x.sizes[d] - 1) * strides[d];
+    strides[d] = -strides[d];
+  }
+  expect_shape(out, x.sizes, "flip");
+  return single(strided_copy(node.args[0], node.outputs[0], offset, strides));
+}
+
 NodeLowering lower_expand(const Graph& g, const Node& node) {
   if (node.args.size() != 2) throw Unsupported("expand: arguments");
   const Value& x = any_tensor(g, node.args[0], "x");
@@ -1232,6 +1254,7 @@ NodeLowering lower_node(const Graph& g, const Node& node) {
   if (is_view_op(op)) return lower_view(g, node);
   if (op == "tern::permute") return lower_permute(g, node, false);
   if (op == "tern::transpose") return lower_permute(g, node, true);
+  if (op == "tern::flip") return lower_flip(g, node);
   if (op == "tern::expand") return lower_expand(g, node);
   if (op == "tern::slice") return lower_slice(g, node);
   if (op == "tern::select") return lower_select(g, node);

@@ -490,16 +490,26 @@ Error check_strided_copy(const NodeCheck& c) {
   const BlobValue &x = c.in(0), &o = c.out();
   NODE_CHECK(x.dtype == o.dtype, "x is %s, the output %s", dtype_name(x.dtype),
              dtype_name(o.dtype));
-  NODE_CHECK(c.p(0) >= 0, "offset %lld below 0", static_cast<ll>(c.p(0)));
-  uint64_t last = static_cast<uint64_t>(c.p(0));
+  NODE_CHECK(in_range(c.p(0), 0, int64_t{1} << 40), "offset %lld out of range",
+             static_cast<ll>(c.p(0)));
+  // The lowest and highest elements read: the offset plus each dim's last step, backwards for
+  // a negative stride (flip). dims < 2^40 and |stride| <= 2^40: each term fits in 2^80 only
+  // as a checked product.
+  uint64_t first = static_cast<uint64_t>(c.p(0)), last = first;
   for (uint32_t d = 0; d < o.rank; ++d) {
     const int64_t s = c.p(1 + d);
-    NODE_CHECK(in_range(s, 0, int64_t{1} << 40), "stride %u = %lld out of range", d,
-               static_cast<ll>(s));
+    NODE_CHECK(in_range(s, -(int64_t{1} << 40), int64_t{1} << 40), "stride %u = %lld out of range",
+               d, static_cast<ll>(s));
     uint64_t span;
-    NODE_CHECK(checked_mul(o.dims[d] - 1, static_cast<uint64_t>(s), &span) &&
-                   checked_add(last, span, &last),
-               "strides overflow");
+    const uint64_t magnitude = static_cast<uint64_t>(s < 0 ? -s : s);
+    NODE_CHECK(checked_mul(o.dims[d] - 1, magnitude, &span), "strides overflow");
+    if (s < 0) {
+      NODE_CHECK(span <= first, "reads before x's first element (stride %u = %lld)", d,
+                 static_cast<ll>(s));
+      first -= span;
+    } else {
+      NODE_CHECK(checked_add(last, span, &last), "strides overflow");
+    }
   }
   for (uint32_t i = 1 + o.rank; i < kNodeIntParams; ++i) {
     NODE_CHECK(c.p(i) == 0, "params[%u] = %lld, expected 0", i, static_cast<ll>(c.p(i)));

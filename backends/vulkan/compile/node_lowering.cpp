@@ -112,7 +112,9 @@ void copy_node(BlobBuilder& b, uint32_t src, uint32_t dst, Dims dims, Dims src_s
   std::vector<int32_t> p(21, 0);
   for (int i = 0; i < 6; ++i) {
     p[1 + i] = param(dims[static_cast<size_t>(i)], "copy dim");
-    p[7 + i] = param(src_strides[static_cast<size_t>(i)], "copy stride");
+    // A source stride may be negative (flip: read backwards; blob version 7).
+    const int64_t ss = src_strides[static_cast<size_t>(i)];
+    p[7 + i] = ss < 0 ? -param(-ss, "copy stride") : param(ss, "copy stride");
     p[13 + i] = param(dst_strides[static_cast<size_t>(i)], "copy stride");
   }
   p[19] = param(src_off, "copy offset");
@@ -621,6 +623,26 @@ void lower_permute(BlobBuilder& b, const Node& n, bool transpose) {
   copy_node(b, x, b.output(out_id(n)), dims, src, 0, contiguous_strides(dims), 0);
 }
 
+/// flip(x, dims): a copy reading each listed dim backwards (a negative source stride from the
+/// dim's last element; blob version 7).
+void lower_flip(BlobBuilder& b, const Node& n) {
+  const Graph& g = b.graph();
+  const Dims& xs = shape(g, arg(n, 0));
+  if (shape(g, out_id(n)) != xs) throw Unsupported("flip output shape");
+  Dims src = contiguous_strides(xs);
+  std::vector<bool> seen(xs.size(), false);
+  int64_t offset = 0;
+  for (int64_t raw : ints_of(g, arg(n, 1))) {
+    const size_t d = static_cast<size_t>(norm_dim(raw, xs.size()));
+    if (seen[d]) throw Unsupported("flip: a dim listed twice");
+    seen[d] = true;
+    offset += (xs[d] - 1) * src[d];
+    src[d] = -src[d];
+  }
+  const uint32_t x = b.input(arg(n, 0));
+  copy_node(b, x, b.output(out_id(n)), xs, src, offset, contiguous_strides(xs), 0);
+}
+
 void lower_expand(BlobBuilder& b, const Node& n) {
   const Dims& xs = shape(b.graph(), arg(n, 0));
   const Dims& os = shape(b.graph(), out_id(n));
@@ -950,6 +972,7 @@ const std::map<std::string, Lowering>& table() {
       {"tern::permute", [](BlobBuilder& b, const Node& n) { lower_permute(b, n, false); }},
       {"tern::transpose", [](BlobBuilder& b, const Node& n) { lower_permute(b, n, true); }},
       {"tern::expand", lower_expand},
+      {"tern::flip", lower_flip},
       {"tern::slice", lower_slice},
       {"tern::select", lower_select},
       {"tern::split", lower_split},
@@ -980,7 +1003,7 @@ bool is_data_movement(const std::string& op) {
                                      "tern::squeeze", "tern::unsqueeze", "tern::clone",
                                      "tern::permute", "tern::transpose", "tern::expand",
                                      "tern::slice", "tern::select", "tern::split", "tern::cat",
-                                     "tern::pad"};
+                                     "tern::pad", "tern::flip"};
   for (const char* k : kOps) {
     if (op == k) return true;
   }

@@ -40,6 +40,18 @@ bool strided_extent(const int32_t* dims, const int32_t* strides, int32_t offset,
   return true;
 }
 
+/// The lowest and highest index that offset + sum_d k_d * strides[d] reaches for
+/// 0 <= k_d < dims[d], strides of either sign (a negative one reads backwards: flip); the
+/// caller checked dims >= 1, |strides| <= 2^30 and offset >= 0, so no term overflows.
+void signed_strided_range(const int32_t* dims, const int32_t* strides, int32_t offset,
+                          uint32_t n, int64_t* lo, int64_t* hi) {
+  *lo = *hi = offset;
+  for (uint32_t d = 0; d < n; ++d) {
+    const int64_t reach = static_cast<int64_t>(dims[d] - 1) * strides[d];
+    *(reach < 0 ? lo : hi) += reach;
+  }
+}
+
 /// The product of `n` dims, saturating at UINT64_MAX (six dims of up to 2^30 would wrap), so
 /// an extent too large for any value fails reads_within / out_numel instead of wrapping small.
 uint64_t product(const int32_t* dims, uint32_t n) {
@@ -305,9 +317,24 @@ struct NodeChecker {
       case NodeOp::Copy: {
         TERN_RETURN_IF_ERROR(need_inputs(1, 1));
         TERN_RETURN_IF_ERROR(params_in(1, 6, 1));
-        TERN_RETURN_IF_ERROR(params_in(7, 14, 0));
-        uint64_t e = 0;
-        if (!strided_extent(p + 1, p + 7, p[19], 6, &e)) return fail("source extent", 0, 0);
+        TERN_RETURN_IF_ERROR(params_in(13, 8, 0));
+        for (uint32_t i = 7; i < 13; ++i) {  // source strides: negative ones read backwards
+          if (p[i] < -kMaxParam || p[i] > kMaxParam) {
+            TERN_RETURN_ERROR(InvalidProgram,
+                              "vulkan blob: node %u (copy): params[%u] = %d, expected a source "
+                              "stride in -2^30..2^30",
+                              index, i, p[i]);
+          }
+        }
+        int64_t lo = 0, hi = 0;
+        signed_strided_range(p + 1, p + 7, p[19], 6, &lo, &hi);
+        if (lo < 0) {
+          TERN_RETURN_ERROR(InvalidProgram,
+                            "vulkan blob: node %u (copy): source reaches element %lld, before "
+                            "the first",
+                            index, static_cast<long long>(lo));
+        }
+        uint64_t e = static_cast<uint64_t>(hi) + 1;
         TERN_RETURN_IF_ERROR(reads_within(0, e, "source"));
         if (!strided_extent(p + 1, p + 13, p[20], 6, &e)) return fail("destination extent", 0, 0);
         return reads_within(kNoValue, e, "destination");

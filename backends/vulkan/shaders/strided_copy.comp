@@ -1,8 +1,9 @@
 #version 450
 // y[dst_off + sum k_d * dst_stride_d] = x[src_off + sum k_d * src_stride_d] over the index
-// space dims[6]: views, permute/transpose, expand, slice, split, cat (one node per part).
-// params: [0] unused, [1..6] dims, [7..12] src strides, [13..18] dst strides, [19] src offset,
-// [20] dst offset (elements).
+// space dims[6]: views, permute/transpose, expand, slice, split, cat (one node per part), flip.
+// params: [0] unused, [1..6] dims, [7..12] src strides (negative: read backwards, a flip; the
+// uint sums wrap modulo 2^32 and end inside x, which the blob reader proved), [13..18] dst
+// strides, [19] src offset, [20] dst offset (elements).
 #include "common.glsl"
 
 layout(std430, binding = 0) buffer Out { STORE_T y[]; };

@@ -237,7 +237,9 @@ TEST_F(CudaBlobTest, EachVerifiedFieldIsRefusedWithItsName) {
   const std::vector<Corruption> cases = {
       {"magic", header([](BlobHeader& h) { h.magic[0] = 'X'; }), bad, "magic"},
       {"version 1 (before f16/bf16)", header([](BlobHeader& h) { h.version = 1; }), compat,
-       "version 1, this runtime reads version 3"},
+       "version 1, this runtime reads version 4"},
+      {"version 3 (before negative copy strides)", header([](BlobHeader& h) { h.version = 3; }),
+       compat, "version 3, this runtime reads version 4"},
       {"header_size", header([](BlobHeader& h) { h.header_size = 64; }), bad, "header_size"},
       {"value_record_size", header([](BlobHeader& h) { h.value_record_size = 80; }), bad, "value_record_size"},
       {"node_record_size", header([](BlobHeader& h) { h.node_record_size = 1; }), bad, "node_record_size"},
@@ -327,7 +329,16 @@ TEST_F(CudaBlobTest, EachVerifiedFieldIsRefusedWithItsName) {
   ASSERT_NE(attention, cuda::kNoValue);
   const std::vector<Corruption> gpt_cases = {
       {"copy past its input", node(copy, [](BlobNode& n) { n.params[0] = 1 << 20; }), bad, "reads element"},
-      {"copy stride", node(copy, [](BlobNode& n) { n.params[1] = -1; }), bad, "stride 0"},
+      {"copy strides backwards past x's start",
+       node(copy,
+            [](BlobNode& n) {
+              n.params[0] = 0;
+              for (int d = 1; d < 7; ++d) n.params[d] = -n.params[d];
+            }),
+       bad, "reads before x's first element"},
+      {"copy stride beyond 2^40",
+       node(copy, [](BlobNode& n) { n.params[1] = -(int64_t{1} << 40) - 1; }), bad,
+       "stride 0 = -1099511627777 out of range"},
       {"attention length", node(attention, [](BlobNode& n) { n.params[1] = 17; }), bad, "element counts"},
       {"attention mask kind", node(attention, [](BlobNode& n) { n.params[6] = 2; }), bad, "mask input absent"},
       {"attention scale", node(attention, [](BlobNode& n) { n.fparams[0] = std::numeric_limits<float>::quiet_NaN(); }),
@@ -341,6 +352,32 @@ TEST_F(CudaBlobTest, EachVerifiedFieldIsRefusedWithItsName) {
     EXPECT_EQ(parse(blob, &message), c.error) << c.what << ": " << message;
     EXPECT_NE(message.find(c.message), std::string::npos) << c.what << ": " << message;
   }
+}
+
+// flip (version 4): one StridedCopy reading the flipped dims backwards from their last
+// element; the reader takes the negative strides and refuses a copy that would then read
+// before x's first element.
+TEST_F(CudaBlobTest, FlipIsACopyReadingBackwards) {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {2, 5, 3});
+  const int r = b.op("tern::relu", {x}, DType::F32, {2, 5, 3});
+  b.output(b.op("tern::flip", {r, b.int_list({1, -1})}, DType::F32, {2, 5, 3}));
+  const std::vector<uint8_t> blob = whole_blob(b);
+  std::string message;
+  ASSERT_EQ(parse(blob, &message), Error::Ok) << message;
+  ASSERT_EQ(header_of(blob).num_nodes, 2u);
+  const BlobNode n = read<BlobNode>(blob, node_at(blob, 1));
+  ASSERT_EQ(n.op, static_cast<uint32_t>(cuda::NodeOp::StridedCopy));
+  EXPECT_EQ(n.params[0], 4 * 3 + 2);  // element [0, 4, 2]
+  EXPECT_EQ(n.params[1], 15);
+  EXPECT_EQ(n.params[2], -3);
+  EXPECT_EQ(n.params[3], -1);
+  std::vector<uint8_t> bad = blob;
+  BlobNode m = n;
+  m.params[0] = 13;  // one element too early: [0, 4, 2] - 1 reaches element -1
+  write(&bad, node_at(bad, 1), m);
+  EXPECT_EQ(parse(bad, &message), Error::InvalidProgram);
+  EXPECT_NE(message.find("reads before x's first element"), std::string::npos) << message;
 }
 
 TEST_F(CudaBlobTest, CompileHalfRefusesWhatItCannotRun) {

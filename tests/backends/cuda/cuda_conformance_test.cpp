@@ -215,6 +215,11 @@ std::vector<Case> cases() {
                  const int v = b.op("tern::view", {p, b.int_list({15, 8})}, DType::F32, {15, 8});
                  b.output(b.op("tern::transpose", {v, b.int_value(0), b.int_value(1)}, DType::F32, {8, 15}));
                }});
+  c.push_back({"flip", [](GraphBuilder& b) {  // blob version 4: negative copy strides
+                 const int x = b.input("x", DType::F32, {2, 7, 3});
+                 b.output(b.op("tern::flip", {x, b.int_list({1})}, DType::F32, {2, 7, 3}));
+                 b.output(b.op("tern::flip", {x, b.int_list({0, 2, 1})}, DType::F32, {2, 7, 3}));
+               }});
   c.push_back({"slice_select_expand", [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {4, 10, 3});
                  const int s = b.op("tern::slice", {x, b.int_value(1), b.int_value(1), b.int_value(-1),

@@ -37,14 +37,16 @@ import tern_export  # noqa: E402
 # ops the compile half added for it: cat chains and one-part cats (densenet121), pad (swin_t),
 # hardswish/hardsigmoid and squeeze-excitation broadcasts (mobilenet_v3_small), cat of a
 # constant (vit_tiny), bool masks: cast / logical_and / where (bert_tiny), RMSNorm written out,
-# rotary stack and grouped-query expand (llama_block), channel shuffle (shufflenet).
+# rotary stack and grouped-query expand (llama_block), channel shuffle (shufflenet), flip (a
+# bidirectional LSTM / GRU on torch.export: lstm_kws, crnn).
 MAX_REGIONS = {
     "mlp": 1, "resnet18": 1, "mobilenet_v3_small": 1, "squeezenet1_1": 1,
     "shufflenet_v2_x0_5": 1, "gpt_block": 1, "llama_block": 1, "swin_t": 1, "densenet121": 1,
-    "bert_tiny": 1, "vit_tiny": 1,
+    "bert_tiny": 1, "vit_tiny": 1, "lstm_kws": 1, "crnn": 1,
 }
 DEFAULT = ["mlp", "resnet18", "mobilenet_v3_small", "squeezenet1_1", "shufflenet_v2_x0_5",
-           "gpt_block", "llama_block", "swin_t", "densenet121", "bert_tiny", "vit_tiny"]
+           "gpt_block", "llama_block", "swin_t", "densenet121", "bert_tiny", "vit_tiny",
+           "lstm_kws", "crnn"]
 SPECS = ("cuda", "cuda:f16", "cuda:bf16")
 
 

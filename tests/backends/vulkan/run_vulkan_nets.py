@@ -101,6 +101,8 @@ MODELS = {
     "gpt2_tiny": (_zoo("gpt2_tiny"), 1),
     "vit_tiny": (_zoo("vit_tiny"), 1),
     "t5_encoder_tiny": (_zoo("t5_encoder_tiny"), 1),
+    "lstm_kws": (_zoo("lstm_kws"), 1),
+    "crnn": (_zoo("crnn"), 1),
 }
 # The broader zoo and the video classifiers (3-D convolutions) at model_zoo's sizes.
 MODELS.update({name: (_zoo(name), 1) for name in list(model_zoo.ZOO) + sorted(model_zoo.VIDEO)})

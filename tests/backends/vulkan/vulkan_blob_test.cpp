@@ -100,11 +100,12 @@ TEST(VulkanBlob, CorruptFieldsAreRefusedWithTheirName) {
       {patched<char>(blob, 0, 'X'), Error::InvalidProgram, "magic"},
       {patched<uint32_t>(blob, 4, 1), Error::DelegateInvalidCompatibility, "version 1"},
       {patched<uint32_t>(blob, 4, 2), Error::DelegateInvalidCompatibility,
-       "version 2, this runtime reads version 6"},
+       "version 2, this runtime reads version 7"},
       {patched<uint32_t>(blob, 4, 3), Error::DelegateInvalidCompatibility, "version 3"},
       {patched<uint32_t>(blob, 4, 4), Error::DelegateInvalidCompatibility, "version 4"},
       {patched<uint32_t>(blob, 4, 5), Error::DelegateInvalidCompatibility, "version 5"},
-      {patched<uint32_t>(blob, 4, 7), Error::DelegateInvalidCompatibility, "version 7"},
+      {patched<uint32_t>(blob, 4, 6), Error::DelegateInvalidCompatibility, "version 6"},
+      {patched<uint32_t>(blob, 4, 8), Error::DelegateInvalidCompatibility, "version 8"},
       {patched<uint32_t>(blob, offsetof(BlobHeader, storage), 2),
        Error::DelegateInvalidCompatibility, "storage type 2"},
       // An f32 blob read as f16: its constants hold 4 bytes per element, not 2 (w: 8 x 16).
@@ -188,6 +189,44 @@ TEST(VulkanBlob, PadNodeRefusesReadsOutsideItsInput) {
       m.params[c.index] = c.value;
       if (c.index == 12) m.params[6] = 9;  // keep the output consistent: only x's extent is wrong
     }, c.message);
+  }
+}
+
+// A flip (version 7): a Copy node whose source stride is negative, reading x backwards from
+// the flipped dim's last element; a stride or offset that reaches before x's first element, or
+// a stride beyond 2^30, is refused.
+TEST(VulkanBlob, CopyNodeWithNegativeStridesStaysInsideItsInput) {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {2, 4, 5});
+  const int r = b.op("tern::relu", {x}, DType::F32, {2, 4, 5});
+  b.output(b.op("tern::flip", {r, b.int_list({1})}, DType::F32, {2, 4, 5}));
+  delegate_vulkan(b, 0, 1);
+  const compiler::Graph g = b.build();
+  const std::vector<uint8_t>& blob = g.delegates.at(0).blob;
+  ASSERT_EQ(parse(blob), Error::Ok) << last_error_message();
+  const size_t copy_node = node_offset(blob, 1);
+  BlobNode n;
+  std::memcpy(&n, blob.data() + copy_node, sizeof(n));
+  ASSERT_EQ(n.op, static_cast<uint32_t>(vulkan::NodeOp::Copy));
+  // Dims [1, 1, 1, 2, 4, 5] (padded to 6 at the front): strides [.., 20, -5, 1] from element 15.
+  ASSERT_EQ(n.params[1 + 4], 4);
+  ASSERT_EQ(n.params[7 + 4], -5);
+  ASSERT_EQ(n.params[19], 15);
+  struct Case {
+    int index;
+    int32_t value;
+    const char* message;
+  } cases[] = {
+      {19, 14, "source reaches element -1, before the first"},  // one element too early
+      {11, -6, "source reaches element -3"},                    // a step too long backwards
+      {7 + 5, -1, "source reaches element"},                    // the last dim backwards too
+      {11, -(1 << 30) - 1, "expected a source stride in -2^30..2^30"},
+      {13 + 4, -5, "params[17] = -5"},  // destination strides stay >= 0
+      {19, 25, "source reaches element 50 of a value of 40"},  // past x's end
+  };
+  for (const Case& c : cases) {
+    expect_node_refused(blob, copy_node, n, [&](BlobNode& m) { m.params[c.index] = c.value; },
+                        c.message);
   }
 }
 
@@ -455,7 +494,7 @@ TEST(VulkanBlob, IncompatibleBlobsAndSpecsFallBack) {
   const BackendInterface& be = vulkan_backend_interface();
   BackendInitContext ctx;
   {
-    AlignedBlob a(patched<uint32_t>(g.delegates.at(0).blob, 4, 7));
+    AlignedBlob a(patched<uint32_t>(g.delegates.at(0).blob, 4, vulkan::kBlobVersion + 1));
     EXPECT_EQ(be.init(ctx, a.buffer(), {}).error(), Error::DelegateInvalidCompatibility);
   }
   {

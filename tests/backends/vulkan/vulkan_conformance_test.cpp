@@ -370,6 +370,17 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::expand", {s, b.int_list({2, 3, 5})}, DType::F32, {2, 3, 5}));
                  b.output(b.op("tern::flatten", {r, b.int_value(1), b.int_value(-1)}, DType::F32, {2, 12}));
                }, kEw});
+  // flip (blob version 7: a Copy with negative source strides): one dim (a bidirectional
+  // RNN's sequence), every dim, and a flip read by a matmul.
+  c.push_back({"flip", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 5, 3});
+                 const int r = b.op("tern::relu", {x}, DType::F32, {2, 5, 3});
+                 b.output(b.op("tern::flip", {r, b.int_list({1})}, DType::F32, {2, 5, 3}));
+                 b.output(b.op("tern::flip", {r, b.int_list({-1, 0, 1})}, DType::F32, {2, 5, 3}));
+                 const int f = b.op("tern::flip", {x, b.int_list({2})}, DType::F32, {2, 5, 3});
+                 const int w = b.constant_f32("w", {4, 3}, random_floats(12, 9));
+                 b.output(b.op("tern::linear", {f, w, b.none()}, DType::F32, {2, 5, 4}));
+               }, kEw});
   c.push_back({"slice_select_split_cat", [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {3, 10, 4});
                  const int r = b.op("tern::relu", {x}, DType::F32, {3, 10, 4});
