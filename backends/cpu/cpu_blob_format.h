@@ -29,7 +29,8 @@ constexpr uint32_t kBlobVersion = 17;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // Attention, 4 input slots a node (100 bytes);
                                       // 16: op 33 PackedConv3d, op 34
                                       // ResizeBilinearToPlanes; 17: signed
-                                      // StridedCopy strides (a flip)
+                                      // StridedCopy strides (a flip), ops 35
+                                      // Maximum, 36 Minimum
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -374,10 +375,15 @@ enum class NodeOp : uint32_t {
   /// fparams (-inf, +inf); C <= kMaxResizePlanesChannels. Output [N, C, OH, OW] (plain:
   /// row-major in those dims).
   ResizeBilinearToPlanes = 34,
+  /// XNNPACK's elementwise maximum / minimum of two operands with NumPy broadcasting (since
+  /// version 17: XGLM's scores clamped below by the dtype's lowest value). in: a, b; params all
+  /// 0; fparams (-inf, +inf) (no output bounds). Output: the broadcast dims.
+  Maximum = 35,
+  Minimum = 36,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 34;
+constexpr uint32_t kLastNodeOp = 36;
 
 /// Most channels of ResizeBilinearToPlanes's input (its kernel caches a row of every channel).
 constexpr uint64_t kMaxResizePlanesChannels = 4096;

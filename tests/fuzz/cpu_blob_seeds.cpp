@@ -410,7 +410,9 @@ compiler::Graph v16_graph() {
 }
 
 /// Blob version 17: a bidirectional RNN's reverse direction, x[1, 6, 8] flipped along time
-/// (a StridedCopy with a negative stride) -> linear -> flipped back along time and features.
+/// (a StridedCopy with a negative stride) -> linear -> flipped back along time and features;
+/// then the maximum with a constant (op 35) and a where with a constant condition (ops 36 and
+/// 35 by constant bounds).
 compiler::Graph v17_graph() {
   GraphBuilder b("forward");
   const int x = b.input("x", DType::F32, {1, 6, 8});
@@ -418,7 +420,18 @@ compiler::Graph v17_graph() {
   const int h = b.op("tern::linear",
                      {f, seed_constant(b, "w", {5, 8}, 121), seed_constant(b, "b", {5}, 122)},
                      DType::F32, {1, 6, 5});
-  b.output(b.op("tern::flip", {h, b.int_list({-1, 1})}, DType::F32, {1, 6, 5}));
+  const int r = b.op("tern::flip", {h, b.int_list({-1, 1})}, DType::F32, {1, 6, 5});
+  const int m = b.op("tern::maximum", {r, seed_constant(b, "floor", {5}, 123)}, DType::F32,
+                     {1, 6, 5});
+  compiler::Value cond;
+  cond.kind = compiler::Value::Kind::Tensor;
+  cond.dtype = DType::Bool;
+  cond.sizes = {6, 1};
+  cond.is_constant = true;
+  cond.data = std::vector<uint8_t>{1, 0, 0, 1, 1, 0};
+  b.graph().values.push_back(cond);
+  const int c = static_cast<int>(b.graph().values.size()) - 1;
+  b.output(b.op("tern::where", {c, m, b.double_value(-2.5)}, DType::F32, {1, 6, 5}));
   return b.build();
 }
 

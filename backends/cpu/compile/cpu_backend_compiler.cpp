@@ -11,6 +11,7 @@
 #include "backends/cpu/compile/quant_lowering.h"
 #include "backends/cpu/compile/region_lowering.h"
 #include "backends/cpu/compile/register_cpu_backend_compiler.h"
+#include "backends/cpu/compile/where_select.h"
 
 namespace tern::compiler {
 
@@ -55,8 +56,11 @@ void check_node(const Graph& g, const Node& node) {
     std::vector<int64_t> expect = x.sizes;
     expect.back() = w.sizes[0];
     if (out.sizes != expect) throw Unsupported("linear: out shape");
-  } else if (op == "tern::add" || op == "tern::sub" || op == "tern::mul" || op == "tern::div") {
+  } else if (op == "tern::add" || op == "tern::sub" || op == "tern::mul" || op == "tern::div" ||
+             op == "tern::maximum" || op == "tern::minimum") {
     (void)binary_alpha(g, node);
+  } else if (op == "tern::where") {  // a constant condition: a minimum and a maximum
+    (void)where_select(g, node);
   } else if (op == "tern::relu" || op == "tern::hardtanh" || op == "tern::clamp") {
     float lo, hi;
     clamp_bounds(g, node, &lo, &hi);

@@ -20,7 +20,8 @@ bool is_4d_tensor(const Graph& g, int id) {
 }
 
 bool is_binary(const std::string& op) {
-  return op == "tern::add" || op == "tern::sub" || op == "tern::mul" || op == "tern::div";
+  return op == "tern::add" || op == "tern::sub" || op == "tern::mul" || op == "tern::div" ||
+         op == "tern::maximum" || op == "tern::minimum";
 }
 
 /// Ops whose output keeps the layout of their activation operands.
@@ -29,7 +30,8 @@ bool follows_operands(const std::string& op) {
          op == "tern::relu" || op == "tern::hardtanh" || op == "tern::clamp" ||
          op == "tern::hardswish" || op == "tern::sigmoid" || op == "tern::hardsigmoid" ||
          op == "tern::silu" || op == "tern::softmax" || op == "tern::pad" || op == "tern::pow" ||
-         op == "tern::rsqrt" || op == "tern::tanh" || op == "tern::neg" || is_binary(op);
+         op == "tern::rsqrt" || op == "tern::tanh" || op == "tern::neg" || op == "tern::where" ||
+         is_binary(op);
 }
 
 /// How a mean or sum of a 4-D x reads it (ReductionAttrs): 0 not such a node (or not taken),

@@ -620,7 +620,7 @@ void pad_amounts(const Graph& g, const Node& node, size_t rank, std::vector<int6
 }
 
 double binary_alpha(const Graph& g, const Node& node) {
-  const bool has_alpha = node.op == "tern::add" || node.op == "tern::sub";
+  const bool has_alpha = node.op == "tern::add" || node.op == "tern::sub";  // not max / min
   const size_t max_args = (has_alpha || node.op == "tern::div") ? 3 : 2;
   if (node.args.size() < 2 || node.args.size() > max_args) fail("binary: argument count");
   double alpha = 1.0;

@@ -21,6 +21,7 @@
 #include "backends/cpu/compile/quant_lowering.h"
 #include "backends/cpu/compile/strided_view.h"
 #include "backends/cpu/compile/tanh_gelu_match.h"
+#include "backends/cpu/compile/where_select.h"
 #include "backends/cpu/cpu_blob_format.h"
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "backends/cpu/kernels/winograd_conv.h"
@@ -1194,7 +1195,37 @@ class Lowering {
     if (node.op == "tern::sub") op = NodeOp::Subtract;
     if (node.op == "tern::mul") op = NodeOp::Multiply;
     if (node.op == "tern::div") op = NodeOp::Divide;
+    if (node.op == "tern::maximum") op = NodeOp::Maximum;
+    if (node.op == "tern::minimum") op = NodeOp::Minimum;
     add_node(op, {a, b}, output(node.outputs[0]));
+  }
+
+  /// where(cond, x, y) with a constant condition and one constant side (where_select.h):
+  /// minimum by the upper bounds, then maximum by the lower ones, both constants laid out as
+  /// the output (NHWC for an NHWC 4-D output).
+  void lower_where(const Node& node) {
+    const WhereSelect w = where_select(g_, node);
+    const int out = node.outputs[0];
+    const bool plain = is_plain_4d(out);
+    const size_t r = w.dims.size();
+    const uint32_t a = r == 4 ? activation_as(w.activation, plain) : activation(w.activation);
+    auto laid_out = [&](const std::vector<float>& v) {
+      if (r != 4 || plain) {
+        return add_constant(std::vector<uint64_t>(w.dims.begin(), w.dims.end()), v);
+      }
+      const int64_t n = w.dims[0], c = w.dims[1], h = w.dims[2], wd = w.dims[3];
+      std::vector<float> nhwc(v.size());
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t ch = 0; ch < c; ++ch)
+          for (int64_t y = 0; y < h; ++y)
+            for (int64_t x = 0; x < wd; ++x)
+              nhwc[static_cast<size_t>(((i * h + y) * wd + x) * c + ch)] =
+                  v[static_cast<size_t>(((i * c + ch) * h + y) * wd + x)];
+      return add_constant(xnn_dims(w.dims), nhwc);
+    };
+    const uint32_t clipped = internal(dims_of(out));
+    add_node(NodeOp::Minimum, {a, laid_out(w.upper)}, clipped);
+    add_node(NodeOp::Maximum, {clipped, laid_out(w.lower)}, output(out));
   }
 
   /// tern::cat along the last XNNPACK dim: Concat nodes of up to 3 inputs, chained (each
@@ -1930,8 +1961,11 @@ class Lowering {
       lower_quant(node, op == "tern::embedding");
     } else if (op == "tern::linear") {
       lower_linear(node);
-    } else if (op == "tern::add" || op == "tern::sub" || op == "tern::mul" || op == "tern::div") {
+    } else if (op == "tern::add" || op == "tern::sub" || op == "tern::mul" || op == "tern::div" ||
+               op == "tern::maximum" || op == "tern::minimum") {
       lower_binary(node);
+    } else if (op == "tern::where") {
+      lower_where(node);
     } else if (op == "tern::relu" || op == "tern::hardtanh" || op == "tern::clamp") {
       float lo, hi;
       clamp_bounds(g_, node, &lo, &hi);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "backends/cpu/kernels/quant_weight.h"
 #include "backends/cpu/runtime/blob_attention_check.h"
@@ -40,6 +41,10 @@ const char* op_name(uint32_t op) {
       return "multiply";
     case NodeOp::Divide:
       return "divide";
+    case NodeOp::Maximum:
+      return "maximum";
+    case NodeOp::Minimum:
+      return "minimum";
     case NodeOp::Clamp:
       return "clamp";
     case NodeOp::Hardswish:
@@ -124,6 +129,8 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
     case NodeOp::Subtract:
     case NodeOp::Multiply:
     case NodeOp::Divide:
+    case NodeOp::Maximum:
+    case NodeOp::Minimum:
       *min_in = *max_in = 2;
       return;
     case NodeOp::Concat:  // 2 or 3 data inputs
@@ -657,8 +664,20 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
     case NodeOp::Add:
     case NodeOp::Subtract:
     case NodeOp::Multiply:
-    case NodeOp::Divide: {
+    case NodeOp::Divide:
+    case NodeOp::Maximum:
+    case NodeOp::Minimum: {
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 0, 0, 0));
+      const bool bounded = node.fparams[0] != -std::numeric_limits<float>::infinity() ||
+                           node.fparams[1] != std::numeric_limits<float>::infinity();
+      TERN_CHECK_OR_RETURN_ERROR(
+          !bounded || (static_cast<NodeOp>(node.op) != NodeOp::Maximum &&
+                       static_cast<NodeOp>(node.op) != NodeOp::Minimum),
+          InvalidProgram,
+          "cpu blob: node %u (%s): output bounds [%g, %g], expected (-inf, +inf) (XNNPACK's "
+          "maximum and minimum take none)",
+          n, op_name(node.op), static_cast<double>(node.fparams[0]),
+          static_cast<double>(node.fparams[1]));
       const BlobValue& y = v[node.inputs[1]];
       const uint32_t r = x.rank > y.rank ? x.rank : y.rank;
       uint64_t expect[kMaxDims];

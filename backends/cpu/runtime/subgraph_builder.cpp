@@ -51,6 +51,14 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
       return xnn_define_divide(sg, lo, hi, x, n.inputs[1], n.output, 0) == xnn_status_success
                  ? Error::Ok
                  : Error::InvalidProgram;
+    case NodeOp::Maximum:  // no output bounds (the reader checked fparams are (-inf, +inf))
+      return xnn_define_maximum2(sg, x, n.inputs[1], n.output, 0) == xnn_status_success
+                 ? Error::Ok
+                 : Error::InvalidProgram;
+    case NodeOp::Minimum:
+      return xnn_define_minimum2(sg, x, n.inputs[1], n.output, 0) == xnn_status_success
+                 ? Error::Ok
+                 : Error::InvalidProgram;
     case NodeOp::Clamp:
       return xnn_define_clamp(sg, lo, hi, x, n.output, 0) == xnn_status_success
                  ? Error::Ok

@@ -185,6 +185,53 @@ std::vector<OpCase> cases() {
                  b.output(slice(b, f, {1, 8, 6, 5}, 2, 1, 6, 2));
                },
                1e-10});
+  // where with a constant condition (blob version 17: a minimum and a maximum by constant
+  // bounds). MPT's causal mask: where(mask, lowest, scores + alibi) then softmax; the
+  // constant taken where the condition is false (1.13's masked softmax: where(keep, s, fill;
+  // the harness wants finite outputs, so -10000 as BERT's masks));
+  // an NHWC conv output with a per-channel condition and a constant tensor (laid out NHWC).
+  OpCase where_mpt = {"where_causal_lowest_then_softmax",
+                      [](GraphBuilder& b) {
+                        const int s = b.input("s", DType::F32, {1, 4, 6, 6});
+                        std::vector<uint8_t> upper(36);
+                        for (int i = 0; i < 6; ++i)
+                          for (int j = 0; j < 6; ++j) upper[static_cast<size_t>(i * 6 + j)] = j > i;
+                        const int m = bool_constant(b, {1, 1, 6, 6}, upper);
+                        const int low = b.constant_f32("low", {},
+                                                       {std::numeric_limits<float>::lowest()});
+                        const int w = b.op("tern::where", {m, low, s}, DType::F32, {1, 4, 6, 6});
+                        b.output(w);
+                        b.output(softmax(b, w, {1, 4, 6, 6}));
+                      },
+                      1e-10};
+  where_mpt.check_blob = [](const std::vector<uint8_t>& blob) {
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    EXPECT_EQ(count(ops, static_cast<uint32_t>(cpu::NodeOp::Minimum)), 1u);
+    EXPECT_EQ(count(ops, static_cast<uint32_t>(cpu::NodeOp::Maximum)), 1u);
+  };
+  c.push_back(where_mpt);
+  c.push_back({"where_keep_else_minus_inf",
+               [](GraphBuilder& b) {
+                 const int s = b.input("s", DType::F32, {2, 5, 5});
+                 std::vector<uint8_t> keep(25);
+                 for (size_t i = 0; i < keep.size(); ++i) keep[i] = (i * 7) % 3 != 0;
+                 const int m = bool_constant(b, {5, 5}, keep);
+                 b.output(b.op("tern::where",
+                               {m, s, b.double_value(-10000.0)},
+                               DType::F32, {2, 5, 5}));
+               },
+               0.0});
+  c.push_back({"where_nhwc_per_channel",
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 3, 4, 5};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int y = conv(b, x, xs, 3, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 71);
+                 const int m = bool_constant(b, {1, 3, 1, 1}, {1, 0, 1});
+                 const int k = b.constant_f32("k", {1, 1, 4, 5}, std::vector<float>(20, 0.75f));
+                 const int w = b.op("tern::where", {m, k, y}, DType::F32, xs);
+                 b.output(conv(b, w, xs, 2, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 73));
+               },
+               1e-10});
   // permute of an NHWC 4-D input to an NHWC 4-D output (both converted at the edges).
   c.push_back({"permute_nhwc_4d",
                [](GraphBuilder& b) {
@@ -519,6 +566,22 @@ TEST(CpuAttention, WhatTheCompileHalfRefuses) {
     conv(b, x, xs, 4, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 1);
     softmax(b, x, xs);
     EXPECT_NE(reason(b).find("NHWC"), std::string::npos) << reason(b);
+  }
+  {  // where of two activations, and with a condition computed from an input
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {2, 3});
+    const int y = b.input("y", DType::F32, {2, 3});
+    const int m = bool_constant(b, {2, 3}, std::vector<uint8_t>(6, 1));
+    b.op("tern::where", {m, x, y}, DType::F32, {2, 3});
+    EXPECT_NE(reason(b).find("where: of two activations"), std::string::npos) << reason(b);
+  }
+  {
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {2, 3});
+    const int c = b.op("tern::gt", {x, b.double_value(0.0)}, DType::Bool, {2, 3});
+    b.op("tern::where", {c, x, b.double_value(1.0)}, DType::F32, {2, 3});
+    EXPECT_NE(reason(b).find("the condition is not a constant bool tensor"), std::string::npos)
+        << reason(b);
   }
   {  // a slice that is empty
     GraphBuilder b;

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -589,6 +590,38 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::div", {x, b.double_value(3.0)}, DType::F32, {5, 6}));
                },
                1e-12});
+  // maximum / minimum (ops 35, 36): XGLM's scores clamped below by float32's lowest value (a 0-D
+  // constant), two activations broadcast, an NHWC operand with a per-channel constant, a scalar.
+  OpCase max_scores = {"maximum_of_scores_and_lowest",
+                       [](GraphBuilder& b) {
+                         const int s = b.input("s", DType::F32, {1, 4, 6, 6});
+                         const int low = b.constant_f32(
+                             "low", {}, {std::numeric_limits<float>::lowest()});
+                         b.output(b.op("tern::maximum", {s, low}, DType::F32, {1, 4, 6, 6}));
+                       },
+                       0.0};
+  max_scores.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(blob_ops(blob), std::vector<uint32_t>{static_cast<uint32_t>(cpu::NodeOp::Maximum)});
+  };
+  c.push_back(max_scores);
+  c.push_back({"minimum_and_maximum_broadcast",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {3, 1, 5});
+                 const int y = b.input("y", DType::F32, {4, 1});
+                 b.output(b.op("tern::minimum", {x, y}, DType::F32, {3, 4, 5}));
+                 b.output(b.op("tern::maximum", {y, x}, DType::F32, {3, 4, 5}));
+               },
+               0.0});
+  c.push_back({"maximum_nhwc_per_channel_and_minimum_scalar",
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 3, 4, 4};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int y = conv(b, x, xs, 3, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 61);
+                 const int k = b.constant_f32("k", {1, 3, 1, 1}, {0.1f, -0.2f, 0.3f});
+                 const int m = b.op("tern::maximum", {y, k}, DType::F32, xs);
+                 b.output(b.op("tern::minimum", {m, b.double_value(0.25)}, DType::F32, xs));
+               },
+               1e-12});
   // ---- activations ----
   c.push_back(unary("relu", "tern::relu", {2, 4, 5, 5}));
   c.push_back(unary("relu6_hardtanh", "tern::hardtanh", {1, 6, 4, 4}, [](GraphBuilder& b) {
@@ -958,6 +991,34 @@ TEST(CpuConformanceSingle, CallerBoundInputMayMove) {
     const std::vector<float> got = testing::to_vector(*method->output(0).get());
     const RunResult portable = run_program(pte, graph, {in}, true);
     EXPECT_LE(nmse(got, portable.outputs[0]), 1e-9) << "seed " << seed;
+  }
+}
+
+}  // namespace
+}  // namespace tern::cpu_test
+
+namespace tern::cpu_test {
+namespace {
+
+// Maximum / minimum (ops 35, 36): XNNPACK's nodes take no output bounds, so the reader refuses
+// any but (-inf, +inf), and the operands must broadcast like the other binary ops'.
+TEST(CpuMaximumBlob, FieldsAreChecked) {
+  register_all();
+  for (const char* op : {"tern::maximum", "tern::minimum"}) {
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {3, 1, 5});
+    const int y = b.input("y", DType::F32, {4, 1});
+    b.output(b.op(op, {x, y}, DType::F32, {3, 4, 5}));
+    delegate_cpu(b, 0, 0);
+    const std::vector<uint8_t> blob = b.graph().delegates[0].blob;
+    ASSERT_EQ(blob_ops(blob).size(), 1u);
+    expect_refused(blob, 0,
+                   {{"a lower bound", [](cpu::BlobNode& n) { n.fparams[0] = 0.0f; },
+                     "expected (-inf, +inf)"},
+                    {"an upper bound", [](cpu::BlobNode& n) { n.fparams[1] = 6.0f; },
+                     "expected (-inf, +inf)"},
+                    {"a parameter", [](cpu::BlobNode& n) { n.params[0] = 1; }, "unused parameter 0 is 1"},
+                    {"one input", [](cpu::BlobNode& n) { n.num_inputs = 1; }, "1 inputs"}});
   }
 }
 

@@ -1,0 +1,117 @@
+#include "backends/cpu/compile/where_select.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "backends/cpu/compile/node_attrs.h"
+
+namespace tern::compiler::cpu_compile {
+namespace {
+
+/// `sizes` right-aligned to `rank` dims with leading 1s.
+std::vector<int64_t> aligned(const std::vector<int64_t>& sizes, size_t rank) {
+  std::vector<int64_t> d(rank - sizes.size(), 1);
+  d.insert(d.end(), sizes.begin(), sizes.end());
+  return d;
+}
+
+uint64_t numel_of(const std::vector<int64_t>& sizes) {
+  uint64_t n = 1;
+  for (int64_t d : sizes) n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+/// Row-major element strides of `dims`, 0 for a dim of 1 (read broadcast).
+std::vector<uint64_t> broadcast_strides(const std::vector<int64_t>& dims) {
+  std::vector<uint64_t> s(dims.size(), 0);
+  uint64_t step = 1;
+  for (size_t i = dims.size(); i-- > 0;) {
+    s[i] = dims[i] == 1 ? 0 : step;
+    step *= static_cast<uint64_t>(dims[i]);
+  }
+  return s;
+}
+
+}  // namespace
+
+WhereSelect where_select(const Graph& g, const Node& node) {
+  if (node.args.size() != 3) throw Unsupported("where: expected 3 arguments");
+  const Value& out = single_output(g, node);
+  const size_t r = out.sizes.size();
+  const Value& cond = value_at(g, node.args[0]);
+  if (!cond.is_tensor() || !cond.is_constant || cond.dtype != DType::Bool ||
+      cond.sizes.size() > r) {
+    throw Unsupported("where: the condition is not a constant bool tensor");
+  }
+  // Which side is the activation; the other a constant (tensor or number).
+  const Value& x = value_at(g, node.args[1]);
+  const Value& y = value_at(g, node.args[2]);
+  const bool x_act = x.is_tensor() && !x.is_constant;
+  const bool y_act = y.is_tensor() && !y.is_constant;
+  if (x_act == y_act) {
+    throw Unsupported(x_act ? "where: of two activations" : "where: of two constants");
+  }
+  WhereSelect w;
+  w.activation = x_act ? node.args[1] : node.args[2];
+  const Value& act = activation_tensor(g, w.activation, x_act ? "x" : "y");
+  if (act.sizes != out.sizes) throw Unsupported("where: the activation is not the output's shape");
+  const int kid = x_act ? node.args[2] : node.args[1];
+  const Value& k = value_at(g, kid);
+  std::vector<int64_t> kdims(r, 1);
+  std::vector<float> kdata;
+  double scalar = 0.0;
+  if (k.kind == Value::Kind::Int || k.kind == Value::Kind::Double) {
+    kdata.push_back(static_cast<float>(number(g, kid, "the constant")));
+  } else if (scalar_constant(g, kid, &scalar)) {
+    kdata.push_back(static_cast<float>(scalar));
+  } else {
+    const Value& kt = f32_tensor(g, kid, "the constant");
+    if (kt.sizes.size() > r || kt.data.size() != numel_of(kt.sizes) * 4) {
+      throw Unsupported("where: the constant's rank or bytes");
+    }
+    kdims = aligned(kt.sizes, r);
+    kdata.resize(numel_of(kt.sizes));
+    std::memcpy(kdata.data(), kt.data.data(), kt.data.size());
+  }
+  for (float v : kdata) {
+    if (std::isnan(v)) throw Unsupported("where: a NaN constant");
+  }
+  const std::vector<int64_t> cdims = aligned(cond.sizes, r);
+  if (cond.data.size() != numel_of(cond.sizes)) throw Unsupported("where: the condition's bytes");
+  w.dims.assign(r, 1);
+  for (size_t i = 0; i < r; ++i) {
+    for (int64_t d : {cdims[i], kdims[i]}) {
+      if (d == 1) continue;
+      if (d != out.sizes[i] || (w.dims[i] != 1 && w.dims[i] != d)) {
+        throw Unsupported("where: the condition or the constant does not broadcast to " +
+                          shape_str(out.sizes));
+      }
+      w.dims[i] = d;
+    }
+  }
+  const std::vector<uint64_t> cs = broadcast_strides(cdims), ks = broadcast_strides(kdims);
+  uint64_t n = 1;
+  for (int64_t d : w.dims) n *= static_cast<uint64_t>(d);
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  w.upper.resize(n);
+  w.lower.resize(n);
+  std::vector<int64_t> idx(r, 0);
+  for (uint64_t e = 0; e < n; ++e) {
+    uint64_t ci = 0, ki = 0;
+    for (size_t i = 0; i < r; ++i) {
+      ci += static_cast<uint64_t>(idx[i]) * cs[i];
+      ki += static_cast<uint64_t>(idx[i]) * ks[i];
+    }
+    const bool take_constant = (cond.data[ci] != 0) != x_act;  // x where cond, else y
+    w.upper[e] = take_constant ? kdata[ki] : kInf;
+    w.lower[e] = take_constant ? kdata[ki] : -kInf;
+    for (size_t i = r; i-- > 0;) {  // the next index, row-major
+      if (++idx[i] < w.dims[i]) break;
+      idx[i] = 0;
+    }
+  }
+  return w;
+}
+
+}  // namespace tern::compiler::cpu_compile
