@@ -598,6 +598,32 @@ def test_flip_and_recurrent_layers():
             assert result.ops.get("tern::flip"), result.ops
 
 
+def test_exact_gelu_written_out_is_one_gelu():
+    # ESM's and Google BERT's hand-written exact GELU, x * 0.5 * (1 + erf(x / sqrt(2))), in the
+    # forms erf_gelu.py takes: one tern::gelu each, no erf left; compared with PyTorch's own
+    # evaluation of the written-out chain. A chain whose intermediate has another reader, or
+    # with another constant, stays as written.
+    import math
+
+    class M(nn.Module):
+        def forward(self, x):
+            a = x * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))           # ESM
+            b = 0.5 * x * (torch.erf(x * (1.0 / math.sqrt(2.0))) + 1.0)   # operands swapped
+            c = x * (1.0 + torch.erf(x / math.sqrt(2.0))) / 2.0           # halved at the end
+            e = torch.erf(x / math.sqrt(2.0))
+            d = x * 0.5 * (1.0 + e)                                       # e read twice
+            f = x * 0.5 * (1.0 + torch.erf(x / 1.5))                      # not sqrt(2)
+            return a, b, c, d + e, f
+
+    m = M()
+    x = torch.randn(2, 7, 16) * 3
+    result, got = export_and_run(m, (x,), "erf_gelu")
+    for k, (g, r) in enumerate(zip(got, m(x))):
+        assert_close(g, r, rtol=1e-5, what="output %d" % k)
+    assert result.ops.get("tern::gelu") == 3, result.ops
+    assert result.ops.get("tern::erf") == 2, result.ops
+
+
 def test_fold():
     # F.fold (aten.col2im; PyTorch's decomposition is an index_put with accumulate, which tern
     # does not take): blocks that tile the output (MobileViTV2's patch folding) are a view +

@@ -16,7 +16,7 @@ import re
 import torch
 import torch.fx
 
-from . import gqa, ops_table, row_views
+from . import erf_gelu, gqa, ops_table, row_views
 from .errors import ExportError, Unsupported, UnsupportedOpError
 from .graph_writer import tern_dtype
 from .values import POISON, Const, Multi, Poison, TVal, Unavailable
@@ -258,6 +258,7 @@ class Lowerer:
         if self.fold_repeat_kv:
             gqa.fold_repeat_kv(self.gm)
         row_views.fold_row_views(self.gm)
+        erf_gelu.fold_erf_gelus(self.gm)
         live = self._live_nodes(graph)
         self._plan_bn_folds(live)
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
