@@ -229,6 +229,44 @@ def _yolos_tiny():
                        ["logits", "pred_boxes"]).eval()
 
 
+class LSTMKeywordSpotter(nn.Module):
+    """Keyword spotting as on microcontrollers and phones: 49 frames x 40 MFCCs (1 s of audio in
+    20 ms hops), a 2-layer bidirectional LSTM (hidden 128), the last step's features to 12
+    keywords."""
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(40, 128, num_layers=2, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(256, 12)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return self.fc(y[:, -1])
+
+
+class CRNN(nn.Module):
+    """Text-line recognition (CRNN, Shi et al.): a 1x32x128 grey crop through a VGG-style conv
+    stack with batch norm to one row of 32 columns x 256 features, a 2-layer bidirectional LSTM
+    (hidden 128), 37 classes a column (CTC)."""
+    def __init__(self):
+        super().__init__()
+        def block(cin, cout, pool):
+            layers = [nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU()]
+            return layers + ([nn.MaxPool2d(pool)] if pool else [])
+        self.conv = nn.Sequential(*block(1, 64, 2), *block(64, 128, 2), *block(128, 256, None),
+                                  *block(256, 256, (2, 1)), *block(256, 256, (4, 1)))
+        self.lstm = nn.LSTM(256, 128, num_layers=2, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(256, 37)
+
+    def forward(self, x):
+        y = self.conv(x).squeeze(2).transpose(1, 2)  # [N, 32, 256]
+        y, _ = self.lstm(y)
+        return self.fc(y).log_softmax(-1)
+
+
+def _crnn():
+    return _calibrate_bn(CRNN(), (1, 1, 32, 128))
+
+
 MODELS = {
     "resnet18": (lambda: _torchvision("resnet18"), (1, 3, 224, 224), "torchvision resnet18, 1x3x224x224"),
     "mobilenet_v2": (lambda: _torchvision("mobilenet_v2"), (1, 3, 224, 224), "torchvision mobilenet_v2, 1x3x224x224"),
@@ -295,6 +333,11 @@ MODELS = {
                          "transformers T5EncoderModel at T5-small's shape, seq 128"),
     "yolos_tiny": (_yolos_tiny, (1, 3, 512, 512),
                    "transformers YolosForObjectDetection at YOLOS-tiny's shape, 1x3x512x512"),
+    # Recurrent models (nn.LSTM, unrolled over the time steps by the exporters).
+    "lstm_kws": (lambda: LSTMKeywordSpotter().eval(), (1, 49, 40),
+                 "2-layer bidirectional LSTM (hidden 128) keyword spotter, 49 frames x 40 MFCCs"),
+    "crnn": (_crnn, (1, 1, 32, 128),
+             "CRNN text-line recognizer (VGG-style convs + 2-layer bidirectional LSTM), 1x1x32x128"),
 }
 
 # The single fully-connected layer for raw XNNPACK against tern's cpu delegate.
