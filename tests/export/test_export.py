@@ -624,6 +624,32 @@ def test_exact_gelu_written_out_is_one_gelu():
     assert result.ops.get("tern::erf") == 2, result.ops
 
 
+def test_index_select_by_a_constant_run_is_a_slice():
+    # XLNet's relative shift: index_select(x, 3, arange(klen)) by a constant index that is a run
+    # start, start + step, ... is a slice; any other constant index (descending, repeated,
+    # irregular) stays an index_select. Expected: PyTorch's own.
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            for name, v in (("run", [0, 1, 2, 3, 4]), ("strided", [1, 3, 5]),
+                            ("last", [6]), ("irregular", [0, 2, 3]),
+                            ("descending", [4, 3, 2]), ("repeated", [2, 2])):
+                self.register_buffer(name, torch.tensor(v))
+
+        def forward(self, x):
+            y = x * 2
+            return tuple(torch.index_select(y, 2, getattr(self, k)) for k in
+                         ("run", "strided", "last", "irregular", "descending", "repeated"))
+
+    m = M()
+    x = torch.randn(2, 3, 7)
+    result, got = export_and_run(m, (x,), "index_select_run")
+    for k, (g, r) in enumerate(zip(got, m(x))):
+        assert_close(g, r, rtol=0.0, what="output %d" % k)
+    assert result.ops.get("tern::index_select") == 3, result.ops
+    assert result.ops.get("tern::slice") == 3, result.ops
+
+
 def test_fold():
     # F.fold (aten.col2im; PyTorch's decomposition is an index_put with accumulate, which tern
     # does not take): blocks that tile the output (MobileViTV2's patch folding) are a view +

@@ -802,8 +802,22 @@ def _select(L, n, a, real):
 
 @handles("index_select.default")
 def _index_select(L, n, a, real):
-    return L.emit("index_select", [L.tensor_id(a["self"]), L.mb.int(V(a["dim"])),
-                                   L.tensor_id(a["index"])], real)
+    # A constant index that is a run start, start + step, ... (step >= 1; XLNet's relative
+    # shift picks arange(klen)) is a slice: a view for step 1, and the backends take slices.
+    x, dim, index = a["self"], V(a["dim"]), a["index"]
+    if isinstance(index, Const) and isinstance(index.value, torch.Tensor) and \
+            index.value.dim() == 1 and index.value.numel() >= 1:
+        idx = index.value.to(torch.int64)
+        size = int(real_of(x).shape[dim])
+        start = int(idx[0])
+        step = int(idx[1] - idx[0]) if idx.numel() > 1 else 1
+        run = start + step * torch.arange(idx.numel(), dtype=torch.int64)
+        if step >= 1 and 0 <= start and int(run[-1]) < size and torch.equal(idx, run):
+            if start == 0 and step == 1 and idx.numel() == size and isinstance(x, TVal):
+                return x
+            return L.emit("slice", [L.tensor_id(x), L.mb.int(dim), L.mb.int(start),
+                                    L.mb.int(int(run[-1]) + 1), L.mb.int(step)], real)
+    return L.emit("index_select", [L.tensor_id(x), L.mb.int(dim), L.tensor_id(index)], real)
 
 
 @handles("index_copy.default")
