@@ -24,7 +24,12 @@ bool same_batch(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
 void check_batch_matmul(const Graph& g, const Node& node) {
   if (node.args.size() != 2) throw Unsupported("expected 2 arguments");
   const Value& a = activation_tensor(g, node.args[0], "a");
-  const Value& b = activation_tensor(g, node.args[1], "b");
+  // b may be a constant (XLNet's and Funnel's relative-position products: a different matrix
+  // per batch entry; one matrix repeated is a linear already, from the exporter).
+  const Value& b = f32_tensor(g, node.args[1], "b");
+  if (b.is_constant && b.quant.scheme != QuantSpec::Scheme::None) {
+    throw Unsupported("b: a quantized constant");
+  }
   const Value& out = single_output(g, node);
   if (!same_batch(a.sizes, b.sizes)) {
     throw Unsupported("operands " + shape_str(a.sizes) + " and " + shape_str(b.sizes) +

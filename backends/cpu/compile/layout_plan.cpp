@@ -246,7 +246,9 @@ void check_layout(const Graph& g, const Node& node, const std::vector<bool>& pla
   };
   const size_t p = plain_args(g, node);
   for (size_t a = 0; a < p && a < node.args.size(); ++a) {
-    if (is_4d_tensor(g, node.args[a]) && !is_plain(node.args[a])) {
+    // A constant is laid out as its reader needs (a bmm's constant b: row-major).
+    if (is_4d_tensor(g, node.args[a]) && !is_plain(node.args[a]) &&
+        !g.values[static_cast<size_t>(node.args[a])].is_constant) {
       throw Unsupported(op + ": over the last dims of an NHWC 4-D tensor");
     }
   }

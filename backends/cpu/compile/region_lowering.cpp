@@ -1582,7 +1582,12 @@ class Lowering {
   /// bmm / matmul of two activations: tern's BatchMatMul (op 26).
   void lower_batch_matmul(const Node& node) {
     const uint32_t a = activation(node.args[0]);
-    const uint32_t b = activation(node.args[1]);
+    const Value& bv = g_.values[static_cast<size_t>(node.args[1])];
+    const uint32_t b =
+        bv.is_constant
+            ? constant_as(node.args[1], std::vector<uint64_t>(bv.sizes.begin(), bv.sizes.end()),
+                          1.0)  // row-major [.., K, N], read by tern's kernel as it is
+            : activation(node.args[1]);
     add_node(NodeOp::BatchMatMul, {a, b}, output(node.outputs[0]));
   }
 

@@ -276,6 +276,22 @@ std::vector<OpCase> cases() {
     EXPECT_EQ(count(ops, kCopyOp), 1u);
   };
   c.push_back(bmm_t);
+  // bmm / matmul by a constant whose batch entries differ (XLNet's and Funnel's relative
+  // positions times a per-head weight; blob version 17: BatchMatMul's b a constant).
+  OpCase bmm_const = {"bmm_by_a_constant_per_batch",
+                      [](GraphBuilder& b) {
+                        const int a = b.input("a", DType::F32, {3, 7, 5});
+                        const int k = constant(b, "k", {3, 5, 20}, 91);
+                        b.output(matmul(b, "tern::bmm", a, k, {3, 7, 5}, 20));
+                        const int a4 = b.input("a4", DType::F32, {2, 2, 4, 6});
+                        const int k4 = constant(b, "k4", {2, 2, 6, 3}, 92);
+                        b.output(matmul(b, "tern::matmul", a4, k4, {2, 2, 4, 6}, 3));
+                      },
+                      1e-10};
+  bmm_const.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count(blob_ops(blob), kMatMulOp), 2u);
+  };
+  c.push_back(bmm_const);
   // 4-D matmul (more than 16 columns: two panels, the last partial), softmax over a 4-D tensor.
   c.push_back({"matmul_4d_softmax",
                [](GraphBuilder& b) {
@@ -704,6 +720,15 @@ TEST(CpuAttentionBlob, BatchMatMulFieldsAreChecked) {
           m.inputs[1] = cpu::kNoValue;
         },
         "(batch_matmul): 1 inputs"}});
+  // b a constant (since version 17): a stays a data value.
+  const std::vector<uint8_t> by_constant = blob_of([](GraphBuilder& b) {
+    const int a = b.input("a", DType::F32, {3, 7, 5});
+    b.output(matmul(b, "tern::bmm", a, constant(b, "k", {3, 5, 9}, 93), {3, 7, 5}, 9));
+  });
+  ASSERT_EQ(blob_ops(by_constant), std::vector<uint32_t>{kMatMulOp});
+  expect_refused(by_constant, 0,
+                 {{"a the constant too", [](cpu::BlobNode& m) { m.inputs[0] = m.inputs[1]; },
+                   "must not be a constant"}});
 }
 
 TEST(CpuAttentionBlob, ConcatRowsAreChecked) {
