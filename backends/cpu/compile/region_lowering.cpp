@@ -712,8 +712,14 @@ class Lowering {
   }
 
   /// A product this small (e.g. a squeeze-excitation block's 1x1 convs on a 1x1 image) takes
-  /// less time than a stage boundary: it stays in the surrounding XNNPACK stage.
-  static bool is_tiny_gemm(int64_t m, int64_t n, int64_t k) { return m * n * k <= (1 << 17); }
+  /// less time than a stage boundary: it stays in the surrounding XNNPACK stage. Below 4 rows
+  /// the snapshot's fully-connected kernel (1x16 tiles, one accumulator chain over K) waits on
+  /// each FMA's latency: an LSTM's recurrent [1, 128] x [128, 512] took ~15 us there, ~3 on
+  /// tern's GEMM with the stage boundary (lstm_kws 4.1 -> 1.2 ms), so few rows stay only to
+  /// 2^15 multiply-adds.
+  static bool is_tiny_gemm(int64_t m, int64_t n, int64_t k) {
+    return m * n * k <= (m < 4 ? (1 << 15) : (1 << 17));
+  }
 
   /// Whether XNNPACK's fully-connected node computes a product of depth k correctly. The
   /// Debian snapshot (2022-02) picks K-by-4 "s4" GEMM kernels on some x86 hosts (AMD EPYC

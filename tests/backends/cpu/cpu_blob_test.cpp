@@ -863,9 +863,15 @@ TEST_F(CpuBlobTest, TinyProductsStayInXnnpackLargeOnesGoToTernsKernels) {
     delegate_cpu(b, 0, 0);
     return blob_node(b.graph().delegates[0].blob, 0).op;
   };
-  // 1 x 576 -> 144 (a MobileNetV3 squeeze-excitation fc): 82,944 multiply-adds <= 2^17.
-  EXPECT_EQ(ops_of(1, 576, 144), static_cast<uint32_t>(cpu::NodeOp::FullyConnected));
-  // 1 x 576 -> 1024 (its classifier): 589,824 > 2^17.
+  // Below 4 rows up to 2^15 multiply-adds: 1 x 16 -> 96 (a squeeze-excitation fc of a small
+  // block) stays; 1 x 576 -> 144 (MobileNetV3's, 82,944) and an LSTM's recurrent 1 x 128 ->
+  // 512 (65,536) go to tern's GEMM (the snapshot's 1-row kernel waits on FMA latency).
+  EXPECT_EQ(ops_of(1, 16, 96), static_cast<uint32_t>(cpu::NodeOp::FullyConnected));
+  EXPECT_EQ(ops_of(1, 576, 144), static_cast<uint32_t>(cpu::NodeOp::PackedFullyConnected));
+  EXPECT_EQ(ops_of(1, 128, 512), static_cast<uint32_t>(cpu::NodeOp::PackedFullyConnected));
+  // From 4 rows up to 2^17: 8 x 64 -> 128 (65,536) stays.
+  EXPECT_EQ(ops_of(8, 64, 128), static_cast<uint32_t>(cpu::NodeOp::FullyConnected));
+  // 1 x 576 -> 1024 (MobileNetV3's classifier): 589,824 > 2^17.
   EXPECT_EQ(ops_of(1, 576, 1024), static_cast<uint32_t>(cpu::NodeOp::PackedFullyConnected));
 }
 
