@@ -169,6 +169,14 @@ Error build_xnn_stage(const BlobPlan& plan, const StagePlan& stages, const Stage
     }
   }
   out->num_externals = num_ext;
+  // The stage keeps its num_ext entries only: sized by the blob's value count, hundreds of
+  // stages (an unrolled LSTM's ~1,000) would hold stages x values of them (~60 MB).
+  if (num_ext > 0) {
+    void* values = std::realloc(out->values, sizeof(uint32_t) * num_ext);
+    void* externals = std::realloc(out->externals, sizeof(xnn_external_value) * num_ext);
+    if (values != nullptr) out->values = static_cast<uint32_t*>(values);
+    if (externals != nullptr) out->externals = static_cast<xnn_external_value*>(externals);
+  }
   xnn_subgraph_t sg = nullptr;
   if (xnn_create_subgraph(num_ext, 0, &sg) != xnn_status_success) {
     std::free(xid);
