@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 17;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 18;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
                                       // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
                                       // 7: ops 23-24 quantized weights, op 25 LayerNorm;
@@ -30,7 +30,7 @@ constexpr uint32_t kBlobVersion = 17;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // 16: op 33 PackedConv3d, op 34
                                       // ResizeBilinearToPlanes; 17: signed
                                       // StridedCopy strides (a flip), ops 35
-                                      // Maximum, 36 Minimum
+                                      // Maximum, 36 Minimum; 18: View values
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -88,8 +88,14 @@ enum class ValueKind : uint32_t {
   /// scaled, or a Source's bytes in place), read by nodes like a Constant; `data_bytes` is
   /// 4 * numel (since version 8).
   Derived = 5,
+  /// A contiguous run of another value's elements, read in place (since version 18): the
+  /// elements [data_offset, data_offset + numel) of Internal value `view_base`, seen with this
+  /// value's dims (a split's chunk, a slice of whole rows, a step of an unrolled recurrent
+  /// layer). Read by nodes like any data value; no node makes it (its base's maker does). The
+  /// runtime keeps the base's bytes until the view's last reader. Layout Plain, static dims.
+  View = 6,
 };
-constexpr uint32_t kLastValueKind = 5;
+constexpr uint32_t kLastValueKind = 6;
 
 /// The element type of a Source value (low byte of BlobValue::source).
 enum class SourceType : uint32_t {
@@ -122,7 +128,8 @@ struct BlobValue {
   uint32_t arg;             ///< delegate call argument index for externals and Sources, else
                             ///< kNoValue
   uint64_t dims[kMaxDims];  ///< first `rank` used, each >= 1; the rest 0
-  uint64_t data_offset;     ///< Constant: from the data section start, else 0
+  uint64_t data_offset;     ///< Constant: from the data section start; View: the element
+                            ///< offset into its base; else 0
   uint64_t data_bytes;      ///< Constant, Derived: 4 * numel; Source: the argument's bytes;
                             ///< else 0
   uint32_t recipe;          ///< Derived: index of its recipe record; else kNoValue
@@ -133,7 +140,7 @@ struct BlobValue {
   /// PackedFullyConnected / QuantizedFullyConnected node and made only by one, whose rows
   /// then follow the actual size.
   uint32_t dynamic_mask;
-  uint32_t reserved;  ///< 0
+  uint32_t view_base;  ///< View: the value it reads (an Internal value); else 0
 };
 
 /// How a Derived value is made from Source values (BlobRecipe::op). Every recipe reads f32

@@ -435,6 +435,32 @@ compiler::Graph v17_graph() {
   return b.build();
 }
 
+/// Blob version 18: View values. One LSTM-like step over x[4, 24]: a projection by tern's GEMM
+/// (32 x 24 x 4 rows, above XNNPACK's share), its rows and a split of a sum into chunks read
+/// in place (a view of a view among them), and a reshape of a chunk.
+compiler::Graph v18_graph() {
+  GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {4, 24});
+  const int p = b.op("tern::linear",
+                     {x, seed_constant(b, "w", {400, 24}, 131), seed_constant(b, "b", {400}, 132)},
+                     DType::F32, {4, 400});
+  const int r0 = b.op("tern::select", {p, b.int_value(0), b.int_value(1)}, DType::F32, {400});
+  const int r1 = b.op("tern::select", {p, b.int_value(0), b.int_value(3)}, DType::F32, {400});
+  const int s = b.op("tern::add", {r0, r1}, DType::F32, {400});
+  const int g = b.op("tern::split", {s, b.int_list({100, 300}), b.int_value(0)}, DType::F32, {100});
+  b.graph().values.push_back(b.graph().values[static_cast<size_t>(g)]);
+  b.graph().values.back().sizes = {300};
+  const int rest = static_cast<int>(b.graph().values.size()) - 1;
+  b.graph().nodes.back().outputs.push_back(rest);
+  const int q = b.op("tern::slice",
+                     {rest, b.int_value(0), b.int_value(200), b.int_value(300), b.int_value(1)},
+                     DType::F32, {100});
+  const int gs = b.op("tern::sigmoid", {g}, DType::F32, {100});
+  const int m = b.op("tern::mul", {gs, q}, DType::F32, {100});
+  b.output(b.op("tern::view", {m, b.int_list({10, 10})}, DType::F32, {10, 10}));
+  return b.build();
+}
+
 /// Bounded-dynamic rows (blob version 12): x[1, seq<=6, 16] -> linear -> linear, both in one
 /// delegate (the hidden value internal and dynamic), run by the fuzzer at the bound.
 compiler::Graph dynamic_rows_graph() {
@@ -476,6 +502,7 @@ std::vector<Seed> cpu_blob_seeds() {
       {"v15", v15_graph()},
       {"v16", v16_graph()},
       {"v17", v17_graph()},
+      {"v18", v18_graph()},
       {"dynamic_rows", dynamic_rows_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;

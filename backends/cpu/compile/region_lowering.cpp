@@ -1109,6 +1109,10 @@ class Lowering {
   /// `to` (a folded node's output): external when `to` leaves the region.
   void retarget_output(int from, int to) {
     const uint32_t id = ids_.at(from);
+    if (viewed_.count(id) != 0 && output_arg_.count(to) != 0) {
+      throw std::invalid_argument("cpu backend: internal error: a viewed value (" +
+                                  std::to_string(id) + ") would become a region output");
+    }
     ids_.erase(from);
     ids_.emplace(to, id);
     auto ext = output_arg_.find(to);
@@ -1479,7 +1483,15 @@ class Lowering {
     auto it = lazy_.find(vid);
     if (it != lazy_.end() && ids_.count(vid) == 0) return it->second;
     const uint32_t id = activation(vid);
-    return whole_value(id, g_.values[static_cast<size_t>(vid)].sizes, is_nhwc(vid));
+    StridedView v = whole_value(id, g_.values[static_cast<size_t>(vid)].sizes, is_nhwc(vid));
+    if (values_[id].kind == static_cast<uint32_t>(ValueKind::View)) {  // a run of its base
+      const BlobValue& base = values_[values_[id].view_base];
+      v.base = values_[id].view_base;
+      v.base_numel = 1;
+      for (uint32_t d = 0; d < base.rank; ++d) v.base_numel *= base.dims[d];
+      v.offset += static_cast<int64_t>(values_[id].data_offset);
+    }
+    return v;
   }
 
   /// Writes view `v` into blob value `out` in the order `nhwc` says: a plain copy (XNNPACK's
@@ -1509,9 +1521,27 @@ class Lowering {
     n.params[cpu::kCopyOffset] = static_cast<uint32_t>(p.offset);
   }
 
-  /// The blob value of index-map result `vid`, copied from its view once.
+  /// The blob value of index-map result `vid`: a View value reading its base in place when
+  /// the view is one contiguous run of an internal value and stays inside the region (a
+  /// split's chunk, a step of an unrolled recurrent layer: no copy and no stage boundary),
+  /// else copied from its view once.
   uint32_t materialize(int vid) {
     const StridedView v = lazy_.at(vid);
+    const CopyPlan p = copy_plan(v, is_nhwc(vid));
+    const bool contiguous = p.identity || p.extent.empty() ||
+                            (p.extent.size() == 1 && p.stride[0] == 1);
+    const BlobValue& base = values_[v.base];
+    if (contiguous && p.offset >= 0 && output_arg_.count(vid) == 0 &&
+        base.kind == static_cast<uint32_t>(ValueKind::Internal) && base.dynamic_mask == 0 &&
+        dynamic_dim_of(vid) == cpu::kNoValue) {
+      const uint32_t id = add_value(ValueKind::View, ValueLayout::Plain, dims_of(vid),
+                                    cpu::kNoValue);
+      values_[id].view_base = v.base;
+      values_[id].data_offset = static_cast<uint64_t>(p.offset);
+      viewed_.insert(v.base);
+      ids_.emplace(vid, id);
+      return id;
+    }
     const uint32_t out = output(vid);
     emit_copy(v, is_nhwc(vid), out);
     return out;
@@ -1557,7 +1587,8 @@ class Lowering {
                                                    (is_nhwc(y) && layout_sensitive(yv.sizes)));
     const bool pending = lazy_.count(x) != 0 && ids_.count(x) == 0;
     if (!reorders && !pending) {
-      add_node(NodeOp::Reshape, {activation(x)}, output(y));
+      const uint32_t in = activation(x);
+      if (!reshape_in_place(in, y)) add_node(NodeOp::Reshape, {in}, output(y));
       return;
     }
     StridedView out;
@@ -1568,6 +1599,38 @@ class Lowering {
       (void)reshaped(whole_value(flat, xv.sizes, false), yv.sizes, &out);  // row-major: always
     }
     lazy_[y] = out;
+  }
+
+  /// Tern value `y`, a reshape of blob value `in` in the same byte order, made a View of `in`'s
+  /// bytes (no copy) when `in` is a view already or an internal value made by one of tern's
+  /// kernels (in the workspace anyway: a view of it breaks no XNNPACK runtime) and `y` stays
+  /// inside the region. False (nothing made) otherwise.
+  bool reshape_in_place(uint32_t in, int y) {
+    if (output_arg_.count(y) != 0 || dynamic_dim_of(y) != cpu::kNoValue) return false;
+    const BlobValue& v = values_[in];
+    uint32_t base = in;
+    uint64_t offset = 0;
+    if (v.kind == static_cast<uint32_t>(ValueKind::View)) {
+      base = v.view_base;
+      offset = v.data_offset;
+    } else if (v.kind != static_cast<uint32_t>(ValueKind::Internal) || v.dynamic_mask != 0 ||
+               !made_by_own_kernel(in)) {
+      return false;
+    }
+    const uint32_t id = add_value(ValueKind::View, ValueLayout::Plain, dims_of(y), cpu::kNoValue);
+    values_[id].view_base = base;
+    values_[id].data_offset = offset;
+    viewed_.insert(base);
+    ids_.emplace(y, id);
+    return true;
+  }
+
+  /// Whether blob value `id` is the output of one of tern's own kernels (not XNNPACK's).
+  bool made_by_own_kernel(uint32_t id) const {
+    for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
+      if (it->output == id) return cpu::is_own_kernel_op(it->op);
+    }
+    return false;
   }
 
   /// upsample_nearest2d by integer factors kh, kw (YOLO's and U-Net's upsampling): x viewed as
@@ -2122,6 +2185,7 @@ class Lowering {
   std::map<int, uint32_t> sources_;  ///< tern constant -> its Source blob value
   std::vector<bool> plain_;      ///< tern value id -> a channels-last 4-D tensor (layout_plan.h)
   std::set<uint32_t> aliased_;   ///< blob values standing for several tern values (permutes)
+  std::set<uint32_t> viewed_;    ///< blob values some View value reads
   std::map<int, StridedView> lazy_;
   /// 3-D values made by a conv1d or group norm in NHWC order (nlc_output) and 5-D ones made by
   /// a conv3d in NDHWC order (ndhwc_output): views of their blob values, not copied yet.

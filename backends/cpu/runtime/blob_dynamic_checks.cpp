@@ -3,8 +3,6 @@
 namespace tern::cpu {
 
 Error check_dynamic_value(uint32_t i, const BlobValue& v) {
-  TERN_CHECK_OR_RETURN_ERROR(v.reserved == 0, InvalidProgram,
-                             "cpu blob: value %u: reserved field %u, expected 0", i, v.reserved);
   if (!is_dynamic_value(v)) return Error::Ok;
   const ValueKind k = static_cast<ValueKind>(v.kind);
   TERN_CHECK_OR_RETURN_ERROR(

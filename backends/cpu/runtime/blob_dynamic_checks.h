@@ -23,7 +23,7 @@ inline uint32_t dynamic_dim_of(const BlobValue& v) {
   return d;
 }
 
-/// Value `i`'s dynamic_mask and reserved fields: 0, or one bit on a Plain internal / external
+/// Value `i`'s dynamic_mask field: 0, or one bit on a Plain internal / external
 /// input / external output of rank >= 2, for a dim before its last.
 Error check_dynamic_value(uint32_t i, const BlobValue& v);
 

@@ -11,6 +11,7 @@
 #include "backends/cpu/runtime/blob_conv3d_check.h"
 #include "backends/cpu/runtime/blob_copy_checks.h"
 #include "backends/cpu/runtime/blob_dynamic_checks.h"
+#include "backends/cpu/runtime/blob_view_checks.h"
 #include "backends/cpu/weights/weight_recipe.h"
 #include "runtime/core/checked_math.h"
 
@@ -851,7 +852,7 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
 
 Error check_value(uint32_t i, const BlobValue& v, const BlobHeader& h, bool* arg_used) {
   TERN_CHECK_OR_RETURN_ERROR(v.kind <= kLastValueKind, InvalidProgram,
-                             "cpu blob: value %u: kind %u unknown (0..5)", i, v.kind);
+                             "cpu blob: value %u: kind %u unknown (0..6)", i, v.kind);
   TERN_CHECK_OR_RETURN_ERROR(v.layout <= static_cast<uint32_t>(ValueLayout::Int64Plain),
                              InvalidProgram, "cpu blob: value %u: layout %u unknown (0..2)", i,
                              v.layout);
@@ -939,7 +940,7 @@ Error check_value(uint32_t i, const BlobValue& v, const BlobHeader& h, bool* arg
                                i, static_cast<unsigned long long>(v.data_offset),
                                static_cast<unsigned long long>(v.data_bytes),
                                static_cast<unsigned long long>(h.data_size));
-  } else if (!source && !derived) {
+  } else if (!source && !derived && kind != ValueKind::View) {  // a view: check_view_value
     TERN_CHECK_OR_RETURN_ERROR(v.data_offset == 0 && v.data_bytes == 0, InvalidProgram,
                                "cpu blob: value %u: data on a non-constant value", i);
   }
@@ -1104,6 +1105,7 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
     for (uint32_t i = 0; i < nv && err == Error::Ok; ++i) {
       err = check_value(i, values[i], h, arg_used);
       if (err == Error::Ok) err = check_dynamic_value(i, values[i]);
+      if (err == Error::Ok) err = check_view_value(i, values, nv);
       const ValueKind k = static_cast<ValueKind>(values[i].kind);
       ready[i] = (k == ValueKind::Constant || k == ValueKind::Derived ||
                   k == ValueKind::ExternalInput)
@@ -1153,7 +1155,7 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
                                 n, op_name(node.op), i, id);
         break;
       }
-      if (id >= nv || !ready[id]) {
+      if (id >= nv || !ready[is_view_value(values[id]) ? values[id].view_base : id]) {
         err = set_error_message(Error::InvalidProgram,
                                 "cpu blob: node %u (%s): input %u is value %u, which is out of "
                                 "range (%u values) or not made before this node",
@@ -1245,7 +1247,7 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
   for (uint32_t i = 0; i < nv && err == Error::Ok; ++i) {
     const ValueKind k = static_cast<ValueKind>(values[i].kind);
     if (k == ValueKind::ExternalOutput) ++num_outputs;
-    if (!ready[i] && k != ValueKind::Source) {
+    if (!ready[i] && k != ValueKind::Source && k != ValueKind::View) {
       err = set_error_message(Error::InvalidProgram,
                               "cpu blob: value %u (%s) is never made by a node", i,
                               k == ValueKind::Internal ? "internal" : "external output");

@@ -251,6 +251,11 @@ Error plan_externals(CpuDelegate* d) {
     d->addr[i] = reinterpret_cast<float*>(static_cast<uint8_t*>(d->workspace) +
                                           d->stages.workspace_offsets[i]);
   }
+  // A view's base is an earlier Workspace value (parse_blob, plan_stages): its address is set.
+  for (uint32_t i = 0; i < nv; ++i) {
+    if (d->stages.homes[i] != ValueHome::View) continue;
+    d->addr[i] = d->addr[p.values[i].view_base] + p.values[i].data_offset;
+  }
   return Error::Ok;
 }
 

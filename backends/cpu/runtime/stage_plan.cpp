@@ -99,7 +99,12 @@ Error plan_stages(const BlobPlan& blob, uint64_t alignment, uint64_t slack, Stag
     for (uint32_t n = 0; n < nn; ++n) {
       const BlobNode& node = blob.nodes[n];
       for (uint32_t j = 0; j < node.num_inputs; ++j) {
-        const uint32_t id = node.inputs[j];
+        uint32_t id = node.inputs[j];
+        if (blob.values[id].kind == static_cast<uint32_t>(ValueKind::View)) {
+          read_at_all[id] = true;
+          id = blob.values[id].view_base;  // the bytes read are the base's
+          read_elsewhere[id] = true;       // addressed from outside any one XNNPACK runtime
+        }
         read_at_all[id] = true;
         if (maker[id] != stage_of_node[n]) read_elsewhere[id] = true;
         if (stage_of_node[n] > last_reader[id]) last_reader[id] = stage_of_node[n];
@@ -116,6 +121,9 @@ Error plan_stages(const BlobPlan& blob, uint64_t alignment, uint64_t slack, Stag
           break;
         case ValueKind::ExternalInput:
           home = ValueHome::Staged;
+          break;
+        case ValueKind::View:
+          home = ValueHome::View;
           break;
         case ValueKind::ExternalOutput:
           home = v.layout == static_cast<uint32_t>(ValueLayout::Nhwc) || read_at_all[i]

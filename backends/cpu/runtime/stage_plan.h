@@ -24,6 +24,7 @@ enum class ValueHome : uint8_t {
   Staged,       ///< an external argument copied (transposed when NHWC) via a staging buffer
   Bound,        ///< an external output written in place in the argument's memory
   Workspace,    ///< an internal value crossing stages: a delegate-owned buffer
+  View,         ///< inside its base's bytes (a Workspace value: any base of a view is)
 };
 
 /// Nodes [first_node, end_node) of the blob, run by one XNNPACK runtime or (own_kernel) by
@@ -49,7 +50,8 @@ struct StagePlan {
 /// external inputs are always Staged (a caller-bound input may move between executions).
 /// Workspace values get offsets (multiples of `alignment`, a power of two) such that two
 /// values whose stage lifetimes overlap never share bytes; each gets its f32 bytes plus
-/// `slack` (XNNPACK reads up to XNN_EXTRA_BYTES past an input). MemoryAllocationFailed when
+/// `slack` (XNNPACK reads up to XNN_EXTRA_BYTES past an input). A View value's readers read
+/// its base: the base lives in the workspace until the last of them. MemoryAllocationFailed when
 /// the arrays cannot be allocated or the workspace size overflows.
 Error plan_stages(const BlobPlan& blob, uint64_t alignment, uint64_t slack, StagePlan* out);
 
