@@ -30,7 +30,8 @@ constexpr uint32_t kBlobVersion = 18;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // 16: op 33 PackedConv3d, op 34
                                       // ResizeBilinearToPlanes; 17: signed
                                       // StridedCopy strides (a flip), ops 35
-                                      // Maximum, 36 Minimum; 18: View values
+                                      // Maximum, 36 Minimum; 18: View values,
+                                      // op 37 LstmCell
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -387,10 +388,18 @@ enum class NodeOp : uint32_t {
   /// 0; fparams (-inf, +inf) (no output bounds). Output: the broadcast dims.
   Maximum = 35,
   Minimum = 36,
+  /// tern's fused LSTM cell (kernels/lstm_cell.h; since version 18): one step's gates in
+  /// PyTorch's order i, f, g, o to the new cell and hidden states. in: gates [..., 4H] (a data
+  /// value), c [..., H] (the previous cell state: a data value or a constant), optional gates2
+  /// (a data value of the gates' element count and last dim, added to them: the step's row of
+  /// the input projection); R = numel(c) / H rows, the gates 4 R H elements. params[0] = H, the
+  /// rest 0; fparams (-inf, +inf). Output [2, R, H]: c' = σ(f) c + σ(i) tanh(g), then
+  /// h' = σ(o) tanh(c') (read as View values).
+  LstmCell = 37,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 36;
+constexpr uint32_t kLastNodeOp = 37;
 
 /// Most channels of ResizeBilinearToPlanes's input (its kernel caches a row of every channel).
 constexpr uint64_t kMaxResizePlanesChannels = 4096;
@@ -545,7 +554,8 @@ constexpr bool is_own_kernel_op(uint32_t op) {
          op == static_cast<uint32_t>(NodeOp::GroupNorm) ||
          op == static_cast<uint32_t>(NodeOp::Attention) ||
          op == static_cast<uint32_t>(NodeOp::PackedConv3d) ||
-         op == static_cast<uint32_t>(NodeOp::ResizeBilinearToPlanes);
+         op == static_cast<uint32_t>(NodeOp::ResizeBilinearToPlanes) ||
+         op == static_cast<uint32_t>(NodeOp::LstmCell);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.

@@ -461,6 +461,46 @@ compiler::Graph v18_graph() {
   return b.build();
 }
 
+/// Blob version 18's fused LSTM cell (op 37): two steps of an LSTM (hidden 8) over x[2, 1, 6]
+/// from a constant zero state, each step's gates the recurrent product plus its row of the
+/// input projection, c' and h' views of the cell's output.
+compiler::Graph v18_lstm_graph() {
+  GraphBuilder b("forward");
+  const int64_t h = 8;
+  const int x = b.input("x", DType::F32, {2, 1, 6});
+  const int p = b.op("tern::linear",
+                     {x, seed_constant(b, "wi", {4 * h, 6}, 141), seed_constant(b, "bi", {4 * h}, 142)},
+                     DType::F32, {2, 1, 4 * h});
+  int hv = b.constant_f32("h0", {1, h}, std::vector<float>(h, 0.0f));
+  int cv = b.constant_f32("c0", {1, h}, std::vector<float>(h, 0.0f));
+  const int wh = seed_constant(b, "wh", {4 * h, h}, 143);
+  const std::vector<int64_t> gate{1, h};
+  for (int64_t t = 0; t < 2; ++t) {
+    const int xt = b.op("tern::select", {p, b.int_value(0), b.int_value(t)}, DType::F32, {1, 4 * h});
+    const int rec = b.op("tern::linear", {hv, wh, b.none()}, DType::F32, {1, 4 * h});
+    const int g = b.op("tern::add", {rec, xt}, DType::F32, {1, 4 * h});
+    const int s = b.op("tern::split", {g, b.int_list({h, h, h, h}), b.int_value(1)}, DType::F32, gate);
+    std::vector<int> parts{s};
+    for (int k = 1; k < 4; ++k) {
+      b.graph().values.push_back(b.graph().values[static_cast<size_t>(s)]);
+      parts.push_back(static_cast<int>(b.graph().values.size()) - 1);
+      b.graph().nodes.back().outputs.push_back(parts.back());
+    }
+    const int i = b.op("tern::sigmoid", {parts[0]}, DType::F32, gate);
+    const int f = b.op("tern::sigmoid", {parts[1]}, DType::F32, gate);
+    const int gg = b.op("tern::tanh", {parts[2]}, DType::F32, gate);
+    const int o = b.op("tern::sigmoid", {parts[3]}, DType::F32, gate);
+    const int fc = b.op("tern::mul", {f, cv}, DType::F32, gate);
+    const int ig = b.op("tern::mul", {i, gg}, DType::F32, gate);
+    cv = b.op("tern::add", {fc, ig}, DType::F32, gate);
+    const int tc = b.op("tern::tanh", {cv}, DType::F32, gate);
+    hv = b.op("tern::mul", {o, tc}, DType::F32, gate);
+  }
+  b.output(hv);
+  b.output(cv);
+  return b.build();
+}
+
 /// Bounded-dynamic rows (blob version 12): x[1, seq<=6, 16] -> linear -> linear, both in one
 /// delegate (the hidden value internal and dynamic), run by the fuzzer at the bound.
 compiler::Graph dynamic_rows_graph() {
@@ -503,6 +543,7 @@ std::vector<Seed> cpu_blob_seeds() {
       {"v16", v16_graph()},
       {"v17", v17_graph()},
       {"v18", v18_graph()},
+      {"v18_lstm", v18_lstm_graph()},
       {"dynamic_rows", dynamic_rows_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;

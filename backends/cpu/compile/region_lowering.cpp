@@ -21,6 +21,7 @@
 #include "backends/cpu/compile/quant_lowering.h"
 #include "backends/cpu/compile/strided_view.h"
 #include "backends/cpu/compile/tanh_gelu_match.h"
+#include "backends/cpu/compile/lstm_cell_match.h"
 #include "backends/cpu/compile/where_select.h"
 #include "backends/cpu/cpu_blob_format.h"
 #include "backends/cpu/kernels/packed_gemm.h"
@@ -109,6 +110,10 @@ class Lowering {
       for (size_t i = 0; i + 1 < m.nodes.size(); ++i) gelu_pieces_.insert(m.nodes[i]);
       tanh_gelus_[m.nodes.back()] = m;
     }
+    for (const LstmCellMatch& m : match_lstm_cells(g_, r_)) {
+      for (size_t i = 0; i + 1 < m.nodes.size(); ++i) gelu_pieces_.insert(m.nodes[i]);
+      lstm_cells_[m.nodes.back()] = m;
+    }
     for (const AttentionMatch& m : match_attentions(g_, r_)) {
       for (size_t i = 0; i + 1 < m.nodes.size(); ++i) gelu_pieces_.insert(m.nodes[i]);
       attentions_[m.nodes.back()] = m;
@@ -118,6 +123,10 @@ class Lowering {
       if (gelu_pieces_.count(n) != 0) continue;   // lowered with the pattern's last node
       if (auto t = tanh_gelus_.find(n); t != tanh_gelus_.end()) {
         lower_tanh_gelu(t->second);
+        continue;
+      }
+      if (auto l = lstm_cells_.find(n); l != lstm_cells_.end()) {
+        lower_lstm_cell(l->second);
         continue;
       }
       if (auto a = attentions_.find(n); a != attentions_.end()) {
@@ -963,6 +972,36 @@ class Lowering {
     const uint32_t x = activation(m.x);
     BlobNode& n = add_node(NodeOp::Gelu, {x}, output(m.y));
     n.params[0] = 1;
+  }
+
+  /// An LSTM cell written out (lstm_cell_match.h): one LstmCell node (op 37) making [2, R, H],
+  /// c' and h' View values of its two halves (copied into their own values where they leave
+  /// the region).
+  void lower_lstm_cell(const LstmCellMatch& m) {
+    std::vector<uint32_t> in{activation(m.gates)};
+    const Value& cv = g_.values[static_cast<size_t>(m.c)];
+    const uint64_t h = static_cast<uint64_t>(m.hidden);
+    uint64_t rows = 1;
+    for (int64_t d : cv.sizes) rows *= static_cast<uint64_t>(d);
+    rows /= h;
+    in.push_back(cv.is_constant ? constant_as(m.c, {rows, h}) : activation(m.c));
+    if (m.gates2 >= 0) in.push_back(activation(m.gates2));
+    const uint32_t out = internal({2, rows, h});
+    BlobNode& n = add_node(NodeOp::LstmCell, in, out);
+    n.params[0] = static_cast<uint32_t>(h);
+    for (const auto& [vid, offset] : {std::pair<int, uint64_t>{m.c_next, 0},
+                                      std::pair<int, uint64_t>{m.h_next, rows * h}}) {
+      const uint32_t id = add_value(ValueKind::View, ValueLayout::Plain, dims_of(vid),
+                                    cpu::kNoValue);
+      values_[id].view_base = out;
+      values_[id].data_offset = offset;
+      viewed_.insert(out);
+      if (output_arg_.count(vid) != 0) {
+        add_node(NodeOp::Reshape, {id}, output(vid));
+      } else {
+        ids_.emplace(vid, id);
+      }
+    }
   }
 
   /// A relu/hardtanh/clamp whose input is made by the node just lowered, one of tern's GEMM
@@ -2193,8 +2232,9 @@ class Lowering {
   /// 4-D activations copied into the other layout for a reader that needs it (activation_as).
   std::map<int, uint32_t> relaid_;
   std::set<int> folded_views_;   ///< view nodes folded into a linear or a concat (no blob node)
-  std::set<int> gelu_pieces_;    ///< a written-out tanh GELU's nodes but its last (no blob node)
+  std::set<int> gelu_pieces_;    ///< a matched pattern's nodes but its last (no blob node)
   std::map<int, TanhGeluMatch> tanh_gelus_;  ///< its last node -> the pattern
+  std::map<int, LstmCellMatch> lstm_cells_;  ///< its last node -> the pattern
   std::map<int, AttentionMatch> attentions_;  ///< its second bmm -> the pattern
   std::map<int, ConcatShuffleMatch> shuffle_folds_;  ///< cat node -> its channel shuffle
   std::map<int, std::pair<int, int>> linear_folds_;  ///< linear node -> (x, output) values

@@ -11,6 +11,7 @@
 #include "backends/cpu/runtime/blob_conv3d_check.h"
 #include "backends/cpu/runtime/blob_copy_checks.h"
 #include "backends/cpu/runtime/blob_dynamic_checks.h"
+#include "backends/cpu/runtime/blob_lstm_check.h"
 #include "backends/cpu/runtime/blob_view_checks.h"
 #include "backends/cpu/weights/weight_recipe.h"
 #include "runtime/core/checked_math.h"
@@ -100,6 +101,8 @@ const char* op_name(uint32_t op) {
       return "packed_conv3d";
     case NodeOp::ResizeBilinearToPlanes:
       return "resize_bilinear_to_planes";
+    case NodeOp::LstmCell:
+      return "lstm_cell";
   }
   return "?";
 }
@@ -160,6 +163,11 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
       *min_in = 3;
       *max_in = 4;
       *either_mask = 0x8;
+      return;
+    case NodeOp::LstmCell:  // gates, c (data or constant), gates2?
+      *min_in = 2;
+      *max_in = 3;
+      *either_mask = 0x2;
       return;
     default:
       *min_in = *max_in = 1;
@@ -801,6 +809,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
       return check_batch_matmul(n, node, v);
     case NodeOp::Attention:
       return check_attention(n, node, v);
+    case NodeOp::LstmCell:
+      return check_lstm_cell(n, node, v);
     case NodeOp::StridedCopy:
       return check_strided_copy(n, node, v);
     case NodeOp::RowConcat:

@@ -7,6 +7,7 @@
 #include "backends/cpu/kernels/bottleneck.h"
 #include "backends/cpu/kernels/group_norm_nhwc.h"
 #include "backends/cpu/kernels/layer_norm_rows.h"
+#include "backends/cpu/kernels/lstm_cell.h"
 #include "backends/cpu/kernels/packed_conv.h"
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "backends/cpu/kernels/quant_embedding.h"
@@ -373,6 +374,8 @@ uint64_t own_kernel_scratch_floats(const BlobPlan& plan, uint32_t n, int64_t thr
       return group_norm_scratch_floats(group_norm_problem(plan, node, nullptr));
     case NodeOp::Attention:
       return attention_scratch_floats(attention_problem(plan, node, nullptr), threads);
+    case NodeOp::LstmCell:
+      return lstm_cell_scratch_floats(node.params[0]);
     default:
       return 0;
   }
@@ -445,6 +448,17 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
     case NodeOp::PackedBottleneck:
       bottleneck_nhwc(bottleneck_problem(plan, node, addr), scratch, pool);
       return Error::Ok;
+    case NodeOp::LstmCell: {
+      LstmCellProblem p;
+      p.gates = addr[node.inputs[0]];
+      p.c = addr[node.inputs[1]];
+      p.gates2 = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
+      p.out = addr[node.output];
+      p.hidden = node.params[0];
+      p.rows = static_cast<int64_t>(value_numel(plan.values[node.inputs[1]])) / p.hidden;
+      lstm_cell(p, scratch);
+      return Error::Ok;
+    }
     case NodeOp::Concat: {
       ConcatTask t;
       const BlobValue& out = plan.values[node.output];

@@ -129,6 +129,7 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
     case NodeOp::Attention:
     case NodeOp::PackedConv3d:
     case NodeOp::ResizeBilinearToPlanes:
+    case NodeOp::LstmCell:
       break;  // tern's own kernels: never in an XNNPACK stage
   }
   return Error::InvalidProgram;

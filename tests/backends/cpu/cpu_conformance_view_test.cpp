@@ -1,9 +1,11 @@
-// View values (cpu blob version 18): a split's chunk, a slice of whole rows or a reshape of a
-// value tern's kernels made is read in place, as a contiguous run of its base's elements,
-// instead of being copied by a StridedCopy node. Conformance against the portable kernels
-// (harness: cpu_conformance_util.h) of an unrolled LSTM's steps, chunks of an XNNPACK stage's
-// output read in the same stage, views of views and a strided slice that must stay a copy; then
-// what the reader checks in a View value's fields.
+// View values and the fused LSTM cell (cpu blob version 18). A split's chunk, a slice of whole
+// rows or a reshape of a value tern's kernels made is read in place, as a contiguous run of its
+// base's elements, instead of being copied by a StridedCopy node; an LSTM cell written out
+// (split gates, sigmoids, tanhs, products) is one LstmCell node (op 37) whose c' and h' are
+// views of its output. Conformance against the portable kernels (harness:
+// cpu_conformance_util.h) of an unrolled LSTM's steps, a cell with a constant state, chunks of
+// an XNNPACK stage's output read in the same stage, views of views and a strided slice that
+// must stay a copy; then what the reader checks in a View value's and an LstmCell node's fields.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -107,21 +109,58 @@ void lstm_steps(GraphBuilder& b, int64_t steps, int64_t in, int64_t h) {
 
 std::vector<OpCase> cases() {
   std::vector<OpCase> c;
-  OpCase lstm = {"lstm_steps_read_gates_in_place",
+  OpCase lstm = {"lstm_steps_fused_cells_read_in_place",
                  [](GraphBuilder& b) { lstm_steps(b, 3, 40, 128); }, 1e-10};
   lstm.check_blob = [](const std::vector<uint8_t>& blob) {
-    // Per step: its row of the projection and four chunks; and step 0's reshape of the
-    // recurrent product (tern's GEMM made it: 128 x 512 multiply-adds a row; the later steps'
-    // view -> linear -> view make the product in the reshaped dims directly).
+    // Each step one LstmCell node (op 37, since version 18) taking the recurrent product and
+    // its row of the projection as its two gates operands: no XNNPACK sigmoid, add or copy.
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::LstmCell), 3u);
     EXPECT_EQ(count_op(blob, cpu::NodeOp::StridedCopy), 0u);
-    EXPECT_EQ(count_views(blob), 3u * 5u + 1u);
-    for (const cpu::BlobValue& v : blob_values(blob)) {
-      if (v.kind != kViewKind) continue;
-      EXPECT_EQ(blob_values(blob)[v.view_base].kind,
-                static_cast<uint32_t>(cpu::ValueKind::Internal));
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::Sigmoid), 0u);
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::Add), 0u);
+    // Views: per step its row of the projection and the cell's c' and h'; and step 0's
+    // reshape of the recurrent product (tern's GEMM made it: 128 x 512 multiply-adds a row;
+    // the later steps' view -> linear -> view make the product in the reshaped dims).
+    EXPECT_EQ(count_views(blob), 3u * 3u + 1u);
+    const std::vector<cpu::BlobValue> values = blob_values(blob);
+    for (uint32_t n = 0; n < blob_ops(blob).size(); ++n) {
+      const cpu::BlobNode node = blob_node(blob, n);
+      if (node.op != static_cast<uint32_t>(cpu::NodeOp::LstmCell)) continue;
+      EXPECT_EQ(node.num_inputs, 3u);
+      EXPECT_EQ(node.params[0], 128u);
+      EXPECT_EQ(values[node.inputs[2]].kind, kViewKind) << "the step's row of the projection";
     }
   };
   c.push_back(lstm);
+  // A cell whose gates are one linear's output (no add) and whose previous state is a
+  // constant (torch.export's zero initial state), two rows (a batch of 2).
+  OpCase cell = {"lstm_cell_constant_state_two_rows",
+                 [](GraphBuilder& b) {
+                   const int x = b.input("x", DType::F32, {2, 24});
+                   const std::vector<int64_t> gate{2, 16};
+                   const int g = linear(b, x, {2, 24}, 64, 31);
+                   const std::vector<int> p = split_equal(b, g, 4, 1, gate);
+                   const int c0 = constant(b, "c0", gate, 33);
+                   const int i = b.op("tern::sigmoid", {p[0]}, DType::F32, gate);
+                   const int f = b.op("tern::sigmoid", {p[1]}, DType::F32, gate);
+                   const int gg = b.op("tern::tanh", {p[2]}, DType::F32, gate);
+                   const int o = b.op("tern::sigmoid", {p[3]}, DType::F32, gate);
+                   const int cn = binary(b, "tern::add", binary(b, "tern::mul", c0, f, gate),
+                                         binary(b, "tern::mul", gg, i, gate), gate);
+                   b.output(binary(b, "tern::mul", b.op("tern::tanh", {cn}, DType::F32, gate), o,
+                                   gate));
+                 },
+                 1e-10};
+  cell.check_blob = [](const std::vector<uint8_t>& blob) {
+    ASSERT_EQ(count_op(blob, cpu::NodeOp::LstmCell), 1u);
+    for (uint32_t n = 0; n < blob_ops(blob).size(); ++n) {
+      const cpu::BlobNode node = blob_node(blob, n);
+      if (node.op != static_cast<uint32_t>(cpu::NodeOp::LstmCell)) continue;
+      EXPECT_EQ(node.num_inputs, 2u);
+      EXPECT_EQ(node.params[0], 16u);
+    }
+  };
+  c.push_back(cell);
   // Chunks (rows) of an XNNPACK stage's output read by the same stage, one chunk of a chunk
   // (a view of a view: its base is the first value), and a reshape of a chunk.
   OpCase rows = {"row_chunks_read_by_the_stage_that_makes_them",
@@ -237,6 +276,30 @@ TEST(CpuViewBlob, ViewFieldsAreChecked) {
     EXPECT_EQ(parse(bad, &msg), Error::InvalidProgram) << msg;
     EXPECT_NE(msg.find(vc.expect), std::string::npos) << msg;
   }
+  // The LstmCell node's fields.
+  uint32_t cell = cpu::kNoValue;
+  for (uint32_t n = 0; n < blob_ops(blob).size() && cell == cpu::kNoValue; ++n) {
+    if (blob_ops(blob)[n] == static_cast<uint32_t>(cpu::NodeOp::LstmCell)) cell = n;
+  }
+  ASSERT_NE(cell, cpu::kNoValue);
+  expect_refused(
+      blob, cell,
+      {{"hidden 0", [](cpu::BlobNode& m) { m.params[0] = 0; }, "hidden size 0, expected 1..2^30"},
+       {"hidden 4", [](cpu::BlobNode& m) { m.params[0] = 4; },
+        "has last dim 8, expected the hidden size 4"},
+       {"hidden 2^31", [](cpu::BlobNode& m) { m.params[0] = 1u << 31; }, "expected 1..2^30"},
+       {"parameter 3", [](cpu::BlobNode& m) { m.params[3] = 1; }, "unused parameter 3 is 1"},
+       {"bounds", [](cpu::BlobNode& m) { m.fparams[1] = 6.0f; }, "expected (-inf, +inf)"},
+       {"gates and c swapped", [](cpu::BlobNode& m) { std::swap(m.inputs[0], m.inputs[1]); },
+        "lstm_cell"},
+       {"one input",
+        [](cpu::BlobNode& m) {
+          m.num_inputs = 1;
+          m.inputs[1] = m.inputs[2] = cpu::kNoValue;
+        },
+        "(lstm_cell): 1 inputs, expected 2..3"},
+       {"gates2 the cell state", [](cpu::BlobNode& m) { m.inputs[2] = m.inputs[1]; },
+        "expected 1 rows of 4 x 8"}});
   // A node that writes a view (no node makes one: its base's maker does).
   for (uint32_t n = 0;; ++n) {
     ASSERT_LT(n, blob_ops(blob).size()) << "no node reads the view";

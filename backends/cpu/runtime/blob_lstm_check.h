@@ -1,0 +1,18 @@
+// parse_blob's check of the fused LSTM cell (op 37; internal to backends/cpu/runtime): the
+// hidden size, the gates' and the cell state's element counts and last dims, the optional
+// second gates operand and the output's [2, R, H]. Errors name the node, the field, what was
+// expected and what was found.
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cpu/cpu_blob_format.h"
+#include "runtime/core/error.h"
+
+namespace tern::cpu {
+
+/// Node `n` (op 37) with values `v` (already checked to exist and be made before the node; the
+/// gates data values, c a data value or a constant).
+Error check_lstm_cell(uint32_t n, const BlobNode& node, const BlobValue* v);
+
+}  // namespace tern::cpu
