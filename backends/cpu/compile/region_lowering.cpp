@@ -1249,9 +1249,10 @@ class Lowering {
     add_node(op, {a, b}, output(node.outputs[0]));
   }
 
-  /// where(cond, x, y) with a constant condition and one constant side (where_select.h):
-  /// minimum by the upper bounds, then maximum by the lower ones, both constants laid out as
-  /// the output (NHWC for an NHWC 4-D output).
+  /// where(cond, x, y) with a constant condition (where_select.h): one constant side: minimum
+  /// by the upper bounds, then maximum by the lower ones; two activations: each one's minimum
+  /// by its bound, then their maximum. Bounds are constants laid out as the output (NHWC for
+  /// an NHWC 4-D output).
   void lower_where(const Node& node) {
     const WhereSelect w = where_select(g_, node);
     const int out = node.outputs[0];
@@ -1274,7 +1275,14 @@ class Lowering {
     };
     const uint32_t clipped = internal(dims_of(out));
     add_node(NodeOp::Minimum, {a, laid_out(w.upper)}, clipped);
-    add_node(NodeOp::Maximum, {clipped, laid_out(w.lower)}, output(out));
+    if (w.other < 0) {
+      add_node(NodeOp::Maximum, {clipped, laid_out(w.lower)}, output(out));
+      return;
+    }
+    const uint32_t b = r == 4 ? activation_as(w.other, plain) : activation(w.other);
+    const uint32_t other = internal(dims_of(out));
+    add_node(NodeOp::Minimum, {b, laid_out(w.other_upper)}, other);
+    add_node(NodeOp::Maximum, {clipped, other}, output(out));
   }
 
   /// tern::cat along the last XNNPACK dim: Concat nodes of up to 3 inputs, chained (each
@@ -1670,6 +1678,24 @@ class Lowering {
       if (it->output == id) return cpu::is_own_kernel_op(it->op);
     }
     return false;
+  }
+
+  /// softmax over a dim followed by dims of 1 only (ConvBERT's [N, K, 1] over dim 1; the
+  /// compile half's check allows no other form but the last dim): XNNPACK's softmax over the
+  /// last dim of x seen as [.., K] (a reshape, the same bytes), reshaped back. False when the
+  /// softmax is over the last dim.
+  bool softmax_over_inner_dim(const Node& node) {
+    const std::vector<int64_t>& s = g_.values[static_cast<size_t>(node.args[0])].sizes;
+    int64_t dim = int_value(g_, node.args[1], "dim");
+    if (dim < 0) dim += static_cast<int64_t>(s.size());
+    if (dim == static_cast<int64_t>(s.size()) - 1) return false;
+    const std::vector<uint64_t> folded(s.begin(), s.begin() + dim + 1);
+    const uint32_t x = internal(folded);
+    add_node(NodeOp::Reshape, {activation(node.args[0])}, x);
+    const uint32_t y = internal(folded);
+    add_node(NodeOp::Softmax, {x}, y);
+    add_node(NodeOp::Reshape, {y}, output(node.outputs[0]));
+    return true;
   }
 
   /// upsample_nearest2d by integer factors kh, kw (YOLO's and U-Net's upsampling): x viewed as
@@ -2139,6 +2165,8 @@ class Lowering {
       const uint32_t s = internal(dims_of(node.args[0]));
       add_node(NodeOp::Sigmoid, {x}, s);
       add_node(NodeOp::Multiply, {x, s}, output(node.outputs[0]));
+    } else if (op == "tern::softmax" && softmax_over_inner_dim(node)) {
+      return;
     } else if (op == "tern::hardswish" || op == "tern::sigmoid" || op == "tern::softmax") {
       const NodeOp nop = op == "tern::hardswish" ? NodeOp::Hardswish
                          : op == "tern::sigmoid" ? NodeOp::Sigmoid

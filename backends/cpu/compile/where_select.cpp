@@ -49,13 +49,31 @@ WhereSelect where_select(const Graph& g, const Node& node) {
   const Value& y = value_at(g, node.args[2]);
   const bool x_act = x.is_tensor() && !x.is_constant;
   const bool y_act = y.is_tensor() && !y.is_constant;
-  if (x_act == y_act) {
-    throw Unsupported(x_act ? "where: of two activations" : "where: of two constants");
-  }
+  if (!x_act && !y_act) throw Unsupported("where: of two constants");
   WhereSelect w;
   w.activation = x_act ? node.args[1] : node.args[2];
   const Value& act = activation_tensor(g, w.activation, x_act ? "x" : "y");
   if (act.sizes != out.sizes) throw Unsupported("where: the activation is not the output's shape");
+  const std::vector<int64_t> cdims = aligned(cond.sizes, r);
+  if (cond.data.size() != numel_of(cond.sizes)) throw Unsupported("where: the condition's bytes");
+  if (x_act && y_act) {
+    w.other = node.args[2];
+    if (activation_tensor(g, w.other, "y").sizes != out.sizes) {
+      throw Unsupported("where: an activation is not the output's shape");
+    }
+    for (size_t i = 0; i < r; ++i) {
+      if (cdims[i] != 1 && cdims[i] != out.sizes[i]) {
+        throw Unsupported("where: the condition does not broadcast to " + shape_str(out.sizes));
+      }
+    }
+    w.dims = cdims;
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    for (uint8_t c : cond.data) {
+      w.upper.push_back(c != 0 ? kInf : -kInf);
+      w.other_upper.push_back(c != 0 ? -kInf : kInf);
+    }
+    return w;
+  }
   const int kid = x_act ? node.args[2] : node.args[1];
   const Value& k = value_at(g, kid);
   std::vector<int64_t> kdims(r, 1);
@@ -77,8 +95,6 @@ WhereSelect where_select(const Graph& g, const Node& node) {
   for (float v : kdata) {
     if (std::isnan(v)) throw Unsupported("where: a NaN constant");
   }
-  const std::vector<int64_t> cdims = aligned(cond.sizes, r);
-  if (cond.data.size() != numel_of(cond.sizes)) throw Unsupported("where: the condition's bytes");
   w.dims.assign(r, 1);
   for (size_t i = 0; i < r; ++i) {
     for (int64_t d : {cdims[i], kdims[i]}) {

@@ -1,11 +1,16 @@
 // where(cond, x, y) with a constant condition, as the cpu delegate runs it (internal to
-// backends/cpu/compile): one of x / y an f32 activation, the other a constant (an f32 tensor or
-// a number). The constant side is written as two bounds, upper = (take the constant ? k : +inf)
-// and lower = (take the constant ? k : -inf), and out = max(min(activation, upper), lower):
-// exactly the constant where the condition picks it, exactly the activation elsewhere (for any
-// activation value but NaN, which XNNPACK's minimum/maximum may turn into a bound). Two
-// elementwise nodes (ops 36, 35) with constant operands; MPT's ALiBi mask, 1.13's masked
-// softmax.
+// backends/cpu/compile).
+// - One of x / y an f32 activation, the other a constant (an f32 tensor or a number): the
+//   constant side is written as two bounds, upper = (take the constant ? k : +inf) and lower =
+//   (take the constant ? k : -inf), and out = max(min(activation, upper), lower): exactly the
+//   constant where the condition picks it, exactly the activation elsewhere. Two elementwise
+//   nodes (ops 36, 35) with constant operands; MPT's ALiBi mask, 1.13's masked softmax.
+// - Both activations (of the output's shape): out = max(min(x, upper), min(y, other_upper))
+//   with upper = (cond ? +inf : -inf) and other_upper = (cond ? -inf : +inf): the picked side
+//   passes its minimum unchanged, the other becomes -inf, and the maximum returns the picked
+//   value exactly (infinities included). Three nodes; Funnel's token-type attention bias.
+// Exact for any activation value but NaN, which XNNPACK's minimum/maximum may turn into a
+// bound.
 #pragma once
 
 #include <cstdint>
@@ -16,16 +21,18 @@
 namespace tern::compiler::cpu_compile {
 
 struct WhereSelect {
-  int activation = -1;          ///< the f32 activation operand (x or y)
+  int activation = -1;          ///< the f32 activation operand (x, or y when x is a constant)
+  int other = -1;               ///< y when both are activations, else -1
   std::vector<int64_t> dims;    ///< the bounds' tern dims: the output's rank, 1 where neither
                                 ///< the condition nor the constant varies
   std::vector<float> upper;     ///< row-major over dims
-  std::vector<float> lower;
+  std::vector<float> lower;        ///< one activation only
+  std::vector<float> other_upper;  ///< two activations only: y's bound
 };
 
 /// The bounds of where node `node`; throws Unsupported for any other form (a condition that is
-/// not a constant bool tensor, two activations or two constants, a NaN constant, shapes that do
-/// not broadcast to the output).
+/// not a constant bool tensor, two constants, an activation not of the output's shape, a NaN
+/// constant, shapes that do not broadcast to the output).
 WhereSelect where_select(const Graph& g, const Node& node);
 
 }  // namespace tern::compiler::cpu_compile

@@ -232,6 +232,59 @@ std::vector<OpCase> cases() {
                  b.output(conv(b, w, xs, 2, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 73));
                },
                1e-10});
+  // softmax over a dim followed by dims of 1 (ConvBERT's dynamic conv kernel: [N, K, 1] over
+  // dim 1), after a linear so that the input is made in the region.
+  OpCase inner = {"softmax_over_dim_followed_by_ones",
+                  [](GraphBuilder& b) {
+                    const int x = b.input("x", DType::F32, {12, 8});
+                    const int k = view(b, linear(b, x, {12, 8}, 9, 81), {12, 9, 1});
+                    b.output(b.op("tern::softmax", {k, b.int_value(1)}, DType::F32, {12, 9, 1}));
+                    const int e = view(b, linear(b, x, {12, 8}, 6, 83), {4, 3, 6, 1, 1});
+                    b.output(b.op("tern::softmax", {e, b.int_value(-3)}, DType::F32,
+                                  {4, 3, 6, 1, 1}));
+                  },
+                  1e-10};
+  inner.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count(blob_ops(blob), static_cast<uint32_t>(cpu::NodeOp::Softmax)), 2u);
+  };
+  c.push_back(inner);
+  // where of two activations with a constant condition (a minimum of each by its bound, then
+  // their maximum): Funnel's token-type bias, where(token_type_mat, same.expand(..),
+  // diff.expand(..)) over [1, heads, L, L]; and two NHWC conv outputs with a per-pixel
+  // condition.
+  OpCase where_two = {"where_of_two_expanded_activations",
+                      [](GraphBuilder& b) {
+                        const int t = b.input("t", DType::F32, {1, 4, 6, 2});
+                        const std::vector<int> parts = split_equal(b, t, 2, 3, {1, 4, 6, 1});
+                        const int same = b.op("tern::expand", {parts[1], b.int_list({1, 4, 6, 6})},
+                                              DType::F32, {1, 4, 6, 6});
+                        const int diff = b.op("tern::expand", {parts[0], b.int_list({1, 4, 6, 6})},
+                                              DType::F32, {1, 4, 6, 6});
+                        std::vector<uint8_t> tt(4 * 36);
+                        for (size_t i = 0; i < tt.size(); ++i) tt[i] = (i * 5) % 7 < 3;
+                        const int m = bool_constant(b, {1, 4, 6, 6}, tt);
+                        b.output(b.op("tern::where", {m, same, diff}, DType::F32, {1, 4, 6, 6}));
+                      },
+                      0.0};
+  where_two.check_blob = [](const std::vector<uint8_t>& blob) {
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    EXPECT_EQ(count(ops, static_cast<uint32_t>(cpu::NodeOp::Minimum)), 2u);
+    EXPECT_EQ(count(ops, static_cast<uint32_t>(cpu::NodeOp::Maximum)), 1u);
+  };
+  c.push_back(where_two);
+  c.push_back({"where_of_two_nhwc_convs",
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 3, 4, 5};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int y1 = conv(b, x, xs, 3, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 75);
+                 const int y2 = conv(b, x, xs, 3, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 77);
+                 std::vector<uint8_t> px(20);
+                 for (size_t i = 0; i < px.size(); ++i) px[i] = i % 3 == 1;
+                 const int m = bool_constant(b, {1, 1, 4, 5}, px);
+                 const int w = b.op("tern::where", {m, y1, y2}, DType::F32, xs);
+                 b.output(conv(b, w, xs, 2, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 79));
+               },
+               1e-10});
   // permute of an NHWC 4-D input to an NHWC 4-D output (both converted at the edges).
   c.push_back({"permute_nhwc_4d",
                [](GraphBuilder& b) {
@@ -583,13 +636,15 @@ TEST(CpuAttention, WhatTheCompileHalfRefuses) {
     softmax(b, x, xs);
     EXPECT_NE(reason(b).find("NHWC"), std::string::npos) << reason(b);
   }
-  {  // where of two activations, and with a condition computed from an input
+  {  // where of two activations, one broadcast; and with a condition computed from an input
     GraphBuilder b;
     const int x = b.input("x", DType::F32, {2, 3});
-    const int y = b.input("y", DType::F32, {2, 3});
+    const int y = b.input("y", DType::F32, {1, 3});
     const int m = bool_constant(b, {2, 3}, std::vector<uint8_t>(6, 1));
     b.op("tern::where", {m, x, y}, DType::F32, {2, 3});
-    EXPECT_NE(reason(b).find("where: of two activations"), std::string::npos) << reason(b);
+    EXPECT_NE(reason(b).find("where: an activation is not the output's shape"),
+              std::string::npos)
+        << reason(b);
   }
   {
     GraphBuilder b;
