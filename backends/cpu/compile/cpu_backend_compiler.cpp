@@ -1,3 +1,4 @@
+#include "backends/cpu/compile/affine_index.h"
 #include "backends/cpu/compile/cpu_backend_compiler.h"
 
 #include <memory>
@@ -99,6 +100,9 @@ void check_node(const Graph& g, const Node& node) {
     // Each part is bound on its own: made in the region or a region input (the partitioner
     // passes a tensor list's elements one by one, docs/partitioning.md).
     (void)concat_inputs(g, node);
+  } else if (op == "tern::index_select") {  // an affine walk: a strided copy
+    size_t dim = 0;
+    (void)index_select_walk(g, node, &dim);
   } else if (is_index_map_op(op)) {  // permute, transpose, slice, ...: strided copies
     check_index_map(g, node);
   } else if (op == "tern::bmm" || op == "tern::matmul") {

@@ -21,6 +21,7 @@
 #include "backends/cpu/compile/quant_lowering.h"
 #include "backends/cpu/compile/strided_view.h"
 #include "backends/cpu/compile/tanh_gelu_match.h"
+#include "backends/cpu/compile/affine_index.h"
 #include "backends/cpu/compile/lstm_cell_match.h"
 #include "backends/cpu/compile/where_select.h"
 #include "backends/cpu/cpu_blob_format.h"
@@ -1601,6 +1602,25 @@ class Lowering {
     for (size_t i = 0; i < outs.size(); ++i) lazy_[node.outputs[i]] = outs[i];
   }
 
+  /// index_select by an affine walk (affine_index.h): x's view with the selected dim replaced
+  /// by the walk's dims (strides its steps times the dim's own), written row-major into the
+  /// output by one copy (an unfold's windows: ConvBERT).
+  void lower_index_select(const Node& node) {
+    size_t dim = 0;
+    const AffineIndex walk = index_select_walk(g_, node, &dim);
+    StridedView v = view_of(node.args[0]);
+    const int64_t stride = v.strides[dim];
+    v.offset += walk.start * stride;
+    v.sizes.erase(v.sizes.begin() + static_cast<std::ptrdiff_t>(dim));
+    v.strides.erase(v.strides.begin() + static_cast<std::ptrdiff_t>(dim));
+    for (size_t j = walk.sizes.size(); j-- > 0;) {
+      v.sizes.insert(v.sizes.begin() + static_cast<std::ptrdiff_t>(dim), walk.sizes[j]);
+      v.strides.insert(v.strides.begin() + static_cast<std::ptrdiff_t>(dim),
+                       walk.steps[j] * stride);
+    }
+    emit_copy(v, false, output(node.outputs[0]));
+  }
+
   /// NHWC value `y`, a view of `v` that strides cannot express (ShuffleNet's channel shuffle:
   /// [N, C/2, 2, H, W] -> [N, C, H, W]), written by one copy straight in y's byte order: v's
   /// dims regrouped onto y's, the groups taken in N, H, W, C order. A row-major copy instead
@@ -2188,6 +2208,8 @@ class Lowering {
       lower_batch_norm(node);
     } else if (op == "tern::permute" && is_layout_permute(node)) {
       lower_permute(node);
+    } else if (op == "tern::index_select") {
+      lower_index_select(node);
     } else if (is_index_map_op(op)) {
       lower_index_map(node);
     } else if (op == "tern::bmm" || op == "tern::matmul") {

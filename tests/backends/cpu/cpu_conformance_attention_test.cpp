@@ -98,6 +98,28 @@ int bool_constant(GraphBuilder& b, std::vector<int64_t> sizes, const std::vector
   return static_cast<int>(b.graph().values.size()) - 1;
 }
 
+/// A constant 1-D int64 tensor of `values`.
+int index_constant(GraphBuilder& b, const std::vector<int64_t>& values) {
+  compiler::Value v;
+  v.kind = compiler::Value::Kind::Tensor;
+  v.dtype = DType::I64;
+  v.sizes = {static_cast<int64_t>(values.size())};
+  v.is_constant = true;
+  std::vector<uint8_t> bytes(values.size() * 8);
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  v.data = bytes;
+  b.graph().values.push_back(v);
+  return static_cast<int>(b.graph().values.size()) - 1;
+}
+
+int index_select(GraphBuilder& b, int x, std::vector<int64_t> xs, int64_t dim,
+                 const std::vector<int64_t>& index) {
+  xs[static_cast<size_t>(dim < 0 ? dim + static_cast<int64_t>(xs.size()) : dim)] =
+      static_cast<int64_t>(index.size());
+  return b.op("tern::index_select", {x, b.int_value(dim), index_constant(b, index)}, DType::F32,
+              xs);
+}
+
 size_t count(const std::vector<uint32_t>& ops, uint32_t op) {
   return static_cast<size_t>(std::count(ops.begin(), ops.end(), op));
 }
@@ -230,6 +252,41 @@ std::vector<OpCase> cases() {
                  const int k = b.constant_f32("k", {1, 1, 4, 5}, std::vector<float>(20, 0.75f));
                  const int w = b.op("tern::where", {m, k, y}, DType::F32, xs);
                  b.output(conv(b, w, xs, 2, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 73));
+               },
+               1e-10});
+  // index_select by a constant affine walk (one StridedCopy): ConvBERT's unfold, the padded
+  // [32, 24] rows flattened and their 9-wide windows gathered (index 24 c + k + l over
+  // [32, 9, 16]); a run with a step, a reversed run and one index along dim 1 of a 3-D tensor.
+  OpCase unfold = {"index_select_unfold_windows",
+                   [](GraphBuilder& b) {
+                     const int x = b.input("x", DType::F32, {4, 24});
+                     const int s = b.op("tern::sigmoid", {x}, DType::F32, {4, 24});
+                     const int flat = view(b, s, {96});
+                     std::vector<int64_t> index;
+                     for (int64_t c = 0; c < 4; ++c)
+                       for (int64_t k = 0; k < 9; ++k)
+                         for (int64_t l = 0; l < 16; ++l) index.push_back(24 * c + k + l);
+                     b.output(index_select(b, flat, {96}, 0, index));
+                   },
+                   1e-10};
+  unfold.check_blob = [](const std::vector<uint8_t>& blob) {
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    ASSERT_EQ(count(ops, kCopyOp), 1u);
+    const size_t i = static_cast<size_t>(std::find(ops.begin(), ops.end(), kCopyOp) - ops.begin());
+    const cpu::BlobNode n = blob_node(blob, static_cast<uint32_t>(i));
+    EXPECT_EQ(n.params[cpu::kCopyRank], 3u);
+    EXPECT_EQ(n.params[cpu::kCopyStride], 24u);
+    EXPECT_EQ(n.params[cpu::kCopyStride + 1], 1u);
+    EXPECT_EQ(n.params[cpu::kCopyStride + 2], 1u);
+  };
+  c.push_back(unfold);
+  c.push_back({"index_select_runs_along_dim_1",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 10, 3});
+                 const int s = b.op("tern::sigmoid", {x}, DType::F32, {2, 10, 3});
+                 b.output(index_select(b, s, {2, 10, 3}, 1, {1, 4, 7}));
+                 b.output(index_select(b, s, {2, 10, 3}, -2, {9, 8, 7, 6, 5}));
+                 b.output(index_select(b, s, {2, 10, 3}, 1, {6}));
                },
                1e-10});
   // softmax over a dim followed by dims of 1 (ConvBERT's dynamic conv kernel: [N, K, 1] over
@@ -635,6 +692,18 @@ TEST(CpuAttention, WhatTheCompileHalfRefuses) {
     conv(b, x, xs, 4, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 1);
     softmax(b, x, xs);
     EXPECT_NE(reason(b).find("NHWC"), std::string::npos) << reason(b);
+  }
+  {  // index_select by an index that is no affine walk, or outside x
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {2, 10});
+    index_select(b, x, {2, 10}, 1, {0, 5, 3});
+    EXPECT_NE(reason(b).find("no affine walk"), std::string::npos) << reason(b);
+  }
+  {
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {2, 10});
+    index_select(b, x, {2, 10}, 1, {8, 9, 10});
+    EXPECT_NE(reason(b).find("index 10 outside [0, 10)"), std::string::npos) << reason(b);
   }
   {  // where of two activations, one broadcast; and with a condition computed from an input
     GraphBuilder b;
