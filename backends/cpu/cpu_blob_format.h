@@ -31,7 +31,8 @@ constexpr uint32_t kBlobVersion = 18;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // ResizeBilinearToPlanes; 17: signed
                                       // StridedCopy strides (a flip), ops 35
                                       // Maximum, 36 Minimum; 18: View values,
-                                      // op 37 LstmCell
+                                      // op 37 LstmCell, op 38 UnaryMath, op 39
+                                      // Cumsum
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -396,10 +397,19 @@ enum class NodeOp : uint32_t {
   /// rest 0; fparams (-inf, +inf). Output [2, R, H]: c' = σ(f) c + σ(i) tanh(g), then
   /// h' = σ(o) tanh(c') (read as View values).
   LstmCell = 37,
+  /// tern's elementwise math XNNPACK lacks (kernels/unary_math.h; since version 18). in: x (a
+  /// data value); params[0] = the function (UnaryMathFn: 1 exp, 2 softplus), for softplus
+  /// params[1] and params[2] the bits of beta (finite, non-zero) and threshold (finite) as
+  /// f32, else 0; the rest 0; fparams (-inf, +inf). Output: x's dims.
+  UnaryMath = 38,
+  /// tern's inclusive running sum along blob dim params[0] of x (kernels/cumsum_rows.h; since
+  /// version 18), accumulated in double in order (the portable kernel's sums). in: x (a data
+  /// value); params[0] < x's rank, the rest 0; fparams (-inf, +inf). Output: x's dims.
+  Cumsum = 39,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 37;
+constexpr uint32_t kLastNodeOp = 39;
 
 /// Most channels of ResizeBilinearToPlanes's input (its kernel caches a row of every channel).
 constexpr uint64_t kMaxResizePlanesChannels = 4096;
@@ -555,7 +565,9 @@ constexpr bool is_own_kernel_op(uint32_t op) {
          op == static_cast<uint32_t>(NodeOp::Attention) ||
          op == static_cast<uint32_t>(NodeOp::PackedConv3d) ||
          op == static_cast<uint32_t>(NodeOp::ResizeBilinearToPlanes) ||
-         op == static_cast<uint32_t>(NodeOp::LstmCell);
+         op == static_cast<uint32_t>(NodeOp::LstmCell) ||
+         op == static_cast<uint32_t>(NodeOp::UnaryMath) ||
+         op == static_cast<uint32_t>(NodeOp::Cumsum);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.

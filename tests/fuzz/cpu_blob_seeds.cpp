@@ -437,7 +437,7 @@ compiler::Graph v17_graph() {
 
 /// Blob version 18: View values. One LSTM-like step over x[4, 24]: a projection by tern's GEMM
 /// (32 x 24 x 4 rows, above XNNPACK's share), its rows and a split of a sum into chunks read
-/// in place (a view of a view among them), and a reshape of a chunk.
+/// in place (a view of a view among them), and a reshape of a chunk; then ops 38 and 39.
 compiler::Graph v18_graph() {
   GraphBuilder b("forward");
   const int x = b.input("x", DType::F32, {4, 24});
@@ -458,6 +458,11 @@ compiler::Graph v18_graph() {
   const int gs = b.op("tern::sigmoid", {g}, DType::F32, {100});
   const int m = b.op("tern::mul", {gs, q}, DType::F32, {100});
   b.output(b.op("tern::view", {m, b.int_list({10, 10})}, DType::F32, {10, 10}));
+  // Ops 38 and 39: softplus (beta 2, threshold 5) and a running sum over a chunk.
+  const int sp = b.op("tern::softplus", {q, b.double_value(2.0), b.double_value(5.0)},
+                      DType::F32, {100});
+  b.output(b.op("tern::cumsum", {b.op("tern::exp", {sp}, DType::F32, {100}), b.int_value(0)},
+                DType::F32, {100}));
   return b.build();
 }
 

@@ -72,6 +72,10 @@ void check_node(const Graph& g, const Node& node) {
     (void)small_pow_exponent(g, node);
   } else if (op == "tern::rsqrt" || op == "tern::tanh" || op == "tern::neg") {
     check_unary_elementwise(g, node);
+  } else if (op == "tern::exp" || op == "tern::softplus") {  // tern's unary math (op 38)
+    (void)unary_math_attrs(g, node);
+  } else if (op == "tern::cumsum") {  // tern's running sum (op 39)
+    (void)cumsum_dim(g, node);
   } else if (op == "tern::hardswish" || op == "tern::sigmoid" || op == "tern::hardsigmoid" ||
              op == "tern::silu") {
     if (node.args.size() != 1) throw Unsupported("expected 1 argument");

@@ -31,7 +31,7 @@ bool follows_operands(const std::string& op) {
          op == "tern::hardswish" || op == "tern::sigmoid" || op == "tern::hardsigmoid" ||
          op == "tern::silu" || op == "tern::softmax" || op == "tern::pad" || op == "tern::pow" ||
          op == "tern::rsqrt" || op == "tern::tanh" || op == "tern::neg" || op == "tern::where" ||
-         is_binary(op);
+         op == "tern::exp" || op == "tern::softplus" || op == "tern::cumsum" || is_binary(op);
 }
 
 /// How a mean or sum of a 4-D x reads it (ReductionAttrs): 0 not such a node (or not taken),

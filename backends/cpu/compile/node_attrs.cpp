@@ -675,6 +675,40 @@ double binary_alpha(const Graph& g, const Node& node) {
   return alpha;
 }
 
+UnaryMathAttrs unary_math_attrs(const Graph& g, const Node& node) {
+  UnaryMathAttrs a;
+  const bool softplus = node.op == "tern::softplus";
+  if (!softplus && node.op != "tern::exp") throw Unsupported("not exp or softplus");
+  if (node.args.empty() || node.args.size() > (softplus ? 3u : 1u)) {
+    throw Unsupported(node.op + ": expected " + (softplus ? "1 to 3 arguments" : "1 argument"));
+  }
+  const Value& x = activation_tensor(g, node.args[0], "x");
+  if (single_output(g, node).sizes != x.sizes) throw Unsupported("out shape differs from x");
+  if (!softplus) return a;
+  a.fn = 2;
+  if (node.args.size() > 1 && !is_none(g, node.args[1])) {
+    a.beta = static_cast<float>(number(g, node.args[1], "beta"));
+  }
+  if (node.args.size() > 2 && !is_none(g, node.args[2])) {
+    a.threshold = static_cast<float>(number(g, node.args[2], "threshold"));
+  }
+  if (!std::isfinite(a.beta) || a.beta == 0.0f || !std::isfinite(a.threshold)) {
+    throw Unsupported("softplus: beta must be finite and non-zero, threshold finite");
+  }
+  return a;
+}
+
+int64_t cumsum_dim(const Graph& g, const Node& node) {
+  if (node.args.size() != 2) throw Unsupported("cumsum: expected 2 arguments");
+  const Value& x = activation_tensor(g, node.args[0], "x");
+  if (single_output(g, node).sizes != x.sizes) throw Unsupported("out shape differs from x");
+  const int64_t rank = static_cast<int64_t>(x.sizes.size());
+  int64_t d = int_value(g, node.args[1], "dim");
+  if (d < 0) d += rank;
+  if (d < 0 || d >= rank) throw Unsupported("cumsum: dim out of range");
+  return d;
+}
+
 bool gelu_tanh_form(const Graph& g, const Node& node) {
   if (node.args.empty() || node.args.size() > 2) {
     throw Unsupported("gelu: expected 1 or 2 arguments");

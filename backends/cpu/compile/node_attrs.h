@@ -163,6 +163,20 @@ void pad_amounts(const Graph& g, const Node& node, size_t rank, std::vector<int6
 /// add/sub give one).
 double binary_alpha(const Graph& g, const Node& node);
 
+/// tern::exp(x) or tern::softplus(x, beta?, threshold?) on an f32 activation of the output's
+/// shape: the cpu delegate's unary math node (op 38; kernels/unary_math.h). Unsupported for
+/// anything else (a softplus beta of 0 or a non-finite beta or threshold included).
+struct UnaryMathAttrs {
+  uint32_t fn = 1;  ///< 1 exp, 2 softplus (UnaryMathFn)
+  float beta = 1.0f;
+  float threshold = 20.0f;
+};
+UnaryMathAttrs unary_math_attrs(const Graph& g, const Node& node);
+
+/// tern::cumsum(x, dim) of an f32 activation (out f32, x's shape): the dim, wrapped. Unsupported
+/// for anything else (an integer x: the portable kernel's).
+int64_t cumsum_dim(const Graph& g, const Node& node);
+
 /// gelu's form: true for approximate "tanh", false for "none" (or the argument left out).
 /// Unsupported for anything else.
 bool gelu_tanh_form(const Graph& g, const Node& node);

@@ -2161,6 +2161,20 @@ class Lowering {
       const uint32_t root = internal(dims_of(node.args[0]));
       add_node(NodeOp::SquareRoot, {x}, root);
       add_node(NodeOp::Divide, {add_constant({1}, {1.0f}), root}, output(node.outputs[0]));
+    } else if (op == "tern::cumsum") {  // tern's running sum (op 39) along x's blob dim
+      int64_t d = cumsum_dim(g_, node);
+      if (is_nhwc(node.args[0])) d = std::vector<int64_t>{0, 3, 1, 2}[static_cast<size_t>(d)];
+      BlobNode& n = add_node(NodeOp::Cumsum, {activation(node.args[0])}, output(node.outputs[0]));
+      n.params[0] = static_cast<uint32_t>(d);
+    } else if (op == "tern::exp" || op == "tern::softplus") {  // tern's unary math (op 38)
+      const UnaryMathAttrs a = unary_math_attrs(g_, node);
+      BlobNode& n = add_node(NodeOp::UnaryMath, {activation(node.args[0])},
+                             output(node.outputs[0]));
+      n.params[0] = a.fn;
+      if (a.fn == 2) {
+        std::memcpy(&n.params[1], &a.beta, 4);
+        std::memcpy(&n.params[2], &a.threshold, 4);
+      }
     } else if (op == "tern::neg") {  // -x (rotary embeddings' rotate_half): x * -1, exact
       add_node(NodeOp::Multiply, {activation(node.args[0]), add_constant({1}, {-1.0f})},
                output(node.outputs[0]));

@@ -10,6 +10,7 @@
 #include "backends/cpu/runtime/blob_attention_check.h"
 #include "backends/cpu/runtime/blob_conv3d_check.h"
 #include "backends/cpu/runtime/blob_copy_checks.h"
+#include "backends/cpu/kernels/unary_math.h"
 #include "backends/cpu/runtime/blob_dynamic_checks.h"
 #include "backends/cpu/runtime/blob_lstm_check.h"
 #include "backends/cpu/runtime/blob_view_checks.h"
@@ -103,6 +104,10 @@ const char* op_name(uint32_t op) {
       return "resize_bilinear_to_planes";
     case NodeOp::LstmCell:
       return "lstm_cell";
+    case NodeOp::UnaryMath:
+      return "unary_math";
+    case NodeOp::Cumsum:
+      return "cumsum";
   }
   return "?";
 }
@@ -815,6 +820,51 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
       return check_strided_copy(n, node, v);
     case NodeOp::RowConcat:
       return check_row_concat(n, node, v);
+    case NodeOp::Cumsum:
+      TERN_RETURN_IF_ERROR(check_params_range(n, node, 1, 0, 0));
+      TERN_CHECK_OR_RETURN_ERROR(node.params[0] < x.rank, InvalidProgram,
+                                 "cpu blob: node %u (cumsum): dim %u of a rank-%u value", n,
+                                 node.params[0], x.rank);
+      TERN_CHECK_OR_RETURN_ERROR(node.fparams[0] == -std::numeric_limits<float>::infinity() &&
+                                     node.fparams[1] == std::numeric_limits<float>::infinity(),
+                                 InvalidProgram,
+                                 "cpu blob: node %u (cumsum): output bounds [%g, %g], expected "
+                                 "(-inf, +inf)",
+                                 n, static_cast<double>(node.fparams[0]),
+                                 static_cast<double>(node.fparams[1]));
+      return check_out_dims(n, node, out, x.dims, x.rank);
+    case NodeOp::UnaryMath: {
+      const bool softplus = node.params[0] == static_cast<uint32_t>(UnaryMathFn::Softplus);
+      TERN_CHECK_OR_RETURN_ERROR(node.params[0] >= 1 && node.params[0] <= kLastUnaryMathFn,
+                                 InvalidProgram,
+                                 "cpu blob: node %u (unary_math): function %u, expected 1 (exp) "
+                                 "or 2 (softplus)",
+                                 n, node.params[0]);
+      float beta = 0.0f, threshold = 0.0f;
+      std::memcpy(&beta, &node.params[1], 4);
+      std::memcpy(&threshold, &node.params[2], 4);
+      TERN_CHECK_OR_RETURN_ERROR(
+          softplus ? (std::isfinite(beta) && beta != 0.0f && std::isfinite(threshold))
+                   : (node.params[1] == 0 && node.params[2] == 0),
+          InvalidProgram,
+          "cpu blob: node %u (unary_math): parameters 0x%x, 0x%x, expected %s", n,
+          node.params[1], node.params[2],
+          softplus ? "a finite non-zero beta and a finite threshold (f32 bits)" : "0, 0");
+      for (uint32_t i = 3; i < kNodeParams; ++i) {
+        TERN_CHECK_OR_RETURN_ERROR(node.params[i] == 0, InvalidProgram,
+                                   "cpu blob: node %u (unary_math): unused parameter %u is %u, "
+                                   "expected 0",
+                                   n, i, node.params[i]);
+      }
+      TERN_CHECK_OR_RETURN_ERROR(node.fparams[0] == -std::numeric_limits<float>::infinity() &&
+                                     node.fparams[1] == std::numeric_limits<float>::infinity(),
+                                 InvalidProgram,
+                                 "cpu blob: node %u (unary_math): output bounds [%g, %g], "
+                                 "expected (-inf, +inf)",
+                                 n, static_cast<double>(node.fparams[0]),
+                                 static_cast<double>(node.fparams[1]));
+      return check_out_dims(n, node, out, x.dims, x.rank);
+    }
     case NodeOp::Gelu:
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 1, 0, 0));
       TERN_CHECK_OR_RETURN_ERROR(node.params[0] <= 1, InvalidProgram,

@@ -5,9 +5,11 @@
 #include "backends/cpu/kernels/batch_matmul.h"
 #include "backends/cpu/kernels/fused_attention.h"
 #include "backends/cpu/kernels/bottleneck.h"
+#include "backends/cpu/kernels/cumsum_rows.h"
 #include "backends/cpu/kernels/group_norm_nhwc.h"
 #include "backends/cpu/kernels/layer_norm_rows.h"
 #include "backends/cpu/kernels/lstm_cell.h"
+#include "backends/cpu/kernels/unary_math.h"
 #include "backends/cpu/kernels/packed_conv.h"
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "backends/cpu/kernels/quant_embedding.h"
@@ -448,6 +450,31 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
     case NodeOp::PackedBottleneck:
       bottleneck_nhwc(bottleneck_problem(plan, node, addr), scratch, pool);
       return Error::Ok;
+    case NodeOp::Cumsum: {
+      const BlobValue& x = plan.values[node.inputs[0]];
+      CumsumProblem p;
+      p.x = addr[node.inputs[0]];
+      p.y = addr[node.output];
+      for (uint32_t d = 0; d < x.rank; ++d) {
+        const int64_t s = static_cast<int64_t>(x.dims[d]);
+        if (d < node.params[0]) p.outer *= s;
+        else if (d == node.params[0]) p.size = s;
+        else p.inner *= s;
+      }
+      cumsum_rows(p, pool);
+      return Error::Ok;
+    }
+    case NodeOp::UnaryMath: {
+      UnaryMathProblem p;
+      p.fn = static_cast<UnaryMathFn>(node.params[0]);
+      std::memcpy(&p.beta, &node.params[1], 4);
+      std::memcpy(&p.threshold, &node.params[2], 4);
+      p.x = addr[node.inputs[0]];
+      p.y = addr[node.output];
+      p.n = static_cast<int64_t>(value_numel(plan.values[node.output]));
+      unary_math(p, pool);
+      return Error::Ok;
+    }
     case NodeOp::LstmCell: {
       LstmCellProblem p;
       p.gates = addr[node.inputs[0]];

@@ -130,6 +130,8 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
     case NodeOp::PackedConv3d:
     case NodeOp::ResizeBilinearToPlanes:
     case NodeOp::LstmCell:
+    case NodeOp::UnaryMath:
+    case NodeOp::Cumsum:
       break;  // tern's own kernels: never in an XNNPACK stage
   }
   return Error::InvalidProgram;

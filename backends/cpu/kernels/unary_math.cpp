@@ -1,0 +1,43 @@
+#include "backends/cpu/kernels/unary_math.h"
+
+#include <cmath>
+
+#include "backends/cpu/kernels/pool_flags.h"
+
+namespace tern::cpu {
+namespace {
+
+/// Elements per pool task: enough libm calls to pay for the dispatch.
+constexpr int64_t kChunk = 8192;
+
+void run_range(const UnaryMathProblem& p, int64_t begin, int64_t end) {
+  if (p.fn == UnaryMathFn::Exp) {
+    for (int64_t i = begin; i < end; ++i) p.y[i] = std::exp(p.x[i]);
+    return;
+  }
+  const float b = p.beta, t = p.threshold;
+  for (int64_t i = begin; i < end; ++i) {
+    const float v = p.x[i];
+    p.y[i] = v * b > t ? v : std::log1p(std::exp(v * b)) / b;
+  }
+}
+
+void run_chunk(void* context, size_t i) {
+  const UnaryMathProblem& p = *static_cast<const UnaryMathProblem*>(context);
+  const int64_t begin = static_cast<int64_t>(i) * kChunk;
+  run_range(p, begin, p.n - begin < kChunk ? p.n : begin + kChunk);
+}
+
+}  // namespace
+
+void unary_math(const UnaryMathProblem& p, pthreadpool_t pool) {
+  const size_t chunks = static_cast<size_t>((p.n + kChunk - 1) / kChunk);
+  if (pool == nullptr || chunks <= 1 || pthreadpool_get_threads_count(pool) <= 1) {
+    run_range(p, 0, p.n);
+    return;
+  }
+  pthreadpool_parallelize_1d(pool, &run_chunk, const_cast<UnaryMathProblem*>(&p), chunks,
+                             kPoolFlags);
+}
+
+}  // namespace tern::cpu

@@ -1,0 +1,35 @@
+// tern's elementwise math functions XNNPACK's subgraph API lacks (the cpu delegate's op 38):
+// exp and softplus (Mamba's step sizes and decays), each element computed with the same libm
+// expression as the portable kernel (runtime/kernels/portable: unary_math.cpp, activation.cpp),
+// so the delegate's result equals the portable one bit for bit (but for subnormal results,
+// which the delegate flushes to zero like all its kernels).
+//
+// Runtime code: no exceptions, no RTTI, never allocates.
+#pragma once
+
+#include <pthreadpool.h>
+
+#include <cstdint>
+
+namespace tern::cpu {
+
+/// The function (the blob's op 38 params[0]).
+enum class UnaryMathFn : uint32_t {
+  Exp = 1,       ///< e^x
+  Softplus = 2,  ///< x · beta > threshold ? x : log1p(e^(x · beta)) / beta
+};
+constexpr uint32_t kLastUnaryMathFn = 2;
+
+struct UnaryMathProblem {
+  UnaryMathFn fn = UnaryMathFn::Exp;
+  float beta = 1.0f;        ///< softplus only
+  float threshold = 20.0f;  ///< softplus only
+  const float* x = nullptr;
+  float* y = nullptr;  ///< may be x
+  int64_t n = 0;
+};
+
+/// y = fn(x) over n elements, split over `pool` in chunks (null: the caller's thread).
+void unary_math(const UnaryMathProblem& p, pthreadpool_t pool);
+
+}  // namespace tern::cpu
