@@ -274,6 +274,18 @@ Error check_window_output(uint32_t n, const BlobNode& node, const BlobValue* v, 
   return check_out_dims(n, node, v[node.output], out, 4);
 }
 
+/// Node `n` takes no output bounds: fparams exactly (-inf, +inf).
+Error check_unbounded(uint32_t n, const BlobNode& node) {
+  TERN_CHECK_OR_RETURN_ERROR(node.fparams[0] == -std::numeric_limits<float>::infinity() &&
+                                 node.fparams[1] == std::numeric_limits<float>::infinity(),
+                             InvalidProgram,
+                             "cpu blob: node %u (%s): output bounds [%g, %g], expected "
+                             "(-inf, +inf)",
+                             n, op_name(node.op), static_cast<double>(node.fparams[0]),
+                             static_cast<double>(node.fparams[1]));
+  return Error::Ok;
+}
+
 Error check_params_range(uint32_t n, const BlobNode& node, uint32_t count, uint32_t min_from,
                          uint32_t min_to) {
   for (uint32_t i = 0; i < kNodeParams; ++i) {
@@ -825,13 +837,7 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
       TERN_CHECK_OR_RETURN_ERROR(node.params[0] < x.rank, InvalidProgram,
                                  "cpu blob: node %u (cumsum): dim %u of a rank-%u value", n,
                                  node.params[0], x.rank);
-      TERN_CHECK_OR_RETURN_ERROR(node.fparams[0] == -std::numeric_limits<float>::infinity() &&
-                                     node.fparams[1] == std::numeric_limits<float>::infinity(),
-                                 InvalidProgram,
-                                 "cpu blob: node %u (cumsum): output bounds [%g, %g], expected "
-                                 "(-inf, +inf)",
-                                 n, static_cast<double>(node.fparams[0]),
-                                 static_cast<double>(node.fparams[1]));
+      TERN_RETURN_IF_ERROR(check_unbounded(n, node));
       return check_out_dims(n, node, out, x.dims, x.rank);
     case NodeOp::UnaryMath: {
       const bool softplus = node.params[0] == static_cast<uint32_t>(UnaryMathFn::Softplus);
@@ -856,13 +862,7 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
                                    "expected 0",
                                    n, i, node.params[i]);
       }
-      TERN_CHECK_OR_RETURN_ERROR(node.fparams[0] == -std::numeric_limits<float>::infinity() &&
-                                     node.fparams[1] == std::numeric_limits<float>::infinity(),
-                                 InvalidProgram,
-                                 "cpu blob: node %u (unary_math): output bounds [%g, %g], "
-                                 "expected (-inf, +inf)",
-                                 n, static_cast<double>(node.fparams[0]),
-                                 static_cast<double>(node.fparams[1]));
+      TERN_RETURN_IF_ERROR(check_unbounded(n, node));
       return check_out_dims(n, node, out, x.dims, x.rank);
     }
     case NodeOp::Gelu:
