@@ -32,7 +32,7 @@ constexpr uint32_t kBlobVersion = 18;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // StridedCopy strides (a flip), ops 35
                                       // Maximum, 36 Minimum; 18: View values,
                                       // op 37 LstmCell, op 38 UnaryMath, op 39
-                                      // Cumsum
+                                      // Cumsum, op 40 GruCell
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -406,10 +406,17 @@ enum class NodeOp : uint32_t {
   /// version 18), accumulated in double in order (the portable kernel's sums). in: x (a data
   /// value); params[0] < x's rank, the rest 0; fparams (-inf, +inf). Output: x's dims.
   Cumsum = 39,
+  /// tern's fused GRU cell (kernels/gru_cell.h; since version 18): one step's gates in
+  /// PyTorch's order r, z, n to the new hidden state. in: gi [..., 3H] (the input side's
+  /// gates, a data value), gh [..., 3H] (the hidden side's, a data value), h [..., H] (the
+  /// previous hidden state: a data value or a constant); R = numel(h) / H rows, each gates
+  /// operand 3 R H elements. params[0] = H, the rest 0; fparams (-inf, +inf). Output: h's
+  /// element count with last dim H: h' = (h - n) σ(z) + n, n = tanh(gi_n + σ(r) gh_n).
+  GruCell = 40,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 39;
+constexpr uint32_t kLastNodeOp = 40;
 
 /// Most channels of ResizeBilinearToPlanes's input (its kernel caches a row of every channel).
 constexpr uint64_t kMaxResizePlanesChannels = 4096;
@@ -567,7 +574,8 @@ constexpr bool is_own_kernel_op(uint32_t op) {
          op == static_cast<uint32_t>(NodeOp::ResizeBilinearToPlanes) ||
          op == static_cast<uint32_t>(NodeOp::LstmCell) ||
          op == static_cast<uint32_t>(NodeOp::UnaryMath) ||
-         op == static_cast<uint32_t>(NodeOp::Cumsum);
+         op == static_cast<uint32_t>(NodeOp::Cumsum) ||
+         op == static_cast<uint32_t>(NodeOp::GruCell);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.

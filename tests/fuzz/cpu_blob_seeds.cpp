@@ -468,7 +468,7 @@ compiler::Graph v18_graph() {
 
 /// Blob version 18's fused LSTM cell (op 37): two steps of an LSTM (hidden 8) over x[2, 1, 6]
 /// from a constant zero state, each step's gates the recurrent product plus its row of the
-/// input projection, c' and h' views of the cell's output.
+/// input projection, c' and h' views of the cell's output; then one GRU step (op 40).
 compiler::Graph v18_lstm_graph() {
   GraphBuilder b("forward");
   const int64_t h = 8;
@@ -503,6 +503,36 @@ compiler::Graph v18_lstm_graph() {
   }
   b.output(hv);
   b.output(cv);
+  // One GRU step (op 40) from the LSTM's last hidden state: gi a linear of x's first row, gh
+  // a linear of h, both split in three.
+  const std::vector<int64_t> row{1, h};
+  auto split3 = [&](int v) {
+    const int s = b.op("tern::split", {v, b.int_list({h, h, h}), b.int_value(1)}, DType::F32, row);
+    std::vector<int> parts{s};
+    for (int k = 1; k < 3; ++k) {
+      b.graph().values.push_back(b.graph().values[static_cast<size_t>(s)]);
+      parts.push_back(static_cast<int>(b.graph().values.size()) - 1);
+      b.graph().nodes.back().outputs.push_back(parts.back());
+    }
+    return parts;
+  };
+  const int x0 = b.op("tern::select", {x, b.int_value(0), b.int_value(0)}, DType::F32, {1, 6});
+  const std::vector<int> xs = split3(b.op(
+      "tern::linear", {x0, seed_constant(b, "gi_w", {3 * h, 6}, 144), b.none()}, DType::F32,
+      {1, 3 * h}));
+  const std::vector<int> hs = split3(b.op(
+      "tern::linear", {hv, seed_constant(b, "gh_w", {3 * h, h}, 145), b.none()}, DType::F32,
+      {1, 3 * h}));
+  const int r = b.op("tern::sigmoid", {b.op("tern::add", {hs[0], xs[0]}, DType::F32, row)},
+                     DType::F32, row);
+  const int z = b.op("tern::sigmoid", {b.op("tern::add", {hs[1], xs[1]}, DType::F32, row)},
+                     DType::F32, row);
+  const int nn = b.op("tern::tanh",
+                      {b.op("tern::add", {xs[2], b.op("tern::mul", {hs[2], r}, DType::F32, row)},
+                            DType::F32, row)},
+                      DType::F32, row);
+  const int d = b.op("tern::sub", {hv, nn}, DType::F32, row);
+  b.output(b.op("tern::add", {b.op("tern::mul", {d, z}, DType::F32, row), nn}, DType::F32, row));
   return b.build();
 }
 

@@ -23,9 +23,11 @@ int RegionIndex::made_by(int vid) const {
   return it == producer_.end() ? -1 : it->second;
 }
 
-bool RegionIndex::once(int vid) const {
+bool RegionIndex::once(int vid) const { return read_exactly(vid, 1); }
+
+bool RegionIndex::read_exactly(int vid, int count) const {
   auto it = uses_.find(vid);
-  return it != uses_.end() && it->second == 1 && region_outputs_.count(vid) == 0;
+  return it != uses_.end() && it->second == count && region_outputs_.count(vid) == 0;
 }
 
 }  // namespace tern::compiler::cpu_compile

@@ -23,6 +23,8 @@ class RegionIndex {
   int made_by(int vid) const;
   /// Read by exactly one node, not through a list, and not leaving the region.
   bool once(int vid) const;
+  /// Read by exactly `count` node arguments (lists included) and not leaving the region.
+  bool read_exactly(int vid, int count) const;
 
  protected:
   const Graph& g_;

@@ -22,7 +22,7 @@
 #include "backends/cpu/compile/strided_view.h"
 #include "backends/cpu/compile/tanh_gelu_match.h"
 #include "backends/cpu/compile/affine_index.h"
-#include "backends/cpu/compile/lstm_cell_match.h"
+#include "backends/cpu/compile/recurrent_cell_match.h"
 #include "backends/cpu/compile/where_select.h"
 #include "backends/cpu/cpu_blob_format.h"
 #include "backends/cpu/kernels/packed_gemm.h"
@@ -115,6 +115,10 @@ class Lowering {
       for (size_t i = 0; i + 1 < m.nodes.size(); ++i) gelu_pieces_.insert(m.nodes[i]);
       lstm_cells_[m.nodes.back()] = m;
     }
+    for (const GruCellMatch& m : match_gru_cells(g_, r_)) {
+      for (size_t i = 0; i + 1 < m.nodes.size(); ++i) gelu_pieces_.insert(m.nodes[i]);
+      gru_cells_[m.nodes.back()] = m;
+    }
     for (const AttentionMatch& m : match_attentions(g_, r_)) {
       for (size_t i = 0; i + 1 < m.nodes.size(); ++i) gelu_pieces_.insert(m.nodes[i]);
       attentions_[m.nodes.back()] = m;
@@ -128,6 +132,10 @@ class Lowering {
       }
       if (auto l = lstm_cells_.find(n); l != lstm_cells_.end()) {
         lower_lstm_cell(l->second);
+        continue;
+      }
+      if (auto gc = gru_cells_.find(n); gc != gru_cells_.end()) {
+        lower_gru_cell(gc->second);
         continue;
       }
       if (auto a = attentions_.find(n); a != attentions_.end()) {
@@ -975,7 +983,7 @@ class Lowering {
     n.params[0] = 1;
   }
 
-  /// An LSTM cell written out (lstm_cell_match.h): one LstmCell node (op 37) making [2, R, H],
+  /// An LSTM cell written out (recurrent_cell_match.h): one LstmCell node (op 37) making [2, R, H],
   /// c' and h' View values of its two halves (copied into their own values where they leave
   /// the region).
   void lower_lstm_cell(const LstmCellMatch& m) {
@@ -1003,6 +1011,19 @@ class Lowering {
         ids_.emplace(vid, id);
       }
     }
+  }
+
+  /// A GRU cell written out (recurrent_cell_match.h): one GruCell node (op 40) making h'.
+  void lower_gru_cell(const GruCellMatch& m) {
+    const Value& hv = g_.values[static_cast<size_t>(m.h)];
+    const uint64_t h = static_cast<uint64_t>(m.hidden);
+    uint64_t rows = 1;
+    for (int64_t d : hv.sizes) rows *= static_cast<uint64_t>(d);
+    rows /= h;
+    const uint32_t gi = activation(m.gi), gh = activation(m.gh);
+    const uint32_t hp = hv.is_constant ? constant_as(m.h, {rows, h}) : activation(m.h);
+    BlobNode& n = add_node(NodeOp::GruCell, {gi, gh, hp}, output(m.h_next));
+    n.params[0] = static_cast<uint32_t>(h);
   }
 
   /// A relu/hardtanh/clamp whose input is made by the node just lowered, one of tern's GEMM
@@ -2299,6 +2320,7 @@ class Lowering {
   std::set<int> gelu_pieces_;    ///< a matched pattern's nodes but its last (no blob node)
   std::map<int, TanhGeluMatch> tanh_gelus_;  ///< its last node -> the pattern
   std::map<int, LstmCellMatch> lstm_cells_;  ///< its last node -> the pattern
+  std::map<int, GruCellMatch> gru_cells_;    ///< its last node -> the pattern
   std::map<int, AttentionMatch> attentions_;  ///< its second bmm -> the pattern
   std::map<int, ConcatShuffleMatch> shuffle_folds_;  ///< cat node -> its channel shuffle
   std::map<int, std::pair<int, int>> linear_folds_;  ///< linear node -> (x, output) values

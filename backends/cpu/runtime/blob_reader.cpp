@@ -12,12 +12,24 @@
 #include "backends/cpu/runtime/blob_copy_checks.h"
 #include "backends/cpu/kernels/unary_math.h"
 #include "backends/cpu/runtime/blob_dynamic_checks.h"
-#include "backends/cpu/runtime/blob_lstm_check.h"
+#include "backends/cpu/runtime/blob_cell_checks.h"
 #include "backends/cpu/runtime/blob_view_checks.h"
 #include "backends/cpu/weights/weight_recipe.h"
 #include "runtime/core/checked_math.h"
 
 namespace tern::cpu {
+
+Error check_unbounded(uint32_t n, const BlobNode& node) {
+  TERN_CHECK_OR_RETURN_ERROR(node.fparams[0] == -std::numeric_limits<float>::infinity() &&
+                                 node.fparams[1] == std::numeric_limits<float>::infinity(),
+                             InvalidProgram,
+                             "cpu blob: node %u (%s): output bounds [%g, %g], expected "
+                             "(-inf, +inf)",
+                             n, node_op_name(node.op), static_cast<double>(node.fparams[0]),
+                             static_cast<double>(node.fparams[1]));
+  return Error::Ok;
+}
+
 namespace {
 
 constexpr uint32_t kMaxValues = 1u << 20;
@@ -108,6 +120,8 @@ const char* op_name(uint32_t op) {
       return "unary_math";
     case NodeOp::Cumsum:
       return "cumsum";
+    case NodeOp::GruCell:
+      return "gru_cell";
   }
   return "?";
 }
@@ -173,6 +187,10 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
       *min_in = 2;
       *max_in = 3;
       *either_mask = 0x2;
+      return;
+    case NodeOp::GruCell:  // gi, gh, h (data or constant)
+      *min_in = *max_in = 3;
+      *either_mask = 0x4;
       return;
     default:
       *min_in = *max_in = 1;
@@ -274,17 +292,6 @@ Error check_window_output(uint32_t n, const BlobNode& node, const BlobValue* v, 
   return check_out_dims(n, node, v[node.output], out, 4);
 }
 
-/// Node `n` takes no output bounds: fparams exactly (-inf, +inf).
-Error check_unbounded(uint32_t n, const BlobNode& node) {
-  TERN_CHECK_OR_RETURN_ERROR(node.fparams[0] == -std::numeric_limits<float>::infinity() &&
-                                 node.fparams[1] == std::numeric_limits<float>::infinity(),
-                             InvalidProgram,
-                             "cpu blob: node %u (%s): output bounds [%g, %g], expected "
-                             "(-inf, +inf)",
-                             n, op_name(node.op), static_cast<double>(node.fparams[0]),
-                             static_cast<double>(node.fparams[1]));
-  return Error::Ok;
-}
 
 Error check_params_range(uint32_t n, const BlobNode& node, uint32_t count, uint32_t min_from,
                          uint32_t min_to) {
@@ -828,6 +835,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
       return check_attention(n, node, v);
     case NodeOp::LstmCell:
       return check_lstm_cell(n, node, v);
+    case NodeOp::GruCell:
+      return check_gru_cell(n, node, v);
     case NodeOp::StridedCopy:
       return check_strided_copy(n, node, v);
     case NodeOp::RowConcat:

@@ -40,6 +40,10 @@ uint64_t value_numel(const BlobValue& v);
 /// The op's name as messages show it ("packed_conv2d"; "?" for an unknown op).
 const char* node_op_name(uint32_t op);
 
+/// Node `n` takes no output bounds: fparams exactly (-inf, +inf), else InvalidProgram naming
+/// the node.
+Error check_unbounded(uint32_t n, const BlobNode& node);
+
 /// `dims` as "[1, 56, 56, 64]" in buf (truncated to size); returns buf.
 const char* format_dims(const uint64_t* dims, uint32_t rank, char* buf, size_t size);
 

@@ -8,6 +8,7 @@
 #include "backends/cpu/kernels/cumsum_rows.h"
 #include "backends/cpu/kernels/group_norm_nhwc.h"
 #include "backends/cpu/kernels/layer_norm_rows.h"
+#include "backends/cpu/kernels/gru_cell.h"
 #include "backends/cpu/kernels/lstm_cell.h"
 #include "backends/cpu/kernels/unary_math.h"
 #include "backends/cpu/kernels/packed_conv.h"
@@ -378,6 +379,8 @@ uint64_t own_kernel_scratch_floats(const BlobPlan& plan, uint32_t n, int64_t thr
       return attention_scratch_floats(attention_problem(plan, node, nullptr), threads);
     case NodeOp::LstmCell:
       return lstm_cell_scratch_floats(node.params[0]);
+    case NodeOp::GruCell:
+      return gru_cell_scratch_floats(node.params[0]);
     default:
       return 0;
   }
@@ -473,6 +476,17 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       p.y = addr[node.output];
       p.n = static_cast<int64_t>(value_numel(plan.values[node.output]));
       unary_math(p, pool);
+      return Error::Ok;
+    }
+    case NodeOp::GruCell: {
+      GruCellProblem p;
+      p.gi = addr[node.inputs[0]];
+      p.gh = addr[node.inputs[1]];
+      p.h = addr[node.inputs[2]];
+      p.out = addr[node.output];
+      p.hidden = node.params[0];
+      p.rows = static_cast<int64_t>(value_numel(plan.values[node.inputs[2]])) / p.hidden;
+      gru_cell(p, scratch);
       return Error::Ok;
     }
     case NodeOp::LstmCell: {

@@ -2,10 +2,10 @@
 // rows or a reshape of a value tern's kernels made is read in place, as a contiguous run of its
 // base's elements, instead of being copied by a StridedCopy node; an LSTM cell written out
 // (split gates, sigmoids, tanhs, products) is one LstmCell node (op 37) whose c' and h' are
-// views of its output. Conformance against the portable kernels (harness:
-// cpu_conformance_util.h) of an unrolled LSTM's steps, a cell with a constant state, chunks of
+// views of its output, a GRU cell one GruCell node (op 40). Conformance against the portable kernels (harness:
+// cpu_conformance_util.h) of unrolled LSTM and GRU steps, a cell with a constant state, chunks of
 // an XNNPACK stage's output read in the same stage, views of views and a strided slice that
-// must stay a copy; then what the reader checks in a View value's and an LstmCell node's fields.
+// must stay a copy; then what the reader checks in a View value's and the cell nodes' fields.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -107,6 +107,33 @@ void lstm_steps(GraphBuilder& b, int64_t steps, int64_t in, int64_t h) {
   b.output(cv);
 }
 
+/// `steps` steps of a GRU layer (hidden h) over x [steps, 1, in] as torch.export unrolls it:
+/// the input projection of every step at once, then per step gh = h W + b, both split in
+/// three, r = σ(hr + xr), z = σ(hz + xz), n = tanh(xn + hn r), h = (h - n) z + n.
+void gru_steps(GraphBuilder& b, int64_t steps, int64_t in, int64_t h) {
+  const int x = b.input("x", DType::F32, {steps, 1, in});
+  const int p = linear(b, x, {steps, 1, in}, 3 * h, 41);  // [steps, 1, 3h]
+  int hv = b.input("h0", DType::F32, {1, 1, h});
+  const std::vector<int64_t> gate{1, 1, h}, row{1, h};
+  for (int64_t t = 0; t < steps; ++t) {
+    const std::vector<int> xs = split_equal(b, select(b, p, {steps, 1, 3 * h}, 0, t), 3, 1, row);
+    const int gh = view(b, linear(b, view(b, hv, {1, h}), {1, h}, 3 * h,
+                                  51 + 2 * static_cast<uint32_t>(t)),
+                        {1, 1, 3 * h});
+    const std::vector<int> hs = split_equal(b, gh, 3, 2, gate);
+    const int r = b.op("tern::sigmoid", {binary(b, "tern::add", hs[0], xs[0], gate)}, DType::F32,
+                       gate);
+    const int z = b.op("tern::sigmoid", {binary(b, "tern::add", hs[1], xs[1], gate)}, DType::F32,
+                       gate);
+    const int n = b.op("tern::tanh", {binary(b, "tern::add", xs[2],
+                                             binary(b, "tern::mul", hs[2], r, gate), gate)},
+                       DType::F32, gate);
+    hv = binary(b, "tern::add",
+                binary(b, "tern::mul", binary(b, "tern::sub", hv, n, gate), z, gate), n, gate);
+  }
+  b.output(hv);
+}
+
 std::vector<OpCase> cases() {
   std::vector<OpCase> c;
   OpCase lstm = {"lstm_steps_fused_cells_read_in_place",
@@ -161,6 +188,16 @@ std::vector<OpCase> cases() {
     }
   };
   c.push_back(cell);
+  OpCase gru = {"gru_steps_fused_cells",
+                [](GraphBuilder& b) { gru_steps(b, 3, 40, 128); }, 1e-10};
+  gru.check_blob = [](const std::vector<uint8_t>& blob) {
+    // Each step one GruCell node (op 40): no XNNPACK sigmoid, add, subtract or copy.
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::GruCell), 3u);
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::StridedCopy), 0u);
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::Sigmoid), 0u);
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::Subtract), 0u);
+  };
+  c.push_back(gru);
   // Chunks (rows) of an XNNPACK stage's output read by the same stage, one chunk of a chunk
   // (a view of a view: its base is the first value), and a reshape of a chunk.
   OpCase rows = {"row_chunks_read_by_the_stage_that_makes_them",
@@ -300,6 +337,29 @@ TEST(CpuViewBlob, ViewFieldsAreChecked) {
         "(lstm_cell): 1 inputs, expected 2..3"},
        {"gates2 the cell state", [](cpu::BlobNode& m) { m.inputs[2] = m.inputs[1]; },
         "expected 1 rows of 4 x 8"}});
+  {  // The GruCell node's fields.
+    const std::vector<uint8_t> g = blob_of([](GraphBuilder& b) { gru_steps(b, 2, 6, 8); });
+    uint32_t gru = cpu::kNoValue;
+    for (uint32_t n = 0; n < blob_ops(g).size() && gru == cpu::kNoValue; ++n) {
+      if (blob_ops(g)[n] == static_cast<uint32_t>(cpu::NodeOp::GruCell)) gru = n;
+    }
+    ASSERT_NE(gru, cpu::kNoValue);
+    expect_refused(
+        g, gru,
+        {{"hidden 0", [](cpu::BlobNode& m) { m.params[0] = 0; }, "(gru_cell): hidden size 0"},
+         {"hidden 4", [](cpu::BlobNode& m) { m.params[0] = 4; },
+          "has last dim 8, expected the hidden size 4"},
+         {"parameter 2", [](cpu::BlobNode& m) { m.params[2] = 7; }, "unused parameter 2 is 7"},
+         {"bounds", [](cpu::BlobNode& m) { m.fparams[0] = 0.0f; }, "expected (-inf, +inf)"},
+         {"h as the gates", [](cpu::BlobNode& m) { m.inputs[0] = m.inputs[2]; },
+          "expected 1 rows of 3 x 8"},
+         {"two inputs",
+          [](cpu::BlobNode& m) {
+            m.num_inputs = 2;
+            m.inputs[2] = cpu::kNoValue;
+          },
+          "(gru_cell): 2 inputs, expected 3..3"}});
+  }
   // A node that writes a view (no node makes one: its base's maker does).
   for (uint32_t n = 0;; ++n) {
     ASSERT_LT(n, blob_ops(blob).size()) << "no node reads the view";

@@ -1,4 +1,4 @@
-#include "backends/cpu/compile/lstm_cell_match.h"
+#include "backends/cpu/compile/recurrent_cell_match.h"
 
 #include <algorithm>
 #include <map>
@@ -120,8 +120,143 @@ class Matcher : public RegionIndex {
     return true;
   }
 
+  /// A GRU cell anchored at its tanh node (the candidate n).
+  bool match_gru_at(int tanh_node, GruCellMatch* m) {
+    const Node& t = node(tanh_node);
+    if (!unary(t, "tern::tanh")) return false;
+    const int nv = t.outputs[0];
+    if (!f32(nv, false)) return false;
+    const std::vector<int64_t>& piece = value(nv).sizes;
+    const int64_t h = piece.back();
+    // n = tanh(add(xn, mul(hn, r))).
+    const int a = t.args[0];
+    const int a_node = made_by(a);
+    if (a_node < 0 || !once(a) || !binary(node(a_node), "tern::add")) return false;
+    int xn = -1, mul_node = -1;
+    for (int k = 0; k < 2 && mul_node < 0; ++k) {
+      const int u = node(a_node).args[static_cast<size_t>(k)];
+      const int un = made_by(u);
+      if (un >= 0 && once(u) && binary(node(un), "tern::mul")) {
+        mul_node = un;
+        xn = node(a_node).args[static_cast<size_t>(1 - k)];
+      }
+    }
+    if (mul_node < 0) return false;
+    // mul(hn, r): r the output of sigmoid(add(hr, xr)); hn output 2 of gh's split.
+    int r_sig = -1, hn = -1;
+    for (int k = 0; k < 2 && r_sig < 0; ++k) {
+      const int u = node(mul_node).args[static_cast<size_t>(k)];
+      const int un = made_by(u);
+      if (un >= 0 && once(u) && unary(node(un), "tern::sigmoid")) {
+        r_sig = un;
+        hn = node(mul_node).args[static_cast<size_t>(1 - k)];
+      }
+    }
+    if (r_sig < 0) return false;
+    int hs_node = -1, xs_node = -1;
+    if (!split_piece(hn, 2, h, &hs_node) || !split_piece(xn, 2, h, &xs_node) ||
+        hs_node == xs_node) {
+      return false;
+    }
+    const Node& hs = node(hs_node);
+    const Node& xs = node(xs_node);
+    // r = sigmoid(add(hr, xr)), z = sigmoid(add(hz, xz)).
+    int r_add = -1, z_add = -1, z_sig = -1;
+    if (!gate_sum(node(r_sig).args[0], hs.outputs[0], xs.outputs[0], &r_add)) return false;
+    z_add = only_reader(hs.outputs[1]);
+    if (z_add < 0 || z_add != only_reader(xs.outputs[1]) || !binary(node(z_add), "tern::add") ||
+        other(node(z_add), hs.outputs[1]) != xs.outputs[1]) {
+      return false;
+    }
+    z_sig = only_reader(node(z_add).outputs[0]);
+    if (z_sig < 0 || !unary(node(z_sig), "tern::sigmoid")) return false;
+    const int z = node(z_sig).outputs[0];
+    // h' = add(mul(sub(h, n), z), n): n read by the sub and the last add only.
+    const std::vector<int>& n_readers = readers(nv);
+    if (n_readers.size() != 2) return false;
+    int sub_node = -1, last_node = -1;
+    for (int r : n_readers) {
+      if (binary(node(r), "tern::sub") && node(r).args[1] == nv) sub_node = r;
+      if (binary(node(r), "tern::add")) last_node = r;
+    }
+    if (sub_node < 0 || last_node < 0) return false;
+    const int hprev = node(sub_node).args[0];
+    if (!f32(hprev, true) || numel_of(value(hprev).sizes) != numel_of(piece) ||
+        value(hprev).sizes.back() != h) {
+      return false;
+    }
+    const int d = node(sub_node).outputs[0];
+    const int e_node = only_reader(d);
+    if (e_node < 0 || e_node != only_reader(z) || !binary(node(e_node), "tern::mul") ||
+        other(node(e_node), d) != z) {
+      return false;
+    }
+    const int e = node(e_node).outputs[0];
+    if (!once(e) || other(node(last_node), nv) != e || !once_or_region_reader(nv, 2)) {
+      return false;
+    }
+    const int h_next = node(last_node).outputs[0];
+    if (!f32(h_next, false) || numel_of(value(h_next).sizes) != numel_of(piece) ||
+        value(h_next).sizes.back() != h) {
+      return false;
+    }
+    m->nodes = {xs_node, hs_node, r_add, r_sig, z_add, z_sig, a_node, mul_node, tanh_node,
+                sub_node, e_node, last_node};
+    std::sort(m->nodes.begin(), m->nodes.end());
+    for (int n : m->nodes) {
+      if (!in_region(n)) return false;
+    }
+    m->gi = xs.args[0];
+    m->gh = hs.args[0];
+    m->h = hprev;
+    m->h_next = h_next;
+    m->hidden = h;
+    return true;
+  }
+
  private:
   std::map<int, std::vector<int>> readers_;  ///< value -> the region nodes reading it
+
+  /// `vid` is output `k` of a 3-way split along the last dim of an f32 data value [..., 3h]
+  /// whose every output is read once: the split into *split.
+  bool split_piece(int vid, size_t k, int64_t h, int* split) const {
+    const int sn = made_by(vid);
+    if (sn < 0) return false;
+    const Node& s = node(sn);
+    if (s.op != "tern::split" || s.args.size() != 3 || s.outputs.size() != 3 ||
+        s.outputs[k] != vid) {
+      return false;
+    }
+    const int g = s.args[0];
+    if (!f32(g, false) || value(g).sizes.back() != 3 * h) return false;
+    double dim = 0;
+    const size_t rank = value(g).sizes.size();
+    if (!scalar_constant(g_, s.args[2], &dim) ||
+        (dim != -1.0 && dim != static_cast<double>(rank - 1))) {
+      return false;
+    }
+    for (int o : s.outputs) {
+      if (!once(o) || value(o).sizes.back() != h ||
+          numel_of(value(o).sizes) * 3 != numel_of(value(g).sizes)) {
+        return false;
+      }
+    }
+    *split = sn;
+    return true;
+  }
+  /// `sum` is add(a, b) (either order), read once, of the two splits' first pieces.
+  bool gate_sum(int sum, int a, int b, int* add_node) const {
+    const int n = made_by(sum);
+    if (n < 0 || !once(sum) || !binary(node(n), "tern::add") || other(node(n), a) != b) {
+      return false;
+    }
+    *add_node = n;
+    return true;
+  }
+  /// `vid` is read by exactly `count` nodes (all in the region) and leaves no region.
+  bool once_or_region_reader(int vid, size_t count) const {
+    return readers(vid).size() == count && read_exactly(vid, static_cast<int>(count));
+  }
 
   const std::vector<int>& readers(int vid) const {
     static const std::vector<int> kNone;
@@ -155,6 +290,16 @@ class Matcher : public RegionIndex {
 };
 
 }  // namespace
+
+std::vector<GruCellMatch> match_gru_cells(const Graph& g, const DelegateRegion& region) {
+  Matcher matcher(g, region);
+  std::vector<GruCellMatch> out;
+  for (int n : region.nodes) {
+    GruCellMatch m;
+    if (matcher.match_gru_at(n, &m)) out.push_back(m);
+  }
+  return out;
+}
 
 std::vector<LstmCellMatch> match_lstm_cells(const Graph& g, const DelegateRegion& region) {
   Matcher matcher(g, region);
