@@ -445,6 +445,15 @@ class Lowering {
     return add_value(ValueKind::Internal, ValueLayout::Plain, dims, cpu::kNoValue);
   }
 
+  /// A new View value of `dims`: internal value `base`'s elements from `offset` on, in place.
+  uint32_t add_view(uint32_t base, uint64_t offset, const std::vector<uint64_t>& dims) {
+    const uint32_t id = add_value(ValueKind::View, ValueLayout::Plain, dims, cpu::kNoValue);
+    values_[id].view_base = base;
+    values_[id].data_offset = offset;
+    viewed_.insert(base);
+    return id;
+  }
+
   /// Operand `vid` of a binary op whose output has rank `out_rank`, scaled by `scale`
   /// (constants and scalars only).
   uint32_t binary_operand(int vid, size_t out_rank, double scale, bool out_plain = false) {
@@ -987,24 +996,17 @@ class Lowering {
   /// c' and h' View values of its two halves (copied into their own values where they leave
   /// the region).
   void lower_lstm_cell(const LstmCellMatch& m) {
-    std::vector<uint32_t> in{activation(m.gates)};
-    const Value& cv = g_.values[static_cast<size_t>(m.c)];
     const uint64_t h = static_cast<uint64_t>(m.hidden);
-    uint64_t rows = 1;
-    for (int64_t d : cv.sizes) rows *= static_cast<uint64_t>(d);
-    rows /= h;
-    in.push_back(cv.is_constant ? constant_as(m.c, {rows, h}) : activation(m.c));
+    uint64_t rows = 0;
+    std::vector<uint32_t> in{activation(m.gates)};
+    in.push_back(cell_state(m.c, h, &rows));
     if (m.gates2 >= 0) in.push_back(activation(m.gates2));
     const uint32_t out = internal({2, rows, h});
     BlobNode& n = add_node(NodeOp::LstmCell, in, out);
     n.params[0] = static_cast<uint32_t>(h);
     for (const auto& [vid, offset] : {std::pair<int, uint64_t>{m.c_next, 0},
                                       std::pair<int, uint64_t>{m.h_next, rows * h}}) {
-      const uint32_t id = add_value(ValueKind::View, ValueLayout::Plain, dims_of(vid),
-                                    cpu::kNoValue);
-      values_[id].view_base = out;
-      values_[id].data_offset = offset;
-      viewed_.insert(out);
+      const uint32_t id = add_view(out, offset, dims_of(vid));
       if (output_arg_.count(vid) != 0) {
         add_node(NodeOp::Reshape, {id}, output(vid));
       } else {
@@ -1015,15 +1017,22 @@ class Lowering {
 
   /// A GRU cell written out (recurrent_cell_match.h): one GruCell node (op 40) making h'.
   void lower_gru_cell(const GruCellMatch& m) {
-    const Value& hv = g_.values[static_cast<size_t>(m.h)];
     const uint64_t h = static_cast<uint64_t>(m.hidden);
-    uint64_t rows = 1;
-    for (int64_t d : hv.sizes) rows *= static_cast<uint64_t>(d);
-    rows /= h;
+    uint64_t rows = 0;
     const uint32_t gi = activation(m.gi), gh = activation(m.gh);
-    const uint32_t hp = hv.is_constant ? constant_as(m.h, {rows, h}) : activation(m.h);
+    const uint32_t hp = cell_state(m.h, h, &rows);
     BlobNode& n = add_node(NodeOp::GruCell, {gi, gh, hp}, output(m.h_next));
     n.params[0] = static_cast<uint32_t>(h);
+  }
+
+  /// A recurrent cell's previous state `vid` (hidden size h): its blob value (a constant
+  /// [rows, h] when it is one: the zero initial state), its rows into *rows.
+  uint32_t cell_state(int vid, uint64_t h, uint64_t* rows) {
+    const Value& v = g_.values[static_cast<size_t>(vid)];
+    uint64_t numel = 1;
+    for (int64_t d : v.sizes) numel *= static_cast<uint64_t>(d);
+    *rows = numel / h;
+    return v.is_constant ? constant_as(vid, {*rows, h}) : activation(vid);
   }
 
   /// A relu/hardtanh/clamp whose input is made by the node just lowered, one of tern's GEMM
@@ -1603,11 +1612,7 @@ class Lowering {
     if (contiguous && p.offset >= 0 && output_arg_.count(vid) == 0 &&
         base.kind == static_cast<uint32_t>(ValueKind::Internal) && base.dynamic_mask == 0 &&
         dynamic_dim_of(vid) == cpu::kNoValue) {
-      const uint32_t id = add_value(ValueKind::View, ValueLayout::Plain, dims_of(vid),
-                                    cpu::kNoValue);
-      values_[id].view_base = v.base;
-      values_[id].data_offset = static_cast<uint64_t>(p.offset);
-      viewed_.insert(v.base);
+      const uint32_t id = add_view(v.base, static_cast<uint64_t>(p.offset), dims_of(vid));
       ids_.emplace(vid, id);
       return id;
     }
@@ -1705,11 +1710,7 @@ class Lowering {
                !made_by_own_kernel(in)) {
       return false;
     }
-    const uint32_t id = add_value(ValueKind::View, ValueLayout::Plain, dims_of(y), cpu::kNoValue);
-    values_[id].view_base = base;
-    values_[id].data_offset = offset;
-    viewed_.insert(base);
-    ids_.emplace(y, id);
+    ids_.emplace(y, add_view(base, offset, dims_of(y)));
     return true;
   }
 

@@ -1,7 +1,7 @@
 // tern's inclusive running sum along one dim (the cpu delegate's op 39): x seen as
-// [outer, size, inner] row-major, y[o, k, i] = Σ_{j <= k} x[o, j, i], each sum accumulated in
-// double in order as the portable kernel (runtime/kernels/portable/cumsum.cpp) and ATen do, so
-// the results are equal bit for bit. Mamba2's chunked scan.
+// [outer, size, inner] row-major, y[o, k, i] = Σ_{j <= k} x[o, j, i]: the portable kernel's
+// loop (runtime/kernels/util/cumsum_array.h, double accumulators in order, as ATen), so the
+// results are equal bit for bit, its outer slices split over the pool. Mamba2's chunked scan.
 //
 // Runtime code: no exceptions, no RTTI, never allocates.
 #pragma once

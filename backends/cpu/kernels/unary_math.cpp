@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "backends/cpu/kernels/pool_flags.h"
+#include "runtime/kernels/util/softplus_value.h"
 
 namespace tern::cpu {
 namespace {
@@ -15,10 +16,8 @@ void run_range(const UnaryMathProblem& p, int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) p.y[i] = std::exp(p.x[i]);
     return;
   }
-  const float b = p.beta, t = p.threshold;
   for (int64_t i = begin; i < end; ++i) {
-    const float v = p.x[i];
-    p.y[i] = v * b > t ? v : std::log1p(std::exp(v * b)) / b;
+    p.y[i] = portable::softplus_value(p.x[i], p.beta, p.threshold);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "runtime/kernels/util/softplus_value.h"
 #include "runtime/kernels/portable/elementwise_unary.h"
 #include "runtime/kernels/util/gelu_array.h"
 #include "runtime/kernels/portable/portable_kernels.h"
@@ -185,7 +186,7 @@ Error softplus(KernelContext& /*context*/, Span<EValue*> args) {
     TERN_RETURN_IF_ERROR(double_attr(op, args, 2, out_index, "threshold", 20.0, &threshold));
     const float b = static_cast<float>(beta), t = static_cast<float>(threshold);
     run_float_unary(x, out,
-                    [=](float v) { return v * b > t ? v : std::log1p(std::exp(v * b)) / b; });
+                    [=](float v) { return softplus_value(v, b, t); });
     return Error::Ok;
   });
 }

@@ -1,23 +1,18 @@
 // tern::cumsum(x, dim, out): inclusive running sum along dim. f32 accumulates in double (as
-// ATen's CPU kernel does); integers accumulate in i64 with wraparound, out i64 (ATen's
+// ATen's CPU kernel does; util/cumsum_array.h, shared with the cpu backend); integers accumulate in i64 with wraparound, out i64 (ATen's
 // promotion) or x's dtype.
 #include <cstdint>
 
 #include "runtime/kernels/portable/kernel_args.h"
 #include "runtime/kernels/portable/portable_kernels.h"
 #include "runtime/kernels/portable/reduction_util.h"
+#include "runtime/kernels/util/cumsum_array.h"
 
 namespace tern {
 namespace portable {
 namespace {
 
 constexpr int64_t kChunk = 256;
-
-struct FloatAcc {
-  using Acc = double;
-  static double add(double a, float v) { return a + v; }
-  static float out(double a) { return static_cast<float>(a); }
-};
 
 template <typename Out>
 struct IntAcc {
@@ -81,7 +76,7 @@ Error cumsum(KernelContext& /*context*/, Span<EValue*> args) {
   const reduction::DimSplit s = reduction::split_at_dim(x->shape(), dim);
   switch (x->dtype) {
     case DType::F32:
-      cumsum_loop<float, float, FloatAcc>(x->data_as<const float>(), out->data_as<float>(), s);
+      cumsum_f32(x->data_as<const float>(), out->data_as<float>(), s.outer, s.size, s.inner);
       break;
     case DType::I32:
       if (out->dtype == DType::I64) {
