@@ -467,6 +467,24 @@ def test_as_strided_views_and_copies():
     assert ops.count("tern::index_select") == 1 and ops.count("tern::permute") == 1, ops
 
 
+def test_unfold_windows():
+    # Tensor.unfold: PatchTST's patches (time windows, step = size), overlapping frames
+    # (step < size) and windows of a middle dim with a remainder dropped (step > size).
+    class M(nn.Module):
+        def forward(self, x):
+            y = x * 2  # contiguous [2, 12, 5]
+            return (y.unfold(1, 4, 4),        # non-overlapping patches: [2, 3, 5, 4]
+                    y.unfold(1, 5, 2),        # overlapping windows: [2, 4, 5, 5]
+                    y.unfold(-1, 2, 3),       # last dim, gaps between windows: [2, 12, 2, 2]
+                    y.unfold(0, 2, 1) + 1)    # the whole first dim: [1, 12, 5, 2]
+    m = M()
+    x = torch.randn(2, 12, 5)
+    result, got = export_and_run(m, (x,), "unfold")
+    for i, (g, r) in enumerate(zip(got, m(x))):
+        assert_close(g, r, what="output %d" % i)
+    assert "aten.unfold.default" in result.aten_ops, result.aten_ops
+
+
 def test_as_strided_outside_the_input_is_refused():
     class M(nn.Module):
         def forward(self, x):

@@ -1246,6 +1246,17 @@ def _as_strided(L, n, a, real):
     return gather_by_map(L, x, m.contiguous(), real)
 
 
+@handles("unfold.default")
+def _unfold(L, n, a, real):
+    # Tensor.unfold(dim, size, step): every window of `size` along dim, as a new last dim (a
+    # strided view in ATen; over tern's contiguous tensors, a gather by the element map).
+    x = a["self"]
+    rx = real_of(x)
+    numbers = torch.arange(rx.numel(), dtype=torch.int64).view(rx.shape)
+    m = numbers.unfold(V(a["dimension"]), V(a["size"]), V(a["step"]))
+    return gather_by_map(L, x, m.contiguous(), real)
+
+
 def _index_list(a):
     idx = a["indices"]
     if isinstance(idx, Const):
