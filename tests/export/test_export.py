@@ -485,6 +485,30 @@ def test_unfold_windows():
     assert "aten.unfold.default" in result.aten_ops, result.aten_ops
 
 
+def test_scatter():
+    # DeepSeek-V3's group mask (scatter_ of a value at topk indices), scatter of a src larger
+    # than the index (only its leading part is read), scatter_add with repeated indices and
+    # scatter_reduce "sum".
+    class M(nn.Module):
+        def forward(self, x, counts_index):
+            scores = x.softmax(-1)
+            top = scores.topk(2, dim=-1)[1]
+            mask = torch.zeros_like(scores)
+            mask.scatter_(1, top, 1)
+            src = x * 3
+            placed = torch.scatter(x, 1, top, src)
+            counts = torch.zeros(3, 6).scatter_add(1, counts_index, torch.ones(3, 4))
+            summed = x.scatter_reduce(1, counts_index, src[:, :4], "sum")
+            return scores * mask, placed, counts, summed
+    m = M()
+    x = torch.randn(3, 6)
+    counts_index = torch.tensor([[0, 0, 5, 2], [1, 1, 1, 1], [3, 4, 3, 0]])
+    result, got = export_and_run(m, (x, counts_index), "scatter")
+    for i, (g, r) in enumerate(zip(got, m(x, counts_index))):
+        assert_close(g, r, what="output %d" % i)
+    assert _ops(result).count("tern::scatter") == 4, _ops(result)
+
+
 def test_as_strided_outside_the_input_is_refused():
     class M(nn.Module):
         def forward(self, x):

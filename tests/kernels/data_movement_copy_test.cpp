@@ -309,6 +309,30 @@ TEST_F(DataMovementCopyTest, IndexErrorsNameTheBadIndex) {
   expect_invalid(call_kernel("tern::gather", {&x->value, &d0, &wide.value, &wout->value}),
                  {"size 5 of dim 1 exceeds x [4, 3]"});
 
+  // scatter checks every index before writing: out keeps x's copy, nothing lands out of range.
+  OwnedTensor<float> sx({4, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  OwnedTensor<float> src({2, 3}, {-1, -2, -3, -4, -5, -6});
+  auto sout = zeros<float>({4, 3});
+  EValue none_mode = EValue::from_string("none", 4), max_mode = EValue::from_string("max", 3);
+  expect_invalid(call_kernel("tern::scatter", {&sx.value, &d0, &gidx.value, &src.value,
+                                               &none_mode, &sout->value}),
+                 {"tern::scatter", "index element 4 = 7 out of range", "size 4"});
+  expect_invalid(call_kernel("tern::scatter", {&sx.value, &d0, &wide.value, &src.value,
+                                               &none_mode, &sout->value}),
+                 {"src", "expected shape [2, 5]", "found [2, 3]"});
+  OwnedTensor<int64_t> ok_index({2, 3}, {0, 1, 2, 3, 0, 1});
+  expect_invalid(call_kernel("tern::scatter", {&sx.value, &d0, &ok_index.value, &src.value,
+                                               &max_mode, &sout->value}),
+                 {"reduce", "expected \"none\" or \"add\"", "found \"max\""});
+  EValue add_mode = EValue::from_string("add", 3);
+  OwnedTensor<int16_t> shorts({4, 3}, std::vector<int16_t>(12, 0));
+  OwnedTensor<int16_t> ssrc({2, 3}, std::vector<int16_t>(6, 1));
+  auto shorts_out = zeros<int16_t>({4, 3});
+  expect_invalid(call_kernel("tern::scatter", {&shorts.value, &d0, &ok_index.value, &ssrc.value,
+                                               &add_mode, &shorts_out->value}),
+                 {"reduce \"add\"", "expected x of dtype f32, i64 or i32", "found i16"});
+  for (float v : sout->data) EXPECT_EQ(v, 0.0f);  // the failed calls wrote nothing
+
   OwnedTensor<int64_t> ids({2}, {1, 9});
   auto eout = zeros<float>({2, 3});
   expect_invalid(call_kernel("tern::embedding", {&x->value, &ids.value, &eout->value}),

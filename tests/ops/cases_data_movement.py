@@ -191,6 +191,33 @@ def indexing():
                         name="gather%s,%d,%s" % (x, dim, idx_shape), **EXACT))
     out.append(Case("tern::gather", [ri(3, 4), I(1), torch.randint(0, 4, (3, 2))],
                     lambda t, d, i: torch.gather(t, d, i), name="gather_i64", **EXACT))
+    # scatter: replace (unique indices per row, so the result does not depend on write order)
+    # and add (repeated indices accumulate); src of index's shape or one element (the value).
+    for x, dim, idx_shape in [((4, 5), 0, (3, 5)), ((4, 5), 1, (4, 2)), ((2, 6, 3), 1, (2, 4, 2)),
+                              ((2, 6, 3), -1, (1, 6, 3)), ((3, 4), 0, (0, 4))]:
+        d = dim % len(x)
+        idx = torch.rand(*idx_shape[:d], x[d], *idx_shape[d + 1:]).argsort(d).narrow(
+            d, 0, idx_shape[d])
+        out.append(Case("tern::scatter", [r(*x), I(dim), idx, r(*idx_shape), S("none")],
+                        lambda t, dd, i, src, _: torch.scatter(t, dd, i, src),
+                        name="scatter%s,%d,%s" % (x, dim, idx_shape), **EXACT))
+        out.append(Case("tern::scatter", [r(*x), I(dim), idx, torch.tensor([2.5]), S("none")],
+                        lambda t, dd, i, v, _: torch.scatter(t, dd, i, float(v)),
+                        name="scatter_value%s,%d,%s" % (x, dim, idx_shape), **EXACT))
+        rep = torch.randint(0, x[d], idx_shape)
+        out.append(Case("tern::scatter", [r(*x), I(dim), rep, r(*idx_shape), S("add")],
+                        lambda t, dd, i, src, _: torch.scatter_add(t, dd, i, src),
+                        name="scatter_add%s,%d,%s" % (x, dim, idx_shape)))
+    for dt in (torch.int64, torch.int32):
+        rep = torch.randint(0, 4, (3, 6))
+        out.append(Case("tern::scatter", [ri(3, 4, dtype=dt), I(1), rep, ri(3, 6, dtype=dt),
+                                          S("add")],
+                        lambda t, dd, i, src, _: torch.scatter_add(t, dd, i, src),
+                        name="scatter_add_%s" % str(dt)[6:], **EXACT))
+    out.append(Case("tern::scatter", [rb(3, 4), I(1), torch.tensor([[0], [3], [1]]),
+                                      torch.tensor([True]), S("none")],
+                    lambda t, dd, i, v, _: torch.scatter(t, dd, i, bool(v)), name="scatter_bool",
+                    **EXACT))
     for v, d, idx_shape in [(10, 4, (3,)), (10, 4, (2, 5)), (7, 3, ()), (5, 2, (0,)), (3, 0, (4,))]:
         idx = torch.randint(0, v, idx_shape)
         out.append(Case("tern::embedding", [r(v, d), idx], lambda w, i: F.embedding(i, w),

@@ -167,6 +167,9 @@ Error index_copy(KernelContext& context, Span<EValue*> args);
 Error index_select(KernelContext& context, Span<EValue*> args);
 /// tern::gather(x, dim Int, index (i64/i32, x's rank), out (index's shape)).
 Error gather(KernelContext& context, Span<EValue*> args);
+/// tern::scatter(x, dim Int, index (i64/i32, x's rank), src (index's shape, or one element),
+/// reduce String ("none" | "add"), out (x's shape)).
+Error scatter(KernelContext& context, Span<EValue*> args);
 /// tern::embedding(weight [V, D], indices (i64/i32), out [..., D]): weight rows; nf4/fp8
 /// weights are not supported yet (InvalidArgument).
 Error embedding(KernelContext& context, Span<EValue*> args);

@@ -22,6 +22,7 @@ Error register_data_movement_kernels() {
       {"tern::index_select", index_select},
       {"tern::index_copy", index_copy},
       {"tern::gather", gather},
+      {"tern::scatter", scatter},
       {"tern::embedding", embedding},
       {"tern::pad", pad},
       {"tern::repeat", repeat},

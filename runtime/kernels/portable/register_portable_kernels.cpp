@@ -28,6 +28,7 @@ constexpr const char* kDynamicShapeKernels[] = {
     "tern::index_select",
     "tern::index_copy",
     "tern::gather",
+    "tern::scatter",
     "tern::embedding",
     "tern::triu",
     "tern::tril",

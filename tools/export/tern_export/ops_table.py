@@ -927,6 +927,54 @@ def _histc(L, n, a, real):
                   real)
 
 
+def _emit_scatter(L, a, src, reduce, real):
+    """tern::scatter(x, dim, index, src, reduce): src is a tensor (cut to index's shape: ATen
+    reads only src's leading part) or a number (one element of x's dtype)."""
+    x, index = a["self"], a["index"]
+    ri = real_of(index)
+    if is_tensor(src):
+        rs = real_of(src)
+        if rs.dtype != real.dtype:
+            src = L.cast(src, real.dtype)
+            rs = real_of(src)
+        for d in range(ri.dim()):
+            if int(rs.shape[d]) != int(ri.shape[d]):
+                rs = rs.narrow(d, 0, int(ri.shape[d]))
+                src = L.emit("slice", [L.tensor_id(src), L.mb.int(d), L.mb.int(0),
+                                       L.mb.int(int(ri.shape[d])), L.mb.int(1)], rs.contiguous())
+        src_id = L.tensor_id(src)
+    else:
+        src_id = L.weight(Const(torch.tensor([V(src)], dtype=real.dtype), "scatter_value"))
+    return L.emit("scatter", [L.tensor_id(L.cast(x, real.dtype)), L.mb.int(V(a["dim"])),
+                              L.tensor_id(index), src_id, L.mb.string(reduce)], real)
+
+
+@handles("scatter.src", "scatter_.src")
+def _scatter_src(L, n, a, real):
+    return _emit_scatter(L, a, a["src"], "none", real)
+
+
+@handles("scatter.value", "scatter_.value")
+def _scatter_value(L, n, a, real):
+    return _emit_scatter(L, a, a["value"], "none", real)
+
+
+@handles("scatter_add.default", "scatter_add_.default")
+def _scatter_add(L, n, a, real):
+    if real.dtype not in (torch.float32, torch.int64, torch.int32):
+        raise Unsupported("scatter_add of %s (f32, i64 and i32 are taken)" % real.dtype)
+    return _emit_scatter(L, a, a["src"], "add", real)
+
+
+@handles("scatter_reduce.two", "scatter_reduce_.two")
+def _scatter_reduce(L, n, a, real):
+    reduce = V(a["reduce"])
+    if reduce != "sum" or not V(a.get("include_self", True)):
+        raise Unsupported("scatter_reduce with reduce=%r, include_self=%s (\"sum\" including "
+                          "self is taken)" % (reduce, V(a.get("include_self", True))))
+    return _scatter_add(L, n, a, real)
+
+
 @handles("index_put.default", "index_put_.default")
 def _index_put(L, n, a, real):
     # x[index] = values with one 1-D integer index (Hugging Face's MoE inverts its routing
