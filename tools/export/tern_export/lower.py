@@ -16,7 +16,8 @@ import re
 import torch
 import torch.fx
 
-from . import erf_gelu, gqa, ops_table, row_views
+from . import complex_ops, erf_gelu, gqa, ops_table, row_views
+from .complex_ops import CVal
 from .errors import ExportError, Unsupported, UnsupportedOpError
 from .graph_writer import tern_dtype
 from .values import POISON, Const, Multi, Poison, TVal, Unavailable
@@ -359,8 +360,16 @@ class Lowerer:
         if n.target in ops_table.SHAPE_ONLY:
             self.env[n] = Const(self._materialize(real))
             return
-        if not any(isinstance(a, (TVal, Multi)) for a in flat):
+        if not any(isinstance(a, (TVal, Multi, CVal)) for a in flat):
             self.env[n] = self._fold(n, real, flat)
+            return
+        if complex_ops.involves_complex(real, flat):
+            try:
+                self.env[n] = complex_ops.lower(self, n, ops_table.bind(n.target, args, kwargs),
+                                                real)
+            except Unsupported as e:
+                self.unsupported.append((n, op_name(n.target), str(e)))
+                self.env[n] = POISON
             return
         handler = ops_table.handler_for(n.target)
         if handler is None:
@@ -415,6 +424,10 @@ class Lowerer:
             if isinstance(lv, Const):
                 vid = self.weight(lv, name="output%d_const" % i)
                 lv = TVal(vid, lv.value)
+            if isinstance(lv, CVal):
+                raise ExportError("output %d is a complex tensor; tern methods return real "
+                                  "tensors (return torch.view_as_real(z), or z.real and z.imag)"
+                                  % i)
             if not isinstance(lv, TVal):
                 raise ExportError("output %d (%s) is not a tensor" % (i, type(lv).__name__))
             vid = lv.vid
