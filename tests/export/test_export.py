@@ -137,11 +137,13 @@ class Unsupported(nn.Module):
 
 
 class VisionOps(nn.Module):
-    """Resampling, padding, pooling, conv1d, transposed conv, group norm."""
+    """Resampling, padding, pooling, conv1d, transposed convs (2-D and 1-D), group norm."""
     def __init__(self):
         super().__init__()
         self.c1 = nn.Conv1d(4, 6, 3, padding=1)
         self.ct = nn.ConvTranspose2d(4, 3, 3, stride=2, padding=1, output_padding=1)
+        self.ct1 = nn.ConvTranspose1d(4, 6, 4, stride=3, padding=1, output_padding=2, groups=2,
+                                      dilation=2)
         self.gn = nn.GroupNorm(2, 4)
 
     def forward(self, x):
@@ -150,7 +152,7 @@ class VisionOps(nn.Module):
                 F.pad(x, (1, 2, 0, 1)), F.pad(x, (1, 1, 1, 1), mode="reflect"),
                 F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False),
                 self.ct(self.gn(x)), self.c1(x.flatten(2)[:, :, :7]),
-                F.adaptive_avg_pool2d(x, (2, 3)))
+                F.adaptive_avg_pool2d(x, (2, 3)), self.ct1(x.flatten(2)))
 
 
 class ElementwiseOps(nn.Module):

@@ -523,9 +523,11 @@ def _convolution(L, n, a, real):
     x, w, b = a["input"], a["weight"], a["bias"]
     transposed, groups = V(a["transposed"]), V(a["groups"])
     r = rank(x)
+    if transposed and r == 3:
+        return _conv_transpose1d(L, a, real)
     if r not in (3, 4, 5) or (transposed and r != 4):
         raise Unsupported("%s convolution of a %d-D input has no tern kernel (tern has conv1d, "
-                          "conv2d, conv3d and conv_transpose2d)"
+                          "conv2d, conv3d, conv_transpose1d and conv_transpose2d)"
                           % ("transposed" if transposed else "a", r))
     k = r - 2
     if not transposed:
@@ -540,6 +542,30 @@ def _convolution(L, n, a, real):
         return L.emit("conv_transpose2d", args, real)
     args += [L.mb.int_list(_ints(V(a["dilation"]), k)), L.mb.int(groups)]
     return L.emit({3: "conv1d", 4: "conv2d", 5: "conv3d"}[r], args, real)
+
+
+def _conv_transpose1d(L, a, real):
+    """ConvTranspose1d (audio decoders: DAC, EnCodec, HiFi-GAN's upsampling) as
+    conv_transpose2d on a height of one: x [N, C, L] viewed [N, C, 1, L], the weight
+    [C, O/g, K] as [C, O/g, 1, K], every height parameter neutral, the result viewed back."""
+    x, w, b = a["input"], a["weight"], a["bias"]
+    rx, rw = real_of(x), real_of(w)
+    x4 = _reshaped(L, x if isinstance(x, TVal) else TVal(L.tensor_id(x), rx),
+                   [rx.shape[0], rx.shape[1], 1, rx.shape[2]])
+    w_shape = [rw.shape[0], rw.shape[1], 1, rw.shape[2]]
+    if isinstance(w, Const):
+        w4 = Const(w.value.reshape(w_shape), w.name)
+    else:
+        w4 = _reshaped(L, w, w_shape)
+    stride, padding = _ints(V(a["stride"]), 1), _ints(V(a["padding"]), 1)
+    out_pad, dilation = _ints(V(a["output_padding"]), 1), _ints(V(a["dilation"]), 1)
+    groups = V(a["groups"])
+    r4 = real.unsqueeze(2)
+    y = L.emit("conv_transpose2d", [x4.vid, L.tensor_id(w4), opt_tensor(L, b),
+                                    L.mb.int_list([1] + stride), L.mb.int_list([0] + padding),
+                                    L.mb.int_list([0] + out_pad), L.mb.int(groups),
+                                    L.mb.int_list([1] + dilation)], r4.contiguous())
+    return _reshaped(L, y, list(real.shape))
 
 
 @handles("col2im.default")
