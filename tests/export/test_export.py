@@ -511,6 +511,29 @@ def test_scatter():
     assert _ops(result).count("tern::scatter") == 4, _ops(result)
 
 
+def test_grid_sample():
+    # A spatial transformer's warp (affine_grid + grid_sample) and a nearest lookup with
+    # border padding; bicubic is refused by name.
+    class M(nn.Module):
+        def forward(self, x, theta):
+            grid = F.affine_grid(theta, [2, 3, 6, 5], align_corners=False)
+            return (F.grid_sample(x, grid, align_corners=False),
+                    F.grid_sample(x, grid * 1.2, mode="nearest", padding_mode="border",
+                                  align_corners=True))
+    m = M()
+    x, theta = torch.randn(2, 3, 7, 8), torch.randn(2, 2, 3) * 0.5
+    result, got = export_and_run(m, (x, theta), "grid_sample")
+    for i, (g, r) in enumerate(zip(got, m(x, theta))):
+        assert_close(g, r, what="output %d" % i)
+
+    class Bicubic(nn.Module):
+        def forward(self, x, grid):
+            return F.grid_sample(x, grid, mode="bicubic", align_corners=False)
+    e = expect_raises(tern_export.UnsupportedOpError, lambda: tern_export.export(
+        Bicubic(), (x, torch.rand(2, 4, 4, 2)), _path("grid_bicubic.pte")))
+    assert "bicubic is not" in str(e), str(e)
+
+
 def test_as_strided_outside_the_input_is_refused():
     class M(nn.Module):
         def forward(self, x):

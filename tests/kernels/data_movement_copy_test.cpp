@@ -333,6 +333,20 @@ TEST_F(DataMovementCopyTest, IndexErrorsNameTheBadIndex) {
                  {"reduce \"add\"", "expected x of dtype f32, i64 or i32", "found i16"});
   for (float v : sout->data) EXPECT_EQ(v, 0.0f);  // the failed calls wrote nothing
 
+  // grid_sample2d: bicubic (mode 2) is not taken; the grid must be [N, HO, WO, 2].
+  auto image = zeros<float>({1, 2, 4, 4});
+  auto grid = zeros<float>({1, 3, 5, 2});
+  auto sampled = zeros<float>({1, 2, 3, 5});
+  EValue bicubic = EValue::from_int(2), bilinear = EValue::from_int(0);
+  EValue zeros_pad = EValue::from_int(0), no_align = EValue::from_bool(false);
+  expect_invalid(call_kernel("tern::grid_sample2d", {&image->value, &grid->value, &bicubic,
+                                                     &zeros_pad, &no_align, &sampled->value}),
+                 {"tern::grid_sample2d", "mode: expected 0 (bilinear) or 1 (nearest)", "found 2"});
+  auto bad_grid = zeros<float>({1, 3, 5, 3});
+  expect_invalid(call_kernel("tern::grid_sample2d", {&image->value, &bad_grid->value, &bilinear,
+                                                     &zeros_pad, &no_align, &sampled->value}),
+                 {"grid: expected [1, HO, WO, 2]", "found [1, 3, 5, 3]"});
+
   OwnedTensor<int64_t> ids({2}, {1, 9});
   auto eout = zeros<float>({2, 3});
   expect_invalid(call_kernel("tern::embedding", {&x->value, &ids.value, &eout->value}),

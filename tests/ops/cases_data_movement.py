@@ -309,6 +309,30 @@ def upsampling():
     return out
 
 
+def grid_sampling():
+    # Points over [-1.3, 1.3] (some outside the image), every mode, padding and align_corners
+    # pairing, plus exact pixel centres, NaN and huge coordinates. f32 rounding: rtol 1e-5.
+    out = []
+    ref = torch.ops.aten.grid_sampler_2d
+    for mode, padding, align in [(m, p, a) for m in (0, 1) for p in (0, 1, 2) for a in (0, 1)]:
+        x = r(2, 3, 5, 7)
+        grid = (torch.rand(2, 4, 6, 2) * 2.6 - 1.3)
+        out.append(Case("tern::grid_sample2d", [x, grid, I(mode), I(padding), B(bool(align))],
+                        lambda t, g, m, p, al: ref(t, g, m, p, al), rtol=1e-5, atol=1e-6,
+                        name="grid_sample_m%d_p%d_a%d" % (mode, padding, align)))
+    centres = torch.stack(torch.meshgrid(torch.linspace(-1, 1, 7), torch.linspace(-1, 1, 5),
+                                         indexing="xy"), -1).unsqueeze(0)
+    out.append(Case("tern::grid_sample2d", [r(1, 2, 5, 7), centres, I(0), I(0), B(True)],
+                    lambda t, g, m, p, al: ref(t, g, m, p, al), name="grid_sample_centres"))
+    odd = torch.tensor([[[[float("nan"), 0.0], [1e20, -1e20], [0.25, float("inf")]]]])
+    for mode, padding in [(0, 0), (1, 0)]:  # (border and reflection of NaN: unspecified)
+        out.append(Case("tern::grid_sample2d", [r(1, 2, 4, 4), odd, I(mode), I(padding),
+                                                B(False)],
+                        lambda t, g, m, p, al: ref(t, g, m, p, al),
+                        name="grid_sample_nonfinite_m%d_p%d" % (mode, padding)))
+    return out
+
+
 def cases():
     return views() + copies() + cat_cases() + pieces() + indexing() + padding() + tiling() + \
-        upsampling()
+        upsampling() + grid_sampling()

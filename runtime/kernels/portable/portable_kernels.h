@@ -170,6 +170,10 @@ Error gather(KernelContext& context, Span<EValue*> args);
 /// tern::scatter(x, dim Int, index (i64/i32, x's rank), src (index's shape, or one element),
 /// reduce String ("none" | "add"), out (x's shape)).
 Error scatter(KernelContext& context, Span<EValue*> args);
+/// tern::grid_sample2d(x f32 [N, C, H, W], grid f32 [N, HO, WO, 2], mode Int (0 bilinear,
+/// 1 nearest), padding_mode Int (0 zeros, 1 border, 2 reflection), align_corners Bool,
+/// out [N, C, HO, WO]).
+Error grid_sample2d(KernelContext& context, Span<EValue*> args);
 /// tern::embedding(weight [V, D], indices (i64/i32), out [..., D]): weight rows; nf4/fp8
 /// weights are not supported yet (InvalidArgument).
 Error embedding(KernelContext& context, Span<EValue*> args);

@@ -28,6 +28,7 @@ Error register_data_movement_kernels() {
       {"tern::repeat", repeat},
       {"tern::upsample_nearest2d", upsample_nearest2d},
       {"tern::upsample_bilinear2d", upsample_bilinear2d},
+      {"tern::grid_sample2d", grid_sample2d},
       {"tern::triu", triu},
       {"tern::tril", tril},
       {"tern::clone", clone},

@@ -655,6 +655,47 @@ def _avg_pool2d(L, n, a, real):
                                  L.mb.none() if div is None else L.mb.int(div)], real)
 
 
+@handles("affine_grid_generator.default")
+def _affine_grid_generator(L, n, a, real):
+    # F.affine_grid on PyTorch 1.13 (2.x decomposes it): the constant base grid of
+    # (x, y, 1) points, [H·W, 3], times theta [N, 2, 3] transposed: [N, H·W, 2], viewed
+    # [N, H, W, 2].
+    size, align = V(a["size"]), V(a["align_corners"])
+    if len(size) != 4:
+        raise Unsupported("affine_grid of size %s (4-D is taken)" % (list(size),))
+    nb, _, h, w = [int(v) for v in size]
+
+    def steps(k):
+        if k <= 1:
+            return torch.zeros(max(k, 1), dtype=torch.float64)
+        r = torch.linspace(-1, 1, k, dtype=torch.float64)
+        return r if align else r * (k - 1) / k
+    ys, xs = torch.meshgrid(steps(h), steps(w), indexing="ij")
+    base = torch.stack([xs, ys, torch.ones_like(xs)], -1).reshape(1, h * w, 3).to(real.dtype)
+    theta = a["theta"]
+    rt = real_of(theta)
+    t = L.emit("transpose", [L.tensor_id(theta), L.mb.int(1), L.mb.int(2)],
+               rt.transpose(1, 2).contiguous())
+    prod = L.emit("matmul", [L.weight(Const(base, "affine_grid_base")), t.vid],
+                  torch.matmul(base, t.real))
+    return _reshaped(L, prod, [nb, h, w, 2])
+
+
+@handles("grid_sampler_2d.default")
+def _grid_sampler_2d(L, n, a, real):
+    # F.grid_sample on 4-D inputs (Mask2Former's deformable attention, RAFT, spatial
+    # transformers): bilinear or nearest (bicubic has no tern kernel).
+    mode = V(a["interpolation_mode"])
+    if mode not in (0, 1):
+        raise Unsupported("grid_sample with interpolation mode %d (bilinear and nearest are "
+                          "taken, bicubic is not)" % mode)
+    if real.dtype != torch.float32:
+        raise Unsupported("grid_sample of %s (f32 is taken)" % real.dtype)
+    return L.emit("grid_sample2d", [L.tensor_id(a["input"]), L.tensor_id(a["grid"]),
+                                    L.mb.int(mode), L.mb.int(V(a["padding_mode"])),
+                                    L.mb.bool(V(a["align_corners"]))], real)
+
+
 @handles("_adaptive_avg_pool2d.default")
 def _adaptive_avg_pool2d(L, n, a, real):
     return L.emit("adaptive_avg_pool2d", [L.tensor_id(a["self"]),
