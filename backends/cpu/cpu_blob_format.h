@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 18;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 19;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
                                       // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
                                       // 7: ops 23-24 quantized weights, op 25 LayerNorm;
@@ -32,7 +32,9 @@ constexpr uint32_t kBlobVersion = 18;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // StridedCopy strides (a flip), ops 35
                                       // Maximum, 36 Minimum; 18: View values,
                                       // op 37 LstmCell, op 38 UnaryMath, op 39
-                                      // Cumsum, op 40 GruCell
+                                      // Cumsum, op 40 GruCell; 19: sin,
+                                      // cos and log in op 38, op 41
+                                      // Deconv2d
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -398,7 +400,8 @@ enum class NodeOp : uint32_t {
   /// h' = σ(o) tanh(c') (read as View values).
   LstmCell = 37,
   /// tern's elementwise math XNNPACK lacks (kernels/unary_math.h; since version 18). in: x (a
-  /// data value); params[0] = the function (UnaryMathFn: 1 exp, 2 softplus), for softplus
+  /// data value); params[0] = the function (UnaryMathFn: 1 exp, 2 softplus, since version
+  /// 19 also 3 sin, 4 cos, 5 log), for softplus
   /// params[1] and params[2] the bits of beta (finite, non-zero) and threshold (finite) as
   /// f32, else 0; the rest 0; fparams (-inf, +inf). Output: x's dims.
   UnaryMath = 38,
@@ -413,10 +416,17 @@ enum class NodeOp : uint32_t {
   /// operand 3 R H elements. params[0] = H, the rest 0; fparams (-inf, +inf). Output: h's
   /// element count with last dim H: h' = (h - n) σ(z) + n, n = tanh(gi_n + σ(r) gh_n).
   GruCell = 40,
+  /// XNNPACK's 2-D deconvolution, a transposed conv (since version 19). in: x [N, IH, IW, C]
+  /// (NHWC), filter [O, KH, KW, C] (constant), bias [O]? (constant); params: the ConvParam
+  /// window (padding taken off the output's ends, stride = XNNPACK's upsampling), kGroups 1,
+  /// kGroupInChannels C, kGroupOutChannels O, kDeconvAdjustH / W each below its stride; fparams
+  /// the output bounds. Output [N, OH, OW, O], OH = (IH - 1) * stride + dilation * (KH - 1) + 1
+  /// + adjust - pad top - pad bottom (at least 1), OW alike.
+  Deconv2d = 41,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 40;
+constexpr uint32_t kLastNodeOp = 41;
 
 /// Most channels of ResizeBilinearToPlanes's input (its kernel caches a row of every channel).
 constexpr uint64_t kMaxResizePlanesChannels = 4096;
@@ -597,6 +607,8 @@ enum ConvParam : uint32_t {
   kPackedOutChannels = 11,  ///< PackedConv2d, PackedWinogradConv2d: O
   kPackedActivation = 12,   ///< PackedConv2d: GemmActivation after the clamp (0 none)
   kPackedGroups = 13,       ///< PackedConv2d: groups (0 or 1: one)
+  kDeconvAdjustH = 13,      ///< Deconv2d: output rows added at the bottom (< kStrideH)
+  kDeconvAdjustW = 14,      ///< Deconv2d: output columns added at the right (< kStrideW)
 };
 
 /// A groups field of op 18 (params[kPackedGroups]) or of its PackConv recipe (params[4]): the

@@ -466,6 +466,29 @@ compiler::Graph v18_graph() {
   return b.build();
 }
 
+/// Blob version 19: a decoder's upsampling by XNNPACK's deconvolution (op 41: kernel 3, stride
+/// 2, padding 1, output padding 1) after a conv, then the Snake activation (op 38's sin) and a
+/// log of a square root (op 38's log, op 28).
+compiler::Graph v19_graph() {
+  GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {1, 3, 6, 6});
+  const int c = b.op("tern::conv2d",
+                     {x, seed_constant(b, "cw", {4, 3, 3, 3}, 141), seed_constant(b, "cb", {4}, 142),
+                      b.int_list({1, 1}), b.int_list({1, 1}), b.int_list({1, 1}), b.int_value(1)},
+                     DType::F32, {1, 4, 6, 6});
+  const std::vector<int64_t> ys{1, 2, 12, 12};
+  const int d = b.op("tern::conv_transpose2d",
+                     {c, seed_constant(b, "dw", {4, 2, 3, 3}, 143), seed_constant(b, "db", {2}, 144),
+                      b.int_list({2, 2}), b.int_list({1, 1}), b.int_list({1, 1}), b.int_value(1),
+                      b.int_list({1, 1})},
+                     DType::F32, ys);
+  const int s = b.op("tern::sin", {d}, DType::F32, ys);
+  const int snake = b.op("tern::add", {d, b.op("tern::mul", {s, s}, DType::F32, ys)}, DType::F32, ys);
+  const int a = b.op("tern::abs", {snake}, DType::F32, ys);
+  b.output(b.op("tern::log", {b.op("tern::sqrt", {a}, DType::F32, ys)}, DType::F32, ys));
+  return b.build();
+}
+
 /// Blob version 18's fused LSTM cell (op 37): two steps of an LSTM (hidden 8) over x[2, 1, 6]
 /// from a constant zero state, each step's gates the recurrent product plus its row of the
 /// input projection, c' and h' views of the cell's output; then one GRU step (op 40).
@@ -579,6 +602,7 @@ std::vector<Seed> cpu_blob_seeds() {
       {"v17", v17_graph()},
       {"v18", v18_graph()},
       {"v18_lstm", v18_lstm_graph()},
+      {"v19", v19_graph()},
       {"dynamic_rows", dynamic_rows_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "backends/cpu/compile/attention_attrs.h"
+#include "backends/cpu/compile/deconv_attrs.h"
 #include "backends/cpu/compile/index_map_ops.h"
 #include "backends/cpu/compile/layout_plan.h"
 #include "backends/cpu/compile/node_attrs.h"
@@ -38,6 +39,8 @@ void check_node(const Graph& g, const Node& node) {
     (void)conv1d_attrs(g, node);
   } else if (op == "tern::conv3d") {  // tern's 3-D conv (op 33) on NDHWC bytes
     (void)conv3d_attrs(g, node);
+  } else if (op == "tern::conv_transpose2d") {  // XNNPACK's deconvolution (op 41)
+    (void)conv_transpose2d_attrs(g, node);
   } else if (op == "tern::linear" && node.args.size() == 3 &&
              is_quantized_value(g, node.args[1])) {  // NF4 / FP8 weight: op 23
     check_quant_linear(g, node);
@@ -70,9 +73,10 @@ void check_node(const Graph& g, const Node& node) {
     (void)reduction_attrs(g, node);  // the layout each kind needs: check_layout
   } else if (op == "tern::pow") {
     (void)small_pow_exponent(g, node);
-  } else if (op == "tern::rsqrt" || op == "tern::tanh" || op == "tern::neg") {
+  } else if (op == "tern::rsqrt" || op == "tern::sqrt" || op == "tern::abs" ||
+             op == "tern::tanh" || op == "tern::neg") {
     check_unary_elementwise(g, node);
-  } else if (op == "tern::exp" || op == "tern::softplus") {  // tern's unary math (op 38)
+  } else if (is_unary_math_op(op)) {  // tern's unary math (op 38)
     (void)unary_math_attrs(g, node);
   } else if (op == "tern::cumsum") {  // tern's running sum (op 39)
     (void)cumsum_dim(g, node);
@@ -215,7 +219,7 @@ bool CpuBackendCompiler::accepts_region(const Graph& graph, const std::vector<in
     if (n < 0 || static_cast<size_t>(n) >= graph.nodes.size()) continue;
     const std::string& op = graph.nodes[static_cast<size_t>(n)].op;
     if (op == "tern::conv2d" || op == "tern::conv1d" || op == "tern::conv3d" ||
-        op == "tern::linear" || op == "tern::embedding" ||
+        op == "tern::conv_transpose2d" || op == "tern::linear" || op == "tern::embedding" ||
         op == "tern::bmm" || op == "tern::matmul" || op == "tern::scaled_dot_product_attention" ||
         op == "tern::max_pool2d" || op == "tern::avg_pool2d" || op == "tern::adaptive_avg_pool2d" ||
         op == "tern::mean") {

@@ -31,7 +31,8 @@ bool follows_operands(const std::string& op) {
          op == "tern::hardswish" || op == "tern::sigmoid" || op == "tern::hardsigmoid" ||
          op == "tern::silu" || op == "tern::softmax" || op == "tern::pad" || op == "tern::pow" ||
          op == "tern::rsqrt" || op == "tern::tanh" || op == "tern::neg" || op == "tern::where" ||
-         op == "tern::exp" || op == "tern::softplus" || op == "tern::cumsum" || is_binary(op);
+         op == "tern::sqrt" || op == "tern::abs" || is_unary_math_op(op) ||
+         op == "tern::cumsum" || is_binary(op);
 }
 
 /// How a mean or sum of a 4-D x reads it (ReductionAttrs): 0 not such a node (or not taken),
@@ -55,7 +56,8 @@ bool follows(const Graph& g, const Node& node) {
 bool needs_nhwc(const Graph& g, const Node& node) {
   const std::string& op = node.op;
   if (is_reduction_op(op)) return reduction_reads(g, node) == kReadsNhwc;
-  return op == "tern::conv2d" || op == "tern::max_pool2d" || op == "tern::avg_pool2d" ||
+  return op == "tern::conv2d" || op == "tern::conv_transpose2d" || op == "tern::max_pool2d" ||
+         op == "tern::avg_pool2d" ||
          op == "tern::adaptive_avg_pool2d" || op == "tern::batch_norm" ||
          op == "tern::group_norm" || op == "tern::upsample_nearest2d" ||
          op == "tern::upsample_bilinear2d";

@@ -678,7 +678,12 @@ double binary_alpha(const Graph& g, const Node& node) {
 UnaryMathAttrs unary_math_attrs(const Graph& g, const Node& node) {
   UnaryMathAttrs a;
   const bool softplus = node.op == "tern::softplus";
-  if (!softplus && node.op != "tern::exp") throw Unsupported("not exp or softplus");
+  if (node.op == "tern::sin") a.fn = 3;
+  if (node.op == "tern::cos") a.fn = 4;
+  if (node.op == "tern::log") a.fn = 5;
+  if (!softplus && node.op != "tern::exp" && a.fn == 1) {
+    throw Unsupported("not exp, softplus, sin, cos or log");
+  }
   if (node.args.empty() || node.args.size() > (softplus ? 3u : 1u)) {
     throw Unsupported(node.op + ": expected " + (softplus ? "1 to 3 arguments" : "1 argument"));
   }

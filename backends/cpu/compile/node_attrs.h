@@ -167,11 +167,17 @@ double binary_alpha(const Graph& g, const Node& node);
 /// shape: the cpu delegate's unary math node (op 38; kernels/unary_math.h). Unsupported for
 /// anything else (a softplus beta of 0 or a non-finite beta or threshold included).
 struct UnaryMathAttrs {
-  uint32_t fn = 1;  ///< 1 exp, 2 softplus (UnaryMathFn)
+  uint32_t fn = 1;  ///< 1 exp, 2 softplus, 3 sin, 4 cos, 5 log (UnaryMathFn)
   float beta = 1.0f;
   float threshold = 20.0f;
 };
 UnaryMathAttrs unary_math_attrs(const Graph& g, const Node& node);
+
+/// exp, softplus, sin, cos, log: the ops tern's unary math node (op 38) runs.
+inline bool is_unary_math_op(const std::string& op) {
+  return op == "tern::exp" || op == "tern::softplus" || op == "tern::sin" || op == "tern::cos" ||
+         op == "tern::log";
+}
 
 /// tern::cumsum(x, dim) of an f32 activation (out f32, x's shape): the dim, wrapped. Unsupported
 /// for anything else (an integer x: the portable kernel's).

@@ -14,6 +14,7 @@
 #include "backends/cpu/compile/attention_match.h"
 #include "backends/cpu/compile/bottleneck_match.h"
 #include "backends/cpu/compile/concat_shuffle_match.h"
+#include "backends/cpu/compile/deconv_attrs.h"
 #include "backends/cpu/compile/index_map_ops.h"
 #include "backends/cpu/compile/layout_plan.h"
 #include "backends/cpu/compile/node_attrs.h"
@@ -646,6 +647,39 @@ class Lowering {
     n.params[cpu::kConv3dInChannels] = static_cast<uint32_t>(cg * groups);
     n.params[cpu::kConv3dOutChannels] = static_cast<uint32_t>(o);
     if (groups > 1) n.params[cpu::kConv3dGroups] = static_cast<uint32_t>(groups);
+  }
+
+  /// conv_transpose2d of NHWC x: XNNPACK's deconvolution (op 41), the weight [C, O, KH, KW]
+  /// permuted to its [O, KH, KW, C], the padding off both ends, the output padding at the
+  /// bottom / right.
+  void lower_deconv(const Node& node) {
+    const DeconvAttrs a = conv_transpose2d_attrs(g_, node);
+    const std::vector<int64_t>& w = g_.values[static_cast<size_t>(node.args[1])].sizes;
+    const int64_t c = w[0], o = w[1], kh = w[2], kw = w[3];
+    const uint32_t x = activation(node.args[0]);
+    Recipe rc = permute(w, {1, 2, 3, 0});
+    rc.src[0] = node.args[1];
+    const uint32_t f = add_derived({static_cast<uint64_t>(o), static_cast<uint64_t>(kh),
+                                    static_cast<uint64_t>(kw), static_cast<uint64_t>(c)},
+                                   rc);
+    std::vector<uint32_t> inputs{x, f};
+    if (!is_none(g_, node.args[2])) {
+      inputs.push_back(constant_as(node.args[2], {static_cast<uint64_t>(o)}));
+    }
+    BlobNode& n = add_node(NodeOp::Deconv2d, inputs, output(node.outputs[0]));
+    n.params[cpu::kPadTop] = n.params[cpu::kPadBottom] = static_cast<uint32_t>(a.pad[0]);
+    n.params[cpu::kPadLeft] = n.params[cpu::kPadRight] = static_cast<uint32_t>(a.pad[1]);
+    n.params[cpu::kKernelH] = static_cast<uint32_t>(kh);
+    n.params[cpu::kKernelW] = static_cast<uint32_t>(kw);
+    n.params[cpu::kStrideH] = static_cast<uint32_t>(a.stride[0]);
+    n.params[cpu::kStrideW] = static_cast<uint32_t>(a.stride[1]);
+    n.params[cpu::kDilationH] = static_cast<uint32_t>(a.dilation[0]);
+    n.params[cpu::kDilationW] = static_cast<uint32_t>(a.dilation[1]);
+    n.params[cpu::kGroups] = 1;
+    n.params[cpu::kGroupInChannels] = static_cast<uint32_t>(c);
+    n.params[cpu::kGroupOutChannels] = static_cast<uint32_t>(o);
+    n.params[cpu::kDeconvAdjustH] = static_cast<uint32_t>(a.output_padding[0]);
+    n.params[cpu::kDeconvAdjustW] = static_cast<uint32_t>(a.output_padding[1]);
   }
 
   /// A convolution on NHWC values (ConvCall): tern's packed conv for dense and grouped ones
@@ -2123,6 +2157,8 @@ class Lowering {
       lower_conv1d(node);
     } else if (op == "tern::conv3d") {
       lower_conv3d(node);
+    } else if (op == "tern::conv_transpose2d") {
+      lower_deconv(node);
     } else if (op == "tern::upsample_nearest2d") {
       lower_nearest_upsample(node);
     } else if (op == "tern::upsample_bilinear2d") {  // XNNPACK's bilinear resize (op 31)
@@ -2178,6 +2214,13 @@ class Lowering {
       const uint32_t sq = e == 2 ? output(node.outputs[0]) : internal(dims_of(node.args[0]));
       add_node(NodeOp::Multiply, {x, x}, sq);
       if (e == 3) add_node(NodeOp::Multiply, {sq, x}, output(node.outputs[0]));
+    } else if (op == "tern::sqrt") {  // correctly rounded, as the portable kernel's
+      add_node(NodeOp::SquareRoot, {activation(node.args[0])}, output(node.outputs[0]));
+    } else if (op == "tern::abs") {  // max(x, -x): exact
+      const uint32_t x = activation(node.args[0]);
+      const uint32_t negated = internal(dims_of(node.args[0]));
+      add_node(NodeOp::Multiply, {x, add_constant({1}, {-1.0f})}, negated);
+      add_node(NodeOp::Maximum, {x, negated}, output(node.outputs[0]));
     } else if (op == "tern::rsqrt") {  // 1 / sqrt(x), each correctly rounded as the portable
       const uint32_t x = activation(node.args[0]);
       const uint32_t root = internal(dims_of(node.args[0]));
@@ -2188,7 +2231,7 @@ class Lowering {
       if (is_nhwc(node.args[0])) d = std::vector<int64_t>{0, 3, 1, 2}[static_cast<size_t>(d)];
       BlobNode& n = add_node(NodeOp::Cumsum, {activation(node.args[0])}, output(node.outputs[0]));
       n.params[0] = static_cast<uint32_t>(d);
-    } else if (op == "tern::exp" || op == "tern::softplus") {  // tern's unary math (op 38)
+    } else if (is_unary_math_op(op)) {  // tern's unary math (op 38)
       const UnaryMathAttrs a = unary_math_attrs(g_, node);
       BlobNode& n = add_node(NodeOp::UnaryMath, {activation(node.args[0])},
                              output(node.outputs[0]));

@@ -12,12 +12,24 @@ namespace {
 constexpr int64_t kChunk = 8192;
 
 void run_range(const UnaryMathProblem& p, int64_t begin, int64_t end) {
-  if (p.fn == UnaryMathFn::Exp) {
-    for (int64_t i = begin; i < end; ++i) p.y[i] = std::exp(p.x[i]);
-    return;
-  }
-  for (int64_t i = begin; i < end; ++i) {
-    p.y[i] = portable::softplus_value(p.x[i], p.beta, p.threshold);
+  switch (p.fn) {
+    case UnaryMathFn::Exp:
+      for (int64_t i = begin; i < end; ++i) p.y[i] = std::exp(p.x[i]);
+      return;
+    case UnaryMathFn::Softplus:
+      for (int64_t i = begin; i < end; ++i) {
+        p.y[i] = portable::softplus_value(p.x[i], p.beta, p.threshold);
+      }
+      return;
+    case UnaryMathFn::Sin:
+      for (int64_t i = begin; i < end; ++i) p.y[i] = std::sin(p.x[i]);
+      return;
+    case UnaryMathFn::Cos:
+      for (int64_t i = begin; i < end; ++i) p.y[i] = std::cos(p.x[i]);
+      return;
+    case UnaryMathFn::Log:
+      for (int64_t i = begin; i < end; ++i) p.y[i] = std::log(p.x[i]);
+      return;
   }
 }
 

@@ -1,5 +1,6 @@
 // tern's elementwise math functions XNNPACK's subgraph API lacks (the cpu delegate's op 38):
-// exp and softplus (Mamba's step sizes and decays), each element computed with the same libm
+// exp and softplus (Mamba's step sizes and decays), sin and cos (the Snake activation of audio
+// decoders, sinusoidal embeddings) and log (log-mel spectrograms), each element computed with the same libm
 // expression as the portable kernel (runtime/kernels/portable: unary_math.cpp, activation.cpp),
 // so the delegate's result equals the portable one bit for bit (but for subnormal results,
 // which the delegate flushes to zero like all its kernels).
@@ -17,8 +18,11 @@ namespace tern::cpu {
 enum class UnaryMathFn : uint32_t {
   Exp = 1,       ///< e^x
   Softplus = 2,  ///< x · beta > threshold ? x : log1p(e^(x · beta)) / beta
+  Sin = 3,       ///< since blob version 19
+  Cos = 4,
+  Log = 5,       ///< natural logarithm
 };
-constexpr uint32_t kLastUnaryMathFn = 2;
+constexpr uint32_t kLastUnaryMathFn = 5;
 
 struct UnaryMathProblem {
   UnaryMathFn fn = UnaryMathFn::Exp;

@@ -122,6 +122,8 @@ const char* op_name(uint32_t op) {
       return "cumsum";
     case NodeOp::GruCell:
       return "gru_cell";
+    case NodeOp::Deconv2d:
+      return "deconv2d";
   }
   return "?";
 }
@@ -135,6 +137,7 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
     case NodeOp::Conv2d:
     case NodeOp::DepthwiseConv2d:
     case NodeOp::FullyConnected:
+    case NodeOp::Deconv2d:
       *min_in = 2;
       *max_in = 3;
       *const_mask = 0x6;
@@ -371,6 +374,53 @@ Error check_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
                                static_cast<unsigned long long>(out_c));
   }
   return check_window_output(n, node, v, out_c, /*residual=*/false);  // input 2 is the bias
+}
+
+/// Op 41: kernel, stride, dilation and channels >= 1, one group, each adjustment below its
+/// stride; the filter [O, KH, KW, C], the bias [O]; the output [N, OH, OW, O] of the
+/// transposed window (every term at most 2^31 · 2^30, so nothing overflows).
+Error check_deconv(uint32_t n, const BlobNode& node, const BlobValue* v) {
+  TERN_RETURN_IF_ERROR(check_params_range(n, node, kDeconvAdjustW + 1, kKernelH,
+                                          kGroupOutChannels + 1));
+  const uint32_t* q = node.params;
+  TERN_CHECK_OR_RETURN_ERROR(q[kGroups] == 1, InvalidProgram,
+                             "cpu blob: node %u (deconv2d): %u groups, expected 1", n, q[kGroups]);
+  TERN_CHECK_OR_RETURN_ERROR(
+      q[kDeconvAdjustH] < q[kStrideH] && q[kDeconvAdjustW] < q[kStrideW], InvalidProgram,
+      "cpu blob: node %u (deconv2d): adjustment %u x %u, expected below the stride %u x %u", n,
+      q[kDeconvAdjustH], q[kDeconvAdjustW], q[kStrideH], q[kStrideW]);
+  const uint64_t in_c = q[kGroupInChannels], out_c = q[kGroupOutChannels];
+  TERN_RETURN_IF_ERROR(check_nhwc_input(n, node, v, in_c));
+  const uint64_t fexp[4] = {out_c, q[kKernelH], q[kKernelW], in_c};
+  const BlobValue& f = v[node.inputs[1]];
+  if (!dims_equal(f, fexp, 4)) {
+    char a[128], b[128];
+    TERN_RETURN_ERROR(InvalidProgram, "cpu blob: node %u (deconv2d): filter value %u: dims %s, "
+                      "expected %s",
+                      n, node.inputs[1], dims_str(f.dims, f.rank, a, sizeof(a)),
+                      dims_str(fexp, 4, b, sizeof(b)));
+  }
+  if (node.num_inputs == 3) {
+    TERN_CHECK_OR_RETURN_ERROR(dims_equal(v[node.inputs[2]], &out_c, 1), InvalidProgram,
+                               "cpu blob: node %u (deconv2d): bias value %u: expected [%llu]", n,
+                               node.inputs[2], static_cast<unsigned long long>(out_c));
+  }
+  const BlobValue& x = v[node.inputs[0]];
+  uint64_t out[4] = {x.dims[0], 0, 0, out_c};
+  const uint32_t pad0[2] = {kPadTop, kPadLeft}, pad1[2] = {kPadBottom, kPadRight};
+  for (uint32_t d = 0; d < 2; ++d) {
+    const uint64_t full = (x.dims[1 + d] - 1) * q[kStrideH + d] +
+                          uint64_t{q[kDilationH + d]} * (q[kKernelH + d] - uint64_t{1}) + 1 +
+                          q[kDeconvAdjustH + d];
+    const uint64_t cut = uint64_t{q[pad0[d]]} + q[pad1[d]];
+    TERN_CHECK_OR_RETURN_ERROR(full > cut, InvalidProgram,
+                               "cpu blob: node %u (deconv2d): padding %llu leaves no output of "
+                               "the %llu %s",
+                               n, static_cast<unsigned long long>(cut),
+                               static_cast<unsigned long long>(full), d == 0 ? "rows" : "columns");
+    out[1 + d] = full - cut;
+  }
+  return check_out_dims(n, node, v[node.output], out, 4);
 }
 
 Error check_packed_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
@@ -677,6 +727,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
     case NodeOp::Conv2d:
     case NodeOp::DepthwiseConv2d:
       return check_conv(n, node, v);
+    case NodeOp::Deconv2d:
+      return check_deconv(n, node, v);
     case NodeOp::MaxPool2d:
     case NodeOp::AvgPool2d:
       return check_pool(n, node, v);
@@ -852,8 +904,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
       const bool softplus = node.params[0] == static_cast<uint32_t>(UnaryMathFn::Softplus);
       TERN_CHECK_OR_RETURN_ERROR(node.params[0] >= 1 && node.params[0] <= kLastUnaryMathFn,
                                  InvalidProgram,
-                                 "cpu blob: node %u (unary_math): function %u, expected 1 (exp) "
-                                 "or 2 (softplus)",
+                                 "cpu blob: node %u (unary_math): function %u, expected 1 (exp), "
+                                 "2 (softplus), 3 (sin), 4 (cos) or 5 (log)",
                                  n, node.params[0]);
       float beta = 0.0f, threshold = 0.0f;
       std::memcpy(&beta, &node.params[1], 4);

@@ -333,14 +333,14 @@ Error argument_tensor(const External& x, Span<EValue*> args, bool need_data, Ten
 }
 
 /// Whether every node reading value `i` reads it as the weight or bias of an XNNPACK conv,
-/// depthwise conv or fully-connected node (XNNPACK copies those into its packed weights when
+/// depthwise conv, fully-connected or deconvolution node (XNNPACK copies those into its packed weights when
 /// it creates the runtime).
 bool only_packed_by_xnnpack(const BlobPlan& p, uint32_t i) {
   for (uint32_t n = 0; n < p.header.num_nodes; ++n) {
     const BlobNode& node = p.nodes[n];
     const NodeOp op = static_cast<NodeOp>(node.op);
     const bool packs = op == NodeOp::Conv2d || op == NodeOp::DepthwiseConv2d ||
-                       op == NodeOp::FullyConnected;
+                       op == NodeOp::FullyConnected || op == NodeOp::Deconv2d;
     for (uint32_t j = 0; j < node.num_inputs; ++j) {
       if (node.inputs[j] == i && (!packs || j == 0)) return false;
     }

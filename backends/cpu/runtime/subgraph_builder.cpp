@@ -21,6 +21,16 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
         return Error::InvalidProgram;
       }
       return Error::Ok;
+    case NodeOp::Deconv2d:
+      if (xnn_define_deconvolution_2d(
+              sg, p[kPadTop], p[kPadRight], p[kPadBottom], p[kPadLeft], p[kDeconvAdjustH],
+              p[kDeconvAdjustW], p[kKernelH], p[kKernelW], p[kStrideH], p[kStrideW],
+              p[kDilationH], p[kDilationW], p[kGroups], p[kGroupInChannels],
+              p[kGroupOutChannels], lo, hi, x, n.inputs[1], bias, n.output, 0) !=
+          xnn_status_success) {
+        return Error::InvalidProgram;
+      }
+      return Error::Ok;
     case NodeOp::DepthwiseConv2d:
       if (xnn_define_depthwise_convolution_2d(sg, p[kPadTop], p[kPadRight], p[kPadBottom],
                                               p[kPadLeft], p[kKernelH], p[kKernelW], p[kStrideH],

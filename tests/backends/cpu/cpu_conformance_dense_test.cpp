@@ -122,7 +122,7 @@ void dense_block(GraphBuilder& b, uint32_t layers = 3) {
 }
 
 /// Inception v3's block A, shrunk: 1x1; 1x1 -> 5x5; 1x1 -> 3x3 -> 3x3; 3x3/1/1 average pool
-/// (count_include_pad) -> 1x1; concatenated. `untaken` puts a tern::abs (not taken by the cpu
+/// (count_include_pad) -> 1x1; concatenated. `untaken` puts a tern::erf (not taken by the cpu
 /// backend) on the first branch, so that part of the cat's list is made outside the region.
 void inception_a(GraphBuilder& b, bool untaken) {
   const std::vector<int64_t> xs{1, 8, 7, 7};
@@ -133,7 +133,7 @@ void inception_a(GraphBuilder& b, bool untaken) {
     return relu(b, y, {1, o, 7, 7});
   };
   int b1 = conv_relu(x, 8, 6, 1, 401);
-  if (untaken) b1 = b.op("tern::abs", {b1}, DType::F32, {1, 6, 7, 7});
+  if (untaken) b1 = b.op("tern::erf", {b1}, DType::F32, {1, 6, 7, 7});
   const int b2 = conv_relu(conv_relu(x, 8, 4, 1, 403), 4, 6, 5, 405);
   const int b3 = conv_relu(conv_relu(conv_relu(x, 8, 6, 1, 407), 6, 8, 3, 409), 8, 8, 3, 411);
   const int p = avg_pool_incl(b, x, xs, {3, 3}, {1, 1}, {1, 1}, false);
@@ -262,7 +262,7 @@ bool is_list(const compiler::Graph& g, int id) {
 }
 
 // Inception's block with an untaken op on one branch: the cat's list holds a tensor made
-// outside the region (by the abs), which becomes a delegate input of its own.
+// outside the region (by the erf), which becomes a delegate input of its own.
 TEST(CpuPartitionedCat, ListElementMadeOutsideTheRegion) {
   register_all();
   GraphBuilder b;
@@ -270,7 +270,7 @@ TEST(CpuPartitionedCat, ListElementMadeOutsideTheRegion) {
   const compiler::Graph g = b.build();
   int neg_out = -1;
   for (const compiler::Node& n : g.nodes) {
-    if (n.op == "tern::abs") neg_out = n.outputs[0];
+    if (n.op == "tern::erf") neg_out = n.outputs[0];
   }
   const std::vector<compiler::DelegateRegion> regions = check_partitioned(g);
   ASSERT_FALSE(regions.empty());
@@ -290,7 +290,7 @@ TEST(CpuPartitionedCat, DenseBlockAroundAnUntakenOp) {
   const int64_t h = 6;
   const int x = b.input("x", DType::F32, {1, 5, h, h});
   const int f1 = dense_layer(b, {x}, {5}, h, 3, 500);
-  const int f2 = b.op("tern::abs", {dense_layer(b, {x, f1}, {5, 3}, h, 3, 540)}, DType::F32,
+  const int f2 = b.op("tern::erf", {dense_layer(b, {x, f1}, {5, 3}, h, 3, 540)}, DType::F32,
                       {1, 3, h, h});
   const int f3 = dense_layer(b, {x, f1, f2}, {5, 3, 3}, h, 3, 580);
   const std::vector<int64_t> cs{1, 14, h, h};
@@ -299,7 +299,7 @@ TEST(CpuPartitionedCat, DenseBlockAroundAnUntakenOp) {
                 {1, 1}, 1, true, 630));
   const compiler::Graph g = b.build();
   const std::vector<compiler::DelegateRegion> regions = check_partitioned(g);
-  // Before the abs, and after it (f3's layer and the rest): two regions, every list element
+  // Before the erf, and after it (f3's layer and the rest): two regions, every list element
   // bound one by one.
   ASSERT_EQ(regions.size(), 2u);
   for (const compiler::DelegateRegion& r : regions) {
@@ -317,7 +317,7 @@ TEST(CpuPartitionedCat, PartsOnlyInTheList) {
   GraphBuilder b;
   const int x = b.input("x", DType::F32, {1, 4, 5, 5});
   const int z = b.input("z", DType::F32, {1, 2, 5, 5});
-  const int y = b.op("tern::abs", {x}, DType::F32, {1, 4, 5, 5});
+  const int y = b.op("tern::erf", {x}, DType::F32, {1, 4, 5, 5});
   const int c = cat(b, {y, z}, {1, 6, 5, 5});
   b.output(conv(b, c, {1, 6, 5, 5}, 3, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 71));
   EXPECT_EQ(compiler::CpuBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes[1]), "");

@@ -1,5 +1,5 @@
 // tern's own elementwise math and running sum in the cpu delegate (blob version 18): exp and
-// softplus (op 38, Mamba's step sizes and decays) and cumsum (op 39, Mamba2's chunked scan),
+// softplus (op 38, Mamba's step sizes and decays; sin, cos and log since version 19) and cumsum (op 39, Mamba2's chunked scan),
 // each computed as the portable kernel computes it, so the outputs equal the portable ones
 // exactly (harness: cpu_conformance_util.h); on plain and NHWC tensors, along every dim. Then
 // what the reader checks in the two nodes' fields.
@@ -36,6 +36,33 @@ std::vector<OpCase> cases() {
     EXPECT_EQ(count_op(blob, cpu::NodeOp::UnaryMath), 3u);
   };
   c.push_back(exp);
+  // Since version 19: sin, cos and log (op 38), sqrt (XNNPACK's square root, op 28) and abs
+  // (max(x, -x)); the Snake activation of audio decoders, x + sin²(αx) / α, whole.
+  OpCase trig = {"sin_cos_log_sqrt_abs",
+                 [](GraphBuilder& b) {
+                   const std::vector<int64_t> xs{3, 50};
+                   const int x = b.input("x", DType::F32, xs);
+                   const int a = b.op("tern::abs", {x}, DType::F32, xs);
+                   b.output(b.op("tern::sin", {x}, DType::F32, xs));
+                   b.output(b.op("tern::cos", {x}, DType::F32, xs));
+                   b.output(b.op("tern::log", {a}, DType::F32, xs));
+                   b.output(b.op("tern::sqrt", {a}, DType::F32, xs));
+                   b.output(a);
+                   const int s = b.op("tern::sin", {b.op("tern::mul", {x, b.double_value(3.0)},
+                                                         DType::F32, xs)},
+                                      DType::F32, xs);
+                   const int s2 = b.op("tern::mul", {s, s}, DType::F32, xs);
+                   b.output(b.op("tern::add", {x, b.op("tern::div", {s2, b.double_value(3.0)},
+                                                       DType::F32, xs)},
+                                 DType::F32, xs));
+                 },
+                 0.0};
+  trig.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::UnaryMath), 4u);
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::SquareRoot), 1u);
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::Maximum), 1u);
+  };
+  c.push_back(trig);
   // A big tensor (split over the pool in chunks) and an NHWC conv output.
   c.push_back({"exp_split_over_the_pool",
                [](GraphBuilder& b) {
@@ -114,7 +141,7 @@ TEST(CpuUnaryMathBlob, FieldsAreChecked) {
   expect_refused(
       blob, 0,
       {{"function 0", [](cpu::BlobNode& m) { m.params[0] = 0; }, "function 0, expected 1 (exp)"},
-       {"function 3", [](cpu::BlobNode& m) { m.params[0] = 3; }, "function 3"},
+       {"function 6", [](cpu::BlobNode& m) { m.params[0] = 6; }, "function 6"},
        {"beta 0", [](cpu::BlobNode& m) { m.params[1] = 0; }, "a finite non-zero beta"},
        {"a NaN threshold",
         [](cpu::BlobNode& m) { m.params[2] = bits(std::numeric_limits<float>::quiet_NaN()); },
