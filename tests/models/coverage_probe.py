@@ -89,6 +89,34 @@ def segmentation(name, size=64):
     return build
 
 
+def inputs(cls, cfg, feeds, outs=("last_hidden_state",), **kw):
+    """A transformers model called with several named inputs (feeds: name -> maker)."""
+    def build():
+        tf = _transformers()
+        model = _hf(getattr(tf, cls), getattr(tf, cfg)(**kw)).eval()
+        names = list(feeds)
+        return (HFOutputs(model, names, list(outs)).eval(), tuple(feeds[k]() for k in names),
+                False)
+    return build
+
+
+def classifier(name, size=64):
+    """A torchvision classification model at size x size (batch-norm statistics calibrated)."""
+    def build():
+        import torchvision.models as tvm
+        shape = (1, 3, size, size)
+        return _calibrated(getattr(tvm, name)(weights=None), shape), (torch.randn(*shape),), True
+    return build
+
+
+def _ids(length=16):
+    return lambda: torch.randint(0, 100, (1, length))
+
+
+def _boxes():
+    return torch.sort(torch.randint(0, 1000, (1, 16, 4)), -1)[0]
+
+
 def video(name):
     def build():
         import torchvision.models.video as v
@@ -251,8 +279,126 @@ PROBE = {
                                image_size=32, patch_size=8, **SMALL),
     "ijepa": vision("IJepaModel", "IJepaConfig", image_size=32, patch_size=8, **SMALL),
     "textnet": vision("TextNetModel", "TextNetConfig", size=64, bn=True),
+    # Added 2026-12-04: encoder-decoders whole, more decoders and vision / audio / time-series
+    # families, torchvision classifiers outside the zoo.
+    "t5": inputs("T5Model", "T5Config", {"input_ids": _ids(), "decoder_input_ids": _ids(8)},
+                 vocab_size=128, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4),
+    "bart": inputs("BartModel", "BartConfig", {"input_ids": _ids(), "decoder_input_ids": _ids(8)},
+                   max_position_embeddings=64, **SEQ2SEQ),
+    "fnet": text("FNetModel", "FNetConfig", vocab_size=128, **SMALL),
+    "canine": text("CanineModel", "CanineConfig", **SMALL),
+    "bigbird": text("BigBirdModel", "BigBirdConfig", vocab_size=128,
+                    attention_type="original_full", **SMALL),
+    "deberta": text("DebertaModel", "DebertaConfig", vocab_size=128, **SMALL),
+    "splinter": text("SplinterModel", "SplinterConfig", vocab_size=128, **SMALL),
+    "luke": text("LukeModel", "LukeConfig", vocab_size=128, entity_vocab_size=16,
+                 entity_emb_size=16, **SMALL),
+    "layoutlm": inputs("LayoutLMModel", "LayoutLMConfig", {"input_ids": _ids(), "bbox": _boxes},
+                       vocab_size=128, **SMALL),
+    "rwkv": text("RwkvModel", "RwkvConfig", vocab_size=128, hidden_size=64, num_hidden_layers=2,
+                 attention_hidden_size=64, intermediate_size=128, context_length=32,
+                 rescale_every=0),
+    "recurrent_gemma": text("RecurrentGemmaModel", "RecurrentGemmaConfig", vocab_size=128,
+                            hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                            num_key_value_heads=2, intermediate_size=128, lru_width=64,
+                            attention_window_size=8, head_dim=16),
+    "jamba": text("JambaModel", "JambaConfig", vocab_size=128, hidden_size=64,
+                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                  intermediate_size=128, num_experts=2, num_experts_per_tok=1,
+                  attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2,
+                  expert_layer_offset=1, mamba_d_state=8, mamba_expand=2,
+                  use_mamba_kernels=False, use_cache=False),
+    "falcon_mamba": text("FalconMambaModel", "FalconMambaConfig", vocab_size=128,
+                         hidden_size=64, num_hidden_layers=2, state_size=8, use_cache=False),
+    "persimmon": text("PersimmonModel", "PersimmonConfig", vocab_size=128, hidden_size=64,
+                      num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+                      use_cache=False),
+    "nemotron": text("NemotronModel", "NemotronConfig", **DECODER),
+    "olmo": text("OlmoModel", "OlmoConfig", **DECODER),
+    "deepseek_v3": text("DeepseekV3Model", "DeepseekV3Config", vocab_size=128, hidden_size=64,
+                        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
+                        intermediate_size=128, moe_intermediate_size=32, n_routed_experts=4,
+                        num_experts_per_tok=2, n_group=1, topk_group=1, first_k_dense_replace=1,
+                        q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=8,
+                        v_head_dim=16, use_cache=False),
+    "granitemoe": text("GraniteMoeModel", "GraniteMoeConfig", num_local_experts=4,
+                       num_experts_per_tok=2, **DECODER),
+    "glm": text("GlmModel", "GlmConfig", head_dim=16, pad_token_id=0, **DECODER),
+    "helium": text("HeliumModel", "HeliumConfig", head_dim=16, **DECODER),
+    "exaone4": text("Exaone4Model", "Exaone4Config", head_dim=16, **DECODER),
+    "smollm3": text("SmolLM3Model", "SmolLM3Config", pad_token_id=0, **DECODER),
+    "clip": inputs("CLIPModel", "CLIPConfig",
+                   {"input_ids": _ids(), "pixel_values": lambda: torch.randn(1, 3, 32, 32)},
+                   outs=("logits_per_image",), text_config=dict(vocab_size=128, **SMALL),
+                   vision_config=dict(image_size=32, patch_size=8, **SMALL)),
+    "swinv2": vision("Swinv2Model", "Swinv2Config", image_size=32, patch_size=4, embed_dim=32,
+                     depths=[2, 2], num_heads=[2, 4], window_size=4),
+    "swin2sr": tensor_in("Swin2SRModel", "Swin2SRConfig", (1, 3, 16, 16), image_size=16,
+                         embed_dim=32, depths=[2, 2], num_heads=[2, 2], window_size=4),
+    "mobilenet_v1_hf": vision("MobileNetV1Model", "MobileNetV1Config", size=64, bn=True,
+                              depth_multiplier=0.25),
+    "owlv2_vision": vision("Owlv2VisionModel", "Owlv2VisionConfig", image_size=32,
+                           patch_size=8, **SMALL),
+    "sam_vision": tensor_in("SamVisionModel", "SamVisionConfig", (1, 3, 64, 64), hidden_size=32,
+                            num_hidden_layers=2, num_attention_heads=2, image_size=64,
+                            patch_size=16, output_channels=16, window_size=2,
+                            global_attn_indexes=[1], mlp_dim=64),
+    "vivit": tensor_in("VivitModel", "VivitConfig", (1, 4, 3, 32, 32), image_size=32,
+                       num_frames=4, tubelet_size=[2, 8, 8], **SMALL),
+    "depth_anything": inputs(
+        "DepthAnythingForDepthEstimation", "DepthAnythingConfig",
+        {"pixel_values": lambda: torch.randn(1, 3, 28, 28)}, outs=("predicted_depth",),
+        backbone_config=dict(model_type="dinov2", image_size=28, patch_size=14, hidden_size=32,
+                             num_hidden_layers=4, num_attention_heads=2,
+                             out_indices=[1, 2, 3, 4], reshape_hidden_states=False),
+        neck_hidden_sizes=[16, 16, 32, 32], fusion_hidden_size=16, reassemble_hidden_size=32,
+        head_hidden_size=8),
+    "upernet": inputs("UperNetForSemanticSegmentation", "UperNetConfig",
+                      {"pixel_values": lambda: torch.randn(1, 3, 64, 64)}, outs=("logits",),
+                      backbone_config=dict(model_type="convnext", hidden_sizes=[16, 32, 64, 128],
+                                           depths=[1, 1, 1, 1],
+                                           out_features=["stage1", "stage2", "stage3",
+                                                         "stage4"]),
+                      hidden_size=32, auxiliary_in_channels=64, use_auxiliary_head=False),
+    "detr": inputs("DetrModel", "DetrConfig", {"pixel_values": lambda: torch.randn(1, 3, 64, 64)},
+                   use_timm_backbone=False, use_pretrained_backbone=False,
+                   backbone_config=dict(model_type="resnet", depths=[1, 1, 1, 1],
+                                        hidden_sizes=[16, 32, 64, 128], embedding_size=16,
+                                        out_features=["stage4"]),
+                   d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4,
+                   decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                   num_queries=10),
+    "mask2former": inputs(
+        "Mask2FormerModel", "Mask2FormerConfig",
+        {"pixel_values": lambda: torch.randn(1, 3, 64, 64)},
+        outs=("transformer_decoder_last_hidden_state",),
+        backbone_config=dict(model_type="swin", image_size=64, patch_size=4, embed_dim=16,
+                             depths=[1, 1, 1, 1], num_heads=[1, 1, 2, 2], window_size=4,
+                             out_features=["stage1", "stage2", "stage3", "stage4"]),
+        hidden_dim=32, feature_size=32, mask_feature_size=32, encoder_layers=1,
+        decoder_layers=2, num_attention_heads=4, dim_feedforward=64, num_queries=10,
+        encoder_feedforward_dim=64),
+    "sew_d": tensor_in("SEWDModel", "SEWDConfig", (1, 1600), key="input_values", **AUDIO),
+    "unispeech": tensor_in("UniSpeechModel", "UniSpeechConfig", (1, 1600), key="input_values",
+                           **AUDIO),
+    "dac": inputs("DacModel", "DacConfig", {"input_values": lambda: torch.randn(1, 1, 1024)},
+                  outs=("audio_values",), encoder_hidden_size=8, decoder_hidden_size=32,
+                  hidden_size=32, n_codebooks=2, codebook_size=64, codebook_dim=8),
+    "patchtst": tensor_in("PatchTSTModel", "PatchTSTConfig", (1, 64, 3), key="past_values",
+                          num_input_channels=3, context_length=64, patch_length=8,
+                          patch_stride=8, d_model=32, num_attention_heads=4,
+                          num_hidden_layers=2, ffn_dim=64),
+    "patchtsmixer": tensor_in("PatchTSMixerModel", "PatchTSMixerConfig", (1, 64, 3),
+                              key="past_values", num_input_channels=3, context_length=64,
+                              patch_length=8, patch_stride=8, d_model=32, num_layers=2),
+    "efficientnet_b0": classifier("efficientnet_b0"),
+    "regnet_y_400mf": classifier("regnet_y_400mf"),
+    "swin_t": classifier("swin_t"),
+    "swin_v2_t": classifier("swin_v2_t"),
+    "maxvit_t": classifier("maxvit_t", size=224),
 }
-TORCHVISION = {"lraspp_mobilenet_v3", "deeplabv3_mobilenet_v3", "fcn_resnet50", "mc3_18"}
+TORCHVISION = {"lraspp_mobilenet_v3", "deeplabv3_mobilenet_v3", "fcn_resnet50", "mc3_18",
+               "efficientnet_b0", "regnet_y_400mf", "swin_t", "swin_v2_t", "maxvit_t"}
 
 
 def main(names):
