@@ -267,6 +267,46 @@ def _crnn():
     return _calibrate_bn(CRNN(), (1, 1, 32, 128))
 
 
+class UNet(nn.Module):
+    """The original U-Net's shape at a small width (Ronneberger et al.; the common
+    segmentation-on-device form): four levels of two 3x3 conv + BN + ReLU (32, 64, 128, 256
+    channels, 512 at the bottom), 2x2 max pooling down, 2x2 stride-2 transposed convs up, skip
+    concatenations, a 1x1 head to 2 classes."""
+
+    def __init__(self, widths=(32, 64, 128, 256, 512), classes=2):
+        super().__init__()
+
+        def block(cin, cout):
+            return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout),
+                                 nn.ReLU(inplace=True), nn.Conv2d(cout, cout, 3, padding=1, bias=False),
+                                 nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+        self.down = nn.ModuleList()
+        cin = 3
+        for w in widths:
+            self.down.append(block(cin, w))
+            cin = w
+        self.up = nn.ModuleList(nn.ConvTranspose2d(widths[i + 1], widths[i], 2, stride=2)
+                                for i in reversed(range(len(widths) - 1)))
+        self.merge = nn.ModuleList(block(2 * widths[i], widths[i])
+                                   for i in reversed(range(len(widths) - 1)))
+        self.head = nn.Conv2d(widths[0], classes, 1)
+
+    def forward(self, x):
+        skips = []
+        for i, block in enumerate(self.down):
+            x = block(x)
+            if i < len(self.down) - 1:
+                skips.append(x)
+                x = nn.functional.max_pool2d(x, 2)
+        for up, merge in zip(self.up, self.merge):
+            x = merge(torch.cat([skips.pop(), up(x)], 1))
+        return self.head(x)
+
+
+def _unet():
+    return _calibrate_bn(UNet(), (1, 3, 256, 256))
+
+
 MODELS = {
     "resnet18": (lambda: _torchvision("resnet18"), (1, 3, 224, 224), "torchvision resnet18, 1x3x224x224"),
     "mobilenet_v2": (lambda: _torchvision("mobilenet_v2"), (1, 3, 224, 224), "torchvision mobilenet_v2, 1x3x224x224"),
@@ -336,6 +376,7 @@ MODELS = {
     # Recurrent models (nn.LSTM, unrolled over the time steps by the exporters).
     "lstm_kws": (lambda: LSTMKeywordSpotter().eval(), (1, 49, 40),
                  "2-layer bidirectional LSTM (hidden 128) keyword spotter, 49 frames x 40 MFCCs"),
+    "unet": (_unet, (1, 3, 256, 256), "U-Net (widths 32-512, 2x2 transposed convs up), 1x3x256x256"),
     "crnn": (_crnn, (1, 1, 32, 128),
              "CRNN text-line recognizer (VGG-style convs + 2-layer bidirectional LSTM), 1x1x32x128"),
 }
