@@ -150,6 +150,7 @@ class VisionOps(nn.Module):
         return (F.interpolate(x, scale_factor=2, mode="nearest"),
                 F.interpolate(x, size=(10, 12), mode="bilinear", align_corners=False),
                 F.pad(x, (1, 2, 0, 1)), F.pad(x, (1, 1, 1, 1), mode="reflect"),
+                F.pad(x, (0, 0, 1, -1)), F.pad(x, (-2, 1, 0, -3), value=0.5),
                 F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False),
                 self.ct(self.gn(x)), self.c1(x.flatten(2)[:, :, :7]),
                 F.adaptive_avg_pool2d(x, (2, 3)), self.ct1(x.flatten(2)))

@@ -1108,8 +1108,25 @@ def _embedding(L, n, a, real):
 
 @handles("constant_pad_nd.default")
 def _constant_pad(L, n, a, real):
-    return L.emit("pad", [L.tensor_id(a["self"]), L.mb.int_list(V(a["pad"])),
-                          L.mb.string("constant"), L.mb.double(V(a["value"]))], real)
+    # Negative pads crop (RWKV's time shift, nn.ZeroPad2d((0, 0, 1, -1))): the crops become
+    # slices (views the backends take as such) and only the non-negative pads stay a pad.
+    x, pad = a["self"], list(V(a["pad"]))
+    if any(p < 0 for p in pad):
+        rx = real_of(x)
+        x = x if isinstance(x, TVal) else TVal(L.tensor_id(x), rx)
+        for i in range(len(pad) // 2):
+            dim = rx.dim() - 1 - i
+            lo, hi = max(-pad[2 * i], 0), max(-pad[2 * i + 1], 0)
+            if lo or hi:
+                size = int(x.real.shape[dim])
+                cut = x.real.narrow(dim, lo, size - lo - hi).contiguous()
+                x = L.emit("slice", [x.vid, L.mb.int(dim), L.mb.int(lo), L.mb.int(size - hi),
+                                     L.mb.int(1)], cut)
+        pad = [max(p, 0) for p in pad]
+        if not any(pad):
+            return x
+    return L.emit("pad", [L.tensor_id(x), L.mb.int_list(pad), L.mb.string("constant"),
+                          L.mb.double(V(a["value"]))], real)
 
 
 @handles("reflection_pad1d.default", "reflection_pad2d.default")
