@@ -91,11 +91,36 @@ SdpaAttrs sdpa_attrs(const Graph& g, const Node& node) {
   }
   if (is_none(g, node.args[3])) return a;
   const Value& m = value_at(g, node.args[3]);
+  if (m.is_tensor() && !m.is_constant && m.dtype == DType::F32) {
+    // An activation: the node reads it per head (batch dims of the scores' or 1), per query row
+    // (L or 1) and key (S). A row it masks whole gives zeros, as the portable kernel's.
+    if (a.group != 0) throw Unsupported("scaled_dot_product_attention: an activation mask "
+                                        "with grouped query heads");
+    if (m.sizes.size() > r || r - 2 > 4) {
+      throw Unsupported("scaled_dot_product_attention: an activation mask of rank " +
+                        std::to_string(m.sizes.size()) + " for scores of rank " +
+                        std::to_string(r) + " (at most 4 batch dims)");
+    }
+    a.bias_dims.assign(r - m.sizes.size(), 1);
+    a.bias_dims.insert(a.bias_dims.end(), m.sizes.begin(), m.sizes.end());
+    for (size_t i = 0; i + 2 < r; ++i) {
+      if (a.bias_dims[i] != 1 && a.bias_dims[i] != q.sizes[i]) {
+        throw Unsupported("scaled_dot_product_attention: mask " + shape_str(m.sizes) +
+                          " does not broadcast over the heads of q " + shape_str(q.sizes));
+      }
+    }
+    if ((a.bias_dims[r - 2] != 1 && a.bias_dims[r - 2] != l) || a.bias_dims[r - 1] != s) {
+      throw Unsupported("scaled_dot_product_attention: an activation mask " +
+                        shape_str(m.sizes) + " is not [.., L or 1, S]");
+    }
+    a.mask_value = node.args[3];
+    return a;
+  }
   if (!m.is_tensor() || !m.is_constant || m.sizes.size() > r ||
       (m.dtype != DType::Bool && m.dtype != DType::F32)) {
     throw Unsupported(
         "scaled_dot_product_attention: the mask is not a constant bool or f32 "
-        "tensor of at most the scores' rank");
+        "tensor of at most the scores' rank, nor an f32 activation");
   }
   a.bias_dims.assign(r - m.sizes.size(), 1);
   a.bias_dims.insert(a.bias_dims.end(), m.sizes.begin(), m.sizes.end());

@@ -29,11 +29,15 @@ struct SdpaAttrs {
   /// Grouped-query attention as the exporter folds it (tern_export/gqa.py): q [.., G, L, E]
   /// with k, v [.., 1, S, E] broadcast over the G query heads of each key/value head: G, else 0.
   int64_t group = 0;
+  /// An f32 activation mask (SAM's decomposed relative-position bias): its value id, read by
+  /// the node as it is (dims `bias_dims`, `bias` empty); -1 for none or a constant one.
+  int mask_value = -1;
 };
 /// Checks the node (q [.., L, E], k [.., S, E], v [.., S, Ev] f32 activations of one rank 2..6
 /// with the same batch dims, or k and v of size 1 where q has G > 1 in the dim before L (grouped
-/// query heads); attn_mask None or a constant bool / f32 tensor broadcasting to
-/// [.., L, S]; is_causal a Bool (not with a mask); scale None or a number) and reads it. A mask
+/// query heads); attn_mask None, a constant bool / f32 tensor broadcasting to [.., L, S], or an
+/// f32 activation [.., L or 1, S] broadcasting over at most 4 batch dims (no grouped heads);
+/// is_causal a Bool (not with a mask); scale None or a number) and reads it. A mask
 /// that leaves a query row nothing to attend is refused (the portable kernel gives that row
 /// zeros; softmax over -inf would not).
 SdpaAttrs sdpa_attrs(const Graph& g, const Node& node);

@@ -69,7 +69,7 @@ size_t plain_args(const Graph& g, const Node& node) {
   const std::string& op = node.op;
   if (op == "tern::linear" || op == "tern::layer_norm" || op == "tern::softmax") return 1;
   if (op == "tern::bmm" || op == "tern::matmul") return 2;
-  if (op == "tern::scaled_dot_product_attention") return 3;
+  if (op == "tern::scaled_dot_product_attention") return 4;  // q, k, v and a mask
   if (reduction_reads(g, node) == kReadsPlain) return 1;
   return 0;
 }

@@ -1913,7 +1913,15 @@ class Lowering {
     std::vector<int64_t> scores(values_[q].dims, values_[q].dims + values_[q].rank);
     scores.back() = s;
     uint32_t mask = cpu::kNoValue;
-    if (!a.causal && !a.bias.empty()) {
+    if (a.mask_value >= 0) {  // an activation, given the scores' rank
+      mask = activation(a.mask_value);
+      const std::vector<uint64_t> dims(a.bias_dims.begin(), a.bias_dims.end());
+      if (values_[mask].rank != dims.size()) {
+        const uint32_t padded = internal(dims);
+        add_node(NodeOp::Reshape, {mask}, padded);
+        mask = padded;
+      }
+    } else if (!a.causal && !a.bias.empty()) {
       expand_mask_keys(&a.bias, &a.bias_dims, s);
       mask = add_constant(std::vector<uint64_t>(a.bias_dims.begin(), a.bias_dims.end()), a.bias);
     }

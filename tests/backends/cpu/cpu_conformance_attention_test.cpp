@@ -4,7 +4,8 @@
 // step, select, expand, split, views that reorder NHWC bytes: ShuffleNet's channel shuffle,
 // Swin's window partition and its roll as slices and a cat along another dim), batched
 // products of two activations (op 26, plain and transposed), softmax over a 4-D tensor, and
-// scaled_dot_product_attention (causal, with a bool or float mask, a given scale); then what
+// scaled_dot_product_attention (causal, with a bool or float mask, an activation mask, a given
+// scale); then what
 // the compile half refuses and what the reader checks in ops 26, 27 and the rows form of 22.
 #include <gtest/gtest.h>
 
@@ -467,6 +468,34 @@ std::vector<OpCase> cases() {
                  b.output(sdpa(b, q, k, v, {4, 6, 3}, m, false, b.none()));
                },
                1e-10});
+  // Activation masks: SAM's decomposed relative-position bias (a product of q by a constant
+  // table, [B, H, L, S]), a method input broadcast over the heads and query rows ([1, 1, 1, S])
+  // and one of lower rank ([L, S]) broadcast over the heads.
+  OpCase act_mask = {"sdpa_activation_masks",
+                     [](GraphBuilder& b) {
+                       const std::vector<int64_t> qs{2, 3, 6, 8}, vs{2, 3, 6, 4}, ss{2, 3, 6, 6};
+                       const int q = b.input("q", DType::F32, qs);
+                       const int k = b.input("k", DType::F32, qs);
+                       const int v = b.input("v", DType::F32, vs);
+                       const int table = constant(b, "rel", {6, 8}, 21, 0.3f);
+                       const int rel = b.op("tern::linear", {q, table, b.none()}, DType::F32, ss);
+                       const int a = sdpa(b, q, k, v, vs, rel, false, b.none());
+                       const int keys = b.op("tern::mul",
+                                             {b.input("keys", DType::F32, {1, 1, 1, 6}),
+                                              b.double_value(3.0)},
+                                             DType::F32, {1, 1, 1, 6});
+                       const int a2 = sdpa(b, a, v, a, vs, keys, false, b.double_value(0.5));
+                       const int rows = b.op("tern::mul",
+                                             {b.input("rows", DType::F32, {6, 6}),
+                                              b.double_value(2.0)},
+                                             DType::F32, {6, 6});
+                       b.output(sdpa(b, a2, v, v, vs, rows, false, b.none()));
+                     },
+                     1e-10};
+  act_mask.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count(blob_ops(blob), kAttentionOp), 3u);
+  };
+  c.push_back(act_mask);
   // Grouped-query attention as the exporter folds Hugging Face's repeat_kv (tern_export/gqa.py):
   // q [B, Hkv, G, L, E] against k, v [B, Hkv, 1, S, E]. The cpu backend folds G into the rows
   // (one product per key/value head); masks broadcast over G and L, or varying along both.
@@ -677,6 +706,19 @@ TEST(CpuAttention, WhatTheCompileHalfRefuses) {
     const int k = b.input("k", DType::F32, {1, 2, 2, 4, 6});
     sdpa(b, q, k, k, {1, 2, 3, 4, 6}, b.none(), true, b.none());
     EXPECT_NE(reason(b).find("same batch dims"), std::string::npos) << reason(b);
+  }
+  {  // an activation mask that broadcasts over the keys, and one with grouped query heads
+    GraphBuilder b;
+    const int q = b.input("q", DType::F32, {2, 3, 4});
+    const int m = b.op("tern::neg", {b.input("m", DType::F32, {2, 3, 1})}, DType::F32, {2, 3, 1});
+    sdpa(b, q, q, q, {2, 3, 4}, m, false, b.none());
+    EXPECT_NE(reason(b).find("is not [.., L or 1, S]"), std::string::npos) << reason(b);
+    const int gq = b.input("gq", DType::F32, {1, 2, 3, 4, 6});
+    const int gk = b.input("gk", DType::F32, {1, 2, 1, 7, 6});
+    const int gm = b.op("tern::neg", {b.input("gm", DType::F32, {4, 7})}, DType::F32, {4, 7});
+    sdpa(b, gq, gk, gk, {1, 2, 3, 4, 6}, gm, false, b.none());
+    EXPECT_NE(reason(b).find("activation mask with grouped query heads"), std::string::npos)
+        << reason(b);
   }
   {  // causal with a mask
     GraphBuilder b;
