@@ -319,7 +319,11 @@ TEST_F(DataMovementCopyTest, IndexErrorsNameTheBadIndex) {
                  {"tern::scatter", "index element 4 = 7 out of range", "size 4"});
   expect_invalid(call_kernel("tern::scatter", {&sx.value, &d0, &wide.value, &src.value,
                                                &none_mode, &sout->value}),
-                 {"src", "expected shape [2, 5]", "found [2, 3]"});
+                 {"tern::scatter", "size 5 of dim 1 exceeds x [4, 3]"});
+  OwnedTensor<int64_t> narrow({2, 2}, {0, 1, 2, 3});
+  expect_invalid(call_kernel("tern::scatter", {&sx.value, &d0, &narrow.value, &src.value,
+                                               &none_mode, &sout->value}),
+                 {"src", "expected shape [2, 2]", "found [2, 3]"});
   OwnedTensor<int64_t> ok_index({2, 3}, {0, 1, 2, 3, 0, 1});
   expect_invalid(call_kernel("tern::scatter", {&sx.value, &d0, &ok_index.value, &src.value,
                                                &max_mode, &sout->value}),

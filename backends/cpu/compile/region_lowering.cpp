@@ -667,14 +667,7 @@ class Lowering {
       inputs.push_back(constant_as(node.args[2], {static_cast<uint64_t>(o)}));
     }
     BlobNode& n = add_node(NodeOp::Deconv2d, inputs, output(node.outputs[0]));
-    n.params[cpu::kPadTop] = n.params[cpu::kPadBottom] = static_cast<uint32_t>(a.pad[0]);
-    n.params[cpu::kPadLeft] = n.params[cpu::kPadRight] = static_cast<uint32_t>(a.pad[1]);
-    n.params[cpu::kKernelH] = static_cast<uint32_t>(kh);
-    n.params[cpu::kKernelW] = static_cast<uint32_t>(kw);
-    n.params[cpu::kStrideH] = static_cast<uint32_t>(a.stride[0]);
-    n.params[cpu::kStrideW] = static_cast<uint32_t>(a.stride[1]);
-    n.params[cpu::kDilationH] = static_cast<uint32_t>(a.dilation[0]);
-    n.params[cpu::kDilationW] = static_cast<uint32_t>(a.dilation[1]);
+    set_window_params(n, a, kh, kw);
     n.params[cpu::kGroups] = 1;
     n.params[cpu::kGroupInChannels] = static_cast<uint32_t>(c);
     n.params[cpu::kGroupOutChannels] = static_cast<uint32_t>(o);
@@ -880,8 +873,10 @@ class Lowering {
         m.depthwise_epilogue | (se ? m.se_gate << cpu::kBottleneckHighShift : 0u);
   }
 
-  /// Pads, window, strides and dilations of a conv at the ConvParam indices.
-  static void set_window_params(BlobNode& n, const ConvAttrs& a, int64_t kh, int64_t kw) {
+  /// Pads, window, strides and dilations of a conv or transposed conv (ConvAttrs, DeconvAttrs)
+  /// at the ConvParam indices.
+  template <typename Window>
+  static void set_window_params(BlobNode& n, const Window& a, int64_t kh, int64_t kw) {
     n.params[cpu::kPadTop] = n.params[cpu::kPadBottom] = static_cast<uint32_t>(a.pad[0]);
     n.params[cpu::kPadLeft] = n.params[cpu::kPadRight] = static_cast<uint32_t>(a.pad[1]);
     n.params[cpu::kKernelH] = static_cast<uint32_t>(kh);

@@ -5,11 +5,10 @@
 #include <cinttypes>
 #include <cstring>
 
-#include "runtime/kernels/portable/broadcast.h"
 #include "runtime/kernels/portable/data_movement_args.h"
+#include "runtime/kernels/portable/index_walk.h"
 #include "runtime/kernels/portable/kernel_args.h"
 #include "runtime/kernels/portable/portable_kernels.h"
-#include "runtime/kernels/portable/strided_copy.h"
 
 namespace tern {
 namespace portable {
@@ -90,55 +89,23 @@ Error scatter(KernelContext& /*context*/, Span<EValue*> args) {
                              op, to_string(x->dtype));
   TERN_ASSIGN_OR_RETURN(const uint32_t dim, wrap_dim(op, "dim", raw_dim, x->rank));
   TERN_RETURN_IF_ERROR(check_shape(op, "out", *out, Span<const int64_t>(x->sizes, x->rank)));
-  // ATen treats a rank-0 tensor as [1]; index must have x's rank (both 0 is fine).
-  TERN_CHECK_OR_RETURN_ERROR(index->rank == x->rank, InvalidArgument,
-                             "%s: index: expected rank %u (x's), found %u", op, x->rank,
-                             index->rank);
+  TERN_RETURN_IF_ERROR(check_index_within(op, *x, *index, dim));
   const uint64_t n = index->numel();
   const bool one_value = src->numel() == 1;
   if (!one_value) {
     TERN_RETURN_IF_ERROR(check_shape(op, "src", *src, index->shape()));
   }
-  char xs[160];
-  char is[160];
-  for (uint32_t d = 0; d < x->rank; ++d) {
-    TERN_CHECK_OR_RETURN_ERROR(d == dim || index->sizes[d] <= x->sizes[d], InvalidArgument,
-                               "%s: index %s: size %" PRId64 " of dim %u exceeds x %s", op,
-                               format_shape(index->shape(), is, sizeof(is)), index->sizes[d], d,
-                               format_shape(x->shape(), xs, sizeof(xs)));
-  }
-  const int64_t size = x->rank == 0 ? 1 : x->sizes[dim];
-  // Every index is checked before anything is written: a bad index leaves out untouched
-  // beyond the copy of x.
-  for (uint64_t i = 0; i < n; ++i) {
-    const int64_t v = index_at(*index, i);
-    TERN_CHECK_OR_RETURN_ERROR(v >= 0 && v < size, InvalidArgument,
-                               "%s: index element %" PRIu64 " = %" PRId64 " out of range for dim "
-                               "%u of size %" PRId64 " (expected in [0, %" PRId64 "))",
-                               op, i, v, dim, size, size);
-  }
+  // Every index is checked before anything is written: a bad index leaves out untouched.
+  TERN_RETURN_IF_ERROR(check_index_values(op, *index, dim, x->rank == 0 ? 1 : x->sizes[dim]));
   if (out->data != x->data && out->nbytes > 0) std::memcpy(out->data, x->data, out->nbytes);
-  if (n == 0) return Error::Ok;
-  int64_t out_strides[kMaxRank];
-  contiguous_strides(x->shape(), out_strides);
-  const int64_t dim_stride = x->rank == 0 ? 0 : out_strides[dim];
   const size_t es = element_size(x->dtype);
   const uint8_t* values = static_cast<const uint8_t*>(src->data);
   uint8_t* dst = static_cast<uint8_t*>(out->data);
-  int64_t coord[kMaxRank] = {};
-  int64_t base = 0;  // out offset of coord with dim's coordinate left out
-  for (uint64_t i = 0; i < n; ++i) {
+  IndexWalk walk(*x, *index, dim);
+  for (uint64_t i = 0; i < n; ++i, walk.next()) {
     // A repeated index keeps the last element written (replace), as ATen does on CPU.
     const int64_t v = index_at(*index, i);
-    update(dst + static_cast<size_t>(base + v * dim_stride) * es, values + (one_value ? 0 : i * es));
-    for (int32_t d = static_cast<int32_t>(index->rank) - 1; d >= 0; --d) {
-      const uint32_t u = static_cast<uint32_t>(d);
-      ++coord[u];
-      if (u != dim) base += out_strides[u];
-      if (coord[u] < index->sizes[u]) break;
-      if (u != dim) base -= out_strides[u] * coord[u];
-      coord[u] = 0;
-    }
+    update(dst + static_cast<size_t>(walk.offset(v)) * es, values + (one_value ? 0 : i * es));
   }
   return Error::Ok;
 }
