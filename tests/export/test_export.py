@@ -535,6 +535,29 @@ def test_grid_sample():
     assert "bicubic is not" in str(e), str(e)
 
 
+def test_adaptive_avg_pool_sizes():
+    # A pyramid-pooling head's bins (UperNet, PSPNet): 1x1 stays one op (or PyTorch's mean); an output of the
+    # input's size is the input; divisible sizes are an average pool; others (3x3 and 6x6 of
+    # 8x8, 6x6 of 2x2, 5x3 of 7x9: windows of unequal lengths that overlap) are one constant
+    # linear over the plane. The expected values are PyTorch's own adaptive pooling.
+    class M(nn.Module):
+        def forward(self, x, small, odd):
+            y = x * 2
+            return (F.adaptive_avg_pool2d(y, 1), F.adaptive_avg_pool2d(y, (8, 8)) + 1,
+                    F.adaptive_avg_pool2d(y, 2), F.adaptive_avg_pool2d(y, (4, 8)),
+                    F.adaptive_avg_pool2d(y, 3), F.adaptive_avg_pool2d(y, 6),
+                    F.adaptive_avg_pool2d(small + 1, 6), F.adaptive_avg_pool2d(odd * 3, (5, 3)))
+    m = M()
+    args = (torch.randn(1, 5, 8, 8), torch.randn(2, 3, 2, 2), torch.randn(1, 4, 7, 9))
+    result, got = export_and_run(m, args, "adaptive_pool")
+    for i, (g, r) in enumerate(zip(got, m(*args))):
+        assert_close(g, r, what="output %d" % i)
+    ops = _ops(result)
+    assert ops.count("tern::adaptive_avg_pool2d") + ops.count("tern::mean") == 1, ops
+    assert ops.count("tern::avg_pool2d") == 2, ops
+    assert ops.count("tern::linear") == 4, ops
+
+
 def test_as_strided_outside_the_input_is_refused():
     class M(nn.Module):
         def forward(self, x):

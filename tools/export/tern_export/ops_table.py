@@ -696,10 +696,50 @@ def _grid_sampler_2d(L, n, a, real):
                                     L.mb.bool(V(a["align_corners"]))], real)
 
 
+# The largest pooling matrix (H·W by OH·OW floats) an adaptive average pool is written as.
+_ADAPTIVE_POOL_MATRIX_LIMIT = 1 << 20
+
+
+def _adaptive_windows(size, out):
+    """PyTorch's adaptive pooling windows along one dim: [floor(i·size/out), ceil((i+1)·size/out))
+    for each output index i, as an [out, size] float64 matrix of 1/window-length weights."""
+    m = torch.zeros(out, size, dtype=torch.float64)
+    for i in range(out):
+        lo, hi = (i * size) // out, -((-(i + 1) * size) // out)
+        m[i, lo:hi] = 1.0 / (hi - lo)
+    return m
+
+
 @handles("_adaptive_avg_pool2d.default")
 def _adaptive_avg_pool2d(L, n, a, real):
-    return L.emit("adaptive_avg_pool2d", [L.tensor_id(a["self"]),
-                                          L.mb.int_list(_ints(V(a["output_size"]), 2))], real)
+    # A global pool stays one op (every backend's squeeze-excitation and classifier head); an
+    # output of the input's size is the input; divisible sizes are a plain average pool; other
+    # sizes (a pyramid-pooling head's 3x3 and 6x6 bins: UperNet, PSPNet) are one constant
+    # linear over the flattened plane — every window's mean, the same on every backend.
+    x = a["self"]
+    out_hw = _ints(V(a["output_size"]), 2)
+    rx = real_of(x)
+    if rx.dim() != 4 or out_hw == [1, 1] or real.dtype != torch.float32:
+        return L.emit("adaptive_avg_pool2d", [L.tensor_id(x), L.mb.int_list(out_hw)], real)
+    h, w = int(rx.shape[2]), int(rx.shape[3])
+    oh, ow = out_hw
+    if [h, w] == out_hw and isinstance(x, TVal):
+        return x
+    if h % oh == 0 and w % ow == 0:
+        k = [h // oh, w // ow]
+        return L.emit("avg_pool2d", [L.tensor_id(x), L.mb.int_list(k), L.mb.int_list(k),
+                                     L.mb.int_list([0, 0]), L.mb.bool(False), L.mb.bool(True),
+                                     L.mb.none()], real)
+    if h * w * oh * ow > _ADAPTIVE_POOL_MATRIX_LIMIT:
+        return L.emit("adaptive_avg_pool2d", [L.tensor_id(x), L.mb.int_list(out_hw)], real)
+    pool = torch.kron(_adaptive_windows(h, oh), _adaptive_windows(w, ow)).to(torch.float32)
+    nb, c = int(rx.shape[0]), int(rx.shape[1])
+    flat = L.emit("view", [L.tensor_id(x), L.mb.int_list([nb, c, h * w])],
+                  rx.reshape(nb, c, h * w))
+    weight = Const(pool, "adaptive_pool_matrix")
+    prod = L.emit("linear", [flat.vid, L.tensor_id(weight), L.mb.none()],
+                  real.reshape(nb, c, oh * ow))
+    return _reshaped(L, prod, [nb, c, oh, ow])
 
 
 # Data movement ---------------------------------------------------------------------------------
