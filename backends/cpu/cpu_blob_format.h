@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 19;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 20;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
                                       // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
                                       // 7: ops 23-24 quantized weights, op 25 LayerNorm;
@@ -34,7 +34,8 @@ constexpr uint32_t kBlobVersion = 19;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // op 37 LstmCell, op 38 UnaryMath, op 39
                                       // Cumsum, op 40 GruCell; 19: sin,
                                       // cos and log in op 38, op 41
-                                      // Deconv2d
+                                      // Deconv2d; 20: op 32's q may be
+                                      // a constant
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -359,7 +360,7 @@ enum class NodeOp : uint32_t {
   /// kᵀ · scale + mask) · v per batch (head), a block of query rows at a time (the scores never
   /// written out). in: q [..., L, E], k [..., S, E] (params[kAttentionFlags] bit
   /// kAttentionKTransposed: [..., E, S], a bmm's right operand), v [..., S, Ev] (data values
-  /// of rank 2..6; the product of the dims before the last two, the heads, the same for q, k,
+  /// of rank 2..6 but q, which since version 20 may be a constant; the product of the dims before the last two, the heads, the same for q, k,
   /// v and the output: a head's rows are contiguous), optional additive mask (a constant or data
   /// value of rank kAttentionMaskBatchRank + 2: dims [b_0, .., L or 1, S], each b_d equal to
   /// params[kAttentionMaskBatch + d] or 1, those params multiplying to the heads, q's leading

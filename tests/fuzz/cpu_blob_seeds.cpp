@@ -489,6 +489,21 @@ compiler::Graph v19_graph() {
   return b.build();
 }
 
+/// Blob version 20: DETR's cross-attention of constant object queries (op 32's q a constant)
+/// over the keys and values of a projected memory x[1, 6, 8].
+compiler::Graph v20_graph() {
+  GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {1, 6, 8});
+  const int k = b.op("tern::linear",
+                     {x, seed_constant(b, "wk", {8, 8}, 151), seed_constant(b, "bk", {8}, 152)},
+                     DType::F32, {1, 6, 8});
+  const int q = seed_constant(b, "queries", {1, 3, 8}, 153);
+  const int a = b.op("tern::scaled_dot_product_attention",
+                     {q, k, x, b.none(), b.bool_value(false), b.none()}, DType::F32, {1, 3, 8});
+  b.output(b.op("tern::relu", {a}, DType::F32, {1, 3, 8}));
+  return b.build();
+}
+
 /// Blob version 18's fused LSTM cell (op 37): two steps of an LSTM (hidden 8) over x[2, 1, 6]
 /// from a constant zero state, each step's gates the recurrent product plus its row of the
 /// input projection, c' and h' views of the cell's output; then one GRU step (op 40).
@@ -603,6 +618,7 @@ std::vector<Seed> cpu_blob_seeds() {
       {"v18", v18_graph()},
       {"v18_lstm", v18_lstm_graph()},
       {"v19", v19_graph()},
+      {"v20", v20_graph()},
       {"dynamic_rows", dynamic_rows_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;

@@ -45,7 +45,12 @@ void check_batch_matmul(const Graph& g, const Node& node) {
 SdpaAttrs sdpa_attrs(const Graph& g, const Node& node) {
   if (node.args.size() != 6)
     throw Unsupported("scaled_dot_product_attention: expected 6 arguments");
-  const Value& q = activation_tensor(g, node.args[0], "q");
+  // q may be a constant (DETR's first decoder layer: learned object queries over an all-zero
+  // target, its projection folded by the exporter); k and v are activations.
+  const Value& q = f32_tensor(g, node.args[0], "q");
+  if (q.is_constant && q.quant.scheme != QuantSpec::Scheme::None) {
+    throw Unsupported("q: a quantized constant");
+  }
   const Value& k = activation_tensor(g, node.args[1], "k");
   const Value& v = activation_tensor(g, node.args[2], "v");
   const Value& out = single_output(g, node);

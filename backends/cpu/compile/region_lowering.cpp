@@ -1894,14 +1894,26 @@ class Lowering {
   /// back.
   void lower_sdpa(const Node& node) {
     SdpaAttrs a = sdpa_attrs(g_, node);
-    uint32_t q = activation(node.args[0]);
+    const Value& qv = g_.values[static_cast<size_t>(node.args[0])];
+    std::vector<uint64_t> qdims(qv.sizes.begin(), qv.sizes.end());
+    const int64_t l = qv.sizes[qv.sizes.size() - 2];
     uint32_t k = activation(node.args[1]);
     uint32_t v = activation(node.args[2]);
-    const int64_t l = static_cast<int64_t>(values_[q].dims[values_[q].rank - 2]);
     const int64_t s = static_cast<int64_t>(values_[k].dims[values_[k].rank - 2]);
+    uint32_t q = cpu::kNoValue;
+    if (qv.is_constant) {  // read in place, its grouped heads' rows folded by its dims alone
+      if (a.group != 0) {
+        const size_t r = qdims.size();
+        qdims[r - 2] *= static_cast<uint64_t>(a.group);
+        qdims.erase(qdims.begin() + static_cast<std::ptrdiff_t>(r - 3));
+      }
+      q = constant_as(node.args[0], qdims);
+    } else {
+      q = activation(node.args[0]);
+    }
     if (a.group != 0) {
       if (!a.causal && !a.bias.empty()) fold_group_bias(&a, l);
-      q = fold_group_dim(q, static_cast<uint64_t>(a.group));
+      if (!qv.is_constant) q = fold_group_dim(q, static_cast<uint64_t>(a.group));
       k = fold_group_dim(k, 1);
       v = fold_group_dim(v, 1);
     }

@@ -181,10 +181,11 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
     case NodeOp::BatchMatMul:  // a data value, b data or constant (check_batch_matmul)
       *min_in = *max_in = 2;
       return;
-    case NodeOp::Attention:  // q, k, v (data values), mask? (constant or data; check_attention)
+    case NodeOp::Attention:  // q (data or, since version 20, constant), k, v (data values),
+                             // mask? (constant or data; check_attention)
       *min_in = 3;
       *max_in = 4;
-      *either_mask = 0x8;
+      *either_mask = 0x9;
       return;
     case NodeOp::LstmCell:  // gates, c (data or constant), gates2?
       *min_in = 2;

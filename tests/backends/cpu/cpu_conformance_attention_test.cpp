@@ -525,6 +525,34 @@ std::vector<OpCase> cases() {
                  b.output(sdpa(b, a, kv, kv, {1, 2, 3, 4, 5}, f, false, b.none()));
                },
                1e-10});
+  // A constant q (since version 20): DETR's first decoder layer attends the encoder's memory
+  // with its learned object queries alone (an all-zero target plus a constant, projected by the
+  // exporter's folding); one with grouped query heads and a float mask read in place too.
+  OpCase const_q = {"sdpa_constant_query",
+                    [](GraphBuilder& b) {
+                      const std::vector<int64_t> ms{1, 9, 16}, qs{1, 4, 5, 4}, ks{1, 4, 9, 4};
+                      const int mem = b.input("memory", DType::F32, ms);
+                      const int kp = linear(b, mem, ms, 16, 51);
+                      const int vp = linear(b, mem, ms, 16, 53);
+                      const int k = transpose(b, view(b, kp, {1, 9, 4, 4}), {1, 9, 4, 4}, 1, 2);
+                      const int v = transpose(b, view(b, vp, {1, 9, 4, 4}), {1, 9, 4, 4}, 1, 2);
+                      const int q = constant(b, "queries", qs, 55, 0.8f);
+                      const int a = sdpa(b, q, k, v, qs, b.none(), false, b.none());
+                      const int gq = constant(b, "gqueries", {1, 2, 2, 5, 4}, 57, 0.8f);
+                      const int gk = view(b, k, {1, 2, 2, 9, 4});
+                      const int k1 = slice(b, gk, {1, 2, 2, 9, 4}, 2, 0, 1, 1);
+                      const int v1 = slice(b, view(b, v, {1, 2, 2, 9, 4}), {1, 2, 2, 9, 4}, 2,
+                                           1, 2, 1);
+                      const int m = constant(b, "gmask", {2, 5, 9}, 59, 2.0f);  // [G, L, S]
+                      const int g = sdpa(b, gq, k1, v1, {1, 2, 2, 5, 4}, m, false,
+                                         b.double_value(0.7));
+                      b.output(b.op("tern::add", {a, view(b, g, qs)}, DType::F32, qs));
+                    },
+                    1e-10};
+  const_q.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count(blob_ops(blob), kAttentionOp), 2u);
+  };
+  c.push_back(const_q);
   // Rotary embeddings' rotate_half: cat(-x[..., d/2:], x[..., :d/2]) (tern::neg taken).
   OpCase rotate = {"rotate_half_neg_cat",
                    [](GraphBuilder& b) {
@@ -895,6 +923,23 @@ TEST(CpuAttentionBlob, BatchMatMulFieldsAreChecked) {
   expect_refused(by_constant, 0,
                  {{"a the constant too", [](cpu::BlobNode& m) { m.inputs[0] = m.inputs[1]; },
                    "must not be a constant"}});
+}
+
+TEST(CpuAttentionBlob, ConstantQueryIsTheOnlyConstantOperand) {
+  register_all();
+  // q a constant (since version 20): k and v stay data values.
+  const std::vector<uint8_t> blob = blob_of([](GraphBuilder& b) {
+    const int k = b.input("k", DType::F32, {2, 6, 4});
+    const int v = b.input("v", DType::F32, {2, 6, 4});
+    b.output(sdpa(b, constant(b, "q", {2, 6, 4}, 97), k, v, {2, 6, 4}, b.none(), false,
+                  b.none()));
+  });
+  ASSERT_EQ(blob_ops(blob), std::vector<uint32_t>{kAttentionOp});
+  expect_refused(blob, 0,
+                 {{"k the constant", [](cpu::BlobNode& m) { m.inputs[1] = m.inputs[0]; },
+                   "input 1 (value 2) must not be a constant"},
+                  {"v the constant", [](cpu::BlobNode& m) { m.inputs[2] = m.inputs[0]; },
+                   "input 2 (value 2) must not be a constant"}});
 }
 
 TEST(CpuAttentionBlob, ConcatRowsAreChecked) {
