@@ -35,7 +35,7 @@ constexpr uint32_t kBlobVersion = 20;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // Cumsum, op 40 GruCell; 19: sin,
                                       // cos and log in op 38, op 41
                                       // Deconv2d; 20: op 32's q may be
-                                      // a constant
+                                      // a constant, op 42 GatherMap
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -424,10 +424,17 @@ enum class NodeOp : uint32_t {
   /// the output bounds. Output [N, OH, OW, O], OH = (IH - 1) * stride + dilation * (KH - 1) + 1
   /// + adjust - pad top - pad bottom (at least 1), OW alike.
   Deconv2d = 41,
+  /// tern's gather by a constant element map (kernels/gather_map.h; since version 20): the
+  /// output seen as [O, B] row-major, y[o, t] = x[o * params[1] + map[t]] (a torch.gather or
+  /// index_select by a constant index that is no affine walk). in: x (a data value, its bytes
+  /// row-major), map (a constant of B elements, each a little-endian int32 in [0, numel(x)
+  /// - (O - 1) * params[1])). params[0] = O >= 1, params[1] = the step (0..2^30; 0 when O is
+  /// 1), the rest 0; fparams (-inf, +inf). Output: O * B elements.
+  GatherMap = 42,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 41;
+constexpr uint32_t kLastNodeOp = 42;
 
 /// Most channels of ResizeBilinearToPlanes's input (its kernel caches a row of every channel).
 constexpr uint64_t kMaxResizePlanesChannels = 4096;
@@ -586,7 +593,8 @@ constexpr bool is_own_kernel_op(uint32_t op) {
          op == static_cast<uint32_t>(NodeOp::LstmCell) ||
          op == static_cast<uint32_t>(NodeOp::UnaryMath) ||
          op == static_cast<uint32_t>(NodeOp::Cumsum) ||
-         op == static_cast<uint32_t>(NodeOp::GruCell);
+         op == static_cast<uint32_t>(NodeOp::GruCell) ||
+         op == static_cast<uint32_t>(NodeOp::GatherMap);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.

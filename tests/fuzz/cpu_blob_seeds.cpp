@@ -490,7 +490,8 @@ compiler::Graph v19_graph() {
 }
 
 /// Blob version 20: DETR's cross-attention of constant object queries (op 32's q a constant)
-/// over the keys and values of a projected memory x[1, 6, 8].
+/// over the keys and values of a projected memory x[1, 6, 8]; then a gather of its output by a
+/// constant index that is no affine walk (op 42, the same picks in each query row).
 compiler::Graph v20_graph() {
   GraphBuilder b("forward");
   const int x = b.input("x", DType::F32, {1, 6, 8});
@@ -501,6 +502,18 @@ compiler::Graph v20_graph() {
   const int a = b.op("tern::scaled_dot_product_attention",
                      {q, k, x, b.none(), b.bool_value(false), b.none()}, DType::F32, {1, 3, 8});
   b.output(b.op("tern::relu", {a}, DType::F32, {1, 3, 8}));
+  compiler::Value index;
+  index.kind = compiler::Value::Kind::Tensor;
+  index.dtype = DType::I64;
+  index.sizes = {1, 3, 4};
+  index.is_constant = true;
+  const std::vector<int64_t> picks{7, 0, 3, 3, 7, 0, 3, 3, 7, 0, 3, 3};
+  std::vector<uint8_t> bytes(picks.size() * 8);
+  std::memcpy(bytes.data(), picks.data(), bytes.size());
+  index.data = bytes;
+  b.graph().values.push_back(index);
+  const int i = static_cast<int>(b.graph().values.size()) - 1;
+  b.output(b.op("tern::gather", {a, b.int_value(2), i}, DType::F32, {1, 3, 4}));
   return b.build();
 }
 

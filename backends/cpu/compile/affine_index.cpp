@@ -73,4 +73,14 @@ AffineIndex index_select_walk(const Graph& g, const Node& node, size_t* dim) {
   return walk;
 }
 
+bool is_affine_index_select(const Graph& g, const Node& node) {
+  try {
+    size_t dim = 0;
+    (void)index_select_walk(g, node, &dim);
+    return true;
+  } catch (const Unsupported&) {
+    return false;
+  }
+}
+
 }  // namespace tern::compiler::cpu_compile

@@ -29,4 +29,8 @@ bool affine_index(const std::vector<int64_t>& index, AffineIndex* out);
 /// Unsupported otherwise; returns the walk and sets *dim (wrapped).
 AffineIndex index_select_walk(const Graph& g, const Node& node, size_t* dim);
 
+/// Whether index_select_walk takes `node` (else a constant index may still be a GatherMap:
+/// gather_map_plan.h).
+bool is_affine_index_select(const Graph& g, const Node& node);
+
 }  // namespace tern::compiler::cpu_compile

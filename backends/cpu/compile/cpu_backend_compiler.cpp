@@ -6,6 +6,7 @@
 
 #include "backends/cpu/compile/attention_attrs.h"
 #include "backends/cpu/compile/deconv_attrs.h"
+#include "backends/cpu/compile/gather_map_plan.h"
 #include "backends/cpu/compile/index_map_ops.h"
 #include "backends/cpu/compile/layout_plan.h"
 #include "backends/cpu/compile/node_attrs.h"
@@ -108,9 +109,10 @@ void check_node(const Graph& g, const Node& node) {
     // Each part is bound on its own: made in the region or a region input (the partitioner
     // passes a tensor list's elements one by one, docs/partitioning.md).
     (void)concat_inputs(g, node);
-  } else if (op == "tern::index_select") {  // an affine walk: a strided copy
-    size_t dim = 0;
-    (void)index_select_walk(g, node, &dim);
+  } else if (op == "tern::index_select" && is_affine_index_select(g, node)) {
+    // an affine walk: a strided copy
+  } else if (is_gather_map_op(op)) {  // any other constant index: tern's GatherMap (op 42)
+    (void)gather_map_plan(g, node);
   } else if (is_index_map_op(op)) {  // permute, transpose, slice, ...: strided copies
     check_index_map(g, node);
   } else if (op == "tern::bmm" || op == "tern::matmul") {

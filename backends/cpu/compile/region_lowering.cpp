@@ -15,6 +15,7 @@
 #include "backends/cpu/compile/bottleneck_match.h"
 #include "backends/cpu/compile/concat_shuffle_match.h"
 #include "backends/cpu/compile/deconv_attrs.h"
+#include "backends/cpu/compile/gather_map_plan.h"
 #include "backends/cpu/compile/index_map_ops.h"
 #include "backends/cpu/compile/layout_plan.h"
 #include "backends/cpu/compile/node_attrs.h"
@@ -178,13 +179,19 @@ class Lowering {
   }
 
   uint32_t add_constant(const std::vector<uint64_t>& dims, const std::vector<float>& data) {
+    return add_constant_words(dims, data.data(), data.size());
+  }
+
+  /// A Constant of `count` 4-byte words (f32, or GatherMap's int32 offsets) copied as they are.
+  uint32_t add_constant_words(const std::vector<uint64_t>& dims, const void* words,
+                              size_t count) {
     const uint32_t id = add_value(ValueKind::Constant, ValueLayout::Plain, dims, cpu::kNoValue);
     size_t offset =
         (data_.size() + cpu::kDataAlignment - 1) / cpu::kDataAlignment * cpu::kDataAlignment;
-    data_.resize(offset + data.size() * sizeof(float), 0);
-    if (!data.empty()) std::memcpy(data_.data() + offset, data.data(), data.size() * 4);
+    data_.resize(offset + count * 4, 0);
+    if (count != 0) std::memcpy(data_.data() + offset, words, count * 4);
     values_[id].data_offset = offset;
-    values_[id].data_bytes = data.size() * sizeof(float);
+    values_[id].data_bytes = count * 4;
     return id;
   }
 
@@ -1676,6 +1683,20 @@ class Lowering {
     emit_copy(v, false, output(node.outputs[0]));
   }
 
+  /// gather / index_select by a constant index that is no affine walk: tern's GatherMap (op
+  /// 42) reading x's bytes row-major through one folded block of int32 offsets
+  /// (gather_map_plan.h: SEW-D's relative-position gathers).
+  void lower_gather_map(const Node& node) {
+    const GatherMapPlan plan = gather_map_plan(g_, node);
+    const uint32_t x = activation(node.args[0]);
+    const uint32_t map =
+        add_constant_words({static_cast<uint64_t>(plan.map.size())}, plan.map.data(),
+                           plan.map.size());
+    BlobNode& n = add_node(NodeOp::GatherMap, {x, map}, output(node.outputs[0]));
+    n.params[0] = static_cast<uint32_t>(plan.outer);
+    n.params[1] = static_cast<uint32_t>(plan.step);
+  }
+
   /// NHWC value `y`, a view of `v` that strides cannot express (ShuffleNet's channel shuffle:
   /// [N, C/2, 2, H, W] -> [N, C, H, W]), written by one copy straight in y's byte order: v's
   /// dims regrouped onto y's, the groups taken in N, H, W, C order. A row-major copy instead
@@ -2302,8 +2323,10 @@ class Lowering {
       lower_batch_norm(node);
     } else if (op == "tern::permute" && is_layout_permute(node)) {
       lower_permute(node);
-    } else if (op == "tern::index_select") {
+    } else if (op == "tern::index_select" && is_affine_index_select(g_, node)) {
       lower_index_select(node);
+    } else if (is_gather_map_op(op)) {
+      lower_gather_map(node);
     } else if (is_index_map_op(op)) {
       lower_index_map(node);
     } else if (op == "tern::bmm" || op == "tern::matmul") {

@@ -124,6 +124,8 @@ const char* op_name(uint32_t op) {
       return "gru_cell";
     case NodeOp::Deconv2d:
       return "deconv2d";
+    case NodeOp::GatherMap:
+      return "gather_map";
   }
   return "?";
 }
@@ -186,6 +188,10 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
       *min_in = 3;
       *max_in = 4;
       *either_mask = 0x9;
+      return;
+    case NodeOp::GatherMap:  // x, map (a constant)
+      *min_in = *max_in = 2;
+      *const_mask = 0x2;
       return;
     case NodeOp::LstmCell:  // gates, c (data or constant), gates2?
       *min_in = 2;
@@ -718,6 +724,54 @@ Error check_batch_matmul(uint32_t n, const BlobNode& node, const BlobValue* v) {
   return check_out_dims(n, node, v[node.output], expect, a.rank);
 }
 
+/// Op 42: x an f32 data value; the map a Constant of B int32 offsets (its bytes in the blob),
+/// O * B output elements, and every read o * step + map[t] inside x.
+Error check_gather_map(uint32_t n, const BlobNode& node, const BlobValue* v,
+                       const uint8_t* data) {
+  TERN_RETURN_IF_ERROR(check_params_range(n, node, 2, 0, 1));
+  TERN_RETURN_IF_ERROR(check_f32_data_inputs(n, node, v, 1));
+  const uint64_t outer = node.params[0], step = node.params[1];
+  const BlobValue& m = v[node.inputs[1]];
+  TERN_CHECK_OR_RETURN_ERROR(m.kind == static_cast<uint32_t>(ValueKind::Constant) &&
+                                 m.layout != static_cast<uint32_t>(ValueLayout::Int64Plain),
+                             InvalidProgram,
+                             "cpu blob: node %u (gather_map): the map (value %u) must be a "
+                             "constant of int32 offsets in the blob",
+                             n, node.inputs[1]);
+  const uint64_t block = value_numel(m), xs = value_numel(v[node.inputs[0]]);
+  const uint64_t ys = value_numel(v[node.output]);
+  TERN_CHECK_OR_RETURN_ERROR(outer * block == ys, InvalidProgram,
+                             "cpu blob: node %u (gather_map): %llu rows of the %llu-entry map, "
+                             "expected the output's %llu elements",
+                             n, static_cast<unsigned long long>(outer),
+                             static_cast<unsigned long long>(block),
+                             static_cast<unsigned long long>(ys));
+  TERN_CHECK_OR_RETURN_ERROR(outer > 1 || step == 0, InvalidProgram,
+                             "cpu blob: node %u (gather_map): step %llu with one row, expected 0",
+                             n, static_cast<unsigned long long>(step));
+  // Both at most 2^30: the last row's start fits in 64 bits.
+  const uint64_t last_row = (outer - 1) * step;
+  TERN_CHECK_OR_RETURN_ERROR(last_row < xs, InvalidProgram,
+                             "cpu blob: node %u (gather_map): the last row starts at %llu, past "
+                             "x's %llu elements",
+                             n, static_cast<unsigned long long>(last_row),
+                             static_cast<unsigned long long>(xs));
+  const uint8_t* map = data + m.data_offset;
+  for (uint64_t t = 0; t < block; ++t) {
+    int32_t offset;
+    std::memcpy(&offset, map + 4 * t, 4);
+    TERN_CHECK_OR_RETURN_ERROR(offset >= 0 && static_cast<uint64_t>(offset) < xs - last_row,
+                               InvalidProgram,
+                               "cpu blob: node %u (gather_map): map entry %llu is %d, expected "
+                               "0..%llu (x's %llu elements less the last row's start %llu)",
+                               n, static_cast<unsigned long long>(t), offset,
+                               static_cast<unsigned long long>(xs - last_row - 1),
+                               static_cast<unsigned long long>(xs),
+                               static_cast<unsigned long long>(last_row));
+  }
+  return Error::Ok;
+}
+
 /// Op 27: the rank, extents and strides, the element count, and every read inside x.
 Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
                         const uint8_t* data) {
@@ -884,6 +938,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
     }
     case NodeOp::BatchMatMul:
       return check_batch_matmul(n, node, v);
+    case NodeOp::GatherMap:
+      return check_gather_map(n, node, v, data);
     case NodeOp::Attention:
       return check_attention(n, node, v);
     case NodeOp::LstmCell:

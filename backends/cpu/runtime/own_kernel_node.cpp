@@ -6,6 +6,7 @@
 #include "backends/cpu/kernels/fused_attention.h"
 #include "backends/cpu/kernels/bottleneck.h"
 #include "backends/cpu/kernels/cumsum_rows.h"
+#include "backends/cpu/kernels/gather_map.h"
 #include "backends/cpu/kernels/group_norm_nhwc.h"
 #include "backends/cpu/kernels/layer_norm_rows.h"
 #include "backends/cpu/kernels/gru_cell.h"
@@ -453,6 +454,17 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
     case NodeOp::PackedBottleneck:
       bottleneck_nhwc(bottleneck_problem(plan, node, addr), scratch, pool);
       return Error::Ok;
+    case NodeOp::GatherMap: {
+      GatherMapProblem p;
+      p.x = addr[node.inputs[0]];
+      p.map = reinterpret_cast<const uint8_t*>(addr[node.inputs[1]]);  // int32 offsets
+      p.y = addr[node.output];
+      p.outer = node.params[0];  // validated with the map: check_gather_map
+      p.block = static_cast<int64_t>(value_numel(plan.values[node.inputs[1]]));
+      p.step = node.params[1];
+      gather_map(p, pool);
+      return Error::Ok;
+    }
     case NodeOp::Cumsum: {
       const BlobValue& x = plan.values[node.inputs[0]];
       CumsumProblem p;

@@ -142,6 +142,7 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
     case NodeOp::LstmCell:
     case NodeOp::UnaryMath:
     case NodeOp::Cumsum:
+    case NodeOp::GatherMap:
     case NodeOp::GruCell:
       break;  // tern's own kernels: never in an XNNPACK stage
   }
