@@ -35,7 +35,8 @@ constexpr uint32_t kBlobVersion = 20;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // Cumsum, op 40 GruCell; 19: sin,
                                       // cos and log in op 38, op 41
                                       // Deconv2d; 20: op 32's q may be
-                                      // a constant, op 42 GatherMap
+                                      // a constant, op 26's a too, op 42
+                                      // GatherMap
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -318,8 +319,8 @@ enum class NodeOp : uint32_t {
   LayerNorm = 25,
   /// tern's batched product of two activations (kernels/batch_matmul.h; since version 9):
   /// C[b] = A[b] · B[b], or A[b] · B[b]ᵀ with params[0] = 1. in: a [..., M, K], b [..., K, N]
-  /// (params[0] = 1: [..., N, K]), both data values (not constants) of one rank 2..6 with the
-  /// same leading (batch) dims; params[0] = 0 or 1, the rest 0; fparams (-inf, +inf). Output
+  /// (params[0] = 1: [..., N, K]), data values of one rank 2..6 with the same leading (batch)
+  /// dims, but one of them may be a constant (b since version 17, a since version 20); params[0] = 0 or 1, the rest 0; fparams (-inf, +inf). Output
   /// [..., M, N]. Needs scratch: one packed B per batch.
   BatchMatMul = 26,
   /// tern's strided copy (kernels/strided_copy.h; since version 9): the output, row-major over
@@ -360,7 +361,8 @@ enum class NodeOp : uint32_t {
   /// kᵀ · scale + mask) · v per batch (head), a block of query rows at a time (the scores never
   /// written out). in: q [..., L, E], k [..., S, E] (params[kAttentionFlags] bit
   /// kAttentionKTransposed: [..., E, S], a bmm's right operand), v [..., S, Ev] (data values
-  /// of rank 2..6 but q, which since version 20 may be a constant; the product of the dims before the last two, the heads, the same for q, k,
+  /// of rank 2..6 but q, which since version 20 may be a constant; the product of the dims
+  /// before the last two, the heads, the same for q, k,
   /// v and the output: a head's rows are contiguous), optional additive mask (a constant or data
   /// value of rank kAttentionMaskBatchRank + 2: dims [b_0, .., L or 1, S], each b_d equal to
   /// params[kAttentionMaskBatch + d] or 1, those params multiplying to the heads, q's leading

@@ -23,12 +23,16 @@ bool same_batch(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
 
 void check_batch_matmul(const Graph& g, const Node& node) {
   if (node.args.size() != 2) throw Unsupported("expected 2 arguments");
-  const Value& a = activation_tensor(g, node.args[0], "a");
-  // b may be a constant (XLNet's and Funnel's relative-position products: a different matrix
-  // per batch entry; one matrix repeated is a linear already, from the exporter).
+  // Either operand may be a constant, not both: b (XLNet's and Funnel's relative-position
+  // products: a different matrix per batch entry; one matrix repeated is a linear already, from
+  // the exporter) or a (Mask2Former's learned queries times the pixel embeddings, folded by the
+  // exporter before the first decoder layer).
+  const Value& a = f32_tensor(g, node.args[0], "a");
   const Value& b = f32_tensor(g, node.args[1], "b");
-  if (b.is_constant && b.quant.scheme != QuantSpec::Scheme::None) {
-    throw Unsupported("b: a quantized constant");
+  if (a.is_constant && b.is_constant) throw Unsupported("a and b: both constants");
+  if ((a.is_constant && a.quant.scheme != QuantSpec::Scheme::None) ||
+      (b.is_constant && b.quant.scheme != QuantSpec::Scheme::None)) {
+    throw Unsupported(std::string(a.is_constant ? "a" : "b") + ": a quantized constant");
   }
   const Value& out = single_output(g, node);
   if (!same_batch(a.sizes, b.sizes)) {

@@ -63,8 +63,13 @@ class Matcher : public RegionIndex {
         sc.size() - 2 > 4) {
       return false;
     }
-    for (int v : {m->q, m->kt, m->v, m->out}) {
+    for (int v : {m->kt, m->v, m->out}) {
       if (!f32_activation(v)) return false;
+    }
+    const Value& qv = value(m->q);  // q may be a constant (the Attention node's, version 20)
+    if (!f32_activation(m->q) &&
+        !(qv.is_constant && qv.dtype == DType::F32 && qv.quant.scheme == QuantSpec::Scheme::None)) {
+      return false;
     }
     if (m->mask >= 0 && value(m->mask).is_dynamic()) return false;
     std::sort(nodes.begin(), nodes.end());

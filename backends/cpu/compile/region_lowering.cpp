@@ -1805,16 +1805,19 @@ class Lowering {
     }
   }
 
-  /// bmm / matmul of two activations: tern's BatchMatMul (op 26).
+  /// bmm / matmul of two activations, or of an activation and a constant: tern's BatchMatMul
+  /// (op 26). A constant operand is read in place, row-major as the kernel reads it.
   void lower_batch_matmul(const Node& node) {
-    const uint32_t a = activation(node.args[0]);
-    const Value& bv = g_.values[static_cast<size_t>(node.args[1])];
-    const uint32_t b =
-        bv.is_constant
-            ? constant_as(node.args[1], std::vector<uint64_t>(bv.sizes.begin(), bv.sizes.end()),
-                          1.0)  // row-major [.., K, N], read by tern's kernel as it is
-            : activation(node.args[1]);
-    add_node(NodeOp::BatchMatMul, {a, b}, output(node.outputs[0]));
+    add_node(NodeOp::BatchMatMul, {activation_or_constant(node.args[0]),
+                                   activation_or_constant(node.args[1])},
+             output(node.outputs[0]));
+  }
+
+  /// Activation `vid`, or constant `vid` read in place with its own dims (row-major).
+  uint32_t activation_or_constant(int vid) {
+    const Value& v = g_.values[static_cast<size_t>(vid)];
+    if (!v.is_constant) return activation(vid);
+    return constant_as(vid, std::vector<uint64_t>(v.sizes.begin(), v.sizes.end()));
   }
 
   /// `x` without its dim r - 3 and dim r - 2 multiplied by `rows` (a grouped attention's
@@ -1992,7 +1995,7 @@ class Lowering {
   /// or an activation, is given the scores' rank; a constant causal mask becomes the node's
   /// causal limit.
   void lower_eager_attention(const AttentionMatch& m) {
-    const uint32_t q = activation(m.q);
+    const uint32_t q = activation_or_constant(m.q);  // a constant q since version 20
     uint32_t k = untransposed_key(m.kt);
     const bool k_transposed = k == cpu::kNoValue;
     if (k_transposed) k = activation(m.kt);

@@ -180,7 +180,7 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
       *min_in = *max_in = 3;
       *const_mask = 0x6;
       return;
-    case NodeOp::BatchMatMul:  // a data value, b data or constant (check_batch_matmul)
+    case NodeOp::BatchMatMul:  // a and b, one a data value, the other data or constant
       *min_in = *max_in = 2;
       return;
     case NodeOp::Attention:  // q (data or, since version 20, constant), k, v (data values),
@@ -699,12 +699,14 @@ Error check_batch_matmul(uint32_t n, const BlobNode& node, const BlobValue* v) {
                              n, node.params[0]);
   const BlobValue& a = v[node.inputs[0]];
   const BlobValue& b = v[node.inputs[1]];
-  TERN_RETURN_IF_ERROR(check_f32_data_inputs(n, node, v, 1));
-  TERN_CHECK_OR_RETURN_ERROR(b.layout != static_cast<uint32_t>(ValueLayout::Int64Plain),
+  // One of a and b is a data value (checked with every node's inputs); both are f32.
+  TERN_CHECK_OR_RETURN_ERROR(a.layout != static_cast<uint32_t>(ValueLayout::Int64Plain) &&
+                                 b.layout != static_cast<uint32_t>(ValueLayout::Int64Plain),
                              InvalidProgram,
-                             "cpu blob: node %u (batch_matmul): b (value %u) must be f32 (a "
-                             "data value or, since version 17, a constant)",
-                             n, node.inputs[1]);
+                             "cpu blob: node %u (batch_matmul): a (value %u) and b (value %u) "
+                             "must be f32 (data values, or since version 17 b and since "
+                             "version 20 a a constant)",
+                             n, node.inputs[0], node.inputs[1]);
   char da[128], db[128];
   bool same = a.rank == b.rank && a.rank >= 2;
   for (uint32_t d = 0; same && d + 2 < a.rank; ++d) same = a.dims[d] == b.dims[d];

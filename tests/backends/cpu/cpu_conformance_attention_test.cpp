@@ -403,6 +403,45 @@ std::vector<OpCase> cases() {
     EXPECT_EQ(count(blob_ops(blob), kMatMulOp), 2u);
   };
   c.push_back(bmm_const);
+  // A constant on the left (since version 20): Mask2Former's learned queries [B, Q, C] times
+  // the pixel embeddings [B, C, H·W] (its mask predictor before the first decoder layer), and
+  // a 4-D matmul by a constant a.
+  OpCase bmm_left = {"bmm_of_a_constant_by_an_activation",
+                     [](GraphBuilder& b) {
+                       const std::vector<int64_t> ps{2, 8, 6};
+                       const int pix = b.input("pixels", DType::F32, ps);
+                       const int e = linear(b, pix, ps, 12, 95);  // [2, 8, 12]
+                       const int q = constant(b, "queries", {2, 5, 8}, 96);
+                       b.output(matmul(b, "tern::bmm", q, e, {2, 5, 8}, 12));
+                       const int x4 = b.input("x4", DType::F32, {1, 3, 6, 4});
+                       const int a4 = constant(b, "a4", {1, 3, 2, 6}, 97);
+                       b.output(matmul(b, "tern::matmul", a4, x4, {1, 3, 2, 6}, 4));
+                     },
+                     1e-10};
+  bmm_left.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count(blob_ops(blob), kMatMulOp), 2u);
+  };
+  c.push_back(bmm_left);
+  // Attention written out with a constant q (Mask2Former's cross-attention of its learned
+  // queries before the first decoder layer): one fused node reading q in place.
+  OpCase eager_const_q = {"eager_attention_constant_query",
+                          [](GraphBuilder& b) {
+                            const std::vector<int64_t> ks{4, 9, 8};
+                            const int x = b.input("x", DType::F32, ks);
+                            const int k = linear(b, x, ks, 8, 98);
+                            const int v = linear(b, x, ks, 8, 99);
+                            const int q = constant(b, "q", {4, 5, 8}, 100, 0.8f);
+                            const int kt = transpose(b, k, ks, 1, 2);
+                            const int s = matmul(b, "tern::bmm", q, kt, {4, 5, 8}, 9);
+                            const int p = softmax(b, s, {4, 5, 9});
+                            b.output(matmul(b, "tern::bmm", p, v, {4, 5, 9}, 8));
+                          },
+                          1e-10};
+  eager_const_q.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count(blob_ops(blob), kAttentionOp), 1u);
+    EXPECT_EQ(count(blob_ops(blob), kMatMulOp), 0u);
+  };
+  c.push_back(eager_const_q);
   // 4-D matmul (more than 16 columns: two panels, the last partial), softmax over a 4-D tensor.
   c.push_back({"matmul_4d_softmax",
                [](GraphBuilder& b) {
@@ -720,6 +759,12 @@ TEST(CpuAttention, WhatTheCompileHalfRefuses) {
     matmul(b, "tern::bmm", a, c, {3, 4, 5}, 6);
     EXPECT_NE(reason(b).find("same batch dims"), std::string::npos) << reason(b);
   }
+  {  // bmm of two constants (the exporter folds them; a hand-made graph is refused)
+    GraphBuilder b;
+    matmul(b, "tern::bmm", constant(b, "p", {2, 3, 4}, 1), constant(b, "r", {2, 4, 5}, 2),
+           {2, 3, 4}, 5);
+    EXPECT_NE(reason(b).find("a and b: both constants"), std::string::npos) << reason(b);
+  }
   {  // a mask that leaves a query row nothing to attend
     GraphBuilder b;
     const int q = b.input("q", DType::F32, {2, 3, 4});
@@ -926,6 +971,15 @@ TEST(CpuAttentionBlob, BatchMatMulFieldsAreChecked) {
   ASSERT_EQ(blob_ops(by_constant), std::vector<uint32_t>{kMatMulOp});
   expect_refused(by_constant, 0,
                  {{"a the constant too", [](cpu::BlobNode& m) { m.inputs[0] = m.inputs[1]; },
+                   "must not be a constant"}});
+  // a a constant (since version 20): b stays a data value.
+  const std::vector<uint8_t> of_constant = blob_of([](GraphBuilder& b) {
+    const int v = b.input("v", DType::F32, {3, 5, 9});
+    b.output(matmul(b, "tern::bmm", constant(b, "q", {3, 7, 5}, 94), v, {3, 7, 5}, 9));
+  });
+  ASSERT_EQ(blob_ops(of_constant), std::vector<uint32_t>{kMatMulOp});
+  expect_refused(of_constant, 0,
+                 {{"b the constant too", [](cpu::BlobNode& m) { m.inputs[1] = m.inputs[0]; },
                    "must not be a constant"}});
 }
 
