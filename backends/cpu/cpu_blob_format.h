@@ -36,7 +36,7 @@ constexpr uint32_t kBlobVersion = 20;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // cos and log in op 38, op 41
                                       // Deconv2d; 20: op 32's q may be
                                       // a constant, op 26's a too, op 42
-                                      // GatherMap
+                                      // GatherMap, op 43 GridSample
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -433,10 +433,17 @@ enum class NodeOp : uint32_t {
   /// - (O - 1) * params[1])). params[0] = O >= 1, params[1] = the step (0..2^30; 0 when O is
   /// 1), the rest 0; fparams (-inf, +inf). Output: O * B elements.
   GatherMap = 42,
+  /// tern's grid sample (kernels/grid_sample_nhwc.h; since version 20): y[n, i, j, :] = x
+  /// sampled at grid[n, i, j] = (gx, gy) in [-1, 1] coordinates (the portable grid_sample2d's
+  /// rules). in: x [N, H, W, C] (an NHWC data value), grid [N, HO, WO, 2] (a plain data value or
+  /// constant, row-major pairs). params[0] = mode (0 bilinear, 1 nearest), params[1] = padding
+  /// (0 zeros, 1 border, 2 reflection), params[2] = align_corners (0 or 1), the rest 0; fparams
+  /// (-inf, +inf). Output [N, HO, WO, C] (NHWC).
+  GridSample = 43,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 42;
+constexpr uint32_t kLastNodeOp = 43;
 
 /// Most channels of ResizeBilinearToPlanes's input (its kernel caches a row of every channel).
 constexpr uint64_t kMaxResizePlanesChannels = 4096;
@@ -596,7 +603,8 @@ constexpr bool is_own_kernel_op(uint32_t op) {
          op == static_cast<uint32_t>(NodeOp::UnaryMath) ||
          op == static_cast<uint32_t>(NodeOp::Cumsum) ||
          op == static_cast<uint32_t>(NodeOp::GruCell) ||
-         op == static_cast<uint32_t>(NodeOp::GatherMap);
+         op == static_cast<uint32_t>(NodeOp::GatherMap) ||
+         op == static_cast<uint32_t>(NodeOp::GridSample);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.

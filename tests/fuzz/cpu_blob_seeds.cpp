@@ -517,6 +517,33 @@ compiler::Graph v20_graph() {
   return b.build();
 }
 
+/// Blob version 20's grid sample (op 43): a conv's NHWC output sampled bilinearly at points a
+/// linear of the queries makes (Mask2Former's deformable attention), then by a constant grid
+/// (nearest, reflection); and a bmm of a constant a by an activation (op 26's a a constant).
+compiler::Graph v20_grid_graph() {
+  GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {1, 2, 6, 5});
+  const int f = b.op("tern::conv2d",
+                     {x, seed_constant(b, "cw", {3, 2, 3, 3}, 161), seed_constant(b, "cb", {3}, 162),
+                      b.int_list({1, 1}), b.int_list({1, 1}), b.int_list({1, 1}), b.int_value(1)},
+                     DType::F32, {1, 3, 6, 5});
+  const int q = b.input("q", DType::F32, {1, 6, 4});
+  const int pts = b.op("tern::tanh",
+                       {b.op("tern::linear", {q, seed_constant(b, "ow", {2, 4}, 163), b.none()},
+                             DType::F32, {1, 6, 2})},
+                       DType::F32, {1, 6, 2});
+  const int grid = b.op("tern::view", {pts, b.int_list({1, 2, 3, 2})}, DType::F32, {1, 2, 3, 2});
+  const int s = b.op("tern::grid_sample2d",
+                     {f, grid, b.int_value(0), b.int_value(0), b.bool_value(false)}, DType::F32,
+                     {1, 3, 2, 3});
+  b.output(b.op("tern::grid_sample2d",
+                {s, seed_constant(b, "g", {1, 4, 4, 2}, 164), b.int_value(1), b.int_value(2),
+                 b.bool_value(true)},
+                DType::F32, {1, 3, 4, 4}));
+  b.output(b.op("tern::bmm", {seed_constant(b, "a", {1, 5, 6}, 165), q}, DType::F32, {1, 5, 4}));
+  return b.build();
+}
+
 /// Blob version 18's fused LSTM cell (op 37): two steps of an LSTM (hidden 8) over x[2, 1, 6]
 /// from a constant zero state, each step's gates the recurrent product plus its row of the
 /// input projection, c' and h' views of the cell's output; then one GRU step (op 40).
@@ -632,6 +659,7 @@ std::vector<Seed> cpu_blob_seeds() {
       {"v18_lstm", v18_lstm_graph()},
       {"v19", v19_graph()},
       {"v20", v20_graph()},
+      {"v20_grid", v20_grid_graph()},
       {"dynamic_rows", dynamic_rows_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;

@@ -7,6 +7,7 @@
 #include "backends/cpu/compile/attention_attrs.h"
 #include "backends/cpu/compile/deconv_attrs.h"
 #include "backends/cpu/compile/gather_map_plan.h"
+#include "backends/cpu/compile/grid_sample_attrs.h"
 #include "backends/cpu/compile/index_map_ops.h"
 #include "backends/cpu/compile/layout_plan.h"
 #include "backends/cpu/compile/node_attrs.h"
@@ -111,6 +112,8 @@ void check_node(const Graph& g, const Node& node) {
     (void)concat_inputs(g, node);
   } else if (op == "tern::index_select" && is_affine_index_select(g, node)) {
     // an affine walk: a strided copy
+  } else if (op == "tern::grid_sample2d") {  // tern's grid sample (op 43)
+    (void)grid_sample_attrs(g, node);
   } else if (is_gather_map_op(op)) {  // any other constant index: tern's GatherMap (op 42)
     (void)gather_map_plan(g, node);
   } else if (is_index_map_op(op)) {  // permute, transpose, slice, ...: strided copies

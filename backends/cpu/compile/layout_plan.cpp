@@ -60,7 +60,7 @@ bool needs_nhwc(const Graph& g, const Node& node) {
          op == "tern::avg_pool2d" ||
          op == "tern::adaptive_avg_pool2d" || op == "tern::batch_norm" ||
          op == "tern::group_norm" || op == "tern::upsample_nearest2d" ||
-         op == "tern::upsample_bilinear2d";
+         op == "tern::upsample_bilinear2d" || op == "tern::grid_sample2d";
 }
 
 /// Nodes whose 4-D activations must be plain (they work over the last dims of row-major
@@ -108,6 +108,8 @@ std::vector<uint8_t> wanted_layouts(const Graph& g) {
     const Node& node = g.nodes[i];
     if (node.args.empty()) continue;
     if (needs_nhwc(g, node)) ask(node.args[0], kNhwc);
+    // grid_sample2d's grid [N, HO, WO, 2]: (x, y) pairs, row-major.
+    if (node.op == "tern::grid_sample2d" && node.args.size() > 1) ask(node.args[1], kPlain);
     const size_t p = plain_args(g, node);
     for (size_t a = 0; a < p && a < node.args.size(); ++a) ask(node.args[a], kPlain);
     if (follows(g, node) && p == 0 && node.outputs.size() == 1 &&
@@ -262,9 +264,10 @@ void check_layout(const Graph& g, const Node& node, const std::vector<bool>& pla
       throw Unsupported(op + ": over the last dims of an NHWC 4-D tensor");
     }
   } else if (needs_nhwc(g, node)) {
-    // A conv2d reads a plain input through a copy in NHWC order (region_lowering's
-    // activation_as); the other spatial ops need NHWC.
-    if (!node.args.empty() && is_plain(node.args[0]) && op != "tern::conv2d") {
+    // A conv2d and a grid sample read a plain input through a copy in NHWC order
+    // (region_lowering's activation_as); the other spatial ops need NHWC.
+    if (!node.args.empty() && is_plain(node.args[0]) && op != "tern::conv2d" &&
+        op != "tern::grid_sample2d") {
       throw Unsupported(op + ": of a channels-last (plain) 4-D tensor");
     }
   } else if (op == "tern::cat") {

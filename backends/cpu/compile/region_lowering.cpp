@@ -16,6 +16,7 @@
 #include "backends/cpu/compile/concat_shuffle_match.h"
 #include "backends/cpu/compile/deconv_attrs.h"
 #include "backends/cpu/compile/gather_map_plan.h"
+#include "backends/cpu/compile/grid_sample_attrs.h"
 #include "backends/cpu/compile/index_map_ops.h"
 #include "backends/cpu/compile/layout_plan.h"
 #include "backends/cpu/compile/node_attrs.h"
@@ -1697,6 +1698,23 @@ class Lowering {
     n.params[1] = static_cast<uint32_t>(plan.step);
   }
 
+  /// grid_sample2d: tern's grid-sample node (op 43) over x in NHWC (a plain x copied into that
+  /// order) and the grid's row-major (x, y) pairs (an NHWC grid copied back; a constant read in
+  /// place), writing the NHWC output.
+  void lower_grid_sample(const Node& node) {
+    const GridSampleAttrs a = grid_sample_attrs(g_, node);
+    const uint32_t x = activation_as(node.args[0], false);
+    const Value& gv = g_.values[static_cast<size_t>(node.args[1])];
+    const uint32_t grid =
+        gv.is_constant ? constant_as(node.args[1],
+                                      std::vector<uint64_t>(gv.sizes.begin(), gv.sizes.end()))
+                       : activation_as(node.args[1], true);
+    BlobNode& n = add_node(NodeOp::GridSample, {x, grid}, output(node.outputs[0]));
+    n.params[0] = static_cast<uint32_t>(a.mode);
+    n.params[1] = static_cast<uint32_t>(a.padding);
+    n.params[2] = a.align_corners ? 1 : 0;
+  }
+
   /// NHWC value `y`, a view of `v` that strides cannot express (ShuffleNet's channel shuffle:
   /// [N, C/2, 2, H, W] -> [N, C, H, W]), written by one copy straight in y's byte order: v's
   /// dims regrouped onto y's, the groups taken in N, H, W, C order. A row-major copy instead
@@ -2330,6 +2348,8 @@ class Lowering {
       lower_index_select(node);
     } else if (is_gather_map_op(op)) {
       lower_gather_map(node);
+    } else if (op == "tern::grid_sample2d") {
+      lower_grid_sample(node);
     } else if (is_index_map_op(op)) {
       lower_index_map(node);
     } else if (op == "tern::bmm" || op == "tern::matmul") {

@@ -126,6 +126,8 @@ const char* op_name(uint32_t op) {
       return "deconv2d";
     case NodeOp::GatherMap:
       return "gather_map";
+    case NodeOp::GridSample:
+      return "grid_sample";
   }
   return "?";
 }
@@ -188,6 +190,10 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
       *min_in = 3;
       *max_in = 4;
       *either_mask = 0x9;
+      return;
+    case NodeOp::GridSample:  // x, grid (data or constant)
+      *min_in = *max_in = 2;
+      *either_mask = 0x2;
       return;
     case NodeOp::GatherMap:  // x, map (a constant)
       *min_in = *max_in = 2;
@@ -774,6 +780,31 @@ Error check_gather_map(uint32_t n, const BlobNode& node, const BlobValue* v,
   return Error::Ok;
 }
 
+/// Op 43: x [N, H, W, C] a data value (channels last, as every NHWC reader's), grid [N, HO,
+/// WO, 2] f32 row-major pairs (not an NHWC edge value), the output [N, HO, WO, C], mode 0..1,
+/// padding 0..2, align_corners 0..1.
+Error check_grid_sample(uint32_t n, const BlobNode& node, const BlobValue* v) {
+  TERN_RETURN_IF_ERROR(check_params_range(n, node, 3, 0, 0));
+  TERN_CHECK_OR_RETURN_ERROR(node.params[0] <= 1 && node.params[1] <= 2 && node.params[2] <= 1,
+                             InvalidProgram,
+                             "cpu blob: node %u (grid_sample): mode %u, padding %u, "
+                             "align_corners %u, expected 0..1, 0..2 and 0..1",
+                             n, node.params[0], node.params[1], node.params[2]);
+  TERN_RETURN_IF_ERROR(check_f32_data_inputs(n, node, v, 1));
+  const BlobValue& x = v[node.inputs[0]];
+  const BlobValue& g = v[node.inputs[1]];
+  TERN_CHECK_OR_RETURN_ERROR(
+      x.rank == 4 && g.rank == 4 && g.dims[0] == x.dims[0] && g.dims[3] == 2 &&
+          g.layout != static_cast<uint32_t>(ValueLayout::Nhwc) &&
+          g.layout != static_cast<uint32_t>(ValueLayout::Int64Plain),
+      InvalidProgram,
+      "cpu blob: node %u (grid_sample): x (value %u) must be [N, H, W, C] and the grid (value "
+      "%u) f32 row-major [N, HO, WO, 2]",
+      n, node.inputs[0], node.inputs[1]);
+  const uint64_t expect[4] = {x.dims[0], g.dims[1], g.dims[2], x.dims[3]};
+  return check_out_dims(n, node, v[node.output], expect, 4);
+}
+
 /// Op 27: the rank, extents and strides, the element count, and every read inside x.
 Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
                         const uint8_t* data) {
@@ -942,6 +973,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
       return check_batch_matmul(n, node, v);
     case NodeOp::GatherMap:
       return check_gather_map(n, node, v, data);
+    case NodeOp::GridSample:
+      return check_grid_sample(n, node, v);
     case NodeOp::Attention:
       return check_attention(n, node, v);
     case NodeOp::LstmCell:

@@ -7,6 +7,7 @@
 #include "backends/cpu/kernels/bottleneck.h"
 #include "backends/cpu/kernels/cumsum_rows.h"
 #include "backends/cpu/kernels/gather_map.h"
+#include "backends/cpu/kernels/grid_sample_nhwc.h"
 #include "backends/cpu/kernels/group_norm_nhwc.h"
 #include "backends/cpu/kernels/layer_norm_rows.h"
 #include "backends/cpu/kernels/gru_cell.h"
@@ -454,6 +455,25 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
     case NodeOp::PackedBottleneck:
       bottleneck_nhwc(bottleneck_problem(plan, node, addr), scratch, pool);
       return Error::Ok;
+    case NodeOp::GridSample: {
+      const BlobValue& x = plan.values[node.inputs[0]];
+      const BlobValue& y = plan.values[node.output];
+      GridSampleProblem p;
+      p.x = addr[node.inputs[0]];
+      p.grid = addr[node.inputs[1]];
+      p.y = addr[node.output];
+      p.n = static_cast<int64_t>(x.dims[0]);  // validated: check_grid_sample
+      p.h = static_cast<int64_t>(x.dims[1]);
+      p.w = static_cast<int64_t>(x.dims[2]);
+      p.c = static_cast<int64_t>(x.dims[3]);
+      p.ho = static_cast<int64_t>(y.dims[1]);
+      p.wo = static_cast<int64_t>(y.dims[2]);
+      p.mode = node.params[0];
+      p.padding = node.params[1];
+      p.align_corners = node.params[2] != 0;
+      grid_sample_nhwc(p, pool);
+      return Error::Ok;
+    }
     case NodeOp::GatherMap: {
       GatherMapProblem p;
       p.x = addr[node.inputs[0]];

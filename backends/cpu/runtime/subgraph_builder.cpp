@@ -143,6 +143,7 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
     case NodeOp::UnaryMath:
     case NodeOp::Cumsum:
     case NodeOp::GatherMap:
+    case NodeOp::GridSample:
     case NodeOp::GruCell:
       break;  // tern's own kernels: never in an XNNPACK stage
   }
