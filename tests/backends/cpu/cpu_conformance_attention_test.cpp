@@ -99,25 +99,11 @@ int bool_constant(GraphBuilder& b, std::vector<int64_t> sizes, const std::vector
   return static_cast<int>(b.graph().values.size()) - 1;
 }
 
-/// A constant 1-D int64 tensor of `values`.
-int index_constant(GraphBuilder& b, const std::vector<int64_t>& values) {
-  compiler::Value v;
-  v.kind = compiler::Value::Kind::Tensor;
-  v.dtype = DType::I64;
-  v.sizes = {static_cast<int64_t>(values.size())};
-  v.is_constant = true;
-  std::vector<uint8_t> bytes(values.size() * 8);
-  std::memcpy(bytes.data(), values.data(), bytes.size());
-  v.data = bytes;
-  b.graph().values.push_back(v);
-  return static_cast<int>(b.graph().values.size()) - 1;
-}
-
 int index_select(GraphBuilder& b, int x, std::vector<int64_t> xs, int64_t dim,
                  const std::vector<int64_t>& index) {
   xs[static_cast<size_t>(dim < 0 ? dim + static_cast<int64_t>(xs.size()) : dim)] =
       static_cast<int64_t>(index.size());
-  return b.op("tern::index_select", {x, b.int_value(dim), index_constant(b, index)}, DType::F32,
+  return b.op("tern::index_select", {x, b.int_value(dim), int64_constant(b, {static_cast<int64_t>(index.size())}, index)}, DType::F32,
               xs);
 }
 

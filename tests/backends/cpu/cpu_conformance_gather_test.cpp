@@ -20,21 +20,6 @@
 namespace tern::cpu_test {
 namespace {
 
-/// A constant int64 tensor of `sizes` holding `values`.
-int int64_constant(GraphBuilder& b, std::vector<int64_t> sizes,
-                   const std::vector<int64_t>& values) {
-  compiler::Value v;
-  v.kind = compiler::Value::Kind::Tensor;
-  v.dtype = DType::I64;
-  v.sizes = std::move(sizes);
-  v.is_constant = true;
-  std::vector<uint8_t> bytes(values.size() * 8);
-  std::memcpy(bytes.data(), values.data(), bytes.size());
-  v.data = bytes;
-  b.graph().values.push_back(v);
-  return static_cast<int>(b.graph().values.size()) - 1;
-}
-
 int gather(GraphBuilder& b, int x, int64_t dim, std::vector<int64_t> index_sizes,
            const std::vector<int64_t>& index) {
   const int i = int64_constant(b, index_sizes, index);

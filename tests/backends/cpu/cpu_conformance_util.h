@@ -34,6 +34,21 @@ inline std::vector<float> ramp(size_t n, uint32_t seed, float scale = 0.5f) {
   return random_floats(n, seed, -scale, scale);
 }
 
+/// A constant int64 tensor of `sizes` holding `values` (an index for gather / index_select).
+inline int int64_constant(GraphBuilder& b, std::vector<int64_t> sizes,
+                          const std::vector<int64_t>& values) {
+  compiler::Value v;
+  v.kind = compiler::Value::Kind::Tensor;
+  v.dtype = DType::I64;
+  v.sizes = std::move(sizes);
+  v.is_constant = true;
+  std::vector<uint8_t> bytes(values.size() * 8);
+  if (!bytes.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  v.data = bytes;
+  b.graph().values.push_back(v);
+  return static_cast<int>(b.graph().values.size()) - 1;
+}
+
 inline int constant(GraphBuilder& b, const std::string& name, std::vector<int64_t> sizes,
                     uint32_t seed, float scale = 0.5f) {
   const size_t n = numel(sizes);
