@@ -129,8 +129,7 @@ GatherMapPlan gather_map_plan(const Graph& g, const Node& node) {
       at[k] = 0;
     }
   }
-  const GatherMapPlan folded = fold(m, out.sizes);
-  return folded;
+  return fold(m, out.sizes);
 }
 
 }  // namespace tern::compiler::cpu_compile

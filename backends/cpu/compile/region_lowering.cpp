@@ -1706,9 +1706,7 @@ class Lowering {
     const uint32_t x = activation_as(node.args[0], false);
     const Value& gv = g_.values[static_cast<size_t>(node.args[1])];
     const uint32_t grid =
-        gv.is_constant ? constant_as(node.args[1],
-                                      std::vector<uint64_t>(gv.sizes.begin(), gv.sizes.end()))
-                       : activation_as(node.args[1], true);
+        gv.is_constant ? activation_or_constant(node.args[1]) : activation_as(node.args[1], true);
     BlobNode& n = add_node(NodeOp::GridSample, {x, grid}, output(node.outputs[0]));
     n.params[0] = static_cast<uint32_t>(a.mode);
     n.params[1] = static_cast<uint32_t>(a.padding);
@@ -1838,15 +1836,20 @@ class Lowering {
     return constant_as(vid, std::vector<uint64_t>(v.sizes.begin(), v.sizes.end()));
   }
 
+  /// `d` without its dim r - 3 and dim r - 2 multiplied by `rows`.
+  static std::vector<uint64_t> group_folded(std::vector<uint64_t> d, uint64_t rows) {
+    const size_t r = d.size();
+    d[r - 2] *= rows;
+    d.erase(d.begin() + static_cast<std::ptrdiff_t>(r - 3));
+    return d;
+  }
+
   /// `x` without its dim r - 3 and dim r - 2 multiplied by `rows` (a grouped attention's
   /// operands folded: [.., G, L, E] -> [.., G * L, E] for q and [.., 1, S, E] -> [.., S, E]
   /// for k and v, the same bytes), through a Reshape node.
   uint32_t fold_group_dim(uint32_t x, uint64_t rows) {
-    std::vector<uint64_t> d(values_[x].dims, values_[x].dims + values_[x].rank);
-    const size_t r = d.size();
-    d[r - 2] *= rows;
-    d.erase(d.begin() + static_cast<std::ptrdiff_t>(r - 3));
-    const uint32_t y = internal(d);
+    const std::vector<uint64_t> d(values_[x].dims, values_[x].dims + values_[x].rank);
+    const uint32_t y = internal(group_folded(d, rows));
     add_node(NodeOp::Reshape, {x}, y);
     return y;
   }
@@ -1944,11 +1947,7 @@ class Lowering {
     const int64_t s = static_cast<int64_t>(values_[k].dims[values_[k].rank - 2]);
     uint32_t q = cpu::kNoValue;
     if (qv.is_constant) {  // read in place, its grouped heads' rows folded by its dims alone
-      if (a.group != 0) {
-        const size_t r = qdims.size();
-        qdims[r - 2] *= static_cast<uint64_t>(a.group);
-        qdims.erase(qdims.begin() + static_cast<std::ptrdiff_t>(r - 3));
-      }
+      if (a.group != 0) qdims = group_folded(qdims, static_cast<uint64_t>(a.group));
       q = constant_as(node.args[0], qdims);
     } else {
       q = activation(node.args[0]);

@@ -66,15 +66,7 @@ Error check_attention(uint32_t n, const BlobNode& node, const BlobValue* v) {
                              "cpu blob: node %u (attention): q (value %u) must be f32 (a data "
                              "value or, since version 20, a constant)",
                              n, node.inputs[0]);
-  for (uint32_t i = 1; i < 3; ++i) {
-    const BlobValue& x = v[node.inputs[i]];
-    TERN_CHECK_OR_RETURN_ERROR(
-        !is_constant_kind(x) && x.layout != static_cast<uint32_t>(ValueLayout::Int64Plain),
-        InvalidProgram,
-        "cpu blob: node %u (attention): %s (value %u) must be an f32 data value, found a "
-        "constant or int64 one",
-        n, i == 1 ? "k" : "v", node.inputs[i]);
-  }
+  TERN_RETURN_IF_ERROR(check_f32_data_inputs(n, node, v, 3, 1));
   const bool kt = (flags & kAttentionKTransposed) != 0;
   const uint64_t l = dim(qv, 2), e = dim(qv, 1);
   const uint64_t s = kt ? dim(kv, 1) : dim(kv, 2);

@@ -6,8 +6,8 @@
 namespace tern::cpu {
 
 Error check_f32_data_inputs(uint32_t n, const BlobNode& node, const BlobValue* v,
-                            uint32_t count) {
-  for (uint32_t i = 0; i < count; ++i) {
+                            uint32_t count, uint32_t first) {
+  for (uint32_t i = first; i < count; ++i) {
     const BlobValue& x = v[node.inputs[i]];
     TERN_CHECK_OR_RETURN_ERROR(
         !is_constant_kind(x) && x.layout != static_cast<uint32_t>(ValueLayout::Int64Plain),

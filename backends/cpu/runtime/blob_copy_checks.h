@@ -20,9 +20,10 @@ inline bool is_constant_kind(const BlobValue& v) {
          v.kind == static_cast<uint32_t>(ValueKind::Derived);
 }
 
-/// Inputs 0..count-1 of node `n` are f32 data values (not constants, not int64): the operands
-/// of tern's products (ops 26, 32).
-Error check_f32_data_inputs(uint32_t n, const BlobNode& node, const BlobValue* v, uint32_t count);
+/// Inputs first..count-1 of node `n` are f32 data values (not constants, not int64): the
+/// operands of tern's products (ops 26, 32: a and q may be constants, checked apart).
+Error check_f32_data_inputs(uint32_t n, const BlobNode& node, const BlobValue* v, uint32_t count,
+                            uint32_t first = 0);
 
 /// Node `n` (op 27) with values `v` (already checked to exist).
 Error check_strided_copy(uint32_t n, const BlobNode& node, const BlobValue* v);
