@@ -558,6 +558,46 @@ def test_adaptive_avg_pool_sizes():
     assert ops.count("tern::linear") == 4, ops
 
 
+def _cpu_delegate_calls(pte):
+    info = subprocess.run([tern_export.find_tern(), "inspect", pte], stdout=subprocess.PIPE,
+                          universal_newlines=True).stdout
+    calls = re.search(r"delegate:cpu\s+(\d+)", info)
+    return int(calls.group(1)) if calls else 0
+
+
+def test_window_permutes_of_eight_dims():
+    # Video Swin's window partition and its reverse (torchvision swin3d): views into eight dims
+    # around a permute. high_rank_permutes.py merges the dims that move together (and drops
+    # those of size 1), so no value has more than six dims and the cpu delegate takes it all;
+    # a permute of seven dims read by an add stays as it is. Expected values: PyTorch's.
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(6, 6)
+
+        def forward(self, x, y):
+            b, t, h, w, c = x.shape
+            v = (x * 2).view(b, t // 2, 2, h // 4, 4, w // 4, 4, c)
+            win = v.permute(0, 1, 3, 5, 2, 4, 6, 7).reshape(-1, 32, c)
+            win = self.fc(win)
+            back = win.view(b, t // 2, h // 4, w // 4, 2, 4, 4, c).permute(0, 1, 4, 2, 5, 3, 6, 7)
+            seven = (y + 1).view(2, 1, 3, 2, 2, 1, 2).permute(6, 5, 4, 3, 2, 1, 0) + 1
+            return back.reshape(b, t, h, w, c), seven
+    torch.manual_seed(0)
+    m = M().eval()
+    args = (torch.randn(1, 4, 8, 8, 6), torch.randn(2, 3, 8))
+    result, got = export_and_run(m, args, "window_permutes", backends=("cpu",))
+    for i, (g, r) in enumerate(zip(got, m(*args))):
+        assert_close(g, r, what="output %d" % i)
+    if hasattr(torch, "export"):  # (make_fx graphs of the 1.13 line carry no shapes: not folded)
+        with open(os.path.join(result.graph_dir, "graph.json")) as f:
+            values = json.load(f)["methods"][0]["values"]
+        ranks = sorted(len(v.get("shape", [])) for v in values if v.get("type") == "tensor")
+        assert ranks.count(8) == 0 and ranks.count(7) >= 1, ranks
+        # The window attention whole in one region; the rank-7 permute on the portable kernels.
+        assert _cpu_delegate_calls(result.path) == 1, result.compile_report
+
+
 def test_as_strided_outside_the_input_is_refused():
     class M(nn.Module):
         def forward(self, x):
