@@ -598,6 +598,34 @@ def test_window_permutes_of_eight_dims():
         assert _cpu_delegate_calls(result.path) == 1, result.compile_report
 
 
+def test_instance_norm():
+    # Instance norm (RAFT's feature encoder): torch.export gives batch norm by the batch's own
+    # statistics over [1, N*C, H, W] (_native_batch_norm_legit.no_stats), the 1.13 line
+    # native_batch_norm in training mode without running statistics; both become a group norm
+    # of one group per channel. Expected values: PyTorch's.
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.plain = nn.InstanceNorm2d(3)
+            self.affine = nn.InstanceNorm2d(3, affine=True)
+            self.seq = nn.InstanceNorm1d(4, affine=True)
+            with torch.no_grad():
+                self.affine.weight.uniform_(0.5, 1.5)
+                self.affine.bias.uniform_(-1, 1)
+                self.seq.weight.uniform_(0.5, 1.5)
+
+        def forward(self, x, y, z):
+            return (self.plain(x * 2), self.affine(x + 1), self.seq(y), F.instance_norm(z - 1),
+                    F.batch_norm(z, None, None, training=True, eps=1e-3))
+    torch.manual_seed(0)
+    m = M().eval()
+    args = (torch.randn(2, 3, 5, 6), torch.randn(3, 4, 7), torch.randn(1, 2, 3, 4, 5))
+    result, got = export_and_run(m, args, "instance_norm")
+    for i, (g, r) in enumerate(zip(got, m(*args))):
+        assert_close(g, r, rtol=1e-5, what="output %d" % i)
+    assert "tern::group_norm" in _ops(result), _ops(result)
+
+
 def test_as_strided_outside_the_input_is_refused():
     class M(nn.Module):
         def forward(self, x):

@@ -381,12 +381,61 @@ BN_OPS = set(_overloads(["native_batch_norm.default",
 BN_FOLDABLE = set(_overloads(["convolution.default", "addmm.default", "mm.default"]))
 
 
+def _batch_statistics_norm(L, x, weight, bias, eps, real):
+    """Batch norm by the input's own statistics (no running ones: what instance norm becomes,
+    nn.InstanceNorm2d over [1, N*C, H, W]): each channel of x [N, C, *] normalized over every
+    other dim. A group norm of C groups over [1, C, N * rest] (directly when N is 1)."""
+    xr = real_of(x)
+    if xr.dim() < 2 or not all(int(d) >= 1 for d in xr.shape):
+        raise Unsupported("batch norm by batch statistics of a %s input (expected [N, C, ...])"
+                          % list(xr.shape))
+    xv = x if isinstance(x, TVal) else TVal(L.tensor_id(x), xr)
+    shape = [int(d) for d in xr.shape]
+    nb, c = shape[0], shape[1]
+    rest = 1
+    for d in shape[2:]:
+        rest *= d
+    if nb == 1:
+        planes = _reshaped(L, xv, [1, c, rest] if xr.dim() != 4 else shape)
+        y = L.emit("group_norm", [planes.vid, L.mb.int(c), opt_tensor(L, weight),
+                                  opt_tensor(L, bias), L.mb.double(eps)],
+                   torch.nn.functional.group_norm(planes.real, c, real_of(weight) if not
+                                                  is_none(weight) else None,
+                                                  real_of(bias) if not is_none(bias) else None,
+                                                  eps))
+        return _reshaped(L, y, shape)
+    perm = [1, 0] + list(range(2, xr.dim()))
+    moved = L.emit("permute", [xv.vid, L.mb.int_list(perm)], xr.permute(perm).contiguous())
+    planes = _reshaped(L, moved, [1, c, nb * rest])
+    y = L.emit("group_norm", [planes.vid, L.mb.int(c), opt_tensor(L, weight),
+                              opt_tensor(L, bias), L.mb.double(eps)],
+               torch.nn.functional.group_norm(planes.real, c, real_of(weight) if not
+                                              is_none(weight) else None,
+                                              real_of(bias) if not is_none(bias) else None, eps))
+    back = _reshaped(L, y, [c, nb] + shape[2:])
+    return L.emit("permute", [back.vid, L.mb.int_list(perm)], real)
+
+
+@handles("_native_batch_norm_legit.no_stats")
+def _batch_norm_no_stats(L, n, a, real):
+    if not V(a["training"]):
+        raise Unsupported("batch norm without running statistics outside training mode")
+    y = _batch_statistics_norm(L, a["input"], a["weight"], a["bias"], float(V(a["eps"])),
+                               real[0])
+    return Multi([y, Unavailable(n.target, 1), Unavailable(n.target, 2)])
+
+
 @handles("native_batch_norm.default", "_native_batch_norm_legit_no_training.default")
 def _batch_norm(L, n, a, real):
     if n in L.folded_bn:
         x = L.env[n.args[0]]
     else:
         if "training" in a and V(a["training"]):
+            if is_none(a["running_mean"]) and is_none(a["running_var"]):
+                # The 1.13 line's instance norm: batch statistics, nothing to update.
+                y = _batch_statistics_norm(L, a["input"], a["weight"], a["bias"],
+                                           float(V(a["eps"])), real[0])
+                return Multi([y, Unavailable(n.target, 1), Unavailable(n.target, 2)])
             raise Unsupported("training-mode batch norm (export the module in eval mode)")
         x = L.emit("batch_norm", [L.tensor_id(a["input"]), opt_tensor(L, a["weight"]),
                                   opt_tensor(L, a["bias"]), L.tensor_id(a["running_mean"]),
