@@ -567,7 +567,7 @@ def _cpu_delegate_calls(pte):
 
 def test_window_permutes_of_eight_dims():
     # Video Swin's window partition and its reverse (torchvision swin3d): views into eight dims
-    # around a permute. high_rank_permutes.py merges the dims that move together (and drops
+    # around a permute. high_rank_dims.py merges the dims that move together (and drops
     # those of size 1), so no value has more than six dims and the cpu delegate takes it all;
     # a permute of seven dims read by an add stays as it is. Expected values: PyTorch's.
     class M(nn.Module):
@@ -624,6 +624,63 @@ def test_instance_norm():
     for i, (g, r) in enumerate(zip(got, m(*args))):
         assert_close(g, r, rtol=1e-5, what="output %d" % i)
     assert "tern::group_norm" in _ops(result), _ops(result)
+
+
+def test_pool3d():
+    # MViT's and S3D's 3-D pools, as two 2-D pools (the window is a box: separable). Padding,
+    # strides, dilation, an average without the padding, an unbatched input. Expected values:
+    # PyTorch's 3-D pools.
+    class M(nn.Module):
+        def forward(self, x, u):
+            y = x * 2
+            return (F.max_pool3d(y, (1, 3, 3), (1, 2, 2), (0, 1, 1)),
+                    F.max_pool3d(y, 3, 1, 1), F.max_pool3d(y, 2, 2),
+                    F.max_pool3d(y, (2, 2, 3), (1, 2, 1), (1, 1, 1), dilation=(2, 1, 2)),
+                    F.avg_pool3d(y, (2, 5, 5), 1),
+                    F.avg_pool3d(y, 3, 2, 1, count_include_pad=False),
+                    F.avg_pool3d(y, 3, 2, 1), F.max_pool3d(u + 1, (3, 1, 1), (2, 1, 1)))
+    m = M()
+    args = (torch.randn(2, 3, 5, 7, 6), torch.randn(4, 5, 3, 3))
+    result, got = export_and_run(m, args, "pool3d")
+    for i, (g, r) in enumerate(zip(got, m(*args))):
+        assert_close(g, r, what="output %d" % i)
+    ops = _ops(result)
+    assert "tern::max_pool2d" in ops and "tern::avg_pool2d" in ops, ops
+
+
+def test_relative_positions_of_eight_dims():
+    # MViT's decomposed relative positions: einsums over operands unsqueezed to seven dims
+    # (torch.export decomposes them into permutes of permutes), and three terms added broadcast
+    # over eight dims, the sum viewed back to four. high_rank_dims.py merges the dims so no value
+    # has more than six and the cpu delegate takes it whole; a broadcast add of seven dims whose
+    # reader is no reshape stays as it is. Expected values: PyTorch's.
+    class M(nn.Module):
+        def forward(self, attn, q, rh, rw, rt, odd):
+            b, n, t, h, w, c = q.shape
+            rel_h = torch.einsum("bythwc,hkc->bythwk", q, rh)
+            rel_w = torch.einsum("bythwc,wkc->bythwk", q, rw)
+            rel_t = torch.einsum("bythwc,tkc->bythwk", q, rt)
+            kt, kh, kw = rt.shape[1], rh.shape[1], rw.shape[1]
+            a = attn.view(b, n, t, h, w, kt, kh, kw)
+            a = (a + rel_h[:, :, :, :, :, None, :, None] + rel_w[:, :, :, :, :, None, None, :]
+                 + rel_t[:, :, :, :, :, :, None, None])
+            seven = odd.view(1, 2, 1, 3, 1, 2, 1) + odd.view(1, 2, 1, 3, 1, 1, 2)
+            return a.view(b, n, t * h * w, kt * kh * kw) * 2, seven
+    torch.manual_seed(0)
+    m = M()
+    b, n, t, h, w, c, kt, kh, kw = 1, 2, 2, 3, 4, 5, 2, 3, 2
+    args = (torch.randn(b, n, t * h * w, kt * kh * kw), torch.randn(b, n, t, h, w, c),
+            torch.randn(h, kh, c), torch.randn(w, kw, c), torch.randn(t, kt, c),
+            torch.randn(2, 3, 2))
+    result, got = export_and_run(m, args, "rel_pos", backends=("cpu",))
+    for i, (g, r) in enumerate(zip(got, m(*args))):
+        assert_close(g, r, what="output %d" % i)
+    if hasattr(torch, "export"):  # (make_fx graphs of the 1.13 line carry no shapes: not folded)
+        with open(os.path.join(result.graph_dir, "graph.json")) as f:
+            values = json.load(f)["methods"][0]["values"]
+        ranks = sorted(len(v.get("shape", [])) for v in values if v.get("type") == "tensor")
+        assert ranks.count(8) == 0 and ranks.count(7) >= 1, ranks
+        assert _cpu_delegate_calls(result.path) == 1, result.compile_report
 
 
 def test_as_strided_outside_the_input_is_refused():

@@ -125,6 +125,34 @@ def video(name):
     return build
 
 
+def video_at(name, shape):
+    """A torchvision video model at its own input size (MViT's relative positions and S3D's
+    last pool fix it)."""
+    def build():
+        import torchvision.models.video as v
+        m = _calibrated(getattr(v, name)(weights=None), shape)
+        return m, (torch.randn(*shape),), True
+    return build
+
+
+def optical_flow(name, size=128, updates=2):
+    """A torchvision optical-flow model (RAFT) on two frames, `updates` refinement steps; the
+    last flow estimate is the output."""
+    def build():
+        import torchvision.models.optical_flow as f
+
+        class LastFlow(nn.Module):
+            def __init__(self, m):
+                super().__init__()
+                self.m = m
+
+            def forward(self, a, b):
+                return self.m(a, b, num_flow_updates=updates)[-1]
+        frames = (torch.rand(1, 3, size, size), torch.rand(1, 3, size, size))
+        return LastFlow(getattr(f, name)(weights=None).eval()), frames, True
+    return build
+
+
 PROBE = {
     # Encoders (text)
     "distilbert": text("DistilBertModel", "DistilBertConfig", vocab_size=128, dim=64, n_layers=2,
@@ -449,9 +477,18 @@ PROBE = {
     "swin_t": classifier("swin_t"),
     "swin_v2_t": classifier("swin_v2_t"),
     "maxvit_t": classifier("maxvit_t", size=224),
+    # The fifth batch (2026-12-04, twenty-eighth session): torchvision's families outside the
+    # zoo that export (its detection models fail inside torch.export: docs/models.md).
+    "alexnet": classifier("alexnet", size=224),
+    "squeezenet1_0": classifier("squeezenet1_0", size=224),
+    "swin3d_t": video("swin3d_t"),
+    "mvit_v2_s": video_at("mvit_v2_s", (1, 3, 16, 224, 224)),
+    "s3d": video_at("s3d", (1, 3, 16, 224, 224)),
+    "raft_small": optical_flow("raft_small"),
 }
 TORCHVISION = {"lraspp_mobilenet_v3", "deeplabv3_mobilenet_v3", "fcn_resnet50", "mc3_18",
-               "efficientnet_b0", "regnet_y_400mf", "swin_t", "swin_v2_t", "maxvit_t"}
+               "efficientnet_b0", "regnet_y_400mf", "swin_t", "swin_v2_t", "maxvit_t",
+               "alexnet", "squeezenet1_0", "swin3d_t", "mvit_v2_s", "s3d", "raft_small"}
 
 
 def main(names):

@@ -27,7 +27,7 @@ def _shape(n):
         return None
     try:
         return [int(d) for d in val.shape]
-    except (TypeError, ValueError):  # a symbolic size
+    except Exception:  # noqa: BLE001 - a symbolic size (an unbacked one raises its guard error)
         return None
 
 

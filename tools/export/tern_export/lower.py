@@ -16,7 +16,7 @@ import re
 import torch
 import torch.fx
 
-from . import complex_ops, erf_gelu, gqa, high_rank_permutes, ops_table, row_views
+from . import complex_ops, erf_gelu, gqa, high_rank_dims, ops_table, row_views
 from .complex_ops import CVal
 from .errors import ExportError, Unsupported, UnsupportedOpError
 from .graph_writer import tern_dtype
@@ -259,7 +259,8 @@ class Lowerer:
         if self.fold_repeat_kv:
             gqa.fold_repeat_kv(self.gm)
         row_views.fold_row_views(self.gm)
-        high_rank_permutes.fold_high_rank_permutes(self.gm)
+        high_rank_dims.fold_high_rank_permutes(self.gm)
+        high_rank_dims.fold_high_rank_elementwise(self.gm)
         erf_gelu.fold_erf_gelus(self.gm)
         live = self._live_nodes(graph)
         self._plan_bn_folds(live)

@@ -704,6 +704,62 @@ def _avg_pool2d(L, n, a, real):
                                  L.mb.none() if div is None else L.mb.int(div)], real)
 
 
+def _pool2d_planes(L, x, is_max, kernel, stride, padding, dilation, ceil, include_pad):
+    """One 2-D pool (max or average) over the last two dims of x (a TVal of [1, P, A, B])."""
+    F = torch.nn.functional
+    if is_max:
+        r = F.max_pool2d(x.real, kernel, stride, padding, dilation, ceil)
+        return L.emit("max_pool2d", [x.vid, L.mb.int_list(kernel), L.mb.int_list(stride),
+                                     L.mb.int_list(padding), L.mb.int_list(dilation),
+                                     L.mb.bool(ceil)], r)
+    r = F.avg_pool2d(x.real, kernel, stride, padding, ceil, include_pad)
+    return L.emit("avg_pool2d", [x.vid, L.mb.int_list(kernel), L.mb.int_list(stride),
+                                 L.mb.int_list(padding), L.mb.bool(ceil),
+                                 L.mb.bool(include_pad), L.mb.none()], r)
+
+
+@handles("max_pool3d_with_indices.default", "max_pool3d.default", "avg_pool3d.default")
+def _pool3d(L, n, a, real):
+    # A box window is separable: the max (or mean) over T x H x W is the max (mean) over T of
+    # the max (mean) over H x W, padding and ceil mode applying per axis (a window's valid
+    # cells are a box, so an average that leaves the padding out divides by the product of the
+    # per-axis counts). So: a 2-D pool over (H, W) of [1, L*T, H, W], then one over T of
+    # [1, L, T, H'*W'], on tern's 2-D pools (every backend has them).
+    is_max = "max_pool3d" in str(n.target)
+    multi = isinstance(real, (tuple, list))
+    out_real = real[0] if multi else real
+    xr = real_of(a["self"])
+    if xr.dim() not in (4, 5):
+        raise Unsupported("3-D pool of a %s input (expected [N, C, T, H, W] or [C, T, H, W])"
+                          % list(xr.shape))
+    kernel = _ints(V(a["kernel_size"]), 3)
+    stride = V(a["stride"])
+    stride = kernel if not stride else _ints(stride, 3)
+    padding = _ints(V(a["padding"]), 3)
+    dilation = _ints(V(a["dilation"]), 3) if is_max else [1, 1, 1]
+    ceil = bool(V(a["ceil_mode"]))
+    include_pad = True if is_max else bool(V(a["count_include_pad"]))
+    if not is_max and V(a["divisor_override"]) is not None:
+        raise Unsupported("avg_pool3d with divisor_override")
+    lead = [int(d) for d in xr.shape[:-3]]
+    t, h, w = [int(d) for d in xr.shape[-3:]]
+    planes = 1
+    for d in lead:
+        planes *= d
+    x = TVal(L.tensor_id(a["self"]), xr)
+    y = _reshaped(L, x, [1, planes * t, h, w])
+    if (kernel[1:], stride[1:], padding[1:], dilation[1:]) != ([1, 1], [1, 1], [0, 0], [1, 1]):
+        y = _pool2d_planes(L, y, is_max, kernel[1:], stride[1:], padding[1:], dilation[1:],
+                           ceil, include_pad)
+    ho, wo = int(y.real.shape[-2]), int(y.real.shape[-1])
+    if (kernel[0], stride[0], padding[0], dilation[0]) != (1, 1, 0, 1):
+        y = _reshaped(L, y, [1, planes, t, ho * wo])
+        y = _pool2d_planes(L, y, is_max, [kernel[0], 1], [stride[0], 1], [padding[0], 0],
+                           [dilation[0], 1], ceil, include_pad)
+    y = _reshaped(L, y, list(out_real.shape))
+    return Multi([y, Unavailable(n.target, 1)]) if multi else y
+
+
 @handles("affine_grid_generator.default")
 def _affine_grid_generator(L, n, a, real):
     # F.affine_grid on PyTorch 1.13 (2.x decomposes it): the constant base grid of
