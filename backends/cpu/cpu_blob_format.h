@@ -339,8 +339,8 @@ enum class NodeOp : uint32_t {
   /// output row r (of `rows`) is input i's row r — w_i floats at x_i[o_i + r * s_i] — for each
   /// input in turn, or with a unit u >= 1 their u-float units interleaved (unit k of input 0,
   /// of input 1, ..., then unit k + 1): ShuffleNet's concat + channel shuffle in one pass, its
-  /// inputs channel slices of NHWC tensors read in place. in: 2 or 3 data values (not
-  /// constants); params at the RowConcatParam indices (unused ones 0): rows >= 1, u (0: plain;
+  /// inputs channel slices of NHWC tensors read in place. in: 2 or 3 f32 values, data values
+  /// or (since version 14) constants, at least one data; params at the RowConcatParam indices (unused ones 0): rows >= 1, u (0: plain;
   /// else every w_i equal and a multiple of u), w_i >= 1, s_i, o_i (each <= 2^30) with every
   /// row read inside x_i; fparams (-inf, +inf). Output: any dims whose element count is
   /// rows * sum(w_i).

@@ -98,10 +98,13 @@ Error check_row_concat(uint32_t n, const BlobNode& node, const BlobValue* v) {
     const uint64_t w = q[kRowConcatWidth + i], s = q[kRowConcatStride + i],
                    o = q[kRowConcatOffset + i];
     const BlobValue& x = v[node.inputs[i]];
-    TERN_CHECK_OR_RETURN_ERROR(
-        !is_constant_kind(x) && x.layout != static_cast<uint32_t>(ValueLayout::Int64Plain),
-        InvalidProgram, "cpu blob: node %u (row_concat): input %u (value %u) must be an f32 data "
-        "value", n, i, node.inputs[i]);
+    // A constant part (a class token) is read in place like a data one; that one input at
+    // least is data is checked with every node's inputs (since version 14).
+    TERN_CHECK_OR_RETURN_ERROR(x.layout != static_cast<uint32_t>(ValueLayout::Int64Plain),
+                               InvalidProgram,
+                               "cpu blob: node %u (row_concat): input %u (value %u) must be f32 "
+                               "(a data value or a constant)",
+                               n, i, node.inputs[i]);
     TERN_CHECK_OR_RETURN_ERROR(w >= 1, InvalidProgram,
                                "cpu blob: node %u (row_concat): input %u has width 0", n, i);
     TERN_CHECK_OR_RETURN_ERROR(unit == 0 || (w == q[kRowConcatWidth] && w % unit == 0),

@@ -198,6 +198,21 @@ std::vector<OpCase> cases() {
                  const int z = cat(b, {y, k}, 1, {1, 6, 6, 5});
                  b.output(conv(b, z, {1, 6, 6, 5}, 4, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 43));
                }, 1e-10});
+  // RoCBERT's embeddings: the word embeddings (a copy of the input, read in place) with its
+  // shape and pronunciation embeddings (constants) along the last dim: RowConcat nodes with a
+  // constant input, which the blob reader once refused (the program did not load).
+  OpCase rows = {"row_concat_of_a_copy_and_constants", [](GraphBuilder& b) {
+                   const int x = b.input("x", DType::F32, {1, 4, 8});
+                   const int c = b.op("tern::clone", {x}, DType::F32, {1, 4, 8});
+                   const int k1 = constant(b, "shape_embed", {1, 4, 6}, 53);
+                   const int k2 = constant(b, "pronunciation_embed", {1, 4, 5}, 54);
+                   const int e = cat(b, {c, k1}, -1, {1, 4, 14});
+                   b.output(linear(b, cat(b, {e, k2}, -1, {1, 4, 19}), {1, 4, 19}, 4, 55));
+                 }, 1e-10};
+  rows.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_GE(count_op(blob, cpu::NodeOp::RowConcat), 1u);
+  };
+  c.push_back(rows);
   c.push_back({"chain_of_five_parts_three_constant", [](GraphBuilder& b) {
                  const int t = patches(b, 8, 45);
                  const int u = linear(b, t, {1, 4, 8}, 8, 47);
