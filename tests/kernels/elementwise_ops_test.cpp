@@ -29,7 +29,8 @@ TEST_F(ElementwiseTest, EveryOpIsRegistered) {
         "tern::erf",         "tern::floor",       "tern::ceil",       "tern::round",
         "tern::relu",        "tern::hardtanh",    "tern::clamp",      "tern::leaky_relu",
         "tern::elu",         "tern::gelu",        "tern::silu",       "tern::hardswish",
-        "tern::hardsigmoid", "tern::softplus",    "tern::cast"}) {
+        "tern::hardsigmoid", "tern::softplus",    "tern::cast",       "tern::expm1",
+        "tern::log1p"}) {
     EXPECT_NE(find_kernel(name), nullptr) << name;
   }
 }

@@ -178,11 +178,12 @@ def unary_cases():
            ("sqrt", torch.sqrt), ("rsqrt", torch.rsqrt), ("reciprocal", torch.reciprocal),
            ("sin", torch.sin), ("cos", torch.cos), ("tanh", torch.tanh),
            ("sigmoid", torch.sigmoid), ("erf", torch.erf), ("floor", torch.floor),
-           ("ceil", torch.ceil), ("round", torch.round)]
+           ("ceil", torch.ceil), ("round", torch.round), ("expm1", torch.expm1),
+           ("log1p", torch.log1p)]
     for op, fn in ops:
         for shape in [(3, 4), (2, 3, 5), (), (0, 4), (1000,)]:
             x = r(*shape) * 3
-            if op in ("log", "sqrt", "rsqrt") and shape == (1000,):
+            if op in ("log", "sqrt", "rsqrt", "log1p") and shape == (1000,):
                 x = x.abs() + 1e-3  # keep the large one finite; the others check NaN
             out.append(Case("tern::" + op, [x], fn, rtol=2e-6, atol=1e-6,
                             name="%s%s" % (op, shape)))
@@ -193,6 +194,11 @@ def unary_cases():
         out.append(Case("tern::" + op, [ri(3, 4, dtype=torch.int32)], fn, name=op + "_i32"))
     for op, fn in [("floor", torch.floor), ("ceil", torch.ceil), ("round", torch.round)]:
         out.append(Case("tern::" + op, [ri(3, 4)], fn, name=op + "_i64"))
+    # expm1 and log1p near 0, where exp(x) - 1 and log(1 + x) lose every digit (xIELU's
+    # negative branch, xLSTM's gates): relative error against float64.
+    tiny = torch.tensor([1e-10, -1e-10, 3e-8, -3e-8, 1e-5, -1e-5, 1e-20, 0.0, -0.0])
+    for op, fn in [("expm1", torch.expm1), ("log1p", torch.log1p)]:
+        out.append(Case("tern::" + op, [tiny], fn, rtol=2e-7, atol=0, name=op + "_near_zero"))
     # Half-to-even rounding.
     halves = torch.tensor([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5, 1e7 + 0.5, 0.49999997])
     out.append(Case("tern::round", [halves], torch.round, rtol=0, atol=0, name="round_halves"))

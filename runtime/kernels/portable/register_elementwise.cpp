@@ -27,6 +27,8 @@ Error register_elementwise_kernels() {
       {"tern::abs", abs_kernel},
       {"tern::exp", exp_kernel},
       {"tern::log", log_kernel},
+      {"tern::expm1", expm1_kernel},
+      {"tern::log1p", log1p_kernel},
       {"tern::sqrt", sqrt_kernel},
       {"tern::rsqrt", rsqrt},
       {"tern::reciprocal", reciprocal},

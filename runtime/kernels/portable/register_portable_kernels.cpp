@@ -55,6 +55,8 @@ constexpr const char* kDynamicShapeKernels[] = {
     "tern::abs",
     "tern::exp",
     "tern::log",
+    "tern::expm1",
+    "tern::log1p",
     "tern::sqrt",
     "tern::rsqrt",
     "tern::reciprocal",

@@ -1,4 +1,4 @@
-// Unary math: tern::neg, abs (f32 and int), exp, log, sqrt, rsqrt, reciprocal, sin, cos, tanh,
+// Unary math: tern::neg, abs (f32 and int), exp, log, expm1, log1p, sqrt, rsqrt, reciprocal, sin, cos, tanh,
 // sigmoid, erf (f32; int/bool inputs give f32 as in ATen), floor, ceil, round (f32; round is
 // half to even; integers pass through unchanged).
 #include <cmath>
@@ -57,6 +57,12 @@ Error exp_kernel(KernelContext&, Span<EValue*> args) {
 }
 Error log_kernel(KernelContext&, Span<EValue*> args) {
   return float_unary("tern::log", args, [](float v) { return std::log(v); });
+}
+Error expm1_kernel(KernelContext&, Span<EValue*> args) {
+  return float_unary("tern::expm1", args, [](float v) { return std::expm1(v); });
+}
+Error log1p_kernel(KernelContext&, Span<EValue*> args) {
+  return float_unary("tern::log1p", args, [](float v) { return std::log1p(v); });
 }
 Error sqrt_kernel(KernelContext&, Span<EValue*> args) {
   return float_unary("tern::sqrt", args, [](float v) { return std::sqrt(v); });

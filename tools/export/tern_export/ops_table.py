@@ -203,7 +203,7 @@ def _where(L, n, a, real):
     return L.emit("where", [L.tensor_id(cond), operand(a["self"]), operand(a["other"])], real)
 
 
-_UNARY = ["neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh",
+_UNARY = ["neg", "abs", "exp", "log", "expm1", "log1p", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh",
           "sigmoid", "erf", "floor", "ceil", "round", "relu", "silu", "hardswish",
           "hardsigmoid"]
 
