@@ -2084,6 +2084,9 @@ class Lowering {
         n.params[cpu::kDilationH] = n.params[cpu::kDilationW] = 1;
       }
     } else if (inner == 1) {
+      // Dims of 1 after the reduced ones: the node reduces through to the last dim (the
+      // fully-connected node reduces x's last dim, and the dims after `last` are all 1).
+      last = bx.size() - 1;
       result_dims = bx;
       for (size_t d = first; d < bx.size(); ++d) result_dims[d] = 1;
       result_dims.resize(first + 1);

@@ -149,6 +149,20 @@ std::vector<OpCase> cases() {
                  b.output(reduce(b, "tern::mean", y, {1, 2}, true, {3, 1, 1}));
                  b.output(reduce(b, "tern::sum", y, {0, 1}, false, {6}));
                }, 1e-10});
+  // Qwen3-Next's chunked delta rule: a sum over a dim followed by dims of 1 (the reduction
+  // runs through to the last dim; the node once reduced the last dim alone and its output
+  // lost a dim: the blob did not load).
+  c.push_back({"sum_and_mean_before_trailing_dims_of_one", [](GraphBuilder& b) {
+                 const std::vector<int64_t> s{2, 3, 4, 1};
+                 const int x = b.input("x", DType::F32, s);
+                 const int y = binary(b, "tern::mul", x, x, s);
+                 b.output(reduce(b, "tern::sum", y, {2}, false, {2, 3, 1}));
+                 b.output(reduce(b, "tern::mean", y, {1, 2}, true, {2, 1, 1, 1}));
+                 const std::vector<int64_t> t{1, 5, 1, 1, 1};
+                 const int z = b.input("z", DType::F32, t);
+                 b.output(reduce(b, "tern::sum", binary(b, "tern::mul", z, z, t), {3}, false,
+                                 {1, 5, 1, 1}));
+               }, 1e-10});
   // Hiera's unroll pooling: x.view(B, stride, -1, C).max(dim=1) of a linear's output; and
   // an amax over the last dim and over a dim of 1.
   OpCase hiera = {"hiera_amax", [](GraphBuilder& b) {
