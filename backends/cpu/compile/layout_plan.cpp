@@ -74,11 +74,16 @@ size_t plain_args(const Graph& g, const Node& node) {
   return 0;
 }
 
-/// Nodes whose 4-D outputs are plain (computed row-major).
+/// Nodes whose 4-D outputs are plain (computed row-major): a mean or sum of a 5-D or 6-D x
+/// too (its result is x's row-major bytes reduced; Qwen3-Next's chunked delta rule sums
+/// [.., 2, 2] to [1, 32, 1, 2]).
 bool makes_plain(const Graph& g, const Node& node) {
   const std::string& op = node.op;
+  const bool reduces_more_dims = is_reduction_op(op) && !node.args.empty() &&
+                                 g.values[static_cast<size_t>(node.args[0])].sizes.size() > 4;
   return op == "tern::bmm" || op == "tern::matmul" ||
-         op == "tern::scaled_dot_product_attention" || reduction_reads(g, node) == kReadsPlain;
+         op == "tern::scaled_dot_product_attention" || reduction_reads(g, node) == kReadsPlain ||
+         reduces_more_dims;
 }
 
 /// Ops the delegate does not compute from an NHWC or plain form of their own: index maps

@@ -163,6 +163,20 @@ std::vector<OpCase> cases() {
                  b.output(reduce(b, "tern::sum", binary(b, "tern::mul", z, z, t), {3}, false,
                                  {1, 5, 1, 1}));
                }, 1e-10});
+  // ... and a sum of 5-D values to 4-D, then a cat along W and a view back to 5-D (its next
+  // step): the 4-D sum is row-major, not NHWC (its bytes were once taken for an NHWC tensor's).
+  c.push_back({"sum_of_five_dims_to_a_plain_four", [](GraphBuilder& b) {
+                 const std::vector<int64_t> s{1, 3, 1, 2, 2};
+                 const int x = b.input("x", DType::F32, s);
+                 const int a = b.input("a", DType::F32, {1, 3, 1, 2});
+                 const int r = reduce(b, "tern::sum", binary(b, "tern::mul", x, x, s), {3}, false,
+                                      {1, 3, 1, 2});
+                 const int y = binary(b, "tern::add", a, r, {1, 3, 1, 2});
+                 const int k = constant(b, "rest", {1, 3, 1, 4}, 56);
+                 const int z = cat(b, {y, k}, 3, {1, 3, 1, 6});
+                 b.output(b.op("tern::view", {z, b.int_list({1, 3, 1, 1, 6})}, DType::F32,
+                               {1, 3, 1, 1, 6}));
+               }, 1e-10});
   // Hiera's unroll pooling: x.view(B, stride, -1, C).max(dim=1) of a linear's output; and
   // an amax over the last dim and over a dim of 1.
   OpCase hiera = {"hiera_amax", [](GraphBuilder& b) {
