@@ -683,6 +683,43 @@ def test_relative_positions_of_eight_dims():
         assert _cpu_delegate_calls(result.path) == 1, result.compile_report
 
 
+def test_var_std_and_tensor_clamps():
+    # var / std (xLSTM's multi-head norm) as mean, sub, mul, sum and div; clamp by tensor
+    # bounds (PhiMoE's router) as maximum then minimum. Expected values: PyTorch's.
+    class M(nn.Module):
+        def forward(self, x, lo, hi):
+            return (x.var(-1, keepdim=True), x.var(dim=(0, 2), unbiased=False),
+                    torch.var(x, dim=1, correction=0), x.std(-1), x.std(),
+                    torch.clamp(x, lo, hi), torch.clamp(x, min=lo), x.clamp(max=hi * 0.5),
+                    torch.clamp_min(x, lo) + 1)
+    torch.manual_seed(0)
+    m = M()
+    args = (torch.randn(3, 4, 5), torch.full((5,), -0.5), torch.rand(4, 1) + 0.1)
+    result, got = export_and_run(m, args, "var_clamp")
+    for i, (g, r) in enumerate(zip(got, m(*args))):
+        assert_close(g, r, rtol=1e-5, what="output %d" % i)
+    ops = _ops(result)
+    assert "tern::maximum" in ops and "tern::minimum" in ops and "tern::sqrt" in ops, ops
+
+
+def test_more_unary_math():
+    # expm1 and log1p (Apertus' xIELU, xLSTM), acos (YOSO's LSH similarity), asin, atan:
+    # tern's own ops, exact near 0 where exp(x) - 1 would not be. Expected values: PyTorch's.
+    class M(nn.Module):
+        def forward(self, x):
+            t = torch.tanh(x)
+            return (torch.expm1(x * 1e-6), torch.log1p(x.abs() * 1e-6), torch.acos(t),
+                    torch.asin(t), torch.atan(x * 3))
+    m = M()
+    x = torch.randn(4, 6)
+    result, got = export_and_run(m, (x,), "unary_more")
+    for i, (g, r) in enumerate(zip(got, m(x))):
+        assert_close(g, r, rtol=2e-6, what="output %d" % i)
+    ops = _ops(result)
+    for op in ("expm1", "log1p", "acos", "asin", "atan"):
+        assert "tern::" + op in ops, ops
+
+
 def test_as_strided_outside_the_input_is_refused():
     class M(nn.Module):
         def forward(self, x):

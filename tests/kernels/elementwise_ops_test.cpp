@@ -30,7 +30,7 @@ TEST_F(ElementwiseTest, EveryOpIsRegistered) {
         "tern::relu",        "tern::hardtanh",    "tern::clamp",      "tern::leaky_relu",
         "tern::elu",         "tern::gelu",        "tern::silu",       "tern::hardswish",
         "tern::hardsigmoid", "tern::softplus",    "tern::cast",       "tern::expm1",
-        "tern::log1p"}) {
+        "tern::log1p",       "tern::acos",        "tern::asin",       "tern::atan"}) {
     EXPECT_NE(find_kernel(name), nullptr) << name;
   }
 }

@@ -47,8 +47,8 @@ Error logical_not(KernelContext& context, Span<EValue*> args);
 /// to out's dtype (any plain dtype).
 Error where(KernelContext& context, Span<EValue*> args);
 /// Unary math (x, out), same shape. neg, abs: f32, i32, i64 (out x's dtype). exp, log, sqrt,
-/// rsqrt, reciprocal, sin, cos, tanh, sigmoid, erf, expm1, log1p: out f32 (int/bool x read as
-/// f32).
+/// rsqrt, reciprocal, sin, cos, tanh, sigmoid, erf, expm1, log1p, acos, asin, atan: out f32
+/// (int/bool x read as f32).
 /// floor, ceil, round (half to even): f32; an integer x is copied unchanged.
 Error neg(KernelContext& context, Span<EValue*> args);
 Error abs_kernel(KernelContext& context, Span<EValue*> args);
@@ -64,6 +64,9 @@ Error sigmoid(KernelContext& context, Span<EValue*> args);
 Error erf_kernel(KernelContext& context, Span<EValue*> args);
 Error expm1_kernel(KernelContext& context, Span<EValue*> args);
 Error log1p_kernel(KernelContext& context, Span<EValue*> args);
+Error acos_kernel(KernelContext& context, Span<EValue*> args);
+Error asin_kernel(KernelContext& context, Span<EValue*> args);
+Error atan_kernel(KernelContext& context, Span<EValue*> args);
 Error floor_kernel(KernelContext& context, Span<EValue*> args);
 Error ceil_kernel(KernelContext& context, Span<EValue*> args);
 Error round_kernel(KernelContext& context, Span<EValue*> args);

@@ -1,4 +1,4 @@
-// Unary math: tern::neg, abs (f32 and int), exp, log, expm1, log1p, sqrt, rsqrt, reciprocal, sin, cos, tanh,
+// Unary math: tern::neg, abs (f32 and int), exp, log, expm1, log1p, acos, asin, atan, sqrt, rsqrt, reciprocal, sin, cos, tanh,
 // sigmoid, erf (f32; int/bool inputs give f32 as in ATen), floor, ceil, round (f32; round is
 // half to even; integers pass through unchanged).
 #include <cmath>
@@ -63,6 +63,15 @@ Error expm1_kernel(KernelContext&, Span<EValue*> args) {
 }
 Error log1p_kernel(KernelContext&, Span<EValue*> args) {
   return float_unary("tern::log1p", args, [](float v) { return std::log1p(v); });
+}
+Error acos_kernel(KernelContext&, Span<EValue*> args) {
+  return float_unary("tern::acos", args, [](float v) { return std::acos(v); });
+}
+Error asin_kernel(KernelContext&, Span<EValue*> args) {
+  return float_unary("tern::asin", args, [](float v) { return std::asin(v); });
+}
+Error atan_kernel(KernelContext&, Span<EValue*> args) {
+  return float_unary("tern::atan", args, [](float v) { return std::atan(v); });
 }
 Error sqrt_kernel(KernelContext&, Span<EValue*> args) {
   return float_unary("tern::sqrt", args, [](float v) { return std::sqrt(v); });

@@ -203,7 +203,7 @@ def _where(L, n, a, real):
     return L.emit("where", [L.tensor_id(cond), operand(a["self"]), operand(a["other"])], real)
 
 
-_UNARY = ["neg", "abs", "exp", "log", "expm1", "log1p", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh",
+_UNARY = ["neg", "abs", "exp", "log", "expm1", "log1p", "acos", "asin", "atan", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh",
           "sigmoid", "erf", "floor", "ceil", "round", "relu", "silu", "hardswish",
           "hardsigmoid"]
 
@@ -245,6 +245,24 @@ def _clamp(L, n, a, real):
     x = L.cast(a["self"], real.dtype)
     return L.emit("clamp", [L.tensor_id(x), _clamp_bound(L, lo, real.dtype),
                             _clamp_bound(L, hi, real.dtype)], real)
+
+
+@handles("clamp.Tensor", "clamp_min.Tensor", "clamp_max.Tensor")
+def _clamp_tensor(L, n, a, real):
+    # Tensor bounds (PhiMoE's router clamps by a per-token threshold): max(x, lo), then
+    # min(., hi), each broadcast like PyTorch's (NaN propagates through both, as in clamp).
+    x = L.cast(a["self"], real.dtype)
+    for key, op in (("min", "maximum"), ("max", "minimum")):
+        b = a.get(key)
+        if b is None or is_none(b):
+            continue
+        if not is_tensor(b):
+            b = Const(torch.tensor(V(b), dtype=real.dtype))
+        b = L.cast(b, real.dtype)
+        fn = torch.maximum if op == "maximum" else torch.minimum
+        r = fn(real_of(x), real_of(b))
+        x = L.emit(op, [L.tensor_id(x), L.tensor_id(b)], r)
+    return x
 
 
 @handles("leaky_relu.default")
@@ -303,6 +321,43 @@ def _sum_mean(L, n, a, real):
     x = _reduce_input(L, a, real)
     keep = V(a["keepdim"]) if "keepdim" in a else False
     return L.emit(op, [L.tensor_id(x), L.mb.int_list(_dims(a)), L.mb.bool(keep)], real)
+
+
+@handles("var.correction", "std.correction", "var.dim", "std.dim")
+def _var_std(L, n, a, real):
+    # sum((x - mean(x))^2) / (N - correction) over the dims (all without any), on tern's
+    # mean, sub, mul, sum and div (xLSTM's multi-head norm); std its square root.
+    is_std = n.target._schema.name == "aten::std"
+    x = a["self"]
+    xr = real_of(x)
+    if not xr.is_floating_point():
+        raise Unsupported("var/std of a %s tensor" % xr.dtype)
+    dims = _dims(a) or list(range(xr.dim()))
+    dims = [d % max(xr.dim(), 1) for d in dims]
+    if "correction" in a:
+        c = V(a["correction"])
+        c = 1.0 if c is None else float(c)
+    else:
+        c = 1.0 if V(a["unbiased"]) else 0.0
+    keep = bool(V(a["keepdim"])) if "keepdim" in a else False
+    count = 1
+    for d in dims:
+        count *= int(xr.shape[d])
+    xv = TVal(L.tensor_id(x), xr)
+    mean_r = xr.mean(dims, keepdim=True)
+    mean = L.emit("mean", [xv.vid, L.mb.int_list(dims), L.mb.bool(True)], mean_r)
+    dev_r = xr - mean_r
+    dev = L.emit("sub", [xv.vid, mean.vid], dev_r)
+    sq = L.emit("mul", [dev.vid, dev.vid], dev_r * dev_r)
+    ss_r = (dev_r * dev_r).sum(dims, keepdim=keep)
+    ss = L.emit("sum", [sq.vid, L.mb.int_list(dims), L.mb.bool(keep)], ss_r)
+    denom = count - c
+    var_r = ss_r / denom if denom != 0 else ss_r / 0.0
+    var = L.emit("div", [ss.vid, L.scalar_id(float(denom), as_float=True)],
+                 var_r if is_std else real)
+    if not is_std:
+        return var
+    return L.emit("sqrt", [var.vid], real)
 
 
 @handles("amax.default", "amin.default")
