@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 20;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 21;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
                                       // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
                                       // 7: ops 23-24 quantized weights, op 25 LayerNorm;
@@ -36,7 +36,10 @@ constexpr uint32_t kBlobVersion = 20;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // cos and log in op 38, op 41
                                       // Deconv2d; 20: op 32's q may be
                                       // a constant, op 26's a too, op 42
-                                      // GatherMap, op 43 GridSample
+                                      // GatherMap, op 43 GridSample;
+                                      // 21: op 25's RMS mode
+                                      // (params[0] = 1), expm1 and
+                                      // log1p in op 38
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -315,7 +318,9 @@ enum class NodeOp : uint32_t {
   /// pool: each row normalized by its mean and biased variance, then gamma and beta per column.
   /// in: x (not a constant; a plain value, e.g. the channels-last view of an NHWC tensor that a
   /// permute(0, 2, 3, 1) gives), gamma [C] and beta [C] (constants, C = x's last dim); params
-  /// all 0; fparams[0] = eps (finite, > 0), fparams[1] = 0. Output: x's dims.
+  /// all 0; fparams[0] = eps (finite, > 0), fparams[1] = 0. Output: x's dims. Since version
+  /// 21 params[0] = 1 selects RMS norm (rms_norm): no mean taken off, each row scaled by
+  /// 1 / sqrt(mean of squares + eps), then gamma; beta is read by no one (zeros).
   LayerNorm = 25,
   /// tern's batched product of two activations (kernels/batch_matmul.h; since version 9):
   /// C[b] = A[b] · B[b], or A[b] · B[b]ᵀ with params[0] = 1. in: a [..., M, K], b [..., K, N]
@@ -404,7 +409,7 @@ enum class NodeOp : uint32_t {
   LstmCell = 37,
   /// tern's elementwise math XNNPACK lacks (kernels/unary_math.h; since version 18). in: x (a
   /// data value); params[0] = the function (UnaryMathFn: 1 exp, 2 softplus, since version
-  /// 19 also 3 sin, 4 cos, 5 log), for softplus
+  /// 19 also 3 sin, 4 cos, 5 log, since version 21 6 expm1, 7 log1p), for softplus
   /// params[1] and params[2] the bits of beta (finite, non-zero) and threshold (finite) as
   /// f32, else 0; the rest 0; fparams (-inf, +inf). Output: x's dims.
   UnaryMath = 38,

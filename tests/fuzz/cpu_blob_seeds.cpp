@@ -517,6 +517,25 @@ compiler::Graph v20_graph() {
   return b.build();
 }
 
+/// Blob version 21: RMS norms (op 25's mode 1) with and without a weight, then expm1 and
+/// log1p (op 38's functions 6 and 7): xIELU's and xLSTM's pieces on a linear's output.
+compiler::Graph v21_graph() {
+  GraphBuilder b("forward");
+  const std::vector<int64_t> xs{2, 5, 8};
+  const int x = b.input("x", DType::F32, xs);
+  const int h = b.op("tern::linear",
+                     {x, seed_constant(b, "w", {8, 8}, 171), seed_constant(b, "b", {8}, 172)},
+                     DType::F32, xs);
+  const int n = b.op("tern::rms_norm",
+                     {h, b.int_list({8}), seed_constant(b, "g", {8}, 173), b.double_value(1e-6)},
+                     DType::F32, xs);
+  const int m = b.op("tern::rms_norm", {n, b.int_list({8}), b.none(), b.none()}, DType::F32, xs);
+  const int e = b.op("tern::expm1", {m}, DType::F32, xs);
+  const int a = b.op("tern::abs", {e}, DType::F32, xs);
+  b.output(b.op("tern::log1p", {a}, DType::F32, xs));
+  return b.build();
+}
+
 /// Blob version 20's grid sample (op 43): a conv's NHWC output sampled bilinearly at points a
 /// linear of the queries makes (Mask2Former's deformable attention), then by a constant grid
 /// (nearest, reflection); and a bmm of a constant a by an activation (op 26's a a constant).
@@ -660,6 +679,7 @@ std::vector<Seed> cpu_blob_seeds() {
       {"v19", v19_graph()},
       {"v20", v20_graph()},
       {"v20_grid", v20_grid_graph()},
+      {"v21", v21_graph()},
       {"dynamic_rows", dynamic_rows_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;

@@ -124,6 +124,8 @@ void check_node(const Graph& g, const Node& node) {
     (void)sdpa_attrs(g, node);
   } else if (op == "tern::layer_norm") {
     (void)layer_norm_attrs(g, node);
+  } else if (op == "tern::rms_norm") {  // op 25 in RMS mode (since version 21)
+    (void)rms_norm_attrs(g, node);
   } else if (op == "tern::group_norm") {
     (void)group_norm_attrs(g, node);
   } else if (op == "tern::batch_norm") {

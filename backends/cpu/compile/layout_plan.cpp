@@ -26,7 +26,8 @@ bool is_binary(const std::string& op) {
 
 /// Ops whose output keeps the layout of their activation operands.
 bool follows_operands(const std::string& op) {
-  return op == "tern::layer_norm" || op == "tern::linear" || op == "tern::gelu" ||
+  return op == "tern::layer_norm" || op == "tern::rms_norm" || op == "tern::linear" ||
+         op == "tern::gelu" ||
          op == "tern::relu" || op == "tern::hardtanh" || op == "tern::clamp" ||
          op == "tern::hardswish" || op == "tern::sigmoid" || op == "tern::hardsigmoid" ||
          op == "tern::silu" || op == "tern::softmax" || op == "tern::pad" || op == "tern::pow" ||
@@ -67,7 +68,10 @@ bool needs_nhwc(const Graph& g, const Node& node) {
 /// data): how many leading args that applies to.
 size_t plain_args(const Graph& g, const Node& node) {
   const std::string& op = node.op;
-  if (op == "tern::linear" || op == "tern::layer_norm" || op == "tern::softmax") return 1;
+  if (op == "tern::linear" || op == "tern::layer_norm" || op == "tern::rms_norm" ||
+      op == "tern::softmax") {
+    return 1;
+  }
   if (op == "tern::bmm" || op == "tern::matmul") return 2;
   if (op == "tern::scaled_dot_product_attention") return 4;  // q, k, v and a mask
   if (reduction_reads(g, node) == kReadsPlain) return 1;

@@ -1,5 +1,6 @@
 #include "backends/cpu/compile/node_attrs.h"
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -557,6 +558,34 @@ LayerNormAttrs layer_norm_attrs(const Graph& g, const Node& node) {
   return a;
 }
 
+LayerNormAttrs rms_norm_attrs(const Graph& g, const Node& node) {
+  // x, normalized_shape, weight?, eps? -> out (eps None: f32's machine epsilon, as ATen)
+  if (node.args.size() != 4) fail("rms_norm: expected 4 arguments");
+  const Value& x = activation_tensor(g, arg(node, 0, "x"), "x");
+  const Value& out = single_output(g, node);
+  if (out.sizes != x.sizes) fail("rms_norm: out shape differs from x");
+  const int64_t c = x.sizes.back();
+  const Value& shape = static_value(g, node.args[1], "normalized_shape");
+  if (shape.kind != Value::Kind::IntList || shape.ints != std::vector<int64_t>{c}) {
+    fail("rms_norm: not over the last dim alone");
+  }
+  LayerNormAttrs a;
+  a.gamma.assign(static_cast<size_t>(c), 1.0f);
+  a.beta.assign(static_cast<size_t>(c), 0.0f);
+  if (!is_none(g, node.args[2])) {
+    const Value& w = constant_tensor(g, node.args[2], "weight", 1);
+    if (w.sizes[0] != c) fail("rms_norm: weight size");
+    a.gamma = constant_floats(w);
+  }
+  const double e = is_none(g, node.args[3]) ? static_cast<double>(FLT_EPSILON)
+                                            : number(g, node.args[3], "eps");
+  if (!(static_cast<float>(e) > 0.0f) || !std::isfinite(static_cast<float>(e))) {
+    fail("rms_norm: eps");
+  }
+  a.eps = static_cast<float>(e);
+  return a;
+}
+
 GroupNormAttrs group_norm_attrs(const Graph& g, const Node& node) {
   // x, num_groups, weight?, bias?, eps -> out
   if (node.args.size() != 5) fail("group_norm: expected 5 arguments");
@@ -681,8 +710,10 @@ UnaryMathAttrs unary_math_attrs(const Graph& g, const Node& node) {
   if (node.op == "tern::sin") a.fn = 3;
   if (node.op == "tern::cos") a.fn = 4;
   if (node.op == "tern::log") a.fn = 5;
+  if (node.op == "tern::expm1") a.fn = 6;
+  if (node.op == "tern::log1p") a.fn = 7;
   if (!softplus && node.op != "tern::exp" && a.fn == 1) {
-    throw Unsupported("not exp, softplus, sin, cos or log");
+    throw Unsupported("not exp, softplus, sin, cos, log, expm1 or log1p");
   }
   if (node.args.empty() || node.args.size() > (softplus ? 3u : 1u)) {
     throw Unsupported(node.op + ": expected " + (softplus ? "1 to 3 arguments" : "1 argument"));

@@ -139,6 +139,10 @@ struct LayerNormAttrs {
 /// Checks a tern::layer_norm node (x an activation, normalized_shape [C] = x's last dim, weight
 /// and bias None or constants [C], eps a positive number) and reads its attributes.
 LayerNormAttrs layer_norm_attrs(const Graph& g, const Node& node);
+/// Checks a tern::rms_norm node (x an activation, normalized_shape [C] = x's last dim, weight
+/// None or a constant [C], eps None (f32's machine epsilon) or a positive number) and reads
+/// its attributes (beta all 0).
+LayerNormAttrs rms_norm_attrs(const Graph& g, const Node& node);
 
 /// A group_norm of a 4-D [N, C, H, W] or 3-D [N, C, L] activation: groups, gamma and beta (ones / zeros where
 /// None) and eps.
@@ -167,16 +171,16 @@ double binary_alpha(const Graph& g, const Node& node);
 /// shape: the cpu delegate's unary math node (op 38; kernels/unary_math.h). Unsupported for
 /// anything else (a softplus beta of 0 or a non-finite beta or threshold included).
 struct UnaryMathAttrs {
-  uint32_t fn = 1;  ///< 1 exp, 2 softplus, 3 sin, 4 cos, 5 log (UnaryMathFn)
+  uint32_t fn = 1;  ///< 1 exp, 2 softplus, 3 sin, 4 cos, 5 log, 6 expm1, 7 log1p (UnaryMathFn)
   float beta = 1.0f;
   float threshold = 20.0f;
 };
 UnaryMathAttrs unary_math_attrs(const Graph& g, const Node& node);
 
-/// exp, softplus, sin, cos, log: the ops tern's unary math node (op 38) runs.
+/// exp, softplus, sin, cos, log, expm1, log1p: the ops tern's unary math node (op 38) runs.
 inline bool is_unary_math_op(const std::string& op) {
   return op == "tern::exp" || op == "tern::softplus" || op == "tern::sin" || op == "tern::cos" ||
-         op == "tern::log";
+         op == "tern::log" || op == "tern::expm1" || op == "tern::log1p";
 }
 
 /// tern::cumsum(x, dim) of an f32 activation (out f32, x's shape): the dim, wrapped. Unsupported

@@ -2142,6 +2142,20 @@ class Lowering {
     n.fparams[1] = 0.0f;
   }
 
+  /// rms_norm over the last dim: op 25 in RMS mode (params[0] = 1; beta unused, zeros).
+  void lower_rms_norm(const Node& node) {
+    const LayerNormAttrs a = rms_norm_attrs(g_, node);
+    const uint32_t x = activation(node.args[0]);
+    const uint64_t c = a.gamma.size();
+    const uint32_t gamma = is_none(g_, node.args[2]) ? add_constant({c}, a.gamma)
+                                                     : constant_as(node.args[2], {c});
+    BlobNode& n = add_node(NodeOp::LayerNorm, {x, gamma, add_constant({c}, a.beta)},
+                           output(node.outputs[0]));
+    n.params[0] = 1;
+    n.fparams[0] = a.eps;
+    n.fparams[1] = 0.0f;
+  }
+
   /// group_norm of an NHWC activation: tern's own node (op 30) over its channels-last dims.
   /// A 3-D x [N, C, L] (wav2vec2's first feature layer) is read and written as NHWC
   /// [N, 1, L, C] (nlc_input / nlc_output), as a conv1d's.
@@ -2360,6 +2374,8 @@ class Lowering {
       lower_sdpa(node);
     } else if (op == "tern::layer_norm") {
       lower_layer_norm(node);
+    } else if (op == "tern::rms_norm") {
+      lower_rms_norm(node);
     } else if (op == "tern::group_norm") {
       lower_group_norm(node);
     } else if (op == "tern::max_pool2d" || op == "tern::avg_pool2d") {

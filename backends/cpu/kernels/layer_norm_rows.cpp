@@ -20,6 +20,18 @@ float lane_sum(const float (&v)[kLanes]) {
   return (t[0] + t[2]) + (t[1] + t[3]);
 }
 
+void rms_normalize_row(const float* x, float* y, int64_t n, const float* gamma, float eps) {
+  float sq[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) sq[l] += x[i + l] * x[i + l];
+  }
+  float tail = 0.0f;
+  for (; i < n; ++i) tail += x[i] * x[i];
+  const float scale = 1.0f / std::sqrt((lane_sum(sq) + tail) / static_cast<float>(n) + eps);
+  for (i = 0; i < n; ++i) y[i] = x[i] * scale * gamma[i];  // y may be x: read, then written
+}
+
 void normalize_row(const float* x, float* y, int64_t n, const float* gamma, const float* beta,
                    float eps) {
   float acc[kLanes] = {};
@@ -62,7 +74,11 @@ void band(void* context, size_t index) {
   const int64_t first = static_cast<int64_t>(index) * t.rows_per_task;
   const int64_t last = first + t.rows_per_task < p.rows ? first + t.rows_per_task : p.rows;
   for (int64_t r = first; r < last; ++r) {
-    normalize_row(p.x + r * p.cols, p.y + r * p.cols, p.cols, p.gamma, p.beta, p.eps);
+    if (p.rms) {
+      rms_normalize_row(p.x + r * p.cols, p.y + r * p.cols, p.cols, p.gamma, p.eps);
+    } else {
+      normalize_row(p.x + r * p.cols, p.y + r * p.cols, p.cols, p.gamma, p.beta, p.eps);
+    }
   }
 }
 

@@ -1,6 +1,6 @@
 // tern's layer norm over the last dim of a row-major tensor (the cpu delegate's op 25): each
 // row of `cols` floats shifted by its mean and scaled by 1 / sqrt(biased variance + eps), then
-// gamma and beta per column. Used inside the delegate for a channel layer norm of an NHWC
+// gamma and beta per column; or (rms) scaled by 1 / sqrt(mean of squares + eps), then gamma. Used inside the delegate for a channel layer norm of an NHWC
 // tensor (ConvNeXt's permute -> layer_norm, whose rows are the pixels) and for a plain
 // layer_norm over the last dim.
 #pragma once
@@ -19,6 +19,9 @@ struct LayerNormProblem {
   const float* gamma = nullptr;  ///< [cols]
   const float* beta = nullptr;   ///< [cols]
   float eps = 0.0f;              ///< > 0
+  /// RMS norm (the blob's op 25 with params[0] = 1): no mean taken off, the scale
+  /// 1 / sqrt(mean of squares + eps), beta unused (may be null).
+  bool rms = false;
 };
 
 /// Normalizes every row of `p` (two passes over the row for the mean and the variance, sums in

@@ -30,6 +30,12 @@ void run_range(const UnaryMathProblem& p, int64_t begin, int64_t end) {
     case UnaryMathFn::Log:
       for (int64_t i = begin; i < end; ++i) p.y[i] = std::log(p.x[i]);
       return;
+    case UnaryMathFn::Expm1:
+      for (int64_t i = begin; i < end; ++i) p.y[i] = std::expm1(p.x[i]);
+      return;
+    case UnaryMathFn::Log1p:
+      for (int64_t i = begin; i < end; ++i) p.y[i] = std::log1p(p.x[i]);
+      return;
   }
 }
 

@@ -1,6 +1,7 @@
 // tern's elementwise math functions XNNPACK's subgraph API lacks (the cpu delegate's op 38):
 // exp and softplus (Mamba's step sizes and decays), sin and cos (the Snake activation of audio
-// decoders, sinusoidal embeddings) and log (log-mel spectrograms), each element computed with the same libm
+// decoders, sinusoidal embeddings), log (log-mel spectrograms), expm1 and log1p (xIELU, xLSTM's
+// gates), each element computed with the same libm
 // expression as the portable kernel (runtime/kernels/portable: unary_math.cpp, activation.cpp),
 // so the delegate's result equals the portable one bit for bit (but for subnormal results,
 // which the delegate flushes to zero like all its kernels).
@@ -21,8 +22,10 @@ enum class UnaryMathFn : uint32_t {
   Sin = 3,       ///< since blob version 19
   Cos = 4,
   Log = 5,       ///< natural logarithm
+  Expm1 = 6,     ///< e^x - 1, exact near 0 (since blob version 21)
+  Log1p = 7,     ///< log(1 + x), exact near 0 (since blob version 21)
 };
-constexpr uint32_t kLastUnaryMathFn = 5;
+constexpr uint32_t kLastUnaryMathFn = 7;
 
 struct UnaryMathProblem {
   UnaryMathFn fn = UnaryMathFn::Exp;

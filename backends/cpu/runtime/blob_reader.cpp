@@ -952,7 +952,11 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
     case NodeOp::QuantizedEmbedding:
       return check_quant_embedding(n, node, v, data);
     case NodeOp::LayerNorm:
-      TERN_RETURN_IF_ERROR(check_params_range(n, node, 0, 0, 0));
+      TERN_RETURN_IF_ERROR(check_params_range(n, node, 1, 0, 0));
+      TERN_CHECK_OR_RETURN_ERROR(node.params[0] <= 1, InvalidProgram,
+                                 "cpu blob: node %u (layer_norm): mode %u, expected 0 (layer "
+                                 "norm) or 1 (RMS norm, since version 21)",
+                                 n, node.params[0]);
       TERN_RETURN_IF_ERROR(check_norm_affine(n, node, v, x));
       return check_out_dims(n, node, out, x.dims, x.rank);
     case NodeOp::GroupNorm: {
@@ -997,7 +1001,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
       TERN_CHECK_OR_RETURN_ERROR(node.params[0] >= 1 && node.params[0] <= kLastUnaryMathFn,
                                  InvalidProgram,
                                  "cpu blob: node %u (unary_math): function %u, expected 1 (exp), "
-                                 "2 (softplus), 3 (sin), 4 (cos) or 5 (log)",
+                                 "2 (softplus), 3 (sin), 4 (cos), 5 (log), 6 (expm1) or 7 "
+                                 "(log1p)",
                                  n, node.params[0]);
       float beta = 0.0f, threshold = 0.0f;
       std::memcpy(&beta, &node.params[1], 4);

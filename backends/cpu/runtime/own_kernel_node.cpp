@@ -592,6 +592,7 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       p.gamma = addr[node.inputs[1]];
       p.beta = addr[node.inputs[2]];
       p.eps = node.fparams[0];  // validated: finite, > 0
+      p.rms = node.params[0] == 1;  // validated: 0 or 1
       layer_norm_rows(p, pool);
       return Error::Ok;
     }

@@ -125,6 +125,37 @@ std::vector<OpCase> cases() {
                  b.output(layer_norm(b, x, {2, 4096, 96}, 15));
                },
                1e-10});
+  // nn.RMSNorm / F.rms_norm (DiffLlama's head norm): op 25 in RMS mode (since version 21),
+  // with a weight, without one, eps None (f32's epsilon) and a width with a lane tail, after a
+  // linear and on a 4-D plain value.
+  OpCase rms = {"rms_norm", [](GraphBuilder& b) {
+                  const std::vector<int64_t> xs{2, 6, 40};
+                  const int x = b.input("x", DType::F32, xs);
+                  const int h = linear(b, x, xs, 40, 17);
+                  const int w = constant(b, "rms_w", {40}, 19, 1.5f);
+                  b.output(b.op("tern::rms_norm",
+                                {h, b.int_list({40}), w, b.double_value(1e-5)}, DType::F32, xs));
+                  b.output(b.op("tern::rms_norm", {h, b.int_list({40}), b.none(), b.none()},
+                                DType::F32, xs));
+                  const std::vector<int64_t> ys{1, 3, 4, 37};
+                  const int y = b.input("y", DType::F32, ys);
+                  const int yy = b.op("tern::mul", {y, y}, DType::F32, ys);
+                  b.output(b.op("tern::rms_norm",
+                                {yy, b.int_list({37}), b.none(), b.double_value(1e-6)},
+                                DType::F32, ys));
+                }, 1e-10};
+  rms.check_blob = [](const std::vector<uint8_t>& blob) {
+    size_t rms_nodes = 0;
+    for (size_t i = 0; i < blob_ops(blob).size(); ++i) {
+      const cpu::BlobNode n = blob_node(blob, i);
+      if (n.op == kLayerNormOp) {
+        EXPECT_EQ(n.params[0], 1u);
+        ++rms_nodes;
+      }
+    }
+    EXPECT_EQ(rms_nodes, 3u);
+  };
+  c.push_back(rms);
   // F.normalize(x, dim=-1) as SwiftFormer's attention exports it (pow 2, sum over the last dim
   // with keepdim, pow 0.5, clamp_min, expand, div), after a linear; and Llama's RMSNorm pieces
   // (pow 2, mean over the last dim, add eps, rsqrt, mul, mul by weight).
@@ -411,6 +442,8 @@ TEST(CpuLayerNormBlob, FieldsAreChecked) {
       {"eps NaN", [](cpu::BlobNode& n) { n.fparams[0] = std::nanf(""); }, "finite eps"},
       {"fparams[1]", [](cpu::BlobNode& n) { n.fparams[1] = 1.0f; }, "finite eps > 0 and 0"},
       {"a parameter", [](cpu::BlobNode& n) { n.params[3] = 1; }, "unused parameter 3 is 1"},
+      {"mode 2", [](cpu::BlobNode& n) { n.params[0] = 2; },
+       "mode 2, expected 0 (layer norm) or 1 (RMS norm"},
       {"two inputs",
        [](cpu::BlobNode& n) {
          n.num_inputs = 2;

@@ -63,6 +63,23 @@ std::vector<OpCase> cases() {
     EXPECT_EQ(count_op(blob, cpu::NodeOp::Maximum), 1u);
   };
   c.push_back(trig);
+  // expm1 and log1p (since version 21): Apertus' xIELU, xLSTM's gates; near 0 too.
+  OpCase near_zero = {"expm1_log1p",
+                      [](GraphBuilder& b) {
+                        const std::vector<int64_t> xs{3, 50};
+                        const int x = b.input("x", DType::F32, xs);
+                        const int t = b.op("tern::mul", {x, b.double_value(1e-6)}, DType::F32,
+                                           xs);
+                        b.output(b.op("tern::expm1", {x}, DType::F32, xs));
+                        b.output(b.op("tern::expm1", {t}, DType::F32, xs));
+                        const int a = b.op("tern::abs", {t}, DType::F32, xs);
+                        b.output(b.op("tern::log1p", {a}, DType::F32, xs));
+                      },
+                      0.0};
+  near_zero.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::UnaryMath), 3u);
+  };
+  c.push_back(near_zero);
   // A big tensor (split over the pool in chunks) and an NHWC conv output.
   c.push_back({"exp_split_over_the_pool",
                [](GraphBuilder& b) {
@@ -141,7 +158,7 @@ TEST(CpuUnaryMathBlob, FieldsAreChecked) {
   expect_refused(
       blob, 0,
       {{"function 0", [](cpu::BlobNode& m) { m.params[0] = 0; }, "function 0, expected 1 (exp)"},
-       {"function 6", [](cpu::BlobNode& m) { m.params[0] = 6; }, "function 6"},
+       {"function 8", [](cpu::BlobNode& m) { m.params[0] = 8; }, "function 8"},
        {"beta 0", [](cpu::BlobNode& m) { m.params[1] = 0; }, "a finite non-zero beta"},
        {"a NaN threshold",
         [](cpu::BlobNode& m) { m.params[2] = bits(std::numeric_limits<float>::quiet_NaN()); },
