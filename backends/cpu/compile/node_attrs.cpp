@@ -672,9 +672,10 @@ double binary_alpha(const Graph& g, const Node& node) {
       static_value(g, node.args[k], what);
       continue;
     }
-    // A 0-D f32 constant b (DeBERTa's scores / sqrt(d · factor) as a tensor) is a scalar too:
-    // binary_operand broadcasts its one value like any constant.
-    if (k == 1 && v.is_tensor() && v.is_constant && v.sizes.empty() && v.dtype == DType::F32 &&
+    // A 0-D f32 constant (DeBERTa's scores / sqrt(d · factor) as a tensor, DiffLlama's λ
+    // times the second attention map) is a scalar too: binary_operand broadcasts its one value
+    // like any constant, on either side.
+    if (v.is_tensor() && v.is_constant && v.sizes.empty() && v.dtype == DType::F32 &&
         v.quant.scheme == QuantSpec::Scheme::None) {
       continue;
     }

@@ -582,6 +582,10 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::div", {x, k, b.none()}, DType::F32, {1, 3, 4, 4}));
                  const int y = b.input("y", DType::F32, {2, 4, 6});
                  b.output(b.op("tern::mul", {y, k}, DType::F32, {2, 4, 6}));
+                 // ... and on the left: DiffLlama's λ times an attention map, k - y, k / y.
+                 b.output(b.op("tern::mul", {k, y}, DType::F32, {2, 4, 6}));
+                 b.output(b.op("tern::sub", {k, x}, DType::F32, {1, 3, 4, 4}));
+                 b.output(b.op("tern::div", {k, y, b.none()}, DType::F32, {2, 4, 6}));
                },
                1e-12});
   c.push_back({"div_scalar",
