@@ -39,7 +39,8 @@ constexpr uint32_t kBlobVersion = 21;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // GatherMap, op 43 GridSample;
                                       // 21: op 25's RMS mode
                                       // (params[0] = 1), expm1 and
-                                      // log1p in op 38
+                                      // log1p in op 38, op 44 Select
+                                      // of a BoolPlain condition
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -127,7 +128,11 @@ enum class ValueLayout : uint32_t {
   /// An external input of int64 elements (8 bytes each), same dims: the indices of a
   /// QuantizedEmbedding node, the only node that may read it (since version 7).
   Int64Plain = 2,
+  /// An external input of bool elements (1 byte each, nonzero true), same dims: the condition
+  /// of a Select node, the only node that may read it (since version 21).
+  BoolPlain = 3,
 };
+constexpr uint32_t kLastValueLayout = 3;
 
 /// One value: a tensor of f32. `dims` are the XNNPACK dims (for Nhwc: N, H, W, C).
 struct BlobValue {
@@ -445,10 +450,16 @@ enum class NodeOp : uint32_t {
   /// (0 zeros, 1 border, 2 reflection), params[2] = align_corners (0 or 1), the rest 0; fparams
   /// (-inf, +inf). Output [N, HO, WO, C] (NHWC).
   GridSample = 43,
+  /// tern's elementwise select (kernels/select_where.h; since version 21): y = cond ? a : b
+  /// with NumPy broadcasting. in: cond (an external input of layout BoolPlain: a condition made
+  /// outside the delegate), a, b (f32 data values or constants); each input's dims, right-
+  /// aligned, equal the output's or 1 (rank at most the output's). params all 0; fparams
+  /// (-inf, +inf). Output: the broadcast dims (plain).
+  Select = 44,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 43;
+constexpr uint32_t kLastNodeOp = 44;
 
 /// Most channels of ResizeBilinearToPlanes's input (its kernel caches a row of every channel).
 constexpr uint64_t kMaxResizePlanesChannels = 4096;
@@ -609,7 +620,8 @@ constexpr bool is_own_kernel_op(uint32_t op) {
          op == static_cast<uint32_t>(NodeOp::Cumsum) ||
          op == static_cast<uint32_t>(NodeOp::GruCell) ||
          op == static_cast<uint32_t>(NodeOp::GatherMap) ||
-         op == static_cast<uint32_t>(NodeOp::GridSample);
+         op == static_cast<uint32_t>(NodeOp::GridSample) ||
+         op == static_cast<uint32_t>(NodeOp::Select);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.

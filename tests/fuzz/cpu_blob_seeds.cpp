@@ -518,7 +518,8 @@ compiler::Graph v20_graph() {
 }
 
 /// Blob version 21: RMS norms (op 25's mode 1) with and without a weight, then expm1 and
-/// log1p (op 38's functions 6 and 7): xIELU's and xLSTM's pieces on a linear's output.
+/// log1p (op 38's functions 6 and 7): xIELU's and xLSTM's pieces on a linear's output; a
+/// select (op 44) of them by a bool input (a BoolPlain value).
 compiler::Graph v21_graph() {
   GraphBuilder b("forward");
   const std::vector<int64_t> xs{2, 5, 8};
@@ -532,7 +533,9 @@ compiler::Graph v21_graph() {
   const int m = b.op("tern::rms_norm", {n, b.int_list({8}), b.none(), b.none()}, DType::F32, xs);
   const int e = b.op("tern::expm1", {m}, DType::F32, xs);
   const int a = b.op("tern::abs", {e}, DType::F32, xs);
-  b.output(b.op("tern::log1p", {a}, DType::F32, xs));
+  const int l = b.op("tern::log1p", {a}, DType::F32, xs);
+  const int c = b.input("c", DType::Bool, {1, 5, 1});
+  b.output(b.op("tern::where", {c, l, m}, DType::F32, xs));
   return b.build();
 }
 

@@ -65,6 +65,8 @@ void check_node(const Graph& g, const Node& node) {
   } else if (op == "tern::add" || op == "tern::sub" || op == "tern::mul" || op == "tern::div" ||
              op == "tern::maximum" || op == "tern::minimum") {
     (void)binary_alpha(g, node);
+  } else if (op == "tern::where" && is_where_of_activation_condition(g, node)) {
+    check_where_of_activation_condition(g, node);  // tern's select (op 44)
   } else if (op == "tern::where") {  // a constant condition: a minimum and a maximum
     (void)where_select(g, node);
   } else if (op == "tern::relu" || op == "tern::hardtanh" || op == "tern::clamp") {

@@ -5,6 +5,7 @@
 #include "backends/cpu/compile/index_map_ops.h"
 #include "backends/cpu/compile/node_attrs.h"
 #include "backends/cpu/compile/norm_parts.h"
+#include "backends/cpu/compile/where_select.h"
 #include "backends/cpu/cpu_blob_format.h"
 
 namespace tern::compiler::cpu_compile {
@@ -47,8 +48,10 @@ uint8_t reduction_reads(const Graph& g, const Node& node) {
 }
 
 /// Nodes whose output keeps the layout of their activation operands: follows_operands(), and a
-/// mean or sum that reads either layout.
+/// mean or sum that reads either layout. Not a where of an activation condition (tern's select
+/// reads and writes plain bytes: makes_plain).
 bool follows(const Graph& g, const Node& node) {
+  if (is_where_of_activation_condition(g, node)) return false;
   return follows_operands(node.op) || reduction_reads(g, node) == (kReadsPlain | kReadsNhwc);
 }
 
@@ -87,7 +90,7 @@ bool makes_plain(const Graph& g, const Node& node) {
                                  g.values[static_cast<size_t>(node.args[0])].sizes.size() > 4;
   return op == "tern::bmm" || op == "tern::matmul" ||
          op == "tern::scaled_dot_product_attention" || reduction_reads(g, node) == kReadsPlain ||
-         reduces_more_dims;
+         reduces_more_dims || is_where_of_activation_condition(g, node);
 }
 
 /// Ops the delegate does not compute from an NHWC or plain form of their own: index maps

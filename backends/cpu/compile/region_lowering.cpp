@@ -1317,6 +1317,45 @@ class Lowering {
     add_node(op, {a, b}, output(node.outputs[0]));
   }
 
+  /// where(cond, x, y) of a bool activation condition: tern's select (op 44). The condition is
+  /// a region input (bool ops stay outside) bound as a BoolPlain value of its tern dims; x and
+  /// y are read plain (a number or 0-D constant as one value); the output is plain
+  /// (layout_plan: makes_plain).
+  void lower_select(const Node& node) {
+    check_where_of_activation_condition(g_, node);
+    const int cvid = node.args[0];
+    uint32_t cond = 0;
+    auto it = ids_.find(cvid);
+    if (it != ids_.end()) {
+      cond = it->second;
+    } else {
+      auto arg = input_arg_.find(cvid);
+      if (arg == input_arg_.end()) {
+        throw std::invalid_argument("cpu backend: a where's condition is no region input");
+      }
+      const Value& c = g_.values[static_cast<size_t>(cvid)];
+      cond = add_value(ValueKind::ExternalInput, ValueLayout::BoolPlain,
+                       std::vector<uint64_t>(c.sizes.begin(), c.sizes.end()), arg->second);
+      ids_.emplace(cvid, cond);
+    }
+    auto operand = [&](int vid) -> uint32_t {
+      const Value& v = g_.values[static_cast<size_t>(vid)];
+      if (v.kind == Value::Kind::Int || v.kind == Value::Kind::Double) {
+        const double s = v.kind == Value::Kind::Int ? static_cast<double>(v.int_value)
+                                                    : v.double_value;
+        return add_constant({1}, {static_cast<float>(s)});
+      }
+      if (v.is_constant) {
+        if (v.sizes.empty()) return constant_as(vid, {1});
+        return constant_as(vid, std::vector<uint64_t>(v.sizes.begin(), v.sizes.end()));
+      }
+      return activation_as(vid, /*plain=*/true);
+    };
+    const uint32_t a = operand(node.args[1]);
+    const uint32_t b = operand(node.args[2]);
+    add_node(NodeOp::Select, {cond, a, b}, output(node.outputs[0]));
+  }
+
   /// where(cond, x, y) with a constant condition (where_select.h): one constant side: minimum
   /// by the upper bounds, then maximum by the lower ones; two activations: each one's minimum
   /// by its bound, then their maximum. Bounds are constants laid out as the output (NHWC for
@@ -2255,7 +2294,11 @@ class Lowering {
                op == "tern::maximum" || op == "tern::minimum") {
       lower_binary(node);
     } else if (op == "tern::where") {
-      lower_where(node);
+      if (is_where_of_activation_condition(g_, node)) {
+        lower_select(node);
+      } else {
+        lower_where(node);
+      }
     } else if (op == "tern::relu" || op == "tern::hardtanh" || op == "tern::clamp") {
       float lo, hi;
       clamp_bounds(g_, node, &lo, &hi);

@@ -130,4 +130,48 @@ WhereSelect where_select(const Graph& g, const Node& node) {
   return w;
 }
 
+bool is_where_of_activation_condition(const Graph& g, const Node& node) {
+  if (node.op != "tern::where" || node.args.empty()) return false;
+  const Value& c = value_at(g, node.args[0]);
+  return c.is_tensor() && !c.is_constant && c.dtype == DType::Bool;
+}
+
+void check_where_of_activation_condition(const Graph& g, const Node& node) {
+  if (node.args.size() != 3) throw Unsupported("where: expected 3 arguments");
+  const Value& out = single_output(g, node);
+  const size_t r = out.sizes.size();
+  const Value& c = value_at(g, node.args[0]);
+  if (!c.is_tensor() || c.is_constant || c.dtype != DType::Bool || c.sizes.empty() ||
+      c.sizes.size() > r) {
+    throw Unsupported("where: the condition is not a bool activation of rank 1.." +
+                      std::to_string(r));
+  }
+  auto broadcasts = [&](const std::vector<int64_t>& s) {
+    if (s.size() > r) return false;
+    for (size_t i = 0; i < s.size(); ++i) {
+      const int64_t o = out.sizes[r - s.size() + i];
+      if (s[i] != o && s[i] != 1) return false;
+    }
+    return true;
+  };
+  if (!broadcasts(c.sizes)) {
+    throw Unsupported("where: the condition " + shape_str(c.sizes) +
+                      " does not broadcast to the output " + shape_str(out.sizes));
+  }
+  for (int k = 1; k <= 2; ++k) {
+    const Value& v = value_at(g, node.args[static_cast<size_t>(k)]);
+    const char* what = k == 1 ? "x" : "y";
+    if (v.kind == Value::Kind::Int || v.kind == Value::Kind::Double) continue;
+    if (v.is_tensor() && v.is_constant && v.sizes.empty() && v.dtype == DType::F32 &&
+        v.quant.scheme == QuantSpec::Scheme::None) {
+      continue;  // a 0-D constant: one value
+    }
+    const Value& t = f32_tensor(g, node.args[static_cast<size_t>(k)], what);
+    if (!broadcasts(t.sizes)) {
+      throw Unsupported(std::string("where: ") + what + " " + shape_str(t.sizes) +
+                        " does not broadcast to the output " + shape_str(out.sizes));
+    }
+  }
+}
+
 }  // namespace tern::compiler::cpu_compile

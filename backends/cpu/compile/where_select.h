@@ -35,4 +35,15 @@ struct WhereSelect {
 /// constant, shapes that do not broadcast to the output).
 WhereSelect where_select(const Graph& g, const Node& node);
 
+/// Whether where node `node` has a condition that is no constant (a bool activation: made
+/// outside the delegate, bool ops are not taken). Such a where is tern's select node (op 44,
+/// since version 21): the condition enters as a BoolPlain region input and picks each element
+/// of x or y, copied exactly (Apertus' xIELU, XLM's padding mask).
+bool is_where_of_activation_condition(const Graph& g, const Node& node);
+
+/// Checks a where of an activation condition: the condition a bool tensor of rank 1..6, x and
+/// y f32 activations, f32 constants (0-D too) or numbers, every operand broadcasting to the
+/// output (f32, rank 1..6). Throws Unsupported otherwise.
+void check_where_of_activation_condition(const Graph& g, const Node& node);
+
 }  // namespace tern::compiler::cpu_compile

@@ -128,6 +128,8 @@ const char* op_name(uint32_t op) {
       return "gather_map";
     case NodeOp::GridSample:
       return "grid_sample";
+    case NodeOp::Select:
+      return "select";
   }
   return "?";
 }
@@ -194,6 +196,10 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
     case NodeOp::GridSample:  // x, grid (data or constant)
       *min_in = *max_in = 2;
       *either_mask = 0x2;
+      return;
+    case NodeOp::Select:  // cond (a BoolPlain external input), a, b (data or constant)
+      *min_in = *max_in = 3;
+      *either_mask = 0x6;
       return;
     case NodeOp::GatherMap:  // x, map (a constant)
       *min_in = *max_in = 2;
@@ -805,6 +811,37 @@ Error check_grid_sample(uint32_t n, const BlobNode& node, const BlobValue* v) {
   return check_out_dims(n, node, v[node.output], expect, 4);
 }
 
+/// Op 44: a and b f32, every input's dims (right-aligned) the output's or 1, the output no
+/// NHWC edge value. cond's layout (BoolPlain) is checked with every node's inputs.
+Error check_select(uint32_t n, const BlobNode& node, const BlobValue* v) {
+  TERN_RETURN_IF_ERROR(check_params_range(n, node, 0, 0, 0));
+  TERN_RETURN_IF_ERROR(check_unbounded(n, node));
+  const BlobValue& out = v[node.output];
+  TERN_CHECK_OR_RETURN_ERROR(out.layout == static_cast<uint32_t>(ValueLayout::Plain),
+                             InvalidProgram,
+                             "cpu blob: node %u (select): output value %u must be plain", n,
+                             node.output);
+  for (uint32_t i = 0; i < 3; ++i) {
+    const BlobValue& x = v[node.inputs[i]];
+    TERN_CHECK_OR_RETURN_ERROR(
+        i == 0 || (x.layout == static_cast<uint32_t>(ValueLayout::Plain)), InvalidProgram,
+        "cpu blob: node %u (select): %s (value %u) must be plain f32", n, i == 1 ? "a" : "b",
+        node.inputs[i]);
+    bool fits = x.rank <= out.rank;
+    for (uint32_t d = 0; fits && d < x.rank; ++d) {
+      const uint64_t o = out.dims[out.rank - x.rank + d];
+      fits = x.dims[d] == o || x.dims[d] == 1;
+    }
+    char have[128], want[128];
+    TERN_CHECK_OR_RETURN_ERROR(fits, InvalidProgram,
+                               "cpu blob: node %u (select): input %u (value %u) of dims %s does "
+                               "not broadcast to the output's %s",
+                               n, i, node.inputs[i], dims_str(x.dims, x.rank, have, sizeof(have)),
+                               dims_str(out.dims, out.rank, want, sizeof(want)));
+  }
+  return Error::Ok;
+}
+
 /// Op 27: the rank, extents and strides, the element count, and every read inside x.
 Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
                         const uint8_t* data) {
@@ -979,6 +1016,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
       return check_gather_map(n, node, v, data);
     case NodeOp::GridSample:
       return check_grid_sample(n, node, v);
+    case NodeOp::Select:
+      return check_select(n, node, v);
     case NodeOp::Attention:
       return check_attention(n, node, v);
     case NodeOp::LstmCell:
@@ -1071,9 +1110,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
 Error check_value(uint32_t i, const BlobValue& v, const BlobHeader& h, bool* arg_used) {
   TERN_CHECK_OR_RETURN_ERROR(v.kind <= kLastValueKind, InvalidProgram,
                              "cpu blob: value %u: kind %u unknown (0..6)", i, v.kind);
-  TERN_CHECK_OR_RETURN_ERROR(v.layout <= static_cast<uint32_t>(ValueLayout::Int64Plain),
-                             InvalidProgram, "cpu blob: value %u: layout %u unknown (0..2)", i,
-                             v.layout);
+  TERN_CHECK_OR_RETURN_ERROR(v.layout <= kLastValueLayout, InvalidProgram,
+                             "cpu blob: value %u: layout %u unknown (0..3)", i, v.layout);
   TERN_CHECK_OR_RETURN_ERROR(v.rank >= 1 && v.rank <= kMaxDims, InvalidProgram,
                              "cpu blob: value %u: rank %u, expected 1..%u", i, v.rank, kMaxDims);
   for (uint32_t d = 0; d < kMaxDims; ++d) {
@@ -1133,6 +1171,10 @@ Error check_value(uint32_t i, const BlobValue& v, const BlobHeader& h, bool* arg
       v.layout != static_cast<uint32_t>(ValueLayout::Int64Plain) ||
           kind == ValueKind::ExternalInput,
       InvalidProgram, "cpu blob: value %u: the int64 layout needs an external input", i);
+  TERN_CHECK_OR_RETURN_ERROR(
+      v.layout != static_cast<uint32_t>(ValueLayout::BoolPlain) ||
+          kind == ValueKind::ExternalInput,
+      InvalidProgram, "cpu blob: value %u: the bool layout needs an external input", i);
   if (external) {
     TERN_CHECK_OR_RETURN_ERROR(v.arg < h.num_args, InvalidProgram,
                                "cpu blob: value %u: argument %u out of range (%u arguments)", i,
@@ -1426,17 +1468,25 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
                               n, op_name(node.op), node.output, nv);
       break;
     }
-    // An int64 value (embedding indices) is read by QuantizedEmbedding's input 0 only.
+    // An int64 value (embedding indices) is read by QuantizedEmbedding's input 0 only, a bool
+    // one (a condition) by Select's input 0 only; every other input is f32.
     for (uint32_t i = 0; i < node.num_inputs && err == Error::Ok; ++i) {
-      const bool int64 = values[node.inputs[i]].layout ==
-                         static_cast<uint32_t>(ValueLayout::Int64Plain);
-      const bool wants =
-          i == 0 && static_cast<NodeOp>(node.op) == NodeOp::QuantizedEmbedding;
+      const uint32_t layout = values[node.inputs[i]].layout;
+      const NodeOp op = static_cast<NodeOp>(node.op);
+      const bool int64 = layout == static_cast<uint32_t>(ValueLayout::Int64Plain);
+      const bool wants = i == 0 && op == NodeOp::QuantizedEmbedding;
+      const bool boolean = layout == static_cast<uint32_t>(ValueLayout::BoolPlain);
+      const bool wants_bool = i == 0 && op == NodeOp::Select;
       if (int64 != wants) {
         err = set_error_message(Error::InvalidProgram,
                                 "cpu blob: node %u (%s): input %u (value %u) %s an int64 value",
                                 n, op_name(node.op), i, node.inputs[i],
                                 int64 ? "is" : "must be");
+      } else if (boolean != wants_bool) {
+        err = set_error_message(Error::InvalidProgram,
+                                "cpu blob: node %u (%s): input %u (value %u) %s a bool value",
+                                n, op_name(node.op), i, node.inputs[i],
+                                boolean ? "is" : "must be");
       }
     }
     if (err != Error::Ok) break;

@@ -48,6 +48,7 @@ struct External {
   bool nhwc = false;    ///< transposed at the edge
   bool staged = false;  ///< the stages work on `stage`, copied from/to the argument
   bool int64 = false;   ///< ValueLayout::Int64Plain: int64 elements (embedding indices)
+  bool boolean = false;  ///< ValueLayout::BoolPlain: bool elements, a byte each (a condition)
   uint64_t numel = 0;
   uint64_t n = 0, c = 0, hw = 0;  ///< NHWC externals: the tern tensor is [n, c, h, w]
   uint32_t rank = 0;              ///< the tern tensor's rank and sizes (a dynamic dim's bound)
@@ -56,6 +57,11 @@ struct External {
   float* stage = nullptr;
   void* bound = nullptr;  ///< unstaged outputs: the argument's data at prepare
 };
+
+/// Bytes of one element of external `x`'s argument.
+uint64_t element_bytes(const External& x) {
+  return x.int64 ? 8 : x.boolean ? 1 : sizeof(float);
+}
 
 /// The cpu backend's DelegateHandle.
 struct CpuDelegate {
@@ -197,6 +203,7 @@ Error plan_externals(CpuDelegate* d) {
     x.input = k == ValueKind::ExternalInput;
     x.nhwc = v.layout == static_cast<uint32_t>(ValueLayout::Nhwc);
     x.int64 = v.layout == static_cast<uint32_t>(ValueLayout::Int64Plain);
+    x.boolean = v.layout == static_cast<uint32_t>(ValueLayout::BoolPlain);
     x.numel = value_numel(v);
     x.rank = v.rank;
     x.dynamic_dim = dynamic_dim_of(v);
@@ -310,12 +317,13 @@ Error argument_tensor(const External& x, Span<EValue*> args, bool need_data, Ten
                               : t.sizes[r] == x.sizes[r];
     count *= same ? static_cast<uint64_t>(t.sizes[r]) : 1;
   }
-  const DType dtype = x.int64 ? DType::I64 : DType::F32;
-  const uint64_t elem_bytes = x.int64 ? 8 : sizeof(float);
+  const DType dtype = x.int64 ? DType::I64 : x.boolean ? DType::Bool : DType::F32;
+  const uint64_t elem_bytes = element_bytes(x);
+  const char* kind = x.int64 ? "int64" : x.boolean ? "bool" : "f32";
   TERN_CHECK_OR_RETURN_ERROR(same, InvalidArgument,
-                             "cpu backend: argument %u ('%s'): expected an %s tensor %s%s, found "
+                             "cpu backend: argument %u ('%s'): expected a %s tensor %s%s, found "
                              "%s",
-                             x.arg, t.name ? t.name : "", x.int64 ? "int64" : "f32",
+                             x.arg, t.name ? t.name : "", kind,
                              format_shape(Span<const int64_t>(x.sizes, x.rank), want, sizeof(want)),
                              x.dynamic_dim != kNoValue ? " (a dynamic dim at most its bound)" : "",
                              t.sizes ? format_shape(t.shape(), found, sizeof(found)) : "no sizes");
@@ -325,7 +333,7 @@ Error argument_tensor(const External& x, Span<EValue*> args, bool need_data, Ten
       InvalidArgument,
       "cpu backend: argument %u ('%s'): expected contiguous %s data of "
       "%llu bytes",
-      x.arg, t.name ? t.name : "", x.int64 ? "int64" : "f32",
+      x.arg, t.name ? t.name : "", kind,
       static_cast<unsigned long long>(count * elem_bytes));
   *out = &t;
   if (numel != nullptr) *numel = count;
@@ -740,7 +748,7 @@ class CpuBackend final : public BackendInterface {
       if (x.nhwc) {
         nchw_to_nhwc(src, x.stage, x.n, x.c, x.hw, d->pool);
       } else {
-        std::memcpy(x.stage, src, count * (x.int64 ? 8 : sizeof(float)));
+        std::memcpy(x.stage, src, count * element_bytes(x));
       }
     }
     if (timed) t0 = report(context, d->labels + num_stages * kLabelBytes, t0);

@@ -19,6 +19,7 @@
 #include "backends/cpu/kernels/quant_gemm.h"
 #include "backends/cpu/kernels/resize_planes.h"
 #include "backends/cpu/kernels/row_concat.h"
+#include "backends/cpu/kernels/select_where.h"
 #include "backends/cpu/kernels/strided_copy.h"
 #include "backends/cpu/kernels/winograd_conv.h"
 #include "runtime/kernels/util/gelu_array.h"
@@ -455,6 +456,24 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
     case NodeOp::PackedBottleneck:
       bottleneck_nhwc(bottleneck_problem(plan, node, addr), scratch, pool);
       return Error::Ok;
+    case NodeOp::Select: {
+      const BlobValue& y = plan.values[node.output];
+      SelectProblem p;
+      p.rank = static_cast<int>(y.rank);  // validated: check_select
+      for (uint32_t d = 0; d < y.rank; ++d) p.dims[d] = static_cast<int64_t>(y.dims[d]);
+      const BlobValue& c = plan.values[node.inputs[0]];
+      const BlobValue& a = plan.values[node.inputs[1]];
+      const BlobValue& b = plan.values[node.inputs[2]];
+      select_strides(p, static_cast<int>(c.rank), c.dims, p.cond_stride);
+      select_strides(p, static_cast<int>(a.rank), a.dims, p.a_stride);
+      select_strides(p, static_cast<int>(b.rank), b.dims, p.b_stride);
+      p.cond = reinterpret_cast<const uint8_t*>(addr[node.inputs[0]]);
+      p.a = addr[node.inputs[1]];
+      p.b = addr[node.inputs[2]];
+      p.y = addr[node.output];
+      select_where(p, pool);
+      return Error::Ok;
+    }
     case NodeOp::GridSample: {
       const BlobValue& x = plan.values[node.inputs[0]];
       const BlobValue& y = plan.values[node.output];

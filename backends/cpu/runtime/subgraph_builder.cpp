@@ -145,6 +145,7 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
     case NodeOp::GatherMap:
     case NodeOp::GridSample:
     case NodeOp::GruCell:
+    case NodeOp::Select:
       break;  // tern's own kernels: never in an XNNPACK stage
   }
   return Error::InvalidProgram;

@@ -158,6 +158,9 @@ inline std::map<int, std::vector<float>> run_guarded(const compiler::Graph& grap
     const bool is_output = i >= region.inputs.size();
     if (v.is_constant) {
       std::memcpy(a.bytes.data(), v.data.data(), a.data_bytes);
+    } else if (!is_output && v.dtype == DType::Bool) {  // as run_program: true where > 0
+      const std::vector<float>& in = inputs.at(ids[i]);
+      for (size_t k = 0; k < a.data_bytes; ++k) a.bytes[k] = in[k] > 0.0f ? 1 : 0;
     } else if (!is_output) {
       const std::vector<float>& in = inputs.at(ids[i]);
       std::memcpy(a.bytes.data(), in.data(), a.data_bytes);

@@ -130,11 +130,19 @@ inline RunResult run_program(const std::vector<uint8_t>& pte, const compiler::Gr
   if (!method.ok()) return result;
   std::vector<std::vector<int64_t>> sizes;
   std::vector<std::vector<float>> data = inputs;
+  std::vector<std::vector<uint8_t>> bools(graph.inputs.size());
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
     sizes.push_back(graph.values[static_cast<size_t>(graph.inputs[i])].sizes);
   }
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
-    const TensorView view = testing::f32_view(sizes[i], data[i]);
+    TensorView view = testing::f32_view(sizes[i], data[i]);
+    if (graph.values[static_cast<size_t>(graph.inputs[i])].dtype == DType::Bool) {
+      // A bool input (a where's condition): true where the random float is positive.
+      for (float f : data[i]) bools[i].push_back(f > 0.0f ? 1 : 0);
+      view.dtype = DType::Bool;
+      view.data = bools[i].data();
+      view.nbytes = bools[i].size();
+    }
     EXPECT_EQ(method->set_input(i, view), Error::Ok) << last_error_message();
   }
   const auto t0 = std::chrono::steady_clock::now();

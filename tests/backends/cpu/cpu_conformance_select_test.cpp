@@ -1,0 +1,153 @@
+// Conformance of the cpu backend's select (tern's own node, op 44, since blob version 21: a
+// where whose condition is a bool activation made outside the delegate) against the portable
+// kernel (harness: cpu_conformance_util.h; a bool input is true where its random float is
+// positive): Apertus' xIELU (where(x > 0, quadratic, expm1 branch) on a linear's output),
+// XLM's masked scores (a [B, 1, 1, S] mask over 4-D plain scores, filled with float32's lowest,
+// then softmax), numbers and 0-D constants on either side, a condition broadcast over the
+// leading and the last dims, an NHWC conv output selected and read by a conv again; then what
+// the compile half refuses and the reader's checks (a bool value read by another node, another
+// node's input where the bool one must be, operands that do not broadcast).
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_blob_format.h"
+#include "tests/backends/cpu/cpu_conformance_util.h"
+#include "tests/backends/cpu/cpu_test_util.h"
+
+namespace tern::cpu_test {
+namespace {
+
+int linear(GraphBuilder& b, int x, const std::vector<int64_t>& xs, int64_t out, uint32_t seed) {
+  const int w = constant(b, "w" + std::to_string(seed), {out, xs.back()}, seed, 0.5f);
+  const int bias = constant(b, "b" + std::to_string(seed), {out}, seed + 1, 0.5f);
+  std::vector<int64_t> ys = xs;
+  ys.back() = out;
+  return b.op("tern::linear", {x, w, bias}, DType::F32, ys);
+}
+
+int where(GraphBuilder& b, int c, int x, int y, std::vector<int64_t> out) {
+  return b.op("tern::where", {c, x, y}, DType::F32, std::move(out));
+}
+
+std::vector<OpCase> cases() {
+  std::vector<OpCase> c;
+  OpCase xielu = {"xielu_branches", [](GraphBuilder& b) {
+                    const std::vector<int64_t> xs{2, 5, 8};
+                    const int x = b.input("x", DType::F32, xs);
+                    const int pos = b.input("positive", DType::Bool, xs);
+                    const int h = linear(b, x, xs, 8, 11);
+                    const int sq = b.op("tern::mul", {h, h}, DType::F32, xs);
+                    const int em = b.op("tern::expm1", {h}, DType::F32, xs);
+                    const int y = where(b, pos, sq, em, xs);
+                    b.output(linear(b, y, xs, 4, 13));
+                  }, 1e-12};
+  xielu.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::Select), 1u);
+  };
+  c.push_back(xielu);
+  c.push_back({"masked_scores_softmax", [](GraphBuilder& b) {
+                 const std::vector<int64_t> qs{2, 3, 4, 8}, ss{2, 3, 4, 4};
+                 const int q = b.input("q", DType::F32, qs);
+                 const int k = b.input("k", DType::F32, qs);
+                 const int mask = b.input("mask", DType::Bool, {2, 1, 1, 4});
+                 const int kt = b.op("tern::transpose", {k, b.int_value(2), b.int_value(3)},
+                                     DType::F32, {2, 3, 8, 4});
+                 const int s = b.op("tern::matmul", {q, kt}, DType::F32, ss);
+                 const int m = where(b, mask, b.double_value(-FLT_MAX), s, ss);
+                 b.output(b.op("tern::softmax", {m, b.int_value(-1)}, DType::F32, ss));
+               }, 1e-12});
+  c.push_back({"numbers_and_0d_constants", [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{3, 7};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int cond = b.input("c", DType::Bool, {3, 1});
+                 const int k = b.constant_f32("k", {}, {2.5f});
+                 const int y = b.op("tern::mul", {x, b.double_value(3.0)}, DType::F32, xs);
+                 b.output(where(b, cond, y, k, xs));
+                 b.output(where(b, cond, b.double_value(1.0), y, xs));
+                 const int row = b.input("row", DType::Bool, {7});
+                 b.output(where(b, row, y, b.op("tern::neg", {y}, DType::F32, xs), xs));
+               }, 1e-12});
+  c.push_back({"nhwc_conv_output_selected", [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 3, 6, 5}, ys{1, 4, 6, 5};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int y = conv(b, x, xs, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 21);
+                 const int cond = b.input("c", DType::Bool, {1, 1, 6, 5});
+                 const int z = where(b, cond, y, b.double_value(0.0), ys);
+                 b.output(conv(b, z, ys, 2, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 23));
+               }, 1e-12});
+  return c;
+}
+
+TERN_CPU_CONFORMANCE_SUITE(CpuConformanceSelect, cases());
+
+std::string reason(GraphBuilder& b) {
+  return compiler::CpuBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes.back());
+}
+
+TEST(CpuSelect, WhatTheCompileHalfRefuses) {
+  register_all();
+  {  // a condition that does not broadcast to the output
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {2, 3});
+    const int c = b.input("c", DType::Bool, {2, 2});
+    where(b, c, x, b.double_value(0.0), {2, 3});
+    EXPECT_NE(reason(b).find("does not broadcast"), std::string::npos) << reason(b);
+  }
+  {  // an int64 operand
+    GraphBuilder b;
+    const int x = b.input("x", DType::I64, {2, 3});
+    const int c = b.input("c", DType::Bool, {2, 3});
+    b.op("tern::where", {c, x, b.int_value(0)}, DType::I64, {2, 3});
+    EXPECT_NE(reason(b).find("dtype is not f32"), std::string::npos) << reason(b);
+  }
+}
+
+/// A region of one select: cond (a bool input) ? x + 1 : 0.
+std::vector<uint8_t> select_blob() {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {2, 6});
+  const int c = b.input("c", DType::Bool, {1, 6});
+  const int y = b.op("tern::add", {x, b.double_value(1.0)}, DType::F32, {2, 6});
+  b.output(where(b, c, y, b.double_value(0.0), {2, 6}));
+  delegate_cpu(b, 0, 1);
+  return b.build().delegates.at(0).blob;
+}
+
+TEST(CpuSelectBlob, FieldsAreChecked) {
+  register_all();
+  const std::vector<uint8_t> blob = select_blob();
+  std::string message;
+  ASSERT_EQ(parse(blob, &message), Error::Ok) << message;
+  const std::vector<uint32_t> ops = blob_ops(blob);
+  ASSERT_EQ(ops.size(), 2u);
+  ASSERT_EQ(ops[1], static_cast<uint32_t>(cpu::NodeOp::Select));
+  const cpu::BlobNode sel = blob_node(blob, 1);
+  const cpu::BlobNode add = blob_node(blob, 0);
+  expect_refused(
+      blob, 1,
+      {{"a parameter", [](cpu::BlobNode& n) { n.params[0] = 1; }, "unused parameter 0 is 1"},
+       {"output bounds", [](cpu::BlobNode& n) { n.fparams[0] = 0.0f; }, "(select)"},
+       {"cond swapped with a",
+        [sel](cpu::BlobNode& n) {
+          n.inputs[0] = sel.inputs[1];
+          n.inputs[1] = sel.inputs[0];
+        },
+        "a bool value"},
+       {"two inputs",
+        [](cpu::BlobNode& n) {
+          n.num_inputs = 2;
+          n.inputs[2] = cpu::kNoValue;
+        },
+        "(select): 2 inputs"}});
+  expect_refused(blob, 0,
+                 {{"the add reads the bool value",
+                   [sel](cpu::BlobNode& n) { n.inputs[0] = sel.inputs[0]; },
+                   "is a bool value"}});
+  (void)add;
+}
+
+}  // namespace
+}  // namespace tern::cpu_test
