@@ -720,6 +720,26 @@ def test_more_unary_math():
         assert "tern::" + op in ops, ops
 
 
+def test_random_ops_are_refused():
+    # A draw inside forward (ViTMAE's random masking, even in eval mode) would be frozen into the
+    # program as a constant: refused, naming the operator and the way out.
+    class M(nn.Module):
+        def forward(self, x):
+            noise = torch.rand(x.shape[0], 4)
+            keep = torch.argsort(noise, dim=1)
+            return x[:, :2] * 2, keep
+    e = expect_raises(tern_export.UnsupportedOpError,
+                      lambda: tern_export.export(M(), (torch.randn(3, 4),), _path("rand.pte")))
+    assert "draws random numbers" in str(e) and "aten.rand" in str(e), str(e)
+
+    class N(nn.Module):
+        def forward(self, x):
+            return x + torch.randn_like(x)
+    e = expect_raises(tern_export.UnsupportedOpError,
+                      lambda: tern_export.export(N(), (torch.randn(3, 4),), _path("randn.pte")))
+    assert "draws random numbers" in str(e), str(e)
+
+
 def test_as_strided_outside_the_input_is_refused():
     class M(nn.Module):
         def forward(self, x):

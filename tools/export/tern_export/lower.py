@@ -359,6 +359,10 @@ class Lowerer:
                 self.unsupported.append((n, op_name(n.target), None))
             self.env[n] = POISON
             return
+        if n.target in ops_table.RANDOM:
+            self.unsupported.append((n, op_name(n.target), ops_table.RANDOM_REASON))
+            self.env[n] = POISON
+            return
         if n.target in ops_table.SHAPE_ONLY:
             self.env[n] = Const(self._materialize(real))
             return

@@ -1808,5 +1808,24 @@ SHAPE_ONLY = set(_overloads([
 UNINITIALIZED = set(_overloads(["empty_like.default", "new_empty.default",
                                 "empty.memory_format"]))
 
+# Operators that draw random numbers. Folding one would freeze a single draw into the program
+# (ViTMAE's random masking in eval mode): they are refused, with the way out in the message.
+RANDOM = set(_overloads([
+    name + "." + o
+    for name, overloads in [
+        ("rand", ["default", "generator"]), ("randn", ["default", "generator"]),
+        ("rand_like", ["default", "generator"]), ("randn_like", ["default", "generator"]),
+        ("randint", ["default", "generator", "low", "low_generator"]),
+        ("randint_like", ["default", "Tensor", "low_dtype"]),
+        ("randperm", ["default", "generator"]),
+        ("bernoulli", ["default", "p", "Tensor"]),
+        ("normal", ["Tensor_float", "float_Tensor", "Tensor_Tensor", "float_float"]),
+        ("uniform", ["default"]), ("multinomial", ["default"]), ("poisson", ["default"]),
+        ("exponential", ["default"]), ("native_dropout", ["default"])]
+    for o in overloads]))
+RANDOM_REASON = ("draws random numbers: exporting it would freeze one draw into the program; "
+                 "make the random tensor an input of the module (ViTMAE: pass `noise`), or "
+                 "export in eval mode (dropout)")
+
 # Operators left whole by the decomposition table (capture.py): those tern maps directly.
-KEEP = set(HANDLERS) | SHAPE_ONLY
+KEEP = set(HANDLERS) | SHAPE_ONLY | RANDOM
