@@ -565,7 +565,19 @@ def _cpu_delegate_calls(pte):
     return int(calls.group(1)) if calls else 0
 
 
-def test_window_permutes_of_eight_dims():
+def _check_high_ranks_folded(result):
+    """No value of eight dims left, the one of seven kept on purpose, one cpu region (the
+    torch.export line: make_fx graphs of the 1.13 line carry no shapes, nothing is folded)."""
+    if not hasattr(torch, "export"):
+        return
+    with open(os.path.join(result.graph_dir, "graph.json")) as f:
+        values = json.load(f)["methods"][0]["values"]
+    ranks = sorted(len(v.get("shape", [])) for v in values if v.get("type") == "tensor")
+    assert ranks.count(8) == 0 and ranks.count(7) >= 1, ranks
+    assert _cpu_delegate_calls(result.path) == 1, result.compile_report
+
+
+def test_window_permutes_of_eight_dims():def test_window_permutes_of_eight_dims():
     # Video Swin's window partition and its reverse (torchvision swin3d): views into eight dims
     # around a permute. high_rank_dims.py merges the dims that move together (and drops
     # those of size 1), so no value has more than six dims and the cpu delegate takes it all;
@@ -589,13 +601,8 @@ def test_window_permutes_of_eight_dims():
     result, got = export_and_run(m, args, "window_permutes", backends=("cpu",))
     for i, (g, r) in enumerate(zip(got, m(*args))):
         assert_close(g, r, what="output %d" % i)
-    if hasattr(torch, "export"):  # (make_fx graphs of the 1.13 line carry no shapes: not folded)
-        with open(os.path.join(result.graph_dir, "graph.json")) as f:
-            values = json.load(f)["methods"][0]["values"]
-        ranks = sorted(len(v.get("shape", [])) for v in values if v.get("type") == "tensor")
-        assert ranks.count(8) == 0 and ranks.count(7) >= 1, ranks
-        # The window attention whole in one region; the rank-7 permute on the portable kernels.
-        assert _cpu_delegate_calls(result.path) == 1, result.compile_report
+    # The window attention whole in one region; the rank-7 permute on the portable kernels.
+    _check_high_ranks_folded(result)
 
 
 def test_instance_norm():
@@ -675,12 +682,7 @@ def test_relative_positions_of_eight_dims():
     result, got = export_and_run(m, args, "rel_pos", backends=("cpu",))
     for i, (g, r) in enumerate(zip(got, m(*args))):
         assert_close(g, r, what="output %d" % i)
-    if hasattr(torch, "export"):  # (make_fx graphs of the 1.13 line carry no shapes: not folded)
-        with open(os.path.join(result.graph_dir, "graph.json")) as f:
-            values = json.load(f)["methods"][0]["values"]
-        ranks = sorted(len(v.get("shape", [])) for v in values if v.get("type") == "tensor")
-        assert ranks.count(8) == 0 and ranks.count(7) >= 1, ranks
-        assert _cpu_delegate_calls(result.path) == 1, result.compile_report
+    _check_high_ranks_folded(result)
 
 
 def test_var_std_and_tensor_clamps():
