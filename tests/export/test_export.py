@@ -577,7 +577,7 @@ def _check_high_ranks_folded(result):
     assert _cpu_delegate_calls(result.path) == 1, result.compile_report
 
 
-def test_window_permutes_of_eight_dims():def test_window_permutes_of_eight_dims():
+def test_window_permutes_of_eight_dims():
     # Video Swin's window partition and its reverse (torchvision swin3d): views into eight dims
     # around a permute. high_rank_dims.py merges the dims that move together (and drops
     # those of size 1), so no value has more than six dims and the cpu delegate takes it all;
