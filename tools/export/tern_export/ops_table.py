@@ -203,9 +203,9 @@ def _where(L, n, a, real):
     return L.emit("where", [L.tensor_id(cond), operand(a["self"]), operand(a["other"])], real)
 
 
-_UNARY = ["neg", "abs", "exp", "log", "expm1", "log1p", "acos", "asin", "atan", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh",
-          "sigmoid", "erf", "floor", "ceil", "round", "relu", "silu", "hardswish",
-          "hardsigmoid"]
+_UNARY = ["neg", "abs", "exp", "log", "expm1", "log1p", "acos", "asin", "atan", "sqrt",
+          "rsqrt", "reciprocal", "sin", "cos", "tanh", "sigmoid", "erf", "floor", "ceil",
+          "round", "relu", "silu", "hardswish", "hardsigmoid"]
 
 
 def _unary_handler(op):
