@@ -414,6 +414,23 @@ class Lowering {
     return id;
   }
 
+  /// Region input `vid` of another element type than f32 (int64 embedding indices, a bool
+  /// condition): an external input of `layout` and its tern dims, bound once.
+  uint32_t typed_input(int vid, ValueLayout layout, const char* what) {
+    auto it = ids_.find(vid);
+    if (it != ids_.end()) return it->second;
+    auto arg = input_arg_.find(vid);
+    if (arg == input_arg_.end()) {
+      throw std::invalid_argument(std::string("cpu backend: ") + what + ": no region input");
+    }
+    const Value& v = g_.values[static_cast<size_t>(vid)];
+    const uint32_t id = add_value(ValueKind::ExternalInput, layout,
+                                  std::vector<uint64_t>(v.sizes.begin(), v.sizes.end()),
+                                  arg->second);
+    ids_.emplace(vid, id);
+    return id;
+  }
+
   /// Activation `vid` with the layout `plain` asks for: its own blob value when it has that
   /// layout (or is not 4-D), else a copy of it in the other order (StridedCopy NHWC <-> plain;
   /// made once per value and read by every node that wants it so). MobileViTV2's attention
@@ -745,18 +762,7 @@ class Lowering {
     const QuantBlobWeight qw = quant_blob_weight(g_, node.args[embedding ? 0 : 1]);
     uint32_t in = 0;
     if (embedding) {  // int64 indices: always a region input (check_quant_embedding)
-      const int vid = node.args[1];
-      auto arg = input_arg_.find(vid);
-      if (arg == input_arg_.end()) {
-        throw std::invalid_argument("cpu backend: embedding indices are no region input");
-      }
-      auto it = ids_.find(vid);
-      const Value& v = g_.values[static_cast<size_t>(vid)];
-      in = it != ids_.end() ? it->second
-                            : add_value(ValueKind::ExternalInput, ValueLayout::Int64Plain,
-                                        std::vector<uint64_t>(v.sizes.begin(), v.sizes.end()),
-                                        arg->second);
-      ids_.emplace(vid, in);
+      in = typed_input(node.args[1], ValueLayout::Int64Plain, "embedding indices");
     } else {
       in = activation(node.args[0]);
     }
@@ -1323,21 +1329,8 @@ class Lowering {
   /// (layout_plan: makes_plain).
   void lower_select(const Node& node) {
     check_where_of_activation_condition(g_, node);
-    const int cvid = node.args[0];
-    uint32_t cond = 0;
-    auto it = ids_.find(cvid);
-    if (it != ids_.end()) {
-      cond = it->second;
-    } else {
-      auto arg = input_arg_.find(cvid);
-      if (arg == input_arg_.end()) {
-        throw std::invalid_argument("cpu backend: a where's condition is no region input");
-      }
-      const Value& c = g_.values[static_cast<size_t>(cvid)];
-      cond = add_value(ValueKind::ExternalInput, ValueLayout::BoolPlain,
-                       std::vector<uint64_t>(c.sizes.begin(), c.sizes.end()), arg->second);
-      ids_.emplace(cvid, cond);
-    }
+    const uint32_t cond =
+        typed_input(node.args[0], ValueLayout::BoolPlain, "a where's condition");
     auto operand = [&](int vid) -> uint32_t {
       const Value& v = g_.values[static_cast<size_t>(vid)];
       if (v.kind == Value::Kind::Int || v.kind == Value::Kind::Double) {
