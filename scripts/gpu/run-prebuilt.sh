@@ -44,11 +44,20 @@ fi
 
 if has models; then
   t0=$SECONDS
-  # shellcheck disable=SC2086
-  timeout "${MODELS_TIMEOUT:-240}" python3 scripts/gpu/run_models_cuda.py "$work/results/models" \
-    ${MODELS:-mlp gpt_block resnet18 mobilenet_v2 transformer_encoder_layer} > "$OUT/models.log" 2>&1
-  note "models: exit $? ($((SECONDS - t0)) s)"
-  grep -E 'PASS|FAIL|passed' "$OUT/models.log" >> "$summary"
+  # MODEL_SHARDS=N: the list in N processes at once (the device has CPU cores to spare; the
+  # portable reference programs run on them).
+  read -r -a names <<< "${MODELS:-mlp gpt_block resnet18 mobilenet_v2 transformer_encoder_layer}"
+  shards=${MODEL_SHARDS:-1}
+  for ((k = 0; k < shards; k++)); do
+    part=()
+    for ((i = k; i < ${#names[@]}; i += shards)); do part+=("${names[i]}"); done
+    timeout "${MODELS_TIMEOUT:-240}" python3 scripts/gpu/run_models_cuda.py \
+      "$work/results/models$k" "${part[@]}" > "$work/results/models$k.log" 2>&1 &
+  done
+  wait
+  cat "$work"/results/models*.log > "$OUT/models.log"
+  note "models: $shards shard(s) ($((SECONDS - t0)) s)"
+  grep -E 'PASS|FAIL|passed|skipped' "$OUT/models.log" | grep -v '^  ' >> "$summary"
 fi
 
 if has bench; then
@@ -70,6 +79,8 @@ if has vulkan && ls "$work"/bundle/bin/vulkan_*_test > /dev/null 2>&1; then
     timeout "${TEST_TIMEOUT:-60}" "$t" --gtest_brief=1 >> "$OUT/vulkan.log" 2>&1
     note "$(basename "$t"): exit $? ($((SECONDS - t0)) s)"
   done
+  grep -E '^\[  (FAILED|PASSED|SKIPPED) ' "$OUT/vulkan.log" | grep -v 'FAILED  \] Ops' | sort | uniq -c | sort -rn | head -20 >> "$summary"
+  echo "$(grep -c 'FAILED  \] Ops' "$OUT/vulkan.log") failed conformance cases" >> "$summary"
 fi
 
 find "$work/results" -name '*.pte' -delete
