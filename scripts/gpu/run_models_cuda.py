@@ -5,10 +5,16 @@ eager (tests/models/run_model.py's check). Keeps each model's files in OUT_DIR/<
 records, from `tern run`'s report ("delegate call N: backend / portable fallback"), which path
 the cuda delegate took (device or fallback).
 Then compiles the same graph for `--backend cuda --backend cpu` (f32; checked against PyTorch
-like the others) and for cuda:f16 / cuda:bf16 with cpu (16-bit compute: NMSE against the
-float64 reference and top-1 agreement are reported; PASS when NMSE <= 1e-4 (f16) / 1e-3 (bf16)
-and, for classifiers, top-1 agrees). Prints one line per model and program and a closing
-"N passed, M failed"; exit 1 on any failure."""
+like the others) and for cuda:f16 / cuda:bf16 with cpu (16-bit compute). A 16-bit program is
+judged against PyTorch running the same model in the same 16-bit dtype (on the GPU when there is
+one): both NMSEs against the float64 reference are reported, with top-1 agreement for
+classifiers; PASS when tern's NMSE <= max(floor, 2 x PyTorch's) (floor 1e-4 for f16, 1e-3 for
+bf16). A fixed bound alone fails deep random-weight CNNs whose 16-bit error PyTorch's own
+16-bit run shares (inception_v3: NMSE 1e-2 in f16; on the H200, 2026-12-04), and top-1 on
+random weights flips in PyTorch's own 16-bit run too, so it is reported, not required.
+Prints one line per model and program and a closing "N passed, M failed"; exit 1 on any
+failure."""
+import copy
 import json
 import os
 import re
@@ -27,19 +33,28 @@ import model_zoo  # noqa: E402
 import tern_export  # noqa: E402
 from tern_export.compiler import run_compile  # noqa: E402
 
-# Extra programs: (label, backend specs, NMSE bound or None for the f32 tolerance check).
-EXTRA = (("cuda+cpu", ("cuda", "cpu"), None), ("cuda:f16+cpu", ("cuda:f16", "cpu"), 1e-4),
-         ("cuda:bf16+cpu", ("cuda:bf16", "cpu"), 1e-3))
+# Extra programs: (label, backend specs, None for the f32 tolerance check or (16-bit dtype,
+# NMSE floor)).
+EXTRA = (("cuda+cpu", ("cuda", "cpu"), None), ("cuda:f16+cpu", ("cuda:f16", "cpu"), (torch.float16, 1e-4)),
+         ("cuda:bf16+cpu", ("cuda:bf16", "cpu"), (torch.bfloat16, 1e-3)))
 # TERN_GPU_VULKAN=1 (scripts/gpu-session.sh, when the build has the vulkan backend and the
 # NVIDIA driver a Vulkan ICD): the vulkan programs too, f32 and f16 storage.
 if os.environ.get("TERN_GPU_VULKAN") == "1":
-    EXTRA += (("vulkan+cpu", ("vulkan", "cpu"), None), ("vulkan:f16+cpu", ("vulkan:f16", "cpu"), 1e-4))
+    EXTRA += (("vulkan+cpu", ("vulkan", "cpu"), None),
+              ("vulkan:f16+cpu", ("vulkan:f16", "cpu"), (torch.float16, 1e-4)))
 
 
-def delegate_paths(tern, pte):
-    """`tern run PTE --random`: (what each delegate call ran on, as its report says:
-    "backend" / "portable fallback"; the output tail), or (None, the error) when it failed."""
-    run = subprocess.run([tern, "run", pte, "--random"], capture_output=True, text=True)
+def delegate_paths(tern, pte, inputs, work):
+    """`tern run PTE --input ...` on the model's own inputs (random ones would put integer
+    indices out of range: bert_tiny's embedding refuses them): (what each delegate call ran
+    on, as its report says: "backend" / "portable fallback"; the output tail), or (None, the
+    error) when it failed."""
+    args = []
+    for i, x in enumerate(inputs):
+        path = os.path.join(work, "path_input_%d.npy" % i)
+        np.save(path, x.detach().cpu().numpy())
+        args += ["--input", path]
+    run = subprocess.run([tern, "run", pte] + args, capture_output=True, text=True)
     if run.returncode != 0:
         return None, "tern run exit %d: %s" % (run.returncode, run.stderr[-500:])
     return re.findall(r"delegate call \d+: (.*)", run.stdout), (run.stdout + run.stderr)[-2000:]
@@ -51,7 +66,22 @@ def nmse(got, ref):
     return num / den if den else num
 
 
-def run_extra(name, work, tern, inputs, classifier, refs):
+def torch_16bit_nmse(module, inputs, ref, dtype):
+    """NMSE of PyTorch's own run of `module` in `dtype` (torch.float16 / bfloat16) against the
+    float64 reference `ref`, on the GPU when there is one; None when PyTorch cannot run it."""
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        m = copy.deepcopy(module).to(device=device, dtype=dtype)
+        args = tuple(x.to(device=device, dtype=dtype) if x.is_floating_point() else x.to(device)
+                     for x in inputs)
+        with torch.no_grad():
+            outs = tern_export.flatten_outputs(m(*args))
+        return nmse([o.float().cpu().numpy() for o in outs], ref)
+    except Exception:  # noqa: BLE001 - a module PyTorch cannot run in 16 bits: nothing to compare
+        return None
+
+
+def run_extra(name, module, work, tern, inputs, classifier, refs):
     """Compiles and runs the EXTRA programs of model `name` on its first input; a list of
     (label, ok, line)."""
     graph = os.path.join(work, "graph", "graph.json")
@@ -69,14 +99,20 @@ def run_extra(name, work, tern, inputs, classifier, refs):
         n = nmse(got, ref)
         line = "%s %s: max rel %.3g, NMSE %.3g" % (name, label, err / scale if scale else err, n)
         # The GPU delegates must have run on the device, not their portable fallback.
-        paths, _ = delegate_paths(tern, pte)
+        paths, _ = delegate_paths(tern, pte, inputs, work)
         on_fallback = paths is None or any("fallback" in p for p in paths)
         line += ", delegate calls: %s" % (paths if paths is not None else "tern run failed")
-        if bound is not None:
-            ok = bool(np.all([np.all(np.isfinite(g)) for g in got])) and n <= bound
         if classifier:
             agree = bool(np.all(got[0].argmax(-1) == ref[0].argmax(-1)))
             line += ", top-1 %s" % ("agrees" if agree else "differs")
+        if bound is not None:
+            dtype, floor = bound
+            theirs = torch_16bit_nmse(module, inputs, ref, dtype)
+            limit = max(floor, 2 * theirs) if theirs is not None else floor
+            line += ", PyTorch %s NMSE %s (bound %.3g)" % (
+                str(dtype).replace("torch.", ""), "%.3g" % theirs if theirs is not None else "n/a", limit)
+            ok = bool(np.all([np.all(np.isfinite(g)) for g in got])) and n <= limit
+        elif classifier:
             ok = ok and agree
         ok = ok and not on_fallback
         results.append((label, ok, line + (": PASS" if ok else ": FAIL")))
@@ -111,7 +147,7 @@ def main():
         graph = os.path.join(work, "graph", "graph.json")
         run_compile(graph, pte, tern, ("cuda",))
         run_compile(graph, os.path.join(work, "%s_portable.pte" % name), tern, ("portable",))
-        paths, r["cuda_run_log"] = delegate_paths(tern, pte)
+        paths, r["cuda_run_log"] = delegate_paths(tern, pte, inputs, work)
         if paths is None:
             r["cuda_path"] = "unknown (%s)" % r["cuda_run_log"][:200]
         else:
@@ -123,7 +159,7 @@ def main():
             f.write(json.dumps(r) + "\n")
         ok = r["pass"] and r["cuda_path"] == "device"
         refs, _ = run_model._references(module, [tuple(inputs)])
-        for label, extra_ok, line in run_extra(name, work, tern, inputs, classifier, refs):
+        for label, extra_ok, line in run_extra(name, module, work, tern, inputs, classifier, refs):
             print(line)
             r[label] = line
             ok = ok and extra_ok
