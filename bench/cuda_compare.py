@@ -67,7 +67,8 @@ def tern_bench(tern, pte):
     median = float(re.search(r"median\s+([0-9.]+) ms", r.stdout).group(1))
     first = float(re.search(r"file to first output: ([0-9.]+) ms", r.stdout).group(1))
     paths = re.findall(r"delegate call \d+: (.*)", r.stdout)
-    return median, first, paths
+    device_mib = sum(float(v) for v in re.findall(r"device memory ([0-9.]+) MiB", r.stdout))
+    return median, first, paths, device_mib
 
 
 def torch_median(fn, xs):
@@ -106,7 +107,7 @@ def main():
         for dtype in ("f32", "f16"):
             row = {"case": case, "dtype": dtype, "device": dev}
             try:
-                row["tern_ms"], row["tern_first_ms"], paths = tern_bench(
+                row["tern_ms"], row["tern_first_ms"], paths, row["tern_device_mib"] = tern_bench(
                     tern, os.path.join(work, dtype + ".pte"))
                 row["tern_paths"] = paths
                 if any("fallback" in p for p in paths):
@@ -159,15 +160,16 @@ def write_tables(out, rows, dev):
         json.dump(rows, f, indent=1)
     lines = ["device: %s, torch %s, %d iterations after %d warm-up (medians, ms)" % (
         dev, torch.__version__, ITERATIONS, WARMUP), "",
-        "| case | dtype | tern cuda | PyTorch eager | tern / eager | torch.compile (%s) | tern file to first output |"
-        % COMPILE_MODE, "|---|---|---|---|---|---|---|"]
+        "| case | dtype | tern cuda | PyTorch eager | tern / eager | torch.compile (%s) | tern file to first output | tern device memory |"
+        % COMPILE_MODE, "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         t = r.get("tern_ms")
         ratio = "%.2f" % (t / r["eager_ms"]) if t else "-"
-        lines.append("| %s | %s | %s | %.3f | %s | %s | %s |" % (
+        lines.append("| %s | %s | %s | %.3f | %s | %s | %s | %s |" % (
             r["case"], r["dtype"], "%.3f" % t if t else "error", r["eager_ms"], ratio,
             "%.3f" % r["compiled_ms"] if "compiled_ms" in r else "-",
-            "%.1f" % r["tern_first_ms"] if "tern_first_ms" in r else "-"))
+            "%.1f" % r["tern_first_ms"] if "tern_first_ms" in r else "-",
+            "%.1f MiB" % r["tern_device_mib"] if r.get("tern_device_mib") else "-"))
     text = "\n".join(lines)
     with open(os.path.join(out, "cuda_compare.md"), "w") as f:
         f.write(text + "\n")

@@ -16,7 +16,7 @@ namespace tern {
 
 /// Version of this interface; a backend built against another version is refused at
 /// registration.
-constexpr uint32_t kBackendInterfaceVersion = 1;
+constexpr uint32_t kBackendInterfaceVersion = 2;  // 2: device_memory_bytes()
 constexpr size_t kMaxBackends = 16;
 
 /// One compile spec of a delegate, pointing into the program (valid while the Program lives).
@@ -106,6 +106,13 @@ class BackendInterface {
                         Span<EValue*> args) const = 0;
   /// Frees everything init() made. Called once per successful init().
   virtual void destroy(DelegateHandle* handle) const = 0;
+  /// Bytes delegate `handle` holds in device allocations (cudaMalloc, vkAllocateMemory: its
+  /// arena, weights and workspaces), as of now (after prepare: what execute runs with), for
+  /// reports such as `tern bench`. Default: 0 (a backend without device memory).
+  virtual uint64_t device_memory_bytes(DelegateHandle* handle) const {
+    (void)handle;
+    return 0;
+  }
 };
 
 /// A registry entry. `name` and `backend` must outlive the registry (static storage).

@@ -262,4 +262,17 @@ Result<DelegatePath> Method::delegate_path(size_t index) const {
   return delegate_paths_[index];
 }
 
+Result<DelegateMemory> Method::delegate_memory(size_t index) const {
+  TERN_CHECK_METHOD_OR_RETURN_ERROR(index < num_delegates_, InvalidArgument,
+                                    method_name_of(method_),
+                                    ": delegate %zu out of range: the method has %zu delegates",
+                                    index, num_delegates_);
+  const internal::MethodDelegateSlot& slot = delegates_[index];
+  DelegateMemory m;
+  m.backend = slot.backend_name;
+  m.on_backend = slot.initialized && !slot.use_fallback && slot.backend != nullptr;
+  if (m.on_backend) m.device_bytes = slot.backend->device_memory_bytes(slot.handle);
+  return m;
+}
+
 }  // namespace tern

@@ -24,6 +24,13 @@ struct DynamicShapes;
 
 /// A loaded method. Not thread-safe: one thread at a time per Method; several Methods of one
 /// Program may run concurrently. Move-only; destroys its delegate handles on destruction.
+/// What Method::delegate_memory() reports about one delegate.
+struct DelegateMemory {
+  const char* backend = nullptr;  ///< the backend's name (static storage)
+  bool on_backend = false;        ///< init succeeded: the backend runs it
+  uint64_t device_bytes = 0;      ///< device memory it holds
+};
+
 class Method {
  public:
   Method(Method&& other) noexcept;
@@ -63,6 +70,12 @@ class Method {
   /// How delegate call i runs (Backend or Fallback); InvalidArgument when out of range.
   Result<DelegatePath> delegate_path(size_t index) const;
   size_t num_steps() const { return num_steps_; }
+  /// Delegates of the method (a delegate may be called by several delegate calls).
+  size_t num_delegates() const { return num_delegates_; }
+  /// Delegate `index`: its backend's name, whether it runs on the backend (false: its portable
+  /// fallback) and the device memory it holds (BackendInterface::device_memory_bytes; 0 on the
+  /// fallback). InvalidArgument when out of range.
+  Result<DelegateMemory> delegate_memory(size_t index) const;
 
   /// Installs `observer` (null removes it); execute() then calls it around every step. The
   /// caller owns the observer and keeps it alive while it is installed. Not thread-safe

@@ -197,6 +197,13 @@ int cmd_bench(const BenchOptions& options) {
                   *path == DelegatePath::Backend ? "backend" : "portable fallback");
     }
   }
+  for (size_t i = 0; i < method.num_delegates(); ++i) {
+    Result<DelegateMemory> m = method.delegate_memory(i);
+    if (m.ok() && m->device_bytes > 0) {
+      std::printf("delegate %zu (%s): device memory %.2f MiB\n", i, m->backend,
+                  static_cast<double>(m->device_bytes) / (1024.0 * 1024.0));
+    }
+  }
   std::printf("load: %.3f ms, first execute: %.3f ms, file to first output: %.3f ms\n", load_ms,
               first_ms, load_ms + first_ms);
   std::printf("peak RSS: %.1f MiB\n", peak_rss_mib());

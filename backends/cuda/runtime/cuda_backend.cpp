@@ -340,6 +340,19 @@ class CudaBackend final : public BackendInterface {
     release(reinterpret_cast<CudaDelegate*>(handle));
   }
 
+  /// The allocations init and prepare made through device_allocator() (the f32 staging
+  /// buffer of a 16-bit blob is freed before prepare returns).
+  uint64_t device_memory_bytes(DelegateHandle* handle) const override {
+    const CudaDelegate* d = reinterpret_cast<const CudaDelegate*>(handle);
+    const BlobHeader& h = d->plan.header;
+    uint64_t bytes = d->weights_bytes;
+    if (d->buffers.arena != nullptr) bytes += h.arena_bytes;
+    if (d->buffers.workspace != nullptr) bytes += h.workspace_bytes;
+    if (d->buffers.lt_workspace != nullptr) bytes += kLtWorkspaceBytes;
+    if (d->buffers.error_flag != nullptr) bytes += sizeof(int);
+    return bytes;
+  }
+
  private:
   /// Uploads the constants (prepare, once). f32 weights of a 16-bit blob go through a staging
   /// buffer (the largest one's f32 bytes, allocated here and freed before returning) and are
@@ -547,6 +560,7 @@ Error register_cuda_backend() {
 const BackendInterface& cuda_backend_interface() { return cuda::backend(); }
 
 uint64_t cuda_device_allocation_count() { return cuda::device_allocator().allocations(); }
+uint64_t cuda_device_live_bytes() { return cuda::device_allocator().live_bytes(); }
 
 const char* cuda_unavailable_reason() { return cuda::probe_device().reason; }
 

@@ -20,6 +20,8 @@ const BackendInterface& cuda_backend_interface();
 /// Device allocations the backend has made in this process (its DeviceAllocator's count),
 /// for tests proving execute() allocates none.
 uint64_t cuda_device_allocation_count();
+/// Bytes of device memory the backend holds now (its DeviceAllocator's live bytes).
+uint64_t cuda_device_live_bytes();
 
 /// Why the backend is unavailable here ("no CUDA device (...)"), empty when it is available.
 const char* cuda_unavailable_reason();

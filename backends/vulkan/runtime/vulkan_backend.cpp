@@ -46,6 +46,7 @@ struct Buffer {
   VkDeviceMemory memory = VK_NULL_HANDLE;
   void* mapped = nullptr;
   uint64_t size = 0;
+  uint64_t allocated = 0;  ///< bytes of `memory` (the driver's requirement: size or more)
 };
 
 struct External {
@@ -158,6 +159,7 @@ Error make_buffer(VulkanContext& c, uint64_t size, VkBufferUsageFlags usage,
   mai.allocationSize = req.size;
   mai.memoryTypeIndex = static_cast<uint32_t>(type);
   TERN_VK_CHECK(allocate_memory(c.device, &mai, &out->memory), what);
+  out->allocated = req.size;
   TERN_VK_CHECK(vk().vkBindBufferMemory(c.device, out->buffer, out->memory, 0), what);
   if ((required & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) != 0) {
     TERN_VK_CHECK(vk().vkMapMemory(c.device, out->memory, 0, VK_WHOLE_SIZE, 0, &out->mapped),
@@ -726,6 +728,11 @@ class VulkanBackend final : public BackendInterface {
 
   void destroy(DelegateHandle* handle) const override {
     free_delegate(reinterpret_cast<VulkanDelegate*>(handle));
+  }
+
+  uint64_t device_memory_bytes(DelegateHandle* handle) const override {
+    const VulkanDelegate* d = reinterpret_cast<const VulkanDelegate*>(handle);
+    return d->weights.allocated + d->arena.allocated + d->staging.allocated;
   }
 };
 

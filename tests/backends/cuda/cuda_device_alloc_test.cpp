@@ -31,5 +31,41 @@ TEST(CudaDeviceAllocTest, ExecuteAllocatesNoDeviceMemory) {
   }
 }
 
+// Method::delegate_memory (what `tern bench` prints): the bytes the delegate reports are the
+// bytes its load took from the allocator, every one of them (16-bit blobs too: their f32
+// staging buffer is freed again at prepare), and the fallback of a disabled backend holds none.
+TEST(CudaDeviceAllocTest, DelegateMemoryIsWhatTheLoadAllocated) {
+  register_all();
+  TERN_SKIP_WITHOUT_CUDA_DEVICE();
+  for (const char* spec : {"cuda", "cuda:f16"}) {
+    for (auto make : {mlp_model, gpt_block_model, resnet_block_model}) {
+      const compiler::Graph graph = make().build();
+      testing::LoadedProgram lp(compile_for(graph, {spec}));
+      testing::MethodMemory memory(lp.program().method_meta("forward").get(), -1, 0, 8 << 20);
+      const uint64_t before = cuda_device_live_bytes();
+      auto method = lp.program().load_method("forward", memory.manager(), MethodLoadOptions());
+      ASSERT_TRUE(method.ok()) << last_error_message();
+      const uint64_t taken = cuda_device_live_bytes() - before;
+      ASSERT_EQ(method->num_delegates(), 1u);
+      Result<DelegateMemory> m = method->delegate_memory(0);
+      ASSERT_TRUE(m.ok()) << last_error_message();
+      EXPECT_STREQ(m->backend, "cuda");
+      EXPECT_TRUE(m->on_backend);
+      EXPECT_GT(m->device_bytes, 0u);
+      EXPECT_EQ(m->device_bytes, taken) << spec;
+      EXPECT_EQ(method->delegate_memory(1).error(), Error::InvalidArgument);
+
+      const char* disabled[] = {"cuda"};
+      MethodLoadOptions options;
+      options.disabled_backends = Span<const char* const>(disabled, 1);
+      testing::MethodMemory memory2(lp.program().method_meta("forward").get(), -1, 0, 8 << 20);
+      auto fallback = lp.program().load_method("forward", memory2.manager(), options);
+      ASSERT_TRUE(fallback.ok()) << last_error_message();
+      EXPECT_FALSE(fallback->delegate_memory(0)->on_backend);
+      EXPECT_EQ(fallback->delegate_memory(0)->device_bytes, 0u);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tern::cuda_test

@@ -98,5 +98,38 @@ TEST(VulkanZeroAlloc, ExecuteAllocatesNothingInF16Storage) {
   check_execute_allocates_nothing(vulkan::kStorageF16);
 }
 
+// Method::delegate_memory (what `tern bench` prints): linear_gelu_graph's delegate holds its
+// weights (12 x 24 f32: 1152 bytes), the staging of its external values (x 4 x 24 and the
+// output 4 x 12, f32: 576 bytes) and its arena, each rounded up by the driver; the fallback of
+// a disabled backend holds nothing.
+TEST(VulkanDeviceMemory, DelegateMemoryCountsWeightsStagingAndArena) {
+  register_all();
+  const compiler::Graph graph = linear_gelu_graph();
+  const std::vector<uint8_t> pte = testing::compile_graph(graph);
+  testing::LoadedProgram lp(pte);
+  testing::MethodMemory memory(lp.program().method_meta("forward").get(), -1, 0, 1 << 20);
+  auto method = lp.program().load_method("forward", memory.manager());
+  ASSERT_TRUE(method.ok()) << last_error_message();
+  ASSERT_EQ(method->num_delegates(), 1u);
+  Result<DelegateMemory> m = method->delegate_memory(0);
+  ASSERT_TRUE(m.ok()) << last_error_message();
+  EXPECT_STREQ(m->backend, "vulkan");
+  EXPECT_TRUE(m->on_backend);
+  EXPECT_GE(m->device_bytes, 1152u + 576u);
+  EXPECT_LT(m->device_bytes, 1u << 20);
+  EXPECT_EQ(method->delegate_memory(1).error(), Error::InvalidArgument);
+
+  const char* disabled[] = {"vulkan"};
+  MethodLoadOptions options;
+  options.disabled_backends = Span<const char* const>(disabled, 1);
+  testing::MethodMemory memory2(lp.program().method_meta("forward").get(), -1, 0, 1 << 20);
+  auto fallback = lp.program().load_method("forward", memory2.manager(), options);
+  ASSERT_TRUE(fallback.ok()) << last_error_message();
+  Result<DelegateMemory> f = fallback->delegate_memory(0);
+  ASSERT_TRUE(f.ok());
+  EXPECT_FALSE(f->on_backend);
+  EXPECT_EQ(f->device_bytes, 0u);
+}
+
 }  // namespace
 }  // namespace tern::vulkan_test
