@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 21;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 22;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
                                       // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
                                       // 7: ops 23-24 quantized weights, op 25 LayerNorm;
@@ -40,7 +40,9 @@ constexpr uint32_t kBlobVersion = 21;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // 21: op 25's RMS mode
                                       // (params[0] = 1), expm1 and
                                       // log1p in op 38, op 44 Select
-                                      // of a BoolPlain condition
+                                      // of a BoolPlain condition; 22:
+                                      // op 44's comparison modes
+                                      // (params[0] 1..6)
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -451,15 +453,31 @@ enum class NodeOp : uint32_t {
   /// (-inf, +inf). Output [N, HO, WO, C] (NHWC).
   GridSample = 43,
   /// tern's elementwise select (kernels/select_where.h; since version 21): y = cond ? a : b
-  /// with NumPy broadcasting. in: cond (an external input of layout BoolPlain: a condition made
-  /// outside the delegate), a, b (f32 data values or constants); each input's dims, right-
-  /// aligned, equal the output's or 1 (rank at most the output's). params all 0; fparams
-  /// (-inf, +inf). Output: the broadcast dims (plain).
+  /// with NumPy broadcasting. params[0] the mode (SelectMode): 0, in: cond (an external input
+  /// of layout BoolPlain: a condition made outside the delegate), a, b; 1..6 (since version
+  /// 22), in: x (an f32 data value or constant, plain), a, b, and cond = x OP s with OP >, >=,
+  /// <, <=, ==, != and s the f32 whose bits are params[1] (a comparison of an activation with a
+  /// number fused into the select: Apertus' xIELU, where(x > 0, ..)); a, b f32 data values or
+  /// constants; each input's dims, right-aligned, equal the output's or 1 (rank at most the
+  /// output's). params[1] 0 in mode 0, the rest 0; fparams (-inf, +inf). Output: the broadcast
+  /// dims (plain).
   Select = 44,
 };
 
 /// The last NodeOp.
 constexpr uint32_t kLastNodeOp = 44;
+
+/// Select's params[0] (since version 22 beyond 0): where its condition comes from.
+enum class SelectMode : uint32_t {
+  BoolInput = 0,  ///< input 0 is a BoolPlain condition
+  Greater = 1,    ///< x > s
+  GreaterEqual = 2,
+  Less = 3,
+  LessEqual = 4,
+  Equal = 5,
+  NotEqual = 6,
+};
+constexpr uint32_t kLastSelectMode = 6;
 
 /// Most channels of ResizeBilinearToPlanes's input (its kernel caches a row of every channel).
 constexpr uint64_t kMaxResizePlanesChannels = 4096;

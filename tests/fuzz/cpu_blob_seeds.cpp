@@ -539,6 +539,28 @@ compiler::Graph v21_graph() {
   return b.build();
 }
 
+/// Blob version 22: selects whose conditions are comparisons of activations with numbers,
+/// fused (op 44's modes 1..6): xIELU's where(h > 0, h * h, expm1(h)) on a linear's output, and
+/// the other five comparisons of a relu's output (exact zeros: the equal cases) with 0.
+compiler::Graph v22_graph() {
+  GraphBuilder b("forward");
+  const std::vector<int64_t> xs{2, 5, 8};
+  const int x = b.input("x", DType::F32, xs);
+  const int h = b.op("tern::linear",
+                     {x, seed_constant(b, "w", {8, 8}, 181), seed_constant(b, "b", {8}, 182)},
+                     DType::F32, xs);
+  const int sq = b.op("tern::mul", {h, h}, DType::F32, xs);
+  const int em = b.op("tern::expm1", {h}, DType::F32, xs);
+  const int pos = b.op("tern::gt", {h, b.double_value(0.0)}, DType::Bool, xs);
+  const int y = b.op("tern::where", {pos, sq, em}, DType::F32, xs);
+  const int r = b.op("tern::relu", {y}, DType::F32, xs);
+  for (const char* op : {"tern::ge", "tern::lt", "tern::le", "tern::eq", "tern::ne"}) {
+    const int m = b.op(op, {r, b.double_value(0.0)}, DType::Bool, xs);
+    b.output(b.op("tern::where", {m, r, b.double_value(-1.0)}, DType::F32, xs));
+  }
+  return b.build();
+}
+
 /// Blob version 20's grid sample (op 43): a conv's NHWC output sampled bilinearly at points a
 /// linear of the queries makes (Mask2Former's deformable attention), then by a constant grid
 /// (nearest, reflection); and a bmm of a constant a by an activation (op 26's a a constant).
@@ -683,6 +705,7 @@ std::vector<Seed> cpu_blob_seeds() {
       {"v20", v20_graph()},
       {"v20_grid", v20_grid_graph()},
       {"v21", v21_graph()},
+      {"v22", v22_graph()},
       {"dynamic_rows", dynamic_rows_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;

@@ -126,8 +126,13 @@ class Lowering {
       for (size_t i = 0; i + 1 < m.nodes.size(); ++i) gelu_pieces_.insert(m.nodes[i]);
       attentions_[m.nodes.back()] = m;
     }
+    for (int n : r_.nodes) {  // comparisons: fused into the selects that read them
+      const Node& node = g_.nodes[static_cast<size_t>(n)];
+      if (select_compare_mode(node.op) != 0) fused_compares_.emplace(node.outputs.at(0), n);
+    }
     for (int n : r_.nodes) {
       if (folded_views_.count(n) != 0) continue;  // a view folded into its linear or concat
+      if (select_compare_mode(g_.nodes[static_cast<size_t>(n)].op) != 0) continue;
       if (gelu_pieces_.count(n) != 0) continue;   // lowered with the pattern's last node
       if (auto t = tanh_gelus_.find(n); t != tanh_gelus_.end()) {
         lower_tanh_gelu(t->second);
@@ -1329,8 +1334,18 @@ class Lowering {
   /// (layout_plan: makes_plain).
   void lower_select(const Node& node) {
     check_where_of_activation_condition(g_, node);
-    const uint32_t cond =
-        typed_input(node.args[0], ValueLayout::BoolPlain, "a where's condition");
+    // A condition made by a comparison in the region (x OP number): fused (mode 1..6), x read
+    // plain; else a region input bound as BoolPlain (mode 0).
+    uint32_t mode = 0, s_bits = 0, cond = 0;
+    if (auto c = fused_compares_.find(node.args[0]); c != fused_compares_.end()) {
+      const Node& cmp = g_.nodes[static_cast<size_t>(c->second)];
+      const float s = check_fused_comparison(g_, cmp);
+      mode = select_compare_mode(cmp.op);
+      std::memcpy(&s_bits, &s, 4);
+      cond = activation_as(cmp.args[0], /*plain=*/true);
+    } else {
+      cond = typed_input(node.args[0], ValueLayout::BoolPlain, "a where's condition");
+    }
     auto operand = [&](int vid) -> uint32_t {
       const Value& v = g_.values[static_cast<size_t>(vid)];
       if (v.kind == Value::Kind::Int || v.kind == Value::Kind::Double) {
@@ -1346,7 +1361,9 @@ class Lowering {
     };
     const uint32_t a = operand(node.args[1]);
     const uint32_t b = operand(node.args[2]);
-    add_node(NodeOp::Select, {cond, a, b}, output(node.outputs[0]));
+    BlobNode& sel = add_node(NodeOp::Select, {cond, a, b}, output(node.outputs[0]));
+    sel.params[0] = mode;
+    sel.params[1] = s_bits;
   }
 
   /// where(cond, x, y) with a constant condition (where_select.h): one constant side: minimum
@@ -2476,6 +2493,8 @@ class Lowering {
   /// 4-D activations copied into the other layout for a reader that needs it (activation_as).
   std::map<int, uint32_t> relaid_;
   std::set<int> folded_views_;   ///< view nodes folded into a linear or a concat (no blob node)
+  std::map<int, int> fused_compares_;  ///< a comparison's bool output -> the region node (fused
+                                       ///< into each select reading it: no blob node)
   std::set<int> gelu_pieces_;    ///< a matched pattern's nodes but its last (no blob node)
   std::map<int, TanhGeluMatch> tanh_gelus_;  ///< its last node -> the pattern
   std::map<int, LstmCellMatch> lstm_cells_;  ///< its last node -> the pattern

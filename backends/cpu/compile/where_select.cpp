@@ -136,6 +136,67 @@ bool is_where_of_activation_condition(const Graph& g, const Node& node) {
   return c.is_tensor() && !c.is_constant && c.dtype == DType::Bool;
 }
 
+uint32_t select_compare_mode(const std::string& op) {
+  if (op == "tern::gt") return 1;
+  if (op == "tern::ge") return 2;
+  if (op == "tern::lt") return 3;
+  if (op == "tern::le") return 4;
+  if (op == "tern::eq") return 5;
+  if (op == "tern::ne") return 6;
+  return 0;
+}
+
+float check_fused_comparison(const Graph& g, const Node& node) {
+  const std::string what = node.op.substr(node.op.find("::") + 2);
+  if (select_compare_mode(node.op) == 0 || node.args.size() != 2) {
+    throw Unsupported(what + ": not a comparison of two arguments");
+  }
+  const Value& x = value_at(g, node.args[0]);
+  if (!x.is_tensor() || x.is_constant || x.dtype != DType::F32 || x.sizes.empty()) {
+    throw Unsupported(what + ": x is not an f32 activation of rank >= 1");
+  }
+  const Value& s = value_at(g, node.args[1]);
+  float number = 0.0f;
+  if (s.kind == Value::Kind::Int) {
+    number = static_cast<float>(s.int_value);
+  } else if (s.kind == Value::Kind::Double) {
+    number = static_cast<float>(s.double_value);
+  } else if (s.is_tensor() && s.is_constant && s.sizes.empty() && s.dtype == DType::F32 &&
+             s.quant.scheme == QuantSpec::Scheme::None && s.data.size() == 4) {
+    std::memcpy(&number, s.data.data(), 4);
+  } else {
+    throw Unsupported(what + ": compares with a tensor (only a number is fused into a select)");
+  }
+  if (node.outputs.size() != 1) throw Unsupported(what + ": expected one output");
+  const Value& out = value_at(g, node.outputs[0]);
+  if (!out.is_tensor() || out.dtype != DType::Bool || out.sizes != x.sizes) {
+    throw Unsupported(what + ": the output is not a bool tensor of x's shape");
+  }
+  const int mask = node.outputs[0];
+  for (int o : g.outputs) {
+    if (o == mask) throw Unsupported(what + ": its result is a method output");
+  }
+  size_t readers = 0;
+  for (const Node& reader : g.nodes) {
+    for (size_t a = 0; a < reader.args.size(); ++a) {
+      if (reader.args[a] != mask) continue;
+      if (reader.op != "tern::where" || a != 0) {
+        throw Unsupported(what + ": its result is read by " + reader.op +
+                          " (only wheres' conditions are fused)");
+      }
+      check_where_of_activation_condition(g, reader);
+      ++readers;
+    }
+  }
+  for (const Value& v : g.values) {  // in a tensor list: read by an op that is no where
+    for (int t : v.tensors) {
+      if (t == mask) throw Unsupported(what + ": its result is in a tensor list");
+    }
+  }
+  if (readers == 0) throw Unsupported(what + ": nothing reads its result");
+  return number;
+}
+
 void check_where_of_activation_condition(const Graph& g, const Node& node) {
   if (node.args.size() != 3) throw Unsupported("where: expected 3 arguments");
   const Value& out = single_output(g, node);

@@ -46,4 +46,16 @@ bool is_where_of_activation_condition(const Graph& g, const Node& node);
 /// output (f32, rank 1..6). Throws Unsupported otherwise.
 void check_where_of_activation_condition(const Graph& g, const Node& node);
 
+/// Select's mode (cpu::SelectMode 1..6) for a comparison op (tern::gt, ge, lt, le, eq, ne); 0
+/// for any other op.
+uint32_t select_compare_mode(const std::string& op);
+
+/// A comparison of an f32 activation x with a number (or a 0-D f32 constant) s, fused into the
+/// selects that read it (op 44's modes 1..6, since version 22: the bool mask is never made).
+/// Checks that every reader of its output, in the whole graph, is a where taking it as its
+/// condition that check_where_of_activation_condition accepts, and returns s; throws
+/// Unsupported naming what does not hold (another reader: a cast, a logical op, a method
+/// output).
+float check_fused_comparison(const Graph& g, const Node& node);
+
 }  // namespace tern::compiler::cpu_compile

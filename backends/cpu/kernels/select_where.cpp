@@ -28,8 +28,34 @@ void run_row(const SelectProblem& p, int64_t row) {
   const int64_t n = p.dims[last];
   const int64_t cs = p.cond_stride[last], as = p.a_stride[last], bs = p.b_stride[last];
   float* y = p.y + row * n;
-  for (int64_t j = 0; j < n; ++j) {
-    y[j] = p.cond[c + j * cs] != 0 ? p.a[a + j * as] : p.b[b + j * bs];
+  const float* pa = p.a + a;
+  const float* pb = p.b + b;
+  if (p.compare == 0) {
+    const uint8_t* pc = p.cond + c;
+    for (int64_t j = 0; j < n; ++j) y[j] = pc[j * cs] != 0 ? pa[j * as] : pb[j * bs];
+    return;
+  }
+  const float* x = p.x + c;
+  const float s = p.s;
+  switch (p.compare) {  // one loop per comparison: no branch on the mode per element
+    case 1:
+      for (int64_t j = 0; j < n; ++j) y[j] = x[j * cs] > s ? pa[j * as] : pb[j * bs];
+      break;
+    case 2:
+      for (int64_t j = 0; j < n; ++j) y[j] = x[j * cs] >= s ? pa[j * as] : pb[j * bs];
+      break;
+    case 3:
+      for (int64_t j = 0; j < n; ++j) y[j] = x[j * cs] < s ? pa[j * as] : pb[j * bs];
+      break;
+    case 4:
+      for (int64_t j = 0; j < n; ++j) y[j] = x[j * cs] <= s ? pa[j * as] : pb[j * bs];
+      break;
+    case 5:
+      for (int64_t j = 0; j < n; ++j) y[j] = x[j * cs] == s ? pa[j * as] : pb[j * bs];
+      break;
+    default:
+      for (int64_t j = 0; j < n; ++j) y[j] = x[j * cs] != s ? pa[j * as] : pb[j * bs];
+      break;
   }
 }
 

@@ -1,7 +1,8 @@
 // tern's elementwise select (the cpu delegate's op 44): y = cond ? a : b with NumPy broadcasting
 // over the output's dims, cond a bool tensor of one byte an element (nonzero: true) made outside
-// the delegate (Apertus' xIELU branches on x > 0, XLM's padding mask fills the masked scores).
-// Exact: values are copied, never computed, NaN and infinities included.
+// the delegate (XLM's padding mask fills the masked scores), or a comparison of an f32 tensor x
+// with a number s evaluated in place (Apertus' xIELU branches on x > 0). Exact: values are
+// copied, never computed, NaN and infinities included (x NaN: only != holds, as in IEEE).
 //
 // Runtime code: no exceptions, no RTTI, never allocates.
 #pragma once
@@ -21,7 +22,12 @@ struct SelectProblem {
   int64_t cond_stride[kSelectMaxDims] = {};
   int64_t a_stride[kSelectMaxDims] = {};
   int64_t b_stride[kSelectMaxDims] = {};
-  const uint8_t* cond = nullptr;
+  const uint8_t* cond = nullptr;  ///< compare == 0: the bool condition (cond_stride)
+  /// compare 1..6 (cpu::SelectMode: >, >=, <, <=, ==, !=): cond = x OP s, x read with
+  /// cond_stride.
+  int compare = 0;
+  const float* x = nullptr;
+  float s = 0.0f;
   const float* a = nullptr;
   const float* b = nullptr;
   float* y = nullptr;  ///< never aliases cond; may alias a or b only where they are y's shape

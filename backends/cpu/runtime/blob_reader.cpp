@@ -814,7 +814,20 @@ Error check_grid_sample(uint32_t n, const BlobNode& node, const BlobValue* v) {
 /// Op 44: a and b f32, every input's dims (right-aligned) the output's or 1, the output no
 /// NHWC edge value. cond's layout (BoolPlain) is checked with every node's inputs.
 Error check_select(uint32_t n, const BlobNode& node, const BlobValue* v) {
-  TERN_RETURN_IF_ERROR(check_params_range(n, node, 0, 0, 0));
+  const uint32_t mode = node.params[0];
+  TERN_CHECK_OR_RETURN_ERROR(mode <= kLastSelectMode, InvalidProgram,
+                             "cpu blob: node %u (select): mode %u, expected 0 (a bool condition) "
+                             "or 1..6 (a comparison with a number)",
+                             n, mode);
+  TERN_CHECK_OR_RETURN_ERROR(mode != 0 || node.params[1] == 0, InvalidProgram,
+                             "cpu blob: node %u (select): unused parameter 1 is %u, expected 0",
+                             n, node.params[1]);
+  for (uint32_t i = 2; i < kNodeParams; ++i) {
+    TERN_CHECK_OR_RETURN_ERROR(node.params[i] == 0, InvalidProgram,
+                               "cpu blob: node %u (select): unused parameter %u is %u, "
+                               "expected 0",
+                               n, i, node.params[i]);
+  }
   TERN_RETURN_IF_ERROR(check_unbounded(n, node));
   const BlobValue& out = v[node.output];
   TERN_CHECK_OR_RETURN_ERROR(out.layout == static_cast<uint32_t>(ValueLayout::Plain),
@@ -824,9 +837,9 @@ Error check_select(uint32_t n, const BlobNode& node, const BlobValue* v) {
   for (uint32_t i = 0; i < 3; ++i) {
     const BlobValue& x = v[node.inputs[i]];
     TERN_CHECK_OR_RETURN_ERROR(
-        i == 0 || (x.layout == static_cast<uint32_t>(ValueLayout::Plain)), InvalidProgram,
-        "cpu blob: node %u (select): %s (value %u) must be plain f32", n, i == 1 ? "a" : "b",
-        node.inputs[i]);
+        (i == 0 && mode == 0) || (x.layout == static_cast<uint32_t>(ValueLayout::Plain)),
+        InvalidProgram, "cpu blob: node %u (select): %s (value %u) must be plain f32", n,
+        i == 0 ? "x" : i == 1 ? "a" : "b", node.inputs[i]);
     bool fits = x.rank <= out.rank;
     for (uint32_t d = 0; fits && d < x.rank; ++d) {
       const uint64_t o = out.dims[out.rank - x.rank + d];
@@ -1476,7 +1489,7 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
       const bool int64 = layout == static_cast<uint32_t>(ValueLayout::Int64Plain);
       const bool wants = i == 0 && op == NodeOp::QuantizedEmbedding;
       const bool boolean = layout == static_cast<uint32_t>(ValueLayout::BoolPlain);
-      const bool wants_bool = i == 0 && op == NodeOp::Select;
+      const bool wants_bool = i == 0 && op == NodeOp::Select && node.params[0] == 0;
       if (int64 != wants) {
         err = set_error_message(Error::InvalidProgram,
                                 "cpu blob: node %u (%s): input %u (value %u) %s an int64 value",

@@ -467,7 +467,13 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       select_strides(p, static_cast<int>(c.rank), c.dims, p.cond_stride);
       select_strides(p, static_cast<int>(a.rank), a.dims, p.a_stride);
       select_strides(p, static_cast<int>(b.rank), b.dims, p.b_stride);
-      p.cond = reinterpret_cast<const uint8_t*>(addr[node.inputs[0]]);
+      p.compare = static_cast<int>(node.params[0]);  // validated: check_select
+      if (p.compare == 0) {
+        p.cond = reinterpret_cast<const uint8_t*>(addr[node.inputs[0]]);
+      } else {
+        p.x = addr[node.inputs[0]];
+        std::memcpy(&p.s, &node.params[1], 4);
+      }
       p.a = addr[node.inputs[1]];
       p.b = addr[node.inputs[2]];
       p.y = addr[node.output];

@@ -825,11 +825,14 @@ TEST(CpuAttention, WhatTheCompileHalfRefuses) {
     const int x = b.input("x", DType::F32, {2, 3});
     const int c = b.op("tern::gt", {x, b.double_value(0.0)}, DType::Bool, {2, 3});
     // Taken since version 21 (tern's select, op 44: the condition enters as a bool input);
-    // the comparison making it is not.
+    // since version 22 the comparison too, fused into the select — unless its mask is read by
+    // anything else (here, an and).
     b.op("tern::where", {c, x, b.double_value(1.0)}, DType::F32, {2, 3});
     EXPECT_EQ(reason(b), "");
+    EXPECT_EQ(compiler::CpuBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes[0]), "");
+    b.op("tern::logical_and", {c, c}, DType::Bool, {2, 3});
     EXPECT_NE(compiler::CpuBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes[0])
-                  .find("not taken"),
+                  .find("read by tern::logical_and"),
               std::string::npos);
   }
   {  // a slice that is empty

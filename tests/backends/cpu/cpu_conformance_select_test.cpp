@@ -1,15 +1,19 @@
 // Conformance of the cpu backend's select (tern's own node, op 44, since blob version 21: a
-// where whose condition is a bool activation made outside the delegate) against the portable
+// where whose condition is a bool activation made outside the delegate; since version 22 also
+// a comparison of an activation with a number inside the region, fused into the select) against the portable
 // kernel (harness: cpu_conformance_util.h; a bool input is true where its random float is
 // positive): Apertus' xIELU (where(x > 0, quadratic, expm1 branch) on a linear's output),
 // XLM's masked scores (a [B, 1, 1, S] mask over 4-D plain scores, filled with float32's lowest,
 // then softmax), numbers and 0-D constants on either side, a condition broadcast over the
-// leading and the last dims, an NHWC conv output selected and read by a conv again; then what
-// the compile half refuses and the reader's checks (a bool value read by another node, another
-// node's input where the bool one must be, operands that do not broadcast).
+// leading and the last dims, an NHWC conv output selected and read by a conv again; fused
+// comparisons: xIELU's where(h > 0, ..) on a linear's output, each of the six comparisons of a
+// relu's output with 0 (exact zeros: the equal cases), one mask read by two selects with a
+// broadcast; then what the compile half refuses and the reader's checks (a bool value read by
+// another node, another node's input where the bool one must be, the mode and its number).
 #include <gtest/gtest.h>
 
 #include <cfloat>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -78,6 +82,46 @@ std::vector<OpCase> cases() {
                  const int z = where(b, cond, y, b.double_value(0.0), ys);
                  b.output(conv(b, z, ys, 2, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 23));
                }, 1e-12});
+  OpCase fused = {"xielu_fused_comparison", [](GraphBuilder& b) {
+                    const std::vector<int64_t> xs{2, 5, 8};
+                    const int x = b.input("x", DType::F32, xs);
+                    const int h = linear(b, x, xs, 8, 31);
+                    const int pos = b.op("tern::gt", {h, b.double_value(0.0)}, DType::Bool, xs);
+                    const int sq = b.op("tern::mul", {h, h}, DType::F32, xs);
+                    const int em = b.op("tern::expm1", {h}, DType::F32, xs);
+                    const int y = where(b, pos, sq, em, xs);
+                    b.output(linear(b, y, xs, 4, 33));
+                  }, 1e-12};
+  fused.check_blob = [](const std::vector<uint8_t>& blob) {  // one region, no bool input
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::Select), 1u);
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::FullyConnected), 2u);
+  };
+  c.push_back(fused);
+  OpCase all = {"six_comparisons_with_exact_ties", [](GraphBuilder& b) {
+                  const std::vector<int64_t> xs{3, 16};
+                  const int x = b.input("x", DType::F32, xs);
+                  const int r = b.op("tern::relu", {x}, DType::F32, xs);
+                  const int neg = b.op("tern::neg", {r}, DType::F32, xs);
+                  for (const char* op : {"tern::gt", "tern::ge", "tern::lt", "tern::le",
+                                         "tern::eq", "tern::ne"}) {
+                    const int m = b.op(op, {r, b.double_value(0.0)}, DType::Bool, xs);
+                    b.output(where(b, m, b.op("tern::add", {r, b.double_value(1.0)}, DType::F32,
+                                              xs),
+                                   neg, xs));
+                  }
+                }, 1e-12};
+  all.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::Select), 6u);
+  };
+  c.push_back(all);
+  c.push_back({"one_mask_two_selects_broadcast", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {4, 1});
+                 const int y = b.input("y", DType::F32, {4, 5});
+                 const int t = b.op("tern::tanh", {x}, DType::F32, {4, 1});
+                 const int m = b.op("tern::lt", {t, b.int_value(0)}, DType::Bool, {4, 1});
+                 b.output(where(b, m, y, b.double_value(2.0), {4, 5}));
+                 b.output(where(b, m, b.double_value(-3.0), t, {4, 1}));
+               }, 1e-12});
   return c;
 }
 
@@ -102,6 +146,37 @@ TEST(CpuSelect, WhatTheCompileHalfRefuses) {
     const int c = b.input("c", DType::Bool, {2, 3});
     b.op("tern::where", {c, x, b.int_value(0)}, DType::I64, {2, 3});
     EXPECT_NE(reason(b).find("dtype is not f32"), std::string::npos) << reason(b);
+  }
+  auto comparison_reason = [](GraphBuilder& b, int cmp_node) {
+    return compiler::CpuBackendCompiler::unsupported_reason(
+        b.graph(), b.graph().nodes.at(static_cast<size_t>(cmp_node)));
+  };
+  {  // a comparison whose mask is also cast: it would have to be made, and bool ops are not
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {2, 3});
+    const int m = b.op("tern::gt", {x, b.double_value(0.0)}, DType::Bool, {2, 3});
+    where(b, m, x, b.double_value(0.0), {2, 3});
+    b.output(b.op("tern::cast", {m}, DType::F32, {2, 3}));
+    EXPECT_NE(comparison_reason(b, 0).find("read by tern::cast"), std::string::npos)
+        << comparison_reason(b, 0);
+  }
+  {  // a comparison of two tensors
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {2, 3});
+    const int y = b.input("y", DType::F32, {2, 3});
+    const int m = b.op("tern::lt", {x, y}, DType::Bool, {2, 3});
+    b.output(where(b, m, x, y, {2, 3}));
+    EXPECT_NE(comparison_reason(b, 0).find("compares with a tensor"), std::string::npos)
+        << comparison_reason(b, 0);
+  }
+  {  // a mask that is a method output
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {2, 3});
+    const int m = b.op("tern::ne", {x, b.double_value(1.0)}, DType::Bool, {2, 3});
+    b.output(where(b, m, x, b.double_value(0.0), {2, 3}));
+    b.output(m);
+    EXPECT_NE(comparison_reason(b, 0).find("method output"), std::string::npos)
+        << comparison_reason(b, 0);
   }
 }
 
@@ -128,7 +203,10 @@ TEST(CpuSelectBlob, FieldsAreChecked) {
   const cpu::BlobNode add = blob_node(blob, 0);
   expect_refused(
       blob, 1,
-      {{"a parameter", [](cpu::BlobNode& n) { n.params[0] = 1; }, "unused parameter 0 is 1"},
+      {{"a comparison mode over a bool condition", [](cpu::BlobNode& n) { n.params[0] = 1; },
+        "is a bool value"},
+       {"a number in the bool mode", [](cpu::BlobNode& n) { n.params[1] = 5; },
+        "unused parameter 1 is 5"},
        {"output bounds", [](cpu::BlobNode& n) { n.fparams[0] = 0.0f; }, "(select)"},
        {"cond swapped with a",
         [sel](cpu::BlobNode& n) {
@@ -147,6 +225,33 @@ TEST(CpuSelectBlob, FieldsAreChecked) {
                    [sel](cpu::BlobNode& n) { n.inputs[0] = sel.inputs[0]; },
                    "is a bool value"}});
   (void)add;
+}
+
+TEST(CpuSelectBlob, FusedComparisonFieldsAreChecked) {
+  register_all();
+  GraphBuilder b;  // where(x + 1 <= 0.5, x + 1, 0)
+  const int x = b.input("x", DType::F32, {2, 6});
+  const int y = b.op("tern::add", {x, b.double_value(1.0)}, DType::F32, {2, 6});
+  const int m = b.op("tern::le", {y, b.double_value(0.5)}, DType::Bool, {2, 6});
+  b.output(where(b, m, y, b.double_value(0.0), {2, 6}));
+  delegate_cpu(b, 0, 2);
+  const std::vector<uint8_t> blob = b.build().delegates.at(0).blob;
+  std::string message;
+  ASSERT_EQ(parse(blob, &message), Error::Ok) << message;
+  const std::vector<uint32_t> ops = blob_ops(blob);
+  ASSERT_EQ(ops.size(), 2u);  // the comparison makes no node of its own
+  ASSERT_EQ(ops[1], static_cast<uint32_t>(cpu::NodeOp::Select));
+  const cpu::BlobNode sel = blob_node(blob, 1);
+  EXPECT_EQ(sel.params[0], static_cast<uint32_t>(cpu::SelectMode::LessEqual));
+  float s = 0.0f;
+  std::memcpy(&s, &sel.params[1], 4);
+  EXPECT_EQ(s, 0.5f);
+  EXPECT_EQ(sel.inputs[0], blob_node(blob, 0).output);  // x + 1 itself
+  expect_refused(blob, 1,
+                 {{"a parameter past the number", [](cpu::BlobNode& n) { n.params[2] = 3; },
+                   "unused parameter 2 is 3"},
+                  {"a mode past the last", [](cpu::BlobNode& n) { n.params[0] = 9; },
+                   "mode 9"}});
 }
 
 }  // namespace
