@@ -67,6 +67,9 @@ void check_node(const Graph& g, const Node& node) {
     (void)binary_alpha(g, node);
   } else if (op == "tern::where" && is_where_of_activation_condition(g, node)) {
     check_where_of_activation_condition(g, node);  // tern's select (op 44)
+  } else if (op == "tern::tril" || op == "tern::triu") {  // a select by a constant mask (op 44)
+    int64_t rows = 0, cols = 0;
+    (void)triangle_keep_mask(g, node, &rows, &cols);
   } else if (select_compare_mode(op) != 0) {  // fused into the selects reading it (op 44)
     (void)check_fused_comparison(g, node);
   } else if (op == "tern::where") {  // a constant condition: a minimum and a maximum

@@ -90,7 +90,8 @@ bool makes_plain(const Graph& g, const Node& node) {
                                  g.values[static_cast<size_t>(node.args[0])].sizes.size() > 4;
   return op == "tern::bmm" || op == "tern::matmul" ||
          op == "tern::scaled_dot_product_attention" || reduction_reads(g, node) == kReadsPlain ||
-         reduces_more_dims || is_where_of_activation_condition(g, node);
+         reduces_more_dims || is_where_of_activation_condition(g, node) ||
+         op == "tern::tril" || op == "tern::triu";  // select: reads x plain (a copy if NHWC)
 }
 
 /// Ops the delegate does not compute from an NHWC or plain form of their own: index maps

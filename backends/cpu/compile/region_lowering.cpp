@@ -1366,6 +1366,20 @@ class Lowering {
     sel.params[1] = s_bits;
   }
 
+  /// tril / triu of an activation: tern's select (op 44, mode 1) of x where a constant mask
+  /// over the last two dims is > 0.5, else 0 (where_select.h: triangle_keep_mask).
+  void lower_triangle(const Node& node) {
+    int64_t rows = 0, cols = 0;
+    const std::vector<float> mask = triangle_keep_mask(g_, node, &rows, &cols);
+    const uint32_t keep = add_constant({static_cast<uint64_t>(rows), static_cast<uint64_t>(cols)}, mask);
+    const uint32_t x = activation_as(node.args[0], /*plain=*/true);
+    const uint32_t zero = add_constant({1}, {0.0f});
+    BlobNode& sel = add_node(NodeOp::Select, {keep, x, zero}, output(node.outputs[0]));
+    const float half = 0.5f;
+    sel.params[0] = static_cast<uint32_t>(cpu::SelectMode::Greater);
+    std::memcpy(&sel.params[1], &half, 4);
+  }
+
   /// where(cond, x, y) with a constant condition (where_select.h): one constant side: minimum
   /// by the upper bounds, then maximum by the lower ones; two activations: each one's minimum
   /// by its bound, then their maximum. Bounds are constants laid out as the output (NHWC for
@@ -2303,6 +2317,8 @@ class Lowering {
     } else if (op == "tern::add" || op == "tern::sub" || op == "tern::mul" || op == "tern::div" ||
                op == "tern::maximum" || op == "tern::minimum") {
       lower_binary(node);
+    } else if (op == "tern::tril" || op == "tern::triu") {
+      lower_triangle(node);
     } else if (op == "tern::where") {
       if (is_where_of_activation_condition(g_, node)) {
         lower_select(node);

@@ -197,6 +197,35 @@ float check_fused_comparison(const Graph& g, const Node& node) {
   return number;
 }
 
+std::vector<float> triangle_keep_mask(const Graph& g, const Node& node, int64_t* rows,
+                                      int64_t* cols) {
+  const bool upper = node.op == "tern::triu";
+  const std::string what = upper ? "triu" : "tril";
+  if ((!upper && node.op != "tern::tril") || node.args.size() != 2) {
+    throw Unsupported(what + ": expected x and a diagonal");
+  }
+  const Value& x = f32_tensor(g, node.args[0], "x");
+  if (x.is_constant || x.sizes.size() < 2) throw Unsupported(what + ": x is no activation of rank >= 2");
+  const Value& out = single_output(g, node);
+  if (out.sizes != x.sizes) throw Unsupported(what + ": out shape differs from x");
+  const int64_t diagonal = int_value(g, node.args[1], "diagonal");
+  const int64_t r = x.sizes[x.sizes.size() - 2], c = x.sizes.back();
+  if (r * c > kMaxTriangleMask) {
+    throw Unsupported(what + ": a mask of " + std::to_string(r * c) + " elements (" +
+                      std::to_string(kMaxTriangleMask) + " at most)");
+  }
+  std::vector<float> mask(static_cast<size_t>(r * c));
+  for (int64_t i = 0; i < r; ++i) {
+    for (int64_t j = 0; j < c; ++j) {
+      const bool keep = upper ? j - i >= diagonal : j - i <= diagonal;
+      mask[static_cast<size_t>(i * c + j)] = keep ? 1.0f : 0.0f;
+    }
+  }
+  *rows = r;
+  *cols = c;
+  return mask;
+}
+
 void check_where_of_activation_condition(const Graph& g, const Node& node) {
   if (node.args.size() != 3) throw Unsupported("where: expected 3 arguments");
   const Value& out = single_output(g, node);

@@ -58,4 +58,12 @@ uint32_t select_compare_mode(const std::string& op);
 /// output).
 float check_fused_comparison(const Graph& g, const Node& node);
 
+/// tril / triu of an f32 activation of rank 2..6 as tern's select (op 44, mode 1: a constant
+/// f32 mask over the last two dims, 1 where the triangle keeps x, compared > 0.5; 0 elsewhere):
+/// exact, NaN and infinities included. Returns the mask (rows x cols, row-major); throws
+/// Unsupported for another form or a mask of more than kMaxTriangleMask elements.
+constexpr int64_t kMaxTriangleMask = int64_t{1} << 20;
+std::vector<float> triangle_keep_mask(const Graph& g, const Node& node, int64_t* rows,
+                                      int64_t* cols);
+
 }  // namespace tern::compiler::cpu_compile

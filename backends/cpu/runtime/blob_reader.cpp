@@ -1405,6 +1405,8 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
       break;
     }
     op_arity(static_cast<NodeOp>(node.op), &min_in, &max_in, &const_mask, &either_mask);
+    // A select's compared x may be a constant (tril / triu: the triangle's mask).
+    if (node.op == static_cast<uint32_t>(NodeOp::Select) && node.params[0] != 0) either_mask |= 0x1;
     if (node.num_inputs < min_in || node.num_inputs > max_in) {
       err = set_error_message(Error::InvalidProgram,
                               "cpu blob: node %u (%s): %u inputs, expected %u..%u", n,

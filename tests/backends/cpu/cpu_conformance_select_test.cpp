@@ -122,6 +122,30 @@ std::vector<OpCase> cases() {
                  b.output(where(b, m, y, b.double_value(2.0), {4, 5}));
                  b.output(where(b, m, b.double_value(-3.0), t, {4, 1}));
                }, 1e-12});
+  OpCase tri = {"tril_and_triu_of_activations", [](GraphBuilder& b) {
+                  // OLMo-Hybrid's tril(x, -1) of a 5-D activation; triu above and below the
+                  // diagonal, on a wide and a tall matrix; a 4-D NHWC conv output.
+                  const std::vector<int64_t> fs{1, 4, 1, 6, 6};
+                  const int f = b.input("f", DType::F32, fs);
+                  const int ft = b.op("tern::tanh", {f}, DType::F32, fs);
+                  b.output(b.op("tern::tril", {ft, b.int_value(-1)}, DType::F32, fs));
+                  const int w = b.input("w", DType::F32, {3, 9});
+                  const int wt = b.op("tern::tanh", {w}, DType::F32, {3, 9});
+                  b.output(b.op("tern::triu", {wt, b.int_value(2)}, DType::F32, {3, 9}));
+                  b.output(b.op("tern::tril", {wt, b.int_value(4)}, DType::F32, {3, 9}));
+                  const int t = b.input("t", DType::F32, {2, 8, 3});
+                  const int tt = b.op("tern::tanh", {t}, DType::F32, {2, 8, 3});
+                  b.output(b.op("tern::triu", {tt, b.int_value(-2)}, DType::F32, {2, 8, 3}));
+                  const std::vector<int64_t> xs{1, 3, 6, 5}, ys{1, 4, 6, 5};
+                  const int x = b.input("x", DType::F32, xs);
+                  const int y = conv(b, x, xs, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 41);
+                  const int l = b.op("tern::tril", {y, b.int_value(0)}, DType::F32, ys);
+                  b.output(conv(b, l, ys, 2, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 43));
+                }, 1e-12};
+  tri.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::Select), 5u);
+  };
+  c.push_back(tri);
   return c;
 }
 
