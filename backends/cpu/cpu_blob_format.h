@@ -42,7 +42,8 @@ constexpr uint32_t kBlobVersion = 22;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // log1p in op 38, op 44 Select
                                       // of a BoolPlain condition; 22:
                                       // op 44's comparison modes
-                                      // (params[0] 1..6)
+                                      // (params[0] 1..6), op 38's acos,
+                                      // asin, atan and pow
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -416,9 +417,10 @@ enum class NodeOp : uint32_t {
   LstmCell = 37,
   /// tern's elementwise math XNNPACK lacks (kernels/unary_math.h; since version 18). in: x (a
   /// data value); params[0] = the function (UnaryMathFn: 1 exp, 2 softplus, since version
-  /// 19 also 3 sin, 4 cos, 5 log, since version 21 6 expm1, 7 log1p), for softplus
-  /// params[1] and params[2] the bits of beta (finite, non-zero) and threshold (finite) as
-  /// f32, else 0; the rest 0; fparams (-inf, +inf). Output: x's dims.
+  /// 19 also 3 sin, 4 cos, 5 log, since version 21 6 expm1, 7 log1p, since version 22 8 acos,
+  /// 9 asin, 10 atan, 11 pow), for softplus params[1] and params[2] the bits of beta (finite,
+  /// non-zero) and threshold (finite) as f32, for pow params[1] the exponent's (finite) and
+  /// params[2] 0, else 0; the rest 0; fparams (-inf, +inf). Output: x's dims.
   UnaryMath = 38,
   /// tern's inclusive running sum along blob dim params[0] of x (kernels/cumsum_rows.h; since
   /// version 18), accumulated in double in order (the portable kernel's sums). in: x (a data

@@ -542,7 +542,7 @@ compiler::Graph v21_graph() {
 /// Blob version 22: selects whose conditions are comparisons of activations with numbers,
 /// fused (op 44's modes 1..6): xIELU's where(h > 0, h * h, expm1(h)) on a linear's output, and
 /// the other five comparisons of a relu's output (exact zeros: the equal cases) with 0; a
-/// tril of the select's output (mode 1 comparing a constant triangle mask).
+/// tril of the select's output (mode 1 comparing a constant triangle mask); op 38's pow and atan.
 compiler::Graph v22_graph() {
   GraphBuilder b("forward");
   const std::vector<int64_t> xs{2, 5, 8};
@@ -560,6 +560,8 @@ compiler::Graph v22_graph() {
     b.output(b.op("tern::where", {m, r, b.double_value(-1.0)}, DType::F32, xs));
   }
   b.output(b.op("tern::tril", {y, b.int_value(-1)}, DType::F32, xs));  // a constant x: the mask
+  b.output(b.op("tern::pow", {r, b.double_value(9.0)}, DType::F32, xs));  // op 38's 11
+  b.output(b.op("tern::atan", {y}, DType::F32, xs));                       // op 38's 10
   return b.build();
 }
 

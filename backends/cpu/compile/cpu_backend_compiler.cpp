@@ -80,8 +80,8 @@ void check_node(const Graph& g, const Node& node) {
     check_unary(g, node);
   } else if (is_reduction_op(op)) {
     (void)reduction_attrs(g, node);  // the layout each kind needs: check_layout
-  } else if (op == "tern::pow") {
-    (void)small_pow_exponent(g, node);
+  } else if (op == "tern::pow") {  // 2, 3, 0.5: products / sqrt; else op 38's pow
+    (void)pow_math_exponent(g, node);
   } else if (op == "tern::rsqrt" || op == "tern::sqrt" || op == "tern::abs" ||
              op == "tern::tanh" || op == "tern::neg") {
     check_unary_elementwise(g, node);

@@ -713,8 +713,11 @@ UnaryMathAttrs unary_math_attrs(const Graph& g, const Node& node) {
   if (node.op == "tern::log") a.fn = 5;
   if (node.op == "tern::expm1") a.fn = 6;
   if (node.op == "tern::log1p") a.fn = 7;
+  if (node.op == "tern::acos") a.fn = 8;
+  if (node.op == "tern::asin") a.fn = 9;
+  if (node.op == "tern::atan") a.fn = 10;
   if (!softplus && node.op != "tern::exp" && a.fn == 1) {
-    throw Unsupported("not exp, softplus, sin, cos, log, expm1 or log1p");
+    throw Unsupported("not exp, softplus, sin, cos, log, expm1, log1p, acos, asin or atan");
   }
   if (node.args.empty() || node.args.size() > (softplus ? 3u : 1u)) {
     throw Unsupported(node.op + ": expected " + (softplus ? "1 to 3 arguments" : "1 argument"));

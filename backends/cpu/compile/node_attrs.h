@@ -171,16 +171,19 @@ double binary_alpha(const Graph& g, const Node& node);
 /// shape: the cpu delegate's unary math node (op 38; kernels/unary_math.h). Unsupported for
 /// anything else (a softplus beta of 0 or a non-finite beta or threshold included).
 struct UnaryMathAttrs {
-  uint32_t fn = 1;  ///< 1 exp, 2 softplus, 3 sin, 4 cos, 5 log, 6 expm1, 7 log1p (UnaryMathFn)
-  float beta = 1.0f;
+  uint32_t fn = 1;  ///< 1 exp, 2 softplus, 3 sin, 4 cos, 5 log, 6 expm1, 7 log1p, 8 acos,
+                    ///< 9 asin, 10 atan, 11 pow (UnaryMathFn)
+  float beta = 1.0f;  ///< softplus's beta; pow's exponent
   float threshold = 20.0f;
 };
 UnaryMathAttrs unary_math_attrs(const Graph& g, const Node& node);
 
-/// exp, softplus, sin, cos, log, expm1, log1p: the ops tern's unary math node (op 38) runs.
+/// exp, softplus, sin, cos, log, expm1, log1p, acos, asin, atan: the ops tern's unary math node
+/// (op 38) runs (and pow by an exponent other than 2, 3 or 0.5: pow_math_exponent).
 inline bool is_unary_math_op(const std::string& op) {
   return op == "tern::exp" || op == "tern::softplus" || op == "tern::sin" || op == "tern::cos" ||
-         op == "tern::log" || op == "tern::expm1" || op == "tern::log1p";
+         op == "tern::log" || op == "tern::expm1" || op == "tern::log1p" || op == "tern::acos" ||
+         op == "tern::asin" || op == "tern::atan";
 }
 
 /// tern::cumsum(x, dim) of an f32 activation (out f32, x's shape): the dim, wrapped. Unsupported

@@ -1,6 +1,7 @@
 #include "backends/cpu/compile/norm_parts.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "backends/cpu/compile/node_attrs.h"
 
@@ -17,6 +18,19 @@ double small_pow_exponent(const Graph& g, const Node& node) {
   if (v != 2.0 && v != 3.0 && v != 0.5) {
     throw Unsupported("pow: an exponent other than 2, 3 or 0.5");
   }
+  if (single_output(g, node).sizes != x.sizes) throw Unsupported("pow: out shape");
+  return v;
+}
+
+float pow_math_exponent(const Graph& g, const Node& node) {
+  if (node.args.size() != 2) throw Unsupported("pow: expected 2 arguments");
+  const Value& x = activation_tensor(g, node.args[0], "x");
+  const Value& e = value_at(g, node.args[1]);
+  if (e.kind != Value::Kind::Int && e.kind != Value::Kind::Double) {
+    throw Unsupported("pow: the exponent is not a scalar");
+  }
+  const float v = static_cast<float>(number(g, node.args[1], "exponent"));
+  if (!std::isfinite(v)) throw Unsupported("pow: a non-finite exponent");
   if (single_output(g, node).sizes != x.sizes) throw Unsupported("pow: out shape");
   return v;
 }

@@ -16,6 +16,11 @@ namespace tern::compiler::cpu_compile {
 /// pow(x, e) of an f32 activation by a scalar e of 2, 3 or 0.5 (x's shape out): returns e.
 double small_pow_exponent(const Graph& g, const Node& node);
 
+/// pow(x, e) by any other finite number e: tern's unary math node (op 38's pow, since blob
+/// version 22: the portable kernel's float std::pow, bit for bit). Returns e; throws
+/// Unsupported for a tensor exponent or a non-finite one.
+float pow_math_exponent(const Graph& g, const Node& node);
+
 /// rsqrt(x) or tanh(x) of an f32 activation (x's shape out).
 void check_unary_elementwise(const Graph& g, const Node& node);
 

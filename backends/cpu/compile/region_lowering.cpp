@@ -1366,6 +1366,16 @@ class Lowering {
     sel.params[1] = s_bits;
   }
 
+  /// Whether pow node `node` has an exponent of 2, 3 or 0.5 (lowered to products or a sqrt).
+  bool is_small_pow(const Node& node) const {
+    try {
+      (void)small_pow_exponent(g_, node);
+      return true;
+    } catch (const Unsupported&) {
+      return false;
+    }
+  }
+
   /// tril / triu of an activation: tern's select (op 44, mode 1) of x where a constant mask
   /// over the last two dims is > 0.5, else 0 (where_select.h: triangle_keep_mask).
   void lower_triangle(const Node& node) {
@@ -2348,6 +2358,12 @@ class Lowering {
       add_node(NodeOp::Divide, {clamped, add_constant({1}, {6.0f})}, output(node.outputs[0]));
     } else if (is_reduction_op(op)) {
       lower_reduction(node);
+    } else if (op == "tern::pow" && !is_small_pow(node)) {  // op 38's pow (x^e, libm's)
+      const float e = pow_math_exponent(g_, node);
+      BlobNode& n = add_node(NodeOp::UnaryMath, {activation(node.args[0])},
+                             output(node.outputs[0]));
+      n.params[0] = 11;  // UnaryMathFn::Pow (kernels/unary_math.h)
+      std::memcpy(&n.params[1], &e, 4);
     } else if (op == "tern::pow" && small_pow_exponent(g_, node) == 0.5) {  // F.normalize's norm
       add_node(NodeOp::SquareRoot, {activation(node.args[0])}, output(node.outputs[0]));
     } else if (op == "tern::pow") {

@@ -36,6 +36,20 @@ void run_range(const UnaryMathProblem& p, int64_t begin, int64_t end) {
     case UnaryMathFn::Log1p:
       for (int64_t i = begin; i < end; ++i) p.y[i] = std::log1p(p.x[i]);
       return;
+    case UnaryMathFn::Acos:
+      for (int64_t i = begin; i < end; ++i) p.y[i] = std::acos(p.x[i]);
+      return;
+    case UnaryMathFn::Asin:
+      for (int64_t i = begin; i < end; ++i) p.y[i] = std::asin(p.x[i]);
+      return;
+    case UnaryMathFn::Atan:
+      for (int64_t i = begin; i < end; ++i) p.y[i] = std::atan(p.x[i]);
+      return;
+    case UnaryMathFn::Pow: {  // the portable pow's float std::pow (binary_arith.cpp)
+      const float e = p.beta;
+      for (int64_t i = begin; i < end; ++i) p.y[i] = std::pow(p.x[i], e);
+      return;
+    }
   }
 }
 

@@ -1,7 +1,8 @@
 // tern's elementwise math functions XNNPACK's subgraph API lacks (the cpu delegate's op 38):
 // exp and softplus (Mamba's step sizes and decays), sin and cos (the Snake activation of audio
 // decoders, sinusoidal embeddings), log (log-mel spectrograms), expm1 and log1p (xIELU, xLSTM's
-// gates), each element computed with the same libm
+// gates), acos, asin, atan and x^e by a constant e (YOSO's collision probabilities), each
+// element computed with the same libm
 // expression as the portable kernel (runtime/kernels/portable: unary_math.cpp, activation.cpp),
 // so the delegate's result equals the portable one bit for bit (but for subnormal results,
 // which the delegate flushes to zero like all its kernels).
@@ -24,12 +25,16 @@ enum class UnaryMathFn : uint32_t {
   Log = 5,       ///< natural logarithm
   Expm1 = 6,     ///< e^x - 1, exact near 0 (since blob version 21)
   Log1p = 7,     ///< log(1 + x), exact near 0 (since blob version 21)
+  Acos = 8,      ///< since blob version 22
+  Asin = 9,
+  Atan = 10,
+  Pow = 11,      ///< x^e for a constant e (`beta` holds it; since blob version 22)
 };
-constexpr uint32_t kLastUnaryMathFn = 7;
+constexpr uint32_t kLastUnaryMathFn = 11;
 
 struct UnaryMathProblem {
   UnaryMathFn fn = UnaryMathFn::Exp;
-  float beta = 1.0f;        ///< softplus only
+  float beta = 1.0f;        ///< softplus; pow's exponent
   float threshold = 20.0f;  ///< softplus only
   const float* x = nullptr;
   float* y = nullptr;  ///< may be x

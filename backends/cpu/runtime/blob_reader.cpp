@@ -1050,22 +1050,26 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
       return check_out_dims(n, node, out, x.dims, x.rank);
     case NodeOp::UnaryMath: {
       const bool softplus = node.params[0] == static_cast<uint32_t>(UnaryMathFn::Softplus);
+      const bool pow = node.params[0] == static_cast<uint32_t>(UnaryMathFn::Pow);
       TERN_CHECK_OR_RETURN_ERROR(node.params[0] >= 1 && node.params[0] <= kLastUnaryMathFn,
                                  InvalidProgram,
                                  "cpu blob: node %u (unary_math): function %u, expected 1 (exp), "
-                                 "2 (softplus), 3 (sin), 4 (cos), 5 (log), 6 (expm1) or 7 "
-                                 "(log1p)",
+                                 "2 (softplus), 3 (sin), 4 (cos), 5 (log), 6 (expm1), 7 "
+                                 "(log1p), 8 (acos), 9 (asin), 10 (atan) or 11 (pow)",
                                  n, node.params[0]);
       float beta = 0.0f, threshold = 0.0f;
       std::memcpy(&beta, &node.params[1], 4);
       std::memcpy(&threshold, &node.params[2], 4);
       TERN_CHECK_OR_RETURN_ERROR(
           softplus ? (std::isfinite(beta) && beta != 0.0f && std::isfinite(threshold))
+          : pow    ? (std::isfinite(beta) && node.params[2] == 0)
                    : (node.params[1] == 0 && node.params[2] == 0),
           InvalidProgram,
           "cpu blob: node %u (unary_math): parameters 0x%x, 0x%x, expected %s", n,
           node.params[1], node.params[2],
-          softplus ? "a finite non-zero beta and a finite threshold (f32 bits)" : "0, 0");
+          softplus ? "a finite non-zero beta and a finite threshold (f32 bits)"
+          : pow    ? "a finite exponent (f32 bits), 0"
+                   : "0, 0");
       for (uint32_t i = 3; i < kNodeParams; ++i) {
         TERN_CHECK_OR_RETURN_ERROR(node.params[i] == 0, InvalidProgram,
                                    "cpu blob: node %u (unary_math): unused parameter %u is %u, "

@@ -80,6 +80,30 @@ std::vector<OpCase> cases() {
     EXPECT_EQ(count_op(blob, cpu::NodeOp::UnaryMath), 3u);
   };
   c.push_back(near_zero);
+  // acos, asin, atan and pow by a constant exponent other than 2, 3, 0.5 (since version 22):
+  // YOSO's collision probabilities (1 - acos(cos sim) / pi)^9; a non-integer, a negative and
+  // an integer exponent (of negative x too). Outputs equal the portable ones exactly.
+  OpCase inverse = {"acos_asin_atan_pow",
+                    [](GraphBuilder& b) {
+                      const std::vector<int64_t> xs{3, 50};
+                      const int x = b.input("x", DType::F32, xs);
+                      // x / 4 in (-1, 1), exact on both sides (tanh is not: the delegate's
+                      // is 2 sigmoid(2x) - 1).
+                      const int t = b.op("tern::mul", {x, b.double_value(0.25)}, DType::F32, xs);
+                      b.output(b.op("tern::acos", {t}, DType::F32, xs));
+                      b.output(b.op("tern::asin", {t}, DType::F32, xs));
+                      b.output(b.op("tern::atan", {x}, DType::F32, xs));
+                      const int a = b.op("tern::abs", {x}, DType::F32, xs);
+                      b.output(b.op("tern::pow", {a, b.double_value(9.0)}, DType::F32, xs));
+                      b.output(b.op("tern::pow", {a, b.double_value(1.5)}, DType::F32, xs));
+                      b.output(b.op("tern::pow", {a, b.double_value(-0.75)}, DType::F32, xs));
+                      b.output(b.op("tern::pow", {x, b.int_value(4)}, DType::F32, xs));
+                    },
+                    0.0};
+  inverse.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::UnaryMath), 7u);
+  };
+  c.push_back(inverse);
   // A big tensor (split over the pool in chunks) and an NHWC conv output.
   c.push_back({"exp_split_over_the_pool",
                [](GraphBuilder& b) {
@@ -158,7 +182,17 @@ TEST(CpuUnaryMathBlob, FieldsAreChecked) {
   expect_refused(
       blob, 0,
       {{"function 0", [](cpu::BlobNode& m) { m.params[0] = 0; }, "function 0, expected 1 (exp)"},
-       {"function 8", [](cpu::BlobNode& m) { m.params[0] = 8; }, "function 8"},
+       {"function 12", [](cpu::BlobNode& m) { m.params[0] = 12; }, "function 12"},
+       {"pow with a NaN exponent",
+        [](cpu::BlobNode& m) {
+          m.params[0] = 11;
+          m.params[1] = bits(std::numeric_limits<float>::quiet_NaN());
+          m.params[2] = 0;
+        },
+        "a finite exponent"},
+       {"pow with a threshold",
+        [](cpu::BlobNode& m) { m.params[0] = 11; },
+        "a finite exponent (f32 bits), 0"},
        {"beta 0", [](cpu::BlobNode& m) { m.params[1] = 0; }, "a finite non-zero beta"},
        {"a NaN threshold",
         [](cpu::BlobNode& m) { m.params[2] = bits(std::numeric_limits<float>::quiet_NaN()); },
