@@ -103,8 +103,6 @@ SdpaAttrs sdpa_attrs(const Graph& g, const Node& node) {
   if (m.is_tensor() && !m.is_constant && m.dtype == DType::F32) {
     // An activation: the node reads it per head (batch dims of the scores' or 1), per query row
     // (L or 1) and key (S). A row it masks whole gives zeros, as the portable kernel's.
-    if (a.group != 0) throw Unsupported("scaled_dot_product_attention: an activation mask "
-                                        "with grouped query heads");
     if (m.sizes.size() > r || r - 2 > 4) {
       throw Unsupported("scaled_dot_product_attention: an activation mask of rank " +
                         std::to_string(m.sizes.size()) + " for scores of rank " +
@@ -121,6 +119,14 @@ SdpaAttrs sdpa_attrs(const Graph& g, const Node& node) {
     if ((a.bias_dims[r - 2] != 1 && a.bias_dims[r - 2] != l) || a.bias_dims[r - 1] != s) {
       throw Unsupported("scaled_dot_product_attention: an activation mask " +
                         shape_str(m.sizes) + " is not [.., L or 1, S]");
+    }
+    // Grouped query heads fold into the rows (G * L of them): a mask row per folded row (its
+    // [G, L] rows in order: Doge's per-head dynamic mask) or one for all, the same bytes.
+    if (a.group != 0 && !(a.bias_dims[r - 3] == a.group && a.bias_dims[r - 2] == l) &&
+        !(a.bias_dims[r - 3] == 1 && a.bias_dims[r - 2] == 1)) {
+      throw Unsupported("scaled_dot_product_attention: an activation mask " +
+                        shape_str(m.sizes) + " over grouped query heads that is neither "
+                        "[.., G, L, S] nor [.., 1, 1, S]");
     }
     a.mask_value = node.args[3];
     return a;

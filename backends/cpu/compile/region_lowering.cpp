@@ -2042,6 +2042,9 @@ class Lowering {
         add_node(NodeOp::Reshape, {mask}, padded);
         mask = padded;
       }
+      if (a.group != 0) {  // [.., G, L, S] -> [.., G * L, S] or [.., 1, 1, S] -> [.., 1, S]
+        mask = fold_group_dim(mask, dims[dims.size() - 3]);
+      }
     } else if (!a.causal && !a.bias.empty()) {
       expand_mask_keys(&a.bias, &a.bias_dims, s);
       mask = add_constant(std::vector<uint64_t>(a.bias_dims.begin(), a.bias_dims.end()), a.bias);

@@ -550,6 +550,27 @@ std::vector<OpCase> cases() {
                  b.output(sdpa(b, a, kv, kv, {1, 2, 3, 4, 5}, f, false, b.none()));
                },
                1e-10});
+  // Activation masks over grouped query heads: Doge's per-head dynamic mask [B, Hkv, G, L, S]
+  // (its rows fold with the query rows, the same bytes) and a mask per key/value head shared by
+  // all its query rows [B, Hkv, 1, 1, S].
+  OpCase gmask = {"sdpa_grouped_activation_masks",
+                  [](GraphBuilder& b) {
+                    const int q = b.input("q", DType::F32, {1, 2, 3, 4, 6});
+                    const int k = b.input("k", DType::F32, {1, 2, 1, 7, 6});
+                    const int v = b.input("v", DType::F32, {1, 2, 1, 7, 5});
+                    const int m = b.op("tern::neg", {b.input("m", DType::F32, {1, 2, 3, 4, 7})},
+                                       DType::F32, {1, 2, 3, 4, 7});
+                    const int a = sdpa(b, q, k, v, {1, 2, 3, 4, 5}, m, false, b.none());
+                    const int kv = b.input("kv", DType::F32, {1, 2, 1, 7, 5});
+                    const int p = b.op("tern::neg", {b.input("p", DType::F32, {1, 2, 1, 1, 7})},
+                                       DType::F32, {1, 2, 1, 1, 7});
+                    b.output(sdpa(b, a, kv, kv, {1, 2, 3, 4, 5}, p, false, b.double_value(0.3)));
+                  },
+                  1e-10};
+  gmask.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count(blob_ops(blob), kAttentionOp), 2u);
+  };
+  c.push_back(gmask);
   // A constant q (since version 20): DETR's first decoder layer attends the encoder's memory
   // with its learned object queries alone (an all-zero target plus a constant, projected by the
   // exporter's folding); one with grouped query heads and a float mask read in place too.
@@ -776,7 +797,7 @@ TEST(CpuAttention, WhatTheCompileHalfRefuses) {
     const int gk = b.input("gk", DType::F32, {1, 2, 1, 7, 6});
     const int gm = b.op("tern::neg", {b.input("gm", DType::F32, {4, 7})}, DType::F32, {4, 7});
     sdpa(b, gq, gk, gk, {1, 2, 3, 4, 6}, gm, false, b.none());
-    EXPECT_NE(reason(b).find("activation mask with grouped query heads"), std::string::npos)
+    EXPECT_NE(reason(b).find("neither [.., G, L, S] nor [.., 1, 1, S]"), std::string::npos)
         << reason(b);
   }
   {  // causal with a mask
