@@ -43,7 +43,8 @@ constexpr uint32_t kBlobVersion = 22;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // of a BoolPlain condition; 22:
                                       // op 44's comparison modes
                                       // (params[0] 1..6), op 38's acos,
-                                      // asin, atan and pow
+                                      // asin, atan and pow, op 45
+                                      // IndexRows
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -464,10 +465,17 @@ enum class NodeOp : uint32_t {
   /// output's). params[1] 0 in mode 0, the rest 0; fparams (-inf, +inf). Output: the broadcast
   /// dims (plain).
   Select = 44,
+  /// tern's gather by a run-time index (kernels/index_rows.h; since version 22): out's slice k
+  /// along blob dim d = params[0] is x's slice index[k]. in: x (an f32 data value or constant,
+  /// plain), index (an external input of layout Int64Plain, any dims: its elements in order);
+  /// params[0] = d < x's rank, the rest 0; fparams (-inf, +inf). Output plain, x's dims with
+  /// dim d the index's element count. An index outside [0, x's dim d) fails the execution
+  /// (InvalidArgument naming it), as the portable kernels do.
+  IndexRows = 45,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 44;
+constexpr uint32_t kLastNodeOp = 45;
 
 /// Select's params[0] (since version 22 beyond 0): where its condition comes from.
 enum class SelectMode : uint32_t {
@@ -641,7 +649,8 @@ constexpr bool is_own_kernel_op(uint32_t op) {
          op == static_cast<uint32_t>(NodeOp::GruCell) ||
          op == static_cast<uint32_t>(NodeOp::GatherMap) ||
          op == static_cast<uint32_t>(NodeOp::GridSample) ||
-         op == static_cast<uint32_t>(NodeOp::Select);
+         op == static_cast<uint32_t>(NodeOp::Select) ||
+         op == static_cast<uint32_t>(NodeOp::IndexRows);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.

@@ -15,6 +15,7 @@
 #include "backends/cpu/compile/quant_lowering.h"
 #include "backends/cpu/compile/region_lowering.h"
 #include "backends/cpu/compile/register_cpu_backend_compiler.h"
+#include "backends/cpu/compile/index_rows.h"
 #include "backends/cpu/compile/where_select.h"
 
 namespace tern::compiler {
@@ -46,6 +47,9 @@ void check_node(const Graph& g, const Node& node) {
   } else if (op == "tern::linear" && node.args.size() == 3 &&
              is_quantized_value(g, node.args[1])) {  // NF4 / FP8 weight: op 23
     check_quant_linear(g, node);
+  } else if (is_runtime_index_rows(g, node) &&
+             !(op == "tern::embedding" && is_quantized_value(g, node.args[0]))) {
+    (void)index_rows_attrs(g, node);  // an f32 x by a run-time index: IndexRows (op 45)
   } else if (op == "tern::embedding") {  // NF4 / FP8 table: op 24
     check_quant_embedding(g, node);
   } else if (op == "tern::linear") {

@@ -26,6 +26,7 @@
 #include "backends/cpu/compile/tanh_gelu_match.h"
 #include "backends/cpu/compile/affine_index.h"
 #include "backends/cpu/compile/recurrent_cell_match.h"
+#include "backends/cpu/compile/index_rows.h"
 #include "backends/cpu/compile/where_select.h"
 #include "backends/cpu/cpu_blob_format.h"
 #include "backends/cpu/kernels/packed_gemm.h"
@@ -1366,6 +1367,28 @@ class Lowering {
     sel.params[1] = s_bits;
   }
 
+  /// index_select / embedding by a run-time int64 index (index_rows.h): tern's IndexRows (op
+  /// 45) on x (plain; a constant table read in place) and the index bound as an Int64Plain
+  /// region input; an embedding's [K, D] rows reshaped to the index's dims + [D].
+  void lower_index_rows(const Node& node) {
+    const IndexRowsAttrs a = index_rows_attrs(g_, node);
+    const Value& xv = g_.values[static_cast<size_t>(a.x)];
+    const uint32_t x =
+        xv.is_constant ? constant_as(a.x, std::vector<uint64_t>(xv.sizes.begin(), xv.sizes.end()))
+                       : activation_as(a.x, /*plain=*/true);
+    const uint32_t index = typed_input(a.index, ValueLayout::Int64Plain, "a run-time index");
+    std::vector<uint64_t> dims(xv.sizes.begin(), xv.sizes.end());
+    uint64_t count = 1;
+    for (int64_t s : g_.values[static_cast<size_t>(a.index)].sizes) count *= static_cast<uint64_t>(s);
+    dims[static_cast<size_t>(a.dim)] = count;
+    const Value& out = g_.values[static_cast<size_t>(node.outputs[0])];
+    const bool same = std::equal(dims.begin(), dims.end(), out.sizes.begin(), out.sizes.end());
+    const uint32_t y = same ? output(node.outputs[0]) : internal(dims);
+    BlobNode& n = add_node(NodeOp::IndexRows, {x, index}, y);
+    n.params[0] = static_cast<uint32_t>(a.dim);
+    if (!same) add_node(NodeOp::Reshape, {y}, output(node.outputs[0]));
+  }
+
   /// Whether pow node `node` has an exponent of 2, 3 or 0.5 (lowered to products or a sqrt).
   bool is_small_pow(const Node& node) const {
     try {
@@ -2322,6 +2345,9 @@ class Lowering {
       n.params[0] = static_cast<uint32_t>(ys[2]);
       n.params[1] = static_cast<uint32_t>(ys[3]);
       n.params[2] = align ? 1u : 0u;
+    } else if (is_runtime_index_rows(g_, node) &&
+               !(op == "tern::embedding" && is_quantized_value(g_, node.args[0]))) {
+      lower_index_rows(node);
     } else if ((op == "tern::linear" && is_quantized_value(g_, node.args[1])) ||
                op == "tern::embedding") {
       lower_quant(node, op == "tern::embedding");

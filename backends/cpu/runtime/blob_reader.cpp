@@ -130,6 +130,8 @@ const char* op_name(uint32_t op) {
       return "grid_sample";
     case NodeOp::Select:
       return "select";
+    case NodeOp::IndexRows:
+      return "index_rows";
   }
   return "?";
 }
@@ -200,6 +202,10 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
     case NodeOp::Select:  // cond (a BoolPlain external input), a, b (data or constant)
       *min_in = *max_in = 3;
       *either_mask = 0x6;
+      return;
+    case NodeOp::IndexRows:  // x (data or constant), index (an Int64Plain external input)
+      *min_in = *max_in = 2;
+      *either_mask = 0x1;
       return;
     case NodeOp::GatherMap:  // x, map (a constant)
       *min_in = *max_in = 2;
@@ -855,6 +861,34 @@ Error check_select(uint32_t n, const BlobNode& node, const BlobValue* v) {
   return Error::Ok;
 }
 
+/// Op 45: the dim, the layouts, and the output's dims (x's with dim d the index's count).
+Error check_index_rows(uint32_t n, const BlobNode& node, const BlobValue* v) {
+  TERN_RETURN_IF_ERROR(check_params_range(n, node, 1, 0, 0));
+  TERN_RETURN_IF_ERROR(check_unbounded(n, node));
+  const BlobValue& x = v[node.inputs[0]];
+  const BlobValue& idx = v[node.inputs[1]];
+  const BlobValue& out = v[node.output];
+  const uint32_t d = node.params[0];
+  TERN_CHECK_OR_RETURN_ERROR(d < x.rank, InvalidProgram,
+                             "cpu blob: node %u (index_rows): dim %u of a rank-%u x", n, d,
+                             x.rank);
+  TERN_CHECK_OR_RETURN_ERROR(x.layout == static_cast<uint32_t>(ValueLayout::Plain) &&
+                                 out.layout == static_cast<uint32_t>(ValueLayout::Plain),
+                             InvalidProgram,
+                             "cpu blob: node %u (index_rows): x (value %u) and the output (value "
+                             "%u) must be plain f32",
+                             n, node.inputs[0], node.output);
+  TERN_CHECK_OR_RETURN_ERROR(idx.kind == static_cast<uint32_t>(ValueKind::ExternalInput),
+                             InvalidProgram,
+                             "cpu blob: node %u (index_rows): the index (value %u) must be an "
+                             "external input",
+                             n, node.inputs[1]);
+  uint64_t want[kMaxDims] = {};
+  for (uint32_t i = 0; i < x.rank; ++i) want[i] = x.dims[i];
+  want[d] = value_numel(idx);
+  return check_out_dims(n, node, out, want, x.rank);
+}
+
 /// Op 27: the rank, extents and strides, the element count, and every read inside x.
 Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
                         const uint8_t* data) {
@@ -1031,6 +1065,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
       return check_grid_sample(n, node, v);
     case NodeOp::Select:
       return check_select(n, node, v);
+    case NodeOp::IndexRows:
+      return check_index_rows(n, node, v);
     case NodeOp::Attention:
       return check_attention(n, node, v);
     case NodeOp::LstmCell:
@@ -1493,7 +1529,8 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
       const uint32_t layout = values[node.inputs[i]].layout;
       const NodeOp op = static_cast<NodeOp>(node.op);
       const bool int64 = layout == static_cast<uint32_t>(ValueLayout::Int64Plain);
-      const bool wants = i == 0 && op == NodeOp::QuantizedEmbedding;
+      const bool wants = (i == 0 && op == NodeOp::QuantizedEmbedding) ||
+                         (i == 1 && op == NodeOp::IndexRows);
       const bool boolean = layout == static_cast<uint32_t>(ValueLayout::BoolPlain);
       const bool wants_bool = i == 0 && op == NodeOp::Select && node.params[0] == 0;
       if (int64 != wants) {

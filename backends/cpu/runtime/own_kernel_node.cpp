@@ -19,6 +19,7 @@
 #include "backends/cpu/kernels/quant_gemm.h"
 #include "backends/cpu/kernels/resize_planes.h"
 #include "backends/cpu/kernels/row_concat.h"
+#include "backends/cpu/kernels/index_rows.h"
 #include "backends/cpu/kernels/select_where.h"
 #include "backends/cpu/kernels/strided_copy.h"
 #include "backends/cpu/kernels/winograd_conv.h"
@@ -456,6 +457,25 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
     case NodeOp::PackedBottleneck:
       bottleneck_nhwc(bottleneck_problem(plan, node, addr), scratch, pool);
       return Error::Ok;
+    case NodeOp::IndexRows: {
+      const BlobValue& x = plan.values[node.inputs[0]];
+      const uint32_t d = node.params[0];  // validated: check_index_rows
+      IndexRowsProblem p;
+      for (uint32_t i = 0; i < d; ++i) p.outer *= static_cast<int64_t>(x.dims[i]);
+      p.rows = static_cast<int64_t>(x.dims[d]);
+      for (uint32_t i = d + 1; i < x.rank; ++i) p.inner *= static_cast<int64_t>(x.dims[i]);
+      p.x = addr[node.inputs[0]];
+      p.index = reinterpret_cast<const int64_t*>(addr[node.inputs[1]]);
+      p.count = static_cast<int64_t>(value_numel(plan.values[node.inputs[1]]));
+      p.out = addr[node.output];
+      const int64_t bad = index_rows(p);
+      TERN_CHECK_OR_RETURN_ERROR(bad < 0, InvalidArgument,
+                                 "cpu backend: node %u (index_rows): index %lld at position %lld "
+                                 "is outside [0, %lld)",
+                                 n, static_cast<long long>(bad < 0 ? 0 : p.index[bad]),
+                                 static_cast<long long>(bad), static_cast<long long>(p.rows));
+      return Error::Ok;
+    }
     case NodeOp::Select: {
       const BlobValue& y = plan.values[node.output];
       SelectProblem p;

@@ -146,6 +146,7 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
     case NodeOp::GridSample:
     case NodeOp::GruCell:
     case NodeOp::Select:
+    case NodeOp::IndexRows:
       break;  // tern's own kernels: never in an XNNPACK stage
   }
   return Error::InvalidProgram;

@@ -131,6 +131,7 @@ inline RunResult run_program(const std::vector<uint8_t>& pte, const compiler::Gr
   std::vector<std::vector<int64_t>> sizes;
   std::vector<std::vector<float>> data = inputs;
   std::vector<std::vector<uint8_t>> bools(graph.inputs.size());
+  std::vector<std::vector<int64_t>> ints(graph.inputs.size());
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
     sizes.push_back(graph.values[static_cast<size_t>(graph.inputs[i])].sizes);
   }
@@ -142,6 +143,12 @@ inline RunResult run_program(const std::vector<uint8_t>& pte, const compiler::Gr
       view.dtype = DType::Bool;
       view.data = bools[i].data();
       view.nbytes = bools[i].size();
+    } else if (graph.values[static_cast<size_t>(graph.inputs[i])].dtype == DType::I64) {
+      // An int64 input (a run-time index): the floats' integer values.
+      for (float f : data[i]) ints[i].push_back(static_cast<int64_t>(f));
+      view.dtype = DType::I64;
+      view.data = ints[i].data();
+      view.nbytes = ints[i].size() * sizeof(int64_t);
     }
     EXPECT_EQ(method->set_input(i, view), Error::Ok) << last_error_message();
   }

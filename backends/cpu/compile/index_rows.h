@@ -1,0 +1,30 @@
+// index_select and embedding by an index computed at run time (an int64 tensor made outside the
+// delegate), as the cpu delegate runs them (internal to backends/cpu/compile): tern's IndexRows
+// node (op 45, since blob version 22) copies x's slices along one dim in the index's order.
+// CLIP's pooling (the hidden state at each sequence's end-of-text token, found by an argmax over
+// the input ids) and an f32 embedding table read by its ids.
+#pragma once
+
+#include <cstdint>
+
+#include "tools/compiler/graph.h"
+
+namespace tern::compiler::cpu_compile {
+
+struct IndexRowsAttrs {
+  int x = -1;        ///< the tensor indexed: an f32 activation or constant
+  int index = -1;    ///< the int64 index: a tensor no node of the delegate makes
+  int64_t dim = 0;   ///< x's dim indexed (0 for an embedding)
+  bool embedding = false;  ///< out = index's dims + [D] (a reshape of x's [K, D] rows)
+};
+
+/// Whether `node` is an index_select or embedding by an int64 index that is no constant (the
+/// constant ones are affine walks or gather maps: affine_index.h, gather_map_plan.h).
+bool is_runtime_index_rows(const Graph& g, const Node& node);
+
+/// The attributes of such a node; throws Unsupported for another form: x not f32 (or a
+/// quantized table: op 24), rank 4 on either side (NHWC layouts are not followed through it),
+/// an index of rank above 1 for index_select, empty tensors.
+IndexRowsAttrs index_rows_attrs(const Graph& g, const Node& node);
+
+}  // namespace tern::compiler::cpu_compile

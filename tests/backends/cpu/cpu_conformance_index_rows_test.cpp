@@ -1,0 +1,172 @@
+// Conformance of the cpu backend's IndexRows (tern's own node, op 45, since blob version 22: an
+// index_select or embedding whose int64 index is computed at run time outside the delegate)
+// against the portable kernels (harness: cpu_conformance_util.h; int64 inputs hold integers in
+// [0, index_bound), repeats included): CLIP's pooling (the hidden states' rows at run-time
+// positions, then a projection), index_select along a middle and the last dim, an f32 embedding
+// table read by [B, L] ids inside the delegate; then an index outside the dim at run time (the
+// execution fails, naming it, as the portable kernel's), what the compile half refuses and the
+// reader's checks.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_blob_format.h"
+#include "tests/backends/cpu/cpu_conformance_util.h"
+#include "tests/backends/cpu/cpu_test_util.h"
+
+namespace tern::cpu_test {
+namespace {
+
+int linear(GraphBuilder& b, int x, const std::vector<int64_t>& xs, int64_t out, uint32_t seed) {
+  const int w = constant(b, "w" + std::to_string(seed), {out, xs.back()}, seed, 0.5f);
+  std::vector<int64_t> ys = xs;
+  ys.back() = out;
+  return b.op("tern::linear", {x, w, b.none()}, DType::F32, ys);
+}
+
+int index_select(GraphBuilder& b, int x, int64_t dim, int idx, std::vector<int64_t> out) {
+  return b.op("tern::index_select", {x, b.int_value(dim), idx}, DType::F32, std::move(out));
+}
+
+std::vector<OpCase> cases() {
+  std::vector<OpCase> c;
+  OpCase pool = {"clip_pooling_rows", [](GraphBuilder& b) {
+                   const int x = b.input("x", DType::F32, {7, 16});
+                   const int h = linear(b, x, {7, 16}, 16, 3);
+                   const int at = b.input("at", DType::I64, {3});
+                   const int p = index_select(b, h, 0, at, {3, 16});
+                   b.output(linear(b, p, {3, 16}, 8, 5));
+                 }, 0.0};
+  pool.index_bound = 7;
+  pool.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::IndexRows), 1u);
+  };
+  c.push_back(pool);
+  OpCase dims = {"middle_and_last_dims", [](GraphBuilder& b) {
+                   const int x = b.input("x", DType::F32, {2, 5, 6});
+                   const int h = linear(b, x, {2, 5, 6}, 6, 7);
+                   const int i = b.input("i", DType::I64, {4});
+                   b.output(index_select(b, h, 1, i, {2, 4, 6}));
+                   const int j = b.input("j", DType::I64, {9});
+                   b.output(index_select(b, h, -1, j, {2, 5, 9}));
+                 }, 0.0};
+  dims.index_bound = 5;
+  c.push_back(dims);
+  OpCase table = {"f32_embedding_in_the_delegate", [](GraphBuilder& b) {
+                    const int ids = b.input("ids", DType::I64, {2, 6});
+                    const int w = constant(b, "table", {11, 8}, 9, 1.0f);
+                    const int e = b.op("tern::embedding", {w, ids}, DType::F32, {2, 6, 8});
+                    b.output(linear(b, e, {2, 6, 8}, 4, 13));
+                  }, 0.0};
+  table.index_bound = 11;
+  table.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::IndexRows), 1u);
+  };
+  c.push_back(table);
+  return c;
+}
+
+TERN_CPU_CONFORMANCE_SUITE(CpuConformanceIndexRows, cases());
+
+TEST(CpuIndexRows, AnIndexOutsideTheDimFailsTheExecution) {
+  register_all();
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {7, 16});
+  const int h = linear(b, x, {7, 16}, 16, 3);
+  const int at = b.input("at", DType::I64, {3});
+  b.output(linear(b, index_select(b, h, 0, at, {3, 16}), {3, 16}, 8, 5));
+  delegate_cpu(b, 0, 2);
+  const compiler::Graph graph = b.build();
+  const std::vector<uint8_t> pte = testing::compile_graph(graph);
+  testing::LoadedProgram lp(pte);
+  testing::MethodMemory memory(lp.program().method_meta("forward").get(), -1, 0, 1 << 20);
+  auto method = lp.program().load_method("forward", memory.manager());
+  ASSERT_TRUE(method.ok()) << last_error_message();
+  ASSERT_EQ(method->delegate_path(0).get(), DelegatePath::Backend);
+  std::vector<float> xs = random_floats(7 * 16, 1);
+  std::vector<int64_t> sizes{7, 16}, isizes{3};
+  ASSERT_EQ(method->set_input(0, testing::f32_view(sizes, xs)), Error::Ok);
+  std::vector<int64_t> bad{2, 7, 0};
+  TensorView idx;
+  idx.dtype = DType::I64;
+  idx.rank = 1;
+  idx.sizes = isizes.data();
+  idx.data = bad.data();
+  idx.nbytes = bad.size() * sizeof(int64_t);
+  ASSERT_EQ(method->set_input(1, idx), Error::Ok);
+  EXPECT_EQ(method->execute(), Error::InvalidArgument);
+  const std::string msg = last_error_message();
+  EXPECT_NE(msg.find("index 7 at position 1 is outside [0, 7)"), std::string::npos) << msg;
+  bad[1] = 6;  // the same method runs again once the index is in range
+  ASSERT_EQ(method->set_input(1, idx), Error::Ok);
+  EXPECT_EQ(method->execute(), Error::Ok) << last_error_message();
+}
+
+std::string reason(GraphBuilder& b) {
+  return compiler::CpuBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes.back());
+}
+
+TEST(CpuIndexRows, WhatTheCompileHalfRefuses) {
+  register_all();
+  {  // a 2-D index for index_select
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {5, 6});
+    const int i = b.input("i", DType::I64, {2, 2});
+    b.op("tern::index_select", {x, b.int_value(0), i}, DType::F32, {4, 6});
+    EXPECT_NE(reason(b).find("not 1-D"), std::string::npos) << reason(b);
+  }
+  {  // a 4-D x (NHWC layouts are not followed through a run-time index)
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {1, 3, 4, 5});
+    const int i = b.input("i", DType::I64, {2});
+    index_select(b, x, 1, i, {1, 2, 4, 5});
+    EXPECT_NE(reason(b).find("4-D"), std::string::npos) << reason(b);
+  }
+}
+
+/// x [5, 6] -> linear -> index_select(., 0, i [3]) -> linear.
+std::vector<uint8_t> index_rows_blob() {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {5, 6});
+  const int h = linear(b, x, {5, 6}, 6, 3);
+  const int i = b.input("i", DType::I64, {3});
+  b.output(linear(b, index_select(b, h, 0, i, {3, 6}), {3, 6}, 4, 5));
+  delegate_cpu(b, 0, 2);
+  return b.build().delegates.at(0).blob;
+}
+
+TEST(CpuIndexRowsBlob, FieldsAreChecked) {
+  register_all();
+  const std::vector<uint8_t> blob = index_rows_blob();
+  std::string message;
+  ASSERT_EQ(parse(blob, &message), Error::Ok) << message;
+  const std::vector<uint32_t> ops = blob_ops(blob);
+  size_t at = ops.size();
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (ops[k] == static_cast<uint32_t>(cpu::NodeOp::IndexRows)) at = k;
+  }
+  ASSERT_LT(at, ops.size());
+  const cpu::BlobNode node = blob_node(blob, at);
+  expect_refused(
+      blob, at,
+      {{"dim past the rank", [](cpu::BlobNode& n) { n.params[0] = 2; }, "dim 2 of a rank-2 x"},
+       {"dim 1: another output", [](cpu::BlobNode& n) { n.params[0] = 1; }, "(index_rows)"},
+       {"a parameter", [](cpu::BlobNode& n) { n.params[3] = 1; }, "unused parameter 3 is 1"},
+       {"bounds", [](cpu::BlobNode& n) { n.fparams[1] = 2.0f; }, "expected (-inf, +inf)"},
+       {"x and index swapped",
+        [node](cpu::BlobNode& n) {
+          n.inputs[0] = node.inputs[1];
+          n.inputs[1] = node.inputs[0];
+        },
+        "an int64 value"},
+       {"one input",
+        [](cpu::BlobNode& n) {
+          n.num_inputs = 1;
+          n.inputs[1] = cpu::kNoValue;
+        },
+        "(index_rows): 1 inputs"}});
+}
+
+}  // namespace
+}  // namespace tern::cpu_test
