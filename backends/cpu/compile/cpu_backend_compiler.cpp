@@ -233,6 +233,24 @@ bool CpuBackendCompiler::supports_dynamic_shapes(const Graph& graph, const Node&
 }
 
 bool CpuBackendCompiler::accepts_region(const Graph& graph, const std::vector<int>& nodes) const {
+  // A comparison is fused into the selects that read it: no node makes its bool mask. A run
+  // whose comparison is read by a node outside it (the where came after a node the backend
+  // does not take) cannot be lowered, and stays portable.
+  std::vector<bool> in_run(graph.nodes.size(), false);
+  for (int n : nodes) {
+    if (n >= 0 && static_cast<size_t>(n) < graph.nodes.size()) in_run[static_cast<size_t>(n)] = true;
+  }
+  for (int n : nodes) {
+    if (n < 0 || static_cast<size_t>(n) >= graph.nodes.size()) continue;
+    const Node& cmp = graph.nodes[static_cast<size_t>(n)];
+    if (select_compare_mode(cmp.op) == 0 || cmp.outputs.size() != 1) continue;
+    for (size_t r = 0; r < graph.nodes.size(); ++r) {
+      if (in_run[r]) continue;
+      for (int a : graph.nodes[r].args) {
+        if (a == cmp.outputs[0]) return false;
+      }
+    }
+  }
   for (int n : nodes) {
     if (n < 0 || static_cast<size_t>(n) >= graph.nodes.size()) continue;
     const std::string& op = graph.nodes[static_cast<size_t>(n)].op;

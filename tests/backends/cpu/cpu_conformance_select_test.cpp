@@ -17,9 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/compile/register_cpu_backend_compiler.h"
 #include "backends/cpu/cpu_blob_format.h"
 #include "tests/backends/cpu/cpu_conformance_util.h"
 #include "tests/backends/cpu/cpu_test_util.h"
+#include "tools/compiler/compile.h"
+#include "tools/compiler/partitioner.h"
 
 namespace tern::cpu_test {
 namespace {
@@ -202,6 +205,40 @@ TEST(CpuSelect, WhatTheCompileHalfRefuses) {
     EXPECT_NE(comparison_reason(b, 0).find("method output"), std::string::npos)
         << comparison_reason(b, 0);
   }
+}
+
+// The partitioner may put a fused comparison and a where reading it in different runs (an
+// operand of the where made by a node the backend does not take, between them): the run
+// holding the comparison cannot make its mask, so it is not lowered fused — that run is
+// declined (portable), the program compiles and matches the portable kernels.
+TEST(CpuSelect, AComparisonReadOutsideItsRunLeavesThatRunPortable) {
+  register_all();
+  compiler::register_cpu_backend_compiler();
+  GraphBuilder b;
+  const std::vector<int64_t> xs{2, 8};
+  const int x = b.input("x", DType::F32, xs);
+  const int h = linear(b, x, xs, 8, 51);
+  const int m = b.op("tern::gt", {h, b.double_value(0.0)}, DType::Bool, xs);
+  const int e = b.op("tern::erf", {h}, DType::F32, xs);  // not taken by the cpu backend
+  const int w = where(b, m, e, b.double_value(0.0), xs);
+  b.output(linear(b, w, xs, 4, 53));
+  const compiler::Graph graph = b.build();
+  ASSERT_NE(compiler::CpuBackendCompiler::unsupported_reason(graph, graph.nodes[2]), "");
+  compiler::Graph partitioned = graph;
+  ASSERT_NO_THROW(compiler::partition(partitioned, {"cpu"}));
+  for (const compiler::DelegateRegion& r : partitioned.delegates) {
+    for (int out : r.outputs) EXPECT_NE(out, m) << "the mask leaves a region";
+  }
+  compiler::ProgramGraph program;
+  program.methods.push_back(graph);
+  compiler::CompileOptions options;
+  options.backends = {"cpu"};
+  const std::vector<uint8_t> pte = compiler::compile_program(program, options).bytes;
+  const std::vector<std::vector<float>> inputs{random_floats(16, 7)};
+  const RunResult delegated = run_program(pte, graph, inputs, /*disable_cpu=*/false);
+  const RunResult portable = run_program(pte, graph, inputs, /*disable_cpu=*/true);
+  ASSERT_EQ(delegated.outputs.size(), 1u);
+  EXPECT_LE(nmse(delegated.outputs[0], portable.outputs[0]), 1e-12);
 }
 
 /// A region of one select: cond (a bool input) ? x + 1 : 0.
