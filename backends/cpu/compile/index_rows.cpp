@@ -10,8 +10,6 @@ bool is_runtime_index_rows(const Graph& g, const Node& node) {
   size_t at = 0;
   if (node.op == "tern::index_select" && node.args.size() == 3) {
     at = 2;
-  } else if (node.op == "tern::embedding" && node.args.size() == 2) {
-    at = 1;
   } else {
     return false;
   }

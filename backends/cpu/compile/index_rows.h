@@ -18,8 +18,10 @@ struct IndexRowsAttrs {
   bool embedding = false;  ///< out = index's dims + [D] (a reshape of x's [K, D] rows)
 };
 
-/// Whether `node` is an index_select or embedding by an int64 index that is no constant (the
-/// constant ones are affine walks or gather maps: affine_index.h, gather_map_plan.h).
+/// Whether `node` is an index_select by an int64 index that is no constant (the constant ones
+/// are affine walks or gather maps: affine_index.h, gather_map_plan.h). f32 embeddings stay
+/// portable: taken, their ids (often made by portable int ops from the inputs, LayoutLM's
+/// boxes) split the models they start into two regions (the whole probe: 5 models).
 bool is_runtime_index_rows(const Graph& g, const Node& node);
 
 /// The attributes of such a node; throws Unsupported for another form: x not f32 (or a

@@ -1,11 +1,10 @@
 // Conformance of the cpu backend's IndexRows (tern's own node, op 45, since blob version 22: an
-// index_select or embedding whose int64 index is computed at run time outside the delegate)
+// index_select whose int64 index is computed at run time outside the delegate)
 // against the portable kernels (NMSE 1e-12: the copies are exact, the linears around them are
 // GEMMs, whose sums differ from the portable kernel's in the sanitized build; harness:
 // cpu_conformance_util.h; int64 inputs hold integers in
 // [0, index_bound), repeats included): CLIP's pooling (the hidden states' rows at run-time
-// positions, then a projection), index_select along a middle and the last dim, an f32 embedding
-// table read by [B, L] ids inside the delegate; then an index outside the dim at run time (the
+// positions, then a projection), index_select along a middle and the last dim; then an index outside the dim at run time (the
 // execution fails, naming it, as the portable kernel's), what the compile half refuses and the
 // reader's checks.
 #include <gtest/gtest.h>
@@ -55,17 +54,6 @@ std::vector<OpCase> cases() {
                  }, 1e-12};
   dims.index_bound = 5;
   c.push_back(dims);
-  OpCase table = {"f32_embedding_in_the_delegate", [](GraphBuilder& b) {
-                    const int ids = b.input("ids", DType::I64, {2, 6});
-                    const int w = constant(b, "table", {11, 8}, 9, 1.0f);
-                    const int e = b.op("tern::embedding", {w, ids}, DType::F32, {2, 6, 8});
-                    b.output(linear(b, e, {2, 6, 8}, 4, 13));
-                  }, 1e-12};
-  table.index_bound = 11;
-  table.check_blob = [](const std::vector<uint8_t>& blob) {
-    EXPECT_EQ(count_op(blob, cpu::NodeOp::IndexRows), 1u);
-  };
-  c.push_back(table);
   return c;
 }
 
