@@ -47,8 +47,7 @@ void check_node(const Graph& g, const Node& node) {
   } else if (op == "tern::linear" && node.args.size() == 3 &&
              is_quantized_value(g, node.args[1])) {  // NF4 / FP8 weight: op 23
     check_quant_linear(g, node);
-  } else if (is_runtime_index_rows(g, node) &&
-             !(op == "tern::embedding" && is_quantized_value(g, node.args[0]))) {
+  } else if (is_runtime_index_rows(g, node)) {
     (void)index_rows_attrs(g, node);  // an f32 x by a run-time index: IndexRows (op 45)
   } else if (op == "tern::embedding") {  // NF4 / FP8 table: op 24
     check_quant_embedding(g, node);

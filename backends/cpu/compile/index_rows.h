@@ -1,8 +1,7 @@
-// index_select and embedding by an index computed at run time (an int64 tensor made outside the
-// delegate), as the cpu delegate runs them (internal to backends/cpu/compile): tern's IndexRows
-// node (op 45, since blob version 22) copies x's slices along one dim in the index's order.
-// CLIP's pooling (the hidden state at each sequence's end-of-text token, found by an argmax over
-// the input ids) and an f32 embedding table read by its ids.
+// index_select by an index computed at run time (an int64 tensor made outside the delegate), as
+// the cpu delegate runs it (internal to backends/cpu/compile): tern's IndexRows node (op 45,
+// since blob version 22) copies x's slices along one dim in the index's order. CLIP's pooling
+// (the hidden state at each sequence's end-of-text token, found by an argmax over the ids).
 #pragma once
 
 #include <cstdint>
@@ -13,9 +12,8 @@ namespace tern::compiler::cpu_compile {
 
 struct IndexRowsAttrs {
   int x = -1;        ///< the tensor indexed: an f32 activation or constant
-  int index = -1;    ///< the int64 index: a tensor no node of the delegate makes
-  int64_t dim = 0;   ///< x's dim indexed (0 for an embedding)
-  bool embedding = false;  ///< out = index's dims + [D] (a reshape of x's [K, D] rows)
+  int index = -1;    ///< the 1-D int64 index: a tensor no node of the delegate makes
+  int64_t dim = 0;   ///< x's dim indexed
 };
 
 /// Whether `node` is an index_select by an int64 index that is no constant (the constant ones
@@ -24,9 +22,8 @@ struct IndexRowsAttrs {
 /// boxes) split the models they start into two regions (the whole probe: 5 models).
 bool is_runtime_index_rows(const Graph& g, const Node& node);
 
-/// The attributes of such a node; throws Unsupported for another form: x not f32 (or a
-/// quantized table: op 24), rank 4 on either side (NHWC layouts are not followed through it),
-/// an index of rank above 1 for index_select, empty tensors.
+/// The attributes of such a node; throws Unsupported for another form: x not f32, a 4-D x
+/// (NHWC layouts are not followed through it), an index that is not 1-D, an empty index.
 IndexRowsAttrs index_rows_attrs(const Graph& g, const Node& node);
 
 }  // namespace tern::compiler::cpu_compile

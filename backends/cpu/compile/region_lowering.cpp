@@ -1367,9 +1367,8 @@ class Lowering {
     sel.params[1] = s_bits;
   }
 
-  /// index_select / embedding by a run-time int64 index (index_rows.h): tern's IndexRows (op
-  /// 45) on x (plain; a constant table read in place) and the index bound as an Int64Plain
-  /// region input; an embedding's [K, D] rows reshaped to the index's dims + [D].
+  /// index_select by a run-time int64 index (index_rows.h): tern's IndexRows (op 45) on x
+  /// (plain; a constant read in place) and the index bound as an Int64Plain region input.
   void lower_index_rows(const Node& node) {
     const IndexRowsAttrs a = index_rows_attrs(g_, node);
     const Value& xv = g_.values[static_cast<size_t>(a.x)];
@@ -1377,26 +1376,15 @@ class Lowering {
         xv.is_constant ? constant_as(a.x, std::vector<uint64_t>(xv.sizes.begin(), xv.sizes.end()))
                        : activation_as(a.x, /*plain=*/true);
     const uint32_t index = typed_input(a.index, ValueLayout::Int64Plain, "a run-time index");
-    std::vector<uint64_t> dims(xv.sizes.begin(), xv.sizes.end());
-    uint64_t count = 1;
-    for (int64_t s : g_.values[static_cast<size_t>(a.index)].sizes) count *= static_cast<uint64_t>(s);
-    dims[static_cast<size_t>(a.dim)] = count;
-    const Value& out = g_.values[static_cast<size_t>(node.outputs[0])];
-    const bool same = std::equal(dims.begin(), dims.end(), out.sizes.begin(), out.sizes.end());
-    const uint32_t y = same ? output(node.outputs[0]) : internal(dims);
-    BlobNode& n = add_node(NodeOp::IndexRows, {x, index}, y);
+    BlobNode& n = add_node(NodeOp::IndexRows, {x, index}, output(node.outputs[0]));
     n.params[0] = static_cast<uint32_t>(a.dim);
-    if (!same) add_node(NodeOp::Reshape, {y}, output(node.outputs[0]));
   }
 
-  /// Whether pow node `node` has an exponent of 2, 3 or 0.5 (lowered to products or a sqrt).
+  /// Whether pow node `node` (checked by supports) has an exponent of 2, 3 or 0.5: products or
+  /// a sqrt (small_pow_exponent's test).
   bool is_small_pow(const Node& node) const {
-    try {
-      (void)small_pow_exponent(g_, node);
-      return true;
-    } catch (const Unsupported&) {
-      return false;
-    }
+    const double v = number(g_, node.args[1], "exponent");
+    return v == 2.0 || v == 3.0 || v == 0.5;
   }
 
   /// tril / triu of an activation: tern's select (op 44, mode 1) of x where a constant mask
@@ -2345,8 +2333,7 @@ class Lowering {
       n.params[0] = static_cast<uint32_t>(ys[2]);
       n.params[1] = static_cast<uint32_t>(ys[3]);
       n.params[2] = align ? 1u : 0u;
-    } else if (is_runtime_index_rows(g_, node) &&
-               !(op == "tern::embedding" && is_quantized_value(g_, node.args[0]))) {
+    } else if (is_runtime_index_rows(g_, node)) {
       lower_index_rows(node);
     } else if ((op == "tern::linear" && is_quantized_value(g_, node.args[1])) ||
                op == "tern::embedding") {
