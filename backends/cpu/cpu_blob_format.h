@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 22;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 23;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
                                       // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
                                       // 7: ops 23-24 quantized weights, op 25 LayerNorm;
@@ -44,7 +44,9 @@ constexpr uint32_t kBlobVersion = 22;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // op 44's comparison modes
                                       // (params[0] 1..6), op 38's acos,
                                       // asin, atan and pow, op 45
-                                      // IndexRows
+                                      // IndexRows; 23: op 46
+                                      // GroupedMatmul, the Int32Plain
+                                      // layout, recipe PackGroupedKn
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -135,8 +137,12 @@ enum class ValueLayout : uint32_t {
   /// An external input of bool elements (1 byte each, nonzero true), same dims: the condition
   /// of a Select node, the only node that may read it (since version 21).
   BoolPlain = 3,
+  /// An external input of int32 elements (4 bytes each), same dims: the group ends of a
+  /// GroupedMatmul node, the only node that may read it (since version 23; those ends may
+  /// also come as Int64Plain).
+  Int32Plain = 4,
 };
-constexpr uint32_t kLastValueLayout = 3;
+constexpr uint32_t kLastValueLayout = 4;
 
 /// One value: a tensor of f32. `dims` are the XNNPACK dims (for Nhwc: N, H, W, C).
 struct BlobValue {
@@ -197,8 +203,14 @@ enum class RecipeOp : uint32_t {
   /// QuantView the scheme's tensors), re-laid out as kernels/quant_weight.h says; params at the
   /// QuantParam indices (the node's own). The value is [total_bytes / 4].
   QuantWeight = 8,
+  /// GroupedMatmul's weight (since version 23): sources[0] the experts' matrices [E, K, N]
+  /// (E * K * N elements, each [K, N] the right operand of x · w[e]); params[0] = E, params[1]
+  /// = K, params[2] = N. Each expert's matrix packed on its own into the packed GEMM's panels
+  /// with a zero bias (kernels/batch_matmul.h, pack_kn_weight), one after another: the value is
+  /// [E * packed_fc_floats(N, K)].
+  PackGroupedKn = 9,
 };
-constexpr uint32_t kLastRecipeOp = 8;
+constexpr uint32_t kLastRecipeOp = 9;
 
 /// Source slots of a recipe.
 constexpr uint32_t kRecipeSources = 10;
@@ -472,10 +484,20 @@ enum class NodeOp : uint32_t {
   /// dim d the index's element count. An index outside [0, x's dim d) fails the execution
   /// (InvalidArgument naming it), as the portable kernels do.
   IndexRows = 45,
+  /// tern's grouped product (kernels/grouped_gemm.h; since version 23): the rows of x are cut
+  /// into E consecutive groups by the running ends in `ends` (group e is rows [ends[e - 1],
+  /// ends[e]), group 0 from row 0) and each group is multiplied by its own packed matrix; rows
+  /// after the last end are zeros (torch._grouped_mm's offsets; mixture-of-experts layers sorted
+  /// by expert). in: x [S, K] (an f32 data value, plain), w (a Derived value of recipe
+  /// PackGroupedKn with this node's E, K, N), ends [E] (an external input of layout Int32Plain
+  /// or Int64Plain); params[0] = E, params[1] = K, params[2] = N (each in 1..2^30), the rest 0;
+  /// fparams (-inf, +inf). Output [S, N] plain. Ends that go backwards or past S fail the
+  /// execution (InvalidArgument naming them), as the portable kernel does.
+  GroupedMatmul = 46,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 45;
+constexpr uint32_t kLastNodeOp = 46;
 
 /// Select's params[0] (since version 22 beyond 0): where its condition comes from.
 enum class SelectMode : uint32_t {
@@ -650,7 +672,8 @@ constexpr bool is_own_kernel_op(uint32_t op) {
          op == static_cast<uint32_t>(NodeOp::GatherMap) ||
          op == static_cast<uint32_t>(NodeOp::GridSample) ||
          op == static_cast<uint32_t>(NodeOp::Select) ||
-         op == static_cast<uint32_t>(NodeOp::IndexRows);
+         op == static_cast<uint32_t>(NodeOp::IndexRows) ||
+         op == static_cast<uint32_t>(NodeOp::GroupedMatmul);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.

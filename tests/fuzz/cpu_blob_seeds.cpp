@@ -568,6 +568,26 @@ compiler::Graph v22_graph() {
   return b.build();
 }
 
+/// Blob version 23's grouped product (op 46): a mixture-of-experts MLP, both grouped products
+/// reading int32 ends (the Int32Plain layout), and one with int64 ends on N not a multiple of
+/// the packed panels (recipe PackGroupedKn each).
+compiler::Graph v23_graph() {
+  GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {6, 8});
+  const int h = b.op("tern::linear", {x, seed_constant(b, "w", {8, 8}, 191), b.none()},
+                     DType::F32, {6, 8});
+  const int ends = b.input("ends", DType::I32, {3});
+  const int up = b.op("tern::grouped_mm", {h, seed_constant(b, "up", {3, 8, 12}, 192), ends},
+                      DType::F32, {6, 12});
+  const int act = b.op("tern::silu", {up}, DType::F32, {6, 12});
+  b.output(b.op("tern::grouped_mm", {act, seed_constant(b, "down", {3, 12, 8}, 193), ends},
+                DType::F32, {6, 8}));
+  const int ends64 = b.input("ends64", DType::I64, {2});
+  b.output(b.op("tern::grouped_mm", {h, seed_constant(b, "wide", {2, 8, 21}, 194), ends64},
+                DType::F32, {6, 21}));
+  return b.build();
+}
+
 /// Blob version 20's grid sample (op 43): a conv's NHWC output sampled bilinearly at points a
 /// linear of the queries makes (Mask2Former's deformable attention), then by a constant grid
 /// (nearest, reflection); and a bmm of a constant a by an activation (op 26's a a constant).
@@ -713,6 +733,7 @@ std::vector<Seed> cpu_blob_seeds() {
       {"v20_grid", v20_grid_graph()},
       {"v21", v21_graph()},
       {"v22", v22_graph()},
+      {"v23", v23_graph()},
       {"dynamic_rows", dynamic_rows_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;

@@ -8,6 +8,7 @@
 #include "backends/cpu/compile/deconv_attrs.h"
 #include "backends/cpu/compile/gather_map_plan.h"
 #include "backends/cpu/compile/grid_sample_attrs.h"
+#include "backends/cpu/compile/grouped_matmul.h"
 #include "backends/cpu/compile/index_map_ops.h"
 #include "backends/cpu/compile/layout_plan.h"
 #include "backends/cpu/compile/node_attrs.h"
@@ -47,6 +48,8 @@ void check_node(const Graph& g, const Node& node) {
   } else if (op == "tern::linear" && node.args.size() == 3 &&
              is_quantized_value(g, node.args[1])) {  // NF4 / FP8 weight: op 23
     check_quant_linear(g, node);
+  } else if (op == "tern::grouped_mm") {  // tern's grouped product (op 46)
+    (void)grouped_matmul_attrs(g, node);
   } else if (is_runtime_index_rows(g, node)) {
     (void)index_rows_attrs(g, node);  // an f32 x by a run-time index: IndexRows (op 45)
   } else if (op == "tern::embedding") {  // NF4 / FP8 table: op 24
@@ -257,7 +260,7 @@ bool CpuBackendCompiler::accepts_region(const Graph& graph, const std::vector<in
         op == "tern::conv_transpose2d" || op == "tern::linear" || op == "tern::embedding" ||
         op == "tern::bmm" || op == "tern::matmul" || op == "tern::scaled_dot_product_attention" ||
         op == "tern::max_pool2d" || op == "tern::avg_pool2d" || op == "tern::adaptive_avg_pool2d" ||
-        op == "tern::mean") {
+        op == "tern::mean" || op == "tern::grouped_mm") {
       return true;
     }
   }

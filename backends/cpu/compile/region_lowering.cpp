@@ -26,6 +26,7 @@
 #include "backends/cpu/compile/tanh_gelu_match.h"
 #include "backends/cpu/compile/affine_index.h"
 #include "backends/cpu/compile/recurrent_cell_match.h"
+#include "backends/cpu/compile/grouped_matmul.h"
 #include "backends/cpu/compile/index_rows.h"
 #include "backends/cpu/compile/where_select.h"
 #include "backends/cpu/cpu_blob_format.h"
@@ -1380,6 +1381,30 @@ class Lowering {
     n.params[0] = static_cast<uint32_t>(a.dim);
   }
 
+  /// grouped_mm (grouped_matmul.h): tern's GroupedMatmul (op 46) on x (plain), the experts'
+  /// matrices packed at prepare (recipe PackGroupedKn) and the ends bound as an Int32Plain /
+  /// Int64Plain region input.
+  void lower_grouped_matmul(const Node& node) {
+    const GroupedMatmulAttrs a = grouped_matmul_attrs(g_, node);
+    const uint32_t x = activation_as(a.x, /*plain=*/true);
+    Recipe rc(RecipeOp::PackGroupedKn);
+    rc.r.params[0] = static_cast<uint32_t>(a.groups);
+    rc.r.params[1] = static_cast<uint32_t>(a.k);
+    rc.r.params[2] = static_cast<uint32_t>(a.n);
+    rc.src[0] = a.w;
+    const uint64_t floats = static_cast<uint64_t>(a.groups) *
+                            cpu::packed_fc_floats(static_cast<uint64_t>(a.n),
+                                                  static_cast<uint64_t>(a.k));
+    const uint32_t w = add_derived({floats}, rc);
+    const uint32_t ends = typed_input(
+        a.ends, a.int32_ends ? ValueLayout::Int32Plain : ValueLayout::Int64Plain,
+        "a grouped product's ends");
+    BlobNode& n = add_node(NodeOp::GroupedMatmul, {x, w, ends}, output(node.outputs[0]));
+    n.params[0] = static_cast<uint32_t>(a.groups);
+    n.params[1] = static_cast<uint32_t>(a.k);
+    n.params[2] = static_cast<uint32_t>(a.n);
+  }
+
   /// Whether pow node `node` (checked by supports) has an exponent of 2, 3 or 0.5: products or
   /// a sqrt (small_pow_exponent's test).
   bool is_small_pow(const Node& node) const {
@@ -2333,6 +2358,8 @@ class Lowering {
       n.params[0] = static_cast<uint32_t>(ys[2]);
       n.params[1] = static_cast<uint32_t>(ys[3]);
       n.params[2] = align ? 1u : 0u;
+    } else if (op == "tern::grouped_mm") {
+      lower_grouped_matmul(node);
     } else if (is_runtime_index_rows(g_, node)) {
       lower_index_rows(node);
     } else if ((op == "tern::linear" && is_quantized_value(g_, node.args[1])) ||

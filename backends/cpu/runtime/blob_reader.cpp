@@ -132,6 +132,8 @@ const char* op_name(uint32_t op) {
       return "select";
     case NodeOp::IndexRows:
       return "index_rows";
+    case NodeOp::GroupedMatmul:
+      return "grouped_matmul";
   }
   return "?";
 }
@@ -206,6 +208,11 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
     case NodeOp::IndexRows:  // x (data or constant), index (an Int64Plain external input)
       *min_in = *max_in = 2;
       *either_mask = 0x1;
+      return;
+    case NodeOp::GroupedMatmul:  // x, packed weights (a constant), ends (an int external input)
+      *min_in = *max_in = 3;
+      *const_mask = 0x2;
+      *either_mask = 0x4;  // checked by check_grouped_matmul and the int layouts' rule
       return;
     case NodeOp::GatherMap:  // x, map (a constant)
       *min_in = *max_in = 2;
@@ -889,6 +896,42 @@ Error check_index_rows(uint32_t n, const BlobNode& node, const BlobValue* v) {
   return check_out_dims(n, node, out, want, x.rank);
 }
 
+/// Op 46: E, K, N; x [S, K] plain, the packed weights' size, the ends an external [E] input
+/// (their int layout is checked with every node's inputs), the output [S, N] plain.
+Error check_grouped_matmul(uint32_t n, const BlobNode& node, const BlobValue* v) {
+  TERN_RETURN_IF_ERROR(check_params_range(n, node, 3, 0, 3));
+  TERN_RETURN_IF_ERROR(check_unbounded(n, node));
+  const uint64_t e = node.params[0], k = node.params[1], cols = node.params[2];
+  const BlobValue& x = v[node.inputs[0]];
+  const BlobValue& w = v[node.inputs[1]];
+  const BlobValue& ends = v[node.inputs[2]];
+  const BlobValue& out = v[node.output];
+  TERN_CHECK_OR_RETURN_ERROR(x.rank == 2 && x.dims[1] == k &&
+                                 x.layout == static_cast<uint32_t>(ValueLayout::Plain) &&
+                                 out.layout == static_cast<uint32_t>(ValueLayout::Plain),
+                             InvalidProgram,
+                             "cpu blob: node %u (grouped_matmul): x (value %u) must be a plain "
+                             "[S, %llu] f32 value and the output plain",
+                             n, node.inputs[0], static_cast<unsigned long long>(k));
+  uint64_t want_w = 0;
+  TERN_CHECK_OR_RETURN_ERROR(
+      checked_mul(e, packed_fc_floats(cols, k), &want_w) && value_numel(w) == want_w,
+      InvalidProgram,
+      "cpu blob: node %u (grouped_matmul): the packed weights (value %u) hold %llu floats, "
+      "expected %llu (E %llu matrices [%llu, %llu])",
+      n, node.inputs[1], static_cast<unsigned long long>(value_numel(w)),
+      static_cast<unsigned long long>(want_w), static_cast<unsigned long long>(e),
+      static_cast<unsigned long long>(k), static_cast<unsigned long long>(cols));
+  TERN_CHECK_OR_RETURN_ERROR(
+      ends.kind == static_cast<uint32_t>(ValueKind::ExternalInput) && ends.rank == 1 &&
+          ends.dims[0] == e,
+      InvalidProgram,
+      "cpu blob: node %u (grouped_matmul): the ends (value %u) must be an external [%llu] input",
+      n, node.inputs[2], static_cast<unsigned long long>(e));
+  const uint64_t want[2] = {x.dims[0], cols};
+  return check_out_dims(n, node, out, want, 2);
+}
+
 /// Op 27: the rank, extents and strides, the element count, and every read inside x.
 Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
                         const uint8_t* data) {
@@ -1067,6 +1110,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
       return check_select(n, node, v);
     case NodeOp::IndexRows:
       return check_index_rows(n, node, v);
+    case NodeOp::GroupedMatmul:
+      return check_grouped_matmul(n, node, v);
     case NodeOp::Attention:
       return check_attention(n, node, v);
     case NodeOp::LstmCell:
@@ -1228,6 +1273,10 @@ Error check_value(uint32_t i, const BlobValue& v, const BlobHeader& h, bool* arg
       v.layout != static_cast<uint32_t>(ValueLayout::BoolPlain) ||
           kind == ValueKind::ExternalInput,
       InvalidProgram, "cpu blob: value %u: the bool layout needs an external input", i);
+  TERN_CHECK_OR_RETURN_ERROR(
+      v.layout != static_cast<uint32_t>(ValueLayout::Int32Plain) ||
+          kind == ValueKind::ExternalInput,
+      InvalidProgram, "cpu blob: value %u: the int32 layout needs an external input", i);
   if (external) {
     TERN_CHECK_OR_RETURN_ERROR(v.arg < h.num_args, InvalidProgram,
                                "cpu blob: value %u: argument %u out of range (%u arguments)", i,
@@ -1523,17 +1572,26 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
                               n, op_name(node.op), node.output, nv);
       break;
     }
-    // An int64 value (embedding indices) is read by QuantizedEmbedding's input 0 only, a bool
-    // one (a condition) by Select's input 0 only; every other input is f32.
+    // An int64 value (indices) is read by QuantizedEmbedding's input 0 and IndexRows' input 1
+    // only, a bool one (a condition) by Select's input 0 only, GroupedMatmul's ends (input 2)
+    // are int32 or int64; every other input is f32.
     for (uint32_t i = 0; i < node.num_inputs && err == Error::Ok; ++i) {
       const uint32_t layout = values[node.inputs[i]].layout;
       const NodeOp op = static_cast<NodeOp>(node.op);
+      const bool ends = i == 2 && op == NodeOp::GroupedMatmul;
+      const bool int32 = layout == static_cast<uint32_t>(ValueLayout::Int32Plain);
       const bool int64 = layout == static_cast<uint32_t>(ValueLayout::Int64Plain);
       const bool wants = (i == 0 && op == NodeOp::QuantizedEmbedding) ||
                          (i == 1 && op == NodeOp::IndexRows);
       const bool boolean = layout == static_cast<uint32_t>(ValueLayout::BoolPlain);
       const bool wants_bool = i == 0 && op == NodeOp::Select && node.params[0] == 0;
-      if (int64 != wants) {
+      if (ends != (int32 || int64) && (ends || int32)) {
+        err = set_error_message(Error::InvalidProgram,
+                                "cpu blob: node %u (%s): input %u (value %u) %s an int32 or "
+                                "int64 value",
+                                n, op_name(node.op), i, node.inputs[i],
+                                ends ? "must be" : "is");
+      } else if (!ends && int64 != wants) {
         err = set_error_message(Error::InvalidProgram,
                                 "cpu blob: node %u (%s): input %u (value %u) %s an int64 value",
                                 n, op_name(node.op), i, node.inputs[i],
@@ -1549,6 +1607,19 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
     err = check_dynamic_node(n, node, values);
     if (err != Error::Ok) break;
     err = check_node_shapes(n, node, values, blob.data() + h.data_offset);
+    if (err == Error::Ok && static_cast<NodeOp>(node.op) == NodeOp::GroupedMatmul &&
+        values[node.inputs[1]].kind == static_cast<uint32_t>(ValueKind::Derived)) {
+      // A recipe's packing is what the node reads: the grouped packing of its own E, K, N.
+      const BlobRecipe& r = recipes[values[node.inputs[1]].recipe];
+      if (r.op != static_cast<uint32_t>(RecipeOp::PackGroupedKn) ||
+          std::memcmp(r.params, node.params, sizeof(uint32_t) * 3) != 0) {
+        err = set_error_message(Error::InvalidProgram,
+                                "cpu blob: node %u (%s): weight value %u is made by recipe %u "
+                                "(%s), expected a pack_grouped_kn recipe of the node's E, K, N",
+                                n, op_name(node.op), node.inputs[1],
+                                values[node.inputs[1]].recipe, recipe_op_name(r.op));
+      }
+    }
     const bool quant = static_cast<NodeOp>(node.op) == NodeOp::QuantizedFullyConnected ||
                        static_cast<NodeOp>(node.op) == NodeOp::QuantizedEmbedding;
     if (err == Error::Ok && quant &&

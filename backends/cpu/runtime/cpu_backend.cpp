@@ -49,6 +49,7 @@ struct External {
   bool staged = false;  ///< the stages work on `stage`, copied from/to the argument
   bool int64 = false;   ///< ValueLayout::Int64Plain: int64 elements (embedding indices)
   bool boolean = false;  ///< ValueLayout::BoolPlain: bool elements, a byte each (a condition)
+  bool int32 = false;    ///< ValueLayout::Int32Plain: int32 elements (a grouped product's ends)
   uint64_t numel = 0;
   uint64_t n = 0, c = 0, hw = 0;  ///< NHWC externals: the tern tensor is [n, c, h, w]
   uint32_t rank = 0;              ///< the tern tensor's rank and sizes (a dynamic dim's bound)
@@ -60,7 +61,7 @@ struct External {
 
 /// Bytes of one element of external `x`'s argument.
 uint64_t element_bytes(const External& x) {
-  return x.int64 ? 8 : x.boolean ? 1 : sizeof(float);
+  return x.int64 ? 8 : x.boolean ? 1 : x.int32 ? 4 : sizeof(float);
 }
 
 /// The cpu backend's DelegateHandle.
@@ -204,6 +205,7 @@ Error plan_externals(CpuDelegate* d) {
     x.nhwc = v.layout == static_cast<uint32_t>(ValueLayout::Nhwc);
     x.int64 = v.layout == static_cast<uint32_t>(ValueLayout::Int64Plain);
     x.boolean = v.layout == static_cast<uint32_t>(ValueLayout::BoolPlain);
+    x.int32 = v.layout == static_cast<uint32_t>(ValueLayout::Int32Plain);
     x.numel = value_numel(v);
     x.rank = v.rank;
     x.dynamic_dim = dynamic_dim_of(v);
@@ -317,9 +319,12 @@ Error argument_tensor(const External& x, Span<EValue*> args, bool need_data, Ten
                               : t.sizes[r] == x.sizes[r];
     count *= same ? static_cast<uint64_t>(t.sizes[r]) : 1;
   }
-  const DType dtype = x.int64 ? DType::I64 : x.boolean ? DType::Bool : DType::F32;
+  const DType dtype = x.int64     ? DType::I64
+                      : x.boolean ? DType::Bool
+                      : x.int32   ? DType::I32
+                                  : DType::F32;
   const uint64_t elem_bytes = element_bytes(x);
-  const char* kind = x.int64 ? "int64" : x.boolean ? "bool" : "f32";
+  const char* kind = x.int64 ? "int64" : x.boolean ? "bool" : x.int32 ? "int32" : "f32";
   TERN_CHECK_OR_RETURN_ERROR(same, InvalidArgument,
                              "cpu backend: argument %u ('%s'): expected a %s tensor %s%s, found "
                              "%s",

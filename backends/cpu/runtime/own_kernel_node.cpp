@@ -19,6 +19,7 @@
 #include "backends/cpu/kernels/quant_gemm.h"
 #include "backends/cpu/kernels/resize_planes.h"
 #include "backends/cpu/kernels/row_concat.h"
+#include "backends/cpu/kernels/grouped_gemm.h"
 #include "backends/cpu/kernels/index_rows.h"
 #include "backends/cpu/kernels/select_where.h"
 #include "backends/cpu/kernels/strided_copy.h"
@@ -474,6 +475,37 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
                                  "is outside [0, %lld)",
                                  n, static_cast<long long>(bad < 0 ? 0 : p.index[bad]),
                                  static_cast<long long>(bad), static_cast<long long>(p.rows));
+      return Error::Ok;
+    }
+    case NodeOp::GroupedMatmul: {
+      GroupedGemmProblem p;  // E, K, N, the dims and the ends' layout: check_grouped_matmul
+      p.groups = node.params[0];
+      p.k = node.params[1];
+      p.n = node.params[2];
+      p.rows = static_cast<int64_t>(plan.values[node.inputs[0]].dims[0]);
+      p.x = addr[node.inputs[0]];
+      p.packed = addr[node.inputs[1]];
+      const bool i32 = plan.values[node.inputs[2]].layout ==
+                       static_cast<uint32_t>(ValueLayout::Int32Plain);
+      const void* ends = addr[node.inputs[2]];
+      if (i32) {
+        p.ends32 = static_cast<const int32_t*>(ends);
+      } else {
+        p.ends64 = static_cast<const int64_t*>(ends);
+      }
+      p.out = addr[node.output];
+      const int64_t bad = grouped_gemm(p, pool);
+      if (bad >= 0) {
+        const int64_t before = bad == 0 ? 0 : grouped_gemm_end(p, bad - 1);
+        TERN_RETURN_ERROR(InvalidArgument,
+                          "cpu backend: node %u (grouped_matmul): ends[%lld] is %lld, expected "
+                          "%lld..%lld (the group ends must not go backwards nor past the %lld "
+                          "rows)",
+                          n, static_cast<long long>(bad),
+                          static_cast<long long>(grouped_gemm_end(p, bad)),
+                          static_cast<long long>(before), static_cast<long long>(p.rows),
+                          static_cast<long long>(p.rows));
+      }
       return Error::Ok;
     }
     case NodeOp::Select: {

@@ -147,6 +147,7 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
     case NodeOp::GruCell:
     case NodeOp::Select:
     case NodeOp::IndexRows:
+    case NodeOp::GroupedMatmul:
       break;  // tern's own kernels: never in an XNNPACK stage
   }
   return Error::InvalidProgram;

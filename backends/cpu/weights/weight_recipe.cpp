@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/cpu/kernels/batch_matmul.h"
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "backends/cpu/kernels/quant_weight.h"
 #include "backends/cpu/kernels/winograd_conv.h"
@@ -175,6 +176,8 @@ const char* recipe_op_name(uint32_t op) {
       return "pack_bottleneck";
     case RecipeOp::QuantWeight:
       return "quant_weight";
+    case RecipeOp::PackGroupedKn:
+      return "pack_grouped_kn";
   }
   return "?";
 }
@@ -240,6 +243,18 @@ bool recipe_shape(const BlobRecipe& r, uint64_t value_numel, RecipeShape* s, con
         return fail(why, "too many elements");
       }
       weight_and_bias(s, 0, n, 1, r.params[0]);
+      return true;
+    }
+    case RecipeOp::PackGroupedKn: {
+      if (!params_in_range(r, 3) || !unused_params_zero(r, 3)) {
+        return fail(why, "E, K, N not in 1..2^30 or unused params not 0");
+      }
+      if (!product(r.params[0], r.params[1], r.params[2], 1, &n) ||
+          !product(r.params[0], packed_fc_floats(r.params[2], r.params[1]), 1, 1,
+                   &s->out_floats)) {
+        return fail(why, "too many elements");
+      }
+      s->source_numel[0] = n;
       return true;
     }
     case RecipeOp::PackWinograd:
@@ -344,6 +359,14 @@ void run_recipe(const BlobRecipe& r, const RecipeShape& shape, const RecipeSourc
         if (q[kBnGate] == static_cast<uint32_t>(SqueezeGate::Clamp01)) {
           fold_hardsigmoid(excite, e, se);
         }
+      }
+      return;
+    }
+    case RecipeOp::PackGroupedKn: {
+      const uint64_t e = q[0], k = q[1], n = q[2], each = packed_fc_floats(n, k);
+      for (uint64_t g = 0; g < e; ++g) {
+        pack_kn_weight(floats(src[0]) + g * k * n, static_cast<int64_t>(k),
+                       static_cast<int64_t>(n), out + g * each);
       }
       return;
     }

@@ -438,14 +438,15 @@ TEST_F(CpuBlobTest, SpecificCorruptionsNameTheProblem) {
   // (before constant parts of a concatenation), 14 (before Attention: 96-byte node records), 15
   // (before PackedConv3d), 16 (before signed StridedCopy strides), 17 (before View values), 18
   // (before sin, cos and log in op 38), 19 (before a constant q in op 32), 20 (before op 25's
-  // RMS mode and expm1 / log1p in op 38), 21 (before op 44's comparison modes).
-  static_assert(cpu::kBlobVersion == 22, "add the version this one replaces to the list below");
+  // RMS mode and expm1 / log1p in op 38), 21 (before op 44's comparison modes), 22 (before
+  // GroupedMatmul and the Int32Plain layout).
+  static_assert(cpu::kBlobVersion == 23, "add the version this one replaces to the list below");
   for (uint32_t old : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u, 11u, 12u, 13u, 14u, 15u, 16u,
-                       17u, 18u, 19u, 20u, 21u}) {
+                       17u, 18u, 19u, 20u, 21u, 22u}) {
     std::vector<uint8_t> bad = blob;
     std::memcpy(bad.data() + offsetof(cpu::BlobHeader, version), &old, 4);
     EXPECT_EQ(try_blob(bad, num_args, &msg, &g), Error::DelegateInvalidCompatibility) << old;
-    EXPECT_NE(msg.find("version " + std::to_string(old) + ", this runtime reads version 22"),
+    EXPECT_NE(msg.find("version " + std::to_string(old) + ", this runtime reads version 23"),
               std::string::npos)
         << msg;
     EXPECT_EQ(parse_result(bad, &msg), Error::DelegateInvalidCompatibility) << old;
@@ -703,8 +704,8 @@ TEST_F(CpuBlobTest, RecipeAndSourceFieldsAreChecked) {
   };
   using V = std::vector<cpu::BlobValue>;
   const Case cases[] = {
-      {"unknown recipe op", [](V&, cpu::BlobRecipe& rc, cpu::BlobNode&) { rc.op = 9; },
-       "recipe 0 (?, op 9): unknown op"},
+      {"unknown recipe op", [](V&, cpu::BlobRecipe& rc, cpu::BlobNode&) { rc.op = 10; },
+       "recipe 0 (?, op 10): unknown op"},
       {"other params", [](V&, cpu::BlobRecipe& rc, cpu::BlobNode&) { rc.params[1] = 21; },
        "recipe 0 (pack_fc) makes 704 floats, the value holds 672"},
       {"a size the value does not hold",

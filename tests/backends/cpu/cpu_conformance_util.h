@@ -29,8 +29,11 @@ struct OpCase {
   bool bottleneck = false;
   /// Optional: more checks of the region's blob.
   std::function<void(const std::vector<uint8_t>& blob)> check_blob = nullptr;
-  /// int64 inputs (run-time indices) hold integers in [0, index_bound) (repeats included).
+  /// int64 / int32 inputs (run-time indices) hold integers in [0, index_bound) (repeats
+  /// included).
   int64_t index_bound = 1;
+  /// Integer inputs sorted ascending (a grouped product's running ends).
+  bool sorted_ints = false;
 };
 
 inline std::vector<float> ramp(size_t n, uint32_t seed, float scale = 0.5f) {
@@ -170,6 +173,12 @@ inline std::map<int, std::vector<float>> run_guarded(const compiler::Graph& grap
         const int64_t x = static_cast<int64_t>(in[k]);
         std::memcpy(a.bytes.data() + 8 * k, &x, 8);
       }
+    } else if (!is_output && v.dtype == DType::I32) {
+      const std::vector<float>& in = inputs.at(ids[i]);
+      for (size_t k = 0; k < in.size(); ++k) {
+        const int32_t x = static_cast<int32_t>(in[k]);
+        std::memcpy(a.bytes.data() + 4 * k, &x, 4);
+      }
     } else if (!is_output) {
       const std::vector<float>& in = inputs.at(ids[i]);
       std::memcpy(a.bytes.data(), in.data(), a.data_bytes);
@@ -230,10 +239,11 @@ inline void check_matches_portable(const OpCase& tc) {
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
     const auto& v = graph.values[static_cast<size_t>(graph.inputs[i])];
     inputs.push_back(random_floats(numel(v.sizes), 1000 + static_cast<uint32_t>(i)));
-    if (v.dtype == DType::I64) {  // integers in [0, index_bound)
+    if (v.dtype == DType::I64 || v.dtype == DType::I32) {  // integers in [0, index_bound)
       for (float& f : inputs.back()) {
         f = static_cast<float>(static_cast<int64_t>(std::fabs(f) * 7919.0f) % tc.index_bound);
       }
+      if (tc.sorted_ints) std::sort(inputs.back().begin(), inputs.back().end());
     }
     inputs_by_id[graph.inputs[i]] = inputs.back();
   }

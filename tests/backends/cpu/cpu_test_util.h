@@ -132,6 +132,7 @@ inline RunResult run_program(const std::vector<uint8_t>& pte, const compiler::Gr
   std::vector<std::vector<float>> data = inputs;
   std::vector<std::vector<uint8_t>> bools(graph.inputs.size());
   std::vector<std::vector<int64_t>> ints(graph.inputs.size());
+  std::vector<std::vector<int32_t>> ints32(graph.inputs.size());
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
     sizes.push_back(graph.values[static_cast<size_t>(graph.inputs[i])].sizes);
   }
@@ -149,6 +150,12 @@ inline RunResult run_program(const std::vector<uint8_t>& pte, const compiler::Gr
       view.dtype = DType::I64;
       view.data = ints[i].data();
       view.nbytes = ints[i].size() * sizeof(int64_t);
+    } else if (graph.values[static_cast<size_t>(graph.inputs[i])].dtype == DType::I32) {
+      // An int32 input (a grouped product's ends): the floats' integer values.
+      for (float f : data[i]) ints32[i].push_back(static_cast<int32_t>(f));
+      view.dtype = DType::I32;
+      view.data = ints32[i].data();
+      view.nbytes = ints32[i].size() * sizeof(int32_t);
     }
     EXPECT_EQ(method->set_input(i, view), Error::Ok) << last_error_message();
   }
