@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""A mixture-of-experts layer at a realistic width: transformers' MixtralSparseMoeBlock (router,
+top-k, experts' gated MLPs through grouped_mm) with Mixtral's shape scaled by 1/4 (hidden 1024,
+expert MLP 3584, 8 experts, top-2; 352 MB of f32 expert weights; random weights), at a decode
+step (1 token) and a prefill (--tokens, default 32). Exported by tern_export for the portable
+kernels and for the cpu backend (the expert products in its GroupedMatmul node, blob version
+23), timed with `tern bench` and against PyTorch eager on the same module, same threads, in
+alternating rounds. Outputs are checked against PyTorch first (max |err| / max |ref|).
+
+    .venv/bin/python bench/moe_layer.py --tern build/tern [--rounds 3] [--threads 2]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tools", "export"))
+
+
+def build_block(hidden, inter, experts, top_k):
+    import torch
+    import transformers as tf
+    from transformers.models.mixtral.modeling_mixtral import MixtralSparseMoeBlock
+    torch.manual_seed(0)
+    cfg = tf.MixtralConfig(hidden_size=hidden, intermediate_size=inter, num_local_experts=experts,
+                           num_experts_per_tok=top_k)
+    # As a whole model picks (PreTrainedModel): the experts through grouped_mm, which exports
+    # (the eager loop over the experts hit is data-dependent).
+    cfg._experts_implementation = "grouped_mm"
+    block = MixtralSparseMoeBlock(cfg).eval()
+    for p in block.parameters():  # transformers leaves some expert weights uninitialised
+        torch.nn.init.normal_(p, std=hidden ** -0.5)
+
+    class Out(torch.nn.Module):  # the hidden states only (not the router logits)
+        def __init__(self, b):
+            super().__init__()
+            self.b = b
+
+        def forward(self, x):
+            y = self.b(x)
+            return y[0] if isinstance(y, tuple) else y
+    return Out(block).eval()
+
+
+def tern_bench(tern, pte, threads, iters, npy):
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "b.json")
+        subprocess.run([tern, "bench", pte, "--threads", str(threads), "--iterations", str(iters),
+                        "--warmup", "3", "--input", npy, "--json", out], check=True,
+                       stdout=subprocess.DEVNULL)
+        with open(out) as f:
+            return json.load(f)["latency_ms"]["median"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tern", default="build/tern")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--tokens", type=int, default=32)
+    ap.add_argument("--hidden", type=int, default=1024)
+    ap.add_argument("--inter", type=int, default=3584)
+    ap.add_argument("--experts", type=int, default=8)
+    ap.add_argument("--top-k", type=int, default=2)
+    args = ap.parse_args()
+    import numpy as np
+    import torch
+    import tern_export
+    torch.set_num_threads(args.threads)
+    model = build_block(args.hidden, args.inter, args.experts, args.top_k)
+    weight_mb = sum(p.numel() * 4 for p in model.parameters()) / 1e6
+    print("MoE block: hidden %d, expert MLP %d, %d experts, top-%d, %.0f MB of f32 weights, "
+          "%d threads, torch %s" % (args.hidden, args.inter, args.experts, args.top_k, weight_mb,
+                                    args.threads, torch.__version__))
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        for tokens in (1, args.tokens):
+            x = torch.randn(1, tokens, args.hidden)
+            npy = os.path.join(d, "x%d.npy" % tokens)
+            np.save(npy, x.numpy())
+            with torch.no_grad():
+                ref = model(x).numpy()
+            ptes = {}
+            for name, backends in (("tern portable", ("portable",)), ("tern cpu", ("cpu",))):
+                pte = os.path.join(d, "%s_%d.pte" % (name.split()[1], tokens))
+                tern_export.export(model, (x,), pte, backends=backends, verbose=False)
+                subprocess.run([args.tern, "run", pte, "--input", npy, "--output-dir", d],
+                               check=True, stdout=subprocess.DEVNULL)
+                got = np.load(os.path.join(d, "output_0.npy"))
+                err = float(np.abs(got - ref).max() / np.abs(ref).max())
+                if err > 1e-4:
+                    raise SystemExit("%s at %d tokens: max rel error %.2e" % (name, tokens, err))
+                ptes[name] = (pte, err)
+            times = {k: [] for k in list(ptes) + ["PyTorch eager"]}
+            for _ in range(args.rounds):
+                for name, (pte, _) in ptes.items():
+                    times[name].append(tern_bench(args.tern, pte, args.threads, args.iters, npy))
+                with torch.no_grad():
+                    for _ in range(3):
+                        model(x)
+                    ts = []
+                    for _ in range(args.iters):
+                        t0 = time.perf_counter()
+                        model(x)
+                        ts.append((time.perf_counter() - t0) * 1e3)
+                times["PyTorch eager"].append(statistics.median(ts))
+            for name, t in times.items():
+                err = ptes[name][1] if name in ptes else 0.0
+                rows.append((tokens, name, statistics.median(t), min(t), max(t), err))
+    eager = {tok: med for tok, name, med, _, _, _ in rows if name == "PyTorch eager"}
+    print("\n| tokens | runtime | median ms (range) | ÷ PyTorch eager | max rel err vs PyTorch |")
+    print("|---|---|---|---|---|")
+    for tok, name, med, lo, hi, err in rows:
+        print("| %d | %s | %.2f (%.2f–%.2f) | %.2f× | %s |" % (
+            tok, name, med, lo, hi, med / eager[tok], "%.1e" % err if name in ("tern portable", "tern cpu") else "—"))
+
+
+if __name__ == "__main__":
+    main()
