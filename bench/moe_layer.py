@@ -5,9 +5,12 @@ expert MLP 3584, 8 experts, top-2; 352 MB of f32 expert weights; random weights)
 step (1 token) and a prefill (--tokens, default 32). Exported by tern_export for the portable
 kernels and for the cpu backend (the expert products in its GroupedMatmul node, blob version
 23), timed with `tern bench` and against PyTorch eager on the same module, same threads, in
-alternating rounds. Outputs are checked against PyTorch first (max |err| / max |ref|).
+alternating rounds. Outputs are checked against PyTorch first (max |err| / max |ref|; f32
+programs must be within 1e-4). --quantize nf4,fp8_e4m3 adds cpu programs with quantized weights
+(the experts through the delegate's op 47), their error against the f32 module reported and
+their file size in the table.
 
-    .venv/bin/python bench/moe_layer.py --tern build/tern [--rounds 3] [--threads 2]
+    .venv/bin/python bench/moe_layer.py --tern build/tern [--rounds 3] [--threads 2] [--quantize nf4]
 """
 import argparse
 import json
@@ -68,6 +71,7 @@ def main():
     ap.add_argument("--inter", type=int, default=3584)
     ap.add_argument("--experts", type=int, default=8)
     ap.add_argument("--top-k", type=int, default=2)
+    ap.add_argument("--quantize", default="", help="comma-separated schemes for extra cpu rows")
     args = ap.parse_args()
     import numpy as np
     import torch
@@ -87,19 +91,23 @@ def main():
             with torch.no_grad():
                 ref = model(x).numpy()
             ptes = {}
-            for name, backends in (("tern portable", ("portable",)), ("tern cpu", ("cpu",))):
-                pte = os.path.join(d, "%s_%d.pte" % (name.split()[1], tokens))
-                tern_export.export(model, (x,), pte, backends=backends, verbose=False)
+            variants = [("tern portable", ("portable",), None), ("tern cpu", ("cpu",), None)]
+            variants += [("tern cpu " + q, ("cpu",), q) for q in args.quantize.split(",") if q]
+            for name, backends, scheme in variants:
+                pte = os.path.join(d, "%s_%d.pte" % (name.replace(" ", "_").replace(":", "_"),
+                                                     tokens))
+                tern_export.export(model, (x,), pte, backends=backends, quantize=scheme,
+                                   verbose=False)
                 subprocess.run([args.tern, "run", pte, "--input", npy, "--output-dir", d],
                                check=True, stdout=subprocess.DEVNULL)
                 got = np.load(os.path.join(d, "output_0.npy"))
                 err = float(np.abs(got - ref).max() / np.abs(ref).max())
-                if err > 1e-4:
+                if err > 1e-4 and scheme is None:
                     raise SystemExit("%s at %d tokens: max rel error %.2e" % (name, tokens, err))
-                ptes[name] = (pte, err)
+                ptes[name] = (pte, err, os.path.getsize(pte) / 1e6)
             times = {k: [] for k in list(ptes) + ["PyTorch eager"]}
             for _ in range(args.rounds):
-                for name, (pte, _) in ptes.items():
+                for name, (pte, _, _) in ptes.items():
                     times[name].append(tern_bench(args.tern, pte, args.threads, args.iters, npy))
                 with torch.no_grad():
                     for _ in range(3):
@@ -111,14 +119,16 @@ def main():
                         ts.append((time.perf_counter() - t0) * 1e3)
                 times["PyTorch eager"].append(statistics.median(ts))
             for name, t in times.items():
-                err = ptes[name][1] if name in ptes else 0.0
-                rows.append((tokens, name, statistics.median(t), min(t), max(t), err))
-    eager = {tok: med for tok, name, med, _, _, _ in rows if name == "PyTorch eager"}
-    print("\n| tokens | runtime | median ms (range) | ÷ PyTorch eager | max rel err vs PyTorch |")
-    print("|---|---|---|---|---|")
-    for tok, name, med, lo, hi, err in rows:
-        print("| %d | %s | %.2f (%.2f–%.2f) | %.2f× | %s |" % (
-            tok, name, med, lo, hi, med / eager[tok], "%.1e" % err if name in ("tern portable", "tern cpu") else "—"))
+                err, mb = ptes[name][1:] if name in ptes else (None, None)
+                rows.append((tokens, name, statistics.median(t), min(t), max(t), err, mb))
+    eager = {r[0]: r[2] for r in rows if r[1] == "PyTorch eager"}
+    print("\n| tokens | runtime | median ms (range) | ÷ PyTorch eager | max rel err vs PyTorch f32 "
+          "| file MB |")
+    print("|---|---|---|---|---|---|")
+    for tok, name, med, lo, hi, err, mb in rows:
+        print("| %d | %s | %.2f (%.2f–%.2f) | %.2f× | %s | %s |" % (
+            tok, name, med, lo, hi, med / eager[tok], "—" if err is None else "%.1e" % err,
+            "—" if mb is None else "%.0f" % mb))
 
 
 if __name__ == "__main__":

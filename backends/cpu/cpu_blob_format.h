@@ -46,7 +46,8 @@ constexpr uint32_t kBlobVersion = 23;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // asin, atan and pow, op 45
                                       // IndexRows; 23: op 46
                                       // GroupedMatmul, the Int32Plain
-                                      // layout, recipe PackGroupedKn
+                                      // layout, recipe PackGroupedKn,
+                                      // op 47 QuantizedGroupedMatmul
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -494,10 +495,19 @@ enum class NodeOp : uint32_t {
   /// fparams (-inf, +inf). Output [S, N] plain. Ends that go backwards or past S fail the
   /// execution (InvalidArgument naming them), as the portable kernel does.
   GroupedMatmul = 46,
+  /// tern's grouped product of NF4 / FP8 experts (kernels/quant_gemm.h on each expert's rows;
+  /// since version 23): op 46 with each expert's matrix transposed in one quantized weight
+  /// [E N, K] (tern::grouped_linear, what `tern compile --quantize` makes of a grouped_mm):
+  /// group e times rows [e N, (e + 1) N) of it. in: x [S, K] (an f32 data value, plain), w (a
+  /// constant as op 23's weight: rows E N, cols K), ends [E] (an external input of layout
+  /// Int32Plain or Int64Plain); params[0..7] the QuantParam values (op 23's), params[8] = E (E
+  /// divides the rows into parts quant_rows_split_ok accepts), the rest 0; fparams (-inf,
+  /// +inf). Output [S, N] plain. Ends as op 46's.
+  QuantizedGroupedMatmul = 47,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 46;
+constexpr uint32_t kLastNodeOp = 47;
 
 /// Select's params[0] (since version 22 beyond 0): where its condition comes from.
 enum class SelectMode : uint32_t {
@@ -585,6 +595,7 @@ enum QuantParam : uint32_t {
   kQuantBlockRows = 6,    ///< FP8 Block: R (>= 1); else 0
   kQuantBlockCols = 7,    ///< FP8 Block: C (>= 1); else 0
   kQuantParamCount = 8,
+  kQuantGroups = 8,  ///< op 47 only: E, the experts
 };
 
 /// Floats of a packed fully-connected weight with `n` out and `k` in features: ceil(n / 16)
@@ -673,7 +684,8 @@ constexpr bool is_own_kernel_op(uint32_t op) {
          op == static_cast<uint32_t>(NodeOp::GridSample) ||
          op == static_cast<uint32_t>(NodeOp::Select) ||
          op == static_cast<uint32_t>(NodeOp::IndexRows) ||
-         op == static_cast<uint32_t>(NodeOp::GroupedMatmul);
+         op == static_cast<uint32_t>(NodeOp::GroupedMatmul) ||
+         op == static_cast<uint32_t>(NodeOp::QuantizedGroupedMatmul);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.

@@ -742,8 +742,8 @@ std::vector<Seed> cpu_blob_seeds() {
     programs.emplace_back(name, program);
   }
   std::vector<Seed> seeds;
-  // Quantized weights (ops 23 and 24): an embedding (int64 indices) and two linears, NF4 with
-  // double quantization and FP8 e4m3 in 2-D blocks.
+  // Quantized weights (ops 23, 24 and 47): an embedding (int64 indices), two linears and a
+  // grouped product of two experts, NF4 with double quantization and FP8 e4m3 in 2-D blocks.
   for (const char* scheme : {"nf4:block=32:double", "fp8_e4m3:block=16x32"}) {
     GraphBuilder b("forward");
     const int idx = b.input("idx", DType::I64, {3});
@@ -751,6 +751,11 @@ std::vector<Seed> cpu_blob_seeds() {
     const int h = b.op("tern::linear", {e, seed_constant(b, "w1", {24, 40}, 72), seed_constant(b, "b1", {24}, 73)},
                        DType::F32, {3, 24});
     b.output(b.op("tern::linear", {h, seed_constant(b, "w2", {9, 24}, 74), b.none()}, DType::F32, {3, 9}));
+    // Two experts of 16 rows: op 47 with the FP8 tiles (NF4's double quantization groups of 256
+    // blocks do not split there: portable).
+    const int ends = b.input("ends", DType::I32, {2});
+    b.output(b.op("tern::grouped_mm", {h, seed_constant(b, "experts", {2, 24, 16}, 75), ends},
+                  DType::F32, {3, 16}));
     compiler::ProgramGraph program;
     program.source_model = std::string("quantized ") + scheme;
     program.methods.push_back(b.build());

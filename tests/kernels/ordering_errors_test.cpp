@@ -50,6 +50,28 @@ TEST_F(OrderingErrorsTest, GroupedMmZeroesTheRowsAfterTheLastEnd) {
   EXPECT_EQ(out.data, (std::vector<float>{12, 34, 0}));
 }
 
+// grouped_linear: grouped_mm with each expert's matrix transposed in one [E N, K] weight (what
+// the quantization pass makes of a grouped_mm); values worked by hand, then its refusals.
+TEST_F(OrderingErrorsTest, GroupedLinearMultipliesEachGroupByItsExpertsRows) {
+  OwnedTensor<float> x({4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  // Expert 0: [[1, 0], [0, 1], [1, 1]] (N = 3 rows of K = 2); expert 1: [[2, 0], [0, 2], [1, -1]].
+  OwnedTensor<float> w({6, 2}, {1, 0, 0, 1, 1, 1, 2, 0, 0, 2, 1, -1});
+  OwnedTensor<int32_t> ends({2}, {1, 3});
+  OwnedTensor<float> out({4, 3}, std::vector<float>(12, 7.0f));
+  ASSERT_EQ(call_kernel("tern::grouped_linear", {&x.value, &w.value, &ends.value, &out.value}),
+            Error::Ok)
+      << last_error_message();
+  // row 0 by expert 0: [1, 2, 3]; rows 1, 2 by expert 1: [6, 8, -1], [10, 12, -1]; row 3: 0.
+  EXPECT_EQ(out.data, (std::vector<float>{1, 2, 3, 6, 8, -1, 10, 12, -1, 0, 0, 0}));
+  OwnedTensor<int32_t> backwards({2}, {3, 1});
+  expect_invalid(call_kernel("tern::grouped_linear",
+                             {&x.value, &w.value, &backwards.value, &out.value}),
+                 {"tern::grouped_linear", "ends[1] is 1", "expected 3..4"});
+  OwnedTensor<int64_t> four({4}, {1, 2, 3, 4});  // 6 rows are not 4 experts
+  expect_invalid(call_kernel("tern::grouped_linear", {&x.value, &w.value, &four.value, &out.value}),
+                 {"expected ends [E] (E >= 1) and w [E * N, 2]", "w [6, 2]"});
+}
+
 TEST_F(OrderingErrorsTest, TopkRefusesKBeyondTheDim) {
   auto x = zeros<float>({3, 4});
   auto out = zeros<int64_t>({3, 5});

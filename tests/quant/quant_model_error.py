@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Model-level error of NF4 / FP8 weights (issue 13, docs/models.md "Quantized weights").
 
-For the MLP, the GPT block and mobilenet_v2 of tests/models/model_zoo.py (random weights, seed 0)
-and each scheme, the model is exported with `quantize=SCHEME` for the portable kernels and for
+For the MLP, the GPT block and mobilenet_v2 of tests/models/model_zoo.py (random weights, seed 0),
+and a mixture-of-experts block (transformers' MixtralSparseMoeBlock, its experts through
+grouped_mm: the pass quantizes each expert's matrix, tern::grouped_linear; skipped without a
+transformers that has grouped experts), and each scheme, the model is exported with `quantize=SCHEME` for the portable kernels and for
 the cpu backend, and run with `tern run` on several random inputs. Two comparisons:
 
 - **correctness**: against PyTorch (float64) running the same module with every weight tern
@@ -45,15 +47,41 @@ import tern_export  # noqa: E402
 from quant_ref import ref_fp8_quantize, ref_nf4_weight  # noqa: E402
 
 SCHEMES = ("nf4", "nf4:double", "fp8_e4m3", "fp8_e5m2")
-MODELS = ("mlp", "gpt_block", "mobilenet_v2")
+MODELS = ("mlp", "gpt_block", "mobilenet_v2", "moe")
 # mobilenet_v2 at 96x96 keeps the test quick; every layer but the input is the same.
 SIZES = {"mobilenet_v2": 96}
 NMSE_CEILING = {"nf4": 0.06, "fp8_e4m3": 0.01, "fp8_e5m2": 0.03}
 TOLERANCE = 1e-4
+# Weights kept f32 (a glob over weight names): the MoE block's router, as MoE quantization
+# recipes keep it — its error flips tokens' top-k choice of experts, which the NMSE then sees as
+# whole experts' outputs swapped (NF4 with the router quantized: NMSE 0.063).
+KEEP_F32 = {"moe": "*.gate.weight"}
+
+
+class MoeBlock(torch.nn.Module):
+    """transformers' MixtralSparseMoeBlock (hidden 128, expert MLP 128, 4 experts, top-2; its
+    experts through grouped_mm), returning the hidden states only."""
+
+    def __init__(self):
+        super().__init__()
+        import transformers as tf
+        from transformers.models.mixtral.modeling_mixtral import MixtralSparseMoeBlock
+        cfg = tf.MixtralConfig(hidden_size=128, intermediate_size=128, num_local_experts=4,
+                               num_experts_per_tok=2)
+        cfg._experts_implementation = "grouped_mm"  # what a whole model picks; it exports
+        self.block = MixtralSparseMoeBlock(cfg)
+        for p in self.block.parameters():  # some expert weights are left uninitialised
+            torch.nn.init.normal_(p, std=128 ** -0.5)
+
+    def forward(self, x):
+        y = self.block(x)
+        return y[0] if isinstance(y, tuple) else y
 
 
 def build(name):
     torch.manual_seed(0)
+    if name == "moe":
+        return MoeBlock().eval(), (torch.randn(1, 16, 128),), False
     if name in SIZES:
         module, inputs, classifier = model_zoo._torchvision(name, size=SIZES[name])
     else:
@@ -65,6 +93,8 @@ def dequantized(weight, scheme):
     """The f32 weight the program holds for `weight` quantized with `scheme` (QUANT.md)."""
     parts = scheme.split(":")
     w = weight.detach().numpy().astype(np.float32)
+    if w.ndim == 3:  # a grouped_mm's experts [E, N, K]: tern quantizes them as [E N, K]
+        w = w.reshape(-1, w.shape[-1])
     if parts[0] == "nf4":
         block = 64
         for p in parts[1:]:
@@ -74,6 +104,16 @@ def dequantized(weight, scheme):
     fmt = "e4m3" if parts[0] == "fp8_e4m3" else "e5m2"
     gran = parts[1] if len(parts) > 1 else "per_channel"
     return ref_fp8_quantize(w, fmt, gran)[2]
+
+
+def float64(module):
+    """`module` in float64; a mixture of experts' grouped_mm has no float64 kernel, so its
+    experts run transformers' eager loop over the experts (the same products)."""
+    for sub in module.modules():
+        cfg = getattr(sub, "config", None)
+        if cfg is not None and getattr(cfg, "_experts_implementation", None) == "grouped_mm":
+            cfg._experts_implementation = "eager"
+    return module.double()
 
 
 def reference_module(module, quantized_names, scheme):
@@ -87,7 +127,7 @@ def reference_module(module, quantized_names, scheme):
         for name in quantized_names:
             p = params[name]
             p.copy_(torch.from_numpy(dequantized(p, scheme).reshape(p.shape)))
-    return m.double()
+    return float64(m)
 
 
 def run_torch(module, feeds):
@@ -99,7 +139,7 @@ def run_torch(module, feeds):
     return outs
 
 
-def quantized_program(module, feeds, scheme, backend, path, graph_dir):
+def quantized_program(module, feeds, scheme, backend, path, graph_dir, keep=None):
     """Exports `module` with quantize=scheme for `backend` to `path` and returns what was
     quantized (ExportResult.quantization). The capture is the slow part, so it happens once per
     model: the model's first combination goes through tern_export.export(quantize=...), which
@@ -107,17 +147,20 @@ def quantized_program(module, feeds, scheme, backend, path, graph_dir):
     backends = () if backend == "portable" else (backend,)
     graph_path = os.path.join(graph_dir, "graph.json")
     if not os.path.exists(graph_path):
-        return tern_export.export(module, feeds[0], path, backends=backends, quantize=scheme,
+        quantize = scheme if keep is None else {keep: "none", "*": scheme}
+        return tern_export.export(module, feeds[0], path, backends=backends, quantize=quantize,
                                   keep_graph=graph_dir, verbose=False).quantization
+    extra = [] if keep is None else ["--quantize-weight", keep + "=none"]
     report = tern_export.quantize.run_compile(graph_path, path, tern_export.find_tern(),
-                                              backends, ["--quantize", scheme])
+                                              backends, ["--quantize", scheme] + extra)
     return tern_export.quantize.parse_report(report)
 
 
 def check(name, scheme, backend, module, feeds, f32_refs, classifier, work, ref_cache):
     path = os.path.join(work, "%s_%s_%s.pte" % (name, scheme.replace(":", "_"), backend))
     graph_dir = os.path.join(work, name + ".graph")
-    quantization = quantized_program(module, feeds, scheme, backend, path, graph_dir)
+    quantization = quantized_program(module, feeds, scheme, backend, path, graph_dir,
+                                     KEEP_F32.get(name))
     names = [w["name"] for w in quantization["weights"]]
     if not names:
         raise AssertionError("nothing was quantized")
@@ -175,6 +218,14 @@ def main():
     except Exception as e:  # noqa: BLE001
         print("skipped: %s" % e)
         return 77
+    if "moe" in a.models:
+        try:
+            MoeBlock()
+        except (ImportError, AttributeError, TypeError) as e:
+            a.models = [m for m in a.models if m != "moe"]
+            print("skipped moe: %s" % e)
+    if not a.models:
+        return 77
     if "mobilenet_v2" in a.models:
         try:
             import torchvision  # noqa: F401
@@ -189,7 +240,7 @@ def main():
             torch.manual_seed(1)
             feeds = [tuple(inputs)] + [tuple(torch.randn_like(x) for x in inputs)
                                        for _ in range(a.samples - 1)]
-            f32_refs = run_torch(copy.deepcopy(module).double(), feeds)
+            f32_refs = run_torch(float64(copy.deepcopy(module)), feeds)
             ref_cache = {}
             for scheme in a.scheme or SCHEMES:
                 for backend in a.backend or ("portable", "cpu"):

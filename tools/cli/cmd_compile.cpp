@@ -33,7 +33,10 @@ void print_quantization(const compiler::QuantizeReport& q) {
     std::printf("  %s%s %s %s (%s%s): %" PRIu64 " -> %" PRIu64 " bytes (%.4f bytes/param)\n",
                 w.method != "forward" ? (w.method + ": ").c_str() : "",
                 w.name.c_str(), shape_text(w.shape).c_str(), w.scheme.c_str(), ops.c_str(),
-                w.transposed ? ", matmul b stored transposed as a linear weight" : "",
+                !w.transposed                 ? ""
+                : ops.find("grouped_mm") != std::string::npos
+                    ? ", grouped_mm experts stored transposed"
+                    : ", matmul b stored transposed as a linear weight",
                 w.bytes_before, w.bytes_after,
                 numel ? static_cast<double>(w.bytes_after) / static_cast<double>(numel) : 0.0);
     before += w.bytes_before;

@@ -109,11 +109,14 @@ uint64_t attention_scratch_bytes(const Graph& graph, const Node& node) {
   return portable::sdpa_block_scratch_bytes(q_len, kv_len);
 }
 
-// Panel bytes of tern::linear with a quantized weight [out, in] (rows = out) and tern::matmul
-// with a quantized 2-D b [k, n] (rows = k) (scratch_sizes.h); 0 for other ops, f32 weights or
+// Panel bytes of tern::linear with a quantized weight [out, in] (rows = out), tern::matmul
+// with a quantized 2-D b [k, n] (rows = k) and tern::grouped_linear with a quantized w [E N, K] (scratch_sizes.h); 0 for other ops, f32 weights or
 // malformed nodes.
 uint64_t quant_weight_scratch_bytes(const Graph& graph, const Node& node) {
-  if (node.op != "tern::linear" && node.op != "tern::matmul") return 0;
+  if (node.op != "tern::linear" && node.op != "tern::matmul" &&
+      node.op != "tern::grouped_linear") {  // grouped: rows E N (a group asks for N at most)
+    return 0;
+  }
   const Value* w = node_arg(graph, node, 1);
   if (w == nullptr || !w->is_tensor() || w->sizes.size() != 2 || w->sizes[0] < 0 ||
       w->sizes[1] < 0) {

@@ -183,6 +183,11 @@ class MethodQuantizer {
     const size_t num_values = g_.values.size();  // values appended below are parameters
     for (size_t id = 0; id < num_values; ++id) {
       const Value& v = g_.values[id];
+      if (v.is_tensor() && v.is_constant && v.dtype == DType::F32 && v.sizes.size() == 3 &&
+          v.quant.scheme == QuantSpec::Scheme::None) {
+        quantize_experts(id, uses, pinned, delegated);
+        continue;
+      }
       if (!v.is_tensor() || !v.is_constant || v.dtype != DType::F32 || v.sizes.size() != 2 ||
           v.quant.scheme != QuantSpec::Scheme::None) {
         continue;
@@ -268,6 +273,63 @@ class MethodQuantizer {
     none.kind = Value::Kind::None;
     g_.values.push_back(none);
     return static_cast<int>(g_.values.size() - 1);
+  }
+
+  // A grouped_mm's experts w [E, K, N], read only as grouped_mm's w: each expert's matrix
+  // transposed into rows [e N, (e + 1) N) of a [E N, K] weight (blocks and rows along K, as a
+  // linear weight's), the nodes rewritten to tern::grouped_linear, then quantized as a linear
+  // weight is.
+  void quantize_experts(size_t id, const std::map<int, std::vector<Use>>& uses,
+                        const std::set<int>& pinned, const std::set<size_t>& delegated) {
+    auto it = uses.find(static_cast<int>(id));
+    if (it == uses.end()) return;
+    std::string other;
+    for (const Use& u : it->second) {
+      const Node& node = g_.nodes[u.node];
+      if (node.op != "tern::grouped_mm" || u.arg != 1) {
+        if (other.empty()) {
+          other = node.op + " (node " + std::to_string(u.node) + ", argument " +
+                  std::to_string(u.arg) + ")";
+        }
+      } else if (delegated.count(u.node)) {
+        other = node.op + " (node " + std::to_string(u.node) + ") inside a delegate region";
+      }
+    }
+    bool grouped = false;
+    for (const Use& u : it->second) grouped = grouped || g_.nodes[u.node].op == "tern::grouped_mm";
+    if (!grouped) return;
+    const Value& v = g_.values[id];
+    const QuantScheme scheme = scheme_for(v.name);
+    if (scheme.kind == QuantScheme::Kind::None) return;
+    const std::string label = "'" + display_name(id) + "' " + shape_string(v.sizes);
+    if (!other.empty()) {
+      report_.skipped.push_back(label + ": also read by " + other);
+      return;
+    }
+    if (pinned.count(static_cast<int>(id))) {
+      report_.skipped.push_back(label + ": a method output or tensor-list member");
+      return;
+    }
+    const int64_t e = v.sizes[0], k = v.sizes[1], n = v.sizes[2];
+    if (e == 0 || k == 0 || n == 0) return;
+    check_finite(id);
+    std::vector<uint8_t> t(v.data.size());
+    const float* src = reinterpret_cast<const float*>(v.data.data());
+    float* dst = reinterpret_cast<float*>(t.data());
+    for (int64_t g = 0; g < e; ++g) {
+      for (int64_t r = 0; r < k; ++r) {
+        for (int64_t c = 0; c < n; ++c) dst[(g * n + c) * k + r] = src[(g * k + r) * n + c];
+      }
+    }
+    Value& w = g_.values[id];
+    w.data = std::move(t);
+    w.sizes = {e * n, k};
+    std::vector<std::string> ops;
+    for (const Use& u : it->second) {
+      ops.push_back("tern::grouped_mm");
+      g_.nodes[u.node].op = "tern::grouped_linear";
+    }
+    quantize_value(id, scheme, ops, /*transposed=*/true);
   }
 
   // matmul(x, W [k, n]) == linear(x, W^T [n, k], None): transpose the constant and rewrite.

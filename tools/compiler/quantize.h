@@ -1,6 +1,6 @@
 // The weight quantization pass of `tern compile --quantize` (docs/quantization.md): linear
-// weights, matmul-with-constant weights and embedding tables become nf4 or fp8 with their
-// parameters (QUANT.md); everything else stays f32.
+// weights, matmul-with-constant weights, embedding tables and a mixture of experts' grouped_mm
+// weights become nf4 or fp8 with their parameters (QUANT.md); everything else stays f32.
 #pragma once
 
 #include <cstdint>
@@ -61,7 +61,9 @@ struct QuantizedWeight {
   std::vector<int64_t> shape;   ///< as stored ([out, in]; a matmul b is stored transposed)
   std::string scheme;           ///< quant_scheme_string
   std::vector<std::string> ops; ///< the ops reading it ("tern::linear", ...)
-  bool transposed = false;      ///< a matmul b [k, n] stored as a linear weight [n, k]
+  /// a matmul b [k, n] stored as a linear weight [n, k]; a grouped_mm's w [E, K, N] as
+  /// tern::grouped_linear's [E N, K] (each expert's matrix transposed)
+  bool transposed = false;
   uint64_t bytes_before = 0;    ///< f32 bytes
   uint64_t bytes_after = 0;     ///< packed data + its own parameters (a shared table not included)
 };
@@ -78,7 +80,10 @@ struct QuantizeReport {
 /// Quantizes, in place, every eligible weight of every method of `program`: a constant f32
 /// rank-2 tensor read only as the weight of tern::linear (arg 1), the table of tern::embedding
 /// (arg 0) or the constant b of tern::matmul (arg 1; those matmuls become tern::linear with the
-/// weight transposed, so scales follow output channels), outside any pre-made delegate region.
+/// weight transposed, so scales follow output channels), or a constant f32 rank-3 tensor read
+/// only as the experts w [E, K, N] of tern::grouped_mm (arg 1; those nodes become
+/// tern::grouped_linear with w [E N, K], each expert transposed), outside any pre-made delegate
+/// region.
 /// Adds the parameter tensors as constants ("<name>.absmax", ".dq_codes", ".dq_absmax2",
 /// ".scale", one "nf4.dq_table" per method). Throws std::invalid_argument naming the weight
 /// when a weight chosen for quantization holds NaN or infinity.

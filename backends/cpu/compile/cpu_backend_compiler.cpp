@@ -50,6 +50,8 @@ void check_node(const Graph& g, const Node& node) {
     check_quant_linear(g, node);
   } else if (op == "tern::grouped_mm") {  // tern's grouped product (op 46)
     (void)grouped_matmul_attrs(g, node);
+  } else if (op == "tern::grouped_linear") {  // NF4 / FP8 experts (op 47)
+    (void)quant_grouped_attrs(g, node);
   } else if (is_runtime_index_rows(g, node)) {
     (void)index_rows_attrs(g, node);  // an f32 x by a run-time index: IndexRows (op 45)
   } else if (op == "tern::embedding") {  // NF4 / FP8 table: op 24
@@ -260,7 +262,7 @@ bool CpuBackendCompiler::accepts_region(const Graph& graph, const std::vector<in
         op == "tern::conv_transpose2d" || op == "tern::linear" || op == "tern::embedding" ||
         op == "tern::bmm" || op == "tern::matmul" || op == "tern::scaled_dot_product_attention" ||
         op == "tern::max_pool2d" || op == "tern::avg_pool2d" || op == "tern::adaptive_avg_pool2d" ||
-        op == "tern::mean" || op == "tern::grouped_mm") {
+        op == "tern::mean" || op == "tern::grouped_mm" || op == "tern::grouped_linear") {
       return true;
     }
   }

@@ -20,6 +20,13 @@ struct GroupedMatmulAttrs {
   bool int32_ends = false;
 };
 
+/// The attributes of a tern::grouped_linear node whose w is quantized (what `tern compile
+/// --quantize` makes of a grouped_mm: w [E N, K] nf4 / fp8, each expert transposed): x, w, the
+/// ends, S, K, N and E as above; throws Unsupported for another form, and when the experts do
+/// not split the weight's layout (kernels/quant_weight.h, quant_rows_split_ok: N a multiple of
+/// 8 starting the NF4 blocks, double quantization's groups and FP8 tiles) — those stay portable.
+GroupedMatmulAttrs quant_grouped_attrs(const Graph& g, const Node& node);
+
 /// The attributes of a tern::grouped_mm node; throws Unsupported for another form: x not a
 /// 2-D f32 activation, w not a 3-D f32 constant (or quantized), the ends a constant or not a
 /// 1-D int32 / int64 tensor of E elements, dims above 2^30, an output other than [S, N].

@@ -1405,6 +1405,25 @@ class Lowering {
     n.params[2] = static_cast<uint32_t>(a.n);
   }
 
+  /// grouped_linear with NF4 / FP8 experts (grouped_matmul.h): tern's QuantizedGroupedMatmul
+  /// (op 47) on x (plain), the [E N, K] weight re-laid out at prepare as op 23's (a QuantWeight
+  /// recipe) and the ends as op 46's.
+  void lower_quant_grouped(const Node& node) {
+    const GroupedMatmulAttrs a = quant_grouped_attrs(g_, node);
+    const QuantBlobWeight qw = quant_blob_weight(g_, a.w);
+    const uint32_t x = activation_as(a.x, /*plain=*/true);
+    Recipe rc(RecipeOp::QuantWeight);
+    for (uint32_t i = 0; i < cpu::kQuantParamCount; ++i) rc.r.params[i] = qw.params[i];
+    rc.src[0] = a.w;
+    const uint32_t w = add_derived({qw.floats}, rc);
+    const uint32_t ends = typed_input(
+        a.ends, a.int32_ends ? ValueLayout::Int32Plain : ValueLayout::Int64Plain,
+        "a grouped product's ends");
+    BlobNode& n = add_node(NodeOp::QuantizedGroupedMatmul, {x, w, ends}, output(node.outputs[0]));
+    for (uint32_t i = 0; i < cpu::kQuantParamCount; ++i) n.params[i] = qw.params[i];
+    n.params[cpu::kQuantGroups] = static_cast<uint32_t>(a.groups);
+  }
+
   /// Whether pow node `node` (checked by supports) has an exponent of 2, 3 or 0.5: products or
   /// a sqrt (small_pow_exponent's test).
   bool is_small_pow(const Node& node) const {
@@ -2360,6 +2379,8 @@ class Lowering {
       n.params[2] = align ? 1u : 0u;
     } else if (op == "tern::grouped_mm") {
       lower_grouped_matmul(node);
+    } else if (op == "tern::grouped_linear") {
+      lower_quant_grouped(node);
     } else if (is_runtime_index_rows(g_, node)) {
       lower_index_rows(node);
     } else if ((op == "tern::linear" && is_quantized_value(g_, node.args[1])) ||

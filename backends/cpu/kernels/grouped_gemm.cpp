@@ -12,15 +12,21 @@ int64_t grouped_gemm_end(const GroupedGemmProblem& p, int64_t g) {
   return p.ends32 != nullptr ? static_cast<int64_t>(p.ends32[g]) : p.ends64[g];
 }
 
-int64_t grouped_gemm(const GroupedGemmProblem& p, pthreadpool_t pool) {
+int64_t grouped_gemm_bad_end(const GroupedGemmProblem& p) {
   int64_t start = 0;
   for (int64_t g = 0; g < p.groups; ++g) {
     const int64_t end = grouped_gemm_end(p, g);
     if (end < start || end > p.rows) return g;
     start = end;
   }
+  return -1;
+}
+
+int64_t grouped_gemm(const GroupedGemmProblem& p, pthreadpool_t pool) {
+  const int64_t bad = grouped_gemm_bad_end(p);
+  if (bad >= 0) return bad;
   const uint64_t floats = packed_weight_floats(p.n, p.k);
-  start = 0;
+  int64_t start = 0;
   for (int64_t g = 0; g < p.groups; ++g) {
     const int64_t end = grouped_gemm_end(p, g);
     if (end > start) {

@@ -34,4 +34,8 @@ int64_t grouped_gemm(const GroupedGemmProblem& p, pthreadpool_t pool);
 /// The end of group g (whichever of ends32 / ends64 is set).
 int64_t grouped_gemm_end(const GroupedGemmProblem& p, int64_t g);
 
+/// The first group whose end goes backwards or past p.rows, or -1 (reads the ends only; the
+/// check grouped_gemm makes first, for the quantized grouped product too).
+int64_t grouped_gemm_bad_end(const GroupedGemmProblem& p);
+
 }  // namespace tern::cpu

@@ -119,6 +119,42 @@ QuantWeightView quant_weight_view(const QuantWeightDesc& d, const QuantWeightLay
   return w;
 }
 
+bool quant_rows_split_ok(const QuantWeightDesc& d, uint64_t part_rows) {
+  if (part_rows == 0 || d.rows % part_rows != 0 || part_rows % 8 != 0) return false;
+  const uint64_t elems = part_rows * d.cols;
+  switch (d.format) {
+    case QuantWeightFormat::Nf4:
+      return elems % d.block_size == 0;
+    case QuantWeightFormat::Nf4DoubleQuant:
+      return elems % d.block_size == 0 && (elems / d.block_size) % d.dq_block_size == 0;
+    case QuantWeightFormat::Fp8E4M3:
+    case QuantWeightFormat::Fp8E5M2:
+      return d.granularity != Fp8Granularity::Block || part_rows % d.block_rows == 0;
+  }
+  return false;
+}
+
+QuantWeightView quant_rows_view(const QuantWeightView& w, uint64_t r0, uint64_t rows) {
+  QuantWeightView v = w;
+  v.desc.rows = rows;
+  (void)quant_weight_layout(v.desc, &v.layout, w.layout.nf4_row_group);
+  v.codes = w.codes + r0 * w.layout.row_bytes;
+  const uint64_t block0 = w.desc.block_size != 0 ? r0 * w.desc.cols / w.desc.block_size : 0;
+  if (w.absmax != nullptr) v.absmax = w.absmax + block0;
+  if (w.dq_codes != nullptr) {
+    v.dq_codes = w.dq_codes + block0;
+    v.dq_absmax2 = w.dq_absmax2 + block0 / w.desc.dq_block_size;
+  }
+  if (w.scale != nullptr) {
+    if (w.desc.granularity == Fp8Granularity::PerChannel) {
+      v.scale = w.scale + r0;
+    } else if (w.desc.granularity == Fp8Granularity::Block) {
+      v.scale = w.scale + r0 / w.desc.block_rows * w.layout.tiles_per_row;
+    }
+  }
+  return v;
+}
+
 bool quant_weight_has_nonfinite_codes(const QuantWeightView& w) {
   const QuantWeightFormat f = w.desc.format;
   if (f != QuantWeightFormat::Fp8E4M3 && f != QuantWeightFormat::Fp8E5M2) return false;

@@ -92,6 +92,17 @@ struct QuantWeightView {
 QuantWeightView quant_weight_view(const QuantWeightDesc& d, const QuantWeightLayout& layout,
                                   const void* base);
 
+/// Whether the weight `d` splits into parts of `part_rows` rows (its rows a multiple of them)
+/// that are weights of their own in the same layout: each part's codes start a row group
+/// (part_rows a multiple of 8, the widest NF4 row group, whatever this CPU packs), its NF4
+/// blocks (and double quantization's groups of blocks) and FP8 tiles start with it. A mixture
+/// of experts' [E N, K] weight cut into its E experts (op 47).
+bool quant_rows_split_ok(const QuantWeightDesc& d, uint64_t part_rows);
+
+/// Rows [r0, r0 + rows) of `w` as a weight of their own (the same codes and scales in place);
+/// `r0` and `rows` multiples of a part_rows that quant_rows_split_ok accepted.
+QuantWeightView quant_rows_view(const QuantWeightView& w, uint64_t r0, uint64_t rows);
+
 /// Whether any FP8 code of `w` is a NaN or infinity encoding (the fused kernels decode every
 /// code as a finite number; the blob reader refuses such weights). False for NF4.
 bool quant_weight_has_nonfinite_codes(const QuantWeightView& w);

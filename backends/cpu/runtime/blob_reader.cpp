@@ -134,6 +134,8 @@ const char* op_name(uint32_t op) {
       return "index_rows";
     case NodeOp::GroupedMatmul:
       return "grouped_matmul";
+    case NodeOp::QuantizedGroupedMatmul:
+      return "quantized_grouped_matmul";
   }
   return "?";
 }
@@ -210,6 +212,7 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
       *either_mask = 0x1;
       return;
     case NodeOp::GroupedMatmul:  // x, packed weights (a constant), ends (an int external input)
+    case NodeOp::QuantizedGroupedMatmul:  // x, quantized weights (a constant), ends
       *min_in = *max_in = 3;
       *const_mask = 0x2;
       *either_mask = 0x4;  // checked by check_grouped_matmul and the int layouts' rule
@@ -604,7 +607,10 @@ Error check_pool(uint32_t n, const BlobNode& node, const BlobValue* v) {
 Error check_quant_weight(uint32_t n, const BlobNode& node, const BlobValue* v,
                          const uint8_t* data, QuantWeightView* out) {
   const uint32_t* q = node.params;
-  TERN_RETURN_IF_ERROR(check_params_range(n, node, kQuantParamCount, kQuantRows, kQuantFormat + 1));
+  // Op 47 has one parameter more, E (checked by check_quant_grouped).
+  const bool grouped = static_cast<NodeOp>(node.op) == NodeOp::QuantizedGroupedMatmul;
+  TERN_RETURN_IF_ERROR(check_params_range(n, node, kQuantParamCount + (grouped ? 1 : 0),
+                                          kQuantRows, kQuantFormat + 1));
   QuantWeightDesc d;
   d.format = static_cast<QuantWeightFormat>(q[kQuantFormat]);
   d.rows = q[kQuantRows];
@@ -634,6 +640,8 @@ Error check_quant_weight(uint32_t n, const BlobNode& node, const BlobValue* v,
                              q[kQuantCols]);
   // A weight made at prepare (a QuantWeight recipe of the same params, checked with the
   // recipes) has its codes and offset checked there, from the program's tensors.
+  out->desc = d;
+  out->layout = layout;
   if (f.kind == static_cast<uint32_t>(ValueKind::Derived)) return Error::Ok;
   *out = quant_weight_view(d, layout, data + f.data_offset);
   TERN_CHECK_OR_RETURN_ERROR(d.format != QuantWeightFormat::Nf4DoubleQuant ||
@@ -671,6 +679,42 @@ Error check_quant_fc(uint32_t n, const BlobNode& node, const BlobValue* v, const
   for (uint32_t i = 0; i < x.rank; ++i) expect[i] = x.dims[i];
   expect[x.rank - 1] = out_features;
   return check_out_dims(n, node, v[node.output], expect, x.rank);
+}
+
+/// Op 47: the weight as op 23's, E dividing its rows into experts quant_rows_split_ok accepts,
+/// x [S, K] plain, the ends an external [E] input, the output [S, N] plain.
+Error check_quant_grouped(uint32_t n, const BlobNode& node, const BlobValue* v,
+                          const uint8_t* data) {
+  QuantWeightView w;
+  TERN_RETURN_IF_ERROR(check_quant_weight(n, node, v, data, &w));
+  TERN_RETURN_IF_ERROR(check_unbounded(n, node));
+  const uint64_t e = node.params[kQuantGroups], rows = w.desc.rows, k = w.desc.cols;
+  TERN_CHECK_OR_RETURN_ERROR(e >= 1 && rows % e == 0 && quant_rows_split_ok(w.desc, rows / e),
+                             InvalidProgram,
+                             "cpu blob: node %u (quantized_grouped_matmul): %llu experts of a "
+                             "%llu-row weight: expected E dividing the rows into parts of a "
+                             "multiple of 8 rows that start its blocks, double quantization "
+                             "groups and tiles",
+                             n, static_cast<unsigned long long>(e),
+                             static_cast<unsigned long long>(rows));
+  const BlobValue& x = v[node.inputs[0]];
+  const BlobValue& ends = v[node.inputs[2]];
+  TERN_CHECK_OR_RETURN_ERROR(x.rank == 2 && x.dims[1] == k &&
+                                 x.layout == static_cast<uint32_t>(ValueLayout::Plain) &&
+                                 v[node.output].layout == static_cast<uint32_t>(ValueLayout::Plain),
+                             InvalidProgram,
+                             "cpu blob: node %u (quantized_grouped_matmul): x (value %u) must be "
+                             "a plain [S, %llu] f32 value and the output plain",
+                             n, node.inputs[0], static_cast<unsigned long long>(k));
+  TERN_CHECK_OR_RETURN_ERROR(
+      ends.kind == static_cast<uint32_t>(ValueKind::ExternalInput) && ends.rank == 1 &&
+          ends.dims[0] == e,
+      InvalidProgram,
+      "cpu blob: node %u (quantized_grouped_matmul): the ends (value %u) must be an external "
+      "[%llu] input",
+      n, node.inputs[2], static_cast<unsigned long long>(e));
+  const uint64_t want[2] = {x.dims[0], rows / e};
+  return check_out_dims(n, node, v[node.output], want, 2);
 }
 
 Error check_quant_embedding(uint32_t n, const BlobNode& node, const BlobValue* v,
@@ -1112,6 +1156,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
       return check_index_rows(n, node, v);
     case NodeOp::GroupedMatmul:
       return check_grouped_matmul(n, node, v);
+    case NodeOp::QuantizedGroupedMatmul:
+      return check_quant_grouped(n, node, v, data);
     case NodeOp::Attention:
       return check_attention(n, node, v);
     case NodeOp::LstmCell:
@@ -1578,7 +1624,8 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
     for (uint32_t i = 0; i < node.num_inputs && err == Error::Ok; ++i) {
       const uint32_t layout = values[node.inputs[i]].layout;
       const NodeOp op = static_cast<NodeOp>(node.op);
-      const bool ends = i == 2 && op == NodeOp::GroupedMatmul;
+      const bool ends =
+          i == 2 && (op == NodeOp::GroupedMatmul || op == NodeOp::QuantizedGroupedMatmul);
       const bool int32 = layout == static_cast<uint32_t>(ValueLayout::Int32Plain);
       const bool int64 = layout == static_cast<uint32_t>(ValueLayout::Int64Plain);
       const bool wants = (i == 0 && op == NodeOp::QuantizedEmbedding) ||
@@ -1621,6 +1668,7 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
       }
     }
     const bool quant = static_cast<NodeOp>(node.op) == NodeOp::QuantizedFullyConnected ||
+                       static_cast<NodeOp>(node.op) == NodeOp::QuantizedGroupedMatmul ||
                        static_cast<NodeOp>(node.op) == NodeOp::QuantizedEmbedding;
     if (err == Error::Ok && quant &&
         values[node.inputs[1]].kind == static_cast<uint32_t>(ValueKind::Derived)) {

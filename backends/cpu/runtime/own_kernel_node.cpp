@@ -391,6 +391,39 @@ uint64_t own_kernel_scratch_floats(const BlobPlan& plan, uint32_t n, int64_t thr
   }
 }
 
+namespace {
+
+/// A grouped product's rows, x, ends and output (ops 46 and 47: inputs 0 and 2).
+GroupedGemmProblem grouped_problem(const BlobPlan& plan, const BlobNode& node,
+                                   float* const* addr) {
+  GroupedGemmProblem p;
+  p.rows = static_cast<int64_t>(plan.values[node.inputs[0]].dims[0]);
+  p.x = addr[node.inputs[0]];
+  const void* ends = addr[node.inputs[2]];
+  if (plan.values[node.inputs[2]].layout == static_cast<uint32_t>(ValueLayout::Int32Plain)) {
+    p.ends32 = static_cast<const int32_t*>(ends);
+  } else {
+    p.ends64 = static_cast<const int64_t*>(ends);
+  }
+  p.out = addr[node.output];
+  return p;
+}
+
+/// Ok when `bad` is negative, else InvalidArgument naming group `bad`'s end and its range.
+Error bad_ends_error(uint32_t n, const BlobNode& node, const GroupedGemmProblem& p, int64_t bad) {
+  if (bad < 0) return Error::Ok;
+  const int64_t before = bad == 0 ? 0 : grouped_gemm_end(p, bad - 1);
+  TERN_RETURN_ERROR(InvalidArgument,
+                    "cpu backend: node %u (%s): ends[%lld] is %lld, expected %lld..%lld (the "
+                    "group ends must not go backwards nor past the %lld rows)",
+                    n, node_op_name(node.op), static_cast<long long>(bad),
+                    static_cast<long long>(grouped_gemm_end(p, bad)),
+                    static_cast<long long>(before), static_cast<long long>(p.rows),
+                    static_cast<long long>(p.rows));
+}
+
+}  // namespace
+
 Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
                           pthreadpool_t pool, float* scratch, uint64_t* numel) {
   const BlobNode& node = plan.nodes[n];
@@ -478,33 +511,38 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       return Error::Ok;
     }
     case NodeOp::GroupedMatmul: {
-      GroupedGemmProblem p;  // E, K, N, the dims and the ends' layout: check_grouped_matmul
+      GroupedGemmProblem p = grouped_problem(plan, node, addr);  // checked: check_grouped_matmul
       p.groups = node.params[0];
       p.k = node.params[1];
       p.n = node.params[2];
-      p.rows = static_cast<int64_t>(plan.values[node.inputs[0]].dims[0]);
-      p.x = addr[node.inputs[0]];
       p.packed = addr[node.inputs[1]];
-      const bool i32 = plan.values[node.inputs[2]].layout ==
-                       static_cast<uint32_t>(ValueLayout::Int32Plain);
-      const void* ends = addr[node.inputs[2]];
-      if (i32) {
-        p.ends32 = static_cast<const int32_t*>(ends);
-      } else {
-        p.ends64 = static_cast<const int64_t*>(ends);
+      return bad_ends_error(n, node, p, grouped_gemm(p, pool));
+    }
+    case NodeOp::QuantizedGroupedMatmul: {
+      const QuantWeightView w = quant_weight_of(node, addr[node.inputs[1]]);
+      GroupedGemmProblem p = grouped_problem(plan, node, addr);  // checked: check_quant_grouped
+      p.groups = node.params[kQuantGroups];
+      p.k = static_cast<int64_t>(w.desc.cols);
+      p.n = static_cast<int64_t>(w.desc.rows) / p.groups;
+      TERN_RETURN_IF_ERROR(bad_ends_error(n, node, p, grouped_gemm_bad_end(p)));
+      int64_t start = 0;
+      for (int64_t g = 0; g < p.groups; ++g) {
+        const int64_t end = grouped_gemm_end(p, g);
+        if (end > start) {
+          QuantGemmProblem q;
+          q.w = quant_rows_view(w, static_cast<uint64_t>(g * p.n), static_cast<uint64_t>(p.n));
+          q.m = end - start;
+          q.a = p.x + start * p.k;
+          q.lda = p.k;
+          q.c = p.out + start * p.n;
+          q.ldc = p.n;
+          quant_gemm(q, pool);
+        }
+        start = end;
       }
-      p.out = addr[node.output];
-      const int64_t bad = grouped_gemm(p, pool);
-      if (bad >= 0) {
-        const int64_t before = bad == 0 ? 0 : grouped_gemm_end(p, bad - 1);
-        TERN_RETURN_ERROR(InvalidArgument,
-                          "cpu backend: node %u (grouped_matmul): ends[%lld] is %lld, expected "
-                          "%lld..%lld (the group ends must not go backwards nor past the %lld "
-                          "rows)",
-                          n, static_cast<long long>(bad),
-                          static_cast<long long>(grouped_gemm_end(p, bad)),
-                          static_cast<long long>(before), static_cast<long long>(p.rows),
-                          static_cast<long long>(p.rows));
+      if (start < p.rows) {
+        std::memset(p.out + start * p.n, 0,
+                    sizeof(float) * static_cast<size_t>((p.rows - start) * p.n));
       }
       return Error::Ok;
     }

@@ -148,6 +148,7 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
     case NodeOp::Select:
     case NodeOp::IndexRows:
     case NodeOp::GroupedMatmul:
+    case NodeOp::QuantizedGroupedMatmul:
       break;  // tern's own kernels: never in an XNNPACK stage
   }
   return Error::InvalidProgram;

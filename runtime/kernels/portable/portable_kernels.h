@@ -164,6 +164,10 @@ Error split(KernelContext& context, Span<EValue*> args);
 /// [S, N]): each group of rows times its own w[e]; rows after the last end are zeros; offsets
 /// that go backwards or past S are InvalidArgument.
 Error grouped_mm(KernelContext& context, Span<EValue*> args);
+/// tern::grouped_linear(x [S, K], w [E * N, K] (f32, nf4 or fp8: each expert's matrix
+/// transposed, as `tern compile --quantize` stores a grouped_mm's experts), ends [E] (i32/i64),
+/// out [S, N]): group e times rows [e N, (e + 1) N) of w, transposed; as grouped_mm otherwise.
+Error grouped_linear(KernelContext& context, Span<EValue*> args);
 /// tern::index_copy(x, dim Int, index (i64/i32, 0-D or 1-D), source, out): out = x with slice
 /// index[i] of dim replaced by source's slice i; in place when out is x (a state tensor). An
 /// index outside [0, size) is InvalidArgument.

@@ -10,6 +10,7 @@ Error register_linalg_kernels() {
       {"tern::matmul", matmul},
       {"tern::bmm", bmm},
       {"tern::grouped_mm", grouped_mm},
+      {"tern::grouped_linear", grouped_linear},
       {"tern::addmm", addmm},
       {"tern::conv1d", conv1d},
       {"tern::conv2d", conv2d},

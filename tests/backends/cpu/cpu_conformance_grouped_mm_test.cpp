@@ -181,15 +181,11 @@ TEST(CpuGroupedMmBlob, FieldsAreChecked) {
   const std::vector<uint8_t> blob = hand_program().graph.delegates.at(0).blob;
   std::string message;
   ASSERT_EQ(parse(blob, &message), Error::Ok) << message;
-  const std::vector<uint32_t> ops = blob_ops(blob);
-  size_t at = ops.size();
-  for (size_t k = 0; k < ops.size(); ++k) {
-    if (ops[k] == static_cast<uint32_t>(cpu::NodeOp::GroupedMatmul)) at = k;
-  }
-  ASSERT_LT(at, ops.size());
-  const cpu::BlobNode node = blob_node(blob, static_cast<uint32_t>(at));
+  const uint32_t at = last_node_of(blob, cpu::NodeOp::GroupedMatmul);
+  ASSERT_LT(at, blob_ops(blob).size());
+  const cpu::BlobNode node = blob_node(blob, at);
   expect_refused(
-      blob, static_cast<uint32_t>(at),
+      blob, at,
       {{"E 0", [](cpu::BlobNode& n) { n.params[0] = 0; }, "parameter 0 is 0"},
        {"E 2: the ends' count", [](cpu::BlobNode& n) { n.params[0] = 2; }, "(grouped_matmul)"},
        {"K 3", [](cpu::BlobNode& n) { n.params[1] = 3; }, "(grouped_matmul)"},

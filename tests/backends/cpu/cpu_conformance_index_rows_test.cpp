@@ -131,12 +131,8 @@ TEST(CpuIndexRowsBlob, FieldsAreChecked) {
   const std::vector<uint8_t> blob = index_rows_blob();
   std::string message;
   ASSERT_EQ(parse(blob, &message), Error::Ok) << message;
-  const std::vector<uint32_t> ops = blob_ops(blob);
-  size_t at = ops.size();
-  for (size_t k = 0; k < ops.size(); ++k) {
-    if (ops[k] == static_cast<uint32_t>(cpu::NodeOp::IndexRows)) at = k;
-  }
-  ASSERT_LT(at, ops.size());
+  const uint32_t at = last_node_of(blob, cpu::NodeOp::IndexRows);
+  ASSERT_LT(at, blob_ops(blob).size());
   const cpu::BlobNode node = blob_node(blob, at);
   expect_refused(
       blob, at,

@@ -63,6 +63,16 @@ inline size_t count_op(const std::vector<uint8_t>& blob, cpu::NodeOp op) {
   return static_cast<size_t>(std::count(ops.begin(), ops.end(), static_cast<uint32_t>(op)));
 }
 
+/// The index of `blob`'s last node of `op` (the node count when none is).
+inline uint32_t last_node_of(const std::vector<uint8_t>& blob, cpu::NodeOp op) {
+  const std::vector<uint32_t> ops = blob_ops(blob);
+  uint32_t at = static_cast<uint32_t>(ops.size());
+  for (uint32_t k = 0; k < ops.size(); ++k) {
+    if (ops[k] == static_cast<uint32_t>(op)) at = k;
+  }
+  return at;
+}
+
 /// parse_blob on a 64-byte-aligned copy of `blob`; *message: the error text, or "" when Ok.
 inline Error parse(const std::vector<uint8_t>& blob, std::string* message) {
   AlignedBlob aligned(blob);

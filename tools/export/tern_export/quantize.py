@@ -12,7 +12,8 @@ SCHEME_KINDS = ("none", "nf4", "fp8_e4m3", "fp8_e5m2")
 
 # Which argument of which op is a quantizable weight (tools/compiler/quantize.cpp decides the
 # same; it also leaves out weights that some other op reads).
-_WEIGHT_SLOTS = {"tern::linear": 1, "tern::matmul": 1, "tern::embedding": 0}
+_WEIGHT_SLOTS = {"tern::linear": 1, "tern::matmul": 1, "tern::embedding": 0,
+                 "tern::grouped_mm": 1}
 
 
 def check_scheme(scheme, what="quantize"):
@@ -57,16 +58,18 @@ def eligible_weights(graph_path):
     for method in doc["methods"]:
         values = method["values"]
         by_name = {v.get("name"): i for i, v in enumerate(values) if v.get("name")}
-        read = set()
+        read = {}  # value -> the rank its reader quantizes (a grouped_mm's experts: 3)
         for node in method["nodes"]:
             slot = _WEIGHT_SLOTS.get(node["op"])
             args = node.get("args", [])
             if slot is not None and slot < len(args):
                 ref = args[slot]
-                read.add(ref if isinstance(ref, int) else by_name.get(ref, -1))
+                ref = ref if isinstance(ref, int) else by_name.get(ref, -1)
+                read[ref] = 3 if node["op"] == "tern::grouped_mm" else 2
         for i, v in enumerate(values):
             if (i in read and v.get("type") == "tensor" and "weight" in v and
-                    v.get("dtype") == "f32" and len(v.get("shape", [])) == 2 and "quant" not in v):
+                    v.get("dtype") == "f32" and len(v.get("shape", [])) == read[i] and
+                    "quant" not in v):
                 name = v.get("name", "")
                 entry = (name, re.sub(r"\.weight$", "", name))
                 if entry not in out:
