@@ -462,6 +462,10 @@ PROBE = {
                     num_layers=2, num_heads=4, attention_types=[[["global", "local"], 1]],
                     window_size=8),
     "xlm": text("XLMModel", "XLMConfig", vocab_size=128, emb_dim=64, n_layers=2, n_heads=4),
+    # Its attention mask ANDs integer masks (tern's bitwise_and on integers).
+    "cpmant": text("CpmAntModel", "CpmAntConfig", vocab_size=128, hidden_size=64,
+                   num_hidden_layers=2, num_attention_heads=4, dim_head=16, dim_ff=128,
+                   prompt_length=4, use_cache=False),
     "qwen3_moe": text("Qwen3MoeModel", "Qwen3MoeConfig", num_experts=4, num_experts_per_tok=2,
                       moe_intermediate_size=32, **DECODER),
     "bamba": text("BambaModel", "BambaConfig", vocab_size=128, hidden_size=64,

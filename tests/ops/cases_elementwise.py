@@ -151,6 +151,31 @@ def logical_cases():
     return out
 
 
+def bitwise_cases():
+    """Integer and bool bitwise operators (CPM-Ant ANDs integer masks), promoting as PyTorch."""
+    out = []
+    for op, fn in [("bitwise_and", torch.bitwise_and), ("bitwise_or", torch.bitwise_or),
+                   ("bitwise_xor", torch.bitwise_xor)]:
+        out.append(Case("tern::" + op, [ri(3, 4, low=-300, high=300), ri(4, low=-300, high=300)],
+                        fn, rtol=0, atol=0, name=op + "_i64"))
+        out.append(Case("tern::" + op, [ri(2, 5, low=-9, high=9, dtype=torch.int32),
+                                        ri(2, 1, low=-9, high=9)], fn, rtol=0, atol=0,
+                        name=op + "_i32_i64"))
+        out.append(Case("tern::" + op, [rb(3, 1), rb(4)], fn, rtol=0, atol=0,
+                        name=op + "_bool"))
+        out.append(Case("tern::" + op, [ri(6, low=-5, high=5, dtype=torch.int32), rb(6)], fn,
+                        rtol=0, atol=0, name=op + "_i32_bool"))
+        out.append(Case("tern::" + op, [ri(5, low=-100, high=100), I(6)], fn, rtol=0, atol=0,
+                        name=op + "_scalar"))
+    out.append(Case("tern::bitwise_not", [ri(7, low=-4, high=4)], torch.bitwise_not, rtol=0,
+                    atol=0, name="bitwise_not_i64"))
+    out.append(Case("tern::bitwise_not", [ri(7, low=-4, high=4, dtype=torch.int32)],
+                    torch.bitwise_not, rtol=0, atol=0, name="bitwise_not_i32"))
+    out.append(Case("tern::bitwise_not", [rb(5)], torch.bitwise_not, rtol=0, atol=0,
+                    name="bitwise_not_bool"))
+    return out
+
+
 def where_cases():
     out = []
     for c, a, b in [((3, 4), (3, 4), (3, 4)), ((3, 1), (4,), (3, 4)), ((), (2, 3), (3,)),
@@ -303,5 +328,6 @@ def cast_cases():
 
 
 def cases():
-    return (binary_cases() + compare_cases() + logical_cases() + where_cases() + unary_cases()
+    return (binary_cases() + compare_cases() + logical_cases() + bitwise_cases() + where_cases()
+            + unary_cases()
             + activation_cases() + cast_cases())

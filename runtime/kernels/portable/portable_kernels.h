@@ -43,6 +43,12 @@ Error ge(KernelContext& context, Span<EValue*> args);
 Error logical_and(KernelContext& context, Span<EValue*> args);
 Error logical_or(KernelContext& context, Span<EValue*> args);
 Error logical_not(KernelContext& context, Span<EValue*> args);
+/// tern::bitwise_and / bitwise_or / bitwise_xor(a, b, out), bitwise_not(x, out): i32, i64 and
+/// bool (promoting as torch.result_type), broadcasting; floating operands are InvalidArgument.
+Error bitwise_and(KernelContext& context, Span<EValue*> args);
+Error bitwise_or(KernelContext& context, Span<EValue*> args);
+Error bitwise_xor(KernelContext& context, Span<EValue*> args);
+Error bitwise_not(KernelContext& context, Span<EValue*> args);
 /// tern::where(cond bool, a, b, out): three-way broadcast; a/b tensors or scalars promoting
 /// to out's dtype (any plain dtype).
 Error where(KernelContext& context, Span<EValue*> args);

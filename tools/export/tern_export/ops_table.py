@@ -1695,14 +1695,29 @@ def _index_dynamic(L, x, indices, real):
     return _reshaped(L, picked, list(real.shape))
 
 
-# Bitwise operators on bool tensors are the logical ones; tern has no integer bitwise ops.
+# Bitwise operators on bool tensors are the logical ones; on integers tern's bitwise_* ops.
+
+_INTEGER_BITWISE = (torch.int32, torch.int64)
+
+
+def _integer_operand(L, v, dtype):
+    """A bitwise operator's operand as a tensor of `dtype` (a number becomes a 0-D constant)."""
+    if is_tensor(v):
+        return L.tensor_id(L.cast(v, dtype))
+    return L.weight(Const(torch.tensor(int(V(v)), dtype=dtype), "scalar"))
+
 
 def _bitwise(op):
+    integer_op = {"logical_and": "bitwise_and", "logical_or": "bitwise_or", "ne": "bitwise_xor"}[op]
+
     def h(L, n, a, real):
         x, y = a["self"], a["other"]
+        if real.dtype in _INTEGER_BITWISE and n.target._schema.name != "aten::logical_xor":
+            return L.emit(integer_op, [_integer_operand(L, x, real.dtype),
+                                       _integer_operand(L, y, real.dtype)], real)
         if real.dtype != torch.bool:
-            raise Unsupported("%s on %s tensors: tern has logical operators on bool tensors only"
-                              % (n.target._schema.name.split("::")[1], real.dtype))
+            raise Unsupported("%s on %s tensors: tern has bitwise operators on bool, int32 and "
+                              "int64 tensors" % (n.target._schema.name.split("::")[1], real.dtype))
         xid = L.tensor_id(L.cast(x, torch.bool)) if is_tensor(x) else L.weight(
             Const(torch.tensor(bool(V(x))), "scalar"))
         yid = L.tensor_id(L.cast(y, torch.bool)) if is_tensor(y) else L.weight(
@@ -1719,9 +1734,11 @@ handles("logical_xor.default")(_bitwise("ne"))
 
 @handles("bitwise_not.default")
 def _bitwise_not(L, n, a, real):
+    if real.dtype in _INTEGER_BITWISE:
+        return L.emit("bitwise_not", [L.tensor_id(a["self"])], real)
     if real.dtype != torch.bool:
-        raise Unsupported("bitwise_not on %s tensors: tern has logical_not on bool tensors only"
-                          % real.dtype)
+        raise Unsupported("bitwise_not on %s tensors: tern has bitwise_not on bool, int32 and "
+                          "int64 tensors" % real.dtype)
     return L.emit("logical_not", [L.tensor_id(a["self"])], real)
 
 
