@@ -1174,6 +1174,31 @@ def test_bitwise_on_bool_masks():
     assert any(o.startswith("aten.bitwise_and") for o in result.aten_ops), result.aten_ops
 
 
+def test_index_put_with_a_constant_boolean_mask():
+    """x[mask] = values with a constant mask over the leading dims (X-MOD's language adapters:
+    zeros_like, then each language's rows written back): an index_copy of the masked rows,
+    into a constant and into an activation; against PyTorch."""
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("mask", torch.tensor([[True, False, True], [False, False, True]]))
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            y = torch.zeros_like(x)
+            y[self.mask] = self.fc(x[self.mask])
+            z = x * 2
+            z[self.mask] = torch.relu(x[self.mask])
+            return y + 1, z
+    m = M().eval()
+    x = torch.randn(2, 3, 4)
+    result, got = export_and_run(m, (x,), "index_put_mask")
+    with torch.no_grad():
+        for k, (g, r) in enumerate(zip(got, m(x))):
+            assert_close(g, r, what="output %d" % k)
+    assert "tern::index_copy" in result.ops, result.ops
+
+
 def test_bitwise_on_integers():
     """Integer bitwise operators (CPM-Ant ANDs integer masks): tern's bitwise_* ops, int32
     promoted with int64 as PyTorch does, numbers as operands; against PyTorch, exactly."""

@@ -462,6 +462,28 @@ PROBE = {
                     num_layers=2, num_heads=4, attention_types=[[["global", "local"], 1]],
                     window_size=8),
     "xlm": text("XLMModel", "XLMConfig", vocab_size=128, emb_dim=64, n_layers=2, n_heads=4),
+    # Configs the generic builders did not give (thirtieth session): multi-head latent
+    # attention (DeepSeek-V2, MiniCPM3), a Mamba2 / shared-attention hybrid (Zamba2), an MoE
+    # with a shared expert and dense first layer (dots1), language adapters written back by a
+    # constant boolean mask (X-MOD).
+    "deepseek_v2": text("DeepseekV2Model", "DeepseekV2Config", vocab_size=128, hidden_size=64,
+                        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
+                        intermediate_size=128, moe_intermediate_size=32, n_routed_experts=4,
+                        num_experts_per_tok=2, first_k_dense_replace=1, kv_lora_rank=16,
+                        q_lora_rank=None, qk_rope_head_dim=8, qk_nope_head_dim=8,
+                        v_head_dim=16, use_cache=False),
+    "minicpm3": text("MiniCPM3Model", "MiniCPM3Config", vocab_size=128, hidden_size=64,
+                     num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
+                     intermediate_size=128, kv_lora_rank=16, q_lora_rank=32, qk_rope_head_dim=8,
+                     qk_nope_head_dim=8, v_head_dim=16, use_cache=False),
+    "zamba2": text("Zamba2Model", "Zamba2Config", vocab_size=128, hidden_size=64,
+                   num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
+                   mamba_d_state=16, mamba_headdim=16, n_mamba_heads=8,
+                   layers_block_type=["mamba", "hybrid"], use_cache=False),
+    "dots1": text("Dots1Model", "Dots1Config", n_routed_experts=4, num_experts_per_tok=2,
+                  moe_intermediate_size=32, n_shared_experts=1, first_k_dense_replace=1,
+                  **DECODER),
+    "xmod": text("XmodModel", "XmodConfig", vocab_size=128, default_language="en_XX", **SMALL),
     # Its attention mask ANDs integer masks (tern's bitwise_and on integers).
     "cpmant": text("CpmAntModel", "CpmAntConfig", vocab_size=128, hidden_size=64,
                    num_hidden_layers=2, num_attention_heads=4, dim_head=16, dim_ff=128,

@@ -1248,7 +1248,9 @@ def _index_put(L, n, a, real):
     # permutation this way): index_copy along dim 0.
     if V(a["accumulate"]):
         raise Unsupported("index_put with accumulate=True")
-    index = [i for i in a["indices"]]
+    index = _index_list(a)
+    if len(index) == 1 and not is_none(index[0]) and real_of(index[0]).dtype == torch.bool:
+        return _index_put_mask(L, a, index[0], real)
     if len(index) != 1 or is_none(index[0]):
         raise Unsupported("index_put with %d index tensors (one, on dim 0, is taken)"
                           % len(index))
@@ -1261,6 +1263,34 @@ def _index_put(L, n, a, real):
                           % (rv.dtype, tuple(rv.shape), rx.dtype, tuple(rx.shape)))
     return L.emit("index_copy", [L.tensor_id(a["self"]), L.mb.int(0), L.tensor_id(index[0]),
                                  L.tensor_id(a["values"])], real)
+
+
+def _index_put_mask(L, a, mask, real):
+    # x[mask] = values with a constant boolean mask over x's leading dims (X-MOD's language
+    # adapters write each language's rows back this way): the masked positions, known at
+    # export, are an index_copy along dim 0 of x seen as [mask elements, rest].
+    if not isinstance(mask, Const):
+        raise Unsupported("index_put with a boolean mask computed from the model's inputs: the "
+                          "rows written depend on the data")
+    rx, rv, m = real_of(a["self"]), real_of(a["values"]), mask.value
+    if tuple(m.shape) != tuple(rx.shape[:m.dim()]):
+        raise Unsupported("index_put with a boolean mask %s over a %s tensor (a mask of its "
+                          "leading dims is taken)" % (tuple(m.shape), tuple(rx.shape)))
+    rest = list(rx.shape[m.dim():])
+    pos = m.reshape(-1).nonzero().reshape(-1).clone()
+    if tuple(rv.shape) != tuple([pos.numel()] + rest) or rv.dtype != rx.dtype:
+        raise Unsupported("index_put with values %s %s for %d masked rows of %s %s"
+                          % (rv.dtype, tuple(rv.shape), pos.numel(), rx.dtype, tuple(rx.shape)))
+    x, flat_shape = a["self"], [m.numel()] + rest
+    if pos.numel() == 0:
+        return x
+    if isinstance(x, Const):  # x = zeros_like(...) folded at export: a constant to write into
+        flat = L.weight(Const(x.value.reshape(flat_shape).clone(), "x"))
+    else:
+        flat = _reshaped(L, x, flat_shape).vid
+    copied = L.emit("index_copy", [flat, L.mb.int(0), L.weight(Const(pos, "index")),
+                                   L.tensor_id(a["values"])], real.reshape(flat_shape))
+    return _reshaped(L, copied, list(real.shape))
 
 
 def _grouped_mm(L, n, a, real):
