@@ -49,16 +49,7 @@ GroupedMatmulAttrs quant_grouped_attrs(const Graph& g, const Node& node) {
   a.groups = ends.sizes[0];
   a.n = w.sizes[0] / a.groups;
   check_ends(g, &a);
-  cpu::QuantWeightDesc d;
-  d.format = static_cast<cpu::QuantWeightFormat>(qw.params[cpu::kQuantFormat]);
-  d.rows = qw.params[cpu::kQuantRows];
-  d.cols = qw.params[cpu::kQuantCols];
-  d.block_size = qw.params[cpu::kQuantBlockSize];
-  d.dq_block_size = qw.params[cpu::kQuantDqBlockSize];
-  d.granularity = static_cast<cpu::Fp8Granularity>(qw.params[cpu::kQuantGranularity]);
-  d.block_rows = qw.params[cpu::kQuantBlockRows];
-  d.block_cols = qw.params[cpu::kQuantBlockCols];
-  if (!cpu::quant_rows_split_ok(d, static_cast<uint64_t>(a.n))) {
+  if (!cpu::quant_rows_split_ok(cpu::quant_weight_desc(qw.params), static_cast<uint64_t>(a.n))) {
     throw Unsupported("grouped_linear: " + std::to_string(a.groups) + " experts of " +
                       std::to_string(a.n) +
                       " rows do not split the quantized layout (each a multiple of 8 rows "

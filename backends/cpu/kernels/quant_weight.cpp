@@ -119,6 +119,19 @@ QuantWeightView quant_weight_view(const QuantWeightDesc& d, const QuantWeightLay
   return w;
 }
 
+QuantWeightDesc quant_weight_desc(const uint32_t* q) {
+  QuantWeightDesc d;
+  d.format = static_cast<QuantWeightFormat>(q[kQuantFormat]);
+  d.rows = q[kQuantRows];
+  d.cols = q[kQuantCols];
+  d.block_size = q[kQuantBlockSize];
+  d.dq_block_size = q[kQuantDqBlockSize];
+  d.granularity = static_cast<Fp8Granularity>(q[kQuantGranularity]);
+  d.block_rows = q[kQuantBlockRows];
+  d.block_cols = q[kQuantBlockCols];
+  return d;
+}
+
 bool quant_rows_split_ok(const QuantWeightDesc& d, uint64_t part_rows) {
   if (part_rows == 0 || d.rows % part_rows != 0 || part_rows % 8 != 0) return false;
   const uint64_t elems = part_rows * d.cols;

@@ -46,6 +46,10 @@ struct QuantWeightDesc {
   uint32_t block_cols = 0;      ///< FP8 Block: C >= 1 (else 0)
 };
 
+/// The description a node's (or a QuantWeight recipe's) QuantParam values give
+/// (params[kQuantRows .. kQuantBlockCols]); quant_weight_layout says whether it is legal.
+QuantWeightDesc quant_weight_desc(const uint32_t* params);
+
 /// Byte offsets of the sections of a weight constant (0 for sections the format lacks).
 struct QuantWeightLayout {
   uint64_t row_bytes = 0;

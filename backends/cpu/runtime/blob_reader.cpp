@@ -611,15 +611,7 @@ Error check_quant_weight(uint32_t n, const BlobNode& node, const BlobValue* v,
   const bool grouped = static_cast<NodeOp>(node.op) == NodeOp::QuantizedGroupedMatmul;
   TERN_RETURN_IF_ERROR(check_params_range(n, node, kQuantParamCount + (grouped ? 1 : 0),
                                           kQuantRows, kQuantFormat + 1));
-  QuantWeightDesc d;
-  d.format = static_cast<QuantWeightFormat>(q[kQuantFormat]);
-  d.rows = q[kQuantRows];
-  d.cols = q[kQuantCols];
-  d.block_size = q[kQuantBlockSize];
-  d.dq_block_size = q[kQuantDqBlockSize];
-  d.granularity = static_cast<Fp8Granularity>(q[kQuantGranularity]);
-  d.block_rows = q[kQuantBlockRows];
-  d.block_cols = q[kQuantBlockCols];
+  const QuantWeightDesc d = quant_weight_desc(q);
   QuantWeightLayout layout;
   TERN_CHECK_OR_RETURN_ERROR(
       q[kQuantFormat] <= kLastQuantWeightFormat && quant_weight_layout(d, &layout), InvalidProgram,

@@ -539,15 +539,7 @@ Error run_value_recipe(CpuDelegate* d, uint32_t i, Span<EValue*> args) {
   }
   run_recipe(r, shape, src, d->addr[i]);
   if (r.op == static_cast<uint32_t>(RecipeOp::QuantWeight)) {
-    QuantWeightDesc q;
-    q.format = static_cast<QuantWeightFormat>(r.params[kQuantFormat]);
-    q.rows = r.params[kQuantRows];
-    q.cols = r.params[kQuantCols];
-    q.block_size = r.params[kQuantBlockSize];
-    q.dq_block_size = r.params[kQuantDqBlockSize];
-    q.granularity = static_cast<Fp8Granularity>(r.params[kQuantGranularity]);
-    q.block_rows = r.params[kQuantBlockRows];
-    q.block_cols = r.params[kQuantBlockCols];
+    const QuantWeightDesc q = quant_weight_desc(r.params);
     QuantWeightLayout layout;
     (void)quant_weight_layout(q, &layout);  // recipe_shape checked it
     const QuantWeightView w = quant_weight_view(q, layout, d->addr[i]);

@@ -331,16 +331,7 @@ void run_concat(ConcatTask& t, pthreadpool_t pool) {
 
 /// The quantized weight of op 23 / 24 node `node` (validated by parse_blob) at `base`.
 QuantWeightView quant_weight_of(const BlobNode& node, const float* base) {
-  const uint32_t* q = node.params;
-  QuantWeightDesc d;
-  d.format = static_cast<QuantWeightFormat>(q[kQuantFormat]);
-  d.rows = q[kQuantRows];
-  d.cols = q[kQuantCols];
-  d.block_size = q[kQuantBlockSize];
-  d.dq_block_size = q[kQuantDqBlockSize];
-  d.granularity = static_cast<Fp8Granularity>(q[kQuantGranularity]);
-  d.block_rows = q[kQuantBlockRows];
-  d.block_cols = q[kQuantBlockCols];
+  const QuantWeightDesc d = quant_weight_desc(node.params);
   QuantWeightLayout layout;
   (void)quant_weight_layout(d, &layout);  // parse_blob checked it
   return quant_weight_view(d, layout, base);

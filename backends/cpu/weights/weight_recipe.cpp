@@ -145,14 +145,7 @@ bool quant_desc(const BlobRecipe& r, QuantWeightDesc* d, QuantWeightLayout* layo
       q[kQuantGranularity] > kLastFp8Granularity) {
     return false;
   }
-  d->format = static_cast<QuantWeightFormat>(q[kQuantFormat]);
-  d->rows = q[kQuantRows];
-  d->cols = q[kQuantCols];
-  d->block_size = q[kQuantBlockSize];
-  d->dq_block_size = q[kQuantDqBlockSize];
-  d->granularity = static_cast<Fp8Granularity>(q[kQuantGranularity]);
-  d->block_rows = q[kQuantBlockRows];
-  d->block_cols = q[kQuantBlockCols];
+  *d = quant_weight_desc(q);
   return quant_weight_layout(*d, layout);
 }
 

@@ -21,24 +21,6 @@ const BinaryOpSpec kRoundingDivSpec = {4, Span<const DType>(kNumericDtypes)};
 const BinaryOpSpec kPowSpec = {3, Span<const DType>(kFloat)};
 const BinaryOpSpec kExtremumSpec = {3, Span<const DType>(kNumericDtypes)};
 
-// Calls fn(T{}) for the C++ type of `d` (one of f32, i32, i64, bool).
-template <typename Fn>
-Error dispatch(const char* op, DType d, Fn fn) {
-  switch (d) {
-    case DType::F32:
-      return fn(float{});
-    case DType::I32:
-      return fn(int32_t{});
-    case DType::I64:
-      return fn(int64_t{});
-    case DType::Bool:
-      return fn(bool{});
-    default:
-      break;
-  }
-  TERN_RETURN_ERROR(Internal, "%s: unhandled dtype %s", op, to_string(d));
-}
-
 // Shared by add and sub (a, b, alpha?, out): out = a + sign * alpha * b.
 Error add_sub(const char* op, Span<EValue*> args, bool subtract) {
   BinaryArgs p;
@@ -47,7 +29,7 @@ Error add_sub(const char* op, Span<EValue*> args, bool subtract) {
   if (args.size() == 4) {
     TERN_ASSIGN_OR_RETURN(alpha, value_arg(op, args, 2, "alpha"));
   }
-  return dispatch(op, p.compute, [&](auto zero) -> Error {
+  return dispatch_compute(op, p.compute, [&](auto zero) -> Error {
     using T = decltype(zero);
     T scalars[2] = {};
     TERN_RETURN_IF_ERROR(bind_scalars(op, &p, scalars));
@@ -111,7 +93,7 @@ template <bool kMax>
 Error extremum(const char* op, Span<EValue*> args) {
   BinaryArgs p;
   TERN_RETURN_IF_ERROR(binary_args(op, args, kExtremumSpec, &p));
-  return dispatch(op, p.compute, [&](auto zero) -> Error {
+  return dispatch_compute(op, p.compute, [&](auto zero) -> Error {
     using T = decltype(zero);
     return simple_binary<T>(op, p, [](T x, T y) {
       if constexpr (std::is_floating_point<T>::value) {
@@ -141,7 +123,7 @@ Error mul(KernelContext& /*context*/, Span<EValue*> args) {
   const char* op = "tern::mul";
   BinaryArgs p;
   TERN_RETURN_IF_ERROR(binary_args(op, args, kMulSpec, &p));
-  return dispatch(op, p.compute, [&](auto zero) -> Error {
+  return dispatch_compute(op, p.compute, [&](auto zero) -> Error {
     using T = decltype(zero);
     if constexpr (std::is_same<T, bool>::value) {
       return simple_binary<T>(op, p, [](bool x, bool y) { return x && y; });
@@ -181,7 +163,7 @@ Error div_kernel(KernelContext& /*context*/, Span<EValue*> args) {
     return simple_binary<float>(op, p, [](float x, float y) { return x / y; });
   }
   const bool floor_mode = mode == Mode::Floor;
-  return dispatch(op, p.compute, [&](auto zero) -> Error {
+  return dispatch_compute(op, p.compute, [&](auto zero) -> Error {
     using T = decltype(zero);
     if constexpr (std::is_same<T, float>::value) {
       if (floor_mode) return simple_binary<T>(op, p, floor_divide);

@@ -14,45 +14,37 @@ namespace {
 const DType kIntegral[] = {DType::I32, DType::I64, DType::Bool};
 const BinaryOpSpec kBitwiseSpec = {3, Span<const DType>(kIntegral)};
 
-/// Calls fn(T{}) for the C++ type of integral dtype `d`.
-template <typename Fn>
-Error dispatch_integral(const char* op, DType d, Fn fn) {
-  switch (d) {
-    case DType::I32:
-      return fn(int32_t{});
-    case DType::I64:
-      return fn(int64_t{});
-    case DType::Bool:
-      return fn(bool{});
-    default:
+enum class Bitwise { And, Or, Xor };
+
+template <typename T>
+Error bitwise_loop(const char* op, BinaryArgs* p, Bitwise kind) {
+  T scalars[2] = {};
+  TERN_RETURN_IF_ERROR(bind_scalars(op, p, scalars));
+  T* out = p->out->data_as<T>();
+  switch (kind) {
+    case Bitwise::And:
+      binary_loop<T, T>(p->a, p->b, out, p->shape.span(), [](T x, T y) { return T(x & y); });
+      break;
+    case Bitwise::Or:
+      binary_loop<T, T>(p->a, p->b, out, p->shape.span(), [](T x, T y) { return T(x | y); });
+      break;
+    case Bitwise::Xor:
+      binary_loop<T, T>(p->a, p->b, out, p->shape.span(), [](T x, T y) { return T(x ^ y); });
       break;
   }
-  TERN_RETURN_ERROR(InvalidArgument, "%s: expected integer or bool operands, found %s", op,
-                    to_string(d));
+  return Error::Ok;
 }
-
-enum class Bitwise { And, Or, Xor };
 
 Error bitwise_binary(const char* op, Span<EValue*> args, Bitwise kind) {
   BinaryArgs p;
-  TERN_RETURN_IF_ERROR(binary_args(op, args, kBitwiseSpec, &p));
-  return dispatch_integral(op, p.compute, [&](auto zero) -> Error {
+  TERN_RETURN_IF_ERROR(binary_args(op, args, kBitwiseSpec, &p));  // compute: i32, i64 or bool
+  return dispatch_compute(op, p.compute, [&](auto zero) -> Error {
     using T = decltype(zero);
-    T scalars[2] = {};
-    TERN_RETURN_IF_ERROR(bind_scalars(op, &p, scalars));
-    T* out = p.out->data_as<T>();
-    switch (kind) {
-      case Bitwise::And:
-        binary_loop<T, T>(p.a, p.b, out, p.shape.span(), [](T x, T y) { return T(x & y); });
-        break;
-      case Bitwise::Or:
-        binary_loop<T, T>(p.a, p.b, out, p.shape.span(), [](T x, T y) { return T(x | y); });
-        break;
-      case Bitwise::Xor:
-        binary_loop<T, T>(p.a, p.b, out, p.shape.span(), [](T x, T y) { return T(x ^ y); });
-        break;
+    if constexpr (std::is_floating_point<T>::value) {
+      return Error::Internal;  // not reached: kBitwiseSpec has no floating dtype
+    } else {
+      return bitwise_loop<T>(op, &p, kind);
     }
-    return Error::Ok;
   });
 }
 
@@ -78,9 +70,15 @@ Error bitwise_not(KernelContext& /*context*/, Span<EValue*> args) {
   TERN_ASSIGN_OR_RETURN(TensorView * out, tensor_arg(op, args, 1, "out"));
   TERN_RETURN_IF_ERROR(check_dtype(op, "out", *out, x.dtype));
   TERN_RETURN_IF_ERROR(check_shape(op, "out", *out, x.shape));
-  return dispatch_integral(op, x.dtype, [&](auto zero) -> Error {
+  TERN_CHECK_OR_RETURN_ERROR(x.dtype == DType::I32 || x.dtype == DType::I64 ||
+                                 x.dtype == DType::Bool,
+                             InvalidArgument, "%s: expected an integer or bool x, found %s", op,
+                             to_string(x.dtype));
+  return dispatch_compute(op, x.dtype, [&](auto zero) -> Error {
     using T = decltype(zero);
-    if constexpr (std::is_same<T, bool>::value) {
+    if constexpr (std::is_floating_point<T>::value) {
+      return Error::Internal;  // not reached: checked above
+    } else if constexpr (std::is_same<T, bool>::value) {
       unary_loop<bool, bool>(x, out->data_as<bool>(), out->numel(), [](bool v) { return !v; });
     } else {
       unary_loop<T, T>(x, out->data_as<T>(), out->numel(), [](T v) { return T(~v); });

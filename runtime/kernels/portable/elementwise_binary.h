@@ -144,6 +144,25 @@ struct BinaryOpSpec {
 inline constexpr BinaryOpSpec kPredicateSpec = {3, Span<const DType>(), /*int_to_float=*/false,
                                                 /*bool_out=*/true};
 
+/// Calls fn(T{}) for the C++ type of compute dtype `d` (f32, i32, i64 or bool; binary_args has
+/// checked it against the op's spec); Internal for another dtype.
+template <typename Fn>
+Error dispatch_compute(const char* op, DType d, Fn fn) {
+  switch (d) {
+    case DType::F32:
+      return fn(float{});
+    case DType::I32:
+      return fn(int32_t{});
+    case DType::I64:
+      return fn(int64_t{});
+    case DType::Bool:
+      return fn(bool{});
+    default:
+      break;
+  }
+  TERN_RETURN_ERROR(Internal, "%s: unhandled dtype %s", op, to_string(d));
+}
+
 /// The checked operands and output of a broadcasting binary op.
 struct BinaryArgs {
   Operand a, b;

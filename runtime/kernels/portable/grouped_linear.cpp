@@ -11,6 +11,7 @@
 
 #include "runtime/kernels/portable/data_movement_args.h"
 #include "runtime/kernels/portable/gemm.h"
+#include "runtime/kernels/portable/group_ends.h"
 #include "runtime/kernels/portable/kernel_args.h"
 #include "runtime/kernels/portable/linalg_args.h"
 #include "runtime/kernels/portable/portable_kernels.h"
@@ -50,16 +51,7 @@ Error grouped_linear(KernelContext& context, Span<EValue*> args) {
   TERN_RETURN_IF_ERROR(check_no_overlap(op, *out, *x, "x"));
   TERN_RETURN_IF_ERROR(quantized ? check_no_overlap_quantized(op, *out, *w, "w")
                                   : check_no_overlap(op, *out, *w, "w"));
-  int64_t start = 0;
-  for (int64_t g = 0; g < e; ++g) {  // every end checked before anything is written
-    const int64_t end = dm::index_at(*ends, static_cast<uint64_t>(g));
-    TERN_CHECK_OR_RETURN_ERROR(end >= start && end <= s, InvalidArgument,
-                               "%s: ends[%" PRId64 "] is %" PRId64 ", expected %" PRId64
-                               "..%" PRId64 " (the ends must not go backwards nor past the %" PRId64
-                               " rows)",
-                               op, g, end, start, s, s);
-    start = end;
-  }
+  TERN_RETURN_IF_ERROR(check_group_ends(op, "ends", *ends, s));
   const float* xs = x->data_as<const float>();
   float* ys = out->data_as<float>();
   float* panel = nullptr;
@@ -70,7 +62,7 @@ Error grouped_linear(KernelContext& context, Span<EValue*> args) {
                              quant_panel_rows(static_cast<uint64_t>(n), kk), kk, &panel_rows);
     if (panel == nullptr) return quant_panel_error(op, context.temp_allocator, kk);
   }
-  start = 0;
+  int64_t start = 0;
   for (int64_t g = 0; g < e; ++g) {
     const int64_t end = dm::index_at(*ends, static_cast<uint64_t>(g));
     const int64_t m = end - start;

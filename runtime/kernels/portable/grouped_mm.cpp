@@ -9,6 +9,7 @@
 
 #include "runtime/kernels/portable/data_movement_args.h"
 #include "runtime/kernels/portable/gemm.h"
+#include "runtime/kernels/portable/group_ends.h"
 #include "runtime/kernels/portable/kernel_args.h"
 #include "runtime/kernels/portable/portable_kernels.h"
 
@@ -38,15 +39,10 @@ Error grouped_mm(KernelContext& /*context*/, Span<EValue*> args) {
   const float* xs = x->data_as<const float>();
   const float* ws = w->data_as<const float>();
   float* ys = out->data_as<float>();
+  TERN_RETURN_IF_ERROR(check_group_ends(op, "offsets", *offsets, s));
   int64_t start = 0;
   for (int64_t g = 0; g < e; ++g) {
     const int64_t end = dm::index_at(*offsets, static_cast<uint64_t>(g));
-    TERN_CHECK_OR_RETURN_ERROR(end >= start && end <= s, InvalidArgument,
-                               "%s: offsets[%lld] is %lld, expected %lld..%lld (the ends must "
-                               "not go backwards nor past the %lld rows)",
-                               op, static_cast<long long>(g), static_cast<long long>(end),
-                               static_cast<long long>(start), static_cast<long long>(s),
-                               static_cast<long long>(s));
     if (end > start) {
       gemm_f32(false, false, end - start, n, k, 1.0f, xs + start * k, k, ws + g * k * n, n, 0.0f,
                ys + start * n, n);
