@@ -1,4 +1,4 @@
-// The vulkan delegate blob, version 5: shared by the compile half (writer) and the runtime half
+// The vulkan delegate blob, version 8: shared by the compile half (writer) and the runtime half
 // (reader). Plain structs only (no STL): the runtime includes this file. The byte layout is
 // documented in backends/vulkan/README.md; all fields are little-endian.
 #pragma once
@@ -18,9 +18,10 @@ constexpr char kBlobMagic[4] = {'T', 'V', 'K', 'N'};
 /// and 15), version 3 before f16 storage (BlobHeader::storage 1), version 4 before attention's
 /// kv and mask groups (node op 12's parameters 13 and 14, grouped-query attention), version 5
 /// before 3-D convolutions (node op 6's parameters 18-23: depth) and upsampling (node op 16),
-/// version 6 before negative source strides of node op 9 (flip): a runtime that reads an older
-/// version falls back instead of refusing it as malformed.
-constexpr uint32_t kBlobVersion = 7;
+/// version 6 before negative source strides of node op 9 (flip), version 7 before grouped
+/// products (node ops 17 and 18, value type 3: a mixture of experts' group ends): a runtime
+/// that reads an older version falls back instead of refusing it as malformed.
+constexpr uint32_t kBlobVersion = 8;
 /// Most dimensions of a value and of a strided iteration.
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (attention: q, k, v, mask).
@@ -37,7 +38,7 @@ constexpr uint64_t kMaxElements = 1ull << 30;
 /// Storage element types (BlobHeader::storage): how every f32 value (ValueType::F32) is held on
 /// the device and in the blob's constants. F16: IEEE binary16, 2 bytes per element, computed
 /// in f32 (the shaders' f16-storage variants); the delegate's arguments stay f32 tensors,
-/// converted at its edges. Quantized weights (and so node ops 14, 15) are f32-storage only.
+/// converted at its edges. Quantized weights (and so node ops 14, 15, 18) are f32-storage only.
 constexpr uint32_t kStorageF32 = 0;
 constexpr uint32_t kStorageF16 = 1;
 constexpr uint32_t kLastStorage = 1;
@@ -81,10 +82,11 @@ enum class ValueKind : uint32_t {
 /// Element type of a value.
 enum class ValueType : uint32_t {
   F32 = 0,    ///< stored as the header's storage type (f32 or f16)
-  I64 = 1,    ///< external inputs only: embedding indices
+  I64 = 1,    ///< external inputs only: embedding indices, group ends
   Quant = 2,  ///< constants only: an nf4/fp8 weight [rows, cols] in the QuantLayout below
+  I32 = 3,    ///< external inputs only: group ends (version 8)
 };
-constexpr uint32_t kLastValueType = 2;
+constexpr uint32_t kLastValueType = 3;
 
 /// One tensor value (80 bytes). Row-major (tern's layout), `rank` 0..kMaxDims.
 struct BlobValue {
@@ -115,8 +117,13 @@ enum class NodeOp : uint32_t {
   QuantLinear = 14,    ///< in: x, weight (quant), bias? (quant_gemv.comp / quant_gemm.comp)
   QuantEmbedding = 15, ///< in: table (quant), indices (i64) (quant_embedding.comp)
   Upsample2d = 16,     ///< in: x            (upsample2d.comp: nearest, bilinear; version 6)
+  /// in: x [S, K], w (f32), ends (i32 / i64 [E]) (grouped_matmul.comp: a mixture of experts'
+  /// products, rows [ends[e - 1], ends[e]) times expert e; version 8)
+  GroupedMatmul = 17,
+  /// in: x [S, K], w (quant [E·N, K]), ends (i32 / i64 [E]) (quant_grouped_linear.comp; version 8)
+  QuantGroupedLinear = 18,
 };
-constexpr uint32_t kLastNodeOp = 16;
+constexpr uint32_t kLastNodeOp = 18;
 
 /// Unary::params[0].
 enum class UnaryKind : int32_t {
@@ -155,12 +162,12 @@ enum class ElementwiseKind : int32_t {
 constexpr int32_t kLastElementwiseKind = 4;
 
 /// Formats and scale granularity of a quantized weight (params[kQFormat], [kQGranularity] of
-/// ops 14 and 15): runtime/kernels/util/quant_buffer_layout.h, shared with the cuda backend.
+/// ops 14, 15 and 18): runtime/kernels/util/quant_buffer_layout.h, shared with the cuda backend.
 using quant::QuantFormat;
 using quant::QuantGranularity;
 using quant::kLastQuantFormat;
 
-/// Where ops 14 and 15 keep the weight's scheme in their params (the same indices in both,
+/// Where ops 14, 15 and 18 keep the weight's scheme in their params (the same indices in all,
 /// read by shaders/quant_decode.glsl); fparams[0] is the double quantization offset.
 constexpr uint32_t kQFormat = 16;        ///< QuantFormat
 constexpr uint32_t kQBlockSize = 17;     ///< NF4 block (a power of two in [32, 4096]); else 0

@@ -143,11 +143,32 @@ Seed quantized() {
   return blob_of("quantized", b);
 }
 
+/// A mixture of experts' products (blob version 8): grouped_matmul with f32 experts and int64
+/// ends, quant_grouped_linear with nf4 experts and int32 ends (value types 1 and 3).
+Seed experts() {
+  GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {5, 16});
+  const int e64 = b.input("ends64", DType::I64, {3});
+  const int e32 = b.input("ends32", DType::I32, {2});
+  const int h = b.op("tern::grouped_mm", {x, seed_constant(b, "w1", {3, 16, 8}, 41), e64},
+                     DType::F32, {5, 8});
+  b.output(b.op("tern::grouped_mm", {h, seed_constant(b, "experts.w2", {2, 8, 32}, 42), e32},
+                DType::F32, {5, 32}));
+  compiler::ProgramGraph holder;
+  holder.methods.push_back(b.graph());
+  compiler::QuantizeOptions options;
+  options.rules.push_back(compiler::parse_quant_rule("experts.*=nf4:block=32"));
+  compiler::quantize_program(holder, options);
+  b.graph() = holder.methods[0];
+  return blob_of("experts", b);
+}
+
 }  // namespace
 
 std::vector<Seed> vulkan_blob_seeds() {
   // dense_f16: the dense graph in f16 storage (header storage 1, 2-byte constants).
-  return {dense(), convnet(), video(), attention(), quantized(), dense(vulkan::kStorageF16)};
+  return {dense(),     convnet(), video(), attention(), quantized(), dense(vulkan::kStorageF16),
+          experts()};
 }
 
 }  // namespace tern::fuzz

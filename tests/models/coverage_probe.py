@@ -8,7 +8,10 @@ run_model.py's check exports it, compiles it for the portable kernels and the cp
 compares with PyTorch eager in float64 (same 1e-4 * max|ref| bound). Prints one line per model
 (PASS, FAIL with the error, or ERROR with the exporter's message) and a closing count.
 
-  TERN=build/tern .venv/bin/python tests/models/coverage_probe.py
+  TERN=build/tern .venv/bin/python tests/models/coverage_probe.py [--backend B] [NAME...]
+
+--backend B (vulkan, cuda, ...) checks the portable program and B's instead of the cpu
+backend's and counts B's regions (a backend this tern build lacks is reported skipped).
 """
 import os
 import sys
@@ -609,8 +612,11 @@ TORCHVISION = {"lraspp_mobilenet_v3", "deeplabv3_mobilenet_v3", "fcn_resnet50", 
                "alexnet", "squeezenet1_0", "swin3d_t", "mvit_v2_s", "s3d", "raft_small"}
 
 
-def main(names):
-    names = names or list(PROBE)
+def main(args):
+    backend = "cpu"
+    if args[:1] == ["--backend"] and len(args) >= 2:
+        backend, args = args[1], args[2:]
+    names = args or list(PROBE)
     unknown = [n for n in names if n not in PROBE]
     if unknown:
         print("unknown: %s; known: %s" % (unknown, ", ".join(PROBE)))
@@ -625,12 +631,12 @@ def main(names):
             continue
         t0 = time.time()
         try:
-            r = run_model.check_model(name, 1, tern)
+            r = run_model.check_model(name, 1, tern, ("portable", backend))
             verdict = "PASS" if r["pass"] else "FAIL"
             worst = max(b.get("max_rel_err", 0.0) for b in r["backends"].values())
-            cpu = r["backends"].get("cpu", {})
-            detail = "%d nodes, max rel %.1e, %s cpu region(s)" % (
-                r["nodes"], worst, cpu.get("delegates", "-"))
+            b = r["backends"].get(backend, {})
+            detail = "%d nodes, max rel %.1e, %s %s region(s)" % (
+                r["nodes"], worst, b.get("delegates", b.get("skipped", "-")), backend)
         except Exception as e:  # noqa: BLE001 - a survey: report and go on
             verdict = "ERROR"
             detail = "%s: %s" % (type(e).__name__, str(e).strip().splitlines()[0][:300])

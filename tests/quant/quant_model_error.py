@@ -5,7 +5,8 @@ For the MLP, the GPT block and mobilenet_v2 of tests/models/model_zoo.py (random
 and a mixture-of-experts block (transformers' MixtralSparseMoeBlock, its experts through
 grouped_mm: the pass quantizes each expert's matrix, tern::grouped_linear; skipped without a
 transformers that has grouped experts), and each scheme, the model is exported with `quantize=SCHEME` for the portable kernels and for
-the cpu backend, and run with `tern run` on several random inputs. Two comparisons:
+the cpu backend (`--backend vulkan` too: the MoE block's experts on the vulkan delegate), and
+run with `tern run` on several random inputs. Two comparisons:
 
 - **correctness**: against PyTorch (float64) running the same module with every weight tern
   quantized replaced by its dequantization computed by tests/quant/quant_ref.py (QUANT.md's
@@ -25,7 +26,9 @@ or tern.
 import argparse
 import copy
 import os
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -170,6 +173,13 @@ def check(name, scheme, backend, module, feeds, f32_refs, classifier, work, ref_
     if key not in ref_cache:
         ref_cache[key] = run_torch(reference_module(module, names, scheme), feeds)
     q_refs = ref_cache[key]
+    if backend != "portable":
+        # The quantized experts run in the backend's delegate (`tern inspect` lists them only
+        # as its fallback), else this would test the portable kernels twice.
+        hist = subprocess.run([tern_export.find_tern(), "inspect", path], capture_output=True,
+                              text=True, check=True).stdout
+        if re.search(r"^\s*tern::grouped_linear\s+\d+$", hist, re.M):
+            raise AssertionError("grouped_linear left on the portable kernels by " + backend)
     got = [tern_export.run(path, feed) for feed in feeds]
     os.remove(path)
 
@@ -211,7 +221,7 @@ def main():
     p.add_argument("models", nargs="*", default=list(MODELS))
     p.add_argument("--samples", type=int, default=8)
     p.add_argument("--scheme", action="append", choices=SCHEMES)
-    p.add_argument("--backend", action="append", choices=("portable", "cpu"))
+    p.add_argument("--backend", action="append", choices=("portable", "cpu", "vulkan"))
     a = p.parse_args()
     try:
         tern_export.find_tern()

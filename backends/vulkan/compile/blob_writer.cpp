@@ -153,25 +153,37 @@ uint32_t BlobBuilder::input(int id, const float* bool_as) {
   return b;
 }
 
-uint32_t BlobBuilder::index_input(int id) {
+uint32_t BlobBuilder::index_input(int id) { return integer_input(id, false, "indices"); }
+
+uint32_t BlobBuilder::group_ends_input(int id) {
+  const Value& v = tensor_value(graph_, id);
+  if (v.sizes.size() != 1) throw Unsupported("group ends '" + v.name + "': not 1-D");
+  return integer_input(id, true, "group ends");
+}
+
+uint32_t BlobBuilder::integer_input(int id, bool allow_i32, const char* what) {
   auto it = ids_.find(id);
   if (it != ids_.end()) {
-    if (values_[it->second].type != static_cast<uint32_t>(ValueType::I64)) {
-      throw Unsupported("indices read as f32 elsewhere");
+    const uint32_t t = values_[it->second].type;
+    if (t != static_cast<uint32_t>(ValueType::I64) &&
+        (!allow_i32 || t != static_cast<uint32_t>(ValueType::I32))) {
+      throw Unsupported(std::string(what) + " read as f32 elsewhere");
     }
     return it->second;
   }
   const Value& v = tensor_value(graph_, id);
-  if (v.is_constant || v.dtype != DType::I64) {
-    throw Unsupported("indices '" + v.name + "': an i64 activation expected");
+  const bool i32 = v.dtype == DType::I32;
+  if (v.is_constant || (v.dtype != DType::I64 && !(allow_i32 && i32))) {
+    throw Unsupported(std::string(what) + " '" + v.name + "': an " +
+                      (allow_i32 ? "int32 / int64" : "i64") + " activation expected");
   }
   uint32_t arg = vulkan::kNoValue;
   if (region_ != nullptr) {
     const int a = arg_index(region_->inputs, id);
-    if (a < 0) throw Unsupported("indices '" + v.name + "' made inside the region");
+    if (a < 0) throw Unsupported(std::string(what) + " '" + v.name + "' made inside the region");
     arg = static_cast<uint32_t>(a);
   }
-  const uint32_t b = add(ValueKind::ExternalInput, ValueType::I64, v.sizes, arg);
+  const uint32_t b = add(ValueKind::ExternalInput, i32 ? ValueType::I32 : ValueType::I64, v.sizes, arg);
   ids_[id] = b;
   return b;
 }

@@ -47,6 +47,9 @@ class BlobBuilder {
   uint32_t output(int id);
   /// An i64 external input (embedding indices).
   uint32_t index_input(int id);
+  /// An i32 / i64 1-D external input (a grouped product's ends: made by the routing outside
+  /// the region).
+  uint32_t group_ends_input(int id);
   /// A new internal value / constant.
   uint32_t temp(const std::vector<int64_t>& dims);
   uint32_t constant(const std::vector<int64_t>& dims, std::vector<float> data);
@@ -65,6 +68,7 @@ class BlobBuilder {
   size_t num_nodes() const { return nodes_.size(); }
 
  private:
+  uint32_t integer_input(int id, bool allow_i32, const char* what);
   uint32_t add(vulkan::ValueKind kind, vulkan::ValueType type, const std::vector<int64_t>& dims,
                uint32_t arg);
   const Graph& graph_;

@@ -843,6 +843,50 @@ void lower_embedding(BlobBuilder& b, const Node& n) {
          {param(ws[0], "V"), param(ws[1], "D"), param(numel(is), "count")});
 }
 
+/// grouped_mm (x [S, K], w [E, K, N] f32) and grouped_linear (x [S, K], w [E·N, K] f32 or
+/// nf4 / fp8), the ends [E] an int32 / int64 input of the region (a mixture of experts'
+/// routing): op 17 (f32 w; params [0] S, [1] K, [2] N, [3] E, [4] words per end, [5] w
+/// [E·N, K]) or op 18 (quantized w; the scheme at 16..).
+void lower_grouped(BlobBuilder& b, const Node& n, bool linear) {
+  const Graph& g = b.graph();
+  if (n.args.size() != 3) throw Unsupported("expected x, w and the group ends");
+  const Dims& xs = shape(g, arg(n, 0));
+  const Dims& ws = shape(g, arg(n, 1));
+  const Dims& es = shape(g, arg(n, 2));
+  if (xs.size() != 2) throw Unsupported("x is not [S, K]");
+  if (es.size() != 1) throw Unsupported("the ends are not 1-D");
+  const int64_t s = xs[0], k = xs[1], e = es[0];
+  int64_t nn = 0;
+  if (linear) {
+    if (ws.size() != 2 || ws[1] != k || e < 1 || ws[0] % e != 0) {
+      throw Unsupported("w is not [E N, K] with x's K and the ends' E");
+    }
+    nn = ws[0] / e;
+  } else {
+    if (ws.size() != 3 || ws[1] != k || ws[0] != e) {
+      throw Unsupported("w is not [E, K, N] with x's K and the ends' E");
+    }
+    nn = ws[2];
+  }
+  if (shape(g, out_id(n)) != Dims{s, nn}) throw Unsupported("out is not [S, N]");
+  const Value& ends = val(g, arg(n, 2));
+  std::vector<int32_t> p{param(s, "S"), param(k, "K"), param(nn, "N"), param(e, "E"),
+                         ends.dtype == DType::I32 ? 1 : 2};
+  if (linear && is_quantized_tensor(g, arg(n, 1))) {
+    const QuantWeightRef w = quant_weight(b, arg(n, 1));
+    const uint32_t x = b.input(arg(n, 0));
+    const uint32_t idx = b.group_ends_input(arg(n, 2));
+    put_quant_params(w, &p);
+    b.node(NodeOp::QuantGroupedLinear, {x, w.value, idx}, b.output(out_id(n)), p, {w.dq_offset});
+    return;
+  }
+  p.push_back(linear ? 1 : 0);
+  const uint32_t x = b.input(arg(n, 0));
+  const uint32_t w = b.input(arg(n, 1));
+  const uint32_t idx = b.group_ends_input(arg(n, 2));
+  b.node(NodeOp::GroupedMatmul, {x, w, idx}, b.output(out_id(n)), p);
+}
+
 void lower_attention(BlobBuilder& b, const Node& n) {
   const Graph& g = b.graph();
   const Dims& qs = shape(g, arg(n, 0));
@@ -981,6 +1025,8 @@ const std::map<std::string, Lowering>& table() {
       {"tern::mean", [](BlobBuilder& b, const Node& n) { lower_reduce(b, n, true); }},
       {"tern::sum", [](BlobBuilder& b, const Node& n) { lower_reduce(b, n, false); }},
       {"tern::embedding", lower_embedding},
+      {"tern::grouped_mm", [](BlobBuilder& b, const Node& n) { lower_grouped(b, n, false); }},
+      {"tern::grouped_linear", [](BlobBuilder& b, const Node& n) { lower_grouped(b, n, true); }},
       {"tern::scaled_dot_product_attention", lower_attention},
   };
   return t;

@@ -459,6 +459,34 @@ struct NodeChecker {
         if (p[3] != 0) TERN_RETURN_IF_ERROR(reads_within(2, n, "bias"));
         return out_numel(m * n);
       }
+      case NodeOp::GroupedMatmul:
+      case NodeOp::QuantGroupedLinear: {
+        const bool quant = node.op == static_cast<uint32_t>(NodeOp::QuantGroupedLinear);
+        TERN_RETURN_IF_ERROR(need_inputs(3, 3));
+        TERN_RETURN_IF_ERROR(params_in(0, 4, 1));
+        if (p[4] != 1 && p[4] != 2) return fail("words per end (1 i32, 2 i64)", 1, static_cast<uint64_t>(p[4]));
+        const uint32_t ends_type = static_cast<uint32_t>(p[4] == 1 ? ValueType::I32 : ValueType::I64);
+        if (in(2).type != ends_type ||
+            in(2).kind != static_cast<uint32_t>(ValueKind::ExternalInput)) {
+          return fail("group ends: an external input of the type params[4] says (type)", ends_type,
+                      in(2).type);
+        }
+        const uint64_t s = static_cast<uint64_t>(p[0]), k = static_cast<uint64_t>(p[1]),
+                       n = static_cast<uint64_t>(p[2]), e = static_cast<uint64_t>(p[3]);
+        if (in(2).rank != 1 || in(2).dims[0] != e) return fail("group ends [E]", e, in_numel(2));
+        if (quant) {
+          TERN_RETURN_IF_ERROR(zeros(5, kQFormat));
+          TERN_RETURN_IF_ERROR(quant_weight(1, e * n, k));
+        } else {
+          TERN_RETURN_IF_ERROR(flag(5));
+          TERN_RETURN_IF_ERROR(zeros(6, kNodeParams));
+          uint64_t w = 0;
+          if (!checked_mul(e * n, k, &w)) return fail("w elements", 0, 0);
+          if (w != in_numel(1)) return fail("w elements (E K N)", w, in_numel(1));
+        }
+        TERN_RETURN_IF_ERROR(reads_within(0, s * k, "x"));
+        return out_numel(s * n);
+      }
       case NodeOp::QuantEmbedding: {
         TERN_RETURN_IF_ERROR(need_inputs(2, 2));
         TERN_RETURN_IF_ERROR(params_in(0, 3, 1));
@@ -496,6 +524,8 @@ const char* node_op_name(uint32_t op) {
     case NodeOp::QuantLinear: return "quant_linear";
     case NodeOp::QuantEmbedding: return "quant_embedding";
     case NodeOp::Upsample2d: return "upsample2d";
+    case NodeOp::GroupedMatmul: return "grouped_matmul";
+    case NodeOp::QuantGroupedLinear: return "quant_grouped_linear";
   }
   return "?";
 }
@@ -508,17 +538,41 @@ uint64_t value_numel(const BlobValue& v) {
 
 uint64_t value_bytes(const BlobValue& v, uint32_t storage) {
   if (v.type == static_cast<uint32_t>(ValueType::Quant)) return v.data_bytes;
-  return value_numel(v) * (v.type == static_cast<uint32_t>(ValueType::I64)
-                               ? 8u
-                               : storage_element_bytes(storage));
+  if (v.type == static_cast<uint32_t>(ValueType::I64)) return value_numel(v) * 8;
+  if (v.type == static_cast<uint32_t>(ValueType::I32)) return value_numel(v) * 4;
+  return value_numel(v) * storage_element_bytes(storage);
 }
 
-ValueType node_input_type(uint32_t op, uint32_t slot) {
+bool node_input_type_ok(uint32_t op, uint32_t slot, uint32_t type) {
+  const ValueType t = static_cast<ValueType>(type);
   switch (static_cast<NodeOp>(op)) {
-    case NodeOp::Embedding: return slot == 1 ? ValueType::I64 : ValueType::F32;
-    case NodeOp::QuantLinear: return slot == 1 ? ValueType::Quant : ValueType::F32;
-    case NodeOp::QuantEmbedding: return slot == 0 ? ValueType::Quant : ValueType::I64;
-    default: return ValueType::F32;
+    case NodeOp::Embedding: return t == (slot == 1 ? ValueType::I64 : ValueType::F32);
+    case NodeOp::QuantLinear: return t == (slot == 1 ? ValueType::Quant : ValueType::F32);
+    case NodeOp::QuantEmbedding: return t == (slot == 0 ? ValueType::Quant : ValueType::I64);
+    case NodeOp::GroupedMatmul:
+    case NodeOp::QuantGroupedLinear:
+      if (slot == 2) return t == ValueType::I32 || t == ValueType::I64;
+      if (slot == 1 && op == static_cast<uint32_t>(NodeOp::QuantGroupedLinear)) {
+        return t == ValueType::Quant;
+      }
+      return t == ValueType::F32;
+    default: return t == ValueType::F32;
+  }
+}
+
+const char* node_input_type_text(uint32_t op, uint32_t slot) {
+  switch (static_cast<NodeOp>(op)) {
+    case NodeOp::Embedding: return slot == 1 ? "i64" : "f32";
+    case NodeOp::QuantLinear: return slot == 1 ? "quantized weight" : "f32";
+    case NodeOp::QuantEmbedding: return slot == 0 ? "quantized weight" : "i64";
+    case NodeOp::GroupedMatmul:
+    case NodeOp::QuantGroupedLinear:
+      if (slot == 2) return "i32 or i64 (group ends)";
+      if (slot == 1 && op == static_cast<uint32_t>(NodeOp::QuantGroupedLinear)) {
+        return "quantized weight";
+      }
+      return "f32";
+    default: return "f32";
   }
 }
 
@@ -527,6 +581,7 @@ static const char* value_type_name(uint32_t type) {
     case ValueType::F32: return "f32";
     case ValueType::I64: return "i64";
     case ValueType::Quant: return "quantized weight";
+    case ValueType::I32: return "i32";
   }
   return "?";
 }
@@ -625,15 +680,16 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
       break;
     }
     if (v.type > kLastValueType ||
-        (v.type == static_cast<uint32_t>(ValueType::I64) &&
+        ((v.type == static_cast<uint32_t>(ValueType::I64) ||
+          v.type == static_cast<uint32_t>(ValueType::I32)) &&
          v.kind != static_cast<uint32_t>(ValueKind::ExternalInput)) ||
         (v.type == static_cast<uint32_t>(ValueType::Quant) &&
          (v.kind != static_cast<uint32_t>(ValueKind::Constant) || v.rank != 2 ||
           h.storage != kStorageF32))) {
       err = set_error_message(Error::InvalidProgram,
                               "vulkan blob: value %u (%s, rank %u): type %u, expected 0 (f32), 1 "
-                              "(i64) for an external input, or 2 (quantized) for a rank-2 "
-                              "constant of an f32-storage blob (storage %u)", i,
+                              "(i64) or 3 (i32) for an external input, or 2 (quantized) for a "
+                              "rank-2 constant of an f32-storage blob (storage %u)", i,
                               kind_name(v.kind), v.rank, v.type, h.storage);
       break;
     }
@@ -728,12 +784,12 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
                                 "vulkan blob: node %u (%s): input %u is value %u, expected a "
                                 "value below %u written before the node", n,
                                 node_op_name(node.op), i, id, h.num_values);
-      } else if (plan->values[id].type != static_cast<uint32_t>(node_input_type(node.op, i))) {
+      } else if (!node_input_type_ok(node.op, i, plan->values[id].type)) {
         err = set_error_message(Error::InvalidProgram,
                                 "vulkan blob: node %u (%s): input %u (value %u) is %s, expected %s",
                                 n, node_op_name(node.op), i, id,
                                 value_type_name(plan->values[id].type),
-                                value_type_name(static_cast<uint32_t>(node_input_type(node.op, i))));
+                                node_input_type_text(node.op, i));
       }
     }
     if (err != Error::Ok) break;
@@ -755,7 +811,8 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
     }
     if (err != Error::Ok) break;
     if (h.storage != kStorageF32 && (node.op == static_cast<uint32_t>(NodeOp::QuantLinear) ||
-                                     node.op == static_cast<uint32_t>(NodeOp::QuantEmbedding))) {
+                                     node.op == static_cast<uint32_t>(NodeOp::QuantEmbedding) ||
+                                     node.op == static_cast<uint32_t>(NodeOp::QuantGroupedLinear))) {
       err = set_error_message(Error::InvalidProgram,
                               "vulkan blob: node %u (%s) in a blob of storage %u: quantized "
                               "weights need f32 storage (0)", n, node_op_name(node.op), h.storage);

@@ -34,11 +34,14 @@ void free_blob_plan(BlobPlan* plan);
 /// Element count of a validated value (1 for rank 0).
 uint64_t value_numel(const BlobValue& v);
 /// Bytes of a validated value on the device under the blob's `storage` (an f32 value 4 or, with
-/// kStorageF16, 2 per element; i64 8; a quantized weight's data_bytes).
+/// kStorageF16, 2 per element; i64 8; i32 4; a quantized weight's data_bytes).
 uint64_t value_bytes(const BlobValue& v, uint32_t storage);
 
-/// The element type input `slot` of a node of `op` must have (f32 unless the op says).
-ValueType node_input_type(uint32_t op, uint32_t slot);
+/// Whether input `slot` of a node of `op` may be a value of `type` (f32 unless the op says:
+/// embedding indices i64, group ends i32 or i64, quantized weights).
+bool node_input_type_ok(uint32_t op, uint32_t slot, uint32_t type);
+/// What input `slot` of a node of `op` takes, as messages show it ("f32", "i64", ...).
+const char* node_input_type_text(uint32_t op, uint32_t slot);
 
 /// The op's name as messages show it ("matmul"; "?" for an unknown op).
 const char* node_op_name(uint32_t op);

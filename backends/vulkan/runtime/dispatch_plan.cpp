@@ -102,6 +102,8 @@ Error plan_dispatch(const BlobPlan& plan, uint32_t index, const uint32_t max_gro
       return Error::Ok;
     }
     case NodeOp::QuantEmbedding: return threads(ShaderId::QuantEmbedding, out_numel);
+    case NodeOp::GroupedMatmul: return threads(ShaderId::GroupedMatmul, out_numel);
+    case NodeOp::QuantGroupedLinear: return threads(ShaderId::QuantGroupedLinear, out_numel);
   }
   TERN_RETURN_ERROR(InvalidProgram, "vulkan: node %u: op %u has no shader", index, n.op);
 }

@@ -53,21 +53,31 @@ struct External {
   uint32_t value = 0;
   uint32_t arg = 0;
   bool input = false;
-  bool i64 = false;
+  DType dtype = DType::F32;     ///< the argument's: f32, or i64 / i32 (indices, group ends)
   bool f16 = false;             ///< an f32 argument held as f16 (an f16-storage blob)
-  uint64_t bytes = 0;           ///< the argument tensor's bytes (f32 or i64)
+  uint64_t bytes = 0;           ///< the argument tensor's bytes
   uint64_t staging_bytes = 0;   ///< its bytes on the device and in `staging`
   uint64_t staging_offset = 0;
   uint32_t rank = 0;
   int64_t sizes[kMaxDims] = {};
 };
 
-/// An embedding node whose indices the host checks before each submit.
+/// An integer input the host checks before each submit, as the portable kernel checks it: an
+/// embedding's indices (each in [0, limit): the vocabulary) or a grouped product's ends (each in
+/// [the previous end, limit]: the rows).
 struct IndexCheck {
   uint32_t external = 0;  ///< into VulkanDelegate::externals
   uint32_t node = 0;
-  int64_t vocabulary = 0;
+  int64_t limit = 0;
+  bool group_ends = false;
 };
+
+bool is_index_node(uint32_t op) {
+  return op == static_cast<uint32_t>(NodeOp::Embedding) ||
+         op == static_cast<uint32_t>(NodeOp::QuantEmbedding) ||
+         op == static_cast<uint32_t>(NodeOp::GroupedMatmul) ||
+         op == static_cast<uint32_t>(NodeOp::QuantGroupedLinear);
+}
 
 struct VulkanDelegate {
   VulkanContext* context = nullptr;  ///< the device it runs on (the process keeps it open)
@@ -205,8 +215,10 @@ Error lay_out(VulkanDelegate* d, uint64_t* weights_bytes, uint64_t* arena_bytes,
     x.value = i;
     x.arg = v.arg;
     x.input = k == ValueKind::ExternalInput;
-    x.i64 = v.type == static_cast<uint32_t>(ValueType::I64);
-    x.f16 = !x.i64 && p.header.storage == kStorageF16;
+    x.dtype = v.type == static_cast<uint32_t>(ValueType::I64)   ? DType::I64
+              : v.type == static_cast<uint32_t>(ValueType::I32) ? DType::I32
+                                                                : DType::F32;
+    x.f16 = x.dtype == DType::F32 && p.header.storage == kStorageF16;
     x.bytes = value_bytes(v, kStorageF32);
     x.staging_bytes = value_bytes(v, p.header.storage);
     x.staging_offset = s;
@@ -506,10 +518,7 @@ Error build(VulkanContext& c, VulkanDelegate* d) {
                                  "vulkan: node %u (attention): %d keys, the shader holds %u", n,
                                  node.params[2], kMaxAttentionKeys);
     }
-    if (node.op == static_cast<uint32_t>(NodeOp::Embedding) ||
-        node.op == static_cast<uint32_t>(NodeOp::QuantEmbedding)) {
-      ++checks;
-    }
+    if (is_index_node(node.op)) ++checks;
   }
   uint64_t wb = 0, ab = 0, sb = 0;
   TERN_RETURN_IF_ERROR(lay_out(d, &wb, &ab, &sb));
@@ -519,13 +528,15 @@ Error build(VulkanContext& c, VulkanDelegate* d) {
                                "vulkan: no memory for index checks");
     for (uint32_t n = 0; n < nn; ++n) {
       const BlobNode& node = d->plan.nodes[n];
-      if (node.op != static_cast<uint32_t>(NodeOp::Embedding) &&
-          node.op != static_cast<uint32_t>(NodeOp::QuantEmbedding)) {
-        continue;
-      }
+      if (!is_index_node(node.op)) continue;
+      const bool ends = node.op == static_cast<uint32_t>(NodeOp::GroupedMatmul) ||
+                        node.op == static_cast<uint32_t>(NodeOp::QuantGroupedLinear);
+      // Embeddings: indices at input 1, the vocabulary at params[0]; grouped products: ends
+      // at input 2, the rows S at params[0].
+      const uint32_t checked = node.inputs[ends ? 2 : 1];
       for (uint32_t e = 0; e < d->num_externals; ++e) {
-        if (d->externals[e].value == node.inputs[1]) {
-          d->index_checks[d->num_index_checks++] = IndexCheck{e, n, node.params[0]};
+        if (d->externals[e].value == checked) {
+          d->index_checks[d->num_index_checks++] = IndexCheck{e, n, node.params[0], ends};
         }
       }
     }
@@ -572,7 +583,7 @@ Error check_arg(const External& x, Span<EValue*> args) {
                              InvalidArgument, "vulkan: argument %u: expected a tensor (of %zu)",
                              x.arg, args.size());
   const TensorView& t = args[x.arg]->to_tensor();
-  const DType want = x.i64 ? DType::I64 : DType::F32;
+  const DType want = x.dtype;
   TERN_CHECK_OR_RETURN_ERROR(t.dtype == want, InvalidArgument,
                              "vulkan: argument %u: dtype %s, expected %s", x.arg,
                              to_string(t.dtype), to_string(want));
@@ -583,6 +594,42 @@ Error check_arg(const External& x, Span<EValue*> args) {
                              "bytes expected (rank %u, %llu bytes)", x.arg, x.rank,
                              static_cast<unsigned long long>(x.bytes), t.rank,
                              static_cast<unsigned long long>(t.nbytes));
+  return Error::Ok;
+}
+
+/// Integer `k` of an i64 / i32 argument.
+int64_t integer_at(const External& x, const void* data, uint64_t k) {
+  return x.dtype == DType::I64 ? static_cast<const int64_t*>(data)[k]
+                               : static_cast<const int32_t*>(data)[k];
+}
+
+/// The host's check of an index input before the submit (the shaders only guard their reads):
+/// InvalidArgument naming the node, the position, the value and the range it had.
+Error check_indices(const VulkanDelegate* d, const IndexCheck& ic, Span<EValue*> args) {
+  const External& x = d->externals[ic.external];
+  const void* data = args[x.arg]->to_tensor().data;
+  const uint64_t count = x.bytes / (x.dtype == DType::I64 ? 8 : 4);
+  const char* op = node_op_name(d->plan.nodes[ic.node].op);
+  int64_t start = 0;
+  for (uint64_t k = 0; k < count; ++k) {
+    const int64_t v = integer_at(x, data, k);
+    if (ic.group_ends) {
+      TERN_CHECK_OR_RETURN_ERROR(v >= start && v <= ic.limit, InvalidArgument,
+                                 "vulkan: node %u (%s): ends[%llu] is %lld, expected %lld..%lld "
+                                 "(the ends must not go backwards nor past the %lld rows)",
+                                 ic.node, op, static_cast<unsigned long long>(k),
+                                 static_cast<long long>(v), static_cast<long long>(start),
+                                 static_cast<long long>(ic.limit),
+                                 static_cast<long long>(ic.limit));
+      start = v;
+    } else {
+      TERN_CHECK_OR_RETURN_ERROR(v >= 0 && v < ic.limit, InvalidArgument,
+                                 "vulkan: node %u (%s): index %lld at position %llu outside "
+                                 "[0, %lld)", ic.node, op, static_cast<long long>(v),
+                                 static_cast<unsigned long long>(k),
+                                 static_cast<long long>(ic.limit));
+    }
+  }
   return Error::Ok;
 }
 
@@ -692,17 +739,7 @@ class VulkanBackend final : public BackendInterface {
       }
     }
     for (uint32_t i = 0; i < d->num_index_checks; ++i) {
-      const IndexCheck& ic = d->index_checks[i];
-      const External& x = d->externals[ic.external];
-      const int64_t* idx = static_cast<const int64_t*>(args[x.arg]->to_tensor().data);
-      for (uint64_t k = 0; k < x.bytes / 8; ++k) {
-        TERN_CHECK_OR_RETURN_ERROR(idx[k] >= 0 && idx[k] < ic.vocabulary, InvalidArgument,
-                                   "vulkan: node %u (%s): index %lld at position %llu "
-                                   "outside [0, %lld)", ic.node,
-                                   node_op_name(d->plan.nodes[ic.node].op), static_cast<long long>(idx[k]),
-                                   static_cast<unsigned long long>(k),
-                                   static_cast<long long>(ic.vocabulary));
-      }
+      TERN_RETURN_IF_ERROR(check_indices(d, d->index_checks[i], args));
     }
     uint64_t t1 = timed ? monotonic_ns() : 0;
     if (timed) context.report_part(context.part_sink, "inputs in (staging copies)", t0, t1);

@@ -41,20 +41,6 @@ compiler::Graph small_graph(uint32_t storage = vulkan::kStorageF32) {
   return b.build();
 }
 
-Error parse(const std::vector<uint8_t>& bytes) {
-  AlignedBlob a(bytes);
-  vulkan::BlobPlan plan;
-  const Error e = vulkan::parse_blob(Span<const uint8_t>(a.data(), bytes.size()), &plan);
-  vulkan::free_blob_plan(&plan);
-  return e;
-}
-
-size_t node_offset(const std::vector<uint8_t>& blob, uint32_t i) {
-  BlobHeader h;
-  std::memcpy(&h, blob.data(), sizeof(h));
-  return sizeof(h) + h.num_values * sizeof(BlobValue) + i * sizeof(BlobNode);
-}
-
 TEST(VulkanBlob, RoundTrip) {
   const compiler::Graph g = small_graph();
   const std::vector<uint8_t>& blob = g.delegates.at(0).blob;
@@ -81,12 +67,6 @@ TEST(VulkanBlob, RoundTrip) {
   vulkan::free_blob_plan(&plan);
 }
 
-template <typename T>
-std::vector<uint8_t> patched(std::vector<uint8_t> blob, size_t offset, T value) {
-  std::memcpy(blob.data() + offset, &value, sizeof(T));
-  return blob;
-}
-
 TEST(VulkanBlob, CorruptFieldsAreRefusedWithTheirName) {
   const std::vector<uint8_t> blob = small_graph().delegates.at(0).blob;
   struct Bad {
@@ -100,12 +80,13 @@ TEST(VulkanBlob, CorruptFieldsAreRefusedWithTheirName) {
       {patched<char>(blob, 0, 'X'), Error::InvalidProgram, "magic"},
       {patched<uint32_t>(blob, 4, 1), Error::DelegateInvalidCompatibility, "version 1"},
       {patched<uint32_t>(blob, 4, 2), Error::DelegateInvalidCompatibility,
-       "version 2, this runtime reads version 7"},
+       "version 2, this runtime reads version 8"},
       {patched<uint32_t>(blob, 4, 3), Error::DelegateInvalidCompatibility, "version 3"},
       {patched<uint32_t>(blob, 4, 4), Error::DelegateInvalidCompatibility, "version 4"},
       {patched<uint32_t>(blob, 4, 5), Error::DelegateInvalidCompatibility, "version 5"},
       {patched<uint32_t>(blob, 4, 6), Error::DelegateInvalidCompatibility, "version 6"},
-      {patched<uint32_t>(blob, 4, 8), Error::DelegateInvalidCompatibility, "version 8"},
+      {patched<uint32_t>(blob, 4, 7), Error::DelegateInvalidCompatibility, "version 7"},
+      {patched<uint32_t>(blob, 4, 9), Error::DelegateInvalidCompatibility, "version 9"},
       {patched<uint32_t>(blob, offsetof(BlobHeader, storage), 2),
        Error::DelegateInvalidCompatibility, "storage type 2"},
       // An f32 blob read as f16: its constants hold 4 bytes per element, not 2 (w: 8 x 16).

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/vulkan/compile/vulkan_backend_compiler.h"
+#include "backends/vulkan/runtime/blob_reader.h"
 #include "backends/vulkan/runtime/register_vulkan_backend.h"
 #include "backends/vulkan/vulkan_blob_format.h"
 #include "runtime/kernels/portable/register_portable_kernels.h"
@@ -99,6 +100,29 @@ inline compiler::Graph linear_gelu_graph() {
   b.output(b.op("tern::gelu", {h, b.string_value("none")}, DType::F32, {4, 12}));
   delegate_vulkan(b, 0, 1);
   return b.build();
+}
+
+/// parse_blob's verdict on `bytes` (copied to an aligned buffer; the plan freed).
+inline Error parse(const std::vector<uint8_t>& bytes) {
+  AlignedBlob a(bytes);
+  vulkan::BlobPlan plan;
+  const Error e = vulkan::parse_blob(Span<const uint8_t>(a.data(), bytes.size()), &plan);
+  vulkan::free_blob_plan(&plan);
+  return e;
+}
+
+/// `blob` with the bytes of `value` at `offset`.
+template <typename T>
+std::vector<uint8_t> patched(std::vector<uint8_t> blob, size_t offset, T value) {
+  std::memcpy(blob.data() + offset, &value, sizeof(T));
+  return blob;
+}
+
+/// Byte offset of node record `i` in `blob`.
+inline size_t node_offset(const std::vector<uint8_t>& blob, uint32_t i) {
+  vulkan::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  return sizeof(h) + h.num_values * sizeof(vulkan::BlobValue) + i * sizeof(vulkan::BlobNode);
 }
 
 /// Registers the portable kernels and the vulkan backend; fails (never skips) when no Vulkan
