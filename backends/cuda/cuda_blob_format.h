@@ -25,8 +25,9 @@ constexpr char kBlobMagic[4] = {'T', 'C', 'U', 'D'};
 /// Version 2 added the f16/bf16 compute dtypes (ValueDType F16, BF16), the ops GroupNorm ..
 /// IndexSelect and any-dtype data movement; version 3 the quantized (nf4 / fp8) weights
 /// (ValueDType Nf4 .. Fp8E5M2, ops QuantLinear and QuantEmbedding); version 4 negative
-/// StridedCopy strides (flip); older blobs are refused.
-constexpr uint32_t kBlobVersion = 4;
+/// StridedCopy strides (flip); version 5 a mixture of experts' products (ops GroupedMatmul and
+/// QuantGroupedLinear); older blobs are refused.
+constexpr uint32_t kBlobVersion = 5;
 /// Most dimensions of a value.
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (a concat's parts).
@@ -207,10 +208,27 @@ enum class NodeOp : uint32_t {
   /// fparams[0] as QuantLinear. An index outside [0, V) writes zeros and makes execute fail
   /// with InvalidArgument. f32 blobs only.
   QuantEmbedding = 26,
+  /// A mixture of experts' products: out[s, :] = x[s, :] · w[e] for the group e of row s,
+  /// group e being rows [ends[e - 1], ends[e]) (group 0 from row 0); rows at or after the last
+  /// end are zeros. in: x [S, K], w [E, K, N] (float), ends [E] (I32/I64). Shapes from the
+  /// value table; no params. Ends that go backwards or past S make execute fail with
+  /// InvalidArgument (checked on the host when the ends are an external input, and by the
+  /// kernel: error flag bit kErrorGroupEnds). Version 5.
+  GroupedMatmul = 27,
+  /// The same with nf4 / fp8 experts (tern::grouped_linear): out[s, n] = x[s, :] ·
+  /// dequant(w)[e N + n, :]. in: x [S, K] (f32), w (Nf4/Fp8 value [E·N, K]), ends [E]
+  /// (I32/I64). params: [0] S, [1] N (one expert's rows), [2] K, the scheme at
+  /// kQFormat..kQBlockCols; fparams[0] as QuantLinear. f32 blobs only. Version 5.
+  QuantGroupedLinear = 28,
 };
-constexpr uint32_t kLastNodeOp = 26;
+constexpr uint32_t kLastNodeOp = 28;
+/// Bits of the device error flag (one int, copied back after the nodes when a node may set it):
+/// an index outside its table (Embedding, IndexSelect, QuantEmbedding), group ends out of order
+/// (GroupedMatmul, QuantGroupedLinear).
+constexpr int kErrorIndex = 1;
+constexpr int kErrorGroupEnds = 2;
 
-/// Where QuantLinear and QuantEmbedding keep their weight's scheme (quant::quant_layout's
+/// Where QuantLinear, QuantEmbedding and QuantGroupedLinear keep their weight's scheme (quant::quant_layout's
 /// arguments; the reader recomputes the layout and checks the weight's bytes against it).
 constexpr uint32_t kQFormat = 3;       ///< quant::QuantFormat
 constexpr uint32_t kQBlockSize = 4;    ///< NF4 block (a power of two in [32, 4096]); else 0

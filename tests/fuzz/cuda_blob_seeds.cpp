@@ -183,12 +183,32 @@ Seed quantized(const char* name, const char* scheme) {
   return blob_of(name, b);
 }
 
+/// A mixture of experts' products (blob version 5): GroupedMatmul with f32 experts and i64
+/// ends, QuantGroupedLinear with nf4 experts and i32 ends.
+Seed experts() {
+  GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {5, 16});
+  const int e64 = b.input("ends64", DType::I64, {3});
+  const int e32 = b.input("ends32", DType::I32, {2});
+  const int h = b.op("tern::grouped_mm", {x, seed_constant(b, "w1", {3, 16, 8}, 81), e64},
+                     DType::F32, {5, 8});
+  b.output(b.op("tern::grouped_mm", {h, seed_constant(b, "experts.w2", {2, 8, 32}, 82), e32},
+                DType::F32, {5, 32}));
+  compiler::ProgramGraph program;
+  program.methods.push_back(b.graph());
+  compiler::QuantizeOptions options;
+  options.rules.push_back(compiler::parse_quant_rule("experts.*=nf4:block=32"));
+  compiler::quantize_program(program, options);
+  b.graph() = program.methods[0];
+  return blob_of("experts", b);
+}
+
 }  // namespace
 
 std::vector<Seed> cuda_blob_seeds() {
   return {dense(),       convnet(),     attention(),
           split_cat(),   version2_f16(), quantized("quant_nf4_double", "nf4:block=32:double"),
-          quantized("quant_fp8_tiles", "fp8_e4m3:block=16x8")};
+          quantized("quant_fp8_tiles", "fp8_e4m3:block=16x8"), experts()};
 }
 
 }  // namespace tern::fuzz

@@ -175,8 +175,9 @@ TEST(FuzzSeeds, VulkanBlobSeedsParse) {
 // The cuda blob seeds are only useful if the reader accepts them.
 TEST(FuzzSeeds, CudaBlobSeedsParse) {
   const std::vector<Seed> seeds = seed_inputs(Target::CudaBlob);
-  ASSERT_EQ(seeds.size(), 7u) << "expected the dense, convnet, attention, split_cat, "
-                                 "version2_f16, quant_nf4_double and quant_fp8_tiles blobs";
+  ASSERT_EQ(seeds.size(), 8u) << "expected the dense, convnet, attention, split_cat, "
+                                 "version2_f16, quant_nf4_double, quant_fp8_tiles and experts "
+                                 "blobs";
   bool ops[cuda::kLastNodeOp + 1] = {};
   for (const Seed& seed : seeds) {
     SCOPED_TRACE(seed.first);

@@ -53,7 +53,8 @@ bool CudaBackendCompiler::accepts_region(const Graph& graph, const std::vector<i
       "tern::scaled_dot_product_attention", "tern::layer_norm", "tern::batch_norm",
       "tern::softmax", "tern::log_softmax", "tern::max_pool2d", "tern::avg_pool2d",
       "tern::adaptive_avg_pool2d", "tern::mean", "tern::sum", "tern::embedding",
-      "tern::group_norm", "tern::rms_norm", "tern::conv1d", "tern::conv_transpose2d"};
+      "tern::group_norm", "tern::rms_norm", "tern::conv1d", "tern::conv_transpose2d",
+      "tern::grouped_mm", "tern::grouped_linear"};
   for (int n : nodes) {
     if (n < 0 || static_cast<size_t>(n) >= graph.nodes.size()) continue;
     if (kWorthIt.count(graph.nodes[static_cast<size_t>(n)].op) != 0) return true;

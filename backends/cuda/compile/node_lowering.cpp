@@ -810,6 +810,28 @@ NodeLowering lower_embedding(const Graph& g, const Node& node) {
   return single(make(NodeOp::Embedding, {node.args[0], node.args[1]}, node.outputs[0]));
 }
 
+/// tern::grouped_mm: x [S, K], w [E, K, N] (f32), ends [E] (i64 / i32): GroupedMatmul.
+NodeLowering lower_grouped_mm(const Graph& g, const Node& node) {
+  if (node.args.size() != 3) throw Unsupported("grouped_mm: expected x, w and the group ends");
+  const Value& x = f32(g, node.args[0], "x");
+  const Value& w = f32(g, node.args[1], "w");
+  const Value& ev = value_at(g, node.args[2]);
+  if (!ev.is_tensor() || (ev.dtype != DType::I64 && ev.dtype != DType::I32)) {
+    throw Unsupported("grouped_mm: the ends are not i64/i32");
+  }
+  const Value& ends = tensor_of(g, node.args[2], "ends", ev.dtype);
+  const Value& out = only_output(g, node);
+  if (x.sizes.size() != 2 || w.sizes.size() != 3 || ends.sizes.size() != 1 ||
+      w.sizes[1] != x.sizes[1] || ends.sizes[0] != w.sizes[0]) {
+    throw Unsupported("grouped_mm: x " + shape_str(x.sizes) + ", w " + shape_str(w.sizes) +
+                      ", ends " + shape_str(ends.sizes) + " are not [S, K], [E, K, N], [E]");
+  }
+  if (w.sizes[0] > 65534) throw Unsupported("grouped_mm: more than 65534 experts");
+  expect_shape(out, {x.sizes[0], w.sizes[2]}, "grouped_mm");
+  return single(make(NodeOp::GroupedMatmul, {node.args[0], node.args[1], node.args[2]},
+                     node.outputs[0]));
+}
+
 NodeLowering lower_attention(const Graph& g, const Node& node) {
   if (node.args.size() != 6) throw Unsupported("attention: expected 6 arguments");
   const Value& q = f32(g, node.args[0], "q");
@@ -1192,6 +1214,7 @@ std::string shape_str(const std::vector<int64_t>& dims) {
 NodeLowering lower_node(const Graph& g, const Node& node) {
   const std::string& op = node.op;
   if (reads_quantized_weight(g, node)) {
+    if (op == "tern::grouped_linear") return lower_quant_grouped_linear(g, node);
     return op == "tern::embedding" ? lower_quant_embedding(g, node) : lower_quant_linear(g, node);
   }
   if (op == "tern::linear") return lower_linear(g, node);
@@ -1261,6 +1284,7 @@ NodeLowering lower_node(const Graph& g, const Node& node) {
   if (op == "tern::split") return lower_split(g, node);
   if (op == "tern::cat") return lower_cat(g, node);
   if (op == "tern::embedding") return lower_embedding(g, node);
+  if (op == "tern::grouped_mm") return lower_grouped_mm(g, node);
   if (op == "tern::scaled_dot_product_attention") return lower_attention(g, node);
   if (op == "tern::group_norm") return lower_group_norm(g, node);
   if (op == "tern::rms_norm") return lower_rms_norm(g, node);

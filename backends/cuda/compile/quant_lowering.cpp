@@ -67,6 +67,9 @@ bool reads_quantized_weight(const Graph& g, const Node& node) {
   if (node.op == "tern::embedding" && !node.args.empty()) {
     return is_quantized_weight(g, node.args[0]);
   }
+  if (node.op == "tern::grouped_linear" && node.args.size() >= 2) {
+    return is_quantized_weight(g, node.args[1]);
+  }
   return false;
 }
 
@@ -139,6 +142,40 @@ NodeLowering lower_quant_embedding(const Graph& g, const Node& node) {
   p.params[0] = s.rows;
   p.params[1] = s.cols;
   p.params[2] = static_cast<int64_t>(count);
+  put_scheme(s, &p);
+  NodeLowering l;
+  l.nodes.push_back(p);
+  return l;
+}
+
+NodeLowering lower_quant_grouped_linear(const Graph& g, const Node& node) {
+  if (node.args.size() != 3) throw Unsupported("grouped_linear: expected x, w and the group ends");
+  const Value& x = f32_tensor(g, node.args[0], "x");
+  const QuantWeightScheme s = scheme_of(g, node.args[1]);
+  const Value& ends = value_of(g, node.args[2], "ends");
+  if (!ends.is_tensor() || (ends.dtype != DType::I64 && ends.dtype != DType::I32) ||
+      ends.sizes.size() != 1 || ends.sizes[0] < 1 || ends.sizes[0] > 65534) {
+    throw Unsupported("grouped_linear: the ends are not a 1-D i64/i32 tensor of 1..65534 experts");
+  }
+  const int64_t e = ends.sizes[0];
+  if (x.sizes.size() != 2 || s.cols != x.sizes[1] || s.rows % e != 0) {
+    throw Unsupported("grouped_linear: x " + shape_str(x.sizes) + " and w [" +
+                      std::to_string(s.rows) + ", " + std::to_string(s.cols) +
+                      "] are not [S, K] and [E N, K] for " + std::to_string(e) + " experts");
+  }
+  const int64_t n = s.rows / e;
+  const Value& out = single_output(g, node);
+  if (out.sizes != std::vector<int64_t>{x.sizes[0], n}) {
+    throw Unsupported("grouped_linear: output " + shape_str(out.sizes) + ", expected [S, N]");
+  }
+  if (x.sizes[0] > (int64_t{1} << 22)) throw Unsupported("grouped_linear: more than 2^22 rows");
+  PendingNode p;
+  p.op = cuda::NodeOp::QuantGroupedLinear;
+  p.inputs = {node.args[0], node.args[1], node.args[2]};
+  p.output = node.outputs[0];
+  p.params[0] = x.sizes[0];
+  p.params[1] = n;
+  p.params[2] = x.sizes[1];
   put_scheme(s, &p);
   NodeLowering l;
   l.nodes.push_back(p);

@@ -10,13 +10,16 @@
 
 namespace tern::compiler::cuda_compile {
 
-/// True when `node` (linear, matmul, embedding) reads an nf4/fp8 weight: lower_node then
-/// gives QuantLinear / QuantEmbedding, which only f32 blobs take.
+/// True when `node` (linear, matmul, embedding, grouped_linear) reads an nf4/fp8 weight:
+/// lower_node then gives QuantLinear / QuantEmbedding / QuantGroupedLinear, which only f32 blobs take.
 bool reads_quantized_weight(const Graph& g, const Node& node);
 
 /// QuantLinear for tern::linear (weight [N, K]) or tern::matmul (b [K, N] quantized: not
 /// taken, the kernels read the weight row-major as [N, K]); Unsupported with the reason.
 NodeLowering lower_quant_linear(const Graph& g, const Node& node);
+
+/// QuantGroupedLinear for tern::grouped_linear with quantized experts w [E·N, K].
+NodeLowering lower_quant_grouped_linear(const Graph& g, const Node& node);
 
 /// QuantEmbedding for tern::embedding with a quantized table.
 NodeLowering lower_quant_embedding(const Graph& g, const Node& node);

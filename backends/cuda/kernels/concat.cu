@@ -23,7 +23,7 @@ __global__ void index_select_kernel(const E* x, const void* index, bool i64, E* 
                            : static_cast<int64_t>(static_cast<const int32_t*>(index)[j]);
     if (at < 0 || at >= dim) {
       out[i] = E(0);
-      *error_flag = 1;
+      atomicOr(error_flag, kErrorIndex);
     } else {
       out[i] = x[(o * dim + at) * inner + k];
     }

@@ -13,7 +13,7 @@ __global__ void embedding_kernel(const T* weight, const void* indices, bool i64,
                               : static_cast<int64_t>(static_cast<const int32_t*>(indices)[r]);
     if (index < 0 || index >= v) {
       out[i] = from_f<T>(0.0f);
-      *error_flag = 1;
+      atomicOr(error_flag, kErrorIndex);
     } else {
       out[i] = weight[index * d + col];
     }

@@ -111,7 +111,7 @@ cudaError_t launch_concat_part(int elem_size, const void* part, void* out, int64
                                cudaStream_t stream);
 
 /// out[o, j, i] = x[o, index[j], i] (x [outer, dim, inner], `count` indices); an index outside
-/// [0, dim) writes zeros and sets *error_flag to 1. Elements of `elem_size` bytes.
+/// [0, dim) writes zeros and sets kErrorIndex in *error_flag. Elements of `elem_size` bytes.
 cudaError_t launch_index_select(int elem_size, const void* x, const void* index, bool index_i64,
                                 void* out, int64_t outer, int64_t dim, int64_t inner,
                                 int64_t count, int* error_flag, cudaStream_t stream);
@@ -123,10 +123,25 @@ cudaError_t launch_pad(FloatType ft, const void* x, void* out, int rank, const i
                        int64_t n, cudaStream_t stream);
 
 /// out[r, :] = weight[indices[r], :] for r < rows (D floats each); an index outside [0, v)
-/// writes zeros and sets *error_flag to 1.
+/// writes zeros and sets kErrorIndex in *error_flag.
 cudaError_t launch_embedding(FloatType ft, const void* weight, const void* indices,
                              bool indices_i64, void* out, int64_t rows, int64_t v, int64_t d,
                              int* error_flag, cudaStream_t stream);
+
+/// A mixture of experts' products: out[r, :] = x[r, :] · w[e] (x [s, k], w [groups, k, n],
+/// out [s, n]) for the group e whose rows [ends[e - 1], ends[e]) hold r; rows at or after the
+/// last end are zeros. `ends` (i64 or i32, [groups]) is read on the device; ends that go
+/// backwards or past s set kErrorGroupEnds in *error_flag.
+cudaError_t launch_grouped_matmul(FloatType ft, const void* x, const void* w, const void* ends,
+                                  bool ends_i64, void* out, int64_t s, int64_t k, int64_t n,
+                                  int64_t groups, int* error_flag, cudaStream_t stream);
+
+/// The same with nf4 / fp8 experts: out[r, c] = x[r, :] · dequant(w)[e n + c, :], w the
+/// quantized [groups · n, k] in its packed buffer; f32.
+cudaError_t launch_quant_grouped_linear(const float* x, const uint8_t* w, const void* ends,
+                                        bool ends_i64, float* out, int64_t s, int64_t n,
+                                        int64_t k, int64_t groups, const QuantDecode& q,
+                                        int* error_flag, cudaStream_t stream);
 
 /// Rows of x up to which a quantized linear runs as a GEMV (one pass over the weight).
 constexpr int64_t kQuantGemvMaxRows = 4;
@@ -138,7 +153,7 @@ cudaError_t launch_quant_linear(const float* x, const uint8_t* w, const float* b
                                 cudaStream_t stream);
 
 /// out[t, :] = dequant(w)[indices[t], :] for t < count (D floats each), w [v, d] quantized; an
-/// index outside [0, v) writes zeros and sets *error_flag to 1.
+/// index outside [0, v) writes zeros and sets kErrorIndex in *error_flag.
 cudaError_t launch_quant_embedding(const uint8_t* w, const void* indices, bool indices_i64,
                                    float* out, int64_t count, int64_t v, int64_t d,
                                    const QuantDecode& q, int* error_flag, cudaStream_t stream);

@@ -133,7 +133,7 @@ __global__ void quant_embedding_kernel(const uint8_t* __restrict__ w, const void
                               : static_cast<int64_t>(static_cast<const int32_t*>(indices)[t]);
     if (index < 0 || index >= v) {
       out[i] = 0.0f;
-      *error_flag = 1;
+      atomicOr(error_flag, kErrorIndex);
     } else {
       out[i] = quant_element(w, q, code, static_cast<uint64_t>(index * d + col));
     }

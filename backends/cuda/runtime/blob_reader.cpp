@@ -113,6 +113,8 @@ Arity arity(NodeOp op) {
     case NodeOp::IndexSelect: return {2, 2, 0x3, 3, 0};
     case NodeOp::QuantLinear: return {3, 3, 0x3, kQuantNodeParams, 1};
     case NodeOp::QuantEmbedding: return {2, 2, 0x3, kQuantNodeParams, 1};
+    case NodeOp::GroupedMatmul: return {3, 3, 0x7, 0, 0};
+    case NodeOp::QuantGroupedLinear: return {3, 3, 0x7, kQuantNodeParams, 1};
   }
   return {0, 0, 0, 0, 0};
 }
@@ -681,6 +683,51 @@ Error check_quant_embedding(const NodeCheck& c) {
   return Error::Ok;
 }
 
+/// The group ends of a grouped product (input 2): i32 / i64 [E], E in 1..65534 (the kernels'
+/// grid rows: one per expert and one for the tail).
+Error check_group_ends_value(const NodeCheck& c, uint64_t groups) {
+  const BlobValue& ends = c.in(2);
+  NODE_CHECK(is_int(ends) && ends.rank == 1 && ends.dims[0] == groups,
+             "the group ends must be a 1-D i64 or i32 tensor of the %llu experts",
+             static_cast<ull>(groups));
+  NODE_CHECK(groups >= 1 && groups <= 65534, "%llu experts, expected 1..65534",
+             static_cast<ull>(groups));
+  return Error::Ok;
+}
+
+Error check_grouped_matmul(const NodeCheck& c) {
+  const BlobValue &x = c.in(0), &w = c.in(1), &o = c.out();
+  NODE_CHECK(c.fl(x) && c.fl(w) && c.fl(o), "x, w and the output must be %s", c.float_name());
+  NODE_CHECK(x.rank == 2 && w.rank == 3 && o.rank == 2, "x must be [S, K], w [E, K, N], the "
+             "output [S, N]");
+  NODE_CHECK(w.dims[1] == x.dims[1] && o.dims[0] == x.dims[0] && o.dims[1] == w.dims[2],
+             "w's K or the output's [S, N] disagree with x and w");
+  return check_group_ends_value(c, w.dims[0]);
+}
+
+Error check_quant_grouped_linear(const NodeCheck& c) {
+  const int64_t s = c.p(0), n = c.p(1), k = c.p(2);
+  NODE_CHECK(in_range(s, 1, int64_t{1} << 22) && in_range(n, 1, int64_t{1} << 30) &&
+                 in_range(k, 1, int64_t{1} << 30),
+             "S, N, K = %lld, %lld, %lld, expected S in 1..2^22, N and K in 1..2^30",
+             static_cast<ll>(s), static_cast<ll>(n), static_cast<ll>(k));
+  const BlobValue& ends = c.in(2);
+  const uint64_t groups = ends.rank == 1 ? ends.dims[0] : 0;
+  TERN_RETURN_IF_ERROR(check_group_ends_value(c, groups));
+  uint64_t rows = 0;
+  NODE_CHECK(checked_mul(groups, static_cast<uint64_t>(n), &rows), "E * N overflows");
+  TERN_RETURN_IF_ERROR(check_quant_weight(c, 1, rows, static_cast<uint64_t>(k)));
+  const BlobValue &x = c.in(0), &o = c.out();
+  NODE_CHECK(c.fl(x) && c.fl(o), "x and the output must be %s", c.float_name());
+  NODE_CHECK(x.rank == 2 && x.dims[0] == static_cast<uint64_t>(s) &&
+                 x.dims[1] == static_cast<uint64_t>(k),
+             "x is not [S, K]");
+  NODE_CHECK(o.rank == 2 && o.dims[0] == static_cast<uint64_t>(s) &&
+                 o.dims[1] == static_cast<uint64_t>(n),
+             "the output is not [S, N]");
+  return Error::Ok;
+}
+
 Error check_op(const NodeCheck& c) {
   const NodeOp op = static_cast<NodeOp>(c.node.op);
   switch (op) {
@@ -772,6 +819,8 @@ Error check_op(const NodeCheck& c) {
     case NodeOp::IndexSelect: return check_index_select(c);
     case NodeOp::QuantLinear: return check_quant_linear(c);
     case NodeOp::QuantEmbedding: return check_quant_embedding(c);
+    case NodeOp::GroupedMatmul: return check_grouped_matmul(c);
+    case NodeOp::QuantGroupedLinear: return check_quant_grouped_linear(c);
   }
   BLOB_FAIL("cuda blob: node %u: op %u", c.n, c.node.op);
 }
@@ -936,6 +985,8 @@ const char* node_op_name(uint32_t op) {
     case NodeOp::IndexSelect: return "index_select";
     case NodeOp::QuantLinear: return "quant_linear";
     case NodeOp::QuantEmbedding: return "quant_embedding";
+    case NodeOp::GroupedMatmul: return "grouped_matmul";
+    case NodeOp::QuantGroupedLinear: return "quant_grouped_linear";
   }
   return "?";
 }

@@ -13,6 +13,7 @@
 #include "backends/cuda/runtime/cuda_delegate.h"
 #include "backends/cuda/runtime/device_allocator.h"
 #include "backends/cuda/runtime/device_probe.h"
+#include "backends/cuda/runtime/group_ends_check.h"
 #include "backends/cuda/runtime/host_range_registry.h"
 #include "backends/cuda/runtime/register_cuda_backend.h"
 #include "runtime/core/log.h"
@@ -299,6 +300,8 @@ class CudaBackend final : public BackendInterface {
     const cudaError_t set = cudaSetDevice(d->device);
     if (set != cudaSuccess)
       return cuda_failed(Error::DelegateExecutionFailed, "cudaSetDevice", set);
+    // A grouped product's ends from the host are checked here, naming the bad end.
+    TERN_RETURN_IF_ERROR(check_group_ends_args(d->plan, args));
     // Inputs in (their addresses may change between executions: caller-bound inputs).
     for (uint32_t i = 0; i < h.num_values; ++i) {
       const BlobValue& v = d->plan.values[i];
@@ -330,9 +333,12 @@ class CudaBackend final : public BackendInterface {
     }
     const cudaError_t e = cudaStreamSynchronize(d->stream);
     if (e != cudaSuccess) return cuda_failed(Error::DelegateExecutionFailed, "execute", e);
-    TERN_CHECK_OR_RETURN_ERROR(d->host_error_flag == 0, InvalidArgument,
+    TERN_CHECK_OR_RETURN_ERROR((d->host_error_flag & kErrorIndex) == 0, InvalidArgument,
                                "cuda backend: an embedding or index_select index is out of "
                                "range");
+    TERN_CHECK_OR_RETURN_ERROR(d->host_error_flag == 0, InvalidArgument,
+                               "cuda backend: a grouped product's ends go backwards or past its "
+                               "rows (each end must lie in [the previous end, the rows])");
     return Error::Ok;
   }
 
@@ -504,7 +510,9 @@ class CudaBackend final : public BackendInterface {
       const uint32_t op = d->plan.nodes[i].op;
       if (op == static_cast<uint32_t>(NodeOp::Embedding) ||
           op == static_cast<uint32_t>(NodeOp::IndexSelect) ||
-          op == static_cast<uint32_t>(NodeOp::QuantEmbedding)) {
+          op == static_cast<uint32_t>(NodeOp::QuantEmbedding) ||
+          op == static_cast<uint32_t>(NodeOp::GroupedMatmul) ||
+          op == static_cast<uint32_t>(NodeOp::QuantGroupedLinear)) {
         d->uses_error_flag = true;
       }
     }

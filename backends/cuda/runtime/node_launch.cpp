@@ -433,6 +433,33 @@ Error run_node(CudaDelegate& d, uint32_t index) {
                                   d.stream));
       return Error::Ok;
     }
+    case NodeOp::GroupedMatmul: {
+      const BlobValue &x = val(d, n.inputs[0]), &w = val(d, n.inputs[1]),
+                      &ends = val(d, n.inputs[2]);
+      CUDA_OK(launch_grouped_matmul(ft, fptr(d, n.inputs[0]), fptr(d, n.inputs[1]),
+                                    value_ptr(d, n.inputs[2]),
+                                    ends.dtype == static_cast<uint32_t>(ValueDType::I64),
+                                    out_ptr(d, n), static_cast<int64_t>(x.dims[0]),
+                                    static_cast<int64_t>(x.dims[1]),
+                                    static_cast<int64_t>(w.dims[2]),
+                                    static_cast<int64_t>(w.dims[0]), d.buffers.error_flag,
+                                    d.stream));
+      return Error::Ok;
+    }
+    case NodeOp::QuantGroupedLinear: {
+      const BlobValue &w = val(d, n.inputs[1]), &ends = val(d, n.inputs[2]);
+      QuantDecode q;
+      if (!make_quant_decode(n.params, w.dims[0], w.dims[1], n.fparams[0], &q, nullptr)) {
+        return launch_failed(index, n, "quantized weight", "scheme refused");  // reader checked
+      }
+      CUDA_OK(launch_quant_grouped_linear(
+          static_cast<const float*>(fptr(d, n.inputs[0])),
+          static_cast<const uint8_t*>(value_ptr(d, n.inputs[1])), value_ptr(d, n.inputs[2]),
+          ends.dtype == static_cast<uint32_t>(ValueDType::I64), static_cast<float*>(out_ptr(d, n)),
+          n.params[0], n.params[1], n.params[2], static_cast<int64_t>(ends.dims[0]), q,
+          d.buffers.error_flag, d.stream));
+      return Error::Ok;
+    }
     case NodeOp::QuantLinear:
     case NodeOp::QuantEmbedding: {
       const bool linear = n.op == static_cast<uint32_t>(NodeOp::QuantLinear);

@@ -237,9 +237,11 @@ TEST_F(CudaBlobTest, EachVerifiedFieldIsRefusedWithItsName) {
   const std::vector<Corruption> cases = {
       {"magic", header([](BlobHeader& h) { h.magic[0] = 'X'; }), bad, "magic"},
       {"version 1 (before f16/bf16)", header([](BlobHeader& h) { h.version = 1; }), compat,
-       "version 1, this runtime reads version 4"},
+       "version 1, this runtime reads version 5"},
       {"version 3 (before negative copy strides)", header([](BlobHeader& h) { h.version = 3; }),
-       compat, "version 3, this runtime reads version 4"},
+       compat, "version 3, this runtime reads version 5"},
+      {"version 4 (before grouped products)", header([](BlobHeader& h) { h.version = 4; }),
+       compat, "version 4, this runtime reads version 5"},
       {"header_size", header([](BlobHeader& h) { h.header_size = 64; }), bad, "header_size"},
       {"value_record_size", header([](BlobHeader& h) { h.value_record_size = 80; }), bad, "value_record_size"},
       {"node_record_size", header([](BlobHeader& h) { h.node_record_size = 1; }), bad, "node_record_size"},
