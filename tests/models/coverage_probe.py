@@ -156,6 +156,24 @@ def optical_flow(name, size=128, updates=2):
     return build
 
 
+def hgnet_v2():
+    """HGNet-V2 (RT-DETR's backbone) as a classifier: a stem with a padded max-pool branch, a
+    plain and a light (1x1 conv -> depthwise) stage, each aggregating its layers by a cat."""
+    def build():
+        tf = _transformers()
+        cfg = tf.HGNetV2Config(stem_channels=[3, 8, 16], stage_in_channels=[16, 16],
+                               stage_mid_channels=[8, 16], stage_out_channels=[16, 32],
+                               stage_num_blocks=[1, 1], stage_downsample=[False, True],
+                               stage_light_block=[False, True], stage_kernel_size=[3, 5],
+                               stage_numb_of_layers=[2, 2], depths=[1, 1], hidden_sizes=[16, 32],
+                               num_labels=5)
+        model = _calibrated(_hf(tf.HGNetV2ForImageClassification, cfg), (1, 3, 64, 64),
+                            "pixel_values")
+        return (HFOutputs(model, ["pixel_values"], ["logits"]).eval(),
+                (torch.randn(1, 3, 64, 64),), True)
+    return build
+
+
 PROBE = {
     # Encoders (text)
     "distilbert": text("DistilBertModel", "DistilBertConfig", vocab_size=128, dim=64, n_layers=2,
@@ -606,6 +624,21 @@ PROBE = {
     "mvit_v2_s": video_at("mvit_v2_s", (1, 3, 16, 224, 224)),
     "s3d": video_at("s3d", (1, 3, 16, 224, 224)),
     "raft_small": optical_flow("raft_small"),
+    # The sixth batch (2026-12-05, thirty-first session): configs written for architectures the
+    # generic builders did not give. HGNet-V2's aggregation cats a depthwise conv's output that
+    # a 1x1 conv also reads (it found a cpu-backend fusion bug: docs/models.md).
+    "funnel_decoder": text("FunnelModel", "FunnelConfig", vocab_size=128, block_sizes=[1, 1],
+                           d_model=64, n_head=4, d_head=16, d_inner=128, num_decoder_layers=1),
+    "prophetnet": text("ProphetNetModel", "ProphetNetConfig", encoder=True, vocab_size=128,
+                       hidden_size=64, encoder_ffn_dim=128, decoder_ffn_dim=128,
+                       num_encoder_layers=2, num_decoder_layers=1, num_encoder_attention_heads=4,
+                       num_decoder_attention_heads=4, ngram=2, pad_token_id=0),
+    "reformer": text("ReformerModel", "ReformerConfig", vocab_size=128, hidden_size=64,
+                     num_attention_heads=4, attention_head_size=16, attn_layers=["local", "local"],
+                     axial_pos_shape=[4, 4], axial_pos_embds_dim=[32, 32], feed_forward_size=128,
+                     local_attn_chunk_length=8, is_decoder=False, pad_token_id=0,
+                     max_position_embeddings=16),
+    "hgnet_v2": hgnet_v2(),
 }
 TORCHVISION = {"lraspp_mobilenet_v3", "deeplabv3_mobilenet_v3", "fcn_resnet50", "mc3_18",
                "efficientnet_b0", "regnet_y_400mf", "swin_t", "swin_v2_t", "maxvit_t",

@@ -17,7 +17,12 @@ class Matcher {
     readers_.resize(g.values.size());
     for (size_t n = 0; n < g.nodes.size(); ++n) {
       for (int a : g.nodes[n].args) {
-        if (a >= 0) readers_[static_cast<size_t>(a)].push_back(static_cast<int>(n));
+        if (a < 0) continue;
+        readers_[static_cast<size_t>(a)].push_back(static_cast<int>(n));
+        // A cat reads each element of its tensor list: such a value has another reader.
+        for (int t : g.values[static_cast<size_t>(a)].tensors) {
+          readers_[static_cast<size_t>(t)].push_back(static_cast<int>(n));
+        }
       }
     }
     leaving_.insert(r.outputs.begin(), r.outputs.end());

@@ -66,7 +66,9 @@ std::vector<ConcatShuffleMatch> match_concat_shuffles(const Graph& g, const Dele
   std::map<int, int> reader;  // value -> the (last) region node reading it
   for (const Node& n : g.nodes) {
     for (int a : n.args) {
-      if (a >= 0) ++uses[a];
+      if (a < 0) continue;
+      ++uses[a];
+      for (int t : g.values[static_cast<size_t>(a)].tensors) ++uses[t];  // a cat's parts
     }
   }
   for (int n : region.nodes) {

@@ -252,6 +252,10 @@ bool CpuBackendCompiler::accepts_region(const Graph& graph, const std::vector<in
       if (in_run[r]) continue;
       for (int a : graph.nodes[r].args) {
         if (a == cmp.outputs[0]) return false;
+        if (a < 0) continue;
+        for (int t : graph.values[static_cast<size_t>(a)].tensors) {
+          if (t == cmp.outputs[0]) return false;  // read through a cat's list
+        }
       }
     }
   }

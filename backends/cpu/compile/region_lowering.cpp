@@ -80,16 +80,17 @@ class Lowering {
     for (uint32_t i = 0; i < num_in; ++i) input_arg_.emplace(r.inputs[i], i);
     for (uint32_t j = 0; j < r.outputs.size(); ++j) output_arg_.emplace(r.outputs[j], num_in + j);
     for (size_t v = 0; v < g.values.size(); ++v) uses_[static_cast<int>(v)] = 0;
-    for (const Node& n : g.nodes) {
-      for (int a : n.args) {
-        if (a >= 0) ++uses_[a];
+    // A read through a tensor list (a cat's parts) counts as a read of each element: a value
+    // that a cat also reads is never fused away into the node that reads it directly.
+    auto count_reads = [&g](const std::vector<int>& args, std::map<int, int>* uses) {
+      for (int a : args) {
+        if (a < 0) continue;
+        ++(*uses)[a];
+        for (int t : g.values[static_cast<size_t>(a)].tensors) ++(*uses)[t];
       }
-    }
-    for (int n : r.nodes) {
-      for (int a : g.nodes[static_cast<size_t>(n)].args) {
-        if (a >= 0) ++region_uses_[a];
-      }
-    }
+    };
+    for (const Node& n : g.nodes) count_reads(n.args, &uses_);
+    for (int n : r.nodes) count_reads(g.nodes[static_cast<size_t>(n)].args, &region_uses_);
     for (const Value& v : g.values) {  // a constant in a tensor list is read outside our count
       for (int t : v.tensors) listed_.insert(t);
     }

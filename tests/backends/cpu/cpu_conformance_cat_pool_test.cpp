@@ -7,7 +7,8 @@
 // (op 22: 2 to 5 parts, chained by 3, a region input among them, the cat a graph output or read
 // by a conv, GoogLeNet's Inception block, a 2-D cat along the last dim); then the blob fields of
 // the pools' padding and of the Concat node, what the reader refuses, and that a cat is taken
-// in a partly taken graph; nearest upsampling by integer factors (YOLO's neck), bilinear
+// in a partly taken graph; values a cat reads that a fusion (a bottleneck chain, a relu
+// folded into its conv) would otherwise swallow; nearest upsampling by integer factors (YOLO's neck), bilinear
 // upsampling (XNNPACK's resize, op 31) and what the compile half refuses of them.
 #include <gtest/gtest.h>
 
@@ -185,6 +186,51 @@ std::vector<OpCase> cases() {
                                {cat, b.int_list({3, 3}), b.int_list({2, 2}), b.int_list({0, 0}),
                                 b.int_list({1, 1}), b.bool_value(true)},
                                DType::F32, {1, 30, 4, 4}));
+               },
+               1e-10});
+  // Values a cat reads through its tensor list that a fusion would otherwise swallow
+  // (HGNet-V2's aggregation, found by the coverage probe): a depthwise conv's output read by a
+  // 1x1 project conv and by the cat (the bottleneck chain must stop before the project), and a
+  // 1x1 conv's output read by a relu and by the cat (the relu must not fold into the conv).
+  c.push_back({"cat_reads_depthwise_output_of_a_chain",
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 8, 16, 16};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int e = conv(b, x, xs, 16, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 71);
+                 const int r = b.op("tern::relu", {e}, DType::F32, {1, 16, 16, 16});
+                 const int d = conv(b, r, {1, 16, 16, 16}, 16, 3, 3, {2, 2}, {1, 1}, {1, 1}, 16,
+                                    true, 73);
+                 const int p = conv(b, d, {1, 16, 8, 8}, 16, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1,
+                                    true, 75);
+                 const int q = conv(b, p, {1, 16, 8, 8}, 16, 5, 5, {1, 1}, {2, 2}, {1, 1}, 16,
+                                    true, 77);
+                 const int qr = b.op("tern::relu", {q}, DType::F32, {1, 16, 8, 8});
+                 const int cat = b.op("tern::cat", {tensor_list(b, {d, qr}), b.int_value(1)},
+                                      DType::F32, {1, 32, 8, 8});
+                 b.output(conv(b, cat, {1, 32, 8, 8}, 8, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true,
+                               79));
+               },
+               1e-10});
+  c.push_back({"cat_reads_a_conv_output_that_a_relu_reads",
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 6, 7, 7};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int y = conv(b, x, xs, 10, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 81);
+                 const int r = b.op("tern::relu", {y}, DType::F32, {1, 10, 7, 7});
+                 b.output(b.op("tern::cat", {tensor_list(b, {y, r}), b.int_value(1)},
+                               DType::F32, {1, 20, 7, 7}));
+               },
+               1e-10});
+  c.push_back({"cat_reads_a_linear_output_that_a_relu_reads",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {3, 10});
+                 const int w = constant(b, "w", {6, 10}, 83);
+                 const int y = b.op("tern::linear", {x, w, b.none()}, DType::F32, {3, 6});
+                 const int r = b.op("tern::relu", {y}, DType::F32, {3, 6});
+                 const int w2 = constant(b, "w2", {4, 6}, 85);
+                 const int z = b.op("tern::linear", {r, w2, b.none()}, DType::F32, {3, 4});
+                 b.output(b.op("tern::cat", {tensor_list(b, {y, z}), b.int_value(-1)},
+                               DType::F32, {3, 10}));
                },
                1e-10});
   // A cat of 2-D tensors along the last dim after linears.
