@@ -1199,6 +1199,24 @@ def test_index_put_with_a_constant_boolean_mask():
     assert "tern::index_copy" in result.ops, result.ops
 
 
+def test_prod():
+    """aten.prod over one dim and over all elements, of floats, integers (into int64) and bools
+    (SigLIP2's positional resize multiplies each image's patch grid): tern's prod; against
+    PyTorch."""
+    class M(nn.Module):
+        def forward(self, x, shapes, mask):
+            return (x.prod(-1, keepdim=True), x.prod(0), x.prod(), shapes.prod(-1),
+                    mask.prod(1), shapes.float().prod(-1, keepdim=True))
+    m = M()
+    x = torch.rand(3, 5) + 0.5
+    shapes = torch.tensor([[4, 4], [3, 7]])
+    mask = torch.rand(2, 6) > 0.3
+    result, got = export_and_run(m, (x, shapes, mask), "prod")
+    for k, (g, r) in enumerate(zip(got, m(x, shapes, mask))):
+        assert_close(g, r, what="output %d" % k)
+    assert any(o.startswith("aten.prod") for o in result.aten_ops), result.aten_ops
+
+
 def test_bitwise_on_integers():
     """Integer bitwise operators (CPM-Ant ANDs integer masks): tern's bitwise_* ops, int32
     promoted with int64 as PyTorch does, numbers as operands; against PyTorch, exactly."""

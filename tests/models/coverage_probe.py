@@ -639,6 +639,18 @@ PROBE = {
                      local_attn_chunk_length=8, is_decoder=False, pad_token_id=0,
                      max_position_embeddings=16),
     "hgnet_v2": hgnet_v2(),
+    # LiLT's layout embeddings split the hidden size in six; SigLIP2's vision tower takes
+    # patchified pixels, their mask and each image's patch grid (its positional-embedding resize
+    # multiplies the grid's sides: tern::prod).
+    "lilt": inputs("LiltModel", "LiltConfig", {"input_ids": _ids(), "bbox": _boxes},
+                   vocab_size=128, hidden_size=96, num_hidden_layers=2, num_attention_heads=4,
+                   intermediate_size=128),
+    "siglip2_vision": inputs("Siglip2VisionModel", "Siglip2VisionConfig",
+                             {"pixel_values": lambda: torch.randn(1, 16, 48),
+                              "pixel_attention_mask": lambda: torch.ones(1, 16, dtype=torch.long),
+                              "spatial_shapes": lambda: torch.tensor([[4, 4]])},
+                             hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                             intermediate_size=128, patch_size=4, num_patches=16),
 }
 TORCHVISION = {"lraspp_mobilenet_v3", "deeplabv3_mobilenet_v3", "fcn_resnet50", "mc3_18",
                "efficientnet_b0", "regnet_y_400mf", "swin_t", "swin_v2_t", "maxvit_t",

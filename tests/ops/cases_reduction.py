@@ -1,4 +1,4 @@
-"""Reductions against PyTorch: sum mean amax amin argmax argmin cumsum (docs/ops.md)."""
+"""Reductions against PyTorch: sum mean prod amax amin argmax argmin cumsum (docs/ops.md)."""
 import torch
 
 from harness import B, Case, I, IL, NONE
@@ -67,6 +67,37 @@ def cases():
                             name="amax_" + tag))
             out.append(Case("tern::amin", [x, IL(dims), B(False)], ext_ref(torch.amin),
                             name="amin_" + tag))
+    # prod: ATen takes one dim at a time; the reference multiplies over each in turn. Values
+    # near 1 keep long products inside f32's range (tern accumulates in double, ATen in f32).
+    def prod_ref(x, d, k):
+        d = sorted((i % max(x.dim(), 1) for i in d), reverse=True) if d else None
+        if d is None:
+            y = torch.prod(x)
+            return y.reshape([1] * x.dim()) if k else y
+        for i in d:
+            x = torch.prod(x, i, keepdim=True)
+        return x if k else x.reshape([s for j, s in enumerate(x.shape) if j not in d])
+
+    for shape, dims, keep in layouts:
+        tag = "%s%s%s" % (shape, dims, "k" if keep else "")
+        x = torch.rand(shape) * 0.5 + 0.75 if shape else torch.tensor(1.5)
+        out.append(Case("tern::prod", [x, IL(dims), B(keep)], prod_ref, rtol=1e-5, atol=1e-6,
+                        name="prod" + tag))
+    xs = torch.randn(4, 6)
+    xs[2, 3] = 0.0
+    xs[1, 0] = float("nan")
+    xs[3, 5] = float("inf")
+    out.append(Case("tern::prod", [xs, IL([1]), B(False)], prod_ref, rtol=1e-5, atol=1e-6,
+                    name="prod_zero_nan_inf"))
+    for dt in (torch.int64, torch.int32):
+        x = torch.randint(-3, 4, (3, 4, 5), dtype=dt)
+        for dims in ([], [1], [0, 2]):
+            tag = "%s%s" % (str(dt)[6:], dims)
+            out.append(Case("tern::prod", [x, IL(dims), B(False)], prod_ref, name="prod_" + tag))
+    # Wrapping as ATen's: 2^40 * 2^40 overflows int64.
+    xw = torch.tensor([[1 << 40, 1 << 40, 3], [-(1 << 62), 2, 5]], dtype=torch.int64)
+    out.append(Case("tern::prod", [xw, IL([1]), B(True)], prod_ref, name="prod_int64_wraps"))
+
     # NaN propagates through amax/amin.
     xn = r(3, 5)
     xn[1, 2] = float("nan")

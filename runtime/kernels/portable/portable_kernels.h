@@ -213,6 +213,11 @@ Error clone(KernelContext& context, Span<EValue*> args);
 /// double) or int (i32/i64 in, out i64 or x's dtype, wrapping).
 Error sum(KernelContext& context, Span<EValue*> args);
 
+/// tern::prod(x, dims IntList (empty or None: all), keepdim Bool, out): the product, f32
+/// (accumulated in double) or int (i32/i64 in, out i64 or x's dtype, wrapping); an empty
+/// reduction gives 1.
+Error prod(KernelContext& context, Span<EValue*> args);
+
 /// tern::mean(x, dims, keepdim, out): f32; an empty reduction gives NaN.
 Error mean(KernelContext& context, Span<EValue*> args);
 

@@ -1,4 +1,5 @@
-// tern::sum, tern::mean, tern::amax, tern::amin over a set of dims (x, dims, keepdim, out).
+// tern::sum, tern::mean, tern::prod, tern::amax, tern::amin over a set of dims (x, dims,
+// keepdim, out).
 //
 // The input is regrouped into merged kept and reduced dims (reduction_util.h). When the
 // innermost dim is reduced, each output element folds contiguous runs; when it is kept, a
@@ -94,6 +95,29 @@ struct SumInt {
   Out finish(Acc a) const { return static_cast<Out>(static_cast<int64_t>(a)); }
 };
 
+struct ProdF32 {
+  using Acc = double;  // each product exact in double until it passes 2^53 of significance
+  Acc init() const { return 1.0; }
+  Acc step(Acc a, float v) const { return a * v; }
+  Acc run(Acc a, const float* p, int64_t n) const {
+    for (int64_t i = 0; i < n; ++i) a *= p[i];
+    return a;
+  }
+  float finish(Acc a) const { return static_cast<float>(a); }
+};
+
+template <typename In, typename Out>
+struct ProdInt {
+  using Acc = uint64_t;  // wraps like two's complement, without signed overflow
+  Acc init() const { return 1; }
+  Acc step(Acc a, In v) const { return a * static_cast<uint64_t>(static_cast<int64_t>(v)); }
+  Acc run(Acc a, const In* p, int64_t n) const {
+    for (int64_t i = 0; i < n; ++i) a = step(a, p[i]);
+    return a;
+  }
+  Out finish(Acc a) const { return static_cast<Out>(static_cast<int64_t>(a)); }
+};
+
 // amax (kMax) or amin; NaN propagates.
 template <typename T, bool kMax>
 struct Extreme {
@@ -167,6 +191,42 @@ Error sum(KernelContext& /*context*/, Span<EValue*> args) {
     case DType::I64:
       run_reduce(a.plan, a.x->data_as<const int64_t>(), a.out->data_as<int64_t>(),
                  SumInt<int64_t, int64_t>{});
+      break;
+    default:
+      TERN_RETURN_ERROR(Internal, "%s: unhandled dtype %s", op, to_string(a.x->dtype));
+  }
+  return Error::Ok;
+}
+
+Error prod(KernelContext& /*context*/, Span<EValue*> args) {
+  const char* op = "tern::prod";
+  ReduceArgs a;
+  TERN_RETURN_IF_ERROR(parse_reduce(op, args, &a));
+  static const DType kAllowed[] = {DType::F32, DType::I32, DType::I64};
+  TERN_RETURN_IF_ERROR(check_dtype_in(op, "x", *a.x, Span<const DType>(kAllowed)));
+  if (a.x->dtype == DType::F32) {
+    TERN_RETURN_IF_ERROR(check_dtype(op, "out", *a.out, DType::F32));
+  } else if (a.out->dtype != a.x->dtype) {
+    // ATen multiplies integers into i64; out may also keep x's dtype.
+    TERN_RETURN_IF_ERROR(check_dtype(op, "out", *a.out, DType::I64));
+  }
+  if (a.plan.out_numel == 0) return Error::Ok;
+  switch (a.x->dtype) {
+    case DType::F32:
+      run_reduce(a.plan, a.x->data_as<const float>(), a.out->data_as<float>(), ProdF32{});
+      break;
+    case DType::I32:
+      if (a.out->dtype == DType::I64) {
+        run_reduce(a.plan, a.x->data_as<const int32_t>(), a.out->data_as<int64_t>(),
+                   ProdInt<int32_t, int64_t>{});
+      } else {
+        run_reduce(a.plan, a.x->data_as<const int32_t>(), a.out->data_as<int32_t>(),
+                   ProdInt<int32_t, int32_t>{});
+      }
+      break;
+    case DType::I64:
+      run_reduce(a.plan, a.x->data_as<const int64_t>(), a.out->data_as<int64_t>(),
+                 ProdInt<int64_t, int64_t>{});
       break;
     default:
       TERN_RETURN_ERROR(Internal, "%s: unhandled dtype %s", op, to_string(a.x->dtype));

@@ -89,6 +89,7 @@ constexpr const char* kDynamicShapeKernels[] = {
     "tern::addmm",
     // reductions and normalization
     "tern::sum",
+    "tern::prod",
     "tern::mean",
     "tern::amax",
     "tern::amin",

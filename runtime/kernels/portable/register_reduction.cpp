@@ -7,6 +7,7 @@ namespace tern::portable {
 Error register_reduction_kernels() {
   static const KernelEntry kKernels[] = {
       {"tern::sum", sum},
+      {"tern::prod", prod},
       {"tern::mean", mean},
       {"tern::amax", amax},
       {"tern::amin", amin},

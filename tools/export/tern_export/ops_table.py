@@ -323,6 +323,15 @@ def _sum_mean(L, n, a, real):
     return L.emit(op, [L.tensor_id(x), L.mb.int_list(_dims(a)), L.mb.bool(keep)], real)
 
 
+@handles("prod.dim_int", "prod.default")
+def _prod(L, n, a, real):
+    # One dim (prod.dim_int) or every element (prod.default); integers and bools multiply into
+    # int64 as ATen's, or into the dtype argument.
+    x = _reduce_input(L, a, real)
+    keep = V(a["keepdim"]) if "keepdim" in a else False
+    return L.emit("prod", [L.tensor_id(x), L.mb.int_list(_dims(a)), L.mb.bool(keep)], real)
+
+
 @handles("var.correction", "std.correction", "var.dim", "std.dim")
 def _var_std(L, n, a, real):
     # sum((x - mean(x))^2) / (N - correction) over the dims (all without any), on tern's
