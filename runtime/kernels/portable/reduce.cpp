@@ -160,10 +160,10 @@ Error parse_reduce(const char* op, Span<EValue*> args, ReduceArgs* r) {
   return check_shape(op, "out", *r->out, r->plan.out_shape.span());
 }
 
-}  // namespace
-
-Error sum(KernelContext& /*context*/, Span<EValue*> args) {
-  const char* op = "tern::sum";
+// sum and prod: f32 through FloatR (out f32); i32 / i64 through IntR<In, Out>, into i64 as
+// ATen's or into x's own dtype when out has it.
+template <template <typename, typename> class IntR, typename FloatR>
+Error accumulate(const char* op, Span<EValue*> args) {
   ReduceArgs a;
   TERN_RETURN_IF_ERROR(parse_reduce(op, args, &a));
   static const DType kAllowed[] = {DType::F32, DType::I32, DType::I64};
@@ -171,26 +171,25 @@ Error sum(KernelContext& /*context*/, Span<EValue*> args) {
   if (a.x->dtype == DType::F32) {
     TERN_RETURN_IF_ERROR(check_dtype(op, "out", *a.out, DType::F32));
   } else if (a.out->dtype != a.x->dtype) {
-    // ATen sums integers into i64; out may also keep x's dtype.
     TERN_RETURN_IF_ERROR(check_dtype(op, "out", *a.out, DType::I64));
   }
   if (a.plan.out_numel == 0) return Error::Ok;
   switch (a.x->dtype) {
     case DType::F32:
-      run_reduce(a.plan, a.x->data_as<const float>(), a.out->data_as<float>(), SumF32{});
+      run_reduce(a.plan, a.x->data_as<const float>(), a.out->data_as<float>(), FloatR{});
       break;
     case DType::I32:
       if (a.out->dtype == DType::I64) {
         run_reduce(a.plan, a.x->data_as<const int32_t>(), a.out->data_as<int64_t>(),
-                   SumInt<int32_t, int64_t>{});
+                   IntR<int32_t, int64_t>{});
       } else {
         run_reduce(a.plan, a.x->data_as<const int32_t>(), a.out->data_as<int32_t>(),
-                   SumInt<int32_t, int32_t>{});
+                   IntR<int32_t, int32_t>{});
       }
       break;
     case DType::I64:
       run_reduce(a.plan, a.x->data_as<const int64_t>(), a.out->data_as<int64_t>(),
-                 SumInt<int64_t, int64_t>{});
+                 IntR<int64_t, int64_t>{});
       break;
     default:
       TERN_RETURN_ERROR(Internal, "%s: unhandled dtype %s", op, to_string(a.x->dtype));
@@ -198,40 +197,14 @@ Error sum(KernelContext& /*context*/, Span<EValue*> args) {
   return Error::Ok;
 }
 
+}  // namespace
+
+Error sum(KernelContext& /*context*/, Span<EValue*> args) {
+  return accumulate<SumInt, SumF32>("tern::sum", args);
+}
+
 Error prod(KernelContext& /*context*/, Span<EValue*> args) {
-  const char* op = "tern::prod";
-  ReduceArgs a;
-  TERN_RETURN_IF_ERROR(parse_reduce(op, args, &a));
-  static const DType kAllowed[] = {DType::F32, DType::I32, DType::I64};
-  TERN_RETURN_IF_ERROR(check_dtype_in(op, "x", *a.x, Span<const DType>(kAllowed)));
-  if (a.x->dtype == DType::F32) {
-    TERN_RETURN_IF_ERROR(check_dtype(op, "out", *a.out, DType::F32));
-  } else if (a.out->dtype != a.x->dtype) {
-    // ATen multiplies integers into i64; out may also keep x's dtype.
-    TERN_RETURN_IF_ERROR(check_dtype(op, "out", *a.out, DType::I64));
-  }
-  if (a.plan.out_numel == 0) return Error::Ok;
-  switch (a.x->dtype) {
-    case DType::F32:
-      run_reduce(a.plan, a.x->data_as<const float>(), a.out->data_as<float>(), ProdF32{});
-      break;
-    case DType::I32:
-      if (a.out->dtype == DType::I64) {
-        run_reduce(a.plan, a.x->data_as<const int32_t>(), a.out->data_as<int64_t>(),
-                   ProdInt<int32_t, int64_t>{});
-      } else {
-        run_reduce(a.plan, a.x->data_as<const int32_t>(), a.out->data_as<int32_t>(),
-                   ProdInt<int32_t, int32_t>{});
-      }
-      break;
-    case DType::I64:
-      run_reduce(a.plan, a.x->data_as<const int64_t>(), a.out->data_as<int64_t>(),
-                 ProdInt<int64_t, int64_t>{});
-      break;
-    default:
-      TERN_RETURN_ERROR(Internal, "%s: unhandled dtype %s", op, to_string(a.x->dtype));
-  }
-  return Error::Ok;
+  return accumulate<ProdInt, ProdF32>("tern::prod", args);
 }
 
 Error mean(KernelContext& /*context*/, Span<EValue*> args) {

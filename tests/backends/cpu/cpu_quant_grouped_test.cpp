@@ -15,6 +15,7 @@
 
 #include "backends/cpu/compile/register_cpu_backend_compiler.h"
 #include "tests/backends/cpu/cpu_test_util.h"
+#include "tests/support/moe_mlp.h"
 #include "tools/compiler/compile.h"
 #include "tools/compiler/partitioner.h"
 #include "tools/compiler/quantize.h"
@@ -26,17 +27,7 @@ constexpr int64_t kRows = 21, kExperts = 4, kDim = 128, kHidden = 128;
 
 /// x [21, 128] -> grouped_mm(w1) -> relu -> grouped_mm(w2 [4, 128, n2]); ends an int32 input.
 compiler::Graph moe(int64_t n2) {
-  GraphBuilder g;
-  const int x = g.input("x", DType::F32, {kRows, kDim});
-  const int ends = g.input("ends", DType::I32, {kExperts});
-  const int w1 = g.constant_f32("w1", {kExperts, kDim, kHidden},
-                                random_floats(kExperts * kDim * kHidden, 1, -0.2f, 0.2f));
-  const int w2 = g.constant_f32("w2", {kExperts, kHidden, n2},
-                                random_floats(kExperts * kHidden * n2, 2, -0.2f, 0.2f));
-  const int h = g.op("tern::grouped_mm", {x, w1, ends}, DType::F32, {kRows, kHidden});
-  const int r = g.op("tern::relu", {h}, DType::F32, {kRows, kHidden});
-  g.output(g.op("tern::grouped_mm", {r, w2, ends}, DType::F32, {kRows, n2}));
-  return g.build();
+  return test_support::moe_mlp({kRows, kExperts, kDim, kHidden, n2}, DType::I32);
 }
 
 struct Outputs {

@@ -21,6 +21,7 @@
 #include "backends/vulkan/runtime/blob_reader.h"
 #include "tests/backends/vulkan/vulkan_test_util.h"
 #include "tools/compiler/compile.h"
+#include "tests/support/moe_mlp.h"
 #include "tools/compiler/partitioner.h"
 #include "tools/compiler/quantize.h"
 
@@ -34,17 +35,7 @@ constexpr int64_t kRows = 21, kExperts = 4, kDim = 40, kHidden = 24;
 
 /// x [21, 40] -> grouped_mm(w1) -> relu -> grouped_mm(w2 [4, 24, n2]); ends an `ends` input.
 compiler::Graph moe(DType ends, int64_t n2) {
-  GraphBuilder g;
-  const int x = g.input("x", DType::F32, {kRows, kDim});
-  const int e = g.input("ends", ends, {kExperts});
-  const int w1 = g.constant_f32("experts.w1", {kExperts, kDim, kHidden},
-                                random_floats(kExperts * kDim * kHidden, 1, -0.3f, 0.3f));
-  const int w2 = g.constant_f32("experts.w2", {kExperts, kHidden, n2},
-                                random_floats(kExperts * kHidden * n2, 2, -0.3f, 0.3f));
-  const int h = g.op("tern::grouped_mm", {x, w1, e}, DType::F32, {kRows, kHidden});
-  const int r = g.op("tern::relu", {h}, DType::F32, {kRows, kHidden});
-  g.output(g.op("tern::grouped_mm", {r, w2, e}, DType::F32, {kRows, n2}));
-  return g.build();
+  return test_support::moe_mlp({kRows, kExperts, kDim, kHidden, n2}, ends, 1.5f);
 }
 
 struct Outputs {
