@@ -179,27 +179,29 @@ Error TokenGenerator::attach_prefill(Method* prefill) {
   const TensorInfo& ptokens = sig.tokens;
   const TensorInfo& ppositions = sig.positions;
   const TensorInfo& plogits = sig.logits;
+  // seq: a dynamic dim (chunks of 1..its bound), or static (chunks of exactly that many).
   const int32_t seq = dim_symbol(ptokens, 1);
   TERN_CHECK_OR_RETURN_ERROR(is_int_dtype(ptokens.dtype) && ptokens.sizes.size() == 2 &&
-                                 ptokens.sizes[0] == 1 && seq >= 0,
+                                 ptokens.sizes[0] == 1 && ptokens.sizes[1] >= 1,
                              InvalidArgument,
-                             "TokenGenerator: prefill method '%s' input 0 is %s of rank %zu%s; "
-                             "expected the tokens, i64 or i32 [1, seq] with seq dynamic",
-                             pm.name(), to_string(ptokens.dtype), ptokens.sizes.size(),
-                             seq < 0 ? " without a dynamic dim 1" : "");
+                             "TokenGenerator: prefill method '%s' input 0 is %s of rank %zu; "
+                             "expected the tokens, i64 or i32 [1, seq]",
+                             pm.name(), to_string(ptokens.dtype), ptokens.sizes.size());
+  const int64_t chunk = ptokens.sizes[1];  // a dynamic dim's size is its bound
   TERN_CHECK_OR_RETURN_ERROR(is_int_dtype(ppositions.dtype) && ppositions.sizes.size() == 1 &&
-                                 dim_symbol(ppositions, 0) == seq,
+                                 dim_symbol(ppositions, 0) == seq &&
+                                 ppositions.sizes[0] == chunk,
                              InvalidArgument,
                              "TokenGenerator: prefill method '%s' input 1 is %s of rank %zu; "
-                             "expected the positions, i64 or i32 [seq] (the tokens' dynamic "
-                             "dim)",
+                             "expected the positions, i64 or i32 [seq] (the tokens' seq)",
                              pm.name(), to_string(ppositions.dtype), ppositions.sizes.size());
   // Every position's logits, or (export_llm's default) the last position's only.
   const bool last_only = plogits.sizes.size() == 3 && plogits.sizes[1] == 1 &&
                          dim_symbol(plogits, 1) < 0;
+  const bool every = plogits.sizes.size() == 3 && dim_symbol(plogits, 1) == seq &&
+                     plogits.sizes[1] == chunk;
   TERN_CHECK_OR_RETURN_ERROR(plogits.dtype == DType::F32 && plogits.sizes.size() == 3 &&
-                                 plogits.sizes[0] == 1 &&
-                                 (last_only || dim_symbol(plogits, 1) == seq) &&
+                                 plogits.sizes[0] == 1 && (last_only || every) &&
                                  plogits.sizes[2] == vocab_,
                              InvalidArgument,
                              "TokenGenerator: prefill method '%s' output 0 is %s of rank %zu; "
@@ -207,18 +209,21 @@ Error TokenGenerator::attach_prefill(Method* prefill) {
                              "] or [1, 1, vocab] (the step method's vocabulary)",
                              pm.name(), to_string(plogits.dtype), plogits.sizes.size(),
                              vocab_);
-  TERN_ASSIGN_OR_RETURN(DimSymbolInfo symbol, pm.symbol(static_cast<size_t>(seq)));
-  TERN_CHECK_OR_RETURN_ERROR(symbol.min <= 1 && symbol.max >= 1, InvalidArgument,
-                             "TokenGenerator: prefill method '%s' takes %" PRId64 "..%" PRId64
-                             " tokens; it must take chunks down to one token",
-                             pm.name(), symbol.min, symbol.max);
+  if (seq >= 0) {
+    TERN_ASSIGN_OR_RETURN(DimSymbolInfo symbol, pm.symbol(static_cast<size_t>(seq)));
+    TERN_CHECK_OR_RETURN_ERROR(symbol.min <= 1 && symbol.max >= 1, InvalidArgument,
+                               "TokenGenerator: prefill method '%s' takes %" PRId64 "..%" PRId64
+                               " tokens; it must take chunks down to one token",
+                               pm.name(), symbol.min, symbol.max);
+  }
   prefill_ = prefill;
   prefill_last_only_ = last_only;
+  prefill_static_ = seq < 0;
   prefill_token_dtype_ = ptokens.dtype;
   prefill_position_dtype_ = ppositions.dtype;
-  chunk_ = symbol.max;
-  chunk_tokens_.resize(static_cast<size_t>(symbol.max));
-  chunk_positions_.resize(static_cast<size_t>(symbol.max));
+  chunk_ = chunk;
+  chunk_tokens_.resize(static_cast<size_t>(chunk));
+  chunk_positions_.resize(static_cast<size_t>(chunk));
   return Error::Ok;
 }
 
@@ -279,21 +284,26 @@ Error TokenGenerator::generate(Span<const int64_t> prompt, const GenerationOptio
   const auto start = std::chrono::steady_clock::now();
   Span<const float> logits;
   int64_t position = 0;
+  // Prefill: chunks of at most chunk_ tokens (a static chunk: whole chunks only); the rest of
+  // the prompt, or all of it without a prefill method, token by token through the step.
+  size_t fed = 0;
   if (prefill_ != nullptr) {
-    for (size_t i = 0; i < prompt.size(); i += static_cast<size_t>(chunk_)) {
-      const size_t count = std::min(prompt.size() - i, static_cast<size_t>(chunk_));
-      const Error err = run_prefill(prompt, i, count, &logits);
+    const size_t chunk = static_cast<size_t>(chunk_);
+    const size_t through = prefill_static_ ? prompt.size() / chunk * chunk : prompt.size();
+    while (fed < through) {
+      const size_t count = std::min(through - fed, chunk);
+      const Error err = run_prefill(prompt, fed, count, &logits);
       if (err != Error::Ok) {
-        return chain_error_message(err, "prefill of prompt tokens %zu..%zu", i, i + count - 1);
+        return chain_error_message(err, "prefill of prompt tokens %zu..%zu", fed,
+                                   fed + count - 1);
       }
+      fed += count;
     }
-    position = static_cast<int64_t>(prompt.size());
-  } else {
-    for (size_t i = 0; i < prompt.size(); ++i, ++position) {
-      const Error err = run_step(prompt[i], position, &logits);
-      if (err != Error::Ok) {
-        return chain_error_message(err, "prompt token %zu (position %" PRId64 ")", i, position);
-      }
+  }
+  for (position = static_cast<int64_t>(fed); fed < prompt.size(); ++fed, ++position) {
+    const Error err = run_step(prompt[fed], position, &logits);
+    if (err != Error::Ok) {
+      return chain_error_message(err, "prompt token %zu (position %" PRId64 ")", fed, position);
     }
   }
   stats->prompt_seconds = seconds_since(start);

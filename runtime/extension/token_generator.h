@@ -68,16 +68,20 @@ class TokenGenerator {
   /// A generator over `step` and, when given, `prefill` (both must outlive it; prefill's
   /// state must be the step's — shared state of one program): checks their signatures — step:
   /// tokens int [1, 1] and position int [1] (i64 or i32) in, logits f32 [1, 1, vocab] out;
-  /// prefill: tokens int [1, seq] and positions int [seq] with seq one dynamic dim, logits
-  /// f32 [1, seq, vocab] or [1, 1, vocab] (the last position's) out, the same vocab — and
-  /// sizes the scratch. InvalidArgument naming
-  /// what differs.
+  /// prefill: tokens int [1, seq] and positions int [seq] with seq one dynamic dim (chunks of
+  /// 1..its bound) or a static chunk (export_llm's static_prefill: whole chunks only, the rest
+  /// of a prompt through the step), logits f32 [1, seq, vocab] or [1, 1, vocab] (the last
+  /// position's) out, the same vocab — and sizes the scratch. InvalidArgument naming what
+  /// differs.
   static Result<TokenGenerator> create(Method* step, Method* prefill = nullptr);
 
   /// The vocabulary size (the logits' last dim).
   int64_t vocab_size() const { return vocab_; }
   /// The most prompt tokens one prefill call takes (0: no prefill method).
   int64_t prefill_chunk() const { return chunk_; }
+  /// Whether the prefill method takes exactly prefill_chunk() tokens (a static chunk): a
+  /// prompt's last partial chunk then goes through the step method token by token.
+  bool prefill_static() const { return prefill_static_; }
 
   /// Feeds `prompt` at positions 0, 1, ... (state from an earlier call is overwritten from
   /// position 0 on; reset the method's or program's state to start clean), then generates up
@@ -99,6 +103,7 @@ class TokenGenerator {
   Method* step_ = nullptr;
   Method* prefill_ = nullptr;
   bool prefill_last_only_ = false;  ///< prefill returns the last position's logits only
+  bool prefill_static_ = false;     ///< prefill takes exactly chunk_ tokens
   DType token_dtype_ = DType::I64;
   DType position_dtype_ = DType::I64;
   DType prefill_token_dtype_ = DType::I64;

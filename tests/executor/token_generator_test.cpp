@@ -175,10 +175,12 @@ class PrefillGeneratorTest : public ::testing::Test {
  protected:
   /// Whether prefill returns the last position's logits only ([1, 1, vocab]).
   virtual bool last_logits() const { return false; }
+  /// Whether prefill takes exactly 3 tokens (export_llm's static_prefill).
+  virtual bool static_prefill() const { return false; }
   void SetUp() override {
     ASSERT_EQ(register_portable_kernels(), Error::Ok);
     program_.reset(new testing::LoadedProgram(
-        testing_support::counting_llm_program(8, 3, 16, last_logits())));
+        testing_support::counting_llm_program(8, 3, 16, last_logits(), static_prefill())));
     const Program& p = program_->program();
     ASSERT_EQ(shared_.allocate(p), Error::Ok) << message();
     for (const char* name : {"prefill", "decode"}) {
@@ -288,14 +290,52 @@ TEST_F(PrefillGeneratorTest, PromptPastTheCacheNamesTheChunk) {
   EXPECT_NE(message().find("prefill of prompt tokens 15..16"), std::string::npos) << message();
 }
 
-TEST_F(PrefillGeneratorTest, APrefillWithoutADynamicChunkIsRefused) {
-  // The decode method as "prefill": its tokens are a fixed [1, 1].
+TEST_F(PrefillGeneratorTest, AStepAsPrefillIsAStaticChunkOfOne) {
+  // The decode method as "prefill": its tokens are a fixed [1, 1], a static chunk of one.
   auto g = TokenGenerator::create(decode(), decode());
-  ASSERT_FALSE(g.ok());
-  EXPECT_NE(message().find("without a dynamic dim 1"), std::string::npos) << message();
+  ASSERT_TRUE(g.ok()) << message();
+  EXPECT_TRUE(g->prefill_static());
+  EXPECT_EQ(g->prefill_chunk(), 1);
   // A prefill as the step method: its signature is not a step's.
   auto swapped = TokenGenerator::create(prefill(), decode());
   ASSERT_FALSE(swapped.ok());
+}
+
+/// export_llm(static_prefill=True): prefill takes exactly 3 tokens.
+class StaticPrefillTest : public PrefillGeneratorTest {
+ protected:
+  bool static_prefill() const override { return true; }
+};
+
+TEST_F(StaticPrefillTest, WholeChunksThroughPrefillTheRestThroughTheStep) {
+  ASSERT_EQ(prefill()->meta().input_tensor_info(0)->sizes[1], 3);
+  auto g = TokenGenerator::create(decode(), prefill());
+  ASSERT_TRUE(g.ok()) << message();
+  EXPECT_TRUE(g->prefill_static());
+  EXPECT_EQ(g->prefill_chunk(), 3);
+  GenerationStats stats;
+  GenerationOptions o;
+  o.max_new_tokens = 4;
+  std::vector<int64_t> out;
+  // 7 tokens: prefill chunks at 0-2 and 3-5, the last token (3) through decode at position 6:
+  // the first generated token is decode's 3 + 1, then decode counts up by one.
+  const std::vector<int64_t> seven = {1, 2, 3, 4, 5, 6, 3};
+  ASSERT_EQ(g->generate(Span<const int64_t>(seven.data(), seven.size()), o, &out, &stats),
+            Error::Ok)
+      << message();
+  EXPECT_EQ(out, (std::vector<int64_t>{4, 5, 6, 7}));
+  EXPECT_EQ(history(), (std::vector<int64_t>{1, 2, 3, 4, 5, 6, 3, 4, 5, 6, 0, 0, 0, 0, 0, 0}));
+  // 6 tokens: two whole chunks; the first token from prefill's last row (6 + 2) % 8.
+  const std::vector<int64_t> six = {1, 2, 3, 4, 5, 6};
+  ASSERT_EQ(g->generate(Span<const int64_t>(six.data(), six.size()), o, &out, &stats),
+            Error::Ok)
+      << message();
+  EXPECT_EQ(out, (std::vector<int64_t>{0, 1, 2, 3}));
+  // 2 tokens, shorter than a chunk: all through decode.
+  const std::vector<int64_t> two = {4, 1};
+  ASSERT_EQ(g->generate(Span<const int64_t>(two.data(), two.size()), o, &out, &stats), Error::Ok)
+      << message();
+  EXPECT_EQ(out, (std::vector<int64_t>{2, 3, 4, 5}));
 }
 
 }  // namespace

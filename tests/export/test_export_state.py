@@ -143,12 +143,13 @@ def _generate(pte, prompt, new_tokens, *flags):
     return [int(t) for t in r.stdout.split("generated:")[1].splitlines()[0].split()], r.stdout
 
 
-def _check_llm_generation(model, pte, prompt, new_tokens, logits_name):
+def _check_llm_generation(model, pte, prompt, new_tokens, logits_name,
+                          how="prefill 'prefill', chunks of up to 8"):
     """tern generate's greedy tokens and the logits of every choice against one long forward
     pass of `model` over prompt + generated tokens (1e-4 x max|ref|, same argmax)."""
     logits_dir = _path(logits_name)
     got, out = _generate(pte, prompt, new_tokens, "--logits-dir", logits_dir)
-    assert "prefill 'prefill', chunks of up to 8" in out, out
+    assert how in out, out
     assert len(got) == new_tokens, got
     with torch.no_grad():
         ref = model(torch.tensor([prompt + got])).logits[0].numpy()
@@ -246,6 +247,52 @@ def test_export_llm_prefill_and_decode_share_the_cache():
     assert "tern::index_copy" in str(e) and "= 48 out of range" in str(e), str(e)
     for line in ("prompt: 10 tokens", "time to first token", "decode: 31 tokens", "peak RSS"):
         assert line in out, out
+
+
+def test_export_llm_mixture_of_experts_with_a_static_prefill():
+    """A transformers Mixtral (4 experts, top-2; random weights): its routing sizes are seq·2
+    token-expert pairs, which a dynamic prefill cannot express (export_llm says so and names
+    static_prefill); with static_prefill=True prefill takes exactly 8 tokens, tern generate
+    sends whole chunks through it and the rest of the prompt through decode, and the logits of
+    every choice match one long transformers forward pass."""
+    try:
+        import transformers as tf
+        cfg = tf.MixtralConfig(vocab_size=64, hidden_size=32, intermediate_size=48,
+                               num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                               max_position_embeddings=64, num_local_experts=4,
+                               num_experts_per_tok=2, attn_implementation="sdpa")
+        model = tf.MixtralForCausalLM(cfg).eval()
+    except (ImportError, AttributeError, TypeError) as e:
+        print("skip test_export_llm_mixture_of_experts_with_a_static_prefill: %s" % e)
+        return
+    import copy
+    pte = _path("mixtral.pte")
+    try:
+        e = expect_raises(tern_export.ExportError, lambda: tern_export.export_llm(
+            copy.deepcopy(model), pte, max_seq_len=48, max_prefill_len=8, verbose=False))
+    except AssertionError:
+        raise AssertionError("a dynamic prefill of an MoE model was expected to be refused "
+                             "(derived sizes seq * top_k)")
+    if "TorchExportableModuleWithStaticCache" in str(e) or "could not wrap" in str(e):
+        print("skip test_export_llm_mixture_of_experts_with_a_static_prefill: %s" % e)
+        return
+    assert "derived from the dynamic dim" in str(e) and "static_prefill=True" in str(e), str(e)
+    result = tern_export.export_llm(copy.deepcopy(model), pte, max_seq_len=48, max_prefill_len=8,
+                                    static_prefill=True, verbose=False)
+    assert sorted(result.methods) == ["decode", "prefill"], result.methods
+    assert result.methods["prefill"]["ops"].get("tern::grouped_mm") == 4, result.methods["prefill"]
+    info = subprocess.run([tern_export.find_tern(), "inspect", pte], stdout=subprocess.PIPE,
+                          universal_newlines=True).stdout
+    assert "seq<=" not in info, info  # no dynamic dim
+    # 19 tokens: two chunks of 8 through prefill, 3 through decode; then 12 greedy tokens.
+    prompt = [3, 7, 1, 9, 4, 2, 5, 8, 10, 11, 6, 13, 12, 5, 9, 1, 2, 40, 33]
+    how = "prefill 'prefill', chunks of exactly 8, the rest token by token"
+    got, out = _check_llm_generation(model, pte, prompt, 12, "mixtral_logits", how)
+    # A prompt of whole chunks: the first token from prefill's last row.
+    _check_llm_generation(model, pte, prompt[:16], 6, "mixtral_logits16", how)
+    # decode alone gives the same tokens.
+    alone, _ = _generate(pte, prompt, 12, "--no-prefill")
+    assert alone == got, (alone, got)
 
 
 if __name__ == "__main__":

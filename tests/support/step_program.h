@@ -39,9 +39,11 @@ inline std::vector<uint8_t> counting_step_program(int64_t vocab) {
 ///   decode(token i64 [1, 1], position i64 [1]) -> logits f32 [1, 1, vocab]: (t + 1) % vocab.
 /// Greedy decoding after a prefill therefore starts at last + 2, then counts up by one.
 /// last_logits: prefill returns the last position's row only, [1, 1, vocab] (a slice from -1,
-/// as export_llm's default prefill).
+/// as export_llm's default prefill). static_prefill: prefill takes exactly `chunk` tokens
+/// (export_llm's static_prefill).
 inline std::vector<uint8_t> counting_llm_program(int64_t vocab, int64_t chunk, int64_t cache,
-                                                 bool last_logits = false) {
+                                                 bool last_logits = false,
+                                                 bool static_prefill = false) {
   auto table = [&](int64_t step) {
     std::vector<float> t(static_cast<size_t>(vocab * vocab), 0.0f);
     for (int64_t i = 0; i < vocab; ++i) t[static_cast<size_t>(i * vocab + (i + step) % vocab)] = 5.0f;
@@ -51,15 +53,16 @@ inline std::vector<uint8_t> counting_llm_program(int64_t vocab, int64_t chunk, i
   program.source_model = "counting_llm";
   {
     compiler::GraphBuilder b("prefill");
-    const int seq = b.symbol("seq", 1, chunk);
+    // seq: a dynamic dim of 1..chunk, or (static_prefill) exactly chunk tokens.
+    const int seq = static_prefill ? -1 : b.symbol("seq", 1, chunk);
     const int tokens = b.input("tokens", DType::I64, {1, chunk});
-    b.dynamic_dims(tokens, {-1, seq});
+    if (!static_prefill) b.dynamic_dims(tokens, {-1, seq});
     const int positions = b.input("positions", DType::I64, {chunk});
-    b.dynamic_dims(positions, {seq});
+    if (!static_prefill) b.dynamic_dims(positions, {seq});
     const int weights = b.constant_f32("table2", {vocab, vocab}, table(2));
     const int logits = b.op("tern::embedding", {weights, tokens}, DType::F32, {1, chunk, vocab},
                             "next");
-    b.dynamic_dims(logits, {-1, seq, -1});
+    if (!static_prefill) b.dynamic_dims(logits, {-1, seq, -1});
     const int last = last_logits ? b.op("tern::slice",
                                         {logits, b.int_value(1), b.int_value(-1),
                                          b.int_value(std::numeric_limits<int64_t>::max()),
@@ -67,9 +70,9 @@ inline std::vector<uint8_t> counting_llm_program(int64_t vocab, int64_t chunk, i
                                         DType::F32, {1, 1, vocab}, "last")
                                  : logits;
     const int shape = b.int_list({chunk});
-    b.int_symbols(shape, {seq});
+    if (!static_prefill) b.int_symbols(shape, {seq});
     const int flat = b.op("tern::view", {tokens, shape}, DType::I64, {chunk}, "flat");
-    b.dynamic_dims(flat, {seq});
+    if (!static_prefill) b.dynamic_dims(flat, {seq});
     const int history = b.shared_state("history", DType::I64, {cache});
     b.op_into("tern::index_copy", {history, b.int_value(0), positions, flat}, {history},
               "remember");

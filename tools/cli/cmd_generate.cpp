@@ -145,9 +145,12 @@ int cmd_generate(const GenerateOptions& options) {
     ids += (i ? " " : "") + std::to_string(tokens[i]);
   }
   std::printf("generated: %s\n", ids.c_str());
-  const std::string how = prefill != nullptr ? "prefill '" + prefill_name + "', chunks of up to " +
-                                                   std::to_string(generator->prefill_chunk())
-                                             : "token by token";
+  const std::string chunk = std::to_string(generator->prefill_chunk());
+  const std::string how =
+      prefill == nullptr             ? "token by token"
+      : generator->prefill_static() ? "prefill '" + prefill_name + "', chunks of exactly " +
+                                          chunk + ", the rest token by token"
+                                    : "prefill '" + prefill_name + "', chunks of up to " + chunk;
   std::printf("prompt: %u tokens in %.3f ms (%.1f tokens/s, %s)\n", stats.prompt_tokens,
               stats.prompt_seconds * 1e3, per_second(stats.prompt_tokens, stats.prompt_seconds),
               how.c_str());

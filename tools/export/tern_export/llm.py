@@ -4,13 +4,16 @@ methods that share the KV cache (docs/llm-decoding.md):
     prefill(tokens int64 [1, seq], positions int64 [seq]) -> logits f32 [1, 1, vocab]
         seq is bounded-dynamic (1..max_prefill_len): a prompt chunk at positions p..p+seq-1;
         the logits are the chunk's last position's ([1, seq, vocab], every position's, with
-        prefill_logits="all")
+        prefill_logits="all"). With static_prefill=True seq is exactly max_prefill_len (for
+        models whose shapes derive sizes from seq, such as a mixture of experts' seq * top_k
+        token-expert pairs, which format 1.1's dims cannot express)
     decode(token int64 [1, 1], position int64 [1]) -> logits f32 [1, 1, vocab]
 
 The cache is transformers' own StaticCache (TorchExportableModuleWithStaticCache, the wrapper
 transformers provides for export), max_seq_len positions long; its tensors become shared state
 (format 1.2), the weights are stored once. `tern generate` feeds the prompt through prefill in
-chunks of at most max_prefill_len tokens, then decodes token by token.
+chunks of at most max_prefill_len tokens (a static prefill: whole chunks, the rest of the prompt
+token by token through decode), then decodes token by token.
 """
 import torch
 
@@ -55,7 +58,8 @@ class StaticCacheLM(torch.nn.Module):
         return out.logits
 
 
-def llm_methods(model, max_seq_len, max_prefill_len=None, prefill_logits="last"):
+def llm_methods(model, max_seq_len, max_prefill_len=None, prefill_logits="last",
+                static_prefill=False):
     """{"prefill": Method, "decode": Method} over one StaticCacheLM of `model` (export_llm)."""
     from . import Method
     if max_seq_len < 2:
@@ -73,24 +77,33 @@ def llm_methods(model, max_seq_len, max_prefill_len=None, prefill_logits="last")
     tokens = (torch.arange(prefill_len, dtype=torch.int64) % vocab).view(1, -1)
     positions = torch.arange(prefill_len, dtype=torch.int64)
     seq = ("seq", 1, prefill_len)
+    dynamic = None if static_prefill else {"tokens": {1: seq}, "positions": {0: seq}}
     return {
-        "prefill": Method(lm, (tokens, positions),
-                          dynamic_dims={"tokens": {1: seq}, "positions": {0: seq}}),
+        "prefill": Method(lm, (tokens, positions), dynamic_dims=dynamic),
         "decode": Method(lm, (tokens[:, :1].clone(), positions[:1].clone())),
     }
 
 
 def export_llm(model, path, max_seq_len, max_prefill_len=None, backends=None, quantize=None,
-               keep_graph=None, verbose=True, prefill_logits="last"):
+               keep_graph=None, verbose=True, prefill_logits="last", static_prefill=False):
     """Exports the transformers causal LM `model` (LlamaForCausalLM, Qwen2ForCausalLM, ...) to
     `path` with a prefill and a decode method sharing a KV cache of max_seq_len positions;
     prefill takes chunks of 1..max_prefill_len tokens (default min(max_seq_len, 128)) and
     returns the logits of the chunk's last position, [1, 1, vocab] (what generation reads: the
     LM head runs on one row), or with prefill_logits="all" of every position, [1, seq, vocab]
-    (scoring a text). Decode returns [1, 1, vocab] either way. backends / quantize / keep_graph /
-    verbose as export(). Returns the ExportResult."""
+    (scoring a text). Decode returns [1, 1, vocab] either way. static_prefill=True: prefill takes
+    exactly max_prefill_len tokens (tern generate sends whole chunks through it and the rest of a
+    prompt through decode), for models whose sizes derive from the chunk length (mixtures of
+    experts). backends / quantize / keep_graph / verbose as export(). Returns the ExportResult."""
     from . import DEFAULT_BACKENDS, export_methods
-    methods = llm_methods(model, max_seq_len, max_prefill_len, prefill_logits)
+    methods = llm_methods(model, max_seq_len, max_prefill_len, prefill_logits, static_prefill)
     source = type(model).__module__ + "." + type(model).__qualname__
-    return export_methods(methods, path, DEFAULT_BACKENDS if backends is None else backends,
-                          quantize, keep_graph, source, verbose)
+    try:
+        return export_methods(methods, path, DEFAULT_BACKENDS if backends is None else backends,
+                              quantize, keep_graph, source, verbose)
+    except ExportError as e:
+        if static_prefill or "derived from the dynamic dim" not in str(e):
+            raise
+        raise ExportError("%s; export_llm(..., static_prefill=True) exports prefill for chunks "
+                          "of exactly max_prefill_len tokens instead (tern generate feeds the "
+                          "rest of a prompt token by token)" % e) from e
