@@ -363,9 +363,10 @@ typedef struct tern_generate_options {
   uint64_t seed;           /**< of the sampler; default 0 */
   /** Optional (default NULL): a prefill method of the same program, (tokens int [1, seq],
    * positions int [seq]) -> logits f32 [1, seq, vocab] or [1, 1, vocab] (the last
-   * position's) with seq dynamic, sharing the step
+   * position's) with seq dynamic or static, sharing the step
    * method's KV cache (tern_export.export_llm): the prompt then goes through it in chunks of
-   * up to seq's bound instead of token by token. */
+   * up to seq's bound instead of token by token (a static seq: whole chunks of exactly seq
+   * tokens, the rest of the prompt token by token). */
   tern_method* prefill;
 } tern_generate_options;
 
