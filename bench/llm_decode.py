@@ -13,6 +13,10 @@ the same run, bench/quant_linear_stack.py's loop).
 The greedy tokens of tern and PyTorch must be equal (else the run stops: a speed figure of a
 wrong answer is no figure).
 
+--moe swaps the MLPs for a Mixtral-style mixture of experts (--experts, top-2 by default, each
+expert a SwiGLU MLP of --expert-inter), exported with export_llm(static_prefill=True) (prefill in
+chunks of exactly --max-prefill tokens); the bound then counts the picked experts' weights only.
+
 --llama-cpp f32,q8_0,q4_0 adds llama.cpp (bench/setup-llama-cpp.sh builds it) in the same rounds:
 the same weights written to GGUF and quantized by llama.cpp (bench/llama_cpp_peer.py). Its f32
 greedy tokens are compared with PyTorch's and the table says whether they agree.
@@ -31,16 +35,35 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tools", "export"))
 
 
-def build_model(layers):
+def build_model(layers, moe=None):
+    """The Llama (moe None) or a Mixtral of the same attention with moe = (experts, top_k,
+    expert MLP width, hidden); and the weight bytes one decoded token reads."""
     import torch
     import transformers as tf
     torch.manual_seed(0)
-    cfg = tf.LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632,
-                         num_hidden_layers=layers, num_attention_heads=32, num_key_value_heads=4,
-                         max_position_embeddings=2048, attn_implementation="sdpa")
-    model = tf.LlamaForCausalLM(cfg).eval()
-    weight_bytes = sum(p.numel() * 4 for n, p in model.named_parameters()
-                       if "embed_tokens" not in n) + 2048 * 4  # one embedding row per token
+    if moe is None:
+        cfg = tf.LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632,
+                             num_hidden_layers=layers, num_attention_heads=32,
+                             num_key_value_heads=4, max_position_embeddings=2048,
+                             attn_implementation="sdpa")
+        model = tf.LlamaForCausalLM(cfg).eval()
+    else:
+        experts, top_k, inter, hidden = moe
+        cfg = tf.MixtralConfig(vocab_size=32000, hidden_size=hidden, intermediate_size=inter,
+                               num_hidden_layers=layers, num_attention_heads=hidden // 64,
+                               num_key_value_heads=max(1, hidden // 512),
+                               max_position_embeddings=2048, num_local_experts=experts,
+                               num_experts_per_tok=top_k, attn_implementation="sdpa")
+        model = tf.MixtralForCausalLM(cfg).eval()
+    hidden = model.config.hidden_size
+    weight_bytes = hidden * 4  # one embedding row per token
+    for n, p in model.named_parameters():
+        if "embed_tokens" in n:
+            continue
+        share = 1.0
+        if moe is not None and ".experts." in n:
+            share = moe[1] / moe[0]  # the picked experts' weights only
+        weight_bytes += int(p.numel() * 4 * share)
     return model, weight_bytes
 
 
@@ -118,6 +141,12 @@ def main():
     ap.add_argument("--quantize", default=None,
                     help="tern's weights: nf4, fp8_e4m3, ... (tern_export quantize=; PyTorch "
                          "stays f32, so its tokens are not compared)")
+    ap.add_argument("--moe", action="store_true",
+                    help="a Mixtral-style mixture of experts instead of the Llama MLPs")
+    ap.add_argument("--experts", type=int, default=8)
+    ap.add_argument("--top-k", type=int, default=2)
+    ap.add_argument("--expert-inter", type=int, default=3584)
+    ap.add_argument("--hidden", type=int, default=1024, help="hidden size of the --moe model")
     ap.add_argument("--llama-cpp", default="",
                     help="llama.cpp weight types to run as peers, e.g. f32,q8_0,q4_0")
     args = ap.parse_args()
@@ -128,16 +157,18 @@ def main():
     work = args.work or tempfile.mkdtemp(prefix="tern_llm_bench_")
     os.makedirs(work, exist_ok=True)
     from tern_export.llm import StaticCacheLM
-    model, weight_bytes = build_model(args.layers)
+    moe = (args.experts, args.top_k, args.expert_inter, args.hidden) if args.moe else None
+    model, weight_bytes = build_model(args.layers, moe)
     suffix = "" if not args.quantize else "_" + args.quantize.replace(":", "_").replace("=", "")
-    pte = os.path.join(work, "llama_L%d%s.pte" % (args.layers, suffix))
+    name = "mixtral_E%dk%d" % (args.experts, args.top_k) if args.moe else "llama"
+    pte = os.path.join(work, "%s_L%d%s.pte" % (name, args.layers, suffix))
     bytes_file = pte + ".bytes"
     if not os.path.exists(pte):
         t0 = time.time()
         # No copy of the model (1.1B f32 is 4.4 GB): export_llm wraps it with its own cache.
         result = tern_export.export_llm(model, pte, max_seq_len=args.max_cache,
                                         max_prefill_len=args.max_prefill, verbose=False,
-                                        quantize=args.quantize)
+                                        quantize=args.quantize, static_prefill=args.moe)
         print("exported %s in %.0f s" % (pte, time.time() - t0), flush=True)
         if args.quantize:
             # Bytes read per token: each quantized weight's codes and scales (the embedding
@@ -149,6 +180,8 @@ def main():
                 # The report names weights by their path in export_llm's wrapper.
                 w = quantized.get(name) or quantized.get("w.model." + name)
                 size = w["bytes_after"] if w else p.numel() * 4
+                if moe is not None and ".experts." in name:
+                    size = size * moe[1] // moe[0]  # the picked experts' only
                 total += size // 32000 if "embed_tokens" in name else size
             with open(bytes_file, "w") as f:
                 f.write(str(total))
