@@ -301,7 +301,7 @@ class CudaBackend final : public BackendInterface {
     if (set != cudaSuccess)
       return cuda_failed(Error::DelegateExecutionFailed, "cudaSetDevice", set);
     // A grouped product's ends from the host are checked here, naming the bad end.
-    TERN_RETURN_IF_ERROR(check_group_ends_args(d->plan, args));
+    if (d->has_grouped_nodes) TERN_RETURN_IF_ERROR(check_group_ends_args(d->plan, args));
     // Inputs in (their addresses may change between executions: caller-bound inputs).
     for (uint32_t i = 0; i < h.num_values; ++i) {
       const BlobValue& v = d->plan.values[i];
@@ -514,6 +514,10 @@ class CudaBackend final : public BackendInterface {
           op == static_cast<uint32_t>(NodeOp::GroupedMatmul) ||
           op == static_cast<uint32_t>(NodeOp::QuantGroupedLinear)) {
         d->uses_error_flag = true;
+      }
+      if (op == static_cast<uint32_t>(NodeOp::GroupedMatmul) ||
+          op == static_cast<uint32_t>(NodeOp::QuantGroupedLinear)) {
+        d->has_grouped_nodes = true;
       }
     }
     e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking);

@@ -35,6 +35,7 @@ struct CudaDelegate {
   GemmPlan* gemms = nullptr;
   /// Whether any node raises the error flag (Embedding).
   bool uses_error_flag = false;
+  bool has_grouped_nodes = false;  ///< GroupedMatmul / QuantGroupedLinear: ends checked at execute
   /// Set at prepare: weights uploaded, graph captured (or launched directly when capture
   /// failed).
   bool prepared = false;

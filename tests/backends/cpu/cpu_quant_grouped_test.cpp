@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "backends/cpu/compile/register_cpu_backend_compiler.h"
 #include "tests/backends/cpu/cpu_test_util.h"
 #include "tests/support/moe_mlp.h"
+#include "tests/support/quant_mlp.h"
 #include "tools/compiler/compile.h"
 #include "tools/compiler/partitioner.h"
 #include "tools/compiler/quantize.h"
@@ -30,40 +30,13 @@ compiler::Graph moe(int64_t n2) {
   return test_support::moe_mlp({kRows, kExperts, kDim, kHidden, n2}, DType::I32);
 }
 
-struct Outputs {
-  Error error = Error::Ok;
-  std::string message;
-  std::vector<float> y;
-};
+using Outputs = test_support::MoeRun;
 
 Outputs run(const std::vector<uint8_t>& bytes, std::vector<int32_t> ends) {
-  Outputs out;
-  testing::LoadedProgram lp(bytes);
-  auto meta = lp.program().method_meta("forward");
-  EXPECT_TRUE(meta.ok()) << last_error_message();
-  testing::MethodMemory memory(*meta);
-  auto method = lp.program().load_method("forward", memory.manager());
-  EXPECT_TRUE(method.ok()) << last_error_message();
-  if (!method.ok()) return out;
-  std::vector<float> xs = random_floats(kRows * kDim, 7);
-  std::vector<int64_t> xsizes{kRows, kDim}, esizes{kExperts};
-  EXPECT_EQ(method->set_input(0, testing::f32_view(xsizes, xs)), Error::Ok);
-  TensorView ev;
-  ev.dtype = DType::I32;
-  ev.rank = 1;
-  ev.sizes = esizes.data();
-  ev.data = ends.data();
-  ev.nbytes = ends.size() * sizeof(int32_t);
-  EXPECT_EQ(method->set_input(1, ev), Error::Ok) << last_error_message();
-  out.error = method->execute();
-  if (out.error != Error::Ok) {
-    out.message = last_error_message();
-    return out;
-  }
-  auto t = method->output(0);
-  EXPECT_TRUE(t.ok());
-  out.y = testing::to_vector(**t);
-  return out;
+  const std::vector<Outputs> r = test_support::run_moe(
+      bytes, {kRows, kExperts, kDim, kHidden, 0}, DType::I32,
+      {std::vector<int64_t>(ends.begin(), ends.end())});
+  return r.empty() ? Outputs{Error::InvalidState, "not loaded", {}, {}} : r[0];
 }
 
 void expect_close(const std::vector<float>& a, const std::vector<float>& b) {
@@ -142,13 +115,7 @@ TEST_P(QuantGroupedCpu, ExpertsMatchPortable) {
 INSTANTIATE_TEST_SUITE_P(Schemes, QuantGroupedCpu,
                          ::testing::Values("nf4", "nf4:double", "fp8_e4m3", "fp8_e4m3:per_tensor",
                                            "fp8_e4m3:block=64", "fp8_e5m2"),
-                         [](const ::testing::TestParamInfo<const char*>& info) {
-                           std::string s = info.param;
-                           for (char& c : s) {
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           }
-                           return s;
-                         });
+                         test_support::scheme_test_name);
 
 TEST(QuantGroupedCpuSplit, ExpertsThatDoNotSplitTheLayoutStayPortable) {
   ASSERT_EQ(register_portable_kernels(), Error::Ok);

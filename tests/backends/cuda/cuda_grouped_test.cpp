@@ -222,52 +222,14 @@ TEST(CudaGroupedHost, TheHostCheckNamesABadEnd) {
 
 // ---- on a device ----
 
-struct Outputs {
-  Error error = Error::Ok;
-  std::string message;
-  std::vector<float> y;
-  std::vector<DelegatePath> paths;
-};
+using Outputs = test_support::MoeRun;
 
 /// Loads `bytes` once and runs forward for each routing in `routings` (the same loaded method:
 /// the first execute captures the CUDA graph, the others replay it).
 std::vector<Outputs> run(const std::vector<uint8_t>& bytes, DType ends_dtype,
                          const std::vector<std::vector<int64_t>>& routings, bool disable) {
-  std::vector<Outputs> all;
-  testing::LoadedProgram lp(bytes);
-  testing::MethodMemory memory(lp.program().method_meta("forward").get(), -1, 0, 8 << 20);
-  const char* disabled[] = {"cuda"};
-  MethodLoadOptions options;
-  if (disable) options.disabled_backends = Span<const char* const>(disabled, 1);
-  auto method = lp.program().load_method("forward", memory.manager(), options);
-  EXPECT_TRUE(method.ok()) << last_error_message();
-  if (!method.ok()) return all;
-  std::vector<float> xs = random_floats(kRows * kDim, 7);
-  std::vector<int64_t> xsizes{kRows, kDim}, esizes{kExperts};
-  EXPECT_EQ(method->set_input(0, testing::f32_view(xsizes, xs)), Error::Ok);
-  for (const std::vector<int64_t>& ends : routings) {
-    Outputs out;
-    std::vector<int32_t> e32(ends.begin(), ends.end());
-    std::vector<int64_t> e64 = ends;
-    TensorView ev;
-    ev.dtype = ends_dtype;
-    ev.rank = 1;
-    ev.sizes = esizes.data();
-    ev.data = ends_dtype == DType::I32 ? static_cast<void*>(e32.data()) : e64.data();
-    ev.nbytes = ends.size() * (ends_dtype == DType::I32 ? 4 : 8);
-    EXPECT_EQ(method->set_input(1, ev), Error::Ok) << last_error_message();
-    out.error = method->execute();
-    if (out.error != Error::Ok) {
-      out.message = last_error_message();
-    } else {
-      out.y = testing::to_vector(*method->output(0).get());
-      for (size_t i = 0; i < method->num_delegate_calls(); ++i) {
-        out.paths.push_back(method->delegate_path(i).get());
-      }
-    }
-    all.push_back(out);
-  }
-  return all;
+  return test_support::run_moe(bytes, {kRows, kExperts, kDim, kHidden, 0}, ends_dtype, routings,
+                               disable ? "cuda" : nullptr);
 }
 
 void check_on_device(const compiler::Graph& graph, const std::string& backend, DType ends_dtype,

@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -22,6 +21,7 @@
 #include "tests/backends/vulkan/vulkan_test_util.h"
 #include "tools/compiler/compile.h"
 #include "tests/support/moe_mlp.h"
+#include "tests/support/quant_mlp.h"
 #include "tools/compiler/partitioner.h"
 #include "tools/compiler/quantize.h"
 
@@ -38,52 +38,15 @@ compiler::Graph moe(DType ends, int64_t n2) {
   return test_support::moe_mlp({kRows, kExperts, kDim, kHidden, n2}, ends, 1.5f);
 }
 
-struct Outputs {
-  Error error = Error::Ok;
-  std::string message;
-  std::vector<float> y;
-  std::vector<DelegatePath> paths;
-};
+using Outputs = test_support::MoeRun;
 
-/// Runs the program's forward on x = random and `ends` (as the graph's ends dtype), on vulkan
-/// or (`disable`) the delegate's portable fallback.
+/// Runs the program's forward on x = random and `ends`, on vulkan or (`disable`) the
+/// delegate's portable fallback.
 Outputs run(const std::vector<uint8_t>& bytes, DType ends_dtype, const std::vector<int64_t>& ends,
             bool disable) {
-  Outputs out;
-  testing::LoadedProgram lp(bytes);
-  auto meta = lp.program().method_meta("forward");
-  EXPECT_TRUE(meta.ok()) << last_error_message();
-  testing::MethodMemory memory(*meta);
-  const char* disabled[] = {"vulkan"};
-  MethodLoadOptions options;
-  if (disable) options.disabled_backends = Span<const char* const>(disabled, 1);
-  auto method = lp.program().load_method("forward", memory.manager(), options);
-  EXPECT_TRUE(method.ok()) << last_error_message();
-  if (!method.ok()) return out;
-  std::vector<float> xs = random_floats(kRows * kDim, 7);
-  std::vector<int64_t> xsizes{kRows, kDim}, esizes{kExperts};
-  EXPECT_EQ(method->set_input(0, testing::f32_view(xsizes, xs)), Error::Ok);
-  std::vector<int32_t> e32(ends.begin(), ends.end());
-  std::vector<int64_t> e64 = ends;
-  TensorView ev;
-  ev.dtype = ends_dtype;
-  ev.rank = 1;
-  ev.sizes = esizes.data();
-  ev.data = ends_dtype == DType::I32 ? static_cast<void*>(e32.data()) : e64.data();
-  ev.nbytes = ends.size() * (ends_dtype == DType::I32 ? 4 : 8);
-  EXPECT_EQ(method->set_input(1, ev), Error::Ok) << last_error_message();
-  out.error = method->execute();
-  if (out.error != Error::Ok) {
-    out.message = last_error_message();
-    return out;
-  }
-  auto t = method->output(0);
-  EXPECT_TRUE(t.ok());
-  out.y = testing::to_vector(**t);
-  for (size_t i = 0; i < method->num_delegate_calls(); ++i) {
-    out.paths.push_back(method->delegate_path(i).get());
-  }
-  return out;
+  const std::vector<Outputs> r = test_support::run_moe(
+      bytes, {kRows, kExperts, kDim, kHidden, 0}, ends_dtype, {ends}, disable ? "vulkan" : nullptr);
+  return r.empty() ? Outputs{Error::InvalidState, "not loaded", {}, {}} : r[0];
 }
 
 /// The node ops of the blob of region 0 of `g` lowered with `backend` ("vulkan", "vulkan:f16").
@@ -94,16 +57,7 @@ std::vector<uint32_t> region_ops(compiler::Graph g, const std::string& backend) 
   if (g.delegates.size() != 1) return ops;
   EXPECT_EQ(g.delegates[0].nodes.size(), g.nodes.size()) << "one region of every node";
   const uint32_t storage = backend == "vulkan:f16" ? vulkan::kStorageF16 : vulkan::kStorageF32;
-  const std::vector<uint8_t> blob =
-      compiler::VulkanBackendCompiler(storage).lower(g, g.delegates[0]).blob;
-  AlignedBlob aligned(blob);
-  vulkan::BlobPlan plan;
-  const Error err = vulkan::parse_blob(Span<const uint8_t>(aligned.data(), blob.size()), &plan);
-  EXPECT_EQ(err, Error::Ok) << last_error_message();
-  if (err != Error::Ok) return ops;
-  for (uint32_t n = 0; n < plan.header.num_nodes; ++n) ops.push_back(plan.nodes[n].op);
-  vulkan::free_blob_plan(&plan);
-  return ops;
+  return blob_ops(compiler::VulkanBackendCompiler(storage).lower(g, g.delegates[0]).blob);
 }
 
 size_t count(const std::vector<uint32_t>& ops, NodeOp op) {
@@ -246,13 +200,7 @@ INSTANTIATE_TEST_SUITE_P(Schemes, VulkanQuantGrouped,
                          ::testing::Values("nf4:block=32", "nf4", "nf4:block=32:double",
                                            "fp8_e4m3", "fp8_e4m3:per_tensor",
                                            "fp8_e4m3:block=16x8", "fp8_e5m2"),
-                         [](const ::testing::TestParamInfo<const char*>& info) {
-                           std::string s = info.param;
-                           for (char& c : s) {
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           }
-                           return s;
-                         });
+                         test_support::scheme_test_name);
 
 /// What the compile half refuses (the nodes then run on the portable kernels).
 TEST_F(VulkanGrouped, RefusalsNameTheReason) {

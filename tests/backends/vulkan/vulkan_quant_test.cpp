@@ -92,20 +92,6 @@ double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
   return ref == 0 ? err : err / ref;
 }
 
-/// The node ops of a vulkan blob.
-std::vector<uint32_t> blob_ops(const std::vector<uint8_t>& blob) {
-  AlignedBlob aligned(blob);
-  vulkan::BlobPlan plan;
-  std::vector<uint32_t> ops;
-  const Error err = vulkan::parse_blob(
-      Span<const uint8_t>(static_cast<const uint8_t*>(aligned.buffer().data()), blob.size()), &plan);
-  EXPECT_EQ(err, Error::Ok) << last_error_message();
-  if (err != Error::Ok) return ops;
-  for (uint32_t n = 0; n < plan.header.num_nodes; ++n) ops.push_back(plan.nodes[n].op);
-  vulkan::free_blob_plan(&plan);
-  return ops;
-}
-
 class VulkanQuant : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {

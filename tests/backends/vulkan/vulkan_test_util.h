@@ -111,6 +111,19 @@ inline Error parse(const std::vector<uint8_t>& bytes) {
   return e;
 }
 
+/// The node ops of a vulkan blob (which must parse).
+inline std::vector<uint32_t> blob_ops(const std::vector<uint8_t>& blob) {
+  AlignedBlob aligned(blob);
+  vulkan::BlobPlan plan;
+  std::vector<uint32_t> ops;
+  const Error err = vulkan::parse_blob(Span<const uint8_t>(aligned.data(), blob.size()), &plan);
+  EXPECT_EQ(err, Error::Ok) << last_error_message();
+  if (err != Error::Ok) return ops;
+  for (uint32_t n = 0; n < plan.header.num_nodes; ++n) ops.push_back(plan.nodes[n].op);
+  vulkan::free_blob_plan(&plan);
+  return ops;
+}
+
 /// `blob` with the bytes of `value` at `offset`.
 template <typename T>
 std::vector<uint8_t> patched(std::vector<uint8_t> blob, size_t offset, T value) {
