@@ -275,13 +275,13 @@ TEST_F(CliTest, DelegateRegionInspectAndFallbackRun) {
 }
 
 // `tern compile --explain` lists each node left on the portable kernels with the op, its name
-// and every backend's reason: here a softmax over dim 0, which the cpu backend does not take,
+// and every backend's reason: here a log_softmax, which the cpu backend does not take,
 // and so the add and reshape after it, which alone are not worth a delegate.
 TEST_F(CliTest, CompileExplainNamesWhyANodeStaysPortable) {
   std::string graph = kGraphJson;
   const std::string relu = R"({"op": "tern::relu", "args": ["h"], "outputs": ["r"], "name": "act"})";
   const std::string softmax =
-      R"({"op": "tern::softmax", "args": ["h", "dim0"], "outputs": ["r"], "name": "sm"})";
+      R"({"op": "tern::log_softmax", "args": ["h", "dim0"], "outputs": ["r"], "name": "sm"})";
   graph.replace(graph.find(relu), relu.size(), softmax);
   const std::string flat = R"({"type": "int_list", "name": "flat", "value": [-1]},)";
   graph.insert(graph.find(flat) + flat.size(), R"(
@@ -295,7 +295,7 @@ TEST_F(CliTest, CompileExplainNamesWhyANodeStaysPortable) {
   }
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* s : {"1 delegates", "3 nodes on the portable kernels:",
-                        "1 x tern::softmax (sm)\n          cpu: tern::softmax: not over the last dim",
+                        "1 x tern::log_softmax (sm)\n          cpu: tern::log_softmax: op not taken",
                         "1 x tern::add (shift)\n          cpu: tern::add: taken, but its run of "
                         "nodes was declined"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << "missing '" << s << "' in\n" << r.out;

@@ -156,6 +156,27 @@ def optical_flow(name, size=128, updates=2):
     return build
 
 
+def timm_model(name, size=None, **kw):
+    """A timm classifier, random weights (nothing is downloaded), at its own input size or at
+    size x size; batch-norm statistics calibrated."""
+    def build():
+        import timm
+        model = timm.create_model(name, pretrained=False, **kw)
+        side = (size, size) if size else tuple(model.pretrained_cfg["input_size"][1:])
+        shape = (1, 3) + side
+        return _calibrated(model, shape), (torch.randn(*shape),), True
+    return build
+
+
+def timm_missing():
+    """None when timm can build models here, else why not."""
+    try:
+        import timm  # noqa: F401
+    except ImportError as e:
+        return "%s (scripts/setup-venv.sh installs timm into .venv)" % e
+    return None
+
+
 def hgnet_v2():
     """HGNet-V2 (RT-DETR's backbone) as a classifier: a stem with a padded max-pool branch, a
     plain and a light (1x1 conv -> depthwise) stage, each aggregating its layers by a cat."""
@@ -667,6 +688,136 @@ PROBE = {
                              hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                              intermediate_size=128, patch_size=4, num_patches=16),
 }
+# timm (2026-12-05, thirty-second session): the smallest model of each of timm's architecture
+# modules (test_* models left out; the few with inputs of 512 and more at a smaller size),
+# then the mobile and edge models a module's smallest does not cover (MobileNetV4, MobileOne,
+# RepVGG, GhostNet V2/V3, MixNet, LCNet, TinyNet, MobileViT V2, FBNetV3, EfficientNet-Lite, ...).
+TIMM = {
+    "timm_beit_base_patch16_224": timm_model("beit_base_patch16_224"),
+    "timm_halonet_h1": timm_model("halonet_h1"),
+    "timm_mobileone_s1": timm_model("mobileone_s1"),
+    "timm_cait_xxs24_224": timm_model("cait_xxs24_224"),
+    "timm_coat_tiny": timm_model("coat_tiny"),
+    "timm_convit_tiny": timm_model("convit_tiny"),
+    "timm_convmixer_768_32": timm_model("convmixer_768_32"),
+    "timm_convnext_zepto_rms": timm_model("convnext_zepto_rms"),
+    "timm_cpubone_nano": timm_model("cpubone_nano"),
+    "timm_crossvit_tiny_240": timm_model("crossvit_tiny_240"),
+    "timm_csatv2": timm_model("csatv2", size=256),
+    "timm_cs3darknet_focus_s": timm_model("cs3darknet_focus_s"),
+    "timm_cspnext_tiny": timm_model("cspnext_tiny"),
+    "timm_davit_tiny": timm_model("davit_tiny"),
+    "timm_deepseek_vit_412m": timm_model("deepseek_vit_412m", img_size=224, size=224),
+    "timm_deit_tiny_patch16_224": timm_model("deit_tiny_patch16_224"),
+    "timm_densenet121": timm_model("densenet121"),
+    "timm_dla46x_c": timm_model("dla46x_c"),
+    "timm_dpn48b": timm_model("dpn48b"),
+    "timm_edgenext_xx_small": timm_model("edgenext_xx_small"),
+    "timm_efficientformer_l1": timm_model("efficientformer_l1"),
+    "timm_efficientformerv2_s0": timm_model("efficientformerv2_s0"),
+    "timm_mobilenetv2_035": timm_model("mobilenetv2_035"),
+    "timm_efficientvim_m1": timm_model("efficientvim_m1"),
+    "timm_efficientvit_b0": timm_model("efficientvit_b0"),
+    "timm_efficientvit_m0": timm_model("efficientvit_m0"),
+    "timm_vit_tiny_patch16_dinov3_qkvb": timm_model("vit_tiny_patch16_dinov3_qkvb"),
+    "timm_fasternet_t0": timm_model("fasternet_t0"),
+    "timm_fastvit_t8": timm_model("fastvit_t8"),
+    "timm_focalnet_tiny_srf": timm_model("focalnet_tiny_srf"),
+    "timm_gcvit_xxtiny": timm_model("gcvit_xxtiny"),
+    "timm_gemma4_vit_167m": timm_model("gemma4_vit_167m", img_size=224, size=224),
+    "timm_ghostnet_050": timm_model("ghostnet_050"),
+    "timm_hardcorenas_b": timm_model("hardcorenas_b"),
+    "timm_hgnetv2_b0": timm_model("hgnetv2_b0"),
+    "timm_hiera_tiny_224": timm_model("hiera_tiny_224"),
+    "timm_sam2_hiera_tiny": timm_model("sam2_hiera_tiny", size=256),
+    "timm_hrnet_w18_small": timm_model("hrnet_w18_small"),
+    "timm_iformer_t": timm_model("iformer_t"),
+    "timm_inception_next_atto": timm_model("inception_next_atto"),
+    "timm_inception_resnet_v2": timm_model("inception_resnet_v2"),
+    "timm_inception_v3": timm_model("inception_v3"),
+    "timm_inception_v4": timm_model("inception_v4"),
+    "timm_lcnetv2_small": timm_model("lcnetv2_small"),
+    "timm_levit_128s": timm_model("levit_128s"),
+    "timm_lowformer_b0": timm_model("lowformer_b0"),
+    "timm_mambaout_femto": timm_model("mambaout_femto"),
+    "timm_maxvit_pico_rw_256": timm_model("maxvit_pico_rw_256"),
+    "timm_poolformerv2_s12": timm_model("poolformerv2_s12"),
+    "timm_gmlp_ti16_224": timm_model("gmlp_ti16_224"),
+    "timm_mobilenetv3_small_050": timm_model("mobilenetv3_small_050"),
+    "timm_mobilenetv5_base": timm_model("mobilenetv5_base"),
+    "timm_mobilevit_xxs": timm_model("mobilevit_xxs"),
+    "timm_mvitv2_tiny": timm_model("mvitv2_tiny"),
+    "timm_naflexvit_base_patch16_parfac_gap": timm_model("naflexvit_base_patch16_parfac_gap",
+                                                         img_size=224, size=224),
+    "timm_nasnetalarge": timm_model("nasnetalarge"),
+    "timm_nest_tiny": timm_model("nest_tiny"),
+    "timm_nextvit_small": timm_model("nextvit_small"),
+    "timm_nf_regnet_b0": timm_model("nf_regnet_b0"),
+    "timm_pit_ti_224": timm_model("pit_ti_224"),
+    "timm_pnasnet5large": timm_model("pnasnet5large"),
+    "timm_pvt_v2_b0": timm_model("pvt_v2_b0"),
+    "timm_qwen3_vit_88m": timm_model("qwen3_vit_88m", img_size=224, size=224),
+    "timm_rdnet_tiny": timm_model("rdnet_tiny"),
+    "timm_regnetx_002": timm_model("regnetx_002"),
+    "timm_repghostnet_050": timm_model("repghostnet_050"),
+    "timm_repvit_m1": timm_model("repvit_m1"),
+    "timm_res2next50": timm_model("res2next50"),
+    "timm_resnest14d": timm_model("resnest14d"),
+    "timm_resnet10t": timm_model("resnet10t"),
+    "timm_resnetv2_18": timm_model("resnetv2_18"),
+    "timm_rexnet_100": timm_model("rexnet_100"),
+    "timm_selecsls42": timm_model("selecsls42"),
+    "timm_legacy_seresnet18": timm_model("legacy_seresnet18"),
+    "timm_sequencer2d_s": timm_model("sequencer2d_s"),
+    "timm_shvit_s1": timm_model("shvit_s1"),
+    "timm_skresnet18": timm_model("skresnet18"),
+    "timm_starnet_s050": timm_model("starnet_s050"),
+    "timm_swiftformer_xs": timm_model("swiftformer_xs"),
+    "timm_swin_tiny_patch4_window7_224": timm_model("swin_tiny_patch4_window7_224"),
+    "timm_swinv2_tiny_window8_256": timm_model("swinv2_tiny_window8_256"),
+    "timm_swinv2_cr_tiny_224": timm_model("swinv2_cr_tiny_224"),
+    "timm_tiny_vit_5m_224": timm_model("tiny_vit_5m_224"),
+    "timm_tnt_s_legacy_patch16_224": timm_model("tnt_s_legacy_patch16_224"),
+    "timm_tresnet_m": timm_model("tresnet_m"),
+    "timm_twins_svt_small": timm_model("twins_svt_small"),
+    "timm_vgg11": timm_model("vgg11"),
+    "timm_visformer_tiny": timm_model("visformer_tiny"),
+    "timm_vit_tiny_patch16_224": timm_model("vit_tiny_patch16_224"),
+    "timm_vit_tiny_r_s16_p8_224": timm_model("vit_tiny_r_s16_p8_224"),
+    "timm_vit_srelpos_small_patch16_224": timm_model("vit_srelpos_small_patch16_224"),
+    "timm_samvit_base_patch16_224": timm_model("samvit_base_patch16_224"),
+    "timm_vitamin_small_224": timm_model("vitamin_small_224"),
+    "timm_volo_d1_224": timm_model("volo_d1_224"),
+    "timm_ese_vovnet19b_slim_dw": timm_model("ese_vovnet19b_slim_dw"),
+    "timm_legacy_xception": timm_model("legacy_xception"),
+    "timm_xception41p": timm_model("xception41p"),
+    "timm_xcit_nano_12_p8_224": timm_model("xcit_nano_12_p8_224"),
+    "timm_mobilenetv4_conv_small": timm_model("mobilenetv4_conv_small"),
+    "timm_mobilenetv4_hybrid_medium": timm_model("mobilenetv4_hybrid_medium"),
+    "timm_mobileone_s0": timm_model("mobileone_s0"),
+    "timm_repvgg_a0": timm_model("repvgg_a0"),
+    "timm_ghostnetv2_100": timm_model("ghostnetv2_100"),
+    "timm_ghostnetv3_050": timm_model("ghostnetv3_050"),
+    "timm_mixnet_s": timm_model("mixnet_s"),
+    "timm_lcnet_050": timm_model("lcnet_050"),
+    "timm_tinynet_e": timm_model("tinynet_e"),
+    "timm_mobilevitv2_050": timm_model("mobilevitv2_050"),
+    "timm_fbnetv3_b": timm_model("fbnetv3_b"),
+    "timm_efficientnet_lite0": timm_model("efficientnet_lite0"),
+    "timm_mnasnet_small": timm_model("mnasnet_small"),
+    "timm_regnety_002": timm_model("regnety_002"),
+    "timm_mobilenetv1_100": timm_model("mobilenetv1_100"),
+    "timm_convnextv2_atto": timm_model("convnextv2_atto"),
+    "timm_efficientnet_b0": timm_model("efficientnet_b0"),
+    "timm_resnet50d": timm_model("resnet50d"),
+    "timm_coatnet_nano_cc_224": timm_model("coatnet_nano_cc_224"),
+    "timm_levit_conv_128s": timm_model("levit_conv_128s"),
+    "timm_fastvit_mci0": timm_model("fastvit_mci0"),
+    "timm_mobilenetv3_large_100": timm_model("mobilenetv3_large_100"),
+    "timm_vit_small_patch16_224": timm_model("vit_small_patch16_224"),
+    "timm_resnet18": timm_model("resnet18"),
+}
+PROBE.update(TIMM)
 TORCHVISION = {"lraspp_mobilenet_v3", "deeplabv3_mobilenet_v3", "fcn_resnet50", "mc3_18",
                "efficientnet_b0", "regnet_y_400mf", "swin_t", "swin_v2_t", "maxvit_t",
                "alexnet", "squeezenet1_0", "swin3d_t", "mvit_v2_s", "s3d", "raft_small"}
@@ -685,7 +836,8 @@ def main(args):
     tern = run_model.tern_export.find_tern()
     counts = {"PASS": 0, "FAIL": 0, "ERROR": 0}
     for name in names:
-        why = model_zoo.transformers_missing() if name not in TORCHVISION else None
+        why = (timm_missing() if name in TIMM else
+               None if name in TORCHVISION else model_zoo.transformers_missing())
         if why:
             print("%-24s SKIP %s" % (name, why))
             continue

@@ -111,16 +111,12 @@ void check_node(const Graph& g, const Node& node) {
     const int64_t rank = static_cast<int64_t>(x.sizes.size());
     int64_t dim = int_value(g, node.args[1], "dim");
     if (dim < 0) dim += rank;
-    // Over the last dim, or (rank != 4) over a dim followed by dims of 1 only: ConvBERT's
-    // dynamic conv kernel, softmax over dim 1 of [N, K, 1] (the same bytes as [N, K]).
-    bool trailing_ones = dim >= 0 && dim < rank && rank != 4;
-    for (int64_t d = dim + 1; trailing_ones && d < rank; ++d) {
-      trailing_ones = x.sizes[static_cast<size_t>(d)] == 1;
-    }
-    if (dim != rank - 1 && !trailing_ones) {
-      throw Unsupported("softmax: not over the last dim (nor a dim followed by dims of 1)");
-    }
-    // A 4-D x must be plain (check_layout).
+    // Over any dim: the last one directly (a 4-D NHWC x through a plain copy: check_layout),
+    // a dim followed by dims of 1 only as the last dim of a view (ConvBERT's dynamic conv
+    // kernel: [N, K, 1] over dim 1), another through copies that move it last and back
+    // (ResNeSt's split attention: over the radix, dim 1 of [N, radix, cardinality, C]).
+    if (dim < 0 || dim >= rank) throw Unsupported("softmax: dim out of range");
+    if (rank > static_cast<int64_t>(cpu::kMaxDims)) throw Unsupported("softmax: rank above 6");
   } else if (op == "tern::cat") {
     // Each part is bound on its own: made in the region or a region input (the partitioner
     // passes a tensor list's elements one by one, docs/partitioning.md).

@@ -235,6 +235,8 @@ std::vector<bool> plain_4d_values(const Graph& g) {
         }
       } else if (makes_plain(g, node)) {
         p = true;
+      } else if (node.op == "tern::softmax" && is_4d_tensor(g, x)) {
+        p = true;  // over the last dim of row-major data: an NHWC x is read through a copy
       } else if (follows(g, node)) {
         for (int a : node.args) {
           if (is_4d_tensor(g, a) && !g.values[static_cast<size_t>(a)].is_constant &&
@@ -261,7 +263,9 @@ void check_layout(const Graph& g, const Node& node, const std::vector<bool>& pla
   auto is_plain = [&](int id) {
     return is_4d_tensor(g, id) && plain[static_cast<size_t>(id)];
   };
-  const size_t p = plain_args(g, node);
+  // A softmax of an NHWC x (EfficientFormer V2's talking heads: a 1x1 conv over the heads of
+  // the scores) reads a plain copy of it (region_lowering's activation_as).
+  const size_t p = op == "tern::softmax" ? 0 : plain_args(g, node);
   for (size_t a = 0; a < p && a < node.args.size(); ++a) {
     // A constant is laid out as its reader needs (a bmm's constant b: row-major).
     if (is_4d_tensor(g, node.args[a]) && !is_plain(node.args[a]) &&
@@ -277,10 +281,12 @@ void check_layout(const Graph& g, const Node& node, const std::vector<bool>& pla
       throw Unsupported(op + ": over the last dims of an NHWC 4-D tensor");
     }
   } else if (needs_nhwc(g, node)) {
-    // A conv2d and a grid sample read a plain input through a copy in NHWC order
-    // (region_lowering's activation_as); the other spatial ops need NHWC.
+    // A conv2d, a grid sample and the pools read a plain input through a copy in NHWC order
+    // (region_lowering's activation_as: ResNeSt's average pool after its split attention, a
+    // sum over the radix of 5-D values); the other spatial ops need NHWC.
     if (!node.args.empty() && is_plain(node.args[0]) && op != "tern::conv2d" &&
-        op != "tern::grid_sample2d") {
+        op != "tern::grid_sample2d" && op != "tern::max_pool2d" && op != "tern::avg_pool2d" &&
+        op != "tern::adaptive_avg_pool2d") {
       throw Unsupported(op + ": of a channels-last (plain) 4-D tensor");
     }
   } else if (op == "tern::cat") {

@@ -406,7 +406,7 @@ PoolAttrs pool_attrs(const Graph& g, const Node& node, bool is_max) {
     // padding that counts becomes zeros in the input (lowered as a constant pad first).
     a.zero_pad_first = (a.pad[0] > 0 || a.pad[1] > 0) && count_include_pad;
   }
-  if (a.kernel[0] * a.kernel[1] == 1) fail("pool: 1x1 window");
+  a.subsample = a.kernel[0] * a.kernel[1] == 1;
   for (int d = 0; d < 2; ++d) {
     if (2 * a.pad[d] > a.kernel[d]) fail("pool: padding over half the window");
   }

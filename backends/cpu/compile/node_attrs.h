@@ -109,6 +109,10 @@ struct PoolAttrs {
   /// inside its input, so the padding becomes an explicit zero pad (XNNPACK's constant pad)
   /// before a pool without it (`pad` then applies to that pad node, extra_pad to the pool).
   bool zero_pad_first;
+  /// A 1x1 window (never padded: a pad is at most half the window): the pool picks
+  /// x[:, :, ::stride_h, ::stride_w], lowered as a strided copy (XNNPACK's pools take windows
+  /// of 2+ pixels). EfficientFormer V2 downsamples its attention queries so.
+  bool subsample;
 };
 /// Checks a tern::max_pool2d / tern::avg_pool2d node and reads its attributes.
 PoolAttrs pool_attrs(const Graph& g, const Node& node, bool is_max);

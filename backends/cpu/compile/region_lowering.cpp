@@ -1926,13 +1926,38 @@ class Lowering {
     int64_t dim = int_value(g_, node.args[1], "dim");
     if (dim < 0) dim += static_cast<int64_t>(s.size());
     if (dim == static_cast<int64_t>(s.size()) - 1) return false;
+    for (size_t d = static_cast<size_t>(dim) + 1; d < s.size(); ++d) {
+      if (s[d] != 1) {
+        lower_softmax_moved(node, static_cast<size_t>(dim));
+        return true;
+      }
+    }
     const std::vector<uint64_t> folded(s.begin(), s.begin() + dim + 1);
     const uint32_t x = internal(folded);
-    add_node(NodeOp::Reshape, {activation(node.args[0])}, x);
+    add_node(NodeOp::Reshape, {activation_as(node.args[0], /*plain=*/true)}, x);
     const uint32_t y = internal(folded);
     add_node(NodeOp::Softmax, {x}, y);
     add_node(NodeOp::Reshape, {y}, output(node.outputs[0]));
     return true;
+  }
+
+  /// softmax over dim `dim` of x followed by dims larger than 1 (ResNeSt's split attention:
+  /// over the radix): x copied with `dim` swapped to last, XNNPACK's softmax over the last
+  /// dim, the result copied back with the swap undone (in the output's layout).
+  void lower_softmax_moved(const Node& node, size_t dim) {
+    const int y = node.outputs[0];
+    const std::vector<int64_t>& s = g_.values[static_cast<size_t>(node.args[0])].sizes;
+    std::vector<int64_t> perm(s.size());
+    for (size_t d = 0; d < s.size(); ++d) perm[d] = static_cast<int64_t>(d);
+    std::swap(perm[dim], perm.back());  // its own inverse
+    std::vector<int64_t> moved;
+    for (int64_t p : perm) moved.push_back(s[static_cast<size_t>(p)]);
+    const std::vector<uint64_t> dims(moved.begin(), moved.end());
+    const uint32_t a = internal(dims);
+    emit_copy(permuted(view_of(node.args[0]), perm), /*nhwc=*/false, a);
+    const uint32_t b = internal(dims);
+    add_node(NodeOp::Softmax, {a}, b);
+    emit_copy(permuted(whole_value(b, moved, false), perm), is_nhwc(y), output(y));
   }
 
   /// upsample_nearest2d by integer factors kh, kw (YOLO's and U-Net's upsampling): x viewed as
@@ -2305,7 +2330,15 @@ class Lowering {
 
   void lower_pool(const Node& node, bool is_max) {
     PoolAttrs a = pool_attrs(g_, node, is_max);
-    uint32_t x = activation(node.args[0]);
+    if (a.subsample) {  // a 1x1 window: every stride-th pixel, copied in NHWC order
+      const std::vector<int64_t>& ys = g_.values[static_cast<size_t>(node.outputs[0])].sizes;
+      StridedView v = view_of(node.args[0]);
+      v = sliced(v, 2, 0, a.stride[0], ys[2]);
+      v = sliced(v, 3, 0, a.stride[1], ys[3]);
+      emit_copy(v, /*nhwc=*/true, output(node.outputs[0]));
+      return;
+    }
+    uint32_t x = activation_as(node.args[0], /*plain=*/false);  // NHWC (a copy of a plain x)
     if (a.zero_pad_first) {  // count_include_pad with padding: zeros, then a pool without it
       const Value& xv = g_.values[static_cast<size_t>(node.args[0])];
       const uint64_t ph = static_cast<uint64_t>(a.pad[0]), pw = static_cast<uint64_t>(a.pad[1]);
@@ -2493,7 +2526,9 @@ class Lowering {
       const NodeOp nop = op == "tern::hardswish" ? NodeOp::Hardswish
                          : op == "tern::sigmoid" ? NodeOp::Sigmoid
                                                  : NodeOp::Softmax;
-      const uint32_t x = activation(node.args[0]);
+      // A softmax reads row-major data (a copy of an NHWC x: layout_plan.cpp).
+      const uint32_t x = op == "tern::softmax" ? activation_as(node.args[0], /*plain=*/true)
+                                               : activation(node.args[0]);
       add_node(nop, {x}, output(node.outputs[0]));
     } else if (op == "tern::gelu") {  // into the GEMM before it, else its own kernel
       const bool tanh_form = gelu_tanh_form(g_, node);
@@ -2531,7 +2566,7 @@ class Lowering {
     } else if (op == "tern::max_pool2d" || op == "tern::avg_pool2d") {
       lower_pool(node, op == "tern::max_pool2d");
     } else if (op == "tern::adaptive_avg_pool2d") {
-      const uint32_t x = activation(node.args[0]);
+      const uint32_t x = activation_as(node.args[0], /*plain=*/false);
       add_node(NodeOp::GlobalAvgPool2d, {x}, output(node.outputs[0]));
     } else if (is_cpu_view_op(op)) {
       lower_view(node);

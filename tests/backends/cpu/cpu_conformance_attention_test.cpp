@@ -437,6 +437,69 @@ std::vector<OpCase> cases() {
                  b.output(softmax(b, s, {2, 3, 7, 21}));
                },
                1e-10});
+  // EfficientFormer V2's talking heads: the scores mixed over the heads by a 1x1 conv (its
+  // output NHWC), a softmax over the last dim (through a plain copy), a second 1x1 conv; the
+  // softmax is also read by a relu, and a matmul reads the second conv's input plain.
+  OpCase talking = {"talking_heads_softmax_of_a_conv_output",
+                    [](GraphBuilder& b) {
+                      const std::vector<int64_t> ss{1, 4, 7, 9};
+                      const int s = b.input("s", DType::F32, ss);
+                      const int v = b.input("v", DType::F32, {1, 4, 9, 5});
+                      const int t1 = conv(b, s, ss, 4, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 41);
+                      const int p = softmax(b, t1, ss);
+                      b.output(conv(b, p, ss, 4, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 43));
+                      b.output(matmul(b, "tern::matmul", p, v, ss, 5));
+                      b.output(b.op("tern::relu", {p}, DType::F32, ss));
+                    },
+                    1e-10};
+  talking.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count(blob_ops(blob), static_cast<uint32_t>(cpu::NodeOp::Softmax)), 1u);
+    EXPECT_GE(count(blob_ops(blob), static_cast<uint32_t>(cpu::NodeOp::StridedCopy)), 1u);
+  };
+  c.push_back(talking);
+  // softmax over a dim other than the last: copies move it last and back. ResNeSt's split
+  // attention (over the radix: dim 1 of [N, radix, cardinality, C], made from a linear), over
+  // the channels of a conv output (NHWC: a segmentation head's class softmax), over dim 0 of
+  // a 3-D tensor and dim 2 of a 5-D one.
+  OpCase radix = {"softmax_over_the_radix",
+                  [](GraphBuilder& b) {
+                    const int x = b.input("x", DType::F32, {2, 24});
+                    const int l = linear(b, x, {2, 24}, 24, 45);
+                    const int v = view(b, l, {2, 3, 2, 4});
+                    b.output(b.op("tern::softmax", {v, b.int_value(1)}, DType::F32,
+                                  {2, 3, 2, 4}));
+                  },
+                  1e-10};
+  radix.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count(blob_ops(blob), static_cast<uint32_t>(cpu::NodeOp::Softmax)), 1u);
+  };
+  c.push_back(radix);
+  c.push_back({"softmax_over_conv_channels",
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 3, 6, 5};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int y = conv(b, x, xs, 7, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 47);
+                 const int s = b.op("tern::softmax", {y, b.int_value(1)}, DType::F32,
+                                    {1, 7, 6, 5});
+                 b.output(conv(b, s, {1, 7, 6, 5}, 4, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true,
+                               49));
+               },
+               1e-10});
+  c.push_back({"softmax_over_dim0_of_3d",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {5, 3, 4});
+                 const int r = b.op("tern::relu", {x}, DType::F32, {5, 3, 4});
+                 b.output(b.op("tern::softmax", {r, b.int_value(0)}, DType::F32, {5, 3, 4}));
+               },
+               1e-10});
+  c.push_back({"softmax_over_dim2_of_5d",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 2, 3, 2, 4});
+                 const int r = b.op("tern::relu", {x}, DType::F32, {2, 2, 3, 2, 4});
+                 b.output(b.op("tern::softmax", {r, b.int_value(-3)}, DType::F32,
+                               {2, 2, 3, 2, 4}));
+               },
+               1e-10});
   // Many batches (split over the pool by batch) of a larger product.
   c.push_back({"bmm_many_batches",
                [](GraphBuilder& b) {
@@ -807,12 +870,12 @@ TEST(CpuAttention, WhatTheCompileHalfRefuses) {
          b.none());
     EXPECT_NE(reason(b).find("is_causal with a mask"), std::string::npos) << reason(b);
   }
-  {  // softmax over the W of an NHWC tensor (a conv reads the same input)
+  {  // a matmul of an NHWC tensor (a conv reads the same input); a softmax of one is taken
     GraphBuilder b;
     const std::vector<int64_t> xs{1, 4, 5, 5};
     const int x = b.input("x", DType::F32, xs);
     conv(b, x, xs, 4, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 1);
-    softmax(b, x, xs);
+    matmul(b, "tern::matmul", x, x, xs, 5);
     EXPECT_NE(reason(b).find("NHWC"), std::string::npos) << reason(b);
   }
   {  // index_select by an index that is no affine walk: a GatherMap (version 20) but 4-D

@@ -146,6 +146,54 @@ std::vector<OpCase> cases() {
   c.push_back(avg_pool_ceil("avg3x3_s2_p1_exclude_pad", {1, 4, 10, 10}, 3, 2, 1, false));
   c.push_back(avg_pool_ceil("avg3x3_s3_p1_exclude_pad", {1, 3, 12, 11}, 3, 3, 1, false));
   c.push_back(avg_pool_ceil("avg2x2_s2_p1_exclude_pad_odd", {1, 2, 9, 9}, 2, 2, 1, false));
+  // A 1x1 window picks every stride-th pixel (EfficientFormer V2 downsamples its attention
+  // queries so): a StridedCopy, no pool node (XNNPACK's pools need 2+ pixels).
+  OpCase sub = avg_pool_ceil("avg1x1_s2_subsample_odd", {1, 6, 9, 7}, 1, 2, 0, true);
+  sub.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(blob_ops(blob),
+              std::vector<uint32_t>{static_cast<uint32_t>(cpu::NodeOp::StridedCopy)});
+  };
+  c.push_back(sub);
+  c.push_back(max_pool_ceil("max1x1_s3_subsample", {2, 5, 10, 11}, 1, 3, 0));
+  // Pools of a plain 4-D tensor (a matmul's output: ResNeSt pools the sum of its split
+  // attention, made plain) read an NHWC copy of it.
+  for (const char* pool : {"tern::avg_pool2d", "tern::max_pool2d", "tern::adaptive_avg_pool2d"}) {
+    c.push_back({std::string("plain_input_") + (pool + 6),
+                 [pool](GraphBuilder& b) {
+                   const int a = b.input("a", DType::F32, {1, 4, 6, 5});
+                   const int v = b.input("v", DType::F32, {1, 4, 5, 8});
+                   const int m = b.op("tern::matmul", {a, v}, DType::F32, {1, 4, 6, 8});
+                   const std::string op = pool;
+                   int p = -1;
+                   if (op == "tern::adaptive_avg_pool2d") {
+                     p = b.op(op, {m, b.int_list({1, 1})}, DType::F32, {1, 4, 1, 1});
+                   } else if (op == "tern::max_pool2d") {
+                     p = b.op(op, {m, b.int_list({2, 2}), b.int_list({2, 2}), b.int_list({0, 0}),
+                                   b.int_list({1, 1}), b.bool_value(false)},
+                              DType::F32, {1, 4, 3, 4});
+                   } else {
+                     p = b.op(op, {m, b.int_list({3, 3}), b.int_list({2, 2}), b.int_list({1, 1}),
+                                   b.bool_value(false), b.bool_value(false), b.none()},
+                              DType::F32, {1, 4, 3, 4});
+                   }
+                   b.output(p);
+                 },
+                 1e-10});
+  }
+  c.push_back({"avg1x1_s2_between_convs",
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 4, 14, 14};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int y = conv(b, x, xs, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 95);
+                 const int p = b.op("tern::avg_pool2d",
+                                    {y, b.int_list({1, 1}), b.int_list({2, 2}),
+                                     b.int_list({0, 0}), b.bool_value(false),
+                                     b.bool_value(true), b.none()},
+                                    DType::F32, {1, 8, 7, 7});
+                 b.output(conv(b, p, {1, 8, 7, 7}, 6, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true,
+                               97));
+               },
+               1e-10});
   // Channel concatenation (op 22; 4 or more parts are a chain of nodes of up to 3).
   OpCase cat2 = inception_cat("cat2_output", {1, 8, 7, 7}, {5, 3}, false, true);
   cat2.check_blob = [](const std::vector<uint8_t>& blob) {
@@ -407,8 +455,9 @@ TEST(CpuConcatBlob, CatOfAPartlyTakenGraphOrAListOnlyInputIsTaken) {
     GraphBuilder b;
     const int x = b.input("x", DType::F32, {1, 4, 5, 5});
     const int y = branch(b, x, {1, 4, 5, 5}, 3, 71);
-    // softmax over a 4-D tensor is not taken, so the graph cannot be one region.
-    const int s = b.op("tern::softmax", {x, b.int_value(-1)}, DType::F32, {1, 4, 5, 5});
+    // A linear of an NHWC 4-D tensor is not taken, so the graph cannot be one region.
+    const int w = constant(b, "w", {5, 5}, 73);
+    const int s = b.op("tern::linear", {x, w, b.none()}, DType::F32, {1, 4, 5, 5});
     b.output(b.op("tern::cat", {tensor_list(b, {y, s}), b.int_value(1)}, DType::F32,
                   {1, 7, 5, 5}));
     EXPECT_EQ(

@@ -384,14 +384,14 @@ TEST(CpuChannelsLast, WhatTheCompileHalfRefuses) {
   auto reason = [](GraphBuilder& b) {
     return compiler::CpuBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes.back());
   };
-  {  // a max pool of a channels-last tensor (a layer norm's output: plain as its input); a
-     // conv2d of one is taken (it reads an NHWC copy: the mixed-layout cases above)
+  {  // a nearest upsample of a channels-last tensor (a layer norm's output: plain as its
+     // input); a conv2d or a pool of one is taken (it reads an NHWC copy: the mixed-layout
+     // cases above, cpu_conformance_cat_pool_test's plain_input_* cases)
     GraphBuilder b;
     const int p = permute(b, b.input("x", DType::F32, xs), xs, {0, 2, 3, 1});
-    b.op("tern::max_pool2d",
-         {layer_norm(b, p, cl, 3), b.int_list({2, 2}), b.int_list({2, 2}), b.int_list({0, 0}),
-          b.int_list({1, 1}), b.bool_value(false)},
-         DType::F32, {1, 4, 2, 4});
+    b.op("tern::upsample_nearest2d",
+         {layer_norm(b, p, cl, 3), b.double_value(2.0), b.double_value(2.0)}, DType::F32,
+         {1, 4, 8, 16});
     EXPECT_NE(reason(b).find("channels-last"), std::string::npos) << reason(b);
   }
   {  // other permutations are taken since blob version 9 (StridedCopy)
