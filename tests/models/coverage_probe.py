@@ -162,10 +162,25 @@ def timm_model(name, size=None, **kw):
     def build():
         import timm
         model = timm.create_model(name, pretrained=False, **kw)
+        _unzeroed(model)
         side = (size, size) if size else tuple(model.pretrained_cfg["input_size"][1:])
         shape = (1, 3) + side
         return _calibrated(model, shape), (torch.randn(*shape),), True
     return build
+
+
+def _unzeroed(model):
+    """Parameters timm initialises to zeros (classifier heads, the last norm of residual
+    branches, layer scales) get random values, so the comparison exercises every layer rather
+    than matching zeros (a zero head makes every logit its bias)."""
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.is_floating_point() and not name.endswith("bias") and not p.any():
+                if p.dim() == 1:
+                    p.copy_(torch.rand(p.shape, generator=gen) + 0.5)
+                else:
+                    p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
 
 
 def timm_missing():

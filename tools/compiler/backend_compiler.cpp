@@ -15,6 +15,13 @@ std::vector<std::unique_ptr<BackendCompiler>>& registry() {
 
 }  // namespace
 
+std::vector<std::string> BackendCompiler::why_unsupported_each(const Graph& graph) const {
+  std::vector<std::string> why;
+  why.reserve(graph.nodes.size());
+  for (const Node& node : graph.nodes) why.push_back(why_unsupported(graph, node));
+  return why;
+}
+
 std::unique_ptr<BackendCompiler> BackendCompiler::with_options(const std::string& options) const {
   throw std::invalid_argument("backend '" + name() + "' takes no options (found '" + name() + ":" +
                               options + "')");

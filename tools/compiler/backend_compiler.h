@@ -29,6 +29,11 @@ class BackendCompiler {
   virtual std::string why_unsupported(const Graph& graph, const Node& node) const {
     return supports(graph, node) ? std::string() : node.op + ": not taken by this backend";
   }
+  /// why_unsupported() of every node of `graph`, in node order: what the partitioner and
+  /// `tern compile --explain` ask, once per graph. A backend whose answer for one node needs a
+  /// whole-graph analysis (the cpu backend's layout plan) overrides it to run that analysis
+  /// once rather than once per node. Default: why_unsupported() node by node.
+  virtual std::vector<std::string> why_unsupported_each(const Graph& graph) const;
   /// Whether the backend can run `node` (which supports() took) when it reads or writes a
   /// bounded-dynamic tensor (docs/dynamic-shapes.md), computing on the actual sizes at
   /// execute. Default: false, so the partitioner keeps such nodes on the portable kernels.

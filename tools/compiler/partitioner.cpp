@@ -179,10 +179,11 @@ void partition_for(Graph& g, const BackendCompiler& backend) {
   }
   std::vector<bool> candidate(n, false);
   bool any = false;
+  const std::vector<std::string> why = backend.why_unsupported_each(g);
   for (size_t i = 0; i < n; ++i) {
     // A node on a dynamic-shaped value stays portable unless the backend says it takes it.
     candidate[i] =
-        !taken[i] && backend.supports(g, g.nodes[i]) &&
+        !taken[i] && why[i].empty() &&
         (!node_touches_dynamic(g, g.nodes[i]) || backend.supports_dynamic_shapes(g, g.nodes[i]));
     any = any || candidate[i];
   }
@@ -234,6 +235,8 @@ std::vector<PortableNode> portable_nodes(const Graph& g,
     for (int node : region.nodes) delegated[static_cast<size_t>(node)] = true;
   }
   std::vector<PortableNode> left;
+  std::vector<std::vector<std::string>> reasons;  // per compiler, per node
+  for (const BackendCompiler* c : compilers) reasons.push_back(c->why_unsupported_each(g));
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (delegated[i]) continue;
     const Node& node = g.nodes[i];
@@ -241,8 +244,9 @@ std::vector<PortableNode> portable_nodes(const Graph& g,
     p.node = static_cast<int>(i);
     p.op = node.op;
     p.debug_name = node.debug_name;
-    for (const BackendCompiler* c : compilers) {
-      std::string why = c->why_unsupported(g, node);
+    for (size_t k = 0; k < compilers.size(); ++k) {
+      const BackendCompiler* c = compilers[k];
+      std::string why = std::move(reasons[k][i]);
       if (why.empty() && node_touches_dynamic(g, node) && !c->supports_dynamic_shapes(g, node)) {
         why = node.op + ": reads or writes a bounded-dynamic tensor, which this backend does "
                         "not run this op on";

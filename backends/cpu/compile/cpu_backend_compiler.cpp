@@ -181,10 +181,13 @@ void check_node(const Graph& g, const Node& node) {
 
 }  // namespace
 
-std::string CpuBackendCompiler::unsupported_reason(const Graph& graph, const Node& node) {
+namespace {
+
+/// Why `node` is not taken, given the graph's layout plan `plain` (plain_4d_values).
+std::string reason_with_plan(const Graph& graph, const Node& node, const std::vector<bool>& plain) {
   try {
     check_node(graph, node);
-    check_layout(graph, node, plain_4d_values(graph));
+    check_layout(graph, node, plain);
   } catch (const Unsupported& e) {
     // Messages name the op themselves ("tern::mean: ...", "mean: ...") or not ("x: ...").
     const std::string what = e.what();
@@ -194,6 +197,20 @@ std::string CpuBackendCompiler::unsupported_reason(const Graph& graph, const Nod
     return node.op + ": " + what;
   }
   return "";
+}
+
+}  // namespace
+
+std::string CpuBackendCompiler::unsupported_reason(const Graph& graph, const Node& node) {
+  return reason_with_plan(graph, node, plain_4d_values(graph));
+}
+
+std::vector<std::string> CpuBackendCompiler::why_unsupported_each(const Graph& graph) const {
+  const std::vector<bool> plain = plain_4d_values(graph);  // once: it walks the whole graph
+  std::vector<std::string> why;
+  why.reserve(graph.nodes.size());
+  for (const Node& node : graph.nodes) why.push_back(reason_with_plan(graph, node, plain));
+  return why;
 }
 
 bool CpuBackendCompiler::supports(const Graph& graph, const Node& node) const {
@@ -237,21 +254,35 @@ bool CpuBackendCompiler::accepts_region(const Graph& graph, const std::vector<in
   // whose comparison is read by a node outside it (the where came after a node the backend
   // does not take) cannot be lowered, and stays portable.
   std::vector<bool> in_run(graph.nodes.size(), false);
-  for (int n : nodes) {
-    if (n >= 0 && static_cast<size_t>(n) < graph.nodes.size()) in_run[static_cast<size_t>(n)] = true;
-  }
+  bool compares = false;
   for (int n : nodes) {
     if (n < 0 || static_cast<size_t>(n) >= graph.nodes.size()) continue;
-    const Node& cmp = graph.nodes[static_cast<size_t>(n)];
-    if (select_compare_mode(cmp.op) == 0 || cmp.outputs.size() != 1) continue;
+    in_run[static_cast<size_t>(n)] = true;
+    compares = compares || select_compare_mode(graph.nodes[static_cast<size_t>(n)].op) != 0;
+  }
+  if (compares) {  // what the nodes outside the run read (through a cat's list too), once
+    std::vector<bool> read_outside(graph.values.size(), false);
+    auto mark = [&](int v) {
+      if (v >= 0 && static_cast<size_t>(v) < graph.values.size()) {
+        read_outside[static_cast<size_t>(v)] = true;
+      }
+    };
     for (size_t r = 0; r < graph.nodes.size(); ++r) {
       if (in_run[r]) continue;
       for (int a : graph.nodes[r].args) {
-        if (a == cmp.outputs[0]) return false;
-        if (a < 0) continue;
-        for (int t : graph.values[static_cast<size_t>(a)].tensors) {
-          if (t == cmp.outputs[0]) return false;  // read through a cat's list
-        }
+        mark(a);
+        if (a < 0 || static_cast<size_t>(a) >= graph.values.size()) continue;
+        for (int t : graph.values[static_cast<size_t>(a)].tensors) mark(t);
+      }
+    }
+    for (int n : nodes) {
+      if (n < 0 || static_cast<size_t>(n) >= graph.nodes.size()) continue;
+      const Node& cmp = graph.nodes[static_cast<size_t>(n)];
+      if (select_compare_mode(cmp.op) == 0 || cmp.outputs.size() != 1) continue;
+      const int out = cmp.outputs[0];
+      if (out >= 0 && static_cast<size_t>(out) < graph.values.size() &&
+          read_outside[static_cast<size_t>(out)]) {
+        return false;
       }
     }
   }
@@ -270,13 +301,14 @@ bool CpuBackendCompiler::accepts_region(const Graph& graph, const std::vector<in
 }
 
 LoweredRegion CpuBackendCompiler::lower(const Graph& graph, const DelegateRegion& region) const {
+  const std::vector<bool> plain = plain_4d_values(graph);
   for (int n : region.nodes) {
     if (n < 0 || static_cast<size_t>(n) >= graph.nodes.size()) {
       throw std::invalid_argument("cpu backend: region node " + std::to_string(n) +
                                   " out of range");
     }
     const Node& node = graph.nodes[static_cast<size_t>(n)];
-    const std::string why = unsupported_reason(graph, node);
+    const std::string why = reason_with_plan(graph, node, plain);
     if (!why.empty()) {
       throw std::invalid_argument("cpu backend: node " + std::to_string(n) + " ('" +
                                   node.debug_name + "'): " + why);

@@ -88,14 +88,29 @@ ReductionAttrs reduction_attrs(const Graph& g, const Node& node) {
   for (int64_t d = first; d <= last; ++d) {
     a.row_major_ok = a.row_major_ok && a.reduced[static_cast<size_t>(d)];
   }
-  // H, W or both of an NHWC tensor are contiguous in its bytes; without keepdim only both
-  // ([N, C] is the pooled bytes; [N, C, W] is not).
-  a.nhwc_ok = rank == 4 && !a.reduced[0] && !a.reduced[1] &&
-              (a.keepdim || (a.reduced[2] && a.reduced[3]));
+  // An NHWC x: its dims in byte order are N, H, W, C; the reduced ones must be consecutive
+  // there (H, W, both, C alone — MobileNetV5's RMSNorm2d over the channels —, W and C, ...).
+  // Without keepdim the kept dims must also keep their order ([N, C] after H, W; [N, H, W]
+  // after C; not [N, C, W] after H, whose bytes are [N, W, C]).
+  a.nhwc_ok = false;
+  if (rank == 4) {
+    const bool by_bytes[4] = {a.reduced[0], a.reduced[2], a.reduced[3], a.reduced[1]};
+    int64_t lo = 4, hi = -1;
+    for (int64_t d = 0; d < 4; ++d) {
+      if (by_bytes[d]) {
+        lo = std::min(lo, d);
+        hi = d;
+      }
+    }
+    bool consecutive = true;
+    for (int64_t d = lo; d <= hi; ++d) consecutive = consecutive && by_bytes[d];
+    const bool kept_in_order = a.keepdim || a.reduced[1] || (a.reduced[2] && a.reduced[3]);
+    a.nhwc_ok = consecutive && kept_in_order;
+  }
   if (!a.row_major_ok && !a.nhwc_ok) {
     throw Unsupported(node.op + (rank == 4 && !a.reduced[0] && !a.reduced[1]
                                      ? ": over one spatial dim of an NHWC tensor without keepdim"
-                                     : ": not over consecutive dims (nor H, W of an NCHW tensor)"));
+                                     : ": not over consecutive dims (of NCHW nor of NHWC order)"));
   }
   return a;
 }

@@ -36,7 +36,7 @@ struct ReductionAttrs {
   bool sum = false;           ///< tern::sum
   bool max = false;           ///< tern::amax (neither: tern::mean)
   bool row_major_ok = false;  ///< consecutive dims: x row-major (plain, for a 4-D x)
-  bool nhwc_ok = false;       ///< a 4-D x read as NHWC: dims among 2, 3 (keepdim, or both)
+  bool nhwc_ok = false;       ///< a 4-D x read as NHWC: dims consecutive in N, H, W, C order
 };
 
 /// tern::mean, tern::sum or tern::amax.

@@ -2212,7 +2212,9 @@ class Lowering {
     const ReductionAttrs a = reduction_attrs(g_, node);
     const std::vector<uint64_t> bx = dims_of(node.args[0]);
     std::vector<bool> red = a.reduced;  // per blob dim
-    if (is_nhwc(node.args[0])) red = {false, a.reduced[2], a.reduced[3], false};  // check_layout
+    if (is_nhwc(node.args[0])) {  // blob dims N, H, W, C (check_layout)
+      red = {a.reduced[0], a.reduced[2], a.reduced[3], a.reduced[1]};
+    }
     size_t first = bx.size(), last = 0;
     for (size_t d = 0; d < bx.size(); ++d) {
       if (red[d]) {

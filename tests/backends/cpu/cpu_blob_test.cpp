@@ -343,6 +343,13 @@ TEST_F(CpuBlobTest, SupportsRefusesWhatXnnpackCannotMatch) {
     const compiler::Node& node = b.graph().nodes.back();
     EXPECT_FALSE(CpuBackendCompiler().supports(b.graph(), node)) << r.what;
     EXPECT_NE(CpuBackendCompiler::unsupported_reason(b.graph(), node), "") << r.what;
+    // The whole-graph answer (one layout plan for every node) is the per-node one.
+    const std::vector<std::string> each = CpuBackendCompiler().why_unsupported_each(b.graph());
+    ASSERT_EQ(each.size(), b.graph().nodes.size()) << r.what;
+    for (size_t i = 0; i < each.size(); ++i) {
+      EXPECT_EQ(each[i], CpuBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes[i]))
+          << r.what << ", node " << i;
+    }
     // lower() names the node it cannot take.
     const int n = static_cast<int>(b.num_nodes()) - 1;
     b.delegate("cpu", n, n);

@@ -179,6 +179,35 @@ std::vector<OpCase> cases() {
                }, 1e-10});
   // Hiera's unroll pooling: x.view(B, stride, -1, C).max(dim=1) of a linear's output; and
   // an amax over the last dim and over a dim of 1.
+  // Reductions over dims consecutive in an NHWC tensor's bytes (N, H, W, C) other than H, W:
+  // MobileNetV5's RMSNorm2d (the mean of the squares over the channels, keepdim, then
+  // x * rsqrt(mean + eps) and a conv), a channel sum without keepdim ([N, H, W]: the bytes),
+  // the channel amax, and W with C (keepdim and not).
+  c.push_back({"mobilenetv5_rms_norm_2d", [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 3, 6, 5}, ys{1, 8, 6, 5}, ms{1, 1, 6, 5};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int y = conv(b, x, xs, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 67);
+                 const int sq = b.op("tern::pow", {y, b.double_value(2.0)}, DType::F32, ys);
+                 const int m = reduce(b, "tern::mean", sq, {1}, true, ms);
+                 const int e = binary(b, "tern::add", m, b.double_value(1e-6), ms);
+                 const int r = b.op("tern::rsqrt", {e}, DType::F32, ms);
+                 const int n = binary(b, "tern::mul", y, r, ys);
+                 b.output(conv(b, n, ys, 4, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 69));
+               }});
+  c.push_back({"nhwc_channel_sum_and_amax", [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{2, 3, 4, 5};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int y = conv(b, x, xs, 6, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 71);
+                 b.output(reduce(b, "tern::sum", y, {1}, false, {2, 4, 5}));
+                 b.output(reduce(b, "tern::amax", y, {-3}, true, {2, 1, 4, 5}));
+               }});
+  c.push_back({"nhwc_mean_over_w_and_c", [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 3, 4, 5};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int y = conv(b, x, xs, 6, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 73);
+                 b.output(reduce(b, "tern::mean", y, {1, 3}, true, {1, 1, 4, 1}));
+                 b.output(reduce(b, "tern::mean", y, {3, 1}, false, {1, 4}));
+               }});
   OpCase hiera = {"hiera_amax", [](GraphBuilder& b) {
                     const std::vector<int64_t> s{2, 24, 8}, v{2, 4, 6, 8};
                     const int x = b.input("x", DType::F32, s);
@@ -269,10 +298,11 @@ TEST(CpuReduceCat, WhatTheCompileHalfRefuses) {
     // Over dims 1 and 2 means the spatial dims of a channels-last tensor: y is NHWC.
     EXPECT_NE(reason(b).find("NHWC"), std::string::npos) << reason(b);
   }
-  {  // a sum over dims {1, 3}
+  {  // a sum over dims {0, 3}: consecutive neither in NCHW nor in NHWC order ({1, 3} is W, C
+     // of an NHWC tensor: nhwc_mean_over_w_and_c above)
     GraphBuilder b;
-    const int x = b.input("x", DType::F32, {1, 3, 4, 4});
-    reduce(b, "tern::sum", x, {1, 3}, true, {1, 1, 4, 1});
+    const int x = b.input("x", DType::F32, {2, 3, 4, 4});
+    reduce(b, "tern::sum", x, {0, 3}, true, {1, 3, 4, 1});
     EXPECT_NE(reason(b).find("not over consecutive dims"), std::string::npos) << reason(b);
   }
   {  // one spatial dim of a conv's (NHWC) output without keepdim: [N, C, W] is not its bytes,
