@@ -182,7 +182,7 @@ enum class RecipeOp : uint32_t {
   /// A 4-D transpose scaled as Affine: sources[0] is [params[0..3]] (its own element count),
   /// the value has dims params[4 + i]-th source dim for i in 0..3 (params[4..7] a permutation
   /// of 0..3): OIHW -> OHWI (0, 2, 3, 1), a depthwise [O, 1, KH, KW] -> [1, KH, KW, O]
-  /// (1, 2, 3, 0), an NCHW operand -> NHWC (0, 2, 3, 1).
+  /// (1, 2, 3, 0), an NCHW operand -> NHWC (0, 2, 3, 1). flags: kRecipeFlat.
   Permute = 3,
   /// PackedFullyConnected's weight: sources[0] the weight [N, K] (N * K elements), sources[1]
   /// the bias [N] (optional); params[0] = N, params[1] = K; flags: kRecipeFoldHardsigmoid.
@@ -220,6 +220,10 @@ constexpr uint32_t kRecipeParams = 8;
 /// PackFc / PackConv flag: a hardsigmoid folded in (every packed float / 6, then 1/2 added to
 /// the bias slots in f32), as the compile half folds one into the GEMM before it.
 constexpr uint32_t kRecipeFoldHardsigmoid = 1;
+/// Permute flag (2026-12-05): the permuted elements, in row-major order, seen with the Derived
+/// value's own dims (any of the same element count): a grouped deconvolution's filter, made
+/// [G, O/G, KH·KW, C/G] and read as [O, KH, KW, C/G]. Readers before it refuse the flag.
+constexpr uint32_t kRecipeFlat = 2;
 
 /// PackBottleneck's source slots (weights [out, in, kh, kw] as the program holds them).
 enum BottleneckSource : uint32_t {
@@ -448,9 +452,11 @@ enum class NodeOp : uint32_t {
   /// element count with last dim H: h' = (h - n) σ(z) + n, n = tanh(gi_n + σ(r) gh_n).
   GruCell = 40,
   /// XNNPACK's 2-D deconvolution, a transposed conv (since version 19). in: x [N, IH, IW, C]
-  /// (NHWC), filter [O, KH, KW, C] (constant), bias [O]? (constant); params: the ConvParam
-  /// window (padding taken off the output's ends, stride = XNNPACK's upsampling), kGroups 1,
-  /// kGroupInChannels C, kGroupOutChannels O, kDeconvAdjustH / W each below its stride; fparams
+  /// (NHWC), filter [O, KH, KW, C/G] (constant; XNNPACK's [G, O/G, KH, KW, C/G]), bias [O]?
+  /// (constant); params: the ConvParam window (padding taken off the output's ends, stride =
+  /// XNNPACK's upsampling), kGroups G (1 before 2026-12-05: VOLO's fold is grouped; readers
+  /// before then refuse G > 1 by name), kGroupInChannels C/G, kGroupOutChannels O/G,
+  /// kDeconvAdjustH / W each below its stride; fparams
   /// the output bounds. Output [N, OH, OW, O], OH = (IH - 1) * stride + dilation * (KH - 1) + 1
   /// + adjust - pad top - pad bottom (at least 1), OW alike.
   Deconv2d = 41,

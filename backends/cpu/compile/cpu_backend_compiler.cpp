@@ -86,6 +86,9 @@ void check_node(const Graph& g, const Node& node) {
     float lo, hi;
     clamp_bounds(g, node, &lo, &hi);
     check_unary(g, node);
+  } else if (op == "tern::leaky_relu") {  // a multiply and a maximum (or minimum)
+    (void)leaky_relu_slope(g, node);
+    check_unary(g, node);
   } else if (is_reduction_op(op)) {
     (void)reduction_attrs(g, node);  // the layout each kind needs: check_layout
   } else if (op == "tern::pow") {  // 2, 3, 0.5: products / sqrt; else op 38's pow

@@ -19,10 +19,13 @@ DeconvAttrs conv_transpose2d_attrs(const Graph& g, const Node& node) {
   spatial(g, node.args[4], "padding", zero, 0, a.pad);
   spatial(g, node.args[5], "output_padding", zero, 0, a.output_padding);
   spatial(g, node.args[7], "dilation", one, 1, a.dilation);
-  if (int_value(g, node.args[6], "groups") != 1) {
-    throw Unsupported("conv_transpose2d: groups > 1");
+  a.groups = int_value(g, node.args[6], "groups");
+  const int64_t c = x.sizes[1];
+  if (a.groups < 1 || c % a.groups != 0 || a.groups > (int64_t{1} << 30)) {
+    throw Unsupported("conv_transpose2d: groups " + std::to_string(a.groups) + " do not divide " +
+                      std::to_string(c) + " channels");
   }
-  const int64_t c = x.sizes[1], o = w.sizes[1];
+  const int64_t o = w.sizes[1] * a.groups;
   if (w.sizes[0] != c) {
     throw Unsupported("conv_transpose2d: weight " + shape_str(w.sizes) + " vs x " +
                       shape_str(x.sizes));

@@ -16,12 +16,12 @@ struct DeconvAttrs {
   int64_t pad[2];
   int64_t output_padding[2];
   int64_t dilation[2];
+  int64_t groups;  ///< G: C and the output channels G·O/G are split in G groups
 };
 
-/// Checks tern::conv_transpose2d(x [N, C, H, W], weight [C, O, KH, KW] (a constant), bias [O]?,
-/// stride, padding, output_padding, groups, dilation) -> [N, O, OH, OW], shapes included, and
-/// reads its window. One group only (the filter is re-laid out by a 4-D permute); Unsupported
-/// for anything else.
+/// Checks tern::conv_transpose2d(x [N, C, H, W], weight [C, O/G, KH, KW] (a constant), bias
+/// [O]?, stride, padding, output_padding, groups G (dividing C), dilation) -> [N, O, OH, OW],
+/// shapes included, and reads its window; Unsupported for anything else.
 DeconvAttrs conv_transpose2d_attrs(const Graph& g, const Node& node);
 
 }  // namespace tern::compiler::cpu_compile

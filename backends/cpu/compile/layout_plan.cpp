@@ -30,6 +30,7 @@ bool follows_operands(const std::string& op) {
   return op == "tern::layer_norm" || op == "tern::rms_norm" || op == "tern::linear" ||
          op == "tern::gelu" ||
          op == "tern::relu" || op == "tern::hardtanh" || op == "tern::clamp" ||
+         op == "tern::leaky_relu" ||
          op == "tern::hardswish" || op == "tern::sigmoid" || op == "tern::hardsigmoid" ||
          op == "tern::silu" || op == "tern::softmax" || op == "tern::pad" || op == "tern::pow" ||
          op == "tern::rsqrt" || op == "tern::tanh" || op == "tern::neg" || op == "tern::where" ||

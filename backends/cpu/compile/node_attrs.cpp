@@ -603,6 +603,13 @@ GroupNormAttrs group_norm_attrs(const Graph& g, const Node& node) {
   return a;
 }
 
+float leaky_relu_slope(const Graph& g, const Node& node) {
+  if (node.args.size() != 2) fail("leaky_relu: expected 2 arguments");
+  const double slope = number(g, node.args[1], "negative_slope");
+  if (!std::isfinite(slope) || slope < 0.0) fail("leaky_relu: a negative or non-finite slope");
+  return static_cast<float>(slope);
+}
+
 void clamp_bounds(const Graph& g, const Node& node, float* lo, float* hi) {
   const float inf = std::numeric_limits<float>::infinity();
   double l = -inf, h = inf;

@@ -163,6 +163,10 @@ GroupNormAttrs group_norm_attrs(const Graph& g, const Node& node);
 /// Clamp bounds of relu / hardtanh / clamp.
 void clamp_bounds(const Graph& g, const Node& node, float* lo, float* hi);
 
+/// The negative slope of a tern::leaky_relu (x, negative_slope): finite and not negative (the
+/// delegate computes max(x, slope·x), or min(x, slope·x) for a slope above 1).
+float leaky_relu_slope(const Graph& g, const Node& node);
+
 /// Per-dim pre/post paddings of a constant tern::pad over a rank-`rank` tensor (tern order).
 void pad_amounts(const Graph& g, const Node& node, size_t rank, std::vector<int64_t>* pre,
                  std::vector<int64_t>* post, float* value);

@@ -688,20 +688,24 @@ class Lowering {
   void lower_deconv(const Node& node) {
     const DeconvAttrs a = conv_transpose2d_attrs(g_, node);
     const std::vector<int64_t>& w = g_.values[static_cast<size_t>(node.args[1])].sizes;
-    const int64_t c = w[0], o = w[1], kh = w[2], kw = w[3];
+    // Per group: C/G input and O/G output channels (weight [C, O/G, KH, KW]).
+    const int64_t gs = a.groups, c = w[0] / gs, o = w[1], kh = w[2], kw = w[3];
     const uint32_t x = activation(node.args[0]);
-    Recipe rc = permute(w, {1, 2, 3, 0});
+    // XNNPACK's filter [G, O/G, KH, KW, C/G]: one group, the weight permuted (1, 2, 3, 0);
+    // G groups, the weight seen as [G, C/G, O/G, KH·KW], permuted (0, 2, 3, 1) and read flat.
+    Recipe rc = gs == 1 ? permute(w, {1, 2, 3, 0}) : permute({gs, c, o, kh * kw}, {0, 2, 3, 1});
+    if (gs != 1) rc.r.flags = cpu::kRecipeFlat;
     rc.src[0] = node.args[1];
-    const uint32_t f = add_derived({static_cast<uint64_t>(o), static_cast<uint64_t>(kh),
+    const uint32_t f = add_derived({static_cast<uint64_t>(gs * o), static_cast<uint64_t>(kh),
                                     static_cast<uint64_t>(kw), static_cast<uint64_t>(c)},
                                    rc);
     std::vector<uint32_t> inputs{x, f};
     if (!is_none(g_, node.args[2])) {
-      inputs.push_back(constant_as(node.args[2], {static_cast<uint64_t>(o)}));
+      inputs.push_back(constant_as(node.args[2], {static_cast<uint64_t>(gs * o)}));
     }
     BlobNode& n = add_node(NodeOp::Deconv2d, inputs, output(node.outputs[0]));
     set_window_params(n, a, kh, kw);
-    n.params[cpu::kGroups] = 1;
+    n.params[cpu::kGroups] = static_cast<uint32_t>(gs);
     n.params[cpu::kGroupInChannels] = static_cast<uint32_t>(c);
     n.params[cpu::kGroupOutChannels] = static_cast<uint32_t>(o);
     n.params[cpu::kDeconvAdjustH] = static_cast<uint32_t>(a.output_padding[0]);
@@ -2443,6 +2447,13 @@ class Lowering {
       BlobNode& n = add_node(NodeOp::Clamp, {x}, output(node.outputs[0]));
       n.fparams[0] = lo;
       n.fparams[1] = hi;
+    } else if (op == "tern::leaky_relu") {  // max(x, slope·x) (min above a slope of 1)
+      const float slope = leaky_relu_slope(g_, node);
+      const uint32_t x = activation(node.args[0]);
+      const uint32_t scaled = internal(dims_of(node.args[0]));
+      add_node(NodeOp::Multiply, {x, add_constant({1}, {slope})}, scaled);
+      add_node(slope <= 1.0f ? NodeOp::Maximum : NodeOp::Minimum, {x, scaled},
+               output(node.outputs[0]));
     } else if (op == "tern::hardsigmoid") {
       if (fuse_hardsigmoid_into_producer(node)) return;
       // min(max(x + 3, 0), 6) / 6, as the portable kernel computes it; XNNPACK fuses the clamp

@@ -417,16 +417,16 @@ Error check_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
 Error check_deconv(uint32_t n, const BlobNode& node, const BlobValue* v) {
   TERN_RETURN_IF_ERROR(check_params_range(n, node, kDeconvAdjustW + 1, kKernelH,
                                           kGroupOutChannels + 1));
-  const uint32_t* q = node.params;
-  TERN_CHECK_OR_RETURN_ERROR(q[kGroups] == 1, InvalidProgram,
-                             "cpu blob: node %u (deconv2d): %u groups, expected 1", n, q[kGroups]);
+  const uint32_t* q = node.params;  // (groups, like every parameter from kKernelH on: >= 1)
   TERN_CHECK_OR_RETURN_ERROR(
       q[kDeconvAdjustH] < q[kStrideH] && q[kDeconvAdjustW] < q[kStrideW], InvalidProgram,
       "cpu blob: node %u (deconv2d): adjustment %u x %u, expected below the stride %u x %u", n,
       q[kDeconvAdjustH], q[kDeconvAdjustW], q[kStrideH], q[kStrideW]);
-  const uint64_t in_c = q[kGroupInChannels], out_c = q[kGroupOutChannels];
+  // Filter [G·O/G, KH, KW, C/G] (XNNPACK's [G, O/G, KH, KW, C/G]); x has G·C/G channels.
+  const uint64_t groups = q[kGroups];
+  const uint64_t in_c = groups * q[kGroupInChannels], out_c = groups * q[kGroupOutChannels];
   TERN_RETURN_IF_ERROR(check_nhwc_input(n, node, v, in_c));
-  const uint64_t fexp[4] = {out_c, q[kKernelH], q[kKernelW], in_c};
+  const uint64_t fexp[4] = {out_c, q[kKernelH], q[kKernelW], q[kGroupInChannels]};
   const BlobValue& f = v[node.inputs[1]];
   if (!dims_equal(f, fexp, 4)) {
     char a[128], b[128];

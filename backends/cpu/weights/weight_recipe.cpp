@@ -184,7 +184,10 @@ bool recipe_shape(const BlobRecipe& r, uint64_t value_numel, RecipeShape* s, con
     return fail(why, scaled ? "scale or shift not finite" : "scale/shift not 1/0");
   }
   const bool foldable = op == RecipeOp::PackFc || op == RecipeOp::PackConv;
-  if ((r.flags & ~(foldable ? kRecipeFoldHardsigmoid : 0u)) != 0) {
+  const uint32_t known = foldable ? kRecipeFoldHardsigmoid
+                         : op == RecipeOp::Permute ? kRecipeFlat
+                                                   : 0u;
+  if ((r.flags & ~known) != 0) {
     return fail(why, "unknown flags");
   }
   uint64_t n = 0;
@@ -211,7 +214,7 @@ bool recipe_shape(const BlobRecipe& r, uint64_t value_numel, RecipeShape* s, con
       }
       s->source_numel[0] = n;
       s->out_floats = n;
-      s->out_rank = 4;
+      s->out_rank = (r.flags & kRecipeFlat) != 0 ? 0 : 4;  // flat: the value's dims, n elements
       return true;
     }
     case RecipeOp::PackFc: {

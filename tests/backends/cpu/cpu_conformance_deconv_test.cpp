@@ -3,11 +3,13 @@
 // upsampling (kernel 2, stride 2) between NHWC convs, DPT's reassemble (kernel 4, stride 4, no
 // bias), kernel 3 stride 2 padding 1 output padding 1 (a decoder's), dilation, a
 // non-square window, a plain method input, and a 1-D transposed conv's [N, C, 1, L] form;
-// then what the compile half refuses (groups, an output padding not below the stride, a
+// groups (two, and VOLO's fold: one per channel); then what the compile half refuses (groups
+// that do not divide the channels, an output padding not below the stride, a
 // weight that is not a constant, an output shape the attributes do not give) and the blob
 // reader's checks of the node's fields.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -92,6 +94,31 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::view", {y, b.int_list({1, 5, 37})}, DType::F32,
                                {1, 5, 37}));
                }, 1e-10});
+  // Groups (XNNPACK's grouped deconvolution): two groups of a decoder's window, and VOLO's
+  // fold (F.fold of 3x3 patches: C = channels x 9, one group per channel, 9 in, 1 out).
+  OpCase grouped = {"two_groups_k3_s2", [](GraphBuilder& b) {
+                      const std::vector<int64_t> xs{1, 4, 5, 6};
+                      Window w;
+                      w.stride = {2, 2};
+                      w.pad = {1, 1};
+                      w.out_pad = {1, 0};
+                      const int x = b.input("x", DType::F32, xs);
+                      const int r = b.op("tern::relu", {x}, DType::F32, xs);
+                      b.output(deconv(b, r, xs, 6, 3, 3, w, true, 21, 2));
+                    }, 1e-10};
+  grouped.check_blob = [](const std::vector<uint8_t>& blob) {
+    ASSERT_EQ(count_op(blob, cpu::NodeOp::Deconv2d), 1u);
+  };
+  c.push_back(grouped);
+  c.push_back({"volo_fold_one_group_per_channel", [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 27, 4, 4};
+                 Window w;
+                 w.stride = {2, 2};
+                 w.pad = {1, 1};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int r = b.op("tern::relu", {x}, DType::F32, xs);
+                 b.output(deconv(b, r, xs, 3, 3, 3, w, false, 23, 3));
+               }, 1e-10});
   return c;
 }
 
@@ -107,8 +134,10 @@ TEST(CpuDeconv, WhatTheCompileHalfRefuses) {
     GraphBuilder b;
     Window w;
     w.stride = {2, 2};
-    deconv(b, b.input("x", DType::F32, xs), xs, 4, 3, 3, w, true, 31, 2);
-    EXPECT_NE(reason(b).find("conv_transpose2d: groups > 1"), std::string::npos) << reason(b);
+    deconv(b, b.input("x", DType::F32, xs), xs, 3, 3, 3, w, true, 31, 3);
+    EXPECT_NE(reason(b).find("conv_transpose2d: groups 3 do not divide 4 channels"),
+              std::string::npos)
+        << reason(b);
   }
   {
     GraphBuilder b;
@@ -166,7 +195,10 @@ TEST(CpuDeconvBlob, FieldsAreChecked) {
   EXPECT_EQ(d.params[cpu::kGroupOutChannels], 3u);
   expect_refused(
       blob, 0,
-      {{"two groups", [](cpu::BlobNode& n) { n.params[cpu::kGroups] = 2; }, "2 groups, expected 1"},
+      {{"no groups", [](cpu::BlobNode& n) { n.params[cpu::kGroups] = 0; },
+        "parameter 10 is 0, expected >= 1"},
+       {"two groups of the channels", [](cpu::BlobNode& n) { n.params[cpu::kGroups] = 2; },
+        "expected 4 dims with 8 channels last"},
        {"adjustment at the stride",
         [](cpu::BlobNode& n) { n.params[cpu::kDeconvAdjustH] = 2; },
         "adjustment 2 x 1, expected below the stride 2 x 2"},
@@ -181,6 +213,41 @@ TEST(CpuDeconvBlob, FieldsAreChecked) {
         "parameter 5 is 0, expected >= 1"},
        {"an unused parameter", [](cpu::BlobNode& n) { n.params[15] = 1; },
         "unused parameter 15 is 1"}});
+}
+
+// A grouped deconvolution's filter is a flat permute (kRecipeFlat): the weight seen as [G, C/G,
+// O/G, KH·KW], permuted to [G, O/G, KH·KW, C/G] and read as [O, KH, KW, C/G]. Without the flag
+// the reader names the dims the permute makes.
+TEST(CpuDeconvBlob, GroupedFilterIsAFlatPermute) {
+  register_all();
+  GraphBuilder b;
+  const std::vector<int64_t> xs{1, 4, 3, 3};
+  Window w;
+  w.stride = {2, 2};
+  b.output(deconv(b, b.input("x", DType::F32, xs), xs, 6, 2, 3, w, false, 43, 2));
+  delegate_cpu(b, 0, 0);
+  std::vector<uint8_t> blob = b.graph().delegates[0].blob;
+  cpu::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  ASSERT_EQ(h.num_recipes, 1u);
+  const size_t at = sizeof(h) + h.num_values * sizeof(cpu::BlobValue) +
+                    h.num_nodes * sizeof(cpu::BlobNode);
+  cpu::BlobRecipe r;
+  std::memcpy(&r, blob.data() + at, sizeof(r));
+  EXPECT_EQ(r.op, static_cast<uint32_t>(cpu::RecipeOp::Permute));
+  EXPECT_EQ(r.flags, cpu::kRecipeFlat);
+  EXPECT_EQ(std::vector<uint32_t>(r.params, r.params + 8),
+            (std::vector<uint32_t>{2, 2, 3, 6, 0, 2, 3, 1}));
+  const cpu::BlobNode d = blob_node(blob, 0);
+  EXPECT_EQ(d.params[cpu::kGroups], 2u);
+  EXPECT_EQ(d.params[cpu::kGroupInChannels], 2u);
+  EXPECT_EQ(d.params[cpu::kGroupOutChannels], 3u);
+  std::string message;
+  EXPECT_EQ(parse(blob, &message), Error::Ok) << message;
+  r.flags = 0;
+  std::memcpy(blob.data() + at, &r, sizeof(r));
+  EXPECT_EQ(parse(blob, &message), Error::InvalidProgram);
+  EXPECT_NE(message.find("recipe 0 (permute) makes [2, 3, 6, 2]"), std::string::npos) << message;
 }
 
 }  // namespace

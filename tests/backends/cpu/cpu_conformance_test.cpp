@@ -115,6 +115,36 @@ std::vector<OpCase> cases() {
                                DType::F32, {3, 170}));
                },
                kConv});
+  // leaky_relu: max(x, slope·x) after a conv (YOLO's 0.1, TResNet's 0.001) and a linear, a
+  // slope of 0 (a relu) and one above 1 (min(x, slope·x)).
+  OpCase leaky = {"leaky_relu_slopes",
+                  [](GraphBuilder& b) {
+                    const std::vector<int64_t> xs{1, 3, 6, 6}, ys{1, 8, 6, 6};
+                    const int x = b.input("x", DType::F32, xs);
+                    const int y = conv(b, x, xs, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 35);
+                    const int l = b.op("tern::leaky_relu", {y, b.double_value(0.1)}, DType::F32,
+                                       ys);
+                    const int z = conv(b, l, ys, 4, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 37);
+                    b.output(b.op("tern::leaky_relu", {z, b.double_value(0.001)}, DType::F32,
+                                  {1, 4, 6, 6}));
+                    const int v = b.input("v", DType::F32, {5, 12});
+                    const int w = constant(b, "lw", {7, 12}, 39);
+                    const int h = b.op("tern::linear", {v, w, b.none()}, DType::F32, {5, 7});
+                    for (double slope : {0.0, 2.5}) {
+                      b.output(b.op("tern::leaky_relu", {h, b.double_value(slope)}, DType::F32,
+                                    {5, 7}));
+                    }
+                  },
+                  1e-12};
+  leaky.check_blob = [](const std::vector<uint8_t>& blob) {
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    auto count = [&ops](cpu::NodeOp op) {
+      return std::count(ops.begin(), ops.end(), static_cast<uint32_t>(op));
+    };
+    EXPECT_EQ(count(cpu::NodeOp::Maximum), 3);
+    EXPECT_EQ(count(cpu::NodeOp::Minimum), 1);
+  };
+  c.push_back(leaky);
   c.push_back({"linear_output_also_read",  // an fc output that leaves and feeds a clamp
                [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {5, 240});
