@@ -38,7 +38,7 @@ void check_node(const Graph& g, const Node& node) {
   } else if (op == "tern::upsample_bilinear2d") {  // XNNPACK's bilinear resize (op 31)
     (void)bilinear_upsample_align_corners(g, node);
   } else if (op == "tern::upsample_nearest2d") {  // an integer factor: a broadcast copy
-    (void)nearest_upsample_factors(g, node);
+    (void)nearest_upsample(g, node);
   } else if (op == "tern::conv1d") {  // as a conv2d of height 1 on [N, 1, L, C]
     (void)conv1d_attrs(g, node);
   } else if (op == "tern::conv3d") {  // tern's 3-D conv (op 33) on NDHWC bytes

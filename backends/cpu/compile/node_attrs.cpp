@@ -220,27 +220,32 @@ const Value& upsample_input(const Graph& g, const Node& node, const std::string&
 
 }  // namespace
 
-std::vector<int64_t> nearest_upsample_factors(const Graph& g, const Node& node) {
+NearestUpsample nearest_upsample(const Graph& g, const Node& node) {
   // x, scale_h, scale_w -> out
   const Value& x = upsample_input(g, node, "upsample_nearest2d", 3);
   const Value& out = single_output(g, node);
+  NearestUpsample u;
+  bool by_factors = true;
   std::vector<int64_t> k;
   for (size_t d = 2; d < 4; ++d) {
     const int id = node.args[d - 1];
     const bool has = !is_none(g, id);
     const double scale = has ? number(g, id, "scale") : 0.0;
     const int64_t in = x.sizes[d], o = out.sizes[d];
-    if (o % in != 0) fail("upsample_nearest2d: " + shape_str(out.sizes) + " is no integer multiple of " + shape_str(x.sizes));
-    const int64_t f = o / in;
-    for (int64_t i = 0; i < o; ++i) {
-      if (portable_nearest_index(i, in, o, has, scale) != i / f) {
-        fail("upsample_nearest2d: the scale's rounding picks other rows than a factor of " +
-             std::to_string(f));
-      }
-    }
+    std::vector<int64_t>& src = d == 2 ? u.rows : u.cols;
+    for (int64_t i = 0; i < o; ++i) src.push_back(portable_nearest_index(i, in, o, has, scale));
+    const int64_t f = o % in == 0 ? o / in : 0;
+    for (int64_t i = 0; i < o && by_factors; ++i) by_factors = f > 0 && src[i] == i / f;
     k.push_back(f);
   }
-  return k;
+  if (by_factors) {
+    u.factors = k;
+  } else if (out.sizes[1] * out.sizes[2] * out.sizes[3] > (int64_t{1} << 24) ||
+             x.sizes[0] * x.sizes[1] * x.sizes[2] * x.sizes[3] >= (int64_t{1} << 30)) {
+    fail("upsample_nearest2d: " + shape_str(x.sizes) + " to " + shape_str(out.sizes) +
+         " by no integer factor: a map of more than 2^24 elements");
+  }
+  return u;
 }
 
 bool bilinear_upsample_align_corners(const Graph& g, const Node& node) {

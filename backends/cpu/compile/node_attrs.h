@@ -81,11 +81,16 @@ struct Conv3dAttrs {
 /// Checks a tern::conv3d node (x [N, C, D, H, W] an activation, weight [O, C / groups, KD, KH,
 /// KW] and bias constants; shapes included) and reads its attributes.
 Conv3dAttrs conv3d_attrs(const Graph& g, const Node& node);
-/// upsample_nearest2d(x [N, C, H, W], scale_h, scale_w) -> [N, C, H·kh, W·kw] whose portable
-/// index rule (runtime/kernels/portable/upsample_nearest2d.cpp) maps every output row and
-/// column o to o / k: the integer factors {kh, kw}. Throws Unsupported otherwise (a factor that
-/// is no integer, or a scale whose float rounding picks other rows).
-std::vector<int64_t> nearest_upsample_factors(const Graph& g, const Node& node);
+/// upsample_nearest2d(x [N, C, H, W], scale_h, scale_w) -> [N, C, OH, OW]: the source row of
+/// each output row ({rows, cols}) by the portable index rule (runtime/kernels/portable/
+/// upsample_nearest2d.cpp), and the integer factors {kh, kw} when every output row and column
+/// o maps to o / k (empty otherwise: GhostNetV2's 3x3 gate to 7x7, a map gather). Throws
+/// Unsupported for malformed nodes and for a map gather beyond 2^24 output elements.
+struct NearestUpsample {
+  std::vector<int64_t> rows, cols;
+  std::vector<int64_t> factors;
+};
+NearestUpsample nearest_upsample(const Graph& g, const Node& node);
 
 /// upsample_bilinear2d(x [N, C, H, W], align_corners, scale_h, scale_w) -> [N, C, OH, OW] as
 /// XNNPACK's bilinear resize computes it: returns align_corners. Throws Unsupported for a

@@ -1968,8 +1968,28 @@ class Lowering {
   /// [N, C, H, 1, W, 1], broadcast to [N, C, H, kh, W, kw] (strides 0) and written in one
   /// StridedCopy in the output's NHWC order.
   void lower_nearest_upsample(const Node& node) {
-    const std::vector<int64_t> k = nearest_upsample_factors(g_, node);
+    const NearestUpsample u = nearest_upsample(g_, node);
     const std::vector<int64_t>& s = g_.values[static_cast<size_t>(node.args[0])].sizes;
+    if (u.factors.empty()) {  // no integer factor: a GatherMap over the NHWC bytes
+      const int64_t c = s[1], rows = s[2] * s[3] * c;
+      std::vector<int32_t> map;
+      map.reserve(u.rows.size() * u.cols.size() * static_cast<size_t>(c));
+      for (int64_t r : u.rows) {
+        for (int64_t col : u.cols) {
+          for (int64_t ch = 0; ch < c; ++ch) {
+            map.push_back(static_cast<int32_t>((r * s[3] + col) * c + ch));
+          }
+        }
+      }
+      const uint32_t x = activation_as(node.args[0], /*plain=*/false);
+      const uint32_t m = add_constant_words({static_cast<uint64_t>(map.size())}, map.data(),
+                                            map.size());
+      BlobNode& n = add_node(NodeOp::GatherMap, {x, m}, output(node.outputs[0]));
+      n.params[0] = static_cast<uint32_t>(s[0]);
+      n.params[1] = s[0] > 1 ? static_cast<uint32_t>(rows) : 0u;
+      return;
+    }
+    const std::vector<int64_t>& k = u.factors;
     StridedView v;
     (void)reshaped(view_of(node.args[0]), {s[0], s[1], s[2], 1, s[3], 1}, &v);  // dims of 1
     v = expanded(v, {s[0], s[1], s[2], k[0], s[3], k[1]});

@@ -367,6 +367,27 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::upsample_nearest2d", {y, b.none(), b.none()}, DType::F32,
                                {2, 6, 15, 14}));
                }, 1e-10});
+  // No integer factor: a GatherMap over the NHWC bytes. GhostNetV2's gate (7x7 pooled to 3x3,
+  // back to 7x7: rows 0 0 0 1 1 2 2), a shrink (6 to 4) and a scale-given size, batch 2.
+  OpCase ghost = {"nearest_by_no_integer_factor", [](GraphBuilder& b) {
+                    const std::vector<int64_t> xs{2, 5, 3, 3};
+                    const int x = b.input("x", DType::F32, xs);
+                    const int y = conv(b, x, xs, 6, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 111);
+                    b.output(b.op("tern::upsample_nearest2d", {y, b.none(), b.none()},
+                                  DType::F32, {2, 6, 7, 7}));
+                    const std::vector<int64_t> zs{1, 3, 6, 5};
+                    const int z = b.input("z", DType::F32, zs);
+                    const int r = b.op("tern::relu", {z}, DType::F32, zs);
+                    b.output(b.op("tern::upsample_nearest2d", {r, b.none(), b.none()},
+                                  DType::F32, {1, 3, 4, 8}));
+                    b.output(b.op("tern::upsample_nearest2d",
+                                  {r, b.double_value(1.5), b.double_value(1.7)}, DType::F32,
+                                  {1, 3, 9, 8}));
+                  }, 1e-12};
+  ghost.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::GatherMap), 3u);
+  };
+  c.push_back(ghost);
   return c;
 }
 
@@ -478,11 +499,14 @@ TEST(CpuConcatBlob, CatOfAPartlyTakenGraphOrAListOnlyInputIsTaken) {
 TEST(CpuUpsample, WhatTheCompileHalfRefuses) {
   register_all();
   GraphBuilder b;
-  const int x = b.input("x", DType::F32, {1, 2, 4, 4});
-  b.op("tern::upsample_nearest2d", {x, b.none(), b.none()}, DType::F32, {1, 2, 6, 6});
+  // nearest by no integer factor to more than 2^24 elements (a GatherMap's limit)
+  const int x = b.input("x", DType::F32, {1, 64, 300, 300});
+  b.op("tern::upsample_nearest2d", {x, b.none(), b.none()}, DType::F32, {1, 64, 700, 700});
   const std::string why =
       compiler::CpuBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes.back());
-  EXPECT_NE(why.find("no integer multiple"), std::string::npos) << why;
+  EXPECT_NE(why.find("by no integer factor: a map of more than 2^24 elements"),
+            std::string::npos)
+      << why;
   // bilinear with a scale factor the sizes do not give (recompute_scale_factor=False)
   GraphBuilder c;
   const int y = c.input("y", DType::F32, {1, 2, 4, 4});
