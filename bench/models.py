@@ -218,6 +218,14 @@ def _t5_small_encoder():
     return _hf_outputs(tf.T5EncoderModel(cfg).eval(), ["input_ids"], ["last_hidden_state"]).eval()
 
 
+def _timm(name):
+    """A timm model (random weights, nothing downloaded) with calibrated batch norms."""
+    import timm
+    model = timm.create_model(name, pretrained=False)
+    side = tuple(model.pretrained_cfg["input_size"][1:])
+    return _calibrate_bn(model, (1, 3) + side, batches=2, batch=4)
+
+
 def _yolos_tiny():
     """YOLOS-tiny's shape (12 layers, d 192, 3 heads, 100 detection tokens), random weights, at
     512x512."""
@@ -373,6 +381,12 @@ MODELS = {
                          "transformers T5EncoderModel at T5-small's shape, seq 128"),
     "yolos_tiny": (_yolos_tiny, (1, 3, 512, 512),
                    "transformers YolosForObjectDetection at YOLOS-tiny's shape, 1x3x512x512"),
+    # timm's mobile models (2026-12-05): MobileNetV4 (conv and hybrid: mobile multi-query
+    # attention), FastViT, EfficientViT (MIT), RepViT, EfficientFormer V2, GhostNetV2.
+    **{"timm_" + n: ((lambda n=n: _timm(n)), (1, 3, s, s), "timm %s, 1x3x%dx%d" % (n, s, s))
+       for n, s in (("mobilenetv4_conv_small", 224), ("mobilenetv4_hybrid_medium", 256),
+                    ("fastvit_t8", 256), ("efficientvit_b0", 224), ("repvit_m1_0", 224),
+                    ("efficientformerv2_s0", 224), ("ghostnetv2_100", 224))},
     # Recurrent models (nn.LSTM, unrolled over the time steps by the exporters).
     "lstm_kws": (lambda: LSTMKeywordSpotter().eval(), (1, 49, 40),
                  "2-layer bidirectional LSTM (hidden 128) keyword spotter, 49 frames x 40 MFCCs"),

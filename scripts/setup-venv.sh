@@ -51,6 +51,14 @@ if "$py" -c "import transformers" 2>/dev/null &&
   echo "setup-venv: note: this transformers release does not support torch $have_torch; the" \
        "transformers model tests will be skipped"
 fi
+if ! "$py" -c "import timm" 2>/dev/null; then
+  # timm: the coverage probe's image models (tests/models/coverage_probe.py, run by hand;
+  # random weights, nothing downloaded). Optional: without it the probe skips them.
+  echo "setup-venv: adding timm for torch $have_torch"
+  if ! "$py" -m pip install -q timm "torch==$have_torch"; then
+    echo "setup-venv: warning: could not install timm; the probe's timm models are skipped"
+  fi
+fi
 if ! "$py" -c "import ml_dtypes" 2>/dev/null; then
   # ml_dtypes: the float8_e4m3fn / float8_e5m2 reference of tests/quant (bit-exact FP8).
   echo "setup-venv: adding ml_dtypes"
