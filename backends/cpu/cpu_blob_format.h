@@ -460,12 +460,14 @@ enum class NodeOp : uint32_t {
   /// the output bounds. Output [N, OH, OW, O], OH = (IH - 1) * stride + dilation * (KH - 1) + 1
   /// + adjust - pad top - pad bottom (at least 1), OW alike.
   Deconv2d = 41,
-  /// tern's gather by a constant element map (kernels/gather_map.h; since version 20): the
-  /// output seen as [O, B] row-major, y[o, t] = x[o * params[1] + map[t]] (a torch.gather or
-  /// index_select by a constant index that is no affine walk). in: x (a data value, its bytes
-  /// row-major), map (a constant of B elements, each a little-endian int32 in [0, numel(x)
-  /// - (O - 1) * params[1])). params[0] = O >= 1, params[1] = the step (0..2^30; 0 when O is
-  /// 1), the rest 0; fparams (-inf, +inf). Output: O * B elements.
+  /// tern's gather by a constant map (kernels/gather_map.h; since version 20): the output seen
+  /// as [O, B, R] row-major, y[o, t, r] = x[o * params[1] + map[t] + r] (a torch.gather or
+  /// index_select by a constant index that is no affine walk, a reflect pad, a nearest resize
+  /// by no integer factor). in: x (a data value, its bytes as they lie), map (a constant of B
+  /// elements, each a little-endian int32 in [0, numel(x) - (O - 1) * params[1] - R]).
+  /// params[0] = O >= 1, params[1] = the step (0..2^30; 0 when O is 1), params[2] = the run R
+  /// (0 means 1: blobs before 2026-12-05 had no runs, and their readers refuse a nonzero
+  /// params[2] by name), the rest 0; fparams (-inf, +inf). Output: O * B * R elements.
   GatherMap = 42,
   /// tern's grid sample (kernels/grid_sample_nhwc.h; since version 20): y[n, i, j, :] = x
   /// sampled at grid[n, i, j] = (gx, gy) in [-1, 1] coordinates (the portable grid_sample2d's

@@ -173,7 +173,9 @@ void check_node(const Graph& g, const Node& node) {
     const Value& out = single_output(g, node);
     std::vector<int64_t> pre, post;
     float value;
-    pad_amounts(g, node, x.sizes.size(), &pre, &post, &value);
+    bool reflect;
+    pad_amounts(g, node, x.sizes.size(), &pre, &post, &value, &reflect);
+    if (reflect) check_reflect_pad(x.sizes, pre, post);  // a GatherMap: gather_map_plan.h
     std::vector<int64_t> expect = x.sizes;
     for (size_t d = 0; d < expect.size(); ++d) expect[d] += pre[d] + post[d];
     if (out.sizes != expect) throw Unsupported("pad: out shape");

@@ -1,5 +1,6 @@
 #include "backends/cpu/compile/gather_map_plan.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -35,8 +36,9 @@ std::vector<int64_t> index_values(const Graph& g, int id, const char* op) {
   return values;
 }
 
-/// Folds the whole map `m` of an output of `sizes` into the most rows it repeats over.
-GatherMapPlan fold(const std::vector<int64_t>& m, const std::vector<int64_t>& sizes) {
+/// Folds the map `m` (one entry per run) of an output of `sizes` into the most rows it repeats
+/// over.
+GatherMapPlan fold_rows(const std::vector<int64_t>& m, const std::vector<int64_t>& sizes) {
   GatherMapPlan plan;
   const int64_t n = static_cast<int64_t>(m.size());
   int64_t outer = 1;
@@ -129,7 +131,82 @@ GatherMapPlan gather_map_plan(const Graph& g, const Node& node) {
       at[k] = 0;
     }
   }
-  return fold(m, out.sizes);
+  return fold_map(m, out.sizes);
+}
+
+GatherMapPlan fold_map(const std::vector<int64_t>& m, const std::vector<int64_t>& sizes) {
+  // The run: the innermost dims, outward while every run of their product reads consecutive
+  // elements (if dims k.. do, so do dims k+1..).
+  size_t kept = sizes.size();
+  int64_t run = 1;
+  const int64_t n = static_cast<int64_t>(m.size());
+  while (kept > 0 && n > 0) {
+    const int64_t r = run * sizes[kept - 1];
+    bool consecutive = true;
+    for (int64_t f = 0; consecutive && f < n; ++f) {
+      consecutive = m[static_cast<size_t>(f)] == m[static_cast<size_t>(f - f % r)] + f % r;
+    }
+    if (!consecutive) break;
+    run = r;
+    --kept;
+  }
+  std::vector<int64_t> starts;
+  starts.reserve(static_cast<size_t>(n / std::max<int64_t>(run, 1)));
+  for (int64_t f = 0; f < n; f += run) starts.push_back(m[static_cast<size_t>(f)]);
+  GatherMapPlan plan =
+      fold_rows(starts, std::vector<int64_t>(sizes.begin(), sizes.begin() + kept));
+  plan.run = run;
+  return plan;
+}
+
+void check_reflect_pad(const std::vector<int64_t>& x_sizes, const std::vector<int64_t>& pre,
+                       const std::vector<int64_t>& post) {
+  int64_t xn = 1, yn = 1;
+  for (size_t d = 0; d < x_sizes.size(); ++d) {
+    const int64_t size = x_sizes[d];
+    if ((pre[d] > 0 || post[d] > 0) && (pre[d] >= size || post[d] >= size)) {
+      throw Unsupported("pad: reflect padding (" + std::to_string(pre[d]) + ", " +
+                        std::to_string(post[d]) + ") of dim " + std::to_string(d) + " of size " +
+                        std::to_string(size) + " (each below the size)");
+    }
+    xn *= size;
+    yn *= size + pre[d] + post[d];
+  }
+  if (xn >= kMaxInput || yn > kMaxOutput || yn < 1) {
+    throw Unsupported("pad: reflect padding of x " + shape_str(x_sizes) + " to " +
+                      std::to_string(yn) + " elements (x below 2^30 and 1..2^24 taken)");
+  }
+}
+
+GatherMapPlan reflect_pad_plan(const std::vector<int64_t>& x_sizes, const std::vector<int64_t>& pre,
+                               const std::vector<int64_t>& post,
+                               const std::vector<size_t>& order) {
+  check_reflect_pad(x_sizes, pre, post);
+  const size_t rank = x_sizes.size();
+  std::vector<int64_t> xo(rank), yo(rank);  // sizes in byte order
+  for (size_t k = 0; k < rank; ++k) {
+    xo[k] = x_sizes[order[k]];
+    yo[k] = xo[k] + pre[order[k]] + post[order[k]];
+  }
+  const std::vector<int64_t> xs = row_major_strides(xo);
+  const int64_t yn = numel_of(yo);
+  std::vector<int64_t> m(static_cast<size_t>(yn));
+  std::vector<int64_t> at(rank, 0);
+  for (int64_t f = 0; f < yn; ++f) {
+    int64_t offset = 0;
+    for (size_t k = 0; k < rank; ++k) {
+      int64_t s = at[k] - pre[order[k]];  // torch's reflection: the edge itself not repeated
+      if (s < 0) s = -s;
+      if (s >= xo[k]) s = 2 * (xo[k] - 1) - s;
+      offset += s * xs[k];
+    }
+    m[static_cast<size_t>(f)] = offset;
+    for (size_t k = rank; k-- > 0;) {
+      if (++at[k] < yo[k]) break;
+      at[k] = 0;
+    }
+  }
+  return fold_map(m, yo);
 }
 
 }  // namespace tern::compiler::cpu_compile

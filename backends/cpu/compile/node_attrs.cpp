@@ -240,10 +240,10 @@ NearestUpsample nearest_upsample(const Graph& g, const Node& node) {
   }
   if (by_factors) {
     u.factors = k;
-  } else if (out.sizes[1] * out.sizes[2] * out.sizes[3] > (int64_t{1} << 24) ||
+  } else if (out.sizes[0] * out.sizes[2] * out.sizes[3] > (int64_t{1} << 24) ||
              x.sizes[0] * x.sizes[1] * x.sizes[2] * x.sizes[3] >= (int64_t{1} << 30)) {
     fail("upsample_nearest2d: " + shape_str(x.sizes) + " to " + shape_str(out.sizes) +
-         " by no integer factor: a map of more than 2^24 elements");
+         " by no integer factor: a map of more than 2^24 pixels, or x of 2^30 elements");
   }
   return u;
 }
@@ -636,7 +636,7 @@ void clamp_bounds(const Graph& g, const Node& node, float* lo, float* hi) {
 }
 
 void pad_amounts(const Graph& g, const Node& node, size_t rank, std::vector<int64_t>* pre,
-                 std::vector<int64_t>* post, float* value) {
+                 std::vector<int64_t>* post, float* value, bool* reflect) {
   // x, pad, mode, value -> out
   if (node.args.size() != 4) fail("pad: expected 4 arguments");
   const Value& p = static_value(g, node.args[1], "pad");
@@ -644,11 +644,13 @@ void pad_amounts(const Graph& g, const Node& node, size_t rank, std::vector<int6
     fail("pad: pad list");
   }
   const Value& mode = static_value(g, node.args[2], "mode");
-  if (mode.kind != Value::Kind::String || mode.string_value != "constant") {
-    fail("pad: mode is not \"constant\"");
+  if (mode.kind != Value::Kind::String ||
+      (mode.string_value != "constant" && mode.string_value != "reflect")) {
+    fail("pad: mode is neither \"constant\" nor \"reflect\"");
   }
+  *reflect = mode.string_value == "reflect";
   double v = 0.0;
-  if (!is_none(g, node.args[3])) v = number(g, node.args[3], "value");
+  if (!*reflect && !is_none(g, node.args[3])) v = number(g, node.args[3], "value");
   pre->assign(rank, 0);
   post->assign(rank, 0);
   for (size_t i = 0; i < p.ints.size() / 2; ++i) {

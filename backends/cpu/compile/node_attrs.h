@@ -172,9 +172,10 @@ void clamp_bounds(const Graph& g, const Node& node, float* lo, float* hi);
 /// delegate computes max(x, slope·x), or min(x, slope·x) for a slope above 1).
 float leaky_relu_slope(const Graph& g, const Node& node);
 
-/// Per-dim pre/post paddings of a constant tern::pad over a rank-`rank` tensor (tern order).
+/// Per-dim pre/post paddings of a tern::pad over a rank-`rank` tensor (tern order), its fill
+/// value (constant mode) and whether its mode is "reflect" (else "constant").
 void pad_amounts(const Graph& g, const Node& node, size_t rank, std::vector<int64_t>* pre,
-                 std::vector<int64_t>* post, float* value);
+                 std::vector<int64_t>* post, float* value, bool* reflect);
 
 /// Checks a node of a binary elementwise op (add sub mul div) and returns alpha (1 unless
 /// add/sub give one).

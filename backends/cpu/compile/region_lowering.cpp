@@ -1821,14 +1821,19 @@ class Lowering {
   /// 42) reading x's bytes row-major through one folded block of int32 offsets
   /// (gather_map_plan.h: SEW-D's relative-position gathers).
   void lower_gather_map(const Node& node) {
-    const GatherMapPlan plan = gather_map_plan(g_, node);
-    const uint32_t x = activation(node.args[0]);
+    emit_gather_map(gather_map_plan(g_, node), activation(node.args[0]),
+                    output(node.outputs[0]));
+  }
+
+  /// tern's GatherMap (op 42) of `plan` from blob value x to blob value y.
+  void emit_gather_map(const GatherMapPlan& plan, uint32_t x, uint32_t y) {
     const uint32_t map =
         add_constant_words({static_cast<uint64_t>(plan.map.size())}, plan.map.data(),
                            plan.map.size());
-    BlobNode& n = add_node(NodeOp::GatherMap, {x, map}, output(node.outputs[0]));
+    BlobNode& n = add_node(NodeOp::GatherMap, {x, map}, y);
     n.params[0] = static_cast<uint32_t>(plan.outer);
     n.params[1] = static_cast<uint32_t>(plan.step);
+    n.params[2] = plan.run > 1 ? static_cast<uint32_t>(plan.run) : 0u;
   }
 
   /// grid_sample2d: tern's grid-sample node (op 43) over x in NHWC (a plain x copied into that
@@ -1970,23 +1975,21 @@ class Lowering {
   void lower_nearest_upsample(const Node& node) {
     const NearestUpsample u = nearest_upsample(g_, node);
     const std::vector<int64_t>& s = g_.values[static_cast<size_t>(node.args[0])].sizes;
-    if (u.factors.empty()) {  // no integer factor: a GatherMap over the NHWC bytes
-      const int64_t c = s[1], rows = s[2] * s[3] * c;
-      std::vector<int32_t> map;
-      map.reserve(u.rows.size() * u.cols.size() * static_cast<size_t>(c));
-      for (int64_t r : u.rows) {
-        for (int64_t col : u.cols) {
-          for (int64_t ch = 0; ch < c; ++ch) {
-            map.push_back(static_cast<int32_t>((r * s[3] + col) * c + ch));
-          }
+    if (u.factors.empty()) {  // no integer factor: a GatherMap of NHWC pixels
+      std::vector<int64_t> pixels;  // each output pixel's source pixel, in pixels
+      pixels.reserve(static_cast<size_t>(s[0]) * u.rows.size() * u.cols.size());
+      for (int64_t b = 0; b < s[0]; ++b) {
+        for (int64_t r : u.rows) {
+          for (int64_t col : u.cols) pixels.push_back((b * s[2] + r) * s[3] + col);
         }
       }
-      const uint32_t x = activation_as(node.args[0], /*plain=*/false);
-      const uint32_t m = add_constant_words({static_cast<uint64_t>(map.size())}, map.data(),
-                                            map.size());
-      BlobNode& n = add_node(NodeOp::GatherMap, {x, m}, output(node.outputs[0]));
-      n.params[0] = static_cast<uint32_t>(s[0]);
-      n.params[1] = s[0] > 1 ? static_cast<uint32_t>(rows) : 0u;
+      const std::vector<int64_t>& ys = g_.values[static_cast<size_t>(node.outputs[0])].sizes;
+      GatherMapPlan plan = fold_map(pixels, {ys[0], ys[2], ys[3]});
+      const int64_t c = s[1];  // pixels to elements: each copies its C channels
+      for (int32_t& m : plan.map) m = static_cast<int32_t>(m * c);
+      plan.step *= c;
+      plan.run *= c;
+      emit_gather_map(plan, activation_as(node.args[0], /*plain=*/false), output(node.outputs[0]));
       return;
     }
     const std::vector<int64_t>& k = u.factors;
@@ -2398,7 +2401,16 @@ class Lowering {
     const size_t rank = xv.sizes.size();
     std::vector<int64_t> pre, post;
     float value;
-    pad_amounts(g_, node, rank, &pre, &post, &value);
+    bool reflect;
+    pad_amounts(g_, node, rank, &pre, &post, &value, &reflect);
+    if (reflect) {  // a GatherMap over x's bytes as they lie (TResNet's blur pool)
+      std::vector<size_t> order(rank);
+      for (size_t d = 0; d < rank; ++d) order[d] = d;
+      if (is_nhwc(node.args[0])) order = {0, 2, 3, 1};
+      emit_gather_map(reflect_pad_plan(xv.sizes, pre, post, order), activation(node.args[0]),
+                      output(node.outputs[0]));
+      return;
+    }
     if (is_nhwc(node.args[0])) {  // tern dims N C H W -> XNNPACK dims N H W C
       pre = {pre[0], pre[2], pre[3], pre[1]};
       post = {post[0], post[2], post[3], post[1]};

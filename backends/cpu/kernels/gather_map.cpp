@@ -10,14 +10,26 @@ namespace {
 
 constexpr int64_t kChunk = 4096;  // elements a task copies when the block is split
 
-/// y[o, t] for t in [begin, end).
+/// Map entries a task copies when the block is split (at least one).
+int64_t entries_per_chunk(const GatherMapProblem& p) { return std::max<int64_t>(1, kChunk / p.run); }
+
+/// y[o, t, :] for t in [begin, end).
 void copy_range(const GatherMapProblem& p, int64_t o, int64_t begin, int64_t end) {
   const float* x = p.x + o * p.step;
-  float* y = p.y + o * p.block;
+  float* y = p.y + o * p.block * p.run;
+  if (p.run == 1) {
+    for (int64_t t = begin; t < end; ++t) {
+      int32_t offset;
+      std::memcpy(&offset, p.map + 4 * t, 4);
+      y[t] = x[offset];
+    }
+    return;
+  }
+  const size_t bytes = static_cast<size_t>(p.run) * sizeof(float);
   for (int64_t t = begin; t < end; ++t) {
     int32_t offset;
     std::memcpy(&offset, p.map + 4 * t, 4);
-    y[t] = x[offset];
+    std::memcpy(y + t * p.run, x + offset, bytes);
   }
 }
 
@@ -28,14 +40,15 @@ void run_row(void* context, size_t o) {
 
 void run_chunk(void* context, size_t c) {
   const GatherMapProblem& p = *static_cast<const GatherMapProblem*>(context);
-  const int64_t begin = static_cast<int64_t>(c) * kChunk;
-  copy_range(p, 0, begin, std::min(p.block, begin + kChunk));
+  const int64_t per = entries_per_chunk(p);
+  const int64_t begin = static_cast<int64_t>(c) * per;
+  copy_range(p, 0, begin, std::min(p.block, begin + per));
 }
 
 }  // namespace
 
 void gather_map(const GatherMapProblem& p, pthreadpool_t pool) {
-  const int64_t work = p.outer * p.block;
+  const int64_t work = p.outer * p.block * p.run;
   if (pool == nullptr || work < 16384 || pthreadpool_get_threads_count(pool) <= 1) {
     for (int64_t o = 0; o < p.outer; ++o) copy_range(p, o, 0, p.block);
     return;
@@ -46,7 +59,9 @@ void gather_map(const GatherMapProblem& p, pthreadpool_t pool) {
                                kPoolFlags);
   } else {
     pthreadpool_parallelize_1d(pool, &run_chunk, context,
-                               static_cast<size_t>((p.block + kChunk - 1) / kChunk), kPoolFlags);
+                               static_cast<size_t>((p.block + entries_per_chunk(p) - 1) /
+                                                   entries_per_chunk(p)),
+                               kPoolFlags);
   }
 }
 

@@ -788,12 +788,14 @@ Error check_batch_matmul(uint32_t n, const BlobNode& node, const BlobValue* v) {
 }
 
 /// Op 42: x an f32 data value; the map a Constant of B int32 offsets (its bytes in the blob),
-/// O * B output elements, and every read o * step + map[t] inside x.
+/// O * B * R output elements (R = params[2], 0 meaning 1), and every run of R elements read
+/// from o * step + map[t] inside x.
 Error check_gather_map(uint32_t n, const BlobNode& node, const BlobValue* v,
                        const uint8_t* data) {
-  TERN_RETURN_IF_ERROR(check_params_range(n, node, 2, 0, 1));
+  TERN_RETURN_IF_ERROR(check_params_range(n, node, 3, 0, 1));
   TERN_RETURN_IF_ERROR(check_f32_data_inputs(n, node, v, 1));
   const uint64_t outer = node.params[0], step = node.params[1];
+  const uint64_t run = node.params[2] == 0 ? 1 : node.params[2];  // 0: blobs before runs
   const BlobValue& m = v[node.inputs[1]];
   TERN_CHECK_OR_RETURN_ERROR(m.kind == static_cast<uint32_t>(ValueKind::Constant) &&
                                  m.layout != static_cast<uint32_t>(ValueLayout::Int64Plain),
@@ -803,34 +805,44 @@ Error check_gather_map(uint32_t n, const BlobNode& node, const BlobValue* v,
                              n, node.inputs[1]);
   const uint64_t block = value_numel(m), xs = value_numel(v[node.inputs[0]]);
   const uint64_t ys = value_numel(v[node.output]);
-  TERN_CHECK_OR_RETURN_ERROR(outer * block == ys, InvalidProgram,
-                             "cpu blob: node %u (gather_map): %llu rows of the %llu-entry map, "
-                             "expected the output's %llu elements",
+  // ys == outer · block · run, by divisions (no product overflows).
+  const bool sizes_agree = block == 0 ? ys == 0
+                                      : ys % block == 0 && (ys / block) % outer == 0 &&
+                                            ys / block / outer == run;
+  TERN_CHECK_OR_RETURN_ERROR(sizes_agree,
+                             InvalidProgram,
+                             "cpu blob: node %u (gather_map): %llu rows of the %llu-entry map "
+                             "copying runs of %llu, expected the output's %llu elements",
                              n, static_cast<unsigned long long>(outer),
                              static_cast<unsigned long long>(block),
+                             static_cast<unsigned long long>(run),
                              static_cast<unsigned long long>(ys));
   TERN_CHECK_OR_RETURN_ERROR(outer > 1 || step == 0, InvalidProgram,
                              "cpu blob: node %u (gather_map): step %llu with one row, expected 0",
                              n, static_cast<unsigned long long>(step));
   // Both at most 2^30: the last row's start fits in 64 bits.
   const uint64_t last_row = (outer - 1) * step;
-  TERN_CHECK_OR_RETURN_ERROR(last_row < xs, InvalidProgram,
-                             "cpu blob: node %u (gather_map): the last row starts at %llu, past "
-                             "x's %llu elements",
+  TERN_CHECK_OR_RETURN_ERROR(last_row + run <= xs, InvalidProgram,
+                             "cpu blob: node %u (gather_map): the last row starts at %llu, and "
+                             "with a run of %llu passes x's %llu elements",
                              n, static_cast<unsigned long long>(last_row),
+                             static_cast<unsigned long long>(run),
                              static_cast<unsigned long long>(xs));
+  const uint64_t limit = xs - last_row - run;  // the largest offset an entry may have
   const uint8_t* map = data + m.data_offset;
   for (uint64_t t = 0; t < block; ++t) {
     int32_t offset;
     std::memcpy(&offset, map + 4 * t, 4);
-    TERN_CHECK_OR_RETURN_ERROR(offset >= 0 && static_cast<uint64_t>(offset) < xs - last_row,
+    TERN_CHECK_OR_RETURN_ERROR(offset >= 0 && static_cast<uint64_t>(offset) <= limit,
                                InvalidProgram,
                                "cpu blob: node %u (gather_map): map entry %llu is %d, expected "
-                               "0..%llu (x's %llu elements less the last row's start %llu)",
+                               "0..%llu (x's %llu elements less the last row's start %llu "
+                               "and the run of %llu)",
                                n, static_cast<unsigned long long>(t), offset,
-                               static_cast<unsigned long long>(xs - last_row - 1),
+                               static_cast<unsigned long long>(limit),
                                static_cast<unsigned long long>(xs),
-                               static_cast<unsigned long long>(last_row));
+                               static_cast<unsigned long long>(last_row),
+                               static_cast<unsigned long long>(run));
   }
   return Error::Ok;
 }

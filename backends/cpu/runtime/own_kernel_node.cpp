@@ -588,6 +588,7 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       p.outer = node.params[0];  // validated with the map: check_gather_map
       p.block = static_cast<int64_t>(value_numel(plan.values[node.inputs[1]]));
       p.step = node.params[1];
+      p.run = node.params[2] == 0 ? 1 : node.params[2];
       gather_map(p, pool);
       return Error::Ok;
     }

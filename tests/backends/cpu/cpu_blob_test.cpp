@@ -267,11 +267,13 @@ TEST_F(CpuBlobTest, SupportsRefusesWhatXnnpackCannotMatch) {
        }},
       // (a flatten that reorders an NHWC tensor is taken since version 9: a StridedCopy;
       // cpu_conformance_attention_test)
-      {"reflect pad",
+      // (a reflect pad is taken since 2026-12-05: a GatherMap; cpu_conformance_test's
+      // reflect_pad_* cases) but not one as wide as its dim (torch refuses it too)
+      {"reflect pad as wide as its dim",
        [](GraphBuilder& b) {
          const int x = b.input("x", DType::F32, {1, 4});
-         b.op("tern::pad", {x, b.int_list({1, 1}), b.string_value("reflect"), b.none()}, DType::F32,
-              {1, 6});
+         b.op("tern::pad", {x, b.int_list({4, 1}), b.string_value("reflect"), b.none()}, DType::F32,
+              {1, 9});
        }},
       {"negative pad (crop)",
        [](GraphBuilder& b) {

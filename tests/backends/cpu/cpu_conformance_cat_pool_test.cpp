@@ -499,12 +499,13 @@ TEST(CpuConcatBlob, CatOfAPartlyTakenGraphOrAListOnlyInputIsTaken) {
 TEST(CpuUpsample, WhatTheCompileHalfRefuses) {
   register_all();
   GraphBuilder b;
-  // nearest by no integer factor to more than 2^24 elements (a GatherMap's limit)
-  const int x = b.input("x", DType::F32, {1, 64, 300, 300});
-  b.op("tern::upsample_nearest2d", {x, b.none(), b.none()}, DType::F32, {1, 64, 700, 700});
+  // nearest by no integer factor to more than 2^24 pixels (a GatherMap's limit: its map has
+  // one entry per output pixel)
+  const int x = b.input("x", DType::F32, {1, 1, 3000, 3000});
+  b.op("tern::upsample_nearest2d", {x, b.none(), b.none()}, DType::F32, {1, 1, 7000, 3000});
   const std::string why =
       compiler::CpuBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes.back());
-  EXPECT_NE(why.find("by no integer factor: a map of more than 2^24 elements"),
+  EXPECT_NE(why.find("by no integer factor: a map of more than 2^24 pixels"),
             std::string::npos)
       << why;
   // bilinear with a scale factor the sizes do not give (recompute_scale_factor=False)

@@ -107,6 +107,7 @@ std::vector<OpCase> cases() {
     ASSERT_EQ(count_op(blob, cpu::NodeOp::GatherMap), 1u);
     EXPECT_EQ(blob_node(blob, 0).params[0], 4u) << "one row per x[b]";
     EXPECT_EQ(blob_node(blob, 0).params[1], 18u) << "a row of x apart";
+    EXPECT_EQ(blob_node(blob, 0).params[2], 3u) << "each entry copies a picked row's 3 elements";
   };
   c.push_back(perm);
   return c;
@@ -168,15 +169,18 @@ TEST(CpuGatherBlob, FieldsAreChecked) {
   expect_refused(
       blob, 0,
       {{"rows against the output", [](cpu::BlobNode& m) { m.params[0] = 2; },
-        "2 rows of the 2-entry map, expected the output's 6 elements"},
+        "2 rows of the 2-entry map copying runs of 1, expected the output's 6 elements"},
        {"no rows", [](cpu::BlobNode& m) { m.params[0] = 0; }, "parameter 0 is 0"},
        {"a step leaving the map past x", [](cpu::BlobNode& m) { m.params[1] = 10; },
-        "map entry 0 is 5, expected 0..3 (x's 24 elements less the last row's start 20)"},
+        "map entry 0 is 5, expected 0..3 (x's 24 elements less the last row's start 20 and "
+        "the run of 1)"},
        {"a last row past x", [](cpu::BlobNode& m) { m.params[1] = 12; },
-        "the last row starts at 24, past x's 24 elements"},
+        "the last row starts at 24, and with a run of 1 passes x's 24 elements"},
+       {"runs the output has no room for", [](cpu::BlobNode& m) { m.params[2] = 2; },
+        "3 rows of the 2-entry map copying runs of 2, expected the output's 6 elements"},
        {"a huge step", [](cpu::BlobNode& m) { m.params[1] = 1u << 31; }, "above"},
-       {"an unused parameter", [](cpu::BlobNode& m) { m.params[2] = 1; },
-        "unused parameter 2 is 1"},
+       {"an unused parameter", [](cpu::BlobNode& m) { m.params[3] = 1; },
+        "unused parameter 3 is 1"},
        {"the map as x", [](cpu::BlobNode& m) { m.inputs[0] = m.inputs[1]; },
         "must not be a constant"},
        {"x as the map", [](cpu::BlobNode& m) { m.inputs[1] = m.inputs[0]; },
@@ -201,6 +205,39 @@ TEST(CpuGatherBlob, FieldsAreChecked) {
               std::string::npos)
         << message;
   }
+}
+
+/// An index_select of rows: each map entry copies one of x's rows (a run of 4).
+TEST(CpuGatherBlob, RunsAreChecked) {
+  register_all();
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {5, 4});
+  const int i = int64_constant(b, {3}, {4, 0, 2});
+  b.output(b.op("tern::index_select", {x, b.int_value(0), i}, DType::F32, {3, 4}));
+  delegate_cpu(b, 0, static_cast<int>(b.num_nodes()) - 1);
+  const std::vector<uint8_t> blob = b.graph().delegates[0].blob;
+  ASSERT_EQ(blob_ops(blob), std::vector<uint32_t>{static_cast<uint32_t>(cpu::NodeOp::GatherMap)});
+  const cpu::BlobNode n = blob_node(blob, 0);
+  ASSERT_EQ(n.params[0], 1u);
+  ASSERT_EQ(n.params[2], 4u);
+  expect_refused(blob, 0,
+                 {{"a run longer than the output's share",
+                   [](cpu::BlobNode& m) { m.params[2] = 5; },
+                   "1 rows of the 3-entry map copying runs of 5, expected the output's 12 "
+                   "elements"},
+                  {"a run of 0 as 1: sizes disagree", [](cpu::BlobNode& m) { m.params[2] = 0; },
+                   "copying runs of 1, expected the output's 12 elements"}});
+  // The last entry's run must end inside x: row 4 starts at 16, so 17 passes x's 20 elements.
+  cpu::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  cpu::BlobValue map;
+  std::memcpy(&map, blob.data() + sizeof(h) + n.inputs[1] * sizeof(cpu::BlobValue), sizeof(map));
+  std::vector<uint8_t> bad = blob;
+  const int32_t entry = 17;
+  std::memcpy(bad.data() + h.data_offset + map.data_offset, &entry, 4);
+  std::string message;
+  EXPECT_EQ(parse(bad, &message), Error::InvalidProgram);
+  EXPECT_NE(message.find("map entry 0 is 17, expected 0..16"), std::string::npos) << message;
 }
 
 }  // namespace

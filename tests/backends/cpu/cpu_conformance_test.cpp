@@ -800,6 +800,49 @@ std::vector<OpCase> cases() {
                                DType::F32, {3, 7}));
                },
                0.0});
+  // Reflect pads: a GatherMap (op 42) over x's bytes as they lie. TResNet's blur pool (a conv's
+  // NHWC output padded by 1 on each side, then a depthwise 3x3 stride-2 blur: runs of C), a
+  // plain 2-D pad of both dims, a 3-D pad of its last two dims by different amounts (one
+  // of them size - 1) over two rows of the batch.
+  OpCase blur = {"reflect_pad_tresnet_blur_pool",
+                 [](GraphBuilder& b) {
+                   const std::vector<int64_t> xs{2, 3, 9, 8};
+                   const int x = b.input("x", DType::F32, xs);
+                   const int y = conv(b, x, xs, 6, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 71);
+                   const int p = b.op("tern::pad", {y, b.int_list({1, 1, 1, 1}),
+                                                    b.string_value("reflect"), b.none()},
+                                      DType::F32, {2, 6, 11, 10});
+                   const std::vector<int64_t> ps{2, 6, 11, 10};
+                   b.output(conv(b, p, ps, 6, 3, 3, {2, 2}, {0, 0}, {1, 1}, 6, false, 72));
+                 },
+                 1e-10};
+  blur.check_blob = [](const std::vector<uint8_t>& blob) {
+    ASSERT_EQ(count_op(blob, cpu::NodeOp::GatherMap), 1u);
+    const cpu::BlobNode n = blob_node(blob, last_node_of(blob, cpu::NodeOp::GatherMap));
+    EXPECT_EQ(n.params[0], 2u) << "one row per image";
+    EXPECT_EQ(n.params[1], 9u * 8u * 6u) << "an image apart";
+    EXPECT_EQ(n.params[2], 6u) << "each entry copies a pixel's channels";
+  };
+  c.push_back(blur);
+  c.push_back({"reflect_pad_2d_both_dims",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {4, 5});
+                 b.output(b.op("tern::pad",
+                               {x, b.int_list({2, 1, 3, 1}), b.string_value("reflect"),
+                                b.none()},
+                               DType::F32, {8, 8}));
+               },
+               0.0});
+  c.push_back({"reflect_pad_3d_last_two_dims",
+               [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 3, 6});
+                 const int t = b.op("tern::tanh", {x}, DType::F32, {2, 3, 6});
+                 b.output(b.op("tern::pad",
+                               {t, b.int_list({5, 0, 2, 1}), b.string_value("reflect"),
+                                b.none()},
+                               DType::F32, {2, 6, 11}));
+               },
+               kTranscendental});
   // ---- composite: a ResNet-like basic block with a classifier ----
   c.push_back(
       {"resnet_block_head",
