@@ -44,10 +44,14 @@ class Matcher {
         e = node(dw).outputs[0];
         dw = sole_reader(e);
       }
-      if (dw < 0 || !is_depthwise(node(dw)) || node(dw).args[0] != e) return false;
+      if (dw < 0 || !is_depthwise(node(dw)) || node(dw).args[0] != e ||
+          depth_multiplier(node(dw)) != 1) {
+        return false;
+      }
       m->input = head.args[0];
     } else if (is_depthwise(head)) {
       m->input = head.args[0];
+      m->multiplier = depth_multiplier(head);
     } else {
       return false;
     }
@@ -77,7 +81,8 @@ class Matcher {
       m->output = node(proj).outputs[0];
       fold_residual(m);
     }
-    return m->expand >= 0 || m->project >= 0 || is_large_depthwise(node(dw));
+    return m->expand >= 0 || m->project >= 0 || is_large_depthwise(node(dw)) ||
+           is_wide_depthwise(node(dw));
   }
 
  private:
@@ -211,14 +216,28 @@ class Matcher {
            a.stride[1] == 1 && a.pad[0] == 0 && a.pad[1] == 0;
   }
 
-  /// A depthwise conv with one output channel per input channel, dilation 1 and a window of at
-  /// most kMaxBottleneckWindow rows.
+  /// A depthwise conv (any whole number of output channels per input channel: depth_multiplier),
+  /// dilation 1 and a window of at most kMaxBottleneckWindow rows.
   bool is_depthwise(const Node& n) const {
     if (!is_conv_on_activation(n)) return false;
     const ConvAttrs a = conv_attrs(g_, n);
     const std::vector<int64_t>& w = value(n.args[1]).sizes;
-    return a.depthwise && w[0] == a.groups && a.dilation[0] == 1 && a.dilation[1] == 1 &&
+    return a.depthwise && w[0] % a.groups == 0 && a.dilation[0] == 1 && a.dilation[1] == 1 &&
            w[2] <= static_cast<int64_t>(cpu::kMaxBottleneckWindow);
+  }
+
+  /// Output channels per input channel of depthwise conv `n`.
+  int64_t depth_multiplier(const Node& n) const {
+    return value(n.args[1]).sizes[0] / conv_attrs(g_, n).groups;
+  }
+
+  /// A depthwise window of more than 25 taps (ConvNeXt's and FastViT's 7x7) runs on tern's
+  /// kernel whatever its size: XNNPACK's depthwise kernels stop at 25 taps, and past them it
+  /// computes a grouped GEMM of one column per channel (a 7x7 stride-2 conv of 64x64x96 took
+  /// 26 ms on two threads, against 0.13 ms for a 3x3 one).
+  bool is_wide_depthwise(const Node& n) const {
+    const std::vector<int64_t>& w = value(n.args[1]).sizes;
+    return w[2] * w[3] > 25;
   }
 
   /// A lone depthwise conv with at least kLoneDepthwiseMinWork output floats runs on tern's

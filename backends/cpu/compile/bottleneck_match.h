@@ -18,6 +18,9 @@ struct BottleneckMatch {
   int expand = -1;             ///< the 1x1 expand conv node, or -1
   uint32_t expand_epilogue = 0;  ///< cpu::BottleneckEpilogue after it
   int depthwise = -1;          ///< the depthwise conv node
+  /// Its output channels per input channel (FastViT's patch embedding: 2); above 1 only without
+  /// an expand: the input's channels are then repeated that many times before the kernel.
+  int64_t multiplier = 1;
   uint32_t depthwise_epilogue = 0;
   /// Squeeze-excitation between the depthwise stage and the project (only with a project):
   /// mean(d) -> 1x1 squeeze conv [-> activation] -> 1x1 excitation conv -> sigmoid or
@@ -35,8 +38,9 @@ struct BottleneckMatch {
 };
 
 /// The chains in `region`, disjoint, each with a depthwise conv and an expand or a project, or
-/// a lone depthwise conv with a large output (smaller ones stay XNNPACK's: a stage boundary
-/// would cost more than tern's kernel saves), found from the first region node on.
+/// a lone depthwise conv with a large output or a window of more than 25 taps (smaller ones
+/// stay XNNPACK's: a stage boundary would cost more than tern's kernel saves), found from the
+/// first region node on.
 std::vector<BottleneckMatch> match_bottlenecks(const Graph& g, const DelegateRegion& region);
 
 }  // namespace tern::compiler::cpu_compile

@@ -721,6 +721,13 @@ class Lowering {
       return;
     }
     const int64_t o = c.w[0], cg = c.w[1], kh = c.w[2], kw = c.w[3];
+    // A depth multiplier M > 1 (FastViT's patch embedding: 48 channels to 96 by 7x7 and 3x3
+    // groups of one) runs as XNNPACK's grouped GEMM, a product of M columns per group, ten
+    // times slower than its depthwise kernel: so each input channel is repeated M times (one
+    // StridedCopy, shared by the convs that read the same x) and the conv is a depthwise one of
+    // multiplier 1 over O channels. Output channel g·M + m reads input channel g either way.
+    const int64_t multiplier = a.depthwise ? o / a.groups : 1;
+    const uint32_t x = multiplier > 1 ? channels_repeated(c.x, multiplier) : c.x;
     // depthwise [O, 1, KH, KW] -> [1, KH, KW, O]; dense OIHW -> OHWI
     Recipe rc = a.depthwise ? permute(c.w, {1, 2, 3, 0}) : permute(c.w, {0, 2, 3, 1});
     rc.src[0] = c.weight;
@@ -734,17 +741,45 @@ class Lowering {
     if (c.bias >= 0) b = constant_as(c.bias, {static_cast<uint64_t>(o)});
     BlobNode& n = add_node(
         a.depthwise ? NodeOp::DepthwiseConv2d : NodeOp::Conv2d,
-        b == cpu::kNoValue ? std::vector<uint32_t>{c.x, f} : std::vector<uint32_t>{c.x, f, b},
+        b == cpu::kNoValue ? std::vector<uint32_t>{x, f} : std::vector<uint32_t>{x, f, b},
         c.y());
     set_window_params(n, a, kh, kw);
     if (a.depthwise) {
-      n.params[cpu::kGroups] = static_cast<uint32_t>(o / a.groups);       // depth multiplier
-      n.params[cpu::kGroupInChannels] = static_cast<uint32_t>(a.groups);  // input channels
+      n.params[cpu::kGroups] = 1;                                  // depth multiplier
+      n.params[cpu::kGroupInChannels] = static_cast<uint32_t>(o);  // input channels
     } else {
       n.params[cpu::kGroups] = static_cast<uint32_t>(a.groups);
       n.params[cpu::kGroupInChannels] = static_cast<uint32_t>(cg);
       n.params[cpu::kGroupOutChannels] = static_cast<uint32_t>(o / a.groups);
     }
+  }
+
+  /// NHWC blob value `x` [N, H, W, C] with each channel repeated `m` times: [N, H, W, C·m],
+  /// channel c·m + k = x's channel c (one StridedCopy reading x with a stride of 0 over k),
+  /// made once per x and m.
+  uint32_t channels_repeated(uint32_t x, int64_t m) {
+    auto it = repeated_.find({x, m});
+    if (it != repeated_.end()) return it->second;
+    const BlobValue& xv = values_[x];
+    const int64_t n = static_cast<int64_t>(xv.dims[0]), h = static_cast<int64_t>(xv.dims[1]),
+                  w = static_cast<int64_t>(xv.dims[2]), ch = static_cast<int64_t>(xv.dims[3]);
+    StridedView v;
+    v.base = x;
+    v.base_numel = static_cast<uint64_t>(n * h * w * ch);
+    v.sizes = {n, h, w, ch, m};  // in the copy's (the output's) order
+    v.strides = {h * w * ch, w * ch, ch, 1, 0};
+    if (xv.kind == static_cast<uint32_t>(ValueKind::View)) {  // a run of its base
+      const BlobValue& base = values_[xv.view_base];
+      v.base = xv.view_base;
+      v.base_numel = 1;
+      for (uint32_t d = 0; d < base.rank; ++d) v.base_numel *= base.dims[d];
+      v.offset = static_cast<int64_t>(xv.data_offset);
+    }
+    const uint32_t id = internal({static_cast<uint64_t>(n), static_cast<uint64_t>(h),
+                                  static_cast<uint64_t>(w), static_cast<uint64_t>(ch * m)});
+    emit_copy(v, /*nhwc=*/false, id);
+    repeated_.emplace(std::make_pair(x, m), id);
+    return id;
   }
 
   /// linear runs on tern's own GEMM: the weight (and bias) packed once here into the panel
@@ -847,10 +882,13 @@ class Lowering {
     const Node& dw = g_.nodes[static_cast<size_t>(m.depthwise)];
     const ConvAttrs a = conv_attrs(g_, dw);
     const std::vector<int64_t>& wd = g_.values[static_cast<size_t>(dw.args[1])].sizes;
-    const int64_t c = g_.values[static_cast<size_t>(m.input)].sizes[1];
     const int64_t e = wd[0];
     const int64_t o = g_.values[static_cast<size_t>(m.output)].sizes[1];
-    const uint32_t x = activation_as(m.input, false);
+    // A depth multiplier M > 1: the kernel reads x with each channel repeated M times.
+    const int64_t c = m.multiplier > 1 ? e : g_.values[static_cast<size_t>(m.input)].sizes[1];
+    const uint32_t x = m.multiplier > 1 ? channels_repeated(activation_as(m.input, false),
+                                                            m.multiplier)
+                                        : activation_as(m.input, false);
     const bool se = m.se_squeeze >= 0;
     Recipe rc(RecipeOp::PackBottleneck);
     uint32_t* q = rc.r.params;
@@ -2669,6 +2707,8 @@ class Lowering {
   std::set<int> channels_last_results_;
   /// 4-D activations copied into the other layout for a reader that needs it (activation_as).
   std::map<int, uint32_t> relaid_;
+  /// channels_repeated's copies: (x, m) -> the repeated value.
+  std::map<std::pair<uint32_t, int64_t>, uint32_t> repeated_;
   std::set<int> folded_views_;   ///< view nodes folded into a linear or a concat (no blob node)
   std::map<int, int> fused_compares_;  ///< a comparison's bool output -> the region node (fused
                                        ///< into each select reading it: no blob node)

@@ -2,7 +2,7 @@
 // masked with maskload/maskstore, so nothing past `channels` floats of an input pixel, a weight
 // tap or the output is touched: masked ymm moves cost ten plain ones on AMD Zen, measured); along
 // the row, interior pixels (whole window inside the row) go 4 at a
-// time for the common windows (3 or 5 wide, stride 1 or 2): each input column of a window row is
+// time for the common windows (3, 5 or 7 wide, stride 1 or 2; 3 at a time for 7 at stride 2): each input column of a window row is
 // loaded once for every pixel that uses it and each weight once for the 4 accumulators. Border
 // pixels go one at a time with the window clipped. Per-function target attributes: runs only
 // when dispatch saw AVX2 and FMA.
@@ -124,6 +124,10 @@ TERN_AVX2_TARGET void channel_block(const DepthwiseRow& r, int64_t c, __m256i m,
     interior_run<F, 4, 5, 1>(r, in0, in1, c, m);
   } else if (kw == 5 && sw == 2) {
     interior_run<F, 2, 5, 2>(r, in0, in1, c, m);
+  } else if (kw == 7 && sw == 1) {  // ConvNeXt's, FastViT's: 10 columns + 4 accumulators
+    interior_run<F, 4, 7, 1>(r, in0, in1, c, m);
+  } else if (kw == 7 && sw == 2) {  // 11 columns + 3 accumulators
+    interior_run<F, 3, 7, 2>(r, in0, in1, c, m);
   } else {
     for (int64_t ox = in0; ox < in1; ++ox) pixel<F>(r, ox, 0, kw, c, m);
   }

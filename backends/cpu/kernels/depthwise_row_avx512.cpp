@@ -133,6 +133,10 @@ TERN_AVX512_TARGET void row_avx512(const DepthwiseRow& r) {
       interior_run<5, 1>(r, in0, in1, c, m);
     } else if (kw == 5 && sw == 2) {
       interior_run<5, 2>(r, in0, in1, c, m);
+    } else if (kw == 7 && sw == 1) {  // 14 columns + 8 accumulators of the 32 zmm
+      interior_run<7, 1>(r, in0, in1, c, m);
+    } else if (kw == 7 && sw == 2) {  // 21 columns + 8 accumulators
+      interior_run<7, 2>(r, in0, in1, c, m);
     } else {
       int64_t ox = in0;
       for (; ox + 8 <= in1; ox += 8) pixels<8>(r, ox, 0, kw, c, m);

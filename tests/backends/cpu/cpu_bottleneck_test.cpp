@@ -15,7 +15,7 @@
 // outputs over it. Squeeze-excitation (EfficientNet's and MobileNetV3's) between the depthwise
 // stage and the project: SiLU and relu6 squeezes, sigmoid and clamp [0, 1] gates, the gate put
 // into the project's weight rows or (more pixels than weights) into d, no expand, residuals,
-// batch 2 (a gate per image), several bands and layer mode. depthwise_row on its own: null (padding) rows, strides 1 and 2, 3x3 and 5x5,
+// batch 2 (a gate per image), several bands and layer mode. depthwise_row on its own: null (padding) rows, strides 1 and 2, 3x3, 5x5 and 7x7,
 // pads up to the kernel's width, channels 1 to 81, exactly out_w x channels floats written.
 #include <gtest/gtest.h>
 
@@ -605,7 +605,7 @@ TEST_F(CpuBottleneck, DepthwiseRowEveryIsaWithPaddingRows) {
   uint32_t seed = 1000;
   int round = 0;
   for (int64_t channels : {1, 15, 16, 17, 33, 81}) {
-    for (int64_t k : {3, 5}) {
+    for (int64_t k : {3, 5, 7}) {
       for (int64_t in_w : {1, 7, 10, 23}) {
         std::vector<std::unique_ptr<GuardedBuffer>> rows;
         for (int64_t ky = 0; ky < k; ++ky) {

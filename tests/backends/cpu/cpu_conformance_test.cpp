@@ -57,6 +57,41 @@ std::vector<OpCase> cases() {
                  b.output(conv(b, x, {1, 4, 9, 9}, 8, 5, 5, {1, 1}, {2, 2}, {1, 1}, 4, false, 9));
                },
                kConv});
+  // FastViT's patch embedding: 6 channels to 12 by a 7x7 and a 3x3 stride-2 depthwise conv of
+  // multiplier 2, summed. x is copied once with each channel repeated twice (one StridedCopy
+  // both convs read); the 7x7 (more than XNNPACK's 25 taps) runs on tern's depthwise kernel
+  // (a PackedBottleneck with neither expand nor project), the 3x3 on XNNPACK's of multiplier 1.
+  OpCase pe = {"conv_depthwise_multiplier2_fastvit_patch_embed",
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{2, 6, 17, 16};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int l = conv(b, x, xs, 12, 7, 7, {2, 2}, {3, 3}, {1, 1}, 6, true, 15);
+                 const int m = conv(b, x, xs, 12, 3, 3, {2, 2}, {1, 1}, {1, 1}, 6, true, 17);
+                 b.output(b.op("tern::add", {l, m}, DType::F32, {2, 12, 9, 8}));
+               },
+               kConv};
+  pe.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::StridedCopy), 1u) << "one repeat of x, shared";
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::PackedBottleneck), 1u) << "the 7x7 on tern's kernel";
+    ASSERT_EQ(count_op(blob, cpu::NodeOp::DepthwiseConv2d), 1u) << "the 3x3 on XNNPACK's";
+    const cpu::BlobNode n = blob_node(blob, last_node_of(blob, cpu::NodeOp::DepthwiseConv2d));
+    EXPECT_EQ(n.params[cpu::kGroups], 1u) << "multiplier 1 over the repeated channels";
+    EXPECT_EQ(n.params[cpu::kGroupInChannels], 12u);
+  };
+  c.push_back(pe);
+  // A small 7x7 depthwise conv (ConvNeXt's last stage at a small input): tern's kernel too.
+  OpCase wide = {"conv_depthwise_7x7_small_output",
+                 [](GraphBuilder& b) {
+                   const std::vector<int64_t> xs{1, 20, 7, 7};
+                   const int x = b.input("x", DType::F32, xs);
+                   b.output(conv(b, x, xs, 20, 7, 7, {1, 1}, {3, 3}, {1, 1}, 20, true, 19));
+                 },
+                 kConv};
+  wide.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::PackedBottleneck), 1u);
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::DepthwiseConv2d), 0u);
+  };
+  c.push_back(wide);
   c.push_back({"conv1x1",
                [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {1, 16, 7, 7});
