@@ -754,6 +754,17 @@ class Lowering {
     }
   }
 
+  /// When blob value `id` is a View (a run of an internal value), `v` (reading `id`) reads its
+  /// base from the run's offset instead.
+  void read_through_view(uint32_t id, StridedView* v) const {
+    if (values_[id].kind != static_cast<uint32_t>(ValueKind::View)) return;
+    const BlobValue& base = values_[values_[id].view_base];
+    v->base = values_[id].view_base;
+    v->base_numel = 1;
+    for (uint32_t d = 0; d < base.rank; ++d) v->base_numel *= base.dims[d];
+    v->offset += static_cast<int64_t>(values_[id].data_offset);
+  }
+
   /// NHWC blob value `x` [N, H, W, C] with each channel repeated `m` times: [N, H, W, C·m],
   /// channel c·m + k = x's channel c (one StridedCopy reading x with a stride of 0 over k),
   /// made once per x and m.
@@ -768,13 +779,7 @@ class Lowering {
     v.base_numel = static_cast<uint64_t>(n * h * w * ch);
     v.sizes = {n, h, w, ch, m};  // in the copy's (the output's) order
     v.strides = {h * w * ch, w * ch, ch, 1, 0};
-    if (xv.kind == static_cast<uint32_t>(ValueKind::View)) {  // a run of its base
-      const BlobValue& base = values_[xv.view_base];
-      v.base = xv.view_base;
-      v.base_numel = 1;
-      for (uint32_t d = 0; d < base.rank; ++d) v.base_numel *= base.dims[d];
-      v.offset = static_cast<int64_t>(xv.data_offset);
-    }
+    read_through_view(x, &v);
     const uint32_t id = internal({static_cast<uint64_t>(n), static_cast<uint64_t>(h),
                                   static_cast<uint64_t>(w), static_cast<uint64_t>(ch * m)});
     emit_copy(v, /*nhwc=*/false, id);
@@ -1770,13 +1775,7 @@ class Lowering {
     if (it != lazy_.end() && ids_.count(vid) == 0) return it->second;
     const uint32_t id = activation(vid);
     StridedView v = whole_value(id, g_.values[static_cast<size_t>(vid)].sizes, is_nhwc(vid));
-    if (values_[id].kind == static_cast<uint32_t>(ValueKind::View)) {  // a run of its base
-      const BlobValue& base = values_[values_[id].view_base];
-      v.base = values_[id].view_base;
-      v.base_numel = 1;
-      for (uint32_t d = 0; d < base.rank; ++d) v.base_numel *= base.dims[d];
-      v.offset += static_cast<int64_t>(values_[id].data_offset);
-    }
+    read_through_view(id, &v);
     return v;
   }
 
