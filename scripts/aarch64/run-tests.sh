@@ -22,6 +22,9 @@ root=$PWD
 build=${1:-build-a64}
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 start=$(date +%s)
+# The Python suites below run $jobs processes at once: one OpenMP thread each (PyTorch's
+# default, one per core spinning while it waits, makes parallel processes fight over the cores).
+export OMP_NUM_THREADS=1
 step() { echo "== aarch64 [$(( $(date +%s) - start )) s]: $*"; }
 
 for tool in aarch64-linux-gnu-g++ qemu-aarch64-static; do
