@@ -74,46 +74,40 @@ TERN_SIMD_INLINE float exp_neg_half_square(float x) {
   return exp_nonpositive_split(hi, lo);
 }
 
-/// GELU, exact form: x * Phi(x) = x/2 * (1 + erf(x / sqrt 2)), in two regions.
+/// GELU, exact form: x * Phi(x), Phi(x) = erfc(-x / sqrt 2) / 2, by one formula for every x.
 ///
-/// |x| < 1: erf(x / sqrt 2) = x * P(x^2), P of degree 5 (a relative minimax fit of our own:
-/// Lawson-weighted least squares against mpmath, 7e-10 before f32 rounding).
+/// With a = |x| / sqrt 2: Phi(x) = erfc(a) / 2 for x < 0 and 1 - erfc(a) / 2 for x >= 0, and
+/// erfc(a) / 2 = t * Q(t - 1/2) * e^(-a^2), t = 2 / (2 + |x|) in (0, 1] -- the form of
+/// Abramowitz & Stegun 7.1.26 and of the "erfcc" of Numerical Recipes, with a degree-10 Q of
+/// our own (scripts/fit-gelu-erfc.py: relative least squares against mpmath over t in
+/// [0.13, 1], 2.3e-8 before f32 rounding; halved here, exactly). erfc keeps its relative
+/// accuracy far into the negative tail, where 1 + erf(...) in f32 cancels; for x >= 0,
+/// erfc(a) / 2 <= 1/2, so 1 - erfc(a) / 2 loses nothing either. Powers of t - 1/2 keep the
+/// coefficients small near t = 1 (small |x|), where powers of t would cancel.
 ///
-/// |x| >= 1: 1 + erf(x / sqrt 2) = erfc(-x / sqrt 2), which is erfc(a) for x < 0 and
-/// 2 - erfc(a) for x > 0, a = |x| / sqrt 2; erfc(a) = t * Q(t) * e^(-a^2) with t = 2 / (2 + |x|)
-/// -- the form of Abramowitz & Stegun 7.1.26 and of the "erfcc" of Numerical Recipes, with a
-/// degree-9 Q of our own fitted over t in [0, 2/3] the same way (9e-9 relative). erfc keeps
-/// its relative accuracy far into the negative tail, where 1 + erf(...) in f32 cancels.
-///
-/// Measured against long double over [-13, 13], every variant: at most 5.6 ulp of the exact
-/// GELU of the f32 input for x < -1 (the std::erf form: 14 ulp at x = -2, 4000 at x = -4, no
-/// correct digit below x = -5.55 where it gives 0) and 3.5 ulp for x >= -1 (std::erf form:
-/// 2.6); tests/kernels/gelu_accuracy_test.cpp holds it to 8. Results below 2^-126 in
-/// magnitude (x < -13.2) flush to -0.
+/// Measured against long double over [-13, 14] (every fifth f32), every variant: at most 5.9
+/// ulp of the exact GELU of the f32 input (the std::erf form: 14 ulp at x = -2, 4000 at x = -4,
+/// no correct digit below x = -5.55 where it gives 0); tests/kernels/gelu_accuracy_test.cpp
+/// holds it to 8. Results below 2^-126 in magnitude (x < -13.2) flush to -0. One formula where
+/// an earlier version also evaluated a series for |x| < 1 and selected between them: 14-16%
+/// less time per element (bench/gelu_micro.cpp on an Intel Xeon, docs/BENCHMARKS.md).
 TERN_SIMD_INLINE float gelu_erf(float x) {
   const float ax = std::fabs(x);
-  const float x2 = x * x;
-  float p = -1.530846748e-05f;
-  p = p * x2 + 2.269728866e-04f;
-  p = p * x2 - 2.372659976e-03f;
-  p = p * x2 + 1.994664781e-02f;
-  p = p * x2 - 1.329807192e-01f;
-  p = p * x2 + 7.978845835e-01f;
-  const float near = 1.0f + x * p;
   const float t = 2.0f / (2.0f + ax);
-  float q = 3.658642471e-01f;
-  q = q * t - 1.173383713e+00f;
-  q = q * t + 1.336266279e+00f;
-  q = q * t - 4.393281043e-01f;
-  q = q * t - 1.524502635e-01f;
-  q = q * t - 1.320737302e-01f;
-  q = q * t + 1.000355855e-01f;
-  q = q * t + 2.992117405e-01f;
-  q = q * t + 3.989417553e-01f;
-  q = q * t + 3.989422917e-01f;
-  const float erfc_a = (t * q) * exp_neg_half_square(x);
-  const float far = select(x < 0.0f, erfc_a, 2.0f - erfc_a);
-  return 0.5f * x * select(ax < 1.0f, near, far);
+  const float s = t - 0.5f;
+  float q = -3.543714434e-02f;
+  q = q * s - 1.056601480e-02f;
+  q = q * s + 9.194263816e-02f;
+  q = q * s - 5.578698590e-02f;
+  q = q * s - 6.047225744e-02f;
+  q = q * s + 1.079448014e-01f;
+  q = q * s - 3.863976104e-03f;
+  q = q * s - 1.468833834e-01f;
+  q = q * s + 5.759671703e-02f;
+  q = q * s + 3.314045370e-01f;
+  q = q * s + 3.362039924e-01f;
+  const float half_erfc_a = (t * q) * exp_neg_half_square(x);
+  return x * select(x < 0.0f, half_erfc_a, 1.0f - half_erfc_a);
 }
 
 /// GELU, tanh form: x/2 * (1 + tanh(u)), u = sqrt(2/pi) * (x + 0.044715 x^3), computed as
