@@ -57,7 +57,8 @@ cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/aarch64-li
   -DTERN_AARCH64_SYSROOT="$sysroot" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" \
   -DTERN_BACKEND_CPU=ON -DTERN_BACKEND_CUDA=OFF -DTERN_BACKEND_VULKAN=OFF \
-  -DTERN_BUILD_TESTS=ON -DTERN_TEST_OPTIMIZATION=-O1 > "$build/configure.log" ||
+  -DTERN_BUILD_TESTS=ON -DTERN_TEST_OPTIMIZATION=-O1 -DTERN_TEST_PER_PROGRAM=ON \
+  > "$build/configure.log" ||
   { cat "$build/configure.log"; exit 1; }
 grep -q "tern: cpu backend on" "$build/configure.log" || {
   cat "$build/configure.log"
@@ -93,10 +94,12 @@ cmake --build "$build" -j "$jobs" --target tern "${tests[@]}" > "$build/build.lo
   exit 1
 }
 
-# GoogleTest names hold a dot (Suite.Case); binaries not built above show up as *_NOT_BUILT.
-step "unit and cpu backend tests under qemu (ctest)"
-ctest --test-dir "$build" -R '\.|_example' -E 'NOT_BUILT' -j "$jobs" --output-on-failure \
-  --timeout 600 > "$build/ctest.log" 2>&1 || status=$?
+# One ctest test per program (TERN_TEST_PER_PROGRAM: all its cases in one qemu process; one
+# process per case spent two thirds of this step starting qemu), plus the two C API examples.
+step "unit and cpu backend tests under qemu (ctest, one process per program)"
+programs=$(IFS='|'; echo "${tests[*]}")
+ctest --test-dir "$build" -R "^($programs|c_api_example|cpp_module_example)\$" -j "$jobs" \
+  --output-on-failure --timeout 900 > "$build/ctest.log" 2>&1 || status=$?
 grep -E "tests passed|tests failed|\*\*\*(Failed|Timeout|Exception)" "$build/ctest.log" || true
 if [ "${status:-0}" -ne 0 ]; then
   sed -n '/The following tests FAILED/,$p' "$build/ctest.log"
