@@ -4,17 +4,17 @@
 // each instruction-set variant this machine runs. Not a test; build against a configured build
 // tree, e.g. build:
 //
-//   g++ -O2 -std=c++17 -I. bench/gelu_micro.cpp build/runtime/kernels/libtern_kernel_util.a \
-//       -o /tmp/gelu_micro
+//   g++ -O2 -std=c++17 -I. bench/gelu_micro.cpp build/runtime/kernels/libtern_kernel_util.a
+//       -o /tmp/gelu_micro   (one command)
 //   /tmp/gelu_micro [n=4096] [reps=30]
 //
 // Prints, per form and variant, the best over reps of 200 passes over n floats spread over
 // [-6.6, 6.6] (both of the erfc form's sign cases, and the tanh form's).
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
+#include "bench/bench_timing.h"
 #include "runtime/kernels/util/gelu_array.h"
 #include "runtime/kernels/util/simd_dispatch.h"
 
@@ -31,15 +31,11 @@ int main(int argc, char** argv) {
     for (const auto& l : levels) {
       if (tern::portable::simd_level_supported() < l.level) continue;
       tern::portable::simd_level_cap() = l.level;
-      double best = 1e30;
-      for (int r = 0; r < reps; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
+      const bench_timing::Stats st = bench_timing::time_interleaved(0, reps, false, {[&] {
         for (int k = 0; k < 200; ++k) tern::portable::gelu_f32(tanh_form, x.data(), y.data(), n);
-        const double ns = std::chrono::duration<double, std::nano>(
-                              std::chrono::steady_clock::now() - t0).count() / (200.0 * n);
-        best = ns < best ? ns : best;
-      }
-      std::printf("gelu %-5s %-8s %.3f ns/element\n", tanh_form ? "tanh" : "erf", l.name, best);
+      }})[0];
+      std::printf("gelu %-5s %-8s %.3f ns/element\n", tanh_form ? "tanh" : "erf", l.name,
+                  st.best_s * 1e9 / (200.0 * static_cast<double>(n)));
     }
   }
   return 0;

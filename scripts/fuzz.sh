@@ -7,7 +7,8 @@
 # Environment: FUZZ_SECONDS (default 600), FUZZ_TARGETS (default: all eight, names without the
 # fuzz_ prefix; cpu_blob / vulkan_blob exist only when the cpu / vulkan backend is built and
 # are skipped otherwise; cuda_blob, host code, is always built),
-# FUZZ_BUILD_DIR (default build-fuzz), JOBS (build parallelism and targets run at once, default nproc),
+# FUZZ_BUILD_DIR (default build-fuzz), JOBS (build parallelism and how many targets run at
+# once, default nproc),
 # TERN_TEST_OPTIMIZATION (e.g. -O1 in CI: the test programs' and harnesses' own code; the
 # libraries keep -O2). Debug info is line tables only (-gline-tables-only): stack traces keep
 # file:line, the build is quicker.
@@ -45,8 +46,8 @@ cmake --build "$build" --target tern_fuzz -j "$jobs"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-# One target: writes its summary line to $build/fuzz-logs/<target>.summary and returns non-zero
-# on a finding.
+# One target: writes its summary line to $build/fuzz-logs/<target>.log.summary (the status
+# below is read from it) and returns non-zero on a finding.
 run_target() {
   local t=$1 bin="$build/fuzz/fuzz_$t"
   local work="$build/fuzz-work/$t"        # grows across runs (seeds + what libFuzzer keeps)
