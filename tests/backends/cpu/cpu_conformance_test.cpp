@@ -399,7 +399,8 @@ std::vector<OpCase> cases() {
                kConv});
   // A tiny linear of depth 6 (not a multiple of 4) and 40 outputs: XNNPACK's fully-connected
   // node returns wrong columns past the first 16 for it on a multi-thread pool on some x86
-  // hosts (region_lowering.cpp, xnn_fc_is_exact), so it runs on tern's own GEMM; depth 8 stays.
+  // hosts (region_lowering_internal.h, xnn_fc_is_exact), so it runs on tern's own GEMM; depth 8
+  // stays.
   OpCase odd_depth{"tiny_linear_of_odd_depth_on_tern_gemm",
                    [](GraphBuilder& b) {
                      const int x = b.input("x", DType::F32, {2, 6});
