@@ -315,7 +315,47 @@ def _unet():
     return _calibrate_bn(UNet(), (1, 3, 256, 256))
 
 
-MODELS = {
+def _timm_reparameterized(name):
+    """A timm model with its training-time branches folded by timm itself
+    (`timm.utils.reparameterize_model`: RepVGG, MobileOne, RepViT, FastViT, ...), as its
+    authors deploy it."""
+    import timm.utils
+    return timm.utils.reparameterize_model(_timm(name)).eval()
+
+
+class _Models(dict):
+    """The registry below, plus any timm model by name: `timm_<name>` not listed here is built by
+    timm at its pretrained config's input size (random weights, batch norms calibrated), and
+    `timm_<name>_reparam` is that model re-parameterized by timm before any runtime sees it."""
+
+    def __missing__(self, key):
+        if not key.startswith("timm_"):
+            raise KeyError(key)
+        name, reparam = key[5:], key.endswith("_reparam")
+        if reparam:
+            name = name[:-len("_reparam")]
+        try:
+            import timm
+            size = tuple(timm.get_pretrained_cfg(name).input_size)
+        except Exception as e:  # timm absent, or no such model
+            raise KeyError("%s (a timm model? %s)" % (key, e)) from None
+        entry = ((lambda n=name: (_timm_reparameterized if reparam else _timm)(n)), (1,) + size,
+                 "timm %s%s, 1x%s" % (name, " re-parameterized by timm" if reparam else "",
+                                      "x".join(map(str, size))))
+        self[key] = entry
+        return entry
+
+    def __contains__(self, key):
+        if dict.__contains__(self, key):
+            return True
+        try:
+            self[key]
+            return True
+        except KeyError:
+            return False
+
+
+MODELS = _Models({
     "resnet18": (lambda: _torchvision("resnet18"), (1, 3, 224, 224), "torchvision resnet18, 1x3x224x224"),
     "mobilenet_v2": (lambda: _torchvision("mobilenet_v2"), (1, 3, 224, 224), "torchvision mobilenet_v2, 1x3x224x224"),
     "mobilenet_v3_small": (lambda: _torchvision("mobilenet_v3_small"), (1, 3, 224, 224),
@@ -393,7 +433,7 @@ MODELS = {
     "unet": (_unet, (1, 3, 256, 256), "U-Net (widths 32-512, 2x2 transposed convs up), 1x3x256x256"),
     "crnn": (_crnn, (1, 1, 32, 128),
              "CRNN text-line recognizer (VGG-style convs + 2-layer bidirectional LSTM), 1x1x32x128"),
-}
+})
 
 # The single fully-connected layer for raw XNNPACK against tern's cpu delegate.
 FC_SHAPE = {"batch": 1, "in": 4096, "out": 4096}

@@ -899,6 +899,73 @@ def test_exact_gelu_written_out_is_one_gelu():
     assert result.ops.get("tern::erf") == 2, result.ops
 
 
+def test_summed_conv_branches_are_one_conv():
+    # Re-parameterizable blocks exported as trained (branch_convs.py): RepVGG's 3x3 + BN,
+    # 1x1 + BN and identity BN, summed; RepViT's depthwise 3x3 + depthwise 1x1 + x, then a batch
+    # norm of the sum; MobileOne's k parallel 3x3 depthwise branches, a 1x1 scale branch and a
+    # layer scale (mul by a per-channel constant); ACNet's 3x3 + 1x3 + 3x1; a sub of a branch and
+    # a constant added. Each sum is one tern::conv2d. Not folded: a stride-2 block with an
+    # identity (different shapes: refused by PyTorch anyway, so here 3x3 + 1x1 at stride 2,
+    # which does fold, beside a branch whose output is also read elsewhere, which does not) and
+    # windows centred differently (a 3x3 with padding 0 beside a 1x1). Expected: PyTorch's own.
+    def bn(c):
+        b = nn.BatchNorm2d(c)
+        b.running_mean.uniform_(-0.5, 0.5)
+        b.running_var.uniform_(0.5, 2.0)
+        b.weight.data.uniform_(0.5, 1.5)
+        b.bias.data.uniform_(-0.5, 0.5)
+        return b
+
+    class ConvBn(nn.Sequential):
+        def __init__(self, c, o, k, stride=1, groups=1, pad=None, kw=None):
+            kw = k if kw is None else kw
+            pad = (k // 2, kw // 2) if pad is None else pad
+            super().__init__(nn.Conv2d(c, o, (k, kw), stride, pad, groups=groups, bias=False),
+                             bn(o))
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            c = 8
+            self.repvgg = nn.ModuleList([ConvBn(c, c, 3), ConvBn(c, c, 1), bn(c)])
+            self.repvit = nn.ModuleList([ConvBn(c, c, 3, groups=c), ConvBn(c, c, 1, groups=c)])
+            self.repvit_bn = bn(c)
+            self.mobileone = nn.ModuleList([ConvBn(c, c, 3, groups=c) for _ in range(3)]
+                                           + [ConvBn(c, c, 1, groups=c)])
+            self.layer_scale = nn.Parameter(torch.rand(c, 1, 1) + 0.5)
+            self.acnet = nn.ModuleList([ConvBn(c, 16, 3), ConvBn(c, 16, 1, kw=3),
+                                        ConvBn(c, 16, 3, kw=1)])
+            self.shift = nn.Parameter(torch.randn(1, 16, 1, 1))
+            self.strided = nn.ModuleList([ConvBn(16, 16, 3, stride=2), ConvBn(16, 16, 1, stride=2)])
+            self.shared = nn.ModuleList([ConvBn(16, 16, 3), ConvBn(16, 16, 1)])
+            self.offcentre = nn.ModuleList([ConvBn(16, 16, 3, pad=(0, 0)), ConvBn(16, 16, 1)])
+
+        def forward(self, x):
+            x = torch.relu(sum(b(x) for b in self.repvgg))                      # 1 conv
+            x = self.repvit_bn(self.repvit[0](x) + self.repvit[1](x) + x)       # 1 conv
+            x = x + self.layer_scale * sum(b(x) for b in self.mobileone)        # 1 conv
+            y = self.acnet[0](x) + self.acnet[1](x) - self.acnet[2](x) + self.shift  # 1 conv
+            z = self.strided[0](y) + self.strided[1](y)                         # 1 conv
+            s = self.shared[1](z)
+            w = self.shared[0](z) + s                                           # 2 convs
+            v = self.offcentre[0](w) + self.offcentre[1](w)[:, :, 1:-1, 1:-1]   # 2 convs
+            return v, s
+
+    torch.manual_seed(0)
+    m = M().eval()
+    x = torch.randn(1, 8, 12, 12)
+    result, got = export_and_run(m, (x,), "branch_convs")
+    with torch.no_grad():
+        want = m(x)
+    for k, (g, r) in enumerate(zip(got, want)):
+        assert_close(g, r, rtol=1e-5, what="output %d" % k)
+    assert result.ops.get("tern::conv2d") == 9, result.ops
+    assert not result.ops.get("tern::batch_norm"), result.ops
+    # The first sum: RepVGG's three branches in one 3x3 conv, then the relu.
+    first = graph_nodes(result)[:2]
+    assert [n["op"] for n in first] == ["tern::conv2d", "tern::relu"], first
+
+
 def test_index_select_by_a_constant_run_is_a_slice():
     # XLNet's relative shift: index_select(x, 3, arange(klen)) by a constant index that is a run
     # start, start + step, ... is a slice; any other constant index (descending, repeated,
