@@ -966,6 +966,55 @@ def test_summed_conv_branches_are_one_conv():
     assert [n["op"] for n in first] == ["tern::conv2d", "tern::relu"], first
 
 
+def test_scaled_shifted_relu_of_a_conv_is_a_conv_and_a_clamp():
+    # HGNetV2's learnable affine block after conv + BN + relu, s * relu(z) + b with one-number
+    # s and b (clamp_affine.py): one conv and one clamp, no mul / add left; also a negative
+    # scale (the bounds swap), relu6 followed by a division and a subtraction from a number, and
+    # a chain that a second reader keeps as written. Expected: PyTorch's own.
+    class Lab(nn.Module):
+        def __init__(self, s, b):
+            super().__init__()
+            self.scale = nn.Parameter(torch.tensor([s]))
+            self.bias = nn.Parameter(torch.tensor([b]))
+
+        def forward(self, x):
+            return self.scale * x + self.bias
+
+    def conv_bn(c, o):
+        bn = nn.BatchNorm2d(o)
+        bn.running_mean.uniform_(-0.5, 0.5)
+        bn.running_var.uniform_(0.5, 2.0)
+        return nn.Sequential(nn.Conv2d(c, o, 3, padding=1, bias=False), bn)
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.lab_a = conv_bn(4, 8), Lab(1.7, -0.3)
+            self.b, self.lab_b = conv_bn(8, 8), Lab(-0.6, 0.2)
+            self.c = conv_bn(8, 8)
+            self.d, self.lab_d = conv_bn(8, 8), Lab(2.0, 0.5)
+
+        def forward(self, x):
+            x = self.lab_a(torch.relu(self.a(x)))                 # conv + clamp
+            x = self.lab_b(torch.relu(self.b(x)))                 # conv + clamp (upper)
+            x = 1.0 - nn.functional.relu6(self.c(x)) / 4.0        # conv + clamp
+            r = torch.relu(self.d(x))
+            return self.lab_d(r), r                               # r read twice: as written
+
+    torch.manual_seed(0)
+    m = M().eval()
+    x = torch.randn(1, 4, 10, 10)
+    result, got = export_and_run(m, (x,), "clamp_affine")
+    with torch.no_grad():
+        want = m(x)
+    for k, (g, r) in enumerate(zip(got, want)):
+        assert_close(g, r, rtol=1e-5, what="output %d" % k)
+    ops = result.ops
+    assert ops.get("tern::conv2d") == 4 and ops.get("tern::clamp") == 3, ops
+    assert ops.get("tern::mul") == 1 and ops.get("tern::add") == 1, ops  # lab_d only
+    assert not ops.get("tern::sub") and not ops.get("tern::div"), ops
+
+
 def test_index_select_by_a_constant_run_is_a_slice():
     # XLNet's relative shift: index_select(x, 3, arange(klen)) by a constant index that is a run
     # start, start + step, ... is a slice; any other constant index (descending, repeated,

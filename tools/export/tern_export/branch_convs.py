@@ -134,6 +134,21 @@ class _Folder:
     def __init__(self, gm, constants):
         self.gm = gm
         self.constants = constants  # placeholder node -> tensor (lifted parameters, buffers)
+        self.refresh()
+
+    def refresh(self):
+        """Finds the live nodes again (after a rewrite): those the graph's output depends on."""
+        out = [n for n in self.gm.graph.nodes if n.op == "output"]
+        self.live, stack = set(out), list(out)
+        while stack:
+            for m in stack.pop().all_input_nodes:
+                if m not in self.live:
+                    self.live.add(m)
+                    stack.append(m)
+
+    def readers(self, n):
+        """n's live users (make_fx leaves unused detach chains and batch-norm statistics)."""
+        return [u for u in n.users if u in self.live]
 
     def const(self, v):
         """v as a float64 tensor when it is a constant (a number, a constant node), else None."""
@@ -173,7 +188,7 @@ class _Folder:
         if n is x:
             return _Term(x, s=torch.ones(1, dtype=torch.float64),
                          b=torch.zeros(1, dtype=torch.float64))
-        if not isinstance(n, torch.fx.Node) or (n is not root and len(n.users) != 1):
+        if not isinstance(n, torch.fx.Node) or (n is not root and len(self.readers(n)) != 1):
             return None
         if _is(n, _CONV):
             return self.conv_term(n, x)
@@ -182,9 +197,7 @@ class _Folder:
             if not (isinstance(bn, torch.fx.Node) and bn.op == "call_function"
                     and bn.target in BN_OPS):
                 return None
-            # Its other outputs (the saved statistics: make_fx keeps their getitems) unread.
-            if any(u is not n and (u.target is not operator.getitem or u.users)
-                   for u in bn.users):
+            if self.readers(bn) != [n]:  # its saved statistics unread
                 return None
             if bn.target is NATIVE_BN and bn.args[5]:
                 return None  # training mode
@@ -296,7 +309,7 @@ def fold_branch_convs(gm, constants):
     done = set()
     count = 0
     for n in reversed(list(graph.nodes)):
-        if n in done or n.op != "call_function" or len(n.users) == 0:
+        if n in done or n.op != "call_function" or not folder.readers(n):
             continue
         if not (_is(n, _ADD) or _is(n, _SUB) or _is(n, _MUL) or n.target is operator.getitem):
             continue
@@ -326,5 +339,6 @@ def fold_branch_convs(gm, constants):
                 continue
             done.add(m)
             stack.extend(a for a in m.all_input_nodes if a is not x)
+        folder.refresh()
         count += 1
     return count

@@ -16,7 +16,7 @@ import re
 import torch
 import torch.fx
 
-from . import branch_convs, complex_ops, erf_gelu, gqa, high_rank_dims, ops_table, row_views
+from . import branch_convs, clamp_affine, complex_ops, erf_gelu, gqa, high_rank_dims, ops_table, row_views
 from .complex_ops import CVal
 from .errors import ExportError, Unsupported, UnsupportedOpError
 from .graph_writer import tern_dtype
@@ -263,9 +263,10 @@ class Lowerer:
         high_rank_dims.fold_high_rank_elementwise(self.gm)
         erf_gelu.fold_erf_gelus(self.gm)
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-        branch_convs.fold_branch_convs(self.gm, {
-            n: desc[2] for n, desc in zip(placeholders, self.cap.placeholders)
-            if desc[0] == "const" and isinstance(desc[2], torch.Tensor)})
+        constants = {n: desc[2] for n, desc in zip(placeholders, self.cap.placeholders)
+                     if desc[0] == "const" and isinstance(desc[2], torch.Tensor)}
+        branch_convs.fold_branch_convs(self.gm, constants)
+        clamp_affine.fold_clamp_affines(self.gm, constants)
         live = self._live_nodes(graph)
         self._plan_bn_folds(live)
         if len(placeholders) != len(self.cap.placeholders):
