@@ -271,11 +271,14 @@ class _Folder:
         return scale, shift
 
     def first_conv_input(self, n):
-        """The input of the first conv found below n through the node kinds term() takes."""
+        """The input of the first conv found below n through the node kinds term() takes, each
+        but n read once (so the search stays inside what term() could fold)."""
         seen, stack = set(), [n]
         while stack:
             m = stack.pop()
             if not isinstance(m, torch.fx.Node) or m in seen or m.op != "call_function":
+                continue
+            if m is not n and len(self.readers(m)) != 1:
                 continue
             seen.add(m)
             if _is(m, _CONV):
