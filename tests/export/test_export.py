@@ -1015,6 +1015,47 @@ def test_scaled_shifted_relu_of_a_conv_is_a_conv_and_a_clamp():
     assert not ops.get("tern::sub") and not ops.get("tern::div"), ops
 
 
+def test_star_relu_after_a_conv_folds_into_the_convs():
+    # PoolFormerV2's StarReLU, s * relu(fc1(x)) ** 2 + b, then fc2, a 1x1 conv without bias
+    # (star_relu.py): sqrt(s) into fc1, b into fc2's bias; no mul / add left. Beside it: a
+    # StarReLU read by a padded conv keeps an add of b, and a negative s stays as written.
+    # Expected: PyTorch's own.
+    class StarReLU(nn.Module):
+        def __init__(self, s, b):
+            super().__init__()
+            self.scale = nn.Parameter(torch.tensor([s]))
+            self.bias = nn.Parameter(torch.tensor([b]))
+
+        def forward(self, x):
+            return self.scale * torch.relu(x) ** 2 + self.bias
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.act1 = nn.Conv2d(8, 32, 1), StarReLU(0.8, -0.4)
+            self.fc2 = nn.Conv2d(32, 8, 1, bias=False)
+            self.c3, self.act3 = nn.Conv2d(8, 8, 1), StarReLU(1.3, 0.25)
+            self.c4 = nn.Conv2d(8, 8, 3, padding=1)
+            self.c5, self.act5 = nn.Conv2d(8, 8, 1), StarReLU(-0.5, 0.1)
+
+        def forward(self, x):
+            y = x + self.fc2(self.act1(self.fc1(x)))        # conv, relu, pow, conv
+            y = self.c4(self.act3(self.c3(y)))              # conv, relu, pow, add, conv
+            return self.act5(self.c5(y))                    # as written
+
+    torch.manual_seed(0)
+    m = M().eval()
+    x = torch.randn(1, 8, 9, 9)
+    result, got = export_and_run(m, (x,), "star_relu")
+    with torch.no_grad():
+        want = m(x)
+    assert_close(got[0], want, rtol=1e-5)
+    ops = result.ops
+    assert ops.get("tern::conv2d") == 5 and ops.get("tern::pow") == 3, ops
+    assert ops.get("tern::mul") == 1, ops                 # act5's
+    assert ops.get("tern::add") == 3, ops                 # the residual, act3's b, act5's b
+
+
 def test_index_select_by_a_constant_run_is_a_slice():
     # XLNet's relative shift: index_select(x, 3, arange(klen)) by a constant index that is a run
     # start, start + step, ... is a slice; any other constant index (descending, repeated,

@@ -16,7 +16,8 @@ import re
 import torch
 import torch.fx
 
-from . import branch_convs, clamp_affine, complex_ops, erf_gelu, gqa, high_rank_dims, ops_table, row_views
+from . import (branch_convs, clamp_affine, complex_ops, erf_gelu, gqa, high_rank_dims,
+               ops_table, row_views, star_relu)
 from .complex_ops import CVal
 from .errors import ExportError, Unsupported, UnsupportedOpError
 from .graph_writer import tern_dtype
@@ -267,6 +268,7 @@ class Lowerer:
                      if desc[0] == "const" and isinstance(desc[2], torch.Tensor)}
         branch_convs.fold_branch_convs(self.gm, constants)
         clamp_affine.fold_clamp_affines(self.gm, constants)
+        star_relu.fold_star_relus(self.gm, constants)
         live = self._live_nodes(graph)
         self._plan_bn_folds(live)
         if len(placeholders) != len(self.cap.placeholders):
