@@ -302,6 +302,21 @@ class _Folder:
         val = v.meta.get("val") if hasattr(v, "meta") else None
         return getattr(val, "dtype", torch.float32)
 
+    def conv_node(self, t, prefix, meta):
+        """A new `aten.convolution` node computing conv term t, inserted at the graph's current
+        insertion point: its weight and bias stored on the module as `<prefix>_weight` /
+        `_bias` in the dtype of t's first conv weight; `meta` copied onto the node."""
+        graph, dtype = self.gm.graph, self.dtype(t.first_conv.args[1])
+        name = "%s_%s" % (prefix, t.first_conv.name)
+        self.gm.register_buffer(name + "_weight", t.w.to(dtype))
+        self.gm.register_buffer(name + "_bias", t.b.expand(t.w.shape[0]).contiguous().to(dtype))
+        node = graph.call_function(
+            torch.ops.aten.convolution.default,
+            (t.x, graph.get_attr(name + "_weight"), graph.get_attr(name + "_bias"),
+             list(t.stride), list(t.pad), list(t.dil), False, [0, 0], t.groups))
+        node.meta = dict(meta)
+        return node
+
 
 def fold_branch_convs(gm, constants):
     """Rewrites the sums of convolution branches in gm's graph (the module docstring) into one
@@ -322,18 +337,8 @@ def fold_branch_convs(gm, constants):
         t = folder.term(n, x, n)
         if t is None or t.w is None or t.branches < 2:
             continue
-        conv = t.first_conv
-        dtype = folder.dtype(conv.args[1])
-        name = "tern_branches_%d_%s" % (count, conv.name)
-        gm.register_buffer(name + "_weight", t.w.to(dtype))
-        gm.register_buffer(name + "_bias", t.b.expand(t.w.shape[0]).contiguous().to(dtype))
         with graph.inserting_before(n):
-            wn = graph.get_attr(name + "_weight")
-            bn = graph.get_attr(name + "_bias")
-            new = graph.call_function(
-                torch.ops.aten.convolution.default,
-                (x, wn, bn, list(t.stride), list(t.pad), list(t.dil), False, [0, 0], t.groups))
-        new.meta = dict(n.meta)
+            new = folder.conv_node(t, "tern_branches_%d" % count, n.meta)
         n.replace_all_uses_with(new)
         stack = [n]
         while stack:  # the sum's nodes: not visited again as roots

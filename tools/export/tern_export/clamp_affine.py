@@ -107,18 +107,8 @@ def fold_clamp_affines(gm, constants):
             lo, hi = hi, lo
         lo = None if math.isinf(lo) else lo
         hi = None if math.isinf(hi) else hi
-        conv = t.first_conv
-        dtype = folder.dtype(conv.args[1])
-        name = "tern_clamp_affine_%d_%s" % (count, conv.name)
-        gm.register_buffer(name + "_weight", t.w.to(dtype))
-        gm.register_buffer(name + "_bias", t.b.expand(t.w.shape[0]).contiguous().to(dtype))
         with graph.inserting_before(last):
-            wn = graph.get_attr(name + "_weight")
-            bn = graph.get_attr(name + "_bias")
-            new = graph.call_function(
-                torch.ops.aten.convolution.default,
-                (x, wn, bn, list(t.stride), list(t.pad), list(t.dil), False, [0, 0], t.groups))
-            new.meta = dict(z.meta)
+            new = folder.conv_node(t, "tern_clamp_affine_%d" % count, z.meta)
             clamp = graph.call_function(torch.ops.aten.clamp.default, (new, lo, hi))
             clamp.meta = dict(last.meta)
         last.replace_all_uses_with(clamp)

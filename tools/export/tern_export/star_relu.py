@@ -79,18 +79,10 @@ def fold_star_relus(gm, constants):
             continue
         root = math.sqrt(s)
         t = t.scaled(torch.tensor([root], dtype=torch.float64), torch.zeros(1, dtype=torch.float64))
-        conv = t.first_conv
-        dtype = folder.dtype(conv.args[1])
-        name = "tern_star_relu_%d_%s" % (count, conv.name)
-        gm.register_buffer(name + "_weight", t.w.to(dtype))
-        gm.register_buffer(name + "_bias", t.b.expand(t.w.shape[0]).contiguous().to(dtype))
+        name = "tern_star_relu_%d" % count
         nxt = _unpadded_conv(folder, last) if b != 0.0 else None
         with graph.inserting_before(last):
-            new = graph.call_function(
-                torch.ops.aten.convolution.default,
-                (x, graph.get_attr(name + "_weight"), graph.get_attr(name + "_bias"),
-                 list(t.stride), list(t.pad), list(t.dil), False, [0, 0], t.groups))
-            new.meta = dict(z.meta)
+            new = folder.conv_node(t, name, z.meta)
             relu = graph.call_function(torch.ops.aten.relu.default, (new,))
             relu.meta = dict(r.meta)
             out = graph.call_function(torch.ops.aten.pow.Tensor_Scalar, (relu, 2))
@@ -103,10 +95,11 @@ def fold_star_relus(gm, constants):
             bias = w.sum(dim=tuple(range(1, w.dim()))) * b
             if cb is not None:
                 bias = bias + cb.reshape(-1)
-            gm.register_buffer(name + "_next_bias", bias.to(folder.dtype(c.args[1])))
+            bias_name = "%s_%s_bias" % (name, c.name)
+            gm.register_buffer(bias_name, bias.to(folder.dtype(c.args[1])))
             with graph.inserting_before(c):
                 args = list(c.args)
-                args[0], args[2] = out, graph.get_attr(name + "_next_bias")
+                args[0], args[2] = out, graph.get_attr(bias_name)
                 new_next = graph.call_function(c.target, tuple(args), dict(c.kwargs))
                 new_next.meta = dict(c.meta)
             c.replace_all_uses_with(new_next)
