@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 23;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 24;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
                                       // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
                                       // 7: ops 23-24 quantized weights, op 25 LayerNorm;
@@ -47,7 +47,11 @@ constexpr uint32_t kBlobVersion = 23;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // IndexRows; 23: op 46
                                       // GroupedMatmul, the Int32Plain
                                       // layout, recipe PackGroupedKn,
-                                      // op 47 QuantizedGroupedMatmul
+                                      // op 47 QuantizedGroupedMatmul;
+                                      // 24: op 17's multiplier
+                                      // (params[3]), the square
+                                      // activation (6) of ops 17,
+                                      // 18 and 33
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -280,10 +284,12 @@ enum class NodeOp : uint32_t {
   Reshape = 16,          ///< to the output value's dims (same element count)
   /// tern's own GEMM (not XNNPACK). in: x [..., K], packed weight (a constant [F] with
   /// F = packed_fc_floats(N, K)), optional residual (the output's dims, not a constant; added
-  /// after the bias, before the clamp); params[0] = N (out features), params[1] = K,
-  /// params[2] = the activation after the clamp (kernels/gemm_activation.h GemmActivation: 0
-  /// none, 1 hardswish, 2 GELU erf, 3 GELU tanh, 4 SiLU, 5 sigmoid); fparams: output min, max.
-  /// Output [..., N].
+  /// after the bias, before the clamp), optional multiplier (since version 24, with params[3]'s
+  /// kFcMultiplier: the last input, the output's dims, not a constant; the result is multiplied
+  /// by it after the activation); params[0] = N (out features), params[1] = K, params[2] = the
+  /// activation after the clamp (kernels/gemm_activation.h GemmActivation: 0 none, 1 hardswish,
+  /// 2 GELU erf, 3 GELU tanh, 4 SiLU, 5 sigmoid, since version 24 6 square), params[3] =
+  /// epilogue flags (0 or kFcMultiplier); fparams: output min, max. Output [..., N].
   PackedFullyConnected = 17,
   /// tern's own NHWC convolution. in: x [N, H, W, C], packed weight (a constant [F] with F =
   /// G * packed_fc_floats(O / G, KH * KW * C / G): each group's [O/G, KH, KW, C/G] filter as
@@ -629,7 +635,10 @@ enum class BottleneckEpilogue : uint32_t {
 };
 constexpr uint32_t kLastBottleneckEpilogue = 4;
 /// The last activation code of PackedFullyConnected / PackedConv2d (kernels' GemmActivation).
-constexpr uint32_t kLastPackedActivation = 5;
+constexpr uint32_t kLastPackedActivation = 6;
+/// PackedFullyConnected's params[3] (epilogue flags): its last input is a multiplier.
+constexpr uint32_t kFcEpilogueFlags = 3;
+constexpr uint32_t kFcMultiplier = 1u;
 
 /// The gate of PackedBottleneck's squeeze-excitation: what follows the excitation's bias.
 enum class SqueezeGate : uint32_t {

@@ -588,6 +588,37 @@ compiler::Graph v23_graph() {
   return b.build();
 }
 
+/// Blob version 24's gated products (op 17's multiplier): StarNet's block, x[1, 16, 8, 8] ->
+/// 1x1 convs f1, f2 to 160 channels -> relu6(f1) · f2 (the relu6 in f1's bounds, the product
+/// f2's epilogue) -> 1x1 conv back to 16 + x; and (linear(h) + r) · m, a GEMM with a residual
+/// and a multiplier (four inputs). Each product above 2^17 multiply-adds (tern's GEMM).
+compiler::Graph v24_graph() {
+  GraphBuilder b("forward");
+  const std::vector<int64_t> xs{1, 16, 8, 8}, hs{1, 160, 8, 8};
+  const int x = b.input("x", DType::F32, xs);
+  auto conv1x1 = [&](int in, int64_t c, int64_t o, uint32_t seed) {
+    return b.op("tern::conv2d",
+                {in, seed_constant(b, "w" + std::to_string(seed), {o, c, 1, 1}, seed),
+                 seed_constant(b, "b" + std::to_string(seed), {o}, seed + 1), b.int_list({1, 1}),
+                 b.int_list({0, 0}), b.int_list({1, 1}), b.int_value(1)},
+                DType::F32, {1, o, 8, 8});
+  };
+  const int f1 = conv1x1(x, 16, 160, 201);
+  const int f2 = conv1x1(x, 16, 160, 203);
+  const int a = b.op("tern::hardtanh", {f1, b.double_value(0.0), b.double_value(6.0)}, DType::F32,
+                     hs);
+  const int g = conv1x1(b.op("tern::mul", {a, f2}, DType::F32, hs), 160, 16, 205);
+  b.output(b.op("tern::add", {g, x}, DType::F32, xs));
+  const int h = b.input("h", DType::F32, {16, 32});
+  const int r = b.input("r", DType::F32, {16, 272});
+  const int m = b.input("m", DType::F32, {16, 272});
+  const int y = b.op("tern::linear", {h, seed_constant(b, "lw", {272, 32}, 207), b.none()},
+                     DType::F32, {16, 272});
+  b.output(b.op("tern::mul", {b.op("tern::add", {y, r}, DType::F32, {16, 272}), m}, DType::F32,
+                {16, 272}));
+  return b.build();
+}
+
 /// Blob version 20's grid sample (op 43): a conv's NHWC output sampled bilinearly at points a
 /// linear of the queries makes (Mask2Former's deformable attention), then by a constant grid
 /// (nearest, reflection); and a bmm of a constant a by an activation (op 26's a a constant).
@@ -734,6 +765,7 @@ std::vector<Seed> cpu_blob_seeds() {
       {"v21", v21_graph()},
       {"v22", v22_graph()},
       {"v23", v23_graph()},
+      {"v24", v24_graph()},
       {"dynamic_rows", dynamic_rows_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;

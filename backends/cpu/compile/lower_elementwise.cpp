@@ -8,7 +8,11 @@ namespace tern::compiler::cpu_compile::lowering {
 
 void Lowering::lower_binary(const Node& node) {
   const double alpha = binary_alpha(g_, node);
-  if (fuse_residual_into_conv(node, alpha)) return;
+  if (fuse_residual_into_conv(node, alpha) || fuse_multiplier_into_gemm(node)) return;
+  if (node.op == "tern::mul" && node.args[0] == node.args[1] &&
+      fuse_activation_into_gemm(node.args[0], node.outputs[0], cpu::GemmActivation::Square, 2)) {
+    return;  // y · y of tern's GEMM or conv output: the square in its epilogue
+  }
   const size_t r = g_.values[static_cast<size_t>(node.outputs[0])].sizes.size();
   const bool plain = is_plain_4d(node.outputs[0]);
   const uint32_t a = binary_operand(node.args[0], r, 1.0, plain);

@@ -145,7 +145,8 @@ void Lowering::lower_packed_fc(const Node& node, int64_t n, int64_t k, int x_vid
 /// Whether node `last` is tern's GEMM with an activation already folded in: nothing that the
 /// graph applies after it (a clamp, a residual, a hardsigmoid's scaling) may fold in then.
 bool Lowering::has_activation(const BlobNode& last) {
-  return (last.op == static_cast<uint32_t>(NodeOp::PackedFullyConnected) && last.params[2] != 0) ||
+  return (last.op == static_cast<uint32_t>(NodeOp::PackedFullyConnected) &&
+          (last.params[2] != 0 || last.params[cpu::kFcEpilogueFlags] != 0)) ||
          (last.op == static_cast<uint32_t>(NodeOp::PackedConv2d) &&
           last.params[cpu::kPackedActivation] != 0) ||
          (last.op == static_cast<uint32_t>(NodeOp::PackedConv3d) &&
@@ -240,18 +241,28 @@ uint32_t Lowering::cell_state(int vid, uint64_t h, uint64_t* rows) {
   return v.is_constant ? constant_as(vid, {*rows, h}) : activation(vid);
 }
 
-/// A relu/hardtanh/clamp whose input is made by the node just lowered, one of tern's GEMM
-/// nodes (fc or conv) or a fused bottleneck ending in its project (whose kernel clamps the
-/// project's output: ShuffleNet's branch ends conv 1x1 -> relu), and read by nothing else
-/// folds into that node's output bounds. Returns false when it does not apply.
+/// The node lowered last that makes blob value `id`, or null.
+BlobNode* Lowering::maker_of(uint32_t id) {
+  for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
+    if (it->output == id) return &*it;
+  }
+  return nullptr;
+}
+
+/// A relu/hardtanh/clamp whose input is made by one of tern's GEMM nodes (fc or conv) or a
+/// fused bottleneck ending in its project (whose kernel clamps the project's output:
+/// ShuffleNet's branch ends conv 1x1 -> relu), and read by nothing else, folds into that
+/// node's output bounds. The node need not be the last one lowered: nothing since has read
+/// its output (StarNet's relu6(f1(x)) · f2(x) clamps f1's after f2 is lowered). Returns false
+/// when it does not apply.
 bool Lowering::fuse_clamp_into_fc(const Node& node, float lo, float hi) {
   const int in = node.args[0];
   const uint32_t made = made_value(in);
   if (nodes_.empty() || made == cpu::kNoValue || uses_.at(in) != 1 || output_arg_.count(in) != 0 ||
-      shared(made)) {
+      shared(made) || maker_of(made) == nullptr) {
     return false;
   }
-  BlobNode& last = nodes_.back();
+  BlobNode& last = *maker_of(made);
   const bool projecting_bottleneck =
       last.op == static_cast<uint32_t>(NodeOp::PackedBottleneck) &&
       (last.params[cpu::kBottleneckFlags] & cpu::kBottleneckHasProject) != 0;
@@ -424,6 +435,43 @@ void Lowering::lower_batch_matmul(const Node& node) {
   add_node(NodeOp::BatchMatMul,
            {activation_or_constant(node.args[0]), activation_or_constant(node.args[1])},
            output(node.outputs[0]));
+}
+
+/// mul(g, m) (either order) where g is made by the node just lowered, tern's fully-connected
+/// GEMM (a linear or a 1x1 conv) with no multiplier yet, and read by nothing else, and m an
+/// activation of the output's shape already made (or a region input) in the output's order: m
+/// becomes the GEMM's multiplier, applied to each finished tile after its clamp and
+/// activation (StarNet's relu6(f1(x)) · f2(x), a SwiGLU MLP's silu(gate(x)) · up(x): no pass
+/// of its own over the product). Returns false when it does not apply.
+bool Lowering::fuse_multiplier_into_gemm(const Node& node) {
+  if (node.op != "tern::mul" || nodes_.empty()) return false;
+  BlobNode& last = nodes_.back();
+  if (last.op != static_cast<uint32_t>(NodeOp::PackedFullyConnected) ||
+      last.params[cpu::kFcEpilogueFlags] != 0 || last.num_inputs > 3) {
+    return false;
+  }
+  const Value& out = g_.values[static_cast<size_t>(node.outputs[0])];
+  for (int i = 0; i < 2; ++i) {
+    const int gemm_out = node.args[static_cast<size_t>(i)];
+    const int other = node.args[static_cast<size_t>(1 - i)];
+    const Value& ov = g_.values[static_cast<size_t>(other)];
+    if (ids_.count(gemm_out) == 0 || ids_.at(gemm_out) != last.output || shared(last.output) ||
+        uses_.at(gemm_out) != 1 || output_arg_.count(gemm_out) != 0 || gemm_out == other ||
+        g_.values[static_cast<size_t>(gemm_out)].sizes != out.sizes ||  // no broadcasting
+        ov.kind != Value::Kind::Tensor || ov.is_constant || ov.sizes != out.sizes ||
+        (ids_.count(other) == 0 && input_arg_.count(other) == 0) ||  // must exist already
+        is_plain_4d(other) != is_plain_4d(node.outputs[0]) ||  // read in the output's order
+        dynamic_dim_of(other) != dynamic_dim_of(node.outputs[0])) {
+      continue;
+    }
+    const uint32_t m = activation(other);
+    if (m == last.output) continue;
+    last.inputs[last.num_inputs++] = m;
+    last.params[cpu::kFcEpilogueFlags] = cpu::kFcMultiplier;
+    retarget_output(gemm_out, node.outputs[0]);
+    return true;
+  }
+  return false;
 }
 
 }  // namespace tern::compiler::cpu_compile::lowering

@@ -189,8 +189,12 @@ void Lowering::lower_node(const Node& node) {
   } else if (op == "tern::pow" && small_pow_exponent(g_, node) == 0.5) {  // F.normalize's norm
     add_node(NodeOp::SquareRoot, {activation(node.args[0])}, output(node.outputs[0]));
   } else if (op == "tern::pow") {
-    const uint32_t x = activation(node.args[0]);
     const double e = small_pow_exponent(g_, node);
+    if (e == 2 && fuse_activation_into_gemm(node.args[0], node.outputs[0],
+                                            cpu::GemmActivation::Square, 1)) {
+      return;  // the square of tern's GEMM or conv output: its epilogue (StarReLU's relu(x)²)
+    }
+    const uint32_t x = activation(node.args[0]);
     const uint32_t sq = e == 2 ? output(node.outputs[0]) : internal(dims_of(node.args[0]));
     add_node(NodeOp::Multiply, {x, x}, sq);
     if (e == 3) add_node(NodeOp::Multiply, {sq, x}, output(node.outputs[0]));

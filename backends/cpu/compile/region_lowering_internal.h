@@ -208,7 +208,9 @@ class Lowering {
   void lower_lstm_cell(const LstmCellMatch& m);
   void lower_gru_cell(const GruCellMatch& m);
   uint32_t cell_state(int vid, uint64_t h, uint64_t* rows);
+  BlobNode* maker_of(uint32_t id);
   bool fuse_clamp_into_fc(const Node& node, float lo, float hi);
+  bool fuse_multiplier_into_gemm(const Node& node);
   bool fuse_hardsigmoid_into_producer(const Node& node);
   bool fold_hardsigmoid_into_recipes(BlobNode& last);
   void lower_grouped_matmul(const Node& node);

@@ -51,6 +51,7 @@ TERN_SIMD_INLINE float apply(float v) {
   if (kAct == GemmActivation::GeluErf) return vmath::gelu_erf(v);
   if (kAct == GemmActivation::Silu) return silu(v);
   if (kAct == GemmActivation::Sigmoid) return sigmoid(v);
+  if (kAct == GemmActivation::Square) return v * v;
   return vmath::gelu_tanh(v);
 }
 
@@ -265,6 +266,8 @@ ActivationFn gemm_activation_fn(GemmActivation act) {
       return pick<GemmActivation::Silu>();
     case GemmActivation::Sigmoid:
       return pick<GemmActivation::Sigmoid>();
+    case GemmActivation::Square:
+      return pick<GemmActivation::Square>();
   }
   return nullptr;
 }

@@ -1,7 +1,8 @@
 // Activations tern's GEMM applies to its output tiles after the last K block, while they are
 // still in L1 (a fused epilogue, no pass of its own): hardswish (MobileNetV3's expand convs),
-// GELU (a transformer MLP's first linear), SiLU (EfficientNet's convs) and sigmoid (a
-// squeeze-excitation gate), each built for AVX-512, AVX2+FMA and baseline.
+// GELU (a transformer MLP's first linear), SiLU (EfficientNet's convs), sigmoid (a
+// squeeze-excitation gate) and the square (StarReLU), each built for AVX-512, AVX2+FMA and
+// baseline.
 //
 // Runtime code: no exceptions, no RTTI, never allocates.
 #pragma once
@@ -18,8 +19,9 @@ enum class GemmActivation : uint8_t {
   GeluTanh = 3,   ///< the tanh approximation, the portable kernel's form
   Silu = 4,       ///< x · sigmoid(x) = x / (1 + e^-x) (SiLU / swish: EfficientNet's)
   Sigmoid = 5,    ///< 1 / (1 + e^-x)
+  Square = 6,     ///< x · x (PoolFormerV2's StarReLU, relu(x)²: the clamp then the square)
 };
-constexpr uint32_t kLastGemmActivation = 5;
+constexpr uint32_t kLastGemmActivation = 6;
 
 /// x[r * ld + c] = act(x[r * ld + c]) for r < rows, c < cols, in place (a GEMM's finished tile:
 /// rows of a few vectors each, which the SIMD forms take together).

@@ -1,6 +1,6 @@
 // The packed GEMM's driver: cuts C = clamp(A · Wᵀ + bias) into register tiles, cache blocks and
 // thread tasks, and calls the dispatched microkernel on each tile (then the optional activation
-// on the finished tile). Never allocates.
+// and multiplier on the finished tile). Never allocates.
 //
 // Tiles: M is cut into T balanced tiles of at most max_rows rows (sizes differ by at most one,
 // so m = 128 gives ten tiles of 12-13 rows rather than nine of 14 and one of 2); N likewise into
@@ -51,6 +51,15 @@ struct Plan {
   int64_t n_groups = 1;
   bool prefetch_next = true;
 };
+
+/// c[r * ld + j] *= m[r * ld + j] for r < rows, j < cols (a finished tile times the gate).
+void multiply_tile(float* c, const float* m, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* __restrict cr = c + r * ld;
+    const float* __restrict mr = m + r * ld;
+    for (int64_t j = 0; j < cols; ++j) cr[j] *= mr[j];
+  }
+}
 
 void run_task(const Plan& plan, int64_t task) {
   const GemmProblem& p = *plan.p;
@@ -109,10 +118,14 @@ void run_task(const Plan& plan, int64_t task) {
                             ? p.residual + r0 * p.ldc + panel0 * kPanelWidth
                             : nullptr;
         kernel(args);
-        if (args.last && plan.activation != nullptr) {
-          // The tile is final and in L1: its activation now, row by row.
+        if (args.last && (plan.activation != nullptr || p.multiplier != nullptr)) {
+          // The tile is final and in L1: its activation and its multiplier now, row by row.
           const int64_t cols = min64(np * kPanelWidth, p.n - panel0 * kPanelWidth);
-          plan.activation(args.c, r1 - r0, cols, p.ldc);
+          if (plan.activation != nullptr) plan.activation(args.c, r1 - r0, cols, p.ldc);
+          if (p.multiplier != nullptr) {
+            multiply_tile(args.c, p.multiplier + r0 * p.ldc + panel0 * kPanelWidth, r1 - r0, cols,
+                          p.ldc);
+          }
         }
       }
     }

@@ -46,11 +46,17 @@ struct GemmProblem {
   const float* residual = nullptr;
   /// Applied after the clamp to each finished output tile (while it is in L1).
   GemmActivation activation = GemmActivation::None;
+  /// Optional (null: none): M [m, n] with C's row stride ldc; each finished tile is multiplied
+  /// by it elementwise after the activation (a gated product: StarNet's relu6(f1(x)) · f2(x),
+  /// a SwiGLU MLP's silu(gate(x)) · up(x)). Read once per element, never past [m x n]. Must not
+  /// overlap C.
+  const float* multiplier = nullptr;
   float out_min = -std::numeric_limits<float>::infinity();  ///< fused clamp; (-inf, +inf) for none
   float out_max = std::numeric_limits<float>::infinity();
 };
 
-/// C = act(clamp(A · Wᵀ + bias + R)) (no R term when residual is null, no act for None).
+/// C = act(clamp(A · Wᵀ + bias + R)) ⊙ M (no R term when residual is null, no act for None, no
+/// M when multiplier is null).
 /// Splits the work over `pool` (null: the caller's thread only).
 /// Never allocates; never reads A or writes C outside [m x k] / [m x n] (A and C may be
 /// exact-size buffers). Thread-safe for distinct C. m, n or k of 0: nothing is read (k = 0

@@ -30,11 +30,11 @@ Error check_dynamic_node(uint32_t n, const BlobNode& node, const BlobValue* v) {
   for (uint32_t i = 0; i < node.num_inputs; ++i) {
     const BlobValue& in = v[node.inputs[i]];
     if (!is_dynamic_value(in)) continue;
-    const bool row_operand = gemm && (i == 0 || (i == 2 && op == NodeOp::PackedFullyConnected));
+    const bool row_operand = gemm && (i == 0 || (i >= 2 && op == NodeOp::PackedFullyConnected));
     TERN_CHECK_OR_RETURN_ERROR(row_operand, InvalidProgram,
                                "cpu blob: node %u (op %u): input %u (value %u) is dynamic, which "
                                "only x of a fully-connected node (ops 17, 23) or op 17's "
-                               "residual may be",
+                               "residual or multiplier may be",
                                n, node.op, i, node.inputs[i]);
     TERN_CHECK_OR_RETURN_ERROR(out.dynamic_mask == in.dynamic_mask, InvalidProgram,
                                "cpu blob: node %u (op %u): input %u (value %u) has dynamic mask "

@@ -154,7 +154,11 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
       *max_in = 3;
       *const_mask = 0x6;
       return;
-    case NodeOp::PackedFullyConnected:  // x, packed weight, residual?
+    case NodeOp::PackedFullyConnected:  // x, packed weight, residual?, multiplier?
+      *min_in = 2;
+      *max_in = 4;
+      *const_mask = 0x2;
+      return;
     case NodeOp::PackedConv2d:
     case NodeOp::PackedConv3d:
     case NodeOp::PackedWinogradConv2d:
@@ -466,7 +470,8 @@ Error check_packed_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
   TERN_CHECK_OR_RETURN_ERROR(node.params[kPackedActivation] <= kLastPackedActivation,
                              InvalidProgram,
                              "cpu blob: node %u (%s): activation %u, expected 0 (none), 1 "
-                             "(hardswish), 2 (gelu), 3 (gelu tanh) or 4 (silu)",
+                             "(hardswish), 2 (gelu), 3 (gelu tanh), 4 (silu), 5 (sigmoid) or 6 "
+                             "(square)",
                              n, op_name(node.op), node.params[kPackedActivation]);
   const BlobValue& f = v[node.inputs[1]];
   const uint64_t kh = node.params[kKernelH], kw = node.params[kKernelW];
@@ -1218,11 +1223,20 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
                                  n, node.params[0]);
       return check_out_dims(n, node, out, x.dims, x.rank);
     case NodeOp::PackedFullyConnected: {
-      TERN_RETURN_IF_ERROR(check_params_range(n, node, 3, 0, 2));
+      TERN_RETURN_IF_ERROR(check_params_range(n, node, 4, 0, 2));
+      const bool multiplier = node.params[kFcEpilogueFlags] == kFcMultiplier;
+      TERN_CHECK_OR_RETURN_ERROR(
+          node.params[kFcEpilogueFlags] <= kFcMultiplier &&
+              node.num_inputs <= (multiplier ? 4u : 3u) && node.num_inputs >= (multiplier ? 3u : 2u),
+          InvalidProgram,
+          "cpu blob: node %u (packed_fully_connected): epilogue flags %u with %u inputs, expected "
+          "0 with 2 or 3 inputs (x, weight, residual?) or 1 with 3 or 4 (x, weight, residual?, "
+          "multiplier)",
+          n, node.params[kFcEpilogueFlags], node.num_inputs);
       TERN_CHECK_OR_RETURN_ERROR(node.params[2] <= kLastPackedActivation, InvalidProgram,
                                  "cpu blob: node %u (packed_fully_connected): activation %u, "
-                                 "expected 0 (none), 1 (hardswish), 2 (gelu), 3 (gelu tanh) or 4 "
-                                 "(silu)",
+                                 "expected 0 (none), 1 (hardswish), 2 (gelu), 3 (gelu tanh), 4 "
+                                 "(silu), 5 (sigmoid) or 6 (square)",
                                  n, node.params[2]);
       const uint64_t out_features = node.params[0], in_features = node.params[1];
       const BlobValue& f = v[node.inputs[1]];
@@ -1241,7 +1255,20 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
       uint64_t expect[kMaxDims];
       for (uint32_t i = 0; i < x.rank; ++i) expect[i] = x.dims[i];
       expect[x.rank - 1] = out_features;
-      TERN_RETURN_IF_ERROR(check_residual(n, node, v, expect, x.rank));
+      // The residual (input 2 of 3 without a multiplier, of 4 with one) and the multiplier
+      // (the last input) have the output's dims.
+      for (uint32_t i = 2; i < node.num_inputs; ++i) {
+        const BlobValue& e = v[node.inputs[i]];
+        if (dims_equal(e, expect, x.rank)) continue;
+        char a[128], b[128];
+        const bool is_multiplier = multiplier && i + 1 == node.num_inputs;
+        TERN_RETURN_ERROR(InvalidProgram,
+                          "cpu blob: node %u (packed_fully_connected): %s value %u has dims %s, "
+                          "expected the output's %s",
+                          n, is_multiplier ? "multiplier" : "residual", node.inputs[i],
+                          dims_str(e.dims, e.rank, a, sizeof(a)),
+                          dims_str(expect, x.rank, b, sizeof(b)));
+      }
       return check_out_dims(n, node, out, expect, x.rank);
     }
     case NodeOp::Reshape:

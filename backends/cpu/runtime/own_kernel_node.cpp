@@ -437,7 +437,10 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       p.packed = addr[node.inputs[1]];
       p.c = addr[node.output];
       p.ldc = out_features;
-      p.residual = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
+      // Inputs x, weight, residual?, multiplier? (params[3]: validated 0 or kFcMultiplier).
+      const bool gated = node.params[kFcEpilogueFlags] == kFcMultiplier;
+      p.residual = node.num_inputs == (gated ? 4u : 3u) ? addr[node.inputs[2]] : nullptr;
+      p.multiplier = gated ? addr[node.inputs[node.num_inputs - 1]] : nullptr;
       p.activation = static_cast<GemmActivation>(node.params[2]);  // validated: 0..5
       p.out_min = node.fparams[0];
       p.out_max = node.fparams[1];

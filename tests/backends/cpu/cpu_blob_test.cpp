@@ -441,14 +441,14 @@ TEST_F(CpuBlobTest, SpecificCorruptionsNameTheProblem) {
   // (before PackedConv3d), 16 (before signed StridedCopy strides), 17 (before View values), 18
   // (before sin, cos and log in op 38), 19 (before a constant q in op 32), 20 (before op 25's
   // RMS mode and expm1 / log1p in op 38), 21 (before op 44's comparison modes), 22 (before
-  // GroupedMatmul and the Int32Plain layout).
-  static_assert(cpu::kBlobVersion == 23, "add the version this one replaces to the list below");
+  // GroupedMatmul and the Int32Plain layout), 23 (before op 17's multiplier).
+  static_assert(cpu::kBlobVersion == 24, "add the version this one replaces to the list below");
   for (uint32_t old : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u, 11u, 12u, 13u, 14u, 15u, 16u,
-                       17u, 18u, 19u, 20u, 21u, 22u}) {
+                       17u, 18u, 19u, 20u, 21u, 22u, 23u}) {
     std::vector<uint8_t> bad = blob;
     std::memcpy(bad.data() + offsetof(cpu::BlobHeader, version), &old, 4);
     EXPECT_EQ(try_blob(bad, num_args, &msg, &g), Error::DelegateInvalidCompatibility) << old;
-    EXPECT_NE(msg.find("version " + std::to_string(old) + ", this runtime reads version 23"),
+    EXPECT_NE(msg.find("version " + std::to_string(old) + ", this runtime reads version 24"),
               std::string::npos)
         << msg;
     EXPECT_EQ(parse_result(bad, &msg), Error::DelegateInvalidCompatibility) << old;
@@ -664,9 +664,10 @@ TEST_F(CpuBlobTest, PackedLinearFieldsAreChecked) {
       {offsetof(cpu::BlobNode, params), 33, "is not [1008]"},  // 33 out features: 3 panels
       {offsetof(cpu::BlobNode, params) + 4, 21, "params give 21"},
       {offsetof(cpu::BlobNode, params) + 4, 0, "is 0, expected >= 1"},
-      {offsetof(cpu::BlobNode, params) + 8, 6, "activation 6, expected 0 (none)"},
-      {offsetof(cpu::BlobNode, params) + 12, 1, "unused parameter 3"},
-      {offsetof(cpu::BlobNode, num_inputs), 4, "4 inputs, expected 2..3"},
+      {offsetof(cpu::BlobNode, params) + 8, 7, "activation 7, expected 0 (none)"},
+      {offsetof(cpu::BlobNode, params) + 12, 1, "epilogue flags 1 with 2 inputs"},
+      {offsetof(cpu::BlobNode, params) + 16, 1, "unused parameter 4"},
+      {offsetof(cpu::BlobNode, num_inputs), 5, "5 inputs, expected 2..4"},
       // A residual input must be a value made before the node.
       {offsetof(cpu::BlobNode, num_inputs), 3, "input 2 is value 4294967295"},
   };
@@ -1052,11 +1053,11 @@ TEST_F(CpuBlobTest, HardswishFoldsIntoTernsConv) {
   std::vector<uint8_t> blob = b.graph().delegates[0].blob;
   cpu::BlobNode n = blob_node(blob, 0);
   EXPECT_EQ(n.params[cpu::kPackedActivation], 1u);
-  n.params[cpu::kPackedActivation] = 6;  // no such activation
+  n.params[cpu::kPackedActivation] = 7;  // no such activation
   set_blob_node(&blob, 0, n);
   std::string message;
   EXPECT_EQ(parse_result(blob, &message), Error::InvalidProgram);
-  EXPECT_NE(message.find("activation 6"), std::string::npos) << message;
+  EXPECT_NE(message.find("activation 7"), std::string::npos) << message;
 }
 
 TEST_F(CpuBlobTest, LargeThreeByThreeConvsGoToWinograd) {

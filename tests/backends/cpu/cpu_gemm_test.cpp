@@ -47,6 +47,7 @@ struct Case {
   float out_min = -kInf, out_max = kInf;
   bool residual = false;  ///< add R [m, n] (C's row stride) before the clamp
   GemmActivation activation = GemmActivation::None;  ///< after the clamp
+  bool multiplier = false;  ///< times M [m, n] (C's row stride) after the activation
 };
 
 /// The activation in double precision, from its definition (std::erf, std::tanh).
@@ -64,6 +65,8 @@ double activate(GemmActivation act, double v) {
       return v / (1.0 + std::exp(-v));
     case GemmActivation::Sigmoid:
       return 1.0 / (1.0 + std::exp(-v));
+    case GemmActivation::Square:
+      return v * v;
   }
   return v;
 }
@@ -74,16 +77,18 @@ std::string describe(const Case& c, GemmIsa isa, bool pool) {
          std::to_string(c.lda_pad) + " ldc+" + std::to_string(c.ldc_pad) +
          (c.bias ? " bias" : " no-bias") + " clamp[" + std::to_string(c.out_min) + ", " +
          std::to_string(c.out_max) + "]" + (c.residual ? " residual" : "") + " act " +
-         std::to_string(static_cast<int>(c.activation)) +
+         std::to_string(static_cast<int>(c.activation)) + (c.multiplier ? " multiplier" : "") +
          (pool ? " pool2" : " no-pool");
 }
 
 /// Checks c (m rows of ldc, values in [m x n]) against the double reference of a [m x k] (lda)
-/// times w [n x k] plus bias plus the residual r (ldc; null: none); returns the number of
-/// mismatches (reported via ADD_FAILURE).
+/// times w [n x k] plus bias plus the residual r (ldc; null: none), clamped, activated and
+/// times the multiplier mul (ldc; null: none); returns the number of mismatches (reported via
+/// ADD_FAILURE).
 int check_against_reference(const Case& cs, const float* a, int64_t lda, const float* w,
                             const float* bias, const float* c, int64_t ldc,
-                            const std::string& what, const float* r = nullptr) {
+                            const std::string& what, const float* r = nullptr,
+                            const float* mul = nullptr) {
   int bad = 0;
   for (int64_t i = 0; i < cs.m; ++i) {
     for (int64_t j = 0; j < cs.n; ++j) {
@@ -102,8 +107,10 @@ int check_against_reference(const Case& cs, const float* a, int64_t lda, const f
       if (want > cs.out_max) want = cs.out_max;
       if (want < cs.out_min) want = cs.out_min;
       want = activate(cs.activation, want);
+      const double gate = mul != nullptr ? std::fabs(mul[i * ldc + j]) : 1.0;
+      if (mul != nullptr) want *= mul[i * ldc + j];
       // The activations' slopes stay under 1.5; GELU's own error is a few ulp of its result.
-      const double tol = 1.5e-6 * (1.0 + std::sqrt(static_cast<double>(cs.k))) * mag +
+      const double tol = 1.5e-6 * (1.0 + std::sqrt(static_cast<double>(cs.k))) * mag * gate +
                          1e-6 * std::fabs(want) + 1e-30;
       const float got = c[i * ldc + j];
       if (!(std::fabs(got - want) <= tol)) {
@@ -130,6 +137,8 @@ void run_case(const Case& cs, pthreadpool_t pool, GemmIsa isa, uint32_t seed) {
   constexpr int64_t kGuardFloats = 64;
   std::vector<float> c(static_cast<size_t>(cs.m * ldc + kGuardFloats), kGuard);
   const std::vector<float> r = random_floats(static_cast<size_t>(cs.m * ldc), seed + 3, -2.0f, 2.0f);
+  const std::vector<float> mul =
+      random_floats(static_cast<size_t>(cs.m * ldc), seed + 4, -3.0f, 3.0f);
   GemmProblem p;
   p.m = cs.m;
   p.n = cs.n;
@@ -143,11 +152,13 @@ void run_case(const Case& cs, pthreadpool_t pool, GemmIsa isa, uint32_t seed) {
   p.out_max = cs.out_max;
   p.residual = cs.residual ? r.data() : nullptr;
   p.activation = cs.activation;
+  p.multiplier = cs.multiplier ? mul.data() : nullptr;
   packed_gemm(p, pool);
 
   const std::string what = describe(cs, isa, pool != nullptr);
   check_against_reference(cs, a.data(), lda, w.data(), cs.bias ? bias.data() : nullptr, c.data(),
-                          ldc, what, cs.residual ? r.data() : nullptr);
+                          ldc, what, cs.residual ? r.data() : nullptr,
+                          cs.multiplier ? mul.data() : nullptr);
   int touched = 0;
   for (int64_t idx = 0; idx < static_cast<int64_t>(c.size()); ++idx) {
     const bool inside = idx < cs.m * ldc && idx % ldc < cs.n;
@@ -386,7 +397,7 @@ TEST_F(CpuGemm, ActivationsApplyToEveryFinishedTile) {
     ASSERT_TRUE(packed_gemm_force_isa(isa));
     for (GemmActivation act : {GemmActivation::Hardswish, GemmActivation::GeluErf,
                                GemmActivation::GeluTanh, GemmActivation::Silu,
-                               GemmActivation::Sigmoid}) {
+                               GemmActivation::Sigmoid, GemmActivation::Square}) {
       for (int64_t kc : {int64_t{1024}, int64_t{16}}) {
         gemm_detail::gemm_blocking().kc_max = kc;
         for (Case cs : cases) {
@@ -395,6 +406,33 @@ TEST_F(CpuGemm, ActivationsApplyToEveryFinishedTile) {
           run_case(cs, two.pool, isa, seed);
           ++seed;
         }
+      }
+    }
+  }
+}
+
+TEST_F(CpuGemm, MultiplierScalesEveryFinishedTileAfterTheActivation) {
+  // A gated product: StarNet's relu6(f1(x)) · f2(x) (3136 pixels, 24 -> 96, the gate after the
+  // clamp), a SwiGLU MLP's silu(gate(x)) · up(x) (rows of a transformer), with a residual, ldc
+  // padding, edge shapes and K in several blocks (the multiply must run once, after the last).
+  Case cases[] = {
+      {3136, 96, 24, 0, 0, true, 0.0f, 6.0f}, {50, 200, 64}, {7, 5, 3, 1, 3},
+      {33, 37, 70, 0, 2, false, -2.0f, 2.5f}, {1, 20, 50},   {49, 576, 96, 0, 3},
+  };
+  cases[1].activation = GemmActivation::Silu;
+  cases[3].activation = GemmActivation::GeluErf;
+  cases[5].residual = true;
+  for (Case& cs : cases) cs.multiplier = true;
+  Pool two(2);
+  uint32_t seed = 700;
+  for (GemmIsa isa : supported_isas()) {
+    ASSERT_TRUE(packed_gemm_force_isa(isa));
+    for (int64_t kc : {int64_t{1024}, int64_t{16}}) {
+      gemm_detail::gemm_blocking().kc_max = kc;
+      for (const Case& cs : cases) {
+        run_case(cs, nullptr, isa, seed);
+        run_case(cs, two.pool, isa, seed);
+        ++seed;
       }
     }
   }
