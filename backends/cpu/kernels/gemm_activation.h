@@ -30,4 +30,11 @@ using ActivationFn = void (*)(float* x, int64_t rows, int64_t cols, int64_t ld);
 /// The function for `act` in the ISA packed_gemm_isa() names (null for None).
 ActivationFn gemm_activation_fn(GemmActivation act);
 
+/// c[r * ld + j] *= m[r * ld + j] for r < rows, j < cols: a finished tile times the GEMM's
+/// multiplier (a gated product), after its activation.
+using MultiplyFn = void (*)(float* c, const float* m, int64_t rows, int64_t cols, int64_t ld);
+
+/// The multiply in the ISA packed_gemm_isa() names.
+MultiplyFn gemm_multiply_fn();
+
 }  // namespace tern::cpu

@@ -41,9 +41,10 @@ struct Plan {
   const GemmProblem* p = nullptr;
   const MicrokernelSet* ks = nullptr;
   ActivationFn activation = nullptr;  // the epilogue's, or null
-  int64_t panels = 0;        // ceil(n / 16)
-  int64_t panel_stride = 0;  // 16 * (k + 1)
-  int last_cols = 16;        // columns of the last panel
+  MultiplyFn multiply = nullptr;      // the multiplier's (with one)
+  int64_t panels = 0;                 // ceil(n / 16)
+  int64_t panel_stride = 0;           // 16 * (k + 1)
+  int last_cols = 16;                 // columns of the last panel
   int64_t m_tiles = 1;
   int64_t n_tiles = 1;
   int64_t k_blocks = 1;
@@ -51,15 +52,6 @@ struct Plan {
   int64_t n_groups = 1;
   bool prefetch_next = true;
 };
-
-/// c[r * ld + j] *= m[r * ld + j] for r < rows, j < cols (a finished tile times the gate).
-void multiply_tile(float* c, const float* m, int64_t rows, int64_t cols, int64_t ld) {
-  for (int64_t r = 0; r < rows; ++r) {
-    float* __restrict cr = c + r * ld;
-    const float* __restrict mr = m + r * ld;
-    for (int64_t j = 0; j < cols; ++j) cr[j] *= mr[j];
-  }
-}
 
 void run_task(const Plan& plan, int64_t task) {
   const GemmProblem& p = *plan.p;
@@ -123,7 +115,7 @@ void run_task(const Plan& plan, int64_t task) {
           const int64_t cols = min64(np * kPanelWidth, p.n - panel0 * kPanelWidth);
           if (plan.activation != nullptr) plan.activation(args.c, r1 - r0, cols, p.ldc);
           if (p.multiplier != nullptr) {
-            multiply_tile(args.c, p.multiplier + r0 * p.ldc + panel0 * kPanelWidth, r1 - r0, cols,
+            plan.multiply(args.c, p.multiplier + r0 * p.ldc + panel0 * kPanelWidth, r1 - r0, cols,
                           p.ldc);
           }
         }
@@ -173,8 +165,8 @@ Plan make_plan(const GemmProblem& p, const MicrokernelSet* ks, int64_t threads) 
     const double rows = p.m < 4 ? 8.0 : static_cast<double>(p.m);
     const double fmas = rows * static_cast<double>(p.n) *
                         static_cast<double>(max64(p.k, 1));  // double: no overflow
-    const int64_t wanted = gemm_detail::wanted_tasks(fmas, threads, blocking.tasks_per_thread,
-                                                     blocking.min_task_fmas);
+    const int64_t wanted =
+        gemm_detail::wanted_tasks(fmas, threads, blocking.tasks_per_thread, blocking.min_task_fmas);
     if (plan.m_blocks < wanted) {
       plan.n_groups = min64(plan.n_tiles, ceil_div(wanted, plan.m_blocks));
       if (plan.m_blocks * plan.n_groups < wanted) {
@@ -192,6 +184,7 @@ void packed_gemm(const GemmProblem& p, pthreadpool_t pool) {
   const MicrokernelSet* ks = gemm_detail::active_microkernels();
   Plan plan = make_plan(p, ks, gemm_detail::pool_threads(pool));
   plan.activation = gemm_activation_fn(p.activation);
+  if (p.multiplier != nullptr) plan.multiply = gemm_multiply_fn();
   gemm_detail::run_tasks(pool, &run_task_entry, &plan, plan.m_blocks * plan.n_groups);
 }
 
