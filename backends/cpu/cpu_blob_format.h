@@ -51,7 +51,8 @@ constexpr uint32_t kBlobVersion = 24;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // 24: op 17's multiplier
                                       // (params[3]), the square
                                       // activation (6) of ops 17,
-                                      // 18 and 33
+                                      // 18 and 33, op 21's residual
+                                      // without a project
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -315,7 +316,8 @@ enum class NodeOp : uint32_t {
   /// F = bottleneck_weight_floats(...): the expand weight packed as packed_fc_floats(E, C) when
   /// there is one, then the depthwise taps [KH*KW][E] and bias [E] padded to a multiple of 16
   /// floats, then the project weight packed as packed_fc_floats(O, E) when there is one),
-  /// optional residual [N, OH, OW, O] (with a project only; not a constant). params: pads, KH,
+  /// optional residual [N, OH, OW, O] (not a constant; with a project added before its clamp,
+  /// without one, since version 24, added after the depthwise epilogue). params: pads, KH,
   /// KW, strides, dilations (1) at the ConvParam indices, then the BottleneckParam ones;
   /// fparams: the project's output min, max (-inf, +inf without a project). Output
   /// [N, OH, OW, O] (O = E without a project). With squeeze-excitation (flag

@@ -79,8 +79,10 @@ class Matcher {
       m->project = proj;
       m->nodes.push_back(proj);
       m->output = node(proj).outputs[0];
-      fold_residual(m);
     }
+    // With a project the residual is added before its clamp; without one after the depthwise
+    // epilogue (StarNet's x + dwconv2(g(x))).
+    fold_residual(m);
     return m->expand >= 0 || m->project >= 0 || is_large_depthwise(node(dw)) ||
            is_wide_depthwise(node(dw));
   }
@@ -249,8 +251,8 @@ class Matcher {
   }
   static constexpr int64_t kLoneDepthwiseMinWork = 1 << 15;
 
-  /// add(project_out, r) (either order, alpha 1, no broadcasting) read by nothing else: r
-  /// becomes the residual and the add's output the chain's.
+  /// add(out, r) of the chain's output (the project's, or the depthwise's), either order, alpha
+  /// 1, no broadcasting: r becomes the residual and the add's output the chain's.
   void fold_residual(BottleneckMatch* m) const {
     const int add = sole_reader(m->output);
     if (add < 0 || node(add).op != "tern::add" || binary_alpha(g_, node(add)) != 1.0) return;

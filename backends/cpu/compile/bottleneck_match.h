@@ -1,6 +1,6 @@
 // Finding inverted bottlenecks in a cpu region (internal to backends/cpu/compile): the chains
 // [1x1 expand conv -> activation ->] depthwise conv [-> activation] [-> squeeze-excitation]
-// [-> 1x1 project conv [-> add residual]] of MobileNetV2/V3 and EfficientNet that lower to one
+// [-> 1x1 project conv] [-> add residual] of MobileNetV2/V3 and EfficientNet that lower to one
 // PackedBottleneck node (the fused kernel of backends/cpu/kernels/bottleneck.h). Their weight
 // constant is packed by a PackBottleneck recipe (backends/cpu/weights/weight_recipe.h).
 #pragma once
@@ -31,7 +31,7 @@ struct BottleneckMatch {
   uint32_t se_gate = 0;          ///< cpu::SqueezeGate
   int64_t se_channels = 0;       ///< the squeeze's output channels S
   int project = -1;            ///< the 1x1 project conv node, or -1
-  int residual = -1;           ///< value added to the project's output (an add folded), or -1
+  int residual = -1;  ///< value added to the project's (or the depthwise's) output, or -1
   int input = -1;              ///< value the chain reads (x)
   int output = -1;             ///< value the chain makes
   std::vector<int> nodes;      ///< every node it replaces, ascending; the last is where it runs

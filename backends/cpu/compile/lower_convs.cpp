@@ -291,7 +291,8 @@ void Lowering::lower_bottleneck(const BottleneckMatch& m) {
       se ? static_cast<uint64_t>(m.se_channels) : 0u);
   const uint32_t f = add_derived({floats}, rc);
   std::vector<uint32_t> ins{x, f};
-  if (m.residual >= 0) ins.push_back(activation(m.residual));
+  // The residual is read in the output's (NHWC) order: a plain 4-D one is copied first.
+  if (m.residual >= 0) ins.push_back(activation_as(m.residual, is_plain_4d(m.output)));
   BlobNode& n = add_node(NodeOp::PackedBottleneck, ins, output(m.output));
   set_window_params(n, a, wd[2], wd[3]);
   n.params[cpu::kBottleneckInChannels] = static_cast<uint32_t>(c);

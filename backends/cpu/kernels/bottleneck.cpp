@@ -134,6 +134,8 @@ struct Plan {
   float* scratch = nullptr;
   depthwise_detail::RowFn row = nullptr;
   ActivationFn dw_act = nullptr;
+  /// Without a project, with a residual: adds it to each depthwise output row (in y).
+  OperandFn add_residual = nullptr;
   // Layer mode: the whole expanded tensor (or x) and where the depthwise rows go. With
   // squeeze-excitation (both modes) d_all is the batch's d in the scratch.
   const float* e_all = nullptr;
@@ -228,8 +230,10 @@ ChannelSumsFn channel_sums_fn() {
 }
 
 /// Depthwise output row oy of image n from e (image n's rows of in_w x exp_c, starting at input
-/// row e_first) into d (the row's out_w x exp_c floats), with the epilogue.
-void depthwise_out_row(const Plan& plan, const float* e, int64_t e_first, int64_t oy, float* d) {
+/// row e_first) into d (the row's out_w x exp_c floats), with the epilogue; without a project,
+/// the residual's row y_row (of the batch's flattened output rows) is added after it.
+void depthwise_out_row(const Plan& plan, const float* e, int64_t e_first, int64_t oy, float* d,
+                       int64_t y_row) {
   const BottleneckProblem& p = *plan.p;
   const int64_t e_row = p.in_w * p.exp_c;
   const float* taps[kMaxBottleneckKernel];
@@ -252,6 +256,9 @@ void depthwise_out_row(const Plan& plan, const float* e, int64_t e_first, int64_
   dr.out = d;
   plan.row(dr);
   if (plan.dw_act != nullptr) plan.dw_act(d, 1, p.out_w * p.exp_c, 0);  // the row is in L1
+  if (plan.add_residual != nullptr) {
+    plan.add_residual(d, p.residual + y_row * p.out_w * p.out_c, 1, p.out_w * p.out_c, 0);
+  }
 }
 
 /// The project GEMM of `rows` output rows starting at output row `first` (of the batch's
@@ -325,7 +332,7 @@ void run_rows(const Plan& plan, int64_t n, int64_t oy0, int64_t oy1, float* ebuf
                : plan.row_sums != nullptr ? plan.d_all + ((n * p.out_h + oy) * p.out_w) * p.exp_c
                                           : p.y + ((n * p.out_h + oy) * p.out_w) * p.out_c;
     for (int64_t i = 0; i < rows; ++i) {
-      depthwise_out_row(plan, e, lo, oy + i, d + i * d_row);
+      depthwise_out_row(plan, e, lo, oy + i, d + i * d_row, n * p.out_h + oy + i);
       if (plan.row_sums != nullptr) {
         plan.sums(d + i * d_row, p.out_w, p.exp_c,
                   plan.row_sums + (n * p.out_h + oy + i) * p.exp_c);
@@ -343,7 +350,7 @@ void layer_row(void* context, size_t r) {
   const int64_t in_image = p.expand_packed != nullptr ? p.in_h * p.in_w * p.exp_c
                                                       : p.in_h * p.in_w * p.in_c;
   float* d = plan.d_all + static_cast<int64_t>(r) * p.out_w * p.exp_c;
-  depthwise_out_row(plan, plan.e_all + n * in_image, 0, oy, d);
+  depthwise_out_row(plan, plan.e_all + n * in_image, 0, oy, d, static_cast<int64_t>(r));
   if (plan.row_sums != nullptr) {
     plan.sums(d, p.out_w, p.exp_c, plan.row_sums + static_cast<int64_t>(r) * p.exp_c);
   }
@@ -485,6 +492,7 @@ void bottleneck_nhwc(const BottleneckProblem& p, float* scratch, pthreadpool_t p
   plan.scratch = scratch;
   plan.row = row_fn();
   plan.dw_act = gemm_activation_fn(p.depthwise.act);
+  if (p.residual != nullptr && p.project_packed == nullptr) plan.add_residual = gemm_add_fn();
   const bool layers = layer_mode(p, plan.parts);
   if (has_se(p)) {  // the batch's d after the depthwise stage's scratch, then its row sums
     plan.d_all = scratch + (layers ? layer_e_floats(p) : plan.parts * plan.s.slot_floats);

@@ -1,5 +1,5 @@
 // tern's fused inverted bottleneck over NHWC tensors (MobileNetV2/V3's block): an optional 1x1
-// expand GEMM, a depthwise KHxKW conv and an optional 1x1 project GEMM (with an optional residual)
+// expand GEMM, a depthwise KHxKW conv and an optional 1x1 project GEMM, and an optional residual
 // in one pass per band of output rows, so the expanded tensors (the block's largest) live only
 // in a task's L2-sized scratch and never travel through memory. Each task owns a contiguous range
 // of output rows: per band it expands the input rows the band's depthwise window needs (keeping
@@ -35,7 +35,7 @@ struct StageEpilogue {
 ///     m = mean of d over its out_h x out_w pixels            [exp_c]
 ///     g = epi_g(epi_s(m · Wsᵀ + bs) · Wgᵀ + bg)              [se_c], then [exp_c]
 ///     d = d · g (channel c of every pixel scaled by g[c])
-///   y = project ? clamp(d · Wpᵀ + bp + residual) : d         [out_h, out_w, out_c]
+///   y = project ? clamp(d · Wpᵀ + bp + residual) : d + residual   [out_h, out_w, out_c]
 /// (EfficientNet's MBConv and MobileNetV3's blocks with their squeeze-excitation: the whole
 /// expanded tensor d is then kept in the scratch, its channel sums taken while each row is in
 /// L1, and the gate g is applied to the project's weight rows, or to d when that is smaller.)
@@ -66,8 +66,9 @@ struct BottleneckProblem {
   /// pack_fc_weight(exp_c, se_c) (the excitation, bias included).
   const float* se_excite_packed = nullptr;
   StageEpilogue se_gate;  ///< e.g. act Sigmoid; or clamp [0, 1] (a hardsigmoid folded in)
-  /// Optional (null: none; only with a project): y's shape, added after the project's bias and
-  /// before its clamp; must not overlap y (it may be x).
+  /// Optional (null: none): y's shape; with a project added after its bias and before its
+  /// clamp, without one added to d after the depthwise epilogue (StarNet's x + dw(g(x)));
+  /// must not overlap y (it may be x).
   const float* residual = nullptr;
   float out_min = -std::numeric_limits<float>::infinity();  ///< the project's clamp
   float out_max = std::numeric_limits<float>::infinity();

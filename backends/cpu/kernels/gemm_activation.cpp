@@ -232,36 +232,57 @@ TERN_SIMD_TARGET_AVX2 void run_sigmoid_avx2(float* x, int64_t rows, int64_t cols
 }
 #endif
 
-/// The gate's multiply, row by row: 16 floats at a time (a constant trip count the compiler
-/// vectorizes for the target), then the tail.
-TERN_SIMD_INLINE void multiply_rows(float* c, const float* m, int64_t rows, int64_t cols,
-                                    int64_t ld) {
+/// c OP= m row by row: 16 floats at a time (a constant trip count the compiler vectorizes for
+/// the target), then the tail.
+template <bool kAdd>
+TERN_SIMD_INLINE void operand_rows(float* c, const float* m, int64_t rows, int64_t cols,
+                                   int64_t ld) {
   for (int64_t r = 0; r < rows; ++r) {
     float* __restrict cr = c + r * ld;
     const float* __restrict mr = m + r * ld;
     int64_t j = 0;
     for (; j + kBlock <= cols; j += kBlock) {
-      for (int64_t t = 0; t < kBlock; ++t) cr[j + t] *= mr[j + t];
+      for (int64_t t = 0; t < kBlock; ++t) {
+        cr[j + t] = kAdd ? cr[j + t] + mr[j + t] : cr[j + t] * mr[j + t];
+      }
     }
-    for (; j < cols; ++j) cr[j] *= mr[j];
+    for (; j < cols; ++j) cr[j] = kAdd ? cr[j] + mr[j] : cr[j] * mr[j];
   }
 }
 
-void multiply_baseline(float* c, const float* m, int64_t rows, int64_t cols, int64_t ld) {
-  multiply_rows(c, m, rows, cols, ld);
+template <bool kAdd>
+void operand_baseline(float* c, const float* m, int64_t rows, int64_t cols, int64_t ld) {
+  operand_rows<kAdd>(c, m, rows, cols, ld);
 }
 
 #if defined(TERN_SIMD_X86_DISPATCH)
-TERN_SIMD_TARGET_AVX2 void multiply_avx2(float* c, const float* m, int64_t rows, int64_t cols,
-                                         int64_t ld) {
-  multiply_rows(c, m, rows, cols, ld);
+template <bool kAdd>
+TERN_SIMD_TARGET_AVX2 void operand_avx2(float* c, const float* m, int64_t rows, int64_t cols,
+                                        int64_t ld) {
+  operand_rows<kAdd>(c, m, rows, cols, ld);
 }
 
-TERN_SIMD_TARGET_AVX512 void multiply_avx512(float* c, const float* m, int64_t rows, int64_t cols,
-                                             int64_t ld) {
-  multiply_rows(c, m, rows, cols, ld);
+template <bool kAdd>
+TERN_SIMD_TARGET_AVX512 void operand_avx512(float* c, const float* m, int64_t rows,
+                                            int64_t cols, int64_t ld) {
+  operand_rows<kAdd>(c, m, rows, cols, ld);
 }
 #endif
+
+template <bool kAdd>
+OperandFn pick_operand() {
+#if defined(TERN_SIMD_X86_DISPATCH)
+  switch (packed_gemm_isa()) {
+    case GemmIsa::Avx512:
+      return &operand_avx512<kAdd>;
+    case GemmIsa::Avx2:
+      return &operand_avx2<kAdd>;
+    case GemmIsa::Scalar:
+      break;
+  }
+#endif
+  return &operand_baseline<kAdd>;
+}
 
 template <GemmActivation kAct>
 ActivationFn pick() {
@@ -282,19 +303,9 @@ ActivationFn pick() {
 
 }  // namespace
 
-MultiplyFn gemm_multiply_fn() {
-#if defined(TERN_SIMD_X86_DISPATCH)
-  switch (packed_gemm_isa()) {
-    case GemmIsa::Avx512:
-      return &multiply_avx512;
-    case GemmIsa::Avx2:
-      return &multiply_avx2;
-    case GemmIsa::Scalar:
-      break;
-  }
-#endif
-  return &multiply_baseline;
-}
+OperandFn gemm_multiply_fn() { return pick_operand<false>(); }
+
+OperandFn gemm_add_fn() { return pick_operand<true>(); }
 
 ActivationFn gemm_activation_fn(GemmActivation act) {
   switch (act) {

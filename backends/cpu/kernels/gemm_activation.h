@@ -30,11 +30,13 @@ using ActivationFn = void (*)(float* x, int64_t rows, int64_t cols, int64_t ld);
 /// The function for `act` in the ISA packed_gemm_isa() names (null for None).
 ActivationFn gemm_activation_fn(GemmActivation act);
 
-/// c[r * ld + j] *= m[r * ld + j] for r < rows, j < cols: a finished tile times the GEMM's
-/// multiplier (a gated product), after its activation.
-using MultiplyFn = void (*)(float* c, const float* m, int64_t rows, int64_t cols, int64_t ld);
+/// c[r * ld + j] = c[r * ld + j] OP m[r * ld + j] for r < rows, j < cols: a finished tile and
+/// an operand of its shape, after its activation (OP: the GEMM's multiplier, a gated product;
+/// or the add of the fused bottleneck's residual to a depthwise output row).
+using OperandFn = void (*)(float* c, const float* m, int64_t rows, int64_t cols, int64_t ld);
 
-/// The multiply in the ISA packed_gemm_isa() names.
-MultiplyFn gemm_multiply_fn();
+/// The multiply, and the add, in the ISA packed_gemm_isa() names.
+OperandFn gemm_multiply_fn();
+OperandFn gemm_add_fn();
 
 }  // namespace tern::cpu

@@ -41,7 +41,7 @@ struct Plan {
   const GemmProblem* p = nullptr;
   const MicrokernelSet* ks = nullptr;
   ActivationFn activation = nullptr;  // the epilogue's, or null
-  MultiplyFn multiply = nullptr;      // the multiplier's (with one)
+  OperandFn multiply = nullptr;      // the multiplier's (with one)
   int64_t panels = 0;                 // ceil(n / 16)
   int64_t panel_stride = 0;           // 16 * (k + 1)
   int last_cols = 16;                 // columns of the last panel

@@ -562,16 +562,13 @@ Error check_bottleneck(uint32_t n, const BlobNode& node, const BlobValue* v) {
                              n, static_cast<unsigned long long>(kh),
                              static_cast<unsigned long long>(kw), q[kDilationH], q[kDilationW],
                              kMaxBottleneckWindow);
-  TERN_CHECK_OR_RETURN_ERROR((expand || e == c) && (project || o == e) &&
-                                 (project || node.num_inputs == 2),
-                             InvalidProgram,
+  TERN_CHECK_OR_RETURN_ERROR((expand || e == c) && (project || o == e), InvalidProgram,
                              "cpu blob: node %u (packed_bottleneck): %llu -> %llu -> %llu "
-                             "channels, %u inputs, flags %u: without an expand the expanded "
-                             "channels are the input's, without a project the output's are the "
-                             "expanded ones and there is no residual",
+                             "channels, flags %u: without an expand the expanded channels are "
+                             "the input's, without a project the output's are the expanded ones",
                              n, static_cast<unsigned long long>(c),
                              static_cast<unsigned long long>(e),
-                             static_cast<unsigned long long>(o), node.num_inputs, flags);
+                             static_cast<unsigned long long>(o), flags);
   TERN_RETURN_IF_ERROR(check_nhwc_input(n, node, v, c));
   const BlobValue& f = v[node.inputs[1]];
   const uint64_t want = bottleneck_weight_floats(expand, project, c, e, o, kh, kw, se_c);

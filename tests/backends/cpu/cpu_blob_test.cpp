@@ -1277,18 +1277,15 @@ TEST_F(CpuBlobTest, BottleneckFieldsAreChecked) {
        "a 3x3 window with dilation 2x1; expected at most 16 rows and dilation 1"},
       {"a window taller than 16", [](cpu::BlobNode& n) { n.params[cpu::kKernelH] = 17; },
        "a 17x3 window with dilation 1x1; expected at most 16 rows"},
-      {"a residual without a project",  // O = E, so only the residual is wrong
-       [](cpu::BlobNode& n) {
-         n.params[cpu::kBottleneckFlags] = cpu::kBottleneckHasExpand;
-         n.params[cpu::kBottleneckOutChannels] = 64;
-       },
-       "16 -> 64 -> 64 channels, 3 inputs, flags 1"},
+      {"no project with other output channels",  // (a residual without one is legal)
+       [](cpu::BlobNode& n) { n.params[cpu::kBottleneckFlags] = cpu::kBottleneckHasExpand; },
+       "16 -> 64 -> 16 channels, flags 1"},
       {"no expand with other expanded channels",
        [](cpu::BlobNode& n) {
          n.params[cpu::kBottleneckFlags] = cpu::kBottleneckHasProject;
          n.params[cpu::kBottleneckExpandEpilogue] = 0;
        },
-       "16 -> 64 -> 16 channels, 3 inputs, flags 2"},
+       "16 -> 64 -> 16 channels, flags 2"},
       {"a weight constant of the wrong size",
        [](cpu::BlobNode& n) { n.params[cpu::kBottleneckOutChannels] = 17; },
        "16 -> 64 -> 17 channels, 3x3 window, squeeze 0)"},

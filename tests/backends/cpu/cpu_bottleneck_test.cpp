@@ -126,6 +126,11 @@ const Case kCases[] = {
     {1,  2,  3,  8,  24,  8, 3, 3, 1, 1, 3, 3, 3, 3, kBoth | kNoDwBias,        "rHc"},  // all pad
     {1,  9,  7,  8,  40,  8, 3, 5, 2, 1, 1, 2, 1, 2, kBoth | kNoDwBias,        "rhc"},  // 3x5
     {1, 18,  3,  4,  16,  4, 16, 1, 1, 1, 8, 0, 7, 0, kBoth | kResidualX,      "hrn"},  // 16x1
+    // No project, with a residual added after the depthwise epilogue: StarNet's g then dw 7x7
+    // (bands), the same in layer mode (batch 2), a lone depthwise conv with x as the residual.
+    {1, 56, 56, 96,  24, 24, 7, 7, 1, 1, 3, 3, 3, 3, kExpand | kResidualOwn,   "nnn"},
+    {2,  7,  7, 96,  24, 24, 7, 7, 1, 1, 3, 3, 3, 3, kExpand | kResidualOwn,   "crn"},
+    {1,  9, 11, 20,  20, 20, 7, 7, 1, 1, 3, 3, 3, 3, kResidualX,               "nhn"},
     // Squeeze-excitation: EfficientNet's stride-2 block (the gate into the weight rows), its
     // first block (no expand), a 5x5 one with more weights than pixels (the gate into d),
     // MobileNetV3's (relu6 squeeze, clamp [0, 1] gate), batch 2 (layer mode on 3 threads),
@@ -250,8 +255,8 @@ std::vector<double> reference(const Case& cs, const float* x, const float* we, c
     for (int64_t px = 0; px < OH * OW; ++px) {
       for (int64_t o = 0; o < O; ++o) {
         const int64_t at = (n * OH * OW + px) * O + o;
-        if (!cs.has(kProject)) {
-          y[at] = d[px * E + o];
+        if (!cs.has(kProject)) {  // the residual after the depthwise epilogue
+          y[at] = d[px * E + o] + (residual != nullptr ? residual[at] : 0.0);
           continue;
         }
         double s = bp[o];

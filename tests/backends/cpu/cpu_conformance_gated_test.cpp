@@ -80,6 +80,29 @@ std::vector<OpCase> cases() {
                kGemm};
   star2.check_blob = [](const std::vector<uint8_t>& blob) { expect_folded(blob, 1); };
   c.push_back(star2);
+  // StarNet's whole block: dw 7x7, f1 / f2, relu6(f1) · f2, g, dw 7x7, + x. g and the second
+  // depthwise conv are one PackedBottleneck (no project) that adds x after its depthwise stage.
+  OpCase full{"starnet_block_with_its_residual",
+              [](GraphBuilder& b) {
+                const std::vector<int64_t> xs{1, 24, 14, 14}, hs{1, 96, 14, 14};
+                const int x = b.input("x", DType::F32, xs);
+                const int d = conv(b, x, xs, 24, 7, 7, {1, 1}, {3, 3}, {1, 1}, 24, true, 101);
+                const int f1 = conv(b, d, xs, 96, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 103);
+                const int f2 = conv(b, d, xs, 96, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 105);
+                const int p = b.op("tern::mul", {relu6(b, f1, hs), f2}, DType::F32, hs);
+                const int g = conv(b, p, hs, 24, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 107);
+                const int d2 = conv(b, g, xs, 24, 7, 7, {1, 1}, {3, 3}, {1, 1}, 24, false, 109);
+                b.output(b.op("tern::add", {x, d2}, DType::F32, xs));
+              },
+              kGemm};
+  full.check_blob = [](const std::vector<uint8_t>& blob) {
+    expect_folded(blob, 1);
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::Add), 0u) << "the residual is the bottleneck's";
+    const cpu::BlobNode n = blob_node(blob, last_node_of(blob, cpu::NodeOp::PackedBottleneck));
+    EXPECT_EQ(n.num_inputs, 3u);
+    EXPECT_EQ(n.params[cpu::kBottleneckFlags], cpu::kBottleneckHasExpand);
+  };
+  c.push_back(full);
   OpCase swiglu{"swiglu_mlp",  // down(silu(gate(x)) · up(x)) over rows of a 3-D x
                 [](GraphBuilder& b) {
                   const int x = b.input("x", DType::F32, {2, 7, 64});

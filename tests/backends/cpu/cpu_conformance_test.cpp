@@ -983,7 +983,7 @@ TEST(CpuConformanceSingle, BottleneckStopsAtAGraphOutput) {
     EXPECT_EQ(n.params[cpu::kBottleneckFlags], cpu::kBottleneckHasExpand);
     EXPECT_EQ(n.params[cpu::kBottleneckOutChannels], 64u);
     EXPECT_EQ(n.params[cpu::kBottleneckDepthwiseEpilogue], want.depthwise_epilogue);
-    EXPECT_EQ(n.num_inputs, 2u);  // no residual without a project
+    EXPECT_EQ(n.num_inputs, 2u);  // no residual: the depthwise output is read elsewhere too
   }
 }
 
