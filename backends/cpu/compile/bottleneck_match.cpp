@@ -215,7 +215,8 @@ class Matcher {
     const ConvAttrs a = conv_attrs(g_, n);
     const std::vector<int64_t>& w = value(n.args[1]).sizes;
     return !a.depthwise && a.groups == 1 && w[2] == 1 && w[3] == 1 && a.stride[0] == 1 &&
-           a.stride[1] == 1 && a.pad[0] == 0 && a.pad[1] == 0;
+           a.stride[1] == 1 && a.pad[0] == 0 && a.pad[1] == 0 && a.pad_end[0] == 0 &&
+           a.pad_end[1] == 0;
   }
 
   /// A depthwise conv (any whole number of output channels per input channel: depth_multiplier),

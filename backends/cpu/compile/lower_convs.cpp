@@ -10,7 +10,8 @@ namespace tern::compiler::cpu_compile::lowering {
 /// fully-connected layer over its pixels: x [N, H, W, C] -> [N, H, W, O] with weight [O, C].
 bool Lowering::is_pointwise(const ConvAttrs& a, const std::vector<int64_t>& w) {
   return !a.depthwise && a.groups == 1 && w[2] == 1 && w[3] == 1 && a.stride[0] == 1 &&
-         a.stride[1] == 1 && a.pad[0] == 0 && a.pad[1] == 0;
+         a.stride[1] == 1 && a.pad[0] == 0 && a.pad[1] == 0 && a.pad_end[0] == 0 &&
+         a.pad_end[1] == 0;
 }
 
 void Lowering::lower_conv(const Node& node) {

@@ -1,6 +1,8 @@
 #include "backends/cpu/compile/node_attrs.h"
 
+#include <algorithm>
 #include <cfloat>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -287,7 +289,22 @@ ConvAttrs conv_nd_attrs(const Graph& g, const Node& node, size_t spatial_rank) {
   ConvAttrs a{};
   const int64_t one[2] = {1, 1};
   spatial(g, node.args[3], "stride", one, 1, a.stride);
-  spatial(g, node.args[4], "padding", nullptr, 0, a.pad);
+  const Value& pv = static_value(g, node.args[4], "padding");
+  if (spatial_rank == 2 && pv.kind == Value::Kind::IntList && pv.ints.size() == 4) {
+    // [top, left, bottom, right]: only the cpu backend's own graph writes four (a zero pad
+    // folded into the conv, pad_fold.h).
+    for (int d = 0; d < 2; ++d) {
+      a.pad[d] = pv.ints[static_cast<size_t>(d)];
+      a.pad_end[d] = pv.ints[static_cast<size_t>(d) + 2];
+      if (a.pad[d] < 0 || a.pad[d] > kMaxParam || a.pad_end[d] < 0 || a.pad_end[d] > kMaxParam) {
+        fail("conv2d: padding out of range");
+      }
+    }
+  } else {
+    spatial(g, node.args[4], "padding", nullptr, 0, a.pad);
+    a.pad_end[0] = a.pad[0];
+    a.pad_end[1] = a.pad[1];
+  }
   spatial(g, node.args[5], "dilation", one, 1, a.dilation);
   if (spatial_rank == 1) {
     for (int d = 3; d <= 5; ++d) {
@@ -297,7 +314,7 @@ ConvAttrs conv_nd_attrs(const Graph& g, const Node& node, size_t spatial_rank) {
       }
     }
     a.stride[0] = a.dilation[0] = 1;
-    a.pad[0] = 0;
+    a.pad[0] = a.pad_end[0] = 0;
   }
   a.groups = int_value(g, node.args[6], "groups");
   const int64_t n = x.sizes[0], c = x.sizes[1], o = w.sizes[0];
@@ -309,12 +326,16 @@ ConvAttrs conv_nd_attrs(const Graph& g, const Node& node, size_t spatial_rank) {
     const Value& b = constant_tensor(g, node.args[2], "bias", 1);
     if (b.sizes[0] != o) fail(op + ": bias size");
   }
+  // Each dim's padding both ends as window_out's symmetric pad: the odd one out added to the
+  // input instead (window_out(in + e, ..., p) with e = end - start padding).
+  auto out_dim = [&](size_t xd, int d) {
+    const int64_t extra = a.pad_end[d] - a.pad[d];
+    const int64_t lo = std::min(a.pad[d], a.pad_end[d]);
+    return window_out(x.sizes[xd] + std::abs(extra), w.sizes[xd], a.stride[d], lo, a.dilation[d]);
+  };
   std::vector<int64_t> expect{n, o};
-  if (spatial_rank == 2) {
-    expect.push_back(window_out(x.sizes[2], w.sizes[2], a.stride[0], a.pad[0], a.dilation[0]));
-  }
-  expect.push_back(window_out(x.sizes[rank - 1], w.sizes[rank - 1], a.stride[1], a.pad[1],
-                              a.dilation[1]));
+  if (spatial_rank == 2) expect.push_back(out_dim(2, 0));
+  expect.push_back(out_dim(rank - 1, 1));
   if (!same_dims(out.sizes, expect)) {
     fail(op + ": out " + shape_str(out.sizes) + " is not " + shape_str(expect));
   }

@@ -63,7 +63,8 @@ int64_t window_out(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t d
 
 struct ConvAttrs {
   int64_t stride[2];
-  int64_t pad[2];
+  int64_t pad[2];      ///< top, left
+  int64_t pad_end[2];  ///< bottom, right: pad's unless a zero pad was folded in (pad_fold.h)
   int64_t dilation[2];
   int64_t groups;
   bool depthwise;  ///< groups == C > 1 and one input channel per group

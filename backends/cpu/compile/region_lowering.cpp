@@ -3,6 +3,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "backends/cpu/compile/pad_fold.h"
 #include "backends/cpu/compile/region_lowering_internal.h"
 
 namespace tern::compiler::cpu_compile::lowering {
@@ -107,7 +108,9 @@ std::vector<uint8_t> Lowering::run() {
 
 void Lowering::lower_node(const Node& node) {
   const std::string& op = node.op;
-  if (op == "tern::conv2d") {
+  if (op == kFoldedPadOp) {
+    return;  // a zero pad folded into the convs that read it (pad_fold.h)
+  } else if (op == "tern::conv2d") {
     lower_conv(node);
   } else if (op == "tern::conv1d") {
     lower_conv1d(node);
@@ -338,6 +341,8 @@ std::vector<uint8_t> Lowering::serialize() const {
 namespace tern::compiler::cpu_compile {
 
 std::vector<uint8_t> lower_region(const Graph& graph, const DelegateRegion& region) {
+  Graph folded;  // zero pads folded into the convs that read them (constants shared)
+  if (fold_zero_pads(graph, region, &folded)) return lowering::Lowering(folded, region).run();
   return lowering::Lowering(graph, region).run();
 }
 

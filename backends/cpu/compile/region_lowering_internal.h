@@ -120,6 +120,12 @@ class Lowering {
     n.params[cpu::kDilationH] = static_cast<uint32_t>(a.dilation[0]);
     n.params[cpu::kDilationW] = static_cast<uint32_t>(a.dilation[1]);
   }
+  /// A conv's: its bottom / right padding may differ (a zero pad folded in, pad_fold.h).
+  static void set_window_params(BlobNode& n, const ConvAttrs& a, int64_t kh, int64_t kw) {
+    set_window_params<ConvAttrs>(n, a, kh, kw);
+    n.params[cpu::kPadBottom] = static_cast<uint32_t>(a.pad_end[0]);
+    n.params[cpu::kPadRight] = static_cast<uint32_t>(a.pad_end[1]);
+  }
   static constexpr int64_t kWinogradMinTiles = 32;
   /// A cat this region lowered: its inputs (graph values, in order), output and how it was cut.
   struct LoweredCat {
