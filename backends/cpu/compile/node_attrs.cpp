@@ -417,7 +417,22 @@ PoolAttrs pool_attrs(const Graph& g, const Node& node, bool is_max) {
   PoolAttrs a{};
   spatial(g, node.args[1], "kernel_size", nullptr, 1, a.kernel);
   spatial(g, node.args[2], "stride", a.kernel, 1, a.stride);
-  spatial(g, node.args[3], "padding", nullptr, 0, a.pad);
+  // [top, left, bottom, right] with bottom >= top and right >= left: only the cpu backend's
+  // own graph writes four (a zero pad folded into a max pool, floor mode, pad_fold.h); the
+  // bottom / right excess is extra_pad.
+  int64_t end_excess[2] = {0, 0};
+  const Value& pv = static_value(g, node.args[3], "padding");
+  if (is_max && pv.kind == Value::Kind::IntList && pv.ints.size() == 4) {
+    for (int d = 0; d < 2; ++d) {
+      a.pad[d] = pv.ints[static_cast<size_t>(d)];
+      end_excess[d] = pv.ints[static_cast<size_t>(d) + 2] - a.pad[d];
+      if (a.pad[d] < 0 || end_excess[d] < 0 || a.pad[d] + end_excess[d] > kMaxParam) {
+        fail("max_pool2d: padding out of range");
+      }
+    }
+  } else {
+    spatial(g, node.args[3], "padding", nullptr, 0, a.pad);
+  }
   a.dilation[0] = a.dilation[1] = 1;
   bool ceil_mode = false;
   if (is_max) {
@@ -451,10 +466,10 @@ PoolAttrs pool_attrs(const Graph& g, const Node& node, bool is_max) {
   for (int d = 0; d < 2; ++d) {
     const int64_t in = x.sizes[2 + d];
     const int64_t span = a.dilation[d] * (a.kernel[d] - 1) + 1;
-    const int64_t padded = in + 2 * a.pad[d];
+    const int64_t padded = in + 2 * a.pad[d] + end_excess[d];
     if (padded < span) fail("pool: window larger than the padded input");
     int64_t o = (padded - span) / a.stride[d] + 1;
-    a.extra_pad[d] = 0;
+    a.extra_pad[d] = end_excess[d];
     if (ceil_mode) {
       int64_t oc = (padded - span + a.stride[d] - 1) / a.stride[d] + 1;
       if ((oc - 1) * a.stride[d] >= in + a.pad[d]) --oc;

@@ -8,7 +8,10 @@
 // depthwise conv keeps them from one fused bottleneck. The convolution pads with zeros itself, so
 // the pad's amounts add to the conv's own padding, top / left and bottom / right separately: every
 // conv kernel of the backend takes four pads (XNNPACK's) or top / left with the bottom / right
-// ones implied by the output's size (tern's).
+// ones implied by the output's size (tern's). A max pool may read the pad too when the padded
+// tensor is a relu's or a clamp's to [0, ..] (HGNetV2's stem: pad → 2x2 conv and 2x2 max pool):
+// zeros then never win a window that holds a pixel of the tensor, so the pad joins the pool's
+// padding as well (XNNPACK's padded taps never win a max).
 #pragma once
 
 #include "tools/compiler/graph.h"
@@ -20,10 +23,12 @@ namespace tern::compiler::cpu_compile {
 inline constexpr const char* kFoldedPadOp = "tern::cpu_folded_pad";
 
 /// When region `r` of `g` holds a constant-zero pad of a 4-D tensor's H and W only, read only
-/// by conv2d nodes of the region as their x (not a region or graph output), writes to `out` a
-/// copy of `g` (constants shared, not copied) where each such conv reads the pad's input with
-/// padding [top, left, bottom, right] (its own plus the pad's; node_attrs' conv_attrs reads the
-/// four) and the pad is a kFoldedPadOp node; returns whether it did (false: `out` untouched).
+/// by conv2d nodes (and max_pool2d nodes, above) of the region as their x (not a region or
+/// graph output), writes to `out` a copy of `g` (constants shared, not copied) where each such
+/// reader reads the pad's input with padding [top, left, bottom, right] (its own plus the
+/// pad's; node_attrs' conv_attrs and pool_attrs read the four; a pool in floor mode, its
+/// ceil-mode extra in the bottom / right) and the pad is a kFoldedPadOp node; returns whether
+/// it did (false: `out` untouched).
 bool fold_zero_pads(const Graph& g, const DelegateRegion& r, Graph* out);
 
 }  // namespace tern::compiler::cpu_compile

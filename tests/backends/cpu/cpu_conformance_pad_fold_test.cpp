@@ -3,8 +3,9 @@
 // it, pad(x, (left, right, top, bottom)) then an unpadded conv, runs as the conv with those
 // pads: the stem on RGB (tern's direct conv), an expand -> pad -> strided depthwise -> project
 // chain (one fused bottleneck), a pad read by two convs (HGNetV2's stem), a conv with padding of
-// its own (XNNPACK's depthwise node, four pads), a Winograd-sized 3x3 conv; and what stays a
-// pad (a nonzero value, another reader, a pad of the channels).
+// its own (XNNPACK's depthwise node, four pads), a Winograd-sized 3x3 conv, a pad of a relu's
+// output read by a conv and a max pool; and what stays a pad (a nonzero value, a pool reading a
+// pad of a tensor that may be negative, a pad of the channels).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -84,6 +85,31 @@ std::vector<OpCase> cases() {
     EXPECT_EQ(count_op(blob, cpu::NodeOp::PackedConv2d), 2u);
   };
   c.push_back(two);
+  // HGNetV2's stem: conv -> relu, pad (0, 1, 0, 1), a 2x2 conv and a 2x2 stride-1 ceil-mode
+  // max pool of the padded tensor, concatenated: the relu makes it nonnegative, so the pad
+  // joins the pool's padding too.
+  OpCase hg{"hgnetv2_stem_pad_into_conv_and_pool",
+            [](GraphBuilder& b) {
+              const std::vector<int64_t> xs{1, 3, 24, 24}, ys{1, 16, 12, 12}, ps{1, 16, 13, 13};
+              const int x = b.input("x", DType::F32, xs);
+              const int s = conv(b, x, xs, 16, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, true, 35);
+              const int r = b.op("tern::relu", {s}, DType::F32, ys);
+              const int p = pad(b, r, ys, {0, 1, 0, 1});
+              const int c2 = conv(b, p, ps, 16, 2, 2, {1, 1}, {0, 0}, {1, 1}, 1, true, 37);
+              const int m = b.op("tern::max_pool2d",
+                                 {p, b.int_list({2, 2}), b.int_list({1, 1}), b.int_list({0, 0}),
+                                  b.int_list({1, 1}), b.bool_value(true)},
+                                 DType::F32, ys);
+              b.output(b.op("tern::cat", {tensor_list(b, {m, c2}), b.int_value(1)}, DType::F32,
+                            {1, 32, 12, 12}));
+            },
+            kConv};
+  hg.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::ConstantPad), 0u);
+    const uint32_t pool = last_node_of(blob, cpu::NodeOp::MaxPool2d);
+    EXPECT_EQ(pads_of(blob, pool), (std::vector<uint32_t>{0, 0, 1, 1}));
+  };
+  c.push_back(hg);
   OpCase own{"pad_and_the_convs_own_padding",  // pad (2, 0, 1, 3), dw 3x3 with padding 1
              [](GraphBuilder& b) {
                const std::vector<int64_t> xs{1, 8, 9, 10};
