@@ -370,6 +370,21 @@ void Lowering::lower_winograd_conv(const ConvCall& cc, int64_t o, int64_t c) {
   n.params[cpu::kPackedOutChannels] = static_cast<uint32_t>(o);
 }
 
+/// Whether a binary op's `out` = f(made, other) can be `last`'s epilogue with `other` as its
+/// operand: `made` is `last`'s output (not shared, read by nothing else, not leaving the
+/// region), no broadcasting (made, other and out of one shape), and `other` an activation made
+/// before (or a region input) in the output's order with the same dynamic dim.
+bool Lowering::is_epilogue_operand(const BlobNode& last, int made, int other, int out) const {
+  const std::vector<int64_t>& os = g_.values[static_cast<size_t>(out)].sizes;
+  const Value& ov = g_.values[static_cast<size_t>(other)];
+  return ids_.count(made) != 0 && ids_.at(made) == last.output && !shared(last.output) &&
+         uses_.at(made) == 1 && output_arg_.count(made) == 0 && made != other &&
+         g_.values[static_cast<size_t>(made)].sizes == os && ov.kind == Value::Kind::Tensor &&
+         !ov.is_constant && ov.sizes == os &&
+         (ids_.count(other) != 0 || input_arg_.count(other) != 0) &&
+         is_plain_4d(other) == is_plain_4d(out) && dynamic_dim_of(other) == dynamic_dim_of(out);
+}
+
 /// add(conv_out, r) (either order, alpha 1) where conv_out is made by the node just lowered,
 /// one of tern's convs or GEMMs with no clamp or residual yet, and read by nothing else, and
 /// r is an activation of the output's shape: r becomes the node's residual input (ResNet's
@@ -386,19 +401,10 @@ bool Lowering::fuse_residual_into_conv(const Node& node, double alpha) {
       last.fparams[1] != kInf) {
     return false;
   }
-  const Value& out = g_.values[static_cast<size_t>(node.outputs[0])];
   for (int i = 0; i < 2; ++i) {
     const int conv_out = node.args[static_cast<size_t>(i)];
     const int other = node.args[static_cast<size_t>(1 - i)];
-    const Value& ov = g_.values[static_cast<size_t>(other)];
-    if (ids_.count(conv_out) == 0 || ids_.at(conv_out) != last.output || shared(last.output) ||
-        uses_.at(conv_out) != 1 || output_arg_.count(conv_out) != 0 || conv_out == other ||
-        g_.values[static_cast<size_t>(conv_out)].sizes != out.sizes ||  // no broadcasting
-        ov.kind != Value::Kind::Tensor || ov.is_constant || ov.sizes != out.sizes ||
-        (ids_.count(other) == 0 && input_arg_.count(other) == 0) ||  // must exist already
-        is_plain_4d(other) != is_plain_4d(node.outputs[0])) {        // read in the output's order
-      continue;
-    }
+    if (!is_epilogue_operand(last, conv_out, other, node.outputs[0])) continue;
     last.inputs[2] = activation(other);
     last.num_inputs = 3;
     retarget_output(conv_out, node.outputs[0]);

@@ -450,20 +450,10 @@ bool Lowering::fuse_multiplier_into_gemm(const Node& node) {
       last.params[cpu::kFcEpilogueFlags] != 0 || last.num_inputs > 3) {
     return false;
   }
-  const Value& out = g_.values[static_cast<size_t>(node.outputs[0])];
   for (int i = 0; i < 2; ++i) {
     const int gemm_out = node.args[static_cast<size_t>(i)];
     const int other = node.args[static_cast<size_t>(1 - i)];
-    const Value& ov = g_.values[static_cast<size_t>(other)];
-    if (ids_.count(gemm_out) == 0 || ids_.at(gemm_out) != last.output || shared(last.output) ||
-        uses_.at(gemm_out) != 1 || output_arg_.count(gemm_out) != 0 || gemm_out == other ||
-        g_.values[static_cast<size_t>(gemm_out)].sizes != out.sizes ||  // no broadcasting
-        ov.kind != Value::Kind::Tensor || ov.is_constant || ov.sizes != out.sizes ||
-        (ids_.count(other) == 0 && input_arg_.count(other) == 0) ||  // must exist already
-        is_plain_4d(other) != is_plain_4d(node.outputs[0]) ||  // read in the output's order
-        dynamic_dim_of(other) != dynamic_dim_of(node.outputs[0])) {
-      continue;
-    }
+    if (!is_epilogue_operand(last, gemm_out, other, node.outputs[0])) continue;
     const uint32_t m = activation(other);
     if (m == last.output) continue;
     last.inputs[last.num_inputs++] = m;

@@ -197,6 +197,7 @@ class Lowering {
   static bool wants_winograd(const ConvAttrs& a, const std::vector<int64_t>& w,
                              const std::vector<int64_t>& y);
   void lower_winograd_conv(const ConvCall& cc, int64_t o, int64_t c);
+  bool is_epilogue_operand(const BlobNode& last, int made, int other, int out) const;
   bool fuse_residual_into_conv(const Node& node, double alpha);
   bool fuse_residual_into_conv3d(const Node& node);
 
