@@ -92,7 +92,7 @@ bool pool_padding(const Graph& g, const Node& pool, const int64_t amounts[4], in
     const int64_t end = a.pad[d] + a.extra_pad[d] + amounts[2 + d];
     const int64_t span = a.dilation[d] * (a.kernel[d] - 1) + 1;
     if (start > span - 1 || (out[2 + static_cast<size_t>(d)] - 1) * a.stride[d] - start > in[d] - 1 ||
-        end < start || end > kMaxPad || 2 * start > a.kernel[d]) {
+        end < start || 2 * start > a.kernel[d]) {
       return false;
     }
     (*pads)[static_cast<size_t>(d)] = start;

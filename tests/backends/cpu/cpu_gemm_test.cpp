@@ -359,16 +359,11 @@ TEST(CpuGemmTiles, NTilesDifferByAtMostOnePanel) {
     }
   }
 }
-TEST_F(CpuGemm, ResidualIsAddedOnceBeforeTheClamp) {
-  // MobileNetV2's project conv + identity (3136 pixels, 144 -> 24) and smaller edge shapes;
-  // with K split into several blocks the residual must still be added once, in the last.
-  Case cases[] = {
-      {3136, 24, 144},  {49, 160, 960},    {7, 5, 3, 1, 3},
-      {33, 37, 70, 0, 2, false, -0.5f, 0.5f}, {1, 20, 50, 0, 0, true, 0.0f, kInf},
-  };
-  for (Case& cs : cases) cs.residual = true;
+/// Runs every case with every supported ISA, K in one block and in blocks of 16, on the
+/// caller's thread and on a pool of two (one seed per case and blocking, from `seed` on).
+template <size_t N>
+void run_every_isa_and_k_block(const Case (&cases)[N], uint32_t seed) {
   Pool two(2);
-  uint32_t seed = 300;
   for (GemmIsa isa : supported_isas()) {
     ASSERT_TRUE(packed_gemm_force_isa(isa));
     for (int64_t kc : {int64_t{1024}, int64_t{16}}) {
@@ -380,6 +375,17 @@ TEST_F(CpuGemm, ResidualIsAddedOnceBeforeTheClamp) {
       }
     }
   }
+}
+
+TEST_F(CpuGemm, ResidualIsAddedOnceBeforeTheClamp) {
+  // MobileNetV2's project conv + identity (3136 pixels, 144 -> 24) and smaller edge shapes;
+  // with K split into several blocks the residual must still be added once, in the last.
+  Case cases[] = {
+      {3136, 24, 144},  {49, 160, 960},    {7, 5, 3, 1, 3},
+      {33, 37, 70, 0, 2, false, -0.5f, 0.5f}, {1, 20, 50, 0, 0, true, 0.0f, kInf},
+  };
+  for (Case& cs : cases) cs.residual = true;
+  run_every_isa_and_k_block(cases, 300);
 }
 
 TEST_F(CpuGemm, ActivationsApplyToEveryFinishedTile) {
@@ -423,19 +429,7 @@ TEST_F(CpuGemm, MultiplierScalesEveryFinishedTileAfterTheActivation) {
   cases[3].activation = GemmActivation::GeluErf;
   cases[5].residual = true;
   for (Case& cs : cases) cs.multiplier = true;
-  Pool two(2);
-  uint32_t seed = 700;
-  for (GemmIsa isa : supported_isas()) {
-    ASSERT_TRUE(packed_gemm_force_isa(isa));
-    for (int64_t kc : {int64_t{1024}, int64_t{16}}) {
-      gemm_detail::gemm_blocking().kc_max = kc;
-      for (const Case& cs : cases) {
-        run_case(cs, nullptr, isa, seed);
-        run_case(cs, two.pool, isa, seed);
-        ++seed;
-      }
-    }
-  }
+  run_every_isa_and_k_block(cases, 700);
 }
 
 TEST_F(CpuGemm, SiluAndSigmoidOverTheRangeEveryIsa) {
