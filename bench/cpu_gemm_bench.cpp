@@ -2,7 +2,8 @@
 // operator on the same shapes and the same pthreadpool size. Not a test.
 //
 //   cpu_gemm_bench [--runs N] [--threads LIST] [--isa scalar|avx2|avx512] [--cputime]
-//                  [--kc N] [--ablock BYTES] [--tasks N] [--no-prefetch-next] [MxNxK ...]
+//                  [--kc N] [--ablock BYTES] [--ablock-streaming BYTES] [--streaming-b BYTES]
+//                  [--tasks N] [--no-prefetch-next] [MxNxK ...]
 //
 // Built with -DTERN_BUILD_GEMM_BENCH=ON (target cpu_gemm_bench). Default shapes: the GEMV
 // 1x4096x4096 and the GEMMs 128x2048x512, 128x512x2048, 3136x64x576, 784x128x1152 (M x N x K:
@@ -142,6 +143,14 @@ int main(int argc, char** argv) {
   tern::cpu::gemm_detail::GemmBlocking& blocking = tern::cpu::gemm_detail::gemm_blocking();
   cli.app.add_option("--kc", blocking.kc_max, "K rows per block")->capture_default_str();
   cli.app.add_option("--ablock", blocking.a_block_bytes, "A block kept in L2 per task, in bytes")
+      ->capture_default_str();
+  cli.app
+      .add_option("--ablock-streaming", blocking.streaming_a_block_bytes,
+                  "A block when the packed B exceeds --streaming-b bytes (from the L2 size)")
+      ->capture_default_str();
+  cli.app
+      .add_option("--streaming-b", blocking.streaming_b_bytes,
+                  "Packed B bytes above which B counts as streaming (half the L2)")
       ->capture_default_str();
   cli.app.add_option("--tasks", blocking.tasks_per_thread, "At least this many tasks per thread")
       ->capture_default_str();

@@ -81,11 +81,21 @@ const MicrokernelSet* neon_microkernels();
 /// The set of the ISA dispatch picked (never null: the scalar set exists everywhere).
 const MicrokernelSet* active_microkernels();
 
+/// GemmBlocking's defaults from l2_cache_bytes() (cache_size.h).
+int64_t default_streaming_b_bytes();
+int64_t default_streaming_a_block_bytes();
+
 /// Cache-blocking knobs of the driver. Defaults suit ~1 MiB L2 per core; benchmarks may change
 /// them between calls (never while a GEMM runs).
 struct GemmBlocking {
   int64_t kc_max = 1024;              ///< K rows per block when B slivers are reused by tiles
   int64_t a_block_bytes = 256 << 10;  ///< A block (rows × kc floats) kept in L2 per task
+  /// A packed B bigger than this cannot stay in L2 beside the A block: it streams from L3 or
+  /// memory once per M block, so such a product takes A blocks of streaming_a_block_bytes
+  /// (fewer M blocks, B read fewer times). Both from the L2 one core reports (half of it each;
+  /// the A block at least a_block_bytes, at most 1 MiB); an unknown L2 keeps a_block_bytes.
+  int64_t streaming_b_bytes = default_streaming_b_bytes();
+  int64_t streaming_a_block_bytes = default_streaming_a_block_bytes();
   int64_t tasks_per_thread = 4;       ///< split into at least this many tasks per pool thread
   int64_t min_task_fmas = 1 << 18;    ///< but no task smaller than this (m·n·k per task)
   /// An N tile's M tiles fetch the next N tile's B sliver into L2 (the AVX-512 microkernels
@@ -93,6 +103,13 @@ struct GemmBlocking {
   bool prefetch_next_b = true;
 };
 GemmBlocking& gemm_blocking();
+
+/// The A block size (bytes) for a product whose packed B has b_bytes.
+inline int64_t a_block_bytes_for(const GemmBlocking& blocking, double b_bytes) {
+  return b_bytes > static_cast<double>(blocking.streaming_b_bytes)
+             ? blocking.streaming_a_block_bytes
+             : blocking.a_block_bytes;
+}
 
 /// Blocking knobs of packed_conv_nhwc (packed_conv.cpp); benchmarks and tests may change them
 /// between calls. The gathered A block (tile rows × kc floats) always fits kConvABufferFloats.

@@ -14,10 +14,28 @@
 // the tiles instead of in a burst the next N tile's first M tile would wait for.
 #include "backends/cpu/kernels/packed_gemm.h"
 
+#include "backends/cpu/kernels/cache_size.h"
 #include "backends/cpu/kernels/gemm_microkernel.h"
 
 namespace tern::cpu {
 namespace gemm_detail {
+
+namespace {
+constexpr int64_t kDefaultABlockBytes = 256 << 10;  // GemmBlocking::a_block_bytes
+constexpr int64_t kMaxStreamingABlockBytes = 1 << 20;
+}  // namespace
+
+int64_t default_streaming_b_bytes() {
+  const int64_t l2 = l2_cache_bytes();
+  return l2 > 0 ? l2 / 2 : INT64_MAX;
+}
+
+int64_t default_streaming_a_block_bytes() {
+  const int64_t half = l2_cache_bytes() / 2;
+  return half < kDefaultABlockBytes        ? kDefaultABlockBytes
+         : half > kMaxStreamingABlockBytes ? kMaxStreamingABlockBytes
+                                           : half;
+}
 
 GemmBlocking& gemm_blocking() {
   static GemmBlocking blocking;
@@ -149,8 +167,11 @@ Plan make_plan(const GemmProblem& p, const MicrokernelSet* ks, int64_t threads) 
   if (plan.k_blocks < 1) plan.k_blocks = 1;
   const int64_t kc = max64(1, ceil_div(p.k, plan.k_blocks));
 
-  // M blocks: an A block of about a_block_bytes.
-  const int64_t block_rows = max64(max_rows, blocking.a_block_bytes / (kc * 4));
+  // M blocks: an A block of about a_block_bytes (more when B streams from beyond L2).
+  const double b_bytes = static_cast<double>(max64(p.k, 1)) * static_cast<double>(plan.panels) *
+                         static_cast<double>(kPanelWidth * 4);
+  const int64_t a_block = gemm_detail::a_block_bytes_for(blocking, b_bytes);
+  const int64_t block_rows = max64(max_rows, a_block / (kc * 4));
   const int64_t tiles_per_block = max64(1, block_rows / max_rows);
   plan.m_blocks = ceil_div(plan.m_tiles, tiles_per_block);
   plan.n_groups = 1;

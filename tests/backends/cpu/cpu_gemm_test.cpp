@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/cpu/kernels/cache_size.h"
 #include "backends/cpu/kernels/gemm_microkernel.h"
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "tests/backends/cpu/kernel_test_util.h"
@@ -517,6 +518,7 @@ TEST_F(CpuGemm, TinyCacheBlocksAndManyTasks) {
   gemm_detail::GemmBlocking& blocking = gemm_detail::gemm_blocking();
   blocking.kc_max = 5;
   blocking.a_block_bytes = 1;
+  blocking.streaming_a_block_bytes = 1;
   blocking.tasks_per_thread = 16;
   blocking.min_task_fmas = 1;
   const Case cases[] = {{1, 50, 23},
@@ -531,6 +533,42 @@ TEST_F(CpuGemm, TinyCacheBlocksAndManyTasks) {
     for (const Case& cs : cases) {
       run_case(cs, nullptr, isa, seed);
       run_case(cs, two.pool, isa, seed);
+      ++seed;
+    }
+  }
+}
+
+TEST_F(CpuGemm, AStreamingBTakesTheBiggerABlock) {
+  gemm_detail::GemmBlocking blocking;
+  blocking.a_block_bytes = 256 << 10;
+  blocking.streaming_b_bytes = 1 << 20;
+  blocking.streaming_a_block_bytes = 1 << 20;
+  EXPECT_EQ(gemm_detail::a_block_bytes_for(blocking, 1 << 20), 256 << 10);
+  EXPECT_EQ(gemm_detail::a_block_bytes_for(blocking, (1 << 20) + 64), 1 << 20);
+  // The defaults: half of the reported L2 within [a_block_bytes, 1 MiB]; an unknown L2 (0)
+  // keeps a_block_bytes whatever B's size.
+  const int64_t l2 = l2_cache_bytes();
+  const gemm_detail::GemmBlocking defaults;
+  EXPECT_GE(l2, 0);
+  if (l2 == 0) {
+    EXPECT_EQ(gemm_detail::a_block_bytes_for(defaults, 1e15), defaults.a_block_bytes);
+  } else {
+    EXPECT_EQ(defaults.streaming_b_bytes, l2 / 2);
+    EXPECT_EQ(defaults.streaming_a_block_bytes,
+              std::min<int64_t>(std::max<int64_t>(l2 / 2, 256 << 10), 1 << 20));
+  }
+  // One M block (A fits the streaming block) and many (it does not) give the same C, every
+  // ISA: a 96 x 200 x 300 product whose 230 KiB B counts as streaming.
+  gemm_detail::GemmBlocking& live = gemm_detail::gemm_blocking();
+  live.streaming_b_bytes = 1024;
+  Pool two(2);
+  uint32_t seed = 300;
+  for (GemmIsa isa : supported_isas()) {
+    ASSERT_TRUE(packed_gemm_force_isa(isa));
+    for (int64_t a_block : {int64_t{1}, int64_t{1} << 20}) {
+      live.streaming_a_block_bytes = a_block;
+      run_case({96, 200, 300}, nullptr, isa, seed);
+      run_case({96, 200, 300}, two.pool, isa, seed);
       ++seed;
     }
   }
