@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 24;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 25;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
                                       // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
                                       // 7: ops 23-24 quantized weights, op 25 LayerNorm;
@@ -52,7 +52,10 @@ constexpr uint32_t kBlobVersion = 24;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // (params[3]), the square
                                       // activation (6) of ops 17,
                                       // 18 and 33, op 21's residual
-                                      // without a project
+                                      // without a project; 25:
+                                      // dynamic values on rows maps
+                                      // (ops 3-11, 16, 20, 28, 35,
+                                      // 36, 38; blob_dynamic_checks.h)
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).

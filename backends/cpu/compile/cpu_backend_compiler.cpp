@@ -6,6 +6,7 @@
 
 #include "backends/cpu/compile/attention_attrs.h"
 #include "backends/cpu/compile/deconv_attrs.h"
+#include "backends/cpu/compile/dynamic_rows.h"
 #include "backends/cpu/compile/gather_map_plan.h"
 #include "backends/cpu/compile/grid_sample_attrs.h"
 #include "backends/cpu/compile/grouped_matmul.h"
@@ -222,36 +223,10 @@ bool CpuBackendCompiler::supports(const Graph& graph, const Node& node) const {
   return unsupported_reason(graph, node).empty();
 }
 
-namespace {
-
-/// The dim of `v` that has a dynamic symbol when there is exactly one and it is not the last;
-/// else -1.
-int single_leading_dynamic_dim(const Value& v) {
-  int found = -1;
-  for (size_t d = 0; d < v.dim_symbols.size(); ++d) {
-    if (v.dim_symbols[d] < 0) continue;
-    if (found >= 0 || d + 1 == v.sizes.size()) return -1;
-    found = static_cast<int>(d);
-  }
-  return found;
-}
-
-}  // namespace
-
 bool CpuBackendCompiler::supports_dynamic_shapes(const Graph& graph, const Node& node) const {
-  if (node.op != "tern::linear" || node.args.size() != 3 || node.outputs.size() != 1) {
-    return false;
-  }
-  const Value& x = graph.values[static_cast<size_t>(node.args[0])];
-  const Value& out = graph.values[static_cast<size_t>(node.outputs[0])];
-  if (!x.is_tensor() || x.sizes.size() < 2 || x.sizes.size() == 4) return false;
-  const int dx = single_leading_dynamic_dim(x), dout = single_leading_dynamic_dim(out);
-  if (dx < 0 || dx != dout) return false;
-  if (x.dim_symbols[static_cast<size_t>(dx)] != out.dim_symbols[static_cast<size_t>(dout)]) {
-    return false;
-  }
-  // The weight and bias are constants (supports() checked), so never dynamic.
-  return supports(graph, node);
+  // Rows maps only (dynamic_rows.h); the weight and bias of a linear are constants
+  // (supports() checked), so never dynamic.
+  return is_dynamic_rows_map(graph, node) && supports(graph, node);
 }
 
 bool CpuBackendCompiler::accepts_region(const Graph& graph, const std::vector<int>& nodes) const {

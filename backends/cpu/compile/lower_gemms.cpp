@@ -153,7 +153,7 @@ bool Lowering::has_activation(const BlobNode& last) {
           last.params[cpu::kConv3dActivation] != 0);
 }
 
-/// A hardswish or GELU whose input is made by the node just lowered, tern's GEMM (fc or 1x1
+/// A hardswish or GELU whose input is made by an earlier node, tern's GEMM (fc or 1x1
 /// conv) or direct conv (op 18; e.g. MobileNetV3's stem) with no activation yet, and read by
 /// nothing else becomes that node's epilogue activation, applied to each finished tile or row
 /// while it is in cache (after its clamp and residual, which the graph applies first). Returns
@@ -169,10 +169,12 @@ bool Lowering::fuse_activation_into_gemm(const Node& node, cpu::GemmActivation a
 bool Lowering::fuse_activation_into_gemm(int in, int out, cpu::GemmActivation act, int reads) {
   const uint32_t made = made_value(in);
   if (nodes_.empty() || made == cpu::kNoValue || uses_.at(in) != reads ||
-      output_arg_.count(in) != 0 || shared(made)) {
+      output_arg_.count(in) != 0 || shared(made) || maker_of(made) == nullptr) {
     return false;
   }
-  BlobNode& last = nodes_.back();
+  // Not necessarily the last node lowered: nothing but this activation reads its output (a
+  // SwiGLU's silu(gate(x)) after up(x) is lowered, like fuse_clamp_into_fc's relu).
+  BlobNode& last = *maker_of(made);
   uint32_t slot = 0;
   if (last.op == static_cast<uint32_t>(NodeOp::PackedFullyConnected)) {
     slot = 2;

@@ -261,6 +261,24 @@ uint32_t Lowering::internal(const std::vector<uint64_t>& dims) {
   return add_value(ValueKind::Internal, ValueLayout::Plain, dims, cpu::kNoValue);
 }
 
+void Lowering::mark_dynamic_internals() {
+  for (const BlobNode& n : nodes_) {
+    BlobValue& out = values_[n.output];
+    if (out.dynamic_mask != 0 || out.kind != static_cast<uint32_t>(ValueKind::Internal)) continue;
+    for (uint32_t i = 0; i < n.num_inputs; ++i) {
+      const BlobValue& in = values_[n.inputs[i]];
+      if (in.dynamic_mask == 0) continue;
+      if (in.rank != out.rank) {
+        throw std::invalid_argument("cpu backend: an internal value of rank " +
+                                    std::to_string(out.rank) + " made from a dynamic one of rank " +
+                                    std::to_string(in.rank));
+      }
+      out.dynamic_mask = in.dynamic_mask;
+      break;
+    }
+  }
+}
+
 /// A new View value of `dims`: internal value `base`'s elements from `offset` on, in place.
 uint32_t Lowering::add_view(uint32_t base, uint64_t offset, const std::vector<uint64_t>& dims) {
   const uint32_t id = add_value(ValueKind::View, ValueLayout::Plain, dims, cpu::kNoValue);

@@ -103,6 +103,7 @@ std::vector<uint8_t> Lowering::run() {
                                   " is not produced by the region");
     }
   }
+  mark_dynamic_internals();
   return serialize();
 }
 

@@ -168,6 +168,10 @@ class Lowering {
   uint32_t activation_as(int vid, bool plain);
   uint32_t output(int vid);
   uint32_t internal(const std::vector<uint64_t>& dims);
+  /// Gives each internal value a node makes from a dynamic input that input's dynamic mask
+  /// (dynamic_rows.h: every node on dynamic values is a rows map; an intermediate of a node
+  /// lowered to several, such as silu's sigmoid, varies with it). Run once, after lowering.
+  void mark_dynamic_internals();
   uint32_t add_view(uint32_t base, uint64_t offset, const std::vector<uint64_t>& dims);
   uint32_t binary_operand(int vid, size_t out_rank, double scale, bool out_plain = false);
   BlobNode& add_node(NodeOp op, std::vector<uint32_t> inputs, uint32_t out);

@@ -1,8 +1,13 @@
 // parse_blob's checks of bounded-dynamic values (internal to backends/cpu/runtime; blob
 // version 12, BlobValue::dynamic_mask, README "Bounded-dynamic rows"): which values may vary
-// per execution and which nodes may read or make them — only the GEMMs whose row count follows
-// the actual size (ops 17 and 23), so that no XNNPACK runtime or other kernel ever sees a size
-// other than the one it was built for. Errors name the value or node, expected and found.
+// per execution and which nodes may read or make them. Buffers are sized at the bound and the
+// actual elements come first, so every kernel reads and writes inside its buffers whatever the
+// actual size: the GEMMs (ops 17 and 23) run the actual rows, and since version 25 the rows
+// maps among XNNPACK's nodes and tern's elementwise kernels run all the bound's rows (the rows
+// past the actual ones are never read back). What the checks keep is the rows structure: a
+// node on dynamic values makes a dynamic value varying in the same dim with the same dims
+// before it, and a static operand of a binary node is the same for every row. Errors name the
+// value or node, expected and found.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +16,9 @@
 #include "runtime/core/error.h"
 
 namespace tern::cpu {
+
+/// Whether node op `op` may read dynamic values as a rows map (check_dynamic_node).
+bool is_dynamic_rows_op(uint32_t op);
 
 /// Whether value `v` varies per execution.
 inline bool is_dynamic_value(const BlobValue& v) { return v.dynamic_mask != 0; }
@@ -27,9 +35,12 @@ inline uint32_t dynamic_dim_of(const BlobValue& v) {
 /// input / external output of rank >= 2, for a dim before its last.
 Error check_dynamic_value(uint32_t i, const BlobValue& v);
 
-/// Node `n` with values `v` (operands already checked to exist): a dynamic operand only as x
-/// (input 0) of op 17 / 23 or op 17's residual (input 2), with the output dynamic at the same
-/// dim exactly when x is.
+/// Node `n` with values `v` (operands already checked to exist): dynamic operands only on rows
+/// maps — as x (input 0) of op 17 / 23 or op 17's residual or multiplier; any data input of
+/// ops 3 (x), 4–11, 16, 20, 28, 35, 36 and 38 — with the output dynamic exactly when an input
+/// is, in the same dim and with the same dims before it (a reshape's output in any dim, by the
+/// same bound); a static operand of ops 4–7, 35 and 36 is 1 in every dim up to that one
+/// (right-aligned against the output).
 Error check_dynamic_node(uint32_t n, const BlobNode& node, const BlobValue* v);
 
 }  // namespace tern::cpu

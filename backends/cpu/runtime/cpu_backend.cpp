@@ -15,6 +15,7 @@
 #include <new>
 
 #include "backends/cpu/runtime/blob_dynamic_checks.h"
+#include "backends/cpu/runtime/dynamic_counts.h"
 #include "backends/cpu/runtime/blob_reader.h"
 #include "backends/cpu/runtime/flush_denormals.h"
 #include "backends/cpu/runtime/layout_transpose.h"
@@ -748,6 +749,7 @@ class CpuBackend final : public BackendInterface {
         std::memcpy(x.stage, src, count * element_bytes(x));
       }
     }
+    if (numel != nullptr) TERN_RETURN_IF_ERROR(propagate_dynamic_counts(d->plan, numel));
     if (timed) t0 = report(context, d->labels + num_stages * kLabelBytes, t0);
     // Subnormals flushed on this thread while the stages run (the pool's workers per call):
     // XNNPACK's numerics for tern's kernels too, and no microcode assists (flush_denormals.h).

@@ -66,6 +66,7 @@ Error plan_stages(const BlobPlan& blob, uint64_t alignment, uint64_t slack, Stag
   uint32_t* maker = static_cast<uint32_t*>(std::malloc(sizeof(uint32_t) * nv));
   bool* read_elsewhere = static_cast<bool*>(std::calloc(nv, sizeof(bool)));
   bool* read_at_all = static_cast<bool*>(std::calloc(nv, sizeof(bool)));
+  bool* made_by_gemm = static_cast<bool*>(std::calloc(nv, sizeof(bool)));
   out->stages = static_cast<Stage*>(std::calloc(nn, sizeof(Stage)));
   out->homes = static_cast<ValueHome*>(std::calloc(nv, sizeof(ValueHome)));
   out->workspace_offsets = static_cast<uint64_t*>(std::calloc(nv, sizeof(uint64_t)));
@@ -73,7 +74,7 @@ Error plan_stages(const BlobPlan& blob, uint64_t alignment, uint64_t slack, Stag
   Interval* items = static_cast<Interval*>(std::calloc(nv, sizeof(Interval)));
   Error err = Error::Ok;
   if (stage_of_node == nullptr || maker == nullptr || read_elsewhere == nullptr ||
-      read_at_all == nullptr || out->stages == nullptr || out->homes == nullptr ||
+      read_at_all == nullptr || made_by_gemm == nullptr || out->stages == nullptr || out->homes == nullptr ||
       out->workspace_offsets == nullptr || last_reader == nullptr || items == nullptr) {
     err = set_error_message(Error::MemoryAllocationFailed,
                             "cpu backend: no memory to plan %u nodes and %u values", nn, nv);
@@ -96,6 +97,11 @@ Error plan_stages(const BlobPlan& blob, uint64_t alignment, uint64_t slack, Stag
     out->num_stages = count;
     for (uint32_t i = 0; i < nv; ++i) maker[i] = kNone;
     for (uint32_t n = 0; n < nn; ++n) maker[blob.nodes[n].output] = stage_of_node[n];
+    for (uint32_t n = 0; n < nn; ++n) {  // tern's GEMMs write the actual rows only
+      const NodeOp op = static_cast<NodeOp>(blob.nodes[n].op);
+      made_by_gemm[blob.nodes[n].output] =
+          op == NodeOp::PackedFullyConnected || op == NodeOp::QuantizedFullyConnected;
+    }
     for (uint32_t n = 0; n < nn; ++n) {
       const BlobNode& node = blob.nodes[n];
       for (uint32_t j = 0; j < node.num_inputs; ++j) {
@@ -126,7 +132,10 @@ Error plan_stages(const BlobPlan& blob, uint64_t alignment, uint64_t slack, Stag
           home = ValueHome::View;
           break;
         case ValueKind::ExternalOutput:
-          home = v.layout == static_cast<uint32_t>(ValueLayout::Nhwc) || read_at_all[i]
+          // A dynamic output is staged unless a GEMM makes it: the caller's tensor holds only
+          // the actual elements, and the other kernels write all the bound's rows.
+          home = v.layout == static_cast<uint32_t>(ValueLayout::Nhwc) || read_at_all[i] ||
+                         (v.dynamic_mask != 0 && !made_by_gemm[i])
                      ? ValueHome::Staged
                      : ValueHome::Bound;
           break;
@@ -161,6 +170,7 @@ Error plan_stages(const BlobPlan& blob, uint64_t alignment, uint64_t slack, Stag
   std::free(maker);
   std::free(read_elsewhere);
   std::free(read_at_all);
+  std::free(made_by_gemm);
   std::free(last_reader);
   std::free(items);
   if (err != Error::Ok) free_stage_plan(out);
