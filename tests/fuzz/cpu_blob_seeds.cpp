@@ -734,6 +734,48 @@ compiler::Graph dynamic_rows_graph() {
   return b.build();
 }
 
+/// Blob version 25's rows maps on dynamic values: x[1, seq<=6, 16] -> RMS norm written out
+/// (pow, mean, add, rsqrt, two muls: XNNPACK's nodes on the bound's rows) -> silu(gate) · up
+/// (op 17's activation and multiplier) -> down + x -> viewed as [seq, 16] (a reshape that
+/// moves the dynamic dim) -> softmax.
+compiler::Graph v25_graph() {
+  GraphBuilder b("forward");
+  const int seq = b.symbol("seq", 1, 6);
+  auto dyn = [&](int v) {
+    b.dynamic_dims(v, {-1, seq, -1});
+    return v;
+  };
+  const std::vector<int64_t> xs{1, 6, 16}, fs{1, 6, 24}, ms{1, 6, 1};
+  const int x = dyn(b.input("x", DType::F32, xs));
+  const int sq = dyn(b.op("tern::pow", {x, b.double_value(2.0)}, DType::F32, xs));
+  const int m = dyn(b.op("tern::mean", {sq, b.int_list({-1}), b.bool_value(true)}, DType::F32, ms));
+  const int r = dyn(b.op("tern::rsqrt", {dyn(b.op("tern::add", {m, b.double_value(1e-6)},
+                                                   DType::F32, ms))},
+                         DType::F32, ms));
+  const int n = dyn(b.op("tern::mul", {seed_constant(b, "g", {16}, 211),
+                                       dyn(b.op("tern::mul", {x, r}, DType::F32, xs))},
+                         DType::F32, xs));
+  const int gate = dyn(b.op("tern::linear", {n, seed_constant(b, "wg", {24, 16}, 212), b.none()},
+                            DType::F32, fs));
+  const int up = dyn(b.op("tern::linear", {n, seed_constant(b, "wu", {24, 16}, 213), b.none()},
+                          DType::F32, fs));
+  const int a = dyn(b.op("tern::mul", {dyn(b.op("tern::silu", {gate}, DType::F32, fs)), up},
+                         DType::F32, fs));
+  const int h = dyn(b.op("tern::add",
+                         {x, dyn(b.op("tern::linear",
+                                      {a, seed_constant(b, "wd", {16, 24}, 214), b.none()},
+                                      DType::F32, xs))},
+                         DType::F32, xs));
+  const int shape = b.int_list({6, 16});
+  b.int_symbols(shape, {seq, -1});
+  const int flat = b.op("tern::view", {h, shape}, DType::F32, {6, 16});
+  b.dynamic_dims(flat, {seq, -1});
+  const int y = b.op("tern::softmax", {flat, b.int_value(-1)}, DType::F32, {6, 16});
+  b.dynamic_dims(y, {seq, -1});
+  b.output(y);
+  return b.build();
+}
+
 }  // namespace
 
 std::vector<Seed> cpu_blob_seeds() {
@@ -766,6 +808,7 @@ std::vector<Seed> cpu_blob_seeds() {
       {"v22", v22_graph()},
       {"v23", v23_graph()},
       {"v24", v24_graph()},
+      {"v25", v25_graph()},
       {"dynamic_rows", dynamic_rows_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;

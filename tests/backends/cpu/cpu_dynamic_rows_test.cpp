@@ -1,10 +1,12 @@
 // The cpu backend's bounded-dynamic rows (backends/cpu/README.md "Bounded-dynamic rows", blob
-// version 12): linears whose x varies in one leading dim are partitioned to the delegate (the
-// other nodes on dynamic values stay portable), run tern's GEMM (op 17) or the quantized GEMM
-// (op 23) on the actual row count, and match a double-precision reference worked from the same
-// weights at every size within the bound — including sizes where the static lowering would
-// have picked XNNPACK's fully-connected node. parse_blob refuses dynamic masks anywhere else.
-// Execute never allocates at any size.
+// versions 12 and 25): linears whose x varies in one leading dim, and since version 25 the rows
+// maps between them (elementwise ops with operands the same for every row, RMS norm's pieces,
+// a softmax over the last dim, views), are partitioned to the delegate; the GEMMs (op 17, the
+// quantized op 23) run the actual rows, the rest the bound's. Each matches a double-precision
+// reference worked from the same weights at every size within the bound — including sizes
+// where the static lowering would have picked XNNPACK's fully-connected node. Nodes that mix
+// rows stay portable; parse_blob refuses dynamic masks that break the rows structure. Execute
+// never allocates at any size.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -257,6 +259,247 @@ std::string with_mask(std::vector<uint8_t> blob, uint32_t value, uint32_t mask) 
   const std::string message = e == Error::Ok ? "ok" : last_error_message();
   cpu::free_blob_plan(&plan);
   return message;
+}
+
+constexpr int64_t kH = 40, kF = 72;
+
+struct LayerWeights {
+  std::vector<float> norm = random_floats(kH, 20, 0.5f, 1.5f);
+  std::vector<float> gate = random_floats(kF * kH, 21, -0.2f, 0.2f);
+  std::vector<float> up = random_floats(kF * kH, 22, -0.2f, 0.2f);
+  std::vector<float> down = random_floats(kH * kF, 23, -0.2f, 0.2f);
+  std::vector<float> shift = random_floats(kH, 24, -0.5f, 0.5f);
+};
+
+/// A Llama layer's second half on x [1, seq<=12, 40]: n = x · rsqrt(mean(x², -1) + 1e-6) · g
+/// (RMS norm written out, as transformers' LlamaRMSNorm exports), h = x + down(silu(gate(n)) ·
+/// up(n)), then y = softmax(sigmoid(view(h, [seq, 40]) + shift), -1) [seq, 40] (a view that
+/// moves the dynamic dim, a static [40] operand).
+compiler::Graph dynamic_layer(const LayerWeights& w) {
+  GraphBuilder b("forward");
+  const int seq = b.symbol("seq", 1, kMaxSeq);
+  auto dyn = [&](int v) {  // [1, seq, ..]
+    b.dynamic_dims(v, {-1, seq, -1});
+    return v;
+  };
+  auto dyn2 = [&](int v) {  // [seq, ..]
+    b.dynamic_dims(v, {seq, -1});
+    return v;
+  };
+  const std::vector<int64_t> xs = {1, kMaxSeq, kH}, fs = {1, kMaxSeq, kF};
+  const int x = dyn(b.input("x", DType::F32, xs));
+  const int sq = dyn(b.op("tern::pow", {x, b.double_value(2.0)}, DType::F32, xs, "square"));
+  const int ms = dyn(b.op("tern::mean", {sq, b.int_list({-1}), b.bool_value(true)}, DType::F32,
+                          {1, kMaxSeq, 1}, "mean"));
+  const int eps = dyn(b.op("tern::add", {ms, b.double_value(1e-6)}, DType::F32, {1, kMaxSeq, 1}));
+  const int r = dyn(b.op("tern::rsqrt", {eps}, DType::F32, {1, kMaxSeq, 1}, "rsqrt"));
+  const int xr = dyn(b.op("tern::mul", {x, r}, DType::F32, xs, "scaled"));
+  const int g = b.constant_f32("norm", {kH}, w.norm);
+  const int n = dyn(b.op("tern::mul", {g, xr}, DType::F32, xs, "normed"));
+  const int gate = dyn(b.op("tern::linear", {n, b.constant_f32("wg", {kF, kH}, w.gate), b.none()},
+                            DType::F32, fs, "gate"));
+  const int up = dyn(b.op("tern::linear", {n, b.constant_f32("wu", {kF, kH}, w.up), b.none()},
+                          DType::F32, fs, "up"));
+  const int act = dyn(b.op("tern::silu", {gate}, DType::F32, fs, "act"));
+  const int prod = dyn(b.op("tern::mul", {act, up}, DType::F32, fs, "gated"));
+  const int down = dyn(b.op("tern::linear",
+                            {prod, b.constant_f32("wd", {kH, kF}, w.down), b.none()}, DType::F32,
+                            xs, "down"));
+  const int h = dyn(b.op("tern::add", {x, down}, DType::F32, xs, "residual"));
+  const int shape = b.int_list({kMaxSeq, kH});
+  b.int_symbols(shape, {seq, -1});
+  const int flat = dyn2(b.op("tern::view", {h, shape}, DType::F32, {kMaxSeq, kH}, "flat"));
+  const int shifted = dyn2(b.op("tern::add", {flat, b.constant_f32("shift", {kH}, w.shift)},
+                                DType::F32, {kMaxSeq, kH}, "shifted"));
+  const int sig = dyn2(b.op("tern::sigmoid", {shifted}, DType::F32, {kMaxSeq, kH}, "sig"));
+  b.output(dyn2(b.op("tern::softmax", {sig, b.int_value(-1)}, DType::F32, {kMaxSeq, kH}, "y")));
+  b.output(h);
+  return b.build();
+}
+
+/// y and h of dynamic_layer for `seq` rows of x, in double.
+std::vector<std::vector<double>> layer_reference(const LayerWeights& w,
+                                                 const std::vector<float>& x, int64_t seq) {
+  std::vector<double> y, hs;
+  for (int64_t s = 0; s < seq; ++s) {
+    const float* xr = x.data() + s * kH;
+    double ss = 0.0;
+    for (int64_t i = 0; i < kH; ++i) ss += double(xr[i]) * xr[i];
+    const double rs = 1.0 / std::sqrt(ss / kH + 1e-6);
+    std::vector<double> n(kH), a(kF), h(kH);
+    for (int64_t i = 0; i < kH; ++i) n[i] = xr[i] * rs * w.norm[i];
+    for (int64_t o = 0; o < kF; ++o) {
+      double gv = 0.0, uv = 0.0;
+      for (int64_t i = 0; i < kH; ++i) {
+        gv += n[i] * w.gate[o * kH + i];
+        uv += n[i] * w.up[o * kH + i];
+      }
+      a[o] = gv / (1.0 + std::exp(-gv)) * uv;
+    }
+    double mx = -1e300, sum = 0.0;
+    std::vector<double> e(kH);
+    for (int64_t o = 0; o < kH; ++o) {
+      double acc = 0.0;
+      for (int64_t i = 0; i < kF; ++i) acc += a[i] * w.down[o * kF + i];
+      h[o] = xr[o] + acc;
+      hs.push_back(h[o]);
+      e[o] = 1.0 / (1.0 + std::exp(-(h[o] + w.shift[o])));
+      mx = std::max(mx, e[o]);
+    }
+    for (double& v : e) sum += (v = std::exp(v - mx));
+    for (double v : e) y.push_back(v / sum);
+  }
+  return {y, hs};
+}
+
+TEST_F(CpuDynamicRows, RowsMapsBetweenTheLinearsJoinTheirRegion) {
+  const LayerWeights w;
+  compiler::Graph g = dynamic_layer(w);
+  compiler::partition(g, {"cpu"});
+  ASSERT_EQ(g.delegates.size(), 1u);
+  EXPECT_EQ(g.delegates[0].nodes.size(), g.nodes.size()) << "every node in the delegate";
+  const std::vector<uint32_t> ops =
+      blob_ops(compiler::CpuBackendCompiler().lower(g, g.delegates[0]).blob);
+  int gemms = 0;
+  for (uint32_t op : ops) gemms += op == static_cast<uint32_t>(cpu::NodeOp::PackedFullyConnected);
+  // gate (the silu in its epilogue), up (times the silu's output), down (plus x): the MLP's
+  // elementwise ops all fold into the GEMMs.
+  EXPECT_EQ(gemms, 3);
+
+  compiler::ProgramGraph program;
+  program.methods.push_back(dynamic_layer(w));
+  compiler::CompileOptions options;
+  options.backends = {"cpu"};
+  const compiler::CompileResult compiled = compiler::compile_program(program, options);
+  ASSERT_EQ(compiled.methods[0].num_delegates, 1u);
+  for (bool disable_cpu : {false, true}) {
+    testing::LoadedProgram lp(compiled.bytes);
+    testing::MethodMemory memory(lp.program().method_meta("forward").get(), -1, 0, 1 << 20);
+    const char* disabled[] = {"cpu"};
+    MethodLoadOptions load;
+    if (disable_cpu) load.disabled_backends = Span<const char* const>(disabled, 1);
+    auto method = lp.program().load_method("forward", memory.manager(), load);
+    ASSERT_TRUE(method.ok()) << last_error_message();
+    for (int64_t seq : {int64_t{5}, int64_t{1}, kMaxSeq, int64_t{7}, int64_t{2}}) {
+      std::vector<float> x = random_floats(static_cast<size_t>(seq * kH), 300u + uint32_t(seq));
+      ASSERT_EQ(method->set_input(0, testing::f32_view({1, seq, kH}, x)), Error::Ok)
+          << last_error_message();
+      ASSERT_EQ(method->execute(), Error::Ok) << last_error_message();
+      const std::vector<std::vector<double>> want = layer_reference(w, x, seq);
+      const TensorView* y = method->output(0).get();
+      ASSERT_EQ(y->rank, 2u);
+      EXPECT_EQ(y->sizes[0], seq);
+      EXPECT_LE(rel_error(testing::to_vector(*y), want[0]), 1e-5)
+          << "y, seq " << seq << (disable_cpu ? " (portable)" : " (cpu)");
+      const TensorView* h = method->output(1).get();
+      ASSERT_EQ(h->rank, 3u);
+      EXPECT_EQ(h->sizes[1], seq);
+      EXPECT_LE(rel_error(testing::to_vector(*h), want[1]), 1e-5)
+          << "h, seq " << seq << (disable_cpu ? " (portable)" : " (cpu)");
+    }
+    EXPECT_EQ(method->delegate_path(0).get(),
+              disable_cpu ? DelegatePath::Fallback : DelegatePath::Backend);
+  }
+}
+
+TEST_F(CpuDynamicRows, NodesThatMixRowsStayPortable) {
+  GraphBuilder b("forward");
+  const int seq = b.symbol("seq", 1, kMaxSeq);
+  const std::vector<int64_t> xs = {2, kMaxSeq, 8};
+  const int x = b.input("x", DType::F32, xs);
+  b.dynamic_dims(x, {-1, seq, -1});
+  auto dyn = [&](int v, std::vector<int> s) {
+    b.dynamic_dims(v, s);
+    return v;
+  };
+  // A static operand that differs between the rows' leading dims ([2, 1, 8] against
+  // [2, seq, 8]), one the same for every row ([1, 1, 8]), a mean and a softmax over the
+  // dynamic dim, a transpose that moves it, a 4-D view.
+  const int per_batch = dyn(b.op("tern::add", {x, b.constant_f32("c2", {2, 1, 8}, random_floats(16, 1))},
+                                 DType::F32, xs, "per_batch"), {-1, seq, -1});
+  const int same = dyn(b.op("tern::add", {x, b.constant_f32("c1", {1, 1, 8}, random_floats(8, 2))},
+                            DType::F32, xs, "same"), {-1, seq, -1});
+  const int over_rows = b.op("tern::mean", {x, b.int_list({1}), b.bool_value(true)}, DType::F32,
+                             {2, 1, 8}, "over_rows");
+  const int soft = dyn(b.op("tern::softmax", {x, b.int_value(1)}, DType::F32, xs, "soft_rows"),
+                       {-1, seq, -1});
+  const int moved = dyn(b.op("tern::transpose", {x, b.int_value(0), b.int_value(1)}, DType::F32,
+                             {kMaxSeq, 2, 8}, "moved"), {seq, -1, -1});
+  const int four = dyn(b.op("tern::view", {x, b.int_list({2, kMaxSeq, 2, 4})}, DType::F32,
+                            {2, kMaxSeq, 2, 4}, "four_d"), {-1, seq, -1, -1});
+  for (int v : {per_batch, same, over_rows, soft, moved, four}) b.output(v);
+  const compiler::Graph g = b.build();
+  const compiler::CpuBackendCompiler cpu;
+  std::vector<std::string> taken;
+  for (const compiler::Node& node : g.nodes) {
+    if (cpu.supports_dynamic_shapes(g, node)) taken.push_back(node.debug_name);
+  }
+  EXPECT_EQ(taken, std::vector<std::string>{"same"});
+}
+
+TEST_F(CpuDynamicRows, ParseBlobKeepsTheRowsStructure) {
+  // x [1, seq<=8, 8] + c [8], viewed as y [seq, 8], and z = linear(y) [seq, 24]: an Add and a
+  // Reshape on dynamic values (y read twice: the view is not folded into the linear).
+  GraphBuilder b("forward");
+  const int seq = b.symbol("seq", 1, 8);
+  const int x = b.input("x", DType::F32, {1, 8, 8});
+  b.dynamic_dims(x, {-1, seq, -1});
+  const int t = b.op("tern::add", {x, b.constant_f32("c", {8}, random_floats(8, 3))}, DType::F32,
+                     {1, 8, 8}, "t");
+  b.dynamic_dims(t, {-1, seq, -1});
+  const int shape = b.int_list({8, 8});
+  b.int_symbols(shape, {seq, -1});
+  const int y = b.op("tern::view", {t, shape}, DType::F32, {8, 8}, "y");
+  b.dynamic_dims(y, {seq, -1});
+  const int z = b.op("tern::linear",
+                     {y, b.constant_f32("w", {24, 8}, random_floats(24 * 8, 4)), b.none()},
+                     DType::F32, {8, 24}, "z");
+  b.dynamic_dims(z, {seq, -1});
+  b.output(y);
+  b.output(z);
+  compiler::Graph g = b.build();
+  compiler::partition(g, {"cpu"});
+  ASSERT_EQ(g.delegates.size(), 1u);
+  const std::vector<uint8_t> blob = compiler::CpuBackendCompiler().lower(g, g.delegates[0]).blob;
+  EXPECT_EQ(blob_ops(blob),
+            (std::vector<uint32_t>{static_cast<uint32_t>(cpu::NodeOp::Add),
+                                   static_cast<uint32_t>(cpu::NodeOp::Reshape),
+                                   static_cast<uint32_t>(cpu::NodeOp::PackedFullyConnected)}));
+  cpu::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  std::vector<cpu::BlobValue> values(h.num_values);
+  std::memcpy(values.data(), blob.data() + sizeof(h), h.num_values * sizeof(cpu::BlobValue));
+  int c = -1, out = -1;
+  for (uint32_t i = 0; i < h.num_values; ++i) {
+    const cpu::ValueKind k = static_cast<cpu::ValueKind>(values[i].kind);
+    if (k == cpu::ValueKind::Constant) c = static_cast<int>(i);
+    if (k == cpu::ValueKind::ExternalOutput && out < 0) out = static_cast<int>(i);  // y
+  }
+  ASSERT_TRUE(c >= 0 && out >= 0);
+  EXPECT_EQ(values[static_cast<size_t>(out)].dynamic_mask, 1u) << "y [seq, 8]: dim 0";
+  EXPECT_EQ(with_mask(blob, static_cast<uint32_t>(out), 1u), "ok");
+  // The reshape's output static: it must vary with its input.
+  EXPECT_NE(with_mask(blob, static_cast<uint32_t>(out), 0u).find("must vary too, by the same "
+                                                                 "bound"),
+            std::string::npos);
+  // c as [1, 8, 1]: XNNPACK would broadcast it against the bound's [1, 8, 8], but it would
+  // differ from row to row.
+  std::vector<uint8_t> bad = blob;
+  cpu::BlobValue cv = values[static_cast<size_t>(c)];
+  cv.rank = 3;
+  cv.dims[0] = 1;
+  cv.dims[1] = 8;
+  cv.dims[2] = 1;
+  std::memcpy(bad.data() + sizeof(h) + static_cast<size_t>(c) * sizeof(cpu::BlobValue), &cv,
+              sizeof(cv));
+  AlignedBlob aligned(bad);
+  cpu::BlobPlan plan;
+  EXPECT_NE(cpu::parse_blob(aligned.buffer().bytes(), &plan), Error::Ok);
+  EXPECT_NE(std::string(last_error_message()).find("must be 1 in every dim up to the output's "
+                                                   "dynamic dim"),
+            std::string::npos)
+      << last_error_message();
+  cpu::free_blob_plan(&plan);
 }
 
 TEST_F(CpuDynamicRows, ParseBlobRefusesDynamicMasksElsewhere) {
