@@ -73,7 +73,8 @@ bool is_dynamic_rows_map(const Graph& g, const Node& node) {
   const std::string& op = node.op;
   const bool binary = is_elementwise_binary(op);
   const bool reduction = is_reduction_op(op);
-  if (!binary && !reduction && !is_elementwise_unary(op) && op != "tern::linear" &&
+  const bool norm = op == "tern::layer_norm" || op == "tern::rms_norm";  // over the last dim
+  if (!binary && !reduction && !norm && !is_elementwise_unary(op) && op != "tern::linear" &&
       op != "tern::softmax" && !is_cpu_view_op(op)) {
     return false;
   }
@@ -107,7 +108,7 @@ bool is_dynamic_rows_map(const Graph& g, const Node& node) {
       }
       continue;
     }
-    if (op == "tern::linear" && i > 0) continue;  // the constant weight and bias
+    if ((op == "tern::linear" || norm) && i > 0) continue;  // constant weights and biases
     if (!operand_fits(v, out, d, binary)) return false;
   }
   if (!any_dynamic_input) return false;

@@ -275,6 +275,21 @@ void Lowering::lower_rms_norm(const Node& node) {
   n.fparams[1] = 0.0f;
 }
 
+/// RMS norm written out (rms_norm_match.h): tern's layer norm node in its RMS mode over the
+/// last dim, the weight (or ones) as gamma.
+void Lowering::lower_rms_norm_match(const RmsNormMatch& m) {
+  const uint64_t c = static_cast<uint64_t>(g_.values[static_cast<size_t>(m.x)].sizes.back());
+  const uint32_t x = activation(m.x);
+  const uint32_t gamma = m.weight >= 0 ? constant_as(m.weight, {c})
+                                       : add_constant({c}, std::vector<float>(c, 1.0f));
+  BlobNode& n = add_node(NodeOp::LayerNorm,
+                         {x, gamma, add_constant({c}, std::vector<float>(c, 0.0f))},
+                         output(m.y));
+  n.params[0] = 1;
+  n.fparams[0] = static_cast<float>(m.eps);
+  n.fparams[1] = 0.0f;
+}
+
 /// group_norm of an NHWC activation: tern's own node (op 30) over its channels-last dims.
 /// A 3-D x [N, C, L] (wav2vec2's first feature layer) is read and written as NHWC
 /// [N, 1, L, C] (nlc_input / nlc_output), as a conv1d's.

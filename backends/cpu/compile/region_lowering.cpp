@@ -51,6 +51,10 @@ std::vector<uint8_t> Lowering::run() {
     for (size_t i = 0; i + 1 < m.nodes.size(); ++i) gelu_pieces_.insert(m.nodes[i]);
     tanh_gelus_[m.nodes.back()] = m;
   }
+  for (const RmsNormMatch& m : match_rms_norms(g_, r_)) {
+    for (size_t i = 0; i + 1 < m.nodes.size(); ++i) gelu_pieces_.insert(m.nodes[i]);
+    rms_norms_[m.nodes.back()] = m;
+  }
   for (const LstmCellMatch& m : match_lstm_cells(g_, r_)) {
     for (size_t i = 0; i + 1 < m.nodes.size(); ++i) gelu_pieces_.insert(m.nodes[i]);
     lstm_cells_[m.nodes.back()] = m;
@@ -73,6 +77,10 @@ std::vector<uint8_t> Lowering::run() {
     if (gelu_pieces_.count(n) != 0) continue;  // lowered with the pattern's last node
     if (auto t = tanh_gelus_.find(n); t != tanh_gelus_.end()) {
       lower_tanh_gelu(t->second);
+      continue;
+    }
+    if (auto rn = rms_norms_.find(n); rn != rms_norms_.end()) {
+      lower_rms_norm_match(rn->second);
       continue;
     }
     if (auto l = lstm_cells_.find(n); l != lstm_cells_.end()) {

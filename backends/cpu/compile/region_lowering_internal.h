@@ -30,6 +30,7 @@
 #include "backends/cpu/compile/norm_parts.h"
 #include "backends/cpu/compile/quant_lowering.h"
 #include "backends/cpu/compile/recurrent_cell_match.h"
+#include "backends/cpu/compile/rms_norm_match.h"
 #include "backends/cpu/compile/strided_view.h"
 #include "backends/cpu/compile/tanh_gelu_match.h"
 #include "backends/cpu/compile/where_select.h"
@@ -216,6 +217,7 @@ class Lowering {
   bool fuse_activation_into_gemm(const Node& node, cpu::GemmActivation act);
   bool fuse_activation_into_gemm(int in, int out, cpu::GemmActivation act, int reads);
   void lower_tanh_gelu(const TanhGeluMatch& m);
+  void lower_rms_norm_match(const RmsNormMatch& m);
   void lower_lstm_cell(const LstmCellMatch& m);
   void lower_gru_cell(const GruCellMatch& m);
   uint32_t cell_state(int vid, uint64_t h, uint64_t* rows);
@@ -309,6 +311,7 @@ class Lowering {
                                        ///< into each select reading it: no blob node)
   std::set<int> gelu_pieces_;          ///< a matched pattern's nodes but its last (no blob node)
   std::map<int, TanhGeluMatch> tanh_gelus_;          ///< its last node -> the pattern
+  std::map<int, RmsNormMatch> rms_norms_;            ///< its last node -> the pattern
   std::map<int, LstmCellMatch> lstm_cells_;          ///< its last node -> the pattern
   std::map<int, GruCellMatch> gru_cells_;            ///< its last node -> the pattern
   std::map<int, AttentionMatch> attentions_;         ///< its second bmm -> the pattern

@@ -46,8 +46,9 @@ uint64_t dynamic_bound(const BlobValue& v) {
 bool is_dynamic_rows_op(uint32_t op) {
   const NodeOp o = static_cast<NodeOp>(op);
   return is_gemm(o) || o == NodeOp::FullyConnected || (o >= NodeOp::Add && o <= NodeOp::Softmax) ||
-         o == NodeOp::Reshape || o == NodeOp::Gelu || o == NodeOp::SquareRoot ||
-         o == NodeOp::Maximum || o == NodeOp::Minimum || o == NodeOp::UnaryMath;
+         o == NodeOp::Reshape || o == NodeOp::Gelu || o == NodeOp::LayerNorm ||
+         o == NodeOp::SquareRoot || o == NodeOp::Maximum || o == NodeOp::Minimum ||
+         o == NodeOp::UnaryMath;
 }
 
 Error check_dynamic_node(uint32_t n, const BlobNode& node, const BlobValue* v) {
@@ -60,12 +61,14 @@ Error check_dynamic_node(uint32_t n, const BlobNode& node, const BlobValue* v) {
     any_dynamic = true;
     const bool operand =
         is_gemm(op) ? i == 0 || (i >= 2 && op == NodeOp::PackedFullyConnected)
-                    : is_dynamic_rows_op(node.op) && (op != NodeOp::FullyConnected || i == 0);
+                    : is_dynamic_rows_op(node.op) &&
+                          ((op != NodeOp::FullyConnected && op != NodeOp::LayerNorm) || i == 0);
     TERN_CHECK_OR_RETURN_ERROR(operand, InvalidProgram,
                                "cpu blob: node %u (op %u): input %u (value %u) is dynamic, which "
-                               "only x of a fully-connected node (ops 3, 17, 23), op 17's "
-                               "residual or multiplier, or a data input of an elementwise node "
-                               "(ops 4-11, 20, 28, 35, 36, 38) or a reshape (op 16) may be",
+                               "only x of a fully-connected node (ops 3, 17, 23) or a layer norm "
+                               "(op 25), op 17's residual or multiplier, or a data input of an "
+                               "elementwise node (ops 4-11, 20, 28, 35, 36, 38) or a reshape "
+                               "(op 16) may be",
                                n, node.op, i, node.inputs[i]);
     if (op == NodeOp::Reshape) {
       // A reshape moves no bytes: its output may vary in another dim, by as many elements per

@@ -2,9 +2,9 @@
 // version 12, BlobValue::dynamic_mask, README "Bounded-dynamic rows"): which values may vary
 // per execution and which nodes may read or make them. Buffers are sized at the bound and the
 // actual elements come first, so every kernel reads and writes inside its buffers whatever the
-// actual size: the GEMMs (ops 17 and 23) run the actual rows, and since version 25 the rows
-// maps among XNNPACK's nodes and tern's elementwise kernels run all the bound's rows (the rows
-// past the actual ones are never read back). What the checks keep is the rows structure: a
+// actual size: the GEMMs (ops 17 and 23) and the layer norm (op 25) run the actual rows, and
+// since version 25 the rows maps among XNNPACK's nodes and tern's elementwise kernels run all
+// the bound's rows (the rows past the actual ones are never read back). What the checks keep is the rows structure: a
 // node on dynamic values makes a dynamic value varying in the same dim with the same dims
 // before it, and a static operand of a binary node is the same for every row. Errors name the
 // value or node, expected and found.
@@ -36,11 +36,11 @@ inline uint32_t dynamic_dim_of(const BlobValue& v) {
 Error check_dynamic_value(uint32_t i, const BlobValue& v);
 
 /// Node `n` with values `v` (operands already checked to exist): dynamic operands only on rows
-/// maps — as x (input 0) of op 17 / 23 or op 17's residual or multiplier; any data input of
-/// ops 3 (x), 4–11, 16, 20, 28, 35, 36 and 38 — with the output dynamic exactly when an input
-/// is, in the same dim and with the same dims before it (a reshape's output in any dim, by the
-/// same bound); a static operand of ops 4–7, 35 and 36 is 1 in every dim up to that one
-/// (right-aligned against the output).
+/// maps — as x (input 0) of ops 3, 17, 23 and 25 or op 17's residual or multiplier; any data
+/// input of ops 4–11, 16, 20, 28, 35, 36 and 38 — with the output dynamic exactly when an
+/// input is, in the same dim and with the same dims before it (a reshape's output in any dim,
+/// by the same bound); a static operand of ops 4–7, 35 and 36 is 1 in every dim up to that
+/// one (right-aligned against the output).
 Error check_dynamic_node(uint32_t n, const BlobNode& node, const BlobValue* v);
 
 }  // namespace tern::cpu

@@ -698,7 +698,9 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       p.x = addr[node.inputs[0]];
       p.y = addr[node.output];
       p.cols = static_cast<int64_t>(x.dims[x.rank - 1]);
-      p.rows = static_cast<int64_t>(value_numel(x)) / p.cols;
+      // A dynamic x: its actual rows (numel, dynamic_counts.h), else the whole value.
+      p.rows = static_cast<int64_t>(numel != nullptr ? numel[node.inputs[0]] : value_numel(x)) /
+               p.cols;
       p.gamma = addr[node.inputs[1]];
       p.beta = addr[node.inputs[2]];
       p.eps = node.fparams[0];  // validated: finite, > 0

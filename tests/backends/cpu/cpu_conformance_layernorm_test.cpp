@@ -57,6 +57,26 @@ int view(GraphBuilder& b, int x, std::vector<int64_t> to) {
   return b.op("tern::view", {x, b.int_list(to)}, DType::F32, to);
 }
 
+/// x · rsqrt(mean(x², -1, keepdim) + 1e-5) [· w] as transformers' RMS norms export it: the
+/// square as pow(x, 2) or mul(x, x), the weight (a constant [C]) on either side of the last
+/// product, or none.
+int rms_norm_pieces(GraphBuilder& b, int x, const std::vector<int64_t>& xs, bool weight,
+                    bool weight_first, bool square_by_mul, uint32_t seed) {
+  std::vector<int64_t> ms = xs;
+  ms.back() = 1;
+  const int sq = square_by_mul ? b.op("tern::mul", {x, x}, DType::F32, xs)
+                               : b.op("tern::pow", {x, b.double_value(2.0)}, DType::F32, xs);
+  const int m = b.op("tern::mean", {sq, b.int_list({-1}), b.bool_value(true)}, DType::F32, ms);
+  const int eps = b.double_value(1e-5);
+  const int e = b.op("tern::add", {m, eps}, DType::F32, ms);
+  const int r = b.op("tern::rsqrt", {e}, DType::F32, ms);
+  const int s = b.op("tern::mul", {x, r}, DType::F32, xs);
+  if (!weight) return s;
+  const int w = constant(b, "rms_w" + std::to_string(seed), {xs.back()}, seed, 1.0f);
+  return b.op("tern::mul", weight_first ? std::vector<int>{w, s} : std::vector<int>{s, w},
+              DType::F32, xs);
+}
+
 /// ConvNeXt's block on x [n, c, h, w], as torchvision's CNBlock exports (the MLP's linears on
 /// [n*h*w, c] views).
 int convnext_block(GraphBuilder& b, int x, int64_t n, int64_t c, int64_t h, int64_t w,
@@ -183,10 +203,11 @@ std::vector<OpCase> cases() {
                                {1, 12}));
                }, 1e-10};
   l2.check_blob = [](const std::vector<uint8_t>& blob) {
-    // pow 0.5 and rsqrt: one square root each.
-    size_t roots = 0;
-    for (uint32_t op : blob_ops(blob)) roots += op == static_cast<uint32_t>(cpu::NodeOp::SquareRoot);
-    EXPECT_EQ(roots, 2u);
+    // pow 0.5: a square root; the RMS norm's pieces: one layer norm node in RMS mode.
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), static_cast<uint32_t>(cpu::NodeOp::SquareRoot)),
+              1);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), kLayerNormOp), 1);
   };
   c.push_back(l2);
   OpCase block = {"convnext_block", [](GraphBuilder& b) {
@@ -374,6 +395,49 @@ std::vector<OpCase> cases() {
     EXPECT_GT(ops.size(), 5u);
   };
   c.push_back(other);
+  // RMS norm written out (transformers' LlamaRMSNorm): one op 25 node in RMS mode.
+  struct RmsVariant {
+    const char* name;
+    bool weight, weight_first, square_by_mul;
+    std::vector<int64_t> xs;
+  };
+  for (const RmsVariant& v :
+       {RmsVariant{"rms_norm_pieces_weight_first", true, true, false, {2, 7, 64}},
+        RmsVariant{"rms_norm_pieces_weight_last_mul_square", true, false, true, {9, 37}},
+        RmsVariant{"rms_norm_pieces_no_weight", false, false, false, {3, 2, 5, 3, 24}}}) {
+    OpCase rms{v.name,
+               [v](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, v.xs);
+                 b.output(rms_norm_pieces(b, x, v.xs, v.weight, v.weight_first, v.square_by_mul,
+                                          111));
+               },
+               1e-10};
+    rms.check_blob = [](const std::vector<uint8_t>& blob) {
+      ASSERT_EQ(blob_ops(blob), std::vector<uint32_t>{kLayerNormOp});
+      EXPECT_EQ(blob_node(blob, 0).params[0], 1u) << "RMS mode";
+      EXPECT_FLOAT_EQ(blob_node(blob, 0).fparams[0], 1e-5f);
+    };
+    c.push_back(rms);
+  }
+  // The mean of squares is also an output: the pieces stay pieces (and still match).
+  OpCase kept{"rms_norm_pieces_mean_read_twice",
+              [](GraphBuilder& b) {
+                const std::vector<int64_t> xs{6, 48};
+                const int x = b.input("x", DType::F32, xs);
+                const int sq = b.op("tern::pow", {x, b.double_value(2.0)}, DType::F32, xs);
+                const int m = b.op("tern::mean", {sq, b.int_list({-1}), b.bool_value(true)},
+                                   DType::F32, {6, 1});
+                const int e = b.op("tern::add", {m, b.double_value(1e-5)}, DType::F32, {6, 1});
+                const int r = b.op("tern::rsqrt", {e}, DType::F32, {6, 1});
+                b.output(b.op("tern::mul", {x, r}, DType::F32, xs));
+                b.output(m);
+              },
+              1e-10};
+  kept.check_blob = [](const std::vector<uint8_t>& blob) {
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    EXPECT_EQ(std::count(ops.begin(), ops.end(), kLayerNormOp), 0);
+  };
+  c.push_back(kept);
   return c;
 }
 

@@ -9,6 +9,7 @@
 // never allocates at any size.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <string>
@@ -365,6 +366,10 @@ TEST_F(CpuDynamicRows, RowsMapsBetweenTheLinearsJoinTheirRegion) {
   // gate (the silu in its epilogue), up (times the silu's output), down (plus x): the MLP's
   // elementwise ops all fold into the GEMMs.
   EXPECT_EQ(gemms, 3);
+  // The RMS norm's six pieces: one layer norm node (op 25, RMS mode), on the actual rows; the
+  // view, shift, sigmoid and softmax: XNNPACK's nodes on the bound's rows.
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), static_cast<uint32_t>(cpu::NodeOp::LayerNorm)), 1);
+  EXPECT_EQ(std::count(ops.begin(), ops.end(), static_cast<uint32_t>(cpu::NodeOp::Softmax)), 1);
 
   compiler::ProgramGraph program;
   program.methods.push_back(dynamic_layer(w));
