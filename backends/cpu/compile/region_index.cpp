@@ -30,4 +30,14 @@ bool RegionIndex::read_exactly(int vid, int count) const {
   return it != uses_.end() && it->second == count && region_outputs_.count(vid) == 0;
 }
 
+int RegionIndex::only_reader(int vid) const {
+  if (!once(vid)) return -1;
+  for (int n : in_region_) {
+    for (int a : g_.nodes[static_cast<size_t>(n)].args) {
+      if (a == vid) return n;
+    }
+  }
+  return -1;
+}
+
 }  // namespace tern::compiler::cpu_compile

@@ -1,7 +1,7 @@
 // What the cpu compile half's pattern matchers ask of a region (internal to
 // backends/cpu/compile): which node makes a value, how often a value is read in the whole
-// graph (tensor lists included), and whether it leaves the region. Shared by the tanh-GELU
-// and attention matchers.
+// graph (tensor lists included), and whether it leaves the region. Shared by the tanh-GELU,
+// RMS norm and attention matchers.
 #pragma once
 
 #include <map>
@@ -25,6 +25,8 @@ class RegionIndex {
   bool once(int vid) const;
   /// Read by exactly `count` node arguments (lists included) and not leaving the region.
   bool read_exactly(int vid, int count) const;
+  /// The one region node reading `vid` when it is read once (once()), else -1.
+  int only_reader(int vid) const;
 
  protected:
   const Graph& g_;

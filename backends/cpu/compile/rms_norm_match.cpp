@@ -107,16 +107,6 @@ class Matcher : public RegionIndex {
     const Value& v = value(vid);
     return v.kind == Value::Kind::Tensor && v.dtype == DType::F32 && !v.is_constant;
   }
-  /// The one region node reading `vid` (read once), or -1.
-  int only_reader(int vid) const {
-    if (!once(vid)) return -1;
-    for (int n : region_nodes()) {
-      for (int a : node(n).args) {
-        if (a == vid) return n;
-      }
-    }
-    return -1;
-  }
 };
 
 }  // namespace
