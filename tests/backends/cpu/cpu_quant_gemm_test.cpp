@@ -343,9 +343,10 @@ TEST_F(CpuQuantGemm, RunBasedFastPathEdgesMatchDequantizeThenMatmul) {
 
 TEST_F(CpuQuantGemm, ManyRowsRunOnDecodedPanelsAndMatch) {
   // m >= kQuantPanelMinRows with a fast-path weight: quant_gemm decodes 16-row panels a K block
-  // (1024) at a time and runs the f32 GEMM's microkernels (quant_panel_gemm.cpp). K in one
-  // block and in three (the last one short), N with a partial last panel, m with a short last
-  // register tile, with and without bias; a clamp in the last block's epilogue.
+  // (1024) at a time — on AVX-512 pairs of panels 512 rows at a time, tiled together — and runs
+  // the f32 GEMM's microkernels (quant_panel_gemm.cpp). K in one block and in three or five
+  // (the last one short), N with a partial last panel (37: a pair and a lone panel), m with a
+  // short last register tile, with and without bias; a clamp in the last block's epilogue.
   std::vector<Scheme> schemes;
   for (const Scheme& s : all_schemes()) {
     if (s.granularity != Fp8Granularity::Block || s.block_cols % 16 == 0) schemes.push_back(s);
