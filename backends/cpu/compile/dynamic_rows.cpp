@@ -19,13 +19,6 @@ int single_leading_dynamic_dim(const Value& v) {
 
 namespace {
 
-bool is_dynamic(const Value& v) {
-  for (int s : v.dim_symbols) {
-    if (s >= 0) return true;
-  }
-  return false;
-}
-
 bool is_elementwise_unary(const std::string& op) {
   return op == "tern::relu" || op == "tern::hardtanh" || op == "tern::clamp" ||
          op == "tern::leaky_relu" || op == "tern::silu" || op == "tern::sigmoid" ||
@@ -41,7 +34,7 @@ bool is_elementwise_binary(const std::string& op) {
 
 /// The rows of `out` (dims 0..d) that operand `v` must match (dynamic) or broadcast (static).
 bool operand_fits(const Value& v, const Value& out, int d, bool broadcast) {
-  if (is_dynamic(v)) {
+  if (v.is_dynamic()) {
     if (single_leading_dynamic_dim(v) != d || v.dim_symbols[static_cast<size_t>(d)] !=
                                                   out.dim_symbols[static_cast<size_t>(d)]) {
       return false;
@@ -84,7 +77,7 @@ bool is_dynamic_rows_map(const Graph& g, const Node& node) {
     if (a < 0) continue;
     const Value& v = g.values[static_cast<size_t>(a)];
     if (!v.is_tensor()) continue;
-    const bool dynamic = is_dynamic(v);
+    const bool dynamic = v.is_dynamic();
     any_dynamic_input = any_dynamic_input || dynamic;
     if (is_cpu_view_op(op)) {
       // A view moves no bytes: the actual elements stay the first ones whichever dim varies

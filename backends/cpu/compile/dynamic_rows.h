@@ -20,8 +20,9 @@ int single_leading_dynamic_dim(const Value& v);
 /// a linear (x and out varying in the same dim), an elementwise unary op, a binary op whose
 /// dynamic operands have the output's dims up to d and whose static operands are 1 there
 /// (broadcast over the rows), a mean / sum / max over dims after d, a softmax, layer norm or
-/// RMS norm over the last dim, or a view (its input may vary in another dim: a view moves no bytes, so the actual
-/// elements stay the first ones). Every dynamic value it touches varies by the same symbol.
+/// RMS norm over the last dim, or a view (its input may vary in another dim: a view moves no
+/// bytes, so the actual elements stay the first ones). Every dynamic value it touches varies
+/// by the same symbol.
 /// (The node's static checks are supports()' business.)
 bool is_dynamic_rows_map(const Graph& g, const Node& node);
 

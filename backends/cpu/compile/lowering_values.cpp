@@ -169,20 +169,17 @@ ValueLayout Lowering::layout_of_value(int vid) const {
 }
 
 /// The dim of tern value `vid` whose size varies per execution (kNoValue: static). Only the
-/// linears supports_dynamic_shapes takes touch one: a plain value, one dynamic dim before the
-/// last (blob_dynamic_checks.h).
+/// rows maps supports_dynamic_shapes takes touch one (dynamic_rows.h): a value not 4-D, one
+/// dynamic dim before the last (blob_dynamic_checks.h).
 uint32_t Lowering::dynamic_dim_of(int vid) const {
   const Value& v = g_.values[static_cast<size_t>(vid)];
-  uint32_t found = cpu::kNoValue;
-  for (size_t d = 0; d < v.dim_symbols.size(); ++d) {
-    if (v.dim_symbols[d] < 0) continue;
-    if (found != cpu::kNoValue || d + 1 == v.sizes.size() || v.sizes.size() == 4) {
-      throw std::invalid_argument("cpu backend: value " + std::to_string(vid) +
-                                  " varies in more than one dim, in its last or is 4-D");
-    }
-    found = static_cast<uint32_t>(d);
+  if (!v.is_dynamic()) return cpu::kNoValue;
+  const int d = single_leading_dynamic_dim(v);
+  if (d < 0) {
+    throw std::invalid_argument("cpu backend: value " + std::to_string(vid) +
+                                " varies in more than one dim, in its last or is 4-D");
   }
-  return found;
+  return static_cast<uint32_t>(d);
 }
 
 /// The XNNPACK dims of tern value `vid`: NHWC for a 4-D tensor unless it is plain.

@@ -30,6 +30,11 @@ bool RegionIndex::read_exactly(int vid, int count) const {
   return it != uses_.end() && it->second == count && region_outputs_.count(vid) == 0;
 }
 
+bool RegionIndex::f32_activation(int vid) const {
+  const Value& v = g_.values[static_cast<size_t>(vid)];
+  return v.kind == Value::Kind::Tensor && v.dtype == DType::F32 && !v.is_constant;
+}
+
 int RegionIndex::only_reader(int vid) const {
   if (!once(vid)) return -1;
   for (int n : in_region_) {

@@ -27,6 +27,8 @@ class RegionIndex {
   bool read_exactly(int vid, int count) const;
   /// The one region node reading `vid` when it is read once (once()), else -1.
   int only_reader(int vid) const;
+  /// An f32 tensor that is not a constant.
+  bool f32_activation(int vid) const;
 
  protected:
   const Graph& g_;

@@ -20,6 +20,7 @@
 #include "backends/cpu/compile/bottleneck_match.h"
 #include "backends/cpu/compile/concat_shuffle_match.h"
 #include "backends/cpu/compile/deconv_attrs.h"
+#include "backends/cpu/compile/dynamic_rows.h"
 #include "backends/cpu/compile/gather_map_plan.h"
 #include "backends/cpu/compile/grid_sample_attrs.h"
 #include "backends/cpu/compile/grouped_matmul.h"

@@ -103,10 +103,6 @@ class Matcher : public RegionIndex {
     if (n.op == "tern::mul" && n.args[0] == n.args[1]) return n.args[0];
     return -1;
   }
-  bool f32_activation(int vid) const {
-    const Value& v = value(vid);
-    return v.kind == Value::Kind::Tensor && v.dtype == DType::F32 && !v.is_constant;
-  }
 };
 
 }  // namespace

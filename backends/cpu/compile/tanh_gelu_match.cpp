@@ -42,7 +42,7 @@ class Matcher : public RegionIndex {
       c_node = cn;
       p_node = pn;
     }
-    if (x < 0 || !f32_tensor(x)) return false;
+    if (x < 0 || !f32_activation(x)) return false;
     // Forwards from tanh: G = add(tanh, 1), Y = mul(a, g) with a = mul(x, 0.5).
     const int g_node = only_reader(t.outputs[0]);
     if (g_node < 0 || !is_plain_add(node(g_node))) return false;
@@ -58,7 +58,7 @@ class Matcher : public RegionIndex {
     int a_node, ax;
     if (!scaled(a, 0.5, &a_node, &ax) || ax != x) return false;
     const int y = yn.outputs[0];
-    if (!f32_tensor(y) || g_.values[static_cast<size_t>(y)].sizes !=
+    if (!f32_activation(y) || g_.values[static_cast<size_t>(y)].sizes !=
                               g_.values[static_cast<size_t>(x)].sizes) {
       return false;
     }
@@ -75,10 +75,6 @@ class Matcher : public RegionIndex {
   }
 
  private:
-  bool f32_tensor(int vid) const {
-    const Value& v = g_.values[static_cast<size_t>(vid)];
-    return v.kind == Value::Kind::Tensor && v.dtype == DType::F32 && !v.is_constant;
-  }
   static bool is_plain_add(const Node& n) {
     if (n.op != "tern::add" || n.outputs.size() != 1) return false;
     return n.args.size() == 2;
@@ -92,7 +88,7 @@ class Matcher : public RegionIndex {
     if (m.op != "tern::mul" || m.args.size() != 2 || m.outputs.size() != 1) return false;
     for (int i = 0; i < 2; ++i) {
       double s = 0;
-      if (scalar_constant(g_, m.args[1 - i], &s) && near(s, factor) && f32_tensor(m.args[i])) {
+      if (scalar_constant(g_, m.args[1 - i], &s) && near(s, factor) && f32_activation(m.args[i])) {
         *mul_node = n;
         *t = m.args[i];
         return true;

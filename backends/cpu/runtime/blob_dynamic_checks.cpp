@@ -25,20 +25,12 @@ Error check_dynamic_value(uint32_t i, const BlobValue& v) {
 
 namespace {
 
-bool is_gemm(NodeOp op) {
-  return op == NodeOp::PackedFullyConnected || op == NodeOp::QuantizedFullyConnected;
-}
+bool is_gemm(NodeOp op) { return is_gemm_op(static_cast<uint32_t>(op)); }
 
 /// Ops whose static operands broadcast against the output (XNNPACK's binary nodes).
 bool is_broadcasting(NodeOp op) {
   return (op >= NodeOp::Add && op <= NodeOp::Divide) || op == NodeOp::Maximum ||
          op == NodeOp::Minimum;
-}
-
-/// The bound of v's dynamic dim (0 for a static v).
-uint64_t dynamic_bound(const BlobValue& v) {
-  const uint32_t d = dynamic_dim_of(v);
-  return d < kMaxDims ? v.dims[d] : 0;
 }
 
 }  // namespace

@@ -4,10 +4,10 @@
 // actual elements come first, so every kernel reads and writes inside its buffers whatever the
 // actual size: the GEMMs (ops 17 and 23) and the layer norm (op 25) run the actual rows, and
 // since version 25 the rows maps among XNNPACK's nodes and tern's elementwise kernels run all
-// the bound's rows (the rows past the actual ones are never read back). What the checks keep is the rows structure: a
-// node on dynamic values makes a dynamic value varying in the same dim with the same dims
-// before it, and a static operand of a binary node is the same for every row. Errors name the
-// value or node, expected and found.
+// the bound's rows (the rows past the actual ones are never read back). What the checks keep
+// is the rows structure: a node on dynamic values makes a dynamic value varying in the same
+// dim with the same dims before it, and a static operand of a binary node is the same for
+// every row. Errors name the value or node, expected and found.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +29,18 @@ inline uint32_t dynamic_dim_of(const BlobValue& v) {
   uint32_t d = 0;
   while (((v.dynamic_mask >> d) & 1u) == 0) ++d;
   return d;
+}
+
+/// The bound of v's dynamic dim (0 for a static v).
+inline uint64_t dynamic_bound(const BlobValue& v) {
+  const uint32_t d = dynamic_dim_of(v);
+  return d < kMaxDims ? v.dims[d] : 0;
+}
+
+/// Ops 17 and 23, tern's GEMMs: they run (and write) the actual rows of a dynamic x only.
+inline bool is_gemm_op(uint32_t op) {
+  return op == static_cast<uint32_t>(NodeOp::PackedFullyConnected) ||
+         op == static_cast<uint32_t>(NodeOp::QuantizedFullyConnected);
 }
 
 /// Value `i`'s dynamic_mask field: 0, or one bit on a Plain internal / external

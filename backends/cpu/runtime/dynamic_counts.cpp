@@ -7,7 +7,7 @@ namespace {
 
 /// The elements of one index of v's dynamic dim (the product of its other dims).
 uint64_t row_elements(const BlobValue& v) {
-  const uint64_t size = v.dims[dynamic_dim_of(v)];
+  const uint64_t size = dynamic_bound(v);
   return size == 0 ? 0 : value_numel(v) / size;
 }
 

@@ -416,20 +416,18 @@ Error bad_ends_error(uint32_t n, const BlobNode& node, const GroupedGemmProblem&
 }  // namespace
 
 Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
-                          pthreadpool_t pool, float* scratch, uint64_t* numel) {
+                          pthreadpool_t pool, float* scratch, const uint64_t* numel) {
   const BlobNode& node = plan.nodes[n];
-  // Rows of a GEMM's x at this execution; its output gets rows x `width` elements.
-  auto rows = [&](uint64_t k, uint64_t width) {
+  // Rows of a GEMM's x at this execution (its output's count: propagate_dynamic_counts).
+  auto rows = [&](uint64_t k) {
     const uint32_t x = node.inputs[0];
-    const uint64_t r = (numel != nullptr ? numel[x] : value_numel(plan.values[x])) / k;
-    if (numel != nullptr) numel[node.output] = r * width;
-    return static_cast<int64_t>(r);
+    return static_cast<int64_t>((numel != nullptr ? numel[x] : value_numel(plan.values[x])) / k);
   };
   switch (static_cast<NodeOp>(node.op)) {
     case NodeOp::PackedFullyConnected: {
       const int64_t out_features = node.params[0], in_features = node.params[1];
       GemmProblem p;
-      p.m = rows(static_cast<uint64_t>(in_features), static_cast<uint64_t>(out_features));
+      p.m = rows(static_cast<uint64_t>(in_features));
       p.n = out_features;
       p.k = in_features;
       p.a = addr[node.inputs[0]];
@@ -668,7 +666,7 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       QuantGemmProblem p;
       p.w = quant_weight_of(node, addr[node.inputs[1]]);
       const int64_t k = static_cast<int64_t>(p.w.desc.cols);
-      p.m = rows(p.w.desc.cols, p.w.desc.rows);
+      p.m = rows(p.w.desc.cols);
       p.a = addr[node.inputs[0]];
       p.lda = k;
       p.bias = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;

@@ -19,10 +19,10 @@ uint64_t own_kernel_scratch_floats(const BlobPlan& plan, uint32_t n, int64_t thr
 /// value addresses in `addr` (one per blob value), on `pool` (null: the caller's thread), with
 /// `scratch` of at least own_kernel_scratch_floats(plan, n, pool's threads) floats (64-byte
 /// aligned; may be null when that is 0). `numel`: null for a static plan; else each value's
-/// element count at this execution (a dynamic value's actual count, blob_dynamic_checks.h),
-/// from which ops 17 and 23 take their row count and into which they write their output's.
+/// element count at this execution (a dynamic value's actual count, dynamic_counts.h), from
+/// which ops 17, 23 and 25 take their row count.
 /// Never allocates.
 Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
-                          pthreadpool_t pool, float* scratch, uint64_t* numel = nullptr);
+                          pthreadpool_t pool, float* scratch, const uint64_t* numel = nullptr);
 
 }  // namespace tern::cpu

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "backends/cpu/runtime/blob_dynamic_checks.h"
 #include "runtime/core/checked_math.h"
 
 namespace tern::cpu {
@@ -98,9 +99,7 @@ Error plan_stages(const BlobPlan& blob, uint64_t alignment, uint64_t slack, Stag
     for (uint32_t i = 0; i < nv; ++i) maker[i] = kNone;
     for (uint32_t n = 0; n < nn; ++n) maker[blob.nodes[n].output] = stage_of_node[n];
     for (uint32_t n = 0; n < nn; ++n) {  // tern's GEMMs write the actual rows only
-      const NodeOp op = static_cast<NodeOp>(blob.nodes[n].op);
-      made_by_gemm[blob.nodes[n].output] =
-          op == NodeOp::PackedFullyConnected || op == NodeOp::QuantizedFullyConnected;
+      made_by_gemm[blob.nodes[n].output] = is_gemm_op(blob.nodes[n].op);
     }
     for (uint32_t n = 0; n < nn; ++n) {
       const BlobNode& node = blob.nodes[n];
