@@ -831,6 +831,11 @@ TIMM = {
     "timm_mobilenetv3_large_100": timm_model("mobilenetv3_large_100"),
     "timm_vit_small_patch16_224": timm_model("vit_small_patch16_224"),
     "timm_resnet18": timm_model("resnet18"),
+    # Attention in ResNet bottlenecks (2026-12-05): lambda layers (a (r, r, 1) conv3d over the
+    # values), bottleneck transformers, halo attention.
+    "timm_lambda_resnet26t": timm_model("lambda_resnet26t"),
+    "timm_botnet26t_256": timm_model("botnet26t_256"),
+    "timm_halonet26t": timm_model("halonet26t"),
 }
 PROBE.update(TIMM)
 TORCHVISION = {"lraspp_mobilenet_v3", "deeplabv3_mobilenet_v3", "fcn_resnet50", "mc3_18",

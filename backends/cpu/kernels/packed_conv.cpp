@@ -539,6 +539,35 @@ ConvPlan make_plan(const ConvProblem& p, const MicrokernelSet* ks, int64_t threa
   return plan;
 }
 
+// A 3-D convolution whose window is one column wide (kernel_w 1, stride 1, no padding of W)
+// and whose rows step by one (stride_h 1) is the 2-D convolution of the frames with each frame's
+// H x W pixels as one row of H · W columns: a kernel row kh moves W · dilation_h columns, and a
+// column j = h · W + w stays inside [0, in_h · W) exactly when row h does. So the frames' taps
+// become a 2-D window (kernel_d rows by kernel_h columns, dilated by W), on which the planar
+// paths (the shallow direct convolution) apply: the lambda layers' (r, r, 1) position convs on
+// one channel, which the implicit GEMM ran one gathered float per tap.
+void fold_rows_into_columns(ConvProblem* p) {
+  if (p->kernel_d == 1 || p->kernel_w != 1 || p->stride_w != 1 || p->in_w != p->out_w ||
+      p->pad_left != 0 || p->stride_h != 1) {
+    return;
+  }
+  const int64_t w = p->in_w;
+  p->kernel_w = p->kernel_h;
+  p->dilation_w = p->dilation_h * w;
+  p->pad_left = p->pad_top * w;
+  p->in_w = p->in_h * w;
+  p->out_w = p->out_h * w;
+  p->kernel_h = p->kernel_d;
+  p->dilation_h = p->dilation_d;
+  p->stride_h = p->stride_d;
+  p->pad_top = p->pad_front;
+  p->in_h = p->in_d;
+  p->out_h = p->out_d;
+  p->kernel_d = p->stride_d = p->dilation_d = 1;
+  p->pad_front = 0;
+  p->in_d = p->out_d = 1;
+}
+
 }  // namespace
 
 void packed_conv_nhwc(const ConvProblem& problem, pthreadpool_t pool) {
@@ -556,8 +585,9 @@ void packed_conv_nhwc(const ConvProblem& problem, pthreadpool_t pool) {
     p.batch *= p.in_d;
     p.in_d = p.out_d = 1;
   }
+  fold_rows_into_columns(&p);
   const bool planar = p.in_d == 1 && p.out_d == 1 && p.kernel_d == 1;
-  if (planar && (p.groups == 1 ? p.kernel_h * p.kernel_w * p.in_c < shallow_detail::kShallowConvTaps
+  if (planar && (p.groups == 1 ? shallow_detail::takes_one_group(p)
                                : shallow_detail::takes_grouped(p))) {
     shallow_detail::shallow_conv_nhwc(p, pool);
     return;

@@ -40,6 +40,14 @@ void run_part(void* context, size_t part) {
 
 }  // namespace
 
+bool takes_one_group(const ConvProblem& p) {
+  if (p.groups != 1) return false;
+  if (p.kernel_h * p.kernel_w * p.in_c < kShallowConvTaps) return true;
+  const GemmIsa isa = packed_gemm_isa();
+  return p.in_c == 1 && ((isa == GemmIsa::Avx512 && avx512_row() != nullptr) ||
+                         (isa == GemmIsa::Avx2 && avx2_row() != nullptr));
+}
+
 bool takes_grouped(const ConvProblem& p) {
   const GemmIsa isa = packed_gemm_isa();
   return p.groups > 1 && p.out_c / p.groups <= gemm_detail::conv_blocking().direct_group_max_cols &&

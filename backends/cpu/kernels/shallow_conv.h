@@ -41,11 +41,16 @@ RowsFn avx512_grouped_rows(const ConvProblem& p);
 RowFn avx2_row();
 RowFn generic_row();
 
+/// True when one-group 2-D conv p runs here: fewer than kShallowConvTaps taps per output, or a
+/// single input channel where AVX2 or AVX-512 runs (the implicit GEMM would gather one float
+/// per tap; the direct kernels broadcast it from x instead, 8 to 12 pixels a block).
+bool takes_one_group(const ConvProblem& p);
+
 /// True when grouped conv p (groups > 1) runs here: narrow groups and AVX2 in this build and CPU
 /// under the ISA dispatch picked (AVX2 or AVX-512).
 bool takes_grouped(const ConvProblem& p);
 
-/// Runs p (non-empty; one group with KH·KW·C < kShallowConvTaps, or takes_grouped(p)) over
+/// Runs p (non-empty; takes_one_group(p) or takes_grouped(p)) over
 /// `pool`.
 void shallow_conv_nhwc(const ConvProblem& p, pthreadpool_t pool);
 

@@ -234,8 +234,12 @@ TERN_AVX2_TARGET void group_of_row(const Row& r, int64_t in0, int64_t in1) {
     if (NV == 1 && r.group_c == 8) return grouped_row<1, 8>(r, in0, in1);
     if (NV == 1 && r.group_c == 4) return grouped_row<1, 4>(r, in0, in1);
   }
-  for (int64_t ox = 0; ox < in0; ++ox) block<1, NV, true>(r, ox);
-  int64_t ox = in0;
+  // Border pixels check each tap; wide borders (a window dilated across whole rows: folded
+  // 3-D convs, packed_conv.cpp) in whole blocks too.
+  int64_t ox = 0;
+  for (; ox + kBlock <= in0; ox += kBlock) block<kBlock, NV, true>(r, ox);
+  for (; ox < in0; ++ox) block<1, NV, true>(r, ox);
+  ox = in0;
   // The stems of MobileNet and friends (3x3/2 on RGB): the whole window fixed.
   if (p.kernel_w == 3 && p.in_c == 3 && p.groups == 1 && p.stride_w == 2 && p.dilation_w == 1 &&
       p.dilation_h == 1) {
@@ -250,7 +254,8 @@ TERN_AVX2_TARGET void group_of_row(const Row& r, int64_t in0, int64_t in1) {
     for (; ox + 3 <= in1; ox += 3) block<3, NV, false>(r, ox);
   }
   for (; ox < in1; ++ox) block<1, NV, false>(r, ox);
-  for (ox = in1; ox < p.out_w; ++ox) block<1, NV, true>(r, ox);
+  for (ox = in1; ox + kBlock <= p.out_w; ox += kBlock) block<kBlock, NV, true>(r, ox);
+  for (; ox < p.out_w; ++ox) block<1, NV, true>(r, ox);
 }
 
 TERN_AVX2_TARGET void row_avx2(const ConvProblem& p, int64_t n, int64_t oy) {

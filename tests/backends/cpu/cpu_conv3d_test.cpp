@@ -81,6 +81,15 @@ const Case3d kCases[] = {
     // columns of the window each tile reaches).
     {"3x3x3 dilation 3 on 3x4x4 C=64 (tap skipping)", 1, 3, 4, 4, 64, 16, 3, 3, 3, 1, 1, 1, 3, 3, 3,
      3, 3, 3},
+    // Windows one column wide with row stride 1 (LambdaNet's (r, r, 1) position convs over
+    // [B, 1, H, W, V]): each frame's rows folded into one row of columns, a 2-D window dilated
+    // by the row length.
+    {"5x5x1 p(2,2,0) C=1 O=16 (lambda position conv)", 2, 7, 6, 20, 1, 16, 5, 5, 1, 1, 1, 1, 2, 2,
+     0},
+    {"7x3x1 C=1 O=20, depth stride 2, row dilation 2", 1, 9, 8, 24, 1, 20, 7, 3, 1, 2, 1, 1, 3, 2,
+     0, 1, 2, 1},
+    {"3x3x1 C=4 O=24 (folded, implicit GEMM)", 1, 5, 5, 6, 4, 24, 3, 3, 1, 1, 1, 1, 1, 1, 0},
+    {"3x3x1 row stride 2 (not folded)", 1, 5, 7, 6, 1, 16, 3, 3, 1, 1, 2, 1, 1, 1, 0},
 };
 
 /// Packs w [O, KD, KH, KW, C/G] and bias as ConvProblem::packed says (group by group).

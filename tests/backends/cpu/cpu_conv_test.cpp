@@ -133,6 +133,10 @@ const Case kCases[] = {
      2, 2},
     {"grouped G=2 C/G=64 dilation 4 stride 2 on 6x7", 1, 6, 7, 128, 32, 3, 3, 2, 2, 4, 4, 4, 4, 4,
      4, 2},
+    // One input channel, many taps: the direct kernels where AVX2 / AVX-512 run (border blocks
+    // of whole pixel blocks with per-tap checks), the implicit GEMM elsewhere.
+    {"C=1 7x7 p3 O=20, 31-pixel rows", 1, 9, 31, 1, 20, 7, 7, 1, 1, 1, 1, 3, 3, 3, 3},
+    {"C=1 9x5 dilation (1, 9) O=16, batch 2", 2, 11, 60, 1, 16, 9, 5, 1, 1, 1, 9, 4, 18, 4, 18},
 };
 
 /// Packs w [O, KH, KW, C/G] and bias [O] (null: none) as ConvProblem::packed says: group g's
