@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 25;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 26;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
                                       // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
                                       // 7: ops 23-24 quantized weights, op 25 LayerNorm;
@@ -55,7 +55,8 @@ constexpr uint32_t kBlobVersion = 25;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // without a project; 25:
                                       // dynamic values on rows maps
                                       // (ops 3-11, 16, 20, 28, 35,
-                                      // 36, 38; blob_dynamic_checks.h)
+                                      // 36, 38; blob_dynamic_checks.h);
+                                      // 26: op 48 GroupSum
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -523,10 +524,17 @@ enum class NodeOp : uint32_t {
   /// divides the rows into parts quant_rows_split_ok accepts), the rest 0; fparams (-inf,
   /// +inf). Output [S, N] plain. Ends as op 46's.
   QuantizedGroupedMatmul = 47,
+  /// tern's channel-group sum (kernels/group_sum.h; since version 26): ResNeSt's split attention
+  /// and SKNet's selective kernel. in: 1 to 3 parts (f32 data values, NHWC [N, H, W, R_i C]
+  /// with R_i >= 1), then, when params[0] = 1, the weight (an f32 data value of N R C elements,
+  /// R = the sum of the R_i: [N, R C] row-major). params[0] = 0 or 1, the rest 0; fparams
+  /// (-inf, +inf). Output [N, H, W, C]: the sum over the parts' groups of C channels, in order,
+  /// each times its weight row (group g of sample n: weight[n, g C .. (g + 1) C)).
+  GroupSum = 48,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 47;
+constexpr uint32_t kLastNodeOp = 48;
 
 /// Select's params[0] (since version 22 beyond 0): where its condition comes from.
 enum class SelectMode : uint32_t {
@@ -707,7 +715,8 @@ constexpr bool is_own_kernel_op(uint32_t op) {
          op == static_cast<uint32_t>(NodeOp::Select) ||
          op == static_cast<uint32_t>(NodeOp::IndexRows) ||
          op == static_cast<uint32_t>(NodeOp::GroupedMatmul) ||
-         op == static_cast<uint32_t>(NodeOp::QuantizedGroupedMatmul);
+         op == static_cast<uint32_t>(NodeOp::QuantizedGroupedMatmul) ||
+         op == static_cast<uint32_t>(NodeOp::GroupSum);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.

@@ -776,6 +776,62 @@ compiler::Graph v25_graph() {
   return b.build();
 }
 
+/// Blob version 26's GroupSum: x[1, 8, 5, 6] -> ResNeSt's split attention (a grouped conv of
+/// 2 x 8 channels, the plain group sum, global mean, two 1x1 convs, the radix softmax, the
+/// weighted group sum) and SKNet's selective kernel on its output (two dilated branches
+/// stacked: a cat of views, summed plain and weighted).
+compiler::Graph v26_graph() {
+  GraphBuilder b("forward");
+  auto conv = [&](int x, const std::vector<int64_t>& xs, int64_t o, int64_t k, int64_t d,
+                  int64_t groups, uint32_t seed) {
+    const int w = seed_constant(b, "w" + std::to_string(seed), {o, xs[1] / groups, k, k}, seed);
+    const int64_t p = d * (k - 1) / 2;
+    return b.op("tern::conv2d",
+                {x, w, seed_constant(b, "b" + std::to_string(seed), {o}, seed + 1),
+                 b.int_list({1, 1}), b.int_list({p, p}), b.int_list({d, d}), b.int_value(groups)},
+                DType::F32, {xs[0], o, xs[2], xs[3]});
+  };
+  auto relu = [&](int x, const std::vector<int64_t>& s) {
+    return b.op("tern::relu", {x}, DType::F32, s);
+  };
+  auto view = [&](int x, std::vector<int64_t> s) {
+    return b.op("tern::view", {x, b.int_list(s)}, DType::F32, s);
+  };
+  auto sum1 = [&](int x) {
+    return b.op("tern::sum", {x, b.int_list({1}), b.bool_value(false)}, DType::F32, {1, 8, 5, 6});
+  };
+  // The radix-2 weights [1, 2, 8, 1, 1] of a group sum g.
+  auto weights = [&](int g, uint32_t seed) {
+    const int m = b.op("tern::mean", {g, b.int_list({2, 3}), b.bool_value(true)}, DType::F32,
+                       {1, 8, 1, 1});
+    const int h = relu(conv(m, {1, 8, 1, 1}, 4, 1, 1, 1, seed), {1, 4, 1, 1});
+    const int a = conv(h, {1, 4, 1, 1}, 16, 1, 1, 1, seed + 2);
+    return b.op("tern::softmax", {view(a, {1, 2, 8, 1, 1}), b.int_value(1)}, DType::F32,
+                {1, 2, 8, 1, 1});
+  };
+  const int x = b.input("x", DType::F32, {1, 8, 5, 6});
+  const int y = relu(conv(x, {1, 8, 5, 6}, 16, 3, 1, 2, 221), {1, 16, 5, 6});
+  const int x5 = view(y, {1, 2, 8, 5, 6});
+  const int a5 = weights(sum1(x5), 231);
+  const int s = sum1(b.op("tern::mul", {x5, a5}, DType::F32, {1, 2, 8, 5, 6}));
+  std::vector<int> paths;
+  for (int64_t d = 1; d <= 2; ++d) {
+    const int p = relu(conv(s, {1, 8, 5, 6}, 8, 3, d, 1, static_cast<uint32_t>(240 + 4 * d)),
+                       {1, 8, 5, 6});
+    paths.push_back(view(p, {1, 1, 8, 5, 6}));
+  }
+  compiler::Value list;
+  list.kind = compiler::Value::Kind::TensorList;
+  list.tensors = paths;
+  b.graph().values.push_back(list);
+  const int stack = b.op("tern::cat", {static_cast<int>(b.graph().values.size()) - 1,
+                                       b.int_value(1)},
+                         DType::F32, {1, 2, 8, 5, 6});
+  const int w2 = weights(sum1(stack), 251);
+  b.output(sum1(b.op("tern::mul", {w2, stack}, DType::F32, {1, 2, 8, 5, 6})));
+  return b.build();
+}
+
 }  // namespace
 
 std::vector<Seed> cpu_blob_seeds() {
@@ -809,6 +865,7 @@ std::vector<Seed> cpu_blob_seeds() {
       {"v23", v23_graph()},
       {"v24", v24_graph()},
       {"v25", v25_graph()},
+      {"v26", v26_graph()},
       {"dynamic_rows", dynamic_rows_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "backends/cpu/compile/group_sum_match.h"
 #include "backends/cpu/compile/index_map_ops.h"
 #include "backends/cpu/compile/node_attrs.h"
 #include "backends/cpu/compile/norm_parts.h"
@@ -87,8 +88,11 @@ size_t plain_args(const Graph& g, const Node& node) {
 /// [.., 2, 2] to [1, 32, 1, 2]).
 bool makes_plain(const Graph& g, const Node& node) {
   const std::string& op = node.op;
+  // Not a sum of channel groups (ResNeSt's, SKNet's): the GroupSum writes NHWC (a reader
+  // that wants it plain gets it so, and then the sum is lowered row-major as any other).
   const bool reduces_more_dims = is_reduction_op(op) && !node.args.empty() &&
-                                 g.values[static_cast<size_t>(node.args[0])].sizes.size() > 4;
+                                 g.values[static_cast<size_t>(node.args[0])].sizes.size() > 4 &&
+                                 !is_group_sum_shape(g, node);
   return op == "tern::bmm" || op == "tern::matmul" ||
          op == "tern::scaled_dot_product_attention" || reduction_reads(g, node) == kReadsPlain ||
          reduces_more_dims || is_where_of_activation_condition(g, node) ||

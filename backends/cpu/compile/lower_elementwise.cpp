@@ -290,6 +290,16 @@ void Lowering::lower_rms_norm_match(const RmsNormMatch& m) {
   n.fparams[1] = 0.0f;
 }
 
+/// A channel-group sum (group_sum_match.h): tern's GroupSum node (op 48) over the NHWC parts
+/// in place, the weight A [N, R, C, 1, 1] read as its [N, R C] bytes.
+void Lowering::lower_group_sum(const GroupSumMatch& m) {
+  std::vector<uint32_t> ins;
+  for (int x : m.parts) ins.push_back(activation(x));
+  if (m.weight >= 0) ins.push_back(activation(m.weight));
+  BlobNode& n = add_node(NodeOp::GroupSum, ins, output(m.y));
+  n.params[0] = m.weight >= 0 ? 1 : 0;
+}
+
 /// group_norm of an NHWC activation: tern's own node (op 30) over its channels-last dims.
 /// A 3-D x [N, C, L] (wav2vec2's first feature layer) is read and written as NHWC
 /// [N, 1, L, C] (nlc_input / nlc_output), as a conv1d's.

@@ -47,6 +47,12 @@ std::vector<uint8_t> Lowering::run() {
     for (int n : m.folded) folded_views_.insert(n);
     shuffle_folds_[m.cat] = m;
   }
+  for (const GroupSumMatch& m : match_group_sums(g_, r_, [this](int vid) { return is_nhwc(vid); })) {
+    if (m.cat_node >= 0 && shuffle_folds_.count(m.cat_node) != 0) continue;
+    if (m.mul_node >= 0) gelu_pieces_.insert(m.mul_node);
+    if (m.cat_node >= 0) gelu_pieces_.insert(m.cat_node);
+    group_sums_[m.sum_node] = m;
+  }
   for (const TanhGeluMatch& m : match_tanh_gelus(g_, r_)) {
     for (size_t i = 0; i + 1 < m.nodes.size(); ++i) gelu_pieces_.insert(m.nodes[i]);
     tanh_gelus_[m.nodes.back()] = m;
@@ -77,6 +83,10 @@ std::vector<uint8_t> Lowering::run() {
     if (gelu_pieces_.count(n) != 0) continue;  // lowered with the pattern's last node
     if (auto t = tanh_gelus_.find(n); t != tanh_gelus_.end()) {
       lower_tanh_gelu(t->second);
+      continue;
+    }
+    if (auto gs = group_sums_.find(n); gs != group_sums_.end()) {
+      lower_group_sum(gs->second);
       continue;
     }
     if (auto rn = rms_norms_.find(n); rn != rms_norms_.end()) {

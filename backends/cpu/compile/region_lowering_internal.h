@@ -23,6 +23,7 @@
 #include "backends/cpu/compile/dynamic_rows.h"
 #include "backends/cpu/compile/gather_map_plan.h"
 #include "backends/cpu/compile/grid_sample_attrs.h"
+#include "backends/cpu/compile/group_sum_match.h"
 #include "backends/cpu/compile/grouped_matmul.h"
 #include "backends/cpu/compile/index_map_ops.h"
 #include "backends/cpu/compile/index_rows.h"
@@ -219,6 +220,7 @@ class Lowering {
   bool fuse_activation_into_gemm(int in, int out, cpu::GemmActivation act, int reads);
   void lower_tanh_gelu(const TanhGeluMatch& m);
   void lower_rms_norm_match(const RmsNormMatch& m);
+  void lower_group_sum(const GroupSumMatch& m);
   void lower_lstm_cell(const LstmCellMatch& m);
   void lower_gru_cell(const GruCellMatch& m);
   uint32_t cell_state(int vid, uint64_t h, uint64_t* rows);
@@ -313,6 +315,7 @@ class Lowering {
   std::set<int> gelu_pieces_;          ///< a matched pattern's nodes but its last (no blob node)
   std::map<int, TanhGeluMatch> tanh_gelus_;          ///< its last node -> the pattern
   std::map<int, RmsNormMatch> rms_norms_;            ///< its last node -> the pattern
+  std::map<int, GroupSumMatch> group_sums_;          ///< its sum node -> the pattern
   std::map<int, LstmCellMatch> lstm_cells_;          ///< its last node -> the pattern
   std::map<int, GruCellMatch> gru_cells_;            ///< its last node -> the pattern
   std::map<int, AttentionMatch> attentions_;         ///< its second bmm -> the pattern

@@ -136,6 +136,8 @@ const char* op_name(uint32_t op) {
       return "grouped_matmul";
     case NodeOp::QuantizedGroupedMatmul:
       return "quantized_grouped_matmul";
+    case NodeOp::GroupSum:
+      return "group_sum";
   }
   return "?";
 }
@@ -220,6 +222,10 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
       *min_in = *max_in = 3;
       *const_mask = 0x2;
       *either_mask = 0x4;  // checked by check_grouped_matmul and the int layouts' rule
+      return;
+    case NodeOp::GroupSum:  // 1 to 3 parts, weight? (data values)
+      *min_in = 1;
+      *max_in = 4;
       return;
     case NodeOp::GatherMap:  // x, map (a constant)
       *min_in = *max_in = 2;
@@ -982,6 +988,53 @@ Error check_grouped_matmul(uint32_t n, const BlobNode& node, const BlobValue* v)
   return check_out_dims(n, node, out, want, 2);
 }
 
+/// Op 48: 1 to 3 NHWC parts of whole groups of the output's C channels (same N, H, W), and the
+/// weight's element count when params[0] says there is one.
+Error check_group_sum(uint32_t n, const BlobNode& node, const BlobValue* v) {
+  TERN_RETURN_IF_ERROR(check_params_range(n, node, 1, 0, 0));
+  TERN_RETURN_IF_ERROR(check_unbounded(n, node));
+  const uint32_t weighted = node.params[0];
+  TERN_CHECK_OR_RETURN_ERROR(weighted <= 1, InvalidProgram,
+                             "cpu blob: node %u (group_sum): parameter 0 is %u, expected 0 (no "
+                             "weight) or 1",
+                             n, weighted);
+  const uint32_t parts = node.num_inputs - weighted;
+  TERN_CHECK_OR_RETURN_ERROR(parts >= 1 && parts <= 3, InvalidProgram,
+                             "cpu blob: node %u (group_sum): %u inputs with%s a weight: expected "
+                             "1 to 3 parts",
+                             n, node.num_inputs, weighted ? "" : "out");
+  const BlobValue& out = v[node.output];
+  TERN_CHECK_OR_RETURN_ERROR(out.rank == 4 && out.dims[3] >= 1, InvalidProgram,
+                             "cpu blob: node %u (group_sum): output value %u must be NHWC with "
+                             "channels, found rank %u",
+                             n, node.output, out.rank);
+  const uint64_t c = out.dims[3];
+  uint64_t grouped = 0;  // R * C: the parts' channels, each <= 2^31
+  for (uint32_t i = 0; i < parts; ++i) {
+    const BlobValue& x = v[node.inputs[i]];
+    TERN_CHECK_OR_RETURN_ERROR(
+        x.rank == 4 && x.dims[0] == out.dims[0] && x.dims[1] == out.dims[1] &&
+            x.dims[2] == out.dims[2] && x.dims[3] >= c && x.dims[3] % c == 0,
+        InvalidProgram,
+        "cpu blob: node %u (group_sum): part %u (value %u) must be [%llu, %llu, %llu, R * %llu], "
+        "found rank %u, last dim %llu",
+        n, i, node.inputs[i], static_cast<unsigned long long>(out.dims[0]),
+        static_cast<unsigned long long>(out.dims[1]), static_cast<unsigned long long>(out.dims[2]),
+        static_cast<unsigned long long>(c), x.rank,
+        static_cast<unsigned long long>(x.rank == 0 ? 0 : x.dims[x.rank - 1]));
+    grouped += x.dims[3];
+  }
+  if (weighted == 0) return Error::Ok;
+  const uint64_t want = out.dims[0] * grouped;  // <= 2^31 * 3 * 2^31: no overflow
+  const uint64_t have = value_numel(v[node.inputs[parts]]);
+  TERN_CHECK_OR_RETURN_ERROR(have == want, InvalidProgram,
+                             "cpu blob: node %u (group_sum): the weight (value %u) has %llu "
+                             "elements, expected N * R * C = %llu",
+                             n, node.inputs[parts], static_cast<unsigned long long>(have),
+                             static_cast<unsigned long long>(want));
+  return Error::Ok;
+}
+
 /// Op 27: the rank, extents and strides, the element count, and every read inside x.
 Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
                         const uint8_t* data) {
@@ -1164,6 +1217,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
       return check_grouped_matmul(n, node, v);
     case NodeOp::QuantizedGroupedMatmul:
       return check_quant_grouped(n, node, v, data);
+    case NodeOp::GroupSum:
+      return check_group_sum(n, node, v);
     case NodeOp::Attention:
       return check_attention(n, node, v);
     case NodeOp::LstmCell:

@@ -20,6 +20,7 @@
 #include "backends/cpu/kernels/resize_planes.h"
 #include "backends/cpu/kernels/row_concat.h"
 #include "backends/cpu/kernels/grouped_gemm.h"
+#include "backends/cpu/kernels/group_sum.h"
 #include "backends/cpu/kernels/index_rows.h"
 #include "backends/cpu/kernels/select_where.h"
 #include "backends/cpu/kernels/strided_copy.h"
@@ -500,6 +501,22 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
                                  "is outside [0, %lld)",
                                  n, static_cast<long long>(bad < 0 ? 0 : p.index[bad]),
                                  static_cast<long long>(bad), static_cast<long long>(p.rows));
+      return Error::Ok;
+    }
+    case NodeOp::GroupSum: {
+      const BlobValue& y = plan.values[node.output];  // checked: check_group_sum
+      GroupSumProblem p;
+      p.parts = static_cast<int>(node.num_inputs - node.params[0]);
+      p.samples = static_cast<int64_t>(y.dims[0]);
+      p.pixels = static_cast<int64_t>(y.dims[1] * y.dims[2]);
+      p.channels = static_cast<int64_t>(y.dims[3]);
+      for (int i = 0; i < p.parts; ++i) {
+        p.x[i] = addr[node.inputs[i]];
+        p.groups[i] = static_cast<int64_t>(plan.values[node.inputs[i]].dims[3]) / p.channels;
+      }
+      p.weight = node.params[0] != 0 ? addr[node.inputs[p.parts]] : nullptr;
+      p.y = addr[node.output];
+      group_sum(p, pool);
       return Error::Ok;
     }
     case NodeOp::GroupedMatmul: {

@@ -149,6 +149,7 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
     case NodeOp::IndexRows:
     case NodeOp::GroupedMatmul:
     case NodeOp::QuantizedGroupedMatmul:
+    case NodeOp::GroupSum:
       break;  // tern's own kernels: never in an XNNPACK stage
   }
   return Error::InvalidProgram;
