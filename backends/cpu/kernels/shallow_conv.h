@@ -41,9 +41,10 @@ RowsFn avx512_grouped_rows(const ConvProblem& p);
 RowFn avx2_row();
 RowFn generic_row();
 
-/// True when one-group 2-D conv p runs here: fewer than kShallowConvTaps taps per output, or a
+/// True when one-group 2-D conv p runs here: fewer than kShallowConvTaps taps per output, a
 /// single input channel where AVX2 or AVX-512 runs (the implicit GEMM would gather one float
-/// per tap; the direct kernels broadcast it from x instead, 8 to 12 pixels a block).
+/// per tap; the direct kernels broadcast it from x instead, 8 to 12 pixels a block), or on
+/// AVX-512 up to 4 input channels into at most 16 outputs (one panel).
 bool takes_one_group(const ConvProblem& p);
 
 /// True when grouped conv p (groups > 1) runs here: narrow groups and AVX2 in this build and CPU

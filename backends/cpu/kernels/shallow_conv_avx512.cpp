@@ -136,6 +136,11 @@ TERN_AVX512_TARGET void panels_of_row(const Row& r, int64_t in0, int64_t in1) {
       p.dilation_h == 1) {
     for (; ox + kBlock <= in1; ox += kBlock) fixed_block<kBlock, NV, 3, 3, 2>(r, ox);
   }
+  // DLA's stem (7x7/1 on RGB, 16 outputs).
+  if (p.kernel_w == 7 && p.in_c == 3 && p.stride_w == 1 && p.dilation_w == 1 &&
+      p.dilation_h == 1) {
+    for (; ox + kBlock <= in1; ox += kBlock) fixed_block<kBlock, NV, 7, 3, 1>(r, ox);
+  }
   for (; ox + kBlock <= in1; ox += kBlock) block<kBlock, NV, false>(r, ox);
   if (ox + 4 <= in1) {
     block<4, NV, false>(r, ox);

@@ -137,6 +137,10 @@ const Case kCases[] = {
     // of whole pixel blocks with per-tap checks), the implicit GEMM elsewhere.
     {"C=1 7x7 p3 O=20, 31-pixel rows", 1, 9, 31, 1, 20, 7, 7, 1, 1, 1, 1, 3, 3, 3, 3},
     {"C=1 9x5 dilation (1, 9) O=16, batch 2", 2, 11, 60, 1, 16, 9, 5, 1, 1, 1, 9, 4, 18, 4, 18},
+    // A few channels into one panel (direct on AVX-512): DLA's 7x7/1 stem on RGB, its window
+    // fixed; a 5x5 on 4 channels to 12 outputs.
+    {"DLA stem 7x7/1 C=3 O=16", 1, 13, 40, 3, 16, 7, 7, 1, 1, 1, 1, 3, 3, 3, 3},
+    {"5x5/2 C=4 O=12", 1, 11, 17, 4, 12, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2},
 };
 
 /// Packs w [O, KH, KW, C/G] and bias [O] (null: none) as ConvProblem::packed says: group g's
