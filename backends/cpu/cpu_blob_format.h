@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 26;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 27;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
                                       // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
                                       // 7: ops 23-24 quantized weights, op 25 LayerNorm;
@@ -56,7 +56,10 @@ constexpr uint32_t kBlobVersion = 26;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // dynamic values on rows maps
                                       // (ops 3-11, 16, 20, 28, 35,
                                       // 36, 38; blob_dynamic_checks.h);
-                                      // 26: op 48 GroupSum
+                                      // 26: op 48 GroupSum; 27: the
+                                      // leaky ReLU activation (7) of
+                                      // ops 17-19 with its slope,
+                                      // op 19's activation
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -294,7 +297,9 @@ enum class NodeOp : uint32_t {
   /// by it after the activation); params[0] = N (out features), params[1] = K, params[2] = the
   /// activation after the clamp (kernels/gemm_activation.h GemmActivation: 0 none, 1 hardswish,
   /// 2 GELU erf, 3 GELU tanh, 4 SiLU, 5 sigmoid, since version 24 6 square), params[3] =
-  /// epilogue flags (0 or kFcMultiplier); fparams: output min, max. Output [..., N].
+  /// epilogue flags (0 or kFcMultiplier), params[4] (since version 27) = the f32 bits of the
+  /// leaky ReLU's negative slope with activation 7 (finite, >= 0, at most 2), else 0; fparams:
+  /// output min, max. Output [..., N].
   PackedFullyConnected = 17,
   /// tern's own NHWC convolution. in: x [N, H, W, C], packed weight (a constant [F] with F =
   /// G * packed_fc_floats(O / G, KH * KW * C / G): each group's [O/G, KH, KW, C/G] filter as
@@ -302,12 +307,14 @@ enum class NodeOp : uint32_t {
   /// constant; added after the bias, before the clamp); params: pads, KH, KW, strides,
   /// dilations at the ConvParam indices, [10] = C, [11] = O, [12] = the activation after the
   /// clamp (as op 17's params[2]), [13] = G (0 or 1: one group, as blobs before grouped convs
-  /// hold; C and O multiples of G); fparams: output min, max. Output [N, OH, OW, O]. A
+  /// hold; C and O multiples of G), [14] the leaky ReLU's slope bits (as op 17's params[4]);
+  /// fparams: output min, max. Output [N, OH, OW, O]. A
   /// one-group window of fewer than 32 taps (KH*KW*C) runs as a direct convolution
   /// (kernels/shallow_conv.h).
   PackedConv2d = 18,
   /// tern's own Winograd F(2x2,3x3) NHWC convolution: a 3x3 stride-1 dilation-1 one-group conv
-  /// (params and inputs as PackedConv2d, the window params fixed to 3x3/1/1). The weight is a
+  /// (params and inputs as PackedConv2d, the window params fixed to 3x3/1/1, G 0; the
+  /// activation 0 before version 27). The weight is a
   /// constant [F] with F = winograd_packed_floats(O, C): 16 matrices of packed_fc_floats(O, C)
   /// (the transformed filter G g Gᵀ at each 4x4 tile position; the bias in the 6th).
   PackedWinogradConv2d = 19,
@@ -648,7 +655,11 @@ enum class BottleneckEpilogue : uint32_t {
 };
 constexpr uint32_t kLastBottleneckEpilogue = 4;
 /// The last activation code of PackedFullyConnected / PackedConv2d (kernels' GemmActivation).
-constexpr uint32_t kLastPackedActivation = 6;
+constexpr uint32_t kLastPackedActivation = 7;
+/// The activation code whose parameter the node carries (the leaky ReLU's negative slope).
+constexpr uint32_t kLeakyReluActivation = 7;
+/// Op 17's params index of that parameter's f32 bits.
+constexpr uint32_t kFcActivationAlpha = 4;
 /// PackedFullyConnected's params[3] (epilogue flags): its last input is a multiplier.
 constexpr uint32_t kFcEpilogueFlags = 3;
 constexpr uint32_t kFcMultiplier = 1u;
@@ -738,6 +749,7 @@ enum ConvParam : uint32_t {
   kPackedOutChannels = 11,  ///< PackedConv2d, PackedWinogradConv2d: O
   kPackedActivation = 12,   ///< PackedConv2d: GemmActivation after the clamp (0 none)
   kPackedGroups = 13,       ///< PackedConv2d: groups (0 or 1: one)
+  kPackedActivationAlpha = 14,  ///< PackedConv2d, PackedWinogradConv2d: the leaky ReLU's slope bits
   kDeconvAdjustH = 13,      ///< Deconv2d: output rows added at the bottom (< kStrideH)
   kDeconvAdjustW = 14,      ///< Deconv2d: output columns added at the right (< kStrideW)
 };

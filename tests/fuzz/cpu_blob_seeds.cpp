@@ -832,6 +832,38 @@ compiler::Graph v26_graph() {
   return b.build();
 }
 
+/// Blob version 27's leaky ReLU epilogues: DarkNet's block, x[1, 8, 24, 24] -> 3x3/2 conv
+/// (the direct conv) + leaky ReLU 0.1 -> 1x1 (the GEMM) + leaky -> 3x3/1 (Winograd) + leaky ->
+/// + the block's input -> a linear + leaky ReLU 0.01.
+compiler::Graph v27_graph() {
+  GraphBuilder b("forward");
+  auto conv = [&](int x, const std::vector<int64_t>& xs, int64_t o, int64_t k, int64_t stride,
+                  uint32_t seed) {
+    const int64_t p = (k - 1) / 2, oh = (xs[2] + 2 * p - k) / stride + 1;
+    const int64_t ow = (xs[3] + 2 * p - k) / stride + 1;
+    return b.op("tern::conv2d",
+                {x, seed_constant(b, "w" + std::to_string(seed), {o, xs[1], k, k}, seed),
+                 seed_constant(b, "b" + std::to_string(seed), {o}, seed + 1),
+                 b.int_list({stride, stride}), b.int_list({p, p}), b.int_list({1, 1}),
+                 b.int_value(1)},
+                DType::F32, {xs[0], o, oh, ow});
+  };
+  auto leaky = [&](int x, double slope, const std::vector<int64_t>& s) {
+    return b.op("tern::leaky_relu", {x, b.double_value(slope)}, DType::F32, s);
+  };
+  const std::vector<int64_t> s1{1, 32, 12, 12}, s2{1, 16, 12, 12};
+  const int x = b.input("x", DType::F32, {1, 8, 24, 24});
+  const int d = leaky(conv(x, {1, 8, 24, 24}, 32, 3, 2, 261), 0.1, s1);
+  const int h = leaky(conv(d, s1, 16, 1, 1, 263), 0.1, s2);
+  const int y = leaky(conv(h, s2, 32, 3, 1, 265), 0.1, s1);
+  const int r = b.op("tern::add", {d, y}, DType::F32, s1);
+  const int v = b.op("tern::view", {r, b.int_list({32, 144})}, DType::F32, {32, 144});
+  b.output(leaky(b.op("tern::linear", {v, seed_constant(b, "wl", {40, 144}, 267), b.none()},
+                      DType::F32, {32, 40}),
+                 0.01, {32, 40}));
+  return b.build();
+}
+
 }  // namespace
 
 std::vector<Seed> cpu_blob_seeds() {
@@ -866,6 +898,7 @@ std::vector<Seed> cpu_blob_seeds() {
       {"v24", v24_graph()},
       {"v25", v25_graph()},
       {"v26", v26_graph()},
+      {"v27", v27_graph()},
       {"dynamic_rows", dynamic_rows_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;

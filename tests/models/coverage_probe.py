@@ -836,6 +836,9 @@ TIMM = {
     "timm_lambda_resnet26t": timm_model("lambda_resnet26t"),
     "timm_botnet26t_256": timm_model("botnet26t_256"),
     "timm_halonet26t": timm_model("halonet26t"),
+    # DarkNet and CSPDarkNet (YOLO's backbones): conv + batch norm + leaky ReLU everywhere.
+    "timm_darknet17": timm_model("darknet17"),
+    "timm_cspdarknet53": timm_model("cspdarknet53"),
 }
 PROBE.update(TIMM)
 TORCHVISION = {"lraspp_mobilenet_v3", "deeplabv3_mobilenet_v3", "fcn_resnet50", "mc3_18",

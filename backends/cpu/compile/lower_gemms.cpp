@@ -1,6 +1,7 @@
 // Linear layers, batch matmuls, grouped (expert) products, quantized weights, recurrent cells,
 // and the activations, clamps and hardsigmoids folded into their epilogues.
 #include <algorithm>
+#include <cstring>
 
 #include "backends/cpu/compile/region_lowering_internal.h"
 
@@ -147,7 +148,8 @@ void Lowering::lower_packed_fc(const Node& node, int64_t n, int64_t k, int x_vid
 bool Lowering::has_activation(const BlobNode& last) {
   return (last.op == static_cast<uint32_t>(NodeOp::PackedFullyConnected) &&
           (last.params[2] != 0 || last.params[cpu::kFcEpilogueFlags] != 0)) ||
-         (last.op == static_cast<uint32_t>(NodeOp::PackedConv2d) &&
+         ((last.op == static_cast<uint32_t>(NodeOp::PackedConv2d) ||
+           last.op == static_cast<uint32_t>(NodeOp::PackedWinogradConv2d)) &&
           last.params[cpu::kPackedActivation] != 0) ||
          (last.op == static_cast<uint32_t>(NodeOp::PackedConv3d) &&
           last.params[cpu::kConv3dActivation] != 0);
@@ -166,7 +168,8 @@ bool Lowering::fuse_activation_into_gemm(const Node& node, cpu::GemmActivation a
 /// several nodes): nothing else may read `in`.
 /// A conv1d's result (nlc_output: a view of its NHWC value, not copied yet) fuses the same
 /// way, and `out` is then the same view.
-bool Lowering::fuse_activation_into_gemm(int in, int out, cpu::GemmActivation act, int reads) {
+bool Lowering::fuse_activation_into_gemm(int in, int out, cpu::GemmActivation act, int reads,
+                                         float alpha) {
   const uint32_t made = made_value(in);
   if (nodes_.empty() || made == cpu::kNoValue || uses_.at(in) != reads ||
       output_arg_.count(in) != 0 || shared(made) || maker_of(made) == nullptr) {
@@ -175,18 +178,25 @@ bool Lowering::fuse_activation_into_gemm(int in, int out, cpu::GemmActivation ac
   // Not necessarily the last node lowered: nothing but this activation reads its output (a
   // SwiGLU's silu(gate(x)) after up(x) is lowered, like fuse_clamp_into_fc's relu).
   BlobNode& last = *maker_of(made);
-  uint32_t slot = 0;
+  uint32_t slot = 0, alpha_slot = 0;
   if (last.op == static_cast<uint32_t>(NodeOp::PackedFullyConnected)) {
     slot = 2;
-  } else if (last.op == static_cast<uint32_t>(NodeOp::PackedConv2d)) {
+    alpha_slot = cpu::kFcActivationAlpha;
+  } else if (last.op == static_cast<uint32_t>(NodeOp::PackedConv2d) ||
+             last.op == static_cast<uint32_t>(NodeOp::PackedWinogradConv2d)) {
     slot = cpu::kPackedActivation;
-  } else if (last.op == static_cast<uint32_t>(NodeOp::PackedConv3d)) {
+    alpha_slot = cpu::kPackedActivationAlpha;
+  } else if (last.op == static_cast<uint32_t>(NodeOp::PackedConv3d) &&
+             act != cpu::GemmActivation::LeakyRelu) {  // no slot for a slope
     slot = cpu::kConv3dActivation;
   } else {
     return false;
   }
   if (last.output != made || has_activation(last)) return false;
   last.params[slot] = static_cast<uint32_t>(act);
+  if (act == cpu::GemmActivation::LeakyRelu) {
+    std::memcpy(&last.params[alpha_slot], &alpha, 4);  // the caller checked: 0 <= alpha <= 2
+  }
   rename_result(in, out);
   return true;
 }

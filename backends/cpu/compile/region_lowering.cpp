@@ -183,6 +183,12 @@ void Lowering::lower_node(const Node& node) {
     n.fparams[1] = hi;
   } else if (op == "tern::leaky_relu") {  // max(x, slope·x) (min above a slope of 1)
     const float slope = leaky_relu_slope(g_, node);
+    // The epilogue of the GEMM or conv making x (DarkNet's conv + batch norm + leaky ReLU),
+    // for a slope the blob's parameter holds (0..2).
+    if (slope <= 2.0f && fuse_activation_into_gemm(node.args[0], node.outputs[0],
+                                                   cpu::GemmActivation::LeakyRelu, 1, slope)) {
+      return;
+    }
     const uint32_t x = activation(node.args[0]);
     const uint32_t scaled = internal(dims_of(node.args[0]));
     add_node(NodeOp::Multiply, {x, add_constant({1}, {slope})}, scaled);

@@ -217,7 +217,8 @@ class Lowering {
   void lower_packed_fc(const Node& node, int64_t n, int64_t k, int x_vid = -1, int y_vid = -1);
   static bool has_activation(const BlobNode& last);
   bool fuse_activation_into_gemm(const Node& node, cpu::GemmActivation act);
-  bool fuse_activation_into_gemm(int in, int out, cpu::GemmActivation act, int reads);
+  bool fuse_activation_into_gemm(int in, int out, cpu::GemmActivation act, int reads,
+                                 float alpha = 0.0f);
   void lower_tanh_gelu(const TanhGeluMatch& m);
   void lower_rms_norm_match(const RmsNormMatch& m);
   void lower_group_sum(const GroupSumMatch& m);

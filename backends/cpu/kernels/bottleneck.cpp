@@ -255,7 +255,7 @@ void depthwise_out_row(const Plan& plan, const float* e, int64_t e_first, int64_
   dr.epi = p.depthwise;
   dr.out = d;
   plan.row(dr);
-  if (plan.dw_act != nullptr) plan.dw_act(d, 1, p.out_w * p.exp_c, 0);  // the row is in L1
+  if (plan.dw_act != nullptr) plan.dw_act(d, 1, p.out_w * p.exp_c, 0, 0.0f);  // the row is in L1
   if (plan.add_residual != nullptr) {
     plan.add_residual(d, p.residual + y_row * p.out_w * p.out_c, 1, p.out_w * p.out_c, 0);
   }
@@ -511,7 +511,7 @@ void depthwise_row(const DepthwiseRow& r) {
   if (r.out_w <= 0 || r.channels <= 0) return;
   row_fn()(r);
   const ActivationFn act = gemm_activation_fn(r.epi.act);
-  if (act != nullptr) act(r.out, 1, r.out_w * r.channels, 0);
+  if (act != nullptr) act(r.out, 1, r.out_w * r.channels, 0, 0.0f);
 }
 
 }  // namespace tern::cpu

@@ -42,7 +42,8 @@ TERN_SIMD_INLINE float sigmoid(float x) {
 }
 
 template <GemmActivation kAct>
-TERN_SIMD_INLINE float apply(float v) {
+TERN_SIMD_INLINE float apply(float v, float alpha) {
+  if (kAct == GemmActivation::LeakyRelu) return v > 0.0f ? v : v * alpha;  // the portable form
   if (kAct == GemmActivation::Hardswish) {
     const float r = v + 3.0f;
     const float c = r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r);
@@ -56,35 +57,37 @@ TERN_SIMD_INLINE float apply(float v) {
 }
 
 template <GemmActivation kAct>
-TERN_SIMD_INLINE void loop(float* x, int64_t n) {
+TERN_SIMD_INLINE void loop(float* x, int64_t n, float alpha) {
   int64_t i = 0;
   for (; i + kBlock <= n; i += kBlock) {
     float* p = x + i;
-    for (int64_t j = 0; j < kBlock; ++j) p[j] = apply<kAct>(p[j]);
+    for (int64_t j = 0; j < kBlock; ++j) p[j] = apply<kAct>(p[j], alpha);
   }
   if (i < n) {
     alignas(64) float tail[kBlock] = {};
     const size_t bytes = static_cast<size_t>(n - i) * sizeof(float);
     std::memcpy(tail, x + i, bytes);
-    for (int64_t j = 0; j < kBlock; ++j) tail[j] = apply<kAct>(tail[j]);
+    for (int64_t j = 0; j < kBlock; ++j) tail[j] = apply<kAct>(tail[j], alpha);
     std::memcpy(x + i, tail, bytes);
   }
 }
 
 template <GemmActivation kAct>
-void run_baseline(float* x, int64_t rows, int64_t cols, int64_t ld) {
-  for (int64_t r = 0; r < rows; ++r) loop<kAct>(x + r * ld, cols);
+void run_baseline(float* x, int64_t rows, int64_t cols, int64_t ld, float alpha) {
+  for (int64_t r = 0; r < rows; ++r) loop<kAct>(x + r * ld, cols, alpha);
 }
 
 #if defined(TERN_SIMD_X86_DISPATCH)
 template <GemmActivation kAct>
-TERN_SIMD_TARGET_AVX2 void run_avx2(float* x, int64_t rows, int64_t cols, int64_t ld) {
-  for (int64_t r = 0; r < rows; ++r) loop<kAct>(x + r * ld, cols);
+TERN_SIMD_TARGET_AVX2 void run_avx2(float* x, int64_t rows, int64_t cols, int64_t ld,
+                                    float alpha) {
+  for (int64_t r = 0; r < rows; ++r) loop<kAct>(x + r * ld, cols, alpha);
 }
 
 template <GemmActivation kAct>
-TERN_SIMD_TARGET_AVX512 void run_avx512(float* x, int64_t rows, int64_t cols, int64_t ld) {
-  for (int64_t r = 0; r < rows; ++r) loop<kAct>(x + r * ld, cols);
+TERN_SIMD_TARGET_AVX512 void run_avx512(float* x, int64_t rows, int64_t cols, int64_t ld,
+                                        float alpha) {
+  for (int64_t r = 0; r < rows; ++r) loop<kAct>(x + r * ld, cols, alpha);
 }
 #endif
 
@@ -129,7 +132,8 @@ TERN_SIMD_TARGET_AVX512 void sigmoid_row_avx512(float* x, int64_t n) {
 }
 
 template <bool kSilu>
-TERN_SIMD_TARGET_AVX512 void run_sigmoid_avx512(float* x, int64_t rows, int64_t cols, int64_t ld) {
+TERN_SIMD_TARGET_AVX512 void run_sigmoid_avx512(float* x, int64_t rows, int64_t cols, int64_t ld,
+                                                float /*alpha*/) {
   for (int64_t r = 0; r < rows; ++r) sigmoid_row_avx512<kSilu>(x + r * ld, cols);
 }
 
@@ -192,7 +196,8 @@ TERN_SIMD_TARGET_AVX2 inline void sigmoid_or_silu_avx2(__m256 (&x)[U]) {
 /// cols % 8 floats through a local buffer. The pointers advance by counters, not a gathered
 /// array (a group helper called with an array of pointers cost a third more on Zen 1).
 template <bool kSilu>
-TERN_SIMD_TARGET_AVX2 void run_sigmoid_avx2(float* x, int64_t rows, int64_t cols, int64_t ld) {
+TERN_SIMD_TARGET_AVX2 void run_sigmoid_avx2(float* x, int64_t rows, int64_t cols, int64_t ld,
+                                            float /*alpha*/) {
   const int64_t full = cols / 8 * 8;
   const int64_t total = rows * (full / 8);
   alignas(32) float spare[8] = {};
@@ -323,6 +328,8 @@ ActivationFn gemm_activation_fn(GemmActivation act) {
       return pick<GemmActivation::Sigmoid>();
     case GemmActivation::Square:
       return pick<GemmActivation::Square>();
+    case GemmActivation::LeakyRelu:
+      return pick<GemmActivation::LeakyRelu>();
   }
   return nullptr;
 }

@@ -1,8 +1,8 @@
 // Activations tern's GEMM applies to its output tiles after the last K block, while they are
 // still in L1 (a fused epilogue, no pass of its own): hardswish (MobileNetV3's expand convs),
 // GELU (a transformer MLP's first linear), SiLU (EfficientNet's convs), sigmoid (a
-// squeeze-excitation gate) and the square (StarReLU), each built for AVX-512, AVX2+FMA and
-// baseline.
+// squeeze-excitation gate), the square (StarReLU) and leaky ReLU (DarkNet's convs), each built
+// for AVX-512, AVX2+FMA and baseline.
 //
 // Runtime code: no exceptions, no RTTI, never allocates.
 #pragma once
@@ -20,12 +20,14 @@ enum class GemmActivation : uint8_t {
   Silu = 4,       ///< x · sigmoid(x) = x / (1 + e^-x) (SiLU / swish: EfficientNet's)
   Sigmoid = 5,    ///< 1 / (1 + e^-x)
   Square = 6,     ///< x · x (PoolFormerV2's StarReLU, relu(x)²: the clamp then the square)
+  LeakyRelu = 7,  ///< x > 0 ? x : x · alpha (the negative slope; DarkNet's 0.1)
 };
-constexpr uint32_t kLastGemmActivation = 6;
+constexpr uint32_t kLastGemmActivation = 7;
 
 /// x[r * ld + c] = act(x[r * ld + c]) for r < rows, c < cols, in place (a GEMM's finished tile:
-/// rows of a few vectors each, which the SIMD forms take together).
-using ActivationFn = void (*)(float* x, int64_t rows, int64_t cols, int64_t ld);
+/// rows of a few vectors each, which the SIMD forms take together). `alpha`: the activation's
+/// parameter (LeakyRelu's negative slope; the others ignore it).
+using ActivationFn = void (*)(float* x, int64_t rows, int64_t cols, int64_t ld, float alpha);
 
 /// The function for `act` in the ISA packed_gemm_isa() names (null for None).
 ActivationFn gemm_activation_fn(GemmActivation act);

@@ -13,9 +13,9 @@ void gru_cell(const GruCellProblem& p, float* scratch) {
     const float* gi = p.gi + row * 3 * h;
     const float* gh = p.gh + row * 3 * h;
     for (int64_t j = 0; j < 2 * h; ++j) rz[j] = gh[j] + gi[j];
-    sigmoid(rz, 1, 2 * h, 2 * h);
+    sigmoid(rz, 1, 2 * h, 2 * h, 0.0f);
     for (int64_t j = 0; j < h; ++j) n[j] = 2.0f * (gi[2 * h + j] + gh[2 * h + j] * rz[j]);
-    sigmoid(n, 1, h, h);
+    sigmoid(n, 1, h, h, 0.0f);
     const float* hp = p.h + row * h;
     float* out = p.out + row * h;
     for (int64_t j = 0; j < h; ++j) {

@@ -17,7 +17,7 @@ void lstm_cell(const LstmCellProblem& p, float* scratch) {
       const float v = g2 != nullptr ? g[j] + g2[j] : g[j];
       scratch[j] = j >= 2 * h && j < 3 * h ? 2.0f * v : v;
     }
-    sigmoid(scratch, 1, 4 * h, 4 * h);
+    sigmoid(scratch, 1, 4 * h, 4 * h, 0.0f);
     const float* c = p.c + r * h;
     float* cr = c_out + r * h;
     float* twice = scratch + 2 * h;  // the candidate's quarter is free once read
@@ -27,7 +27,7 @@ void lstm_cell(const LstmCellProblem& p, float* scratch) {
       cr[j] = next;
       twice[j] = 2.0f * next;
     }
-    sigmoid(twice, 1, h, h);
+    sigmoid(twice, 1, h, h, 0.0f);
     float* hr = h_out + r * h;
     for (int64_t j = 0; j < h; ++j) hr[j] = scratch[3 * h + j] * (2.0f * twice[j] - 1.0f);
   }

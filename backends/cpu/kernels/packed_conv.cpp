@@ -378,7 +378,7 @@ void run_task(const ConvPlan& plan, int64_t task) {
       if (args.last && plan.activation != nullptr) {
         // The tile is final and in L1: its activation now, row by row.
         const int64_t cols = min64(np * kPanelWidth, plan.group_o - panel0 * kPanelWidth);
-        plan.activation(args.c, r1 - r0, cols, p.out_c);
+        plan.activation(args.c, r1 - r0, cols, p.out_c, p.activation_alpha);
       }
     }
   };

@@ -46,6 +46,7 @@ struct ConvProblem {
   float out_max = std::numeric_limits<float>::infinity();
   /// Applied after the clamp to each finished output tile or row (while it is in cache).
   GemmActivation activation = GemmActivation::None;
+  float activation_alpha = 0.0f;  ///< the activation's parameter (LeakyRelu's negative slope)
 };
 
 /// y = act(clamp(conv(x, W) + bias + residual)) (no residual term when it is null). A 3-D

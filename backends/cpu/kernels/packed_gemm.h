@@ -46,6 +46,7 @@ struct GemmProblem {
   const float* residual = nullptr;
   /// Applied after the clamp to each finished output tile (while it is in L1).
   GemmActivation activation = GemmActivation::None;
+  float activation_alpha = 0.0f;  ///< the activation's parameter (LeakyRelu's negative slope)
   /// Optional (null: none): M [m, n] with C's row stride ldc; each finished tile is multiplied
   /// by it elementwise after the activation (a gated product: StarNet's relu6(f1(x)) · f2(x),
   /// a SwiGLU MLP's silu(gate(x)) · up(x)). Read once per element, never past [m x n]. Must not

@@ -126,6 +126,7 @@ struct Plan {
   int64_t matrix_floats = 0;  // one U matrix
   int64_t panel_stride = 0;   // 16 * (C + 1)
   int last_cols = 16;         // valid columns of the last panel of out_c
+  ActivationFn activation = nullptr;  // the epilogue's, or null
 };
 
 /// Image, tile row and tile column of tile t.
@@ -188,6 +189,11 @@ void output_transform(const Plan& plan, int64_t t0, int64_t rows, int64_t o0, in
     }
     plan.ts->output(m + r * plan.s.ldm, plan.s.plane_m, oc, dst,
                     p.residual != nullptr ? res : nullptr, p.out_min, p.out_max);
+    if (plan.activation != nullptr) {
+      for (int q = 0; q < 4; ++q) {
+        if (dst[q] != nullptr) plan.activation(dst[q], 1, oc, oc, p.activation_alpha);
+      }
+    }
   }
 }
 
@@ -273,6 +279,7 @@ void winograd_conv_nhwc(const WinogradProblem& p, float* scratch, pthreadpool_t 
   if (empty(p)) return;
   Plan plan;
   plan.p = &p;
+  plan.activation = gemm_activation_fn(p.activation);
   switch (packed_gemm_isa()) {  // one read: the microkernels and transforms agree
     case GemmIsa::Avx512:
       plan.ks = gemm_detail::avx512_microkernels();

@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "backends/cpu/kernels/gemm_activation.h"
+
 namespace tern::cpu {
 
 /// Floats of a Winograd-packed weight for out_c O, in_c C: 16 matrices of
@@ -44,6 +46,9 @@ struct WinogradProblem {
   const float* residual = nullptr;
   float out_min = -std::numeric_limits<float>::infinity();  ///< fused clamp; (-inf, +inf) for none
   float out_max = std::numeric_limits<float>::infinity();
+  /// Applied after the clamp to each finished output tile's pixels (still in L1).
+  GemmActivation activation = GemmActivation::None;
+  float activation_alpha = 0.0f;  ///< its parameter (LeakyRelu's negative slope)
 };
 
 /// Scratch floats winograd_conv_nhwc needs for `p` with a pool of at most `threads` threads (a
@@ -52,7 +57,7 @@ struct WinogradProblem {
 /// buffer serves every call with the same shapes. 0 for an empty problem.
 uint64_t winograd_scratch_floats(const WinogradProblem& p, int64_t threads);
 
-/// y = clamp(conv3x3(x, W) + bias + residual) (no residual term when it is null). Splits the
+/// y = act(clamp(conv3x3(x, W) + bias + residual)) (no residual term when it is null). Splits the
 /// work over `pool` (null: the caller's thread only); `scratch` holds
 /// winograd_scratch_floats(p, t) floats for some t >= the pool's thread count. Never allocates;
 /// reads x only inside its shape and the residual only inside y's, writes y only inside its shape

@@ -30,9 +30,13 @@ Error check_packed_conv3d(uint32_t n, const BlobNode& node, const BlobValue* v) 
                                "%s",
                                n, i, q[i], may_be_zero ? "0..2^30" : "1..2^30");
   }
-  TERN_CHECK_OR_RETURN_ERROR(q[kConv3dActivation] <= kLastPackedActivation, InvalidProgram,
-                             "cpu blob: node %u (packed_conv3d): activation %u, expected 0..%u", n,
-                             q[kConv3dActivation], kLastPackedActivation);
+  TERN_CHECK_OR_RETURN_ERROR(q[kConv3dActivation] <= kLastPackedActivation &&
+                                 q[kConv3dActivation] != kLeakyReluActivation,
+                             InvalidProgram,
+                             "cpu blob: node %u (packed_conv3d): activation %u, expected 0..%u "
+                             "but %u (leaky relu: no slope here)",
+                             n, q[kConv3dActivation], kLastPackedActivation,
+                             kLeakyReluActivation);
   const uint64_t c = q[kConv3dInChannels], o = q[kConv3dOutChannels];
   const uint64_t groups = conv_groups(q[kConv3dGroups]);
   TERN_CHECK_OR_RETURN_ERROR(c % groups == 0 && o % groups == 0, InvalidProgram,

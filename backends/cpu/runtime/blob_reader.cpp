@@ -468,17 +468,36 @@ Error check_deconv(uint32_t n, const BlobNode& node, const BlobValue* v) {
   return check_out_dims(n, node, v[node.output], out, 4);
 }
 
+/// An epilogue activation code of ops 17-19 and its parameter's bits: the leaky ReLU's
+/// negative slope (a finite f32 >= 0; at most 2 by check_params_range), else 0.
+Error check_epilogue_activation(uint32_t n, const BlobNode& node, uint32_t act, uint32_t alpha) {
+  TERN_CHECK_OR_RETURN_ERROR(act <= kLastPackedActivation, InvalidProgram,
+                             "cpu blob: node %u (%s): activation %u, expected 0 (none), 1 "
+                             "(hardswish), 2 (gelu), 3 (gelu tanh), 4 (silu), 5 (sigmoid), 6 "
+                             "(square) or 7 (leaky relu)",
+                             n, op_name(node.op), act);
+  float slope = 0.0f;
+  std::memcpy(&slope, &alpha, 4);
+  TERN_CHECK_OR_RETURN_ERROR(
+      act == kLeakyReluActivation ? (std::isfinite(slope) && slope >= 0.0f) : alpha == 0,
+      InvalidProgram,
+      "cpu blob: node %u (%s): activation parameter bits 0x%08x with activation %u, expected "
+      "%s",
+      n, op_name(node.op), alpha, act,
+      act == kLeakyReluActivation ? "a finite slope >= 0" : "0");
+  return Error::Ok;
+}
+
 Error check_packed_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
   const bool winograd = static_cast<NodeOp>(node.op) == NodeOp::PackedWinogradConv2d;
-  // Op 18 has its epilogue activation at kPackedActivation and its groups after it; op 19
-  // neither.
-  TERN_RETURN_IF_ERROR(check_params_range(n, node, winograd ? 12 : 14, kKernelH, 12));
-  TERN_CHECK_OR_RETURN_ERROR(node.params[kPackedActivation] <= kLastPackedActivation,
-                             InvalidProgram,
-                             "cpu blob: node %u (%s): activation %u, expected 0 (none), 1 "
-                             "(hardswish), 2 (gelu), 3 (gelu tanh), 4 (silu), 5 (sigmoid) or 6 "
-                             "(square)",
-                             n, op_name(node.op), node.params[kPackedActivation]);
+  // Ops 18 and 19 have their epilogue activation at kPackedActivation and its slope at
+  // kPackedActivationAlpha; op 18 its groups between them (op 19: 0).
+  TERN_RETURN_IF_ERROR(check_params_range(n, node, 15, kKernelH, 12));
+  TERN_CHECK_OR_RETURN_ERROR(!winograd || node.params[kPackedGroups] == 0, InvalidProgram,
+                             "cpu blob: node %u (%s): groups %u, expected 0", n,
+                             op_name(node.op), node.params[kPackedGroups]);
+  TERN_RETURN_IF_ERROR(check_epilogue_activation(n, node, node.params[kPackedActivation],
+                                                 node.params[kPackedActivationAlpha]));
   const BlobValue& f = v[node.inputs[1]];
   const uint64_t kh = node.params[kKernelH], kw = node.params[kKernelW];
   const uint64_t in_c = node.params[kPackedInChannels], out_c = node.params[kPackedOutChannels];
@@ -1275,7 +1294,7 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
                                  n, node.params[0]);
       return check_out_dims(n, node, out, x.dims, x.rank);
     case NodeOp::PackedFullyConnected: {
-      TERN_RETURN_IF_ERROR(check_params_range(n, node, 4, 0, 2));
+      TERN_RETURN_IF_ERROR(check_params_range(n, node, 5, 0, 2));
       const bool multiplier = node.params[kFcEpilogueFlags] == kFcMultiplier;
       TERN_CHECK_OR_RETURN_ERROR(
           node.params[kFcEpilogueFlags] <= kFcMultiplier &&
@@ -1285,11 +1304,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
           "0 with 2 or 3 inputs (x, weight, residual?) or 1 with 3 or 4 (x, weight, residual?, "
           "multiplier)",
           n, node.params[kFcEpilogueFlags], node.num_inputs);
-      TERN_CHECK_OR_RETURN_ERROR(node.params[2] <= kLastPackedActivation, InvalidProgram,
-                                 "cpu blob: node %u (packed_fully_connected): activation %u, "
-                                 "expected 0 (none), 1 (hardswish), 2 (gelu), 3 (gelu tanh), 4 "
-                                 "(silu), 5 (sigmoid) or 6 (square)",
-                                 n, node.params[2]);
+      TERN_RETURN_IF_ERROR(
+          check_epilogue_activation(n, node, node.params[2], node.params[kFcActivationAlpha]));
       const uint64_t out_features = node.params[0], in_features = node.params[1];
       const BlobValue& f = v[node.inputs[1]];
       const uint64_t want = packed_fc_floats(out_features, in_features);

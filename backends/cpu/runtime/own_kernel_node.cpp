@@ -35,6 +35,8 @@ static_assert(kPanelWidth == static_cast<int64_t>(kPackedPanelWidth),
 static_assert(kLastGemmActivation == kLastPackedActivation,
               "the blob's activation codes are the kernel's");
 static_assert(static_cast<uint32_t>(GemmActivation::Silu) == 4, "SiLU is the blob's code 4");
+static_assert(static_cast<uint32_t>(GemmActivation::LeakyRelu) == kLeakyReluActivation,
+              "the leaky ReLU is the blob's code 7");
 static_assert(kMaxBottleneckKernel == kMaxBottleneckWindow, "the blob's window bound is the kernel's");
 static_assert(kRowConcatMaxInputs == static_cast<int>(kMaxConcatInputs),
               "the row concat takes every input a blob node can have");
@@ -57,6 +59,13 @@ void bind_conv_io(const BlobNode& node, float* const* addr, Problem* p) {
     p->y = addr[node.output];
     p->residual = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
   }
+}
+
+/// The f32 whose bits a node parameter holds (an activation's parameter).
+float f32_param(uint32_t bits) {
+  float f = 0.0f;
+  std::memcpy(&f, &bits, 4);
+  return f;
 }
 
 /// Fills what a direct and a Winograd conv problem share (ConvProblem, WinogradProblem) from
@@ -440,7 +449,8 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       const bool gated = node.params[kFcEpilogueFlags] == kFcMultiplier;
       p.residual = node.num_inputs == (gated ? 4u : 3u) ? addr[node.inputs[2]] : nullptr;
       p.multiplier = gated ? addr[node.inputs[node.num_inputs - 1]] : nullptr;
-      p.activation = static_cast<GemmActivation>(node.params[2]);  // validated: 0..5
+      p.activation = static_cast<GemmActivation>(node.params[2]);  // validated: 0..7
+      p.activation_alpha = f32_param(node.params[kFcActivationAlpha]);
       p.out_min = node.fparams[0];
       p.out_max = node.fparams[1];
       packed_gemm(p, pool);
@@ -455,7 +465,8 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       c.stride_w = q[kStrideW];
       c.dilation_h = q[kDilationH];
       c.dilation_w = q[kDilationW];
-      c.activation = static_cast<GemmActivation>(q[kPackedActivation]);  // validated: 0..5
+      c.activation = static_cast<GemmActivation>(q[kPackedActivation]);  // validated: 0..7
+      c.activation_alpha = f32_param(q[kPackedActivationAlpha]);
       c.groups = static_cast<int64_t>(conv_groups(q[kPackedGroups]));  // validated: divides C, O
       packed_conv_nhwc(c, pool);
       return Error::Ok;
@@ -478,9 +489,13 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       resize_bilinear_to_planes(p, pool);
       return Error::Ok;
     }
-    case NodeOp::PackedWinogradConv2d:
-      winograd_conv_nhwc(conv_problem<WinogradProblem>(plan, node, addr), scratch, pool);
+    case NodeOp::PackedWinogradConv2d: {
+      WinogradProblem w = conv_problem<WinogradProblem>(plan, node, addr);
+      w.activation = static_cast<GemmActivation>(node.params[kPackedActivation]);  // 0..7
+      w.activation_alpha = f32_param(node.params[kPackedActivationAlpha]);
+      winograd_conv_nhwc(w, scratch, pool);
       return Error::Ok;
+    }
     case NodeOp::PackedBottleneck:
       bottleneck_nhwc(bottleneck_problem(plan, node, addr), scratch, pool);
       return Error::Ok;

@@ -442,10 +442,10 @@ TEST_F(CpuBlobTest, SpecificCorruptionsNameTheProblem) {
   // (before sin, cos and log in op 38), 19 (before a constant q in op 32), 20 (before op 25's
   // RMS mode and expm1 / log1p in op 38), 21 (before op 44's comparison modes), 22 (before
   // GroupedMatmul and the Int32Plain layout), 23 (before op 17's multiplier), 24 (before
-  // dynamic rows maps), 25 (before GroupSum).
-  static_assert(cpu::kBlobVersion == 26, "add the version this one replaces to the list below");
+  // dynamic rows maps), 25 (before GroupSum), 26 (before the leaky ReLU epilogue).
+  static_assert(cpu::kBlobVersion == 27, "add the version this one replaces to the list below");
   for (uint32_t old : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u, 11u, 12u, 13u, 14u, 15u, 16u,
-                       17u, 18u, 19u, 20u, 21u, 22u, 23u, 24u, 25u}) {
+                       17u, 18u, 19u, 20u, 21u, 22u, 23u, 24u, 25u, 26u}) {
     std::vector<uint8_t> bad = blob;
     std::memcpy(bad.data() + offsetof(cpu::BlobHeader, version), &old, 4);
     EXPECT_EQ(try_blob(bad, num_args, &msg, &g), Error::DelegateInvalidCompatibility) << old;
@@ -665,9 +665,11 @@ TEST_F(CpuBlobTest, PackedLinearFieldsAreChecked) {
       {offsetof(cpu::BlobNode, params), 33, "is not [1008]"},  // 33 out features: 3 panels
       {offsetof(cpu::BlobNode, params) + 4, 21, "params give 21"},
       {offsetof(cpu::BlobNode, params) + 4, 0, "is 0, expected >= 1"},
-      {offsetof(cpu::BlobNode, params) + 8, 7, "activation 7, expected 0 (none)"},
+      {offsetof(cpu::BlobNode, params) + 8, 8, "activation 8, expected 0 (none)"},
       {offsetof(cpu::BlobNode, params) + 12, 1, "epilogue flags 1 with 2 inputs"},
-      {offsetof(cpu::BlobNode, params) + 16, 1, "unused parameter 4"},
+      // A slope without the leaky ReLU, and a negative one with it.
+      {offsetof(cpu::BlobNode, params) + 16, 1, "parameter bits 0x00000001 with activation 0"},
+      {offsetof(cpu::BlobNode, params) + 20, 1, "unused parameter 5"},
       {offsetof(cpu::BlobNode, num_inputs), 5, "5 inputs, expected 2..4"},
       // A residual input must be a value made before the node.
       {offsetof(cpu::BlobNode, num_inputs), 3, "input 2 is value 4294967295"},
@@ -796,7 +798,8 @@ TEST_F(CpuBlobTest, StagesAlternateAndLiveWorkspaceValuesNeverShareBytes) {
                       {x, w1, b.none(), b.int_list({1, 1}), b.int_list({1, 1}),
                        b.int_list({1, 1}), b.int_value(1)},
                       DType::F32, {1, 32, 16, 16});
-  const int s1 = b.op("tern::sigmoid", {c1}, DType::F32, {1, 32, 16, 16});
+  // abs: no epilogue of the (Winograd) conv before it, so an XNNPACK stage between the two.
+  const int s1 = b.op("tern::abs", {c1}, DType::F32, {1, 32, 16, 16});
   const int w2 = b.constant_f32("w2", {32, 32, 1, 1}, random_floats(1024, 8, -0.3f, 0.3f));
   const int c2 = b.op("tern::conv2d",
                       {s1, w2, b.none(), b.int_list({1, 1}), b.int_list({0, 0}),
@@ -821,7 +824,7 @@ TEST_F(CpuBlobTest, StagesAlternateAndLiveWorkspaceValuesNeverShareBytes) {
       << last_error_message();
   cpu::StagePlan stages;
   ASSERT_EQ(cpu::plan_stages(plan, 64, 16, &stages), Error::Ok);
-  // own conv | sigmoid | own conv | sigmoid, pool, reshape | own linear | softmax
+  // own conv | abs | own conv | sigmoid, pool, reshape | own linear | softmax
   ASSERT_EQ(stages.num_stages, 6u);
   const bool own[6] = {true, false, true, false, true, false};
   for (uint32_t i = 0; i < 6; ++i) EXPECT_EQ(stages.stages[i].own_kernel, own[i]) << i;
@@ -1054,11 +1057,24 @@ TEST_F(CpuBlobTest, HardswishFoldsIntoTernsConv) {
   std::vector<uint8_t> blob = b.graph().delegates[0].blob;
   cpu::BlobNode n = blob_node(blob, 0);
   EXPECT_EQ(n.params[cpu::kPackedActivation], 1u);
-  n.params[cpu::kPackedActivation] = 7;  // no such activation
+  n.params[cpu::kPackedActivation] = 8;  // no such activation
   set_blob_node(&blob, 0, n);
   std::string message;
   EXPECT_EQ(parse_result(blob, &message), Error::InvalidProgram);
-  EXPECT_NE(message.find("activation 7"), std::string::npos) << message;
+  EXPECT_NE(message.find("activation 8"), std::string::npos) << message;
+  // The leaky ReLU (7) with a negative slope (its sign bit puts the bits above every
+  // parameter's bound), and a slope with another activation.
+  n.params[cpu::kPackedActivation] = 7;
+  const float negative = -0.1f;
+  std::memcpy(&n.params[cpu::kPackedActivationAlpha], &negative, 4);
+  set_blob_node(&blob, 0, n);
+  EXPECT_EQ(parse_result(blob, &message), Error::InvalidProgram);
+  EXPECT_NE(message.find("parameter 14 is 3184315597, above"), std::string::npos) << message;
+  n.params[cpu::kPackedActivation] = 1;
+  n.params[cpu::kPackedActivationAlpha] = 0x3dcccccd;  // 0.1
+  set_blob_node(&blob, 0, n);
+  EXPECT_EQ(parse_result(blob, &message), Error::InvalidProgram);
+  EXPECT_NE(message.find("with activation 1, expected 0"), std::string::npos) << message;
 }
 
 TEST_F(CpuBlobTest, LargeThreeByThreeConvsGoToWinograd) {

@@ -48,12 +48,16 @@ struct Case {
   float out_min = -kInf, out_max = kInf;
   bool residual = false;  ///< add R [m, n] (C's row stride) before the clamp
   GemmActivation activation = GemmActivation::None;  ///< after the clamp
+  float alpha = 0.1f;       ///< the activation's parameter (LeakyRelu's slope)
   bool multiplier = false;  ///< times M [m, n] (C's row stride) after the activation
 };
 
-/// The activation in double precision, from its definition (std::erf, std::tanh).
-double activate(GemmActivation act, double v) {
+/// The activation in double precision, from its definition (std::erf, std::tanh); `alpha`
+/// LeakyRelu's slope.
+double activate(GemmActivation act, double v, double alpha = 0.0) {
   switch (act) {
+    case GemmActivation::LeakyRelu:
+      return v > 0.0 ? v : v * alpha;
     case GemmActivation::None:
       return v;
     case GemmActivation::Hardswish:
@@ -107,7 +111,7 @@ int check_against_reference(const Case& cs, const float* a, int64_t lda, const f
       double want = sum;
       if (want > cs.out_max) want = cs.out_max;
       if (want < cs.out_min) want = cs.out_min;
-      want = activate(cs.activation, want);
+      want = activate(cs.activation, want, cs.alpha);
       const double gate = mul != nullptr ? std::fabs(mul[i * ldc + j]) : 1.0;
       if (mul != nullptr) want *= mul[i * ldc + j];
       // The activations' slopes stay under 1.5; GELU's own error is a few ulp of its result.
@@ -153,6 +157,7 @@ void run_case(const Case& cs, pthreadpool_t pool, GemmIsa isa, uint32_t seed) {
   p.out_max = cs.out_max;
   p.residual = cs.residual ? r.data() : nullptr;
   p.activation = cs.activation;
+  p.activation_alpha = cs.alpha;
   p.multiplier = cs.multiplier ? mul.data() : nullptr;
   packed_gemm(p, pool);
 
@@ -404,7 +409,8 @@ TEST_F(CpuGemm, ActivationsApplyToEveryFinishedTile) {
     ASSERT_TRUE(packed_gemm_force_isa(isa));
     for (GemmActivation act : {GemmActivation::Hardswish, GemmActivation::GeluErf,
                                GemmActivation::GeluTanh, GemmActivation::Silu,
-                               GemmActivation::Sigmoid, GemmActivation::Square}) {
+                               GemmActivation::Sigmoid, GemmActivation::Square,
+                               GemmActivation::LeakyRelu}) {
       for (int64_t kc : {int64_t{1024}, int64_t{16}}) {
         gemm_detail::gemm_blocking().kc_max = kc;
         for (Case cs : cases) {
@@ -455,7 +461,7 @@ TEST_F(CpuGemm, SiluAndSigmoidOverTheRangeEveryIsa) {
         std::vector<float> y(xs.begin() + static_cast<std::ptrdiff_t>(at),
                              xs.begin() + static_cast<std::ptrdiff_t>(at + n));
         y.push_back(kGuardValue);
-        fn(y.data(), 1, static_cast<int64_t>(n), static_cast<int64_t>(n));
+        fn(y.data(), 1, static_cast<int64_t>(n), static_cast<int64_t>(n), 0.0f);
         ASSERT_EQ(y[n], kGuardValue) << what << ": wrote past " << n << " floats";
         for (size_t i = 0; i < n; ++i) {
           const double x = xs[at + i];
@@ -479,7 +485,7 @@ TEST_F(CpuGemm, SiluAndSigmoidOverTheRangeEveryIsa) {
               in[at] = m[at];
             }
           }
-          fn(m.data(), rows, cols, ld);
+          fn(m.data(), rows, cols, ld, 0.0f);
           for (int64_t r = 0; r < rows; ++r) {
             for (int64_t c = 0; c < ld; ++c) {
               const size_t at = static_cast<size_t>(r * ld + c);
@@ -497,7 +503,7 @@ TEST_F(CpuGemm, SiluAndSigmoidOverTheRangeEveryIsa) {
         }
       }
       float special[4] = {std::numeric_limits<float>::quiet_NaN(), kInf, -kInf, 1.0f};
-      fn(special, 1, 4, 4);
+      fn(special, 1, 4, 4, 0.0f);
       EXPECT_TRUE(std::isnan(special[0])) << what;
       if (silu) {
         EXPECT_EQ(special[1], kInf) << what;
