@@ -12,6 +12,19 @@ namespace {
 /// Most parts of one GroupSum (the blob's inputs less the weight).
 constexpr size_t kMaxParts = 3;
 
+/// A sum over dim 1 of a five-dim value, without keepdim (the groups' dim of [N, R, C, H, W]).
+bool sums_dim1_of_five(const Graph& g, const Node& node) {
+  if (node.op != "tern::sum" || node.args.empty() || node.outputs.size() != 1) return false;
+  ReductionAttrs ra;
+  try {
+    ra = reduction_attrs(g, node);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return ra.sum && !ra.keepdim &&
+         ra.reduced == std::vector<bool>{false, true, false, false, false};
+}
+
 class Matcher : public RegionIndex {
  public:
   Matcher(const Graph& g, const DelegateRegion& r, const std::function<bool(int)>& nhwc)
@@ -68,19 +81,10 @@ class Matcher : public RegionIndex {
 
   bool match_at(int s, GroupSumMatch* m) const {
     const Node& sum = node(s);
-    if (sum.op != "tern::sum" || sum.outputs.size() != 1 || sum.args.empty()) return false;
+    if (!sums_dim1_of_five(g_, sum)) return false;
     const int z = sum.args[0];
     const int y = sum.outputs[0];
     if (!plain_tensor(z, 5) || !plain_tensor(y, 4) || !nhwc_(y)) return false;
-    ReductionAttrs ra;
-    try {
-      ra = reduction_attrs(g_, sum);
-    } catch (const std::exception&) {
-      return false;
-    }
-    if (!ra.sum || ra.keepdim || ra.reduced != std::vector<bool>{false, true, false, false, false}) {
-      return false;
-    }
     const std::vector<int64_t>& zs = value(z).sizes;
     int xv = z;
     m->weight = -1;
@@ -141,16 +145,7 @@ bool grouped_view(const Graph& g, int vid) {
 }  // namespace
 
 bool is_group_sum_shape(const Graph& g, const Node& node) {
-  if (node.op != "tern::sum" || node.args.empty() || node.outputs.size() != 1) return false;
-  ReductionAttrs ra;
-  try {
-    ra = reduction_attrs(g, node);
-  } catch (const std::exception&) {
-    return false;
-  }
-  if (!ra.sum || ra.keepdim || ra.reduced != std::vector<bool>{false, true, false, false, false}) {
-    return false;
-  }
+  if (!sums_dim1_of_five(g, node)) return false;
   int xv = node.args[0];
   const std::vector<int64_t>& zs = g.values[static_cast<size_t>(xv)].sizes;
   const int mul = graph_maker(g, xv);
