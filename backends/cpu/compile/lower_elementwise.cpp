@@ -167,7 +167,10 @@ void Lowering::lower_batch_norm(const Node& node) {
 /// fully-connected node with a [1, mid] filter of 1/mid (1 for a sum). Else XNNPACK's global
 /// average pool of x seen as [outer, mid, 1, inner] (a reshape first unless x is 4-D and mid
 /// its dims 1 and 2: an NHWC spatial mean, GRN's sum over H, W of [N, H, W, C]), times mid
-/// for a sum. A reshape to the output's dims where they differ (same bytes).
+/// for a sum. A reshape to the output's dims where they differ (same bytes). A 4-D NHWC output
+/// of a reduction of more dims (a five-dim sum the layout plan keeps NHWC for a GroupSum,
+/// group_sum_match.h, that the matcher did not take) is computed row-major, then copied into
+/// NHWC order.
 void Lowering::lower_reduction(const Node& node) {
   const ReductionAttrs a = reduction_attrs(g_, node);
   const std::vector<uint64_t> bx = dims_of(node.args[0]);
@@ -185,7 +188,16 @@ void Lowering::lower_reduction(const Node& node) {
   uint64_t outer = 1, mid = 1, inner = 1;
   for (size_t d = 0; d < bx.size(); ++d) (d < first ? outer : d <= last ? mid : inner) *= bx[d];
   const uint32_t x = activation(node.args[0]);
-  const std::vector<uint64_t> out_dims = dims_of(node.outputs[0]);
+  const int y = node.outputs[0];
+  const std::vector<int64_t>& ys = g_.values[static_cast<size_t>(y)].sizes;
+  const bool relayout = bx.size() > 4 && is_nhwc(y);
+  const std::vector<uint64_t> out_dims =
+      relayout ? std::vector<uint64_t>(ys.begin(), ys.end()) : dims_of(y);
+  uint32_t target_id = cpu::kNoValue;  // made once, on first use
+  auto target = [&] {
+    if (target_id == cpu::kNoValue) target_id = relayout ? internal(out_dims) : output(y);
+    return target_id;
+  };
   uint32_t result;
   std::vector<uint64_t> result_dims;
   if (a.max) {  // XNNPACK's max pooling over a window of the reduced extent (Hiera's amax)
@@ -194,7 +206,7 @@ void Lowering::lower_reduction(const Node& node) {
     const uint32_t in = internal({outer, mid, 1, inner});
     add_node(NodeOp::Reshape, {x}, in);
     result_dims = {outer, 1, 1, inner};
-    result = result_dims == out_dims ? output(node.outputs[0]) : internal(result_dims);
+    result = result_dims == out_dims ? target() : internal(result_dims);
     if (mid == 1) {  // nothing to reduce: a copy
       add_node(NodeOp::Reshape, {in}, result);
     } else {
@@ -217,7 +229,7 @@ void Lowering::lower_reduction(const Node& node) {
     const uint32_t in = last == first ? x : internal({outer, mid});
     if (in != x) add_node(NodeOp::Reshape, {x}, in);
     if (in != x) result_dims = {outer, 1};
-    result = result_dims == out_dims ? output(node.outputs[0]) : internal(result_dims);
+    result = result_dims == out_dims ? target() : internal(result_dims);
     add_node(NodeOp::FullyConnected, {in, f}, result);
   } else {
     const bool direct = bx.size() == 4 && first == 1 && last == 2;
@@ -225,7 +237,7 @@ void Lowering::lower_reduction(const Node& node) {
     if (!direct) add_node(NodeOp::Reshape, {x}, in);
     result_dims = {outer, 1, 1, inner};
     const uint32_t final_id =
-        result_dims == out_dims ? output(node.outputs[0]) : internal(result_dims);
+        result_dims == out_dims ? target() : internal(result_dims);
     if (a.sum) {
       const uint32_t mean = internal(result_dims);
       add_node(NodeOp::GlobalAvgPool2d, {in}, mean);
@@ -235,7 +247,8 @@ void Lowering::lower_reduction(const Node& node) {
     }
     result = final_id;
   }
-  if (result_dims != out_dims) add_node(NodeOp::Reshape, {result}, output(node.outputs[0]));
+  if (result_dims != out_dims) add_node(NodeOp::Reshape, {result}, target());
+  if (relayout) emit_copy(whole_value(target(), ys, false), true, output(y));
 }
 
 /// A norm's gamma and beta of C values: the weight or bias in place (an Alias); None: the

@@ -4,8 +4,9 @@
 // attention (a conv output viewed as [N, R, C, H, W], radix 2 and 4, the weight on either side
 // of the product, batch 2), SKNet's selective kernel (a stack of 2 or 3 branches: views and a
 // cat along dim 1, which then never runs), and the sums the compile half leaves as they were (a
-// product of two full five-dim values, a sum whose reader wants it row-major). Then the kernel
-// against its formula, and the blob reader's checks of the node.
+// product of two full five-dim values, a sum whose reader wants it row-major, a product that
+// also leaves the region). Then the kernel against its formula, and the blob reader's checks of
+// the node.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -164,6 +165,24 @@ std::vector<OpCase> cases() {
     EXPECT_EQ(count_op(blob, cpu::NodeOp::GroupSum), 0u);
   };
   c.push_back(rows);
+  // The product also leaves the region: no GroupSum, the sum stays a five-dim sum whose
+  // output the layout plan still keeps NHWC (computed row-major, then copied).
+  OpCase shared = {"product_also_read_stays", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 16, 4, 5});
+                 const int y = relu(b, conv(b, x, {1, 16, 4, 5}, 16, 1, 1, {1, 1}, {0, 0},
+                                            {1, 1}, 1, true, 71),
+                                    {1, 16, 4, 5});
+                 const int x5 = view(b, y, {1, 2, 8, 4, 5});
+                 const int a = b.input("a", DType::F32, {1, 2, 8, 1, 1});
+                 const int p = b.op("tern::mul", {x5, a}, DType::F32, {1, 2, 8, 4, 5});
+                 const int s = sum_dim1(b, p, {1, 8, 4, 5});
+                 b.output(conv(b, s, {1, 8, 4, 5}, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, false, 91));
+                 b.output(p);
+               }, 1e-10};
+  shared.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::GroupSum), 0u);
+  };
+  c.push_back(shared);
   return c;
 }
 
