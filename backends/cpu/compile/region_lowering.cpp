@@ -42,12 +42,13 @@ std::vector<uint8_t> Lowering::run() {
     for (int n : m.nodes) fused.emplace(n, &m);
   }
   match_view_linear_views();
-  for (const ConcatShuffleMatch& m : match_concat_shuffles(
-           g_, r_, cpu::kMaxConcatInputs, [this](int vid) { return is_nhwc(vid); })) {
+  const std::function<bool(int)> nhwc = [this](int vid) { return is_nhwc(vid); };
+  for (const ConcatShuffleMatch& m :
+       match_concat_shuffles(g_, r_, cpu::kMaxConcatInputs, nhwc)) {
     for (int n : m.folded) folded_views_.insert(n);
     shuffle_folds_[m.cat] = m;
   }
-  for (const GroupSumMatch& m : match_group_sums(g_, r_, [this](int vid) { return is_nhwc(vid); })) {
+  for (const GroupSumMatch& m : match_group_sums(g_, r_, nhwc)) {
     if (m.cat_node >= 0 && shuffle_folds_.count(m.cat_node) != 0) continue;
     if (m.mul_node >= 0) gelu_pieces_.insert(m.mul_node);
     if (m.cat_node >= 0) gelu_pieces_.insert(m.cat_node);

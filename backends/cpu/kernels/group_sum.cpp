@@ -2,20 +2,10 @@
 // others added, each an inner loop over the channels that the compiler vectorizes.
 #include "backends/cpu/kernels/group_sum.h"
 
-#include "backends/cpu/kernels/pool_flags.h"
+#include "backends/cpu/kernels/row_bands.h"
 
 namespace tern::cpu {
 namespace {
-
-/// Output floats per pool task, so that a split pays for its dispatch.
-constexpr int64_t kFloatsPerTask = 16384;
-/// Sums of fewer output floats run on the caller's thread.
-constexpr int64_t kMinFloatsForPool = int64_t{1} << 17;
-
-struct Band {
-  const GroupSumProblem* p = nullptr;
-  int64_t rows_per_task = 1;  ///< pixels over all samples
-};
 
 void sum_rows(const GroupSumProblem& p, int64_t begin, int64_t end) {
   const int64_t c_n = p.channels;
@@ -53,29 +43,16 @@ void sum_rows(const GroupSumProblem& p, int64_t begin, int64_t end) {
   }
 }
 
-void sum_band(void* context, size_t i) {
-  const Band& b = *static_cast<const Band*>(context);
-  const int64_t rows = b.p->samples * b.p->pixels;
-  const int64_t begin = static_cast<int64_t>(i) * b.rows_per_task;
-  const int64_t end = begin + b.rows_per_task < rows ? begin + b.rows_per_task : rows;
-  sum_rows(*b.p, begin, end);
+/// sum_rows over rows [begin, end) of the GroupSumProblem `context`.
+void sum_range(const void* context, int64_t begin, int64_t end) {
+  sum_rows(*static_cast<const GroupSumProblem*>(context), begin, end);
 }
 
 }  // namespace
 
 void group_sum(const GroupSumProblem& p, pthreadpool_t pool) {
-  const int64_t rows = p.samples * p.pixels;
-  if (rows <= 0 || p.channels <= 0 || p.parts <= 0) return;
-  Band b;
-  b.p = &p;
-  b.rows_per_task = p.channels >= kFloatsPerTask ? 1 : kFloatsPerTask / p.channels;
-  const size_t tasks = static_cast<size_t>((rows + b.rows_per_task - 1) / b.rows_per_task);
-  if (pool == nullptr || tasks <= 1 || rows * p.channels < kMinFloatsForPool ||
-      pthreadpool_get_threads_count(pool) <= 1) {
-    sum_rows(p, 0, rows);
-    return;
-  }
-  pthreadpool_parallelize_1d(pool, &sum_band, &b, tasks, kPoolFlags);
+  if (p.parts <= 0) return;
+  detail::run_row_bands(pool, p.samples * p.pixels, p.channels, &sum_range, &p);
 }
 
 }  // namespace tern::cpu

@@ -131,7 +131,9 @@ void run_task(const Plan& plan, int64_t task) {
         if (args.last && (plan.activation != nullptr || p.multiplier != nullptr)) {
           // The tile is final and in L1: its activation and its multiplier now, row by row.
           const int64_t cols = min64(np * kPanelWidth, p.n - panel0 * kPanelWidth);
-          if (plan.activation != nullptr) plan.activation(args.c, r1 - r0, cols, p.ldc, p.activation_alpha);
+          if (plan.activation != nullptr) {
+            plan.activation(args.c, r1 - r0, cols, p.ldc, p.activation_alpha);
+          }
           if (p.multiplier != nullptr) {
             plan.multiply(args.c, p.multiplier + r0 * p.ldc + panel0 * kPanelWidth, r1 - r0, cols,
                           p.ldc);

@@ -29,12 +29,17 @@ void run_part(void* context, size_t part) {
   const int64_t r1 = split_point(rows, plan.parts, static_cast<int64_t>(part) + 1);
   if (plan.rows != nullptr) {
     plan.rows(p, r0, r1);
-    if (plan.act != nullptr) plan.act(p.y + r0 * p.out_w * p.out_c, 1, (r1 - r0) * p.out_w * p.out_c, 0, p.activation_alpha);
+    if (plan.act != nullptr) {
+      plan.act(p.y + r0 * p.out_w * p.out_c, 1, (r1 - r0) * p.out_w * p.out_c, 0,
+               p.activation_alpha);
+    }
     return;
   }
   for (int64_t r = r0; r < r1; ++r) {
     plan.row(p, r / p.out_h, r % p.out_h);
-    if (plan.act != nullptr) plan.act(p.y + r * p.out_w * p.out_c, 1, p.out_w * p.out_c, 0, p.activation_alpha);
+    if (plan.act != nullptr) {
+      plan.act(p.y + r * p.out_w * p.out_c, 1, p.out_w * p.out_c, 0, p.activation_alpha);
+    }
   }
 }
 

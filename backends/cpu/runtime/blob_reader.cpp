@@ -9,6 +9,7 @@
 #include "backends/cpu/kernels/quant_weight.h"
 #include "backends/cpu/runtime/blob_attention_check.h"
 #include "backends/cpu/runtime/blob_conv3d_check.h"
+#include "backends/cpu/runtime/blob_group_sum_check.h"
 #include "backends/cpu/runtime/blob_copy_checks.h"
 #include "backends/cpu/kernels/unary_math.h"
 #include "backends/cpu/runtime/blob_dynamic_checks.h"
@@ -27,6 +28,27 @@ Error check_unbounded(uint32_t n, const BlobNode& node) {
                              "(-inf, +inf)",
                              n, node_op_name(node.op), static_cast<double>(node.fparams[0]),
                              static_cast<double>(node.fparams[1]));
+  return Error::Ok;
+}
+
+Error check_params_range(uint32_t n, const BlobNode& node, uint32_t count, uint32_t min_from,
+                         uint32_t min_to) {
+  for (uint32_t i = 0; i < kNodeParams; ++i) {
+    const uint64_t p = node.params[i];
+    if (i >= count) {
+      TERN_CHECK_OR_RETURN_ERROR(p == 0, InvalidProgram,
+                                 "cpu blob: node %u (%s): unused parameter %u is %llu, expected 0",
+                                 n, node_op_name(node.op), i, static_cast<unsigned long long>(p));
+      continue;
+    }
+    TERN_CHECK_OR_RETURN_ERROR(p <= kMaxParam, InvalidProgram,
+                               "cpu blob: node %u (%s): parameter %u is %llu, above %llu", n,
+                               node_op_name(node.op), i, static_cast<unsigned long long>(p),
+                               static_cast<unsigned long long>(kMaxParam));
+    TERN_CHECK_OR_RETURN_ERROR(i < min_from || i >= min_to || p >= 1, InvalidProgram,
+                               "cpu blob: node %u (%s): parameter %u is 0, expected >= 1", n,
+                               node_op_name(node.op), i);
+  }
   return Error::Ok;
 }
 
@@ -340,27 +362,6 @@ Error check_window_output(uint32_t n, const BlobNode& node, const BlobValue* v, 
   return check_out_dims(n, node, v[node.output], out, 4);
 }
 
-
-Error check_params_range(uint32_t n, const BlobNode& node, uint32_t count, uint32_t min_from,
-                         uint32_t min_to) {
-  for (uint32_t i = 0; i < kNodeParams; ++i) {
-    const uint64_t p = node.params[i];
-    if (i >= count) {
-      TERN_CHECK_OR_RETURN_ERROR(p == 0, InvalidProgram,
-                                 "cpu blob: node %u (%s): unused parameter %u is %llu, expected 0",
-                                 n, op_name(node.op), i, static_cast<unsigned long long>(p));
-      continue;
-    }
-    TERN_CHECK_OR_RETURN_ERROR(p <= kMaxParam, InvalidProgram,
-                               "cpu blob: node %u (%s): parameter %u is %llu, above %llu", n,
-                               op_name(node.op), i, static_cast<unsigned long long>(p),
-                               static_cast<unsigned long long>(kMaxParam));
-    TERN_CHECK_OR_RETURN_ERROR(i < min_from || i >= min_to || p >= 1, InvalidProgram,
-                               "cpu blob: node %u (%s): parameter %u is 0, expected >= 1", n,
-                               op_name(node.op), i);
-  }
-  return Error::Ok;
-}
 
 /// A normalization node's eps (fparams[0] finite and > 0, fparams[1] 0) and its gamma and beta
 /// (inputs 1, 2) of x's last dim: LayerNorm and GroupNorm.
@@ -1005,53 +1006,6 @@ Error check_grouped_matmul(uint32_t n, const BlobNode& node, const BlobValue* v)
       n, node.inputs[2], static_cast<unsigned long long>(e));
   const uint64_t want[2] = {x.dims[0], cols};
   return check_out_dims(n, node, out, want, 2);
-}
-
-/// Op 48: 1 to 3 NHWC parts of whole groups of the output's C channels (same N, H, W), and the
-/// weight's element count when params[0] says there is one.
-Error check_group_sum(uint32_t n, const BlobNode& node, const BlobValue* v) {
-  TERN_RETURN_IF_ERROR(check_params_range(n, node, 1, 0, 0));
-  TERN_RETURN_IF_ERROR(check_unbounded(n, node));
-  const uint32_t weighted = node.params[0];
-  TERN_CHECK_OR_RETURN_ERROR(weighted <= 1, InvalidProgram,
-                             "cpu blob: node %u (group_sum): parameter 0 is %u, expected 0 (no "
-                             "weight) or 1",
-                             n, weighted);
-  const uint32_t parts = node.num_inputs - weighted;
-  TERN_CHECK_OR_RETURN_ERROR(parts >= 1 && parts <= 3, InvalidProgram,
-                             "cpu blob: node %u (group_sum): %u inputs with%s a weight: expected "
-                             "1 to 3 parts",
-                             n, node.num_inputs, weighted ? "" : "out");
-  const BlobValue& out = v[node.output];
-  TERN_CHECK_OR_RETURN_ERROR(out.rank == 4 && out.dims[3] >= 1, InvalidProgram,
-                             "cpu blob: node %u (group_sum): output value %u must be NHWC with "
-                             "channels, found rank %u",
-                             n, node.output, out.rank);
-  const uint64_t c = out.dims[3];
-  uint64_t grouped = 0;  // R * C: the parts' channels, each <= 2^31
-  for (uint32_t i = 0; i < parts; ++i) {
-    const BlobValue& x = v[node.inputs[i]];
-    TERN_CHECK_OR_RETURN_ERROR(
-        x.rank == 4 && x.dims[0] == out.dims[0] && x.dims[1] == out.dims[1] &&
-            x.dims[2] == out.dims[2] && x.dims[3] >= c && x.dims[3] % c == 0,
-        InvalidProgram,
-        "cpu blob: node %u (group_sum): part %u (value %u) must be [%llu, %llu, %llu, R * %llu], "
-        "found rank %u, last dim %llu",
-        n, i, node.inputs[i], static_cast<unsigned long long>(out.dims[0]),
-        static_cast<unsigned long long>(out.dims[1]), static_cast<unsigned long long>(out.dims[2]),
-        static_cast<unsigned long long>(c), x.rank,
-        static_cast<unsigned long long>(x.rank == 0 ? 0 : x.dims[x.rank - 1]));
-    grouped += x.dims[3];
-  }
-  if (weighted == 0) return Error::Ok;
-  const uint64_t want = out.dims[0] * grouped;  // <= 2^31 * 3 * 2^31: no overflow
-  const uint64_t have = value_numel(v[node.inputs[parts]]);
-  TERN_CHECK_OR_RETURN_ERROR(have == want, InvalidProgram,
-                             "cpu blob: node %u (group_sum): the weight (value %u) has %llu "
-                             "elements, expected N * R * C = %llu",
-                             n, node.inputs[parts], static_cast<unsigned long long>(have),
-                             static_cast<unsigned long long>(want));
-  return Error::Ok;
 }
 
 /// Op 27: the rank, extents and strides, the element count, and every read inside x.

@@ -44,6 +44,11 @@ const char* node_op_name(uint32_t op);
 /// the node.
 Error check_unbounded(uint32_t n, const BlobNode& node);
 
+/// Node `n`'s params: those from `count` on 0, the others at most kMaxParam, and those in
+/// [min_from, min_to) at least 1; else InvalidProgram naming the parameter.
+Error check_params_range(uint32_t n, const BlobNode& node, uint32_t count, uint32_t min_from,
+                         uint32_t min_to);
+
 /// `dims` as "[1, 56, 56, 64]" in buf (truncated to size); returns buf.
 const char* format_dims(const uint64_t* dims, uint32_t rank, char* buf, size_t size);
 

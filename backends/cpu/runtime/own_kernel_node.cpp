@@ -25,6 +25,7 @@
 #include "backends/cpu/kernels/select_where.h"
 #include "backends/cpu/kernels/strided_copy.h"
 #include "backends/cpu/kernels/winograd_conv.h"
+#include "runtime/kernels/util/float16_bits.h"
 #include "runtime/kernels/util/gelu_array.h"
 #include "backends/cpu/kernels/pool_flags.h"
 
@@ -59,13 +60,6 @@ void bind_conv_io(const BlobNode& node, float* const* addr, Problem* p) {
     p->y = addr[node.output];
     p->residual = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
   }
-}
-
-/// The f32 whose bits a node parameter holds (an activation's parameter).
-float f32_param(uint32_t bits) {
-  float f = 0.0f;
-  std::memcpy(&f, &bits, 4);
-  return f;
 }
 
 /// Fills what a direct and a Winograd conv problem share (ConvProblem, WinogradProblem) from
@@ -450,7 +444,7 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       p.residual = node.num_inputs == (gated ? 4u : 3u) ? addr[node.inputs[2]] : nullptr;
       p.multiplier = gated ? addr[node.inputs[node.num_inputs - 1]] : nullptr;
       p.activation = static_cast<GemmActivation>(node.params[2]);  // validated: 0..7
-      p.activation_alpha = f32_param(node.params[kFcActivationAlpha]);
+      p.activation_alpha = portable::bits_to_float(node.params[kFcActivationAlpha]);
       p.out_min = node.fparams[0];
       p.out_max = node.fparams[1];
       packed_gemm(p, pool);
@@ -466,7 +460,7 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       c.dilation_h = q[kDilationH];
       c.dilation_w = q[kDilationW];
       c.activation = static_cast<GemmActivation>(q[kPackedActivation]);  // validated: 0..7
-      c.activation_alpha = f32_param(q[kPackedActivationAlpha]);
+      c.activation_alpha = portable::bits_to_float(q[kPackedActivationAlpha]);
       c.groups = static_cast<int64_t>(conv_groups(q[kPackedGroups]));  // validated: divides C, O
       packed_conv_nhwc(c, pool);
       return Error::Ok;
@@ -492,7 +486,7 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
     case NodeOp::PackedWinogradConv2d: {
       WinogradProblem w = conv_problem<WinogradProblem>(plan, node, addr);
       w.activation = static_cast<GemmActivation>(node.params[kPackedActivation]);  // 0..7
-      w.activation_alpha = f32_param(node.params[kPackedActivationAlpha]);
+      w.activation_alpha = portable::bits_to_float(node.params[kPackedActivationAlpha]);
       winograd_conv_nhwc(w, scratch, pool);
       return Error::Ok;
     }
