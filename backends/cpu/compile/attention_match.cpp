@@ -23,14 +23,30 @@ class Matcher : public RegionIndex {
   bool match_at(int bmm_node, AttentionMatch* m) {
     const Node& pv = node(bmm_node);
     if (!is_bmm(pv)) return false;
-    const int p = pv.args[0];
-    m->v = pv.args[1];
-    m->out = pv.outputs[0];
     std::vector<int> nodes = {bmm_node};
-    // Backwards: [view back] <- softmax <- [add mask] <- [mul/div scalar] <- [view] <- bmm.
-    int x = p;
+    m->out = pv.outputs[0];
+    // bmm(s, v), or bmm(v, [view of] transpose(s)).
+    int x = pv.args[0];
+    m->v = pv.args[1];
+    m->transposed = false;
     int n = reader_made(x);
-    if (n < 0) return false;
+    if (n < 0 || !leads_to_softmax(n)) {
+      x = pv.args[1];
+      m->v = pv.args[0];
+      m->transposed = true;
+      n = reader_made(x);
+      if (n >= 0 && is_view(node(n))) {
+        nodes.push_back(n);
+        x = node(n).args[0];
+        n = reader_made(x);
+      }
+      if (n < 0 || !swaps_last_two(node(n))) return false;
+      nodes.push_back(n);
+      x = node(n).args[0];
+      n = reader_made(x);
+      if (n < 0) return false;
+    }
+    // Backwards: [view back] <- softmax <- [add mask] <- [mul/div scalar] <- [view] <- bmm.
     if (is_view(node(n))) {
       nodes.push_back(n);
       x = node(n).args[0];
@@ -57,7 +73,10 @@ class Matcher : public RegionIndex {
     }
     const int64_t heads = product(qs, 0, r - 2);
     const int64_t l = qs[r - 2], e = qs[r - 1], sk = ks[r - 1];
-    if (ks[r - 2] != e || vs[r - 2] != sk || os[r - 2] != l || os[r - 1] != vs[r - 1] ||
+    // The fused node's v [.., S, Ev] and output [.., L, Ev] (transposed: v's and out's last
+    // two dims swapped).
+    const size_t rows = m->transposed ? r - 1 : r - 2, cols = m->transposed ? r - 2 : r - 1;
+    if (ks[r - 2] != e || vs[rows] != sk || os[rows] != l || os[cols] != vs[cols] ||
         product(ks, 0, r - 2) != heads || product(vs, 0, r - 2) != heads ||
         sc[sc.size() - 2] != l || sc.back() != sk || product(sc, 0, sc.size() - 2) != heads ||
         sc.size() - 2 > 4) {
@@ -133,6 +152,48 @@ class Matcher : public RegionIndex {
   }
 
   const std::vector<int64_t>& sizes(int vid) const { return value(vid).sizes; }
+
+  /// Node `n` is the softmax, or a view of the softmax's output (the scores of the first
+  /// form's second product).
+  bool leads_to_softmax(int n) const {
+    if (is_view(node(n))) {
+      n = reader_made(node(n).args[0]);
+      if (n < 0) return false;
+    }
+    return node(n).op == "tern::softmax";
+  }
+
+  /// transpose(x, -2, -1) or a permute swapping the last two dims alone.
+  bool swaps_last_two(const Node& n) const {
+    if (n.outputs.size() != 1 || n.args.empty()) return false;
+    const int64_t r = static_cast<int64_t>(sizes(n.args[0]).size());
+    if (r < 2) return false;
+    auto dim = [&](int vid, int64_t* d) {
+      const Value& v = value(vid);
+      if (v.kind != Value::Kind::Int) return false;
+      *d = v.int_value < 0 ? v.int_value + r : v.int_value;
+      return true;
+    };
+    if (n.op == "tern::transpose" && n.args.size() == 3) {
+      int64_t a = 0, b = 0;
+      if (!dim(n.args[1], &a) || !dim(n.args[2], &b)) return false;
+      return std::min(a, b) == r - 2 && std::max(a, b) == r - 1;
+    }
+    if (n.op == "tern::permute" && n.args.size() == 2) {
+      const Value& p = value(n.args[1]);
+      if (p.kind != Value::Kind::IntList || static_cast<int64_t>(p.ints.size()) != r) {
+        return false;
+      }
+      for (int64_t i = 0; i < r; ++i) {
+        int64_t d = p.ints[static_cast<size_t>(i)];
+        if (d < 0) d += r;
+        const int64_t want = i == r - 2 ? r - 1 : i == r - 1 ? r - 2 : i;
+        if (d != want) return false;
+      }
+      return true;
+    }
+    return false;
+  }
 
   /// The region node making `vid` when `vid` is read once (by the pattern) and stays in the
   /// region; else -1.

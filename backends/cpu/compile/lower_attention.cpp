@@ -206,19 +206,22 @@ void Lowering::lower_sdpa(const Node& node) {
 uint32_t Lowering::untransposed_key(int kt) {
   auto it = lazy_.find(kt);
   if (it == lazy_.end() || ids_.count(kt) != 0) return cpu::kNoValue;
-  const size_t r = it->second.sizes.size();
-  std::vector<int64_t> perm(r);
-  for (size_t d = 0; d < r; ++d) perm[d] = static_cast<int64_t>(d);
-  std::swap(perm[r - 2], perm[r - 1]);
-  const StridedView k = permuted(it->second, perm);
-  const std::vector<uint64_t> dims(k.sizes.begin(), k.sizes.end());
-  const BlobValue& base = values_[k.base];
-  if (copy_plan(k, false).identity && base.rank >= 2 && base.dims[base.rank - 1] == dims[r - 1] &&
+  return in_place_or_copy(permuted(it->second, last_two_swapped(it->second.sizes.size())));
+}
+
+/// View `x` of rank r as a row-major operand of a node that reads its last two dims: the
+/// base's bytes when x is the whole base in order with the same last two dims (the node reads
+/// the base's batch dims as x's), else a copy into a new value of x's dims.
+uint32_t Lowering::in_place_or_copy(const StridedView& x) {
+  const size_t r = x.sizes.size();
+  const std::vector<uint64_t> dims(x.sizes.begin(), x.sizes.end());
+  const BlobValue& base = values_[x.base];
+  if (copy_plan(x, false).identity && base.rank >= 2 && base.dims[base.rank - 1] == dims[r - 1] &&
       base.dims[base.rank - 2] == dims[r - 2]) {
-    return k.base;  // the same bytes, and the node reads the base's last two dims as [S, E]
+    return x.base;
   }
   const uint32_t out = internal(dims);
-  emit_copy(k, false, out);
+  emit_copy(x, false, out);
   return out;
 }
 
@@ -230,7 +233,7 @@ void Lowering::lower_eager_attention(const AttentionMatch& m) {
   uint32_t k = untransposed_key(m.kt);
   const bool k_transposed = k == cpu::kNoValue;
   if (k_transposed) k = activation(m.kt);
-  const uint32_t v = activation(m.v);
+  const uint32_t v = m.transposed ? transposed_copy(m.v) : activation(m.v);
   const std::vector<int64_t>& scores = m.scores_dims;
   uint32_t mask = cpu::kNoValue;
   int64_t causal = 0;
@@ -255,7 +258,34 @@ void Lowering::lower_eager_attention(const AttentionMatch& m) {
       }
     }
   }
-  add_attention(q, k, k_transposed, v, mask, scores, m.scale, causal, true, output(m.out));
+  if (!m.transposed) {
+    add_attention(q, k, k_transposed, v, mask, scores, m.scale, causal, true, output(m.out));
+    return;
+  }
+  // bmm(v, sᵀ): the node's output o [.., L, Ev], and m.out [.., Ev, L] a pending transpose of
+  // it (copied where a reader needs its bytes, or composed with the views after it: LeViT's
+  // heads back into NHWC channels).
+  std::vector<int64_t> dims = g_.values[static_cast<size_t>(m.out)].sizes;
+  std::swap(dims[dims.size() - 2], dims[dims.size() - 1]);
+  const uint32_t o = internal(std::vector<uint64_t>(dims.begin(), dims.end()));
+  add_attention(q, k, k_transposed, v, mask, scores, m.scale, causal, true, o);
+  lazy_[m.out] = permuted(whole_value(o, dims, false), last_two_swapped(dims.size()));
+}
+
+/// The permutation of `rank` dims that swaps the last two.
+std::vector<int64_t> Lowering::last_two_swapped(size_t rank) {
+  std::vector<int64_t> perm(rank);
+  for (size_t d = 0; d < rank; ++d) perm[d] = static_cast<int64_t>(d);
+  std::swap(perm[rank - 2], perm[rank - 1]);
+  return perm;
+}
+
+/// `x` [.., A, B] transposed into a row-major blob value [.., B, A]: x's bytes in place when
+/// x is a pending transpose of a whole value in order, else one copy (of runs of A floats
+/// when x is such a transpose of a strided view).
+uint32_t Lowering::transposed_copy(int x) {
+  const size_t rank = g_.values[static_cast<size_t>(x)].sizes.size();
+  return in_place_or_copy(permuted(view_of(x), last_two_swapped(rank)));
 }
 
 }  // namespace tern::compiler::cpu_compile::lowering

@@ -274,6 +274,9 @@ class Lowering {
   void lower_sdpa(const Node& node);
   uint32_t untransposed_key(int kt);
   void lower_eager_attention(const AttentionMatch& m);
+  static std::vector<int64_t> last_two_swapped(size_t rank);
+  uint32_t transposed_copy(int x);
+  uint32_t in_place_or_copy(const StridedView& x);
 
   // lower_elementwise.cpp: binaries, selects, reductions, norms, pools
   void lower_binary(const Node& node);

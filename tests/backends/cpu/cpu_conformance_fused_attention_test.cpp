@@ -2,9 +2,9 @@
 // cpu_conformance_util.h): attention written out as Hugging Face's eager attention writes it
 // (Whisper: bmm of q and a transposed key, softmax, bmm; GPT-2: a 4-D view, a scale, a constant
 // causal mask of the f32 minimum; BERT: an additive mask made from an input; a division by
-// sqrt(d)) becomes one node whose blob says how it reads k, the mask and the causal limit; what
-// stays unfused; a row whose mask hides every key gives NaN as softmax does; and what the reader
-// checks in op 32.
+// sqrt(d); LeViT's v · pᵀ, the transposed second product) becomes one node whose blob says how
+// it reads k, the mask and the causal limit; what stays unfused; a row whose mask hides every
+// key gives NaN as softmax does; and what the reader checks in op 32.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -109,6 +109,46 @@ std::vector<float> causal_minimum_mask(int64_t t) {
   return m;
 }
 
+/// tern::split of `v` (sizes `vs`) along `dim` into pieces of `parts` sizes: the node's outputs.
+std::vector<int> split(GraphBuilder& b, int v, const std::vector<int64_t>& vs,
+                       const std::vector<int64_t>& parts, int64_t dim) {
+  std::vector<int64_t> piece = vs;
+  piece[static_cast<size_t>(dim)] = parts[0];
+  const int first =
+      b.op("tern::split", {v, b.int_list(parts), b.int_value(dim)}, DType::F32, piece);
+  for (size_t i = 1; i < parts.size(); ++i) {
+    compiler::Value out = b.graph().values[static_cast<size_t>(first)];
+    out.sizes[static_cast<size_t>(dim)] = parts[i];
+    b.graph().values.push_back(out);
+    b.graph().nodes.back().outputs.push_back(static_cast<int>(b.graph().values.size()) - 1);
+  }
+  return b.graph().nodes.back().outputs;
+}
+
+/// LeViT's conv-mode attention on x [1, c, r, r] with h heads of key dim kd and value dim vd:
+/// a 1x1 conv to the heads' q, k, v channels, viewed [1, h, 2 kd + vd, r²] and split;
+/// (qᵀ · k) · scale + a learned bias [h, r², r²], softmax, then v · pᵀ [h, vd, r²] viewed back
+/// into channels, hardswish and the 1x1 projection.
+void levit_attention(GraphBuilder& b, int64_t c, int64_t r, int64_t h, int64_t kd, int64_t vd) {
+  const int64_t n = r * r, per_head = 2 * kd + vd;
+  const int x = b.input("x", DType::F32, {1, c, r, r});
+  const int qkv =
+      conv(b, x, {1, c, r, r}, h * per_head, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 3);
+  const int heads = view(b, qkv, {1, h, per_head, n});
+  const std::vector<int> parts = split(b, heads, {1, h, per_head, n}, {kd, kd, vd}, 2);
+  const int q = view(b, transpose(b, parts[0], {1, h, kd, n}, 2, 3), {h, n, kd});
+  const int s = view(b, bmm(b, q, view(b, parts[1], {h, kd, n}), {h, n, kd}, n), {1, h, n, n});
+  const int scaled = b.op("tern::mul", {s, b.double_value(0.35)}, DType::F32, {1, h, n, n});
+  const int bias = constant(b, "attention_bias", {h, n, n}, 5, 2.0f);
+  const int p = softmax(b, b.op("tern::add", {scaled, bias}, DType::F32, {1, h, n, n}),
+                        {1, h, n, n});
+  const int pt = view(b, transpose(b, p, {1, h, n, n}, 2, 3), {h, n, n});
+  const int o = b.op("tern::bmm", {view(b, parts[2], {h, vd, n}), pt}, DType::F32, {h, vd, n});
+  const int back = view(b, view(b, o, {1, h, vd, n}), {1, h * vd, r, r});
+  const int act = b.op("tern::hardswish", {back}, DType::F32, {1, h * vd, r, r});
+  b.output(conv(b, act, {1, h * vd, r, r}, c, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 9));
+}
+
 std::vector<OpCase> cases() {
   std::vector<OpCase> c;
   OpCase whisper = {"whisper_encoder_attention",
@@ -196,6 +236,59 @@ std::vector<OpCase> cases() {
                  b.output(bmm(b, softmax(b, s, {1, t, t}), v, {1, t, t}, e));
                },
                1e-10});
+  // The transposed second product (bmm(v, pᵀ)): LeViT's heads from a conv's channels, the
+  // output viewed back into channels; a sequence long enough for several row blocks.
+  OpCase levit = {"levit_conv_attention",
+                  [](GraphBuilder& b) { levit_attention(b, 24, 6, 2, 8, 16); }, 1e-10};
+  levit.check_blob = [](const std::vector<uint8_t>& blob) {
+    const cpu::BlobNode n = attention_node(blob);
+    EXPECT_EQ(n.num_inputs, 4u);  // q, k, v and the bias
+    EXPECT_EQ(n.params[cpu::kAttentionFlags], cpu::kAttentionEmptyRowsNan);
+    EXPECT_EQ(n.fparams[0], 0.35f);
+  };
+  c.push_back(levit);
+  c.push_back({"levit_conv_attention_long",
+               [](GraphBuilder& b) { levit_attention(b, 16, 24, 2, 16, 32); }, 1e-10});
+  // The transposed form with plain inputs, L != S, a permute for the transpose, and the
+  // output [h, ev, L] a region output (its pending transpose copied at the end).
+  OpCase vpt = {"v_times_transposed_scores",
+                [](GraphBuilder& b) {
+                  const int64_t h = 3, l = 7, sk = 11, e = 5, ev = 6;
+                  const int q = b.input("q", DType::F32, {h, l, e});
+                  const int kt = b.input("kt", DType::F32, {h, e, sk});
+                  const int v = b.input("v", DType::F32, {h, ev, sk});
+                  const int p = softmax(b, bmm(b, q, kt, {h, l, e}, sk), {h, l, sk});
+                  const int pt = b.op("tern::permute", {p, b.int_list({0, 2, 1})}, DType::F32,
+                                      {h, sk, l});
+                  b.output(b.op("tern::bmm", {v, pt}, DType::F32, {h, ev, l}));
+                },
+                1e-10};
+  vpt.check_blob = [](const std::vector<uint8_t>& blob) {
+    const cpu::BlobNode n = attention_node(blob);
+    EXPECT_EQ(n.num_inputs, 3u);
+    EXPECT_EQ(n.params[cpu::kAttentionFlags],
+              cpu::kAttentionKTransposed | cpu::kAttentionEmptyRowsNan);
+  };
+  c.push_back(vpt);
+  // The transposed scores also leave the region: nothing fuses.
+  OpCase vpt_twice = {"transposed_scores_read_twice_stay_unfused",
+                      [](GraphBuilder& b) {
+                        const int64_t h = 2, t = 6, e = 4;
+                        const int q = b.input("q", DType::F32, {h, t, e});
+                        const int kt = b.input("kt", DType::F32, {h, e, t});
+                        const int v = b.input("v", DType::F32, {h, e, t});
+                        const int p = softmax(b, bmm(b, q, kt, {h, t, e}, t), {h, t, t});
+                        const int pt = transpose(b, p, {h, t, t}, 1, 2);
+                        b.output(b.op("tern::bmm", {v, pt}, DType::F32, {h, e, t}));
+                        b.output(pt);
+                      },
+                      1e-10};
+  vpt_twice.check_blob = [](const std::vector<uint8_t>& blob) {
+    const std::vector<uint32_t> ops = blob_ops(blob);
+    EXPECT_EQ(count(ops, kAttentionOp), 0u);
+    EXPECT_EQ(count(ops, kMatMulOp), 2u);
+  };
+  c.push_back(vpt_twice);
   // The scores also leave the region: nothing fuses (two products and a softmax remain).
   OpCase read_twice = {"scores_read_twice_stay_unfused",
                        [](GraphBuilder& b) {
