@@ -114,6 +114,23 @@ class LinearBn(nn.Module):
         return self.bn(self.fc(x))
 
 
+class LinearNormTokens(nn.Module):
+    """LeViT's LinearNorm: a linear over tokens [B, N, C], BatchNorm1d over its output
+    features on the tokens flattened to [B * N, C], reshaped back (a second batch norm over
+    dim 1 of a 3-D input: its channels are not the linear's features, so it stays)."""
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(12, 6, bias=False)
+        self.bn = nn.BatchNorm1d(6)
+        self.fc2 = nn.Linear(6, 4)
+        self.bn2 = nn.BatchNorm1d(5)
+
+    def forward(self, x):
+        y = self.fc(x)
+        y = self.bn(y.flatten(0, 1)).reshape_as(y)
+        return self.bn2(self.fc2(y))
+
+
 class MultiIO(nn.Module):
     def forward(self, x, y):
         return {"sum": x + y, "pair": (x * y, x - y), "last": [F.relu(x)]}
@@ -216,6 +233,16 @@ def test_linear_bn_folded():
     result, (got,) = export_and_run(m, (x,), "linearbn")
     assert result.ops == {"tern::linear": 1}, result.ops
     assert_close(got, m(x))
+
+
+def test_linear_bn_over_flattened_tokens_folded():
+    m = calibrated(LinearNormTokens(), (2, 5, 12))
+    x = torch.randn(2, 5, 12)
+    result, (got,) = export_and_run(m, (x,), "linearbn_tokens")
+    # bn folds into fc through the views; bn2 (over the 5 tokens of a [2, 5, 4] input) stays.
+    assert result.ops.get("tern::batch_norm") == 1, result.ops
+    assert result.ops.get("tern::linear") == 2, result.ops
+    assert_close(got, m(x), rtol=1e-5)
 
 
 def test_multiple_inputs_and_dict_outputs():

@@ -94,6 +94,45 @@ def _map(x, fn):
     return fn(x)
 
 
+def _shape(node):
+    """A node's output shape from its metadata (torch.export's "val", make_fx's
+    "tensor_meta"), or None."""
+    if not isinstance(node, torch.fx.Node):
+        return None
+    for key in ("val", "tensor_meta"):
+        shape = getattr(node.meta.get(key), "shape", None)
+        if shape is not None:
+            return tuple(int(d) for d in shape)
+    return None
+
+
+def _last_dim(node):
+    shape = _shape(node)
+    return shape[-1] if shape else None
+
+
+def _through_channel_views(x):
+    """The node a batch norm's input `x` comes from through views that keep the last dim, when
+    the batch norm's channels are that last dim (a 2-D input [rows, C]): a linear's output
+    flattened for BatchNorm1d (LeViT's LinearNorm: linear -> flatten(0, 1) -> bn -> reshape),
+    whose channels are the linear's output features. Else x itself. Each view read once."""
+    if not isinstance(x, torch.fx.Node) or x.target not in ops_table.VIEW_OPS:
+        return x
+    shape = _shape(x)
+    if shape is None or len(shape) != 2:
+        return x
+    c = shape[-1]
+    src = x
+    while (isinstance(src, torch.fx.Node) and src.op == "call_function"
+           and src.target in ops_table.VIEW_OPS and len(src.users) == 1
+           and _last_dim(src) == c):
+        src = src.args[0]
+    if not isinstance(src, torch.fx.Node) or src.target not in (
+            torch.ops.aten.mm.default, torch.ops.aten.addmm.default) or _last_dim(src) != c:
+        return x
+    return src
+
+
 class Lowerer:
     """Lowers one captured graph into `mb` (a MethodBuilder)."""
 
@@ -218,7 +257,7 @@ class Lowerer:
                 continue
             if n.target is ops_table.NATIVE_BN and n.args[5]:
                 continue  # training-mode batch norm: reported by its handler
-            src = n.args[0]
+            src = _through_channel_views(n.args[0])
             if not isinstance(src, torch.fx.Node) or src.op != "call_function":
                 continue
             if src.target not in ops_table.BN_FOLDABLE or len(src.users) != 1:

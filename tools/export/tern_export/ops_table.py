@@ -917,6 +917,7 @@ _VIEWS = ["view.default", "_unsafe_view.default", "_reshape_alias.default", "res
           "view_copy.default", "squeeze.default", "squeeze.dim", "squeeze.dims",
           "unsqueeze.default", "flatten.using_ints", "squeeze_copy.dim", "squeeze_copy.dims",
           "unsqueeze_copy.default"]
+VIEW_OPS = set(_overloads(_VIEWS))
 
 
 @handles(*_VIEWS)
