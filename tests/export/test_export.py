@@ -131,6 +131,23 @@ class LinearNormTokens(nn.Module):
         return self.bn2(self.fc2(y))
 
 
+class LinearNormBmm(nn.Module):
+    """LinearNorm whose linear is x @ W by a parameter expanded to a batch of one (the bmm
+    the exporter makes a linear, as LeViT's reach it), and a batch norm straight after a bmm
+    of the same kind, over its tokens (dim 1 of [1, 5, 6]): that one stays."""
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(12, 6) * 0.3)
+        self.bn = nn.BatchNorm1d(6)
+        self.w2 = nn.Parameter(torch.randn(6, 6) * 0.3)
+        self.bn2 = nn.BatchNorm1d(5)
+
+    def forward(self, x):
+        y = torch.bmm(x, self.w.unsqueeze(0))
+        y = self.bn(y.flatten(0, 1)).reshape_as(y)
+        return self.bn2(torch.bmm(y, self.w2.unsqueeze(0)))
+
+
 class MultiIO(nn.Module):
     def forward(self, x, y):
         return {"sum": x + y, "pair": (x * y, x - y), "last": [F.relu(x)]}
@@ -240,6 +257,12 @@ def test_linear_bn_over_flattened_tokens_folded():
     x = torch.randn(2, 5, 12)
     result, (got,) = export_and_run(m, (x,), "linearbn_tokens")
     # bn folds into fc through the views; bn2 (over the 5 tokens of a [2, 5, 4] input) stays.
+    assert result.ops.get("tern::batch_norm") == 1, result.ops
+    assert result.ops.get("tern::linear") == 2, result.ops
+    assert_close(got, m(x), rtol=1e-5)
+    m = calibrated(LinearNormBmm(), (1, 5, 12))
+    x = torch.randn(1, 5, 12)
+    result, (got,) = export_and_run(m, (x,), "linearbn_bmm")
     assert result.ops.get("tern::batch_norm") == 1, result.ops
     assert result.ops.get("tern::linear") == 2, result.ops
     assert_close(got, m(x), rtol=1e-5)

@@ -111,25 +111,29 @@ def _last_dim(node):
     return shape[-1] if shape else None
 
 
+_PRODUCTS = (torch.ops.aten.mm.default, torch.ops.aten.addmm.default, torch.ops.aten.bmm.default)
+
+
 def _through_channel_views(x):
-    """The node a batch norm's input `x` comes from through views that keep the last dim, when
-    the batch norm's channels are that last dim (a 2-D input [rows, C]): a linear's output
-    flattened for BatchNorm1d (LeViT's LinearNorm: linear -> flatten(0, 1) -> bn -> reshape),
-    whose channels are the linear's output features. Else x itself. Each view read once."""
-    if not isinstance(x, torch.fx.Node) or x.target not in ops_table.VIEW_OPS:
-        return x
+    """The product a batch norm's input `x` comes from through views that keep the last dim,
+    when the batch norm's channels are that last dim (a 2-D input [rows, C]): a linear's output
+    flattened for BatchNorm1d (LeViT's LinearNorm: linear -> flatten(0, 1) -> bn -> reshape;
+    the linear an mm, addmm or a bmm by an expanded weight), whose channels are the product's
+    output features. None when x is no such view. The product and each view read once."""
+    if x.target not in ops_table.VIEW_OPS:
+        return None
     shape = _shape(x)
     if shape is None or len(shape) != 2:
-        return x
+        return None
     c = shape[-1]
     src = x
     while (isinstance(src, torch.fx.Node) and src.op == "call_function"
            and src.target in ops_table.VIEW_OPS and len(src.users) == 1
            and _last_dim(src) == c):
         src = src.args[0]
-    if not isinstance(src, torch.fx.Node) or src.target not in (
-            torch.ops.aten.mm.default, torch.ops.aten.addmm.default) or _last_dim(src) != c:
-        return x
+    if (not isinstance(src, torch.fx.Node) or src.op != "call_function"
+            or src.target not in _PRODUCTS or len(src.users) != 1 or _last_dim(src) != c):
+        return None
     return src
 
 
@@ -257,8 +261,12 @@ class Lowerer:
                 continue
             if n.target is ops_table.NATIVE_BN and n.args[5]:
                 continue  # training-mode batch norm: reported by its handler
-            src = _through_channel_views(n.args[0])
+            src = n.args[0]
             if not isinstance(src, torch.fx.Node) or src.op != "call_function":
+                continue
+            through_views = _through_channel_views(src)
+            if through_views is not None:
+                self.bn_folds[through_views] = n
                 continue
             if src.target not in ops_table.BN_FOLDABLE or len(src.users) != 1:
                 continue
