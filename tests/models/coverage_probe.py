@@ -753,7 +753,6 @@ TIMM = {
     "timm_inception_v4": timm_model("inception_v4"),
     "timm_lcnetv2_small": timm_model("lcnetv2_small"),
     "timm_levit_128s": timm_model("levit_128s"),
-    "timm_levit_conv_128s": timm_model("levit_conv_128s"),
     "timm_lowformer_b0": timm_model("lowformer_b0"),
     "timm_mambaout_femto": timm_model("mambaout_femto"),
     "timm_maxvit_pico_rw_256": timm_model("maxvit_pico_rw_256"),
