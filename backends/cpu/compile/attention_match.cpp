@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backends/cpu/compile/index_map_ops.h"
 #include "backends/cpu/compile/node_attrs.h"
 #include "backends/cpu/compile/region_index.h"
 
@@ -163,36 +164,12 @@ class Matcher : public RegionIndex {
     return node(n).op == "tern::softmax";
   }
 
-  /// transpose(x, -2, -1) or a permute swapping the last two dims alone.
+  /// transpose(x, -2, -1) or a permute swapping the last two dims alone (the region's
+  /// index-map nodes passed check_index_map when the backend took them).
   bool swaps_last_two(const Node& n) const {
     if (n.outputs.size() != 1 || n.args.empty()) return false;
-    const int64_t r = static_cast<int64_t>(sizes(n.args[0]).size());
-    if (r < 2) return false;
-    auto dim = [&](int vid, int64_t* d) {
-      const Value& v = value(vid);
-      if (v.kind != Value::Kind::Int) return false;
-      *d = v.int_value < 0 ? v.int_value + r : v.int_value;
-      return true;
-    };
-    if (n.op == "tern::transpose" && n.args.size() == 3) {
-      int64_t a = 0, b = 0;
-      if (!dim(n.args[1], &a) || !dim(n.args[2], &b)) return false;
-      return std::min(a, b) == r - 2 && std::max(a, b) == r - 1;
-    }
-    if (n.op == "tern::permute" && n.args.size() == 2) {
-      const Value& p = value(n.args[1]);
-      if (p.kind != Value::Kind::IntList || static_cast<int64_t>(p.ints.size()) != r) {
-        return false;
-      }
-      for (int64_t i = 0; i < r; ++i) {
-        int64_t d = p.ints[static_cast<size_t>(i)];
-        if (d < 0) d += r;
-        const int64_t want = i == r - 2 ? r - 1 : i == r - 1 ? r - 2 : i;
-        if (d != want) return false;
-      }
-      return true;
-    }
-    return false;
+    const size_t r = sizes(n.args[0]).size();
+    return r >= 2 && index_map_permutation(g_, n, r) == swapped_dims(r, r - 2, r - 1);
   }
 
   /// The region node making `vid` when `vid` is read once (by the pattern) and stays in the

@@ -33,22 +33,8 @@ Mapped map_node(const Graph& g, const Node& node, const StridedView& x) {
   Mapped m;
   if (op == "tern::clone") {
     m.outs.push_back(x);
-  } else if (op == "tern::transpose") {
-    if (node.args.size() != 3) throw Unsupported("transpose: expected 3 arguments");
-    const size_t a = wrap_dim(g, node.args[1], rank, "dim0");
-    const size_t b = wrap_dim(g, node.args[2], rank, "dim1");
-    std::vector<int64_t> perm(rank);
-    for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(i);
-    std::swap(perm[a], perm[b]);
-    m.outs.push_back(permuted(x, perm));
-  } else if (op == "tern::permute") {
-    const std::vector<int64_t> perm = permute_dims(g, node);
-    std::vector<int64_t> seen = perm;
-    std::sort(seen.begin(), seen.end());
-    for (size_t i = 0; i < rank; ++i) {
-      if (seen[i] != static_cast<int64_t>(i)) throw Unsupported("permute: not a permutation");
-    }
-    m.outs.push_back(permuted(x, perm));
+  } else if (op == "tern::transpose" || op == "tern::permute") {
+    m.outs.push_back(permuted(x, index_map_permutation(g, node, rank)));
   } else if (op == "tern::slice") {
     if (node.args.size() != 5) throw Unsupported("slice: expected 5 arguments");
     const size_t dim = wrap_dim(g, node.args[1], rank, "dim");
@@ -143,6 +129,22 @@ Mapped map_node(const Graph& g, const Node& node, const StridedView& x) {
 }
 
 }  // namespace
+
+std::vector<int64_t> index_map_permutation(const Graph& g, const Node& node, size_t rank) {
+  if (node.op == "tern::transpose") {
+    if (node.args.size() != 3) throw Unsupported("transpose: expected 3 arguments");
+    return swapped_dims(rank, wrap_dim(g, node.args[1], rank, "dim0"),
+                        wrap_dim(g, node.args[2], rank, "dim1"));
+  }
+  if (node.op != "tern::permute") return {};
+  const std::vector<int64_t> perm = permute_dims(g, node);
+  std::vector<int64_t> seen = perm;
+  std::sort(seen.begin(), seen.end());
+  for (size_t i = 0; i < rank; ++i) {
+    if (seen[i] != static_cast<int64_t>(i)) throw Unsupported("permute: not a permutation");
+  }
+  return perm;
+}
 
 bool is_index_map_op(const std::string& op) {
   return op == "tern::transpose" || op == "tern::permute" || op == "tern::slice" ||

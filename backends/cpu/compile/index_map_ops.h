@@ -20,6 +20,10 @@ bool is_index_map_op(const std::string& op);
 /// output's sizes against what they give; no empty output). Throws Unsupported.
 void check_index_map(const Graph& g, const Node& node);
 
+/// The permutation a transpose or permute node applies (perm[i]: the input dim of output dim
+/// i), dims wrapped; empty for any other op. Throws Unsupported on a malformed node.
+std::vector<int64_t> index_map_permutation(const Graph& g, const Node& node, size_t rank);
+
 /// The views of the node's outputs (one per output; split gives several) for input view `x`
 /// (the node must pass check_index_map).
 std::vector<StridedView> apply_index_map(const Graph& g, const Node& node, const StridedView& x);

@@ -34,9 +34,7 @@ bool Lowering::softmax_over_inner_dim(const Node& node) {
 void Lowering::lower_softmax_moved(const Node& node, size_t dim) {
   const int y = node.outputs[0];
   const std::vector<int64_t>& s = g_.values[static_cast<size_t>(node.args[0])].sizes;
-  std::vector<int64_t> perm(s.size());
-  for (size_t d = 0; d < s.size(); ++d) perm[d] = static_cast<int64_t>(d);
-  std::swap(perm[dim], perm.back());  // its own inverse
+  const std::vector<int64_t> perm = swapped_dims(s.size(), dim, s.size() - 1);  // self-inverse
   std::vector<int64_t> moved;
   for (int64_t p : perm) moved.push_back(s[static_cast<size_t>(p)]);
   const std::vector<uint64_t> dims(moved.begin(), moved.end());
@@ -206,7 +204,7 @@ void Lowering::lower_sdpa(const Node& node) {
 uint32_t Lowering::untransposed_key(int kt) {
   auto it = lazy_.find(kt);
   if (it == lazy_.end() || ids_.count(kt) != 0) return cpu::kNoValue;
-  return in_place_or_copy(permuted(it->second, last_two_swapped(it->second.sizes.size())));
+  return in_place_or_copy(last_two_transposed(it->second));
 }
 
 /// View `x` of rank r as a row-major operand of a node that reads its last two dims: the
@@ -269,23 +267,14 @@ void Lowering::lower_eager_attention(const AttentionMatch& m) {
   std::swap(dims[dims.size() - 2], dims[dims.size() - 1]);
   const uint32_t o = internal(std::vector<uint64_t>(dims.begin(), dims.end()));
   add_attention(q, k, k_transposed, v, mask, scores, m.scale, causal, true, o);
-  lazy_[m.out] = permuted(whole_value(o, dims, false), last_two_swapped(dims.size()));
-}
-
-/// The permutation of `rank` dims that swaps the last two.
-std::vector<int64_t> Lowering::last_two_swapped(size_t rank) {
-  std::vector<int64_t> perm(rank);
-  for (size_t d = 0; d < rank; ++d) perm[d] = static_cast<int64_t>(d);
-  std::swap(perm[rank - 2], perm[rank - 1]);
-  return perm;
+  lazy_[m.out] = last_two_transposed(whole_value(o, dims, false));
 }
 
 /// `x` [.., A, B] transposed into a row-major blob value [.., B, A]: x's bytes in place when
 /// x is a pending transpose of a whole value in order, else one copy (of runs of A floats
 /// when x is such a transpose of a strided view).
 uint32_t Lowering::transposed_copy(int x) {
-  const size_t rank = g_.values[static_cast<size_t>(x)].sizes.size();
-  return in_place_or_copy(permuted(view_of(x), last_two_swapped(rank)));
+  return in_place_or_copy(last_two_transposed(view_of(x)));
 }
 
 }  // namespace tern::compiler::cpu_compile::lowering

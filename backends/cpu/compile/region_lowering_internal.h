@@ -274,7 +274,6 @@ class Lowering {
   void lower_sdpa(const Node& node);
   uint32_t untransposed_key(int kt);
   void lower_eager_attention(const AttentionMatch& m);
-  static std::vector<int64_t> last_two_swapped(size_t rank);
   uint32_t transposed_copy(int x);
   uint32_t in_place_or_copy(const StridedView& x);
 

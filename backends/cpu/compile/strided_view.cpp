@@ -1,5 +1,7 @@
 #include "backends/cpu/compile/strided_view.h"
 
+#include <utility>
+
 namespace tern::compiler::cpu_compile {
 
 StridedView whole_value(uint32_t base, const std::vector<int64_t>& sizes, bool nhwc) {
@@ -36,6 +38,18 @@ StridedView permuted(const StridedView& v, const std::vector<int64_t>& perm) {
     out.strides[i] = v.strides[static_cast<size_t>(perm[i])];
   }
   return out;
+}
+
+std::vector<int64_t> swapped_dims(size_t rank, size_t a, size_t b) {
+  std::vector<int64_t> perm(rank);
+  for (size_t d = 0; d < rank; ++d) perm[d] = static_cast<int64_t>(d);
+  std::swap(perm[a], perm[b]);
+  return perm;
+}
+
+StridedView last_two_transposed(const StridedView& v) {
+  const size_t r = v.sizes.size();
+  return permuted(v, swapped_dims(r, r - 2, r - 1));
 }
 
 StridedView sliced(const StridedView& v, size_t dim, int64_t start, int64_t step, int64_t size) {

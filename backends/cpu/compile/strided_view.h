@@ -24,6 +24,10 @@ struct StridedView {
 StridedView whole_value(uint32_t base, const std::vector<int64_t>& sizes, bool nhwc);
 /// permute(v, perm) (perm[i]: the input dim of output dim i).
 StridedView permuted(const StridedView& v, const std::vector<int64_t>& perm);
+/// The permutation of `rank` dims that swaps dims a and b (a transpose; its own inverse).
+std::vector<int64_t> swapped_dims(size_t rank, size_t a, size_t b);
+/// v with its last two dims swapped (rank >= 2).
+StridedView last_two_transposed(const StridedView& v);
 /// v's `dim` from `start` in steps of `step`, `size` elements.
 StridedView sliced(const StridedView& v, size_t dim, int64_t start, int64_t step, int64_t size);
 /// v's `dim` in reverse order (its stride negated, index 0 its last element).

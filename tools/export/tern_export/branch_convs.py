@@ -31,6 +31,7 @@ import operator
 import torch
 
 from .gqa import _is
+from .node_meta import node_shape
 from .ops_table import BN_OPS, NATIVE_BN
 
 _ADD = ("add.Tensor",)
@@ -230,13 +231,8 @@ class _Folder:
 
     @staticmethod
     def channels(n):
-        v = n.meta.get("val") if hasattr(n, "meta") else None
-        if v is None:
-            tm = n.meta.get("tensor_meta") if hasattr(n, "meta") else None
-            shape = getattr(tm, "shape", None)
-        else:
-            shape = getattr(v, "shape", None)
-        return int(shape[1]) if shape is not None and len(shape) == 4 else -1
+        shape = node_shape(n)
+        return shape[1] if shape is not None and len(shape) == 4 else -1
 
     def conv_term(self, n, x):
         args = list(n.args)

@@ -20,6 +20,7 @@ from . import (branch_convs, clamp_affine, complex_ops, erf_gelu, gqa, high_rank
                ops_table, row_views, star_relu)
 from .complex_ops import CVal
 from .errors import ExportError, Unsupported, UnsupportedOpError
+from .node_meta import node_shape
 from .graph_writer import tern_dtype
 from .values import POISON, Const, Multi, Poison, TVal, Unavailable
 
@@ -94,20 +95,8 @@ def _map(x, fn):
     return fn(x)
 
 
-def _shape(node):
-    """A node's output shape from its metadata (torch.export's "val", make_fx's
-    "tensor_meta"), or None."""
-    if not isinstance(node, torch.fx.Node):
-        return None
-    for key in ("val", "tensor_meta"):
-        shape = getattr(node.meta.get(key), "shape", None)
-        if shape is not None:
-            return tuple(int(d) for d in shape)
-    return None
-
-
 def _last_dim(node):
-    shape = _shape(node)
+    shape = node_shape(node)
     return shape[-1] if shape else None
 
 
@@ -122,7 +111,7 @@ def _through_channel_views(x):
     output features. None when x is no such view. The product and each view read once."""
     if x.target not in ops_table.VIEW_OPS:
         return None
-    shape = _shape(x)
+    shape = node_shape(x)
     if shape is None or len(shape) != 2:
         return None
     c = shape[-1]
