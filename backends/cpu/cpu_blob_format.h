@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 27;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 28;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
                                       // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
                                       // 7: ops 23-24 quantized weights, op 25 LayerNorm;
@@ -59,7 +59,8 @@ constexpr uint32_t kBlobVersion = 27;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // 26: op 48 GroupSum; 27: the
                                       // leaky ReLU activation (7) of
                                       // ops 17-19 with its slope,
-                                      // op 19's activation
+                                      // op 19's activation; 28: op 49
+                                      // ChannelMix
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -538,10 +539,22 @@ enum class NodeOp : uint32_t {
   /// (-inf, +inf). Output [N, H, W, C]: the sum over the parts' groups of C channels, in order,
   /// each times its weight row (group g of sample n: weight[n, g C .. (g + 1) C)).
   GroupSum = 48,
+  /// tern's linear map along an inner dim (kernels/channel_mix.h; since version 28): CaiT's
+  /// talking heads, a linear layer over the heads of the attention scores written around two
+  /// permutes. in: x (an f32 data value, plain, rank 2 to 6), w (a constant of J K elements:
+  /// [J, K] row-major), b (optional: a constant of J elements); params[0] = d < x's rank - 1,
+  /// params[1] = J, with J and K = x's dim d in 1..kMaxChannelMixWidth; the rest 0; fparams
+  /// (-inf, +inf). Output plain: x's dims with dim d J, y[o, j, i] = sum over k of w[j, k]
+  /// x[o, k, i], plus b[j] (o: the dims before d, i: those after it).
+  ChannelMix = 49,
 };
 
 /// The last NodeOp.
-constexpr uint32_t kLastNodeOp = 48;
+constexpr uint32_t kLastNodeOp = 49;
+
+/// Most rows and columns of a ChannelMix's matrix (its kernel reads x's K rows for each of
+/// its J outputs; wider mixes are fully-connected layers over copied rows).
+constexpr uint64_t kMaxChannelMixWidth = 64;
 
 /// Select's params[0] (since version 22 beyond 0): where its condition comes from.
 enum class SelectMode : uint32_t {
@@ -727,7 +740,8 @@ constexpr bool is_own_kernel_op(uint32_t op) {
          op == static_cast<uint32_t>(NodeOp::IndexRows) ||
          op == static_cast<uint32_t>(NodeOp::GroupedMatmul) ||
          op == static_cast<uint32_t>(NodeOp::QuantizedGroupedMatmul) ||
-         op == static_cast<uint32_t>(NodeOp::GroupSum);
+         op == static_cast<uint32_t>(NodeOp::GroupSum) ||
+         op == static_cast<uint32_t>(NodeOp::ChannelMix);
 }
 
 /// Indices into BlobNode::params for the convolution and pooling ops.

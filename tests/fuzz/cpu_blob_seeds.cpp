@@ -864,6 +864,48 @@ compiler::Graph v27_graph() {
   return b.build();
 }
 
+/// Blob version 28's ChannelMix: CaiT's talking heads, scores = q [4, 12, 8] · kt [4, 8, 12]
+/// viewed [1, 4, 12, 12], the heads mixed (permute, linear 4 -> 4, bias added, permute back),
+/// a softmax, mixed again, times v; and a [2, 6, 10] mixed over dim 1 by a transpose, a linear
+/// 6 -> 3 with its bias and a transpose back.
+compiler::Graph v28_graph() {
+  GraphBuilder b("forward");
+  auto view = [&](int x, const std::vector<int64_t>& s) {
+    return b.op("tern::view", {x, b.int_list(s)}, DType::F32, s);
+  };
+  auto mix = [&](int s, uint32_t seed) {
+    const int t = view(b.op("tern::permute", {s, b.int_list({0, 2, 3, 1})}, DType::F32,
+                            {1, 12, 12, 4}),
+                       {12, 12, 4});
+    const int u = b.op("tern::linear",
+                       {t, seed_constant(b, "p" + std::to_string(seed), {4, 4}, seed), b.none()},
+                       DType::F32, {12, 12, 4});
+    const int a = b.op("tern::add",
+                       {view(u, {1, 12, 12, 4}),
+                        seed_constant(b, "c" + std::to_string(seed), {4}, seed + 1)},
+                       DType::F32, {1, 12, 12, 4});
+    return b.op("tern::permute", {a, b.int_list({0, 3, 1, 2})}, DType::F32, {1, 4, 12, 12});
+  };
+  const int q = b.input("q", DType::F32, {4, 12, 8});
+  const int kt = b.input("kt", DType::F32, {4, 8, 12});
+  const int v = b.input("v", DType::F32, {4, 12, 8});
+  const int s = view(b.op("tern::bmm", {q, kt}, DType::F32, {4, 12, 12}), {1, 4, 12, 12});
+  const int p = b.op("tern::softmax", {mix(s, 281), b.int_value(-1)}, DType::F32,
+                     {1, 4, 12, 12});
+  b.output(b.op("tern::bmm", {view(mix(p, 283), {4, 12, 12}), v}, DType::F32, {4, 12, 8}));
+  const int x = b.input("x", DType::F32, {2, 6, 10});
+  const int t = b.op("tern::transpose",
+                     {b.op("tern::relu", {x}, DType::F32, {2, 6, 10}), b.int_value(1),
+                      b.int_value(2)},
+                     DType::F32, {2, 10, 6});
+  const int u = b.op("tern::linear",
+                     {t, seed_constant(b, "w", {3, 6}, 285), seed_constant(b, "b", {3}, 286)},
+                     DType::F32, {2, 10, 3});
+  b.output(b.op("tern::transpose", {u, b.int_value(1), b.int_value(2)}, DType::F32,
+                {2, 3, 10}));
+  return b.build();
+}
+
 }  // namespace
 
 std::vector<Seed> cpu_blob_seeds() {
@@ -899,6 +941,7 @@ std::vector<Seed> cpu_blob_seeds() {
       {"v25", v25_graph()},
       {"v26", v26_graph()},
       {"v27", v27_graph()},
+      {"v28", v28_graph()},
       {"dynamic_rows", dynamic_rows_graph()}};
   for (const auto& [name, graph] : extra) {
     compiler::ProgramGraph program;

@@ -1,7 +1,9 @@
 #include "backends/cpu/compile/layout_plan.h"
 
+#include <functional>
 #include <string>
 
+#include "backends/cpu/compile/channel_mix_match.h"
 #include "backends/cpu/compile/group_sum_match.h"
 #include "backends/cpu/compile/index_map_ops.h"
 #include "backends/cpu/compile/node_attrs.h"
@@ -213,6 +215,18 @@ std::vector<bool> plain_4d_values(const Graph& g) {
       method_output[static_cast<size_t>(out)] = true;
     }
   }
+  std::vector<int> maker(g.values.size(), -1);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (int o : g.nodes[i].outputs) {
+      if (o >= 0 && static_cast<size_t>(o) < g.values.size()) {
+        maker[static_cast<size_t>(o)] = static_cast<int>(i);
+      }
+    }
+  }
+  const std::function<int(int)> made_by = [&maker](int vid) {
+    return vid >= 0 && static_cast<size_t>(vid) < maker.size() ? maker[static_cast<size_t>(vid)]
+                                                                : -1;
+  };
   for (const Node& node : g.nodes) {
     if (node.outputs.empty()) continue;
     const int x = node.args.empty() ? -1 : node.args[0];
@@ -226,6 +240,10 @@ std::vector<bool> plain_4d_values(const Graph& g) {
         p = method_output[static_cast<size_t>(out)] && !read[static_cast<size_t>(out)] &&
             static_cast<uint64_t>(g.values[static_cast<size_t>(out)].sizes[1]) <=
                 cpu::kMaxResizePlanesChannels;
+      } else if (int mixed = -1; ends_channel_mix(g, node, made_by, &mixed)) {
+        // A linear along an inner dim (CaiT's talking heads): the ChannelMix writes its input's
+        // layout, row-major (the permute to channels first is otherwise a no-op to NHWC).
+        p = !is_4d_tensor(g, mixed) || plain[static_cast<size_t>(mixed)];
       } else if (node.op == "tern::permute" && x_tensor && is_4d_tensor(g, x) &&
           ((!x_plain && permute_dims(g, node) == kToChannelsLast) ||
            (x_plain && permute_dims(g, node) == kToChannelsFirst))) {

@@ -476,4 +476,16 @@ bool Lowering::fuse_multiplier_into_gemm(const Node& node) {
   return false;
 }
 
+/// A linear map along an inner dim (channel_mix_match.h): tern's ChannelMix node (op 49) on
+/// x's row-major bytes, the matrix and the bias as they are.
+void Lowering::lower_channel_mix(const ChannelMixMatch& m) {
+  const std::vector<int64_t>& w = g_.values[static_cast<size_t>(m.weight)].sizes;
+  const uint64_t j = static_cast<uint64_t>(w[0]), k = static_cast<uint64_t>(w[1]);
+  std::vector<uint32_t> ins = {activation(m.x), constant_as(m.weight, {j, k})};
+  if (m.bias >= 0) ins.push_back(constant_as(m.bias, {j}));
+  BlobNode& n = add_node(NodeOp::ChannelMix, ins, output(m.y));
+  n.params[0] = static_cast<uint32_t>(m.dim);
+  n.params[1] = static_cast<uint32_t>(j);
+}
+
 }  // namespace tern::compiler::cpu_compile::lowering

@@ -54,6 +54,10 @@ std::vector<uint8_t> Lowering::run() {
     if (m.cat_node >= 0) gelu_pieces_.insert(m.cat_node);
     group_sums_[m.sum_node] = m;
   }
+  for (const ChannelMixMatch& m : match_channel_mixes(g_, r_, nhwc)) {
+    for (size_t i = 0; i + 1 < m.nodes.size(); ++i) gelu_pieces_.insert(m.nodes[i]);
+    channel_mixes_[m.nodes.back()] = m;
+  }
   for (const TanhGeluMatch& m : match_tanh_gelus(g_, r_)) {
     for (size_t i = 0; i + 1 < m.nodes.size(); ++i) gelu_pieces_.insert(m.nodes[i]);
     tanh_gelus_[m.nodes.back()] = m;
@@ -88,6 +92,10 @@ std::vector<uint8_t> Lowering::run() {
     }
     if (auto gs = group_sums_.find(n); gs != group_sums_.end()) {
       lower_group_sum(gs->second);
+      continue;
+    }
+    if (auto cm = channel_mixes_.find(n); cm != channel_mixes_.end()) {
+      lower_channel_mix(cm->second);
       continue;
     }
     if (auto rn = rms_norms_.find(n); rn != rms_norms_.end()) {

@@ -18,6 +18,7 @@
 #include "backends/cpu/compile/attention_attrs.h"
 #include "backends/cpu/compile/attention_match.h"
 #include "backends/cpu/compile/bottleneck_match.h"
+#include "backends/cpu/compile/channel_mix_match.h"
 #include "backends/cpu/compile/concat_shuffle_match.h"
 #include "backends/cpu/compile/deconv_attrs.h"
 #include "backends/cpu/compile/dynamic_rows.h"
@@ -222,6 +223,7 @@ class Lowering {
   void lower_tanh_gelu(const TanhGeluMatch& m);
   void lower_rms_norm_match(const RmsNormMatch& m);
   void lower_group_sum(const GroupSumMatch& m);
+  void lower_channel_mix(const ChannelMixMatch& m);
   void lower_lstm_cell(const LstmCellMatch& m);
   void lower_gru_cell(const GruCellMatch& m);
   uint32_t cell_state(int vid, uint64_t h, uint64_t* rows);
@@ -319,6 +321,7 @@ class Lowering {
   std::map<int, TanhGeluMatch> tanh_gelus_;          ///< its last node -> the pattern
   std::map<int, RmsNormMatch> rms_norms_;            ///< its last node -> the pattern
   std::map<int, GroupSumMatch> group_sums_;          ///< its sum node -> the pattern
+  std::map<int, ChannelMixMatch> channel_mixes_;     ///< its last permute -> the pattern
   std::map<int, LstmCellMatch> lstm_cells_;          ///< its last node -> the pattern
   std::map<int, GruCellMatch> gru_cells_;            ///< its last node -> the pattern
   std::map<int, AttentionMatch> attentions_;         ///< its second bmm -> the pattern

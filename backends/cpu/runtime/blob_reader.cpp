@@ -9,6 +9,7 @@
 #include "backends/cpu/kernels/quant_weight.h"
 #include "backends/cpu/runtime/blob_attention_check.h"
 #include "backends/cpu/runtime/blob_conv3d_check.h"
+#include "backends/cpu/runtime/blob_channel_mix_check.h"
 #include "backends/cpu/runtime/blob_group_sum_check.h"
 #include "backends/cpu/runtime/blob_copy_checks.h"
 #include "backends/cpu/kernels/unary_math.h"
@@ -160,6 +161,8 @@ const char* op_name(uint32_t op) {
       return "quantized_grouped_matmul";
     case NodeOp::GroupSum:
       return "group_sum";
+    case NodeOp::ChannelMix:
+      return "channel_mix";
   }
   return "?";
 }
@@ -248,6 +251,11 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
     case NodeOp::GroupSum:  // 1 to 3 parts, weight? (data values)
       *min_in = 1;
       *max_in = 4;
+      return;
+    case NodeOp::ChannelMix:  // x (a data value), w, b? (constants)
+      *min_in = 2;
+      *max_in = 3;
+      *const_mask = 0x6;
       return;
     case NodeOp::GatherMap:  // x, map (a constant)
       *min_in = *max_in = 2;
@@ -1192,6 +1200,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
       return check_quant_grouped(n, node, v, data);
     case NodeOp::GroupSum:
       return check_group_sum(n, node, v);
+    case NodeOp::ChannelMix:
+      return check_channel_mix(n, node, v);
     case NodeOp::Attention:
       return check_attention(n, node, v);
     case NodeOp::LstmCell:

@@ -20,6 +20,7 @@
 #include "backends/cpu/kernels/resize_planes.h"
 #include "backends/cpu/kernels/row_concat.h"
 #include "backends/cpu/kernels/grouped_gemm.h"
+#include "backends/cpu/kernels/channel_mix.h"
 #include "backends/cpu/kernels/group_sum.h"
 #include "backends/cpu/kernels/index_rows.h"
 #include "backends/cpu/kernels/select_where.h"
@@ -526,6 +527,22 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       p.weight = node.params[0] != 0 ? addr[node.inputs[p.parts]] : nullptr;
       p.y = addr[node.output];
       group_sum(p, pool);
+      return Error::Ok;
+    }
+    case NodeOp::ChannelMix: {
+      const BlobValue& x = plan.values[node.inputs[0]];  // checked: check_channel_mix
+      const uint32_t d = node.params[0];
+      ChannelMixProblem p;
+      p.outer = p.inner = 1;
+      for (uint32_t i = 0; i < d; ++i) p.outer *= static_cast<int64_t>(x.dims[i]);
+      for (uint32_t i = d + 1; i < x.rank; ++i) p.inner *= static_cast<int64_t>(x.dims[i]);
+      p.k = static_cast<int64_t>(x.dims[d]);
+      p.j = static_cast<int64_t>(node.params[1]);
+      p.x = addr[node.inputs[0]];
+      p.w = addr[node.inputs[1]];
+      p.bias = node.num_inputs > 2 ? addr[node.inputs[2]] : nullptr;
+      p.y = addr[node.output];
+      channel_mix(p, pool);
       return Error::Ok;
     }
     case NodeOp::GroupedMatmul: {

@@ -150,6 +150,7 @@ Error define_node(xnn_subgraph_t sg, const BlobNode& n) {
     case NodeOp::GroupedMatmul:
     case NodeOp::QuantizedGroupedMatmul:
     case NodeOp::GroupSum:
+    case NodeOp::ChannelMix:
       break;  // tern's own kernels: never in an XNNPACK stage
   }
   return Error::InvalidProgram;
