@@ -60,7 +60,8 @@ constexpr uint32_t kBlobVersion = 28;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // leaky ReLU activation (7) of
                                       // ops 17-19 with its slope,
                                       // op 19's activation; 28: op 49
-                                      // ChannelMix
+                                      // ChannelMix, the post-activation
+                                      // affine of ops 17 and 21
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -298,7 +299,7 @@ enum class NodeOp : uint32_t {
   /// by it after the activation); params[0] = N (out features), params[1] = K, params[2] = the
   /// activation after the clamp (kernels/gemm_activation.h GemmActivation: 0 none, 1 hardswish,
   /// 2 GELU erf, 3 GELU tanh, 4 SiLU, 5 sigmoid, since version 24 6 square), params[3] =
-  /// epilogue flags (0 or kFcMultiplier), params[4] (since version 27) = the f32 bits of the
+  /// epilogue flags (0, kFcMultiplier, or since version 28 kFcPostAffine), params[4] (since version 27) = the f32 bits of the
   /// leaky ReLU's negative slope with activation 7 (finite, >= 0, at most 2), else 0; fparams:
   /// output min, max. Output [..., N].
   PackedFullyConnected = 17,
@@ -335,7 +336,9 @@ enum class NodeOp : uint32_t {
   /// [N, OH, OW, O] (O = E without a project). With squeeze-excitation (flag
   /// kBottleneckHasSqueezeExcite, only with a project) the weight constant continues with the
   /// squeeze [S, E] and the excitation [E, S] weights, each packed with its bias, and the
-  /// project reads d scaled per image and channel by the gate (bottleneck.h).
+  /// project reads d scaled per image and channel by the gate (bottleneck.h). With flag
+  /// kBottleneckHasPostAffine (since version 28; only without a project) the last input is a
+  /// constant [2, E]: d · scale + shift per channel after the depthwise epilogue.
   PackedBottleneck = 21,
   /// tern's own concatenation along the last XNNPACK dim (the channels of an NHWC 4-D tensor,
   /// the last dim of a plain one), split over the pool: per row of the output, each input's
@@ -676,6 +679,10 @@ constexpr uint32_t kFcActivationAlpha = 4;
 /// PackedFullyConnected's params[3] (epilogue flags): its last input is a multiplier.
 constexpr uint32_t kFcEpilogueFlags = 3;
 constexpr uint32_t kFcMultiplier = 1u;
+/// Since version 28: the last input is a constant [2, N] (a scale row, then a shift row); the
+/// result, after its activation, becomes y · scale[j] + shift[j] per output column (a batch norm
+/// after the activation). Not with kFcMultiplier.
+constexpr uint32_t kFcPostAffine = 2u;
 
 /// The gate of PackedBottleneck's squeeze-excitation: what follows the excitation's bias.
 enum class SqueezeGate : uint32_t {
@@ -690,6 +697,12 @@ constexpr uint32_t kBottleneckHasExpand = 1;
 constexpr uint32_t kBottleneckHasProject = 2;
 constexpr uint32_t kBottleneckHasSqueezeExcite = 4;  ///< only with kBottleneckHasProject
 constexpr uint32_t kBottleneckFlagBits = 7;
+/// A PackedBottleneck node's flag (not the recipe's; since version 28), only without a project:
+/// the last input is a constant [2, E] (a scale row, then a shift row) applied per channel to
+/// the depthwise output after its epilogue and before the residual (a batch norm after the
+/// activation: ConvMixer's depthwise conv → ReLU → batch norm → + x).
+constexpr uint32_t kBottleneckHasPostAffine = 8;
+constexpr uint32_t kBottleneckNodeFlagBits = 15;
 /// Params [13], [14], [15] of PackedBottleneck hold two fields each: the low byte (flags, the
 /// expand epilogue, the depthwise epilogue) and, from this bit on, the squeeze-excitation's
 /// (its squeeze channels S, the squeeze epilogue, the SqueezeGate; 0 without).

@@ -867,7 +867,9 @@ compiler::Graph v27_graph() {
 /// Blob version 28's ChannelMix: CaiT's talking heads, scores = q [4, 12, 8] · kt [4, 8, 12]
 /// viewed [1, 4, 12, 12], the heads mixed (permute, linear 4 -> 4, bias added, permute back),
 /// a softmax, mixed again, times v; and a [2, 6, 10] mixed over dim 1 by a transpose, a linear
-/// 6 -> 3 with its bias and a transpose back.
+/// 6 -> 3 with its bias and a transpose back. Then its post-activation affines: a ConvMixer
+/// block on y [1, 32, 14, 14] (dw 7x7 → ReLU → batch norm → + y: op 21's affine and residual;
+/// 1x1 conv → ReLU → batch norm: op 17's affine).
 compiler::Graph v28_graph() {
   GraphBuilder b("forward");
   auto view = [&](int x, const std::vector<int64_t>& s) {
@@ -903,6 +905,31 @@ compiler::Graph v28_graph() {
                      DType::F32, {2, 10, 3});
   b.output(b.op("tern::transpose", {u, b.int_value(1), b.int_value(2)}, DType::F32,
                 {2, 3, 10}));
+  const std::vector<int64_t> cm{1, 32, 14, 14};
+  auto norm = [&](int v, uint32_t seed) {
+    std::vector<float> var = seed_weights(32, seed + 3);
+    for (float& f : var) f += 1.0f;  // positive
+    return b.op("tern::batch_norm",
+                {v, seed_constant(b, "g" + std::to_string(seed), {32}, seed),
+                 seed_constant(b, "be" + std::to_string(seed), {32}, seed + 1),
+                 seed_constant(b, "m" + std::to_string(seed), {32}, seed + 2),
+                 b.constant_f32("v" + std::to_string(seed), {32}, var), b.double_value(1e-5)},
+                DType::F32, cm);
+  };
+  auto conv_relu = [&](int v, int64_t k, int64_t groups, uint32_t seed) {
+    const int64_t p = (k - 1) / 2;
+    const int c = b.op("tern::conv2d",
+                       {v, seed_constant(b, "cw" + std::to_string(seed), {32, 32 / groups, k, k},
+                                         seed),
+                        seed_constant(b, "cb" + std::to_string(seed), {32}, seed + 1),
+                        b.int_list({1, 1}), b.int_list({p, p}), b.int_list({1, 1}),
+                        b.int_value(groups)},
+                       DType::F32, cm);
+    return b.op("tern::relu", {c}, DType::F32, cm);
+  };
+  const int y = b.input("y", DType::F32, cm);
+  const int r = b.op("tern::add", {norm(conv_relu(y, 7, 32, 291), 293), y}, DType::F32, cm);
+  b.output(norm(conv_relu(r, 1, 1, 297), 299));
   return b.build();
 }
 

@@ -394,6 +394,25 @@ bool Lowering::fuse_residual_into_conv(const Node& node, double alpha) {
   BlobNode& last = nodes_.back();
   if (last.op == static_cast<uint32_t>(NodeOp::PackedConv3d))
     return fuse_residual_into_conv3d(node);
+  if (last.op == static_cast<uint32_t>(NodeOp::PackedBottleneck)) {
+    // A bottleneck without a project whose batch norm was fused (x + bn(relu(dw(x))):
+    // ConvMixer's block): the residual is added after the affine, input 2 before it.
+    const uint32_t flags = last.params[cpu::kBottleneckFlags];
+    if ((flags & cpu::kBottleneckHasPostAffine) == 0 || last.num_inputs != 3) return false;
+    for (int i = 0; i < 2; ++i) {
+      const int made = node.args[static_cast<size_t>(i)];
+      const int other = node.args[static_cast<size_t>(1 - i)];
+      if (!is_epilogue_operand(last, made, other, node.outputs[0])) continue;
+      const uint32_t r = activation(other);
+      if (r == last.output) continue;
+      last.inputs[3] = last.inputs[2];
+      last.inputs[2] = r;
+      last.num_inputs = 4;
+      retarget_output(made, node.outputs[0]);
+      return true;
+    }
+    return false;
+  }
   if ((last.op != static_cast<uint32_t>(NodeOp::PackedConv2d) &&
        last.op != static_cast<uint32_t>(NodeOp::PackedWinogradConv2d) &&
        last.op != static_cast<uint32_t>(NodeOp::PackedFullyConnected)) ||

@@ -129,6 +129,7 @@ void Lowering::lower_where(const Node& node) {
 /// for plain ones). A relu after it fuses into the last node's output range (XNNPACK).
 void Lowering::lower_batch_norm(const Node& node) {
   const BatchNormAffine a = batch_norm_affine(g_, node);
+  if (fuse_batch_norm_into_epilogue(node, a)) return;
   const Value& xv = g_.values[static_cast<size_t>(node.args[0])];
   const uint64_t c = a.scale.size();
   std::vector<uint64_t> cdims;

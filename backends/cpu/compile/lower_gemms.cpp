@@ -476,6 +476,51 @@ bool Lowering::fuse_multiplier_into_gemm(const Node& node) {
   return false;
 }
 
+/// A batch norm after an activation (ConvMixer's conv → ReLU → batch norm: it does not fold
+/// into the weights) whose input, channels last (2-D [rows, C] or NHWC), is made by tern's GEMM
+/// (op 17, no multiplier or affine yet) or by a fused bottleneck without a project (op 21, no
+/// residual or affine yet) and read by nothing else: its scale and shift become that node's
+/// post-activation affine, a constant [2, C] (blob version 28). Returns false when it does not
+/// apply.
+bool Lowering::fuse_batch_norm_into_epilogue(const Node& node, const BatchNormAffine& a) {
+  const int in = node.args[0];
+  const uint32_t made = made_value(in);
+  if (nodes_.empty() || made == cpu::kNoValue || ids_.count(in) == 0 || uses_.at(in) != 1 ||
+      output_arg_.count(in) != 0 || shared(made) || maker_of(made) == nullptr) {
+    return false;
+  }
+  const size_t rank = g_.values[static_cast<size_t>(in)].sizes.size();
+  if (rank != 2 && !(rank == 4 && is_nhwc(in))) return false;
+  BlobNode& last = *maker_of(made);
+  const uint64_t c = a.scale.size();
+  if (last.output != made) return false;
+  if (last.op == static_cast<uint32_t>(NodeOp::PackedFullyConnected)) {
+    if (last.params[cpu::kFcEpilogueFlags] != 0 || last.num_inputs > 3 || last.params[0] != c) {
+      return false;
+    }
+  } else if (last.op == static_cast<uint32_t>(NodeOp::PackedBottleneck)) {
+    const uint32_t flags = last.params[cpu::kBottleneckFlags];
+    if ((flags & (cpu::kBottleneckHasProject | cpu::kBottleneckHasPostAffine)) != 0 ||
+        last.num_inputs != 2 || last.params[cpu::kBottleneckOutChannels] != c) {
+      return false;
+    }
+  } else {
+    return false;
+  }
+  std::vector<float> affine(a.scale);
+  affine.insert(affine.end(), a.shift.begin(), a.shift.end());
+  const uint32_t id = add_constant({2, c}, affine);
+  BlobNode& fused = *maker_of(made);  // add_constant adds no node, but keep the reference fresh
+  fused.inputs[fused.num_inputs++] = id;
+  if (fused.op == static_cast<uint32_t>(NodeOp::PackedFullyConnected)) {
+    fused.params[cpu::kFcEpilogueFlags] = cpu::kFcPostAffine;
+  } else {
+    fused.params[cpu::kBottleneckFlags] |= cpu::kBottleneckHasPostAffine;
+  }
+  rename_result(in, node.outputs[0]);
+  return true;
+}
+
 /// A linear map along an inner dim (channel_mix_match.h): tern's ChannelMix node (op 49) on
 /// x's row-major bytes, the matrix and the bias as they are.
 void Lowering::lower_channel_mix(const ChannelMixMatch& m) {

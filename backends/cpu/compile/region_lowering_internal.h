@@ -230,6 +230,7 @@ class Lowering {
   BlobNode* maker_of(uint32_t id);
   bool fuse_clamp_into_fc(const Node& node, float lo, float hi);
   bool fuse_multiplier_into_gemm(const Node& node);
+  bool fuse_batch_norm_into_epilogue(const Node& node, const BatchNormAffine& a);
   bool fuse_hardsigmoid_into_producer(const Node& node);
   bool fold_hardsigmoid_into_recipes(BlobNode& last);
   void lower_grouped_matmul(const Node& node);

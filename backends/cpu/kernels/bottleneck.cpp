@@ -136,6 +136,8 @@ struct Plan {
   ActivationFn dw_act = nullptr;
   /// Without a project, with a residual: adds it to each depthwise output row (in y).
   OperandFn add_residual = nullptr;
+  /// Without a project, with a post-activation affine: applies it to each depthwise output row.
+  AffineFn affine = nullptr;
   // Layer mode: the whole expanded tensor (or x) and where the depthwise rows go. With
   // squeeze-excitation (both modes) d_all is the batch's d in the scratch.
   const float* e_all = nullptr;
@@ -256,6 +258,7 @@ void depthwise_out_row(const Plan& plan, const float* e, int64_t e_first, int64_
   dr.out = d;
   plan.row(dr);
   if (plan.dw_act != nullptr) plan.dw_act(d, 1, p.out_w * p.exp_c, 0, 0.0f);  // the row is in L1
+  if (plan.affine != nullptr) plan.affine(d, p.post_scale, p.post_shift, p.out_w, p.exp_c, p.exp_c);
   if (plan.add_residual != nullptr) {
     plan.add_residual(d, p.residual + y_row * p.out_w * p.out_c, 1, p.out_w * p.out_c, 0);
   }
@@ -493,6 +496,7 @@ void bottleneck_nhwc(const BottleneckProblem& p, float* scratch, pthreadpool_t p
   plan.row = row_fn();
   plan.dw_act = gemm_activation_fn(p.depthwise.act);
   if (p.residual != nullptr && p.project_packed == nullptr) plan.add_residual = gemm_add_fn();
+  if (p.post_scale != nullptr && p.project_packed == nullptr) plan.affine = gemm_affine_fn();
   const bool layers = layer_mode(p, plan.parts);
   if (has_se(p)) {  // the batch's d after the depthwise stage's scratch, then its row sums
     plan.d_all = scratch + (layers ? layer_e_floats(p) : plan.parts * plan.s.slot_floats);

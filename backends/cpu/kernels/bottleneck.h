@@ -35,7 +35,7 @@ struct StageEpilogue {
 ///     m = mean of d over its out_h x out_w pixels            [exp_c]
 ///     g = epi_g(epi_s(m · Wsᵀ + bs) · Wgᵀ + bg)              [se_c], then [exp_c]
 ///     d = d · g (channel c of every pixel scaled by g[c])
-///   y = project ? clamp(d · Wpᵀ + bp + residual) : d + residual   [out_h, out_w, out_c]
+///   y = project ? clamp(d · Wpᵀ + bp + residual) : d · S + T + residual   [out_h, out_w, out_c]
 /// (EfficientNet's MBConv and MobileNetV3's blocks with their squeeze-excitation: the whole
 /// expanded tensor d is then kept in the scratch, its channel sums taken while each row is in
 /// L1, and the gate g is applied to the project's weight rows, or to d when that is smaller.)
@@ -70,6 +70,11 @@ struct BottleneckProblem {
   /// clamp, without one added to d after the depthwise epilogue (StarNet's x + dw(g(x)));
   /// must not overlap y (it may be x).
   const float* residual = nullptr;
+  /// Optional (both null: none; only without a project, else ignored): [exp_c] each; d's
+  /// channel c becomes d · post_scale[c] + post_shift[c] after the depthwise epilogue and
+  /// before the residual (ConvMixer's depthwise conv → ReLU → batch norm → + x).
+  const float* post_scale = nullptr;
+  const float* post_shift = nullptr;
   float out_min = -std::numeric_limits<float>::infinity();  ///< the project's clamp
   float out_max = std::numeric_limits<float>::infinity();
   float* y = nullptr;  ///< [batch, out_h, out_w, out_c]; must not overlap x

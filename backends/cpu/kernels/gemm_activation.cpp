@@ -289,6 +289,45 @@ OperandFn pick_operand() {
   return &operand_baseline<kAdd>;
 }
 
+/// c = c · scale + shift per column, row by row: 16 floats at a time, then the tail (each
+/// product rounded before the add, as PyTorch's batch norm does in float).
+TERN_SIMD_INLINE void affine_rows(float* c, const float* scale, const float* shift, int64_t rows,
+                                  int64_t cols, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* __restrict cr = c + r * ld;
+    const float* __restrict s = scale;
+    const float* __restrict t = shift;
+    int64_t j = 0;
+    for (; j + kBlock <= cols; j += kBlock) {
+      for (int64_t i = 0; i < kBlock; ++i) {
+        const float prod = cr[j + i] * s[j + i];
+        cr[j + i] = prod + t[j + i];
+      }
+    }
+    for (; j < cols; ++j) {
+      const float prod = cr[j] * s[j];
+      cr[j] = prod + t[j];
+    }
+  }
+}
+
+void affine_baseline(float* c, const float* scale, const float* shift, int64_t rows, int64_t cols,
+                     int64_t ld) {
+  affine_rows(c, scale, shift, rows, cols, ld);
+}
+
+#if defined(TERN_SIMD_X86_DISPATCH)
+TERN_SIMD_TARGET_AVX2 void affine_avx2(float* c, const float* scale, const float* shift,
+                                       int64_t rows, int64_t cols, int64_t ld) {
+  affine_rows(c, scale, shift, rows, cols, ld);
+}
+
+TERN_SIMD_TARGET_AVX512 void affine_avx512(float* c, const float* scale, const float* shift,
+                                           int64_t rows, int64_t cols, int64_t ld) {
+  affine_rows(c, scale, shift, rows, cols, ld);
+}
+#endif
+
 template <GemmActivation kAct>
 ActivationFn pick() {
 #if defined(TERN_SIMD_X86_DISPATCH)
@@ -311,6 +350,20 @@ ActivationFn pick() {
 OperandFn gemm_multiply_fn() { return pick_operand<false>(); }
 
 OperandFn gemm_add_fn() { return pick_operand<true>(); }
+
+AffineFn gemm_affine_fn() {
+#if defined(TERN_SIMD_X86_DISPATCH)
+  switch (packed_gemm_isa()) {
+    case GemmIsa::Avx512:
+      return &affine_avx512;
+    case GemmIsa::Avx2:
+      return &affine_avx2;
+    case GemmIsa::Scalar:
+      break;
+  }
+#endif
+  return &affine_baseline;
+}
 
 ActivationFn gemm_activation_fn(GemmActivation act) {
   switch (act) {

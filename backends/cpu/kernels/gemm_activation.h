@@ -41,4 +41,13 @@ using OperandFn = void (*)(float* c, const float* m, int64_t rows, int64_t cols,
 OperandFn gemm_multiply_fn();
 OperandFn gemm_add_fn();
 
+/// c[r * ld + j] = c[r * ld + j] · scale[j] + shift[j] for r < rows, j < cols: a per-column
+/// (per-channel) affine on a finished tile after its activation — a batch norm that follows
+/// the activation (ConvMixer's conv → ReLU → batch norm), which does not fold into the weights.
+using AffineFn = void (*)(float* c, const float* scale, const float* shift, int64_t rows,
+                          int64_t cols, int64_t ld);
+
+/// The affine in the ISA packed_gemm_isa() names.
+AffineFn gemm_affine_fn();
+
 }  // namespace tern::cpu

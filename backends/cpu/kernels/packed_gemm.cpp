@@ -60,6 +60,7 @@ struct Plan {
   const MicrokernelSet* ks = nullptr;
   ActivationFn activation = nullptr;  // the epilogue's, or null
   OperandFn multiply = nullptr;      // the multiplier's (with one)
+  AffineFn affine = nullptr;          // the post-activation affine's (with one)
   int64_t panels = 0;                 // ceil(n / 16)
   int64_t panel_stride = 0;           // 16 * (k + 1)
   int last_cols = 16;                 // columns of the last panel
@@ -128,7 +129,8 @@ void run_task(const Plan& plan, int64_t task) {
                             ? p.residual + r0 * p.ldc + panel0 * kPanelWidth
                             : nullptr;
         kernel(args);
-        if (args.last && (plan.activation != nullptr || p.multiplier != nullptr)) {
+        if (args.last &&
+            (plan.activation != nullptr || p.multiplier != nullptr || plan.affine != nullptr)) {
           // The tile is final and in L1: its activation and its multiplier now, row by row.
           const int64_t cols = min64(np * kPanelWidth, p.n - panel0 * kPanelWidth);
           if (plan.activation != nullptr) {
@@ -137,6 +139,10 @@ void run_task(const Plan& plan, int64_t task) {
           if (p.multiplier != nullptr) {
             plan.multiply(args.c, p.multiplier + r0 * p.ldc + panel0 * kPanelWidth, r1 - r0, cols,
                           p.ldc);
+          }
+          if (plan.affine != nullptr) {
+            plan.affine(args.c, p.post_scale + panel0 * kPanelWidth,
+                        p.post_shift + panel0 * kPanelWidth, r1 - r0, cols, p.ldc);
           }
         }
       }
@@ -208,6 +214,7 @@ void packed_gemm(const GemmProblem& p, pthreadpool_t pool) {
   Plan plan = make_plan(p, ks, gemm_detail::pool_threads(pool));
   plan.activation = gemm_activation_fn(p.activation);
   if (p.multiplier != nullptr) plan.multiply = gemm_multiply_fn();
+  if (p.post_scale != nullptr) plan.affine = gemm_affine_fn();
   gemm_detail::run_tasks(pool, &run_task_entry, &plan, plan.m_blocks * plan.n_groups);
 }
 

@@ -52,12 +52,17 @@ struct GemmProblem {
   /// a SwiGLU MLP's silu(gate(x)) · up(x)). Read once per element, never past [m x n]. Must not
   /// overlap C.
   const float* multiplier = nullptr;
+  /// Optional (both null: none): [n] each; every finished tile's column j becomes
+  /// c · post_scale[j] + post_shift[j] after the activation and the multiplier (a batch norm
+  /// after the activation: ConvMixer's 1x1 conv → ReLU → batch norm).
+  const float* post_scale = nullptr;
+  const float* post_shift = nullptr;
   float out_min = -std::numeric_limits<float>::infinity();  ///< fused clamp; (-inf, +inf) for none
   float out_max = std::numeric_limits<float>::infinity();
 };
 
-/// C = act(clamp(A · Wᵀ + bias + R)) ⊙ M (no R term when residual is null, no act for None, no
-/// M when multiplier is null).
+/// C = act(clamp(A · Wᵀ + bias + R)) ⊙ M · S + T (no R term when residual is null, no act for
+/// None, no M when multiplier is null, no S and T when post_scale is null).
 /// Splits the work over `pool` (null: the caller's thread only).
 /// Never allocates; never reads A or writes C outside [m x k] / [m x n] (A and C may be
 /// exact-size buffers). Thread-safe for distinct C. m, n or k of 0: nothing is read (k = 0

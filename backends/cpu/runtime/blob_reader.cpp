@@ -167,6 +167,16 @@ const char* op_name(uint32_t op) {
   return "?";
 }
 
+/// Whether the node's flags say its last input is a post-activation affine (op 17's
+/// kFcPostAffine, op 21's kBottleneckHasPostAffine; each checked with its op).
+bool has_post_affine(const BlobNode& node) {
+  if (node.op == static_cast<uint32_t>(NodeOp::PackedFullyConnected)) {
+    return node.params[kFcEpilogueFlags] == kFcPostAffine;
+  }
+  return node.op == static_cast<uint32_t>(NodeOp::PackedBottleneck) &&
+         (node.params[kBottleneckFlags] & kBottleneckHasPostAffine) != 0;
+}
+
 /// Inputs an op takes: [min, max], and which of them must be constants (bit mask).
 void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mask,
               uint32_t* either_mask) {
@@ -189,9 +199,13 @@ void op_arity(NodeOp op, uint32_t* min_in, uint32_t* max_in, uint32_t* const_mas
     case NodeOp::PackedConv2d:
     case NodeOp::PackedConv3d:
     case NodeOp::PackedWinogradConv2d:
-    case NodeOp::PackedBottleneck:  // x, weights, residual?
       *min_in = 2;
       *max_in = 3;
+      *const_mask = 0x2;
+      return;
+    case NodeOp::PackedBottleneck:  // x, weights, residual?, affine? (see has_post_affine)
+      *min_in = 2;
+      *max_in = 4;
       *const_mask = 0x2;
       return;
     case NodeOp::Add:
@@ -571,13 +585,32 @@ Error check_bottleneck(uint32_t n, const BlobNode& node, const BlobValue* v) {
   const bool expand = (flags & kBottleneckHasExpand) != 0;
   const bool project = (flags & kBottleneckHasProject) != 0;
   const bool se = (flags & kBottleneckHasSqueezeExcite) != 0;
+  const bool affine = (flags & kBottleneckHasPostAffine) != 0;
   TERN_CHECK_OR_RETURN_ERROR(
-      flags <= kBottleneckFlagBits && expand_epi <= (expand ? kLastBottleneckEpilogue : 0) &&
-          dw_epi <= kLastBottleneckEpilogue,
+      flags <= kBottleneckNodeFlagBits && expand_epi <= (expand ? kLastBottleneckEpilogue : 0) &&
+          dw_epi <= kLastBottleneckEpilogue && !(affine && project),
       InvalidProgram,
-      "cpu blob: node %u (packed_bottleneck): flags %u, epilogues %u and %u; expected flags <= 7 "
-      "and epilogues <= %u (the expand's 0 without an expand)",
+      "cpu blob: node %u (packed_bottleneck): flags %u, epilogues %u and %u; expected flags <= "
+      "15 (the affine 8 only without a project 2) and epilogues <= %u (the expand's 0 without an "
+      "expand)",
       n, flags, expand_epi, dw_epi, kLastBottleneckEpilogue);
+  TERN_CHECK_OR_RETURN_ERROR(
+      !affine || node.num_inputs >= 3, InvalidProgram,
+      "cpu blob: node %u (packed_bottleneck): flags %u with %u inputs, expected 3 or 4 (x, "
+      "weights, residual?, affine) with the affine",
+      n, flags, node.num_inputs);
+  TERN_CHECK_OR_RETURN_ERROR(
+      !affine || value_numel(v[node.inputs[node.num_inputs - 1]]) == 2 * e, InvalidProgram,
+      "cpu blob: node %u (packed_bottleneck): the affine (value %u) has %llu elements, expected "
+      "2 * E = %llu",
+      n, node.inputs[node.num_inputs - 1],
+      static_cast<unsigned long long>(value_numel(v[node.inputs[node.num_inputs - 1]])),
+      static_cast<unsigned long long>(2 * e));
+  TERN_CHECK_OR_RETURN_ERROR(
+      affine || node.num_inputs <= 3, InvalidProgram,
+      "cpu blob: node %u (packed_bottleneck): %u inputs without the affine flag, expected 2 or 3 "
+      "(x, weights, residual?)",
+      n, node.num_inputs);
   TERN_CHECK_OR_RETURN_ERROR(
       se ? (project && se_c >= 1 && squeeze_epi <= kLastBottleneckEpilogue &&
             gate <= kLastSqueezeGate)
@@ -617,8 +650,13 @@ Error check_bottleneck(uint32_t n, const BlobNode& node, const BlobValue* v) {
                              static_cast<unsigned long long>(kh),
                              static_cast<unsigned long long>(kw),
                              static_cast<unsigned long long>(se_c));
-  // The dilation is 1 (checked above).
-  return check_window_output(n, node, v, o, /*residual=*/true);
+  // The dilation is 1 (checked above). With the affine, a residual is input 2 of 4.
+  if (affine && node.num_inputs == 4) {
+    BlobNode without = node;
+    without.num_inputs = 3;
+    return check_window_output(n, without, v, o, /*residual=*/true);
+  }
+  return check_window_output(n, node, v, o, /*residual=*/!affine);
 }
 
 Error check_pool(uint32_t n, const BlobNode& node, const BlobValue* v) {
@@ -1260,13 +1298,15 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
     case NodeOp::PackedFullyConnected: {
       TERN_RETURN_IF_ERROR(check_params_range(n, node, 5, 0, 2));
       const bool multiplier = node.params[kFcEpilogueFlags] == kFcMultiplier;
+      const bool affine = node.params[kFcEpilogueFlags] == kFcPostAffine;
+      const uint32_t extra = multiplier || affine ? 1u : 0u;
       TERN_CHECK_OR_RETURN_ERROR(
-          node.params[kFcEpilogueFlags] <= kFcMultiplier &&
-              node.num_inputs <= (multiplier ? 4u : 3u) && node.num_inputs >= (multiplier ? 3u : 2u),
+          node.params[kFcEpilogueFlags] <= kFcPostAffine && node.num_inputs <= 3u + extra &&
+              node.num_inputs >= 2u + extra,
           InvalidProgram,
           "cpu blob: node %u (packed_fully_connected): epilogue flags %u with %u inputs, expected "
-          "0 with 2 or 3 inputs (x, weight, residual?) or 1 with 3 or 4 (x, weight, residual?, "
-          "multiplier)",
+          "0 with 2 or 3 inputs (x, weight, residual?), 1 with 3 or 4 (x, weight, residual?, "
+          "multiplier) or 2 with 3 or 4 (x, weight, residual?, affine)",
           n, node.params[kFcEpilogueFlags], node.num_inputs);
       TERN_RETURN_IF_ERROR(
           check_epilogue_activation(n, node, node.params[2], node.params[kFcActivationAlpha]));
@@ -1287,9 +1327,19 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
       uint64_t expect[kMaxDims];
       for (uint32_t i = 0; i < x.rank; ++i) expect[i] = x.dims[i];
       expect[x.rank - 1] = out_features;
+      // The affine (the last input with kFcPostAffine): a scale and a shift per output column.
+      if (affine) {
+        const uint64_t have = value_numel(v[node.inputs[node.num_inputs - 1]]);
+        TERN_CHECK_OR_RETURN_ERROR(have == 2 * out_features, InvalidProgram,
+                                   "cpu blob: node %u (packed_fully_connected): the affine (value "
+                                   "%u) has %llu elements, expected 2 * N = %llu",
+                                   n, node.inputs[node.num_inputs - 1],
+                                   static_cast<unsigned long long>(have),
+                                   static_cast<unsigned long long>(2 * out_features));
+      }
       // The residual (input 2 of 3 without a multiplier, of 4 with one) and the multiplier
       // (the last input) have the output's dims.
-      for (uint32_t i = 2; i < node.num_inputs; ++i) {
+      for (uint32_t i = 2; i < node.num_inputs - (affine ? 1u : 0u); ++i) {
         const BlobValue& e = v[node.inputs[i]];
         if (dims_equal(e, expect, x.rank)) continue;
         char a[128], b[128];
@@ -1605,6 +1655,10 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
     op_arity(static_cast<NodeOp>(node.op), &min_in, &max_in, &const_mask, &either_mask);
     // A select's compared x may be a constant (tril / triu: the triangle's mask).
     if (node.op == static_cast<uint32_t>(NodeOp::Select) && node.params[0] != 0) either_mask |= 0x1;
+    // A post-activation affine (ops 17 and 21) is the last input, a constant.
+    if (has_post_affine(node) && node.num_inputs >= 1 && node.num_inputs <= kMaxNodeInputs) {
+      const_mask |= 1u << (node.num_inputs - 1);
+    }
     if (node.num_inputs < min_in || node.num_inputs > max_in) {
       err = set_error_message(Error::InvalidProgram,
                               "cpu blob: node %u (%s): %u inputs, expected %u..%u", n,

@@ -202,7 +202,12 @@ BottleneckProblem bottleneck_problem(const BlobPlan& plan, const BlobNode& node,
     p.project_packed = project ? w + project_at : nullptr;
     p.se_squeeze_packed = se ? w + se_at : nullptr;
     p.se_excite_packed = se ? w + se_at + packed_fc_floats(p.se_c, p.exp_c) : nullptr;
-    p.residual = node.num_inputs == 3 ? addr[node.inputs[2]] : nullptr;
+    const bool affine = (flags & kBottleneckHasPostAffine) != 0;  // validated: no project
+    p.residual = node.num_inputs == (affine ? 4u : 3u) ? addr[node.inputs[2]] : nullptr;
+    if (affine) {
+      p.post_scale = addr[node.inputs[node.num_inputs - 1]];
+      p.post_shift = p.post_scale + p.exp_c;
+    }
     p.y = addr[node.output];
   }
   return p;
@@ -440,10 +445,16 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       p.packed = addr[node.inputs[1]];
       p.c = addr[node.output];
       p.ldc = out_features;
-      // Inputs x, weight, residual?, multiplier? (params[3]: validated 0 or kFcMultiplier).
+      // Inputs x, weight, residual?, multiplier or affine? (params[3]: validated 0,
+      // kFcMultiplier or kFcPostAffine).
       const bool gated = node.params[kFcEpilogueFlags] == kFcMultiplier;
-      p.residual = node.num_inputs == (gated ? 4u : 3u) ? addr[node.inputs[2]] : nullptr;
+      const bool affine = node.params[kFcEpilogueFlags] == kFcPostAffine;
+      p.residual = node.num_inputs == (gated || affine ? 4u : 3u) ? addr[node.inputs[2]] : nullptr;
       p.multiplier = gated ? addr[node.inputs[node.num_inputs - 1]] : nullptr;
+      if (affine) {
+        p.post_scale = addr[node.inputs[node.num_inputs - 1]];
+        p.post_shift = p.post_scale + out_features;
+      }
       p.activation = static_cast<GemmActivation>(node.params[2]);  // validated: 0..7
       p.activation_alpha = portable::bits_to_float(node.params[kFcActivationAlpha]);
       p.out_min = node.fparams[0];

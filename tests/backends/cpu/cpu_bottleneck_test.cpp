@@ -59,6 +59,7 @@ enum : unsigned {
   kResidualOwn = 8,
   kNoDwBias = 16,
   kSe = 32,  ///< squeeze-excitation of max(1, E / 4) channels (epilogues: Case::se)
+  kAffine = 64,  ///< without a project: d · scale + shift per channel before the residual
 };
 constexpr unsigned kBoth = kExpand | kProject;
 
@@ -131,6 +132,11 @@ const Case kCases[] = {
     {1, 56, 56, 96,  24, 24, 7, 7, 1, 1, 3, 3, 3, 3, kExpand | kResidualOwn,   "nnn"},
     {2,  7,  7, 96,  24, 24, 7, 7, 1, 1, 3, 3, 3, 3, kExpand | kResidualOwn,   "crn"},
     {1,  9, 11, 20,  20, 20, 7, 7, 1, 1, 3, 3, 3, 3, kResidualX,               "nhn"},
+    // A batch norm after the depthwise epilogue (blob version 28): ConvMixer's dw 9x9 → ReLU
+    // → affine → + x (bands), without the residual, after an expand, in layer mode (batch 2).
+    {1, 40, 40, 24,  24, 24, 9, 9, 1, 1, 4, 4, 4, 4, kResidualX | kAffine,     "nrn"},
+    {1,  9, 11, 20,  20, 20, 7, 7, 1, 1, 3, 3, 3, 3, kAffine,                  "nhn"},
+    {2,  7,  7, 16,  40, 40, 3, 3, 2, 2, 1, 1, 1, 1, kExpand | kResidualOwn | kAffine, "rrn"},
     // Squeeze-excitation: EfficientNet's stride-2 block (the gate into the weight rows), its
     // first block (no expand), a 5x5 one with more weights than pixels (the gate into d),
     // MobileNetV3's (relu6 squeeze, clamp [0, 1] gate), batch 2 (layer mode on 3 threads),
@@ -156,13 +162,15 @@ std::string name(const Case& cs) {
          num(cs.pb) + "/" + num(cs.pr) + " epi " + cs.epi +
          (cs.has(kSe) ? " se " + num(cs.se_c()) + " " + cs.se : "") +
          (cs.has(kResidualX) ? " +x" : "") +
-         (cs.has(kResidualOwn) ? " +residual" : "") + (cs.has(kNoDwBias) ? " no dw bias" : "");
+         (cs.has(kResidualOwn) ? " +residual" : "") + (cs.has(kNoDwBias) ? " no dw bias" : "") +
+         (cs.has(kAffine) ? " affine" : "");
 }
 
 /// One case's inputs in the kernel's layouts, and y's reference.
 struct Data {
   std::vector<float> x, residual, expand_packed, dw_weight, dw_bias, project_packed;
   std::vector<float> squeeze_packed, excite_packed;  ///< with kSe
+  std::vector<float> affine;                         ///< with kAffine: [2, E]
   std::vector<double> ref;
 };
 
@@ -170,6 +178,7 @@ struct Inputs {
   const float *x, *expand, *dw_w, *dw_b, *project, *residual;
   const float* squeeze = nullptr;
   const float* excite = nullptr;
+  const float* affine = nullptr;
 };
 
 const float* ptr(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
@@ -182,7 +191,8 @@ Inputs inputs_of(const Case& cs, const Data& d) {
           ptr(d.project_packed),
           cs.has(kResidualX) ? d.x.data() : ptr(d.residual),
           ptr(d.squeeze_packed),
-          ptr(d.excite_packed)};
+          ptr(d.excite_packed),
+          ptr(d.affine)};
 }
 
 /// The squeeze-excitation's PyTorch-layout weights: squeeze [S, E] and bias [S], excitation
@@ -195,7 +205,8 @@ struct SeWeights {
 /// we [E, C], wd [E, 1, kh, kw], wp [O, E]; null bd / residual: none; se only with kSe.
 std::vector<double> reference(const Case& cs, const float* x, const float* we, const float* be,
                               const float* wd, const float* bd, const float* wp, const float* bp,
-                              const float* residual, const SeWeights& se) {
+                              const float* residual, const SeWeights& se,
+                              const float* affine = nullptr) {
   const int64_t H = cs.in_h, W = cs.in_w, C = cs.in_c, E = cs.exp_c, O = cs.out_c;
   const int64_t OH = cs.out_h(), OW = cs.out_w();
   const StageEpilogue ee = epilogue(cs.epi[0]), ed = epilogue(cs.epi[1]), ep = epilogue(cs.epi[2]);
@@ -256,7 +267,9 @@ std::vector<double> reference(const Case& cs, const float* x, const float* we, c
       for (int64_t o = 0; o < O; ++o) {
         const int64_t at = (n * OH * OW + px) * O + o;
         if (!cs.has(kProject)) {  // the residual after the depthwise epilogue
-          y[at] = d[px * E + o] + (residual != nullptr ? residual[at] : 0.0);
+          const double v = affine != nullptr ? d[px * E + o] * affine[o] + affine[E + o]
+                                             : d[px * E + o];
+          y[at] = v + (residual != nullptr ? residual[at] : 0.0);
           continue;
         }
         double s = bp[o];
@@ -287,6 +300,7 @@ Data make_data(const Case& cs, uint32_t seed, int64_t nan_at = -1) {
   const std::vector<float> wp = weights(O * E, E, seed + 4), bp = random_floats(O, seed + 5);
   if (!cs.has(kNoDwBias)) d.dw_bias = random_floats(E, seed + 6);
   if (cs.has(kResidualOwn)) d.residual = random_floats(cs.y_floats(), seed + 7);
+  if (cs.has(kAffine)) d.affine = random_floats(2 * E, seed + 12, -1.5f, 1.5f);
   d.dw_weight.resize(taps * E);  // [E, 1, kh, kw] -> [(ky * kw + kx) * E + c]
   for (int64_t c = 0; c < E; ++c) {
     for (int64_t t = 0; t < taps; ++t) d.dw_weight[t * E + c] = wd[c * taps + t];
@@ -313,7 +327,7 @@ Data make_data(const Case& cs, uint32_t seed, int64_t nan_at = -1) {
   }
   const Inputs in = inputs_of(cs, d);
   d.ref = reference(cs, d.x.data(), we.data(), be.data(), wd.data(), in.dw_b, wp.data(), bp.data(),
-                    in.residual, se);
+                    in.residual, se, in.affine);
   return d;
 }
 
@@ -341,6 +355,10 @@ BottleneckProblem make_problem(const Case& cs, const Inputs& in, float* y) {
   p.depthwise = epilogue(cs.epi[1]);
   p.project_packed = in.project;
   p.residual = in.residual;
+  if (in.affine != nullptr) {
+    p.post_scale = in.affine;
+    p.post_shift = in.affine + cs.exp_c;
+  }
   p.out_min = epilogue(cs.epi[2]).lo;
   p.out_max = epilogue(cs.epi[2]).hi;
   if (cs.has(kSe)) {
@@ -457,6 +475,7 @@ TEST_F(CpuBottleneck, ExactSizeBuffersEndingAtAGuardPage) {
     const auto dw_w = read_only_copy(d.dw_weight), dw_b = read_only_copy(d.dw_bias);
     const auto squeeze = read_only_copy(d.squeeze_packed);
     const auto excite = read_only_copy(d.excite_packed);
+    const auto affine = read_only_copy(d.affine);
     const Inputs in{data_of(x),
                     data_of(expand),
                     data_of(dw_w),
@@ -464,7 +483,8 @@ TEST_F(CpuBottleneck, ExactSizeBuffersEndingAtAGuardPage) {
                     data_of(project),
                     cs.has(kResidualX) ? data_of(x) : data_of(residual),
                     data_of(squeeze),
-                    data_of(excite)};
+                    data_of(excite),
+                    data_of(affine)};
     GuardedBuffer y(sizeof(float) * cs.y_floats());
     ASSERT_NE(y.data(), nullptr);
     for (int64_t band : {default_band, int64_t{1}}) {

@@ -50,6 +50,7 @@ struct Case {
   GemmActivation activation = GemmActivation::None;  ///< after the clamp
   float alpha = 0.1f;       ///< the activation's parameter (LeakyRelu's slope)
   bool multiplier = false;  ///< times M [m, n] (C's row stride) after the activation
+  bool post_affine = false;  ///< then times S [n] plus T [n] per column (a batch norm after it)
 };
 
 /// The activation in double precision, from its definition (std::erf, std::tanh); `alpha`
@@ -83,7 +84,7 @@ std::string describe(const Case& c, GemmIsa isa, bool pool) {
          (c.bias ? " bias" : " no-bias") + " clamp[" + std::to_string(c.out_min) + ", " +
          std::to_string(c.out_max) + "]" + (c.residual ? " residual" : "") + " act " +
          std::to_string(static_cast<int>(c.activation)) + (c.multiplier ? " multiplier" : "") +
-         (pool ? " pool2" : " no-pool");
+         (c.post_affine ? " affine" : "") + (pool ? " pool2" : " no-pool");
 }
 
 /// Checks c (m rows of ldc, values in [m x n]) against the double reference of a [m x k] (lda)
@@ -93,7 +94,8 @@ std::string describe(const Case& c, GemmIsa isa, bool pool) {
 int check_against_reference(const Case& cs, const float* a, int64_t lda, const float* w,
                             const float* bias, const float* c, int64_t ldc,
                             const std::string& what, const float* r = nullptr,
-                            const float* mul = nullptr) {
+                            const float* mul = nullptr, const float* scale = nullptr,
+                            const float* shift = nullptr) {
   int bad = 0;
   for (int64_t i = 0; i < cs.m; ++i) {
     for (int64_t j = 0; j < cs.n; ++j) {
@@ -114,9 +116,12 @@ int check_against_reference(const Case& cs, const float* a, int64_t lda, const f
       want = activate(cs.activation, want, cs.alpha);
       const double gate = mul != nullptr ? std::fabs(mul[i * ldc + j]) : 1.0;
       if (mul != nullptr) want *= mul[i * ldc + j];
+      const double stretch = scale != nullptr ? std::fabs(scale[j]) : 1.0;
+      if (scale != nullptr) want = want * scale[j] + shift[j];
       // The activations' slopes stay under 1.5; GELU's own error is a few ulp of its result.
-      const double tol = 1.5e-6 * (1.0 + std::sqrt(static_cast<double>(cs.k))) * mag * gate +
-                         1e-6 * std::fabs(want) + 1e-30;
+      const double tol =
+          1.5e-6 * (1.0 + std::sqrt(static_cast<double>(cs.k))) * mag * gate * stretch +
+          1e-6 * std::fabs(want) + 1e-30;
       const float got = c[i * ldc + j];
       if (!(std::fabs(got - want) <= tol)) {
         if (++bad <= 5) {
@@ -159,12 +164,18 @@ void run_case(const Case& cs, pthreadpool_t pool, GemmIsa isa, uint32_t seed) {
   p.activation = cs.activation;
   p.activation_alpha = cs.alpha;
   p.multiplier = cs.multiplier ? mul.data() : nullptr;
+  const std::vector<float> affine =
+      random_floats(static_cast<size_t>(2 * cs.n), seed + 5, -2.0f, 2.0f);
+  p.post_scale = cs.post_affine ? affine.data() : nullptr;
+  p.post_shift = cs.post_affine ? affine.data() + cs.n : nullptr;
   packed_gemm(p, pool);
 
   const std::string what = describe(cs, isa, pool != nullptr);
   check_against_reference(cs, a.data(), lda, w.data(), cs.bias ? bias.data() : nullptr, c.data(),
                           ldc, what, cs.residual ? r.data() : nullptr,
-                          cs.multiplier ? mul.data() : nullptr);
+                          cs.multiplier ? mul.data() : nullptr,
+                          cs.post_affine ? affine.data() : nullptr,
+                          cs.post_affine ? affine.data() + cs.n : nullptr);
   int touched = 0;
   for (int64_t idx = 0; idx < static_cast<int64_t>(c.size()); ++idx) {
     const bool inside = idx < cs.m * ldc && idx % ldc < cs.n;
@@ -437,6 +448,22 @@ TEST_F(CpuGemm, MultiplierScalesEveryFinishedTileAfterTheActivation) {
   cases[5].residual = true;
   for (Case& cs : cases) cs.multiplier = true;
   run_every_isa_and_k_block(cases, 700);
+}
+
+TEST_F(CpuGemm, PostAffineAppliesPerColumnAfterTheActivation) {
+  // A batch norm after the activation folded into the epilogue (blob version 28): ConvMixer's
+  // 1x1 conv → ReLU → batch norm (1024 pixels, 64 -> 48, the clamp first), a linear → GELU →
+  // batch norm, with a residual, ldc padding, edge shapes (a last panel of 5 columns: the scale
+  // and shift read per panel) and K in several blocks (the affine must run once, after the last).
+  Case cases[] = {
+      {1024, 48, 64, 0, 0, true, 0.0f, kInf}, {50, 200, 64}, {7, 5, 3, 1, 3},
+      {33, 37, 70, 0, 2, false, -2.0f, 2.5f}, {1, 20, 50},  {49, 576, 96, 0, 3},
+  };
+  cases[1].activation = GemmActivation::GeluErf;
+  cases[3].activation = GemmActivation::Hardswish;
+  cases[5].residual = true;
+  for (Case& cs : cases) cs.post_affine = true;
+  run_every_isa_and_k_block(cases, 900);
 }
 
 TEST_F(CpuGemm, SiluAndSigmoidOverTheRangeEveryIsa) {
