@@ -1256,8 +1256,11 @@ TEST_F(CpuBlobTest, BottleneckFieldsAreChecked) {
     const char* expect;
   };
   const Case cases[] = {
+      // Flag 8 (the affine, since version 28) reads the last input as a constant.
       {"flags 8", [](cpu::BlobNode& n) { n.params[cpu::kBottleneckFlags] = 8; },
-       "flags 8, epilogues 2 and 2; expected flags <= 7"},
+       "input 2 (value 0) must be a constant"},
+      {"flags 16", [](cpu::BlobNode& n) { n.params[cpu::kBottleneckFlags] = 16; },
+       "flags 16, epilogues 2 and 2; expected flags <= 15"},
       {"expand epilogue 5",
        [](cpu::BlobNode& n) { n.params[cpu::kBottleneckExpandEpilogue] = 5; },
        "flags 3, epilogues 5 and 2"},
@@ -1266,8 +1269,8 @@ TEST_F(CpuBlobTest, BottleneckFieldsAreChecked) {
        "flags 3, epilogues 2 and 5"},
       {"an expand epilogue without an expand",  // project only, expand epilogue relu6
        [](cpu::BlobNode& n) { n.params[cpu::kBottleneckFlags] = cpu::kBottleneckHasProject; },
-       "flags 2, epilogues 2 and 2; expected flags <= 7 and epilogues <= 4 (the expand's 0 "
-       "without an expand)"},
+       "flags 2, epilogues 2 and 2; expected flags <= 15 (the affine 8 only without a project "
+       "2) and epilogues <= 4 (the expand's 0 without an expand)"},
       {"squeeze channels without squeeze-excitation",
        [](cpu::BlobNode& n) { n.params[cpu::kBottleneckFlags] |= 4u << cpu::kBottleneckHighShift; },
        "flags 3, squeeze-excitation of 4 channels, squeeze epilogue 0, gate 0; expected a "
@@ -1322,7 +1325,11 @@ TEST_F(CpuBlobTest, BottleneckFieldsAreChecked) {
        "parameter 12 is 0, expected >= 1"},
       {"a constant residual",
        [](cpu::BlobNode& n) { n.inputs[2] = n.inputs[1]; }, "must not be a constant"},
-      {"4 inputs", [](cpu::BlobNode& n) { n.num_inputs = 4; }, "4 inputs, expected 2..3"},
+      {"5 inputs", [](cpu::BlobNode& n) { n.num_inputs = 5; }, "5 inputs, expected 2..4"},
+      {"4 inputs without the affine flag", [](cpu::BlobNode& n) {
+         n.num_inputs = 4;
+         n.inputs[3] = n.inputs[0];
+       }, "4 inputs without the affine flag"},
       {"project output bounds out of order",
        [](cpu::BlobNode& n) {
          n.fparams[0] = 1.0f;

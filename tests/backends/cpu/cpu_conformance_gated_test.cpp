@@ -244,8 +244,11 @@ TEST(CpuGatedBlob, MultiplierFieldsAreChecked) {
   expect_refused(
       blob, 1,
       {
+          // Flag 2 (the affine, since version 28) reads the last input as a constant.
           {"epilogue flags 2", [](cpu::BlobNode& n) { n.params[cpu::kFcEpilogueFlags] = 2; },
-           "epilogue flags 2 with 3 inputs"},
+           "input 2 (value"},
+          {"epilogue flags 3", [](cpu::BlobNode& n) { n.params[cpu::kFcEpilogueFlags] = 3; },
+           "epilogue flags 3 with 3 inputs"},
           {"four inputs without the flag",
            [&](cpu::BlobNode& n) {
              n.params[cpu::kFcEpilogueFlags] = 0;
