@@ -4,23 +4,19 @@
 #include "backends/cpu/compile/node_attrs.h"
 #include "backends/cpu/compile/region_index.h"
 #include "backends/cpu/cpu_blob_format.h"
+#include "tools/compiler/value_bytes.h"
 
 namespace tern::compiler::cpu_compile {
 namespace {
-
-int64_t numel(const std::vector<int64_t>& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
 
 /// A constant tensor of `j` elements laid along the last dim of what it is added to ([J], or
 /// [1, .., 1, J]).
 bool is_row_constant(const Graph& g, int vid, int64_t j) {
   if (vid < 0) return false;
   const Value& v = g.values[static_cast<size_t>(vid)];
+  uint64_t n = 0;
   return v.is_tensor() && v.is_constant && v.dtype == DType::F32 && !v.sizes.empty() &&
-         v.sizes.back() == j && numel(v.sizes) == j;
+         v.sizes.back() == j && shape_numel(v.sizes, &n) && n == static_cast<uint64_t>(j);
 }
 
 /// The permutation of a permute or transpose node over a value of rank `rank`; empty for any

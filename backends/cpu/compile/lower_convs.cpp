@@ -386,46 +386,38 @@ bool Lowering::is_epilogue_operand(const BlobNode& last, int made, int other, in
 }
 
 /// add(conv_out, r) (either order, alpha 1) where conv_out is made by the node just lowered,
-/// one of tern's convs or GEMMs with no clamp or residual yet, and read by nothing else, and
-/// r is an activation of the output's shape: r becomes the node's residual input (ResNet's
-/// basic block, MobileNetV2's inverted residual). Returns false when it does not apply.
+/// one of tern's convs or GEMMs with no clamp or residual yet (or a depthwise-only bottleneck
+/// with a post-activation affine and no residual), and read by nothing else, and r is an
+/// activation of the output's shape: r becomes the node's residual input (ResNet's basic block,
+/// MobileNetV2's inverted residual). Returns false when it does not apply.
 bool Lowering::fuse_residual_into_conv(const Node& node, double alpha) {
   if (node.op != "tern::add" || alpha != 1.0 || nodes_.empty()) return false;
   BlobNode& last = nodes_.back();
   if (last.op == static_cast<uint32_t>(NodeOp::PackedConv3d))
     return fuse_residual_into_conv3d(node);
-  if (last.op == static_cast<uint32_t>(NodeOp::PackedBottleneck)) {
-    // A bottleneck without a project whose batch norm was fused (x + bn(relu(dw(x))):
-    // ConvMixer's block): the residual is added after the affine, input 2 before it.
-    const uint32_t flags = last.params[cpu::kBottleneckFlags];
-    if ((flags & cpu::kBottleneckHasPostAffine) == 0 || last.num_inputs != 3) return false;
-    for (int i = 0; i < 2; ++i) {
-      const int made = node.args[static_cast<size_t>(i)];
-      const int other = node.args[static_cast<size_t>(1 - i)];
-      if (!is_epilogue_operand(last, made, other, node.outputs[0])) continue;
-      const uint32_t r = activation(other);
-      if (r == last.output) continue;
-      last.inputs[3] = last.inputs[2];
-      last.inputs[2] = r;
-      last.num_inputs = 4;
-      retarget_output(made, node.outputs[0]);
-      return true;
-    }
-    return false;
-  }
-  if ((last.op != static_cast<uint32_t>(NodeOp::PackedConv2d) &&
-       last.op != static_cast<uint32_t>(NodeOp::PackedWinogradConv2d) &&
-       last.op != static_cast<uint32_t>(NodeOp::PackedFullyConnected)) ||
-      last.num_inputs != 2 || has_activation(last) || last.fparams[0] != -kInf ||
-      last.fparams[1] != kInf) {
+  // A bottleneck without a project whose batch norm was fused (x + bn(relu(dw(x))):
+  // ConvMixer's block) takes the residual after its affine: input 2, the affine moved to 3.
+  const bool affine_bottleneck =
+      last.op == static_cast<uint32_t>(NodeOp::PackedBottleneck) &&
+      (last.params[cpu::kBottleneckFlags] & cpu::kBottleneckHasPostAffine) != 0 &&
+      last.num_inputs == 3;
+  if (!affine_bottleneck &&
+      ((last.op != static_cast<uint32_t>(NodeOp::PackedConv2d) &&
+        last.op != static_cast<uint32_t>(NodeOp::PackedWinogradConv2d) &&
+        last.op != static_cast<uint32_t>(NodeOp::PackedFullyConnected)) ||
+       last.num_inputs != 2 || has_activation(last) || last.fparams[0] != -kInf ||
+       last.fparams[1] != kInf)) {
     return false;
   }
   for (int i = 0; i < 2; ++i) {
     const int conv_out = node.args[static_cast<size_t>(i)];
     const int other = node.args[static_cast<size_t>(1 - i)];
     if (!is_epilogue_operand(last, conv_out, other, node.outputs[0])) continue;
-    last.inputs[2] = activation(other);
-    last.num_inputs = 3;
+    const uint32_t r = activation(other);
+    if (r == last.output) continue;
+    if (affine_bottleneck) last.inputs[3] = last.inputs[2];
+    last.inputs[2] = r;
+    ++last.num_inputs;
     retarget_output(conv_out, node.outputs[0]);
     return true;
   }

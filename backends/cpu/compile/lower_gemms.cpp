@@ -491,9 +491,8 @@ bool Lowering::fuse_batch_norm_into_epilogue(const Node& node, const BatchNormAf
   }
   const size_t rank = g_.values[static_cast<size_t>(in)].sizes.size();
   if (rank != 2 && !(rank == 4 && is_nhwc(in))) return false;
-  BlobNode& last = *maker_of(made);
+  BlobNode& last = *maker_of(made);  // add_constant below adds a value, no node
   const uint64_t c = a.scale.size();
-  if (last.output != made) return false;
   if (last.op == static_cast<uint32_t>(NodeOp::PackedFullyConnected)) {
     if (last.params[cpu::kFcEpilogueFlags] != 0 || last.num_inputs > 3 || last.params[0] != c) {
       return false;
@@ -509,13 +508,11 @@ bool Lowering::fuse_batch_norm_into_epilogue(const Node& node, const BatchNormAf
   }
   std::vector<float> affine(a.scale);
   affine.insert(affine.end(), a.shift.begin(), a.shift.end());
-  const uint32_t id = add_constant({2, c}, affine);
-  BlobNode& fused = *maker_of(made);  // add_constant adds no node, but keep the reference fresh
-  fused.inputs[fused.num_inputs++] = id;
-  if (fused.op == static_cast<uint32_t>(NodeOp::PackedFullyConnected)) {
-    fused.params[cpu::kFcEpilogueFlags] = cpu::kFcPostAffine;
+  last.inputs[last.num_inputs++] = add_constant({2, c}, affine);
+  if (last.op == static_cast<uint32_t>(NodeOp::PackedFullyConnected)) {
+    last.params[cpu::kFcEpilogueFlags] = cpu::kFcPostAffine;
   } else {
-    fused.params[cpu::kBottleneckFlags] |= cpu::kBottleneckHasPostAffine;
+    last.params[cpu::kBottleneckFlags] |= cpu::kBottleneckHasPostAffine;
   }
   rename_result(in, node.outputs[0]);
   return true;
