@@ -70,6 +70,8 @@ SlotShape slot_shape(const BottleneckProblem& p) {
   const int64_t row = p.in_w * p.exp_c;
   const int64_t rows_fit = bottleneck_band_floats() / max64(1, row);
   s.band = rows_fit > p.kernel_h ? (rows_fit - p.kernel_h) / p.stride_h + 1 : 1;
+  // Without an expand and without a banded project, bands hold nothing: one band per range.
+  if (p.expand_packed == nullptr && (p.project_packed == nullptr || has_se(p))) s.band = p.out_h;
   s.band = min64(s.band, p.out_h);
   if (p.expand_packed != nullptr) s.e_floats = ((s.band - 1) * p.stride_h + p.kernel_h) * row;
   if (p.project_packed != nullptr && !has_se(p)) s.d_floats = s.band * p.out_w * p.exp_c;
@@ -231,17 +233,31 @@ ChannelSumsFn channel_sums_fn() {
   return &channel_sums_scalar;
 }
 
-/// Depthwise output row oy of image n from e (image n's rows of in_w x exp_c, starting at input
-/// row e_first) into d (the row's out_w x exp_c floats), with the epilogue; without a project,
-/// the residual's row y_row (of the batch's flattened output rows) is added after it.
-void depthwise_out_row(const Plan& plan, const float* e, int64_t e_first, int64_t oy, float* d,
-                       int64_t y_row) {
+/// Output rows a depthwise call takes at once (DepthwiseRow::out_rows): each channel block's
+/// input columns are read from L2 once per call rather than once per output row.
+constexpr int64_t kDepthwiseRows = 4;
+/// Row pointers a depthwise call can take: (rows - 1) · stride_h + kernel_h of them.
+constexpr int64_t kTapSlots = 64;
+
+/// The output rows one depthwise call takes for p: kDepthwiseRows, fewer when its windows' rows
+/// would not fit kTapSlots (a stride near the kernel's bound).
+int64_t rows_per_call(const BottleneckProblem& p) {
+  return min64(kDepthwiseRows, (kTapSlots - p.kernel_h) / p.stride_h + 1);
+}
+
+/// `count` (<= rows_per_call(p)) depthwise output rows from oy of image n from e (image n's rows of
+/// in_w x exp_c, starting at input row e_first) into d (rows of out_w x exp_c floats), with the
+/// epilogue; without a project, the residual's rows from y_row (of the batch's flattened output
+/// rows) are added after it.
+void depthwise_out_rows(const Plan& plan, const float* e, int64_t e_first, int64_t oy,
+                        int64_t count, float* d, int64_t y_row) {
   const BottleneckProblem& p = *plan.p;
   const int64_t e_row = p.in_w * p.exp_c;
-  const float* taps[kMaxBottleneckKernel];
-  for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
-    const int64_t iy = oy * p.stride_h - p.pad_top + ky;
-    taps[ky] = iy >= 0 && iy < p.in_h ? e + (iy - e_first) * e_row : nullptr;
+  const float* taps[kTapSlots];
+  const int64_t n_taps = (count - 1) * p.stride_h + p.kernel_h;
+  for (int64_t t = 0; t < n_taps; ++t) {
+    const int64_t iy = oy * p.stride_h - p.pad_top + t;
+    taps[t] = iy >= 0 && iy < p.in_h ? e + (iy - e_first) * e_row : nullptr;
   }
   DepthwiseRow dr;
   dr.rows = taps;
@@ -252,16 +268,28 @@ void depthwise_out_row(const Plan& plan, const float* e, int64_t e_first, int64_
   dr.kernel_w = p.kernel_w;
   dr.stride_w = p.stride_w;
   dr.pad_left = p.pad_left;
+  dr.out_rows = count;
+  dr.stride_h = p.stride_h;
   dr.w = p.dw_weight;
   dr.bias = p.dw_bias;
   dr.epi = p.depthwise;
   dr.out = d;
-  plan.row(dr);
-  if (plan.dw_act != nullptr) plan.dw_act(d, 1, p.out_w * p.exp_c, 0, 0.0f);  // the row is in L1
-  if (plan.affine != nullptr) plan.affine(d, p.post_scale, p.post_shift, p.out_w, p.exp_c, p.exp_c);
-  if (plan.add_residual != nullptr) {
-    plan.add_residual(d, p.residual + y_row * p.out_w * p.out_c, 1, p.out_w * p.out_c, 0);
+  const float* residual =
+      plan.add_residual != nullptr ? p.residual + y_row * p.out_w * p.out_c : nullptr;
+  if (plan.dw_act == nullptr) {  // the affine and the residual in the row kernel's store
+    if (plan.affine != nullptr) {
+      dr.post_scale = p.post_scale;
+      dr.post_shift = p.post_shift;
+    }
+    dr.residual = residual;
+    plan.row(dr);
+    return;
   }
+  plan.row(dr);
+  const int64_t pixels = count * p.out_w;
+  plan.dw_act(d, 1, pixels * p.exp_c, 0, 0.0f);  // the rows are in L1 or L2
+  if (plan.affine != nullptr) plan.affine(d, p.post_scale, p.post_shift, pixels, p.exp_c, p.exp_c);
+  if (residual != nullptr) plan.add_residual(d, residual, 1, pixels * p.out_c, 0);
 }
 
 /// The project GEMM of `rows` output rows starting at output row `first` (of the batch's
@@ -334,11 +362,11 @@ void run_rows(const Plan& plan, int64_t n, int64_t oy0, int64_t oy1, float* ebuf
     float* d = banded_project        ? dbuf
                : plan.row_sums != nullptr ? plan.d_all + ((n * p.out_h + oy) * p.out_w) * p.exp_c
                                           : p.y + ((n * p.out_h + oy) * p.out_w) * p.out_c;
-    for (int64_t i = 0; i < rows; ++i) {
-      depthwise_out_row(plan, e, lo, oy + i, d + i * d_row, n * p.out_h + oy + i);
-      if (plan.row_sums != nullptr) {
-        plan.sums(d + i * d_row, p.out_w, p.exp_c,
-                  plan.row_sums + (n * p.out_h + oy + i) * p.exp_c);
+    for (int64_t i = 0; i < rows; i += rows_per_call(p)) {
+      const int64_t count = min64(rows_per_call(p), rows - i);
+      depthwise_out_rows(plan, e, lo, oy + i, count, d + i * d_row, n * p.out_h + oy + i);
+      for (int64_t j = i; plan.row_sums != nullptr && j < i + count; ++j) {
+        plan.sums(d + j * d_row, p.out_w, p.exp_c, plan.row_sums + (n * p.out_h + oy + j) * p.exp_c);
       }
     }
     if (banded_project) project_rows(p, dbuf, n * p.out_h + oy, rows, nullptr);
@@ -353,7 +381,7 @@ void layer_row(void* context, size_t r) {
   const int64_t in_image = p.expand_packed != nullptr ? p.in_h * p.in_w * p.exp_c
                                                       : p.in_h * p.in_w * p.in_c;
   float* d = plan.d_all + static_cast<int64_t>(r) * p.out_w * p.exp_c;
-  depthwise_out_row(plan, plan.e_all + n * in_image, 0, oy, d, static_cast<int64_t>(r));
+  depthwise_out_rows(plan, plan.e_all + n * in_image, 0, oy, 1, d, static_cast<int64_t>(r));
   if (plan.row_sums != nullptr) {
     plan.sums(d, p.out_w, p.exp_c, plan.row_sums + static_cast<int64_t>(r) * p.exp_c);
   }
@@ -513,9 +541,21 @@ void bottleneck_nhwc(const BottleneckProblem& p, float* scratch, pthreadpool_t p
 
 void depthwise_row(const DepthwiseRow& r) {
   if (r.out_w <= 0 || r.channels <= 0) return;
-  row_fn()(r);
   const ActivationFn act = gemm_activation_fn(r.epi.act);
-  if (act != nullptr) act(r.out, 1, r.out_w * r.channels, 0, 0.0f);
+  if (act == nullptr) {
+    row_fn()(r);
+    return;
+  }
+  // The activation comes before the affine and the residual: those become passes after it.
+  DepthwiseRow bare = r;
+  bare.post_scale = bare.post_shift = bare.residual = nullptr;
+  row_fn()(bare);
+  const int64_t pixels = r.out_rows * r.out_w;
+  act(r.out, 1, pixels * r.channels, 0, 0.0f);
+  if (r.post_scale != nullptr) {
+    gemm_affine_fn()(r.out, r.post_scale, r.post_shift, pixels, r.channels, r.channels);
+  }
+  if (r.residual != nullptr) gemm_add_fn()(r.out, r.residual, 1, pixels * r.channels, 0);
 }
 
 }  // namespace tern::cpu

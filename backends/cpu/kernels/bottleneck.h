@@ -100,15 +100,24 @@ int64_t& bottleneck_band_floats();
 /// out[ox][c] = epi(bias[c] + Σ_{ky,kx} rows[ky][ox * stride_w - pad_left + kx][c] ·
 /// w[(ky * kernel_w + kx) * channels + c]) for ox < out_w, c < channels, where rows[ky] is an
 /// input row of in_w pixels x `channels` floats or null (a row of zeros: padding), and taps with
-/// the column outside [0, in_w) are zeros. `bias` may be null (zeros). Reads exactly the floats
-/// inside rows' in_w x channels, writes exactly out_w x channels floats.
+/// the column outside [0, in_w) are zeros. `bias` may be null (zeros). After the epilogue, when
+/// set: out[ox][c] = out[ox][c] · post_scale[c] + post_shift[c] (both or neither), then
+/// + residual[ox * channels + c]. With out_rows R > 1, R such rows at once: output row i reads
+/// rows[i * stride_h + ky] (so rows holds (R - 1) · stride_h + kernel_h pointers) and writes out
+/// + i · out_w · channels (its residual likewise), each input row's part read back from L1 by
+/// the next output rows. Reads exactly the floats inside rows' in_w x channels (and the
+/// residual's), writes exactly R x out_w x channels floats.
 struct DepthwiseRow {
-  const float* const* rows = nullptr;  ///< kernel_h row pointers
+  const float* const* rows = nullptr;  ///< (out_rows - 1) * stride_h + kernel_h row pointers
   int64_t in_w = 0, channels = 0, out_w = 0;
   int64_t kernel_h = 3, kernel_w = 3, stride_w = 1, pad_left = 1;
+  int64_t out_rows = 1, stride_h = 1;
   const float* w = nullptr;
   const float* bias = nullptr;
   StageEpilogue epi;
+  const float* post_scale = nullptr;  ///< [channels], with post_shift, or null
+  const float* post_shift = nullptr;
+  const float* residual = nullptr;    ///< out_w x channels, or null
   float* out = nullptr;
 };
 void depthwise_row(const DepthwiseRow& r);

@@ -18,6 +18,17 @@ RowFn scalar_row();
 /// aarch64's NEON row (depthwise_row_neon.cpp), the portable slot's choice there.
 RowFn neon_row();
 
+/// Output row i of r (of its out_rows) as a one-row problem.
+inline DepthwiseRow row_of(const DepthwiseRow& r, int64_t i) {
+  DepthwiseRow one = r;
+  const int64_t floats = i * r.out_w * r.channels;
+  one.rows = r.rows + i * r.stride_h;
+  one.out = r.out + floats;
+  if (r.residual != nullptr) one.residual = r.residual + floats;
+  one.out_rows = 1;
+  return one;
+}
+
 /// The taps [*kx_lo, *kx_hi) of output column ox whose input column lies inside [0, in_w)
 /// (an empty range when none does).
 inline void tap_range(const DepthwiseRow& r, int64_t ox, int64_t* ix0, int64_t* kx_lo,

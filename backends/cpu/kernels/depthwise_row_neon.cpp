@@ -1,7 +1,8 @@
 // The depthwise row kernel in NEON (aarch64): per output pixel, the channels in blocks of 16
 // (four q-register accumulators, then blocks of 4, then single channels), each block summed over
-// the window's taps in registers with fused multiply-adds and stored once, clamped. Borders clip
-// the window with tap_range as the portable kernel does. Dispatch's portable slot on aarch64
+// the window's taps in registers with fused multiply-adds and stored once, clamped (then the
+// row's post-affine and residual). Borders clip the window with tap_range as the portable kernel
+// does. Dispatch's portable slot on aarch64
 // (bottleneck.cpp's row_fn); elsewhere the file compiles to a null-returning stub.
 #include "backends/cpu/kernels/depthwise_row.h"
 
@@ -38,11 +39,19 @@ inline void block(const DepthwiseRow& r, int64_t ix0, int64_t kx_lo, int64_t kx_
         acc[q] = vfmaq_f32(acc[q], vld1q_f32(in + 4 * q), vld1q_f32(w + 4 * q));
     }
   }
+  const float* res = r.residual != nullptr ? r.residual + (out - r.out) + c : nullptr;
 #pragma GCC unroll 4
-  for (int q = 0; q < Q; ++q) vst1q_f32(out + c + 4 * q, clamp4(acc[q], lo, hi));
+  for (int q = 0; q < Q; ++q) {
+    float32x4_t v = clamp4(acc[q], lo, hi);
+    if (r.post_scale != nullptr) {
+      v = vfmaq_f32(vld1q_f32(r.post_shift + c + 4 * q), v, vld1q_f32(r.post_scale + c + 4 * q));
+    }
+    if (res != nullptr) v = vaddq_f32(v, vld1q_f32(res + 4 * q));
+    vst1q_f32(out + c + 4 * q, v);
+  }
 }
 
-void row_neon(const DepthwiseRow& r) {
+void one_row(const DepthwiseRow& r) {
   const int64_t ch = r.channels;
   const float32x4_t lo = vdupq_n_f32(r.epi.lo);
   const float32x4_t hi = vdupq_n_f32(r.epi.hi);
@@ -63,9 +72,16 @@ void row_neon(const DepthwiseRow& r) {
         }
       }
       v = v < r.epi.lo ? r.epi.lo : v;
-      out[c] = v > r.epi.hi ? r.epi.hi : v;
+      v = v > r.epi.hi ? r.epi.hi : v;
+      if (r.post_scale != nullptr) v = v * r.post_scale[c] + r.post_shift[c];
+      if (r.residual != nullptr) v += r.residual[ox * ch + c];
+      out[c] = v;
     }
   }
+}
+
+void row_neon(const DepthwiseRow& r) {
+  for (int64_t i = 0; i < r.out_rows; ++i) one_row(row_of(r, i));
 }
 
 }  // namespace

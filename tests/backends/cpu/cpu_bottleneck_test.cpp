@@ -616,7 +616,10 @@ std::vector<double> row_reference(const DepthwiseRow& r) {
                r.w[(ky * r.kernel_w + kx) * r.channels + c];
         }
       }
-      ref[ox * r.channels + c] = apply(r.epi, s);
+      double y = apply(r.epi, s);
+      if (r.post_scale != nullptr) y = y * r.post_scale[c] + r.post_shift[c];
+      if (r.residual != nullptr) y += r.residual[ox * r.channels + c];
+      ref[ox * r.channels + c] = y;
     }
   }
   return ref;
@@ -625,13 +628,17 @@ std::vector<double> row_reference(const DepthwiseRow& r) {
 TEST_F(CpuBottleneck, DepthwiseRowEveryIsaWithPaddingRows) {
   // Each input row read-only and ending at a PROT_NONE page; out between guard floats; null
   // (padding) rows at the top, the bottom, both or nowhere; the epilogues cycle through the
-  // codes and every third call has no bias.
+  // codes, every third call has no bias, every second a post-affine, two of four a residual (a
+  // read-only row ending at a PROT_NONE page). Rows of 32 have 8-pixel chunks both inside and
+  // reaching into the padding.
   const char kEpilogues[] = "nrhHc";
   uint32_t seed = 1000;
   int round = 0;
   for (int64_t channels : {1, 15, 16, 17, 33, 81}) {
+    const std::vector<float> post_scale = random_floats(channels, ++seed);
+    const std::vector<float> post_shift = random_floats(channels, ++seed);
     for (int64_t k : {3, 5, 7}) {
-      for (int64_t in_w : {1, 7, 10, 23}) {
+      for (int64_t in_w : {1, 7, 10, 23, 32}) {
         std::vector<std::unique_ptr<GuardedBuffer>> rows;
         for (int64_t ky = 0; ky < k; ++ky) {
           rows.push_back(read_only_copy(random_floats(in_w * channels, ++seed)));
@@ -657,10 +664,16 @@ TEST_F(CpuBottleneck, DepthwiseRowEveryIsaWithPaddingRows) {
               r.stride_w = stride;
               r.pad_left = pad;
               r.w = w.data();
+              const bool affine = round % 2 == 1, residual = round % 4 >= 2;
               r.bias = round++ % 3 == 2 ? nullptr : bias.data();
               r.epi = epilogue(code);
-              const std::vector<double> ref = row_reference(r);
+              r.post_scale = affine ? post_scale.data() : nullptr;
+              r.post_shift = affine ? post_shift.data() : nullptr;
               const int64_t n = r.out_w * channels;
+              const std::unique_ptr<GuardedBuffer> res =
+                  residual ? read_only_copy(random_floats(n, ++seed)) : nullptr;
+              r.residual = residual ? res->data() : nullptr;
+              const std::vector<double> ref = row_reference(r);
               for (GemmIsa isa : supported_isas()) {
                 ASSERT_TRUE(packed_gemm_force_isa(isa));
                 std::vector<float> out(n + 2 * kGuardFloats, kGuard);
@@ -670,12 +683,92 @@ TEST_F(CpuBottleneck, DepthwiseRowEveryIsaWithPaddingRows) {
                 const std::string what =
                     "depthwise_row " + num(k) + "x" + num(k) + ", C " + num(channels) + ", in_w " +
                     num(in_w) + ", stride " + num(stride) + ", pad " + num(pad) + ", null rows " +
-                    num(nulls) + ", epilogue " + code + (r.bias ? "" : ", no bias") + " [" +
+                    num(nulls) + ", epilogue " + code + (r.bias ? "" : ", no bias") +
+                    (affine ? ", affine" : "") + (residual ? ", residual" : "") + " [" +
                     gemm_isa_name(isa) + "]";
                 check(ref, r.out, r.out_w, channels, what);
                 expect_guard(out.data(), what + " before out");
                 expect_guard(r.out + n, what + " after out");
               }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(CpuBottleneck, DepthwiseRowsAtOnceEveryIsa) {
+  // out_rows R > 1: output row i reads rows[i * stride_h ..] and writes (and adds the residual
+  // at) row i of out; each must equal the one-row contract. Null rows at the top and the bottom
+  // (padding), affine and residual on two cases of three, after a clamp or after a hard-swish
+  // (then passes after the activation), out between guard floats.
+  uint32_t seed = 5000;
+  int round = 0;
+  for (int64_t channels : {16, 33}) {
+    for (int64_t k : {3, 7}) {
+      for (int64_t in_w : {10, 32}) {
+        for (int64_t stride : {1, 2}) {
+          for (int64_t rows_at_once : {2, 4}) {
+            const int64_t n_rows = (rows_at_once - 1) * stride + k;
+            std::vector<std::unique_ptr<GuardedBuffer>> rows;
+            std::vector<const float*> ptrs;
+            for (int64_t t = 0; t < n_rows; ++t) {
+              rows.push_back(read_only_copy(random_floats(in_w * channels, ++seed)));
+              ptrs.push_back(t == 0 || t == n_rows - 1 ? nullptr : rows.back()->data());
+            }
+            const std::vector<float> w = weights(k * k * channels, k * k, ++seed);
+            const std::vector<float> bias = random_floats(channels, ++seed);
+            const std::vector<float> scale = random_floats(channels, ++seed);
+            const std::vector<float> shift = random_floats(channels, ++seed);
+            const bool post = round % 3 != 2;
+            const char code = round++ % 2 == 0 ? 'r' : 'H';
+            DepthwiseRow r;
+            r.in_w = in_w;
+            r.channels = channels;
+            r.out_w = (in_w + 2 * (k / 2) - k) / stride + 1;
+            r.kernel_h = r.kernel_w = k;
+            r.stride_w = stride;
+            r.pad_left = k / 2;
+            r.out_rows = rows_at_once;
+            r.stride_h = stride;
+            r.w = w.data();
+            r.bias = bias.data();
+            r.epi = epilogue(code);
+            const int64_t row_floats = r.out_w * channels, n = rows_at_once * row_floats;
+            const std::unique_ptr<GuardedBuffer> res = read_only_copy(random_floats(n, ++seed));
+            if (post) {
+              r.post_scale = scale.data();
+              r.post_shift = shift.data();
+              r.residual = res->data();
+            }
+            std::vector<std::vector<double>> refs;
+            for (int64_t i = 0; i < rows_at_once; ++i) {
+              DepthwiseRow one = r;
+              one.rows = ptrs.data() + i * stride;
+              one.out_rows = 1;
+              if (post) one.residual = res->data() + i * row_floats;
+              refs.push_back(row_reference(one));
+            }
+            r.rows = ptrs.data();
+            for (GemmIsa isa : supported_isas()) {
+              ASSERT_TRUE(packed_gemm_force_isa(isa));
+              std::vector<float> out(n + 2 * kGuardFloats, kGuard);
+              std::fill_n(out.begin() + kGuardFloats, n, kNaN);
+              r.out = out.data() + kGuardFloats;
+              depthwise_row(r);
+              const std::string what = "depthwise_row " + num(rows_at_once) + " rows, " + num(k) +
+                                       "x" + num(k) + ", C " + num(channels) + ", in_w " +
+                                       num(in_w) + ", stride " + num(stride) +
+                                       ", epilogue " + code + (post ? ", affine, residual" : "") +
+                                       " [" +
+                                       gemm_isa_name(isa) + "]";
+              for (int64_t i = 0; i < rows_at_once; ++i) {
+                check(refs[i], r.out + i * row_floats, r.out_w, channels,
+                      what + ", row " + num(i));
+              }
+              expect_guard(out.data(), what + " before out");
+              expect_guard(r.out + n, what + " after out");
             }
           }
         }
