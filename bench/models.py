@@ -315,6 +315,16 @@ def _unet():
     return _calibrate_bn(UNet(), (1, 3, 256, 256))
 
 
+def _ultralytics(config):
+    """An Ultralytics detector from its package config, 640 x 640, random weights (the shared
+    builder in tests/models/model_zoo.py: calibrated batch norms, raw predictions out)."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                    "models"))
+    import model_zoo
+    return model_zoo.ultralytics_model(config)
+
+
 def _timm_reparameterized(name):
     """A timm model with its training-time branches folded by timm itself
     (`timm.utils.reparameterize_model`: RepVGG, MobileOne, RepViT, FastViT, ...), as its
@@ -433,6 +443,11 @@ MODELS = _Models({
     "unet": (_unet, (1, 3, 256, 256), "U-Net (widths 32-512, 2x2 transposed convs up), 1x3x256x256"),
     "crnn": (_crnn, (1, 1, 32, 128),
              "CRNN text-line recognizer (VGG-style convs + 2-layer bidirectional LSTM), 1x1x32x128"),
+    # Ultralytics' detectors (bench/setup-venv.sh installs the package), the raw predictions
+    # before non-maximum suppression.
+    **{"yolo_" + n.replace("-", "_"): ((lambda n=n: _ultralytics(n + ".yaml")), (1, 3, 640, 640),
+                                       "Ultralytics %s (random weights), 1x3x640x640" % n)
+       for n in ("yolov5nu", "yolov8n", "yolov8s", "yolov8n-seg", "yolov10n", "yolo11n", "yolo11s")},
 })
 
 # The single fully-connected layer for raw XNNPACK against tern's cpu delegate.

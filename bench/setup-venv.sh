@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Creates (or reuses) the benchmark environment bench/.venv: the checkout's .venv (torch 2.x,
 # torchvision; scripts/setup-venv.sh) seen through a .pth file, plus the peers from PyPI:
-# onnx + onnxscript + onnxruntime, and executorch. Nothing is installed into the checkout's
-# .venv. When executorch cannot live beside that torch, it gets its own bench/.venv-et (with the
+# onnx + onnxscript + onnxruntime, and executorch; and Ultralytics' models (ultralytics with
+# OpenCV, for the yolo_* benchmark models and the coverage probe). Nothing is installed into the
+# checkout's .venv. When executorch cannot live beside that torch, it gets its own bench/.venv-et (with the
 # torch its wheel pins). A peer that fails to install is reported by compare.sh, not fatal here.
 #
 # Pins (override with the environment variables): executorch wheels pin the torch they were
@@ -13,6 +14,8 @@ ORT_SPEC="${BENCH_ORT_SPEC:-onnxruntime==1.31.1}"
 ONNX_SPEC="${BENCH_ONNX_SPEC:-onnx==1.23.2}"
 ONNXSCRIPT_SPEC="${BENCH_ONNXSCRIPT_SPEC:-onnxscript==0.7.2}"
 ET_SPEC="${BENCH_ET_SPEC:-executorch==1.5.1}"
+ULTRALYTICS_SPEC="${BENCH_ULTRALYTICS_SPEC:-ultralytics==8.4.190}"
+OPENCV_SPEC="${BENCH_OPENCV_SPEC:-opencv-python-headless==5.1.0.95}"
 venv=bench/.venv
 venv_et=bench/.venv-et
 log=bench/out/setup-venv.log
@@ -42,6 +45,13 @@ install() {  # install VENV SPEC...: quiet pip install, logged; returns pip's st
 have "$venv" onnx || install "$venv" "$ONNX_SPEC" || echo "bench/setup-venv: onnx failed (see $log)"
 have "$venv" onnxscript || install "$venv" "$ONNXSCRIPT_SPEC" || echo "bench/setup-venv: onnxscript failed (see $log)"
 have "$venv" onnxruntime || install "$venv" "$ORT_SPEC" || echo "bench/setup-venv: onnxruntime failed (see $log)"
+# Ultralytics' detectors (YOLOv5u/v8/v10/11, RT-DETR) for bench/models.py's yolo_* entries and
+# tests/models/coverage_probe.py (run with bench/.venv/bin/python): the package without its
+# training and plotting dependencies (it builds models from its configs with torch, numpy, yaml
+# and OpenCV; nothing is downloaded).
+have "$venv" ultralytics ||
+  install "$venv" --no-deps "$ULTRALYTICS_SPEC" "$OPENCV_SPEC" ||
+  echo "bench/setup-venv: ultralytics failed (see $log); the yolo_* models are skipped"
 
 if ! have "$venv" executorch.runtime && ! have "$venv_et" executorch.runtime; then
   # Refuse to replace the base torch: a resolution that wants another torch goes to .venv-et.

@@ -3,10 +3,12 @@
 
 Not a ctest test: a survey to run by hand after exporter changes (docs/models.md, *Coverage
 probe*). Each entry builds a tiny random-weight model — Hugging Face `transformers` classes
-from small configs (nothing is downloaded), torchvision segmentation and video models — and
-run_model.py's check exports it, compiles it for the portable kernels and the cpu backend and
-compares with PyTorch eager in float64 (same 1e-4 * max|ref| bound). Prints one line per model
-(PASS, FAIL with the error, or ERROR with the exporter's message) and a closing count.
+from small configs (nothing is downloaded), torchvision segmentation and video models, timm's
+image models and Ultralytics' detectors (the package comes with bench/setup-venv.sh: run the
+probe with bench/.venv/bin/python for those) — and run_model.py's check exports it, compiles it
+for the portable kernels and the cpu backend and compares with PyTorch eager in float64 (same
+1e-4 * max|ref| bound). Prints one line per model (PASS, FAIL with the error, or ERROR with the
+exporter's message) and a closing count.
 
   TERN=build/tern .venv/bin/python tests/models/coverage_probe.py [--backend B] [NAME...]
 
@@ -841,6 +843,29 @@ TIMM = {
     "timm_cspdarknet53": timm_model("cspdarknet53"),
 }
 PROBE.update(TIMM)
+
+
+def ultralytics(config, size=640):
+    """An Ultralytics detector from its package config (model_zoo.ultralytics_model): random
+    weights, 640 x 640 as the models are trained, the raw predictions compared."""
+    def build():
+        return model_zoo.ultralytics_model(config, size), (torch.rand(1, 3, size, size),), False
+    return build
+
+
+# Ultralytics' detectors (the common edge deployment), each family's smallest scale. Not here:
+# RT-DETR ("rtdetr-l.yaml" exports, two cpu regions), whose raw output with random weights is
+# not a comparison at all: its query selection takes the top 300 of near-equal scores, so
+# PyTorch's own float32 output moves by 72 of 79 when the input moves by 1e-6 (docs/models.md).
+ULTRALYTICS = {
+    "yolov5nu": ultralytics("yolov5nu.yaml"),
+    "yolov8n": ultralytics("yolov8n.yaml"),
+    "yolov8n_seg": ultralytics("yolov8n-seg.yaml"),
+    "yolov8n_pose": ultralytics("yolov8n-pose.yaml"),
+    "yolov10n": ultralytics("yolov10n.yaml"),
+    "yolo11n": ultralytics("yolo11n.yaml"),
+}
+PROBE.update(ULTRALYTICS)
 TORCHVISION = {"lraspp_mobilenet_v3", "deeplabv3_mobilenet_v3", "fcn_resnet50", "mc3_18",
                "efficientnet_b0", "regnet_y_400mf", "swin_t", "swin_v2_t", "maxvit_t",
                "alexnet", "squeezenet1_0", "swin3d_t", "mvit_v2_s", "s3d", "raft_small"}
@@ -860,6 +885,7 @@ def main(args):
     counts = {"PASS": 0, "FAIL": 0, "ERROR": 0}
     for name in names:
         why = (timm_missing() if name in TIMM else
+               model_zoo.ultralytics_missing() if name in ULTRALYTICS else
                None if name in TORCHVISION else model_zoo.transformers_missing())
         if why:
             print("%-24s SKIP %s" % (name, why))

@@ -424,3 +424,43 @@ def crnn():
 
 
 MODELS.update({"lstm_kws": lstm_kws, "crnn": crnn})
+
+
+# Ultralytics YOLO (built from the package's model configs: random weights, nothing downloaded) --
+
+def ultralytics_missing():
+    """None when the `ultralytics` package can build its models here, else why not."""
+    try:
+        import ultralytics  # noqa: F401
+    except ImportError as e:
+        return "%s (bench/setup-venv.sh installs ultralytics into bench/.venv)" % e
+    return None
+
+
+class FirstOutput(nn.Module):
+    """A YOLO detection model's raw predictions: in eval mode it returns (predictions, feature
+    maps); deployments (and Ultralytics' own ONNX export) keep the predictions, [N, 4 + classes
+    (+ masks or keypoints), anchors], and run non-maximum suppression outside the network."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        y = self.model(x)
+        return y[0] if isinstance(y, (tuple, list)) else y
+
+
+def ultralytics_model(config, size=640):
+    """Ultralytics' model `config` (e.g. "yolov8n.yaml", "yolo11n-seg.yaml", "rtdetr-l.yaml")
+    at 1 x 3 x size x size, random weights with calibrated batch norms. The heads cache their
+    anchor grid per input shape: one eager forward at that shape fills the cache with real
+    tensors (were it filled while torch.export traces, a fake tensor would stay in it), which
+    the exported program then holds as constants, as Ultralytics' own export does."""
+    import ultralytics
+    cls = ultralytics.RTDETR if config.startswith("rtdetr") else ultralytics.YOLO
+    model = cls(config).model
+    calibrate_bn(model, (2, 3, size, size))
+    with torch.no_grad():
+        model(torch.rand(1, 3, size, size))
+    return FirstOutput(model.eval()).eval()
