@@ -28,7 +28,9 @@ struct StridedCopyProblem {
 
 /// y[i0, .., ir-1] = x[offset + sum_d i_d * stride[d]] for every output index. Rows whose
 /// innermost stride is 1 are copied whole; a short innermost dim (2..16) read with a stride
-/// after a contiguous one is copied as small transposes (interleaves). Split over `pool` in
+/// after a contiguous one is copied as small transposes (interleaves); an innermost dim of 16
+/// or more read with a stride while an earlier dim of 16 or more reads contiguously, as a
+/// transpose in 16 x 16 tiles. Split over `pool` in
 /// bands of rows or blocks from 2^19 output floats on (below, and with a null pool: the
 /// caller's thread).
 void strided_copy(const StridedCopyProblem& p, pthreadpool_t pool);

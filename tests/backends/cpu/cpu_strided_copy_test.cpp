@@ -1,7 +1,8 @@
 // The cpu backend's strided copy (backends/cpu/kernels/strided_copy.h) against the index formula
 // it implements, y[i0..ir-1] = x[offset + sum_d i_d * stride[d]], evaluated here one element at a
 // time: the row path (contiguous and gathered rows, short and long), the block path
-// (interleaves of 2 and 4 groups with vector bodies and tails, other group counts), both with
+// (interleaves of 2 and 4 groups with vector bodies and tails, other group counts), the tile
+// path (transposes with partial tiles, a dim between the pair, reversed columns), all with
 // and without a pool, negative strides (a flip), and on buffers that end at a guard page (input
 // read-only).
 #include <gtest/gtest.h>
@@ -95,6 +96,12 @@ std::vector<Case> cases() {
       {"everything reversed", {1000}, {-1}, 999},
       {"channel shuffle with its groups reversed", {784, 24, 2}, {48, 1, -24}, 24},
       {"big flip (pool split)", {600, 1024}, {-1024, 1}, 599 * 1024},
+      // The tile path: a dim before the last reads contiguously, the last with a stride.
+      {"tiles: NHWC -> [C, H*W], partial tiles", {40, 300}, {1, 40}},
+      {"tiles: YOLO's box bins put last, a dim between", {1, 50, 4, 16}, {0, 1, 800, 50}},
+      {"tiles: columns read backwards", {20, 64}, {1, -20}, 63 * 20},
+      {"tiles: a contiguous dim of 15 is rows", {15, 64}, {1, 15}},
+      {"big tiles (pool split)", {96, 8192}, {1, 96}},
   };
 }
 
