@@ -105,6 +105,8 @@ TERN_AVX2_TARGET inline void interior(const DepthwiseRow& r, int64_t ox, int64_t
 
 /// NP output pixels from ox, some reaching into the padding: columns outside [0, in_w) read as
 /// zeros (several accumulators where one pixel at a time would be a chain of up to 49 FMAs).
+/// interior's body with the column loads checked: kept apart because one template for both
+/// (a Clip parameter, as the AVX-512 file has) made GCC's code for the 3-wide rows ~10 % slower.
 template <bool F, int NP, int KW, int S>
 TERN_AVX2_TARGET inline void clipped(const DepthwiseRow& r, int64_t ox, int64_t c, __m256i m) {
   constexpr int kCols = (NP - 1) * S + KW;
