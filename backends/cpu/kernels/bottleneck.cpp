@@ -137,9 +137,9 @@ struct Plan {
   depthwise_detail::RowFn row = nullptr;
   ActivationFn dw_act = nullptr;
   /// Without a project, with a residual: adds it to each depthwise output row (in y).
-  OperandFn add_residual = nullptr;
+  bool add_residual = false;
   /// Without a project, with a post-activation affine: applies it to each depthwise output row.
-  AffineFn affine = nullptr;
+  bool affine = false;
   // Layer mode: the whole expanded tensor (or x) and where the depthwise rows go. With
   // squeeze-excitation (both modes) d_all is the batch's d in the scratch.
   const float* e_all = nullptr;
@@ -233,6 +233,25 @@ ChannelSumsFn channel_sums_fn() {
   return &channel_sums_scalar;
 }
 
+/// r's rows by `row`, then the activation `act` (null: none). Without one, the post-affine and
+/// the residual go in the row kernel's store; with one they must follow it, so they become
+/// passes over the finished rows (still in L1 or L2).
+void rows_with_epilogue(depthwise_detail::RowFn row, ActivationFn act, const DepthwiseRow& r) {
+  if (act == nullptr) {
+    row(r);
+    return;
+  }
+  DepthwiseRow bare = r;
+  bare.post_scale = bare.post_shift = bare.residual = nullptr;
+  row(bare);
+  const int64_t pixels = r.out_rows * r.out_w;
+  act(r.out, 1, pixels * r.channels, 0, 0.0f);
+  if (r.post_scale != nullptr) {
+    gemm_affine_fn()(r.out, r.post_scale, r.post_shift, pixels, r.channels, r.channels);
+  }
+  if (r.residual != nullptr) gemm_add_fn()(r.out, r.residual, 1, pixels * r.channels, 0);
+}
+
 /// Output rows a depthwise call takes at once (DepthwiseRow::out_rows): each channel block's
 /// input columns are read from L2 once per call rather than once per output row.
 constexpr int64_t kDepthwiseRows = 4;
@@ -274,22 +293,12 @@ void depthwise_out_rows(const Plan& plan, const float* e, int64_t e_first, int64
   dr.bias = p.dw_bias;
   dr.epi = p.depthwise;
   dr.out = d;
-  const float* residual =
-      plan.add_residual != nullptr ? p.residual + y_row * p.out_w * p.out_c : nullptr;
-  if (plan.dw_act == nullptr) {  // the affine and the residual in the row kernel's store
-    if (plan.affine != nullptr) {
-      dr.post_scale = p.post_scale;
-      dr.post_shift = p.post_shift;
-    }
-    dr.residual = residual;
-    plan.row(dr);
-    return;
+  if (plan.affine) {
+    dr.post_scale = p.post_scale;
+    dr.post_shift = p.post_shift;
   }
-  plan.row(dr);
-  const int64_t pixels = count * p.out_w;
-  plan.dw_act(d, 1, pixels * p.exp_c, 0, 0.0f);  // the rows are in L1 or L2
-  if (plan.affine != nullptr) plan.affine(d, p.post_scale, p.post_shift, pixels, p.exp_c, p.exp_c);
-  if (residual != nullptr) plan.add_residual(d, residual, 1, pixels * p.out_c, 0);
+  if (plan.add_residual) dr.residual = p.residual + y_row * p.out_w * p.out_c;
+  rows_with_epilogue(plan.row, plan.dw_act, dr);
 }
 
 /// The project GEMM of `rows` output rows starting at output row `first` (of the batch's
@@ -362,8 +371,9 @@ void run_rows(const Plan& plan, int64_t n, int64_t oy0, int64_t oy1, float* ebuf
     float* d = banded_project        ? dbuf
                : plan.row_sums != nullptr ? plan.d_all + ((n * p.out_h + oy) * p.out_w) * p.exp_c
                                           : p.y + ((n * p.out_h + oy) * p.out_w) * p.out_c;
-    for (int64_t i = 0; i < rows; i += rows_per_call(p)) {
-      const int64_t count = min64(rows_per_call(p), rows - i);
+    const int64_t per_call = rows_per_call(p);
+    for (int64_t i = 0; i < rows; i += per_call) {
+      const int64_t count = min64(per_call, rows - i);
       depthwise_out_rows(plan, e, lo, oy + i, count, d + i * d_row, n * p.out_h + oy + i);
       for (int64_t j = i; plan.row_sums != nullptr && j < i + count; ++j) {
         plan.sums(d + j * d_row, p.out_w, p.exp_c, plan.row_sums + (n * p.out_h + oy + j) * p.exp_c);
@@ -523,8 +533,8 @@ void bottleneck_nhwc(const BottleneckProblem& p, float* scratch, pthreadpool_t p
   plan.scratch = scratch;
   plan.row = row_fn();
   plan.dw_act = gemm_activation_fn(p.depthwise.act);
-  if (p.residual != nullptr && p.project_packed == nullptr) plan.add_residual = gemm_add_fn();
-  if (p.post_scale != nullptr && p.project_packed == nullptr) plan.affine = gemm_affine_fn();
+  plan.add_residual = p.residual != nullptr && p.project_packed == nullptr;
+  plan.affine = p.post_scale != nullptr && p.project_packed == nullptr;
   const bool layers = layer_mode(p, plan.parts);
   if (has_se(p)) {  // the batch's d after the depthwise stage's scratch, then its row sums
     plan.d_all = scratch + (layers ? layer_e_floats(p) : plan.parts * plan.s.slot_floats);
@@ -541,21 +551,7 @@ void bottleneck_nhwc(const BottleneckProblem& p, float* scratch, pthreadpool_t p
 
 void depthwise_row(const DepthwiseRow& r) {
   if (r.out_w <= 0 || r.channels <= 0) return;
-  const ActivationFn act = gemm_activation_fn(r.epi.act);
-  if (act == nullptr) {
-    row_fn()(r);
-    return;
-  }
-  // The activation comes before the affine and the residual: those become passes after it.
-  DepthwiseRow bare = r;
-  bare.post_scale = bare.post_shift = bare.residual = nullptr;
-  row_fn()(bare);
-  const int64_t pixels = r.out_rows * r.out_w;
-  act(r.out, 1, pixels * r.channels, 0, 0.0f);
-  if (r.post_scale != nullptr) {
-    gemm_affine_fn()(r.out, r.post_scale, r.post_shift, pixels, r.channels, r.channels);
-  }
-  if (r.residual != nullptr) gemm_add_fn()(r.out, r.residual, 1, pixels * r.channels, 0);
+  rows_with_epilogue(row_fn(), gemm_activation_fn(r.epi.act), r);
 }
 
 }  // namespace tern::cpu
