@@ -71,14 +71,19 @@ def _encoder():
     return nn.TransformerEncoderLayer(d_model=512, nhead=8, batch_first=True).eval()
 
 
-def _hf_outputs(model, input_names, output_names):
-    """The model zoo's wrapper (tests/models/model_zoo.py): called with the inputs in order,
-    returns the named outputs as a tuple."""
+def _model_zoo():
+    """tests/models/model_zoo.py, the builders and wrappers the model tests share."""
     import sys
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                     "models"))
     import model_zoo
-    return model_zoo.HFOutputs(model, input_names, output_names)
+    return model_zoo
+
+
+def _hf_outputs(model, input_names, output_names):
+    """The model zoo's wrapper: called with the inputs in order, returns the named outputs as a
+    tuple."""
+    return _model_zoo().HFOutputs(model, input_names, output_names)
 
 
 def _transformers():
@@ -318,11 +323,7 @@ def _unet():
 def _ultralytics(config):
     """An Ultralytics detector from its package config, 640 x 640, random weights (the shared
     builder in tests/models/model_zoo.py: calibrated batch norms, raw predictions out)."""
-    import sys
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
-                                    "models"))
-    import model_zoo
-    return model_zoo.ultralytics_model(config)
+    return _model_zoo().ultralytics_model(config)
 
 
 def _timm_reparameterized(name):

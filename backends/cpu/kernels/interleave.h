@@ -12,6 +12,19 @@
 
 namespace tern::cpu::detail {
 
+/// The 4 x 4 transpose of rows v0..v3 (r0 = v0[0] v1[0] v2[0] v3[0], ...), stored at d0..d3.
+inline void transpose4(Vec4 v0, Vec4 v1, Vec4 v2, Vec4 v3, float* d0, float* d1, float* d2,
+                       float* d3) {
+  const Vec4 t0 = __builtin_shufflevector(v0, v1, 0, 4, 1, 5);  // x0 y0 x1 y1
+  const Vec4 t1 = __builtin_shufflevector(v2, v3, 0, 4, 1, 5);  // z0 w0 z1 w1
+  const Vec4 t2 = __builtin_shufflevector(v0, v1, 2, 6, 3, 7);  // x2 y2 x3 y3
+  const Vec4 t3 = __builtin_shufflevector(v2, v3, 2, 6, 3, 7);  // z2 w2 z3 w3
+  store4(d0, __builtin_shufflevector(t0, t1, 0, 1, 4, 5));
+  store4(d1, __builtin_shufflevector(t0, t1, 2, 3, 6, 7));
+  store4(d2, __builtin_shufflevector(t2, t3, 0, 1, 4, 5));
+  store4(d3, __builtin_shufflevector(t2, t3, 2, 3, 6, 7));
+}
+
 /// dst[a * g + j] = src[j][a] for a < n, j < g (dst must not overlap any src).
 inline void interleave(float* dst, const float* const* src, int64_t g, int64_t n) {
   int64_t a = 0;
@@ -25,17 +38,9 @@ inline void interleave(float* dst, const float* const* src, int64_t g, int64_t n
     }
   } else if (g == 4) {
     for (; a + 4 <= n; a += 4) {
-      const Vec4 v0 = load4(src[0] + a), v1 = load4(src[1] + a), v2 = load4(src[2] + a),
-               v3 = load4(src[3] + a);
-      const Vec4 t0 = __builtin_shufflevector(v0, v1, 0, 4, 1, 5);  // x0 y0 x1 y1
-      const Vec4 t1 = __builtin_shufflevector(v2, v3, 0, 4, 1, 5);  // z0 w0 z1 w1
-      const Vec4 t2 = __builtin_shufflevector(v0, v1, 2, 6, 3, 7);  // x2 y2 x3 y3
-      const Vec4 t3 = __builtin_shufflevector(v2, v3, 2, 6, 3, 7);  // z2 w2 z3 w3
       float* d = dst + 4 * a;
-      store4(d, __builtin_shufflevector(t0, t1, 0, 1, 4, 5));
-      store4(d + 4, __builtin_shufflevector(t0, t1, 2, 3, 6, 7));
-      store4(d + 8, __builtin_shufflevector(t2, t3, 0, 1, 4, 5));
-      store4(d + 12, __builtin_shufflevector(t2, t3, 2, 3, 6, 7));
+      transpose4(load4(src[0] + a), load4(src[1] + a), load4(src[2] + a), load4(src[3] + a), d,
+                 d + 4, d + 8, d + 12);
     }
   }
   if (a == n) return;

@@ -15,14 +15,11 @@
 
 #include "backends/cpu/kernels/interleave.h"
 #include "backends/cpu/kernels/pool_flags.h"
-#include "backends/cpu/kernels/vec4.h"
 
 namespace tern::cpu {
 namespace {
 
 using detail::load4;
-using detail::store4;
-using detail::Vec4;
 
 /// Output floats per pool task, so that a split pays for its dispatch.
 constexpr int64_t kFloatsPerTask = 16384;
@@ -158,16 +155,9 @@ void copy_tiles(const StridedCopyProblem& p, int c, int64_t begin, int64_t end) 
           const float* src = p.x + in_at + a;
           int64_t b = b0;
           for (; b + 4 <= b1; b += 4) {
-            const Vec4 v0 = load4(src + b * s), v1 = load4(src + (b + 1) * s),
-                       v2 = load4(src + (b + 2) * s), v3 = load4(src + (b + 3) * s);
-            const Vec4 t0 = __builtin_shufflevector(v0, v1, 0, 4, 1, 5);
-            const Vec4 t1 = __builtin_shufflevector(v2, v3, 0, 4, 1, 5);
-            const Vec4 t2 = __builtin_shufflevector(v0, v1, 2, 6, 3, 7);
-            const Vec4 t3 = __builtin_shufflevector(v2, v3, 2, 6, 3, 7);
-            store4(dst + b, __builtin_shufflevector(t0, t1, 0, 1, 4, 5));
-            store4(dst + oc + b, __builtin_shufflevector(t0, t1, 2, 3, 6, 7));
-            store4(dst + 2 * oc + b, __builtin_shufflevector(t2, t3, 0, 1, 4, 5));
-            store4(dst + 3 * oc + b, __builtin_shufflevector(t2, t3, 2, 3, 6, 7));
+            detail::transpose4(load4(src + b * s), load4(src + (b + 1) * s),
+                               load4(src + (b + 2) * s), load4(src + (b + 3) * s), dst + b,
+                               dst + oc + b, dst + 2 * oc + b, dst + 3 * oc + b);
           }
           for (; b < b1; ++b) {
             for (int64_t i = 0; i < 4; ++i) dst[i * oc + b] = src[i + b * s];
