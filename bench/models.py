@@ -449,6 +449,15 @@ MODELS = _Models({
     **{"yolo_" + n.replace("-", "_"): ((lambda n=n: _ultralytics(n + ".yaml")), (1, 3, 640, 640),
                                        "Ultralytics %s (random weights), 1x3x640x640" % n)
        for n in ("yolov5nu", "yolov8n", "yolov8s", "yolov8n-seg", "yolov10n", "yolo11n", "yolo11s")},
+    # torchvision's detectors up to their raw head outputs (box decoding and non-maximum
+    # suppression outside the network: tests/models/model_zoo.py DetectorHeads).
+    **{"tv_" + key: ((lambda n=n, s=s: _model_zoo().detector_heads(n, s)), (1, 3, s, s),
+                     "torchvision %s (random weights, raw head outputs), 1x3x%dx%d" % (n, s, s))
+       for key, n, s in (("ssdlite320", "ssdlite320_mobilenet_v3_large", 320),
+                         ("ssd300_vgg16", "ssd300_vgg16", 300),
+                         ("retinanet_r50_fpn", "retinanet_resnet50_fpn", 512),
+                         ("fcos_r50_fpn", "fcos_resnet50_fpn", 512),
+                         ("fasterrcnn_mbv3_rpn", "fasterrcnn_mobilenet_v3_large_320_fpn", 320))},
 })
 
 # The single fully-connected layer for raw XNNPACK against tern's cpu delegate.

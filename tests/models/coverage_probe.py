@@ -866,9 +866,31 @@ ULTRALYTICS = {
     "yolo11n": ultralytics("yolo11n.yaml"),
 }
 PROBE.update(ULTRALYTICS)
+
+
+def detector(name, size):
+    """A torchvision detector up to its raw head outputs (model_zoo.detector_heads)."""
+    def build():
+        return model_zoo.detector_heads(name, size), (torch.rand(1, 3, size, size),), False
+    return build
+
+
+# torchvision's detectors: SSD and SSDlite at their own sizes; RetinaNet, FCOS and the R-CNNs
+# at 512 x 512 (their transform resizes to 800 and more; a deployment fixes a smaller size).
+DETECTORS = {
+    "ssdlite320_mobilenet_v3": detector("ssdlite320_mobilenet_v3_large", 320),
+    "ssd300_vgg16": detector("ssd300_vgg16", 300),
+    "retinanet_resnet50_fpn": detector("retinanet_resnet50_fpn", 512),
+    "retinanet_resnet50_fpn_v2": detector("retinanet_resnet50_fpn_v2", 512),
+    "fcos_resnet50_fpn": detector("fcos_resnet50_fpn", 512),
+    "fasterrcnn_mobilenet_v3_rpn": detector("fasterrcnn_mobilenet_v3_large_320_fpn", 320),
+    "fasterrcnn_resnet50_fpn_rpn": detector("fasterrcnn_resnet50_fpn", 512),
+}
+PROBE.update(DETECTORS)
 TORCHVISION = {"lraspp_mobilenet_v3", "deeplabv3_mobilenet_v3", "fcn_resnet50", "mc3_18",
                "efficientnet_b0", "regnet_y_400mf", "swin_t", "swin_v2_t", "maxvit_t",
-               "alexnet", "squeezenet1_0", "swin3d_t", "mvit_v2_s", "s3d", "raft_small"}
+               "alexnet", "squeezenet1_0", "swin3d_t", "mvit_v2_s", "s3d", "raft_small"} | \
+    set(DETECTORS)
 
 
 def main(args):

@@ -464,3 +464,41 @@ def ultralytics_model(config, size=640):
     with torch.no_grad():
         model(torch.rand(1, 3, size, size))
     return FirstOutput(model.eval()).eval()
+
+
+# torchvision's detectors: their forward ends in data-dependent box post-processing (score
+# thresholds, non-maximum suppression) that torch.export cannot trace, so deployments export
+# the network up to the raw head outputs and decode boxes outside it -------------------------
+
+class DetectorHeads(nn.Module):
+    """A torchvision detector from normalised pixels to its head's raw outputs: the
+    transform's normalisation (not its resize: the input comes at the model's size), the
+    backbone (with its FPN where it has one), then the head's per-anchor outputs (SSD,
+    RetinaNet, FCOS: a tuple in the head's key order) or, for a two-stage R-CNN, its region
+    proposal network's objectness and box deltas per feature level (the RoI heads consume
+    proposals whose count depends on the data)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        t = model.transform
+        self.register_buffer("mean", torch.tensor(t.image_mean).view(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor(t.image_std).view(1, 3, 1, 1))
+
+    def forward(self, x):
+        features = self.model.backbone((x - self.mean) / self.std)
+        features = list(features.values()) if isinstance(features, dict) else [features]
+        if hasattr(self.model, "rpn"):
+            objectness, deltas = self.model.rpn.head(features)
+            return tuple(objectness) + tuple(deltas)
+        outputs = self.model.head(features)
+        return tuple(outputs.values())
+
+
+def detector_heads(name, size):
+    """torchvision.models.detection's `name` (random weights, batch norms calibrated through
+    the wrapped network) at 1 x 3 x size x size."""
+    import torchvision.models.detection as detection
+    model = DetectorHeads(getattr(detection, name)(weights=None, weights_backbone=None))
+    calibrate_bn(model, (2, 3, size, size))
+    return model
