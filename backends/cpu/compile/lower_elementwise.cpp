@@ -13,6 +13,7 @@ void Lowering::lower_binary(const Node& node) {
       fuse_activation_into_gemm(node.args[0], node.outputs[0], cpu::GemmActivation::Square, 2)) {
     return;  // y · y of tern's GEMM or conv output: the square in its epilogue
   }
+  if (lower_channel_affine_binary(node, alpha)) return;
   const size_t r = g_.values[static_cast<size_t>(node.outputs[0])].sizes.size();
   const bool plain = is_plain_4d(node.outputs[0]);
   const uint32_t a = binary_operand(node.args[0], r, 1.0, plain);
@@ -140,26 +141,62 @@ void Lowering::lower_batch_norm(const Node& node) {
   } else {
     cdims = {1, c};
   }
-  const uint32_t x = activation(node.args[0]);
   if (xv.sizes.size() == 4 && is_nhwc(node.args[0])) {
-    // One pass: a 1x1 depthwise conv of filter [1, 1, 1, C] = scale and bias = shift (a
-    // multiply-add per channel; a relu after it fuses into its output range).
-    ConvAttrs unit{};
-    unit.stride[0] = unit.stride[1] = 1;
-    unit.dilation[0] = unit.dilation[1] = 1;
-    unit.groups = static_cast<int64_t>(c);
-    unit.depthwise = true;
-    BlobNode& n = add_node(NodeOp::DepthwiseConv2d,
-                           {x, add_constant(cdims, a.scale), add_constant({c}, a.shift)},
-                           output(node.outputs[0]));
-    set_window_params(n, unit, 1, 1);
-    n.params[cpu::kGroups] = 1;                                  // depth multiplier
-    n.params[cpu::kGroupInChannels] = static_cast<uint32_t>(c);  // input channels
+    channel_affine(node, node.args[0], a);
     return;
   }
+  const uint32_t x = activation(node.args[0]);
   const uint32_t scaled = internal(xnn_dims(xv.sizes));
   add_node(NodeOp::Multiply, {x, add_constant(cdims, a.scale)}, scaled);
   add_node(NodeOp::Add, {scaled, add_constant(cdims, a.shift)}, output(node.outputs[0]));
+}
+
+/// A binary op of an NHWC activation and a per-channel constant (channel_affine_binary):
+/// one multiply-add per channel (channel_affine) rather than XNNPACK's broadcasting binary,
+/// which steps one row of C at a time (an RGB input's normalisation: rows of 3 floats).
+bool Lowering::lower_channel_affine_binary(const Node& node, double alpha) {
+  const ChannelAffineBinary b = channel_affine_binary(g_, node, alpha);
+  if (b.x < 0 || !is_nhwc(b.x) || !is_nhwc(node.outputs[0])) return false;
+  channel_affine(node, b.x, b.affine);
+  return true;
+}
+
+/// y = x · scale + shift per channel of an NHWC activation x (node's output y): folded into
+/// the affine that made x when one did (an input's (x − mean) / std is one node), else into
+/// the epilogue of the GEMM or bottleneck that made it, else a 1x1 depthwise conv of filter
+/// [1, 1, 1, C] = scale and bias = shift (a relu after it fuses into its output range).
+void Lowering::channel_affine(const Node& node, int x, const BatchNormAffine& a) {
+  const int y = node.outputs[0];
+  const uint64_t c = a.scale.size();
+  const uint32_t made = made_value(x);
+  BlobNode* prev = made == cpu::kNoValue || channel_affines_.count(made) == 0 ? nullptr : maker_of(made);
+  if (prev != nullptr && ids_.count(x) != 0 && uses_.at(x) == 1 && output_arg_.count(x) == 0 &&
+      !shared(made) && prev->fparams[0] == -kInf && prev->fparams[1] == kInf) {
+    float* s = constant_data(prev->inputs[1]);
+    float* t = constant_data(prev->inputs[2]);
+    for (size_t i = 0; i < c; ++i) {  // a·(s x + t) + b, rounded once
+      t[i] = static_cast<float>(static_cast<double>(a.scale[i]) * t[i] + a.shift[i]);
+      s[i] = static_cast<float>(static_cast<double>(a.scale[i]) * s[i]);
+    }
+    rename_result(x, y);
+    return;
+  }
+  Node unary = node;
+  unary.args = {x};
+  if (fuse_batch_norm_into_epilogue(unary, a)) return;
+  ConvAttrs unit{};
+  unit.stride[0] = unit.stride[1] = 1;
+  unit.dilation[0] = unit.dilation[1] = 1;
+  unit.groups = static_cast<int64_t>(c);
+  unit.depthwise = true;
+  const uint32_t out = output(y);
+  BlobNode& n = add_node(NodeOp::DepthwiseConv2d,
+                         {activation(x), add_constant({1, 1, 1, c}, a.scale), add_constant({c}, a.shift)},
+                         out);
+  set_window_params(n, unit, 1, 1);
+  n.params[cpu::kGroups] = 1;                                  // depth multiplier
+  n.params[cpu::kGroupInChannels] = static_cast<uint32_t>(c);  // input channels
+  channel_affines_.insert(out);
 }
 
 /// A mean, sum or amax (ReductionAttrs): its reduced dims are one range of x's blob dims (NHWC or

@@ -556,6 +556,47 @@ BatchNormAffine batch_norm_affine(const Graph& g, const Node& node) {
   return a;
 }
 
+ChannelAffineBinary channel_affine_binary(const Graph& g, const Node& node, double alpha) {
+  ChannelAffineBinary r;
+  const std::string& op = node.op;
+  if (op != "tern::add" && op != "tern::sub" && op != "tern::mul" && op != "tern::div") return r;
+  if (node.args.size() < 2 || node.outputs.size() != 1) return r;
+  const auto tensor = [&](int id) -> const Value& { return g.values[static_cast<size_t>(id)]; };
+  const Value& a = tensor(node.args[0]);
+  const Value& b = tensor(node.args[1]);
+  const bool x_first = !a.is_constant;
+  const Value& x = x_first ? a : b;
+  const Value& k = x_first ? b : a;
+  const Value& out = tensor(node.outputs[0]);
+  if (!x.is_tensor() || !k.is_tensor() || x.is_constant || !k.is_constant) return r;
+  if (x.dtype != DType::F32 || k.dtype != DType::F32 || out.sizes != x.sizes || x.sizes.size() != 4) return r;
+  const int64_t c = x.sizes[1];
+  if (c < 2 || k.sizes.size() < 3 || k.sizes.size() > 4 || k.data.size() != static_cast<size_t>(c) * 4) return r;
+  for (size_t d = 0; d < k.sizes.size(); ++d) {  // [1,] C, 1, 1
+    if (k.sizes[d] != (d + 3 == k.sizes.size() ? c : 1)) return r;
+  }
+  if (op == "tern::div" && !x_first) return r;  // k / x is not affine
+  const std::vector<float> kv = constant_floats(k);
+  std::vector<float>& scale = r.affine.scale;
+  std::vector<float>& shift = r.affine.shift;
+  scale.assign(static_cast<size_t>(c), 1.0f);
+  shift.assign(static_cast<size_t>(c), 0.0f);
+  for (size_t i = 0; i < kv.size(); ++i) {
+    const double v = kv[i];
+    if (op == "tern::mul") {
+      scale[i] = kv[i];
+    } else if (op == "tern::div") {
+      scale[i] = static_cast<float>(1.0 / v);
+    } else if (op == "tern::add") {  // x + alpha k, or k + alpha x
+      if (x_first) shift[i] = static_cast<float>(alpha * v); else { scale[i] = static_cast<float>(alpha); shift[i] = kv[i]; }
+    } else {  // x - alpha k, or k - alpha x
+      if (x_first) shift[i] = static_cast<float>(-alpha * v); else { scale[i] = static_cast<float>(-alpha); shift[i] = kv[i]; }
+    }
+  }
+  r.x = x_first ? node.args[0] : node.args[1];
+  return r;
+}
+
 namespace {
 
 /// A norm's weight (arg 2), bias (arg 3) and eps (arg 4): gamma / beta the constants [c], or

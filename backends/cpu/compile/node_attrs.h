@@ -140,6 +140,19 @@ struct BatchNormAffine {
 /// folds its constants.
 BatchNormAffine batch_norm_affine(const Graph& g, const Node& node);
 
+/// A binary op of a 4-D activation x [N, C, H, W] (C > 1) and an f32 constant holding one
+/// number per channel ([C, 1, 1] or [1, C, 1, 1]) as the per-channel affine it is: y = x ·
+/// scale + shift (x + k, x − k, k − x and their alphas, x · k, x / k as x · (1 / k)), in the
+/// BatchNormAffine form. `x` is the activation's id. An image model's input normalisation,
+/// (x − mean) / std, is two of them.
+struct ChannelAffineBinary {
+  int x = -1;
+  BatchNormAffine affine;
+};
+/// The node as a ChannelAffineBinary, or x = -1 when it is not one (no refusal: the node is
+/// then an ordinary binary op).
+ChannelAffineBinary channel_affine_binary(const Graph& g, const Node& node, double alpha);
+
 /// A layer_norm over the last dim: gamma and beta (ones / zeros where None) and eps.
 struct LayerNormAttrs {
   std::vector<float> gamma;  ///< [C]

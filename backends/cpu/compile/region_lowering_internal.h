@@ -287,6 +287,8 @@ class Lowering {
   void lower_triangle(const Node& node);
   void lower_where(const Node& node);
   void lower_batch_norm(const Node& node);
+  bool lower_channel_affine_binary(const Node& node, double alpha);
+  void channel_affine(const Node& node, int x, const BatchNormAffine& a);
   void lower_reduction(const Node& node);
   std::pair<uint32_t, uint32_t> norm_affine(const Node& node, const std::vector<float>& gamma,
                                             const std::vector<float>& beta);
@@ -307,6 +309,7 @@ class Lowering {
   std::vector<bool> plain_;     ///< tern value id -> a channels-last 4-D tensor (layout_plan.h)
   std::set<uint32_t> aliased_;  ///< blob values standing for several tern values (permutes)
   std::set<uint32_t> viewed_;   ///< blob values some View value reads
+  std::set<uint32_t> channel_affines_;  ///< outputs of channel_affine's 1x1 depthwise nodes
   std::map<int, StridedView> lazy_;
   /// 3-D values made by a conv1d or group norm in NHWC order (nlc_output) and 5-D ones made by
   /// a conv3d in NDHWC order (ndhwc_output): views of their blob values, not copied yet.

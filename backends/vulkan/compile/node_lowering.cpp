@@ -413,6 +413,36 @@ void lower_layer_norm(BlobBuilder& b, const Node& n) {
          {static_cast<float>(eps)});
 }
 
+// group_norm(x [N, C, *], groups, weight [C]?, bias [C]?, eps): in row-major NCHW a group's
+// C/G channels are one contiguous row, so the layer_norm shader normalises rows of
+// C/G·inner values (no affine there: its weight would be per element of the row); the
+// per-channel weight and bias follow as a channel_affine.
+void lower_group_norm(BlobBuilder& b, const Node& n) {
+  const Graph& g = b.graph();
+  const Dims& xs = shape(g, arg(n, 0));
+  if (xs.size() < 2) throw Unsupported("group_norm rank");
+  const int64_t groups = int_of(g, arg(n, 1));
+  const int64_t c = xs[1];
+  if (groups < 1 || c % groups != 0) throw Unsupported("group_norm: channels not divisible by groups");
+  const int64_t inner = numel(xs) / (xs[0] * c);
+  const bool has_w = !is_none(g, arg(n, 2));
+  const bool has_b = !is_none(g, arg(n, 3));
+  for (int i : {2, 3}) {
+    if (!is_none(g, arg(n, i)) && numel(shape(g, arg(n, i))) != c) throw Unsupported("group_norm weight/bias");
+  }
+  const double eps = num_of(g, arg(n, 4));
+  const uint32_t x = b.input(arg(n, 0));
+  const uint32_t normed = has_w || has_b ? b.temp(xs) : b.output(out_id(n));
+  b.node(NodeOp::LayerNorm, {x}, normed,
+         {param(xs[0] * groups, "rows"), param(c / groups * inner, "n"), 0, 0},
+         {static_cast<float>(eps)});
+  if (!has_w && !has_b) return;
+  const uint32_t scale = has_w ? b.input(arg(n, 2)) : b.constant({c}, std::vector<float>(static_cast<size_t>(c), 1.0f));
+  const uint32_t shift = has_b ? b.input(arg(n, 3)) : b.constant({c}, std::vector<float>(static_cast<size_t>(c), 0.0f));
+  b.node(NodeOp::ChannelAffine, {normed, scale, shift}, b.output(out_id(n)),
+         {param(xs[0], "N"), param(c, "C"), param(inner, "inner")});
+}
+
 std::vector<float> constant_floats(const Graph& g, int id, int64_t count, const char* what) {
   const Value& v = val(g, id);
   if (!v.is_tensor() || !v.is_constant || v.dtype != DType::F32 || numel(v.sizes) != count ||
@@ -1000,6 +1030,7 @@ const std::map<std::string, Lowering>& table() {
       {"tern::softmax", lower_softmax},
       {"tern::layer_norm", lower_layer_norm},
       {"tern::batch_norm", lower_batch_norm},
+      {"tern::group_norm", lower_group_norm},
       {"tern::conv2d", [](BlobBuilder& b, const Node& n) { lower_conv(b, n, 2); }},
       {"tern::conv3d", [](BlobBuilder& b, const Node& n) { lower_conv(b, n, 3); }},
       {"tern::upsample_nearest2d", [](BlobBuilder& b, const Node& n) { lower_upsample(b, n, false); }},

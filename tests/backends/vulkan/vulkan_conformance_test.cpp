@@ -236,6 +236,21 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::layer_norm", {x, b.int_list({4, 300}), b.none(), b.none(),
                                                     b.double_value(1e-6)}, DType::F32, {3, 4, 300}));
                }, kTr});
+  // group_norm: affine (8 groups of 2 channels), weight only, and plain (one group of all 6:
+  // a row over every channel), and a 3-D input (GroupNorm over [N, C, L]).
+  c.push_back({"group_norm_affine_weight_only_and_plain", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 16, 5, 7});
+                 const int w = constant(b, "w", {16}, 14), bias = constant(b, "b", {16}, 15);
+                 b.output(b.op("tern::group_norm", {x, b.int_value(8), w, bias, b.double_value(1e-5)},
+                               DType::F32, {2, 16, 5, 7}));
+                 b.output(b.op("tern::group_norm", {x, b.int_value(4), w, b.none(), b.double_value(1e-5)},
+                               DType::F32, {2, 16, 5, 7}));
+                 b.output(b.op("tern::group_norm", {x, b.int_value(1), b.none(), b.none(),
+                                                    b.double_value(1e-6)}, DType::F32, {2, 16, 5, 7}));
+                 const int y = b.input("y", DType::F32, {3, 6, 40});
+                 b.output(b.op("tern::group_norm", {y, b.int_value(3), constant(b, "w3", {6}, 16), b.none(),
+                                                    b.double_value(1e-5)}, DType::F32, {3, 6, 40}));
+               }, kTr});
   c.push_back({"batch_norm_eval", [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {2, 6, 5, 5});
                  const int w = constant(b, "w", {6}, 10), bias = constant(b, "b", {6}, 11);
