@@ -12,7 +12,7 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 28;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
+constexpr uint32_t kBlobVersion = 29;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
                                       // 5: SiLU and sigmoid activations (4, 5), bottleneck
                                       // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
                                       // 7: ops 23-24 quantized weights, op 25 LayerNorm;
@@ -61,7 +61,8 @@ constexpr uint32_t kBlobVersion = 28;  // 3: PackedWinogradConv2d, Gelu; 4: Pack
                                       // ops 17-19 with its slope,
                                       // op 19's activation; 28: op 49
                                       // ChannelMix, the post-activation
-                                      // affine of ops 17 and 21
+                                      // affine of ops 17 and 21; 29:
+                                      // op 49's softmax (params[2])
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -546,9 +547,12 @@ enum class NodeOp : uint32_t {
   /// talking heads, a linear layer over the heads of the attention scores written around two
   /// permutes. in: x (an f32 data value, plain, rank 2 to 6), w (a constant of J K elements:
   /// [J, K] row-major), b (optional: a constant of J elements); params[0] = d < x's rank - 1,
-  /// params[1] = J, with J and K = x's dim d in 1..kMaxChannelMixWidth; the rest 0; fparams
-  /// (-inf, +inf). Output plain: x's dims with dim d J, y[o, j, i] = sum over k of w[j, k]
-  /// x[o, k, i], plus b[j] (o: the dims before d, i: those after it).
+  /// params[1] = J, with J and K = x's dim d in 1..kMaxChannelMixWidth; params[2] (since
+  /// version 29) = 1 for a softmax over dim d first (YOLO's box-distribution head: the bins'
+  /// softmax and their expected value), else 0; the rest 0; fparams (-inf, +inf). Output
+  /// plain: x's dims with dim d J (since version 29 any dims of that element count), y[o, j,
+  /// i] = sum over k of w[j, k] x[o, k, i] (x[o, ·, i] its softmax with params[2]), plus b[j]
+  /// (o: the dims before d, i: those after it).
   ChannelMix = 49,
 };
 

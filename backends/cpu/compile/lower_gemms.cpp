@@ -530,4 +530,53 @@ void Lowering::lower_channel_mix(const ChannelMixMatch& m) {
   n.params[1] = static_cast<uint32_t>(j);
 }
 
+/// A softmax over the channels of x [N, K, H, W] read only by a 1x1 conv (softmax_mix_match.h):
+/// one ChannelMix node with its softmax flag on x's bytes seen as [N·H, K, W], a View of the
+/// value x is a strided view of — when x's dims lie so there (bins K·W apart, W contiguous)
+/// in a value made by tern's own kernels, and the conv's output [N, J, H, W] has those bytes
+/// in its layout (J = 1 and not an NHWC region output, or a row-major one with N·H = 1).
+/// Otherwise the softmax and the conv lower as they are.
+void Lowering::lower_softmax_mix(const SoftmaxMixMatch& m) {
+  const Node& sm = g_.nodes[static_cast<size_t>(m.softmax)];
+  const Node& cv = g_.nodes[static_cast<size_t>(m.conv)];
+  const int x = sm.args[0], y = cv.outputs[0];
+  const std::vector<int64_t>& s = g_.values[static_cast<size_t>(x)].sizes;
+  const int64_t n = s[0], k = s[1], h = s[2], w = s[3];
+  const int64_t j = g_.values[static_cast<size_t>(m.weight)].sizes[0];
+  const bool y_rows = j == 1 ? output_arg_.count(y) == 0 || !is_nhwc(y) : !is_nhwc(y) && n * h == 1;
+  uint32_t base = cpu::kNoValue;
+  int64_t offset = 0;
+  if (y_rows && dynamic_dim_of(x) == cpu::kNoValue && dynamic_dim_of(y) == cpu::kNoValue) {
+    const StridedView v = view_of(x);
+    const std::vector<int64_t>& st = v.strides;
+    const bool fits = (w == 1 || st[3] == 1) && (k == 1 || st[1] == w) &&
+                      (h == 1 || st[2] == k * w) && (n == 1 || st[0] == h * k * w) &&
+                      v.offset >= 0 &&
+                      static_cast<uint64_t>(v.offset + n * h * k * w) <= v.base_numel;
+    const BlobValue& b = values_[v.base];
+    if (fits && b.kind == static_cast<uint32_t>(ValueKind::View)) {
+      base = b.view_base;
+      offset = static_cast<int64_t>(b.data_offset) + v.offset;
+    } else if (fits && b.kind == static_cast<uint32_t>(ValueKind::Internal) &&
+               b.dynamic_mask == 0 && made_by_own_kernel(v.base)) {
+      base = v.base;
+      offset = v.offset;
+    }
+  }
+  if (base == cpu::kNoValue) {
+    lower_node(sm);
+    lower_node(cv);
+    return;
+  }
+  const std::vector<uint64_t> rows = {static_cast<uint64_t>(n * h), static_cast<uint64_t>(k),
+                                      static_cast<uint64_t>(w)};
+  std::vector<uint32_t> ins = {add_view(base, static_cast<uint64_t>(offset), rows),
+                               constant_as(m.weight, {static_cast<uint64_t>(j), static_cast<uint64_t>(k)})};
+  if (m.bias >= 0) ins.push_back(constant_as(m.bias, {static_cast<uint64_t>(j)}));
+  BlobNode& node = add_node(NodeOp::ChannelMix, ins, output(y));
+  node.params[0] = 1;
+  node.params[1] = static_cast<uint32_t>(j);
+  node.params[2] = 1;
+}
+
 }  // namespace tern::compiler::cpu_compile::lowering

@@ -78,6 +78,14 @@ std::vector<uint8_t> Lowering::run() {
     for (size_t i = 0; i + 1 < m.nodes.size(); ++i) gelu_pieces_.insert(m.nodes[i]);
     attentions_[m.nodes.back()] = m;
   }
+  for (const SoftmaxMixMatch& m : match_softmax_mixes(g_, r_)) {
+    if (gelu_pieces_.count(m.softmax) != 0 || gelu_pieces_.count(m.conv) != 0 ||
+        fused.count(m.conv) != 0 || attentions_.count(m.conv) != 0) {
+      continue;
+    }
+    gelu_pieces_.insert(m.softmax);
+    softmax_mixes_[m.conv] = m;
+  }
   for (int n : r_.nodes) {  // comparisons: fused into the selects that read them
     const Node& node = g_.nodes[static_cast<size_t>(n)];
     if (select_compare_mode(node.op) != 0) fused_compares_.emplace(node.outputs.at(0), n);
@@ -96,6 +104,10 @@ std::vector<uint8_t> Lowering::run() {
     }
     if (auto cm = channel_mixes_.find(n); cm != channel_mixes_.end()) {
       lower_channel_mix(cm->second);
+      continue;
+    }
+    if (auto sm = softmax_mixes_.find(n); sm != softmax_mixes_.end()) {
+      lower_softmax_mix(sm->second);
       continue;
     }
     if (auto rn = rms_norms_.find(n); rn != rms_norms_.end()) {

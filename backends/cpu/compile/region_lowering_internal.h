@@ -34,6 +34,7 @@
 #include "backends/cpu/compile/quant_lowering.h"
 #include "backends/cpu/compile/recurrent_cell_match.h"
 #include "backends/cpu/compile/rms_norm_match.h"
+#include "backends/cpu/compile/softmax_mix_match.h"
 #include "backends/cpu/compile/strided_view.h"
 #include "backends/cpu/compile/tanh_gelu_match.h"
 #include "backends/cpu/compile/where_select.h"
@@ -224,6 +225,7 @@ class Lowering {
   void lower_rms_norm_match(const RmsNormMatch& m);
   void lower_group_sum(const GroupSumMatch& m);
   void lower_channel_mix(const ChannelMixMatch& m);
+  void lower_softmax_mix(const SoftmaxMixMatch& m);
   void lower_lstm_cell(const LstmCellMatch& m);
   void lower_gru_cell(const GruCellMatch& m);
   uint32_t cell_state(int vid, uint64_t h, uint64_t* rows);
@@ -326,6 +328,7 @@ class Lowering {
   std::map<int, RmsNormMatch> rms_norms_;            ///< its last node -> the pattern
   std::map<int, GroupSumMatch> group_sums_;          ///< its sum node -> the pattern
   std::map<int, ChannelMixMatch> channel_mixes_;     ///< its last permute -> the pattern
+  std::map<int, SoftmaxMixMatch> softmax_mixes_;     ///< its conv -> the pair
   std::map<int, LstmCellMatch> lstm_cells_;          ///< its last node -> the pattern
   std::map<int, GruCellMatch> gru_cells_;            ///< its last node -> the pattern
   std::map<int, AttentionMatch> attentions_;         ///< its second bmm -> the pattern

@@ -16,8 +16,6 @@ namespace {
 namespace vmath = portable::vmath;
 
 using namespace exp_poly;  // NOLINT(build/namespaces): the polynomial's constants
-/// Below this, e^x is under 2^-126: 0.
-constexpr float kExpMin = -87.3f;
 
 /// Plain loops (aarch64 and builds without x86 dispatch): the maximum in 16 lanes.
 float row_plain(float* s, int64_t lim, int64_t keys, float scale, const float* mask) {
@@ -62,14 +60,6 @@ float row_plain(float* s, int64_t lim, int64_t keys, float scale, const float* m
 
 constexpr __mmask16 kAll = 0xFFFF;
 
-TERN_SIMD_TARGET_AVX512 inline __m512 exp_avx512(__m512 x) {
-  const __m512 e = exp_clamped_avx512(_mm512_maskz_max_ps(kAll, x, _mm512_set1_ps(kExpMin)));
-  // x < kExpMin (and -inf): 0; an unordered compare keeps NaN (max(x, c) gave c for NaN x).
-  const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpMin), _CMP_NLT_UQ);
-  const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-  return _mm512_mask_mov_ps(_mm512_maskz_mov_ps(keep, e), nan, x);
-}
-
 /// The maximum and the sum of 16 lanes (GCC 12's _mm512_reduce_* warn of an uninitialized
 /// pass-through).
 TERN_SIMD_TARGET_AVX512 inline float hmax_avx512(__m512 v) {
@@ -111,32 +101,12 @@ TERN_SIMD_TARGET_AVX512 float row_avx512(float* s, int64_t lim, int64_t keys, fl
   __m512 sum = _mm512_setzero_ps();
   for (int64_t j = 0; j < lim; j += 16) {
     const __mmask16 m = lim - j >= 16 ? kAll : static_cast<__mmask16>((1u << (lim - j)) - 1u);
-    const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + j), vm));
+    const __m512 e = exp_nonpositive_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, s + j), vm));
     _mm512_mask_storeu_ps(s + j, m, e);
     sum = _mm512_mask_add_ps(sum, m, sum, e);
   }
   if (keys > lim) std::memset(s + lim, 0, sizeof(float) * static_cast<size_t>(keys - lim));
   return 1.0f / hsum_avx512(sum);
-}
-
-TERN_SIMD_TARGET_AVX2 inline __m256 exp_avx2(__m256 x) {
-  const __m256 z = _mm256_max_ps(x, _mm256_set1_ps(kExpMin));  // NaN x: kExpMin
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(z, _mm256_set1_ps(kLog2e)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), z);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
-  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(kC5), r, _mm256_set1_ps(kC4));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC3));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC2));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC1));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC0));
-  // 2^n for n in [-126, 0]: n + 127 into the exponent field.
-  const __m256i bits =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  const __m256 e = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
-  const __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(kExpMin), _CMP_NLT_UQ);
-  const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-  return _mm256_blendv_ps(_mm256_and_ps(e, keep), x, nan);
 }
 
 TERN_SIMD_TARGET_AVX2 inline float hmax_avx2(__m256 v) {
@@ -181,7 +151,7 @@ TERN_SIMD_TARGET_AVX2 float row_avx2(float* s, int64_t lim, int64_t keys, float 
   const __m256 vm = _mm256_set1_ps(top);
   __m256 sum = _mm256_setzero_ps();
   for (j = 0; j + 8 <= lim; j += 8) {
-    const __m256 e = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
+    const __m256 e = exp_nonpositive_avx2(_mm256_sub_ps(_mm256_loadu_ps(s + j), vm));
     _mm256_storeu_ps(s + j, e);
     sum = _mm256_add_ps(sum, e);
   }

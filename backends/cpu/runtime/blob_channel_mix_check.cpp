@@ -5,10 +5,13 @@
 namespace tern::cpu {
 
 /// Op 49: x plain of rank 2 to 6 with d before its last dim, K = x's dim d and J in
-/// 1..kMaxChannelMixWidth, w of J K elements, b (when given) of J, the output plain with x's
-/// dims but dim d J.
+/// 1..kMaxChannelMixWidth, w of J K elements, b (when given) of J, the softmax flag 0 or 1,
+/// the output plain with x's dims but dim d J, or any dims of that element count.
 Error check_channel_mix(uint32_t n, const BlobNode& node, const BlobValue* v) {
-  TERN_RETURN_IF_ERROR(check_params_range(n, node, 2, 1, 2));
+  TERN_RETURN_IF_ERROR(check_params_range(n, node, 3, 1, 2));
+  TERN_CHECK_OR_RETURN_ERROR(node.params[2] <= 1, InvalidProgram,
+                             "cpu blob: node %u (channel_mix): softmax flag %u, expected 0 or 1",
+                             n, node.params[2]);
   TERN_RETURN_IF_ERROR(check_unbounded(n, node));
   const BlobValue& x = v[node.inputs[0]];
   const BlobValue& y = v[node.output];
@@ -30,13 +33,13 @@ Error check_channel_mix(uint32_t n, const BlobNode& node, const BlobValue* v) {
       "cpu blob: node %u (channel_mix): %llu inputs to %llu outputs, expected at most %llu each",
       n, static_cast<unsigned long long>(k), static_cast<unsigned long long>(j),
       static_cast<unsigned long long>(kMaxChannelMixWidth));
-  bool same = y.rank == x.rank;
-  for (uint32_t i = 0; same && i < x.rank; ++i) same = y.dims[i] == (i == d ? j : x.dims[i]);
-  TERN_CHECK_OR_RETURN_ERROR(same, InvalidProgram,
-                             "cpu blob: node %u (channel_mix): the output (value %u) must be x's "
-                             "dims with dim %u %llu, found rank %u, dim %u %llu",
-                             n, node.output, d, static_cast<unsigned long long>(j), y.rank, d,
-                             static_cast<unsigned long long>(d < y.rank ? y.dims[d] : 0));
+  const uint64_t expected = value_numel(x) / k * j;
+  TERN_CHECK_OR_RETURN_ERROR(value_numel(y) == expected, InvalidProgram,
+                             "cpu blob: node %u (channel_mix): the output (value %u) has %llu "
+                             "elements, expected x's with dim %u %llu: %llu",
+                             n, node.output, static_cast<unsigned long long>(value_numel(y)), d,
+                             static_cast<unsigned long long>(j),
+                             static_cast<unsigned long long>(expected));
   const uint64_t w = value_numel(v[node.inputs[1]]);
   TERN_CHECK_OR_RETURN_ERROR(w == j * k, InvalidProgram,
                              "cpu blob: node %u (channel_mix): the matrix (value %u) has %llu "

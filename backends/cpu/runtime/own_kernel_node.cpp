@@ -553,6 +553,7 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       p.w = addr[node.inputs[1]];
       p.bias = node.num_inputs > 2 ? addr[node.inputs[2]] : nullptr;
       p.y = addr[node.output];
+      p.softmax = node.params[2] != 0;
       channel_mix(p, pool);
       return Error::Ok;
     }

@@ -8,6 +8,7 @@
 // inverse of the first). Then the kernel against its formula, and the blob reader's checks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "backends/cpu/kernels/channel_mix.h"
 #include "tests/backends/cpu/cpu_conformance_util.h"
 #include "tests/backends/cpu/cpu_test_util.h"
+#include "runtime/kernels/util/simd_dispatch.h"
 #include "tests/backends/cpu/kernel_test_util.h"
 
 namespace tern::cpu_test {
@@ -145,6 +147,62 @@ std::vector<OpCase> cases() {
     EXPECT_EQ(count_op(blob, cpu::NodeOp::ChannelMix), 0u);
   };
   c.push_back(other);
+  // YOLO's box-distribution head (blob version 29): the box and class features concatenated
+  // (tern's Concat: the bins read in place from its output), the first 4·16 rows viewed as
+  // [1, 4, 16, A], bins moved to dim 1, softmax over them, a 1x1 conv with weights 0..15: one
+  // ChannelMix with its softmax flag, no softmax, no copies. A = 40 (two tiles and a tail).
+  for (const bool bias : {false, true}) {
+    OpCase dfl = {bias ? "yolo_dfl_head_with_bias" : "yolo_dfl_head", [=](GraphBuilder& b) {
+                    const int64_t a = 40;
+                    const int box = b.input("box", DType::F32, {1, 64, a});
+                    const int cls = b.input("cls", DType::F32, {1, 80, a});
+                    const int x = b.op("tern::cat", {tensor_list(b, {box, cls}), b.int_value(1)},
+                                       DType::F32, {1, 144, a});
+                    const int bins = b.op("tern::slice",
+                                          {x, b.int_value(1), b.int_value(0), b.int_value(64),
+                                           b.int_value(1)},
+                                          DType::F32, {1, 64, a});
+                    const int t = b.op("tern::transpose",
+                                       {view(b, bins, {1, 4, 16, a}), b.int_value(2), b.int_value(1)},
+                                       DType::F32, {1, 16, 4, a});
+                    const int sm = b.op("tern::softmax", {t, b.int_value(1)}, DType::F32, {1, 16, 4, a});
+                    std::vector<float> ramp(16);
+                    for (int i = 0; i < 16; ++i) ramp[static_cast<size_t>(i)] = static_cast<float>(i);
+                    const int w = b.constant_f32("dfl_w", {1, 16, 1, 1}, ramp);
+                    const int bv = bias ? b.constant_f32("dfl_b", {1}, {0.25f}) : b.none();
+                    const int y = b.op("tern::conv2d",
+                                       {sm, w, bv, b.int_list({1, 1}), b.int_list({0, 0}),
+                                        b.int_list({1, 1}), b.int_value(1)},
+                                       DType::F32, {1, 1, 4, a});
+                    b.output(b.op("tern::sigmoid", {view(b, y, {1, 4, a})}, DType::F32, {1, 4, a}));
+                    b.output(b.op("tern::slice",
+                                  {x, b.int_value(1), b.int_value(64), b.int_value(144),
+                                   b.int_value(1)},
+                                  DType::F32, {1, 80, a}));
+                  }, 1e-10};
+    dfl.check_blob = [](const std::vector<uint8_t>& blob) {
+      EXPECT_EQ(count_op(blob, cpu::NodeOp::Softmax), 0u);
+      EXPECT_EQ(count_op(blob, cpu::NodeOp::StridedCopy), 1u);  // the class rows leaving
+      const uint32_t at = last_node_of(blob, cpu::NodeOp::ChannelMix);
+      ASSERT_LT(at, blob_ops(blob).size());
+      EXPECT_EQ(blob_node(blob, at).params[2], 1u);
+    };
+    c.push_back(dfl);
+  }
+  // A softmax over the channels of a region input (not a value tern's kernels made) into a
+  // 1x1 conv of 3 outputs: lowered as before (softmax, conv), the same numbers.
+  OpCase input_softmax = {
+      "softmax_of_an_input_into_a_1x1_conv",
+      [](GraphBuilder& b) {
+        const int x = b.input("x", DType::F32, {2, 8, 5, 6});
+        const int sm = b.op("tern::softmax", {x, b.int_value(1)}, DType::F32, {2, 8, 5, 6});
+        b.output(conv(b, sm, {2, 8, 5, 6}, 3, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, 81));
+      },
+      1e-10};
+  input_softmax.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::ChannelMix), 0u);
+  };
+  c.push_back(input_softmax);
   return c;
 }
 
@@ -173,11 +231,14 @@ TEST(CpuChannelMixBlob, FieldsAreChecked) {
   ASSERT_EQ(node.params[1], 5u);
   expect_refused(
       blob, at,
-      {{"the last dim", [](cpu::BlobNode& n) { n.params[0] = 2; }, "expected a dim before x's last"},
+      {{"the last dim", [](cpu::BlobNode& n) { n.params[0] = 2; },
+        "expected a dim before x's last"},
        {"no outputs", [](cpu::BlobNode& n) { n.params[1] = 0; }, "parameter 1 is 0"},
-       {"another J", [](cpu::BlobNode& n) { n.params[1] = 4; }, "must be x's dims with dim 1 4"},
+       {"another J", [](cpu::BlobNode& n) { n.params[1] = 4; }, "expected x's with dim 1 4"},
        {"too wide", [](cpu::BlobNode& n) { n.params[1] = 65; }, "expected at most 64 each"},
-       {"a parameter", [](cpu::BlobNode& n) { n.params[2] = 1; }, "unused parameter 2 is 1"},
+       {"a parameter", [](cpu::BlobNode& n) { n.params[3] = 1; }, "unused parameter 3 is 1"},
+       {"softmax flag 2", [](cpu::BlobNode& n) { n.params[2] = 2; },
+        "softmax flag 2, expected 0 or 1"},
        {"bounds", [](cpu::BlobNode& n) { n.fparams[0] = 0.0f; }, "expected (-inf, +inf)"},
        {"the bias as the matrix", [node](cpu::BlobNode& n) { n.inputs[1] = node.inputs[2]; },
         "the matrix (value"},
@@ -187,47 +248,72 @@ TEST(CpuChannelMixBlob, FieldsAreChecked) {
         "(channel_mix)"}});
 }
 
-/// channel_mix against its formula in double: with and without a bias, one thread and a pool,
-/// inner sizes of whole tiles and with a tail; y ends at a guard page.
+/// channel_mix against its formula in double: with and without a bias, with and without the
+/// softmax first (every instruction-set variant), one thread and a pool, inner sizes of whole
+/// tiles and with a tail; y ends at a guard page.
 TEST(CpuChannelMixKernel, MatchesTheFormula) {
   cpu::kernel_test::Pool two(2);
-  struct Shape {
-    int64_t outer, k, j, inner;
-  };
-  const Shape shapes[] = {{1, 4, 4, 38416}, {3, 5, 7, 70}, {2, 1, 3, 64}, {1, 16, 2, 1}};
-  for (const Shape& s : shapes) {
-    for (int biased = 0; biased < 2; ++biased) {
-      for (int pooled = 0; pooled < 2; ++pooled) {
-        const std::vector<float> x = random_floats(static_cast<size_t>(s.outer * s.k * s.inner), 3);
-        const std::vector<float> w = random_floats(static_cast<size_t>(s.j * s.k), 4);
-        const std::vector<float> bias = random_floats(static_cast<size_t>(s.j), 5);
-        const size_t out = static_cast<size_t>(s.outer * s.j * s.inner);
-        cpu::kernel_test::GuardedBuffer y(out * 4);
-        ASSERT_NE(y.data(), nullptr);
-        cpu::ChannelMixProblem p;
-        p.x = x.data();
-        p.w = w.data();
-        p.bias = biased ? bias.data() : nullptr;
-        p.y = y.data();
-        p.outer = s.outer;
-        p.k = s.k;
-        p.j = s.j;
-        p.inner = s.inner;
-        cpu::channel_mix(p, pooled ? two.pool : nullptr);
-        int bad = 0;
-        for (int64_t o = 0; o < s.outer; ++o) {
-          for (int64_t r = 0; r < s.j; ++r) {
-            for (int64_t i = 0; i < s.inner; ++i) {
-              double want = biased ? bias[static_cast<size_t>(r)] : 0.0;
-              for (int64_t c = 0; c < s.k; ++c) {
-                want += static_cast<double>(w[static_cast<size_t>(r * s.k + c)]) *
-                        x[static_cast<size_t>((o * s.k + c) * s.inner + i)];
-              }
-              const double got = y.data()[(o * s.j + r) * s.inner + i];
-              if (std::abs(got - want) > 1e-5 * (1.0 + std::abs(want)) && ++bad <= 3) {
-                ADD_FAILURE() << "shape " << s.outer << "x" << s.k << "->" << s.j << "x"
-                              << s.inner << " bias " << biased << " pool " << pooled << " at ("
-                              << o << ", " << r << ", " << i << "): " << got << " vs " << want;
+  const portable::SimdLevel saved = portable::simd_level_cap();
+  for (const portable::SimdLevel isa :
+       {portable::SimdLevel::Baseline, portable::SimdLevel::Avx2, portable::SimdLevel::Avx512}) {
+    portable::simd_level_cap() = isa;
+    for (int softmax = 0; softmax < 2; ++softmax) {
+      struct Shape {
+        int64_t outer, k, j, inner;
+      };
+      const Shape shapes[] = {{1, 4, 4, 38416}, {3, 5, 7, 70},    {2, 1, 3, 64},
+                              {1, 16, 2, 1},    {4, 16, 1, 8400}, {2, 64, 2, 37}};
+      for (const Shape& s : shapes) {
+        for (int biased = 0; biased < 2; ++biased) {
+          for (int pooled = 0; pooled < 2; ++pooled) {
+            const std::vector<float> x =
+                random_floats(static_cast<size_t>(s.outer * s.k * s.inner), 3);
+            const std::vector<float> w = random_floats(static_cast<size_t>(s.j * s.k), 4);
+            const std::vector<float> bias = random_floats(static_cast<size_t>(s.j), 5);
+            const size_t out = static_cast<size_t>(s.outer * s.j * s.inner);
+            cpu::kernel_test::GuardedBuffer y(out * 4);
+            ASSERT_NE(y.data(), nullptr);
+            cpu::ChannelMixProblem p;
+            p.x = x.data();
+            p.w = w.data();
+            p.bias = biased ? bias.data() : nullptr;
+            p.y = y.data();
+            p.outer = s.outer;
+            p.k = s.k;
+            p.j = s.j;
+            p.inner = s.inner;
+            p.softmax = softmax != 0;
+            cpu::channel_mix(p, pooled ? two.pool : nullptr);
+            int bad = 0;
+            for (int64_t o = 0; o < s.outer; ++o) {
+              std::vector<double> col(static_cast<size_t>(s.k));
+              for (int64_t i = 0; i < s.inner; ++i) {
+                double top = -INFINITY, sum = 0.0;
+                for (int64_t c = 0; c < s.k; ++c) {
+                  col[static_cast<size_t>(c)] = x[static_cast<size_t>((o * s.k + c) * s.inner + i)];
+                  top = std::max(top, col[static_cast<size_t>(c)]);
+                }
+                if (softmax) {
+                  for (double& v : col) sum += (v = std::exp(v - top));
+                  for (double& v : col) v /= sum;
+                }
+                for (int64_t r = 0; r < s.j; ++r) {
+                  {
+                    double want = biased ? bias[static_cast<size_t>(r)] : 0.0;
+                    for (int64_t c = 0; c < s.k; ++c) {
+                      want += static_cast<double>(w[static_cast<size_t>(r * s.k + c)]) *
+                              col[static_cast<size_t>(c)];
+                    }
+                    const double got = y.data()[(o * s.j + r) * s.inner + i];
+                    if (std::abs(got - want) > 1e-5 * (1.0 + std::abs(want)) && ++bad <= 3) {
+                      ADD_FAILURE()
+                          << "isa " << static_cast<int>(isa) << " softmax " << softmax << " shape "
+                          << s.outer << "x" << s.k << "->" << s.j << "x" << s.inner << " bias "
+                          << biased << " pool " << pooled << " at (" << o << ", " << r << ", " << i
+                          << "): " << got << " vs " << want;
+                    }
+                  }
+                }
               }
             }
           }
@@ -235,6 +321,7 @@ TEST(CpuChannelMixKernel, MatchesTheFormula) {
       }
     }
   }
+  portable::simd_level_cap() = saved;
 }
 
 }  // namespace
