@@ -20,10 +20,10 @@ void Lowering::lower_index_rows(const Node& node) {
   n.params[0] = static_cast<uint32_t>(a.dim);
 }
 
-/// tern::cat along the last XNNPACK dim: Concat nodes of up to 3 inputs, chained (each
-/// partial result an internal value, first of the next node's inputs) for more, starting from
-/// an earlier cat of a prefix of the inputs when the region has one; a cat of one tensor is a
-/// copy (XNNPACK's reshape to the same dims).
+/// tern::cat along any XNNPACK dim: Concat nodes of up to 3 inputs, nested for more as the
+/// tree copying the fewest floats (concat_tree.h; each partial result an internal value), or
+/// chained from an earlier cat of a prefix of the inputs when the region has one; a cat of one
+/// tensor is a copy (XNNPACK's reshape to the same dims).
 void Lowering::lower_concat(const Node& node) {
   const std::vector<int> ins = concat_inputs(g_, node);
   const Value& ov = g_.values[static_cast<size_t>(node.outputs[0])];
@@ -67,35 +67,66 @@ void Lowering::lower_concat(const Node& node) {
       }
     }
   }
-  uint32_t acc = cat_part(ins[0], node.outputs[0]);
   if (ins.size() == 1) {  // cat([x]) is a copy (DenseNet's first dense layer)
-    add_node(NodeOp::Reshape, {acc}, output(node.outputs[0]));
+    add_node(NodeOp::Reshape, {cat_part(ins[0], node.outputs[0])}, output(node.outputs[0]));
     return;
   }
-  std::vector<int64_t> acc_sizes = g_.values[static_cast<size_t>(ins[0])].sizes;
-  size_t next = 1;
   // An earlier cat of a prefix of these inputs (DenseNet: layer k + 1 concatenates layer k's
   // inputs and one more) is the chain's start: one copy of the new parts, not a chain over
   // every input again.
   if (const LoweredCat* prefix = longest_cat_prefix(ins, xdim, rows, nhwc)) {
-    acc = activation(prefix->output);
-    acc_sizes = g_.values[static_cast<size_t>(prefix->output)].sizes;
-    next = prefix->inputs.size();
-  }
-  while (next < ins.size()) {
-    std::vector<uint32_t> inputs = {acc};
-    std::vector<int64_t> sizes = acc_sizes;
-    while (inputs.size() < cpu::kMaxConcatInputs && next < ins.size()) {
-      inputs.push_back(cat_part(ins[next], node.outputs[0]));
-      sizes[cat_dim] += g_.values[static_cast<size_t>(ins[next])].sizes[cat_dim];
-      ++next;
+    uint32_t acc = activation(prefix->output);
+    std::vector<int64_t> acc_sizes = g_.values[static_cast<size_t>(prefix->output)].sizes;
+    size_t next = prefix->inputs.size();
+    while (next < ins.size()) {
+      std::vector<uint32_t> inputs = {acc};
+      std::vector<int64_t> sizes = acc_sizes;
+      while (inputs.size() < cpu::kMaxConcatInputs && next < ins.size()) {
+        inputs.push_back(cat_part(ins[next], node.outputs[0]));
+        sizes[cat_dim] += g_.values[static_cast<size_t>(ins[next])].sizes[cat_dim];
+        ++next;
+      }
+      const uint32_t out = next == ins.size() ? output(node.outputs[0]) : internal(xdims(sizes));
+      add_node(NodeOp::Concat, inputs, out).params[0] = static_cast<uint32_t>(rows);
+      acc = out;
+      acc_sizes = sizes;
     }
-    const uint32_t out = next == ins.size() ? output(node.outputs[0]) : internal(xdims(sizes));
-    add_node(NodeOp::Concat, inputs, out).params[0] = static_cast<uint32_t>(rows);
-    acc = out;
-    acc_sizes = sizes;
+  } else {
+    // Otherwise a tree of Concat nodes (up to 3 parts each) copying the fewest floats: every
+    // node writes all of its parts once, so small parts are joined first (an FPN head's
+    // levels, largest first: [big, big, cat(small, small, small)], each big level copied once
+    // where a left-to-right chain copied it into every partial result).
+    std::vector<int64_t> widths;
+    for (int in : ins) widths.push_back(g_.values[static_cast<size_t>(in)].sizes[cat_dim]);
+    const ConcatTree tree = concat_tree(widths, cpu::kMaxConcatInputs);
+    emit_concat_tree(tree, tree.root, ins, node.outputs[0], cat_dim, rows, xdims);
   }
   lowered_cats_.push_back({ins, node.outputs[0], xdim, rows, nhwc});
+}
+
+/// The blob value of tree node `id` of cat `ins` (tern value `out`, along tern dim `cat_dim`,
+/// `rows` as op 22's params[0]): a part as it is, or a Concat node of its children's values
+/// (the root writes `out`).
+uint32_t Lowering::emit_concat_tree(const ConcatTree& t, size_t id, const std::vector<int>& ins,
+                                    int out, size_t cat_dim, uint64_t rows,
+                                    const std::function<std::vector<uint64_t>(const std::vector<int64_t>&)>& xdims) {
+  const ConcatTree::Node& n = t.nodes[id];
+  if (n.children.empty()) return cat_part(ins[n.first], out);
+  std::vector<uint32_t> inputs;
+  for (size_t c : n.children) inputs.push_back(emit_concat_tree(t, c, ins, out, cat_dim, rows, xdims));
+  uint32_t made;
+  if (id == t.root) {
+    made = output(out);
+  } else {
+    std::vector<int64_t> sizes = g_.values[static_cast<size_t>(out)].sizes;
+    sizes[cat_dim] = 0;
+    for (size_t p = n.first; p <= n.last; ++p) {
+      sizes[cat_dim] += g_.values[static_cast<size_t>(ins[p])].sizes[cat_dim];
+    }
+    made = internal(xdims(sizes));
+  }
+  add_node(NodeOp::Concat, inputs, made).params[0] = static_cast<uint32_t>(rows);
+  return made;
 }
 
 /// Part `vid` of a cat whose output is `out`: an activation, or a constant (a ViT's class

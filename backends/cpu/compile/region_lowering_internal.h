@@ -19,6 +19,7 @@
 #include "backends/cpu/compile/attention_match.h"
 #include "backends/cpu/compile/bottleneck_match.h"
 #include "backends/cpu/compile/channel_mix_match.h"
+#include "backends/cpu/compile/concat_tree.h"
 #include "backends/cpu/compile/concat_shuffle_match.h"
 #include "backends/cpu/compile/deconv_attrs.h"
 #include "backends/cpu/compile/dynamic_rows.h"
@@ -243,6 +244,9 @@ class Lowering {
   void lower_index_rows(const Node& node);
   void lower_concat(const Node& node);
   uint32_t cat_part(int vid, int out);
+  uint32_t emit_concat_tree(const ConcatTree& t, size_t id, const std::vector<int>& ins, int out,
+                            size_t cat_dim, uint64_t rows,
+                            const std::function<std::vector<uint64_t>(const std::vector<int64_t>&)>& xdims);
   const LoweredCat* longest_cat_prefix(const std::vector<int>& ins, size_t xdim, uint64_t rows,
                                        bool nhwc) const;
   bool pending_row_read(int vid, RowRead* r);

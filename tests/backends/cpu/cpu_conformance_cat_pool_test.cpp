@@ -194,7 +194,7 @@ std::vector<OpCase> cases() {
                                97));
                },
                1e-10});
-  // Channel concatenation (op 22; 4 or more parts are a chain of nodes of up to 3).
+  // Channel concatenation (op 22; 4 or more parts are a tree of nodes of up to 3).
   OpCase cat2 = inception_cat("cat2_output", {1, 8, 7, 7}, {5, 3}, false, true);
   cat2.check_blob = [](const std::vector<uint8_t>& blob) {
     const std::vector<uint32_t> ops = blob_ops(blob);
@@ -210,6 +210,54 @@ std::vector<OpCase> cases() {
   };
   c.push_back(cat4);
   c.push_back(inception_cat("cat5_then_conv", {1, 4, 9, 9}, {3, 5, 7, 2, 1}, false, false));
+  // An FPN detection head's cat of its levels, largest first ([1, rows_i, 7] along dim 1, as
+  // SSD's and RetinaNet's per-anchor outputs): nested so that every part is copied as few
+  // times as it can be — [40, 20, cat(10, 5, cat(3, 1))] copies 79 + 19 + 4 = 102 rows of 7
+  // (the chain [[[40, 20, 10], 5, 3], 1] copied 70 + 78 + 79 = 227).
+  OpCase fpn = {"fpn_head_cat_of_six_levels", [](GraphBuilder& b) {
+                  std::vector<int> parts;
+                  const int64_t widths[] = {40, 20, 10, 5, 3, 1};
+                  for (int64_t w : widths) {
+                    const int x = b.input("l" + std::to_string(w), DType::F32, {1, w * 7});
+                    parts.push_back(b.op("tern::view", {b.op("tern::relu", {x}, DType::F32, {1, w * 7}),
+                                                        b.int_list({1, w, 7})},
+                                         DType::F32, {1, w, 7}));
+                  }
+                  b.output(b.op("tern::cat", {tensor_list(b, parts), b.int_value(1)}, DType::F32,
+                                {1, 79, 7}));
+                }, 1e-10};
+  fpn.check_blob = [](const std::vector<uint8_t>& blob) {
+    cpu::BlobHeader h;
+    std::memcpy(&h, blob.data(), sizeof(h));
+    uint64_t copied = 0, nodes = 0;
+    for (uint32_t i = 0; i < h.num_nodes; ++i) {
+      const cpu::BlobNode n = blob_node(blob, i);
+      if (n.op != static_cast<uint32_t>(cpu::NodeOp::Concat)) continue;
+      cpu::BlobValue v;
+      std::memcpy(&v, blob.data() + sizeof(h) + n.output * sizeof(cpu::BlobValue), sizeof(v));
+      uint64_t numel = 1;
+      for (uint32_t d = 0; d < v.rank; ++d) numel *= v.dims[d];
+      copied += numel;
+      ++nodes;
+    }
+    EXPECT_EQ(nodes, 3u);
+    EXPECT_EQ(copied, 102u * 7u);
+  };
+  c.push_back(fpn);
+  // More parts than the tree search takes (48): a left-to-right chain, as before.
+  c.push_back({"cat_of_fifty_parts_chained", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {1, 100, 3});
+                 const int r = b.op("tern::relu", {x}, DType::F32, {1, 100, 3});
+                 std::vector<int> parts;
+                 for (int64_t i = 0; i < 50; ++i) {
+                   parts.push_back(b.op("tern::slice",
+                                        {r, b.int_value(1), b.int_value(2 * i),
+                                         b.int_value(2 * i + (i % 2 == 0 ? 2 : 1)), b.int_value(1)},
+                                        DType::F32, {1, i % 2 == 0 ? 2 : 1, 3}));
+                 }
+                 b.output(b.op("tern::cat", {tensor_list(b, parts), b.int_value(1)}, DType::F32,
+                               {1, 75, 3}));
+               }, 1e-10});
   // GoogLeNet's block: 1x1, 1x1 -> 3x3, 1x1 -> 3x3, ceil max pool 3x3/1/1 -> 1x1, concatenated.
   c.push_back({"googlenet_inception_block",
                [](GraphBuilder& b) {
