@@ -1,5 +1,6 @@
 // The exponential's constants shared by the cpu kernels' vector code (the SiLU and sigmoid
-// epilogues, gemm_activation.cpp; the attention softmax rows, attention_softmax_row.cpp): e^z
+// epilogues, gemm_activation.cpp; the softmax numerators of attention_softmax_row.cpp and
+// channel_mix.cpp, exp_nonpositive_avx512 / _avx2 below): e^z
 // = 2^n · e^r with n = round(z · log2 e) and r = z − n · ln 2 (ln 2 in a 16-bit head and a
 // tail, so n · head is exact), e^r by a degree-5 polynomial on r in [−ln2/2, ln2/2] (a relative
 // minimax fit of our own: 2.1e-7 in f32).
