@@ -21,9 +21,9 @@ void Lowering::lower_index_rows(const Node& node) {
 }
 
 /// tern::cat along any XNNPACK dim: Concat nodes of up to 3 inputs, nested for more as the
-/// tree copying the fewest floats (concat_tree.h; each partial result an internal value), or
-/// chained from an earlier cat of a prefix of the inputs when the region has one; a cat of one
-/// tensor is a copy (XNNPACK's reshape to the same dims).
+/// tree copying the fewest floats (concat_tree.h; each partial result an internal value), an
+/// earlier cat of a prefix of the inputs standing for those when the region has one; a cat of
+/// one tensor is a copy (XNNPACK's reshape to the same dims).
 void Lowering::lower_concat(const Node& node) {
   const std::vector<int> ins = concat_inputs(g_, node);
   const Value& ov = g_.values[static_cast<size_t>(node.outputs[0])];
@@ -72,35 +72,20 @@ void Lowering::lower_concat(const Node& node) {
     return;
   }
   // An earlier cat of a prefix of these inputs (DenseNet: layer k + 1 concatenates layer k's
-  // inputs and one more) is the chain's start: one copy of the new parts, not a chain over
-  // every input again.
+  // inputs and one more) stands for those parts: one copy of it and the new parts, not every
+  // input again. Then a tree of Concat nodes (up to 3 parts each) copying the fewest floats:
+  // every node writes all of its parts once, so small parts are joined first (an FPN head's
+  // levels, largest first: [big, big, cat(small, small, small)], each big level copied once
+  // where a left-to-right chain copied it into every partial result).
+  std::vector<int> parts = ins;
   if (const LoweredCat* prefix = longest_cat_prefix(ins, xdim, rows, nhwc)) {
-    uint32_t acc = activation(prefix->output);
-    std::vector<int64_t> acc_sizes = g_.values[static_cast<size_t>(prefix->output)].sizes;
-    size_t next = prefix->inputs.size();
-    while (next < ins.size()) {
-      std::vector<uint32_t> inputs = {acc};
-      std::vector<int64_t> sizes = acc_sizes;
-      while (inputs.size() < cpu::kMaxConcatInputs && next < ins.size()) {
-        inputs.push_back(cat_part(ins[next], node.outputs[0]));
-        sizes[cat_dim] += g_.values[static_cast<size_t>(ins[next])].sizes[cat_dim];
-        ++next;
-      }
-      const uint32_t out = next == ins.size() ? output(node.outputs[0]) : internal(xdims(sizes));
-      add_node(NodeOp::Concat, inputs, out).params[0] = static_cast<uint32_t>(rows);
-      acc = out;
-      acc_sizes = sizes;
-    }
-  } else {
-    // Otherwise a tree of Concat nodes (up to 3 parts each) copying the fewest floats: every
-    // node writes all of its parts once, so small parts are joined first (an FPN head's
-    // levels, largest first: [big, big, cat(small, small, small)], each big level copied once
-    // where a left-to-right chain copied it into every partial result).
-    std::vector<int64_t> widths;
-    for (int in : ins) widths.push_back(g_.values[static_cast<size_t>(in)].sizes[cat_dim]);
-    const ConcatTree tree = concat_tree(widths, cpu::kMaxConcatInputs);
-    emit_concat_tree(tree, tree.root, ins, node.outputs[0], cat_dim, rows, xdims);
+    parts.assign(ins.begin() + static_cast<std::ptrdiff_t>(prefix->inputs.size()), ins.end());
+    parts.insert(parts.begin(), prefix->output);
   }
+  std::vector<int64_t> widths;
+  for (int in : parts) widths.push_back(g_.values[static_cast<size_t>(in)].sizes[cat_dim]);
+  const ConcatTree tree = concat_tree(widths, cpu::kMaxConcatInputs);
+  emit_concat_tree(tree, tree.root, parts, node.outputs[0], cat_dim, rows, xdims);
   lowered_cats_.push_back({ins, node.outputs[0], xdim, rows, nhwc});
 }
 

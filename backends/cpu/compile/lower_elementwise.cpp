@@ -130,8 +130,12 @@ void Lowering::lower_where(const Node& node) {
 /// for plain ones). A relu after it fuses into the last node's output range (XNNPACK).
 void Lowering::lower_batch_norm(const Node& node) {
   const BatchNormAffine a = batch_norm_affine(g_, node);
-  if (fuse_batch_norm_into_epilogue(node, a)) return;
   const Value& xv = g_.values[static_cast<size_t>(node.args[0])];
+  if (xv.sizes.size() == 4 && is_nhwc(node.args[0])) {
+    channel_affine(node, node.args[0], a);  // the epilogue fold tried there first
+    return;
+  }
+  if (fuse_batch_norm_into_epilogue(node, a)) return;
   const uint64_t c = a.scale.size();
   std::vector<uint64_t> cdims;
   if (xv.sizes.size() == 4) {
@@ -140,10 +144,6 @@ void Lowering::lower_batch_norm(const Node& node) {
     cdims = {1, c, 1};
   } else {
     cdims = {1, c};
-  }
-  if (xv.sizes.size() == 4 && is_nhwc(node.args[0])) {
-    channel_affine(node, node.args[0], a);
-    return;
   }
   const uint32_t x = activation(node.args[0]);
   const uint32_t scaled = internal(xnn_dims(xv.sizes));
