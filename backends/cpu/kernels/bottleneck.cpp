@@ -2,7 +2,9 @@
 // range per pool thread, each range walked in bands whose expanded input rows fit the band
 // budget; rows shared by consecutive bands (the depthwise window's overlap) are moved to the
 // front of the band buffer rather than expanded again, so only the first band of a range pays
-// for its halo. Never allocates.
+// for its halo. With a banded project the ranges split the output pixels instead (a row cut
+// between two ranges has its depthwise output made by both, each projecting only its own
+// pixels). Never allocates.
 #include "backends/cpu/kernels/bottleneck.h"
 
 #include <cstring>
@@ -148,7 +150,17 @@ struct Plan {
   /// null without.
   float* row_sums = nullptr;
   void (*sums)(const float*, int64_t, int64_t, float*) = nullptr;
+  /// Parts split the batch's output pixels, not its rows (banded_project): 19 rows of 19
+  /// pixels split 181 / 180 over 2 threads rather than 10 / 9 rows (Xception's 728-channel
+  /// separable convs, whose project GEMM is nearly all the work).
+  bool pixel_parts = false;
 };
+
+/// Whether the project GEMM runs band by band, from each band's depthwise output in the task's
+/// slot (a project without squeeze-excitation, whose gate must wait for every row).
+bool banded_project(const BottleneckProblem& p) {
+  return p.project_packed != nullptr && !has_se(p);
+}
 
 /// sums[c] = Σ_px row[px * channels + c] over `pixels` pixels (a row still in L1), in pixel
 /// order whatever the ISA (so the gate does not depend on it beyond the kernels' rounding).
@@ -301,14 +313,14 @@ void depthwise_out_rows(const Plan& plan, const float* e, int64_t e_first, int64
   rows_with_epilogue(plan.row, plan.dw_act, dr);
 }
 
-/// The project GEMM of `rows` output rows starting at output row `first` (of the batch's
-/// flattened rows) from d into y, with the residual and the clamp, on `pool`; `packed` is the
-/// project's weight (null: p's).
-void project_rows(const BottleneckProblem& p, const float* d, int64_t first, int64_t rows,
-                  pthreadpool_t pool, const float* packed = nullptr) {
-  const int64_t at = first * p.out_w * p.out_c;
+/// The project GEMM of `pixels` output pixels starting at pixel `first` (of the batch's
+/// flattened pixels) from d (their depthwise output) into y, with the residual and the clamp,
+/// on `pool`; `packed` is the project's weight (null: p's).
+void project_pixels(const BottleneckProblem& p, const float* d, int64_t first, int64_t pixels,
+                    pthreadpool_t pool, const float* packed = nullptr) {
+  const int64_t at = first * p.out_c;
   GemmProblem g;
-  g.m = rows * p.out_w;
+  g.m = pixels;
   g.n = p.out_c;
   g.k = p.exp_c;
   g.a = d;
@@ -339,8 +351,10 @@ void expand_rows(const BottleneckProblem& p, int64_t n, int64_t first, int64_t e
   packed_gemm(g, nullptr);
 }
 
-/// Output rows [oy0, oy1) of image n, in bands, on the calling thread.
-void run_rows(const Plan& plan, int64_t n, int64_t oy0, int64_t oy1, float* ebuf, float* dbuf) {
+/// Output rows [oy0, oy1) of image n, in bands, on the calling thread; a banded project writes
+/// only the pixels in [px0, px1) of the batch's flattened pixels.
+void run_rows(const Plan& plan, int64_t n, int64_t oy0, int64_t oy1, int64_t px0, int64_t px1,
+              float* ebuf, float* dbuf) {
   const BottleneckProblem& p = *plan.p;
   const int64_t e_row = p.in_w * p.exp_c;
   const int64_t d_row = p.out_w * p.exp_c;
@@ -367,8 +381,8 @@ void run_rows(const Plan& plan, int64_t n, int64_t oy0, int64_t oy1, float* ebuf
     }
     // Where the band's depthwise rows go: the band buffer for the project, the batch's d in
     // the scratch with squeeze-excitation (the project waits for the gate), else y.
-    const bool banded_project = p.project_packed != nullptr && plan.row_sums == nullptr;
-    float* d = banded_project        ? dbuf
+    const bool banded = banded_project(p);
+    float* d = banded                ? dbuf
                : plan.row_sums != nullptr ? plan.d_all + ((n * p.out_h + oy) * p.out_w) * p.exp_c
                                           : p.y + ((n * p.out_h + oy) * p.out_w) * p.out_c;
     const int64_t per_call = rows_per_call(p);
@@ -379,7 +393,11 @@ void run_rows(const Plan& plan, int64_t n, int64_t oy0, int64_t oy1, float* ebuf
         plan.sums(d + j * d_row, p.out_w, p.exp_c, plan.row_sums + (n * p.out_h + oy + j) * p.exp_c);
       }
     }
-    if (banded_project) project_rows(p, dbuf, n * p.out_h + oy, rows, nullptr);
+    if (banded) {
+      const int64_t b0 = (n * p.out_h + oy) * p.out_w;
+      const int64_t first = max64(b0, px0), end = min64(b0 + rows * p.out_w, px1);
+      if (end > first) project_pixels(p, dbuf + (first - b0) * p.exp_c, first, end - first, nullptr);
+    }
   }
 }
 
@@ -421,9 +439,7 @@ void run_layers(Plan* plan, pthreadpool_t pool) {
   plan->d_all = p.project_packed != nullptr ? plan->scratch + layer_e_floats(p) : p.y;
   gemm_detail::run_tasks(pool, &layer_row, plan, p.batch * p.out_h);
   // With squeeze-excitation the project waits for the gate (run_se).
-  if (p.project_packed != nullptr && plan->row_sums == nullptr) {
-    project_rows(p, plan->d_all, 0, p.batch * p.out_h, pool);
-  }
+  if (banded_project(p)) project_pixels(p, plan->d_all, 0, p.batch * p.out_h * p.out_w, pool);
 }
 
 /// One stage of the squeeze-excitation's vectors: out = epi(in · Wᵀ + b) for one row, on the
@@ -481,28 +497,37 @@ void run_se(const Plan& plan, pthreadpool_t pool) {
           for (int64_t j = 0; j < kPanelWidth; ++j) t[j] = s[j] * gr;
         }
       }
-      project_rows(p, d, n * p.out_h, p.out_h, pool, scaled);
+      project_pixels(p, d, n * pixels, pixels, pool, scaled);
     } else {
       for (int64_t px = 0; px < pixels; ++px) {
         float* row = d + px * e;
         for (int64_t c = 0; c < e; ++c) row[c] *= gate[c];
       }
-      project_rows(p, d, n * p.out_h, p.out_h, pool);
+      project_pixels(p, d, n * pixels, pixels, pool);
     }
   }
 }
 
-/// Task `part`: its share of the batch's output rows (possibly spanning images).
+/// Task `part`: its share of the batch's output rows (possibly spanning images), or with
+/// pixel_parts its share of the output pixels and the rows they lie in.
 void run_part(void* context, size_t part) {
   const Plan& plan = *static_cast<const Plan*>(context);
   const BottleneckProblem& p = *plan.p;
+  const int64_t i = static_cast<int64_t>(part);
   const int64_t total = p.batch * p.out_h;
-  const int64_t r1 = split_point(total, plan.parts, static_cast<int64_t>(part) + 1);
-  float* slot = plan.scratch + static_cast<int64_t>(part) * plan.s.slot_floats;
-  for (int64_t r = split_point(total, plan.parts, static_cast<int64_t>(part)); r < r1;) {
+  int64_t r0 = split_point(total, plan.parts, i), r1 = split_point(total, plan.parts, i + 1);
+  int64_t px0 = r0 * p.out_w, px1 = r1 * p.out_w;
+  if (plan.pixel_parts) {
+    px0 = split_point(total * p.out_w, plan.parts, i);
+    px1 = split_point(total * p.out_w, plan.parts, i + 1);
+    r0 = px0 / p.out_w;
+    r1 = gemm_detail::ceil_div(px1, p.out_w);
+  }
+  float* slot = plan.scratch + i * plan.s.slot_floats;
+  for (int64_t r = r0; r < r1;) {
     const int64_t n = r / p.out_h, oy0 = r % p.out_h;
     const int64_t oy1 = min64(p.out_h, oy0 + (r1 - r));
-    run_rows(plan, n, oy0, oy1, slot, slot + plan.s.e_floats);
+    run_rows(plan, n, oy0, oy1, px0, px1, slot, slot + plan.s.e_floats);
     r += oy1 - oy0;
   }
 }
@@ -535,6 +560,7 @@ void bottleneck_nhwc(const BottleneckProblem& p, float* scratch, pthreadpool_t p
   plan.dw_act = gemm_activation_fn(p.depthwise.act);
   plan.add_residual = p.residual != nullptr && p.project_packed == nullptr;
   plan.affine = p.post_scale != nullptr && p.project_packed == nullptr;
+  plan.pixel_parts = banded_project(p);
   const bool layers = layer_mode(p, plan.parts);
   if (has_se(p)) {  // the batch's d after the depthwise stage's scratch, then its row sums
     plan.d_all = scratch + (layers ? layer_e_floats(p) : plan.parts * plan.s.slot_floats);

@@ -535,6 +535,8 @@ ConvPlan make_plan(const ConvProblem& p, const MicrokernelSet* ks, int64_t threa
     if (tasks() < wanted) {
       plan.m_blocks = min64(plan.m_tiles, ceil_div(wanted, plan.g_blocks * plan.n_groups));
     }
+    plan.m_blocks = gemm_detail::balanced_m_blocks(plan.m_blocks, plan.g_blocks * plan.n_groups,
+                                                   plan.m_tiles, threads);
   }
   return plan;
 }

@@ -202,6 +202,8 @@ Plan make_plan(const GemmProblem& p, const MicrokernelSet* ks, int64_t threads) 
         plan.m_blocks = min64(plan.m_tiles, ceil_div(wanted, plan.n_groups));
       }
     }
+    plan.m_blocks = gemm_detail::balanced_m_blocks(plan.m_blocks, plan.n_groups, plan.m_tiles,
+                                                   threads);
   }
   return plan;
 }

@@ -376,6 +376,32 @@ TEST(CpuGemmTiles, NTilesDifferByAtMostOnePanel) {
     }
   }
 }
+// Task counts rounded up to a multiple of the pool's threads by more M blocks (hand-worked):
+// Xception's 1444 x 728 x 728 plans 9 M blocks (104 tiles of 14 rows, 12 a block) — 5 rounds on
+// one thread and 4 on the other — and runs 10; counts already a multiple, a single task, no
+// pool, or no count up to the tiles that works, stay as they were.
+TEST(CpuGemmTiles, TaskCountsRoundUpToAMultipleOfTheThreads) {
+  struct Expect {
+    int64_t m_blocks, others, m_tiles, threads, want;
+  } cases[] = {
+      {9, 1, 104, 2, 10},  // Xception's middle-flow 1x1 at 38 x 38
+      {8, 1, 104, 2, 8},   // already a multiple
+      {3, 3, 10, 2, 4},    // 9 tasks -> 12
+      {5, 1, 104, 4, 8},   // 4 threads
+      {2, 3, 10, 4, 4},    // 6 tasks: 8 is no multiple of 3, so 12
+      {1, 1, 104, 2, 1},   // one task: too small to split
+      {9, 1, 104, 1, 9},   // no pool
+      {3, 1, 3, 2, 3},     // every tile already its own block
+      {5, 3, 6, 4, 5},     // 15 or 18 tasks: neither a multiple of 4
+  };
+  for (const Expect& e : cases) {
+    const int64_t got =
+        gemm_detail::balanced_m_blocks(e.m_blocks, e.others, e.m_tiles, e.threads);
+    EXPECT_EQ(got, e.want) << e.m_blocks << " M blocks x " << e.others << " on " << e.threads
+                           << " threads, " << e.m_tiles << " tiles";
+  }
+}
+
 /// Runs every case with every supported ISA, K in one block and in blocks of 16, on the
 /// caller's thread and on a pool of two (one seed per case and blocking, from `seed` on).
 template <size_t N>
