@@ -34,6 +34,7 @@ DECODER = dict(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attentio
                num_key_value_heads=2, intermediate_size=128, use_cache=False)
 AUDIO = dict(SMALL, conv_dim=(32, 32), conv_stride=(5, 2), conv_kernel=(10, 3),
              num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4)
+T5_SMALL = dict(vocab_size=128, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4)
 SEQ2SEQ = dict(vocab_size=128, d_model=64, encoder_layers=2, decoder_layers=1,
                encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
                decoder_ffn_dim=128, pad_token_id=0, bos_token_id=0, eos_token_id=0,
@@ -94,11 +95,14 @@ def segmentation(name, size=64):
     return build
 
 
-def inputs(cls, cfg, feeds, outs=("last_hidden_state",), **kw):
-    """A transformers model called with several named inputs (feeds: name -> maker)."""
+def inputs(cls, cfg, feeds, outs=("last_hidden_state",), encoder=False, **kw):
+    """A transformers model (or its encoder) called with several named inputs (feeds: name ->
+    maker)."""
     def build():
         tf = _transformers()
         model = _hf(getattr(tf, cls), getattr(tf, cfg)(**kw)).eval()
+        if encoder:
+            model = model.get_encoder()
         names = list(feeds)
         return (HFOutputs(model, names, list(outs)).eval(), tuple(feeds[k]() for k in names),
                 False)
@@ -116,6 +120,10 @@ def classifier(name, size=64):
 
 def _ids(length=16):
     return lambda: torch.randint(0, 100, (1, length))
+
+
+def _ones(length=16):
+    return lambda: torch.ones(1, length, dtype=torch.long)
 
 
 def _boxes():
@@ -704,6 +712,16 @@ PROBE = {
                               "spatial_shapes": lambda: torch.tensor([[4, 4]])},
                              hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                              intermediate_size=128, patch_size=4, num_patches=16),
+    # Added 2026-12-06 (forty-third session): LongT5's encoder, local and transient-global
+    # attention. Without an attention_mask its encoder reads the mask's shape off None, so the
+    # probe passes one (all ones, an input like the ids).
+    "longt5_local": inputs("LongT5Model", "LongT5Config",
+                           {"input_ids": _ids(), "attention_mask": _ones()}, encoder=True,
+                           encoder_attention_type="local", local_radius=4, **T5_SMALL),
+    "longt5_tglobal": inputs("LongT5Model", "LongT5Config",
+                             {"input_ids": _ids(), "attention_mask": _ones()}, encoder=True,
+                             encoder_attention_type="transient-global", local_radius=4,
+                             global_block_size=4, **T5_SMALL),
 }
 # timm (2026-12-05, thirty-second session): the smallest model of each of timm's architecture
 # modules (test_* models left out; the few with inputs of 512 and more at a smaller size),
