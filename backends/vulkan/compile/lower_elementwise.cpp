@@ -1,0 +1,281 @@
+// The vulkan lowerings of elementwise ops (binary with broadcasting, where, the unary kinds,
+// clamps, GELU, pow, leaky ReLU), softmax, the norms (layer, group, batch) and sum / mean.
+#include "backends/vulkan/compile/lowerings.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace tern::compiler::vulkan_compile {
+
+using vulkan::ElementwiseKind;
+using vulkan::NodeOp;
+using vulkan::UnaryKind;
+
+// ---- elementwise ----
+
+void lower_binary(BlobBuilder& b, const Node& n, ElementwiseKind kind) {
+  const Graph& g = b.graph();
+  if (kind == ElementwiseKind::Div && has_arg(n, 2) && !is_none(g, arg(n, 2))) {
+    throw Unsupported("div with a rounding mode");
+  }
+  double alpha = 1.0;
+  if ((kind == ElementwiseKind::Add || kind == ElementwiseKind::Sub) && has_arg(n, 2)) {
+    alpha = num_of(g, arg(n, 2));
+  }
+  const Value& av = val(g, arg(n, 0));
+  const Value& bv = val(g, arg(n, 1));
+  if (!av.is_tensor()) throw Unsupported("scalar first operand");
+  const Dims& os = shape(g, out_id(n));
+  Dims dims = os, sa = broadcast_strides(av.sizes, os), sb(os.size(), 0), sc(os.size(), 0);
+  std::vector<uint32_t> inputs{b.input(arg(n, 0))};
+  float scalar = 0.0f;
+  const bool has_b = bv.is_tensor();
+  if (has_b) {
+    sb = broadcast_strides(bv.sizes, os);
+    inputs.push_back(b.input(arg(n, 1)));
+  } else {
+    scalar = static_cast<float>(num_of(g, arg(n, 1)));
+  }
+  const uint32_t out = b.output(out_id(n));
+  Dims d2 = dims, d3 = dims;
+  pad6(&dims, &sa);
+  pad6(&d2, &sb);
+  pad6(&d3, &sc);
+  std::vector<int32_t> p(26, 0);
+  p[0] = static_cast<int32_t>(kind);
+  p[1] = has_b ? 1 : 0;
+  for (int i = 0; i < 6; ++i) {
+    p[2 + i] = param(dims[static_cast<size_t>(i)], "dim");
+    p[8 + i] = param(sa[static_cast<size_t>(i)], "stride");
+    p[14 + i] = param(sb[static_cast<size_t>(i)], "stride");
+  }
+  b.node(NodeOp::Elementwise, inputs, out, p, {static_cast<float>(alpha), scalar});
+}
+
+void lower_where(BlobBuilder& b, const Node& n) {
+  const Graph& g = b.graph();
+  const Value& cond = val(g, arg(n, 0));
+  if (!cond.is_tensor() || !cond.is_constant || cond.dtype != DType::Bool) {
+    throw Unsupported("where: the condition must be a bool constant");
+  }
+  const Dims& os = shape(g, out_id(n));
+  const float as_float[2] = {0.0f, 1.0f};
+  const uint32_t c = b.input(arg(n, 0), as_float);
+  const uint32_t x = b.input(arg(n, 1)), y = b.input(arg(n, 2));
+  Dims dims = os, d2 = os, d3 = os;
+  Dims sa = broadcast_strides(shape(g, arg(n, 1)), os), sb = broadcast_strides(shape(g, arg(n, 2)), os),
+       sc = broadcast_strides(cond.sizes, os);
+  pad6(&dims, &sa);
+  pad6(&d2, &sb);
+  pad6(&d3, &sc);
+  std::vector<int32_t> p(26, 0);
+  p[0] = static_cast<int32_t>(ElementwiseKind::Where);
+  p[1] = 1;
+  for (int i = 0; i < 6; ++i) {
+    p[2 + i] = param(dims[static_cast<size_t>(i)], "dim");
+    p[8 + i] = param(sa[static_cast<size_t>(i)], "stride");
+    p[14 + i] = param(sb[static_cast<size_t>(i)], "stride");
+    p[20 + i] = param(sc[static_cast<size_t>(i)], "stride");
+  }
+  b.node(NodeOp::Elementwise, {x, y, c}, b.output(out_id(n)), p, {1.0f, 0.0f});
+}
+
+void unary_node(BlobBuilder& b, const Node& n, UnaryKind kind, float lo, float hi) {
+  const Dims& xs = shape(b.graph(), arg(n, 0));
+  if (shape(b.graph(), out_id(n)) != xs) throw Unsupported("unary output shape");
+  const uint32_t x = b.input(arg(n, 0));
+  b.node(NodeOp::Unary, {x}, b.output(out_id(n)),
+         {static_cast<int32_t>(kind), param(numel(xs), "numel")}, {lo, hi});
+}
+
+void lower_clamp(BlobBuilder& b, const Node& n, bool hardtanh) {
+  const Graph& g = b.graph();
+  float lo = -kInf, hi = kInf;
+  if (hardtanh) {
+    lo = has_arg(n, 1) ? static_cast<float>(num_of(g, arg(n, 1))) : -1.0f;
+    hi = has_arg(n, 2) ? static_cast<float>(num_of(g, arg(n, 2))) : 1.0f;
+  } else {
+    if (has_arg(n, 1) && !is_none(g, arg(n, 1))) lo = static_cast<float>(num_of(g, arg(n, 1)));
+    if (has_arg(n, 2) && !is_none(g, arg(n, 2))) hi = static_cast<float>(num_of(g, arg(n, 2)));
+  }
+  unary_node(b, n, UnaryKind::Clamp, lo, hi);
+}
+
+void lower_gelu(BlobBuilder& b, const Node& n) {
+  const Graph& g = b.graph();
+  bool tanh_form = false;
+  if (has_arg(n, 1) && !is_none(g, arg(n, 1))) {
+    const Value& v = val(g, arg(n, 1));
+    if (v.kind != Value::Kind::String) throw Unsupported("gelu approximate");
+    if (v.string_value == "tanh") {
+      tanh_form = true;
+    } else if (v.string_value != "none") {
+      throw Unsupported("gelu approximate '" + v.string_value + "'");
+    }
+  }
+  unary_node(b, n, tanh_form ? UnaryKind::GeluTanh : UnaryKind::Gelu);
+}
+
+void lower_pow(BlobBuilder& b, const Node& n) {
+  const Value& e = val(b.graph(), arg(n, 1));
+  if (e.is_tensor()) throw Unsupported("pow with a tensor exponent");
+  unary_node(b, n, UnaryKind::Pow, static_cast<float>(num_of(b.graph(), arg(n, 1))));
+}
+
+void lower_leaky_relu(BlobBuilder& b, const Node& n) {
+  const double slope = has_arg(n, 1) ? num_of(b.graph(), arg(n, 1)) : 0.01;
+  unary_node(b, n, UnaryKind::LeakyRelu, static_cast<float>(slope));
+}
+
+// ---- normalisation ----
+
+void lower_softmax(BlobBuilder& b, const Node& n) {
+  const Graph& g = b.graph();
+  const Dims& xs = shape(g, arg(n, 0));
+  if (xs.empty()) throw Unsupported("0-d softmax");
+  const int64_t d = norm_dim(int_of(g, arg(n, 1)), xs.size());
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < d; ++i) outer *= xs[static_cast<size_t>(i)];
+  for (size_t i = static_cast<size_t>(d) + 1; i < xs.size(); ++i) inner *= xs[i];
+  const uint32_t x = b.input(arg(n, 0));
+  b.node(NodeOp::Softmax, {x}, b.output(out_id(n)),
+         {param(outer, "outer"), param(xs[static_cast<size_t>(d)], "n"), param(inner, "inner")});
+}
+
+void lower_layer_norm(BlobBuilder& b, const Node& n) {
+  const Graph& g = b.graph();
+  const Dims& xs = shape(g, arg(n, 0));
+  const std::vector<int64_t> ns = ints_of(g, arg(n, 1));
+  if (ns.empty() || ns.size() > xs.size() || !std::equal(ns.begin(), ns.end(), xs.end() - static_cast<long>(ns.size()))) {
+    throw Unsupported("layer_norm normalized_shape");
+  }
+  const int64_t cols = numel(ns);
+  const bool has_w = has_arg(n, 2) && !is_none(g, arg(n, 2));
+  const bool has_b = has_arg(n, 3) && !is_none(g, arg(n, 3));
+  const double eps = has_arg(n, 4) ? num_of(g, arg(n, 4)) : 1e-5;
+  std::vector<uint32_t> inputs{b.input(arg(n, 0))};
+  if (has_w) {
+    if (numel(shape(g, arg(n, 2))) != cols) throw Unsupported("layer_norm weight");
+    inputs.push_back(b.input(arg(n, 2)));
+  }
+  if (has_b) {
+    if (numel(shape(g, arg(n, 3))) != cols) throw Unsupported("layer_norm bias");
+    // The shader reads the bias at binding 3: with a bias but no weight, the weight is ones.
+    if (!has_w) inputs.push_back(b.constant({cols}, std::vector<float>(static_cast<size_t>(cols), 1.0f)));
+    inputs.push_back(b.input(arg(n, 3)));
+  }
+  b.node(NodeOp::LayerNorm, inputs, b.output(out_id(n)),
+         {param(numel(xs) / cols, "rows"), param(cols, "n"), has_w || has_b ? 1 : 0, has_b ? 1 : 0},
+         {static_cast<float>(eps)});
+}
+
+// group_norm(x [N, C, *], groups, weight [C]?, bias [C]?, eps): in row-major NCHW a group's
+// C/G channels are one contiguous row, so the layer_norm shader normalises rows of
+// C/G·inner values (no affine there: its weight would be per element of the row); the
+// per-channel weight and bias follow as a channel_affine.
+void lower_group_norm(BlobBuilder& b, const Node& n) {
+  const Graph& g = b.graph();
+  const Dims& xs = shape(g, arg(n, 0));
+  if (xs.size() < 2) throw Unsupported("group_norm rank");
+  const int64_t groups = int_of(g, arg(n, 1));
+  const int64_t c = xs[1];
+  if (groups < 1 || c % groups != 0) throw Unsupported("group_norm: channels not divisible by groups");
+  const int64_t inner = numel(xs) / (xs[0] * c);
+  const bool has_w = !is_none(g, arg(n, 2));
+  const bool has_b = !is_none(g, arg(n, 3));
+  for (int i : {2, 3}) {
+    if (!is_none(g, arg(n, i)) && numel(shape(g, arg(n, i))) != c) throw Unsupported("group_norm weight/bias");
+  }
+  const double eps = num_of(g, arg(n, 4));
+  const uint32_t x = b.input(arg(n, 0));
+  const uint32_t normed = has_w || has_b ? b.temp(xs) : b.output(out_id(n));
+  b.node(NodeOp::LayerNorm, {x}, normed,
+         {param(xs[0] * groups, "rows"), param(c / groups * inner, "n"), 0, 0},
+         {static_cast<float>(eps)});
+  if (!has_w && !has_b) return;
+  const uint32_t scale = has_w ? b.input(arg(n, 2)) : b.constant({c}, std::vector<float>(static_cast<size_t>(c), 1.0f));
+  const uint32_t shift = has_b ? b.input(arg(n, 3)) : b.constant({c}, std::vector<float>(static_cast<size_t>(c), 0.0f));
+  b.node(NodeOp::ChannelAffine, {normed, scale, shift}, b.output(out_id(n)),
+         {param(xs[0], "N"), param(c, "C"), param(inner, "inner")});
+}
+
+namespace {
+
+std::vector<float> constant_floats(const Graph& g, int id, int64_t count, const char* what) {
+  const Value& v = val(g, id);
+  if (!v.is_tensor() || !v.is_constant || v.dtype != DType::F32 || numel(v.sizes) != count ||
+      v.data.size() != static_cast<size_t>(count) * 4) {
+    throw Unsupported(std::string("batch_norm ") + what + ": an f32 constant of " +
+                      std::to_string(count) + " expected");
+  }
+  std::vector<float> f(static_cast<size_t>(count));
+  std::memcpy(f.data(), v.data.data(), f.size() * 4);
+  return f;
+}
+
+}  // namespace
+
+void lower_batch_norm(BlobBuilder& b, const Node& n) {
+  const Graph& g = b.graph();
+  const Dims& xs = shape(g, arg(n, 0));
+  if (xs.size() < 2) throw Unsupported("batch_norm rank");
+  const int64_t c = xs[1];
+  const double eps = num_of(g, arg(n, 5));
+  const std::vector<float> mean = constant_floats(g, arg(n, 3), c, "running_mean");
+  const std::vector<float> var = constant_floats(g, arg(n, 4), c, "running_var");
+  std::vector<float> w(static_cast<size_t>(c), 1.0f), bias(static_cast<size_t>(c), 0.0f);
+  if (!is_none(g, arg(n, 1))) w = constant_floats(g, arg(n, 1), c, "weight");
+  if (!is_none(g, arg(n, 2))) bias = constant_floats(g, arg(n, 2), c, "bias");
+  std::vector<float> scale(static_cast<size_t>(c)), shift(static_cast<size_t>(c));
+  for (size_t i = 0; i < scale.size(); ++i) {
+    const double s = static_cast<double>(w[i]) / std::sqrt(static_cast<double>(var[i]) + eps);
+    scale[i] = static_cast<float>(s);
+    shift[i] = static_cast<float>(bias[i] - mean[i] * s);
+  }
+  const uint32_t x = b.input(arg(n, 0));
+  const uint32_t sc = b.constant({c}, scale), sh = b.constant({c}, shift);
+  b.node(NodeOp::ChannelAffine, {x, sc, sh}, b.output(out_id(n)),
+         {param(xs[0], "N"), param(c, "C"), param(numel(xs) / (xs[0] * c), "inner")});
+}
+
+// ---- reductions ----
+
+void lower_reduce(BlobBuilder& b, const Node& n, bool mean) {
+  const Graph& g = b.graph();
+  const Dims& xs = shape(g, arg(n, 0));
+  if (has_arg(n, 3) && !is_none(g, arg(n, 3))) throw Unsupported("reduce with a dtype");
+  std::vector<int64_t> dims = ints_of(g, arg(n, 1));
+  std::vector<bool> reduced(xs.size(), dims.empty());
+  for (int64_t d : dims) reduced[static_cast<size_t>(norm_dim(d, xs.size()))] = true;
+  const Dims xst = contiguous_strides(xs);
+  Dims kd, ks, rd, rs;
+  int64_t count = 1;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (reduced[i]) {
+      rd.push_back(xs[i]);
+      rs.push_back(xst[i]);
+      count *= xs[i];
+    } else {
+      kd.push_back(xs[i]);
+      ks.push_back(xst[i]);
+    }
+  }
+  if (numel(kd) != numel(shape(g, out_id(n)))) throw Unsupported("reduce output shape");
+  pad6(&kd, &ks);
+  pad6(&rd, &rs);
+  std::vector<int32_t> p(26, 0);
+  for (int i = 0; i < 6; ++i) {
+    p[1 + i] = param(kd[static_cast<size_t>(i)], "dim");
+    p[7 + i] = param(ks[static_cast<size_t>(i)], "stride");
+    p[14 + i] = param(rd[static_cast<size_t>(i)], "dim");
+    p[20 + i] = param(rs[static_cast<size_t>(i)], "stride");
+  }
+  const uint32_t x = b.input(arg(n, 0));
+  b.node(NodeOp::Reduce, {x}, b.output(out_id(n)), p,
+         {mean ? static_cast<float>(1.0 / static_cast<double>(count)) : 1.0f});
+}
+
+}  // namespace tern::compiler::vulkan_compile
