@@ -81,7 +81,8 @@ tests=(
   quant_format_test quant_program_test quant_zero_alloc_test
   c_api_test tern_c_example tern_cpp_example
   cpu_conformance_test cpu_conformance_se_test cpu_conformance_cat_pool_test
-  cpu_conformance_dense_test cpu_conformance_layernorm_test cpu_blob_test cpu_zero_alloc_test
+  cpu_conformance_dense_test cpu_conformance_layernorm_test cpu_blob_test cpu_blob_lowering_test
+  cpu_zero_alloc_test
   cpu_weights_test cpu_layout_test cpu_gemm_test cpu_conv_test cpu_winograd_test
   cpu_bottleneck_test cpu_quant_gemm_test cpu_quant_program_test cpu_strided_copy_test
   cpu_conformance_attention_test cpu_fused_attention_test cpu_conformance_fused_attention_test
