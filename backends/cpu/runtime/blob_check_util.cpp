@@ -1,8 +1,6 @@
 #include "backends/cpu/runtime/blob_check_util.h"
 
 #include <cstdio>
-#include <cstring>
-#include <limits>
 
 #include "backends/cpu/runtime/blob_reader.h"
 
@@ -26,8 +24,7 @@ bool dims_equal(const BlobValue& v, const uint64_t* dims, uint32_t rank) {
   return true;
 }
 
-/// "[1, 2, 3]" into buf.
-const char* dims_str(const uint64_t* dims, uint32_t rank, char* buf, size_t size) {
+const char* format_dims(const uint64_t* dims, uint32_t rank, char* buf, size_t size) {
   size_t used = 0;
   buf[0] = '\0';
   used += static_cast<size_t>(snprintf(buf, size, "["));
@@ -46,8 +43,8 @@ Error check_out_dims(uint32_t n, const BlobNode& node, const BlobValue& out, con
   TERN_RETURN_ERROR(InvalidProgram,
                     "cpu blob: node %u (%s): output value %u has dims %s, the inputs and "
                     "parameters give %s",
-                    n, node_op_name(node.op), node.output, dims_str(out.dims, out.rank, a, sizeof(a)),
-                    dims_str(expect, rank, b, sizeof(b)));
+                    n, node_op_name(node.op), node.output, format_dims(out.dims, out.rank, a, sizeof(a)),
+                    format_dims(expect, rank, b, sizeof(b)));
 }
 
 /// A 3rd input (the residual of tern's packed ops), when the node has one, has dims `expect`; or an
@@ -60,8 +57,8 @@ Error check_residual(uint32_t n, const BlobNode& node, const BlobValue* v, const
                     "cpu blob: node %u (%s): residual value %u has dims %s, expected the "
                     "output's %s",
                     n, node_op_name(node.op), node.inputs[2],
-                    dims_str(v[node.inputs[2]].dims, v[node.inputs[2]].rank, a, sizeof(a)),
-                    dims_str(expect, rank, b, sizeof(b)));
+                    format_dims(v[node.inputs[2]].dims, v[node.inputs[2]].rank, a, sizeof(a)),
+                    format_dims(expect, rank, b, sizeof(b)));
 }
 
 }  // namespace tern::cpu

@@ -18,10 +18,9 @@ constexpr uint64_t kMaxDim = uint64_t{1} << 31;
 /// kFcPostAffine, op 21's kBottleneckHasPostAffine; each checked with its op).
 bool has_post_affine(const BlobNode& node);
 
+/// Whether v has exactly `rank` dims equal to dims[0..rank). (Printing dims: format_dims,
+/// blob_reader.h.)
 bool dims_equal(const BlobValue& v, const uint64_t* dims, uint32_t rank);
-
-/// "[1, 2, 3]" into buf.
-const char* dims_str(const uint64_t* dims, uint32_t rank, char* buf, size_t size);
 
 Error check_out_dims(uint32_t n, const BlobNode& node, const BlobValue& out, const uint64_t* expect,
                      uint32_t rank);

@@ -1,5 +1,6 @@
 #include "backends/cpu/runtime/blob_conv3d_check.h"
 
+#include "backends/cpu/runtime/blob_check_util.h"
 #include "backends/cpu/runtime/blob_copy_checks.h"
 #include "runtime/core/checked_math.h"
 
@@ -7,14 +8,6 @@ namespace tern::cpu {
 namespace {
 
 constexpr const char* kAxis[3] = {"depth", "height", "width"};
-
-bool dims_are(const BlobValue& v, const uint64_t* dims, uint32_t rank) {
-  if (v.rank != rank) return false;
-  for (uint32_t d = 0; d < rank; ++d) {
-    if (v.dims[d] != dims[d]) return false;
-  }
-  return true;
-}
 
 unsigned long long ull(uint64_t x) { return static_cast<unsigned long long>(x); }
 
@@ -80,13 +73,13 @@ Error check_packed_conv3d(uint32_t n, const BlobNode& node, const BlobValue* v) 
   }
   if (node.num_inputs == 3) {
     const BlobValue& r = v[node.inputs[2]];
-    TERN_CHECK_OR_RETURN_ERROR(dims_are(r, out, 5), InvalidProgram,
+    TERN_CHECK_OR_RETURN_ERROR(dims_equal(r, out, 5), InvalidProgram,
                                "cpu blob: node %u (packed_conv3d): residual value %u (rank %u) is "
                                "not the output's [%llu, %llu, %llu, %llu, %llu]",
                                n, node.inputs[2], r.rank, ull(out[0]), ull(out[1]), ull(out[2]),
                                ull(out[3]), ull(out[4]));
   }
-  TERN_CHECK_OR_RETURN_ERROR(dims_are(v[node.output], out, 5), InvalidProgram,
+  TERN_CHECK_OR_RETURN_ERROR(dims_equal(v[node.output], out, 5), InvalidProgram,
                              "cpu blob: node %u (packed_conv3d): output value %u (rank %u) is not "
                              "[%llu, %llu, %llu, %llu, %llu] as the input and window give",
                              n, node.output, v[node.output].rank, ull(out[0]), ull(out[1]),

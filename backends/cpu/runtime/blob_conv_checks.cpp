@@ -1,12 +1,9 @@
 #include "backends/cpu/runtime/blob_conv_checks.h"
 
 #include <cmath>
-#include <cstdio>
 #include <cstring>
-#include <limits>
 
 #include "backends/cpu/runtime/blob_check_util.h"
-#include "backends/cpu/runtime/blob_copy_checks.h"
 #include "backends/cpu/runtime/blob_reader.h"
 #include "runtime/core/checked_math.h"
 
@@ -91,8 +88,8 @@ Error check_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
     char a[128], b[128];
     TERN_RETURN_ERROR(InvalidProgram,
                       "cpu blob: node %u (%s): filter value %u: dims %s, expected %s", n,
-                      node_op_name(node.op), node.inputs[1], dims_str(f.dims, f.rank, a, sizeof(a)),
-                      dims_str(fexp, 4, b, sizeof(b)));
+                      node_op_name(node.op), node.inputs[1], format_dims(f.dims, f.rank, a, sizeof(a)),
+                      format_dims(fexp, 4, b, sizeof(b)));
   }
   if (node.num_inputs == 3) {
     TERN_CHECK_OR_RETURN_ERROR(dims_equal(v[node.inputs[2]], &out_c, 1), InvalidProgram,
@@ -124,8 +121,8 @@ Error check_deconv(uint32_t n, const BlobNode& node, const BlobValue* v) {
     char a[128], b[128];
     TERN_RETURN_ERROR(InvalidProgram, "cpu blob: node %u (deconv2d): filter value %u: dims %s, "
                       "expected %s",
-                      n, node.inputs[1], dims_str(f.dims, f.rank, a, sizeof(a)),
-                      dims_str(fexp, 4, b, sizeof(b)));
+                      n, node.inputs[1], format_dims(f.dims, f.rank, a, sizeof(a)),
+                      format_dims(fexp, 4, b, sizeof(b)));
   }
   if (node.num_inputs == 3) {
     TERN_CHECK_OR_RETURN_ERROR(dims_equal(v[node.inputs[2]], &out_c, 1), InvalidProgram,

@@ -1,9 +1,6 @@
 #include "backends/cpu/runtime/blob_gather_checks.h"
 
-#include <cmath>
-#include <cstdio>
 #include <cstring>
-#include <limits>
 
 #include "backends/cpu/runtime/blob_check_util.h"
 #include "backends/cpu/runtime/blob_copy_checks.h"
@@ -158,8 +155,8 @@ Error check_select(uint32_t n, const BlobNode& node, const BlobValue* v) {
     TERN_CHECK_OR_RETURN_ERROR(fits, InvalidProgram,
                                "cpu blob: node %u (select): input %u (value %u) of dims %s does "
                                "not broadcast to the output's %s",
-                               n, i, node.inputs[i], dims_str(x.dims, x.rank, have, sizeof(have)),
-                               dims_str(out.dims, out.rank, want, sizeof(want)));
+                               n, i, node.inputs[i], format_dims(x.dims, x.rank, have, sizeof(have)),
+                               format_dims(out.dims, out.rank, want, sizeof(want)));
   }
   return Error::Ok;
 }

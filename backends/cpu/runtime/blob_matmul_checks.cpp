@@ -1,12 +1,6 @@
 #include "backends/cpu/runtime/blob_matmul_checks.h"
 
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <limits>
-
 #include "backends/cpu/runtime/blob_check_util.h"
-#include "backends/cpu/runtime/blob_copy_checks.h"
 #include "backends/cpu/runtime/blob_reader.h"
 #include "runtime/core/checked_math.h"
 
@@ -40,8 +34,8 @@ Error check_batch_matmul(uint32_t n, const BlobNode& node, const BlobValue* v) {
                              "cpu blob: node %u (batch_matmul): a (value %u) %s and b (value %u) "
                              "%s do not multiply%s (same rank >= 2, same batch dims, a's last "
                              "dim = b's %s)",
-                             n, node.inputs[0], dims_str(a.dims, a.rank, da, sizeof(da)),
-                             node.inputs[1], dims_str(b.dims, b.rank, db, sizeof(db)),
+                             n, node.inputs[0], format_dims(a.dims, a.rank, da, sizeof(da)),
+                             node.inputs[1], format_dims(b.dims, b.rank, db, sizeof(db)),
                              trans ? " transposed" : "", trans ? "last" : "second-to-last");
   uint64_t expect[kMaxDims];
   for (uint32_t d = 0; d < a.rank; ++d) expect[d] = a.dims[d];

@@ -1,12 +1,8 @@
 #include "backends/cpu/runtime/blob_quant_checks.h"
 
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <limits>
 
 #include "backends/cpu/runtime/blob_check_util.h"
-#include "backends/cpu/runtime/blob_copy_checks.h"
 #include "backends/cpu/runtime/blob_reader.h"
 #include "runtime/core/checked_math.h"
 #include "backends/cpu/kernels/quant_weight.h"

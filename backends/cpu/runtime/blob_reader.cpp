@@ -440,8 +440,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
         TERN_CHECK_OR_RETURN_ERROR(same, InvalidProgram,
                                    "cpu blob: node %u (concat): input %u (value %u) has dims %s, "
                                    "expected input 0's %s but the last",
-                                   n, i, node.inputs[i], dims_str(in.dims, in.rank, a, sizeof(a)),
-                                   dims_str(x.dims, x.rank, b, sizeof(b)));
+                                   n, i, node.inputs[i], format_dims(in.dims, in.rank, a, sizeof(a)),
+                                   format_dims(x.dims, x.rank, b, sizeof(b)));
         expect[x.rank - 1] += in.dims[x.rank - 1];
       }
       return check_out_dims(n, node, out, expect, x.rank);
@@ -598,8 +598,8 @@ Error check_node_shapes(uint32_t n, const BlobNode& node, const BlobValue* v,
                           "cpu blob: node %u (packed_fully_connected): %s value %u has dims %s, "
                           "expected the output's %s",
                           n, is_multiplier ? "multiplier" : "residual", node.inputs[i],
-                          dims_str(e.dims, e.rank, a, sizeof(a)),
-                          dims_str(expect, x.rank, b, sizeof(b)));
+                          format_dims(e.dims, e.rank, a, sizeof(a)),
+                          format_dims(expect, x.rank, b, sizeof(b)));
       }
       return check_out_dims(n, node, out, expect, x.rank);
     }
@@ -743,8 +743,8 @@ Error check_derived(uint32_t i, const BlobValue* values, uint32_t nv, const Blob
     char a[128], b[128];
     TERN_CHECK_OR_RETURN_ERROR(dims_equal(v, shape.out_dims, shape.out_rank), InvalidProgram,
                                "cpu blob: value %u: dims %s, recipe %u (%s) makes %s", i,
-                               dims_str(v.dims, v.rank, a, sizeof(a)), v.recipe, name,
-                               dims_str(shape.out_dims, shape.out_rank, b, sizeof(b)));
+                               format_dims(v.dims, v.rank, a, sizeof(a)), v.recipe, name,
+                               format_dims(shape.out_dims, shape.out_rank, b, sizeof(b)));
   }
   for (uint32_t slot = 0; slot < kRecipeSources; ++slot) {
     const uint32_t id = r.sources[slot];
@@ -825,9 +825,6 @@ Error check_header(Span<const uint8_t> blob, BlobHeader* h) {
 
 const char* node_op_name(uint32_t op) { return op_name(op); }
 
-const char* format_dims(const uint64_t* dims, uint32_t rank, char* buf, size_t size) {
-  return dims_str(dims, rank, buf, size);
-}
 
 uint64_t value_numel(const BlobValue& v) {
   uint64_t n = 1;
