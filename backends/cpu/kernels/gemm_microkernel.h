@@ -226,8 +226,9 @@ inline int64_t wanted_tasks(double fmas, int64_t threads, int64_t tasks_per_thre
 /// M blocks for `m_blocks · others` tasks of about equal work on `threads` pool threads: the
 /// fewest at or above m_blocks (at most m_tiles) that make the task count a multiple of the
 /// threads, so no thread runs a last task alone while the others wait (9 tasks on 2 threads
-/// take 5 rounds of work where 10 take 5 rounds of 9/10 the size: 1444 x 728 x 728 on Zen 4
-/// went 194 -> 210 GFLOP/s). Unchanged for a single task or when no count up to m_tiles does.
+/// take 5 rounds of work where 10 take 5 rounds of 9/10 the size: 1444 x 728 x 728 on Zen 4,
+/// two threads, medians 187-195 -> 197-201 GFLOP/s). Unchanged for a single task or when no
+/// count up to m_tiles does.
 inline int64_t balanced_m_blocks(int64_t m_blocks, int64_t others, int64_t m_tiles,
                                  int64_t threads) {
   if (threads <= 1 || m_blocks * others <= 1) return m_blocks;
