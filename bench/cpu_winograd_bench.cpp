@@ -1,9 +1,10 @@
-// Microbenchmark (not a test): tern's Winograd F(2x2, 3x3) convolution (winograd_conv_nhwc)
-// against its implicit-GEMM convolution (packed_conv_nhwc) on ResNet-18's 3x3 stride-1 layers
-// (224x224 input, batch 1 unless --batch, fused ReLU), same pool size, the two alternating call by
-// call. Prints per layer the median and fastest time of each, the speedup, and the largest
-// difference between the two outputs relative to the largest |output|; then one ResNet-18's worth
-// of these layers.
+// Microbenchmark (not a test): tern's Winograd convolution (winograd_conv_nhwc; F(2x2, 3x3), or
+// F(4x4, 3x3) with --tile 4) against its implicit-GEMM convolution (packed_conv_nhwc) on
+// ResNet-18's 3x3 stride-1 layers (224x224 input, batch 1 unless --batch, fused ReLU) and on
+// three larger ones of VGG / U-Net (count 0: not in the total), same pool size, the two
+// alternating call by call. Prints per layer the median and fastest time of each, the speedup,
+// and the largest difference between the two outputs relative to the largest |output|; then one
+// ResNet-18's worth of these layers.
 #include <pthreadpool.h>
 
 #include <algorithm>
@@ -38,6 +39,9 @@ const Layer kLayers[] = {
     {"3x3 128->128 @28", 28, 128, 128, 3},
     {"3x3 256->256 @14", 14, 256, 256, 3},
     {"3x3 512->512 @7", 7, 512, 512, 3},
+    {"3x3 64->64 @112", 112, 64, 64, 0},
+    {"3x3 256->256 @56", 56, 256, 256, 0},
+    {"3x3 512->512 @28", 28, 512, 512, 0},
 };
 
 float* aligned_floats(uint64_t n) {
@@ -49,7 +53,8 @@ struct Result {
   double direct_s = 0, winograd_s = 0, direct_best_s = 0, winograd_best_s = 0;
 };
 
-Result run(const Layer& l, int64_t batch, int threads, int runs, bool residual) {
+Result run(const Layer& l, int64_t batch, int threads, int runs, bool residual,
+           tern::cpu::WinogradTile tile) {
   Result result;
   const int64_t hw = l.hw, c = l.c, o = l.o;
   const size_t x_floats = static_cast<size_t>(batch * hw * hw * c),
@@ -71,8 +76,8 @@ Result run(const Layer& l, int64_t batch, int threads, int runs, bool residual) 
   const uint64_t direct_floats = tern::cpu::packed_weight_floats(o, 9 * c);
   float* direct_packed = aligned_floats(direct_floats);
   tern::cpu::pack_fc_weight(w_ohwc.data(), bias.data(), o, 9 * c, direct_packed);
-  float* wino_packed = aligned_floats(tern::cpu::winograd_weight_floats(o, c));
-  tern::cpu::pack_winograd_weight(w.data(), bias.data(), o, c, wino_packed);
+  float* wino_packed = aligned_floats(tern::cpu::winograd_weight_floats(o, c, tile));
+  tern::cpu::pack_winograd_weight(w.data(), bias.data(), o, c, wino_packed, tile);
 
   tern::cpu::ConvProblem d;
   d.batch = batch;
@@ -96,6 +101,7 @@ Result run(const Layer& l, int64_t batch, int threads, int runs, bool residual) 
   p.pad_top = p.pad_left = 1;
   p.x = x.data();
   p.packed = wino_packed;
+  p.tile = tile;
   p.y = y_winograd.data();
   p.residual = d.residual;
   p.out_min = 0.0f;
@@ -145,12 +151,16 @@ Result run(const Layer& l, int64_t batch, int threads, int runs, bool residual) 
 int main(int argc, char** argv) {
   bench_cli::KernelBenchCli cli(
       "cpu_winograd_bench",
-      "tern's Winograd F(2x2, 3x3) conv against its implicit-GEMM conv on ResNet-18's 3x3/1 layers",
+      "tern's Winograd conv against its implicit-GEMM conv on ResNet-18's 3x3/1 layers",
       /*default_runs=*/30, /*default_threads=*/{1, 2});
   cli.add_layer_filter();
   int64_t batch = 1;
   cli.app.add_option("--batch", batch, "Images per call")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->capture_default_str();
+  int tile_side = 2;
+  cli.app.add_option("--tile", tile_side, "Winograd outputs per tile side: 2 = F(2x2,3x3), 4 = F(4x4,3x3)")
+      ->check(CLI::IsMember({2, 4}))
       ->capture_default_str();
   bool residual = false;
   cli.app.add_flag("--residual", residual, "Fuse a residual add into both convs");
@@ -162,11 +172,22 @@ int main(int argc, char** argv) {
                   "A task's V + M for one block of tiles (L2), in bytes")
       ->capture_default_str();
   cli.app
+      .add_option("--large-u", blocking.large_u_bytes,
+                  "A task's share of U above which blocks take --large-u-block bytes")
+      ->capture_default_str();
+  cli.app
+      .add_option("--large-u-block", blocking.large_u_block_bytes,
+                  "Block bytes of a task with a large share of U")
+      ->capture_default_str();
+  cli.app
       .add_option("--min-tiles", blocking.min_tiles_per_part,
                   "Fewer tiles per thread: split out_c across threads")
       ->capture_default_str();
   if (const int status = cli.parse(argc, argv); status >= 0) return status;
-  cli.print_start("winograd vs packed_conv, batch " + std::to_string(batch) + ", ",
+  const tern::cpu::WinogradTile tile =
+      tile_side == 4 ? tern::cpu::WinogradTile::F4x4 : tern::cpu::WinogradTile::F2x2;
+  cli.print_start("winograd F(" + std::to_string(tile_side) + "x" + std::to_string(tile_side) +
+                      ", 3x3) vs packed_conv, batch " + std::to_string(batch) + ", ",
                   ", kc_max " + std::to_string(blocking.kc_max) + ", block " +
                       std::to_string(blocking.block_bytes >> 10) + " KiB, min tiles/part " +
                       std::to_string(blocking.min_tiles_per_part) +
@@ -176,7 +197,7 @@ int main(int argc, char** argv) {
     double direct = 0, wino = 0, direct_best = 0, wino_best = 0;
     for (const Layer& l : kLayers) {
       if (!cli.selected(l.name)) continue;
-      const Result r = run(l, batch, t, cli.runs, residual);
+      const Result r = run(l, batch, t, cli.runs, residual, tile);
       if (!r.ok) ++failures;
       direct += l.count * r.direct_s;
       wino += l.count * r.winograd_s;

@@ -1,4 +1,4 @@
-// The cpu delegate blob, version 15: shared by the compile half (writer) and the
+// The cpu delegate blob (version: kBlobVersion below), shared by the compile half (writer) and the
 // runtime half (reader). Plain structs only (no STL): the runtime includes this file.
 // The byte layout is documented in backends/cpu/README.md; all fields are little-endian.
 #pragma once
@@ -12,57 +12,28 @@ namespace tern::cpu {
 constexpr char kBlobMagic[4] = {'T', 'C', 'P', 'U'};
 /// The blob format version this build writes and reads. A blob of another version is refused
 /// with DelegateInvalidCompatibility (the method then runs the portable fallback).
-constexpr uint32_t kBlobVersion = 29;  // 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck;
-                                      // 5: SiLU and sigmoid activations (4, 5), bottleneck
-                                      // SiLU epilogue (4) and squeeze-excitation; 6: Concat;
-                                      // 7: ops 23-24 quantized weights, op 25 LayerNorm;
-                                      // 8: weights made at prepare from the program's
-                                      // constants (Source / Derived values, recipes);
-                                      // 9: op 26 BatchMatMul, op 27 StridedCopy, Concat
-                                      // along any dim (params[0] outer rows), op 28
-                                      // SquareRoot; 10: grouped op 18 (params[13] groups,
-                                      // PackConv params[4]); 11: op 29 RowConcat; 12:
-                                      // BlobValue::dynamic_mask (bounded-dynamic rows of
-                                      // ops 17 and 23); 13: op 30 GroupNorm;
-                                      // 14: constant inputs of ops 22 / 29 (one must
-                                      // be data), op 31 ResizeBilinear; 15: op 32
-                                      // Attention, 4 input slots a node (100 bytes);
-                                      // 16: op 33 PackedConv3d, op 34
-                                      // ResizeBilinearToPlanes; 17: signed
-                                      // StridedCopy strides (a flip), ops 35
-                                      // Maximum, 36 Minimum; 18: View values,
-                                      // op 37 LstmCell, op 38 UnaryMath, op 39
-                                      // Cumsum, op 40 GruCell; 19: sin,
-                                      // cos and log in op 38, op 41
-                                      // Deconv2d; 20: op 32's q may be
-                                      // a constant, op 26's a too, op 42
-                                      // GatherMap, op 43 GridSample;
-                                      // 21: op 25's RMS mode
-                                      // (params[0] = 1), expm1 and
-                                      // log1p in op 38, op 44 Select
-                                      // of a BoolPlain condition; 22:
-                                      // op 44's comparison modes
-                                      // (params[0] 1..6), op 38's acos,
-                                      // asin, atan and pow, op 45
-                                      // IndexRows; 23: op 46
-                                      // GroupedMatmul, the Int32Plain
-                                      // layout, recipe PackGroupedKn,
-                                      // op 47 QuantizedGroupedMatmul;
-                                      // 24: op 17's multiplier
-                                      // (params[3]), the square
-                                      // activation (6) of ops 17,
-                                      // 18 and 33, op 21's residual
-                                      // without a project; 25:
-                                      // dynamic values on rows maps
-                                      // (ops 3-11, 16, 20, 28, 35,
-                                      // 36, 38; blob_dynamic_checks.h);
-                                      // 26: op 48 GroupSum; 27: the
-                                      // leaky ReLU activation (7) of
-                                      // ops 17-19 with its slope,
-                                      // op 19's activation; 28: op 49
-                                      // ChannelMix, the post-activation
-                                      // affine of ops 17 and 21; 29:
-                                      // op 49's softmax (params[2])
+constexpr uint32_t kBlobVersion = 30;
+// Versions: 3: PackedWinogradConv2d, Gelu; 4: PackedBottleneck; 5: SiLU and sigmoid activations (4,
+// 5), bottleneck SiLU epilogue (4) and squeeze-excitation; 6: Concat; 7: ops 23-24 quantized
+// weights, op 25 LayerNorm; 8: weights made at prepare from the program's constants (Source /
+// Derived values, recipes); 9: op 26 BatchMatMul, op 27 StridedCopy, Concat along any dim
+// (params[0] outer rows), op 28 SquareRoot; 10: grouped op 18 (params[13] groups, PackConv
+// params[4]); 11: op 29 RowConcat; 12: BlobValue::dynamic_mask (bounded-dynamic rows of ops 17 and
+// 23); 13: op 30 GroupNorm; 14: constant inputs of ops 22 / 29 (one must be data), op 31
+// ResizeBilinear; 15: op 32 Attention, 4 input slots a node (100 bytes); 16: op 33 PackedConv3d, op
+// 34 ResizeBilinearToPlanes; 17: signed StridedCopy strides (a flip), ops 35 Maximum, 36 Minimum;
+// 18: View values, op 37 LstmCell, op 38 UnaryMath, op 39 Cumsum, op 40 GruCell; 19: sin, cos and
+// log in op 38, op 41 Deconv2d; 20: op 32's q may be a constant, op 26's a too, op 42 GatherMap, op
+// 43 GridSample; 21: op 25's RMS mode (params[0] = 1), expm1 and log1p in op 38, op 44 Select of a
+// BoolPlain condition; 22: op 44's comparison modes (params[0] 1..6), op 38's acos, asin, atan and
+// pow, op 45 IndexRows; 23: op 46 GroupedMatmul, the Int32Plain layout, recipe PackGroupedKn, op 47
+// QuantizedGroupedMatmul; 24: op 17's multiplier (params[3]), the square activation (6) of ops 17,
+// 18 and 33, op 21's residual without a project; 25: dynamic values on rows maps (ops 3-11, 16, 20,
+// 28, 35, 36, 38; blob_dynamic_checks.h); 26: op 48 GroupSum; 27: the leaky ReLU activation (7) of
+// ops 17-19 with its slope, op 19's activation; 28: op 49 ChannelMix, the post-activation affine of
+// ops 17 and 21; 29: op 49's softmax (params[2]); 30: op 19's F(4x4, 3x3) tile (params[13],
+// PackWinograd's params[2]).
+
 /// Most dimensions of a value (XNN_MAX_TENSOR_DIMS).
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (Attention's q, k, v and mask; 3 before version 15).
@@ -210,7 +181,8 @@ enum class RecipeOp : uint32_t {
   /// kRecipeFoldHardsigmoid. The value is [G * packed_fc_floats(O / G, KH * KW * C)].
   PackConv = 5,
   /// PackedWinogradConv2d's weight: sources[0] the filter [O, C, 3, 3], sources[1] the bias [O]
-  /// (optional); params[0] = O, params[1] = C. The value is [winograd_packed_floats(O, C)].
+  /// (optional); params[0] = O, params[1] = C, params[2] = the tile (kWinogradTileF2x2 or
+  /// kWinogradTileF4x4). The value is [winograd_packed_floats(O, C, tile)].
   PackWinograd = 6,
   /// PackedBottleneck's weight (bottleneck_weight_floats): sources at the BottleneckSource
   /// slots; params at the BottleneckRecipeParam indices.
@@ -315,11 +287,12 @@ enum class NodeOp : uint32_t {
   /// one-group window of fewer than 32 taps (KH*KW*C) runs as a direct convolution
   /// (kernels/shallow_conv.h).
   PackedConv2d = 18,
-  /// tern's own Winograd F(2x2,3x3) NHWC convolution: a 3x3 stride-1 dilation-1 one-group conv
-  /// (params and inputs as PackedConv2d, the window params fixed to 3x3/1/1, G 0; the
-  /// activation 0 before version 27). The weight is a
-  /// constant [F] with F = winograd_packed_floats(O, C): 16 matrices of packed_fc_floats(O, C)
-  /// (the transformed filter G g Gᵀ at each 4x4 tile position; the bias in the 6th).
+  /// tern's own Winograd NHWC convolution, F(2x2, 3x3) or F(4x4, 3x3): a 3x3 stride-1
+  /// dilation-1 one-group conv (params and inputs as PackedConv2d, the window params fixed to
+  /// 3x3/1/1; the activation 0 before version 27; params[kWinogradTile] in place of the groups:
+  /// kWinogradTileF2x2 (0) or, since version 30, kWinogradTileF4x4). The weight is a constant [F]
+  /// with F = winograd_packed_floats(O, C, tile): 16 (or 36) matrices of packed_fc_floats(O, C)
+  /// (the transformed filter G g Gᵀ at each 4x4 (6x6) tile position; the bias in the 6th (8th)).
   PackedWinogradConv2d = 19,
   /// tern's own GELU over the whole tensor, split over the pool (not in this XNNPACK). in: x;
   /// params[0] = 0 for the erf form, 1 for the tanh form. Output: x's dims.
@@ -659,9 +632,14 @@ constexpr uint64_t packed_fc_floats(uint64_t n, uint64_t k) {
   return (n + kPackedPanelWidth - 1) / kPackedPanelWidth * kPackedPanelWidth * (k + 1);
 }
 
-/// Floats of a Winograd-packed 3x3 filter with `n` out and `k` in channels.
-constexpr uint64_t winograd_packed_floats(uint64_t n, uint64_t k) {
-  return 16 * packed_fc_floats(n, k);
+/// PackedWinogradConv2d's tile field (params[kWinogradTile], PackWinograd's params[2]).
+constexpr uint32_t kWinogradTileF2x2 = 0;  ///< F(2x2, 3x3): 4x4 input tiles, 16 matrices
+constexpr uint32_t kWinogradTileF4x4 = 4;  ///< F(4x4, 3x3): 6x6 input tiles, 36 matrices
+
+/// Floats of a Winograd-packed 3x3 filter with `n` out and `k` in channels for a tile field.
+constexpr uint64_t winograd_packed_floats(uint64_t n, uint64_t k,
+                                          uint32_t tile = kWinogradTileF2x2) {
+  return (tile == kWinogradTileF4x4 ? 36 : 16) * packed_fc_floats(n, k);
 }
 
 /// A stage epilogue of PackedBottleneck (its expand and depthwise stages): what follows the
@@ -780,6 +758,7 @@ enum ConvParam : uint32_t {
   kPackedOutChannels = 11,  ///< PackedConv2d, PackedWinogradConv2d: O
   kPackedActivation = 12,   ///< PackedConv2d: GemmActivation after the clamp (0 none)
   kPackedGroups = 13,       ///< PackedConv2d: groups (0 or 1: one)
+  kWinogradTile = 13,       ///< PackedWinogradConv2d: kWinogradTileF2x2 or kWinogradTileF4x4
   kPackedActivationAlpha = 14,  ///< PackedConv2d, PackedWinogradConv2d: the leaky ReLU's slope bits
   kDeconvAdjustH = 13,      ///< Deconv2d: output rows added at the bottom (< kStrideH)
   kDeconvAdjustW = 14,      ///< Deconv2d: output columns added at the right (< kStrideW)

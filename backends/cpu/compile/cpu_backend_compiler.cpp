@@ -295,8 +295,15 @@ LoweredRegion CpuBackendCompiler::lower(const Graph& graph, const DelegateRegion
     }
   }
   LoweredRegion lowered;
-  lowered.blob = cpu_compile::lower_region(graph, region);
+  lowered.blob = cpu_compile::lower_region(graph, region, options_);
   return lowered;
+}
+
+std::unique_ptr<BackendCompiler> CpuBackendCompiler::with_options(
+    const std::string& options) const {
+  const cpu_compile::CpuOptions parsed = cpu_compile::parse_cpu_options(options);
+  if (parsed == options_) return nullptr;
+  return std::make_unique<CpuBackendCompiler>(parsed);
 }
 
 void register_cpu_backend_compiler() {

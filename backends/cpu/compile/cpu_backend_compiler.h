@@ -5,14 +5,20 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/compile/cpu_options.h"
 #include "tools/compiler/backend_compiler.h"
 
 namespace tern::compiler {
 
-/// The "cpu" backend compiler. Stateless; safe to share between threads.
+/// The "cpu" backend compiler, with its options (cpu_options.h; defaults when registered).
+/// Immutable; safe to share between threads.
 class CpuBackendCompiler : public BackendCompiler {
  public:
+  explicit CpuBackendCompiler(cpu_compile::CpuOptions options = {}) : options_(options) {}
   std::string name() const override { return "cpu"; }
+  /// "cpu:winograd=auto|f2|off" (cpu_options.h); throws std::invalid_argument naming an
+  /// unknown option or value.
+  std::unique_ptr<BackendCompiler> with_options(const std::string& options) const override;
   /// True for f32 nodes XNNPACK runs with tern's semantics (the op list and the rules for
   /// each are in backends/cpu/README.md).
   bool supports(const Graph& graph, const Node& node) const override;
@@ -37,6 +43,9 @@ class CpuBackendCompiler : public BackendCompiler {
   std::vector<std::string> why_unsupported_each(const Graph& graph) const override;
   /// Why `node` is not supported (empty when it is); what supports() decides on.
   static std::string unsupported_reason(const Graph& graph, const Node& node);
+
+ private:
+  cpu_compile::CpuOptions options_;
 };
 
 }  // namespace tern::compiler

@@ -319,8 +319,8 @@ void Lowering::lower_packed_conv(const ConvCall& cc) {
   const ConvAttrs& a = cc.a;
   const int64_t o = cc.w[0], c = cc.w[1], kh = cc.w[2], kw = cc.w[3];
   const int64_t groups = a.groups;  // c is a group's input channels
-  if (wants_winograd(a, cc.w, cc.y_sizes)) {
-    lower_winograd_conv(cc, o, c);
+  if (const int tile = winograd_tile(a, cc.w, cc.y_sizes); tile != 0) {
+    lower_winograd_conv(cc, o, c, tile);
     return;
   }
   const int64_t k = kh * kw * c;
@@ -340,34 +340,49 @@ void Lowering::lower_packed_conv(const ConvCall& cc) {
   if (groups > 1) n.params[cpu::kPackedGroups] = static_cast<uint32_t>(groups);
 }
 
-/// A 3x3 stride-1 conv (one group, dilation 1) runs on tern's Winograd F(2x2,3x3) kernel when
-/// its output has enough 2x2 tiles for the transformed weight (16/9 of the direct one) to be
-/// reused: measured against tern's direct conv on ResNet-18's layers
-/// (backends/cpu/kernels/README.md): 2.0-2.2x at 56x56, 28x28 and 14x14 (49 tiles), 1.0-1.2x
-/// at 7x7 (16 tiles, bound by reading the 16 MiB transformed weight).
-bool Lowering::wants_winograd(const ConvAttrs& a, const std::vector<int64_t>& w,
-                              const std::vector<int64_t>& y) {
-  if (a.depthwise || a.groups != 1 || w[2] != 3 || w[3] != 3 || a.stride[0] != 1 ||
-      a.stride[1] != 1 || a.dilation[0] != 1 || a.dilation[1] != 1) {
-    return false;
+/// A 3x3 stride-1 conv (one group, dilation 1, 16 or more channels in and out) runs on tern's
+/// Winograd kernels when its output has enough tiles for the transformed weight to be reused.
+/// Measured against tern's direct conv (backends/cpu/kernels/README.md, 2 threads):
+/// - F(2x2, 3x3) (transformed weight 16/9 of the direct one): 2.0-2.2x at 56x56, 28x28 and
+///   14x14 (49 tiles), 1.0-1.2x at 7x7 (16 tiles, bound by reading the 16 MiB weight); taken
+///   from 32 tiles of 2x2.
+/// - F(4x4, 3x3) (36/9): 2.4-3.1x at 112x112, 56x56 and 28x28 (1.1-1.4x F(2x2)'s), but no
+///   faster than F(2x2) at 14x14 (16 tiles, 4x4 tiles covering 256 outputs for 196) nor at
+///   batch 3 there, and slower at 7x7; taken from 49 tiles of 4x4 when those tiles cover at
+///   most 15 % more outputs than there are (not with winograd=f2 or off).
+int Lowering::winograd_tile(const ConvAttrs& a, const std::vector<int64_t>& w,
+                            const std::vector<int64_t>& y) const {
+  if (options_.winograd == WinogradMode::Off || a.depthwise || a.groups != 1 || w[2] != 3 ||
+      w[3] != 3 || a.stride[0] != 1 || a.stride[1] != 1 || a.dilation[0] != 1 ||
+      a.dilation[1] != 1 || w[1] < 16 || w[0] < 16) {
+    return 0;
   }
-  const int64_t tiles = y[0] * ((y[2] + 1) / 2) * ((y[3] + 1) / 2);
-  return tiles >= kWinogradMinTiles && w[1] >= 16 && w[0] >= 16;
+  const int64_t h4 = (y[2] + 3) / 4, w4 = (y[3] + 3) / 4;
+  const bool whole_enough = 16 * h4 * w4 * 100 <= 115 * y[2] * y[3];
+  if (options_.winograd == WinogradMode::Auto && y[0] * h4 * w4 >= kWinogradF4MinTiles &&
+      whole_enough) {
+    return 4;
+  }
+  return y[0] * ((y[2] + 1) / 2) * ((y[3] + 1) / 2) >= kWinogradMinTiles ? 2 : 0;
 }
 
 /// The conv on tern's Winograd kernel: the OIHW weight transformed and packed at prepare.
-void Lowering::lower_winograd_conv(const ConvCall& cc, int64_t o, int64_t c) {
+void Lowering::lower_winograd_conv(const ConvCall& cc, int64_t o, int64_t c, int tile) {
+  const uint32_t tile_field = tile == 4 ? cpu::kWinogradTileF4x4 : cpu::kWinogradTileF2x2;
   Recipe rc(RecipeOp::PackWinograd);
   rc.r.params[0] = static_cast<uint32_t>(o);
   rc.r.params[1] = static_cast<uint32_t>(c);
+  rc.r.params[2] = tile_field;
   rc.src[0] = cc.weight;
   rc.src[1] = cc.bias;
-  const uint32_t f = add_derived(
-      {cpu::winograd_packed_floats(static_cast<uint64_t>(o), static_cast<uint64_t>(c))}, rc);
+  const uint32_t f = add_derived({cpu::winograd_packed_floats(static_cast<uint64_t>(o),
+                                                              static_cast<uint64_t>(c), tile_field)},
+                                 rc);
   BlobNode& n = add_node(NodeOp::PackedWinogradConv2d, {cc.x, f}, cc.y());
   set_window_params(n, cc.a, 3, 3);
   n.params[cpu::kPackedInChannels] = static_cast<uint32_t>(c);
   n.params[cpu::kPackedOutChannels] = static_cast<uint32_t>(o);
+  n.params[cpu::kWinogradTile] = tile_field;
 }
 
 /// Whether a binary op's `out` = f(made, other) can be `last`'s epilogue with `other` as its

@@ -8,8 +8,8 @@
 
 namespace tern::compiler::cpu_compile::lowering {
 
-Lowering::Lowering(const Graph& g, const DelegateRegion& r)
-    : g_(g), r_(r), plain_(plain_4d_values(g)) {
+Lowering::Lowering(const Graph& g, const DelegateRegion& r, const CpuOptions& options)
+    : g_(g), r_(r), options_(options), plain_(plain_4d_values(g)) {
   const uint32_t num_in = static_cast<uint32_t>(r.inputs.size());
   for (uint32_t i = 0; i < num_in; ++i) input_arg_.emplace(r.inputs[i], i);
   for (uint32_t j = 0; j < r.outputs.size(); ++j) output_arg_.emplace(r.outputs[j], num_in + j);
@@ -386,10 +386,13 @@ std::vector<uint8_t> Lowering::serialize() const {
 
 namespace tern::compiler::cpu_compile {
 
-std::vector<uint8_t> lower_region(const Graph& graph, const DelegateRegion& region) {
+std::vector<uint8_t> lower_region(const Graph& graph, const DelegateRegion& region,
+                                  const CpuOptions& options) {
   Graph folded;  // zero pads folded into the convs that read them (constants shared)
-  if (fold_zero_pads(graph, region, &folded)) return lowering::Lowering(folded, region).run();
-  return lowering::Lowering(graph, region).run();
+  if (fold_zero_pads(graph, region, &folded)) {
+    return lowering::Lowering(folded, region, options).run();
+  }
+  return lowering::Lowering(graph, region, options).run();
 }
 
 }  // namespace tern::compiler::cpu_compile

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backends/cpu/compile/cpu_options.h"
 #include "tools/compiler/graph.h"
 
 namespace tern::compiler::cpu_compile {
@@ -11,6 +12,8 @@ namespace tern::compiler::cpu_compile {
 /// Serializes `region` (every node already checked as supported) into a version-1 cpu blob:
 /// values (4-D activations NHWC), nodes, and constants re-laid out for XNNPACK. Throws
 /// std::invalid_argument when the region is malformed (a tensor read before it is made).
-std::vector<uint8_t> lower_region(const Graph& graph, const DelegateRegion& region);
+/// `options`: the backend's compile options (which Winograd convs a conv may become).
+std::vector<uint8_t> lower_region(const Graph& graph, const DelegateRegion& region,
+                                  const CpuOptions& options = {});
 
 }  // namespace tern::compiler::cpu_compile

@@ -21,6 +21,7 @@
 #include "backends/cpu/compile/channel_mix_match.h"
 #include "backends/cpu/compile/concat_tree.h"
 #include "backends/cpu/compile/concat_shuffle_match.h"
+#include "backends/cpu/compile/cpu_options.h"
 #include "backends/cpu/compile/deconv_attrs.h"
 #include "backends/cpu/compile/dynamic_rows.h"
 #include "backends/cpu/compile/gather_map_plan.h"
@@ -85,7 +86,7 @@ inline Recipe permute(const std::vector<int64_t>& dims, std::initializer_list<ui
 
 class Lowering {
  public:
-  Lowering(const Graph& g, const DelegateRegion& r);
+  Lowering(const Graph& g, const DelegateRegion& r, const CpuOptions& options);
   std::vector<uint8_t> run();
 
  private:
@@ -132,7 +133,8 @@ class Lowering {
     n.params[cpu::kPadBottom] = static_cast<uint32_t>(a.pad_end[0]);
     n.params[cpu::kPadRight] = static_cast<uint32_t>(a.pad_end[1]);
   }
-  static constexpr int64_t kWinogradMinTiles = 32;
+  static constexpr int64_t kWinogradMinTiles = 32;    ///< of 2x2, for F(2x2, 3x3)
+  static constexpr int64_t kWinogradF4MinTiles = 49;  ///< of 4x4, for F(4x4, 3x3)
   /// A cat this region lowered: its inputs (graph values, in order), output and how it was cut.
   struct LoweredCat {
     std::vector<int> inputs;
@@ -204,9 +206,10 @@ class Lowering {
   uint32_t channels_repeated(uint32_t x, int64_t m);
   void lower_bottleneck(const BottleneckMatch& m);
   void lower_packed_conv(const ConvCall& cc);
-  static bool wants_winograd(const ConvAttrs& a, const std::vector<int64_t>& w,
-                             const std::vector<int64_t>& y);
-  void lower_winograd_conv(const ConvCall& cc, int64_t o, int64_t c);
+  /// The Winograd tile (2 or 4 outputs a side) a conv takes, or 0: none (a direct conv).
+  int winograd_tile(const ConvAttrs& a, const std::vector<int64_t>& w,
+                    const std::vector<int64_t>& y) const;
+  void lower_winograd_conv(const ConvCall& cc, int64_t o, int64_t c, int tile);
   bool is_epilogue_operand(const BlobNode& last, int made, int other, int out) const;
   bool fuse_residual_into_conv(const Node& node, double alpha);
   bool fuse_residual_into_conv3d(const Node& node);
@@ -305,6 +308,7 @@ class Lowering {
 
   const Graph& g_;
   const DelegateRegion& r_;
+  const CpuOptions options_;
   std::map<int, uint32_t> input_arg_;
   std::map<int, uint32_t> output_arg_;
   std::map<int, uint32_t> ids_;      ///< tern value id -> blob value index

@@ -1,17 +1,18 @@
-// The Winograd F(2x2, 3x3) convolution driver: tiles, blocks, tasks and the scratch slots, on the
-// packed GEMM's microkernels and the per-ISA transforms. Never allocates.
+// The Winograd convolution driver (F(2x2, 3x3) and F(4x4, 3x3)): tiles, blocks, tasks and the
+// scratch slots, on the packed GEMM's microkernels and the per-ISA transforms. Never allocates.
 //
-// Tiles: output 2x2 blocks (ceil(out_h/2) × ceil(out_w/2) per image), numbered over the batch.
+// Tiles: output m x m blocks (ceil(out_h/m) × ceil(out_w/m) per image; m = 2 or 4), numbered
+// over the batch; each reads a t x t input tile (t = m + 2) and makes t² GEMM rows.
 // Tasks = (tile part, out_c group) pairs, at most one per pool thread, task t using scratch slot
 // t (pthreadpool names no thread, but two concurrent tasks never share an index, so never a
 // slot). Normally one group and one part per thread; with few tiles per thread the out_c panels
 // are split over the threads instead (each task then reads only its share of the weight).
 // A task cuts its part into blocks of at most `rows` tiles (V and M of a block fit
 // block_bytes) and per block: for each K block of kc channels, input-transform the block's
-// tiles into V[16][rows][kc] and run the 16 GEMMs M[xi] (+)= V[xi] · U[xi] (microkernels: for
+// tiles into V[t²][rows][kc] and run the t² GEMMs M[xi] (+)= V[xi] · U[xi] (microkernels: for
 // each xi, for each N tile, for each M tile: the U sliver stays in L1 across M tiles; the first
-// K block starts from U's bias slots, the bias being in matrix 5's); then output-transform M into
-// y with the residual and the clamp.
+// K block starts from U's bias slots, the bias being in the matrix at a = b = 1); then
+// output-transform M into y with the residual and the clamp.
 #include "backends/cpu/kernels/winograd_conv.h"
 
 #include <limits>
@@ -42,7 +43,9 @@ using gemm_detail::max64;
 using gemm_detail::min64;
 using gemm_detail::split_point;
 
-constexpr int64_t kPositions = 16;  // 4x4 tile positions = GEMMs per block
+/// Most tile positions (F(4x4, 3x3)'s 6x6) and outputs per tile (4x4).
+constexpr int kMaxPositions = 36;
+constexpr int kMaxTileOutputs = 16;
 
 /// n rounded up to whole 64-byte lines (16 floats).
 int64_t round_lines(int64_t n) { return ceil_div(n, kPanelWidth) * kPanelWidth; }
@@ -54,8 +57,8 @@ int64_t row_stride(int64_t n) {
   return s % 1024 == 0 ? s + kPanelWidth : s;
 }
 
-/// A plane stride (one of the 16 positions) of at least n floats: an odd number of lines, so the
-/// 16 planes at the same row and column fall in 16 different L1 sets.
+/// A plane stride (one of the tile positions) of at least n floats: an odd number of lines, so
+/// the planes at the same row and column fall in different L1 sets.
 int64_t plane_stride(int64_t n) {
   const int64_t lines = ceil_div(n, kPanelWidth);
   return (lines % 2 == 0 ? lines + 1 : lines) * kPanelWidth;
@@ -63,6 +66,7 @@ int64_t plane_stride(int64_t n) {
 
 /// What fixes the scratch: ISA-independent, so winograd_scratch_floats needs no ISA.
 struct SlotShape {
+  int64_t m = 2, side = 4, positions = 16;  // outputs per tile side, input tile side, side²
   int64_t tiles_h = 0, tiles_w = 0, tiles = 0;
   int64_t panels = 0;            // ceil(out_c / 16)
   int64_t k_blocks = 1, kc = 0;  // kc: the largest K block
@@ -84,8 +88,11 @@ bool empty(const WinogradProblem& p) {
 SlotShape slot_shape(const WinogradProblem& p, int64_t threads) {
   const winograd_detail::WinogradBlocking& blocking = winograd_detail::winograd_blocking();
   SlotShape s;
-  s.tiles_h = ceil_div(p.out_h, 2);
-  s.tiles_w = ceil_div(p.out_w, 2);
+  s.m = static_cast<int64_t>(p.tile);
+  s.side = s.m + 2;
+  s.positions = winograd_positions(p.tile);
+  s.tiles_h = ceil_div(p.out_h, s.m);
+  s.tiles_w = ceil_div(p.out_w, s.m);
   s.tiles = p.batch * s.tiles_h * s.tiles_w;
   s.panels = ceil_div(p.out_c, kPanelWidth);
   s.k_blocks = ceil_div(p.in_c, max64(1, blocking.kc_max));
@@ -107,19 +114,26 @@ SlotShape slot_shape(const WinogradProblem& p, int64_t threads) {
 
   // Tiles per block: V and M of the block within block_bytes, but at least a full register
   // tile of the widest ISA, and no more than a part has.
+  // A task streams its share of U once per block: when that share is large, larger blocks
+  // (beyond L2) cost less than reading U more often.
+  const int64_t u_share = static_cast<int64_t>(sizeof(float)) * s.positions * s.group_panels *
+                          kPanelWidth * (p.in_c + 1);
+  const int64_t block_bytes =
+      u_share > blocking.large_u_bytes ? blocking.large_u_block_bytes : blocking.block_bytes;
   const int64_t budget_rows =
-      blocking.block_bytes / static_cast<int64_t>(sizeof(float) * kPositions * (s.lda + s.ldm));
+      block_bytes / (static_cast<int64_t>(sizeof(float)) * s.positions * (s.lda + s.ldm));
   s.rows = min64(ceil_div(s.tiles, s.parts), max64(gemm_detail::kMaxTileRows, budget_rows));
   s.plane_v = plane_stride(s.rows * s.lda);
   s.plane_m = plane_stride(s.rows * s.ldm);
-  s.slot_floats = kPositions * (s.plane_v + s.plane_m) + round_lines(s.kc);
+  s.slot_floats = s.positions * (s.plane_v + s.plane_m) + round_lines(s.kc);
   return s;
 }
 
 struct Plan {
   const WinogradProblem* p = nullptr;
   const MicrokernelSet* ks = nullptr;
-  const TransformSet* ts = nullptr;
+  winograd_detail::InputTileFn input = nullptr;  // this tile kind's transforms
+  winograd_detail::OutputTileFn output = nullptr;
   SlotShape s;
   float* scratch = nullptr;
   int64_t rows = 0;           // tiles per block for this ISA (<= s.rows)
@@ -154,21 +168,22 @@ void input_transform(const Plan& plan, int64_t t0, int64_t rows, int64_t k0, int
                      const float* zeros) {
   const WinogradProblem& p = *plan.p;
   const int64_t image_floats = p.in_h * p.in_w * p.in_c;
+  const int64_t m = plan.s.m, side = plan.s.side;
   TileCursor at(plan.s, t0);
-  const float* src[16];
+  const float* src[kMaxPositions];
   for (int64_t r = 0; r < rows; ++r, at.next(plan.s)) {
     const float* image = p.x + at.n * image_floats + k0;
-    const int64_t ih0 = 2 * at.th - p.pad_top, iw0 = 2 * at.tw - p.pad_left;
-    for (int i = 0; i < 4; ++i) {
+    const int64_t ih0 = m * at.th - p.pad_top, iw0 = m * at.tw - p.pad_left;
+    for (int64_t i = 0; i < side; ++i) {
       const int64_t ih = ih0 + i;
       const bool row_in = ih >= 0 && ih < p.in_h;
-      for (int j = 0; j < 4; ++j) {
+      for (int64_t j = 0; j < side; ++j) {
         const int64_t iw = iw0 + j;
-        src[4 * i + j] =
+        src[side * i + j] =
             row_in && iw >= 0 && iw < p.in_w ? image + (ih * p.in_w + iw) * p.in_c : zeros;
       }
     }
-    plan.ts->input(src, kc, v + r * plan.s.lda, plan.s.plane_v);
+    plan.input(src, kc, v + r * plan.s.lda, plan.s.plane_v);
   }
 }
 
@@ -176,21 +191,22 @@ void input_transform(const Plan& plan, int64_t t0, int64_t rows, int64_t k0, int
 void output_transform(const Plan& plan, int64_t t0, int64_t rows, int64_t o0, int64_t oc,
                       const float* m) {
   const WinogradProblem& p = *plan.p;
+  const int64_t m_side = plan.s.m, outputs = m_side * m_side;
   TileCursor at(plan.s, t0);
-  float* dst[4];
-  const float* res[4];
+  float* dst[kMaxTileOutputs];
+  const float* res[kMaxTileOutputs];
   for (int64_t r = 0; r < rows; ++r, at.next(plan.s)) {
-    for (int q = 0; q < 4; ++q) {
-      const int64_t oh = 2 * at.th + q / 2, ow = 2 * at.tw + q % 2;
+    for (int64_t q = 0; q < outputs; ++q) {
+      const int64_t oh = m_side * at.th + q / m_side, ow = m_side * at.tw + q % m_side;
       const bool in = oh < p.out_h && ow < p.out_w;
       const int64_t offset = ((at.n * p.out_h + oh) * p.out_w + ow) * p.out_c + o0;
       dst[q] = in ? p.y + offset : nullptr;
       res[q] = in && p.residual != nullptr ? p.residual + offset : nullptr;
     }
-    plan.ts->output(m + r * plan.s.ldm, plan.s.plane_m, oc, dst,
-                    p.residual != nullptr ? res : nullptr, p.out_min, p.out_max);
+    plan.output(m + r * plan.s.ldm, plan.s.plane_m, oc, dst,
+                p.residual != nullptr ? res : nullptr, p.out_min, p.out_max);
     if (plan.activation != nullptr) {
-      for (int q = 0; q < 4; ++q) {
+      for (int64_t q = 0; q < outputs; ++q) {
         if (dst[q] != nullptr) plan.activation(dst[q], 1, oc, oc, p.activation_alpha);
       }
     }
@@ -209,8 +225,8 @@ void run_task(const Plan& plan, int64_t task) {
   const int64_t oc = min64(p.out_c, panel1 * kPanelWidth) - o0;
 
   float* v = plan.scratch + task * s.slot_floats;
-  float* m = v + kPositions * s.plane_v;
-  float* zeros = m + kPositions * s.plane_m;  // the taps outside x
+  float* m = v + s.positions * s.plane_v;
+  float* zeros = m + s.positions * s.plane_m;  // the taps outside x
   for (int64_t i = 0; i < round_lines(s.kc); ++i) zeros[i] = 0.0f;
 
   TileArgs args;
@@ -233,7 +249,7 @@ void run_task(const Plan& plan, int64_t task) {
       args.kc = kc;
       args.first = kb == 0;
       args.last = kb == s.k_blocks - 1;
-      for (int64_t xi = 0; xi < kPositions; ++xi) {
+      for (int64_t xi = 0; xi < s.positions; ++xi) {
         const float* u = p.packed + xi * plan.matrix_floats;
         for (int64_t j = 0; j < tc.n_tiles; ++j) {
           const int64_t pj = panel0 + gemm_detail::tile_panel0(panel1 - panel0, tc.n_tiles, j);
@@ -279,22 +295,26 @@ void winograd_conv_nhwc(const WinogradProblem& p, float* scratch, pthreadpool_t 
   if (empty(p)) return;
   Plan plan;
   plan.p = &p;
+  const TransformSet* ts = nullptr;
   plan.activation = gemm_activation_fn(p.activation);
   switch (packed_gemm_isa()) {  // one read: the microkernels and transforms agree
     case GemmIsa::Avx512:
       plan.ks = gemm_detail::avx512_microkernels();
-      plan.ts = winograd_detail::avx512_transforms();
+      ts = winograd_detail::avx512_transforms();
       break;
     case GemmIsa::Avx2:
       plan.ks = gemm_detail::avx2_microkernels();
-      plan.ts = winograd_detail::avx2_transforms();
+      ts = winograd_detail::avx2_transforms();
       break;
     case GemmIsa::Scalar:  // NEON microkernels on aarch64, as packed_gemm's dispatch
       plan.ks = gemm_detail::neon_microkernels() != nullptr ? gemm_detail::neon_microkernels()
                                                             : gemm_detail::scalar_microkernels();
-      plan.ts = winograd_detail::scalar_transforms();
+      ts = winograd_detail::scalar_transforms();
       break;
   }
+  const bool f4 = p.tile == WinogradTile::F4x4;
+  plan.input = f4 ? ts->input_f43 : ts->input;
+  plan.output = f4 ? ts->output_f43 : ts->output;
   plan.s = slot_shape(p, gemm_detail::pool_threads(pool));
   plan.scratch = scratch;
   // Blocks of whole register tiles of this ISA where the slot has room for one.

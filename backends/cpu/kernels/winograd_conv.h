@@ -1,10 +1,11 @@
-// tern's Winograd F(2x2, 3x3) convolution over NHWC tensors, for 3x3 stride-1 convolutions
-// (groups 1, dilation 1): each 2x2 block of outputs comes from a 4x4 input tile as
-// Y = Aᵀ [Σ_c (G g Gᵀ) ⊙ (Bᵀ d B)] A, so the 36 multiplies of a 2x2 output become 16, done as 16
-// GEMMs (one per 4x4 position) on the packed GEMM's microkernels. The weight is transformed and
-// packed once (pack_winograd_weight); per block of tiles a task input-transforms the tiles into
-// its scratch slot, runs the 16 GEMMs into the slot and output-transforms them into y with the
-// bias, the optional residual and the clamp. Design and figures: README.md next to this.
+// tern's Winograd convolutions over NHWC tensors, for 3x3 stride-1 convolutions (groups 1,
+// dilation 1): each m x m block of outputs (m = 2: F(2x2, 3x3); m = 4: F(4x4, 3x3)) comes from a
+// t x t input tile (t = m + 2) as Y = Aᵀ [Σ_c (G g Gᵀ) ⊙ (Bᵀ d B)] A, so the 9·m² multiplies of a
+// block become t² (F(2x2): 36 → 16; F(4x4): 144 → 36), done as t² GEMMs (one per tile
+// position) on the packed GEMM's microkernels. The weight is transformed and packed once
+// (pack_winograd_weight); per block of tiles a task input-transforms the tiles into its scratch
+// slot, runs the GEMMs into the slot and output-transforms them into y with the bias, the
+// optional residual and the clamp. Design and figures: README.md next to this.
 //
 // Runtime code: no exceptions, no RTTI, and winograd_conv_nhwc() never allocates.
 #pragma once
@@ -18,19 +19,31 @@
 
 namespace tern::cpu {
 
-/// Floats of a Winograd-packed weight for out_c O, in_c C: 16 matrices of
-/// packed_weight_floats(O, C) floats each.
-uint64_t winograd_weight_floats(int64_t out_c, int64_t in_c);
+/// Outputs per side of a tile: which Winograd transform a packed weight and a problem use.
+enum class WinogradTile : int {
+  F2x2 = 2,  ///< F(2x2, 3x3): 4x4 input tiles, 16 positions (Lavin & Gray's matrices)
+  F4x4 = 4,  ///< F(4x4, 3x3): 6x6 input tiles, 36 positions (winograd_f43.h's matrices)
+};
+
+/// Tile positions (GEMMs, packed matrices) of a tile kind: 16 or 36.
+int64_t winograd_positions(WinogradTile tile);
+
+/// Floats of a Winograd-packed weight for out_c O, in_c C: winograd_positions(tile) matrices
+/// of packed_weight_floats(O, C) floats each.
+uint64_t winograd_weight_floats(int64_t out_c, int64_t in_c,
+                                WinogradTile tile = WinogradTile::F2x2);
 
 /// Packs a PyTorch conv weight w [O, C, 3, 3] (OIHW, row-major) and optional bias [O] (null:
-/// zeros) into `out` (winograd_weight_floats(O, C) floats). Matrix xi = 4a + b (a: tile row,
-/// b: tile column) holds U[xi][o][c] = (G g_oc Gᵀ)[a][b] in pack_fc_weight's layout for n = O,
-/// k = C (ceil(O/16) panels of [16 bias floats][C rows of 16 columns]). The bias is stored once,
-/// in the bias slots of matrix 5 (a = b = 1), the others' are zeros: the output transform gives
-/// every output of a tile exactly +1 times M[5], so the bias lands once in each output.
-/// Runs at compile time (or init); the matrices start on 64-byte boundaries when `out` does.
+/// zeros) into `out` (winograd_weight_floats(O, C, tile) floats). With t = m + 2 the tile's
+/// side, matrix xi = t·a + b (a: tile row, b: tile column) holds U[xi][o][c] = (G g_oc Gᵀ)[a][b]
+/// (computed in double, rounded once) in pack_fc_weight's layout for n = O, k = C (ceil(O/16)
+/// panels of [16 bias floats][C rows of 16 columns]). The bias is stored once, in the bias
+/// slots of the matrix at a = b = 1 (5 for F2x2, 7 for F4x4), the others' are zeros: Aᵀ's
+/// column 1 is all ones, so the output transform gives every output of a tile exactly +1 times
+/// that M, and the bias lands once in each output. Runs at compile time (or init); the
+/// matrices start on 64-byte boundaries when `out` does.
 void pack_winograd_weight(const float* w, const float* bias, int64_t out_c, int64_t in_c,
-                          float* out);
+                          float* out, WinogradTile tile = WinogradTile::F2x2);
 
 /// One 3x3 stride-1 convolution (dilation 1, groups 1). All sizes >= 1 (else nothing happens);
 /// pads >= 0 (bottom/right padding is whatever out_h/out_w imply); taps outside x read as zero.
@@ -39,7 +52,8 @@ struct WinogradProblem {
   int64_t out_h = 0, out_w = 0, out_c = 0;          ///< y [batch, out_h, out_w, out_c], contiguous
   int64_t pad_top = 0, pad_left = 0;
   const float* x = nullptr;
-  const float* packed = nullptr;  ///< pack_winograd_weight(out_c, in_c)
+  const float* packed = nullptr;  ///< pack_winograd_weight(out_c, in_c, tile)
+  WinogradTile tile = WinogradTile::F2x2;  ///< the packed weight's
   float* y = nullptr;
   /// Optional (null: none): y's shape and layout, added before the clamp; read only inside
   /// y's shape; must not overlap y or x.

@@ -1,4 +1,5 @@
-// AVX2 transforms of the Winograd F(2x2, 3x3) convolution: 8 channels per ymm, the tile's 16
+// AVX2 transforms of the Winograd convolutions (F(4x4, 3x3): winograd_f43.h on 8-float
+// vectors). F(2x2, 3x3): 8 channels per ymm, the tile's 16
 // pixels (or 16 GEMM results) in registers while the adds and subtracts of Bᵀ d B (or Aᵀ M A)
 // run; tails through vmaskmovps (masked-off lanes neither fault nor write), so nothing past kc
 // (oc) floats of x, y or the residual is touched. Per-function target attributes: no special
@@ -8,6 +9,8 @@
 #if defined(__x86_64__)
 
 #include <immintrin.h>
+
+#include "backends/cpu/kernels/winograd_f43.h"
 
 #define TERN_AVX2_TARGET __attribute__((target("avx2,fma")))
 
@@ -101,7 +104,21 @@ TERN_AVX2_TARGET void output_tile_avx2(const float* m, int64_t plane, int64_t oc
   }
 }
 
-constexpr TransformSet kSet = {&input_tile_avx2, &output_tile_avx2};
+typedef float Vec8 __attribute__((vector_size(32)));
+
+TERN_AVX2_TARGET void input_tile_f43_avx2(const float* const* src, int64_t kc, float* v,
+                                          int64_t plane) {
+  f43::input_tile<Vec8>(src, kc, v, plane);
+}
+
+TERN_AVX2_TARGET void output_tile_f43_avx2(const float* m, int64_t plane, int64_t oc,
+                                           float* const* dst, const float* const* residual,
+                                           float out_min, float out_max) {
+  f43::output_tile<Vec8>(m, plane, oc, dst, residual, out_min, out_max);
+}
+
+constexpr TransformSet kSet = {&input_tile_avx2, &output_tile_avx2, &input_tile_f43_avx2,
+                               &output_tile_f43_avx2};
 
 }  // namespace
 

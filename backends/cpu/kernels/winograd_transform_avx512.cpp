@@ -1,4 +1,5 @@
-// AVX-512F transforms of the Winograd F(2x2, 3x3) convolution: 16 channels per zmm, the input
+// AVX-512F transforms of the Winograd convolutions (F(4x4, 3x3): winograd_f43.h on 16-float
+// vectors). F(2x2, 3x3): 16 channels per zmm, the input
 // tile's 16 pixels (or the output tile's 16 GEMM results) held in registers while the adds and
 // subtracts of Bᵀ d B (or Aᵀ M A) run; tails masked, so nothing past kc (oc) floats of x, y or
 // the residual is touched. Per-function target attributes: no special flags, and the code only
@@ -8,6 +9,8 @@
 #if defined(__x86_64__)
 
 #include <immintrin.h>
+
+#include "backends/cpu/kernels/winograd_f43.h"
 
 #define TERN_AVX512_TARGET __attribute__((target("avx512f,fma")))
 
@@ -96,7 +99,21 @@ TERN_AVX512_TARGET void output_tile_avx512(const float* m, int64_t plane, int64_
   }
 }
 
-constexpr TransformSet kSet = {&input_tile_avx512, &output_tile_avx512};
+typedef float Vec16 __attribute__((vector_size(64)));
+
+TERN_AVX512_TARGET void input_tile_f43_avx512(const float* const* src, int64_t kc, float* v,
+                                              int64_t plane) {
+  f43::input_tile<Vec16>(src, kc, v, plane);
+}
+
+TERN_AVX512_TARGET void output_tile_f43_avx512(const float* m, int64_t plane, int64_t oc,
+                                               float* const* dst, const float* const* residual,
+                                               float out_min, float out_max) {
+  f43::output_tile<Vec16>(m, plane, oc, dst, residual, out_min, out_max);
+}
+
+constexpr TransformSet kSet = {&input_tile_avx512, &output_tile_avx512, &input_tile_f43_avx512,
+                               &output_tile_f43_avx512};
 
 }  // namespace
 

@@ -1,10 +1,12 @@
-// Portable transforms of the Winograd F(2x2, 3x3) convolution (any CPU, GCC or Clang): 4
+// Portable transforms of the Winograd convolutions (F(4x4, 3x3): winograd_f43.h on Vec4;
+// any CPU, GCC or Clang). F(2x2, 3x3): 4
 // channels per vector of the compilers' generic vector extension (NEON on aarch64, SSE on
 // x86-64); tails element by element, so nothing past kc (oc) floats of x, y or the residual is
 // touched. The fallback when neither AVX-512F nor AVX2+FMA is available.
 #include <cstring>
 
 #include "backends/cpu/kernels/vec4.h"
+#include "backends/cpu/kernels/winograd_f43.h"
 #include "backends/cpu/kernels/winograd_transform.h"
 
 namespace tern::cpu::winograd_detail {
@@ -85,7 +87,17 @@ void output_tile_portable(const float* m, int64_t plane, int64_t oc, float* cons
   }
 }
 
-constexpr TransformSet kSet = {&input_tile_portable, &output_tile_portable};
+void input_tile_f43_portable(const float* const* src, int64_t kc, float* v, int64_t plane) {
+  f43::input_tile<Vec4>(src, kc, v, plane);
+}
+
+void output_tile_f43_portable(const float* m, int64_t plane, int64_t oc, float* const* dst,
+                              const float* const* residual, float out_min, float out_max) {
+  f43::output_tile<Vec4>(m, plane, oc, dst, residual, out_min, out_max);
+}
+
+constexpr TransformSet kSet = {&input_tile_portable, &output_tile_portable,
+                               &input_tile_f43_portable, &output_tile_f43_portable};
 
 }  // namespace
 

@@ -172,9 +172,13 @@ Error check_packed_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
   // Ops 18 and 19 have their epilogue activation at kPackedActivation and its slope at
   // kPackedActivationAlpha; op 18 its groups between them (op 19: 0).
   TERN_RETURN_IF_ERROR(check_params_range(n, node, 15, kKernelH, 12));
-  TERN_CHECK_OR_RETURN_ERROR(!winograd || node.params[kPackedGroups] == 0, InvalidProgram,
-                             "cpu blob: node %u (%s): groups %u, expected 0", n,
-                             node_op_name(node.op), node.params[kPackedGroups]);
+  TERN_CHECK_OR_RETURN_ERROR(!winograd || node.params[kWinogradTile] == kWinogradTileF2x2 ||
+                                 node.params[kWinogradTile] == kWinogradTileF4x4,
+                             InvalidProgram,
+                             "cpu blob: node %u (%s): tile field %u, expected %u (F(2x2, 3x3)) or "
+                             "%u (F(4x4, 3x3))",
+                             n, node_op_name(node.op), node.params[kWinogradTile],
+                             kWinogradTileF2x2, kWinogradTileF4x4);
   TERN_RETURN_IF_ERROR(check_epilogue_activation(n, node, node.params[kPackedActivation],
                                                  node.params[kPackedActivationAlpha]));
   const BlobValue& f = v[node.inputs[1]];
@@ -209,7 +213,7 @@ Error check_packed_conv(uint32_t n, const BlobNode& node, const BlobValue* v) {
   uint64_t want = 0;
   bool fits = true;
   if (winograd) {
-    want = winograd_packed_floats(out_c, in_c);
+    want = winograd_packed_floats(out_c, in_c, node.params[kWinogradTile]);
   } else {
     fits = checked_mul(groups, packed_fc_floats(out_c / groups, k), &want);
   }

@@ -84,6 +84,15 @@ Problem conv_problem(const BlobPlan& plan, const BlobNode& node, float* const* a
   return p;
 }
 
+/// The WinogradProblem of a PackedWinogradConv2d node (op 19), its tile from params[kWinogradTile]
+/// (checked: kWinogradTileF2x2 or kWinogradTileF4x4).
+WinogradProblem winograd_problem(const BlobPlan& plan, const BlobNode& node, float* const* addr) {
+  WinogradProblem p = conv_problem<WinogradProblem>(plan, node, addr);
+  p.tile =
+      node.params[kWinogradTile] == kWinogradTileF4x4 ? WinogradTile::F4x4 : WinogradTile::F2x2;
+  return p;
+}
+
 /// The ConvProblem of a PackedConv3d node (op 33; validated by check_packed_conv3d): NDHWC
 /// sizes, the window at the Conv3dParam indices, the clamp and the activation, and the data
 /// pointers from `addr`.
@@ -374,7 +383,7 @@ uint64_t own_kernel_scratch_floats(const BlobPlan& plan, uint32_t n, int64_t thr
   const BlobNode& node = plan.nodes[n];
   switch (static_cast<NodeOp>(node.op)) {
     case NodeOp::PackedWinogradConv2d:
-      return winograd_scratch_floats(conv_problem<WinogradProblem>(plan, node, nullptr), threads);
+      return winograd_scratch_floats(winograd_problem(plan, node, nullptr), threads);
     case NodeOp::PackedBottleneck:
       return bottleneck_scratch_floats(bottleneck_problem(plan, node, nullptr), threads);
     case NodeOp::BatchMatMul:
@@ -496,7 +505,7 @@ Error run_own_kernel_node(const BlobPlan& plan, uint32_t n, float* const* addr,
       return Error::Ok;
     }
     case NodeOp::PackedWinogradConv2d: {
-      WinogradProblem w = conv_problem<WinogradProblem>(plan, node, addr);
+      WinogradProblem w = winograd_problem(plan, node, addr);
       w.activation = static_cast<GemmActivation>(node.params[kPackedActivation]);  // 0..7
       w.activation_alpha = portable::bits_to_float(node.params[kPackedActivationAlpha]);
       winograd_conv_nhwc(w, scratch, pool);

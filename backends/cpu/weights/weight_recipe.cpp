@@ -254,12 +254,15 @@ bool recipe_shape(const BlobRecipe& r, uint64_t value_numel, RecipeShape* s, con
       return true;
     }
     case RecipeOp::PackWinograd:
-      if (!params_in_range(r, 2) || !unused_params_zero(r, 2)) {
+      if (!params_in_range(r, 2) || !unused_params_zero(r, 3)) {
         return fail(why, "O, C not in 1..2^30 or unused params not 0");
+      }
+      if (r.params[2] != kWinogradTileF2x2 && r.params[2] != kWinogradTileF4x4) {
+        return fail(why, "tile field not 0 (F(2x2, 3x3)) or 4 (F(4x4, 3x3))");
       }
       if (!product(r.params[0], r.params[1], 9, 1, &n)) return fail(why, "too many elements");
       weight_and_bias(s, 0, n, 1, r.params[0]);
-      s->out_floats = winograd_packed_floats(r.params[0], r.params[1]);
+      s->out_floats = winograd_packed_floats(r.params[0], r.params[1], r.params[2]);
       return true;
     case RecipeOp::PackBottleneck:
       return bottleneck_shape(r, s, why);
@@ -324,7 +327,8 @@ void run_recipe(const BlobRecipe& r, const RecipeShape& shape, const RecipeSourc
       return;
     }
     case RecipeOp::PackWinograd:
-      pack_winograd_weight(floats(src[0]), floats(src[1]), q[0], q[1], out);
+      pack_winograd_weight(floats(src[0]), floats(src[1]), q[0], q[1], out,
+                           q[2] == kWinogradTileF4x4 ? WinogradTile::F4x4 : WinogradTile::F2x2);
       return;
     case RecipeOp::PackBottleneck: {
       const uint64_t c = q[kBnC], e = q[kBnE], o = q[kBnO], kh = q[kBnKh], kw = q[kBnKw],

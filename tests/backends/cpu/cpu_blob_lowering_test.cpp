@@ -8,7 +8,10 @@
 
 #include <cstddef>
 #include <cstring>
+#include <memory>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tern::cpu_test {
@@ -351,25 +354,127 @@ TEST_F(CpuBlobTest, HardswishFoldsIntoTernsConv) {
   EXPECT_NE(message.find("with activation 1, expected 0"), std::string::npos) << message;
 }
 
+/// The first node of a one-conv region (x [batch, 16, h, w] -> 3x3 16->16, pad 1) lowered with
+/// `options`: its op and, for a Winograd conv, its tile field (else -1).
+std::pair<uint32_t, int64_t> first_conv(int64_t batch, int64_t h, int64_t w, int64_t stride,
+                                        const std::string& options = "") {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {batch, 16, h, w});
+  const int wt = b.constant_f32("w", {16, 16, 3, 3}, random_floats(2304, 9, -1.0f, 1.0f));
+  const int64_t oh = (h + 2 - 3) / stride + 1, ow = (w + 2 - 3) / stride + 1;
+  b.output(b.op("tern::conv2d",
+                {x, wt, b.none(), b.int_list({stride, stride}), b.int_list({1, 1}),
+                 b.int_list({1, 1}), b.int_value(1)},
+                DType::F32, {batch, 16, oh, ow}));
+  delegate_cpu(b, 0, 0, options);
+  const std::vector<uint8_t>& blob = b.graph().delegates[0].blob;
+  const uint32_t op = cpu_test::blob_ops(blob)[0];
+  const bool winograd = op == static_cast<uint32_t>(cpu::NodeOp::PackedWinogradConv2d);
+  return {op, winograd ? int64_t{blob_node(blob, 0).params[cpu::kWinogradTile]} : -1};
+}
+
 TEST_F(CpuBlobTest, LargeThreeByThreeConvsGoToWinograd) {
-  const auto first_op = [](int64_t hw, int64_t stride) {
-    GraphBuilder b;
-    const int x = b.input("x", DType::F32, {1, 16, hw, hw});
-    const int w = b.constant_f32("w", {16, 16, 3, 3}, random_floats(2304, 9, -1.0f, 1.0f));
-    const int64_t o = (hw + 2 - 3) / stride + 1;
-    b.output(b.op("tern::conv2d",
-                  {x, w, b.none(), b.int_list({stride, stride}), b.int_list({1, 1}),
-                   b.int_list({1, 1}), b.int_value(1)},
-                  DType::F32, {1, 16, o, o}));
-    delegate_cpu(b, 0, 0);
-    return blob_ops(b)[0];
-  };
-  // 20x20 output: 100 tiles of 2x2.
-  EXPECT_EQ(first_op(20, 1), static_cast<uint32_t>(cpu::NodeOp::PackedWinogradConv2d));
-  // 8x8: 16 tiles (under 32), too few to reuse the transformed weight: the direct conv.
-  EXPECT_EQ(first_op(8, 1), static_cast<uint32_t>(cpu::NodeOp::PackedConv2d));
+  const std::pair<uint32_t, int64_t> f2{static_cast<uint32_t>(cpu::NodeOp::PackedWinogradConv2d),
+                                        cpu::kWinogradTileF2x2};
+  const std::pair<uint32_t, int64_t> f4{static_cast<uint32_t>(cpu::NodeOp::PackedWinogradConv2d),
+                                        cpu::kWinogradTileF4x4};
+  const std::pair<uint32_t, int64_t> direct{static_cast<uint32_t>(cpu::NodeOp::PackedConv2d), -1};
+  // 20x20 output: 100 tiles of 2x2, 25 of 4x4 (under 49): F(2x2, 3x3).
+  EXPECT_EQ(first_conv(1, 20, 20, 1), f2);
+  // 28x28: 49 tiles of 4x4 covering the output exactly: F(4x4, 3x3).
+  EXPECT_EQ(first_conv(1, 28, 28, 1), f4);
+  // 27x27: 49 tiles covering 784 outputs for 729 (7.5 % more): F(4x4, 3x3).
+  EXPECT_EQ(first_conv(1, 27, 27, 1), f4);
+  // 29x29: 64 tiles covering 1024 for 841 (22 % more): F(2x2, 3x3).
+  EXPECT_EQ(first_conv(1, 29, 29, 1), f2);
+  // 14x14 at batch 4: 64 tiles, but 256 outputs computed for 196: F(2x2, 3x3).
+  EXPECT_EQ(first_conv(4, 14, 14, 1), f2);
+  // 16x16 at batch 4: 64 whole tiles: F(4x4, 3x3).
+  EXPECT_EQ(first_conv(4, 16, 16, 1), f4);
+  // 8x8: 16 tiles of 2x2 (under 32), too few to reuse the transformed weight: the direct conv.
+  EXPECT_EQ(first_conv(1, 8, 8, 1), direct);
   // Stride 2: the direct conv.
-  EXPECT_EQ(first_op(40, 2), static_cast<uint32_t>(cpu::NodeOp::PackedConv2d));
+  EXPECT_EQ(first_conv(1, 40, 40, 2), direct);
+  // The options: winograd=f2 keeps F(2x2, 3x3), winograd=off the direct conv, auto the default.
+  EXPECT_EQ(first_conv(1, 28, 28, 1, "winograd=f2"), f2);
+  EXPECT_EQ(first_conv(1, 20, 20, 1, "winograd=f2"), f2);
+  EXPECT_EQ(first_conv(1, 28, 28, 1, "winograd=off"), direct);
+  EXPECT_EQ(first_conv(1, 28, 28, 1, "winograd=auto"), f4);
+}
+
+TEST_F(CpuBlobTest, WinogradTileFieldsAreChecked) {
+  // 28x28, 16 -> 16: F(4x4, 3x3), its weight 36 matrices of one panel (16 bias floats, 16 rows).
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {1, 16, 28, 28});
+  const int w = b.constant_f32("w", {16, 16, 3, 3}, random_floats(2304, 9, -1.0f, 1.0f));
+  b.output(b.op("tern::conv2d",
+                {x, w, b.none(), b.int_list({1, 1}), b.int_list({1, 1}), b.int_list({1, 1}),
+                 b.int_value(1)},
+                DType::F32, {1, 16, 28, 28}));
+  delegate_cpu(b, 0, 0);
+  std::vector<uint8_t> blob = b.graph().delegates[0].blob;
+  std::string message;
+  ASSERT_EQ(parse_result(blob, &message), Error::Ok) << message;
+  cpu::BlobNode n = blob_node(blob, 0);
+  ASSERT_EQ(n.op, static_cast<uint32_t>(cpu::NodeOp::PackedWinogradConv2d));
+  ASSERT_EQ(n.params[cpu::kWinogradTile], cpu::kWinogradTileF4x4);
+  cpu::BlobHeader h;
+  std::memcpy(&h, blob.data(), sizeof(h));
+  cpu::BlobValue packed;
+  std::memcpy(&packed, blob.data() + sizeof(h) + n.inputs[1] * sizeof(cpu::BlobValue),
+              sizeof(packed));
+  EXPECT_EQ(packed.dims[0], 36u * 16u * 17u);
+  cpu::BlobRecipe r;
+  std::memcpy(&r,
+              blob.data() + sizeof(h) + h.num_values * sizeof(cpu::BlobValue) +
+                  h.num_nodes * sizeof(cpu::BlobNode) + packed.recipe * sizeof(cpu::BlobRecipe),
+              sizeof(r));
+  ASSERT_EQ(r.op, static_cast<uint32_t>(cpu::RecipeOp::PackWinograd));
+  EXPECT_EQ(std::vector<uint32_t>(r.params, r.params + 3), (std::vector<uint32_t>{16, 16, 4}));
+  // The recipe: its tile field 4 makes 36 matrices, 0 would make 16; others are refused.
+  cpu::RecipeShape shape;
+  const char* why = "";
+  ASSERT_TRUE(cpu::recipe_shape(r, packed.dims[0], &shape, &why)) << why;
+  EXPECT_EQ(shape.out_floats, 36u * 16u * 17u);
+  cpu::BlobRecipe other = r;
+  other.params[2] = cpu::kWinogradTileF2x2;
+  ASSERT_TRUE(cpu::recipe_shape(other, 16 * 16 * 17, &shape, &why)) << why;
+  EXPECT_EQ(shape.out_floats, 16u * 16u * 17u);
+  other.params[2] = 2;
+  EXPECT_FALSE(cpu::recipe_shape(other, 36 * 16 * 17, &shape, &why));
+  EXPECT_STREQ(why, "tile field not 0 (F(2x2, 3x3)) or 4 (F(4x4, 3x3))");
+  // The node: a tile field other than 0 or 4; 0 with the 36-matrix weight.
+  n.params[cpu::kWinogradTile] = 3;
+  set_blob_node(&blob, 0, n);
+  EXPECT_EQ(parse_result(blob, &message), Error::InvalidProgram);
+  EXPECT_NE(message.find("node 0 (packed_winograd_conv2d): tile field 3, expected 0 "
+                         "(F(2x2, 3x3)) or 4 (F(4x4, 3x3))"),
+            std::string::npos)
+      << message;
+  n.params[cpu::kWinogradTile] = cpu::kWinogradTileF2x2;
+  set_blob_node(&blob, 0, n);
+  EXPECT_EQ(parse_result(blob, &message), Error::InvalidProgram);
+  EXPECT_NE(message.find("is not [4352] (16 out channels x 3x3x16, 1 groups)"), std::string::npos)
+      << message;
+}
+
+TEST_F(CpuBlobTest, UnknownCpuOptionsAreRefusedByName) {
+  const compiler::CpuBackendCompiler cpu;
+  EXPECT_EQ(cpu.with_options("winograd=auto"), nullptr) << "the defaults: this compiler";
+  ASSERT_NE(cpu.with_options("winograd=off"), nullptr);
+  for (const auto& [options, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"fast", "unknown option 'fast' in 'cpu:fast' (options: winograd=auto|f2|off"},
+           {"winograd=f6", "unknown value 'f6' of option 'winograd' in 'cpu:winograd=f6'"},
+           {"winograd", "unknown value '' of option 'winograd'"},
+           {"winograd=f2:threads=4", "unknown option 'threads=4' in 'cpu:winograd=f2:threads=4'"},
+       }) {
+    try {
+      cpu.with_options(options);
+      ADD_FAILURE() << options << ": accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST_F(CpuBlobTest, ResidualAddAndReluFoldIntoTheConv) {

@@ -315,10 +315,10 @@ TEST_F(CpuBlobTest, SpecificCorruptionsNameTheProblem) {
   // RMS mode and expm1 / log1p in op 38), 21 (before op 44's comparison modes), 22 (before
   // GroupedMatmul and the Int32Plain layout), 23 (before op 17's multiplier), 24 (before
   // dynamic rows maps), 25 (before GroupSum), 26 (before the leaky ReLU epilogue), 27 (before
-  // ChannelMix), 28 (before ChannelMix's softmax).
-  static_assert(cpu::kBlobVersion == 29, "add the version this one replaces to the list below");
+  // ChannelMix), 28 (before ChannelMix's softmax), 29 (before the F(4x4, 3x3) Winograd tile).
+  static_assert(cpu::kBlobVersion == 30, "add the version this one replaces to the list below");
   for (uint32_t old : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u, 11u, 12u, 13u, 14u, 15u, 16u,
-                       17u, 18u, 19u, 20u, 21u, 22u, 23u, 24u, 25u, 26u, 27u, 28u}) {
+                       17u, 18u, 19u, 20u, 21u, 22u, 23u, 24u, 25u, 26u, 27u, 28u, 29u}) {
     std::vector<uint8_t> bad = blob;
     std::memcpy(bad.data() + offsetof(cpu::BlobHeader, version), &old, 4);
     EXPECT_EQ(try_blob(bad, num_args, &msg, &g), Error::DelegateInvalidCompatibility) << old;

@@ -287,6 +287,50 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::relu", {s}, DType::F32, xs));
                },
                kConv});
+  // ---- Winograd F(4x4,3x3): 49 or more 4x4 tiles covering at most 15 % more than the output ----
+  // Every PackedWinogradConv2d of the blob carries `tile` (cpu_blob_format.h's tile field).
+  const auto winograd_tiles = [](uint32_t tile, size_t convs) {
+    return [tile, convs](const std::vector<uint8_t>& blob) {
+      ASSERT_EQ(count_op(blob, cpu::NodeOp::PackedWinogradConv2d), convs);
+      const std::vector<uint32_t> ops = cpu_test::blob_ops(blob);
+      for (uint32_t k = 0; k < ops.size(); ++k) {
+        if (ops[k] != static_cast<uint32_t>(cpu::NodeOp::PackedWinogradConv2d)) continue;
+        EXPECT_EQ(blob_node(blob, k).params[cpu::kWinogradTile], tile) << "node " << k;
+      }
+    };
+  };
+  OpCase f43_partial{"winograd_f43_partial_tiles",  // 27 x 27 output: 7 x 7 tiles, the last 3 wide
+                     [](GraphBuilder& b) {
+                       const std::vector<int64_t> xs{1, 19, 27, 27};
+                       const int x = b.input("x", DType::F32, xs);
+                       const int c1 = conv(b, x, xs, 21, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 90);
+                       b.output(b.op("tern::relu", {c1}, DType::F32, {1, 21, 27, 27}));
+                     },
+                     kConv};
+  f43_partial.check_blob = winograd_tiles(cpu::kWinogradTileF4x4, 1);
+  c.push_back(f43_partial);
+  OpCase f43_block{"winograd_f43_basic_block_residual",  // batch 2 at 28 x 28: 98 tiles
+                   [](GraphBuilder& b) {
+                     const std::vector<int64_t> xs{2, 16, 28, 28};
+                     const int x = b.input("x", DType::F32, xs);
+                     const int c1 = conv(b, x, xs, 16, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 91);
+                     const int r1 = b.op("tern::relu", {c1}, DType::F32, xs);
+                     const int c2 = conv(b, r1, xs, 16, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 92);
+                     const int s = b.op("tern::add", {c2, x}, DType::F32, xs);
+                     b.output(b.op("tern::relu", {s}, DType::F32, xs));
+                   },
+                   kConv};
+  f43_block.check_blob = winograd_tiles(cpu::kWinogradTileF4x4, 2);
+  c.push_back(f43_block);
+  OpCase f43_no_pad{"winograd_f43_no_padding_no_bias",  // 30 x 31 output: 8 x 8 tiles
+                    [](GraphBuilder& b) {
+                      const std::vector<int64_t> xs{1, 24, 32, 33};
+                      const int x = b.input("x", DType::F32, xs);
+                      b.output(conv(b, x, xs, 40, 3, 3, {1, 1}, {0, 0}, {1, 1}, 1, false, 93));
+                    },
+                    kConv};
+  f43_no_pad.check_blob = winograd_tiles(cpu::kWinogradTileF4x4, 1);
+  c.push_back(f43_no_pad);
   c.push_back({"mlp_gelu_erf_folds_into_gemm",  // linear -> gelu (the GEMM's epilogue) -> linear
                [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {40, 64});

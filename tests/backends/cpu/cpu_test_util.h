@@ -107,12 +107,18 @@ inline void expect_refused(const std::vector<uint8_t>& blob, uint32_t index,
   }
 }
 
-/// Hands nodes [first, last] of `b` to "cpu" with the blob lowered by CpuBackendCompiler.
-/// Returns the region index.
-inline int delegate_cpu(GraphBuilder& b, int first, int last) {
+/// Hands nodes [first, last] of `b` to "cpu" with the blob lowered by CpuBackendCompiler, with
+/// `options` (the text after "cpu:", e.g. "winograd=f2") when not empty. Returns the region
+/// index.
+inline int delegate_cpu(GraphBuilder& b, int first, int last, const std::string& options = "") {
   const int index = b.delegate("cpu", first, last);
   compiler::DelegateRegion& region = b.graph().delegates[static_cast<size_t>(index)];
-  region.blob = compiler::CpuBackendCompiler().lower(b.graph(), region).blob;
+  const compiler::CpuBackendCompiler defaults;
+  const std::unique_ptr<compiler::BackendCompiler> configured =
+      options.empty() ? nullptr : defaults.with_options(options);
+  const compiler::BackendCompiler& compiler =
+      configured ? *configured : static_cast<const compiler::BackendCompiler&>(defaults);
+  region.blob = compiler.lower(b.graph(), region).blob;
   return index;
 }
 

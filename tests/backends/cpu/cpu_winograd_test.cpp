@@ -1,5 +1,5 @@
-// tern's Winograd F(2x2, 3x3) NHWC convolution (backends/cpu/kernels/winograd_conv.h): every ISA
-// this CPU runs, forced in turn, against a naive double-precision NHWC 3x3 convolution computed
+// tern's Winograd F(2x2, 3x3) and F(4x4, 3x3) NHWC convolutions (backends/cpu/kernels/
+// winograd_conv.h), each tile kind in turn: every ISA this CPU runs, forced in turn, against a naive double-precision NHWC 3x3 convolution computed
 // straight from the PyTorch OIHW weight, over a spread of shapes (odd output sizes 7x7 and 5x9
 // that leave partial tiles, pad 0, pad 1 and asymmetric or larger pads, in_c and out_c of 3, 17,
 // 33, batch 2, 1x1 images), bias or none, clamp or none, fused residual or none (with a ReLU), no
@@ -36,6 +36,11 @@ using kernel_test::supported_isas;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kGuard = -12345.678f;  // what the guard regions after y and the scratch hold
 constexpr int64_t kGuardFloats = 67;
+constexpr WinogradTile kTiles[] = {WinogradTile::F2x2, WinogradTile::F4x4};
+
+const char* tile_name(WinogradTile tile) {
+  return tile == WinogradTile::F4x4 ? "F(4x4,3x3)" : "F(2x2,3x3)";
+}
 
 /// Restores dispatch's choice and the blocking knobs after each test.
 using CpuWinograd = kernel_test::RestoresIsaAndKnobs<winograd_detail::WinogradBlocking,
@@ -69,11 +74,14 @@ const Case kCases[] = {
     {"ResNet-like 64->64 at 12x12", 1, 12, 12, 64, 64, 1, 1, 1, 1},
     {"deep C 300 (two K blocks), O 40", 1, 5, 6, 300, 40, 1, 1, 1, 1},
     {"many tiles 30x29, C 8, O 20", 1, 30, 29, 8, 20, 1, 1, 1, 1},
+    {"4x4 tiles with 1-3 outputs left, 11x10 p1", 1, 11, 10, 19, 21, 1, 1, 1, 1},
+    {"batch 3, 8x9 p1 (whole 4x4 tiles in h)", 3, 8, 9, 16, 16, 1, 1, 1, 1},
 };
 
-std::string describe(const Case& c, GemmIsa isa, bool bias, bool clamp, bool pool,
-                     bool residual = false) {
-  return std::string(c.name) + " [" + gemm_isa_name(isa) + (bias ? ", bias" : ", no bias") +
+std::string describe(const Case& c, WinogradTile tile, GemmIsa isa, bool bias, bool clamp,
+                     bool pool, bool residual = false) {
+  return std::string(c.name) + " [" + tile_name(tile) + ", " + gemm_isa_name(isa) +
+         (bias ? ", bias" : ", no bias") +
          (clamp ? ", clamp" : "") + (residual ? ", residual" : "") +
          (pool ? ", pool2" : ", no pool") + "]";
 }
@@ -111,21 +119,26 @@ std::vector<double> reference(const Case& cs, const float* x, const float* w, co
   return out;
 }
 
-/// y against clamp(reference), within tol = 4 · eps · sqrt(9·C + 2) · max |unclamped reference|
+/// y against clamp(reference), within tol = f · eps · sqrt(9·C + 2) · max |unclamped reference|
 /// (eps = 2^-24, float's unit roundoff): the rounding errors of a sum of K = 9·C + 2 terms of
 /// random sign (the products, the bias and the residual) grow like sqrt(K) · eps of the values
-/// involved, here at most about max |ref|, and the factor 4 covers the transforms' own roundings
-/// (Bᵀ d B adds up to 4 inputs, Aᵀ M A up to 9 GEMM results per value). The largest errors seen
-/// are 1/5 to 1/12 of it (at 1/10 of it several cases fail).
-int check_against_reference(const Case& cs, const float* x, const float* w, const float* bias,
-                            float lo, float hi, const float* y, const std::string& what,
-                            const float* residual = nullptr) {
+/// involved, here at most about max |ref|, and the factor f covers the transforms' own roundings
+/// and growth: f = 4 for F(2x2) (Bᵀ d B adds up to 4 inputs, Aᵀ M A up to 9 GEMM results per
+/// value; the largest errors seen are 1/5 to 1/12 of it, at 1/10 of it several cases fail);
+/// f = 16 for F(4x4), whose Bᵀ and Aᵀ have entries up to 5/2 and 8 (the largest errors seen
+/// are 1/4 to 1/2 of it: with f = 4 twelve cases fail, with f = 8 none).
+double tolerance_factor(WinogradTile tile) { return tile == WinogradTile::F4x4 ? 16.0 : 4.0; }
+
+int check_against_reference(const Case& cs, WinogradTile tile, const float* x, const float* w,
+                            const float* bias, float lo, float hi, const float* y,
+                            const std::string& what, const float* residual = nullptr) {
   const std::vector<double> ref = reference(cs, x, w, bias, residual);
   double scale = 0;
   for (double v : ref) scale = std::max(scale, std::fabs(v));
   constexpr double kEps = 5.9604644775390625e-8;  // 2^-24
-  const double tol =
-      4.0 * kEps * std::sqrt(9.0 * static_cast<double>(cs.in_c) + 2.0) * scale + 1e-30;
+  const double tol = tolerance_factor(tile) * kEps *
+                         std::sqrt(9.0 * static_cast<double>(cs.in_c) + 2.0) * scale +
+                     1e-30;
   int bad = 0;
   for (size_t at = 0; at < ref.size(); ++at) {
     const double want = std::fmin(std::fmax(ref[at], lo), hi);
@@ -144,9 +157,11 @@ int check_against_reference(const Case& cs, const float* x, const float* w, cons
   return bad;
 }
 
-WinogradProblem make_problem(const Case& cs, const float* x, const float* packed, float* y,
-                             float lo, float hi, const float* residual = nullptr) {
+WinogradProblem make_problem(const Case& cs, WinogradTile tile, const float* x,
+                             const float* packed, float* y, float lo, float hi,
+                             const float* residual = nullptr) {
   WinogradProblem p;
+  p.tile = tile;
   p.batch = cs.batch;
   p.in_h = cs.in_h;
   p.in_w = cs.in_w;
@@ -165,9 +180,9 @@ WinogradProblem make_problem(const Case& cs, const float* x, const float* packed
   return p;
 }
 
-std::vector<float> pack(const Case& cs, const float* w, const float* bias) {
-  std::vector<float> packed(winograd_weight_floats(cs.out_c, cs.in_c));
-  pack_winograd_weight(w, bias, cs.out_c, cs.in_c, packed.data());
+std::vector<float> pack(const Case& cs, WinogradTile tile, const float* w, const float* bias) {
+  std::vector<float> packed(winograd_weight_floats(cs.out_c, cs.in_c, tile));
+  pack_winograd_weight(w, bias, cs.out_c, cs.in_c, packed.data(), tile);
   return packed;
 }
 
@@ -178,6 +193,7 @@ std::vector<float> pack(const Case& cs, const float* w, const float* bias) {
 void run_all_cases(const std::string& blocks) {
   Pool two(2);
   uint32_t seed = 1;
+  for (WinogradTile tile : kTiles) {
   for (GemmIsa isa : supported_isas()) {
     ASSERT_TRUE(packed_gemm_force_isa(isa));
     for (const Case& cs : kCases) {
@@ -188,8 +204,8 @@ void run_all_cases(const std::string& blocks) {
       const std::vector<float> bias = random_floats(cs.out_c, seed + 2);
       const std::vector<float> residual = random_floats(cs.y_floats(), seed + 3);
       ++seed;
-      const std::vector<float> packed_bias = pack(cs, w.data(), bias.data());
-      const std::vector<float> packed_none = pack(cs, w.data(), nullptr);
+      const std::vector<float> packed_bias = pack(cs, tile, w.data(), bias.data());
+      const std::vector<float> packed_none = pack(cs, tile, w.data(), nullptr);
       for (int variant = 0; variant < 16; ++variant) {
         const bool with_bias = variant & 1, clamp = variant & 2, pooled = variant & 4,
                    with_residual = variant & 8;
@@ -198,15 +214,15 @@ void run_all_cases(const std::string& blocks) {
         const float hi = clamp && !with_residual ? 0.75f : kInf;
         std::vector<float> y(cs.y_floats() + kGuardFloats, kGuard);
         const WinogradProblem p =
-            make_problem(cs, x.data(), with_bias ? packed_bias.data() : packed_none.data(),
+            make_problem(cs, tile, x.data(), with_bias ? packed_bias.data() : packed_none.data(),
                          y.data(), lo, hi, res);
         const uint64_t scratch_floats = winograd_scratch_floats(p, 2);
         std::vector<float> scratch(scratch_floats + kGuardFloats, kGuard);
         winograd_conv_nhwc(p, scratch.data(), pooled ? two.pool : nullptr);
         const std::string what =
-            describe(cs, isa, with_bias, clamp, pooled, with_residual) + " " + blocks;
-        check_against_reference(cs, x.data(), w.data(), with_bias ? bias.data() : nullptr, lo, hi,
-                                y.data(), what, res);
+            describe(cs, tile, isa, with_bias, clamp, pooled, with_residual) + " " + blocks;
+        check_against_reference(cs, tile, x.data(), w.data(), with_bias ? bias.data() : nullptr,
+                                lo, hi, y.data(), what, res);
         for (int64_t i = 0; i < kGuardFloats; ++i) {
           ASSERT_EQ(y[cs.y_floats() + i], kGuard) << what << ": y guard float " << i << " written";
           ASSERT_EQ(scratch[scratch_floats + i], kGuard)
@@ -214,6 +230,7 @@ void run_all_cases(const std::string& blocks) {
         }
       }
     }
+  }
   }
 }
 
@@ -251,6 +268,7 @@ TEST_F(CpuWinograd, ResNetLayerShapesAtReducedSize) {
   };
   Pool two(2);
   uint32_t seed = 100;
+  for (WinogradTile tile : kTiles) {
   for (GemmIsa isa : supported_isas()) {
     ASSERT_TRUE(packed_gemm_force_isa(isa));
     for (const Case& cs : cases) {
@@ -259,23 +277,25 @@ TEST_F(CpuWinograd, ResNetLayerShapesAtReducedSize) {
       const std::vector<float> bias = random_floats(cs.out_c, seed + 2);
       const std::vector<float> residual = random_floats(cs.y_floats(), seed + 3);
       ++seed;
-      const std::vector<float> packed = pack(cs, w.data(), bias.data());
+      const std::vector<float> packed = pack(cs, tile, w.data(), bias.data());
       for (const float* res : {static_cast<const float*>(nullptr), residual.data()}) {
         for (pthreadpool_t pool : {static_cast<pthreadpool_t>(nullptr), two.pool}) {
           std::vector<float> y(cs.y_floats() + kGuardFloats, kGuard);
           const WinogradProblem p =
-              make_problem(cs, x.data(), packed.data(), y.data(), 0.0f, kInf, res);
+              make_problem(cs, tile, x.data(), packed.data(), y.data(), 0.0f, kInf, res);
           std::vector<float> scratch(winograd_scratch_floats(p, 2));
           winograd_conv_nhwc(p, scratch.data(), pool);
-          const std::string what = describe(cs, isa, true, true, pool != nullptr, res != nullptr);
-          check_against_reference(cs, x.data(), w.data(), bias.data(), 0.0f, kInf, y.data(), what,
-                                  res);
+          const std::string what =
+              describe(cs, tile, isa, true, true, pool != nullptr, res != nullptr);
+          check_against_reference(cs, tile, x.data(), w.data(), bias.data(), 0.0f, kInf, y.data(),
+                                  what, res);
           for (int64_t i = 0; i < kGuardFloats; ++i) {
             ASSERT_EQ(y[cs.y_floats() + i], kGuard) << what << ": guard float " << i << " written";
           }
         }
       }
     }
+  }
   }
 }
 
@@ -284,6 +304,7 @@ TEST_F(CpuWinograd, ExactSizeBuffersEndingAtAGuardPage) {
   // at a PROT_NONE page: an over-read or over-write dies with SIGSEGV. Default and tiny blocks.
   Pool two(2);
   uint32_t seed = 200;
+  for (WinogradTile tile : kTiles) {
   for (int64_t kc : {int64_t{256}, int64_t{5}}) {
     winograd_detail::winograd_blocking().kc_max = kc;
     for (GemmIsa isa : supported_isas()) {
@@ -294,7 +315,7 @@ TEST_F(CpuWinograd, ExactSizeBuffersEndingAtAGuardPage) {
         const std::vector<float> bias = random_floats(cs.out_c, seed + 2);
         const std::vector<float> res_src = random_floats(cs.y_floats(), seed + 3);
         ++seed;
-        const std::vector<float> packed = pack(cs, w.data(), bias.data());
+        const std::vector<float> packed = pack(cs, tile, w.data(), bias.data());
         GuardedBuffer x(sizeof(float) * cs.x_floats());
         GuardedBuffer y(sizeof(float) * cs.y_floats());
         GuardedBuffer residual(sizeof(float) * cs.y_floats());
@@ -309,18 +330,20 @@ TEST_F(CpuWinograd, ExactSizeBuffersEndingAtAGuardPage) {
           for (const float* res :
                {static_cast<const float*>(nullptr), static_cast<const float*>(residual.data())}) {
             const WinogradProblem p =
-                make_problem(cs, x.data(), packed.data(), y.data(), 0.0f, kInf, res);
+                make_problem(cs, tile, x.data(), packed.data(), y.data(), 0.0f, kInf, res);
             GuardedBuffer scratch(sizeof(float) * winograd_scratch_floats(p, pool ? 2 : 1));
             ASSERT_NE(scratch.data(), nullptr);
             winograd_conv_nhwc(p, scratch.data(), pool);
-            check_against_reference(cs, x.data(), w.data(), bias.data(), 0.0f, kInf, y.data(),
-                                    describe(cs, isa, true, true, pool != nullptr, res != nullptr) +
-                                        " guard pages, kc_max " + std::to_string(kc),
-                                    res);
+            check_against_reference(
+                cs, tile, x.data(), w.data(), bias.data(), 0.0f, kInf, y.data(),
+                describe(cs, tile, isa, true, true, pool != nullptr, res != nullptr) +
+                    " guard pages, kc_max " + std::to_string(kc),
+                res);
           }
         }
       }
     }
+  }
   }
 }
 
@@ -330,26 +353,29 @@ TEST_F(CpuWinograd, NoHeapAllocation) {
   const std::vector<float> x = random_floats(cs.x_floats(), 300);
   const std::vector<float> w = random_floats(cs.w_floats(), 301);
   const std::vector<float> residual = random_floats(cs.y_floats(), 302);
-  const std::vector<float> packed = pack(cs, w.data(), nullptr);
   std::vector<float> y(cs.y_floats());
   Pool two(2);
-  const WinogradProblem warm = make_problem(cs, x.data(), packed.data(), y.data(), -kInf, kInf);
-  std::vector<float> scratch(winograd_scratch_floats(warm, 2));
-  winograd_conv_nhwc(warm, scratch.data(), two.pool);
-  for (GemmIsa isa : supported_isas()) {
-    ASSERT_TRUE(packed_gemm_force_isa(isa));
-    for (const float* res : {static_cast<const float*>(nullptr), residual.data()}) {
-      for (pthreadpool_t pool : {static_cast<pthreadpool_t>(nullptr), two.pool}) {
-        const WinogradProblem p =
-            make_problem(cs, x.data(), packed.data(), y.data(), 0.0f, kInf, res);
-        long allocations = 0;
-        {
-          testing_support::ArmedCounter counter;
-          winograd_conv_nhwc(p, scratch.data(), pool);
-          allocations = counter.count();
+  for (WinogradTile tile : kTiles) {
+    const std::vector<float> packed = pack(cs, tile, w.data(), nullptr);
+    const WinogradProblem warm =
+        make_problem(cs, tile, x.data(), packed.data(), y.data(), -kInf, kInf);
+    std::vector<float> scratch(winograd_scratch_floats(warm, 2));
+    winograd_conv_nhwc(warm, scratch.data(), two.pool);
+    for (GemmIsa isa : supported_isas()) {
+      ASSERT_TRUE(packed_gemm_force_isa(isa));
+      for (const float* res : {static_cast<const float*>(nullptr), residual.data()}) {
+        for (pthreadpool_t pool : {static_cast<pthreadpool_t>(nullptr), two.pool}) {
+          const WinogradProblem p =
+              make_problem(cs, tile, x.data(), packed.data(), y.data(), 0.0f, kInf, res);
+          long allocations = 0;
+          {
+            testing_support::ArmedCounter counter;
+            winograd_conv_nhwc(p, scratch.data(), pool);
+            allocations = counter.count();
+          }
+          EXPECT_EQ(allocations, 0) << tile_name(tile) << " " << gemm_isa_name(isa)
+                                    << (pool ? " pool2" : " no pool") << (res ? " residual" : "");
         }
-        EXPECT_EQ(allocations, 0) << gemm_isa_name(isa) << (pool ? " pool2" : " no pool")
-                                  << (res ? " residual" : "");
       }
     }
   }
@@ -360,46 +386,60 @@ TEST_F(CpuWinograd, ConcurrentCallsWithDistinctOutputsAndScratch) {
   const std::vector<float> x = random_floats(cs.x_floats(), 400);
   const std::vector<float> w = random_floats(cs.w_floats(), 401);
   const std::vector<float> bias = random_floats(cs.out_c, 402);
-  const std::vector<float> packed = pack(cs, w.data(), bias.data());
-  constexpr int kThreads = 4;
-  std::vector<std::vector<float>> ys(kThreads, std::vector<float>(cs.y_floats()));
-  const WinogradProblem sizing = make_problem(cs, x.data(), packed.data(), nullptr, -kInf, kInf);
-  std::vector<std::vector<float>> scratches(kThreads,
-                                            std::vector<float>(winograd_scratch_floats(sizing, 1)));
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int rep = 0; rep < 20; ++rep) {
-        winograd_conv_nhwc(make_problem(cs, x.data(), packed.data(), ys[t].data(), -kInf, kInf),
-                           scratches[t].data(), nullptr);
-      }
-    });
-  }
-  for (std::thread& th : threads) th.join();
-  for (int t = 0; t < kThreads; ++t) {
-    check_against_reference(cs, x.data(), w.data(), bias.data(), -kInf, kInf, ys[t].data(),
-                            "concurrent call " + std::to_string(t));
+  for (WinogradTile tile : kTiles) {
+    const std::vector<float> packed = pack(cs, tile, w.data(), bias.data());
+    constexpr int kThreads = 4;
+    std::vector<std::vector<float>> ys(kThreads, std::vector<float>(cs.y_floats()));
+    const WinogradProblem sizing =
+        make_problem(cs, tile, x.data(), packed.data(), nullptr, -kInf, kInf);
+    std::vector<std::vector<float>> scratches(
+        kThreads, std::vector<float>(winograd_scratch_floats(sizing, 1)));
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int rep = 0; rep < 20; ++rep) {
+          winograd_conv_nhwc(
+              make_problem(cs, tile, x.data(), packed.data(), ys[t].data(), -kInf, kInf),
+              scratches[t].data(), nullptr);
+        }
+      });
+    }
+    for (std::thread& th : threads) th.join();
+    for (int t = 0; t < kThreads; ++t) {
+      check_against_reference(cs, tile, x.data(), w.data(), bias.data(), -kInf, kInf,
+                              ys[t].data(),
+                              std::string(tile_name(tile)) + " concurrent call " +
+                                  std::to_string(t));
+    }
   }
 }
 
-TEST_F(CpuWinograd, PackedWeightLayout) {
-  // Matrix xi = 4a + b holds (G g Gᵀ)[a][b]; G's first and last rows are (1, 0, 0) and
-  // (0, 0, 1), so the corners are exact taps: U[0] = g[0][0], U[3] = g[0][2], U[12] = g[2][0],
-  // U[15] = g[2][2]. The bias sits in matrix 5's bias slots only; columns past out_c are zeros.
+/// The documented layout of a packed weight of side t (4 or 6): matrix xi = t·a + b holds
+/// (G g Gᵀ)[a][b]. G's first and last rows are (1, 0, 0) and (0, 0, 1) for both tile kinds, so
+/// the corners are exact taps: U[0] = g[0][0], U[t-1] = g[0][2], U[t(t-1)] = g[2][0], U[t²-1] =
+/// g[2][2]. G's row 1 is (1/2)(1, 1, 1) for F(2x2) and (1/3)(1, 1, 1) for F(4x4), so U at a = b = 1
+/// is the sum of the taps / 4 or / 9, and the bias sits in that matrix's bias slots only;
+/// columns past out_c are zeros.
+void check_packed_layout(WinogradTile tile) {
+  const int64_t t = tile == WinogradTile::F4x4 ? 6 : 4;
+  const int64_t positions = t * t, center = t + 1;
+  const double row1 = tile == WinogradTile::F4x4 ? 1.0 / 3 : 0.5;
   const int64_t o_n = 20, c_n = 3;  // two panels, the second ragged
   const std::vector<float> w = random_floats(o_n * c_n * 9, 500);
   const std::vector<float> bias = random_floats(o_n, 501);
-  std::vector<float> packed(winograd_weight_floats(o_n, c_n), kGuard);
-  ASSERT_EQ(packed.size(), 16 * packed_weight_floats(o_n, c_n));
-  pack_winograd_weight(w.data(), bias.data(), o_n, c_n, packed.data());
+  std::vector<float> packed(winograd_weight_floats(o_n, c_n, tile), kGuard);
+  ASSERT_EQ(packed.size(), static_cast<uint64_t>(positions) * packed_weight_floats(o_n, c_n));
+  ASSERT_EQ(winograd_positions(tile), positions);
+  pack_winograd_weight(w.data(), bias.data(), o_n, c_n, packed.data(), tile);
   const int64_t matrix = static_cast<int64_t>(packed_weight_floats(o_n, c_n));
   const int64_t panel_stride = kPanelWidth * (c_n + 1);
-  for (int64_t xi = 0; xi < 16; ++xi) {
+  for (int64_t xi = 0; xi < positions; ++xi) {
     for (int64_t col = 0; col < 2 * kPanelWidth; ++col) {
       const int64_t o = col;
       const float* panel = packed.data() + xi * matrix + (col / kPanelWidth) * panel_stride;
       const float slot = panel[col % kPanelWidth];
-      EXPECT_EQ(slot, xi == 5 && o < o_n ? bias[o] : 0.0f) << "xi " << xi << " o " << o;
+      EXPECT_EQ(slot, xi == center && o < o_n ? bias[o] : 0.0f)
+          << tile_name(tile) << " xi " << xi << " o " << o;
       for (int64_t c = 0; c < c_n; ++c) {
         const float u = panel[kPanelWidth + c * kPanelWidth + col % kPanelWidth];
         if (o >= o_n) {
@@ -407,44 +447,42 @@ TEST_F(CpuWinograd, PackedWeightLayout) {
           continue;
         }
         const float* g = w.data() + (o * c_n + c) * 9;
-        if (xi == 0) {
-          EXPECT_EQ(u, g[0]);
+        const int64_t corner = xi == 0 ? 0 : xi == t - 1 ? 2 : xi == t * (t - 1) ? 6 : 8;
+        if (xi == 0 || xi == t - 1 || xi == t * (t - 1) || xi == positions - 1) {
+          EXPECT_EQ(u, g[corner]) << tile_name(tile) << " corner xi " << xi;
         }
-        if (xi == 3) {
-          EXPECT_EQ(u, g[2]);
-        }
-        if (xi == 12) {
-          EXPECT_EQ(u, g[6]);
-        }
-        if (xi == 15) {
-          EXPECT_EQ(u, g[8]);
-        }
-        if (xi == 5) {  // G row 1 = (1/2)(1, 1, 1): U[5] = the sum of the taps / 4
+        if (xi == center) {
           double sum = 0;
-          for (int t = 0; t < 9; ++t) sum += g[t];
-          EXPECT_NEAR(u, sum / 4, 1e-6) << "o " << o << " c " << c;
+          for (int k = 0; k < 9; ++k) sum += g[k];
+          EXPECT_NEAR(u, sum * row1 * row1, 1e-6) << tile_name(tile) << " o " << o << " c " << c;
         }
       }
     }
   }
 }
 
+TEST_F(CpuWinograd, PackedWeightLayout) {
+  for (WinogradTile tile : kTiles) check_packed_layout(tile);
+}
+
 TEST_F(CpuWinograd, EmptyProblemsTouchNothing) {
   std::vector<float> y(64, kGuard);
   const std::vector<float> x(64, 1.0f);
-  std::vector<float> packed(winograd_weight_floats(4, 1), 1.0f);
   std::vector<float> scratch(64, kGuard);
   const Case cs{"3x3 p1", 1, 3, 3, 1, 4, 1, 1, 1, 1};
-  for (int which = 0; which < 4; ++which) {
-    WinogradProblem p = make_problem(cs, x.data(), packed.data(), y.data(), -kInf, kInf);
-    if (which == 0) p.batch = 0;
-    if (which == 1) p.out_c = 0;
-    if (which == 2) p.out_w = 0;
-    if (which == 3) p.in_c = 0;
-    EXPECT_EQ(winograd_scratch_floats(p, 2), 0u) << which;
-    winograd_conv_nhwc(p, scratch.data(), nullptr);
-    for (float v : y) ASSERT_EQ(v, kGuard) << which;
-    for (float v : scratch) ASSERT_EQ(v, kGuard) << which;
+  for (WinogradTile tile : kTiles) {
+    std::vector<float> packed(winograd_weight_floats(4, 1, tile), 1.0f);
+    for (int which = 0; which < 4; ++which) {
+      WinogradProblem p = make_problem(cs, tile, x.data(), packed.data(), y.data(), -kInf, kInf);
+      if (which == 0) p.batch = 0;
+      if (which == 1) p.out_c = 0;
+      if (which == 2) p.out_w = 0;
+      if (which == 3) p.in_c = 0;
+      EXPECT_EQ(winograd_scratch_floats(p, 2), 0u) << which;
+      winograd_conv_nhwc(p, scratch.data(), nullptr);
+      for (float v : y) ASSERT_EQ(v, kGuard) << which;
+      for (float v : scratch) ASSERT_EQ(v, kGuard) << which;
+    }
   }
 }
 

@@ -1,0 +1,41 @@
+#include "backends/cpu/compile/cpu_options.h"
+
+#include <stdexcept>
+
+namespace tern::compiler::cpu_compile {
+namespace {
+
+[[noreturn]] void refuse(const std::string& what, const std::string& text) {
+  throw std::invalid_argument("cpu: " + what + " in 'cpu:" + text +
+                              "' (options: winograd=auto|f2|off, the Winograd convolutions a "
+                              "3x3 stride-1 conv may use)");
+}
+
+}  // namespace
+
+CpuOptions parse_cpu_options(const std::string& text) {
+  CpuOptions options;
+  size_t begin = 0;
+  while (true) {
+    const size_t end = text.find(':', begin);
+    const std::string option = text.substr(begin, end == std::string::npos ? end : end - begin);
+    const size_t eq = option.find('=');
+    const std::string key = option.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : option.substr(eq + 1);
+    if (key != "winograd") refuse("unknown option '" + option + "'", text);
+    if (value == "auto") {
+      options.winograd = WinogradMode::Auto;
+    } else if (value == "f2") {
+      options.winograd = WinogradMode::F2x2Only;
+    } else if (value == "off") {
+      options.winograd = WinogradMode::Off;
+    } else {
+      refuse("unknown value '" + value + "' of option 'winograd'", text);
+    }
+    if (end == std::string::npos) break;
+    begin = end + 1;
+  }
+  return options;
+}
+
+}  // namespace tern::compiler::cpu_compile
