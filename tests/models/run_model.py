@@ -66,6 +66,14 @@ def _compare(got, ref):
     return max_abs, max_ref, ok
 
 
+def backend_spec(text):
+    """A --backend value: one of BACKENDS, optionally with options after ':' (e.g. cpu:winograd=f2)."""
+    if text.split(":", 1)[0] not in BACKENDS:
+        raise argparse.ArgumentTypeError("%r: expected one of %s, optionally NAME:OPTIONS"
+                                         % (text, ", ".join(BACKENDS)))
+    return text
+
+
 def check_model(name, samples, tern, backends=BACKENDS):
     torch.manual_seed(0)
     module, inputs, classifier = model_zoo.MODELS[name]()
@@ -196,8 +204,9 @@ def main():
     p.add_argument("models", nargs="*", default=list(model_zoo.MODELS))
     p.add_argument("--samples", type=int, default=None,
                    help="random inputs per model (default: 2 for classifiers, 1 otherwise)")
-    p.add_argument("--backend", action="append", choices=BACKENDS,
-                   help="check only this backend (repeatable; default: %s)" % ", ".join(BACKENDS))
+    p.add_argument("--backend", action="append", type=backend_spec,
+                   help="check only this backend, with options if any (e.g. cpu:winograd=f2; "
+                        "repeatable; default: %s)" % ", ".join(BACKENDS))
     p.add_argument("--json", help="append one JSON line per model to this file")
     a = p.parse_args()
     unknown = [m for m in a.models if m not in model_zoo.MODELS]

@@ -16,7 +16,7 @@ class CpuBackendCompiler : public BackendCompiler {
  public:
   explicit CpuBackendCompiler(cpu_compile::CpuOptions options = {}) : options_(options) {}
   std::string name() const override { return "cpu"; }
-  /// "cpu:winograd=auto|f2|off" (cpu_options.h); throws std::invalid_argument naming an
+  /// "cpu:winograd=f2|f4|off" (cpu_options.h); throws std::invalid_argument naming an
   /// unknown option or value.
   std::unique_ptr<BackendCompiler> with_options(const std::string& options) const override;
   /// True for f32 nodes XNNPACK runs with tern's semantics (the op list and the rules for

@@ -7,7 +7,7 @@ namespace {
 
 [[noreturn]] void refuse(const std::string& what, const std::string& text) {
   throw std::invalid_argument("cpu: " + what + " in 'cpu:" + text +
-                              "' (options: winograd=auto|f2|off, the Winograd convolutions a "
+                              "' (options: winograd=f2|f4|off, the Winograd convolutions a "
                               "3x3 stride-1 conv may use)");
 }
 
@@ -23,10 +23,10 @@ CpuOptions parse_cpu_options(const std::string& text) {
     const std::string key = option.substr(0, eq);
     const std::string value = eq == std::string::npos ? "" : option.substr(eq + 1);
     if (key != "winograd") refuse("unknown option '" + option + "'", text);
-    if (value == "auto") {
-      options.winograd = WinogradMode::Auto;
-    } else if (value == "f2") {
-      options.winograd = WinogradMode::F2x2Only;
+    if (value == "f2") {
+      options.winograd = WinogradMode::F2x2;
+    } else if (value == "f4") {
+      options.winograd = WinogradMode::F4x4;
     } else if (value == "off") {
       options.winograd = WinogradMode::Off;
     } else {

@@ -348,8 +348,9 @@ void Lowering::lower_packed_conv(const ConvCall& cc) {
 ///   from 32 tiles of 2x2.
 /// - F(4x4, 3x3) (36/9): 2.4-3.1x at 112x112, 56x56 and 28x28 (1.1-1.4x F(2x2)'s), but no
 ///   faster than F(2x2) at 14x14 (16 tiles, 4x4 tiles covering 256 outputs for 196) nor at
-///   batch 3 there, and slower at 7x7; taken from 49 tiles of 4x4 when those tiles cover at
-///   most 15 % more outputs than there are (not with winograd=f2 or off).
+///   batch 3 there, and slower at 7x7; with winograd=f4 only (its rounding error is about
+///   twice the direct conv's: cpu_options.h), taken from 49 tiles of 4x4 when those tiles
+///   cover at most 15 % more outputs than there are.
 int Lowering::winograd_tile(const ConvAttrs& a, const std::vector<int64_t>& w,
                             const std::vector<int64_t>& y) const {
   if (options_.winograd == WinogradMode::Off || a.depthwise || a.groups != 1 || w[2] != 3 ||
@@ -359,7 +360,7 @@ int Lowering::winograd_tile(const ConvAttrs& a, const std::vector<int64_t>& w,
   }
   const int64_t h4 = (y[2] + 3) / 4, w4 = (y[3] + 3) / 4;
   const bool whole_enough = 16 * h4 * w4 * 100 <= 115 * y[2] * y[3];
-  if (options_.winograd == WinogradMode::Auto && y[0] * h4 * w4 >= kWinogradF4MinTiles &&
+  if (options_.winograd == WinogradMode::F4x4 && y[0] * h4 * w4 >= kWinogradF4MinTiles &&
       whole_enough) {
     return 4;
   }

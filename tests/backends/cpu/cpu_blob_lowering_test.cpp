@@ -379,31 +379,39 @@ TEST_F(CpuBlobTest, LargeThreeByThreeConvsGoToWinograd) {
   const std::pair<uint32_t, int64_t> f4{static_cast<uint32_t>(cpu::NodeOp::PackedWinogradConv2d),
                                         cpu::kWinogradTileF4x4};
   const std::pair<uint32_t, int64_t> direct{static_cast<uint32_t>(cpu::NodeOp::PackedConv2d), -1};
-  // 20x20 output: 100 tiles of 2x2, 25 of 4x4 (under 49): F(2x2, 3x3).
+  // By default (winograd=f2): 20x20 output, 100 tiles of 2x2: F(2x2, 3x3); 28x28 too.
   EXPECT_EQ(first_conv(1, 20, 20, 1), f2);
-  // 28x28: 49 tiles of 4x4 covering the output exactly: F(4x4, 3x3).
-  EXPECT_EQ(first_conv(1, 28, 28, 1), f4);
-  // 27x27: 49 tiles covering 784 outputs for 729 (7.5 % more): F(4x4, 3x3).
-  EXPECT_EQ(first_conv(1, 27, 27, 1), f4);
-  // 29x29: 64 tiles covering 1024 for 841 (22 % more): F(2x2, 3x3).
-  EXPECT_EQ(first_conv(1, 29, 29, 1), f2);
-  // 14x14 at batch 4: 64 tiles, but 256 outputs computed for 196: F(2x2, 3x3).
-  EXPECT_EQ(first_conv(4, 14, 14, 1), f2);
-  // 16x16 at batch 4: 64 whole tiles: F(4x4, 3x3).
-  EXPECT_EQ(first_conv(4, 16, 16, 1), f4);
+  EXPECT_EQ(first_conv(1, 28, 28, 1), f2);
+  EXPECT_EQ(first_conv(1, 28, 28, 1, "winograd=f2"), f2);
   // 8x8: 16 tiles of 2x2 (under 32), too few to reuse the transformed weight: the direct conv.
   EXPECT_EQ(first_conv(1, 8, 8, 1), direct);
   // Stride 2: the direct conv.
   EXPECT_EQ(first_conv(1, 40, 40, 2), direct);
-  // The options: winograd=f2 keeps F(2x2, 3x3), winograd=off the direct conv, auto the default.
-  EXPECT_EQ(first_conv(1, 28, 28, 1, "winograd=f2"), f2);
-  EXPECT_EQ(first_conv(1, 20, 20, 1, "winograd=f2"), f2);
+  // winograd=f4: F(4x4, 3x3) from 49 tiles of 4x4 covering at most 15 % more than the output.
+  const std::string f4_opt = "winograd=f4";
+  // 20x20: 25 tiles of 4x4 (under 49): F(2x2, 3x3).
+  EXPECT_EQ(first_conv(1, 20, 20, 1, f4_opt), f2);
+  // 28x28: 49 tiles covering the output exactly.
+  EXPECT_EQ(first_conv(1, 28, 28, 1, f4_opt), f4);
+  // 27x27: 49 tiles covering 784 outputs for 729 (7.5 % more).
+  EXPECT_EQ(first_conv(1, 27, 27, 1, f4_opt), f4);
+  // 29x29: 64 tiles covering 1024 for 841 (22 % more): F(2x2, 3x3).
+  EXPECT_EQ(first_conv(1, 29, 29, 1, f4_opt), f2);
+  // 14x14 at batch 4: 64 tiles, but 256 outputs computed for 196: F(2x2, 3x3).
+  EXPECT_EQ(first_conv(4, 14, 14, 1, f4_opt), f2);
+  // 16x16 at batch 4: 64 whole tiles.
+  EXPECT_EQ(first_conv(4, 16, 16, 1, f4_opt), f4);
+  // 8x8 and stride 2: still the direct conv.
+  EXPECT_EQ(first_conv(1, 8, 8, 1, f4_opt), direct);
+  EXPECT_EQ(first_conv(1, 40, 40, 2, f4_opt), direct);
+  // winograd=off: every conv direct.
   EXPECT_EQ(first_conv(1, 28, 28, 1, "winograd=off"), direct);
-  EXPECT_EQ(first_conv(1, 28, 28, 1, "winograd=auto"), f4);
+  EXPECT_EQ(first_conv(1, 20, 20, 1, "winograd=off"), direct);
 }
 
 TEST_F(CpuBlobTest, WinogradTileFieldsAreChecked) {
-  // 28x28, 16 -> 16: F(4x4, 3x3), its weight 36 matrices of one panel (16 bias floats, 16 rows).
+  // 28x28, 16 -> 16 with winograd=f4: F(4x4, 3x3), its weight 36 matrices of one panel (16
+  // bias floats, 16 rows).
   GraphBuilder b;
   const int x = b.input("x", DType::F32, {1, 16, 28, 28});
   const int w = b.constant_f32("w", {16, 16, 3, 3}, random_floats(2304, 9, -1.0f, 1.0f));
@@ -411,7 +419,7 @@ TEST_F(CpuBlobTest, WinogradTileFieldsAreChecked) {
                 {x, w, b.none(), b.int_list({1, 1}), b.int_list({1, 1}), b.int_list({1, 1}),
                  b.int_value(1)},
                 DType::F32, {1, 16, 28, 28}));
-  delegate_cpu(b, 0, 0);
+  delegate_cpu(b, 0, 0, "winograd=f4");
   std::vector<uint8_t> blob = b.graph().delegates[0].blob;
   std::string message;
   ASSERT_EQ(parse_result(blob, &message), Error::Ok) << message;
@@ -460,10 +468,11 @@ TEST_F(CpuBlobTest, WinogradTileFieldsAreChecked) {
 
 TEST_F(CpuBlobTest, UnknownCpuOptionsAreRefusedByName) {
   const compiler::CpuBackendCompiler cpu;
-  EXPECT_EQ(cpu.with_options("winograd=auto"), nullptr) << "the defaults: this compiler";
+  EXPECT_EQ(cpu.with_options("winograd=f2"), nullptr) << "the defaults: this compiler";
+  ASSERT_NE(cpu.with_options("winograd=f4"), nullptr);
   ASSERT_NE(cpu.with_options("winograd=off"), nullptr);
   for (const auto& [options, expect] : std::vector<std::pair<std::string, std::string>>{
-           {"fast", "unknown option 'fast' in 'cpu:fast' (options: winograd=auto|f2|off"},
+           {"fast", "unknown option 'fast' in 'cpu:fast' (options: winograd=f2|f4|off"},
            {"winograd=f6", "unknown value 'f6' of option 'winograd' in 'cpu:winograd=f6'"},
            {"winograd", "unknown value '' of option 'winograd'"},
            {"winograd=f2:threads=4", "unknown option 'threads=4' in 'cpu:winograd=f2:threads=4'"},

@@ -287,7 +287,8 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::relu", {s}, DType::F32, xs));
                },
                kConv});
-  // ---- Winograd F(4x4,3x3): 49 or more 4x4 tiles covering at most 15 % more than the output ----
+  // ---- Winograd F(4x4,3x3) (cpu:winograd=f4): 49 or more 4x4 tiles covering at most 15 % more
+  // than the output ----
   // Every PackedWinogradConv2d of the blob carries `tile` (cpu_blob_format.h's tile field).
   const auto winograd_tiles = [](uint32_t tile, size_t convs) {
     return [tile, convs](const std::vector<uint8_t>& blob) {
@@ -308,6 +309,7 @@ std::vector<OpCase> cases() {
                      },
                      kConv};
   f43_partial.check_blob = winograd_tiles(cpu::kWinogradTileF4x4, 1);
+  f43_partial.cpu_options = "winograd=f4";
   c.push_back(f43_partial);
   OpCase f43_block{"winograd_f43_basic_block_residual",  // batch 2 at 28 x 28: 98 tiles
                    [](GraphBuilder& b) {
@@ -321,6 +323,7 @@ std::vector<OpCase> cases() {
                    },
                    kConv};
   f43_block.check_blob = winograd_tiles(cpu::kWinogradTileF4x4, 2);
+  f43_block.cpu_options = "winograd=f4";
   c.push_back(f43_block);
   OpCase f43_no_pad{"winograd_f43_no_padding_no_bias",  // 30 x 31 output: 8 x 8 tiles
                     [](GraphBuilder& b) {
@@ -330,7 +333,18 @@ std::vector<OpCase> cases() {
                     },
                     kConv};
   f43_no_pad.check_blob = winograd_tiles(cpu::kWinogradTileF4x4, 1);
+  f43_no_pad.cpu_options = "winograd=f4";
   c.push_back(f43_no_pad);
+  // The same 28x28 block by default: F(2x2, 3x3) (F(4x4) is opt-in).
+  OpCase f43_default{"winograd_default_stays_f2_at_28x28",
+                     [](GraphBuilder& b) {
+                       const std::vector<int64_t> xs{1, 16, 28, 28};
+                       const int x = b.input("x", DType::F32, xs);
+                       b.output(conv(b, x, xs, 16, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 94));
+                     },
+                     kConv};
+  f43_default.check_blob = winograd_tiles(cpu::kWinogradTileF2x2, 1);
+  c.push_back(f43_default);
   c.push_back({"mlp_gelu_erf_folds_into_gemm",  // linear -> gelu (the GEMM's epilogue) -> linear
                [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {40, 64});

@@ -34,6 +34,8 @@ struct OpCase {
   int64_t index_bound = 1;
   /// Integer inputs sorted ascending (a grouped product's running ends).
   bool sorted_ints = false;
+  /// The cpu backend's compile options (the text after "cpu:"; empty: the defaults).
+  std::string cpu_options = "";
 };
 
 inline std::vector<float> ramp(size_t n, uint32_t seed, float scale = 0.5f) {
@@ -224,7 +226,7 @@ inline void check_matches_portable(const OpCase& tc) {
     ASSERT_EQ(compiler::CpuBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes[n]), "")
         << "node " << n;
   }
-  delegate_cpu(b, 0, static_cast<int>(b.num_nodes()) - 1);
+  delegate_cpu(b, 0, static_cast<int>(b.num_nodes()) - 1, tc.cpu_options);
   const compiler::Graph graph = b.build();
   if (tc.bottleneck) {
     const std::vector<uint32_t> ops = blob_ops(graph.delegates.at(0).blob);
