@@ -9,7 +9,10 @@ of each build's median latency and the median of the per-round ratios B/A with t
 
   .venv/bin/python bench/ab_compare.py --a OLD/tern --b NEW/tern [--rounds 5] [--runs 30]
       [--threads 2] [--models resnet18,mobilenet_v2] [--backend cpu|portable]
-      [--workdir /tmp/tern-ab]
+      [--a-backend SPEC] [--b-backend SPEC] [--workdir /tmp/tern-ab]
+
+--a-backend / --b-backend compile one side with another backend spec (options included), e.g.
+one build with `--a-backend cpu --b-backend cpu:winograd=f4` compares a compile option.
 
 Not a test: timings go into a note or docs/BENCHMARKS.md with the command that made them.
 """
@@ -53,6 +56,8 @@ def main():
     p.add_argument("--models", default="resnet18,mobilenet_v2,mobilenet_v3_small,"
                                         "transformer_encoder,gpt_block,linear_stack")
     p.add_argument("--backend", default="cpu", help="cpu, or portable (no delegation)")
+    p.add_argument("--a-backend", help="A's backend spec (default: --backend)")
+    p.add_argument("--b-backend", help="B's backend spec (default: --backend)")
     p.add_argument("--workdir", default="/tmp/tern-ab")
     args = p.parse_args()
 
@@ -71,8 +76,9 @@ def main():
             npys.append(os.path.join(args.workdir, "%s.input%d.npy" % (name, i)))
             np.save(npys[-1], x.detach().numpy())
         input_npy = ",".join(npys)
+        specs = {"a": args.a_backend or args.backend, "b": args.b_backend or args.backend}
         ptes = {k: compile_for(t, graph_json, os.path.join(args.workdir, "%s.%s.pte" % (name, k)),
-                               args.backend)
+                               specs[k])
                 for k, t in (("a", args.a), ("b", args.b))}
         times = {"a": [], "b": []}
         ratios = []
