@@ -101,6 +101,20 @@ compiler::Graph winograd_graph() {
   return b.build();
 }
 
+/// Blob version 30's F(4x4, 3x3) tile (compiled with cpu:winograd=f4): x[1, 16, 28, 27] ->
+/// 3x3 conv + bias (7 x 7 tiles of 4x4, the last column 3 wide) -> relu.
+compiler::Graph v30_graph() {
+  GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {1, 16, 28, 27});
+  const int c = b.op("tern::conv2d",
+                     {x, seed_constant(b, "w", {16, 16, 3, 3}, 301),
+                      seed_constant(b, "b", {16}, 302), b.int_list({1, 1}), b.int_list({1, 1}),
+                      b.int_list({1, 1}), b.int_value(1)},
+                     DType::F32, {1, 16, 28, 27});
+  b.output(b.op("tern::relu", {c}, DType::F32, {1, 16, 28, 27}));
+  return b.build();
+}
+
 /// Two PackedBottleneck nodes: x[1, 16, 12, 12] -> 1x1 16->64 + relu6 -> dw 3x3 + relu6 ->
 /// 1x1 64->16 -> + x (MobileNetV2's block), then 1x1 16->48 + hardswish -> dw 5x5/2 +
 /// hardswish (no project) -> global mean.
@@ -1009,6 +1023,18 @@ std::vector<Seed> cpu_blob_seeds() {
         cpu_blobs(compiler::compile_program(program, options).bytes);
     for (size_t i = 0; i < blobs.size(); ++i) {
       seeds.emplace_back(name + "_" + std::to_string(i) + ".blob", blobs[i]);
+    }
+  }
+  {
+    compiler::ProgramGraph program;
+    program.source_model = "v30";
+    program.methods.push_back(v30_graph());
+    compiler::CompileOptions f4 = options;
+    f4.backends = {"cpu:winograd=f4"};
+    const std::vector<std::vector<uint8_t>> blobs =
+        cpu_blobs(compiler::compile_program(program, f4).bytes);
+    for (size_t i = 0; i < blobs.size(); ++i) {
+      seeds.emplace_back("v30_" + std::to_string(i) + ".blob", blobs[i]);
     }
   }
   return seeds;
