@@ -40,8 +40,8 @@ const TransformSet* scalar_transforms();
 struct WinogradBlocking {
   int64_t kc_max = 256;             ///< input channels per K block
   int64_t block_bytes = 512 << 10;  ///< a task's V + M for one block of tiles (L2)
-  /// A task whose share of the packed weight U exceeds large_u_bytes (it streams that share
-  /// once per block) takes blocks of large_u_block_bytes instead.
+  /// With F(4x4, 3x3), a task whose share of the packed weight U exceeds large_u_bytes (it
+  /// streams that share once per block) takes blocks of large_u_block_bytes instead.
   int64_t large_u_bytes = 2 << 20;
   int64_t large_u_block_bytes = 2 << 20;
   int64_t min_tiles_per_part = 32;  ///< fewer tiles per thread: split out_c across threads
