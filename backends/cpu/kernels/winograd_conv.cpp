@@ -112,8 +112,6 @@ SlotShape slot_shape(const WinogradProblem& p, int64_t threads) {
   s.group_panels = ceil_div(s.panels, s.groups);
   s.ldm = row_stride(s.group_panels * kPanelWidth);
 
-  // Tiles per block: V and M of the block within block_bytes, but at least a full register
-  // tile of the widest ISA, and no more than a part has.
   // A task streams its share of U once per block: when that share is large, larger blocks
   // (beyond L2) cost less than reading U more often (measured with F(4x4)'s 36 matrices;
   // F(2x2) keeps its blocks, which sizes from 256 KiB to 4 MiB did not change).
@@ -122,6 +120,8 @@ SlotShape slot_shape(const WinogradProblem& p, int64_t threads) {
   const int64_t block_bytes = p.tile == WinogradTile::F4x4 && u_share > blocking.large_u_bytes
                                   ? blocking.large_u_block_bytes
                                   : blocking.block_bytes;
+  // Tiles per block: V and M of the block within block_bytes, but at least a full register
+  // tile of the widest ISA, and no more than a part has.
   const int64_t budget_rows =
       block_bytes / (static_cast<int64_t>(sizeof(float)) * s.positions * (s.lda + s.ldm));
   s.rows = min64(ceil_div(s.tiles, s.parts), max64(gemm_detail::kMaxTileRows, budget_rows));
