@@ -269,7 +269,8 @@ Error plan_externals(CpuDelegate* d) {
   return Error::Ok;
 }
 
-/// Writes the profiler labels: "stage S: <op> <output dims>" for an own-kernel stage,
+/// Writes the profiler labels: "stage S: <op> <output dims>" for an own-kernel stage (a
+/// Winograd conv's op name followed by its tile, " F(2x2,3x3)" or " F(4x4,3x3)"),
 /// "stage S: xnnpack <first op> .. <last op> (N nodes) <output dims>" for an XNNPACK stage.
 Error make_labels(CpuDelegate* d) {
   const uint32_t n = d->stages.num_stages;
@@ -285,7 +286,12 @@ Error make_labels(CpuDelegate* d) {
     format_dims(out.dims, out.rank, dims, sizeof(dims));
     char* label = d->labels + s * kLabelBytes;
     if (st.own_kernel) {
-      std::snprintf(label, kLabelBytes, "stage %u: %s %s", s, node_op_name(first.op), dims);
+      const char* variant = "";
+      if (static_cast<NodeOp>(first.op) == NodeOp::PackedWinogradConv2d) {
+        variant = first.params[kWinogradTile] == kWinogradTileF4x4 ? " F(4x4,3x3)" : " F(2x2,3x3)";
+      }
+      std::snprintf(label, kLabelBytes, "stage %u: %s%s %s", s, node_op_name(first.op), variant,
+                    dims);
     } else if (st.end_node - st.first_node == 1) {
       std::snprintf(label, kLabelBytes, "stage %u: xnnpack %s %s", s, node_op_name(first.op),
                     dims);

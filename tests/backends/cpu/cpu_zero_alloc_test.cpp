@@ -203,7 +203,8 @@ TEST(CpuZeroAlloc, ProfiledExecuteReportsEveryStageAndStillNeverAllocates) {
   EXPECT_EQ(labels[1].rfind("stage 0: packed_conv2d [1, 16, 16, 16]", 0), 0u) << labels[1];
   bool winograd = false, gemm = false, xnnpack = false;
   for (const std::string& l : labels) {
-    winograd = winograd || l.find("packed_winograd_conv2d [1, 16, 16, 16]") != std::string::npos;
+    winograd = winograd ||
+               l.find("packed_winograd_conv2d F(2x2,3x3) [1, 16, 16, 16]") != std::string::npos;
     gemm = gemm || l.find("packed_conv2d [1, 8, 8, 16]") != std::string::npos;
     xnnpack = xnnpack || l.find(": xnnpack ") != std::string::npos;
   }
