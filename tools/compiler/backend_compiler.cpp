@@ -27,6 +27,17 @@ std::unique_ptr<BackendCompiler> BackendCompiler::with_options(const std::string
                               options + "')");
 }
 
+std::vector<std::string> split_backend_options(const std::string& options) {
+  std::vector<std::string> parts;
+  size_t begin = 0;
+  while (true) {
+    const size_t end = options.find(':', begin);
+    parts.push_back(options.substr(begin, end == std::string::npos ? end : end - begin));
+    if (end == std::string::npos) return parts;
+    begin = end + 1;
+  }
+}
+
 void register_backend_compiler(std::unique_ptr<BackendCompiler> backend) {
   if (backend == nullptr) {
     throw std::invalid_argument("register_backend_compiler: null backend compiler");

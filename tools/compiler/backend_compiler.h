@@ -60,6 +60,10 @@ class BackendCompiler {
   virtual std::unique_ptr<BackendCompiler> with_options(const std::string& options) const;
 };
 
+/// The options of a backend spec's text after its name ("f16:x" of "cuda:f16:x"), split at every
+/// ':' in order, empty ones kept (each backend's with_options() refuses what it does not know).
+std::vector<std::string> split_backend_options(const std::string& options);
+
 /// Registers a backend compiler (explicitly, by the tools that link it). The registration rule
 /// shared with kernels and runtime backends: a second registration under the same name replaces
 /// the first in place (the last registration wins). Throws std::invalid_argument for a null

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "tools/compiler/backend_compiler.h"
+
 namespace tern::compiler::cpu_compile {
 namespace {
 
@@ -15,10 +17,7 @@ namespace {
 
 CpuOptions parse_cpu_options(const std::string& text) {
   CpuOptions options;
-  size_t begin = 0;
-  while (true) {
-    const size_t end = text.find(':', begin);
-    const std::string option = text.substr(begin, end == std::string::npos ? end : end - begin);
+  for (const std::string& option : split_backend_options(text)) {
     const size_t eq = option.find('=');
     const std::string key = option.substr(0, eq);
     const std::string value = eq == std::string::npos ? "" : option.substr(eq + 1);
@@ -32,8 +31,6 @@ CpuOptions parse_cpu_options(const std::string& text) {
     } else {
       refuse("unknown value '" + value + "' of option 'winograd'", text);
     }
-    if (end == std::string::npos) break;
-    begin = end + 1;
   }
   return options;
 }

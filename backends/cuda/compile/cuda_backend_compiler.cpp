@@ -83,10 +83,7 @@ LoweredRegion CudaBackendCompiler::lower(const Graph& graph, const DelegateRegio
 std::unique_ptr<BackendCompiler> CudaBackendCompiler::with_options(
     const std::string& options) const {
   cuda::ComputeDType compute = compute_;
-  size_t begin = 0;
-  while (true) {
-    const size_t end = options.find(':', begin);
-    const std::string option = options.substr(begin, end == std::string::npos ? end : end - begin);
+  for (const std::string& option : split_backend_options(options)) {
     if (option == "f32") {
       compute = cuda::ComputeDType::F32;
     } else if (option == "f16") {
@@ -97,8 +94,6 @@ std::unique_ptr<BackendCompiler> CudaBackendCompiler::with_options(
       throw std::invalid_argument("cuda: unknown option '" + option + "' in 'cuda:" + options +
                                   "' (options: f32, f16, bf16: the compute dtype)");
     }
-    if (end == std::string::npos) break;
-    begin = end + 1;
   }
   if (compute == compute_) return nullptr;
   return std::make_unique<CudaBackendCompiler>(compute);

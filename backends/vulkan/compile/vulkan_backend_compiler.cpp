@@ -54,10 +54,7 @@ LoweredRegion VulkanBackendCompiler::lower(const Graph& graph,
 std::unique_ptr<BackendCompiler> VulkanBackendCompiler::with_options(
     const std::string& options) const {
   uint32_t storage = storage_;
-  size_t begin = 0;
-  while (true) {
-    const size_t end = options.find(':', begin);
-    const std::string option = options.substr(begin, end == std::string::npos ? end : end - begin);
+  for (const std::string& option : split_backend_options(options)) {
     if (option == "f32") {
       storage = vulkan::kStorageF32;
     } else if (option == "f16") {
@@ -68,8 +65,6 @@ std::unique_ptr<BackendCompiler> VulkanBackendCompiler::with_options(
                                   "values; f16 needs a device with shaderFloat16 and "
                                   "storageBuffer16BitAccess)");
     }
-    if (end == std::string::npos) break;
-    begin = end + 1;
   }
   if (storage == storage_) return nullptr;
   return std::make_unique<VulkanBackendCompiler>(storage);
