@@ -51,7 +51,7 @@ SafeTensor f32_tensor(std::vector<int64_t> shape, float base) {
     const float v = base + static_cast<float>(i);
     uint8_t b[4];
     std::memcpy(b, &v, 4);
-    t.data.insert(t.data.end(), b, b + 4);
+    t.data.mutable_vector().insert(t.data.mutable_vector().end(), b, b + 4);
   }
   return t;
 }
@@ -416,7 +416,7 @@ TEST_F(GraphJsonTest, EveryValueKind) {
   EXPECT_EQ(d.compile_specs[0].second, std::vector<uint8_t>({'4'}));
 
   // A packed nf4 weight of the wrong byte count names both sizes.
-  weights_["packed"].data.pop_back();
+  weights_["packed"].data.mutable_vector().pop_back();
   weights_["packed"].shape = {7};
   save_weights();
   expect_error(kAllKinds, {"methods[0].values[11].weight", "weight 'packed'", "has 7 bytes",

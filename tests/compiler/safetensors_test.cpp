@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -61,7 +62,7 @@ TEST(Safetensors, RoundTripEveryDType) {
     SafeTensor st;
     st.dtype = t.first;
     st.shape = {2, 3};
-    for (int i = 0; i < 6 * t.second; ++i) st.data.push_back(static_cast<uint8_t>(k * 31 + i));
+    for (int i = 0; i < 6 * t.second; ++i) st.data.mutable_vector().push_back(static_cast<uint8_t>(k * 31 + i));
     in["t" + std::to_string(k++)] = st;
   }
   SafeTensor scalar;  // rank 0: one element
@@ -126,6 +127,82 @@ TEST(Safetensors, FileRoundTripAndMissingFile) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
   }
+}
+
+void save(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+SafeTensor tensor(DType dtype, std::vector<int64_t> shape, size_t nbytes, uint8_t seed) {
+  SafeTensor t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  std::vector<uint8_t> bytes(nbytes);
+  for (size_t i = 0; i < nbytes; ++i) bytes[i] = static_cast<uint8_t>(seed + 7 * i);
+  t.data = std::move(bytes);
+  return t;
+}
+
+// write_safetensors orders tensors by decreasing element size: after a 3-byte u8 tensor (first
+// by name) the f32 and i64 tensors still start at multiples of 4 and 8.
+TEST(Safetensors, WriterAlignsEveryTensorToItsElementSize) {
+  const std::map<std::string, SafeTensor> in = {
+      {"a_bytes", tensor(DType::U8, {3}, 3, 1)},
+      {"b_floats", tensor(DType::F32, {5}, 20, 2)},
+      {"c_halves", tensor(DType::F16, {3}, 6, 3)},
+      {"d_longs", tensor(DType::I64, {3}, 24, 4)}};
+  const std::vector<uint8_t> bytes = write_safetensors(in);
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = header_len << 8 | bytes[static_cast<size_t>(i)];
+  const std::string header(reinterpret_cast<const char*>(bytes.data()) + 8, header_len);
+  const auto begin_of = [&](const std::string& name) {
+    const size_t at = header.find("\"data_offsets\":[", header.find("\"" + name + "\""));
+    return std::stoull(header.substr(at + 16));
+  };
+  EXPECT_EQ(begin_of("d_longs"), 0u) << header;
+  EXPECT_EQ(begin_of("b_floats"), 24u) << header;
+  EXPECT_EQ(begin_of("c_halves"), 44u) << header;
+  EXPECT_EQ(begin_of("a_bytes"), 50u) << header;
+  const auto out = parse_safetensors(bytes);
+  for (const auto& kv : in) EXPECT_EQ(out.at(kv.first).data, kv.second.data) << kv.first;
+}
+
+// read_safetensors borrows naturally aligned tensors from the mapped file (no copy) and copies
+// the others; the borrowed bytes stay valid after the map of tensors is gone and the file is
+// removed (the mapping lives while a tensor holds it).
+TEST(Safetensors, ReadBorrowsAlignedTensorsFromTheMappedFile) {
+  // Data area: u8[3] at 0, f32[2] at 3 (misaligned), f32[2] at 12 (aligned), u8[1] at 20.
+  std::vector<uint8_t> data(21);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(11 * i + 5);
+  std::string header =
+      "{\"u\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[0,3]},"
+      "\"odd\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[3,11]},"
+      "\"even\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[12,20]},"
+      "\"v\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[20,21]}}";
+  while (header.size() % 8 != 0) header += ' ';
+  const std::string path =
+      tern::testing_support::unique_temp_path("tern_safetensors_map", ".safetensors");
+  save(path, make_file(header, data));
+  ConstantBytes kept;
+  {
+    const auto t = read_safetensors(path);
+    EXPECT_TRUE(t.at("u").data.borrowed());
+    EXPECT_FALSE(t.at("odd").data.borrowed());  // at 3: copied
+    EXPECT_TRUE(t.at("even").data.borrowed());
+    EXPECT_TRUE(t.at("v").data.borrowed());
+    EXPECT_EQ(t.at("odd").data, std::vector<uint8_t>(data.begin() + 3, data.begin() + 11));
+    kept = t.at("even").data;
+  }
+  std::remove(path.c_str());
+  EXPECT_TRUE(kept.borrowed());
+  EXPECT_EQ(kept, std::vector<uint8_t>(data.begin() + 12, data.begin() + 20));
+  // A write copies the borrowed bytes first.
+  ConstantBytes other = kept;
+  other.mutable_vector()[0] ^= 0xFF;
+  EXPECT_FALSE(other.borrowed());
+  EXPECT_EQ(kept[0], data[12]);
+  EXPECT_EQ(other[0], static_cast<uint8_t>(data[12] ^ 0xFF));
 }
 
 TEST(Safetensors, ErrorNamesThePathForABadFile) {

@@ -441,7 +441,7 @@ TEST(Serializer, MethodsShareTheSegmentsOfEqualConstants) {
     for (uint32_t id : {1u, 2u}) {
       auto seg = l->program->segment_data(location(*meta, id));
       ASSERT_TRUE(seg.ok());
-      const std::vector<uint8_t>& want = g->values[id].data;
+      const ConstantBytes& want = g->values[id].data;
       ASSERT_EQ(seg->size(), want.size());
       EXPECT_EQ(0, std::memcmp(seg->data(), want.data(), want.size())) << g->name << " " << id;
     }

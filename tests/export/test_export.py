@@ -395,7 +395,15 @@ def test_safetensors_round_trip():
         assert np.array_equal(back[k], t.numpy()), k
     with open(p, "rb") as f:
         n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
     assert n % 8 == 0
+    # The bytes ordered by decreasing element size: each tensor starts at a multiple of its
+    # element size (tern compile maps such tensors in place), the header in the given order.
+    assert list(header) == list(tensors)
+    assert header["b"]["data_offsets"][0] == 0
+    assert header["a"]["data_offsets"][0] == 40
+    assert header["d"]["data_offsets"] == [64, 64]
+    assert header["c"]["data_offsets"] == [64, 66]
 
 
 def test_weight_dedupe_survives_temporaries():

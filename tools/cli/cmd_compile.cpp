@@ -105,9 +105,9 @@ int cmd_compile(const CompileCommandOptions& options) {
   for (const std::string& rule : options.quantize_weights) {
     compile_options.quantize.rules.push_back(compiler::parse_quant_rule(rule));
   }
-  const compiler::CompileResult result = compiler::compile_program(graph, compile_options);
-  compiler::write_file(options.output, result.bytes);
-  std::printf("wrote %s (%zu bytes)\n", options.output.c_str(), result.bytes.size());
+  const compiler::CompileResult result =
+      compiler::compile_program_to_file(graph, options.output, compile_options);
+  std::printf("wrote %s (%" PRIu64 " bytes)\n", options.output.c_str(), result.file_size);
   if (compile_options.quantize.enabled()) print_quantization(result.quantization);
   for (const compiler::MethodReport& m : result.methods) {
     const double ratio = m.lower_bound ? static_cast<double>(m.arena_size) / m.lower_bound : 1.0;

@@ -8,7 +8,13 @@
 
 namespace tern::compiler {
 
-CompileResult compile_program(const ProgramGraph& program, const CompileOptions& options) {
+namespace {
+
+/// Validates, quantizes, partitions and plans; `serialize` then writes the program (the
+/// partitioned copy or `program` itself) with its plans.
+template <typename Serialize>
+CompileResult compile_with(const ProgramGraph& program, const CompileOptions& options,
+                           Serialize serialize) {
   if (program.methods.empty()) {
     throw std::invalid_argument("compile_program: the program has no methods");
   }
@@ -49,8 +55,29 @@ CompileResult compile_program(const ProgramGraph& program, const CompileOptions&
     report.portable_nodes = std::move(portable);
     result.methods.push_back(report);
   }
-  result.bytes = serialize_program(source, plans, options.serializer);
+  serialize(source, plans, &result);
   return result;
+}
+
+}  // namespace
+
+CompileResult compile_program(const ProgramGraph& program, const CompileOptions& options) {
+  return compile_with(program, options,
+                      [&](const ProgramGraph& source, const std::vector<MemoryPlan>& plans,
+                          CompileResult* result) {
+                        result->bytes = serialize_program(source, plans, options.serializer);
+                        result->file_size = result->bytes.size();
+                      });
+}
+
+CompileResult compile_program_to_file(const ProgramGraph& program, const std::string& path,
+                                      const CompileOptions& options) {
+  return compile_with(program, options,
+                      [&](const ProgramGraph& source, const std::vector<MemoryPlan>& plans,
+                          CompileResult* result) {
+                        result->file_size =
+                            serialize_program_to_file(source, plans, path, options.serializer);
+                      });
 }
 
 }  // namespace tern::compiler

@@ -37,7 +37,8 @@ struct MethodReport {
 };
 
 struct CompileResult {
-  std::vector<uint8_t> bytes;
+  std::vector<uint8_t> bytes;  ///< compile_program's file (empty from compile_program_to_file)
+  uint64_t file_size = 0;      ///< the file's size in bytes
   std::vector<MethodReport> methods;
   /// What the quantization pass did (empty when it was disabled).
   QuantizeReport quantization;
@@ -49,5 +50,12 @@ struct CompileResult {
 /// not modified (methods are partitioned on copies). Throws std::invalid_argument naming the
 /// problem (an unknown backend name lists the registered ones).
 CompileResult compile_program(const ProgramGraph& program, const CompileOptions& options = {});
+
+/// compile_program, the file written to `path` as it is serialized (serialize_program_to_file:
+/// the weights are never copied into one buffer with the rest of the file) instead of returned
+/// in `bytes`. Throws as compile_program, and std::runtime_error when writing fails (`path`
+/// then is left as it was).
+CompileResult compile_program_to_file(const ProgramGraph& program, const std::string& path,
+                                      const CompileOptions& options = {});
 
 }  // namespace tern::compiler

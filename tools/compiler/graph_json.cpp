@@ -186,17 +186,11 @@ class Reader {
     }
     return *weights_;
   }
-  // The bytes of weight `name` (already checked), shared by every value that names it: the
-  // first use moves them out of the loaded file, later uses (another method reading the same
-  // parameter) share that buffer, so a program's weights are in memory once.
-  ConstantBytes shared_bytes(const std::string& name) {
-    auto it = loaded_.find(name);
-    if (it == loaded_.end()) {
-      SafeTensor& t = weights_->at(name);
-      it = loaded_.emplace(name, std::make_shared<std::vector<uint8_t>>(std::move(t.data))).first;
-    }
-    return ConstantBytes::share(it->second);
-  }
+  // The bytes of weight `name` (already checked), shared by every value that names it (another
+  // method reading the same parameter holds the same buffer), so a program's weights are in
+  // memory once — and not at all in anonymous memory when they are borrowed from the mapped
+  // file (safetensors.h).
+  ConstantBytes shared_bytes(const std::string& name) { return weights_->at(name).data; }
   const SafeTensor& weight(const std::string& name, const std::string& path) {
     const auto& w = weights(path);
     auto it = w.find(name);
@@ -214,10 +208,8 @@ class Reader {
     shape_nbytes(dtype, sizes, &nbytes);  // sizes were checked by the caller
     const bool packed = dtype == DType::NF4 || dtype == DType::FP8E4M3 || dtype == DType::FP8E5M2;
     if (packed && t.dtype == DType::U8) {
-      // Quantized data stored as raw bytes: only the byte count can be checked (the bytes may
-      // already be with an earlier value: shared_bytes).
-      auto loaded = loaded_.find(name);
-      const size_t have = loaded != loaded_.end() ? loaded->second->size() : t.data.size();
+      // Quantized data stored as raw bytes: only the byte count can be checked.
+      const size_t have = t.data.size();
       if (have != nbytes) {
         fail(path, "weight '" + name + "' in " + weights_path_ + " has " +
                        std::to_string(have) + " bytes (u8 " + shape_string(t.shape) +
@@ -533,7 +525,7 @@ class Reader {
     if (j.contains("blob")) {
       const std::string name = get_string(j["blob"], path + ".blob");
       weight(name, path + ".blob");
-      d.blob = shared_bytes(name).vector();
+      d.blob = shared_bytes(name).to_vector();
     }
     if (j.contains("compile_specs")) {
       const json& specs = j["compile_specs"];
@@ -595,8 +587,6 @@ class Reader {
   std::string weights_name_;
   std::string weights_path_;
   std::unique_ptr<std::map<std::string, SafeTensor>> weights_;
-  /// Weights already handed to a value (shared_bytes); their SafeTensor::data is moved out.
-  std::map<std::string, std::shared_ptr<std::vector<uint8_t>>> loaded_;
   const std::map<std::string, int>* current_names_ = nullptr;
   size_t current_values_ = 0;
   int64_t version_ = 1;

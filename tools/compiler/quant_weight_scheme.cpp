@@ -12,7 +12,7 @@ namespace {
 }
 
 /// Constant parameter tensor `id` of `dtype` and `count` elements (its bytes).
-const std::vector<uint8_t>* param_data(const Graph& g, const Value& w, int id, DType dtype,
+const ConstantBytes* param_data(const Graph& g, const Value& w, int id, DType dtype,
                                        uint64_t count, const char* what) {
   if (id < 0 || static_cast<size_t>(id) >= g.values.size()) {
     refuse(w, std::string("no ") + what + " tensor");
@@ -23,7 +23,7 @@ const std::vector<uint8_t>* param_data(const Graph& g, const Value& w, int id, D
     refuse(w, std::string(what) + " is not a constant " + to_string(dtype) + " of " +
                   std::to_string(count) + " elements");
   }
-  return &v.data.vector();
+  return &v.data;
 }
 
 }  // namespace
@@ -89,7 +89,7 @@ QuantWeightScheme quant_weight_scheme(const Graph& g, int id) {
     refuse(w, std::to_string(w.data.size()) + " bytes of codes, expected " +
                   std::to_string(s.code_bytes));
   }
-  s.codes = &w.data.vector();
+  s.codes = &w.data;
   if (!nf4) {
     const bool e4m3 = w.dtype == DType::FP8E4M3;
     for (uint64_t i = 0; i < n; ++i) {
@@ -116,7 +116,7 @@ QuantWeightScheme quant_weight_scheme(const Graph& g, int id) {
 std::vector<uint8_t> quant_weight_buffer(const QuantWeightScheme& s) {
   const quant::QuantLayout& l = s.layout;
   std::vector<uint8_t> bytes(4 * l.total_words, 0);
-  auto put = [&](uint64_t word, const std::vector<uint8_t>* src) {
+  auto put = [&](uint64_t word, const ConstantBytes* src) {
     if (src != nullptr && !src->empty()) std::memcpy(bytes.data() + 4 * word, src->data(), src->size());
   };
   std::memcpy(bytes.data(), s.codes->data(), s.code_bytes);

@@ -32,12 +32,12 @@ struct QuantWeightScheme {
   uint64_t code_bytes = 0;    ///< packed codes: NF4 (rows * cols + 1) / 2, FP8 rows * cols
   /// The graph's bytes of the codes and of the parameter tensors the format has (the others
   /// null): absmax (NF4), dq_codes + dq_absmax2 + dq_table (double quantization), scale (FP8).
-  const std::vector<uint8_t>* codes = nullptr;
-  const std::vector<uint8_t>* absmax = nullptr;
-  const std::vector<uint8_t>* dq_codes = nullptr;
-  const std::vector<uint8_t>* dq_absmax2 = nullptr;
-  const std::vector<uint8_t>* dq_table = nullptr;
-  const std::vector<uint8_t>* scale = nullptr;
+  const ConstantBytes* codes = nullptr;
+  const ConstantBytes* absmax = nullptr;
+  const ConstantBytes* dq_codes = nullptr;
+  const ConstantBytes* dq_absmax2 = nullptr;
+  const ConstantBytes* dq_table = nullptr;
+  const ConstantBytes* scale = nullptr;
 };
 
 /// True when graph value `id` is an nf4 / fp8_e4m3 / fp8_e5m2 tensor.

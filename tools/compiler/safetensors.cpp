@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -67,8 +68,17 @@ struct Entry {
 
 namespace {
 
-/// parse_safetensors over `size` bytes at `base` (a vector's or a mapped file's).
-std::map<std::string, SafeTensor> parse_bytes(const uint8_t* base, size_t size) {
+/// Bytes of one element of `dtype` for the alignment a borrowed tensor needs (1 for the packed
+/// and byte types).
+size_t element_alignment(DType dtype) {
+  uint64_t n = 0;
+  return dtype_nbytes(dtype, 8, &n) && n >= 8 ? static_cast<size_t>(n / 8) : 1;
+}
+
+/// parse_safetensors over `size` bytes at `base` (a vector's or a mapped file's). With an
+/// `owner` (the mapping), naturally aligned tensors borrow their bytes from base.
+std::map<std::string, SafeTensor> parse_bytes(const uint8_t* base, size_t size,
+                                              const std::shared_ptr<const void>& owner) {
   struct Bytes {
     const uint8_t* p;
     size_t n;
@@ -172,7 +182,12 @@ std::map<std::string, SafeTensor> parse_bytes(const uint8_t* base, size_t size) 
 
   std::map<std::string, SafeTensor> out;
   for (Entry& e : entries) {
-    e.tensor.data.assign(data + e.begin, data + e.end);
+    const uint8_t* at = data + e.begin;
+    const size_t n = static_cast<size_t>(e.end - e.begin);
+    const bool aligned = reinterpret_cast<uintptr_t>(at) % element_alignment(e.tensor.dtype) == 0;
+    e.tensor.data = owner != nullptr && aligned && n > 0
+                        ? ConstantBytes::borrow(owner, at, n)
+                        : ConstantBytes(std::vector<uint8_t>(at, at + n));
     out.emplace(e.name, std::move(e.tensor));
   }
   return out;
@@ -181,12 +196,13 @@ std::map<std::string, SafeTensor> parse_bytes(const uint8_t* base, size_t size) 
 }  // namespace
 
 std::map<std::string, SafeTensor> parse_safetensors(const std::vector<uint8_t>& bytes) {
-  return parse_bytes(bytes.data(), bytes.size());
+  return parse_bytes(bytes.data(), bytes.size(), nullptr);
 }
 
 std::map<std::string, SafeTensor> read_safetensors(const std::string& path) {
-  // Mapped, not read into a buffer: the tensors are the only copy of the weights in memory (a
-  // read buffer doubled a large model's weights while parsing).
+  // Mapped, not read into a buffer: the tensors borrow their bytes from the mapping (a read
+  // buffer doubled a large model's weights while parsing; copies out of the mapping held them
+  // all in anonymous memory).
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error(path + ": cannot open safetensors file");
   struct stat st {};
@@ -198,24 +214,29 @@ std::map<std::string, SafeTensor> read_safetensors(const std::string& path) {
   void* map = size > 0 ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
   ::close(fd);
   if (size > 0 && map == MAP_FAILED) throw std::runtime_error(path + ": cannot map the file");
-  struct Unmap {
-    void* p;
-    size_t n;
-    ~Unmap() {
-      if (p != nullptr) ::munmap(p, n);
-    }
-  } unmap{map, size};
+  // The mapping lives as long as a tensor borrows from it.
+  std::shared_ptr<const void> mapping(size > 0 ? map : nullptr, [size](const void* p) {
+    if (p != nullptr) ::munmap(const_cast<void*>(p), size);
+  });
   try {
-    return parse_bytes(static_cast<const uint8_t*>(map), size);
+    return parse_bytes(static_cast<const uint8_t*>(map), size, mapping);
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(path + ": " + e.what());
   }
 }
 
 std::vector<uint8_t> write_safetensors(const std::map<std::string, SafeTensor>& tensors) {
+  // By decreasing element size (stable): each tensor's bytes start at a multiple of its element
+  // size, so read_safetensors borrows them all from the mapped file.
+  std::vector<const std::pair<const std::string, SafeTensor>*> order;
+  for (const auto& kv : tensors) order.push_back(&kv);
+  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+    return element_alignment(a->second.dtype) > element_alignment(b->second.dtype);
+  });
   json header = json::object();
   uint64_t offset = 0;
-  for (const auto& kv : tensors) {
+  for (const auto* named : order) {
+    const auto& kv = *named;
     const SafeTensor& t = kv.second;
     uint64_t nbytes = 0;
     if (!shape_nbytes(t.dtype, t.shape, &nbytes)) {
@@ -248,8 +269,7 @@ std::vector<uint8_t> write_safetensors(const std::map<std::string, SafeTensor>& 
   const uint64_t len = text.size();
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(len >> (8 * i)));
   out.insert(out.end(), text.begin(), text.end());
-  for (const auto& kv : tensors)
-    out.insert(out.end(), kv.second.data.begin(), kv.second.data.end());
+  for (const auto* kv : order) out.insert(out.end(), kv->second.data.begin(), kv->second.data.end());
   return out;
 }
 

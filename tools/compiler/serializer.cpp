@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -15,6 +14,7 @@
 #include "runtime/core/checked_math.h"
 #include "runtime/executor/file_header.h"
 #include "schema/program_generated.h"
+#include "tools/compiler/pte_file_writer.h"
 #include "tools/compiler/shared_state_list.h"
 
 namespace tern::compiler {
@@ -250,7 +250,7 @@ uint64_t area_checksum(const pte::File& file, uint64_t offset, uint64_t size) {
 
 }  // namespace
 
-std::vector<uint8_t> write_pte(const pte::File& file) {
+PteImage pte_image(const pte::File& file) {
   FlatBufferBuilder fbb(1024);
   std::vector<Offset<fb::Method>> methods;
   for (const pte::Method& m : file.methods) methods.push_back(build_method(fbb, m));
@@ -290,35 +290,45 @@ std::vector<uint8_t> write_pte(const pte::File& file) {
   // The segment area starts at the first multiple of area_alignment after the FlatBuffer.
   const uint64_t fb_size = fbb.GetSize();
   const uint64_t alignment = std::max<uint64_t>(file.area_alignment, 1);
+  PteImage image;
   uint64_t area_offset = 0;
-  uint64_t file_size = 0;
   if (!checked_add(kFileHeaderSize + fb_size, alignment - 1, &area_offset) ||
-      !checked_add(area_offset / alignment * alignment, file.area_size, &file_size) ||
-      file_size > SIZE_MAX) {
+      !checked_add(area_offset / alignment * alignment, file.area_size, &image.file_size) ||
+      area_offset > SIZE_MAX) {
     throw std::invalid_argument("write_pte: a segment area of " + std::to_string(file.area_size) +
                                 " bytes aligned to " + std::to_string(alignment) +
-                                " does not fit in memory");
+                                " does not fit in a file");
   }
-  area_offset = area_offset / alignment * alignment;
-
-  std::vector<uint8_t> out(static_cast<size_t>(file_size), 0);
-  std::memcpy(out.data() + kFileHeaderSize, fbb.GetBufferPointer(), fb_size);
-  for (const pte::AreaBytes& a : file.area_contents) {
-    if (a.offset >= file.area_size) continue;
-    const uint64_t n = std::min<uint64_t>(a.bytes.size(), file.area_size - a.offset);
-    if (n > 0) std::memcpy(out.data() + area_offset + a.offset, a.bytes.data(), n);
-  }
+  image.area_offset = area_offset / alignment * alignment;
+  image.head.assign(static_cast<size_t>(image.area_offset), 0);
+  std::memcpy(image.head.data() + kFileHeaderSize, fbb.GetBufferPointer(), fb_size);
   FileHeader header;
   header.version_major = file.major;
   header.version_minor = file.minor;
   header.flatbuffer_offset = kFileHeaderSize;
   header.flatbuffer_size = fb_size;
-  header.segment_area_offset = area_offset;
+  header.segment_area_offset = image.area_offset;
   header.segment_area_size = file.area_size;
-  encode_file_header(header, out.data());
+  encode_file_header(header, image.head.data());
   header.checksum = compute_header_checksum(
-      out.data(), Span<const uint8_t>(out.data() + kFileHeaderSize, fb_size));
-  encode_file_header(header, out.data());
+      image.head.data(), Span<const uint8_t>(image.head.data() + kFileHeaderSize, fb_size));
+  encode_file_header(header, image.head.data());
+  return image;
+}
+
+std::vector<uint8_t> write_pte(const pte::File& file) {
+  PteImage image = pte_image(file);
+  if (image.file_size > SIZE_MAX) {
+    throw std::invalid_argument("write_pte: a file of " + std::to_string(image.file_size) +
+                                " bytes does not fit in memory");
+  }
+  std::vector<uint8_t> out = std::move(image.head);
+  out.resize(static_cast<size_t>(image.file_size), 0);
+  for (const pte::AreaBytes& a : file.area_contents) {
+    if (a.offset >= file.area_size) continue;
+    const uint64_t n = std::min<uint64_t>(a.bytes.size(), file.area_size - a.offset);
+    if (n > 0) std::memcpy(out.data() + image.area_offset + a.offset, a.bytes.data(), n);
+  }
   return out;
 }
 
@@ -388,17 +398,20 @@ pte::Quant to_pte(const QuantSpec& q) {
 class SegmentList {
  public:
   struct Entry {
-    const std::vector<uint8_t>* bytes;
+    Span<const uint8_t> bytes;
     std::optional<uint64_t> checksum;  ///< absent: write_pte computes it
   };
 
-  uint32_t add(const std::vector<uint8_t>& bytes) { return push(bytes, std::nullopt); }
-  uint32_t add_constant(const std::vector<uint8_t>& bytes) {
+  uint32_t add(Span<const uint8_t> bytes) { return push(bytes, std::nullopt); }
+  uint32_t add(const ConstantBytes& bytes) { return add(span_of(bytes)); }
+  uint32_t add(const std::vector<uint8_t>& bytes) { return add(Span<const uint8_t>(bytes.data(), bytes.size())); }
+  uint32_t add_constant(const ConstantBytes& constant) {
+    const Span<const uint8_t> bytes = span_of(constant);
     const uint64_t hash = checksum64(bytes.data(), bytes.size());
     std::vector<uint32_t>& same = constants_[{bytes.size(), hash}];
     for (uint32_t i : same) {
-      const std::vector<uint8_t>& seen = *entries_[i].bytes;
-      if (bytes.empty() || std::memcmp(seen.data(), bytes.data(), bytes.size()) == 0) return i;
+      const Span<const uint8_t> seen = entries_[i].bytes;
+      if (bytes.size() == 0 || std::memcmp(seen.data(), bytes.data(), bytes.size()) == 0) return i;
     }
     same.push_back(push(bytes, hash));
     return same.back();
@@ -406,8 +419,11 @@ class SegmentList {
   const std::vector<Entry>& entries() const { return entries_; }
 
  private:
-  uint32_t push(const std::vector<uint8_t>& bytes, std::optional<uint64_t> checksum) {
-    entries_.push_back(Entry{&bytes, checksum});
+  static Span<const uint8_t> span_of(const ConstantBytes& b) {
+    return Span<const uint8_t>(b.data(), b.size());
+  }
+  uint32_t push(Span<const uint8_t> bytes, std::optional<uint64_t> checksum) {
+    entries_.push_back(Entry{bytes, checksum});
     return static_cast<uint32_t>(entries_.size() - 1);
   }
 
@@ -425,7 +441,10 @@ class MethodLowering {
   pte::Method lower();
 
  private:
-  uint32_t add_segment(const std::vector<uint8_t>& bytes) { return segments_.add(bytes); }
+  template <typename Bytes>
+  uint32_t add_segment(const Bytes& bytes) {
+    return segments_.add(bytes);
+  }
   void check_value_id(int id, const std::string& where) const {
     if (id < 0 || static_cast<size_t>(id) >= graph_.values.size()) {
       fail(graph_, where + " refers to value " + std::to_string(id) + ", out of range (" +
@@ -773,9 +792,11 @@ pte::Method MethodLowering::lower() {
 
 }  // namespace
 
-std::vector<uint8_t> serialize_program(const ProgramGraph& program,
-                                       const std::vector<MemoryPlan>& plans,
-                                       const SerializeOptions& options) {
+namespace {
+
+/// The file serialize_program writes, its segment area borrowing the program's bytes.
+pte::File describe_program(const ProgramGraph& program, const std::vector<MemoryPlan>& plans,
+                           const SerializeOptions& options) {
   if (plans.size() != program.methods.size()) {
     throw std::invalid_argument("serialize: " + std::to_string(plans.size()) + " plans for " +
                                 std::to_string(program.methods.size()) + " methods");
@@ -833,35 +854,35 @@ std::vector<uint8_t> serialize_program(const ProgramGraph& program,
 
   // Segment layout: each at the next multiple of the alignment; write_pte checksums them.
   for (const SegmentList::Entry& entry : segment_list.entries()) {
-    const std::vector<uint8_t>* bytes = entry.bytes;
+    const Span<const uint8_t> bytes = entry.bytes;
     pte::Segment seg;
-    seg.size = bytes->size();
+    seg.size = bytes.size();
     seg.checksum = entry.checksum;
     seg.alignment = static_cast<uint32_t>(alignment);
     if (!checked_align_up(file.area_size, alignment, &seg.offset) ||
         !checked_add(seg.offset, seg.size, &file.area_size)) {
       throw std::invalid_argument("serialize: segment area size overflows");
     }
-    file.area_contents.push_back(
-        pte::AreaBytes{seg.offset, Span<const uint8_t>(bytes->data(), bytes->size())});
+    file.area_contents.push_back(pte::AreaBytes{seg.offset, bytes});
     file.segments.push_back(seg);
   }
   file.area_alignment = alignment;
-  return write_pte(file);
+  return file;
 }
 
-void write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file) {
-    throw std::runtime_error("cannot open '" + path + "' for writing: " + std::strerror(errno));
-  }
-  file.write(reinterpret_cast<const char*>(bytes.data()),
-             static_cast<std::streamsize>(bytes.size()));
-  file.close();
-  if (!file) {
-    throw std::runtime_error("cannot write " + std::to_string(bytes.size()) + " bytes to '" + path +
-                             "'");
-  }
+}  // namespace
+
+std::vector<uint8_t> serialize_program(const ProgramGraph& program,
+                                       const std::vector<MemoryPlan>& plans,
+                                       const SerializeOptions& options) {
+  return write_pte(describe_program(program, plans, options));
 }
+
+uint64_t serialize_program_to_file(const ProgramGraph& program,
+                                   const std::vector<MemoryPlan>& plans, const std::string& path,
+                                   const SerializeOptions& options) {
+  return write_pte_file(describe_program(program, plans, options), path);
+}
+
 
 }  // namespace tern::compiler

@@ -33,7 +33,17 @@ std::vector<uint8_t> serialize_program(const ProgramGraph& program,
                                        const std::vector<MemoryPlan>& plans,
                                        const SerializeOptions& options = {});
 
-/// Writes bytes to `path`; throws std::runtime_error naming the path on failure.
+/// serialize_program's file written to `path` as it is laid out, the segments streamed from
+/// the program's bytes (never the whole file in memory: a model's weights are not held twice);
+/// returns the file's size. Replaces `path` only when the whole file was written (atomic
+/// rename); throws std::invalid_argument as serialize_program, std::runtime_error naming the
+/// path and the system's reason when writing fails (pte_file_writer.h).
+uint64_t serialize_program_to_file(const ProgramGraph& program,
+                                   const std::vector<MemoryPlan>& plans, const std::string& path,
+                                   const SerializeOptions& options = {});
+
+/// Writes bytes to `path`, replacing it only once they are all written (AtomicFileWriter,
+/// pte_file_writer.h); throws std::runtime_error naming the path and the reason on failure.
 void write_file(const std::string& path, const std::vector<uint8_t>& bytes);
 
 /// A .pte file described field by field: every field of schema/program.fbs (same names and
@@ -203,5 +213,15 @@ struct File {
 /// The bytes of `file`: the 64-byte header (FlatBuffer at 64, its checksum computed), the
 /// FlatBuffer (identifier "TRNP"), zero padding, the segment area. Writes what it is given.
 std::vector<uint8_t> write_pte(const pte::File& file);
+
+/// The part of `file`'s bytes before its segment area (header, FlatBuffer, padding), where the
+/// area starts and the whole file's size: write_pte and write_pte_file (pte_file_writer.h)
+/// lay the area out after it.
+struct PteImage {
+  std::vector<uint8_t> head;
+  uint64_t area_offset = 0;
+  uint64_t file_size = 0;
+};
+PteImage pte_image(const pte::File& file);
 
 }  // namespace tern::compiler

@@ -35,7 +35,7 @@ std::vector<uint8_t> param_bytes(const Graph& g, int id, uint64_t count, const c
     throw Unsupported(std::string("quantized weight: ") + what + " is not a constant u8 [" +
                       std::to_string(count) + "]");
   }
-  return v.data;
+  return v.data.to_vector();
 }
 
 struct Prepared {

@@ -215,7 +215,7 @@ struct RegionArgs {
       if (!v.is_tensor()) continue;
       sizes[i] = v.sizes;
       if (v.is_constant) {
-        bytes[i] = v.data;
+        bytes[i] = v.data.to_vector();
       } else {
         const std::vector<float> f = random_floats(numel(v.sizes), 40 + static_cast<uint32_t>(i));
         bytes[i].assign(reinterpret_cast<const uint8_t*>(f.data()),

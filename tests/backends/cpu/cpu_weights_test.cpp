@@ -358,8 +358,8 @@ TEST_F(CpuWeights, PackedConstantsGoBackToTheLoader) {
     }
     // w's 64 KiB, right after its packing; then, as the method goes, the blob's segment (freed
     // by destroy). Never `shared`.
-    const std::vector<uint8_t>& wb = graph.values[static_cast<size_t>(w)].data;
-    const std::vector<uint8_t>& sb = graph.values[static_cast<size_t>(shared)].data;
+    const compiler::ConstantBytes& wb = graph.values[static_cast<size_t>(w)].data;
+    const compiler::ConstantBytes& sb = graph.values[static_cast<size_t>(shared)].data;
     ASSERT_EQ(loader.released.size(), 2u);
     EXPECT_EQ(loader.released[0].second, wb.size());
     EXPECT_EQ(std::memcmp(pte.data() + loader.released[0].first, wb.data(), wb.size()), 0);

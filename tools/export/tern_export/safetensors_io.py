@@ -40,15 +40,22 @@ def write_safetensors(path, tensors, metadata=None):
     header, offset = {}, 0
     if metadata:
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+    # The bytes by decreasing element size (stable): every tensor then starts at a multiple of
+    # its element size (the data area starts 8-byte aligned), so `tern compile` maps them in
+    # place rather than copying them into memory (tools/compiler/safetensors.h). The header
+    # keeps the caller's order.
+    entries = {}
     blobs = []
-    for name, t in tensors.items():
+    for name, t in sorted(tensors.items(), key=lambda kv: -kv[1].element_size()):
         if t.dtype not in DTYPES:
             raise ValueError("safetensors: tensor '%s' has unsupported dtype %s" % (name, t.dtype))
         data = tensor_bytes(t)
-        header[name] = {"dtype": DTYPES[t.dtype][0], "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(data)]}
+        entries[name] = {"dtype": DTYPES[t.dtype][0], "shape": list(t.shape),
+                         "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
+    for name in tensors:
+        header[name] = entries[name]
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)
     with open(path, "wb") as f:
