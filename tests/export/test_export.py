@@ -386,7 +386,7 @@ def test_tern_not_found_lists_what_was_tried():
 
 def test_safetensors_round_trip():
     tensors = {"a": torch.randn(2, 3), "b": torch.arange(5), "c": torch.tensor([True, False]),
-               "d": torch.zeros(0, 4)}
+               "d": torch.zeros(0, 4), "e": torch.randn(3, 4).t()}  # e: not contiguous
     p = _path("rt.safetensors")
     safetensors_io.write_safetensors(p, tensors)
     back = safetensors_io.read_safetensors(p)
@@ -403,7 +403,8 @@ def test_safetensors_round_trip():
     assert header["b"]["data_offsets"][0] == 0
     assert header["a"]["data_offsets"][0] == 40
     assert header["d"]["data_offsets"] == [64, 64]
-    assert header["c"]["data_offsets"] == [64, 66]
+    assert header["e"]["data_offsets"] == [64, 112]
+    assert header["c"]["data_offsets"] == [112, 114]
 
 
 def test_weight_dedupe_survives_temporaries():

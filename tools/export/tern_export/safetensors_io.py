@@ -25,18 +25,21 @@ _NUMPY = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32
           "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
 
 
-def tensor_bytes(t):
-    """The tensor's elements in C order, little-endian, as bytes."""
+def _le_array(t):
+    """The tensor's elements in C order as a little-endian numpy array: a view of t's storage
+    when t is a contiguous CPU tensor (no copy), else a contiguous copy of t alone."""
     t = t.detach().contiguous().cpu()
     if t.dtype == torch.bfloat16:
         t = t.view(torch.int16)
     if sys.byteorder != "little":
         raise NotImplementedError("safetensors: writing from a big-endian host is not supported")
-    return t.numpy().tobytes()
+    return t.numpy()
 
 
 def write_safetensors(path, tensors, metadata=None):
-    """Writes `tensors` (an ordered mapping name -> torch.Tensor) to `path`."""
+    """Writes `tensors` (an ordered mapping name -> torch.Tensor) to `path`, one tensor at a
+    time from its own storage: no copy of the weights is held (a 1.1B-parameter model's 4.4 GB
+    were held twice while writing)."""
     header, offset = {}, 0
     if metadata:
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
@@ -45,15 +48,14 @@ def write_safetensors(path, tensors, metadata=None):
     # place rather than copying them into memory (tools/compiler/safetensors.h). The header
     # keeps the caller's order.
     entries = {}
-    blobs = []
-    for name, t in sorted(tensors.items(), key=lambda kv: -kv[1].element_size()):
+    order = sorted(tensors.items(), key=lambda kv: -kv[1].element_size())
+    for name, t in order:
         if t.dtype not in DTYPES:
             raise ValueError("safetensors: tensor '%s' has unsupported dtype %s" % (name, t.dtype))
-        data = tensor_bytes(t)
+        nbytes = t.numel() * t.element_size()
         entries[name] = {"dtype": DTYPES[t.dtype][0], "shape": list(t.shape),
-                         "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
+                         "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
     for name in tensors:
         header[name] = entries[name]
     text = json.dumps(header, separators=(",", ":")).encode()
@@ -61,8 +63,9 @@ def write_safetensors(path, tensors, metadata=None):
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(text)))
         f.write(text)
-        for b in blobs:
-            f.write(b)
+        for _, t in order:
+            if t.numel() > 0:
+                f.write(memoryview(_le_array(t).reshape(-1)).cast("B"))
 
 
 def read_safetensors(path):
