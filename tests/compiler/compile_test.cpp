@@ -6,31 +6,17 @@
 #include <stdexcept>
 #include <string>
 
-#include "tools/compiler/graph_builder.h"
+#include "tests/compiler/mlp_graph.h"
 
 namespace tern::compiler {
 namespace {
 
-// x[1,4] -> linear(8) -> relu -> linear(2): activations of 16, 32, 32 and 8 bytes, 64 each
-// after alignment; x/h_relu and h/y can share, so arena = lower bound = 128.
-Graph mlp(const std::string& name) {
-  GraphBuilder b(name);
-  const int x = b.input("x", DType::F32, {1, 4});
-  const int w1 = b.constant_f32("fc1.weight", {8, 4}, std::vector<float>(32, 0.5f));
-  const int b1 = b.constant_f32("fc1.bias", {8}, std::vector<float>(8, 0.0f));
-  const int w2 = b.constant_f32("fc2.weight", {2, 8}, std::vector<float>(16, 0.25f));
-  const int none = b.none();
-  const int h = b.op("tern::linear", {x, w1, b1}, DType::F32, {1, 8}, "fc1");
-  const int r = b.op("tern::relu", {h}, DType::F32, {1, 8}, "act");
-  const int y = b.op("tern::linear", {r, w2, none}, DType::F32, {1, 2}, "fc2");
-  b.output(y);
-  return b.build();
-}
+using testing::mlp_graph;
 
 TEST(CompileProgram, ReportsEveryMethod) {
   ProgramGraph p;
-  p.methods.push_back(mlp("forward"));
-  p.methods.push_back(mlp("other"));
+  p.methods.push_back(mlp_graph("forward"));
+  p.methods.push_back(mlp_graph("other"));
   p.methods[1].nodes.pop_back();  // other: x -> fc1 -> act, output h_relu
   p.methods[1].values.pop_back();
   p.methods[1].outputs = {p.methods[1].nodes.back().outputs[0]};
@@ -54,7 +40,7 @@ TEST(CompileProgram, RejectsInvalidPrograms) {
   EXPECT_THROW(compile_program(empty), std::invalid_argument);
 
   ProgramGraph dup;
-  dup.methods = {mlp("forward"), mlp("forward")};
+  dup.methods = {mlp_graph("forward"), mlp_graph("forward")};
   try {
     compile_program(dup);
     ADD_FAILURE() << "accepted two methods named forward";
@@ -63,7 +49,7 @@ TEST(CompileProgram, RejectsInvalidPrograms) {
   }
 
   ProgramGraph bad;
-  bad.methods = {mlp("forward")};
+  bad.methods = {mlp_graph("forward")};
   bad.methods[0].nodes[1].args[0] = 99;
   try {
     compile_program(bad);

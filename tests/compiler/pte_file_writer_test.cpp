@@ -19,7 +19,7 @@
 
 #include "tests/support/temp_path.h"
 #include "tools/compiler/compile.h"
-#include "tools/compiler/graph_builder.h"
+#include "tests/compiler/mlp_graph.h"
 
 namespace tern::compiler {
 namespace {
@@ -40,27 +40,14 @@ std::vector<std::string> files_like(const std::string& path) {
   return out;
 }
 
-// x[1,4] -> linear(8) -> relu -> linear(2), weights of `seed`.
-Graph mlp(const std::string& name, float seed) {
-  GraphBuilder b(name);
-  const int x = b.input("x", DType::F32, {1, 4});
-  const int w1 = b.constant_f32("fc1.weight", {8, 4}, std::vector<float>(32, seed));
-  const int b1 = b.constant_f32("fc1.bias", {8}, std::vector<float>(8, 0.5f));
-  const int w2 = b.constant_f32("fc2.weight", {2, 8}, std::vector<float>(16, 0.25f));
-  const int none = b.none();
-  const int h = b.op("tern::linear", {x, w1, b1}, DType::F32, {1, 8}, "fc1");
-  const int r = b.op("tern::relu", {h}, DType::F32, {1, 8}, "act");
-  const int y = b.op("tern::linear", {r, w2, none}, DType::F32, {1, 2}, "fc2");
-  b.output(y);
-  return b.build();
-}
+using testing::mlp_graph;
 
 // Two methods sharing two of their three weights, segments page aligned (gaps of zeros between
 // them): the streamed file is byte for byte compile_program's.
 TEST(PteFileWriter, CompiledFileEqualsTheInMemoryBytes) {
   ProgramGraph program;
-  program.methods.push_back(mlp("forward", 0.75f));
-  program.methods.push_back(mlp("decode", -1.25f));
+  program.methods.push_back(mlp_graph("forward", 0.75f));
+  program.methods.push_back(mlp_graph("decode", -1.25f));
   for (const uint32_t alignment : {64u, 4096u}) {
     CompileOptions options;
     options.serializer.segment_alignment = alignment;
@@ -119,7 +106,7 @@ TEST(PteFileWriter, RefusesOverlappingPieces) {
 
 TEST(PteFileWriter, AMissingDirectoryNamesThePath) {
   ProgramGraph program;
-  program.methods.push_back(mlp("forward", 1.0f));
+  program.methods.push_back(mlp_graph("forward", 1.0f));
   try {
     compile_program_to_file(program, "/nonexistent/dir/out.pte");
     ADD_FAILURE() << "wrote into a missing directory";
