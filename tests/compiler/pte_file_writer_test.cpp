@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -102,6 +103,19 @@ TEST(PteFileWriter, RefusesOverlappingPieces) {
     EXPECT_NE(std::string(e.what()).find("overlap"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(files_like(path).empty());
+}
+
+// A destination that is no regular file is written in place: compiling to /dev/null checks a
+// program without keeping it, and leaves /dev/null a character device.
+TEST(PteFileWriter, WritesDevNullInPlace) {
+  ProgramGraph program;
+  program.methods.push_back(mlp_graph("forward"));
+  const CompileResult r = compile_program_to_file(program, "/dev/null");
+  EXPECT_GT(r.file_size, 0u);
+  struct stat st {};
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  EXPECT_TRUE(files_like("/dev/null.tern-tmp-").empty()) << "a temporary file was left in /dev";
 }
 
 TEST(PteFileWriter, AMissingDirectoryNamesThePath) {

@@ -2,6 +2,7 @@
 #include "tools/compiler/pte_file_writer.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,24 +16,33 @@
 
 namespace tern::compiler {
 
-AtomicFileWriter::AtomicFileWriter(std::string path)
-    : path_(std::move(path)), temp_(path_ + ".tern-tmp-" + std::to_string(::getpid())) {
-  fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
+  // A destination that exists and is no regular file (/dev/null, a pipe) is written directly:
+  // renaming a file over it would replace the device or pipe itself.
+  struct stat st {};
+  const bool special = ::stat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+  if (!special) temp_ = path_ + ".tern-tmp-" + std::to_string(::getpid());
+  const std::string& target = special ? path_ : temp_;
+  fd_ = ::open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd_ < 0) fail("cannot open '" + path_ + "' for writing", errno);
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
   if (fd_ >= 0) {
     ::close(fd_);
-    ::unlink(temp_.c_str());
+    remove_temp();
   }
+}
+
+void AtomicFileWriter::remove_temp() {
+  if (!temp_.empty()) ::unlink(temp_.c_str());
 }
 
 void AtomicFileWriter::fail(const std::string& what, int error) {
   if (fd_ >= 0) {
     ::close(fd_);
     fd_ = -1;
-    ::unlink(temp_.c_str());
+    remove_temp();
   }
   throw std::runtime_error(what + ": " + std::strerror(error));
 }
@@ -68,12 +78,13 @@ void AtomicFileWriter::commit() {
   fd_ = -1;
   if (::close(fd) != 0) {
     const int error = errno;
-    ::unlink(temp_.c_str());
+    remove_temp();
     throw std::runtime_error("cannot write '" + path_ + "': " + std::strerror(error));
   }
+  if (temp_.empty()) return;  // written in place
   if (::rename(temp_.c_str(), path_.c_str()) != 0) {
     const int error = errno;
-    ::unlink(temp_.c_str());
+    remove_temp();
     throw std::runtime_error("cannot replace '" + path_ + "': " + std::strerror(error));
   }
 }

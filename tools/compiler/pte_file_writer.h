@@ -14,8 +14,9 @@ namespace tern::compiler {
 /// Bytes written to `<path>.tern-tmp-<pid>` and renamed to `path` by commit(): a write that
 /// fails half way (a full disk, a file size limit, a killed process) never leaves a truncated
 /// `path`, and an existing `path` stays as it was until the new one is whole. Without commit()
-/// the destructor removes the temporary file. Every failure throws std::runtime_error naming
-/// the path, what was being done and the system's reason.
+/// the destructor removes the temporary file. A `path` that exists and is no regular file
+/// (/dev/null, a pipe) is written directly. Every failure throws std::runtime_error naming the
+/// path, what was being done and the system's reason.
 class AtomicFileWriter {
  public:
   explicit AtomicFileWriter(std::string path);
@@ -31,9 +32,10 @@ class AtomicFileWriter {
 
  private:
   [[noreturn]] void fail(const std::string& what, int error);
+  void remove_temp();
 
   std::string path_;
-  std::string temp_;
+  std::string temp_;  ///< empty: writing path_ directly
   int fd_ = -1;
   uint64_t written_ = 0;
 };
