@@ -119,5 +119,26 @@ TEST_F(BadInputCli, MalformedBackendOption) {
   }
 }
 
+// An output that cannot be written is a one-line error naming it and the reason; an existing
+// output stays as it was (pte_file_writer.h: written to a temporary, renamed when whole).
+TEST_F(BadInputCli, CompileToAnUnwritablePath) {
+  const fs::path graph = dir_ / "relu.json";
+  std::ofstream(graph) << R"({"version": 1, "methods": [{"name": "forward",
+      "values": [{"type": "tensor", "name": "x", "dtype": "f32", "shape": [2]},
+                 {"type": "tensor", "name": "y", "dtype": "f32", "shape": [2]}],
+      "inputs": [0], "outputs": [1],
+      "nodes": [{"op": "tern::relu", "args": [0], "outputs": [1]}]}]})";
+  const fs::path missing = dir_ / "missing" / "out.pte";
+  expect_error(tern("compile '" + graph.string() + "' -o '" + missing.string() + "'"),
+               {"'" + missing.string() + "'", "No such file or directory"});
+  EXPECT_FALSE(fs::exists(missing.parent_path()));
+  // Into an existing file: replaced whole.
+  const fs::path out = dir_ / "out.pte";
+  std::ofstream(out) << "old";
+  EXPECT_EQ(tern("compile '" + graph.string() + "' -o '" + out.string() + "'").exit_code, 0);
+  EXPECT_GT(fs::file_size(out), 64u);
+  EXPECT_EQ(tern("verify '" + out.string() + "'").exit_code, 0);
+}
+
 }  // namespace
 }  // namespace tern
