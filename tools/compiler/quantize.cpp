@@ -6,6 +6,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "runtime/core/span.h"
 #include "tools/compiler/fp8.h"
 #include "tools/compiler/nf4.h"
 #include "tools/compiler/value_bytes.h"
@@ -376,8 +377,12 @@ class MethodQuantizer {
   void quantize_value(size_t id, const QuantScheme& scheme, const std::vector<std::string>& ops,
                       bool transposed) {
     const std::string name = display_name(id);
-    std::vector<float> x(g_.values[id].data.size() / sizeof(float));
-    std::memcpy(x.data(), g_.values[id].data.data(), x.size() * sizeof(float));
+    // Read in place: a constant's bytes are an owned vector or borrowed from the mapped weights
+    // file at a multiple of 4 (safetensors.h), so f32-aligned; `source` keeps them alive after
+    // the value's data is replaced.
+    const ConstantBytes source = g_.values[id].data;
+    const Span<const float> x(reinterpret_cast<const float*>(source.data()),
+                              source.size() / sizeof(float));
     const std::vector<int64_t> sizes = g_.values[id].sizes;
     QuantizedWeight w;
     w.method = g_.name;
