@@ -24,12 +24,6 @@ class ConstantBytes {
       : owned_(std::make_shared<std::vector<uint8_t>>(std::move(bytes))) {}
   ConstantBytes(std::initializer_list<uint8_t> bytes)
       : owned_(std::make_shared<std::vector<uint8_t>>(bytes)) {}
-  /// Another holder of `shared`'s bytes (no copy).
-  static ConstantBytes share(const std::shared_ptr<std::vector<uint8_t>>& shared) {
-    ConstantBytes b;
-    b.owned_ = shared;
-    return b;
-  }
   /// `size` bytes at `data`, borrowed: `owner` keeps them valid (e.g. a file mapping) for as
   /// long as any ConstantBytes refers to them; never written through.
   static ConstantBytes borrow(std::shared_ptr<const void> owner, const uint8_t* data,

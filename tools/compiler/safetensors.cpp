@@ -70,10 +70,7 @@ namespace {
 
 /// Bytes of one element of `dtype` for the alignment a borrowed tensor needs (1 for the packed
 /// and byte types).
-size_t element_alignment(DType dtype) {
-  uint64_t n = 0;
-  return dtype_nbytes(dtype, 8, &n) && n >= 8 ? static_cast<size_t>(n / 8) : 1;
-}
+size_t element_alignment(DType dtype) { return std::max<size_t>(bits_per_element(dtype) / 8, 1); }
 
 /// parse_safetensors over `size` bytes at `base` (a vector's or a mapped file's). With an
 /// `owner` (the mapping), naturally aligned tensors borrow their bytes from base.

@@ -395,6 +395,12 @@ pte::Quant to_pte(const QuantSpec& q) {
 /// several constants; a prefill and a decode method of one model then store their weights
 /// once): equal size and hash, then the bytes compared. Delegate blobs and initial state values
 /// always get their own.
+/// The bytes of a constant or a delegate blob, as the segment list holds them.
+template <typename Bytes>
+Span<const uint8_t> bytes_of(const Bytes& b) {
+  return Span<const uint8_t>(b.data(), b.size());
+}
+
 class SegmentList {
  public:
   struct Entry {
@@ -403,10 +409,7 @@ class SegmentList {
   };
 
   uint32_t add(Span<const uint8_t> bytes) { return push(bytes, std::nullopt); }
-  uint32_t add(const ConstantBytes& bytes) { return add(span_of(bytes)); }
-  uint32_t add(const std::vector<uint8_t>& bytes) { return add(Span<const uint8_t>(bytes.data(), bytes.size())); }
-  uint32_t add_constant(const ConstantBytes& constant) {
-    const Span<const uint8_t> bytes = span_of(constant);
+  uint32_t add_constant(Span<const uint8_t> bytes) {
     const uint64_t hash = checksum64(bytes.data(), bytes.size());
     std::vector<uint32_t>& same = constants_[{bytes.size(), hash}];
     for (uint32_t i : same) {
@@ -419,9 +422,6 @@ class SegmentList {
   const std::vector<Entry>& entries() const { return entries_; }
 
  private:
-  static Span<const uint8_t> span_of(const ConstantBytes& b) {
-    return Span<const uint8_t>(b.data(), b.size());
-  }
   uint32_t push(Span<const uint8_t> bytes, std::optional<uint64_t> checksum) {
     entries_.push_back(Entry{bytes, checksum});
     return static_cast<uint32_t>(entries_.size() - 1);
@@ -441,10 +441,7 @@ class MethodLowering {
   pte::Method lower();
 
  private:
-  template <typename Bytes>
-  uint32_t add_segment(const Bytes& bytes) {
-    return segments_.add(bytes);
-  }
+  uint32_t add_segment(Span<const uint8_t> bytes) { return segments_.add(bytes); }
   void check_value_id(int id, const std::string& where) const {
     if (id < 0 || static_cast<size_t>(id) >= graph_.values.size()) {
       fail(graph_, where + " refers to value " + std::to_string(id) + ", out of range (" +
@@ -479,7 +476,7 @@ void MethodLowering::assign_constant_segments() {
                        std::to_string(v.data.size()) + " bytes, its dtype and sizes need " +
                        std::to_string(nbytes));
     }
-    constant_segment_[i] = segments_.add_constant(v.data);
+    constant_segment_[i] = segments_.add_constant(bytes_of(v.data));
   }
 }
 
@@ -704,7 +701,7 @@ pte::Method MethodLowering::lower() {
   for (const DelegateRegion& region : graph_.delegates) {
     pte::Delegate d;
     d.backend = region.backend;
-    d.segment = add_segment(region.blob);
+    d.segment = add_segment(bytes_of(region.blob));
     for (const auto& spec : region.compile_specs) {
       d.compile_specs.push_back(pte::CompileSpec{spec.first, spec.second});
     }
@@ -726,7 +723,7 @@ pte::Method MethodLowering::lower() {
         fail(graph_, "state value " + std::to_string(i) + " ('" + v.name + "') initial value has " +
                          std::to_string(v.data.size()) + " bytes, needs " + std::to_string(nbytes));
       }
-      init = static_cast<int32_t>(add_segment(v.data));
+      init = static_cast<int32_t>(add_segment(bytes_of(v.data)));
     }
     m.state.push_back(pte::StateTensor{static_cast<uint32_t>(i), init});
   }
@@ -847,7 +844,7 @@ pte::File describe_program(const ProgramGraph& program, const std::vector<Memory
                            std::to_string(v.data.size()) + " bytes, needs " +
                            std::to_string(nbytes));
       }
-      s.init_segment = static_cast<int32_t>(segment_list.add(v.data));
+      s.init_segment = static_cast<int32_t>(segment_list.add(bytes_of(v.data)));
     }
     file.shared_state.push_back(std::move(s));
   }
