@@ -68,15 +68,18 @@ def _export_and_decompose(module, args, keep, strict):
 
 def _capture_export(module, args, keep):
     # Non-strict tracing first (torch.export's default). A tensor the model reaches through a
-    # plain Python object rather than a module attribute (transformers' StaticCache holds its
-    # key/value tensors that way) is lifted as a constant there, and updating it in place
-    # fails in run_decompositions; strict tracing (TorchDynamo) sees such tensors as the
-    # buffers they are registered as, so it is the second try.
+    # plain Python object rather than a module attribute is lifted as a constant there, and
+    # updating it in place fails in run_decompositions; strict tracing (TorchDynamo) sees such
+    # tensors as the buffers they are registered as, so it is the second try. Strict tracing
+    # holds a clone of every parameter (about 3x the weights at its peak): export_llm's
+    # StaticCacheLM reads transformers' cache through its buffers so that non-strict works.
+    strict = False
     try:
         ep = _export_and_decompose(module, args, keep, strict=False)
     except CaptureError as first:
         if torch_version() < (2, 3):
             raise
+        strict = True
         try:
             ep = _export_and_decompose(module, args, keep, strict=True)
         except CaptureError as second:
@@ -168,8 +171,8 @@ def _capture_export(module, args, keep):
     if mutations:
         out_node.args = (tuple(user),)
         ep.graph_module.recompile()
-    return Captured(ep.graph_module, placeholders, "torch.export (torch %s)" % torch.__version__,
-                    mutations=mutations)
+    return Captured(ep.graph_module, placeholders, "torch.export (torch %s, %s)" % (
+        torch.__version__, "strict" if strict else "non-strict"), mutations=mutations)
 
 
 def _functionalize():

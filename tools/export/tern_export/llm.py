@@ -45,7 +45,38 @@ class StaticCacheLM(torch.nn.Module):
                               "positions: %s: %s" % (type(model).__name__, max_seq_len,
                                                      type(e).__name__, e)) from e
 
+    def _cache_tensors_from_buffers(self):
+        """Points the cache's layers at the wrapper's registered buffers (key_cache_i,
+        value_cache_i, cumulative_length_i); returns what they held before.
+
+        transformers registers each cache tensor as a buffer of the wrapper but the model reaches
+        it through the StaticCache's layer objects, plain Python attributes. Non-strict
+        torch.export replaces a module's buffers by traced stand-ins and leaves other objects
+        alone: the layers would keep the real tensors, which export then lifts as constants
+        aliasing the buffers (run_decompositions fails on the alias, and the cache updates are
+        not buffer mutations). Reading them through the buffers here makes the updates buffer
+        mutations, so non-strict tracing works and strict tracing (TorchDynamo, which clones
+        every parameter: ~3x the weights in memory) is not needed."""
+        saved = []
+        for i, layer in enumerate(getattr(self.w.static_cache, "layers", ())):
+            names = {"keys": "key_cache_%d" % i, "values": "value_cache_%d" % i,
+                     "cumulative_length": "cumulative_length_%d" % i}
+            for attr, buffer in names.items():
+                tensor = self.w._buffers.get(buffer)
+                if tensor is not None and hasattr(layer, attr):
+                    saved.append((layer, attr, getattr(layer, attr)))
+                    setattr(layer, attr, getattr(self.w, buffer))
+        return saved
+
     def forward(self, tokens, positions):
+        saved = self._cache_tensors_from_buffers()
+        try:
+            return self._forward(tokens, positions)
+        finally:
+            for layer, attr, tensor in saved:
+                setattr(layer, attr, tensor)
+
+    def _forward(self, tokens, positions):
         if not self.last_logits:
             return self.w(input_ids=tokens, cache_position=positions)
         # transformers' wrapper forward (reset the cache's fill level to the chunk's first
