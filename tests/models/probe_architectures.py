@@ -5,8 +5,8 @@ outside the test zoo."""
 import torch
 
 from probe_builders import (AUDIO, DECODER, SEQ2SEQ, SMALL, T5_SMALL, _boxes, _ids, _ones,
-                            classifier, hgnet_v2, inputs, optical_flow, segmentation, tensor_in,
-                            text, video, video_at, vision)
+                            classifier, decoder, hgnet_v2, inputs, optical_flow, segmentation,
+                            tensor_in, text, video, video_at, vision)
 
 ARCHITECTURES = {
     # Encoders (text)
@@ -510,4 +510,49 @@ ARCHITECTURES = {
                              {"input_ids": _ids(), "attention_mask": _ones()}, encoder=True,
                              encoder_attention_type="transient-global", local_radius=4,
                              global_block_size=4, **T5_SMALL),
+    # The eighth batch (2026-12-06, forty-sixth session): the transformers 5.25 causal LMs
+    # whose classes the probe did not name and whose generic decoder config runs in eager
+    # (multimodal wrappers whose default vision towers are 0.1-3 B parameters left out).
+    "afmoe": decoder("AfmoeModel", "AfmoeConfig"),
+    "apertus1p5_text": decoder("Apertus1p5TextModel", "Apertus1p5TextConfig"),
+    "aria_text": decoder("AriaTextModel", "AriaTextConfig"),
+    "bailing_hybrid": decoder("BailingHybridModel", "BailingHybridConfig"),
+    "beam": decoder("BeamModel", "BeamConfig"),
+    "cohere2_moe": decoder("Cohere2MoeModel", "Cohere2MoeConfig"),
+    "cwm": decoder("CwmModel", "CwmConfig"),
+    "deepseek_v4": decoder("DeepseekV4Model", "DeepseekV4Config"),
+    "dory": decoder("DoryModel", "DoryConfig"),
+    "ergo": decoder("ErgoModel", "ErgoConfig"),
+    "flex_olmo": decoder("FlexOlmoModel", "FlexOlmoConfig"),
+    "flint": decoder("FlintModel", "FlintConfig"),
+    "fuyu": decoder("FuyuModel", "FuyuConfig"),
+    "gemma4_text": decoder("Gemma4TextModel", "Gemma4TextConfig", vocab_size_per_layer_input=128,
+                           hidden_size_per_layer_input=16),
+    "gemma4_unified_text": decoder("Gemma4UnifiedTextModel", "Gemma4UnifiedTextConfig"),
+    "granite_swa": decoder("GraniteSWAModel", "GraniteSWAConfig"),
+    "granitemoe_swa": decoder("GraniteMoeSWAModel", "GraniteMoeSWAConfig"),
+    "hrm_text": decoder("HrmTextModel", "HrmTextConfig"),
+    "hy_v3": decoder("HYV3Model", "HYV3Config"),
+    "hy_v4": decoder("HYV4Model", "HYV4Config"),
+    "hyperclovax": decoder("HyperCLOVAXModel", "HyperCLOVAXConfig"),
+    "inkling2_loop_text": decoder("Inkling2LoopTextModel", "Inkling2LoopTextConfig"),
+    "inkling2_text": decoder("Inkling2TextModel", "Inkling2TextConfig"),
+    "inkling_text": decoder("InklingTextModel", "InklingTextConfig"),
+    "jais2": decoder("Jais2Model", "Jais2Config"),
+    "kolibri1": decoder("Kolibri1Model", "Kolibri1Config"),
+    "laguna": decoder("LagunaModel", "LagunaConfig"),
+    "lara_mini": decoder("LaraMiniModel", "LaraMiniConfig"),
+    "lfm3": decoder("Lfm3Model", "Lfm3Config"),
+    "llama4_text": decoder("Llama4TextModel", "Llama4TextConfig"),
+    "mimo_v2_flash": decoder("MiMoV2FlashModel", "MiMoV2FlashConfig"),
+    "minicpm5_moe": decoder("MiniCPM5MoeModel", "MiniCPM5MoeConfig"),
+    "minimax_m2": decoder("MiniMaxM2Model", "MiniMaxM2Config"),
+    "minimax_m3_vl_text": decoder("MiniMaxM3VLTextModel", "MiniMaxM3VLTextConfig"),
+    "ministral3": decoder("Ministral3Model", "Ministral3Config"),
+    "moshi": decoder("MoshiModel", "MoshiConfig"),
+    "qwen3_5_moe_text": decoder("Qwen3_5MoeTextModel", "Qwen3_5MoeTextConfig"),
+    "qwen3_5_text": decoder("Qwen3_5TextModel", "Qwen3_5TextConfig"),
+    "qwen4_exp_text": decoder("Qwen4ExpTextModel", "Qwen4ExpTextConfig"),
+    "xlm_roberta_xl": decoder("XLMRobertaXLModel", "XLMRobertaXLConfig"),
+    "zaya": decoder("ZayaModel", "ZayaConfig", num_experts_per_tok=1),  # ZAYA routes to one
 }

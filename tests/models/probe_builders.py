@@ -41,6 +41,33 @@ def text(cls, cfg, encoder=False, **kw):
     return build
 
 
+# Mixture-of-experts sizes for decoder(): the defaults of newer configs (64-256 experts) make a
+# "tiny" model of 50-140 M parameters.
+MOE_SMALL = dict(num_experts=4, n_routed_experts=4, num_local_experts=4, num_experts_per_tok=2,
+                 moe_intermediate_size=64, n_group=1, topk_group=1, n_shared_experts=1,
+                 num_shared_experts=1, shared_expert_intermediate_size=64,
+                 moe_num_experts=4)
+
+
+def decoder(cls, cfg, **kw):
+    """text() of a decoder from the generic DECODER sizes (head_dim 16; pad, bos and eos ids 0,
+    inside the tiny vocabulary), with the MOE_SMALL sizes the config has, and parameters the
+    model initialises to zeros randomised (_unzeroed: an all-zero router ties every expert,
+    and a tie's pick is not a defined order)."""
+    def build():
+        tf = _transformers()
+        config_cls = getattr(tf, cfg)
+        defaults = config_cls()
+        args = dict(DECODER, head_dim=16, pad_token_id=0, bos_token_id=0, eos_token_id=0)
+        args.update({k: v for k, v in MOE_SMALL.items() if hasattr(defaults, k)})
+        args.update(kw)
+        model = _hf(getattr(tf, cls), config_cls(**args)).eval()
+        _unzeroed(model)
+        ids = torch.randint(0, 100, (1, 16))
+        return HFOutputs(model, ["input_ids"], ["last_hidden_state"]).eval(), (ids,), False
+    return build
+
+
 def tensor_in(cls, cfg, shape, key="pixel_values", bn=False, encoder=False, **kw):
     def build():
         tf = _transformers()

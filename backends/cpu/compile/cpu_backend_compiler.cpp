@@ -95,7 +95,7 @@ void check_node(const Graph& g, const Node& node) {
   } else if (op == "tern::pow") {  // 2, 3, 0.5: products / sqrt; else op 38's pow
     (void)pow_math_exponent(g, node);
   } else if (op == "tern::rsqrt" || op == "tern::sqrt" || op == "tern::abs" ||
-             op == "tern::tanh" || op == "tern::neg") {
+             op == "tern::tanh" || op == "tern::neg" || op == "tern::reciprocal") {
     check_unary_elementwise(g, node);
   } else if (is_unary_math_op(op)) {  // tern's unary math (op 38)
     (void)unary_math_attrs(g, node);

@@ -24,7 +24,8 @@ bool is_elementwise_unary(const std::string& op) {
          op == "tern::leaky_relu" || op == "tern::silu" || op == "tern::sigmoid" ||
          op == "tern::hardswish" || op == "tern::hardsigmoid" || op == "tern::gelu" ||
          op == "tern::tanh" || op == "tern::rsqrt" || op == "tern::sqrt" || op == "tern::abs" ||
-         op == "tern::neg" || op == "tern::pow" || is_unary_math_op(op);
+         op == "tern::neg" || op == "tern::reciprocal" || op == "tern::pow" ||
+         is_unary_math_op(op);
 }
 
 bool is_elementwise_binary(const std::string& op) {

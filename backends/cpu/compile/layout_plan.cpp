@@ -37,7 +37,8 @@ bool follows_operands(const std::string& op) {
          op == "tern::hardswish" || op == "tern::sigmoid" || op == "tern::hardsigmoid" ||
          op == "tern::silu" || op == "tern::softmax" || op == "tern::pad" || op == "tern::pow" ||
          op == "tern::rsqrt" || op == "tern::tanh" || op == "tern::neg" || op == "tern::where" ||
-         op == "tern::sqrt" || op == "tern::abs" || is_unary_math_op(op) ||
+         op == "tern::sqrt" || op == "tern::abs" || op == "tern::reciprocal" ||
+         is_unary_math_op(op) ||
          op == "tern::cumsum" || is_binary(op);
 }
 

@@ -259,6 +259,9 @@ void Lowering::lower_node(const Node& node) {
     const uint32_t root = internal(dims_of(node.args[0]));
     add_node(NodeOp::SquareRoot, {x}, root);
     add_node(NodeOp::Divide, {add_constant({1}, {1.0f}), root}, output(node.outputs[0]));
+  } else if (op == "tern::reciprocal") {  // 1 / x, correctly rounded as the portable kernel's
+    add_node(NodeOp::Divide, {add_constant({1}, {1.0f}), activation(node.args[0])},
+             output(node.outputs[0]));
   } else if (op == "tern::cumsum") {  // tern's running sum (op 39) along x's blob dim
     int64_t d = cumsum_dim(g_, node);
     if (is_nhwc(node.args[0])) d = std::vector<int64_t>{0, 3, 1, 2}[static_cast<size_t>(d)];

@@ -104,6 +104,37 @@ std::vector<OpCase> cases() {
     EXPECT_EQ(count_op(blob, cpu::NodeOp::UnaryMath), 7u);
   };
   c.push_back(inverse);
+  // reciprocal (a divide of 1 by x, correctly rounded as the portable 1.0f / x): Inkling's
+  // head norms; of both signs, of small magnitudes (large results) and of an NHWC conv output
+  // (the divide follows its operand's layout). Outputs equal the portable ones exactly.
+  OpCase reciprocal = {"reciprocal",
+                       [](GraphBuilder& b) {
+                         const std::vector<int64_t> xs{3, 50};
+                         const int x = b.input("x", DType::F32, xs);
+                         b.output(b.op("tern::reciprocal", {x}, DType::F32, xs));
+                         const int t = b.op("tern::mul", {x, b.double_value(1e-4)}, DType::F32,
+                                            xs);
+                         b.output(b.op("tern::reciprocal", {t}, DType::F32, xs));
+                       },
+                       0.0};
+  reciprocal.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::Divide), 2u);
+  };
+  c.push_back(reciprocal);
+  c.push_back({"reciprocal_of_nhwc_conv",
+               [](GraphBuilder& b) {
+                 const std::vector<int64_t> xs{1, 3, 6, 5};
+                 const int x = b.input("x", DType::F32, xs);
+                 const int y = conv(b, x, xs, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, 92);
+                 const std::vector<int64_t> ys{1, 4, 6, 5};
+                 // 1 / (y² + 1): away from y's zeros, where the two convs' rounding would be
+                 // amplified without bound.
+                 const int y2 = b.op("tern::mul", {y, y}, DType::F32, ys);
+                 const int d = b.op("tern::add", {y2, b.double_value(1.0)}, DType::F32, ys);
+                 b.output(conv(b, b.op("tern::reciprocal", {d}, DType::F32, ys), ys, 2, 1, 1,
+                               {1, 1}, {0, 0}, {1, 1}, 1, true, 93));
+               },
+               1e-10});
   // A big tensor (split over the pool in chunks) and an NHWC conv output.
   c.push_back({"exp_split_over_the_pool",
                [](GraphBuilder& b) {
