@@ -4,7 +4,7 @@ time-series models, and torchvision's segmentation, video, optical-flow and clas
 outside the test zoo."""
 import torch
 
-from probe_builders import (AUDIO, DECODER, SEQ2SEQ, SMALL, T5_SMALL, _boxes, _ids, _ones,
+from probe_builders import (AUDIO, DECODER, MLA_SMALL, SEQ2SEQ, SMALL, T5_SMALL, _boxes, _ids, _ones,
                             classifier, decoder, hgnet_v2, inputs, optical_flow, segmentation,
                             tensor_in, text, video, video_at, vision)
 
@@ -555,4 +555,11 @@ ARCHITECTURES = {
     "qwen4_exp_text": decoder("Qwen4ExpTextModel", "Qwen4ExpTextConfig"),
     "xlm_roberta_xl": decoder("XLMRobertaXLModel", "XLMRobertaXLConfig"),
     "zaya": decoder("ZayaModel", "ZayaConfig", num_experts_per_tok=1),  # ZAYA routes to one
+    # Multi-head latent attention (their RoPE dims written out: MLA_SMALL; AXK1's and Youtu's
+    # RoPE runs over head_dim, their qk_rope_head_dim).
+    "axk1": decoder("AXK1Model", "AXK1Config", head_dim=8, **MLA_SMALL),
+    "axk2": decoder("AXK2Model", "AXK2Config", **MLA_SMALL),
+    "youtu": decoder("YoutuModel", "YoutuConfig", head_dim=8, **MLA_SMALL),
+    "glm4_moe_lite": decoder("Glm4MoeLiteModel", "Glm4MoeLiteConfig", **MLA_SMALL),
+    "glm_moe_dsa": decoder("GlmMoeDsaModel", "GlmMoeDsaConfig", **MLA_SMALL),
 }

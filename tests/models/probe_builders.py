@@ -48,6 +48,11 @@ MOE_SMALL = dict(num_experts=4, n_routed_experts=4, num_local_experts=4, num_exp
                  num_shared_experts=1, shared_expert_intermediate_size=64,
                  moe_num_experts=4)
 
+# Multi-head latent attention's sizes (DeepSeek-V2's family): the RoPE and non-RoPE parts of a
+# query / key head and the compressed KV and query ranks, written out for decoder().
+MLA_SMALL = dict(num_key_value_heads=4, kv_lora_rank=16, q_lora_rank=32, qk_rope_head_dim=8,
+                 qk_nope_head_dim=8, v_head_dim=16)
+
 
 def decoder(cls, cfg, **kw):
     """text() of a decoder from the generic DECODER sizes (head_dim 16; pad, bos and eos ids 0,
