@@ -62,8 +62,7 @@ class StaticCacheLM(torch.nn.Module):
             names = {"keys": "key_cache_%d" % i, "values": "value_cache_%d" % i,
                      "cumulative_length": "cumulative_length_%d" % i}
             for attr, buffer in names.items():
-                tensor = self.w._buffers.get(buffer)
-                if tensor is not None and hasattr(layer, attr):
+                if self.w._buffers.get(buffer) is not None and hasattr(layer, attr):
                     saved.append((layer, attr, getattr(layer, attr)))
                     setattr(layer, attr, getattr(self.w, buffer))
         return saved
