@@ -124,7 +124,11 @@ TEST(ValidateGraph, ConstantByteSize) {
 
 TEST(ValidateGraph, Nf4ConstantRoundsUpToWholeBytes) {
   GraphBuilder b = relu_graph();
-  b.constant("w", DType::NF4, {3}, std::vector<uint8_t>(2));
+  const int w = b.constant("w", DType::NF4, {3}, std::vector<uint8_t>(2));
+  const int absmax = b.constant("absmax", DType::F32, {1}, std::vector<uint8_t>(4));
+  b.graph().values[w].quant.scheme = QuantSpec::Scheme::NF4;
+  b.graph().values[w].quant.block_size = 32;
+  b.graph().values[w].quant.absmax = absmax;
   EXPECT_NO_THROW(validate_graph(b.graph()));
 }
 
@@ -171,6 +175,48 @@ TEST(ValidateGraph, QuantReferenceMustBeConstant) {
   expect_invalid(b.graph(), {"'w'", "quant.absmax", "constant tensor"});
   b.graph().values[w].quant.absmax = 99;
   expect_invalid(b.graph(), {"quant.absmax", "value 99 out of range"});
+}
+
+// Quant parameters are checked as the runtime's loader checks them (a fuzz finding: an FP8
+// weight whose scale was another tensor's, 5 per-channel scales for a 2x2-tile weight, compiled
+// into a program Program::load refused).
+TEST(ValidateGraph, QuantParametersMustFitTheTensor) {
+  GraphBuilder b = relu_graph();
+  const int w = b.constant("w", DType::FP8E5M2, {8, 24}, std::vector<uint8_t>(8 * 24));
+  const int five = b.constant("five", DType::F32, {5}, std::vector<uint8_t>(20));
+  const int four = b.constant("four", DType::F32, {4}, std::vector<uint8_t>(16));
+  const int eight = b.constant("eight", DType::F32, {8}, std::vector<uint8_t>(32));
+  QuantSpec& q = b.graph().values[w].quant;
+  expect_invalid(b.graph(), {"'w'", "fp8_e5m2 tensor without quantization parameters"});
+  q.scheme = QuantSpec::Scheme::FP8;
+  q.granularity = QuantSpec::Granularity::Block2D;
+  q.block_rows = 4;
+  q.block_cols = 16;  // ceil(8 / 4) x ceil(24 / 16) = 4 tiles
+  q.scale = five;
+  expect_invalid(b.graph(), {"'w'", "quant scale", "'five'", "has 5 elements, expected 4"});
+  q.scale = four;
+  EXPECT_NO_THROW(validate_graph(b.graph()));
+  q.granularity = QuantSpec::Granularity::PerChannel;  // 8 rows: 8 scales
+  expect_invalid(b.graph(), {"quant scale", "has 4 elements, expected 8"});
+  q.scale = eight;
+  EXPECT_NO_THROW(validate_graph(b.graph()));
+  q.scale = -1;
+  expect_invalid(b.graph(), {"quant.scale", "missing"});
+  q.scale = eight;
+  q.scheme = QuantSpec::Scheme::NF4;
+  expect_invalid(b.graph(), {"'w'", "NF4 quantization on a fp8_e5m2 tensor"});
+
+  const int n = b.constant("n", DType::NF4, {4, 32}, std::vector<uint8_t>(64));
+  QuantSpec& nq = b.graph().values[n].quant;
+  nq.scheme = QuantSpec::Scheme::NF4;
+  nq.block_size = 48;
+  nq.absmax = four;
+  b.graph().values[w].quant.scheme = QuantSpec::Scheme::FP8;
+  expect_invalid(b.graph(), {"'n'", "NF4 block size 48 is not a power of two"});
+  nq.block_size = 32;  // 128 codes: 4 blocks
+  EXPECT_NO_THROW(validate_graph(b.graph()));
+  nq.block_size = 64;
+  expect_invalid(b.graph(), {"'n'", "quant absmax", "has 4 elements, expected 2"});
 }
 
 // x -> a -> b -> c, region over nodes 1..2.

@@ -1,6 +1,7 @@
 // Graph IR helpers: view-op classification and structural validation.
 #include "tools/compiler/graph.h"
 
+#include <cmath>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -204,20 +205,81 @@ class Validator {
     }
   }
 
+  // A quantized tensor's scheme and parameters, by the rules the runtime's loader applies
+  // (runtime/executor/method_load_values.cpp load_quant): a program the compiler writes loads.
   void check_quant(int id, const QuantSpec& q) {
-    const std::pair<const char*, int> refs[] = {{"absmax", q.absmax},
-                                                {"dq_codes", q.dq_codes},
-                                                {"dq_absmax2", q.dq_absmax2},
-                                                {"dq_table", q.dq_table},
-                                                {"scale", q.scale}};
-    for (const auto& r : refs) {
-      if (r.second == -1) continue;
-      const std::string where = describe(id) + ": quant." + r.first;
-      check_id(r.second, where);
-      const Value& ref = g_.values[r.second];
-      if (!ref.is_tensor() || !ref.is_constant) {
-        fail(where + ": " + describe(r.second) + " must be a constant tensor");
+    const Value& v = g_.values[id];
+    const std::string where = describe(id);
+    const bool nf4 = v.dtype == DType::NF4;
+    const bool fp8 = v.dtype == DType::FP8E4M3 || v.dtype == DType::FP8E5M2;
+    if (q.scheme == QuantSpec::Scheme::None) {
+      if (nf4 || fp8) {
+        fail(where + ": " + std::string(to_string(v.dtype)) +
+             " tensor without quantization parameters (quant)");
       }
+      return;
+    }
+    const bool nf4_scheme =
+        q.scheme == QuantSpec::Scheme::NF4 || q.scheme == QuantSpec::Scheme::NF4DoubleQuant;
+    if (!(nf4_scheme && nf4) && !(q.scheme == QuantSpec::Scheme::FP8 && fp8)) {
+      fail(where + ": " + (nf4_scheme ? "NF4" : "FP8") + " quantization on a " +
+           to_string(v.dtype) + " tensor");
+    }
+    uint64_t numel = 1;
+    for (int64_t s : v.sizes) numel *= static_cast<uint64_t>(s);
+    auto ceil_div = [](uint64_t a, uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); };
+    if (nf4_scheme) {
+      const uint32_t b = q.block_size;
+      if (b < 32 || b > 4096 || (b & (b - 1)) != 0) {
+        fail(where + ": NF4 block size " + std::to_string(b) +
+             " is not a power of two in [32, 4096]");
+      }
+      const uint64_t blocks = ceil_div(numel, b);
+      if (q.scheme == QuantSpec::Scheme::NF4) {
+        check_quant_param(id, "absmax", q.absmax, DType::F32, blocks);
+      } else {
+        if (q.dq_block_size == 0) fail(where + ": double-quant block size is 0");
+        if (!std::isfinite(q.dq_offset)) fail(where + ": double-quant offset is not finite");
+        check_quant_param(id, "dq_codes", q.dq_codes, DType::U8, blocks);
+        check_quant_param(id, "dq_absmax2", q.dq_absmax2, DType::F32,
+                          ceil_div(blocks, q.dq_block_size));
+        check_quant_param(id, "dq_table", q.dq_table, DType::F32, 256);
+      }
+      return;
+    }
+    uint64_t scales = 1;
+    if (q.granularity == QuantSpec::Granularity::PerChannel) {
+      scales = v.sizes.empty() ? 1 : static_cast<uint64_t>(v.sizes[0]);
+    } else if (q.granularity == QuantSpec::Granularity::Block2D) {
+      if (v.sizes.size() != 2 || q.block_rows == 0 || q.block_cols == 0) {
+        fail(where + ": block_2d FP8 scales need a 2-D tensor and non-zero block sizes, found " +
+             "rank " + std::to_string(v.sizes.size()) + ", blocks " +
+             std::to_string(q.block_rows) + "x" + std::to_string(q.block_cols));
+      }
+      scales = ceil_div(static_cast<uint64_t>(v.sizes[0]), q.block_rows) *
+               ceil_div(static_cast<uint64_t>(v.sizes[1]), q.block_cols);
+    }
+    check_quant_param(id, "scale", q.scale, DType::F32, scales);
+  }
+
+  // Quant parameter `field` of tensor `id`: value `ref`, a constant `dtype` tensor of `count`
+  // elements.
+  void check_quant_param(int id, const char* field, int ref, DType dtype, uint64_t count) {
+    const std::string where = describe(id) + ": quant." + field;
+    if (ref == -1) fail(where + ": missing (the scheme needs it)");
+    check_id(ref, where);
+    const Value& p = g_.values[ref];
+    if (!p.is_tensor() || !p.is_constant) {
+      fail(where + ": " + describe(ref) + " must be a constant tensor");
+    }
+    const std::string param = describe(id) + ": quant " + field + " (" + describe(ref) + ")";
+    if (p.dtype != dtype) {
+      fail(param + " has dtype " + to_string(p.dtype) + ", expected " + to_string(dtype));
+    }
+    uint64_t n = 1;
+    for (int64_t s : p.sizes) n *= static_cast<uint64_t>(s);
+    if (n != count) {
+      fail(param + " has " + std::to_string(n) + " elements, expected " + std::to_string(count));
     }
   }
 
