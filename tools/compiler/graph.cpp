@@ -225,8 +225,10 @@ class Validator {
       fail(where + ": " + (nf4_scheme ? "NF4" : "FP8") + " quantization on a " +
            to_string(v.dtype) + " tensor");
     }
-    uint64_t numel = 1;
-    for (int64_t s : v.sizes) numel *= static_cast<uint64_t>(s);
+    uint64_t numel = 0;
+    if (!shape_numel(v.sizes, &numel)) {
+      fail(where + ": shape " + shape_string(v.sizes) + " overflows");
+    }
     auto ceil_div = [](uint64_t a, uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); };
     if (nf4_scheme) {
       const uint32_t b = q.block_size;
@@ -276,9 +278,8 @@ class Validator {
     if (p.dtype != dtype) {
       fail(param + " has dtype " + to_string(p.dtype) + ", expected " + to_string(dtype));
     }
-    uint64_t n = 1;
-    for (int64_t s : p.sizes) n *= static_cast<uint64_t>(s);
-    if (n != count) {
+    uint64_t n = 0;
+    if (!shape_numel(p.sizes, &n) || n != count) {
       fail(param + " has " + std::to_string(n) + " elements, expected " + std::to_string(count));
     }
   }
