@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <ostream>
 #include <random>
 #include <string>
@@ -744,6 +745,97 @@ TEST(Program, Nf4QuantParamsAreChecked) {
   p = nf4_program();
   forward(p).values[4].tensor.quant->scheme = 17;
   EXPECT_LOAD_ERROR(testing::assemble(p), InvalidProgram, "unknown quantization scheme 17");
+}
+
+/// Adds an NF4 double-quant weight q [2, 64] in blocks of 32 (4 blocks; segment 1) with its
+/// parameters: dq_codes u8 [4] (segment 2), dq_absmax2 f32 [2] for dq blocks of 2 (segment 3),
+/// dq_table f32 [256] (segment 4) — values 4 to 7. Each segment has 16 spare bytes so that a
+/// wrong count still fits and the count check, not the bounds check, is what refuses it.
+RawProgram nf4_double_quant_program() {
+  RawProgram p = testing::valid_raw_program();
+  p.area.resize(1344);
+  p.segments.push_back(RawSegment{64, 64, 64, std::nullopt});
+  p.segments.push_back(RawSegment{128, 16, 64, std::nullopt});
+  p.segments.push_back(RawSegment{192, 24, 64, std::nullopt});
+  p.segments.push_back(RawSegment{256, 1040, 64, std::nullopt});
+  RawValue q = testing::raw_f32_tensor({2, 64}, 1, 1, 0);
+  q.tensor.dtype = static_cast<uint8_t>(DType::NF4);
+  RawQuant quant;
+  quant.scheme = static_cast<uint8_t>(fb::QuantScheme::NF4DoubleQuant);
+  quant.block_size = 32;
+  quant.dq_codes = 5;
+  quant.dq_absmax2 = 6;
+  quant.dq_table = 7;
+  quant.dq_block_size = 2;
+  quant.dq_offset = 0.125f;
+  q.tensor.quant = quant;
+  forward(p).values.push_back(q);
+  RawValue codes = testing::raw_f32_tensor({4}, 1, 2, 0);
+  codes.tensor.dtype = static_cast<uint8_t>(DType::U8);
+  forward(p).values.push_back(codes);
+  forward(p).values.push_back(testing::raw_f32_tensor({2}, 1, 3, 0));
+  forward(p).values.push_back(testing::raw_f32_tensor({256}, 1, 4, 0));
+  return p;
+}
+
+TEST(Program, Nf4DoubleQuantParamsLoad) {
+  EXPECT_EQ(load_error(testing::assemble(nf4_double_quant_program())), Error::Ok)
+      << last_error_message();
+  // 4 blocks in dq blocks of 3: a partial last dq block, still 2 second-level absmax values.
+  RawProgram p = nf4_double_quant_program();
+  forward(p).values[4].tensor.quant->dq_block_size = 3;
+  EXPECT_EQ(load_error(testing::assemble(p)), Error::Ok) << last_error_message();
+}
+
+TEST(Program, Nf4DoubleQuantParamsAreChecked) {
+  RawProgram p = nf4_double_quant_program();
+  forward(p).values[4].tensor.quant->dq_block_size = 0;
+  EXPECT_LOAD_ERROR(testing::assemble(p), InvalidProgram,
+                    "value 4: double-quant block size is 0");
+
+  p = nf4_double_quant_program();
+  forward(p).values[4].tensor.quant->dq_offset = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_LOAD_ERROR(testing::assemble(p), InvalidProgram,
+                    "value 4: double-quant offset is not finite");
+
+  p = nf4_double_quant_program();
+  forward(p).values[4].tensor.quant->dq_offset = std::numeric_limits<float>::infinity();
+  EXPECT_LOAD_ERROR(testing::assemble(p), InvalidProgram, "double-quant offset is not finite");
+
+  p = nf4_double_quant_program();
+  forward(p).values[5].tensor.sizes = {5};
+  EXPECT_LOAD_ERROR(testing::assemble(p), InvalidProgram,
+                    "value 4: quant dq_codes (value 5) has 5 elements, expected 4");
+
+  p = nf4_double_quant_program();
+  forward(p).values[5].tensor.dtype = static_cast<uint8_t>(DType::F32);
+  EXPECT_LOAD_ERROR(testing::assemble(p), InvalidProgram,
+                    "quant dq_codes (value 5) has dtype f32, expected u8");
+
+  p = nf4_double_quant_program();
+  forward(p).values[4].tensor.quant->dq_block_size = 4;  // 4 blocks: one dq block, not 2
+  EXPECT_LOAD_ERROR(testing::assemble(p), InvalidProgram,
+                    "value 4: quant dq_absmax2 (value 6) has 2 elements, expected 1");
+
+  p = nf4_double_quant_program();
+  forward(p).values[7].tensor.sizes = {255};
+  EXPECT_LOAD_ERROR(testing::assemble(p), InvalidProgram,
+                    "value 4: quant dq_table (value 7) has 255 elements, expected 256");
+
+  p = nf4_double_quant_program();
+  forward(p).values[4].tensor.quant->dq_table = 2;  // an arena tensor
+  EXPECT_LOAD_ERROR(testing::assemble(p), InvalidProgram, "must be a constant tensor");
+
+  p = nf4_double_quant_program();
+  forward(p).values[4].tensor.quant->dq_absmax2 = 12;
+  EXPECT_LOAD_ERROR(testing::assemble(p), InvalidProgram,
+                    "quant dq_absmax2 is value 12, out of range");
+
+  p = nf4_double_quant_program();
+  forward(p).values[4].tensor.dtype = static_cast<uint8_t>(DType::U8);
+  forward(p).values[4].tensor.sizes = {2, 32};
+  EXPECT_LOAD_ERROR(testing::assemble(p), InvalidProgram,
+                    "value 4: NF4 quantization on a u8 tensor");
 }
 
 TEST(Program, Fp8ScalesAreCounted) {
