@@ -2,9 +2,9 @@
 # Creates (or reuses) the benchmark environment bench/.venv: the checkout's .venv (torch 2.x,
 # torchvision; scripts/setup-venv.sh) seen through a .pth file, plus the peers from PyPI:
 # onnx + onnxscript + onnxruntime, and executorch; and Ultralytics' models (ultralytics with
-# OpenCV, for the yolo_* benchmark models and the coverage probe). Nothing is installed into the
-# checkout's .venv. When executorch cannot live beside that torch, it gets its own bench/.venv-et (with the
-# torch its wheel pins). A peer that fails to install is reported by compare.sh, not fatal here.
+# OpenCV, for the yolo_* benchmark models and the coverage probe) and diffusers (the probe).
+# Nothing is installed into the checkout's .venv. When executorch cannot live beside that
+# torch, it gets its own bench/.venv-et (with the torch its wheel pins). A peer that fails to install is reported by compare.sh, not fatal here.
 #
 # Pins (override with the environment variables): executorch wheels pin the torch they were
 # built against; 1.5.1 resolves against torch 2.15 without replacing it.
@@ -16,6 +16,7 @@ ONNXSCRIPT_SPEC="${BENCH_ONNXSCRIPT_SPEC:-onnxscript==0.7.2}"
 ET_SPEC="${BENCH_ET_SPEC:-executorch==1.5.1}"
 ULTRALYTICS_SPEC="${BENCH_ULTRALYTICS_SPEC:-ultralytics==8.4.190}"
 OPENCV_SPEC="${BENCH_OPENCV_SPEC:-opencv-python-headless==5.1.0.95}"
+DIFFUSERS_SPEC="${BENCH_DIFFUSERS_SPEC:-diffusers==0.42.1}"
 venv=bench/.venv
 venv_et=bench/.venv-et
 log=bench/out/setup-venv.log
@@ -52,6 +53,11 @@ have "$venv" onnxruntime || install "$venv" "$ORT_SPEC" || echo "bench/setup-ven
 have "$venv" ultralytics ||
   install "$venv" --no-deps "$ULTRALYTICS_SPEC" "$OPENCV_SPEC" ||
   echo "bench/setup-venv: ultralytics failed (see $log); the yolo_* models are skipped"
+# diffusers' generative models (UNets, VAEs, DiTs) for the coverage probe's df_* entries
+# (tests/models/probe_diffusers.py): built from tiny configs, nothing downloaded.
+have "$venv" diffusers ||
+  install "$venv" "$DIFFUSERS_SPEC" "torch==$("$venv/bin/python" -c "import torch; print(torch.__version__.split('+')[0])")" ||
+  echo "bench/setup-venv: diffusers failed (see $log); the probe's df_* models are skipped"
 
 if ! have "$venv" executorch.runtime && ! have "$venv_et" executorch.runtime; then
   # Refuse to replace the base torch: a resolution that wants another torch goes to .venv-et.

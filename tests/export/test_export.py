@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import traceback
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -796,6 +797,38 @@ def test_random_ops_are_refused():
     e = expect_raises(tern_export.UnsupportedOpError,
                       lambda: tern_export.export(N(), (torch.randn(3, 4),), _path("randn.pte")))
     assert "draws random numbers" in str(e), str(e)
+
+
+def test_float64_arithmetic_on_activations_runs_in_float32():
+    # Flux's RoPE: positions from an input times float64 frequencies, cos/sin, back to float32.
+    # tern has no f64 kernels: the float64 part runs in float32, export warns naming where
+    # float64 enters, and the result still matches PyTorch's float64 computation.
+    class Rope(nn.Module):
+        def forward(self, x, pos):
+            freqs = 1.0 / (10000 ** (torch.arange(0, 8, 2, dtype=torch.float64) / 8))
+            angles = pos.double()[:, None] * freqs
+            return x * angles.cos().float() + x.flip(-1) * angles.sin().float()
+    m = Rope()
+    x, pos = torch.randn(6, 4), torch.arange(6).float() * 7
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result, got = export_and_run(m, (x, pos), "float64_rope")
+    assert_close(got[0], m(x.double(), pos.double()).float(), rtol=1e-5)
+    said = [str(w.message) for w in caught if "float64" in str(w.message)]
+    assert len(said) == 1 and "run in float32" in said[0], [str(w.message) for w in caught]
+    # pos.double() and the product with the float64 frequencies, both on this file's line.
+    where = result.float64_as_float32
+    # (make_fx, the 1.13 line, records no source lines.)
+    source = "test_export.py" if torch_version() >= (2, 1) else "no source"
+    assert len(where) == 2 and all(source in w for w in where), where
+    assert all(w in said[0] for w in where), said[0]
+    # A float32 model reports none.
+    result, _ = export_and_run(MLP(), (torch.randn(2, 16),), "float32_only")
+    assert result.float64_as_float32 == [], result.float64_as_float32
+    # A float64 input is refused, naming it and the way out.
+    e = expect_raises(tern_export.ExportError, lambda: tern_export.export(
+        MLP().double(), (torch.randn(2, 16, dtype=torch.float64),), _path("f64_input.pte")))
+    assert "input 'x'" in str(e) and "pass the input as float32" in str(e), str(e)
 
 
 def test_as_strided_outside_the_input_is_refused():

@@ -4,10 +4,10 @@
 Not a ctest test: a survey to run by hand after exporter changes (docs/models.md, *Coverage
 probe*). Each entry builds a tiny random-weight model — Hugging Face `transformers` classes
 from small configs (nothing is downloaded), torchvision segmentation and video models, timm's
-image models and Ultralytics' detectors (the package comes with bench/setup-venv.sh: run the
-probe with bench/.venv/bin/python for those) — and run_model.py's check exports it, compiles it
-for the portable kernels and the cpu backend and compares with PyTorch eager in float64 (same
-1e-4 * max|ref| bound). Prints one line per model (PASS, FAIL with the error, or ERROR with the
+image models, Ultralytics' detectors and diffusers' generative models (those two packages come
+with bench/setup-venv.sh: run the probe with bench/.venv/bin/python for them) — and
+run_model.py's check exports it, compiles it for the portable kernels and the cpu backend and
+compares with PyTorch eager in float64 (same 1e-4 * max|ref| bound). Prints one line per model (PASS, FAIL with the error, or ERROR with the
 exporter's message) and a closing count.
 
   TERN=build/tern .venv/bin/python tests/models/coverage_probe.py [--backend B] [NAME...]
@@ -16,8 +16,8 @@ exporter's message) and a closing count.
 backend's and counts B's regions (a backend this tern build lacks is reported skipped).
 
 The entries: probe_architectures.py (transformers and torchvision), probe_timm.py,
-probe_detectors.py (Ultralytics' and torchvision's detectors); their builders in
-probe_builders.py.
+probe_detectors.py (Ultralytics' and torchvision's detectors), probe_diffusers.py (diffusers);
+their builders in probe_builders.py (probe_diffusers.py has its own).
 """
 import os
 import sys
@@ -33,12 +33,14 @@ import run_model  # noqa: E402
 from probe_architectures import ARCHITECTURES  # noqa: E402
 from probe_builders import timm_missing  # noqa: E402
 from probe_detectors import DETECTORS, ULTRALYTICS  # noqa: E402
+from probe_diffusers import DIFFUSERS, diffusers_missing  # noqa: E402
 from probe_timm import TIMM  # noqa: E402
 
 PROBE = dict(ARCHITECTURES)
 PROBE.update(TIMM)
 PROBE.update(ULTRALYTICS)
 PROBE.update(DETECTORS)
+PROBE.update(DIFFUSERS)
 TORCHVISION = {"lraspp_mobilenet_v3", "deeplabv3_mobilenet_v3", "fcn_resnet50", "mc3_18",
                "efficientnet_b0", "regnet_y_400mf", "swin_t", "swin_v2_t", "maxvit_t",
                "alexnet", "squeezenet1_0", "swin3d_t", "mvit_v2_s", "s3d", "raft_small"} | \
@@ -60,6 +62,7 @@ def main(args):
     for name in names:
         why = (timm_missing() if name in TIMM else
                model_zoo.ultralytics_missing() if name in ULTRALYTICS else
+               diffusers_missing() if name in DIFFUSERS else
                None if name in TORCHVISION else model_zoo.transformers_missing())
         if why:
             print("%-24s SKIP %s" % (name, why))

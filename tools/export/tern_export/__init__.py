@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 
 import torch
 import torch.utils._pytree as pytree
@@ -52,7 +53,8 @@ class ExportResult:
     was partitioned for (() = portable kernels only); quantization: None without quantize=,
     else what `tern compile` quantized ({"weights": [{"name", "shape", "scheme", "ops",
     "bytes_before", "bytes_after"}], "left_f32": [...], "quantized_bytes": (before, after),
-    "all_weight_bytes": (before, after)})."""
+    "all_weight_bytes": (before, after)}); float64_as_float32: the nodes ("node (file:line)")
+    where float64 arithmetic on activations runs in float32 (docs/export.md, *Mapping*)."""
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
@@ -207,7 +209,15 @@ def export_graph_methods(methods, graph_dir, source_model=None, grouped_attentio
         for n in mb.nodes:
             ops[n["op"]] = ops.get(n["op"], 0) + 1
         per_method[name] = {"ops": ops, "aten_ops": lowerer.graph_ops(),
-                            "capture": captured.method, "num_outputs": len(mb.outputs)}
+                            "capture": captured.method, "num_outputs": len(mb.outputs),
+                            "float64_as_float32": list(lowerer.float64_nodes)}
+        if lowerer.float64_nodes:
+            shown = lowerer.float64_nodes[:5]
+            more = len(lowerer.float64_nodes) - len(shown)
+            warnings.warn("tern_export: method '%s': %d operator(s) compute float64 values from "
+                          "the inputs; tern has no float64 kernels, so they run in float32: %s%s"
+                          % (name, len(lowerer.float64_nodes), ", ".join(shown),
+                             " and %d more" % more if more else ""), stacklevel=3)
         built.append((method, mb))
     shared = _share_state(built) if len(built) > 1 else []
     weights = _merge_weights([mb for _, mb in built])

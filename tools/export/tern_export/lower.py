@@ -143,6 +143,7 @@ class Lowerer:
         self.folded_bn = set()
         self.states = {}     # buffer name -> state value id (buffers the module updates)
         self.in_place = {}   # fx node -> state value id it writes in place (its new value)
+        self.float64_nodes = []  # "node (file:line)" of float64 results computed in float32
 
     # Helpers used by the handlers ------------------------------------------------------------
 
@@ -210,7 +211,10 @@ class Lowerer:
         return outs if isinstance(real, (list, tuple)) else outs[0]
 
     def cast(self, lv, dtype):
-        """lv converted to dtype: constants in torch, activations with tern::cast."""
+        """lv converted to dtype: constants in torch, activations with tern::cast (float64
+        activations are float32: _as_float32)."""
+        if dtype == torch.float64 and not isinstance(lv, Const):
+            dtype = torch.float32
         if isinstance(lv, Const):
             if isinstance(lv.value, torch.Tensor) and lv.value.dtype != dtype:
                 return Const(lv.value.to(dtype), lv.name)
@@ -332,7 +336,13 @@ class Lowerer:
             else:
                 x = self.inputs[desc[1]]
                 self.real[n] = x
-                vid = self.mb.input(desc[2], x.dtype, x.shape)
+                try:
+                    vid = self.mb.input(desc[2], x.dtype, x.shape)
+                except ValueError as e:
+                    hint = (": tern has no float64 kernels; pass the input as float32 (float64 "
+                            "arithmetic inside the model runs in float32, docs/export.md)"
+                            if x.dtype == torch.float64 else "")
+                    raise ExportError("input '%s': %s%s" % (desc[2], e, hint))
                 self.env[n] = TVal(vid, x)
         self._plan_in_place(placeholders)
         for n in graph.nodes:
@@ -411,6 +421,8 @@ class Lowerer:
         if not any(isinstance(a, (TVal, Multi, CVal)) for a in flat):
             self.env[n] = self._fold(n, real, flat)
             return
+        real = self._as_float32(n, real)
+        self.real[n] = real
         if complex_ops.involves_complex(real, flat):
             try:
                 self.env[n] = complex_ops.lower(self, n, ops_table.bind(n.target, args, kwargs),
@@ -429,6 +441,21 @@ class Lowerer:
         except Unsupported as e:
             self.unsupported.append((n, op_name(n.target), str(e)))
             self.env[n] = POISON
+
+    def _as_float32(self, n, real):
+        """A float64 result computed from activations, as float32: tern has no f64 kernels, so
+        the model's float64 arithmetic on activations (RoPE tables in float64, as Flux's) runs
+        in float32 and the node is recorded (Lowerer.float64_nodes; export warns). Constant
+        float64 work is folded in float64 and stored as f32 like every f64 constant."""
+        reals = real if isinstance(real, (list, tuple)) else [real]
+        if not any(isinstance(r, torch.Tensor) and r.dtype == torch.float64 for r in reals):
+            return real
+        loc = source_location(n)
+        self.float64_nodes.append("%s (%s)" % (n.name, "%s:%d" % (os.path.basename(loc[0]),
+                                                                  loc[1]) if loc else "no source"))
+        fixed = [r.float() if isinstance(r, torch.Tensor) and r.dtype == torch.float64 else r
+                 for r in reals]
+        return type(real)(fixed) if isinstance(real, (list, tuple)) else fixed[0]
 
     def _materialize(self, real):
         if isinstance(real, torch.Tensor) and self.node.target in ops_table.UNINITIALIZED:
