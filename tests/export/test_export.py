@@ -1147,6 +1147,64 @@ def test_slice_and_select_assignment():
         assert_close(g, r, what="output %d" % k)
 
 
+def test_strided_assignments_that_fill_a_tensor_are_an_interleave():
+    # Wan's rotary embedding: out = empty_like(x); out[..., 0::2] = a; out[..., 1::2] = b. The
+    # assignments overwrite every element: one stack + view (a cat the cpu delegate takes), not
+    # two index_copy nodes. Three-way along a middle dim too; a partly written tensor that is
+    # read elsewhere keeps the index_copy that makes it.
+    class Rope(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q = nn.Linear(8, 8)
+            self.register_buffer("c", torch.randn(5, 4))
+            self.register_buffer("s", torch.randn(5, 4))
+
+        def forward(self, x):
+            x1, x2 = self.q(x).unflatten(-1, (-1, 2)).unbind(-1)
+            out = torch.empty_like(x)
+            out[..., 0::2] = x1 * self.c - x2 * self.s
+            out[..., 1::2] = x1 * self.s + x2 * self.c
+            return out.type_as(x)
+
+    class ThreeWay(nn.Module):
+        def forward(self, x):
+            out = torch.zeros(2, 6, 4)
+            out[:, 2::3] = x * 3.0
+            out[:, 0::3] = x + 1.0
+            out[:, 1::3] = -x
+            return out
+
+    class Partial(nn.Module):
+        def forward(self, x, y):
+            out = x * 2.0
+            out[..., 0::2] = y
+            seen = out * 1.0       # the intermediate is read
+            out[..., 1::2] = -y
+            return out, seen
+
+    rope = Rope()
+    x = torch.randn(1, 2, 5, 8)
+    result, got = export_and_run(rope, (x,), "interleave_rope")
+    assert_close(got[0], rope(x), what="rope")
+    ops = _ops(result)
+    assert "tern::index_copy" not in ops and "tern::cat" in ops, ops
+    assert result.backends == () or _cpu_delegate_calls(result.path) == 1, \
+        result.compile_report
+
+    three = ThreeWay()
+    x = torch.randn(2, 2, 4)
+    result, got = export_and_run(three, (x,), "interleave_three")
+    assert_close(got[0], three(x), what="three-way")
+    assert "tern::index_copy" not in _ops(result), _ops(result)
+
+    part = Partial()
+    x, y = torch.randn(3, 6), torch.randn(3, 3)
+    result, got = export_and_run(part, (x, y), "interleave_partial")
+    for k, (g, r) in enumerate(zip(got, part(x, y))):
+        assert_close(g, r, what="partial output %d" % k)
+    assert _ops(result).count("tern::index_copy") == 1, _ops(result)
+
+
 def test_bmm_by_a_constant_is_a_linear():
     # LeViT / SwiftFormer: x [1, T, C] @ W with W a parameter expanded to a batch of one reaches
     # the exporter as bmm(x, constant [1, C, N]): emitted as a linear (packed weights on the

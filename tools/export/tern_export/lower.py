@@ -17,7 +17,7 @@ import torch
 import torch.fx
 
 from . import (branch_convs, clamp_affine, complex_ops, erf_gelu, gqa, high_rank_dims,
-               ops_table, row_views, star_relu)
+               interleave, ops_table, row_views, star_relu)
 from .complex_ops import CVal
 from .errors import ExportError, Unsupported, UnsupportedOpError
 from .node_meta import node_shape
@@ -300,6 +300,7 @@ class Lowerer:
         if self.fold_repeat_kv:
             gqa.fold_repeat_kv(self.gm)
         row_views.fold_row_views(self.gm)
+        interleave.fold_interleaves(self.gm)
         high_rank_dims.fold_high_rank_permutes(self.gm)
         high_rank_dims.fold_high_rank_elementwise(self.gm)
         erf_gelu.fold_erf_gelus(self.gm)
