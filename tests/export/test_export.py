@@ -451,6 +451,65 @@ def test_attention_masks():
         assert_close(g, r, what="output %d" % i)
 
 
+def test_attention_mask_from_the_inputs_is_additive():
+    # BERT with attention_mask: a bool padding mask made from an input, read by every layer's
+    # attention. The exporter writes it once as PyTorch's SDPA does (0 where true, -inf where
+    # false) so that attention reads an f32 activation, which the cpu delegate's fused
+    # attention takes: one region for the layers and their attention, not attention on the
+    # portable kernels (BERT 3 cpu regions -> 1).
+    if not hasattr(F, "scaled_dot_product_attention"):
+        return  # PyTorch < 2.0 has no F.scaled_dot_product_attention
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.ModuleList(nn.Linear(16, 48) for _ in range(2))
+            self.out = nn.ModuleList(nn.Linear(16, 16) for _ in range(2))
+
+        def forward(self, x, attention_mask):
+            b, s, _ = x.shape
+            keep = attention_mask.bool()[:, None, None, :]   # [B, 1, 1, S]
+            for qkv, out in zip(self.qkv, self.out):
+                q, k, v = qkv(x).view(b, s, 3, 2, 8).permute(2, 0, 3, 1, 4)
+                y = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+                x = x + out(y.transpose(1, 2).reshape(b, s, 16))
+            return x
+    m = Encoder().eval()
+    x = torch.randn(2, 6, 16)
+    mask = torch.ones(2, 6, dtype=torch.long)
+    mask[1, 4:] = 0  # the second sequence is padded
+    result, got = export_and_run(m, (x, mask), "input_mask")
+    with torch.no_grad():
+        assert_close(got[0], m(x, mask), what="encoder")
+    ops = _ops(result)
+    assert ops.count("tern::where") == 1 and ops.count("tern::scaled_dot_product_attention") == 2, \
+        ops
+    assert result.backends == () or _cpu_delegate_calls(result.path) == 1, result.compile_report
+
+
+def test_float_to_bool_is_a_comparison_with_zero():
+    # Hunyuan-DiT's text mask: a float input cast to bool picks between the text and a learned
+    # padding. x.bool() is x != 0 (NaN and -0.0 as PyTorch: true, false), a comparison the cpu
+    # delegate fuses into the select that reads it, where a cast to bool is no op it takes.
+    class PadFill(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+            self.pad = nn.Parameter(torch.randn(8))
+
+        def forward(self, x, maskf):
+            return self.fc(torch.where(maskf.bool()[..., None], self.fc(x), self.pad))
+    m = PadFill().eval()
+    x = torch.randn(1, 6, 8)
+    maskf = torch.tensor([[1.0, 0.0, float("nan"), -0.0, 2.5, 0.0]])
+    result, got = export_and_run(m, (x, maskf), "float_to_bool")
+    with torch.no_grad():
+        assert_close(got[0], m(x, maskf), what="pad fill")
+    ops = _ops(result)
+    assert "tern::ne" in ops and "tern::cast" not in ops, ops
+    assert result.backends == () or _cpu_delegate_calls(result.path) == 1, result.compile_report
+
+
 def has_grouped_attention():
     """Whether this PyTorch's attention takes enable_gqa (>= 2.5)."""
     try:

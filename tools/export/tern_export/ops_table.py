@@ -293,6 +293,11 @@ def _to_copy(L, n, a, real):
     x = a["self"]
     if real.dtype == real_of(x).dtype:
         return L.emit("clone", [L.tensor_id(x)], real)
+    if real.dtype == torch.bool and real_of(x).dtype.is_floating_point:
+        # x.bool() is x != 0 (NaN too is true): a comparison with a number, which the cpu
+        # delegate fuses into the selects that read it (Hunyuan-DiT's text mask) where a
+        # cast to bool is no op it takes.
+        return L.emit("ne", [L.tensor_id(x), L.mb.double(0.0)], real)
     return L.emit("cast", [L.tensor_id(x)], real)
 
 
@@ -1791,11 +1796,30 @@ def _regrouped(L, x, shape):
     return _reshaped(L, x, shape)
 
 
+def _additive_mask(L, mask, dtype):
+    """A bool mask computed from the inputs (BERT's padding mask, made from attention_mask) as
+    the additive one PyTorch's SDPA makes of it: 0 where true, -inf where false — one `where`
+    per mask, shared by the layers that read it. Attention then reads an activation of the
+    query's dtype, which the cpu delegate's fused attention takes (a bool activation it does
+    not); rows with every key masked give zeros either way (docs/ops.md)."""
+    cache = L.__dict__.setdefault("additive_masks", {})
+    key = (mask.vid, dtype)
+    if key not in cache:
+        m = real_of(mask)
+        real = torch.zeros(m.shape, dtype=dtype).masked_fill(~m, float("-inf"))
+        zero = L.weight(Const(torch.tensor(0.0, dtype=dtype), "mask_attend"))
+        ninf = L.weight(Const(torch.tensor(float("-inf"), dtype=dtype), "mask_masked"))
+        cache[key] = L.emit("where", [mask.vid, zero, ninf], real)
+    return cache[key]
+
+
 def _sdpa(L, a, real):
     if V(a.get("dropout_p", Const(0.0))):
         raise Unsupported("attention dropout (export the module in eval mode)")
     q, k, v = a["query"], a["key"], a["value"]
     mask = a.get("attn_mask", Const(None))
+    if isinstance(mask, TVal) and mask.real.dtype == torch.bool and real.dtype.is_floating_point:
+        mask = _additive_mask(L, mask, real.dtype)
     grouped = V(a.get("enable_gqa", Const(False)))
     out_real = real
     if grouped:  # K/V heads read in place through grouped views (gqa.grouped_shapes)
