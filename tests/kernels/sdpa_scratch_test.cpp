@@ -415,6 +415,57 @@ TEST_F(SdpaBlockTest, BoolMaskedCacheTailIsNeverRead) {
   }
 }
 
+// The same with the additive float mask the exporter makes of a bool mask computed from the
+// inputs (0 where attended, -inf elsewhere; finite values other than 0 here): keys after the
+// last one any row of a block attends are never read, bitwise the result of the cut cache with
+// the cut mask.
+TEST_F(SdpaBlockTest, FloatMaskedCacheTailIsNeverRead) {
+  const int64_t H = 3, L = 5, S = 40, P = 22, E = 8, Ev = 7;
+  auto q = random_tensor<float>({H, L, E}, 41);
+  auto k = random_tensor<float>({H, S, E}, 42);
+  auto v = random_tensor<float>({H, S, Ev}, 43);
+  auto k_cut = zeros<float>({H, P + 1, E});
+  auto v_cut = zeros<float>({H, P + 1, Ev});
+  for (int64_t h = 0; h < H; ++h) {
+    for (int64_t j = 0; j < S; ++j) {
+      for (int64_t e = 0; e < E; ++e) {
+        float& x = k->data[(h * S + j) * E + e];
+        if (j > P) x = NAN;
+        else k_cut->data[(h * (P + 1) + j) * E + e] = x;
+      }
+      for (int64_t c = 0; c < Ev; ++c) {
+        float& x = v->data[(h * S + j) * Ev + c];
+        if (j > P) x = c % 2 ? NAN : INFINITY;
+        else v_cut->data[(h * (P + 1) + j) * Ev + c] = x;
+      }
+    }
+  }
+  auto mask = random_tensor<float>({1, S}, 44);
+  auto mask_cut = zeros<float>({1, P + 1});
+  for (int64_t j = 0; j < S; ++j) {
+    if (j > P || j == 3) mask->data[j] = -INFINITY;  // key 3 masked inside the attended run
+    if (j <= P) mask_cut->data[j] = mask->data[j];
+  }
+  EValue no = EValue::from_bool(false);
+  EValue scale_v = EValue::from_double(0.25);
+  for (SimdLevel level : variants()) {
+    portable::simd_level_cap() = level;
+    auto want = zeros<float>({H, L, Ev});
+    ASSERT_EQ(run({&q->value, &k_cut->value, &v_cut->value, &mask_cut->value, &no, &scale_v,
+                   &want->value},
+                  1 << 20),
+              Error::Ok);
+    for (size_t temp : temp_sizes(L, S)) {
+      auto out = zeros<float>({H, L, Ev});
+      ASSERT_EQ(run({&q->value, &k->value, &v->value, &mask->value, &no, &scale_v, &out->value},
+                    temp),
+                Error::Ok)
+          << last_error_message();
+      EXPECT_TRUE(same_bits(out->data, want->data)) << name_of(level) << " temp " << temp;
+    }
+  }
+}
+
 TEST_F(SdpaBlockTest, FullyMaskedRowIsZeroEvenWithNaNValues) {
   const int64_t L = 6, S = 5, E = 3, Ev = 4;
   auto q = random_tensor<float>({L, E}, 31);

@@ -38,6 +38,7 @@ Slot slot_floats(const AttentionProblem& p, int64_t block_rows) {
 
 struct Plan {
   const AttentionProblem* p = nullptr;
+  int64_t s = 0;  ///< keys read: p.s, or 1 + the last key the mask lets any row attend
   float* scratch = nullptr;
   Slot slot;
   int64_t block_rows = 1;
@@ -47,25 +48,26 @@ struct Plan {
   AttentionSoftmaxRowFn softmax_row = nullptr;
 };
 
-/// Keys the rows [r0, r1) of a head attend at most (the causal limit of the block's last row).
-int64_t block_keys(const AttentionProblem& p, int64_t r0, int64_t r1) {
-  if (p.causal_period == 0) return p.s;
+/// Keys the rows [r0, r1) of a head attend at most, of the first s (the causal limit of the
+/// block's last row).
+int64_t block_keys(const AttentionProblem& p, int64_t s, int64_t r0, int64_t r1) {
+  if (p.causal_period == 0) return s;
   const int64_t per = p.causal_period;
   const int64_t last = r0 / per == (r1 - 1) / per ? (r1 - 1) % per + 1 : per;
-  return last < p.s ? last : p.s;
+  return last < s ? last : s;
 }
 
-int64_t row_limit(const AttentionProblem& p, int64_t row) {
-  if (p.causal_period == 0) return p.s;
+int64_t row_limit(const AttentionProblem& p, int64_t s, int64_t row) {
+  if (p.causal_period == 0) return s;
   const int64_t lim = row % p.causal_period + 1;
-  return lim < p.s ? lim : p.s;
+  return lim < s ? lim : s;
 }
 
 double item_cost(const Plan& plan, int64_t item) {
   const AttentionProblem& p = *plan.p;
   const int64_t r0 = item % plan.blocks * plan.block_rows;
   const int64_t r1 = r0 + plan.block_rows < p.l ? r0 + plan.block_rows : p.l;
-  return static_cast<double>(r1 - r0) * static_cast<double>(block_keys(p, r0, r1));
+  return static_cast<double>(r1 - r0) * static_cast<double>(block_keys(p, plan.s, r0, r1));
 }
 
 /// The first item of task t: items are cut where the running cost crosses t / tasks of the
@@ -93,11 +95,40 @@ const float* mask_of_head(const AttentionProblem& p, int64_t b) {
   return p.mask + offset;
 }
 
+/// 1 + the last key that any query row of any head attends under the mask (a value other than
+/// -inf; at least 1), or p.s. The keys after it weigh exactly 0 in every row (for finite
+/// scores), so neither product reads them: a decode step over a KV cache filled to its
+/// position packs and multiplies K and V up to the position only (the exporter writes a bool
+/// mask computed from the inputs as this additive one). Results are bitwise those over every
+/// key. Not with a transposed K, whose first keys are no contiguous rows to pack.
+int64_t attended_keys(const AttentionProblem& p) {
+  if (p.mask == nullptr || p.k_transposed) return p.s;
+  const int64_t rows = p.mask_row_stride == 0 ? 1 : p.l;
+  int64_t extent = 1;
+  const float* previous = nullptr;
+  for (int64_t b = 0; b < p.batch && extent < p.s; ++b) {
+    const float* m = mask_of_head(p, b);
+    if (m == previous) continue;  // a mask broadcast over heads: the same rows again
+    previous = m;
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* row = m + i * p.mask_row_stride;
+      const int64_t lim = p.mask_row_stride == 0 ? p.s : row_limit(p, p.s, i);
+      for (int64_t j = lim - 1; j >= extent; --j) {
+        if (row[j] != -std::numeric_limits<float>::infinity()) {
+          extent = j + 1;
+          break;
+        }
+      }
+    }
+  }
+  return extent;
+}
+
 void run_block(const Plan& plan, int64_t b, int64_t r0, int64_t r1, const float* packed_k,
                const float* packed_v, float* scores, float* inv) {
   const AttentionProblem& p = *plan.p;
   const int64_t rows = r1 - r0;
-  const int64_t keys = block_keys(p, r0, r1);
+  const int64_t keys = block_keys(p, plan.s, r0, r1);
   GemmProblem qk;
   qk.m = rows;
   qk.n = keys;
@@ -111,13 +142,13 @@ void run_block(const Plan& plan, int64_t b, int64_t r0, int64_t r1, const float*
   const float* mask = mask_of_head(p, b);
   for (int64_t i = 0; i < rows; ++i) {
     const float* m = mask == nullptr ? nullptr : mask + (r0 + i) * p.mask_row_stride;
-    inv[i] = plan.softmax_row(scores + i * keys, row_limit(p, r0 + i), keys, p.scale, m);
+    inv[i] = plan.softmax_row(scores + i * keys, row_limit(p, plan.s, r0 + i), keys, p.scale, m);
   }
   GemmProblem pv;
   pv.m = rows;
   pv.n = p.ev;
   pv.k = keys;
-  pv.packed_k = p.s;
+  pv.packed_k = plan.s;
   pv.a = scores;
   pv.lda = keys;
   pv.packed = packed_v;
@@ -153,9 +184,9 @@ void run_task(const Plan& plan, int64_t t) {
       if (p.k_transposed) {
         pack_kn_weight(k, p.e, p.s, packed_k);  // kᵀ [e, s] as B
       } else {
-        pack_fc_weight(k, nullptr, p.s, p.e, packed_k);  // k [s, e] as an FC weight
+        pack_fc_weight(k, nullptr, plan.s, p.e, packed_k);  // k [s, e] as an FC weight
       }
-      pack_kn_weight(p.v + b * p.s * p.ev, p.s, p.ev, packed_v);
+      pack_kn_weight(p.v + b * p.s * p.ev, plan.s, p.ev, packed_v);
       packed_head = b;
     }
     const int64_t r0 = item % plan.blocks * plan.block_rows;
@@ -187,6 +218,7 @@ uint64_t attention_scratch_floats(const AttentionProblem& p, int64_t threads) {
 void fused_attention(const AttentionProblem& p, float* scratch, pthreadpool_t pool) {
   Plan plan;
   plan.p = &p;
+  plan.s = attended_keys(p);
   plan.scratch = scratch;
   plan.block_rows = attention_block_rows(p);
   plan.slot = slot_floats(p, plan.block_rows);

@@ -5,7 +5,9 @@
 // microkernels into an L2-sized buffer, each row is scaled, masked and turned into softmax
 // numerators in place (one pass for the maximum, one for e^(x - max) and the sum), the block
 // times V is the second GEMM, and each output row is divided by its sum last. Causal rows skip
-// the keys after the block's last row in both products.
+// the keys after the block's last row in both products, and with a mask neither product reads
+// the keys after the last one any row attends (a value other than -inf: a decode step over a
+// KV cache filled to its position reads K and V up to the position only).
 //
 // Runtime code: no exceptions, no RTTI, never allocates.
 #pragma once
@@ -65,7 +67,8 @@ uint64_t attention_scratch_floats(const AttentionProblem& p, int64_t threads);
 /// attention_scratch_floats(p, threads of pool) floats.
 ///
 /// Results: NaN in the scores propagates to the row; a key of weight 0 whose value row holds
-/// inf or NaN makes the row NaN (0 · inf), where the portable kernel skips it.
+/// inf or NaN makes the row NaN (0 · inf), where the portable kernel skips it — except keys
+/// after the last attended one, which neither reads.
 void fused_attention(const AttentionProblem& p, float* scratch, pthreadpool_t pool);
 
 }  // namespace tern::cpu

@@ -325,21 +325,33 @@ struct HeadKernel {
     }
   }
 
-  // With a bool mask: 1 + the last key that rows [row0, row0 + r) attend (at least 1). The
-  // keys after it are masked in every row of the block (weight exactly 0 whatever the score),
-  // so the block stops there: a decode step over a cache filled to its position reads K and V
-  // up to the position only. Results are bitwise those over every key (the dropped terms are
-  // trailing zeros of sums taken in key order).
+  // With a mask: 1 + the last key that rows [row0, row0 + r) attend (at least 1): a bool mask's
+  // true, a float mask's value other than -inf. The keys after it are masked in every row of
+  // the block (weight exactly 0 for a finite score), so the block stops there: a decode step
+  // over a cache filled to its position reads K and V up to the position only (the exporter
+  // writes a bool mask from the inputs as the additive float one). Results are bitwise those
+  // over every key (the dropped terms are trailing zeros of sums taken in key order); a NaN
+  // or +inf score at a dropped key is not seen, as a bool mask's masked keys never are.
   TERN_SIMD_INLINE int64_t attended_extent(int64_t row0, int64_t r) const {
-    if (h.mask == nullptr || !h.mask_is_bool) return h.s;
-    const uint8_t* m = static_cast<const uint8_t*>(h.mask) + h.mask_offset;
+    if (h.mask == nullptr) return h.s;
     int64_t extent = 1;
     for (int64_t i = row0; i < row0 + r; ++i) {
-      const uint8_t* row = m + i * h.mask_stride_l;
-      for (int64_t j = key_limit(i, h.s) - 1; j >= extent; --j) {
-        if (row[j * h.mask_stride_s] != 0) {
-          extent = j + 1;
-          break;
+      const int64_t base = h.mask_offset + i * h.mask_stride_l;
+      if (h.mask_is_bool) {
+        const uint8_t* row = static_cast<const uint8_t*>(h.mask) + base;
+        for (int64_t j = key_limit(i, h.s) - 1; j >= extent; --j) {
+          if (row[j * h.mask_stride_s] != 0) {
+            extent = j + 1;
+            break;
+          }
+        }
+      } else {
+        const float* row = static_cast<const float*>(h.mask) + base;
+        for (int64_t j = key_limit(i, h.s) - 1; j >= extent; --j) {
+          if (row[j * h.mask_stride_s] != -INFINITY) {
+            extent = j + 1;
+            break;
+          }
         }
       }
     }
@@ -361,7 +373,7 @@ struct HeadKernel {
     for (int64_t row0 = 0; row0 < h.l; row0 += block_rows) {
       const int64_t r = h.l - row0 < block_rows ? h.l - row0 : block_rows;
       int64_t keys = h.causal && row0 + r < h.s ? row0 + r : h.s;
-      if (h.mask != nullptr && h.mask_is_bool) {
+      if (h.mask != nullptr) {
         const int64_t attended = r == h.l ? extent : attended_extent(row0, r);
         keys = attended < keys ? attended : keys;
       }

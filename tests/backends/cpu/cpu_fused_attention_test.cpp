@@ -36,6 +36,9 @@ struct Case {
   /// Rows (of head 0's mask) set to -inf everywhere: nothing attended.
   std::vector<int64_t> empty_rows;
   bool empty_rows_nan = false;
+  /// > 0: keys from `tail` on are masked (-inf) in every row and their K and V rows hold NaN
+  /// and inf (a KV cache filled to a position): the kernel must never read them.
+  int64_t tail = 0;
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -71,6 +74,10 @@ std::vector<double> reference(const Case& c, const std::vector<float>& q,
       std::vector<double> x(static_cast<size_t>(lim));
       double mx = -INFINITY;
       for (int64_t j = 0; j < lim; ++j) {
+        if (c.tail > 0 && j >= c.tail) {  // never read: weight 0
+          x[static_cast<size_t>(j)] = -INFINITY;
+          continue;
+        }
         double dot = 0;
         for (int64_t t = 0; t < c.e; ++t) {
           const float kv = c.k_transposed ? k[static_cast<size_t>((b * c.e + t) * c.s + j)]
@@ -88,6 +95,7 @@ std::vector<double> reference(const Case& c, const std::vector<float>& q,
       double sum = 0;
       for (double& xj : x) sum += (xj = std::exp(xj - mx));
       for (int64_t j = 0; j < lim; ++j) {
+        if (x[static_cast<size_t>(j)] == 0.0) continue;  // (the tail's NaN values weigh 0)
         for (int64_t t = 0; t < c.ev; ++t) {
           o[t] += x[static_cast<size_t>(j)] / sum * v[static_cast<size_t>((b * c.s + j) * c.ev + t)];
         }
@@ -138,6 +146,17 @@ std::vector<Case> cases() {
   // Several row blocks of a long key range (Whisper-like), uneven last block, a mask.
   c.push_back(make("long_keys_blocks", 2, 300, 700, 64, 48, false, 0.125f, 0, {2}, {1, 1, 700}));
   c.push_back(make("long_keys_transposed", 3, 130, 515, 24, 40, true, 0.2f));
+  // A decode step over a cache filled to key 22 of 70 (the mask broadcast over the heads),
+  // BERT's padding mask [B, 1, 1, S] over batch x heads, and a causal prefill chunk.
+  Case tail = make("decode_cache_tail", 6, 1, 70, 16, 16, false, 0.25f, 0, {6}, {1, 1, 70});
+  tail.tail = 23;
+  c.push_back(tail);
+  tail = make("padding_tail", 6, 33, 33, 8, 7, false, 0.3f, 0, {2, 3}, {2, 1, 1, 33});
+  tail.tail = 20;
+  c.push_back(tail);
+  tail = make("prefill_chunk_tail", 4, 8, 300, 16, 8, false, 0.25f, 0, {4}, {1, 8, 300});
+  tail.tail = 131;
+  c.push_back(tail);
   return c;
 }
 
@@ -155,6 +174,17 @@ void run_case(const Case& c, pthreadpool_t pool, int64_t threads) {
     for (size_t i = 0; i < mask.size(); i += 7) mask[i] = -INFINITY;  // some keys masked out
     for (int64_t row : c.empty_rows) {
       for (int64_t j = 0; j < c.s; ++j) mask[static_cast<size_t>(row * c.s + j)] = -INFINITY;
+    }
+    for (size_t i = 0; c.tail > 0 && i < mask.size(); ++i) {
+      if (static_cast<int64_t>(i) % c.s >= c.tail) mask[i] = -INFINITY;
+    }
+  }
+  for (int64_t b = 0; c.tail > 0 && b < c.batch; ++b) {  // the cache's unwritten rows
+    for (int64_t j = c.tail; j < c.s; ++j) {
+      for (int64_t t = 0; t < c.e; ++t) k[static_cast<size_t>((b * c.s + j) * c.e + t)] = NAN;
+      for (int64_t t = 0; t < c.ev; ++t) {
+        v[static_cast<size_t>((b * c.s + j) * c.ev + t)] = t % 2 ? NAN : INFINITY;
+      }
     }
   }
   const std::vector<double> want = reference(c, q, k, v, mask);
