@@ -104,6 +104,16 @@ def _bert_base():
                       ["last_hidden_state", "pooler_output"]).eval()
 
 
+def _bert_base_sdpa():
+    """_bert_base with transformers' default attention (torch's scaled_dot_product_attention,
+    which reads the padding mask as a bool tensor made from attention_mask): how BERT loads
+    unless a user asks for eager attention."""
+    tf = _transformers()
+    model = tf.BertModel(tf.BertConfig(attn_implementation="sdpa"))
+    return _hf_outputs(model.eval(), ["input_ids", "attention_mask", "token_type_ids"],
+                      ["last_hidden_state", "pooler_output"]).eval()
+
+
 def _bert_inputs(seq=128):
     ids = torch.randint(0, 30522, (1, seq))
     mask = torch.ones(1, seq, dtype=torch.int64)
@@ -401,6 +411,9 @@ MODELS = _Models({
     # `transformers` models (issue 16 item 3), the families' base sizes, random weights.
     "bert_base": (_bert_base, _bert_inputs,
                   "transformers BertModel at BERT-base's shape, seq 128 (ids, mask with 16 padded, token types)"),
+    "bert_base_sdpa": (_bert_base_sdpa, _bert_inputs,
+                       "bert_base with transformers' default SDPA attention (a bool padding "
+                       "mask), seq 128"),
     "gpt2": (_gpt2, lambda: (torch.randint(0, 50257, (1, 128)),),
              "transformers GPT2LMHeadModel at GPT-2 small's shape, seq 128, logits"),
     # More `transformers` architectures whose pieces the cpu delegate took late (conv1d, GRN,
