@@ -367,6 +367,32 @@ TEST_F(SdpaBlockTest, KeysOfWeightZeroIgnoreNonFiniteValues) {
   }
 }
 
+// A KV cache [H, S, E] / [H, S, Ev] of random keys and values filled to position P, its tail
+// (keys after P) NaN and its values NaN / inf, and the same cut to P + 1 keys.
+struct CacheWithTail {
+  std::unique_ptr<OwnedTensor<float>> k, v, k_cut, v_cut;
+  CacheWithTail(int64_t H, int64_t S, int64_t P, int64_t E, int64_t Ev, uint32_t seed)
+      : k(random_tensor<float>({H, S, E}, seed)),
+        v(random_tensor<float>({H, S, Ev}, seed + 1)),
+        k_cut(zeros<float>({H, P + 1, E})),
+        v_cut(zeros<float>({H, P + 1, Ev})) {
+    for (int64_t h = 0; h < H; ++h) {
+      for (int64_t j = 0; j < S; ++j) {
+        for (int64_t e = 0; e < E; ++e) {
+          float& x = k->data[(h * S + j) * E + e];
+          if (j > P) x = NAN;
+          else k_cut->data[(h * (P + 1) + j) * E + e] = x;
+        }
+        for (int64_t c = 0; c < Ev; ++c) {
+          float& x = v->data[(h * S + j) * Ev + c];
+          if (j > P) x = c % 2 ? NAN : INFINITY;
+          else v_cut->data[(h * (P + 1) + j) * Ev + c] = x;
+        }
+      }
+    }
+  }
+};
+
 // A decode step over a KV cache filled to position p: a bool mask attends keys 0..p of S, the
 // rest of the cache holds anything (NaN here). The kernel stops each block after the last
 // attended key; the result must be bitwise that of the attended keys alone (K, V cut to p + 1
@@ -374,24 +400,8 @@ TEST_F(SdpaBlockTest, KeysOfWeightZeroIgnoreNonFiniteValues) {
 TEST_F(SdpaBlockTest, BoolMaskedCacheTailIsNeverRead) {
   const int64_t H = 3, L = 5, S = 40, P = 22, E = 8, Ev = 7;
   auto q = random_tensor<float>({H, L, E}, 31);
-  auto k = random_tensor<float>({H, S, E}, 32);
-  auto v = random_tensor<float>({H, S, Ev}, 33);
-  auto k_cut = zeros<float>({H, P + 1, E});
-  auto v_cut = zeros<float>({H, P + 1, Ev});
-  for (int64_t h = 0; h < H; ++h) {
-    for (int64_t j = 0; j < S; ++j) {
-      for (int64_t e = 0; e < E; ++e) {
-        float& x = k->data[(h * S + j) * E + e];
-        if (j > P) x = NAN;
-        else k_cut->data[(h * (P + 1) + j) * E + e] = x;
-      }
-      for (int64_t c = 0; c < Ev; ++c) {
-        float& x = v->data[(h * S + j) * Ev + c];
-        if (j > P) x = c % 2 ? NAN : INFINITY;
-        else v_cut->data[(h * (P + 1) + j) * Ev + c] = x;
-      }
-    }
-  }
+  CacheWithTail c(H, S, P, E, Ev, 32);
+  auto& [k, v, k_cut, v_cut] = c;
   std::vector<uint8_t> bits(static_cast<size_t>(S));
   for (int64_t j = 0; j < S; ++j) bits[j] = j <= P;
   BoolMask mask({1, S}, bits);
@@ -422,24 +432,8 @@ TEST_F(SdpaBlockTest, BoolMaskedCacheTailIsNeverRead) {
 TEST_F(SdpaBlockTest, FloatMaskedCacheTailIsNeverRead) {
   const int64_t H = 3, L = 5, S = 40, P = 22, E = 8, Ev = 7;
   auto q = random_tensor<float>({H, L, E}, 41);
-  auto k = random_tensor<float>({H, S, E}, 42);
-  auto v = random_tensor<float>({H, S, Ev}, 43);
-  auto k_cut = zeros<float>({H, P + 1, E});
-  auto v_cut = zeros<float>({H, P + 1, Ev});
-  for (int64_t h = 0; h < H; ++h) {
-    for (int64_t j = 0; j < S; ++j) {
-      for (int64_t e = 0; e < E; ++e) {
-        float& x = k->data[(h * S + j) * E + e];
-        if (j > P) x = NAN;
-        else k_cut->data[(h * (P + 1) + j) * E + e] = x;
-      }
-      for (int64_t c = 0; c < Ev; ++c) {
-        float& x = v->data[(h * S + j) * Ev + c];
-        if (j > P) x = c % 2 ? NAN : INFINITY;
-        else v_cut->data[(h * (P + 1) + j) * Ev + c] = x;
-      }
-    }
-  }
+  CacheWithTail c(H, S, P, E, Ev, 42);
+  auto& [k, v, k_cut, v_cut] = c;
   auto mask = random_tensor<float>({1, S}, 44);
   auto mask_cut = zeros<float>({1, P + 1});
   for (int64_t j = 0; j < S; ++j) {

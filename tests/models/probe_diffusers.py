@@ -265,6 +265,120 @@ DIFFUSERS = {
 }
 
 
+# The second batch (same session): video UNets and VAEs, control networks of the DiTs, the
+# Kandinsky prior, AudioLDM 2, and more diffusion transformers. Not here: Mochi
+# (MochiTransformer3DModel), whose attention drops the padded text tokens with `nonzero` (a
+# data-dependent size).
+DIFFUSERS.update({
+    "df_svd_unet": diffusers_model(
+        "UNetSpatioTemporalConditionModel",
+        {"sample": _x(1, 2, 8, 8, 8), "timestep": _t(), "encoder_hidden_states": _x(1, 1, 32),
+         "added_time_ids": lambda: torch.tensor([[6.0, 127.0, 0.02]])},
+        sample_size=8, in_channels=8, out_channels=4,
+        down_block_types=("CrossAttnDownBlockSpatioTemporal", "DownBlockSpatioTemporal"),
+        up_block_types=("UpBlockSpatioTemporal", "CrossAttnUpBlockSpatioTemporal"),
+        block_out_channels=(32, 64), addition_time_embed_dim=8,
+        projection_class_embeddings_input_dim=24, layers_per_block=1, cross_attention_dim=32,
+        num_attention_heads=(2, 4)),
+    "df_svd_vae_decoder": diffusers_model(
+        "AutoencoderKLTemporalDecoder", {"z": _x(2, 4, 8, 8)}, method="decode",
+        fixed={"num_frames": 2}, in_channels=3, out_channels=3,
+        down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+        block_out_channels=(32, 64), latent_channels=4),
+    "df_unet3d": diffusers_model(
+        "UNet3DConditionModel",
+        {"sample": _x(1, 4, 2, 16, 16), "timestep": _t(), "encoder_hidden_states": TEXT},
+        sample_size=16, in_channels=4, out_channels=4,
+        down_block_types=("CrossAttnDownBlock3D", "DownBlock3D"),
+        up_block_types=("UpBlock3D", "CrossAttnUpBlock3D"), block_out_channels=(32, 64),
+        layers_per_block=1, norm_num_groups=8, cross_attention_dim=32, attention_head_dim=8),
+    "df_cogvideox": diffusers_model(
+        "CogVideoXTransformer3DModel",
+        {"hidden_states": _x(1, 2, 4, 8, 8), "encoder_hidden_states": TEXT, "timestep": _t()},
+        num_attention_heads=2, attention_head_dim=16, in_channels=4, out_channels=4,
+        time_embed_dim=16, text_embed_dim=32, num_layers=2, sample_width=8, sample_height=8,
+        sample_frames=5, patch_size=2, temporal_compression_ratio=4, max_text_seq_length=8),
+    "df_cogvideox_vae_decoder": diffusers_model(
+        "AutoencoderKLCogVideoX", {"z": _x(1, 4, 2, 4, 4)}, method="decode",
+        down_block_types=("CogVideoXDownBlock3D", "CogVideoXDownBlock3D"),
+        up_block_types=("CogVideoXUpBlock3D", "CogVideoXUpBlock3D"), block_out_channels=(8, 16),
+        latent_channels=4, layers_per_block=1, norm_num_groups=4, temporal_compression_ratio=2),
+    "df_hunyuan_video": diffusers_model(
+        "HunyuanVideoTransformer3DModel",
+        {"hidden_states": _x(1, 4, 2, 8, 8), "timestep": _t(), "encoder_hidden_states": TEXT,
+         "encoder_attention_mask": lambda: torch.ones(1, 8), "pooled_projections": _x(1, 16),
+         "guidance": _t(3.5)},
+        in_channels=4, out_channels=4, num_attention_heads=2, attention_head_dim=16,
+        num_layers=1, num_single_layers=1, num_refiner_layers=1, patch_size=2, patch_size_t=1,
+        text_embed_dim=32, pooled_projection_dim=16, rope_axes_dim=(4, 6, 6)),
+    "df_sd3_controlnet": diffusers_model(
+        "SD3ControlNetModel",
+        {"hidden_states": _x(1, 4, 8, 8), "controlnet_cond": _x(1, 4, 8, 8),
+         "encoder_hidden_states": TEXT, "pooled_projections": _x(1, 16), "timestep": _t()},
+        pick=lambda out: torch.cat(list(out[0]), 1),  # the per-layer residuals
+        sample_size=8, patch_size=2, in_channels=4, num_layers=2, attention_head_dim=16,
+        num_attention_heads=2, joint_attention_dim=32, caption_projection_dim=32,
+        pooled_projection_dim=16, out_channels=4, pos_embed_max_size=16),
+    "df_flux_controlnet": diffusers_model(
+        "FluxControlNetModel",
+        {"hidden_states": _x(1, 16, 16), "controlnet_cond": _x(1, 16, 16),
+         "encoder_hidden_states": TEXT, "pooled_projections": _x(1, 16), "timestep": _t(0.5),
+         "img_ids": _ids(16), "txt_ids": lambda: torch.zeros(8, 3)},
+        pick=lambda out: torch.cat(list(out[0]) + list(out[1]), 1),
+        patch_size=1, in_channels=16, num_layers=1, num_single_layers=1,
+        attention_head_dim=16, num_attention_heads=2, joint_attention_dim=32,
+        pooled_projection_dim=16, axes_dims_rope=[4, 6, 6]),
+    "df_kandinsky_prior": diffusers_model(
+        "PriorTransformer",
+        {"hidden_states": _x(1, 32), "timestep": _t(), "proj_embedding": _x(1, 32),
+         "encoder_hidden_states": _x(1, 8, 32)},
+        num_attention_heads=2, attention_head_dim=16, num_layers=2, embedding_dim=32,
+        num_embeddings=8, additional_embeddings=4),
+    "df_audioldm2_unet": diffusers_model(
+        "AudioLDM2UNet2DConditionModel",
+        {"sample": LATENT, "timestep": _t(), "encoder_hidden_states": TEXT,
+         "encoder_hidden_states_1": _x(1, 6, 16)},
+        sample_size=16, in_channels=4, out_channels=4, cross_attention_dim=[[None, 32, 16], [None, 32, 16]],
+        attention_head_dim=8, down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+        up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"), **UNET_SMALL),
+    "df_latte": diffusers_model(
+        "LatteTransformer3DModel",
+        {"hidden_states": _x(1, 4, 2, 8, 8), "timestep": _t(), "encoder_hidden_states": TEXT},
+        num_attention_heads=2, attention_head_dim=16, in_channels=4, out_channels=8,
+        num_layers=1, cross_attention_dim=32, sample_size=8, patch_size=2,
+        num_embeds_ada_norm=1000, norm_type="ada_norm_single", norm_elementwise_affine=False,
+        caption_channels=32, video_length=2),
+    "df_cogview3plus": diffusers_model(
+        "CogView3PlusTransformer2DModel",
+        {"hidden_states": _x(1, 4, 8, 8), "encoder_hidden_states": TEXT, "timestep": _t(),
+         "original_size": lambda: torch.tensor([[64., 64]]),
+         "target_size": lambda: torch.tensor([[64., 64]]),
+         "crop_coords": lambda: torch.tensor([[0., 0]])},
+        patch_size=2, in_channels=4, num_layers=1, attention_head_dim=16, num_attention_heads=2,
+        out_channels=4, text_embed_dim=32, time_embed_dim=16, condition_dim=8,
+        pos_embed_max_size=16, sample_size=8),
+    "df_qwen_image_vae_decoder": diffusers_model(
+        "AutoencoderKLQwenImage", {"z": _x(1, 4, 1, 4, 4)}, method="decode", base_dim=8,
+        z_dim=4, dim_mult=[1, 2], num_res_blocks=1, temperal_downsample=[False],
+        latents_mean=[0.0] * 4, latents_std=[1.0] * 4),
+    "df_ltx_vae_decoder": diffusers_model(
+        "AutoencoderKLLTXVideo", {"z": _x(1, 8, 2, 4, 4)}, method="decode", in_channels=3,
+        out_channels=3, latent_channels=8, block_out_channels=(8, 16),
+        decoder_block_out_channels=(8, 16), layers_per_block=(1, 1, 1),
+        decoder_layers_per_block=(1, 1, 1), spatio_temporal_scaling=(True, False),
+        decoder_spatio_temporal_scaling=(True, False),
+        decoder_inject_noise=(False, False, False),
+        down_block_types=("LTXVideoDownBlock3D", "LTXVideoDownBlock3D"),
+        upsample_residual=(False, False), upsample_factor=(1, 1)),
+    "df_hunyuan_video_vae_decoder": diffusers_model(
+        "AutoencoderKLHunyuanVideo", {"z": _x(1, 4, 2, 4, 4)}, method="decode",
+        latent_channels=4, block_out_channels=(8, 8, 16), layers_per_block=1,
+        norm_num_groups=4, down_block_types=("HunyuanVideoDownBlock3D",) * 3,
+        up_block_types=("HunyuanVideoUpBlock3D",) * 3, spatial_compression_ratio=4,
+        temporal_compression_ratio=4),
+})
+
+
 def diffusers_missing():
     """None when the `diffusers` package can build its models here, else why not."""
     try:

@@ -353,13 +353,19 @@ void Lowering::lower_group_sum(const GroupSumMatch& m) {
 
 /// group_norm of an NHWC activation: tern's own node (op 30) over its channels-last dims.
 /// A 3-D x [N, C, L] (wav2vec2's first feature layer) is read and written as NHWC
-/// [N, 1, L, C] (nlc_input / nlc_output), as a conv1d's.
+/// [N, 1, L, C] (nlc_input / nlc_output), as a conv1d's; a 5-D x [N, C, D, H, W] (video
+/// UNets and VAEs between their 3-D convs) as NDHWC [N, D, H, W, C] (ndhwc_input /
+/// ndhwc_output, no copy after a conv3d): op 30 normalizes every dim between N and C.
 void Lowering::lower_group_norm(const Node& node) {
   const GroupNormAttrs a = group_norm_attrs(g_, node);
-  const bool three_d = g_.values[static_cast<size_t>(node.args[0])].sizes.size() == 3;
-  const uint32_t x = three_d ? nlc_input(node.args[0]) : activation(node.args[0]);
+  const size_t rank = g_.values[static_cast<size_t>(node.args[0])].sizes.size();
+  const uint32_t x = rank == 3   ? nlc_input(node.args[0])
+                     : rank == 5 ? ndhwc_input(node.args[0])
+                                 : activation(node.args[0]);
   const auto [gamma, beta] = norm_affine(node, a.gamma, a.beta);
-  const uint32_t y = three_d ? nlc_output(node.outputs[0]) : output(node.outputs[0]);
+  const uint32_t y = rank == 3   ? nlc_output(node.outputs[0])
+                     : rank == 5 ? ndhwc_output(node.outputs[0])
+                                 : output(node.outputs[0]);
   BlobNode& n = add_node(NodeOp::GroupNorm, {x, gamma, beta}, y);
   n.params[0] = static_cast<uint32_t>(a.groups);
   n.fparams[0] = a.eps;

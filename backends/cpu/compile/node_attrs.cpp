@@ -673,8 +673,8 @@ GroupNormAttrs group_norm_attrs(const Graph& g, const Node& node) {
   if (node.args.size() != 5) fail("group_norm: expected 5 arguments");
   const Value& x = activation_tensor(g, arg(node, 0, "x"), "x");
   const Value& out = single_output(g, node);
-  if (x.sizes.size() != 4 && x.sizes.size() != 3) {
-    fail("group_norm: x is not [N, C, H, W] nor [N, C, L]");
+  if (x.sizes.size() < 3 || x.sizes.size() > 5) {
+    fail("group_norm: x is not [N, C, L], [N, C, H, W] nor [N, C, D, H, W]");
   }
   if (out.sizes != x.sizes) fail("group_norm: out shape differs from x");
   const int64_t c = x.sizes[1];

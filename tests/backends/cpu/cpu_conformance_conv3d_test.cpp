@@ -143,6 +143,32 @@ std::vector<OpCase> cases() {
                  b.output(conv3d(b, x, xs, 12, {{3, 3, 3}, {1, 2, 1}, {2, 1, 1}, {2, 1, 1}}, 4,
                                  true, 23, &s));
                }, 1e-10});
+  // A video VAE / UNet resnet block (CogVideoX's, SVD's temporal blocks, UNet3D's temp convs):
+  // group norm over [N, C, D, H, W], silu, conv3d, twice, plus the input; the group norms
+  // run on the conv3d's NDHWC bytes in place (op 30 over every dim between N and C), the
+  // first reads the region input (a copy into NDHWC), a group norm's result leaves the region.
+  OpCase vae = {"video_resnet_group_norms", [](GraphBuilder& b) {
+                  const std::vector<int64_t> xs{1, 8, 3, 5, 6};
+                  const int x = b.input("x", DType::F32, xs);
+                  auto gn = [&](int v, uint32_t seed) {
+                    const int w = constant(b, "gn_w" + std::to_string(seed), {8}, seed, 1.5f);
+                    const int bias = constant(b, "gn_b" + std::to_string(seed), {8}, seed + 1);
+                    return b.op("tern::group_norm",
+                                {v, b.int_value(4), w, bias, b.double_value(1e-6)}, DType::F32,
+                                xs);
+                  };
+                  auto silu = [&](int v) { return b.op("tern::silu", {v}, DType::F32, xs); };
+                  std::vector<int64_t> s;
+                  const int h1 = conv3d(b, silu(gn(x, 41)), xs, 8, k333, 1, true, 43, &s);
+                  const int n2 = gn(h1, 45);
+                  const int h2 = conv3d(b, silu(n2), xs, 8, k333, 1, true, 47, &s);
+                  b.output(add(b, h2, x, xs));
+                  b.output(n2);
+                }, 1e-10};
+  vae.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::GroupNorm), 2u);
+  };
+  c.push_back(vae);
   c.push_back({"region_input_as_residual", [](GraphBuilder& b) {
                  const std::vector<int64_t> xs{1, 6, 3, 5, 5};
                  const int x = b.input("x", DType::F32, xs);

@@ -77,12 +77,17 @@ TEST(CpuGroupNorm, WhatTheCompileHalfRefuses) {
   auto reason = [](GraphBuilder& b) {
     return compiler::CpuBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes.back());
   };
-  {  // a 2-D input: neither [N, C, H, W] nor [N, C, L] (3-D ones: cpu_conformance_conv1d_test)
+  // A 2-D or 6-D input: no [N, C, L], [N, C, H, W] or [N, C, D, H, W] (3-D ones:
+  // cpu_conformance_conv1d_test, 5-D ones: cpu_conformance_conv3d_test).
+  for (const std::vector<int64_t>& xs : {std::vector<int64_t>{8, 20},
+                                         std::vector<int64_t>{1, 4, 2, 2, 2, 2}}) {
     GraphBuilder b;
-    const int x = b.input("x", DType::F32, {8, 20});
+    const int x = b.input("x", DType::F32, xs);
     b.op("tern::group_norm", {x, b.int_value(2), b.none(), b.none(), b.double_value(1e-5)},
-         DType::F32, {8, 20});
-    EXPECT_NE(reason(b).find("not [N, C, H, W] nor [N, C, L]"), std::string::npos) << reason(b);
+         DType::F32, xs);
+    EXPECT_NE(reason(b).find("not [N, C, L], [N, C, H, W] nor [N, C, D, H, W]"),
+              std::string::npos)
+        << reason(b);
   }
   {  // a weight that is an input, not a constant
     GraphBuilder b;
