@@ -336,6 +336,24 @@ def _ultralytics(config):
     return _model_zoo().ultralytics_model(config)
 
 
+class _Decode(nn.Module):
+    """An autoencoder's decode as a module: latents in, image out (the first output)."""
+
+    def __init__(self, vae):
+        super().__init__()
+        self.vae = vae
+
+    def forward(self, z):
+        return self.vae.decode(z, return_dict=False)[0]
+
+
+def _diffusers_decoder(cls, **config):
+    """A diffusers autoencoder's decoder at its released config (bench/setup-venv.sh installs
+    diffusers), random weights."""
+    import diffusers
+    return _Decode(getattr(diffusers, cls)(**config).eval()).eval()
+
+
 def _timm_reparameterized(name):
     """A timm model with its training-time branches folded by timm itself
     (`timm.utils.reparameterize_model`: RepVGG, MobileOne, RepViT, FastViT, ...), as its
@@ -462,6 +480,15 @@ MODELS = _Models({
     **{"yolo_" + n.replace("-", "_"): ((lambda n=n: _ultralytics(n + ".yaml")), (1, 3, 640, 640),
                                        "Ultralytics %s (random weights), 1x3x640x640" % n)
        for n in ("yolov5nu", "yolov8n", "yolov8s", "yolov8n-seg", "yolov10n", "yolo11n", "yolo11s")},
+    # diffusers' image decoders (2026-12-07): TAESD, the tiny autoencoder edge pipelines use
+    # for previews and fast decoding, and Stable Diffusion's VAE decoder, latents to pixels.
+    "taesd_decoder": ((lambda: _diffusers_decoder("AutoencoderTiny")), (1, 4, 64, 64),
+                      "diffusers AutoencoderTiny (TAESD) decode, latents 1x4x64x64 -> 512x512"),
+    "sd_vae_decoder": ((lambda: _diffusers_decoder(
+        "AutoencoderKL", block_out_channels=(128, 256, 512, 512),
+        down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4,
+        layers_per_block=2, latent_channels=4)), (1, 4, 32, 32),
+        "diffusers AutoencoderKL at Stable Diffusion's VAE config, decode 1x4x32x32 -> 256x256"),
     # torchvision's detectors up to their raw head outputs (box decoding and non-maximum
     # suppression outside the network: tests/models/model_zoo.py DetectorHeads).
     **{"tv_" + key: ((lambda n=n, s=s: _model_zoo().detector_heads(n, s)), (1, 3, s, s),
