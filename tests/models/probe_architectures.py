@@ -562,4 +562,24 @@ ARCHITECTURES = {
     "youtu": decoder("YoutuModel", "YoutuConfig", head_dim=8, **MLA_SMALL),
     "glm4_moe_lite": decoder("Glm4MoeLiteModel", "Glm4MoeLiteConfig", **MLA_SMALL),
     "glm_moe_dsa": decoder("GlmMoeDsaModel", "GlmMoeDsaConfig", **MLA_SMALL),
+    # The ninth batch (2026-12-07): the eighth's "not probed" whose configs need their own
+    # fields — Gemma 3n's per-layer inputs, AltUp, LAuReL and activation sparsity; LFM2-MoE's
+    # layer types; Zamba's shared attention every third layer; MusicGen's decoder over two
+    # codebooks (ids [batch x codebooks, seq]).
+    "gemma3n_text": decoder("Gemma3nTextModel", "Gemma3nTextConfig", intermediate_size=[128, 128],
+                            vocab_size_per_layer_input=128, hidden_size_per_layer_input=16,
+                            laurel_rank=8, altup_num_inputs=2, num_kv_shared_layers=0,
+                            activation_sparsity_pattern=[0.95, 0.0],
+                            layer_types=["sliding_attention", "full_attention"], sliding_window=8),
+    "emu3_text": decoder("Emu3TextModel", "Emu3TextConfig"),
+    "lfm2_moe": decoder("Lfm2MoeModel", "Lfm2MoeConfig", num_dense_layers=1,
+                        layer_types=["conv", "full_attention"]),
+    "zamba": decoder("ZambaModel", "ZambaConfig", num_hidden_layers=6, num_key_value_heads=4,
+                     attn_layer_period=3, attn_layer_offset=2, mamba_d_state=8, mamba_dt_rank=8,
+                     attention_hidden_size=128, attention_head_dim=32, use_mamba_kernels=False),
+    "musicgen_decoder": inputs("MusicgenModel", "MusicgenDecoderConfig",
+                               {"input_ids": lambda: torch.randint(0, 100, (2, 16))},
+                               vocab_size=128, num_codebooks=2, hidden_size=64,
+                               num_hidden_layers=2, ffn_dim=128, num_attention_heads=4,
+                               pad_token_id=0, bos_token_id=0, eos_token_id=0),
 }
