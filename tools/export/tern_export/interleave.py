@@ -15,7 +15,7 @@ keeps its part of the chain, the rewrite is still exact).
 import torch
 
 from .gqa import _is
-from .node_meta import node_shape
+from .node_meta import node_dtype as _dtype, node_shape
 
 _SCATTER = ("slice_scatter.default",)
 _END = 2 ** 62  # an end at or past the dim's size: "to the end" (Python's sys.maxsize and such)
@@ -40,17 +40,6 @@ def _value(src, shape, dtype):
         if node_shape(v) == shape and _dtype(v) == dtype:
             return v
     return src
-
-
-def _dtype(n):
-    """The dtype of FX node n's output from torch.export's "val" or make_fx's "tensor_meta"."""
-    if not isinstance(n, torch.fx.Node):
-        return None
-    for key in ("val", "tensor_meta"):
-        dtype = getattr(n.meta.get(key), "dtype", None)
-        if dtype is not None:
-            return dtype
-    return None
 
 
 def _chain(n):

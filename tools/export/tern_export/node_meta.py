@@ -15,3 +15,15 @@ def node_shape(n):
             except Exception:  # noqa: BLE001 - a symbolic size (an unbacked one raises its guard)
                 return None
     return None
+
+
+def node_dtype(n):
+    """The dtype of FX node `n`'s output from torch.export's "val" or make_fx's "tensor_meta";
+    None when neither gives one."""
+    if not isinstance(n, torch.fx.Node):
+        return None
+    for key in ("val", "tensor_meta"):
+        dtype = getattr(n.meta.get(key), "dtype", None)
+        if dtype is not None:
+            return dtype
+    return None
