@@ -192,6 +192,26 @@ TEST(Partition, DependenciesLimitClustering) {
   EXPECT_EQ(g.delegates[1].outputs, (std::vector<int>{c}));
 }
 
+TEST(Partition, WorkNeedingNoCandidateRunsFirst) {
+  // n0 a = relu(x), n1 k = neg(c) of a constant, n2 d = add(a, k): the neg needs no candidate,
+  // so it moves before the relu and the two candidates are one region (k, a, d), not two
+  // (RWKV's and RecurrentGemma's slices of constant states behind an embedding of the ids).
+  install("pt_relu_add", {"relu", "add"});
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, kShape);
+  const int c = b.constant_f32("c", kShape, {1, 2, 3, 4, 5, 6});
+  const int a = b.op("tern::relu", {x}, DType::F32, kShape, "a");
+  const int k = b.op("tern::neg", {c}, DType::F32, kShape, "k");
+  const int d = b.op("tern::add", {a, k}, DType::F32, kShape, "d");
+  b.output(d);
+  Graph g = b.build();
+  partition(g, {"pt_relu_add"});
+  EXPECT_EQ(ops_of(g), (std::vector<std::string>{"k", "a", "d"}));
+  ASSERT_EQ(g.delegates.size(), 1u);
+  EXPECT_EQ(g.delegates[0].nodes, (std::vector<int>{1, 2}));
+  EXPECT_EQ(g.delegates[0].inputs, (std::vector<int>{x, k}));
+}
+
 TEST(Partition, StateReadsAndWritesKeepTheirOrder) {
   // n0 r0 = add(x, S) reads the old state, n1 S = clone(x) writes it, n2 r1 = add(r0, S)
   // reads the new one: neither add may cross the write, so the adds stay two regions.

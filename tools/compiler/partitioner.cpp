@@ -133,7 +133,9 @@ std::vector<int> clustered_order(const Graph& g, const std::vector<bool>& candid
   int mode = -1;
   while (!ready[0].empty() || !ready[1].empty()) {
     if (mode < 0) {
-      mode = ready[0].empty() ? 1 : ready[1].empty() ? 0 : (*ready[1].begin() < *ready[0].begin());
+      // The other nodes first: what they can run before any candidate (constant slices, an
+      // input's int work) then never cuts a run of candidates that starts with the method.
+      mode = ready[0].empty() ? 1 : 0;
     } else if (ready[mode].empty()) {
       mode = 1 - mode;
     }

@@ -27,7 +27,8 @@ struct PortableNode {
 ///  1. the candidates are the nodes not yet in a region that the backend supports();
 ///  2. the nodes are reordered topologically so that candidates cluster where dependencies
 ///     allow (deterministic: a greedy list schedule that keeps taking ready nodes of the kind it
-///     took last, lowest current index first; existing regions move as one unit and stay
+///     took last, lowest current index first, starting with the non-candidates when any is
+///     ready; existing regions move as one unit and stay
 ///     contiguous). The new order is kept only when it has fewer candidate runs than the
 ///     current one, so an already clustered graph is left as it is;
 ///  3. each maximal contiguous run of candidates is offered to accepts_region(); an accepted

@@ -55,6 +55,8 @@ void check_node(const Graph& g, const Node& node) {
     (void)quant_grouped_attrs(g, node);
   } else if (is_runtime_index_rows(g, node)) {
     (void)index_rows_attrs(g, node);  // an f32 x by a run-time index: IndexRows (op 45)
+  } else if (is_f32_embedding(g, node)) {  // IndexRows (op 45) on the table by input ids
+    (void)f32_embedding_attrs(g, node);
   } else if (op == "tern::embedding") {  // NF4 / FP8 table: op 24
     check_quant_embedding(g, node);
   } else if (op == "tern::linear") {
@@ -268,9 +270,12 @@ bool CpuBackendCompiler::accepts_region(const Graph& graph, const std::vector<in
   }
   for (int n : nodes) {
     if (n < 0 || static_cast<size_t>(n) >= graph.nodes.size()) continue;
-    const std::string& op = graph.nodes[static_cast<size_t>(n)].op;
+    const Node& node = graph.nodes[static_cast<size_t>(n)];
+    const std::string& op = node.op;
+    // An f32 embedding is a row copy, worth a delegate only with work beside it.
+    const bool quant_embedding = op == "tern::embedding" && !is_f32_embedding(graph, node);
     if (op == "tern::conv2d" || op == "tern::conv1d" || op == "tern::conv3d" ||
-        op == "tern::conv_transpose2d" || op == "tern::linear" || op == "tern::embedding" ||
+        op == "tern::conv_transpose2d" || op == "tern::linear" || quant_embedding ||
         op == "tern::bmm" || op == "tern::matmul" || op == "tern::scaled_dot_product_attention" ||
         op == "tern::max_pool2d" || op == "tern::avg_pool2d" || op == "tern::adaptive_avg_pool2d" ||
         op == "tern::mean" || op == "tern::grouped_mm" || op == "tern::grouped_linear") {

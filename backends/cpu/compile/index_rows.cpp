@@ -37,4 +37,43 @@ IndexRowsAttrs index_rows_attrs(const Graph& g, const Node& node) {
   return a;
 }
 
+bool is_f32_embedding(const Graph& g, const Node& node) {
+  if (node.op != "tern::embedding" || node.args.size() != 2) return false;
+  const Value& table = value_at(g, node.args[0]);
+  return table.is_tensor() && table.dtype == DType::F32;
+}
+
+IndexRowsAttrs f32_embedding_attrs(const Graph& g, const Node& node) {
+  if (!is_f32_embedding(g, node)) throw Unsupported("embedding: not of an f32 table");
+  IndexRowsAttrs a;
+  a.x = node.args[0];
+  a.index = node.args[1];
+  a.dim = 0;
+  const Value& table = constant_tensor(g, a.x, "table", 2);
+  const Value& ids = value_at(g, a.index);
+  if (!ids.is_tensor() || ids.dtype != DType::I64 || ids.is_constant) {
+    throw Unsupported("embedding: f32 table by ids that are not a run-time int64 tensor");
+  }
+  if (ids.is_dynamic()) throw Unsupported("embedding: bounded-dynamic ids");
+  if (ids.sizes.empty() || ids.sizes.size() > 3) {
+    throw Unsupported("embedding: ids of rank " + std::to_string(ids.sizes.size()) +
+                      " (1 to 3 taken)");
+  }
+  for (int64_t s : ids.sizes) {
+    if (s < 1) throw Unsupported("embedding: empty ids");
+  }
+  for (const Node& other : g.nodes) {
+    for (int o : other.outputs) {
+      if (o == a.index) {
+        throw Unsupported("embedding: f32 table by ids made in the program (only a method "
+                          "input's ids are taken)");
+      }
+    }
+  }
+  std::vector<int64_t> expect = ids.sizes;
+  expect.push_back(table.sizes[1]);
+  if (single_output(g, node).sizes != expect) throw Unsupported("embedding: out shape");
+  return a;
+}
+
 }  // namespace tern::compiler::cpu_compile

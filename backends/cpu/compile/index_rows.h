@@ -26,4 +26,14 @@ bool is_runtime_index_rows(const Graph& g, const Node& node);
 /// (NHWC layouts are not followed through it), an index that is not 1-D, an empty index.
 IndexRowsAttrs index_rows_attrs(const Graph& g, const Node& node);
 
+/// Whether `node` is an embedding of an f32 table (a quantized one is op 24's: quant_lowering.h).
+bool is_f32_embedding(const Graph& g, const Node& node);
+
+/// The IndexRows of such an embedding (x the table [V, D], dim 0, index the ids): the node's
+/// output [ids..., D] is a reshape of the [numel(ids), D] rows IndexRows makes. Taken only
+/// when the ids are a method input (made by no node, static, rank 1..3, not empty): ids that
+/// portable int ops make from the inputs (LayoutLM's boxes) would split the models they start
+/// into two regions. Throws Unsupported (naming why) otherwise.
+IndexRowsAttrs f32_embedding_attrs(const Graph& g, const Node& node);
+
 }  // namespace tern::compiler::cpu_compile

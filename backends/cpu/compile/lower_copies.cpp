@@ -20,6 +20,26 @@ void Lowering::lower_index_rows(const Node& node) {
   n.params[0] = static_cast<uint32_t>(a.dim);
 }
 
+/// An embedding of an f32 table by input ids (index_rows.h): IndexRows (op 45) of the table's
+/// rows (a constant read in place) into [numel(ids), D], seen as the output's [ids..., D].
+void Lowering::lower_f32_embedding(const Node& node) {
+  const IndexRowsAttrs a = f32_embedding_attrs(g_, node);
+  const Value& table = g_.values[static_cast<size_t>(a.x)];
+  const Value& ids = g_.values[static_cast<size_t>(a.index)];
+  const uint32_t x = constant_as(a.x, std::vector<uint64_t>(table.sizes.begin(), table.sizes.end()));
+  const uint32_t index = typed_input(a.index, ValueLayout::Int64Plain, "an embedding's ids");
+  const int y = node.outputs[0];
+  if (ids.sizes.size() == 1) {
+    add_node(NodeOp::IndexRows, {x, index}, output(y));
+    return;
+  }
+  uint64_t count = 1;
+  for (int64_t s : ids.sizes) count *= static_cast<uint64_t>(s);
+  const uint32_t rows = internal({count, static_cast<uint64_t>(table.sizes[1])});
+  add_node(NodeOp::IndexRows, {x, index}, rows);
+  if (!reshape_in_place(rows, y)) add_node(NodeOp::Reshape, {rows}, output(y));
+}
+
 /// tern::cat along any XNNPACK dim: Concat nodes of up to 3 inputs, nested for more as the
 /// tree copying the fewest floats (concat_tree.h; each partial result an internal value), an
 /// earlier cat of a prefix of the inputs standing for those when the region has one; a cat of

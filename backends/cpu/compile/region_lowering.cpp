@@ -178,6 +178,8 @@ void Lowering::lower_node(const Node& node) {
     lower_quant_grouped(node);
   } else if (is_runtime_index_rows(g_, node)) {
     lower_index_rows(node);
+  } else if (is_f32_embedding(g_, node)) {
+    lower_f32_embedding(node);
   } else if ((op == "tern::linear" && is_quantized_value(g_, node.args[1])) ||
              op == "tern::embedding") {
     lower_quant(node, op == "tern::embedding");

@@ -245,6 +245,7 @@ class Lowering {
 
   // lower_copies.cpp: concatenations, permutes, views, copies, gathers, upsampling, pads
   void lower_index_rows(const Node& node);
+  void lower_f32_embedding(const Node& node);
   void lower_concat(const Node& node);
   uint32_t cat_part(int vid, int out);
   uint32_t emit_concat_tree(const ConcatTree& t, size_t id, const std::vector<int>& ins, int out,

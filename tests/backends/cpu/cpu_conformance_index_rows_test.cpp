@@ -4,7 +4,8 @@
 // GEMMs, whose sums differ from the portable kernel's in the sanitized build; harness:
 // cpu_conformance_util.h; int64 inputs hold integers in
 // [0, index_bound), repeats included): CLIP's pooling (the hidden states' rows at run-time
-// positions, then a projection), index_select along a middle and the last dim; then an index outside the dim at run time (the
+// positions, then a projection), index_select along a middle and the last dim, embeddings of
+// f32 tables by input ids (tokens [2, 3], a class label [1]); then an index outside the dim at run time (the
 // execution fails, naming it, as the portable kernel's), what the compile half refuses and the
 // reader's checks.
 #include <gtest/gtest.h>
@@ -54,6 +55,38 @@ std::vector<OpCase> cases() {
                  }, 1e-12};
   dims.index_bound = 5;
   c.push_back(dims);
+  // Embeddings of f32 tables by ids that are method inputs (since 2026-12-07; the rows of
+  // IndexRows seen as [ids..., D]): a text model's token embedding (ids [2, 3], then a
+  // linear; also a region output through a reshape) and DiT's class label (ids [1]) added to
+  // a timestep embedding, each in the one region.
+  OpCase tokens = {"token_embedding_of_input_ids", [](GraphBuilder& b) {
+                     const int ids = b.input("ids", DType::I64, {2, 3});
+                     const int table = constant(b, "table", {11, 8}, 9, 1.0f);
+                     const int e = b.op("tern::embedding", {table, ids}, DType::F32, {2, 3, 8});
+                     b.output(linear(b, e, {2, 3, 8}, 5, 11));
+                     b.output(e);
+                   }, 1e-12};
+  tokens.index_bound = 11;
+  tokens.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::IndexRows), 1u);
+  };
+  c.push_back(tokens);
+  OpCase label = {"class_label_embedding", [](GraphBuilder& b) {
+                    const int t = b.input("t", DType::F32, {1, 16});
+                    const int label = b.input("label", DType::I64, {1});
+                    const int table = constant(b, "classes", {5, 16}, 13, 1.0f);
+                    const int e = b.op("tern::embedding", {table, label}, DType::F32, {1, 16});
+                    const int h = b.op("tern::add", {linear(b, t, {1, 16}, 16, 15), e},
+                                       DType::F32, {1, 16});
+                    const int a = b.op("tern::silu", {h}, DType::F32,
+                                       {1, 16});
+                    b.output(linear(b, a, {1, 16}, 8, 17));
+                  }, 1e-12};
+  label.index_bound = 5;
+  label.check_blob = [](const std::vector<uint8_t>& blob) {
+    EXPECT_EQ(count_op(blob, cpu::NodeOp::IndexRows), 1u);
+  };
+  c.push_back(label);
   return c;
 }
 
@@ -105,6 +138,14 @@ TEST(CpuIndexRows, WhatTheCompileHalfRefuses) {
     const int i = b.input("i", DType::I64, {2, 2});
     b.op("tern::index_select", {x, b.int_value(0), i}, DType::F32, {4, 6});
     EXPECT_NE(reason(b).find("not 1-D"), std::string::npos) << reason(b);
+  }
+  {  // an embedding whose ids the program makes (portable int ops: kept out of the region)
+    GraphBuilder b;
+    const int ids = b.input("ids", DType::I64, {3});
+    const int shifted = b.op("tern::add", {ids, ids}, DType::I64, {3});
+    const int table = constant(b, "table", {11, 8}, 9, 1.0f);
+    b.op("tern::embedding", {table, shifted}, DType::F32, {3, 8});
+    EXPECT_NE(reason(b).find("ids made in the program"), std::string::npos) << reason(b);
   }
   {  // a 4-D x (NHWC layouts are not followed through a run-time index)
     GraphBuilder b;
