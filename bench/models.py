@@ -354,6 +354,32 @@ def _diffusers_decoder(cls, **config):
     return _Decode(getattr(diffusers, cls)(**config).eval()).eval()
 
 
+class _Denoise(nn.Module):
+    """One denoising step of a diffusers denoiser as a module: (latents, timestep, condition)
+    in, the prediction out — the condition passed as `condition_arg` (text embeddings to a
+    UNet, a class label to DiT)."""
+
+    def __init__(self, model, condition_arg):
+        super().__init__()
+        self.model = model
+        self.condition_arg = condition_arg
+
+    def forward(self, latents, timestep, condition):
+        return self.model(latents, timestep, **{self.condition_arg: condition},
+                          return_dict=False)[0]
+
+
+def _diffusers_denoiser(cls, condition_arg, **config):
+    """A diffusers denoiser at a released config, random weights (the parameters diffusers
+    zero-initialises randomised, as in tests/models/probe_diffusers.py)."""
+    import diffusers
+    _model_zoo()  # puts tests/models on the path
+    from probe_builders import _unzeroed
+    model = getattr(diffusers, cls)(**config).eval()
+    _unzeroed(model)
+    return _Denoise(model, condition_arg).eval()
+
+
 def _timm_reparameterized(name):
     """A timm model with its training-time branches folded by timm itself
     (`timm.utils.reparameterize_model`: RepVGG, MobileOne, RepViT, FastViT, ...), as its
@@ -489,6 +515,20 @@ MODELS = _Models({
         down_block_types=("DownEncoderBlock2D",) * 4, up_block_types=("UpDecoderBlock2D",) * 4,
         layers_per_block=2, latent_channels=4)), (1, 4, 32, 32),
         "diffusers AutoencoderKL at Stable Diffusion's VAE config, decode 1x4x32x32 -> 256x256"),
+    # diffusers' denoisers (2026-12-07), one step at 256 x 256 pixels (32 x 32 latents):
+    # Stable Diffusion 1.x's UNet (text embeddings of CLIP ViT-L, 77 x 768) and DiT-XL/2
+    # (class-conditional diffusion transformer, 256 tokens of 1152).
+    "sd_unet": ((lambda: _diffusers_denoiser("UNet2DConditionModel", "encoder_hidden_states",
+                                             sample_size=32, cross_attention_dim=768)),
+                lambda: (torch.randn(1, 4, 32, 32), torch.tensor([500.0]),
+                         torch.randn(1, 77, 768)),
+                "diffusers UNet2DConditionModel at Stable Diffusion 1.5's config, one step on "
+                "1x4x32x32 latents (256x256), text 1x77x768"),
+    "dit_xl2": ((lambda: _diffusers_denoiser("DiTTransformer2DModel", "class_labels")),
+                lambda: (torch.randn(1, 4, 32, 32), torch.tensor([500.0]),
+                         torch.tensor([207])),
+                "diffusers DiTTransformer2DModel at DiT-XL/2's config, one step on 1x4x32x32 "
+                "latents (256x256), class label 207"),
     # torchvision's detectors up to their raw head outputs (box decoding and non-maximum
     # suppression outside the network: tests/models/model_zoo.py DetectorHeads).
     **{"tv_" + key: ((lambda n=n, s=s: _model_zoo().detector_heads(n, s)), (1, 3, s, s),

@@ -7,8 +7,11 @@ def prepare(name, model, examples, outdir):
     path = os.path.join(outdir, name + ".onnx")
     kwargs = dict(input_names=["x%d" % i for i in range(len(examples))], opset_version=18)
     try:
-        # torch >= 2.5: the dynamo exporter (needs onnxscript); external data off for one file.
-        torch.onnx.export(model, tuple(examples), path, dynamo=True, external_data=False, **kwargs)
+        # torch >= 2.5: the dynamo exporter (needs onnxscript); external data off for one file,
+        # unless the weights pass protobuf's 2 GB limit (a .onnx.data file beside it then).
+        weights = sum(p.numel() * p.element_size() for p in model.parameters())
+        torch.onnx.export(model, tuple(examples), path, dynamo=True,
+                          external_data=weights > 1800 * 2**20, **kwargs)
     except TypeError:
         torch.onnx.export(model, tuple(examples), path, **kwargs)
     return {"path": path}
