@@ -62,13 +62,9 @@ IndexRowsAttrs f32_embedding_attrs(const Graph& g, const Node& node) {
   for (int64_t s : ids.sizes) {
     if (s < 1) throw Unsupported("embedding: empty ids");
   }
-  for (const Node& other : g.nodes) {
-    for (int o : other.outputs) {
-      if (o == a.index) {
-        throw Unsupported("embedding: f32 table by ids made in the program (only a method "
-                          "input's ids are taken)");
-      }
-    }
+  if (made_by_a_node(g, a.index)) {
+    throw Unsupported("embedding: f32 table by ids made in the program (only a method input's "
+                      "ids are taken)");
   }
   std::vector<int64_t> expect = ids.sizes;
   expect.push_back(table.sizes[1]);

@@ -129,6 +129,15 @@ bool is_none(const Graph& g, int id) {
   return static_value(g, id, "argument").kind == Value::Kind::None;
 }
 
+bool made_by_a_node(const Graph& g, int id) {
+  for (const Node& node : g.nodes) {
+    for (int o : node.outputs) {
+      if (o == id) return true;
+    }
+  }
+  return false;
+}
+
 void spatial(const Graph& g, int id, const char* what, const int64_t* empty_default,
              int64_t min_value, int64_t out[2]) {
   const Value& v = static_value(g, id, what);

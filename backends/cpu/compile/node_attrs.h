@@ -43,6 +43,8 @@ bool scalar_constant(const Graph& g, int id, double* out);
 int64_t int_value(const Graph& g, int id, const char* what);
 bool bool_value(const Graph& g, int id, const char* what);
 bool is_none(const Graph& g, int id);
+/// Whether some node of `g` makes value `id` (else it is a method input or a constant).
+bool made_by_a_node(const Graph& g, int id);
 /// An Int or an IntList of 1 or 2 values (one repeats) into out[2]; an empty list gives
 /// `empty_default` (Unsupported when null); each value must be >= min_value.
 void spatial(const Graph& g, int id, const char* what, const int64_t* empty_default,

@@ -150,10 +150,8 @@ void check_quant_embedding(const Graph& g, const Node& node) {
   for (int64_t s : idx.sizes) {
     if (s < 1) throw Unsupported("embedding: empty indices");
   }
-  for (const Node& other : g.nodes) {
-    for (int o : other.outputs) {
-      if (o == node.args[1]) throw Unsupported("embedding: indices made by a node (not an input)");
-    }
+  if (made_by_a_node(g, node.args[1])) {
+    throw Unsupported("embedding: indices made by a node (not an input)");
   }
   const Value& out = single_output(g, node);
   std::vector<int64_t> expect = idx.sizes;
