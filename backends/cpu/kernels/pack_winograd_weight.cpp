@@ -32,6 +32,13 @@ uint64_t winograd_weight_floats(int64_t out_c, int64_t in_c, WinogradTile tile) 
 
 void pack_winograd_weight(const float* w, const float* bias, int64_t out_c, int64_t in_c,
                           float* out, WinogradTile tile) {
+  pack_winograd_weight_panels(w, bias, out_c, in_c, out, tile, 0,
+                              (out_c + kPanelWidth - 1) / kPanelWidth);
+}
+
+void pack_winograd_weight_panels(const float* w, const float* bias, int64_t out_c, int64_t in_c,
+                                 float* out, WinogradTile tile, int64_t first_panel,
+                                 int64_t end_panel) {
   if (out_c <= 0 || in_c <= 0) return;
   constexpr int64_t kW = kPanelWidth;
   const bool f4 = tile == WinogradTile::F4x4;
@@ -41,9 +48,18 @@ void pack_winograd_weight(const float* w, const float* bias, int64_t out_c, int6
   const int64_t bias_matrix = side + 1;  // a = b = 1
   const int64_t matrix = static_cast<int64_t>(packed_weight_floats(out_c, in_c));
   const int64_t panel_stride = kW * (in_c + 1);
-  // Zeros everywhere first: the other matrices' bias slots and the columns past out_c.
-  std::memset(out, 0, sizeof(float) * static_cast<size_t>(positions * matrix));
-  for (int64_t o = 0; o < out_c; ++o) {
+  const int64_t last_panel = (out_c + kW - 1) / kW;
+  if (end_panel > last_panel) end_panel = last_panel;
+  if (first_panel < 0) first_panel = 0;
+  if (first_panel >= end_panel) return;
+  // Zeros first over these panels of every matrix: the other matrices' bias slots and the
+  // columns past out_c.
+  for (int64_t m = 0; m < positions; ++m) {
+    std::memset(out + m * matrix + first_panel * panel_stride, 0,
+                sizeof(float) * static_cast<size_t>((end_panel - first_panel) * panel_stride));
+  }
+  const int64_t end_o = end_panel * kW < out_c ? end_panel * kW : out_c;
+  for (int64_t o = first_panel * kW; o < end_o; ++o) {
     const int64_t panel = o / kW, col = o % kW;
     float* base = out + panel * panel_stride + col;  // matrix 0, this column's bias slot
     if (bias != nullptr) base[bias_matrix * matrix] = bias[o];

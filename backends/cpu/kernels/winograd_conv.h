@@ -44,6 +44,12 @@ uint64_t winograd_weight_floats(int64_t out_c, int64_t in_c,
 /// matrices start on 64-byte boundaries when `out` does.
 void pack_winograd_weight(const float* w, const float* bias, int64_t out_c, int64_t in_c,
                           float* out, WinogradTile tile = WinogradTile::F2x2);
+/// The part of pack_winograd_weight that makes panels [first_panel, end_panel) (output
+/// channels 16 * first_panel up to 16 * end_panel or O) of every matrix: the floats of
+/// different ranges never overlap, so ranges may be packed in any order or at once.
+void pack_winograd_weight_panels(const float* w, const float* bias, int64_t out_c, int64_t in_c,
+                                 float* out, WinogradTile tile, int64_t first_panel,
+                                 int64_t end_panel);
 
 /// One 3x3 stride-1 convolution (dilation 1, groups 1). All sizes >= 1 (else nothing happens);
 /// pads >= 0 (bottom/right padding is whatever out_h/out_w imply); taps outside x read as zero.

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 
 #include "backends/cpu/runtime/blob_dynamic_checks.h"
@@ -20,6 +21,7 @@
 #include "backends/cpu/runtime/flush_denormals.h"
 #include "backends/cpu/runtime/layout_transpose.h"
 #include "backends/cpu/runtime/own_kernel_node.h"
+#include "backends/cpu/runtime/recipe_jobs.h"
 #include "backends/cpu/runtime/stage_plan.h"
 #include "backends/cpu/runtime/register_cpu_backend.h"
 #include "backends/cpu/runtime/subgraph_builder.h"
@@ -521,44 +523,51 @@ Error quant_source(uint32_t value, const TensorView& t, const uint32_t* q, Recip
   return Error::Ok;
 }
 
-/// Runs Derived value `i`'s recipe from its sources' arguments (checked by source_tensor).
-Error run_value_recipe(CpuDelegate* d, uint32_t i, Span<EValue*> args) {
+/// Checks Derived value `i`'s recipe against its sources' arguments (checked by
+/// source_tensor) and fills *job to run it into d->addr[i]; an Alias recipe instead points
+/// d->addr[i] at its source (*queue false: nothing to run).
+Error value_job(CpuDelegate* d, uint32_t i, Span<EValue*> args, RecipeJob* job, bool* queue) {
   const BlobPlan& p = d->plan;
   const BlobValue& v = p.values[i];
   const BlobRecipe& r = p.recipes[v.recipe];
-  RecipeShape shape;
   const char* why = "";
-  TERN_CHECK_OR_RETURN_ERROR(recipe_shape(r, value_numel(v), &shape, &why), InvalidState,
+  TERN_CHECK_OR_RETURN_ERROR(recipe_shape(r, value_numel(v), &job->shape, &why), InvalidState,
                              "cpu backend: value %u: recipe %u: %s", i, v.recipe, why);
-  RecipeSource src[kRecipeSources];
   for (uint32_t slot = 0; slot < kRecipeSources; ++slot) {
     const uint32_t id = r.sources[slot];
+    job->sources[slot] = RecipeSource();
     if (id == kNoValue) continue;
-    src[slot].data = d->source_data[id];
-    if (slot == 0 && shape.quantized != SourceType::F32) {
+    job->sources[slot].data = d->source_data[id];
+    if (slot == 0 && job->shape.quantized != SourceType::F32) {
       TERN_RETURN_IF_ERROR(
-          quant_source(id, args[p.values[id].arg]->to_tensor(), r.params, &src[slot]));
+          quant_source(id, args[p.values[id].arg]->to_tensor(), r.params, &job->sources[slot]));
     }
   }
-  if (r.op == static_cast<uint32_t>(RecipeOp::Alias)) {
-    d->addr[i] = const_cast<float*>(static_cast<const float*>(src[0].data));
-    return Error::Ok;
-  }
-  run_recipe(r, shape, src, d->addr[i]);
-  if (r.op == static_cast<uint32_t>(RecipeOp::QuantWeight)) {
-    const QuantWeightDesc q = quant_weight_desc(r.params);
-    QuantWeightLayout layout;
-    (void)quant_weight_layout(q, &layout);  // recipe_shape checked it
-    const QuantWeightView w = quant_weight_view(q, layout, d->addr[i]);
-    TERN_CHECK_OR_RETURN_ERROR(
-        (q.format != QuantWeightFormat::Nf4DoubleQuant || std::isfinite(w.dq_offset)) &&
-            !quant_weight_has_nonfinite_codes(w),
-        InvalidArgument,
-        "cpu backend: value %u: the quantized weight (argument %u) holds a NaN or infinity "
-        "FP8 code or a non-finite double quantization offset, which the fused kernels do not "
-        "decode",
-        i, p.values[r.sources[0]].arg);
-  }
+  *queue = r.op != static_cast<uint32_t>(RecipeOp::Alias);
+  if (!*queue) d->addr[i] = const_cast<float*>(static_cast<const float*>(job->sources[0].data));
+  job->recipe = &r;
+  job->out = d->addr[i];
+  return Error::Ok;
+}
+
+/// After Derived value `i`'s recipe ran: a quantized weight's codes must be ones the fused
+/// kernels decode.
+Error check_made_value(CpuDelegate* d, uint32_t i) {
+  const BlobPlan& p = d->plan;
+  const BlobRecipe& r = p.recipes[p.values[i].recipe];
+  if (r.op != static_cast<uint32_t>(RecipeOp::QuantWeight)) return Error::Ok;
+  const QuantWeightDesc q = quant_weight_desc(r.params);
+  QuantWeightLayout layout;
+  (void)quant_weight_layout(q, &layout);  // recipe_shape checked it
+  const QuantWeightView w = quant_weight_view(q, layout, d->addr[i]);
+  TERN_CHECK_OR_RETURN_ERROR(
+      (q.format != QuantWeightFormat::Nf4DoubleQuant || std::isfinite(w.dq_offset)) &&
+          !quant_weight_has_nonfinite_codes(w),
+      InvalidArgument,
+      "cpu backend: value %u: the quantized weight (argument %u) holds a NaN or infinity "
+      "FP8 code or a non-finite double quantization offset, which the fused kernels do not "
+      "decode",
+      i, p.values[r.sources[0]].arg);
   return Error::Ok;
 }
 
@@ -579,27 +588,110 @@ void weight_key_of(const CpuDelegate* d, uint32_t i, WeightKey* key) {
   key->numel = value_numel(v);
 }
 
+/// The first prepare runs the recipes in batches of at most this many values and bytes of
+/// output, each batch over the pool (recipe_jobs.h); after a batch, the constants no later
+/// recipe reads go back to the loader, so the program's pages and the packed copies are never
+/// all resident at once.
+constexpr uint32_t kPackBatchValues = 32;
+constexpr uint64_t kPackBatchBytes = uint64_t{64} << 20;
+
+/// The recipes queued for the next batch: each job's value, and for a kept value its cache key.
+struct PackBatch {
+  RecipeJob jobs[kPackBatchValues];
+  uint32_t values[kPackBatchValues];
+  WeightKey keys[kPackBatchValues];
+  bool kept[kPackBatchValues];
+  uint32_t count = 0;
+  uint64_t bytes = 0;
+};
+
+/// Runs the queued recipes, checks what they made and offers the kept values to the other
+/// delegates (weight_cache.h); the batch is empty after.
+Error run_batch(CpuDelegate* d, PackBatch* b) {
+  run_recipe_jobs(b->jobs, b->count, d->pool);
+  const uint32_t count = b->count;
+  b->count = 0;
+  b->bytes = 0;
+  for (uint32_t j = 0; j < count; ++j) {
+    TERN_RETURN_IF_ERROR(check_made_value(d, b->values[j]));
+    if (b->kept[j]) weight_cache_insert(b->keys[j], d->kept_block, d->addr[b->values[j]]);
+  }
+  return Error::Ok;
+}
+
 /// Derived value `i` at the first prepare: a kept value (read at execute) that another delegate
 /// already made from the same constants is read from its buffer (weight_cache.h); anything else
-/// runs its recipe, and a kept value is then offered to the others.
-Error make_value(CpuDelegate* d, uint32_t i, Span<EValue*> args) {
+/// is checked and queued in `b` (which runs first when it holds a value of the same key, so the
+/// second reads the first's buffer as it would one after another).
+Error queue_value(CpuDelegate* d, uint32_t i, Span<EValue*> args, PackBatch* b) {
   const BlobPlan& p = d->plan;
   const bool kept = d->kept_block != nullptr &&
                     p.recipes[p.values[i].recipe].op != static_cast<uint32_t>(RecipeOp::Alias) &&
                     !only_packed_by_xnnpack(p, i);
-  if (!kept) return run_value_recipe(d, i, args);
-  if (d->borrowed[i] != nullptr) return Error::Ok;  // a retried prepare: shared already
-  WeightKey key;
-  weight_key_of(d, i, &key);
-  WeightBlock* owner = nullptr;
-  const float* shared = weight_cache_find(key, &owner);
-  if (shared != nullptr) {
-    d->addr[i] = const_cast<float*>(shared);
-    d->borrowed[i] = owner;
-    return Error::Ok;
+  const uint32_t at = b->count;
+  if (kept) {
+    if (d->borrowed[i] != nullptr) return Error::Ok;  // a retried prepare: shared already
+    weight_key_of(d, i, &b->keys[at]);
+    for (uint32_t j = 0; j < at; ++j) {
+      if (!b->kept[j] || std::memcmp(&b->keys[j], &b->keys[at], sizeof(WeightKey)) != 0) continue;
+      TERN_RETURN_IF_ERROR(run_batch(d, b));
+      return queue_value(d, i, args, b);
+    }
+    WeightBlock* owner = nullptr;
+    const float* shared = weight_cache_find(b->keys[at], &owner);
+    if (shared != nullptr) {
+      d->addr[i] = const_cast<float*>(shared);
+      d->borrowed[i] = owner;
+      return Error::Ok;
+    }
   }
-  TERN_RETURN_IF_ERROR(run_value_recipe(d, i, args));
-  weight_cache_insert(key, d->kept_block, d->addr[i]);
+  bool queue = false;
+  TERN_RETURN_IF_ERROR(value_job(d, i, args, &b->jobs[at], &queue));
+  if (!queue) return Error::Ok;
+  b->values[at] = i;
+  b->kept[at] = kept;
+  b->bytes += b->jobs[at].shape.out_floats * sizeof(float);
+  ++b->count;
+  return Error::Ok;
+}
+
+/// Hands back to the loader the constants whose last recipe reader is among values
+/// [from, to) — all of which have been made — unless an Alias reads them in place.
+void release_read_constants(CpuDelegate* d, uint32_t from, uint32_t to) {
+  const BlobPlan& p = d->plan;
+  for (uint32_t i = from; i < to && d->release_constant != nullptr; ++i) {
+    if (p.values[i].kind != static_cast<uint32_t>(ValueKind::Derived)) continue;
+    const BlobRecipe& r = p.recipes[p.values[i].recipe];
+    for (uint32_t slot = 0; slot < kRecipeSources; ++slot) {
+      const uint32_t s = r.sources[slot];
+      if (s == kNoValue || d->last_recipe_reader[s] != i) continue;
+      const BlobValue& v = p.values[s];
+      if ((v.source & kSourceExclusive) == 0 || d->aliased_source[s]) continue;
+      d->release_constant(d->release_cookie, d->source_data[s], static_cast<size_t>(v.data_bytes));
+    }
+  }
+}
+
+/// Runs every recipe (in batches over the pool: PackBatch), handing each constant back to the
+/// loader as soon as the batch holding its last recipe reader has run.
+Error make_derived_values(CpuDelegate* d, Span<EValue*> args) {
+  const BlobPlan& p = d->plan;
+  const uint32_t nv = p.header.num_values;
+  std::unique_ptr<PackBatch> batch(new (std::nothrow) PackBatch());
+  TERN_CHECK_OR_RETURN_ERROR(batch != nullptr, DelegateMemoryAllocationFailed,
+                             "cpu backend: no memory to queue the weight recipes");
+  uint32_t released = 0;  // values before this one have handed their constants back
+  for (uint32_t i = 0; i < nv; ++i) {
+    if (p.values[i].kind != static_cast<uint32_t>(ValueKind::Derived)) continue;
+    TERN_RETURN_IF_ERROR(queue_value(d, i, args, batch.get()));
+    if (batch->count == kPackBatchValues || batch->bytes >= kPackBatchBytes) {
+      TERN_RETURN_IF_ERROR(run_batch(d, batch.get()));
+      release_read_constants(d, released, i + 1);
+      released = i + 1;
+    }
+  }
+  TERN_RETURN_IF_ERROR(run_batch(d, batch.get()));
+  release_read_constants(d, released, nv);
   return Error::Ok;
 }
 
@@ -625,20 +717,7 @@ Error make_weights(CpuDelegate* d, Span<EValue*> args) {
                                i, p.values[i].arg, t->data, d->source_data[i]);
   }
   if (d->weights_ready) return Error::Ok;
-  for (uint32_t i = 0; i < nv; ++i) {
-    if (p.values[i].kind != static_cast<uint32_t>(ValueKind::Derived)) continue;
-    TERN_RETURN_IF_ERROR(make_value(d, i, args));
-    // A constant no one reads again goes back to the loader as soon as its last recipe has
-    // copied it, so the program's pages and the packed copies are never all resident at once.
-    const BlobRecipe& r = p.recipes[p.values[i].recipe];
-    for (uint32_t slot = 0; slot < kRecipeSources && d->release_constant != nullptr; ++slot) {
-      const uint32_t s = r.sources[slot];
-      if (s == kNoValue || d->last_recipe_reader[s] != i) continue;
-      const BlobValue& v = p.values[s];
-      if ((v.source & kSourceExclusive) == 0 || d->aliased_source[s]) continue;
-      d->release_constant(d->release_cookie, d->source_data[s], static_cast<size_t>(v.data_bytes));
-    }
-  }
+  TERN_RETURN_IF_ERROR(make_derived_values(d, args));
   for (uint32_t s = 0; s < d->stages.num_stages; ++s) {
     free_xnn_stage(&d->xnn[s]);  // a failed earlier prepare may have built some
     if (d->stages.stages[s].own_kernel) continue;

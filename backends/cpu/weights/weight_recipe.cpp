@@ -149,7 +149,59 @@ bool quant_desc(const BlobRecipe& r, QuantWeightDesc* d, QuantWeightLayout* layo
   return quant_weight_layout(*d, layout);
 }
 
+/// A matrix of `n` packed columns (ceil(n / 16) panels of `panel_floats` floats each) cut into
+/// parts of whole panels, about kRecipePartFloats floats each.
+struct PanelSplit {
+  uint64_t panels = 0;    ///< panels of the matrix
+  uint64_t per_part = 1;  ///< panels per part (the last part may have fewer)
+  uint64_t parts = 1;
+};
+
+PanelSplit panel_split(uint64_t n, uint64_t panel_floats) {
+  PanelSplit s;
+  s.panels = (n + kPanelWidth - 1) / kPanelWidth;
+  s.per_part = panel_floats >= kRecipePartFloats ? 1 : kRecipePartFloats / panel_floats;
+  s.parts = s.panels == 0 ? 1 : (s.panels + s.per_part - 1) / s.per_part;
+  return s;
+}
+
+/// Part `part` of a split: its first column and its column count (of `n`).
+void part_columns(const PanelSplit& s, uint64_t n, uint64_t part, uint64_t* col0,
+                  uint64_t* cols) {
+  const uint64_t first = part * s.per_part;
+  const uint64_t end = first + s.per_part < s.panels ? first + s.per_part : s.panels;
+  *col0 = first * kPanelWidth;
+  *cols = (end * kPanelWidth < n ? end * kPanelWidth : n) - *col0;
+}
+
+/// The split of one conv group's matrix (PackConv: O/G columns, K = C*KH*KW).
+PanelSplit conv_split(const uint32_t* q) {
+  const uint64_t o = q[0] / conv_groups(q[4]), k = uint64_t{q[1]} * q[2] * q[3];
+  return panel_split(o, kPanelWidth * (k + 1));
+}
+
 }  // namespace
+
+uint64_t recipe_parts(const BlobRecipe& r, const RecipeShape& shape) {
+  (void)shape;
+  const uint32_t* q = r.params;
+  switch (static_cast<RecipeOp>(r.op)) {
+    case RecipeOp::PackFc:
+      return panel_split(q[0], kPanelWidth * (uint64_t{q[1]} + 1)).parts;
+    case RecipeOp::PackConv:
+      return conv_groups(q[4]) * conv_split(q).parts;
+    case RecipeOp::PackWinograd:
+      return panel_split(q[0], kPanelWidth * (uint64_t{q[1]} + 1) *
+                                   static_cast<uint64_t>(winograd_positions(
+                                       q[2] == kWinogradTileF4x4 ? WinogradTile::F4x4
+                                                                 : WinogradTile::F2x2)))
+          .parts;
+    case RecipeOp::PackGroupedKn:
+      return q[0];
+    default:
+      return 1;
+  }
+}
 
 const char* recipe_op_name(uint32_t op) {
   switch (static_cast<RecipeOp>(op)) {
@@ -283,6 +335,12 @@ bool recipe_shape(const BlobRecipe& r, uint64_t value_numel, RecipeShape* s, con
 
 void run_recipe(const BlobRecipe& r, const RecipeShape& shape, const RecipeSource* src,
                 float* out) {
+  const uint64_t parts = recipe_parts(r, shape);
+  for (uint64_t part = 0; part < parts; ++part) run_recipe_part(r, shape, src, out, part);
+}
+
+void run_recipe_part(const BlobRecipe& r, const RecipeShape& shape, const RecipeSource* src,
+                     float* out, uint64_t part) {
   const uint32_t* q = r.params;
   switch (static_cast<RecipeOp>(r.op)) {
     case RecipeOp::Alias:
@@ -310,26 +368,44 @@ void run_recipe(const BlobRecipe& r, const RecipeShape& shape, const RecipeSourc
       }
       return;
     }
-    case RecipeOp::PackFc:
-      pack_fc_weight(floats(src[0]), floats(src[1]), q[0], q[1], out);
-      if (r.flags & kRecipeFoldHardsigmoid) fold_hardsigmoid(out, q[0], q[1]);
-      return;
-    case RecipeOp::PackConv: {
-      // Each group's O/G filters (and bias) packed as a weight of their own, one after another.
-      const uint64_t groups = conv_groups(q[4]), o = q[0] / groups, k = uint64_t{q[1]} * q[2] * q[3];
+    case RecipeOp::PackFc: {
+      // Panels [col0 / 16, ...) of the packed matrix are the packing of columns col0.. alone.
+      const uint64_t n = q[0], k = q[1];
+      uint64_t col0 = 0, cols = 0;
+      part_columns(panel_split(n, kPanelWidth * (k + 1)), n, part, &col0, &cols);
       const float* bias = floats(src[1]);
-      for (uint64_t g = 0; g < groups; ++g) {
-        float* at = out + g * packed_fc_floats(o, k);
-        pack_conv(floats(src[0]) + g * o * k, bias != nullptr ? bias + g * o : nullptr, o, q[1],
-                  q[2], q[3], at);
-        if (r.flags & kRecipeFoldHardsigmoid) fold_hardsigmoid(at, o, k);
-      }
+      float* at = out + col0 * (k + 1);
+      pack_fc_weight(floats(src[0]) + col0 * k, bias != nullptr ? bias + col0 : nullptr,
+                     static_cast<int64_t>(cols), static_cast<int64_t>(k), at);
+      if (r.flags & kRecipeFoldHardsigmoid) fold_hardsigmoid(at, cols, k);
       return;
     }
-    case RecipeOp::PackWinograd:
-      pack_winograd_weight(floats(src[0]), floats(src[1]), q[0], q[1], out,
-                           q[2] == kWinogradTileF4x4 ? WinogradTile::F4x4 : WinogradTile::F2x2);
+    case RecipeOp::PackConv: {
+      // Each group's O/G filters (and bias) packed as a weight of their own, one after another;
+      // a part is a range of one group's panels.
+      const uint64_t groups = conv_groups(q[4]), o = q[0] / groups, k = uint64_t{q[1]} * q[2] * q[3];
+      const PanelSplit split = conv_split(q);
+      const uint64_t g = part / split.parts;
+      uint64_t col0 = 0, cols = 0;
+      part_columns(split, o, part % split.parts, &col0, &cols);
+      const float* bias = floats(src[1]);
+      float* at = out + g * packed_fc_floats(o, k) + col0 * (k + 1);
+      pack_conv(floats(src[0]) + (g * o + col0) * k,
+                bias != nullptr ? bias + g * o + col0 : nullptr, cols, q[1], q[2], q[3], at);
+      if (r.flags & kRecipeFoldHardsigmoid) fold_hardsigmoid(at, cols, k);
       return;
+    }
+    case RecipeOp::PackWinograd: {
+      const WinogradTile tile = q[2] == kWinogradTileF4x4 ? WinogradTile::F4x4 : WinogradTile::F2x2;
+      const PanelSplit split =
+          panel_split(q[0], kPanelWidth * (uint64_t{q[1]} + 1) *
+                                static_cast<uint64_t>(winograd_positions(tile)));
+      const uint64_t first = part * split.per_part;
+      pack_winograd_weight_panels(floats(src[0]), floats(src[1]), q[0], q[1], out, tile,
+                                  static_cast<int64_t>(first),
+                                  static_cast<int64_t>(first + split.per_part));
+      return;
+    }
     case RecipeOp::PackBottleneck: {
       const uint64_t c = q[kBnC], e = q[kBnE], o = q[kBnO], kh = q[kBnKh], kw = q[kBnKw],
                      se = q[kBnS];
@@ -363,11 +439,10 @@ void run_recipe(const BlobRecipe& r, const RecipeShape& shape, const RecipeSourc
       return;
     }
     case RecipeOp::PackGroupedKn: {
-      const uint64_t e = q[0], k = q[1], n = q[2], each = packed_fc_floats(n, k);
-      for (uint64_t g = 0; g < e; ++g) {
-        pack_kn_weight(floats(src[0]) + g * k * n, static_cast<int64_t>(k),
-                       static_cast<int64_t>(n), out + g * each);
-      }
+      // A part is one expert's matrix.
+      const uint64_t k = q[1], n = q[2], each = packed_fc_floats(n, k), g = part;
+      pack_kn_weight(floats(src[0]) + g * k * n, static_cast<int64_t>(k), static_cast<int64_t>(n),
+                     out + g * each);
       return;
     }
     case RecipeOp::QuantWeight: {
