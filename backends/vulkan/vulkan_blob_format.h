@@ -1,4 +1,4 @@
-// The vulkan delegate blob, version 8: shared by the compile half (writer) and the runtime half
+// The vulkan delegate blob, version 9: shared by the compile half (writer) and the runtime half
 // (reader). Plain structs only (no STL): the runtime includes this file. The byte layout is
 // documented in backends/vulkan/README.md; all fields are little-endian.
 #pragma once
@@ -19,9 +19,10 @@ constexpr char kBlobMagic[4] = {'T', 'V', 'K', 'N'};
 /// kv and mask groups (node op 12's parameters 13 and 14, grouped-query attention), version 5
 /// before 3-D convolutions (node op 6's parameters 18-23: depth) and upsampling (node op 16),
 /// version 6 before negative source strides of node op 9 (flip), version 7 before grouped
-/// products (node ops 17 and 18, value type 3: a mixture of experts' group ends): a runtime
-/// that reads an older version falls back instead of refusing it as malformed.
-constexpr uint32_t kBlobVersion = 8;
+/// products (node ops 17 and 18, value type 3: a mixture of experts' group ends), version 8
+/// before sin and cos (unary kinds 21 and 22): a runtime that reads an older version falls
+/// back instead of refusing it as malformed.
+constexpr uint32_t kBlobVersion = 9;
 /// Most dimensions of a value and of a strided iteration.
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (attention: q, k, v, mask).
@@ -148,8 +149,10 @@ enum class UnaryKind : int32_t {
   Floor = 18,
   Ceil = 19,
   Round = 20,      ///< half to even
+  Sin = 21,        ///< (version 9) argument reduced by pi/2 in three parts with fma
+  Cos = 22,        ///< (version 9)
 };
-constexpr int32_t kLastUnaryKind = 20;
+constexpr int32_t kLastUnaryKind = 22;
 
 /// Elementwise::params[0].
 enum class ElementwiseKind : int32_t {

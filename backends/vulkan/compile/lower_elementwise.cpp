@@ -1,5 +1,6 @@
 // The vulkan lowerings of elementwise ops (binary with broadcasting, where, the unary kinds,
 // clamps, GELU, pow, leaky ReLU), softmax, the norms (layer, group, batch) and sum / mean.
+#include <cfloat>
 #include "backends/vulkan/compile/lowerings.h"
 
 #include <algorithm>
@@ -145,20 +146,27 @@ void lower_softmax(BlobBuilder& b, const Node& n) {
          {param(outer, "outer"), param(xs[static_cast<size_t>(d)], "n"), param(inner, "inner")});
 }
 
-void lower_layer_norm(BlobBuilder& b, const Node& n) {
+// layer_norm(x, normalized_shape, weight?, bias?, eps) and rms_norm(x, normalized_shape,
+// weight?, eps or None) over trailing dims: one LayerNorm node (params[4] = 1: RMS, no mean
+// taken out and no bias; eps None is f32's machine epsilon, as ATen).
+void lower_row_norm(BlobBuilder& b, const Node& n, bool rms) {
   const Graph& g = b.graph();
+  const char* what = rms ? "rms_norm" : "layer_norm";
   const Dims& xs = shape(g, arg(n, 0));
   const std::vector<int64_t> ns = ints_of(g, arg(n, 1));
   if (ns.empty() || ns.size() > xs.size() || !std::equal(ns.begin(), ns.end(), xs.end() - static_cast<long>(ns.size()))) {
-    throw Unsupported("layer_norm normalized_shape");
+    throw Unsupported(std::string(what) + " normalized_shape");
   }
   const int64_t cols = numel(ns);
   const bool has_w = has_arg(n, 2) && !is_none(g, arg(n, 2));
-  const bool has_b = has_arg(n, 3) && !is_none(g, arg(n, 3));
-  const double eps = has_arg(n, 4) ? num_of(g, arg(n, 4)) : 1e-5;
+  const bool has_b = !rms && has_arg(n, 3) && !is_none(g, arg(n, 3));
+  const int eps_arg = rms ? 3 : 4;
+  const double eps = has_arg(n, eps_arg) && !is_none(g, arg(n, eps_arg))
+                         ? num_of(g, arg(n, eps_arg))
+                         : (rms ? static_cast<double>(FLT_EPSILON) : 1e-5);
   std::vector<uint32_t> inputs{b.input(arg(n, 0))};
   if (has_w) {
-    if (numel(shape(g, arg(n, 2))) != cols) throw Unsupported("layer_norm weight");
+    if (numel(shape(g, arg(n, 2))) != cols) throw Unsupported(std::string(what) + " weight");
     inputs.push_back(b.input(arg(n, 2)));
   }
   if (has_b) {
@@ -168,9 +176,13 @@ void lower_layer_norm(BlobBuilder& b, const Node& n) {
     inputs.push_back(b.input(arg(n, 3)));
   }
   b.node(NodeOp::LayerNorm, inputs, b.output(out_id(n)),
-         {param(numel(xs) / cols, "rows"), param(cols, "n"), has_w || has_b ? 1 : 0, has_b ? 1 : 0},
+         {param(numel(xs) / cols, "rows"), param(cols, "n"), has_w || has_b ? 1 : 0, has_b ? 1 : 0,
+          rms ? 1 : 0},
          {static_cast<float>(eps)});
 }
+
+void lower_layer_norm(BlobBuilder& b, const Node& n) { lower_row_norm(b, n, false); }
+void lower_rms_norm(BlobBuilder& b, const Node& n) { lower_row_norm(b, n, true); }
 
 // group_norm(x [N, C, *], groups, weight [C]?, bias [C]?, eps): in row-major NCHW a group's
 // C/G channels are one contiguous row, so the layer_norm shader normalises rows of

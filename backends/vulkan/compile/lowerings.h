@@ -29,6 +29,7 @@ void lower_pow(BlobBuilder& b, const Node& n);
 void lower_leaky_relu(BlobBuilder& b, const Node& n);
 void lower_softmax(BlobBuilder& b, const Node& n);
 void lower_layer_norm(BlobBuilder& b, const Node& n);
+void lower_rms_norm(BlobBuilder& b, const Node& n);
 void lower_group_norm(BlobBuilder& b, const Node& n);
 void lower_batch_norm(BlobBuilder& b, const Node& n);
 void lower_reduce(BlobBuilder& b, const Node& n, bool mean);

@@ -254,6 +254,9 @@ struct NodeChecker {
         TERN_RETURN_IF_ERROR(params_in(0, 2, 1));
         TERN_RETURN_IF_ERROR(flag(2));
         TERN_RETURN_IF_ERROR(flag(3));
+        TERN_RETURN_IF_ERROR(flag(4));  // RMS (version 9): no mean, no bias
+        if (p[4] != 0 && p[3] != 0) return fail("bias of an RMS norm", 0, 1);
+        TERN_RETURN_IF_ERROR(zeros(5, kNodeParams));
         if (node.num_inputs != 1u + static_cast<uint32_t>(p[2] + p[3])) return fail("inputs", 1u + p[2] + p[3], node.num_inputs);
         const uint64_t n = product(p, 2);
         TERN_RETURN_IF_ERROR(out_numel(n));

@@ -1,7 +1,8 @@
 #version 450
 // Layer norm over the last n elements of each row (biased variance, two passes over the row in
 // shared-memory reductions): one workgroup per row. params: [0] rows, [1] n, [2] has weight,
-// [3] has bias; fparams[0] eps.
+// [3] has bias, [4] RMS norm (no mean taken out: x / sqrt(mean(x^2) + eps) * w); fparams[0]
+// eps.
 #include "common.glsl"
 
 layout(std430, binding = 0) writeonly buffer Out { STORE_T y[]; };
@@ -31,7 +32,7 @@ void main() {
   uint t = gl_LocalInvocationID.x;
   float s = 0.0;
   for (uint j = t; j < n; j += WG) s += float(x[base + j]);
-  float mean = reduce_sum(s, t) / float(n);
+  float mean = pc.p[4] != 0 ? 0.0 : reduce_sum(s, t) / float(n);
   float v = 0.0;
   for (uint j = t; j < n; j += WG) {
     float d = float(x[base + j]) - mean;

@@ -83,6 +83,35 @@ float pow_scalar(float v, float e) {
 
 float sigmoid(float v) { return 1.0 / (1.0 + exp(-v)); }
 
+// sin (want_cos false) or cos of v without GLSL's sin / cos, whose precision Vulkan leaves to
+// the device (an absolute 2^-11 is allowed, and only on [-pi, pi]; a diffusion model's
+// timestep embedding takes sines of arguments near 1000). v = k pi/2 + r with k = round(v 2/pi)
+// and r = v - k P1 - k P2 - k P3 - k P4, pi/2 split Cody-Waite style: P1..P3 of at most 8
+// significant bits, so k Pi is exact in f32 for |k| < 2^16 (|v| below ~1e5) whether or not the
+// device fuses a multiply-add (lavapipe splits GLSL's fma), P4 the f32 rest (what remains of
+// pi/2 is 5e-17). `precise` keeps the compiler from re-associating the steps. Then Cephes'
+// minimax polynomials for sin and cos on |r| <= pi/4, picked and signed by k mod 4.
+float sin_cos(float v, bool want_cos) {
+  float k = roundEven(v * 0.636619772367581343);
+  precise float r = v - k * 1.5703125;
+  r = r - k * 4.8255920410156250e-4;
+  r = r - k * 1.2665987014770507812e-6;
+  r = r - k * 9.9209362947050294679e-10;
+  float z = r * r;
+  float s = fma(fma(fma(-1.9515295891e-4, z, 8.3321608736e-3), z, -1.6666654611e-1), z * r, r);
+  float c = fma(fma(fma(2.443315711809948e-5, z, -1.388731625493765e-3), z,
+                    4.166664568298827e-2), z * z, fma(-0.5, z, 1.0));
+  int q = int(mod(k, 4.0)) + (want_cos ? 1 : 0);
+  if (isinf(v) || isnan(v)) return uintBitsToFloat(0x7FC00000u);
+  if (v == 0.0) return want_cos ? 1.0 : v;  // sin(-0) = -0 (the steps above give +0)
+  switch (q & 3) {
+    case 0: return s;
+    case 1: return c;
+    case 2: return -s;
+    default: return -c;
+  }
+}
+
 void main() {
   uint i = flat_index();
   if (i >= uint(pc.p[1])) return;
@@ -113,7 +142,9 @@ void main() {
     case 17: r = v < 0.0 ? v * pc.f[0] : v; break;
     case 18: r = floor(v); break;
     case 19: r = ceil(v); break;
-    default: r = roundEven(v); break;
+    case 20: r = roundEven(v); break;
+    case 21: r = sin_cos(v, false); break;
+    default: r = sin_cos(v, true); break;
   }
   y[i] = STORE_T(r);
 }

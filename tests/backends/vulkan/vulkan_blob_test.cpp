@@ -80,13 +80,14 @@ TEST(VulkanBlob, CorruptFieldsAreRefusedWithTheirName) {
       {patched<char>(blob, 0, 'X'), Error::InvalidProgram, "magic"},
       {patched<uint32_t>(blob, 4, 1), Error::DelegateInvalidCompatibility, "version 1"},
       {patched<uint32_t>(blob, 4, 2), Error::DelegateInvalidCompatibility,
-       "version 2, this runtime reads version 8"},
+       "version 2, this runtime reads version 9"},
       {patched<uint32_t>(blob, 4, 3), Error::DelegateInvalidCompatibility, "version 3"},
       {patched<uint32_t>(blob, 4, 4), Error::DelegateInvalidCompatibility, "version 4"},
       {patched<uint32_t>(blob, 4, 5), Error::DelegateInvalidCompatibility, "version 5"},
       {patched<uint32_t>(blob, 4, 6), Error::DelegateInvalidCompatibility, "version 6"},
       {patched<uint32_t>(blob, 4, 7), Error::DelegateInvalidCompatibility, "version 7"},
-      {patched<uint32_t>(blob, 4, 9), Error::DelegateInvalidCompatibility, "version 9"},
+      {patched<uint32_t>(blob, 4, 8), Error::DelegateInvalidCompatibility, "version 8"},
+      {patched<uint32_t>(blob, 4, 10), Error::DelegateInvalidCompatibility, "version 10"},
       {patched<uint32_t>(blob, offsetof(BlobHeader, storage), 2),
        Error::DelegateInvalidCompatibility, "storage type 2"},
       // An f32 blob read as f16: its constants hold 4 bytes per element, not 2 (w: 8 x 16).
@@ -293,6 +294,28 @@ TEST(VulkanBlob, UpsampleNodeChecksItsSteps) {
       }
     }, c.message);
   }
+}
+
+// rms_norm is the layer-norm node in RMS mode (params[4] = 1, version 9): the flag must be 0 or
+// 1, an RMS norm has no bias, and the parameters after it are 0.
+TEST(VulkanBlob, NormNodeChecksItsRmsFlag) {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {2, 8});
+  const int r = b.op("tern::relu", {x}, DType::F32, {2, 8});
+  b.output(b.op("tern::rms_norm", {r, b.int_list({8}), b.none(), b.none()}, DType::F32, {2, 8}));
+  delegate_vulkan(b, 0, 1);
+  const compiler::Graph g = b.build();
+  const std::vector<uint8_t>& blob = g.delegates.at(0).blob;
+  ASSERT_EQ(parse(blob), Error::Ok) << last_error_message();
+  const size_t node = node_offset(blob, 1);
+  BlobNode n;
+  std::memcpy(&n, blob.data() + node, sizeof(n));
+  ASSERT_EQ(n.op, static_cast<uint32_t>(vulkan::NodeOp::LayerNorm));
+  EXPECT_EQ(n.params[4], 1);
+  EXPECT_FLOAT_EQ(n.fparams[0], 1.1920929e-7f);  // eps None: f32's machine epsilon
+  expect_node_refused(blob, node, n, [](BlobNode& m) { m.params[4] = 2; }, "flag parameter");
+  expect_node_refused(blob, node, n, [](BlobNode& m) { m.params[3] = 1; }, "bias of an RMS norm");
+  expect_node_refused(blob, node, n, [](BlobNode& m) { m.params[5] = 1; }, "unused parameter");
 }
 
 // Grouped-query attention: q [1, 2, 3, L, E] against k/v [1, 2, 1, S, E] lowers with kv group 3

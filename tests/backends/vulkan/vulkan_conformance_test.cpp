@@ -178,7 +178,7 @@ std::vector<OpCase> cases() {
     c.push_back(unary(op, std::string("tern::") + op, {5, 77}));
     c.back().threshold = kTr;
   }
-  for (const char* op : {"neg", "abs", "exp", "erf", "floor", "ceil", "round"}) {
+  for (const char* op : {"neg", "abs", "exp", "erf", "floor", "ceil", "round", "sin", "cos"}) {
     c.push_back({std::string(op), [op](GraphBuilder& b) {  // x * 3: erf's tails, rounding ties
                    const int x = b.input("x", DType::F32, {5, 77});
                    const int s = b.op("tern::mul", {x, b.double_value(3.0)}, DType::F32, {5, 77});
@@ -235,6 +235,17 @@ std::vector<OpCase> cases() {
                                DType::F32, {3, 4, 300}));
                  b.output(b.op("tern::layer_norm", {x, b.int_list({4, 300}), b.none(), b.none(),
                                                     b.double_value(1e-6)}, DType::F32, {3, 4, 300}));
+               }, kTr});
+  // rms_norm (Llama's, Flux's and SD3's q/k norms): a weight and eps, no weight and eps None
+  // (f32's machine epsilon), over two trailing dims; the input offset so the mean is not 0.
+  c.push_back({"rms_norm_weighted_and_plain", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {3, 4, 300});
+                 const int xo = b.op("tern::add", {x, b.double_value(0.3)}, DType::F32, {3, 4, 300});
+                 const int w = constant(b, "w", {300}, 8);
+                 b.output(b.op("tern::rms_norm", {xo, b.int_list({300}), w, b.double_value(1e-6)},
+                               DType::F32, {3, 4, 300}));
+                 b.output(b.op("tern::rms_norm", {xo, b.int_list({4, 300}), b.none(), b.none()},
+                               DType::F32, {3, 4, 300}));
                }, kTr});
   // group_norm: affine (8 groups of 2 channels), weight only, and plain (one group of all 6:
   // a row over every channel), and a 3-D input (GroupNorm over [N, C, L]).
@@ -621,6 +632,44 @@ TEST_P(VulkanConformance, MatchesPortableInF16Storage) {
 
 INSTANTIATE_TEST_SUITE_P(Ops, VulkanConformance, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<OpCase>& info) { return info.param.name; });
+
+// sin and cos of the arguments a diffusion model's timestep embedding and rotary tables take
+// (timesteps up to 1000 times frequencies up to 1, positions times inverse wavelengths), far
+// outside the [-pi, pi] where Vulkan bounds a device's own sin: against sin / cos in double,
+// within 2 f32 ulps of 1 (2^-22; the shader reduces the argument by pi/2 in four exact steps).
+TEST(VulkanUnaryMath, SinCosOfWideArgumentsMatchDoublePrecision) {
+  register_all();
+  const int64_t n = 4096;
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {n});
+  b.output(b.op("tern::sin", {x}, DType::F32, {n}));
+  b.output(b.op("tern::cos", {x}, DType::F32, {n}));
+  delegate_vulkan(b, 0, 1);
+  const compiler::Graph graph = b.build();
+  const std::vector<uint8_t> pte = testing::compile_graph(graph);
+  std::vector<float> args = random_floats(n, 77, -1000.0f, 1000.0f);
+  // Near multiples of pi/2 (where the reduction cancels most), tiny, signed zeros, 1e5.
+  const float special[] = {0.0f, -0.0f, 1e-20f, -3e-8f, 1.5707964f, 3.1415927f, -4.712389f,
+                           6.2831855f, 1000.0f, 999.99994f, 314.15927f, 1e5f, -99999.99f};
+  for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); ++i) args[i] = special[i];
+  for (int64_t i = 0; i < 1000; ++i) args[static_cast<size_t>(100 + i)] = static_cast<float>(i) * 0.7853982f;
+  const RunResult r = run_program(pte, graph, {args}, /*disable=*/false);
+  ASSERT_EQ(r.paths, std::vector<DelegatePath>{DelegatePath::Backend});
+  ASSERT_EQ(r.outputs.size(), 2u);
+  double worst[2] = {0, 0};
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = static_cast<double>(args[static_cast<size_t>(i)]);
+    const double want[2] = {std::sin(v), std::cos(v)};
+    for (int o = 0; o < 2; ++o) {
+      const double err = std::fabs(r.outputs[static_cast<size_t>(o)][static_cast<size_t>(i)] - want[o]);
+      worst[o] = std::max(worst[o], err);
+      EXPECT_LE(err, 2.4e-7) << (o == 0 ? "sin(" : "cos(") << args[static_cast<size_t>(i)] << ")";
+    }
+  }
+  std::printf("sin / cos on %s: worst absolute error %.3g / %.3g\n", vulkan_device_name(),
+              worst[0], worst[1]);
+  EXPECT_EQ(std::signbit(r.outputs[0][1]), true) << "sin(-0) is -0";
+}
 
 TEST(VulkanConformanceEmbedding, GathersRowsAndRefusesAnOutOfRangeIndex) {
   register_all();
