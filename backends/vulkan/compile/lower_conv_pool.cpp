@@ -40,7 +40,8 @@ std::vector<int64_t> window_ints(const Graph& g, int id, size_t spatial, const c
 
 }  // namespace
 
-/// conv2d (4-D x) and conv3d (5-D x): conv.comp, a 2-D conv as the 3-D one of depth 1.
+/// conv1d (3-D x), conv2d (4-D x) and conv3d (5-D x): conv.comp, a 2-D conv as the 3-D one of
+/// depth 1 and a 1-D conv as the 2-D one of height 1 (the same NCHW bytes).
 void lower_conv(BlobBuilder& b, const Node& n, size_t spatial) {
   const Graph& g = b.graph();
   const Dims& xs = shape(g, arg(n, 0));
@@ -48,7 +49,9 @@ void lower_conv(BlobBuilder& b, const Node& n, size_t spatial) {
   const Dims& os = shape(g, out_id(n));
   const size_t rank = spatial + 2;
   if (xs.size() != rank || ws.size() != rank || os.size() != rank) {
-    throw Unsupported(spatial == 2 ? "conv2d: batched 4-D x" : "conv3d: batched 5-D x");
+    throw Unsupported(spatial == 1   ? "conv1d: batched 3-D x"
+                      : spatial == 2 ? "conv2d: batched 4-D x"
+                                     : "conv3d: batched 5-D x");
   }
   const std::vector<int64_t> stride = window_ints(g, arg(n, 3), spatial, "stride");
   const std::vector<int64_t> pad = window_ints(g, arg(n, 4), spatial, "padding");

@@ -78,6 +78,44 @@ void lower_expand(BlobBuilder& b, const Node& n) {
   copy_node(b, x, b.output(out_id(n)), os, src, 0, contiguous_strides(os), 0);
 }
 
+// repeat(x, reps): the output [reps[i] * d[i]] read as [reps[0], d[0], reps[1], d[1], ...]
+// (x padded with leading 1s to len(reps) dims) is x broadcast along the reps dims: one strided
+// copy, its dims of 1 dropped and dims that stay contiguous in both source and destination
+// merged, so that a repeat of up to 6 such dims fits the copy node.
+void lower_repeat(BlobBuilder& b, const Node& n) {
+  const Graph& g = b.graph();
+  const Dims& xs = shape(g, arg(n, 0));
+  const Dims& os = shape(g, out_id(n));
+  const std::vector<int64_t> reps = ints_of(g, arg(n, 1));
+  if (reps.size() < xs.size()) throw Unsupported("repeat: fewer repeats than dims");
+  Dims d(reps.size() - xs.size(), 1);
+  d.insert(d.end(), xs.begin(), xs.end());
+  const Dims xst = contiguous_strides(d);
+  Dims dims, src;
+  for (size_t i = 0; i < reps.size(); ++i) {
+    if (reps[i] < 1) throw Unsupported("repeat: a count below 1");
+    if (os.size() != reps.size() || os[i] != reps[i] * d[i]) throw Unsupported("repeat: output shape");
+    if (reps[i] > 1) dims.push_back(reps[i]), src.push_back(0);
+    if (d[i] > 1) dims.push_back(d[i]), src.push_back(xst[i]);
+  }
+  if (dims.empty()) dims.push_back(1), src.push_back(0);
+  Dims dst = contiguous_strides(dims);
+  // Merge dim k into dim k - 1 where both walks step over it contiguously.
+  Dims md{dims[0]}, ms{src[0]}, mt{dst[0]};
+  for (size_t k = 1; k < dims.size(); ++k) {
+    if (ms.back() == src[k] * dims[k] && mt.back() == dst[k] * dims[k]) {
+      md.back() *= dims[k];
+      ms.back() = src[k];
+      mt.back() = dst[k];
+    } else {
+      md.push_back(dims[k]), ms.push_back(src[k]), mt.push_back(dst[k]);
+    }
+  }
+  if (md.size() > 6) throw Unsupported("repeat: more than 6 dims after merging");
+  const uint32_t x = b.input(arg(n, 0));
+  copy_node(b, x, b.output(out_id(n)), md, ms, 0, mt, 0);
+}
+
 namespace {
 
 /// A slice of x along `dim` starting at `start` with `step`, `len` long, into `out`.

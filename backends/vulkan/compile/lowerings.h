@@ -44,6 +44,7 @@ void lower_view(BlobBuilder& b, const Node& n);
 void lower_permute(BlobBuilder& b, const Node& n, bool transpose);
 void lower_flip(BlobBuilder& b, const Node& n);
 void lower_expand(BlobBuilder& b, const Node& n);
+void lower_repeat(BlobBuilder& b, const Node& n);
 void lower_slice(BlobBuilder& b, const Node& n);
 void lower_select(BlobBuilder& b, const Node& n);
 void lower_split(BlobBuilder& b, const Node& n);

@@ -304,6 +304,19 @@ std::vector<OpCase> cases() {
   // 3-D: r3d_18's stem (3x7x7, stride (1, 2, 2), padding (1, 3, 3)) with the window clipped on
   // every face; r2plus1d's factored pair (1x3x3 then 3x1x1) in 4-channel blocks, grouped, with
   // depth stride and dilation, batch 2; depthwise (one channel per group).
+  // conv1d (audio decoders: Oobleck, Dance Diffusion's UNet1D): a strided, padded, dilated
+  // conv with bias, then a grouped one without.
+  c.push_back({"conv1d_stride_pad_dilation_grouped", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 6, 50});
+                 const int w1 = constant(b, "w1", {8, 6, 5}, 51), b1 = constant(b, "b1", {8}, 52);
+                 const int y = b.op("tern::conv1d", {x, w1, b1, b.int_list({2}), b.int_list({3}),
+                                                     b.int_list({2}), b.int_value(1)},
+                                    DType::F32, {2, 8, 24});
+                 const int w2 = constant(b, "w2", {4, 4, 3}, 53);
+                 b.output(b.op("tern::conv1d", {y, w2, b.none(), b.int_list({1}), b.int_list({1}),
+                                                b.int_list({1}), b.int_value(2)},
+                               DType::F32, {2, 4, 24}));
+               }, kMm});
   c.push_back({"conv3d_stem_stride_pad", [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {1, 3, 4, 9, 10});
                  b.output(conv3d(b, x, {1, 3, 4, 9, 10}, 8, {3, 7, 7}, {1, 2, 2}, {1, 3, 3},
@@ -395,6 +408,17 @@ std::vector<OpCase> cases() {
                  const int s = b.input("s", DType::F32, {3, 1});
                  b.output(b.op("tern::expand", {s, b.int_list({2, 3, 5})}, DType::F32, {2, 3, 5}));
                  b.output(b.op("tern::flatten", {r, b.int_value(1), b.int_value(-1)}, DType::F32, {2, 12}));
+               }, kEw});
+  // repeat (Dance Diffusion's UNet1D, LTX-Video's VAE): inner and outer dims, a leading new
+  // dim, and a 5-D input whose repeat merges to fewer than 6 copy dims.
+  c.push_back({"repeat", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 3, 4});
+                 const int r = b.op("tern::relu", {x}, DType::F32, {2, 3, 4});
+                 b.output(b.op("tern::repeat", {r, b.int_list({2, 1, 3})}, DType::F32, {4, 3, 12}));
+                 b.output(b.op("tern::repeat", {r, b.int_list({2, 2, 1, 2})}, DType::F32, {2, 4, 3, 8}));
+                 const int y = b.input("y", DType::F32, {1, 2, 1, 3, 2});
+                 const int t = b.op("tern::tanh", {y}, DType::F32, {1, 2, 1, 3, 2});
+                 b.output(b.op("tern::repeat", {t, b.int_list({1, 1, 4, 1, 1})}, DType::F32, {1, 2, 4, 3, 2}));
                }, kEw});
   // flip (blob version 7: a Copy with negative source strides): one dim (a bidirectional
   // RNN's sequence), every dim, and a flip read by a matmul.
@@ -725,7 +749,7 @@ TEST(VulkanSupport, RefusesWhatItDoesNotImplement) {
   GraphBuilder b;
   const int x = b.input("x", DType::F32, {2, 8});
   const int i = b.input("i", DType::I32, {2, 8});
-  b.output(b.op("tern::sin", {x}, DType::F32, {2, 8}));                       // not taken
+  b.output(b.op("tern::atan", {x}, DType::F32, {2, 8}));                      // not taken
   b.output(b.op("tern::pow", {x, x}, DType::F32, {2, 8}));                    // tensor exponent
   b.output(b.op("tern::div", {x, x, b.string_value("floor")}, DType::F32, {2, 8}));  // rounding
   b.output(b.op("tern::add", {i, i}, DType::I32, {2, 8}));                    // int tensors

@@ -249,7 +249,7 @@ TEST_F(VulkanGrouped, BlobReaderChecksGroupedNodes) {
     AlignedBlob a(blob);
     vulkan::BlobPlan plan;
     ASSERT_EQ(vulkan::parse_blob(Span<const uint8_t>(a.data(), blob.size()), &plan), Error::Ok);
-    ASSERT_EQ(plan.header.version, 8u);
+    ASSERT_EQ(plan.header.version, vulkan::kBlobVersion);
     const BlobNode first = plan.nodes[0];
     const uint32_t ends_value = first.inputs[2];
     EXPECT_EQ(plan.values[ends_value].type, static_cast<uint32_t>(vulkan::ValueType::I64));
