@@ -20,8 +20,9 @@ constexpr char kBlobMagic[4] = {'T', 'V', 'K', 'N'};
 /// before 3-D convolutions (node op 6's parameters 18-23: depth) and upsampling (node op 16),
 /// version 6 before negative source strides of node op 9 (flip), version 7 before grouped
 /// products (node ops 17 and 18, value type 3: a mixture of experts' group ends), version 8
-/// before sin and cos (unary kinds 21 and 22): a runtime that reads an older version falls
-/// back instead of refusing it as malformed.
+/// before sin and cos (unary kinds 21 and 22), RMS norm (node op 5's params[4]) and transposed
+/// convolutions (node op 19): a runtime that reads an older version falls back instead of
+/// refusing it as malformed.
 constexpr uint32_t kBlobVersion = 9;
 /// Most dimensions of a value and of a strided iteration.
 constexpr uint32_t kMaxDims = 6;
@@ -123,8 +124,10 @@ enum class NodeOp : uint32_t {
   GroupedMatmul = 17,
   /// in: x [S, K], w (quant [E·N, K]), ends (i32 / i64 [E]) (quant_grouped_linear.comp; version 8)
   QuantGroupedLinear = 18,
+  /// in: x, w [C, O/g, KH, KW], b? (conv_transpose.comp: transposed 2-D conv; version 9)
+  ConvTranspose = 19,
 };
-constexpr uint32_t kLastNodeOp = 18;
+constexpr uint32_t kLastNodeOp = 19;
 
 /// Unary::params[0].
 enum class UnaryKind : int32_t {

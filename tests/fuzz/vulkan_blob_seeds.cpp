@@ -163,12 +163,37 @@ Seed experts() {
   return blob_of("experts", b);
 }
 
+/// What blob version 9 added: sin, cos, rms_norm (the layer-norm node's RMS mode), conv1d and
+/// a transposed conv (node op 19) — an audio decoder's pieces — and repeat.
+Seed audio() {
+  GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {1, 4, 12});
+  const int s = b.op("tern::sin", {x}, DType::F32, {1, 4, 12});
+  const int c = b.op("tern::cos", {x}, DType::F32, {1, 4, 12});
+  const int m = b.op("tern::mul", {s, c}, DType::F32, {1, 4, 12});
+  const int n = b.op("tern::rms_norm", {m, b.int_list({12}), seed_constant(b, "nw", {12}, 31),
+                                        b.none()},
+                     DType::F32, {1, 4, 12});
+  const int k = b.op("tern::conv1d",
+                     {n, seed_constant(b, "cw", {6, 4, 3}, 32), seed_constant(b, "cb", {6}, 33),
+                      b.int_list({1}), b.int_list({1}), b.int_list({1}), b.int_value(1)},
+                     DType::F32, {1, 6, 12});
+  const int v = b.op("tern::view", {k, b.int_list({1, 6, 1, 12})}, DType::F32, {1, 6, 1, 12});
+  const int t = b.op("tern::conv_transpose2d",
+                     {v, seed_constant(b, "tw", {6, 2, 1, 4}, 34), seed_constant(b, "tb", {2}, 35),
+                      b.int_list({1, 2}), b.int_list({0, 1}), b.int_list({0, 0}), b.int_value(1),
+                      b.int_list({1, 1})},
+                     DType::F32, {1, 2, 1, 24});
+  b.output(b.op("tern::repeat", {t, b.int_list({2, 1, 2, 1})}, DType::F32, {2, 2, 2, 24}));
+  return blob_of("audio", b);
+}
+
 }  // namespace
 
 std::vector<Seed> vulkan_blob_seeds() {
   // dense_f16: the dense graph in f16 storage (header storage 1, 2-byte constants).
   return {dense(),     convnet(), video(), attention(), quantized(), dense(vulkan::kStorageF16),
-          experts()};
+          experts(),   audio()};
 }
 
 }  // namespace tern::fuzz

@@ -1,6 +1,7 @@
 // The vulkan lowerings of 2-D and 3-D convolutions, upsampling and pooling.
 #include "backends/vulkan/compile/lowerings.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,45 @@ void lower_conv(BlobBuilder& b, const Node& n, size_t spatial) {
           param(groups, "groups"), bias ? 1 : 0, 0, param(in[0], "D"), param(out[0], "OD"),
           param(k[0], "KD"), param(st[0], "stride"), param(pd[0], "pad"),
           param(dl[0], "dilation")});
+}
+
+/// conv_transpose2d (x [N, C, H, W], w [C, O/g, KH, KW], bias?, stride, padding,
+/// output_padding, groups, dilation): conv_transpose.comp; the output padding is in OH / OW
+/// (below the stride or the dilation, as PyTorch requires).
+void lower_conv_transpose(BlobBuilder& b, const Node& n) {
+  const Graph& g = b.graph();
+  const Dims& xs = shape(g, arg(n, 0));
+  const Dims& ws = shape(g, arg(n, 1));
+  const Dims& os = shape(g, out_id(n));
+  if (xs.size() != 4 || ws.size() != 4 || os.size() != 4) {
+    throw Unsupported("conv_transpose2d: batched 4-D x");
+  }
+  const std::vector<int64_t> stride = window_ints(g, arg(n, 3), 2, "stride");
+  const std::vector<int64_t> pad = window_ints(g, arg(n, 4), 2, "padding");
+  const std::vector<int64_t> out_pad = window_ints(g, arg(n, 5), 2, "output_padding");
+  const int64_t groups = int_of(g, arg(n, 6));
+  const std::vector<int64_t> dil = window_ints(g, arg(n, 7), 2, "dilation");
+  const int64_t o = ws[1] * groups;
+  if (groups < 1 || xs[1] % groups != 0 || ws[0] != xs[1] || os[1] != o || os[0] != xs[0]) {
+    throw Unsupported("conv_transpose2d channels or groups");
+  }
+  for (size_t d = 0; d < 2; ++d) {
+    if (stride[d] < 1 || dil[d] < 1 || pad[d] < 0 || out_pad[d] < 0 ||
+        out_pad[d] >= std::max(stride[d], dil[d]) ||
+        (xs[2 + d] - 1) * stride[d] - 2 * pad[d] + dil[d] * (ws[2 + d] - 1) + out_pad[d] + 1 !=
+            os[2 + d]) {
+      throw Unsupported("conv_transpose2d window");
+    }
+  }
+  const bool bias = !is_none(g, arg(n, 2));
+  std::vector<uint32_t> inputs{b.input(arg(n, 0)), b.input(arg(n, 1))};
+  if (bias) inputs.push_back(b.input(arg(n, 2)));
+  b.node(NodeOp::ConvTranspose, inputs, b.output(out_id(n)),
+         {param(xs[0], "N"), param(xs[1], "C"), param(xs[2], "H"), param(xs[3], "W"),
+          param(o, "O"), param(os[2], "OH"), param(os[3], "OW"), param(ws[2], "KH"),
+          param(ws[3], "KW"), param(stride[0], "stride"), param(stride[1], "stride"),
+          param(pad[0], "pad"), param(pad[1], "pad"), param(dil[0], "dilation"),
+          param(dil[1], "dilation"), param(groups, "groups"), bias ? 1 : 0});
 }
 
 /// upsample_nearest2d (x, scale_h, scale_w) and upsample_bilinear2d (x, align_corners, scale_h,

@@ -36,6 +36,7 @@ void lower_reduce(BlobBuilder& b, const Node& n, bool mean);
 
 // lower_conv_pool.cpp
 void lower_conv(BlobBuilder& b, const Node& n, size_t spatial);
+void lower_conv_transpose(BlobBuilder& b, const Node& n);
 void lower_upsample(BlobBuilder& b, const Node& n, bool bilinear);
 void lower_pool(BlobBuilder& b, const Node& n, int mode);
 

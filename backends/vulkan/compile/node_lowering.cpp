@@ -59,6 +59,7 @@ const std::map<std::string, Lowering>& table() {
       {"tern::conv1d", [](BlobBuilder& b, const Node& n) { lower_conv(b, n, 1); }},
       {"tern::conv2d", [](BlobBuilder& b, const Node& n) { lower_conv(b, n, 2); }},
       {"tern::conv3d", [](BlobBuilder& b, const Node& n) { lower_conv(b, n, 3); }},
+      {"tern::conv_transpose2d", lower_conv_transpose},
       {"tern::upsample_nearest2d", [](BlobBuilder& b, const Node& n) { lower_upsample(b, n, false); }},
       {"tern::upsample_bilinear2d", [](BlobBuilder& b, const Node& n) { lower_upsample(b, n, true); }},
       {"tern::max_pool2d", [](BlobBuilder& b, const Node& n) { lower_pool(b, n, 0); }},

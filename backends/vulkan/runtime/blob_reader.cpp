@@ -1,6 +1,7 @@
 // Validation of a vulkan blob: every field is untrusted input (docs/architecture.md).
 #include "backends/vulkan/runtime/blob_reader.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -288,6 +289,33 @@ struct NodeChecker {
         const int32_t o_dims[5] = {p[0], p[4], p[19], p[5], p[6]};
         return out_numel(product(o_dims, 5));
       }
+      case NodeOp::ConvTranspose: {
+        TERN_RETURN_IF_ERROR(need_inputs(2, 3));
+        TERN_RETURN_IF_ERROR(params_in(0, 11, 1));
+        TERN_RETURN_IF_ERROR(params_in(11, 2, 0));
+        TERN_RETURN_IF_ERROR(params_in(13, 3, 1));
+        TERN_RETURN_IF_ERROR(flag(16));
+        TERN_RETURN_IF_ERROR(zeros(17, kNodeParams));
+        if ((p[16] != 0) != (node.num_inputs == 3)) return fail("has_bias vs inputs", 3, node.num_inputs);
+        if (p[1] % p[15] != 0 || p[4] % p[15] != 0) return fail("channels divisible by groups", 0, static_cast<uint64_t>(p[15]));
+        // The output extent: (in - 1) * stride - 2 * pad + dilation * (k - 1) + 1, plus an
+        // output padding below the stride or the dilation.
+        for (int d = 0; d < 2; ++d) {
+          const int64_t base = (int64_t{p[2 + d]} - 1) * p[9 + d] - 2 * int64_t{p[11 + d]} +
+                               int64_t{p[13 + d]} * (p[7 + d] - 1) + 1;
+          const int64_t extra = int64_t{p[5 + d]} - base;
+          if (extra < 0 || extra >= std::max(p[9 + d], p[13 + d])) {
+            return fail(d == 0 ? "OH" : "OW", static_cast<uint64_t>(std::max<int64_t>(base, 0)),
+                        static_cast<uint64_t>(p[5 + d]));
+          }
+        }
+        TERN_RETURN_IF_ERROR(reads_within(0, product(p, 4), "x"));
+        const int32_t w_dims[4] = {p[1], p[4] / p[15], p[7], p[8]};
+        TERN_RETURN_IF_ERROR(reads_within(1, product(w_dims, 4), "weight"));
+        if (p[16] != 0) TERN_RETURN_IF_ERROR(reads_within(2, static_cast<uint64_t>(p[4]), "bias"));
+        const int32_t o_dims[4] = {p[0], p[4], p[5], p[6]};
+        return out_numel(product(o_dims, 4));
+      }
       case NodeOp::ChannelAffine: {
         TERN_RETURN_IF_ERROR(need_inputs(3, 3));
         TERN_RETURN_IF_ERROR(params_in(0, 3, 1));
@@ -517,6 +545,7 @@ const char* node_op_name(uint32_t op) {
     case NodeOp::Softmax: return "softmax";
     case NodeOp::LayerNorm: return "layer_norm";
     case NodeOp::Conv: return "conv";
+    case NodeOp::ConvTranspose: return "conv_transpose";
     case NodeOp::ChannelAffine: return "channel_affine";
     case NodeOp::Pool2d: return "pool2d";
     case NodeOp::Copy: return "copy";

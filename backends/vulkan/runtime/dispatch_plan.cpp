@@ -69,6 +69,7 @@ Error plan_dispatch(const BlobPlan& plan, uint32_t index, const uint32_t max_gro
       const bool blocked = (p[4] / p[15]) % 4 == 0;
       return threads(ShaderId::Conv, blocked ? out_numel / 4 : out_numel);
     }
+    case NodeOp::ConvTranspose: return threads(ShaderId::ConvTranspose, out_numel);
     case NodeOp::ChannelAffine: return threads(ShaderId::ChannelAffine, out_numel);
     case NodeOp::Pool2d: return threads(ShaderId::Pool2d, out_numel);
     case NodeOp::Copy: {

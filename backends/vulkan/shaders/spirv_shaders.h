@@ -13,6 +13,7 @@ enum class ShaderId : uint32_t {
   Attention = 0,
   ChannelAffine,
   Conv,
+  ConvTranspose,
   Elementwise,
   Embedding,
   GroupedMatmul,

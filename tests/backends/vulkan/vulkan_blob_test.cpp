@@ -318,6 +318,35 @@ TEST(VulkanBlob, NormNodeChecksItsRmsFlag) {
   expect_node_refused(blob, node, n, [](BlobNode& m) { m.params[5] = 1; }, "unused parameter");
 }
 
+// A transposed conv (node op 19, version 9): the output extent must be the window's, plus an
+// output padding below the stride; a bias flag without a bias input, channels the groups do
+// not divide and parameters after the used ones are refused by name.
+TEST(VulkanBlob, ConvTransposeNodeChecksItsWindow) {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {1, 4, 3, 5});
+  const int r = b.op("tern::relu", {x}, DType::F32, {1, 4, 3, 5});
+  const int w = b.constant_f32("w", {4, 2, 3, 3}, std::vector<float>(72, 0.5f));
+  b.output(b.op("tern::conv_transpose2d",
+                {r, w, b.none(), b.int_list({2}), b.int_list({1}), b.int_list({1}), b.int_value(1),
+                 b.int_list({1})},
+                DType::F32, {1, 2, 6, 10}));
+  delegate_vulkan(b, 0, 1);
+  const compiler::Graph g = b.build();
+  const std::vector<uint8_t>& blob = g.delegates.at(0).blob;
+  ASSERT_EQ(parse(blob), Error::Ok) << last_error_message();
+  const size_t node = node_offset(blob, 1);
+  BlobNode n;
+  std::memcpy(&n, blob.data() + node, sizeof(n));
+  ASSERT_EQ(n.op, static_cast<uint32_t>(vulkan::NodeOp::ConvTranspose));
+  EXPECT_EQ(n.params[5], 6);   // (3 - 1) * 2 - 2 + 2 + 1 + output padding 1
+  EXPECT_EQ(n.params[6], 10);  // (5 - 1) * 2 - 2 + 2 + 1 + 1
+  expect_node_refused(blob, node, n, [](BlobNode& m) { m.params[5] = 7; }, "OH");
+  expect_node_refused(blob, node, n, [](BlobNode& m) { m.params[6] = 8; }, "OW");
+  expect_node_refused(blob, node, n, [](BlobNode& m) { m.params[16] = 1; }, "has_bias vs inputs");
+  expect_node_refused(blob, node, n, [](BlobNode& m) { m.params[15] = 3; }, "divisible by groups");
+  expect_node_refused(blob, node, n, [](BlobNode& m) { m.params[17] = 1; }, "unused parameter");
+}
+
 // Grouped-query attention: q [1, 2, 3, L, E] against k/v [1, 2, 1, S, E] lowers with kv group 3
 // (query batch z reads k/v batch z / 3), a mask [2, 1, L, S] with mask group 3; a group below 1,
 // one that does not divide the batch, and one that makes an input's extent outgrow its buffer

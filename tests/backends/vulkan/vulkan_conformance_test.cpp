@@ -317,6 +317,25 @@ std::vector<OpCase> cases() {
                                                 b.int_list({1}), b.int_value(2)},
                                DType::F32, {2, 4, 24}));
                }, kMm});
+  // conv_transpose2d: a U-Net's 3x3 stride-2 upsampling with output padding and bias, a
+  // grouped one with dilation, and the height-1 form of an audio decoder's ConvTranspose1d.
+  c.push_back({"conv_transpose_stride_outpad_grouped_dilated_1d", [](GraphBuilder& b) {
+                 auto deconv = [&](int x, int w, int bias, std::vector<int64_t> s,
+                                   std::vector<int64_t> p, std::vector<int64_t> op, int64_t g,
+                                   std::vector<int64_t> d, std::vector<int64_t> out) {
+                   return b.op("tern::conv_transpose2d",
+                               {x, w, bias, b.int_list(s), b.int_list(p), b.int_list(op),
+                                b.int_value(g), b.int_list(d)}, DType::F32, out);
+                 };
+                 const int x = b.input("x", DType::F32, {2, 6, 5, 7});
+                 const int w1 = constant(b, "w1", {6, 4, 3, 3}, 61), b1 = constant(b, "b1", {4}, 62);
+                 b.output(deconv(x, w1, b1, {2, 2}, {1, 1}, {1, 1}, 1, {1, 1}, {2, 4, 10, 14}));
+                 const int w2 = constant(b, "w2", {6, 2, 3, 2}, 63);
+                 b.output(deconv(x, w2, b.none(), {1, 2}, {2, 0}, {0, 1}, 3, {2, 1}, {2, 6, 5, 15}));
+                 const int a = b.input("a", DType::F32, {1, 8, 1, 9});
+                 const int w3 = constant(b, "w3", {8, 3, 1, 8}, 64), b3 = constant(b, "b3", {3}, 65);
+                 b.output(deconv(a, w3, b3, {1, 4}, {0, 2}, {0, 0}, 1, {1, 1}, {1, 3, 1, 36}));
+               }, kMm});
   c.push_back({"conv3d_stem_stride_pad", [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {1, 3, 4, 9, 10});
                  b.output(conv3d(b, x, {1, 3, 4, 9, 10}, 8, {3, 7, 7}, {1, 2, 2}, {1, 3, 3},
