@@ -85,17 +85,25 @@ float sigmoid(float v) { return 1.0 / (1.0 + exp(-v)); }
 
 // sin (want_cos false) or cos of v without GLSL's sin / cos, whose precision Vulkan leaves to
 // the device (an absolute 2^-11 is allowed, and only on [-pi, pi]; a diffusion model's
-// timestep embedding takes sines of arguments near 1000). v = k pi/2 + r with k = round(v 2/pi)
-// and r = v - k P1 - k P2 - k P3 - k P4, pi/2 split Cody-Waite style: P1..P3 of at most 8
-// significant bits, so k Pi is exact in f32 for |k| < 2^16 (|v| below ~1e5) whether or not the
-// device fuses a multiply-add (lavapipe splits GLSL's fma), P4 the f32 rest (what remains of
-// pi/2 is 5e-17). `precise` keeps the compiler from re-associating the steps. Then Cephes'
-// minimax polynomials for sin and cos on |r| <= pi/4, picked and signed by k mod 4.
+// timestep embedding takes sines of arguments up to 1e3 or, scaled by 1000 as AuraFlow's, 1e6).
+// v = k pi/2 + r with k = round(v 2/pi) and r = v - k (P1 + P2 + P3 + P4), Cody-Waite style:
+// pi/2 split into three parts of at most 8 significant bits and an f32 rest (what remains of
+// pi/2 is 5e-17), and k into kh (a multiple of 4096, toward 0) and kl = k - kh, so that every
+// product kh Pi, kl Pi (i <= 3) is exact in f32 and every subtraction but the last two exact,
+// whether or not the device fuses a multiply-add (lavapipe splits GLSL's fma): r is good to a
+// few ulps for |k| < 2^24 (|v| below ~2.6e7). `precise` keeps the compiler from re-associating
+// the steps. Then Cephes' minimax polynomials for sin and cos on |r| <= pi/4, picked and
+// signed by the quadrant k mod 4.
 float sin_cos(float v, bool want_cos) {
-  float k = roundEven(v * 0.636619772367581343);
-  precise float r = v - k * 1.5703125;
-  r = r - k * 4.8255920410156250e-4;
-  r = r - k * 1.2665987014770507812e-6;
+  precise float k = roundEven(v * 0.636619772367581343);
+  precise float kh = trunc(k * (1.0 / 4096.0)) * 4096.0;  // toward 0: |v - kh P1| <= |v|
+  precise float kl = k - kh;
+  precise float r = v - kh * 1.5703125;
+  r = r - kl * 1.5703125;
+  r = r - kh * 4.8255920410156250e-4;
+  r = r - kl * 4.8255920410156250e-4;
+  r = r - kh * 1.2665987014770507812e-6;
+  r = r - kl * 1.2665987014770507812e-6;
   r = r - k * 9.9209362947050294679e-10;
   float z = r * r;
   float s = fma(fma(fma(-1.9515295891e-4, z, 8.3321608736e-3), z, -1.6666654611e-1), z * r, r);

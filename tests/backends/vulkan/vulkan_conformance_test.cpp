@@ -677,9 +677,10 @@ INSTANTIATE_TEST_SUITE_P(Ops, VulkanConformance, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<OpCase>& info) { return info.param.name; });
 
 // sin and cos of the arguments a diffusion model's timestep embedding and rotary tables take
-// (timesteps up to 1000 times frequencies up to 1, positions times inverse wavelengths), far
-// outside the [-pi, pi] where Vulkan bounds a device's own sin: against sin / cos in double,
-// within 2 f32 ulps of 1 (2^-22; the shader reduces the argument by pi/2 in four exact steps).
+// (timesteps up to 1000 times frequencies up to 1 — or 1000 times that, AuraFlow's — positions
+// times inverse wavelengths), far outside the [-pi, pi] where Vulkan bounds a device's own sin:
+// against sin / cos in double of the same f32 argument, within 2 f32 ulps of 1 (2^-22), up to
+// |x| = 2.5e7 (the shader reduces the argument by pi/2 in exact Cody-Waite steps).
 TEST(VulkanUnaryMath, SinCosOfWideArgumentsMatchDoublePrecision) {
   register_all();
   const int64_t n = 4096;
@@ -693,7 +694,10 @@ TEST(VulkanUnaryMath, SinCosOfWideArgumentsMatchDoublePrecision) {
   std::vector<float> args = random_floats(n, 77, -1000.0f, 1000.0f);
   // Near multiples of pi/2 (where the reduction cancels most), tiny, signed zeros, 1e5.
   const float special[] = {0.0f, -0.0f, 1e-20f, -3e-8f, 1.5707964f, 3.1415927f, -4.712389f,
-                           6.2831855f, 1000.0f, 999.99994f, 314.15927f, 1e5f, -99999.99f};
+                           6.2831855f, 1000.0f, 999.99994f, 314.15927f, 1e5f, -99999.99f,
+                           5e5f, 499999.97f, -1e6f, 1.6e7f, -2.5e7f};
+  // Every 7th argument up to +-5e5 (AuraFlow scales its timestep by 1000 before the sines).
+  for (size_t i = 1200; i < args.size(); i += 7) args[i] *= 500.0f;
   for (size_t i = 0; i < sizeof(special) / sizeof(special[0]); ++i) args[i] = special[i];
   for (int64_t i = 0; i < 1000; ++i) args[static_cast<size_t>(100 + i)] = static_cast<float>(i) * 0.7853982f;
   const RunResult r = run_program(pte, graph, {args}, /*disable=*/false);
