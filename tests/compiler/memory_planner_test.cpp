@@ -298,6 +298,32 @@ TEST(MemoryPlanner, OffsetsAccumulateAlongViewChains) {
   EXPECT_EQ(plan.lifetimes[x].last, 5);  // the relu of the last view
 }
 
+TEST(MemoryPlanner, RegionOutputThatIsAPieceOfAConstantGetsItsOwnBytes) {
+  // A slice of a constant made inside a delegated region and read after it: the delegate
+  // writes the region's outputs, so this one must not lie in the constant's (read-only)
+  // segment; the same slice outside a region still aliases the constant.
+  GraphBuilder g;
+  const int x = g.input("x", DType::F32, {1, 3, 2});
+  const int w = g.constant_f32("w", {1, 4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  const int r = g.op("tern::relu", {x}, DType::F32, {1, 3, 2});
+  const int s = g.op("tern::slice", {w, g.int_value(1), g.int_value(1), g.int_value(4),
+                                     g.int_value(1)}, DType::F32, {1, 3, 2});
+  const int y = g.op("tern::add", {r, s}, DType::F32, {1, 3, 2});
+  const int t = g.op("tern::slice", {w, g.int_value(1), g.int_value(0), g.int_value(3),
+                                     g.int_value(1)}, DType::F32, {1, 3, 2});
+  const int z = g.op("tern::mul", {y, s}, DType::F32, {1, 3, 2});
+  g.output(g.op("tern::add", {z, t}, DType::F32, {1, 3, 2}));
+  g.delegate("vulkan", 0, 2);  // relu, slice, add: outputs y and s
+  const Graph graph = g.build();
+  const std::vector<int>& outs = graph.delegates.at(0).outputs;
+  ASSERT_NE(std::find(outs.begin(), outs.end(), s), outs.end());
+  const MemoryPlan plan = plan_memory(graph);
+  EXPECT_EQ(plan.alias_of[s], -1);
+  EXPECT_GE(plan.offsets[s], 0);
+  EXPECT_EQ(plan.alias_of[t], w);  // outside any region: a view of the constant, no bytes
+  EXPECT_EQ(plan.offsets[t], -1);
+}
+
 TEST(MemoryPlanner, PiecesOfConstantsAndCallerBoundInputs) {
   GraphBuilder g;
   const int x = g.input("x", DType::F32, {4, 2});
@@ -865,7 +891,12 @@ uint64_t check_plan(const Graph& g, const MemoryPlan& plan, const std::string& t
   };
   // Pieces (slice/select/split outputs) whose elements form one run of their source, found by
   // enumerating element positions: they must be aliases at that run's start (unless their
-  // root is caller-bound or state); empty pieces may go either way.
+  // root is caller-bound or state, or a constant and the piece a delegated region's output,
+  // which the delegate writes); empty pieces may go either way.
+  std::vector<bool> region_output(n, false);
+  for (const DelegateRegion& r : g.delegates) {
+    for (int id : r.outputs) region_output[static_cast<size_t>(id)] = true;
+  }
   std::vector<int64_t> piece_first(n, -1);  // first source element of a one-run piece
   std::vector<size_t> output_index(n, 0);
   for (const Node& nd : g.nodes) {
@@ -881,7 +912,8 @@ uint64_t check_plan(const Graph& g, const MemoryPlan& plan, const std::string& t
       const int src = nd.args.at(0);
       const Value& root = g.values[static_cast<size_t>(owner(static_cast<size_t>(src)))];
       const bool same_dtype = g.values[o].dtype == g.values[static_cast<size_t>(src)].dtype;
-      if (same_dtype && !root.caller_bound && !root.is_state && !g.values[o].is_state) {
+      if (same_dtype && !root.caller_bound && !root.is_state && !g.values[o].is_state &&
+          !(root.is_constant && region_output[o])) {
         EXPECT_GE(plan.alias_of[o], 0) << tag << ": piece " << o << " of " << nd.op
                                        << " is one run of its source but not an alias";
       }
@@ -922,6 +954,8 @@ uint64_t check_plan(const Graph& g, const MemoryPlan& plan, const std::string& t
       EXPECT_FALSE(g.values[static_cast<size_t>(a)].caller_bound) << tag;
       EXPECT_FALSE(g.values[static_cast<size_t>(a)].is_state) << tag;
       EXPECT_FALSE(v.is_state) << tag;
+      EXPECT_FALSE(g.values[static_cast<size_t>(a)].is_constant && region_output[i])
+          << tag << " region output " << i << " lies in a constant";
       const int64_t root_offset = plan.offsets[static_cast<size_t>(a)];
       EXPECT_EQ(plan.offsets[i],
                 root_offset < 0 ? -1 : root_offset + static_cast<int64_t>(plan.alias_offset[i]))

@@ -201,6 +201,14 @@ MemoryPlan plan_memory(const Graph& graph, const PlannerOptions& options) {
   // Views share their root's bytes, at an offset for contiguous pieces. alias_of always names
   // the root (chains are followed as they are made) and offsets accumulate along a chain.
   auto root_of = [&](int id) { return plan.alias_of[id] >= 0 ? plan.alias_of[id] : id; };
+  // A delegated region writes each of its outputs, views included, into the output's bytes:
+  // an output that is a view of a constant gets bytes of its own, never the constant's (those
+  // are the program's, read-only: RWKV's slice of a constant state, delegated to vulkan, wrote
+  // into the mapped file and crashed).
+  std::vector<bool> region_output(n, false);
+  for (const DelegateRegion& region : graph.delegates) {
+    for (int id : region.outputs) region_output[static_cast<size_t>(id)] = true;
+  }
   for (const Node& node : graph.nodes) {
     if (node.args.empty()) continue;
     const int src = node.args[0];
@@ -214,6 +222,7 @@ MemoryPlan plan_memory(const Graph& graph, const PlannerOptions& options) {
       const int root = root_of(src);
       const Value& rv = graph.values[root];
       if (rv.caller_bound || rv.is_state) continue;  // caller memory / never shared
+      if (rv.is_constant && region_output[static_cast<size_t>(out)]) continue;
       // A piece of a dynamic tensor starts at an offset that moves with the actual sizes, so
       // only whole-tensor views (same bytes, prefix of the planned capacity) alias it.
       if (!is_view_op(node.op) &&
