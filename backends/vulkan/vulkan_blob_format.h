@@ -20,8 +20,8 @@ constexpr char kBlobMagic[4] = {'T', 'V', 'K', 'N'};
 /// before 3-D convolutions (node op 6's parameters 18-23: depth) and upsampling (node op 16),
 /// version 6 before negative source strides of node op 9 (flip), version 7 before grouped
 /// products (node ops 17 and 18, value type 3: a mixture of experts' group ends), version 8
-/// before sin and cos (unary kinds 21 and 22), RMS norm (node op 5's params[4]) and transposed
-/// convolutions (node op 19): a runtime that reads an older version falls back instead of
+/// before sin and cos (unary kinds 21 and 22), maximum and minimum (elementwise kinds 5 and 6),
+/// RMS norm (node op 5's params[4]) and transposed convolutions (node op 19): a runtime that reads an older version falls back instead of
 /// refusing it as malformed.
 constexpr uint32_t kBlobVersion = 9;
 /// Most dimensions of a value and of a strided iteration.
@@ -164,8 +164,10 @@ enum class ElementwiseKind : int32_t {
   Mul = 2,
   Div = 3,
   Where = 4,  ///< c != 0 ? a : b  (inputs a, b, c: c the condition as 0/1 floats)
+  Maximum = 5,  ///< (version 9) a NaN operand gives NaN, else a > b ? a : b (as ATen)
+  Minimum = 6,  ///< (version 9) a NaN operand gives NaN, else a < b ? a : b
 };
-constexpr int32_t kLastElementwiseKind = 4;
+constexpr int32_t kLastElementwiseKind = 6;
 
 /// Formats and scale granularity of a quantized weight (params[kQFormat], [kQGranularity] of
 /// ops 14, 15 and 18): runtime/kernels/util/quant_buffer_layout.h, shared with the cuda backend.

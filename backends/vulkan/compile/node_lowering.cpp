@@ -27,6 +27,8 @@ const std::map<std::string, Lowering>& table() {
       {"tern::mul", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Mul); }},
       {"tern::div", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Div); }},
       {"tern::where", lower_where},
+      {"tern::maximum", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Maximum); }},
+      {"tern::minimum", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Minimum); }},
       {"tern::relu", [](BlobBuilder& b, const Node& n) { unary_node(b, n, UnaryKind::Clamp, 0.0f, kInf); }},
       {"tern::hardtanh", [](BlobBuilder& b, const Node& n) { lower_clamp(b, n, true); }},
       {"tern::clamp", [](BlobBuilder& b, const Node& n) { lower_clamp(b, n, false); }},

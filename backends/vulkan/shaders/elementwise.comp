@@ -1,5 +1,5 @@
 #version 450
-// Broadcasting binary ops and where over up to 6 dims. params: [0] kind (ElementwiseKind),
+// Broadcasting binary ops (add, sub, mul, div, maximum, minimum) and where over up to 6 dims. params: [0] kind (ElementwiseKind),
 // [1] has_b (0: b is the scalar fparams[1]), [2..7] output dims, [8..13] a strides,
 // [14..19] b strides, [20..25] c strides (elements; 0 where broadcast); fparams[0] alpha.
 #include "common.glsl"
@@ -31,7 +31,9 @@ void main() {
     case 1: r = va - pc.f[0] * vb; break;
     case 2: r = va * vb; break;
     case 3: r = va / vb; break;
-    default: r = float(c[ic]) != 0.0 ? va : vb; break;
+    case 4: r = float(c[ic]) != 0.0 ? va : vb; break;
+    case 5: r = isnan(va) ? va : isnan(vb) ? vb : (va > vb ? va : vb); break;
+    default: r = isnan(va) ? va : isnan(vb) ? vb : (va < vb ? va : vb); break;
   }
   y[i] = STORE_T(r);
 }

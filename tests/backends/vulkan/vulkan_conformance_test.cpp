@@ -428,6 +428,13 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::expand", {s, b.int_list({2, 3, 5})}, DType::F32, {2, 3, 5}));
                  b.output(b.op("tern::flatten", {r, b.int_value(1), b.int_value(-1)}, DType::F32, {2, 12}));
                }, kEw});
+  // maximum / minimum (RWKV's numerically stable WKV recurrence), broadcasting both ways.
+  c.push_back({"maximum_minimum_broadcast", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {3, 1, 5});
+                 const int y = b.input("y", DType::F32, {4, 5});
+                 b.output(b.op("tern::maximum", {x, y}, DType::F32, {3, 4, 5}));
+                 b.output(b.op("tern::minimum", {y, x}, DType::F32, {3, 4, 5}));
+               }, kEw});
   // repeat (Dance Diffusion's UNet1D, LTX-Video's VAE): inner and outer dims, a leading new
   // dim, and a 5-D input whose repeat merges to fewer than 6 copy dims.
   c.push_back({"repeat", [](GraphBuilder& b) {
@@ -716,6 +723,37 @@ TEST(VulkanUnaryMath, SinCosOfWideArgumentsMatchDoublePrecision) {
   std::printf("sin / cos on %s: worst absolute error %.3g / %.3g\n", vulkan_device_name(),
               worst[0], worst[1]);
   EXPECT_EQ(std::signbit(r.outputs[0][1]), true) << "sin(-0) is -0";
+}
+
+// maximum / minimum with NaN operands: NaN wins (ATen's maximum / minimum, not fmax / fmin),
+// otherwise the larger / smaller; expected values by hand.
+TEST(VulkanUnaryMath, MaximumMinimumPropagateNaN) {
+  register_all();
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {6});
+  const int y = b.input("y", DType::F32, {6});
+  const int rx = b.op("tern::mul", {x, b.double_value(1.0)}, DType::F32, {6});
+  b.output(b.op("tern::maximum", {rx, y}, DType::F32, {6}));
+  b.output(b.op("tern::minimum", {rx, y}, DType::F32, {6}));
+  delegate_vulkan(b, 0, 2);
+  const compiler::Graph graph = b.build();
+  const std::vector<uint8_t> pte = testing::compile_graph(graph);
+  const float nan = std::nanf("");
+  const RunResult r = run_program(pte, graph, {{1.0f, nan, 2.0f, nan, -3.0f, 0.5f},
+                                               {nan, 1.0f, -2.0f, nan, -1.0f, 0.5f}}, false);
+  ASSERT_EQ(r.paths, std::vector<DelegatePath>{DelegatePath::Backend});
+  ASSERT_EQ(r.outputs.size(), 2u);
+  const float want_max[6] = {nan, nan, 2.0f, nan, -1.0f, 0.5f};
+  const float want_min[6] = {nan, nan, -2.0f, nan, -3.0f, 0.5f};
+  for (int i = 0; i < 6; ++i) {
+    if (std::isnan(want_max[i])) {
+      EXPECT_TRUE(std::isnan(r.outputs[0][static_cast<size_t>(i)])) << "max " << i;
+      EXPECT_TRUE(std::isnan(r.outputs[1][static_cast<size_t>(i)])) << "min " << i;
+    } else {
+      EXPECT_EQ(r.outputs[0][static_cast<size_t>(i)], want_max[i]) << "max " << i;
+      EXPECT_EQ(r.outputs[1][static_cast<size_t>(i)], want_min[i]) << "min " << i;
+    }
+  }
 }
 
 TEST(VulkanConformanceEmbedding, GathersRowsAndRefusesAnOutOfRangeIndex) {
