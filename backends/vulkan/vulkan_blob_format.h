@@ -20,7 +20,7 @@ constexpr char kBlobMagic[4] = {'T', 'V', 'K', 'N'};
 /// before 3-D convolutions (node op 6's parameters 18-23: depth) and upsampling (node op 16),
 /// version 6 before negative source strides of node op 9 (flip), version 7 before grouped
 /// products (node ops 17 and 18, value type 3: a mixture of experts' group ends), version 8
-/// before sin and cos (unary kinds 21 and 22), maximum and minimum (elementwise kinds 5 and 6),
+/// before sin, cos and softplus (unary kinds 21 to 23), maximum and minimum (elementwise kinds 5 and 6),
 /// RMS norm (node op 5's params[4]) and transposed convolutions (node op 19): a runtime that reads an older version falls back instead of
 /// refusing it as malformed.
 constexpr uint32_t kBlobVersion = 9;
@@ -154,8 +154,9 @@ enum class UnaryKind : int32_t {
   Round = 20,      ///< half to even
   Sin = 21,        ///< (version 9) argument reduced by pi/2 in three parts with fma
   Cos = 22,        ///< (version 9)
+  Softplus = 23,   ///< (version 9) fparams[0] beta, [1] threshold: x beta > threshold ? x : log1p(e^(x beta)) / beta
 };
-constexpr int32_t kLastUnaryKind = 22;
+constexpr int32_t kLastUnaryKind = 23;
 
 /// Elementwise::params[0].
 enum class ElementwiseKind : int32_t {

@@ -1,9 +1,9 @@
 // The vulkan lowerings of elementwise ops (binary with broadcasting, where, the unary kinds,
 // clamps, GELU, pow, leaky ReLU), softmax, the norms (layer, group, batch) and sum / mean.
-#include <cfloat>
 #include "backends/vulkan/compile/lowerings.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -129,6 +129,17 @@ void lower_pow(BlobBuilder& b, const Node& n) {
 void lower_leaky_relu(BlobBuilder& b, const Node& n) {
   const double slope = has_arg(n, 1) ? num_of(b.graph(), arg(n, 1)) : 0.01;
   unary_node(b, n, UnaryKind::LeakyRelu, static_cast<float>(slope));
+}
+
+// softplus(x, beta, threshold): ATen's defaults 1 and 20.
+void lower_softplus(BlobBuilder& b, const Node& n) {
+  const Graph& g = b.graph();
+  const double beta = has_arg(n, 1) && !is_none(g, arg(n, 1)) ? num_of(g, arg(n, 1)) : 1.0;
+  const double threshold = has_arg(n, 2) && !is_none(g, arg(n, 2)) ? num_of(g, arg(n, 2)) : 20.0;
+  if (!(beta > 0.0) || !std::isfinite(beta) || !std::isfinite(threshold)) {
+    throw Unsupported("softplus: beta not positive and finite, or threshold not finite");
+  }
+  unary_node(b, n, UnaryKind::Softplus, static_cast<float>(beta), static_cast<float>(threshold));
 }
 
 // ---- normalisation ----

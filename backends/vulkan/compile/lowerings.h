@@ -27,6 +27,7 @@ void lower_clamp(BlobBuilder& b, const Node& n, bool hardtanh);
 void lower_gelu(BlobBuilder& b, const Node& n);
 void lower_pow(BlobBuilder& b, const Node& n);
 void lower_leaky_relu(BlobBuilder& b, const Node& n);
+void lower_softplus(BlobBuilder& b, const Node& n);
 void lower_softmax(BlobBuilder& b, const Node& n);
 void lower_layer_norm(BlobBuilder& b, const Node& n);
 void lower_rms_norm(BlobBuilder& b, const Node& n);

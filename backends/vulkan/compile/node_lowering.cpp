@@ -53,6 +53,7 @@ const std::map<std::string, Lowering>& table() {
       {"tern::cos", [](BlobBuilder& b, const Node& n) { unary_node(b, n, UnaryKind::Cos); }},
       {"tern::pow", lower_pow},
       {"tern::leaky_relu", lower_leaky_relu},
+      {"tern::softplus", lower_softplus},
       {"tern::softmax", lower_softmax},
       {"tern::layer_norm", lower_layer_norm},
       {"tern::rms_norm", lower_rms_norm},

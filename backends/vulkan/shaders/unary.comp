@@ -1,6 +1,7 @@
 #version 450
 // Activations and unary math over a whole tensor: params [0] kind (UnaryKind), [1] numel;
-// fparams lo, hi (clamp), the exponent (pow) or the negative slope (leaky_relu).
+// fparams lo, hi (clamp), the exponent (pow), the negative slope (leaky_relu) or beta and the
+// threshold (softplus).
 #include "common.glsl"
 
 layout(std430, binding = 0) writeonly buffer Out { STORE_T y[]; };
@@ -120,6 +121,23 @@ float sin_cos(float v, bool want_cos) {
   }
 }
 
+// log(1 + u) for u >= 0: GLSL's log is bounded only to an absolute 2^-21 near 1, so for u <= 1
+// the series 2 atanh(s) = 2 (s + s^3/3 + s^5/5 + ...), s = u / (2 + u) <= 1/3 (to s^17: the
+// rest is below 1e-9 relative); above, log(1 + u) (relative precision there).
+float log1p_nonneg(float u) {
+  if (u > 1.0) return log(1.0 + u);
+  float s = u / (2.0 + u), z = s * s;
+  float t = 1.0 / 17.0;
+  t = fma(t, z, 1.0 / 15.0);
+  t = fma(t, z, 1.0 / 13.0);
+  t = fma(t, z, 1.0 / 11.0);
+  t = fma(t, z, 1.0 / 9.0);
+  t = fma(t, z, 1.0 / 7.0);
+  t = fma(t, z, 1.0 / 5.0);
+  t = fma(t, z, 1.0 / 3.0);
+  return 2.0 * fma(t * z, s, s);
+}
+
 void main() {
   uint i = flat_index();
   if (i >= uint(pc.p[1])) return;
@@ -152,7 +170,12 @@ void main() {
     case 19: r = ceil(v); break;
     case 20: r = roundEven(v); break;
     case 21: r = sin_cos(v, false); break;
-    default: r = sin_cos(v, true); break;
+    case 22: r = sin_cos(v, true); break;
+    default: {  // softplus
+      float bx = v * pc.f[0];
+      r = bx > pc.f[1] ? v : log1p_nonneg(exp(bx)) / pc.f[0];
+      break;
+    }
   }
   y[i] = STORE_T(r);
 }

@@ -428,6 +428,16 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::expand", {s, b.int_list({2, 3, 5})}, DType::F32, {2, 3, 5}));
                  b.output(b.op("tern::flatten", {r, b.int_value(1), b.int_value(-1)}, DType::F32, {2, 12}));
                }, kEw});
+  // softplus (Mamba's step size): ATen's defaults on x * 8 (both branches of the threshold
+  // and the far negative tail), and beta 2, threshold 5.
+  c.push_back({"softplus", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {5, 77});
+                 const int s = b.op("tern::mul", {x, b.double_value(30.0)}, DType::F32, {5, 77});
+                 b.output(b.op("tern::softplus", {s, b.double_value(1.0), b.double_value(20.0)},
+                               DType::F32, {5, 77}));
+                 b.output(b.op("tern::softplus", {x, b.double_value(2.0), b.double_value(5.0)},
+                               DType::F32, {5, 77}));
+               }, kTr});
   // maximum / minimum (RWKV's numerically stable WKV recurrence), broadcasting both ways.
   c.push_back({"maximum_minimum_broadcast", [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {3, 1, 5});
@@ -723,6 +733,35 @@ TEST(VulkanUnaryMath, SinCosOfWideArgumentsMatchDoublePrecision) {
   std::printf("sin / cos on %s: worst absolute error %.3g / %.3g\n", vulkan_device_name(),
               worst[0], worst[1]);
   EXPECT_EQ(std::signbit(r.outputs[0][1]), true) << "sin(-0) is -0";
+}
+
+// softplus against log1p(exp(x)) in double: relative error in the far negative tail (where
+// softplus is e^x, tiny, and log(1 + u) near 1 is what a device's log does worst: the shader
+// sums log1p's series there) and around 0, within what Vulkan allows the device's exp.
+TEST(VulkanUnaryMath, SoftplusMatchesDoublePrecision) {
+  register_all();
+  const int64_t n = 2001;
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {n});
+  const int r = b.op("tern::mul", {x, b.double_value(1.0)}, DType::F32, {n});
+  b.output(b.op("tern::softplus", {r, b.double_value(1.0), b.double_value(20.0)}, DType::F32, {n}));
+  delegate_vulkan(b, 0, 1);
+  const compiler::Graph graph = b.build();
+  const std::vector<uint8_t> pte = testing::compile_graph(graph);
+  std::vector<float> args(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) args[static_cast<size_t>(i)] = -60.0f + 0.04f * static_cast<float>(i);  // -60 .. 20
+  const RunResult res = run_program(pte, graph, {args}, false);
+  ASSERT_EQ(res.paths, std::vector<DelegatePath>{DelegatePath::Backend});
+  double worst = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = args[static_cast<size_t>(i)];
+    const double want = v > 20.0 ? v : std::log1p(std::exp(v));
+    const double rel = std::fabs(res.outputs[0][static_cast<size_t>(i)] - want) / want;
+    worst = std::max(worst, rel);
+    // Vulkan bounds a device's exp to (3 + 2|x|) ulp; the log1p series adds under an ulp.
+    EXPECT_LE(rel, (4.0 + 2.0 * std::fabs(v)) * 1.2e-7) << "softplus(" << v << ")";
+  }
+  std::printf("softplus on %s: worst relative error %.3g\n", vulkan_device_name(), worst);
 }
 
 // maximum / minimum with NaN operands: NaN wins (ATen's maximum / minimum, not fmax / fmin),
