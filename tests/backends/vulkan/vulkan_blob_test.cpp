@@ -41,6 +41,30 @@ compiler::Graph small_graph(uint32_t storage = vulkan::kStorageF32) {
   return b.build();
 }
 
+/// The blob of one vulkan region over nodes [0, last] of `b`, whether it parsed (and the
+/// message if not), and node `index` of it: its offset in the blob and its bytes.
+struct DelegatedNode {
+  std::vector<uint8_t> blob;
+  bool parsed = false;
+  std::string error;
+  size_t offset = 0;
+  BlobNode node{};
+};
+
+DelegatedNode delegated_node(GraphBuilder& b, int last, uint32_t index) {
+  delegate_vulkan(b, 0, last);
+  DelegatedNode d;
+  d.blob = b.build().delegates.at(0).blob;
+  d.parsed = parse(d.blob) == Error::Ok;
+  if (!d.parsed) {
+    d.error = last_error_message();
+    return d;
+  }
+  d.offset = node_offset(d.blob, index);
+  std::memcpy(&d.node, d.blob.data() + d.offset, sizeof(d.node));
+  return d;
+}
+
 TEST(VulkanBlob, RoundTrip) {
   const compiler::Graph g = small_graph();
   const std::vector<uint8_t>& blob = g.delegates.at(0).blob;
@@ -145,13 +169,11 @@ TEST(VulkanBlob, PadNodeRefusesReadsOutsideItsInput) {
   const int r = b.op("tern::relu", {x}, DType::F32, {2, 4, 5});
   b.output(b.op("tern::pad", {r, b.int_list({2, 1, 3, 0}), b.string_value("reflect"), b.none()},
                 DType::F32, {2, 7, 8}));
-  delegate_vulkan(b, 0, 1);
-  const compiler::Graph g = b.build();
-  const std::vector<uint8_t>& blob = g.delegates.at(0).blob;
-  ASSERT_EQ(parse(blob), Error::Ok) << last_error_message();
-  const size_t pad_node = node_offset(blob, 1);
-  BlobNode n;
-  std::memcpy(&n, blob.data() + pad_node, sizeof(n));
+  const DelegatedNode d = delegated_node(b, 1, 1);
+  ASSERT_TRUE(d.parsed) << d.error;
+  const std::vector<uint8_t>& blob = d.blob;
+  const size_t pad_node = d.offset;
+  BlobNode n = d.node;
   ASSERT_EQ(n.op, static_cast<uint32_t>(vulkan::NodeOp::Pad));
   ASSERT_EQ(n.params[0], 1);       // reflect
   ASSERT_EQ(n.params[17], 3);      // 3 rows before (dim 4 of 6)
@@ -182,13 +204,11 @@ TEST(VulkanBlob, CopyNodeWithNegativeStridesStaysInsideItsInput) {
   const int x = b.input("x", DType::F32, {2, 4, 5});
   const int r = b.op("tern::relu", {x}, DType::F32, {2, 4, 5});
   b.output(b.op("tern::flip", {r, b.int_list({1})}, DType::F32, {2, 4, 5}));
-  delegate_vulkan(b, 0, 1);
-  const compiler::Graph g = b.build();
-  const std::vector<uint8_t>& blob = g.delegates.at(0).blob;
-  ASSERT_EQ(parse(blob), Error::Ok) << last_error_message();
-  const size_t copy_node = node_offset(blob, 1);
-  BlobNode n;
-  std::memcpy(&n, blob.data() + copy_node, sizeof(n));
+  const DelegatedNode d = delegated_node(b, 1, 1);
+  ASSERT_TRUE(d.parsed) << d.error;
+  const std::vector<uint8_t>& blob = d.blob;
+  const size_t copy_node = d.offset;
+  BlobNode n = d.node;
   ASSERT_EQ(n.op, static_cast<uint32_t>(vulkan::NodeOp::Copy));
   // Dims [1, 1, 1, 2, 4, 5] (padded to 6 at the front): strides [.., 20, -5, 1] from element 15.
   ASSERT_EQ(n.params[1 + 4], 4);
@@ -224,13 +244,11 @@ TEST(VulkanBlob, ConvNodeChecksItsDepthFields) {
                       b.int_list({1}), b.int_value(1)},
                      DType::F32, {1, 4, 3, 3, 3});
   b.output(b.op("tern::relu", {c}, DType::F32, {1, 4, 3, 3, 3}));
-  delegate_vulkan(b, 0, 1);
-  const compiler::Graph g = b.build();
-  const std::vector<uint8_t>& blob = g.delegates.at(0).blob;
-  ASSERT_EQ(parse(blob), Error::Ok) << last_error_message();
-  const size_t conv_node = node_offset(blob, 0);
-  BlobNode n;
-  std::memcpy(&n, blob.data() + conv_node, sizeof(n));
+  const DelegatedNode d = delegated_node(b, 1, 0);
+  ASSERT_TRUE(d.parsed) << d.error;
+  const std::vector<uint8_t>& blob = d.blob;
+  const size_t conv_node = d.offset;
+  BlobNode n = d.node;
   ASSERT_EQ(n.op, static_cast<uint32_t>(vulkan::NodeOp::Conv));
   // D, OD, KD, stride d, pad d, dilation d as lowered from the graph.
   EXPECT_EQ(std::vector<int32_t>(n.params + 18, n.params + 24),
@@ -262,13 +280,11 @@ TEST(VulkanBlob, UpsampleNodeChecksItsSteps) {
   const int r = b.op("tern::relu", {x}, DType::F32, {1, 2, 5, 4});
   b.output(b.op("tern::upsample_bilinear2d", {r, b.bool_value(false), b.none(), b.none()},
                 DType::F32, {1, 2, 7, 9}));
-  delegate_vulkan(b, 0, 1);
-  const compiler::Graph g = b.build();
-  const std::vector<uint8_t>& blob = g.delegates.at(0).blob;
-  ASSERT_EQ(parse(blob), Error::Ok) << last_error_message();
-  const size_t node = node_offset(blob, 1);
-  BlobNode n;
-  std::memcpy(&n, blob.data() + node, sizeof(n));
+  const DelegatedNode d = delegated_node(b, 1, 1);
+  ASSERT_TRUE(d.parsed) << d.error;
+  const std::vector<uint8_t>& blob = d.blob;
+  const size_t node = d.offset;
+  BlobNode n = d.node;
   ASSERT_EQ(n.op, static_cast<uint32_t>(vulkan::NodeOp::Upsample2d));
   EXPECT_FLOAT_EQ(n.fparams[0], 5.0f / 7.0f);  // in / out without a scale
   EXPECT_FLOAT_EQ(n.fparams[1], 4.0f / 9.0f);
@@ -303,13 +319,11 @@ TEST(VulkanBlob, NormNodeChecksItsRmsFlag) {
   const int x = b.input("x", DType::F32, {2, 8});
   const int r = b.op("tern::relu", {x}, DType::F32, {2, 8});
   b.output(b.op("tern::rms_norm", {r, b.int_list({8}), b.none(), b.none()}, DType::F32, {2, 8}));
-  delegate_vulkan(b, 0, 1);
-  const compiler::Graph g = b.build();
-  const std::vector<uint8_t>& blob = g.delegates.at(0).blob;
-  ASSERT_EQ(parse(blob), Error::Ok) << last_error_message();
-  const size_t node = node_offset(blob, 1);
-  BlobNode n;
-  std::memcpy(&n, blob.data() + node, sizeof(n));
+  const DelegatedNode d = delegated_node(b, 1, 1);
+  ASSERT_TRUE(d.parsed) << d.error;
+  const std::vector<uint8_t>& blob = d.blob;
+  const size_t node = d.offset;
+  BlobNode n = d.node;
   ASSERT_EQ(n.op, static_cast<uint32_t>(vulkan::NodeOp::LayerNorm));
   EXPECT_EQ(n.params[4], 1);
   EXPECT_FLOAT_EQ(n.fparams[0], 1.1920929e-7f);  // eps None: f32's machine epsilon
@@ -330,13 +344,11 @@ TEST(VulkanBlob, ConvTransposeNodeChecksItsWindow) {
                 {r, w, b.none(), b.int_list({2}), b.int_list({1}), b.int_list({1}), b.int_value(1),
                  b.int_list({1})},
                 DType::F32, {1, 2, 6, 10}));
-  delegate_vulkan(b, 0, 1);
-  const compiler::Graph g = b.build();
-  const std::vector<uint8_t>& blob = g.delegates.at(0).blob;
-  ASSERT_EQ(parse(blob), Error::Ok) << last_error_message();
-  const size_t node = node_offset(blob, 1);
-  BlobNode n;
-  std::memcpy(&n, blob.data() + node, sizeof(n));
+  const DelegatedNode d = delegated_node(b, 1, 1);
+  ASSERT_TRUE(d.parsed) << d.error;
+  const std::vector<uint8_t>& blob = d.blob;
+  const size_t node = d.offset;
+  BlobNode n = d.node;
   ASSERT_EQ(n.op, static_cast<uint32_t>(vulkan::NodeOp::ConvTranspose));
   EXPECT_EQ(n.params[5], 6);   // (3 - 1) * 2 - 2 + 2 + 1 + output padding 1
   EXPECT_EQ(n.params[6], 10);  // (5 - 1) * 2 - 2 + 2 + 1 + 1
@@ -359,13 +371,11 @@ TEST(VulkanBlob, AttentionKvGroupIsChecked) {
   const int m = b.input("m", DType::F32, {2, 1, 4, 5});
   b.output(b.op("tern::scaled_dot_product_attention", {q, k, v, m, b.bool_value(false), b.none()},
                 DType::F32, {1, 2, 3, 4, 8}));
-  delegate_vulkan(b, 0, 0);
-  const compiler::Graph g = b.build();
-  const std::vector<uint8_t>& blob = g.delegates.at(0).blob;
-  ASSERT_EQ(parse(blob), Error::Ok) << last_error_message();
-  const size_t at = node_offset(blob, 0);
-  BlobNode n;
-  std::memcpy(&n, blob.data() + at, sizeof(n));
+  const DelegatedNode d = delegated_node(b, 0, 0);
+  ASSERT_TRUE(d.parsed) << d.error;
+  const std::vector<uint8_t>& blob = d.blob;
+  const size_t at = d.offset;
+  BlobNode n = d.node;
   ASSERT_EQ(n.op, static_cast<uint32_t>(vulkan::NodeOp::Attention));
   ASSERT_EQ(n.params[0], 6);   // batch 1 * 2 * 3
   ASSERT_EQ(n.params[13], 3);  // kv group
