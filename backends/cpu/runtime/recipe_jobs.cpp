@@ -25,7 +25,7 @@ void run_recipe_jobs(RecipeJob* jobs, uint32_t count, pthreadpool_t pool) {
   uint64_t parts = 0;
   for (uint32_t j = 0; j < count; ++j) {
     jobs[j].first_part = parts;
-    parts += recipe_parts(*jobs[j].recipe, jobs[j].shape);
+    parts += recipe_parts(*jobs[j].recipe);
   }
   JobsContext context{jobs, count};
   if (pool == nullptr || parts == 1) {

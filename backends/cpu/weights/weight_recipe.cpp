@@ -174,30 +174,40 @@ void part_columns(const PanelSplit& s, uint64_t n, uint64_t part, uint64_t* col0
   *cols = (end * kPanelWidth < n ? end * kPanelWidth : n) - *col0;
 }
 
-/// The split of one conv group's matrix (PackConv: O/G columns, K = C*KH*KW).
-PanelSplit conv_split(const uint32_t* q) {
-  const uint64_t o = q[0] / conv_groups(q[4]), k = uint64_t{q[1]} * q[2] * q[3];
-  return panel_split(o, kPanelWidth * (k + 1));
+WinogradTile winograd_tile(const uint32_t* q) {
+  return q[2] == kWinogradTileF4x4 ? WinogradTile::F4x4 : WinogradTile::F2x2;
+}
+
+/// How a packed recipe's matrix splits into parts: PackFc's [N, K], one conv group's
+/// (PackConv: O/G columns, K = C*KH*KW) and PackWinograd's columns across all its position
+/// matrices; one part for the other ops.
+PanelSplit packed_split(const BlobRecipe& r) {
+  const uint32_t* q = r.params;
+  switch (static_cast<RecipeOp>(r.op)) {
+    case RecipeOp::PackFc:
+      return panel_split(q[0], kPanelWidth * (uint64_t{q[1]} + 1));
+    case RecipeOp::PackConv:
+      return panel_split(q[0] / conv_groups(q[4]),
+                         kPanelWidth * (uint64_t{q[1]} * q[2] * q[3] + 1));
+    case RecipeOp::PackWinograd:
+      return panel_split(q[0], kPanelWidth * (uint64_t{q[1]} + 1) *
+                                   static_cast<uint64_t>(winograd_positions(winograd_tile(q))));
+    default:
+      return PanelSplit();
+  }
 }
 
 }  // namespace
 
-uint64_t recipe_parts(const BlobRecipe& r, const RecipeShape& shape) {
-  (void)shape;
-  const uint32_t* q = r.params;
+uint64_t recipe_parts(const BlobRecipe& r) {
   switch (static_cast<RecipeOp>(r.op)) {
     case RecipeOp::PackFc:
-      return panel_split(q[0], kPanelWidth * (uint64_t{q[1]} + 1)).parts;
-    case RecipeOp::PackConv:
-      return conv_groups(q[4]) * conv_split(q).parts;
     case RecipeOp::PackWinograd:
-      return panel_split(q[0], kPanelWidth * (uint64_t{q[1]} + 1) *
-                                   static_cast<uint64_t>(winograd_positions(
-                                       q[2] == kWinogradTileF4x4 ? WinogradTile::F4x4
-                                                                 : WinogradTile::F2x2)))
-          .parts;
+      return packed_split(r).parts;
+    case RecipeOp::PackConv:
+      return conv_groups(r.params[4]) * packed_split(r).parts;
     case RecipeOp::PackGroupedKn:
-      return q[0];
+      return r.params[0];
     default:
       return 1;
   }
@@ -335,7 +345,7 @@ bool recipe_shape(const BlobRecipe& r, uint64_t value_numel, RecipeShape* s, con
 
 void run_recipe(const BlobRecipe& r, const RecipeShape& shape, const RecipeSource* src,
                 float* out) {
-  const uint64_t parts = recipe_parts(r, shape);
+  const uint64_t parts = recipe_parts(r);
   for (uint64_t part = 0; part < parts; ++part) run_recipe_part(r, shape, src, out, part);
 }
 
@@ -372,7 +382,7 @@ void run_recipe_part(const BlobRecipe& r, const RecipeShape& shape, const Recipe
       // Panels [col0 / 16, ...) of the packed matrix are the packing of columns col0.. alone.
       const uint64_t n = q[0], k = q[1];
       uint64_t col0 = 0, cols = 0;
-      part_columns(panel_split(n, kPanelWidth * (k + 1)), n, part, &col0, &cols);
+      part_columns(packed_split(r), n, part, &col0, &cols);
       const float* bias = floats(src[1]);
       float* at = out + col0 * (k + 1);
       pack_fc_weight(floats(src[0]) + col0 * k, bias != nullptr ? bias + col0 : nullptr,
@@ -384,7 +394,7 @@ void run_recipe_part(const BlobRecipe& r, const RecipeShape& shape, const Recipe
       // Each group's O/G filters (and bias) packed as a weight of their own, one after another;
       // a part is a range of one group's panels.
       const uint64_t groups = conv_groups(q[4]), o = q[0] / groups, k = uint64_t{q[1]} * q[2] * q[3];
-      const PanelSplit split = conv_split(q);
+      const PanelSplit split = packed_split(r);
       const uint64_t g = part / split.parts;
       uint64_t col0 = 0, cols = 0;
       part_columns(split, o, part % split.parts, &col0, &cols);
@@ -396,14 +406,10 @@ void run_recipe_part(const BlobRecipe& r, const RecipeShape& shape, const Recipe
       return;
     }
     case RecipeOp::PackWinograd: {
-      const WinogradTile tile = q[2] == kWinogradTileF4x4 ? WinogradTile::F4x4 : WinogradTile::F2x2;
-      const PanelSplit split =
-          panel_split(q[0], kPanelWidth * (uint64_t{q[1]} + 1) *
-                                static_cast<uint64_t>(winograd_positions(tile)));
-      const uint64_t first = part * split.per_part;
-      pack_winograd_weight_panels(floats(src[0]), floats(src[1]), q[0], q[1], out, tile,
-                                  static_cast<int64_t>(first),
-                                  static_cast<int64_t>(first + split.per_part));
+      const uint64_t per_part = packed_split(r).per_part, first = part * per_part;
+      pack_winograd_weight_panels(floats(src[0]), floats(src[1]), q[0], q[1], out,
+                                  winograd_tile(q), static_cast<int64_t>(first),
+                                  static_cast<int64_t>(first + per_part));
       return;
     }
     case RecipeOp::PackBottleneck: {

@@ -56,17 +56,17 @@ struct RecipeSource {
 void run_recipe(const BlobRecipe& r, const RecipeShape& shape, const RecipeSource* sources,
                 float* out);
 
-/// How many parts run_recipe_part() makes the value of `r` (checked, giving `shape`) in: the
+/// How many parts run_recipe_part() makes the value of `r` (checked by recipe_shape) in: the
 /// packed GEMM ops split into ranges of panels of about kRecipePartFloats floats (within each
 /// conv group or expert), the other ops are one part. Parts write disjoint floats and read only
 /// the sources, so they may run in any order or at once on several threads (the cpu backend
 /// packs a method's weights over its pool at the first prepare).
-uint64_t recipe_parts(const BlobRecipe& r, const RecipeShape& shape);
+uint64_t recipe_parts(const BlobRecipe& r);
 
 /// Floats a part of a packed recipe aims at (at least one panel).
 constexpr uint64_t kRecipePartFloats = uint64_t{1} << 18;
 
-/// Part `part` (< recipe_parts(r, shape)) of run_recipe: writes that part's floats of `out`.
+/// Part `part` (< recipe_parts(r)) of run_recipe: writes that part's floats of `out`.
 /// Running every part once is run_recipe. Never allocates.
 void run_recipe_part(const BlobRecipe& r, const RecipeShape& shape, const RecipeSource* sources,
                      float* out, uint64_t part);

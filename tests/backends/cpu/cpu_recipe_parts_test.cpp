@@ -60,7 +60,7 @@ std::vector<float> run_parts_backwards(const BlobRecipe& r, const float* w, cons
   src[0].data = w;
   src[1].data = bias;
   std::vector<float> out(s.out_floats, std::nanf(""));
-  *parts = cpu::recipe_parts(r, s);
+  *parts = cpu::recipe_parts(r);
   for (uint64_t p = *parts; p-- > 0;) cpu::run_recipe_part(r, s, src, out.data(), p);
   return out;
 }
@@ -170,8 +170,8 @@ TEST(CpuRecipeParts, JobsOverAPoolMakeEveryValue) {
     outs[j].assign(jobs[j].shape.out_floats, std::nanf(""));
     jobs[j].out = outs[j].data();
   }
-  EXPECT_EQ(cpu::recipe_parts(rw, jobs[0].shape), 3u);
-  EXPECT_EQ(cpu::recipe_parts(rf, jobs[1].shape), 2u);
+  EXPECT_EQ(cpu::recipe_parts(rw), 3u);
+  EXPECT_EQ(cpu::recipe_parts(rf), 2u);
   pthreadpool_t pool = pthreadpool_create(2);
   ASSERT_NE(pool, nullptr);
   cpu::run_recipe_jobs(jobs, 3, pool);
