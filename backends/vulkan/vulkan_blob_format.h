@@ -1,4 +1,4 @@
-// The vulkan delegate blob, version 9: shared by the compile half (writer) and the runtime half
+// The vulkan delegate blob, version 10: shared by the compile half (writer) and the runtime half
 // (reader). Plain structs only (no STL): the runtime includes this file. The byte layout is
 // documented in backends/vulkan/README.md; all fields are little-endian.
 #pragma once
@@ -21,9 +21,11 @@ constexpr char kBlobMagic[4] = {'T', 'V', 'K', 'N'};
 /// version 6 before negative source strides of node op 9 (flip), version 7 before grouped
 /// products (node ops 17 and 18, value type 3: a mixture of experts' group ends), version 8
 /// before sin, cos and softplus (unary kinds 21 to 23), maximum and minimum (elementwise kinds 5 and 6),
-/// RMS norm (node op 5's params[4]) and transposed convolutions (node op 19): a runtime that reads an older version falls back instead of
-/// refusing it as malformed.
-constexpr uint32_t kBlobVersion = 9;
+/// RMS norm (node op 5's params[4]) and transposed convolutions (node op 19), version 9 before
+/// i64 constants (embedding indices known at compile time: a constant index map) and node op
+/// 11's params[3] (an outer count: index_select along an inner dim): a runtime that reads an
+/// older version falls back instead of refusing it as malformed.
+constexpr uint32_t kBlobVersion = 10;
 /// Most dimensions of a value and of a strided iteration.
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (attention: q, k, v, mask).
@@ -84,7 +86,9 @@ enum class ValueKind : uint32_t {
 /// Element type of a value.
 enum class ValueType : uint32_t {
   F32 = 0,    ///< stored as the header's storage type (f32 or f16)
-  I64 = 1,    ///< external inputs only: embedding indices, group ends
+  /// external inputs (embedding indices, group ends) and, since version 10, constants: raw
+  /// little-endian int64 bytes (8 per element whatever the storage), embedding indices only
+  I64 = 1,
   Quant = 2,  ///< constants only: an nf4/fp8 weight [rows, cols] in the QuantLayout below
   I32 = 3,    ///< external inputs only: group ends (version 8)
 };
@@ -98,7 +102,7 @@ struct BlobValue {
   uint32_t arg;             ///< delegate call argument index for externals, else kNoValue
   uint64_t dims[kMaxDims];  ///< first `rank` used, each 1..2^30, numel <= kMaxElements; rest 0
   uint64_t data_offset;     ///< constants: from the data section start (aligned), else 0
-  uint64_t data_bytes;      ///< constants: storage_element_bytes * numel (f32 values), else 0
+  uint64_t data_bytes;      ///< constants: storage_element_bytes * numel (f32), 8 * numel (i64), else 0
 };
 
 /// Node operators (BlobNode::op); the params of each, by index, are in the README.
@@ -113,7 +117,9 @@ enum class NodeOp : uint32_t {
   Pool2d = 8,          ///< in: x            (pool2d.comp: max, avg, adaptive avg)
   Copy = 9,            ///< in: x            (strided_copy.comp: views, permute, slice, cat, flip...)
   Reduce = 10,         ///< in: x            (reduce.comp: mean/sum over dims)
-  Embedding = 11,      ///< in: weight, indices (i64) (embedding.comp)
+  /// in: weight [O, V, D], indices (i64 [count], an input or a constant) (embedding.comp:
+  /// out[o, c, :] = weight[o, idx[c], :]; index_select along any dim)
+  Embedding = 11,
   Attention = 12,      ///< in: q, k, v, mask? (attention.comp)
   Pad = 13,            ///< in: x            (pad.comp: constant (negative pads crop), reflect)
   QuantLinear = 14,    ///< in: x, weight (quant), bias? (quant_gemv.comp / quant_gemm.comp)

@@ -1,6 +1,7 @@
 // Seeds of fuzz_vulkan_blob (see vulkan_blob_seeds.h).
 #include "tests/fuzz/vulkan_blob_seeds.h"
 
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -188,12 +189,26 @@ Seed audio() {
   return blob_of("audio", b);
 }
 
+/// What blob version 10 added: an i64 constant (a replicate padding's index map, as a causal
+/// video VAE exports it) read by index_select, the embedding node with an outer count.
+Seed index_map() {
+  GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {2, 3, 4});
+  const int r = b.op("tern::relu", {x}, DType::F32, {2, 3, 4});
+  std::vector<int64_t> map{0, 0, 1, 2, 3, 3};
+  std::vector<uint8_t> bytes(map.size() * 8);
+  std::memcpy(bytes.data(), map.data(), bytes.size());
+  const int m = b.constant("map", DType::I64, {6}, bytes);
+  b.output(b.op("tern::index_select", {r, b.int_value(2), m}, DType::F32, {2, 3, 6}));
+  return blob_of("index_map", b);
+}
+
 }  // namespace
 
 std::vector<Seed> vulkan_blob_seeds() {
   // dense_f16: the dense graph in f16 storage (header storage 1, 2-byte constants).
   return {dense(),     convnet(), video(), attention(), quantized(), dense(vulkan::kStorageF16),
-          experts(),   audio()};
+          experts(),   audio(),    index_map()};
 }
 
 }  // namespace tern::fuzz

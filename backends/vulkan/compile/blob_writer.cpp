@@ -112,6 +112,12 @@ static const Value& tensor_value(const Graph& g, int id) {
   return v;
 }
 
+static int64_t numel_of(const std::vector<int64_t>& sizes) {
+  int64_t n = 1;
+  for (int64_t d : sizes) n *= d;
+  return n;
+}
+
 static int arg_index(const std::vector<int>& list, int id) {
   auto it = std::find(list.begin(), list.end(), id);
   return it == list.end() ? -1 : static_cast<int>(it - list.begin());
@@ -173,9 +179,21 @@ uint32_t BlobBuilder::integer_input(int id, bool allow_i32, const char* what) {
   }
   const Value& v = tensor_value(graph_, id);
   const bool i32 = v.dtype == DType::I32;
+  if (v.is_constant && v.dtype == DType::I64 && !allow_i32) {
+    // Indices known at compile time (a constant index map): raw int64 bytes in the blob.
+    const uint32_t c = add(ValueKind::Constant, ValueType::I64, v.sizes, vulkan::kNoValue);
+    values_[c].data_bytes = 8 * static_cast<uint64_t>(numel_of(v.sizes));
+    if (v.data.size() != values_[c].data_bytes) {
+      throw Unsupported(std::string(what) + " '" + v.name + "': a constant without its data");
+    }
+    if (region_ != nullptr) data_[c] = v.data.to_vector();
+    ids_[id] = c;
+    return c;
+  }
   if (v.is_constant || (v.dtype != DType::I64 && !(allow_i32 && i32))) {
     throw Unsupported(std::string(what) + " '" + v.name + "': an " +
-                      (allow_i32 ? "int32 / int64" : "i64") + " activation expected");
+                      (allow_i32 ? "int32 / int64 activation" : "i64 activation or constant") +
+                      " expected");
   }
   uint32_t arg = vulkan::kNoValue;
   if (region_ != nullptr) {

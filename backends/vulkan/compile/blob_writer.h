@@ -45,7 +45,8 @@ class BlobBuilder {
   uint32_t input(int id, const float* bool_as = nullptr);
   /// The blob value a node writes for graph tensor `id` (f32, not constant or state).
   uint32_t output(int id);
-  /// An i64 external input (embedding indices).
+  /// Embedding / index_select indices: an i64 external input, or an i64 constant (its bytes
+  /// copied raw into the blob; the lowering checks its range).
   uint32_t index_input(int id);
   /// An i32 / i64 1-D external input (a grouped product's ends: made by the routing outside
   /// the region).

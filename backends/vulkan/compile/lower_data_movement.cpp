@@ -1,9 +1,11 @@
 // The vulkan lowerings that move data: views, permutes, flips, expands, slices, selects,
-// splits, cats and pads (strided copies), and embedding lookups (f32 and nf4 / fp8 tables).
+// splits, cats and pads (strided copies), embedding lookups (f32 and nf4 / fp8 tables) and
+// index_select (the embedding node with an outer count).
 #include "backends/vulkan/compile/lowerings.h"
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -254,6 +256,22 @@ void lower_pad(BlobBuilder& b, const Node& n) {
   b.node(NodeOp::Pad, {x}, b.output(out_id(n)), p, {static_cast<float>(value)});
 }
 
+/// A constant index must pick one of `size` rows (ATen's index_select and embedding refuse
+/// anything else; the portable kernels fail the execute naming it): Unsupported otherwise, so
+/// the node stays on the portable kernels and the error comes from them.
+static void check_constant_indices(const Graph& g, int id, int64_t size) {
+  const Value& v = val(g, id);
+  if (!v.is_constant) return;
+  for (size_t k = 0; k + 8 <= v.data.size(); k += 8) {
+    int64_t i = 0;
+    std::memcpy(&i, v.data.data() + k, 8);
+    if (i < 0 || i >= size) {
+      throw Unsupported("constant index " + std::to_string(i) + " outside [0, " +
+                        std::to_string(size) + ")");
+    }
+  }
+}
+
 void lower_embedding(BlobBuilder& b, const Node& n) {
   const Graph& g = b.graph();
   const Dims& ws = shape(g, arg(n, 0));
@@ -273,8 +291,32 @@ void lower_embedding(BlobBuilder& b, const Node& n) {
   }
   const uint32_t w = b.input(arg(n, 0));
   const uint32_t idx = b.index_input(arg(n, 1));
+  check_constant_indices(g, arg(n, 1), ws[0]);
   b.node(NodeOp::Embedding, {w, idx}, b.output(out_id(n)),
-         {param(ws[0], "V"), param(ws[1], "D"), param(numel(is), "count")});
+         {param(ws[0], "V"), param(ws[1], "D"), param(numel(is), "count"), 1});
+}
+
+void lower_index_select(BlobBuilder& b, const Node& n) {
+  // x [outer, S, inner] along dim: out[o, k, :] = x[o, index[k], :], the embedding node with
+  // an outer count (a table per o).
+  const Graph& g = b.graph();
+  const Dims& xs = shape(g, arg(n, 0));
+  const Dims& is = shape(g, arg(n, 2));
+  if (xs.empty()) throw Unsupported("index_select of a 0-D tensor");
+  if (is.size() > 1) throw Unsupported("index_select index of rank > 1");
+  const size_t dim = static_cast<size_t>(norm_dim(int_of(g, arg(n, 1)), xs.size()));
+  Dims os = xs;
+  os[dim] = numel(is);
+  if (shape(g, out_id(n)) != os) throw Unsupported("index_select output shape");
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < dim; ++d) outer *= xs[d];
+  for (size_t d = dim + 1; d < xs.size(); ++d) inner *= xs[d];
+  const uint32_t x = b.input(arg(n, 0));
+  const uint32_t idx = b.index_input(arg(n, 2));
+  check_constant_indices(g, arg(n, 2), xs[dim]);
+  b.node(NodeOp::Embedding, {x, idx}, b.output(out_id(n)),
+         {param(xs[dim], "size"), param(inner, "inner"), param(numel(is), "count"),
+          param(outer, "outer")});
 }
 
 }  // namespace tern::compiler::vulkan_compile

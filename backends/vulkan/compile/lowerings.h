@@ -53,5 +53,6 @@ void lower_split(BlobBuilder& b, const Node& n);
 void lower_cat(BlobBuilder& b, const Node& n);
 void lower_pad(BlobBuilder& b, const Node& n);
 void lower_embedding(BlobBuilder& b, const Node& n);
+void lower_index_select(BlobBuilder& b, const Node& n);
 
 }  // namespace tern::compiler::vulkan_compile

@@ -87,6 +87,7 @@ const std::map<std::string, Lowering>& table() {
       {"tern::mean", [](BlobBuilder& b, const Node& n) { lower_reduce(b, n, true); }},
       {"tern::sum", [](BlobBuilder& b, const Node& n) { lower_reduce(b, n, false); }},
       {"tern::embedding", lower_embedding},
+      {"tern::index_select", lower_index_select},
       {"tern::grouped_mm", [](BlobBuilder& b, const Node& n) { lower_grouped(b, n, false); }},
       {"tern::grouped_linear", [](BlobBuilder& b, const Node& n) { lower_grouped(b, n, true); }},
       {"tern::scaled_dot_product_attention", lower_attention},

@@ -112,6 +112,33 @@ struct NodeChecker {
     }
     return Error::Ok;
   }
+  /// Input `slot` holds `count` indices into `rows` rows: an i64 external input (checked at
+  /// each execute) or an i64 constant, whose indices are checked here.
+  Error indices(uint32_t slot, int32_t rows, int32_t count) const {
+    const BlobValue& v = in(slot);
+    if (v.type != static_cast<uint32_t>(ValueType::I64) ||
+        (v.kind != static_cast<uint32_t>(ValueKind::ExternalInput) &&
+         v.kind != static_cast<uint32_t>(ValueKind::Constant))) {
+      TERN_RETURN_ERROR(InvalidProgram,
+                        "vulkan blob: node %u (%s): input %u (indices): expected an i64 "
+                        "external input or constant, found a %s value of type %u",
+                        index, node_op_name(node.op), slot, kind_name(v.kind), v.type);
+    }
+    TERN_RETURN_IF_ERROR(reads_within(slot, static_cast<uint64_t>(count), "indices"));
+    if (v.kind != static_cast<uint32_t>(ValueKind::Constant)) return Error::Ok;
+    const uint8_t* bytes = plan.data + v.data_offset;  // the value checks kept it in the section
+    for (int32_t c = 0; c < count; ++c) {
+      int64_t k = 0;
+      std::memcpy(&k, bytes + 8 * static_cast<size_t>(c), 8);
+      if (k < 0 || k >= rows) {
+        TERN_RETURN_ERROR(InvalidProgram,
+                          "vulkan blob: node %u (%s): constant index %lld at position %d "
+                          "outside [0, %d)",
+                          index, node_op_name(node.op), static_cast<long long>(k), c, rows);
+      }
+    }
+    return Error::Ok;
+  }
   Error out_numel(uint64_t expected) const {
     const uint64_t found = value_numel(out());
     if (found != expected) return fail("output elements", expected, found);
@@ -389,16 +416,15 @@ struct NodeChecker {
         return out_numel(product(p + 1, 6));
       }
       case NodeOp::Embedding: {
+        // params [0] V, [1] D, [2] count, [3] outer (O): out[o, c, :] = weight[o, idx[c], :].
         TERN_RETURN_IF_ERROR(need_inputs(2, 2));
-        TERN_RETURN_IF_ERROR(params_in(0, 3, 1));
-        if (in(1).type != static_cast<uint32_t>(ValueType::I64) ||
-            in(1).kind != static_cast<uint32_t>(ValueKind::ExternalInput)) {
-          return fail("indices: an i64 external input (type, kind)", 1, in(1).type);
-        }
-        TERN_RETURN_IF_ERROR(reads_within(0, product(p, 2), "weight"));
-        TERN_RETURN_IF_ERROR(reads_within(1, static_cast<uint64_t>(p[2]), "indices"));
-        const int32_t o_dims[2] = {p[2], p[1]};
-        return out_numel(product(o_dims, 2));
+        TERN_RETURN_IF_ERROR(params_in(0, 4, 1));
+        TERN_RETURN_IF_ERROR(zeros(4, kNodeParams));
+        const int32_t w_dims[3] = {p[3], p[0], p[1]};
+        TERN_RETURN_IF_ERROR(reads_within(0, product(w_dims, 3), "weight"));
+        TERN_RETURN_IF_ERROR(indices(1, p[0], p[2]));
+        const int32_t o_dims[3] = {p[3], p[2], p[1]};
+        return out_numel(product(o_dims, 3));
       }
       case NodeOp::Attention: {
         TERN_RETURN_IF_ERROR(need_inputs(3, 4));
@@ -522,11 +548,8 @@ struct NodeChecker {
         TERN_RETURN_IF_ERROR(need_inputs(2, 2));
         TERN_RETURN_IF_ERROR(params_in(0, 3, 1));
         TERN_RETURN_IF_ERROR(zeros(3, kQFormat));
-        if (in(1).kind != static_cast<uint32_t>(ValueKind::ExternalInput)) {
-          return fail("indices: an external input (kind)", 1, in(1).kind);
-        }
         TERN_RETURN_IF_ERROR(quant_weight(0, static_cast<uint64_t>(p[0]), static_cast<uint64_t>(p[1])));
-        TERN_RETURN_IF_ERROR(reads_within(1, static_cast<uint64_t>(p[2]), "indices"));
+        TERN_RETURN_IF_ERROR(indices(1, p[0], p[2]));
         return out_numel(static_cast<uint64_t>(p[2]) * static_cast<uint64_t>(p[1]));
       }
     }
@@ -712,16 +735,18 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
       break;
     }
     if (v.type > kLastValueType ||
-        ((v.type == static_cast<uint32_t>(ValueType::I64) ||
-          v.type == static_cast<uint32_t>(ValueType::I32)) &&
+        (v.type == static_cast<uint32_t>(ValueType::I64) &&
+         v.kind != static_cast<uint32_t>(ValueKind::ExternalInput) &&
+         v.kind != static_cast<uint32_t>(ValueKind::Constant)) ||
+        (v.type == static_cast<uint32_t>(ValueType::I32) &&
          v.kind != static_cast<uint32_t>(ValueKind::ExternalInput)) ||
         (v.type == static_cast<uint32_t>(ValueType::Quant) &&
          (v.kind != static_cast<uint32_t>(ValueKind::Constant) || v.rank != 2 ||
           h.storage != kStorageF32))) {
       err = set_error_message(Error::InvalidProgram,
                               "vulkan blob: value %u (%s, rank %u): type %u, expected 0 (f32), 1 "
-                              "(i64) or 3 (i32) for an external input, or 2 (quantized) for a "
-                              "rank-2 constant of an f32-storage blob (storage %u)", i,
+                              "(i64) or 3 (i32) for an external input, 0, 1 or 2 (quantized: "
+                              "rank 2, an f32-storage blob) for a constant (storage %u)", i,
                               kind_name(v.kind), v.rank, v.type, h.storage);
       break;
     }
@@ -766,7 +791,9 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
       // A quantized weight's exact size follows its scheme, which the nodes reading it hold
       // (NodeChecker::quant_weight); here only a whole number of words.
       const bool quant = v.type == static_cast<uint32_t>(ValueType::Quant);
-      const uint64_t elem = storage_element_bytes(h.storage);
+      const uint64_t elem = v.type == static_cast<uint32_t>(ValueType::I64)
+                                ? 8
+                                : storage_element_bytes(h.storage);
       const bool size_ok = quant ? v.data_bytes >= 4 && v.data_bytes % 4 == 0 &&
                                        v.data_bytes <= 8 * kMaxElements
                                  : v.data_bytes == elem * n;

@@ -104,14 +104,15 @@ TEST(VulkanBlob, CorruptFieldsAreRefusedWithTheirName) {
       {patched<char>(blob, 0, 'X'), Error::InvalidProgram, "magic"},
       {patched<uint32_t>(blob, 4, 1), Error::DelegateInvalidCompatibility, "version 1"},
       {patched<uint32_t>(blob, 4, 2), Error::DelegateInvalidCompatibility,
-       "version 2, this runtime reads version 9"},
+       "version 2, this runtime reads version 10"},
       {patched<uint32_t>(blob, 4, 3), Error::DelegateInvalidCompatibility, "version 3"},
       {patched<uint32_t>(blob, 4, 4), Error::DelegateInvalidCompatibility, "version 4"},
       {patched<uint32_t>(blob, 4, 5), Error::DelegateInvalidCompatibility, "version 5"},
       {patched<uint32_t>(blob, 4, 6), Error::DelegateInvalidCompatibility, "version 6"},
       {patched<uint32_t>(blob, 4, 7), Error::DelegateInvalidCompatibility, "version 7"},
       {patched<uint32_t>(blob, 4, 8), Error::DelegateInvalidCompatibility, "version 8"},
-      {patched<uint32_t>(blob, 4, 10), Error::DelegateInvalidCompatibility, "version 10"},
+      {patched<uint32_t>(blob, 4, 9), Error::DelegateInvalidCompatibility, "version 9"},
+      {patched<uint32_t>(blob, 4, 11), Error::DelegateInvalidCompatibility, "version 11"},
       {patched<uint32_t>(blob, offsetof(BlobHeader, storage), 2),
        Error::DelegateInvalidCompatibility, "storage type 2"},
       // An f32 blob read as f16: its constants hold 4 bytes per element, not 2 (w: 8 x 16).
@@ -741,6 +742,63 @@ TEST(VulkanBlob, F16StorageFallsBackOnADeviceWithoutTheFeatures) {
   for (size_t i = 0; i < 2; ++i) {
     EXPECT_EQ(hidden.outputs[i], portable.outputs[i]) << "output " << i;
     EXPECT_LE(nmse(device.outputs[i], portable.outputs[i]), 1e-5) << "output " << i;
+  }
+}
+
+// index_select by a constant index map (version 10): the indices are an i64 constant of raw
+// int64 bytes (f16 storage too), the node the embedding node with an outer count; an index the
+// blob's bytes carry outside [0, size) is refused at parse, naming it, and so is an i64
+// constant whose byte count is not 8 per element, and an outer count past the table.
+TEST(VulkanBlob, ConstantIndicesAreCheckedAtParse) {
+  for (uint32_t storage : {vulkan::kStorageF32, vulkan::kStorageF16}) {
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {2, 5, 3});
+    const int r = b.op("tern::relu", {x}, DType::F32, {2, 5, 3});
+    const std::vector<int64_t> map{4, 0, 0, 2};
+    std::vector<uint8_t> bytes(map.size() * 8);
+    std::memcpy(bytes.data(), map.data(), bytes.size());
+    const int idx = b.constant("map", DType::I64, {4}, bytes);
+    b.output(b.op("tern::index_select", {r, b.int_value(1), idx}, DType::F32, {2, 4, 3}));
+    delegate_vulkan(b, 0, 1, storage);
+    const std::vector<uint8_t> blob = b.build().delegates.at(0).blob;
+    ASSERT_EQ(parse(blob), Error::Ok) << last_error_message();
+    const size_t node = node_offset(blob, 1);
+    BlobNode n;
+    std::memcpy(&n, blob.data() + node, sizeof(n));
+    ASSERT_EQ(n.op, static_cast<uint32_t>(vulkan::NodeOp::Embedding));
+    EXPECT_EQ(n.params[0], 5);  // rows of the selected dim
+    EXPECT_EQ(n.params[1], 3);  // inner
+    EXPECT_EQ(n.params[2], 4);  // indices
+    EXPECT_EQ(n.params[3], 2);  // outer
+    BlobHeader h;
+    std::memcpy(&h, blob.data(), sizeof(h));
+    const size_t value_at = sizeof(BlobHeader) + n.inputs[1] * sizeof(BlobValue);
+    BlobValue v;
+    std::memcpy(&v, blob.data() + value_at, sizeof(v));
+    ASSERT_EQ(v.kind, static_cast<uint32_t>(vulkan::ValueKind::Constant));
+    ASSERT_EQ(v.type, static_cast<uint32_t>(vulkan::ValueType::I64));
+    EXPECT_EQ(v.data_bytes, 32u);  // raw int64, whatever the storage
+    const size_t data_at = h.data_offset + v.data_offset;
+    EXPECT_EQ(std::memcmp(blob.data() + data_at, map.data(), 32), 0);
+    for (int64_t bad : {int64_t{5}, int64_t{-1}}) {
+      std::vector<uint8_t> corrupt = blob;
+      std::memcpy(corrupt.data() + data_at + 16, &bad, 8);
+      EXPECT_EQ(parse(corrupt), Error::InvalidProgram);
+      EXPECT_NE(std::string(last_error_message())
+                    .find("constant index " + std::to_string(bad) + " at position 2 outside [0, 5)"),
+                std::string::npos)
+          << last_error_message();
+    }
+    std::vector<uint8_t> short_bytes = blob;
+    BlobValue sv = v;
+    sv.data_bytes = 16;
+    std::memcpy(short_bytes.data() + value_at, &sv, sizeof(sv));
+    EXPECT_EQ(parse(short_bytes), Error::InvalidProgram);
+    EXPECT_NE(std::string(last_error_message()).find("expected 32 bytes"), std::string::npos)
+        << last_error_message();
+    expect_node_refused(blob, node, n, [](BlobNode& m) { m.params[3] = 3; }, "weight reaches");
+    expect_node_refused(blob, node, n, [](BlobNode& m) { m.params[3] = 0; }, "params[3] = 0");
+    expect_node_refused(blob, node, n, [](BlobNode& m) { m.params[4] = 1; }, "unused parameter");
   }
 }
 

@@ -447,6 +447,38 @@ std::vector<OpCase> cases() {
                }, kEw});
   // repeat (Dance Diffusion's UNet1D, LTX-Video's VAE): inner and outer dims, a leading new
   // dim, and a 5-D input whose repeat merges to fewer than 6 copy dims.
+  // index_select by constant index maps (blob version 10: i64 constants): along an inner dim
+  // (outer 6), the last, the first, and a replicate-padding map over a flattened volume as the
+  // causal video VAEs export (x.flatten()[m]: each output element one input element).
+  c.push_back({"index_select_constant_maps", [](GraphBuilder& b) {
+                 auto index = [&](const std::string& name, std::vector<int64_t> m) {
+                   std::vector<uint8_t> bytes(m.size() * 8);
+                   std::memcpy(bytes.data(), m.data(), bytes.size());
+                   return b.constant(name, DType::I64, {static_cast<int64_t>(m.size())}, bytes);
+                 };
+                 const int x = b.input("x", DType::F32, {2, 3, 5, 4});
+                 const int r = b.op("tern::tanh", {x}, DType::F32, {2, 3, 5, 4});
+                 b.output(b.op("tern::index_select", {r, b.int_value(2), index("m2", {0, 0, 4, 2, 2, 1, 4})},
+                               DType::F32, {2, 3, 7, 4}));
+                 b.output(b.op("tern::index_select", {r, b.int_value(-1), index("m3", {3, 0})},
+                               DType::F32, {2, 3, 5, 2}));
+                 b.output(b.op("tern::index_select", {r, b.int_value(0), index("m0", {1, 1, 0})},
+                               DType::F32, {3, 3, 5, 4}));
+                 // Replicate padding of a [2, 3, 4] volume by 1 before each dim: [3, 4, 5].
+                 std::vector<int64_t> pad;
+                 for (int64_t d = 0; d < 3; ++d) {
+                   for (int64_t h = 0; h < 4; ++h) {
+                     for (int64_t w = 0; w < 5; ++w) {
+                       pad.push_back(std::max<int64_t>(d - 1, 0) * 12 + std::max<int64_t>(h - 1, 0) * 4 +
+                                     std::max<int64_t>(w - 1, 0));
+                     }
+                   }
+                 }
+                 const int y = b.input("y", DType::F32, {24});
+                 const int s = b.op("tern::sigmoid", {y}, DType::F32, {24});
+                 b.output(b.op("tern::index_select", {s, b.int_value(0), index("replicate", pad)},
+                               DType::F32, {60}));
+               }, kEw});
   c.push_back({"repeat", [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {2, 3, 4});
                  const int r = b.op("tern::relu", {x}, DType::F32, {2, 3, 4});
@@ -843,6 +875,59 @@ TEST(VulkanConformanceEmbedding, GathersRowsAndRefusesAnOutOfRangeIndex) {
       ids[2] = 3;
     }
   }
+}
+
+// index_select along an inner dim by an index the region reads (made outside it): the
+// embedding node with an outer count; expected values by hand (x[o, idx[k], i]); an index out
+// of range fails the execute as the portable kernel does.
+TEST(VulkanConformanceEmbedding, IndexSelectByAnInputIndexAlongAnInnerDim) {
+  register_all();
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {2, 4, 3});
+  const int idx = b.input("idx", DType::I64, {5});
+  const int r = b.op("tern::relu", {x}, DType::F32, {2, 4, 3});
+  b.output(b.op("tern::index_select", {r, b.int_value(1), idx}, DType::F32, {2, 5, 3}));
+  ASSERT_EQ(compiler::VulkanBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes[1]), "");
+  delegate_vulkan(b, 0, 1);
+  const compiler::Graph graph = b.build();
+  const std::vector<uint8_t> pte = testing::compile_graph(graph);
+  testing::LoadedProgram lp(pte);
+  testing::MethodMemory memory(lp.program().method_meta("forward").get(), -1, 0, 1 << 20);
+  auto method = lp.program().load_method("forward", memory.manager());
+  ASSERT_TRUE(method.ok()) << last_error_message();
+  std::vector<float> xs(24);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(i) + 1.0f;
+  std::vector<int64_t> x_sizes{2, 4, 3}, ids{3, 0, 0, 2, 1}, i_sizes{5};
+  TensorView xv;
+  xv.dtype = DType::F32;
+  xv.rank = 3;
+  xv.sizes = x_sizes.data();
+  xv.data = xs.data();
+  xv.nbytes = xs.size() * 4;
+  TensorView iv;
+  iv.dtype = DType::I64;
+  iv.rank = 1;
+  iv.sizes = i_sizes.data();
+  iv.data = ids.data();
+  iv.nbytes = ids.size() * 8;
+  ASSERT_EQ(method->set_input(0, xv), Error::Ok) << last_error_message();
+  ASSERT_EQ(method->set_input(1, iv), Error::Ok) << last_error_message();
+  ASSERT_EQ(method->execute(), Error::Ok) << last_error_message();
+  const std::vector<float> got = testing::to_vector(*method->output(0).get());
+  ASSERT_EQ(got.size(), 30u);
+  for (size_t o = 0; o < 2; ++o) {
+    for (size_t k = 0; k < 5; ++k) {
+      for (size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(got[(o * 5 + k) * 3 + i], xs[(o * 4 + static_cast<size_t>(ids[k])) * 3 + i])
+            << o << " " << k << " " << i;
+      }
+    }
+  }
+  ids[4] = 4;
+  ASSERT_EQ(method->set_input(1, iv), Error::Ok);
+  EXPECT_EQ(method->execute(), Error::InvalidArgument);
+  EXPECT_NE(std::string(last_error_message()).find("index 4"), std::string::npos)
+      << last_error_message();
 }
 
 TEST(VulkanSupport, RefusesWhatItDoesNotImplement) {
