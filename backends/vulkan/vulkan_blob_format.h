@@ -22,9 +22,10 @@ constexpr char kBlobMagic[4] = {'T', 'V', 'K', 'N'};
 /// products (node ops 17 and 18, value type 3: a mixture of experts' group ends), version 8
 /// before sin, cos and softplus (unary kinds 21 to 23), maximum and minimum (elementwise kinds 5 and 6),
 /// RMS norm (node op 5's params[4]) and transposed convolutions (node op 19), version 9 before
-/// i64 constants (embedding indices known at compile time: a constant index map) and node op
-/// 11's params[3] (an outer count: index_select along an inner dim): a runtime that reads an
-/// older version falls back instead of refusing it as malformed.
+/// i64 constants (embedding indices known at compile time: a constant index map), node op
+/// 11's params[3] (an outer count: index_select along an inner dim), cumsum (node op 20) and
+/// the reduce node's kind (params[0]: amax, amin): a runtime that reads an older version falls
+/// back instead of refusing it as malformed.
 constexpr uint32_t kBlobVersion = 10;
 /// Most dimensions of a value and of a strided iteration.
 constexpr uint32_t kMaxDims = 6;
@@ -132,8 +133,10 @@ enum class NodeOp : uint32_t {
   QuantGroupedLinear = 18,
   /// in: x, w [C, O/g, KH, KW], b? (conv_transpose.comp: transposed 2-D conv; version 9)
   ConvTranspose = 19,
+  /// in: x [O, S, I] (cumsum.comp: inclusive running sum along S, compensated f32; version 10)
+  Cumsum = 20,
 };
-constexpr uint32_t kLastNodeOp = 19;
+constexpr uint32_t kLastNodeOp = 20;
 
 /// Unary::params[0].
 enum class UnaryKind : int32_t {
@@ -175,6 +178,14 @@ enum class ElementwiseKind : int32_t {
   Minimum = 6,  ///< (version 9) a NaN operand gives NaN, else a < b ? a : b
 };
 constexpr int32_t kLastElementwiseKind = 6;
+
+/// Reduce::params[0] (version 10; 0 before).
+enum class ReduceKind : int32_t {
+  Sum = 0,  ///< times fparams[0] (mean: 1 / count)
+  Max = 1,  ///< a NaN operand gives NaN (amax)
+  Min = 2,  ///< (amin)
+};
+constexpr int32_t kLastReduceKind = 2;
 
 /// Formats and scale granularity of a quantized weight (params[kQFormat], [kQGranularity] of
 /// ops 14, 15 and 18): runtime/kernels/util/quant_buffer_layout.h, shared with the cuda backend.

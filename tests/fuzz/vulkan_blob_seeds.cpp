@@ -190,7 +190,8 @@ Seed audio() {
 }
 
 /// What blob version 10 added: an i64 constant (a replicate padding's index map, as a causal
-/// video VAE exports it) read by index_select, the embedding node with an outer count.
+/// video VAE exports it) read by index_select, the embedding node with an outer count; cumsum
+/// (node op 20) and the reduce node's max kind.
 Seed index_map() {
   GraphBuilder b("forward");
   const int x = b.input("x", DType::F32, {2, 3, 4});
@@ -199,7 +200,9 @@ Seed index_map() {
   std::vector<uint8_t> bytes(map.size() * 8);
   std::memcpy(bytes.data(), map.data(), bytes.size());
   const int m = b.constant("map", DType::I64, {6}, bytes);
-  b.output(b.op("tern::index_select", {r, b.int_value(2), m}, DType::F32, {2, 3, 6}));
+  const int s = b.op("tern::index_select", {r, b.int_value(2), m}, DType::F32, {2, 3, 6});
+  const int c = b.op("tern::cumsum", {s, b.int_value(1)}, DType::F32, {2, 3, 6});
+  b.output(b.op("tern::amax", {c, b.int_list({2}), b.bool_value(true)}, DType::F32, {2, 3, 1}));
   return blob_of("index_map", b);
 }
 

@@ -1,5 +1,6 @@
 // The vulkan lowerings of elementwise ops (binary with broadcasting, where, the unary kinds,
-// clamps, GELU, pow, leaky ReLU), softmax, the norms (layer, group, batch) and sum / mean.
+// clamps, GELU, pow, leaky ReLU), softmax, the norms (layer, group, batch), sum / mean / amax /
+// amin and cumsum.
 #include "backends/vulkan/compile/lowerings.h"
 
 #include <algorithm>
@@ -266,10 +267,13 @@ void lower_batch_norm(BlobBuilder& b, const Node& n) {
 
 // ---- reductions ----
 
-void lower_reduce(BlobBuilder& b, const Node& n, bool mean) {
+void lower_reduce(BlobBuilder& b, const Node& n, ReduceOp op) {
+  const bool mean = op == ReduceOp::Mean;
   const Graph& g = b.graph();
   const Dims& xs = shape(g, arg(n, 0));
-  if (has_arg(n, 3) && !is_none(g, arg(n, 3))) throw Unsupported("reduce with a dtype");
+  if (op != ReduceOp::Max && op != ReduceOp::Min && has_arg(n, 3) && !is_none(g, arg(n, 3))) {
+    throw Unsupported("reduce with a dtype");
+  }
   std::vector<int64_t> dims = ints_of(g, arg(n, 1));
   std::vector<bool> reduced(xs.size(), dims.empty());
   for (int64_t d : dims) reduced[static_cast<size_t>(norm_dim(d, xs.size()))] = true;
@@ -290,6 +294,9 @@ void lower_reduce(BlobBuilder& b, const Node& n, bool mean) {
   pad6(&kd, &ks);
   pad6(&rd, &rs);
   std::vector<int32_t> p(26, 0);
+  p[0] = static_cast<int32_t>(op == ReduceOp::Max   ? vulkan::ReduceKind::Max
+                              : op == ReduceOp::Min ? vulkan::ReduceKind::Min
+                                                    : vulkan::ReduceKind::Sum);
   for (int i = 0; i < 6; ++i) {
     p[1 + i] = param(kd[static_cast<size_t>(i)], "dim");
     p[7 + i] = param(ks[static_cast<size_t>(i)], "stride");
@@ -299,6 +306,21 @@ void lower_reduce(BlobBuilder& b, const Node& n, bool mean) {
   const uint32_t x = b.input(arg(n, 0));
   b.node(NodeOp::Reduce, {x}, b.output(out_id(n)), p,
          {mean ? static_cast<float>(1.0 / static_cast<double>(count)) : 1.0f});
+}
+
+void lower_cumsum(BlobBuilder& b, const Node& n) {
+  const Graph& g = b.graph();
+  const Dims& xs = shape(g, arg(n, 0));
+  if (shape(g, out_id(n)) != xs) throw Unsupported("cumsum output shape");
+  if (val(g, out_id(n)).dtype != DType::F32) throw Unsupported("cumsum to a non-f32 output");
+  const size_t dim = xs.empty() ? 0 : static_cast<size_t>(norm_dim(int_of(g, arg(n, 1)), xs.size()));
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < dim; ++d) outer *= xs[d];
+  for (size_t d = dim + 1; d < xs.size(); ++d) inner *= xs[d];
+  const int64_t size = xs.empty() ? 1 : xs[dim];
+  const uint32_t x = b.input(arg(n, 0));
+  b.node(NodeOp::Cumsum, {x}, b.output(out_id(n)),
+         {param(outer, "outer"), param(size, "size"), param(inner, "inner")});
 }
 
 }  // namespace tern::compiler::vulkan_compile

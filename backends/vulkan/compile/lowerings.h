@@ -33,7 +33,11 @@ void lower_layer_norm(BlobBuilder& b, const Node& n);
 void lower_rms_norm(BlobBuilder& b, const Node& n);
 void lower_group_norm(BlobBuilder& b, const Node& n);
 void lower_batch_norm(BlobBuilder& b, const Node& n);
-void lower_reduce(BlobBuilder& b, const Node& n, bool mean);
+/// tern::sum, mean, amax, amin over a list of dims.
+enum class ReduceOp { Sum, Mean, Max, Min };
+void lower_reduce(BlobBuilder& b, const Node& n, ReduceOp op);
+/// tern::cumsum of an f32 tensor along one dim.
+void lower_cumsum(BlobBuilder& b, const Node& n);
 
 // lower_conv_pool.cpp
 void lower_conv(BlobBuilder& b, const Node& n, size_t spatial);

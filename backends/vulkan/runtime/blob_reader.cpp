@@ -399,6 +399,7 @@ struct NodeChecker {
       }
       case NodeOp::Reduce: {
         TERN_RETURN_IF_ERROR(need_inputs(1, 1));
+        if (p[0] < 0 || p[0] > kLastReduceKind) return fail("reduce kind", kLastReduceKind, static_cast<uint32_t>(p[0]));
         TERN_RETURN_IF_ERROR(params_in(1, 6, 1));
         TERN_RETURN_IF_ERROR(params_in(7, 6, 0));
         TERN_RETURN_IF_ERROR(params_in(14, 6, 1));
@@ -414,6 +415,14 @@ struct NodeChecker {
         if (!strided_extent(dims, strides, 0, 12, &e)) return fail("source extent", 0, 0);
         TERN_RETURN_IF_ERROR(reads_within(0, e, "source"));
         return out_numel(product(p + 1, 6));
+      }
+      case NodeOp::Cumsum: {  // params [0] outer, [1] size, [2] inner
+        TERN_RETURN_IF_ERROR(need_inputs(1, 1));
+        TERN_RETURN_IF_ERROR(params_in(0, 3, 1));
+        TERN_RETURN_IF_ERROR(zeros(3, kNodeParams));
+        const uint64_t n = product(p, 3);
+        TERN_RETURN_IF_ERROR(reads_within(0, n, "x"));
+        return out_numel(n);
       }
       case NodeOp::Embedding: {
         // params [0] V, [1] D, [2] count, [3] outer (O): out[o, c, :] = weight[o, idx[c], :].
@@ -569,6 +578,7 @@ const char* node_op_name(uint32_t op) {
     case NodeOp::LayerNorm: return "layer_norm";
     case NodeOp::Conv: return "conv";
     case NodeOp::ConvTranspose: return "conv_transpose";
+    case NodeOp::Cumsum: return "cumsum";
     case NodeOp::ChannelAffine: return "channel_affine";
     case NodeOp::Pool2d: return "pool2d";
     case NodeOp::Copy: return "copy";

@@ -70,6 +70,8 @@ Error plan_dispatch(const BlobPlan& plan, uint32_t index, const uint32_t max_gro
       return threads(ShaderId::Conv, blocked ? out_numel / 4 : out_numel);
     }
     case NodeOp::ConvTranspose: return threads(ShaderId::ConvTranspose, out_numel);
+    case NodeOp::Cumsum:  // cumsum.comp: one invocation per (outer, inner) lane
+      return threads(ShaderId::Cumsum, static_cast<uint64_t>(p[0]) * static_cast<uint64_t>(p[2]));
     case NodeOp::ChannelAffine: return threads(ShaderId::ChannelAffine, out_numel);
     case NodeOp::Pool2d: return threads(ShaderId::Pool2d, out_numel);
     case NodeOp::Copy: {

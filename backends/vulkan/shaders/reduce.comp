@@ -1,7 +1,9 @@
 #version 450
-// Sum over some dims times a scale (mean: 1 / count): one invocation per output element.
-// params: [0] unused, [1..6] kept dims (the output's), [7..12] their input strides, [13]
-// unused, [14..19] reduced dims, [20..25] their input strides; fparams[0] scale.
+// Sum over some dims times a scale (mean: 1 / count), or (version 10) their maximum or
+// minimum, a NaN winning as in ATen's amax / amin: one invocation per output element.
+// params: [0] kind (0 sum, 1 max, 2 min), [1..6] kept dims (the output's), [7..12] their input
+// strides, [13] unused, [14..19] reduced dims, [20..25] their input strides; fparams[0] the
+// sum's scale.
 #include "common.glsl"
 
 layout(std430, binding = 0) writeonly buffer Out { STORE_T y[]; };
@@ -21,15 +23,21 @@ void main() {
     base += (rem % dim) * uint(pc.p[7 + d]);
     rem /= dim;
   }
-  float s = 0.0;
-  for (uint j = 0; j < r; ++j) {
+  int kind = pc.p[0];
+  float s = kind == 0 ? 0.0 : float(x[base]);
+  for (uint j = kind == 0 ? 0 : 1; j < r; ++j) {
     uint jr = j, off = base;
     [[unroll]] for (int d = 5; d >= 0; --d) {
       uint dim = uint(pc.p[14 + d]);
       off += (jr % dim) * uint(pc.p[20 + d]);
       jr /= dim;
     }
-    s += float(x[off]);
+    float v = float(x[off]);
+    if (kind == 0) {
+      s += v;
+    } else if (isnan(v) || (kind == 1 ? v > s : v < s)) {
+      s = isnan(s) ? s : v;
+    }
   }
-  y[i] = STORE_T(s * pc.f[0]);
+  y[i] = STORE_T(kind == 0 ? s * pc.f[0] : s);
 }

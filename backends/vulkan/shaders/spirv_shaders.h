@@ -14,6 +14,7 @@ enum class ShaderId : uint32_t {
   ChannelAffine,
   Conv,
   ConvTranspose,
+  Cumsum,
   Elementwise,
   Embedding,
   GroupedMatmul,

@@ -802,5 +802,33 @@ TEST(VulkanBlob, ConstantIndicesAreCheckedAtParse) {
   }
 }
 
+// A cumsum node (version 10) reads and writes outer x size x inner elements, each count at
+// least 1, nothing after them; a reduce node's kind (version 10) is 0 (sum), 1 (max) or 2 (min).
+TEST(VulkanBlob, CumsumAndReduceKindAreChecked) {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {2, 5, 3});
+  const int r = b.op("tern::relu", {x}, DType::F32, {2, 5, 3});
+  const int c = b.op("tern::cumsum", {r, b.int_value(1)}, DType::F32, {2, 5, 3});
+  b.output(b.op("tern::amax", {c, b.int_list({2}), b.bool_value(false)}, DType::F32, {2, 5}));
+  const DelegatedNode d = delegated_node(b, 2, 1);
+  ASSERT_TRUE(d.parsed) << d.error;
+  BlobNode n = d.node;
+  ASSERT_EQ(n.op, static_cast<uint32_t>(vulkan::NodeOp::Cumsum));
+  EXPECT_EQ(n.params[0], 2);
+  EXPECT_EQ(n.params[1], 5);
+  EXPECT_EQ(n.params[2], 3);
+  expect_node_refused(d.blob, d.offset, n, [](BlobNode& m) { m.params[1] = 6; }, "x reaches element 36");
+  expect_node_refused(d.blob, d.offset, n, [](BlobNode& m) { m.params[0] = 1; }, "output elements");
+  expect_node_refused(d.blob, d.offset, n, [](BlobNode& m) { m.params[2] = 0; }, "params[2] = 0");
+  expect_node_refused(d.blob, d.offset, n, [](BlobNode& m) { m.params[3] = 1; }, "unused parameter");
+  const size_t reduce_at = node_offset(d.blob, 2);
+  BlobNode red;
+  std::memcpy(&red, d.blob.data() + reduce_at, sizeof(red));
+  ASSERT_EQ(red.op, static_cast<uint32_t>(vulkan::NodeOp::Reduce));
+  EXPECT_EQ(red.params[0], static_cast<int32_t>(vulkan::ReduceKind::Max));
+  expect_node_refused(d.blob, reduce_at, red, [](BlobNode& m) { m.params[0] = 3; }, "reduce kind");
+  expect_node_refused(d.blob, reduce_at, red, [](BlobNode& m) { m.params[0] = -1; }, "reduce kind");
+}
+
 }  // namespace
 }  // namespace tern::vulkan_test

@@ -417,6 +417,25 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::mean", {x, b.int_list({1}), b.bool_value(false)}, DType::F32, {2, 6, 7}));
                  b.output(b.op("tern::sum", {x, b.int_list({0, 3}), b.bool_value(false)}, DType::F32, {5, 6}));
                }, kEw * 100});
+  // amax / amin (blob version 10: the reduce node's kind) over one dim, two dims kept, all.
+  c.push_back({"amax_amin", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 5, 6, 7});
+                 b.output(b.op("tern::amax", {x, b.int_list({-1}), b.bool_value(false)}, DType::F32, {2, 5, 6}));
+                 b.output(b.op("tern::amin", {x, b.int_list({0, 2}), b.bool_value(true)}, DType::F32, {1, 5, 1, 7}));
+                 b.output(b.op("tern::amax", {x, b.int_list({}), b.bool_value(false)}, DType::F32, {}));
+               }, 0.0});
+  // cumsum (blob version 10) along the last dim, a middle one (inner 7) and the first, and
+  // along a row of 3000 (Mamba2's segment sums run over its chunk): the shader's compensated
+  // f32 sum against the portable kernel's double accumulator.
+  c.push_back({"cumsum", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 5, 6, 7});
+                 b.output(b.op("tern::cumsum", {x, b.int_value(-1)}, DType::F32, {2, 5, 6, 7}));
+                 b.output(b.op("tern::cumsum", {x, b.int_value(2)}, DType::F32, {2, 5, 6, 7}));
+                 b.output(b.op("tern::cumsum", {x, b.int_value(0)}, DType::F32, {2, 5, 6, 7}));
+                 const int y = b.input("y", DType::F32, {2, 3000});
+                 const int e = b.op("tern::exp", {y}, DType::F32, {2, 3000});
+                 b.output(b.op("tern::cumsum", {e, b.int_value(1)}, DType::F32, {2, 3000}));
+               }, 1e-14});
   // ---- data movement (in a region with compute: a movement-only region is refused) ----
   c.push_back({"view_permute_transpose_expand", [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {2, 3, 4});
@@ -825,6 +844,58 @@ TEST(VulkanUnaryMath, MaximumMinimumPropagateNaN) {
       EXPECT_EQ(r.outputs[1][static_cast<size_t>(i)], want_min[i]) << "min " << i;
     }
   }
+}
+
+// amax / amin with NaN: NaN wins (ATen), else the largest / smallest; expected by hand.
+TEST(VulkanUnaryMath, AmaxAminPropagateNaN) {
+  register_all();
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {3, 4});
+  const int r = b.op("tern::mul", {x, b.double_value(1.0)}, DType::F32, {3, 4});
+  b.output(b.op("tern::amax", {r, b.int_list({1}), b.bool_value(false)}, DType::F32, {3}));
+  b.output(b.op("tern::amin", {r, b.int_list({1}), b.bool_value(false)}, DType::F32, {3}));
+  delegate_vulkan(b, 0, 2);
+  const compiler::Graph graph = b.build();
+  const float nan = std::nanf("");
+  const RunResult res = run_program(testing::compile_graph(graph), graph,
+                                    {{nan, 1.0f, 5.0f, -2.0f, 3.0f, -7.0f, nan, 4.0f,
+                                      0.5f, -0.5f, 2.5f, 1.5f}}, false);
+  ASSERT_EQ(res.paths, std::vector<DelegatePath>{DelegatePath::Backend});
+  EXPECT_TRUE(std::isnan(res.outputs[0][0]));
+  EXPECT_TRUE(std::isnan(res.outputs[0][1]));
+  EXPECT_EQ(res.outputs[0][2], 2.5f);
+  EXPECT_TRUE(std::isnan(res.outputs[1][0]));
+  EXPECT_TRUE(std::isnan(res.outputs[1][1]));
+  EXPECT_EQ(res.outputs[1][2], -0.5f);
+}
+
+// cumsum over a row where a plain f32 running sum drifts (a large first term, then many small
+// ones of both signs): every output equals the double running sum rounded to f32, as the
+// portable kernel (double accumulator) gives; expected values computed here in double.
+TEST(VulkanUnaryMath, CumsumMatchesADoubleAccumulator) {
+  register_all();
+  const int64_t n = 20000;
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {n});
+  const int r = b.op("tern::mul", {x, b.double_value(1.0)}, DType::F32, {n});
+  b.output(b.op("tern::cumsum", {r, b.int_value(0)}, DType::F32, {n}));
+  delegate_vulkan(b, 0, 1);
+  const compiler::Graph graph = b.build();
+  std::vector<float> xs = random_floats(static_cast<size_t>(n), 77, -0.01f, 0.013f);
+  xs[0] = 4096.0f;
+  const RunResult res = run_program(testing::compile_graph(graph), graph, {xs}, false);
+  ASSERT_EQ(res.paths, std::vector<DelegatePath>{DelegatePath::Backend});
+  double acc = 0.0, plain_worst = 0.0;
+  float plain = 0.0f;
+  int off = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    acc += xs[static_cast<size_t>(k)];
+    plain += xs[static_cast<size_t>(k)];
+    plain_worst = std::max(plain_worst, std::fabs(static_cast<double>(plain) - acc));
+    if (res.outputs[0][static_cast<size_t>(k)] != static_cast<float>(acc)) ++off;
+  }
+  EXPECT_GT(plain_worst, 1e-2);  // the row is one a plain f32 sum gets wrong
+  EXPECT_EQ(off, 0) << "outputs differing from the rounded double running sum";
 }
 
 TEST(VulkanConformanceEmbedding, GathersRowsAndRefusesAnOutOfRangeIndex) {
