@@ -24,7 +24,8 @@ constexpr char kBlobMagic[4] = {'T', 'V', 'K', 'N'};
 /// RMS norm (node op 5's params[4]) and transposed convolutions (node op 19), version 9 before
 /// i64 constants (embedding indices known at compile time: a constant index map), node op
 /// 11's params[3] (an outer count: index_select along an inner dim), cumsum (node op 20) and
-/// the reduce node's kind (params[0]: amax, amin): a runtime that reads an older version falls
+/// the reduce node's kind (params[0]: amax, amin), comparisons and logical and / or
+/// (elementwise kinds 7 to 14) and bool externals (value type 4): a runtime that reads an older version falls
 /// back instead of refusing it as malformed.
 constexpr uint32_t kBlobVersion = 10;
 /// Most dimensions of a value and of a strided iteration.
@@ -92,8 +93,12 @@ enum class ValueType : uint32_t {
   I64 = 1,
   Quant = 2,  ///< constants only: an nf4/fp8 weight [rows, cols] in the QuantLayout below
   I32 = 3,    ///< external inputs only: group ends (version 8)
+  /// (version 10) external inputs and outputs only: a bool tensor (a byte per element) held on
+  /// the device as the storage's 0.0 / 1.0, converted at the delegate's edges (a nonzero byte
+  /// is 1; a nonzero float true, NaN too). Inside the delegate bool values are F32 of 0 / 1.
+  Bool = 4,
 };
-constexpr uint32_t kLastValueType = 3;
+constexpr uint32_t kLastValueType = 4;
 
 /// One tensor value (80 bytes). Row-major (tern's layout), `rank` 0..kMaxDims.
 struct BlobValue {
@@ -173,11 +178,20 @@ enum class ElementwiseKind : int32_t {
   Sub = 1,    ///< a - alpha * b
   Mul = 2,
   Div = 3,
-  Where = 4,  ///< c != 0 ? a : b  (inputs a, b, c: c the condition as 0/1 floats)
+  Where = 4,  ///< c != 0 ? a : b  (inputs a, b, c: c the condition as 0/1 floats, a constant or computed)
   Maximum = 5,  ///< (version 9) a NaN operand gives NaN, else a > b ? a : b (as ATen)
   Minimum = 6,  ///< (version 9) a NaN operand gives NaN, else a < b ? a : b
+  /// (version 10) comparisons: 1.0 when true, else 0.0; a NaN operand compares unequal
+  Eq = 7,
+  Ne = 8,
+  Lt = 9,
+  Le = 10,
+  Gt = 11,
+  Ge = 12,
+  LogicalAnd = 13,  ///< (version 10) a != 0 && b != 0 (NaN is true)
+  LogicalOr = 14,   ///< (version 10) a != 0 || b != 0
 };
-constexpr int32_t kLastElementwiseKind = 6;
+constexpr int32_t kLastElementwiseKind = 14;
 
 /// Reduce::params[0] (version 10; 0 before).
 enum class ReduceKind : int32_t {

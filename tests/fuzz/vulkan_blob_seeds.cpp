@@ -206,12 +206,25 @@ Seed index_map() {
   return blob_of("index_map", b);
 }
 
+/// Version 10's comparisons, logical ops and where on a computed condition, with a bool input
+/// and a bool output (value type 4).
+Seed masks() {
+  GraphBuilder b("forward");
+  const int x = b.input("x", DType::F32, {3, 8});
+  const int m = b.input("m", DType::Bool, {3, 8});
+  const int gt = b.op("tern::gt", {x, b.double_value(0.25)}, DType::Bool, {3, 8});
+  const int both = b.op("tern::logical_and", {gt, m}, DType::Bool, {3, 8});
+  b.output(b.op("tern::where", {both, x, b.double_value(-1.0)}, DType::F32, {3, 8}));
+  b.output(b.op("tern::logical_not", {both}, DType::Bool, {3, 8}));
+  return blob_of("masks", b);
+}
+
 }  // namespace
 
 std::vector<Seed> vulkan_blob_seeds() {
   // dense_f16: the dense graph in f16 storage (header storage 1, 2-byte constants).
   return {dense(),     convnet(), video(), attention(), quantized(), dense(vulkan::kStorageF16),
-          experts(),   audio(),    index_map()};
+          experts(),   audio(),    index_map(), masks()};
 }
 
 }  // namespace tern::fuzz

@@ -137,9 +137,11 @@ uint32_t BlobBuilder::input(int id, const float* bool_as) {
     if (v.dtype == DType::F32) {
       if (v.data.size() != 4 * n) throw Unsupported("constant '" + v.name + "' has no data");
       std::memcpy(data.data(), v.data.data(), 4 * n);
-    } else if (v.dtype == DType::Bool && bool_as != nullptr) {
+    } else if (v.dtype == DType::Bool) {
       if (v.data.size() != n) throw Unsupported("constant '" + v.name + "' has no data");
-      for (size_t i = 0; i < n; ++i) data[i] = bool_as[v.data[i] != 0 ? 1 : 0];
+      static const float kZeroOne[2] = {0.0f, 1.0f};  // bools are 0 / 1 floats on the device
+      const float* as = bool_as != nullptr ? bool_as : kZeroOne;
+      for (size_t i = 0; i < n; ++i) data[i] = as[v.data[i] != 0 ? 1 : 0];
     } else {
       throw Unsupported("constant '" + v.name + "' of dtype " + to_string(v.dtype));
     }
@@ -147,14 +149,21 @@ uint32_t BlobBuilder::input(int id, const float* bool_as) {
     ids_[id] = c;
     return c;
   }
-  if (v.dtype != DType::F32) throw Unsupported("tensor '" + v.name + "' of dtype " + to_string(v.dtype));
+  if (v.dtype != DType::F32 && v.dtype != DType::Bool) {
+    throw Unsupported("tensor '" + v.name + "' of dtype " + to_string(v.dtype));
+  }
+  if (v.dtype == DType::Bool && bool_as != nullptr) {
+    throw Unsupported("a bool tensor '" + v.name + "' made at run time where this op takes "
+                      "only a constant one");
+  }
   uint32_t arg = vulkan::kNoValue;
   if (region_ != nullptr) {
     const int a = arg_index(region_->inputs, id);
     if (a < 0) throw Unsupported("tensor '" + v.name + "' read before it is written");
     arg = static_cast<uint32_t>(a);
   }
-  const uint32_t b = add(ValueKind::ExternalInput, ValueType::F32, v.sizes, arg);
+  const uint32_t b = add(ValueKind::ExternalInput,
+                         v.dtype == DType::Bool ? ValueType::Bool : ValueType::F32, v.sizes, arg);
   ids_[id] = b;
   return b;
 }
@@ -210,8 +219,8 @@ uint32_t BlobBuilder::output(int id) {
   auto it = ids_.find(id);
   if (it != ids_.end()) throw Unsupported("value " + std::to_string(id) + " written twice");
   const Value& v = tensor_value(graph_, id);
-  if (v.is_constant || v.is_state || v.dtype != DType::F32) {
-    throw Unsupported("output '" + v.name + "' is not an f32 activation");
+  if (v.is_constant || v.is_state || (v.dtype != DType::F32 && v.dtype != DType::Bool)) {
+    throw Unsupported("output '" + v.name + "' is not an f32 or bool activation");
   }
   ValueKind kind = ValueKind::Internal;
   uint32_t arg = vulkan::kNoValue;
@@ -222,7 +231,9 @@ uint32_t BlobBuilder::output(int id) {
       arg = static_cast<uint32_t>(region_->inputs.size() + static_cast<size_t>(a));
     }
   }
-  const uint32_t b = add(kind, ValueType::F32, v.sizes, arg);
+  // A bool output leaving the delegate is converted to bytes at its edge; inside, 0 / 1 floats.
+  const bool bool_edge = kind == ValueKind::ExternalOutput && v.dtype == DType::Bool;
+  const uint32_t b = add(kind, bool_edge ? ValueType::Bool : ValueType::F32, v.sizes, arg);
   ids_[id] = b;
   return b;
 }

@@ -40,10 +40,12 @@ class BlobBuilder {
               uint32_t storage = vulkan::kStorageF32);
 
   const Graph& graph() const { return graph_; }
-  /// The blob value of graph tensor `id` read by a node: f32 (a bool constant too when
-  /// `bool_as` is given: true -> bool_as[1], false -> bool_as[0]).
+  /// The blob value of graph tensor `id` read by a node: f32, or bool as 0 / 1 floats (a bool
+  /// constant as bool_as[0] / bool_as[1] when `bool_as` is given — then a bool made at run time
+  /// is Unsupported).
   uint32_t input(int id, const float* bool_as = nullptr);
-  /// The blob value a node writes for graph tensor `id` (f32, not constant or state).
+  /// The blob value a node writes for graph tensor `id` (f32 or bool, not constant or state;
+  /// lower_node lets only the ops that make 0 / 1 write a bool).
   uint32_t output(int id);
   /// Embedding / index_select indices: an i64 external input, or an i64 constant (its bytes
   /// copied raw into the blob; the lowering checks its range).

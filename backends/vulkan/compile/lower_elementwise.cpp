@@ -60,16 +60,26 @@ void lower_binary(BlobBuilder& b, const Node& n, ElementwiseKind kind) {
 void lower_where(BlobBuilder& b, const Node& n) {
   const Graph& g = b.graph();
   const Value& cond = val(g, arg(n, 0));
-  if (!cond.is_tensor() || !cond.is_constant || cond.dtype != DType::Bool) {
-    throw Unsupported("where: the condition must be a bool constant");
+  if (!cond.is_tensor() || cond.dtype != DType::Bool) {
+    throw Unsupported("where: the condition must be a bool tensor");
   }
   const Dims& os = shape(g, out_id(n));
-  const float as_float[2] = {0.0f, 1.0f};
-  const uint32_t c = b.input(arg(n, 0), as_float);
-  const uint32_t x = b.input(arg(n, 1)), y = b.input(arg(n, 2));
+  // The condition: a constant, or computed (a comparison inside the region, or a bool input):
+  // 0 / 1 floats either way. x and y: tensors or numbers (a one-element constant).
+  const uint32_t c = b.input(arg(n, 0));
+  auto operand = [&](int id, Dims* strides) {
+    const Value& v = val(g, id);
+    if (v.is_tensor()) {
+      *strides = broadcast_strides(v.sizes, os);
+      return b.input(id);
+    }
+    *strides = Dims(os.size(), 0);
+    return b.constant({}, {static_cast<float>(num_of(g, id))});
+  };
+  Dims sa, sb;
+  const uint32_t x = operand(arg(n, 1), &sa), y = operand(arg(n, 2), &sb);
   Dims dims = os, d2 = os, d3 = os;
-  Dims sa = broadcast_strides(shape(g, arg(n, 1)), os), sb = broadcast_strides(shape(g, arg(n, 2)), os),
-       sc = broadcast_strides(cond.sizes, os);
+  Dims sc = broadcast_strides(cond.sizes, os);
   pad6(&dims, &sa);
   pad6(&d2, &sb);
   pad6(&d3, &sc);
@@ -83,6 +93,22 @@ void lower_where(BlobBuilder& b, const Node& n) {
     p[20 + i] = param(sc[static_cast<size_t>(i)], "stride");
   }
   b.node(NodeOp::Elementwise, {x, y, c}, b.output(out_id(n)), p, {1.0f, 0.0f});
+}
+
+void lower_logical_not(BlobBuilder& b, const Node& n) {
+  // x == 0 (a bool's 0 / 1, or a number: NaN is true, so not NaN is false, as ATen).
+  const Dims& os = shape(b.graph(), out_id(n));
+  if (shape(b.graph(), arg(n, 0)) != os) throw Unsupported("logical_not output shape");
+  Dims dims = os, sa = contiguous_strides(os);
+  const uint32_t x = b.input(arg(n, 0));
+  pad6(&dims, &sa);
+  std::vector<int32_t> p(26, 0);
+  p[0] = static_cast<int32_t>(ElementwiseKind::Eq);
+  for (int i = 0; i < 6; ++i) {
+    p[2 + i] = param(dims[static_cast<size_t>(i)], "dim");
+    p[8 + i] = param(sa[static_cast<size_t>(i)], "stride");
+  }
+  b.node(NodeOp::Elementwise, {x}, b.output(out_id(n)), p, {1.0f, 0.0f});
 }
 
 void unary_node(BlobBuilder& b, const Node& n, UnaryKind kind, float lo, float hi) {

@@ -27,6 +27,15 @@ const std::map<std::string, Lowering>& table() {
       {"tern::mul", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Mul); }},
       {"tern::div", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Div); }},
       {"tern::where", lower_where},
+      {"tern::eq", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Eq); }},
+      {"tern::ne", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Ne); }},
+      {"tern::lt", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Lt); }},
+      {"tern::le", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Le); }},
+      {"tern::gt", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Gt); }},
+      {"tern::ge", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Ge); }},
+      {"tern::logical_and", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::LogicalAnd); }},
+      {"tern::logical_or", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::LogicalOr); }},
+      {"tern::logical_not", lower_logical_not},
       {"tern::maximum", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Maximum); }},
       {"tern::minimum", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Minimum); }},
       {"tern::relu", [](BlobBuilder& b, const Node& n) { unary_node(b, n, UnaryKind::Clamp, 0.0f, kInf); }},
@@ -98,6 +107,18 @@ const std::map<std::string, Lowering>& table() {
   return t;
 }
 
+/// Ops whose bool output the 0 / 1 floats of their bool inputs give exactly.
+bool makes_bool(const std::string& op) {
+  static const char* const kOps[] = {"tern::eq", "tern::ne", "tern::lt", "tern::le", "tern::gt",
+                                     "tern::ge", "tern::logical_and", "tern::logical_or",
+                                     "tern::logical_not", "tern::where", "tern::repeat",
+                                     "tern::index_select"};
+  for (const char* k : kOps) {
+    if (op == k) return true;
+  }
+  return is_data_movement(op);
+}
+
 }  // namespace
 
 void lower_node(BlobBuilder& b, const Node& node) {
@@ -107,6 +128,13 @@ void lower_node(BlobBuilder& b, const Node& node) {
     if (!val(b.graph(), o).is_tensor()) throw Unsupported("non-tensor output");
   }
   if (node.op != "tern::split" && node.outputs.size() != 1) throw Unsupported("several outputs");
+  for (int o : node.outputs) {
+    if (val(b.graph(), o).dtype == DType::Bool && !makes_bool(node.op)) {
+      throw Unsupported("a bool output of " + node.op + " (the backend holds bools as 0 / 1 "
+                        "floats, which only comparisons, logical ops, where and data movement "
+                        "keep)");
+    }
+  }
   it->second(b, node);
 }
 

@@ -621,7 +621,7 @@ bool node_input_type_ok(uint32_t op, uint32_t slot, uint32_t type) {
         return t == ValueType::Quant;
       }
       return t == ValueType::F32;
-    default: return t == ValueType::F32;
+    default: return t == ValueType::F32 || t == ValueType::Bool;  // bools are 0 / 1 floats
   }
 }
 
@@ -637,7 +637,7 @@ const char* node_input_type_text(uint32_t op, uint32_t slot) {
         return "quantized weight";
       }
       return "f32";
-    default: return "f32";
+    default: return "f32 or bool";
   }
 }
 
@@ -647,6 +647,7 @@ static const char* value_type_name(uint32_t type) {
     case ValueType::I64: return "i64";
     case ValueType::Quant: return "quantized weight";
     case ValueType::I32: return "i32";
+    case ValueType::Bool: return "bool";
   }
   return "?";
 }
@@ -750,12 +751,16 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
          v.kind != static_cast<uint32_t>(ValueKind::Constant)) ||
         (v.type == static_cast<uint32_t>(ValueType::I32) &&
          v.kind != static_cast<uint32_t>(ValueKind::ExternalInput)) ||
+        (v.type == static_cast<uint32_t>(ValueType::Bool) &&
+         v.kind != static_cast<uint32_t>(ValueKind::ExternalInput) &&
+         v.kind != static_cast<uint32_t>(ValueKind::ExternalOutput)) ||
         (v.type == static_cast<uint32_t>(ValueType::Quant) &&
          (v.kind != static_cast<uint32_t>(ValueKind::Constant) || v.rank != 2 ||
           h.storage != kStorageF32))) {
       err = set_error_message(Error::InvalidProgram,
                               "vulkan blob: value %u (%s, rank %u): type %u, expected 0 (f32), 1 "
-                              "(i64) or 3 (i32) for an external input, 0, 1 or 2 (quantized: "
+                              "(i64), 3 (i32) or 4 (bool) for an external input, 0 or 4 for an "
+                              "external output, 0 for an internal value, 0, 1 or 2 (quantized: "
                               "rank 2, an f32-storage blob) for a constant (storage %u)", i,
                               kind_name(v.kind), v.rank, v.type, h.storage);
       break;

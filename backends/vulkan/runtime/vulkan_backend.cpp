@@ -9,6 +9,7 @@
 // and from f16 in those staging copies.
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -53,8 +54,8 @@ struct External {
   uint32_t value = 0;
   uint32_t arg = 0;
   bool input = false;
-  DType dtype = DType::F32;     ///< the argument's: f32, or i64 / i32 (indices, group ends)
-  bool f16 = false;             ///< an f32 argument held as f16 (an f16-storage blob)
+  DType dtype = DType::F32;     ///< the argument's: f32, bool, or i64 / i32 (indices, ends)
+  bool f16 = false;             ///< an f32 / bool argument held as f16 (an f16-storage blob)
   uint64_t bytes = 0;           ///< the argument tensor's bytes
   uint64_t staging_bytes = 0;   ///< its bytes on the device and in `staging`
   uint64_t staging_offset = 0;
@@ -215,11 +216,13 @@ Error lay_out(VulkanDelegate* d, uint64_t* weights_bytes, uint64_t* arena_bytes,
     x.value = i;
     x.arg = v.arg;
     x.input = k == ValueKind::ExternalInput;
-    x.dtype = v.type == static_cast<uint32_t>(ValueType::I64)   ? DType::I64
-              : v.type == static_cast<uint32_t>(ValueType::I32) ? DType::I32
-                                                                : DType::F32;
-    x.f16 = x.dtype == DType::F32 && p.header.storage == kStorageF16;
-    x.bytes = value_bytes(v, kStorageF32);
+    x.dtype = v.type == static_cast<uint32_t>(ValueType::I64)    ? DType::I64
+              : v.type == static_cast<uint32_t>(ValueType::I32)  ? DType::I32
+              : v.type == static_cast<uint32_t>(ValueType::Bool) ? DType::Bool
+                                                                 : DType::F32;
+    x.f16 = (x.dtype == DType::F32 || x.dtype == DType::Bool) && p.header.storage == kStorageF16;
+    // The argument's bytes (a bool: one per element; on the device a 0 / 1 float).
+    x.bytes = x.dtype == DType::Bool ? value_numel(v) : value_bytes(v, kStorageF32);
     x.staging_bytes = value_bytes(v, p.header.storage);
     x.staging_offset = s;
     x.rank = v.rank;
@@ -597,6 +600,29 @@ Error check_arg(const External& x, Span<EValue*> args) {
   return Error::Ok;
 }
 
+/// A bool argument's `n` bytes as the device's 0 / 1 floats (f32, or f16 when `f16`).
+void bool_to_floats(const uint8_t* src, uint64_t n, bool f16, uint8_t* dst) {
+  if (f16) {
+    uint16_t* h = reinterpret_cast<uint16_t*>(dst);
+    for (uint64_t k = 0; k < n; ++k) h[k] = src[k] != 0 ? 0x3C00 : 0;  // binary16 1.0, 0.0
+    return;
+  }
+  float* f = reinterpret_cast<float*>(dst);
+  for (uint64_t k = 0; k < n; ++k) f[k] = src[k] != 0 ? 1.0f : 0.0f;
+}
+
+/// The device's `n` floats of a bool output as bytes: a nonzero float (NaN too) is true, as
+/// ATen's conversion to bool.
+void floats_to_bool(const uint8_t* src, uint64_t n, bool f16, uint8_t* dst) {
+  if (f16) {
+    const uint16_t* h = reinterpret_cast<const uint16_t*>(src);
+    for (uint64_t k = 0; k < n; ++k) dst[k] = (h[k] & 0x7FFF) != 0 ? 1 : 0;  // not +-0
+    return;
+  }
+  const float* f = reinterpret_cast<const float*>(src);
+  for (uint64_t k = 0; k < n; ++k) dst[k] = f[k] != 0.0f || std::isnan(f[k]) ? 1 : 0;
+}
+
 /// Integer `k` of an i64 / i32 argument.
 int64_t integer_at(const External& x, const void* data, uint64_t k) {
   return x.dtype == DType::I64 ? static_cast<const int64_t*>(data)[k]
@@ -729,7 +755,10 @@ class VulkanBackend final : public BackendInterface {
       TERN_RETURN_IF_ERROR(check_arg(x, args));
       if (x.input) {
         const void* src = args[x.arg]->to_tensor().data;
-        if (x.f16) {
+        if (x.dtype == DType::Bool) {
+          bool_to_floats(static_cast<const uint8_t*>(src), x.bytes, x.f16,
+                         staging + x.staging_offset);
+        } else if (x.f16) {
           const float* f = static_cast<const float*>(src);
           uint16_t* h = reinterpret_cast<uint16_t*>(staging + x.staging_offset);
           for (uint64_t k = 0; k < x.bytes / 4; ++k) h[k] = portable::float_to_half(f[k]);
@@ -750,7 +779,9 @@ class VulkanBackend final : public BackendInterface {
       const External& x = d->externals[e];
       if (!x.input) {
         void* dst = args[x.arg]->to_tensor().data;
-        if (x.f16) {
+        if (x.dtype == DType::Bool) {
+          floats_to_bool(staging + x.staging_offset, x.bytes, x.f16, static_cast<uint8_t*>(dst));
+        } else if (x.f16) {
           const uint16_t* h = reinterpret_cast<const uint16_t*>(staging + x.staging_offset);
           float* f = static_cast<float*>(dst);
           for (uint64_t k = 0; k < x.bytes / 4; ++k) f[k] = portable::half_to_float(h[k]);

@@ -1,5 +1,6 @@
 #version 450
-// Broadcasting binary ops (add, sub, mul, div, maximum, minimum) and where over up to 6 dims. params: [0] kind (ElementwiseKind),
+// Broadcasting binary ops (add, sub, mul, div, maximum, minimum; comparisons and logical and /
+// or giving 1.0 or 0.0) and where over up to 6 dims. params: [0] kind (ElementwiseKind),
 // [1] has_b (0: b is the scalar fparams[1]), [2..7] output dims, [8..13] a strides,
 // [14..19] b strides, [20..25] c strides (elements; 0 where broadcast); fparams[0] alpha.
 #include "common.glsl"
@@ -33,7 +34,15 @@ void main() {
     case 3: r = va / vb; break;
     case 4: r = float(c[ic]) != 0.0 ? va : vb; break;
     case 5: r = isnan(va) ? va : isnan(vb) ? vb : (va > vb ? va : vb); break;
-    default: r = isnan(va) ? va : isnan(vb) ? vb : (va < vb ? va : vb); break;
+    case 6: r = isnan(va) ? va : isnan(vb) ? vb : (va < vb ? va : vb); break;
+    case 7: r = va == vb ? 1.0 : 0.0; break;
+    case 8: r = va == vb ? 0.0 : 1.0; break;  // NaN != anything
+    case 9: r = va < vb ? 1.0 : 0.0; break;
+    case 10: r = va <= vb ? 1.0 : 0.0; break;
+    case 11: r = va > vb ? 1.0 : 0.0; break;
+    case 12: r = va >= vb ? 1.0 : 0.0; break;
+    case 13: r = (va != 0.0 || isnan(va)) && (vb != 0.0 || isnan(vb)) ? 1.0 : 0.0; break;
+    default: r = (va != 0.0 || isnan(va)) || (vb != 0.0 || isnan(vb)) ? 1.0 : 0.0; break;
   }
   y[i] = STORE_T(r);
 }

@@ -830,5 +830,49 @@ TEST(VulkanBlob, CumsumAndReduceKindAreChecked) {
   expect_node_refused(d.blob, reduce_at, red, [](BlobNode& m) { m.params[0] = -1; }, "reduce kind");
 }
 
+// Bool values (version 10): a bool input and a bool output are value type 4 at the edges,
+// bools inside are f32; type 4 on an internal value or a constant is refused.
+TEST(VulkanBlob, BoolValuesOnlyAtTheEdges) {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {2, 4});
+  const int m = b.input("m", DType::Bool, {2, 4});
+  const int gt = b.op("tern::gt", {x, b.double_value(0.0)}, DType::Bool, {2, 4});
+  const int both = b.op("tern::logical_and", {gt, m}, DType::Bool, {2, 4});
+  b.output(b.op("tern::logical_not", {both}, DType::Bool, {2, 4}));
+  delegate_vulkan(b, 0, 2);
+  const std::vector<uint8_t> blob = b.build().delegates.at(0).blob;
+  AlignedBlob a(blob);
+  vulkan::BlobPlan plan;
+  ASSERT_EQ(vulkan::parse_blob(Span<const uint8_t>(a.data(), blob.size()), &plan), Error::Ok)
+      << last_error_message();
+  std::vector<uint32_t> kinds_of_bool, internal_types;
+  size_t internal = 0;  // the first internal value (gt's)
+  for (uint32_t i = 0; i < plan.header.num_values; ++i) {
+    const BlobValue& v = plan.values[i];
+    if (v.type == static_cast<uint32_t>(vulkan::ValueType::Bool)) kinds_of_bool.push_back(v.kind);
+    if (v.kind == static_cast<uint32_t>(vulkan::ValueKind::Internal)) {
+      if (internal_types.empty()) internal = i;
+      internal_types.push_back(v.type);
+    }
+  }
+  vulkan::free_blob_plan(&plan);
+  EXPECT_EQ(kinds_of_bool, (std::vector<uint32_t>{1, 2}));  // m in, the logical_not out
+  EXPECT_EQ(internal_types, (std::vector<uint32_t>{0, 0}));  // gt, both: 0 / 1 floats
+  // The internal value written by gt made bool, or a bool constant: refused.
+  for (uint32_t kind : {0u, 3u}) {
+    std::vector<uint8_t> bad = blob;
+    const size_t at = sizeof(BlobHeader) + internal * sizeof(BlobValue);
+    BlobValue v;
+    std::memcpy(&v, bad.data() + at, sizeof(v));
+    ASSERT_EQ(v.kind, 0u);
+    v.type = static_cast<uint32_t>(vulkan::ValueType::Bool);
+    v.kind = kind;
+    std::memcpy(bad.data() + at, &v, sizeof(v));
+    EXPECT_EQ(parse(bad), Error::InvalidProgram);
+    EXPECT_NE(std::string(last_error_message()).find("type 4"), std::string::npos)
+        << last_error_message();
+  }
+}
+
 }  // namespace
 }  // namespace tern::vulkan_test

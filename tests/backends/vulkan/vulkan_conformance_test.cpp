@@ -898,6 +898,83 @@ TEST(VulkanUnaryMath, CumsumMatchesADoubleAccumulator) {
   EXPECT_EQ(off, 0) << "outputs differing from the rounded double running sum";
 }
 
+// Comparisons, logical ops and where on a computed condition (blob version 10): bools are
+// 0 / 1 floats inside the delegate, bytes at its edges (a bool input, a bool output). Inputs
+// hold equal pairs, NaN and the scalar itself; expected values by hand with C++'s comparisons
+// (IEEE: NaN compares unequal), in f32 and f16 storage (inputs exact in f16).
+TEST(VulkanConformanceCompare, ComparisonsLogicalOpsAndWhereOnAComputedCondition) {
+  register_all();
+  for (uint32_t storage : {vulkan::kStorageF32, vulkan::kStorageF16}) {
+    GraphBuilder b;
+    const int64_t n = 12;
+    const int x = b.input("x", DType::F32, {n});
+    const int y = b.input("y", DType::F32, {n});
+    const int m = b.input("m", DType::Bool, {n});
+    const int gt = b.op("tern::gt", {x, y}, DType::Bool, {n});
+    const int le = b.op("tern::le", {y, b.double_value(0.0)}, DType::Bool, {n});
+    const int not_le = b.op("tern::logical_not", {le}, DType::Bool, {n});
+    const int both = b.op("tern::logical_and", {gt, not_le}, DType::Bool, {n});
+    const int eq = b.op("tern::eq", {x, b.double_value(0.5)}, DType::Bool, {n});
+    const int any = b.op("tern::logical_or", {both, eq}, DType::Bool, {n});
+    b.output(b.op("tern::where", {any, x, b.double_value(-8.0)}, DType::F32, {n}));  // 0
+    b.output(any);                                                                   // 1
+    b.output(b.op("tern::ne", {x, y}, DType::Bool, {n}));                            // 2
+    const int lt = b.op("tern::lt", {x, y}, DType::Bool, {n});
+    const int ge = b.op("tern::ge", {x, y}, DType::Bool, {n});
+    b.output(b.op("tern::where", {lt, x, y}, DType::F32, {n}));                      // 3
+    b.output(b.op("tern::where", {ge, x, y}, DType::F32, {n}));                      // 4
+    b.output(b.op("tern::where", {m, x, y}, DType::F32, {n}));                       // 5
+    for (size_t k = 0; k < b.num_nodes(); ++k) {
+      ASSERT_EQ(compiler::VulkanBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes[k]), "")
+          << b.graph().nodes[k].op;
+    }
+    delegate_vulkan(b, 0, static_cast<int>(b.num_nodes()) - 1, storage);
+    const compiler::Graph graph = b.build();
+    const std::vector<uint8_t> pte = testing::compile_graph(graph);
+    testing::LoadedProgram lp(pte);
+    testing::MethodMemory memory(lp.program().method_meta("forward").get(), -1, 0, 1 << 20);
+    auto method = lp.program().load_method("forward", memory.manager());
+    ASSERT_TRUE(method.ok()) << last_error_message();
+    const float nan = std::nanf("");
+    std::vector<float> xs{1.0f, 2.0f, 0.5f, -1.0f, nan, 3.0f, 0.5f, -2.0f, 4.0f, 0.25f, nan, 7.0f};
+    std::vector<float> ys{1.0f, 1.5f, 0.0f, -3.0f, 1.0f, nan, 0.75f, -2.0f, -1.0f, 0.125f, nan, 8.0f};
+    std::vector<uint8_t> ms{1, 0, 0, 1, 1, 0, 2, 0, 0, 1, 0, 1};  // any nonzero byte is true
+    std::vector<int64_t> sizes{n};
+    auto view = [&](DType dtype, void* data, size_t bytes) {
+      TensorView v;
+      v.dtype = dtype;
+      v.rank = 1;
+      v.sizes = sizes.data();
+      v.data = data;
+      v.nbytes = bytes;
+      return v;
+    };
+    ASSERT_EQ(method->set_input(0, view(DType::F32, xs.data(), 4 * n)), Error::Ok);
+    ASSERT_EQ(method->set_input(1, view(DType::F32, ys.data(), 4 * n)), Error::Ok);
+    ASSERT_EQ(method->set_input(2, view(DType::Bool, ms.data(), n)), Error::Ok);
+    ASSERT_EQ(method->execute(), Error::Ok) << last_error_message();
+    ASSERT_EQ(method->delegate_path(0).get(), DelegatePath::Backend);
+    auto same = [](float a, float e) { return std::isnan(e) ? std::isnan(a) : a == e; };
+    const float* o0 = static_cast<const float*>(method->output(0).get()->data);
+    const uint8_t* o1 = static_cast<const uint8_t*>(method->output(1).get()->data);
+    const uint8_t* o2 = static_cast<const uint8_t*>(method->output(2).get()->data);
+    const float* o3 = static_cast<const float*>(method->output(3).get()->data);
+    const float* o4 = static_cast<const float*>(method->output(4).get()->data);
+    const float* o5 = static_cast<const float*>(method->output(5).get()->data);
+    ASSERT_EQ(method->output(1).get()->dtype, DType::Bool);
+    for (size_t k = 0; k < static_cast<size_t>(n); ++k) {
+      const float a = xs[k], c = ys[k];
+      const bool want_any = (a > c && !(c <= 0.0f)) || a == 0.5f;
+      EXPECT_TRUE(same(o0[k], want_any ? a : -8.0f)) << storage << " where/any " << k;
+      EXPECT_EQ(o1[k], want_any ? 1 : 0) << storage << " any " << k;
+      EXPECT_EQ(o2[k], a != c ? 1 : 0) << storage << " ne " << k;
+      EXPECT_TRUE(same(o3[k], a < c ? a : c)) << storage << " lt " << k;
+      EXPECT_TRUE(same(o4[k], a >= c ? a : c)) << storage << " ge " << k;
+      EXPECT_TRUE(same(o5[k], ms[k] != 0 ? a : c)) << storage << " where/m " << k;
+    }
+  }
+}
+
 TEST(VulkanConformanceEmbedding, GathersRowsAndRefusesAnOutOfRangeIndex) {
   register_all();
   GraphBuilder b;
