@@ -1363,6 +1363,21 @@ def test_cat_with_empty_parts():
     assert "tern::cat" not in result.ops and "tern::slice" not in result.ops, result.ops
 
 
+def test_repeat_by_zero_is_left_out_of_a_cat():
+    # LTX-Video's causal pad with a one-frame kernel: x[:, :, :1].repeat(1, 1, 0, 1, 1) is empty;
+    # it becomes a constant the cat leaves out, so no repeat or cat is exported.
+    class M(nn.Module):
+        def forward(self, x):
+            y = x * 2.0
+            pad = y[:, :, :1].repeat(1, 1, 0, 1)
+            return torch.cat([pad, y], dim=2) + 1.0
+    m = M()
+    x = torch.randn(1, 2, 3, 4)
+    result, got = export_and_run(m, (x,), "repeat_zero")
+    assert_close(got[0], m(x), what="output")
+    assert "tern::repeat" not in result.ops and "tern::cat" not in result.ops, result.ops
+
+
 def test_bitwise_on_bool_masks():
     class M(nn.Module):
         def forward(self, x, y, keep):

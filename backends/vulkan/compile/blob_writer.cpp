@@ -26,10 +26,21 @@ BlobBuilder::BlobBuilder(const Graph& graph, const DelegateRegion* region, uint3
   }
 }
 
-uint32_t BlobBuilder::add(ValueKind kind, ValueType type, const std::vector<int64_t>& dims,
+uint32_t BlobBuilder::add(ValueKind kind, ValueType type, const std::vector<int64_t>& graph_dims,
                           uint32_t arg) {
+  // A value of rank above 6 (a 3-D pixel shuffle's [B, C, p, p, p, F, H, W]) is recorded with
+  // its leading dims merged into the first: only data movement reads it (the other lowerings
+  // refuse rank > 6), and the runtime compares an argument of higher rank the same way.
+  std::vector<int64_t> dims = graph_dims;
   if (dims.size() > vulkan::kMaxDims) {
-    throw Unsupported("rank " + std::to_string(dims.size()) + " > 6");
+    const size_t extra = dims.size() - vulkan::kMaxDims;
+    for (size_t d = 1; d <= extra; ++d) {
+      if (dims[d] < 1 || dims[0] > (int64_t{1} << 40) / dims[d]) {
+        throw Unsupported("rank " + std::to_string(dims.size()) + ": dims too large to merge");
+      }
+      dims[0] *= dims[d];
+    }
+    dims.erase(dims.begin() + 1, dims.begin() + 1 + static_cast<std::ptrdiff_t>(extra));
   }
   BlobValue v{};
   v.kind = static_cast<uint32_t>(kind);

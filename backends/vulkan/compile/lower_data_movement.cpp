@@ -82,8 +82,7 @@ void lower_expand(BlobBuilder& b, const Node& n) {
 
 // repeat(x, reps): the output [reps[i] * d[i]] read as [reps[0], d[0], reps[1], d[1], ...]
 // (x padded with leading 1s to len(reps) dims) is x broadcast along the reps dims: one strided
-// copy, its dims of 1 dropped and dims that stay contiguous in both source and destination
-// merged, so that a repeat of up to 6 such dims fits the copy node.
+// copy (copy_node drops its dims of 1 and merges the contiguous runs).
 void lower_repeat(BlobBuilder& b, const Node& n) {
   const Graph& g = b.graph();
   const Dims& xs = shape(g, arg(n, 0));
@@ -101,21 +100,8 @@ void lower_repeat(BlobBuilder& b, const Node& n) {
     if (d[i] > 1) dims.push_back(d[i]), src.push_back(xst[i]);
   }
   if (dims.empty()) dims.push_back(1), src.push_back(0);
-  Dims dst = contiguous_strides(dims);
-  // Merge dim k into dim k - 1 where both walks step over it contiguously.
-  Dims md{dims[0]}, ms{src[0]}, mt{dst[0]};
-  for (size_t k = 1; k < dims.size(); ++k) {
-    if (ms.back() == src[k] * dims[k] && mt.back() == dst[k] * dims[k]) {
-      md.back() *= dims[k];
-      ms.back() = src[k];
-      mt.back() = dst[k];
-    } else {
-      md.push_back(dims[k]), ms.push_back(src[k]), mt.push_back(dst[k]);
-    }
-  }
-  if (md.size() > 6) throw Unsupported("repeat: more than 6 dims after merging");
   const uint32_t x = b.input(arg(n, 0));
-  copy_node(b, x, b.output(out_id(n)), md, ms, 0, mt, 0);
+  copy_node(b, x, b.output(out_id(n)), dims, src, 0, contiguous_strides(dims), 0);
 }
 
 namespace {

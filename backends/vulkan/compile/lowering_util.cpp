@@ -92,8 +92,14 @@ Dims broadcast_strides(const Dims& in, const Dims& out) {
 
 /// One strided copy node: `dims` index space, source strides/offset, destination
 /// strides/offset.
-void copy_node(BlobBuilder& b, uint32_t src, uint32_t dst, Dims dims, Dims src_strides,
-               int64_t src_off, Dims dst_strides, int64_t dst_off) {
+namespace {
+
+/// Most copy nodes one copy may become when it has more than 6 dims after merging.
+constexpr int64_t kMaxSplitCopies = 256;
+
+/// One copy node of at most 6 dims.
+void copy_node6(BlobBuilder& b, uint32_t src, uint32_t dst, Dims dims, Dims src_strides,
+                int64_t src_off, Dims dst_strides, int64_t dst_off) {
   Dims d2 = dims;
   pad6(&dims, &src_strides);
   pad6(&d2, &dst_strides);
@@ -108,6 +114,55 @@ void copy_node(BlobBuilder& b, uint32_t src, uint32_t dst, Dims dims, Dims src_s
   p[19] = param(src_off, "copy offset");
   p[20] = param(dst_off, "copy offset");
   b.node(NodeOp::Copy, {src}, dst, p);
+}
+
+}  // namespace
+
+void copy_node(BlobBuilder& b, uint32_t src, uint32_t dst, Dims dims, Dims src_strides,
+               int64_t src_off, Dims dst_strides, int64_t dst_off) {
+  // Dims of 1 dropped; dim k merged into dim k - 1 where both walks step over it contiguously
+  // (a permute's untouched neighbours, a repeat's runs).
+  Dims md, ms, mt;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (dims[k] == 1) continue;
+    if (!md.empty() && ms.back() == src_strides[k] * dims[k] &&
+        mt.back() == dst_strides[k] * dims[k]) {
+      md.back() *= dims[k];
+      ms.back() = src_strides[k];
+      mt.back() = dst_strides[k];
+    } else {
+      md.push_back(dims[k]), ms.push_back(src_strides[k]), mt.push_back(dst_strides[k]);
+    }
+  }
+  if (md.empty()) md.push_back(1), ms.push_back(0), mt.push_back(0);
+  if (md.size() <= 6) {
+    copy_node6(b, src, dst, md, ms, src_off, mt, dst_off);
+    return;
+  }
+  // Still more than 6 (a 3-D pixel shuffle: [C, F, p, H, p, W, p]): one node per index of the
+  // leading dims beyond 6.
+  const size_t extra = md.size() - 6;
+  int64_t copies = 1;
+  for (size_t k = 0; k < extra; ++k) {
+    copies *= md[k];
+    if (copies > kMaxSplitCopies) {
+      throw Unsupported("a copy of " + std::to_string(md.size()) + " dims would take more than " +
+                        std::to_string(kMaxSplitCopies) + " copy nodes");
+    }
+  }
+  const Dims inner(md.begin() + static_cast<std::ptrdiff_t>(extra), md.end());
+  const Dims inner_src(ms.begin() + static_cast<std::ptrdiff_t>(extra), ms.end());
+  const Dims inner_dst(mt.begin() + static_cast<std::ptrdiff_t>(extra), mt.end());
+  for (int64_t c = 0; c < copies; ++c) {
+    int64_t rest = c, so = src_off, dof = dst_off;
+    for (size_t k = extra; k-- > 0;) {
+      const int64_t i = rest % md[k];
+      rest /= md[k];
+      so += i * ms[k];
+      dof += i * mt[k];
+    }
+    copy_node6(b, src, dst, inner, inner_src, so, inner_dst, dof);
+  }
 }
 
 }  // namespace tern::compiler::vulkan_compile

@@ -43,8 +43,9 @@ void pad6(Dims* dims, Dims* strides);
 /// Strides of `in` broadcast to `out` (right-aligned), 0 where broadcast.
 Dims broadcast_strides(const Dims& in, const Dims& out);
 
-/// One strided copy node: `dims` index space, source strides/offset, destination
-/// strides/offset.
+/// A strided copy: `dims` index space, source strides/offset, destination strides/offset. Its
+/// dims of 1 are dropped and contiguous runs merged; one copy node when that leaves at most 6
+/// dims, else one per index of the leading dims beyond 6 (at most 256 nodes).
 void copy_node(BlobBuilder& b, uint32_t src, uint32_t dst, Dims dims, Dims src_strides,
                int64_t src_off, Dims dst_strides, int64_t dst_off);
 

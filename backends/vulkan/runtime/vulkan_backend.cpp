@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -590,8 +591,20 @@ Error check_arg(const External& x, Span<EValue*> args) {
   TERN_CHECK_OR_RETURN_ERROR(t.dtype == want, InvalidArgument,
                              "vulkan: argument %u: dtype %s, expected %s", x.arg,
                              to_string(t.dtype), to_string(want));
-  bool same = t.rank == x.rank && t.is_contiguous();
-  for (uint32_t r = 0; same && r < x.rank; ++r) same = t.sizes[r] == x.sizes[r];
+  // An argument of rank above kMaxDims was recorded with its leading dims merged into the
+  // first (the compiler's rule): compared the same way.
+  const uint32_t merged = t.rank > kMaxDims && x.rank == kMaxDims ? t.rank - kMaxDims : 0;
+  bool same = (t.rank == x.rank || merged > 0) && t.is_contiguous() &&
+              (t.rank == 0 || t.sizes != nullptr);
+  if (same && t.rank > 0) {
+    int64_t first = t.sizes[0];
+    for (uint32_t r = 1; same && r <= merged; ++r) {
+      same = first >= 0 && t.sizes[r] >= 0 && (t.sizes[r] == 0 || first <= INT64_MAX / t.sizes[r]);
+      first = same ? first * t.sizes[r] : 0;
+    }
+    same = same && first == x.sizes[0];
+    for (uint32_t r = 1; same && r < x.rank; ++r) same = t.sizes[r + merged] == x.sizes[r];
+  }
   TERN_CHECK_OR_RETURN_ERROR(same && t.nbytes >= x.bytes && t.data != nullptr, InvalidArgument,
                              "vulkan: argument %u: a contiguous tensor of %u dims and %llu "
                              "bytes expected (rank %u, %llu bytes)", x.arg, x.rank,

@@ -498,6 +498,27 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::index_select", {s, b.int_value(0), index("replicate", pad)},
                                DType::F32, {60}));
                }, kEw});
+  // A 3-D pixel shuffle through rank-8 values (LTX-Video's VAE upsampler: reshape to [B, C,
+  // p, p, p, F, H, W], permute (0, 1, 5, 2, 6, 3, 7, 4), flatten): values of rank > 6 recorded
+  // with their leading dims merged, the permute's copy split over the dims beyond 6; and a
+  // rank-7 value leaving the region (its argument compared with the leading dims merged).
+  c.push_back({"rank8_pixel_shuffle_3d", [](GraphBuilder& b) {
+                 const int x = b.input("x", DType::F32, {2, 16, 3, 4, 5});
+                 const int r = b.op("tern::relu", {x}, DType::F32, {2, 16, 3, 4, 5});
+                 const int v = b.op("tern::view", {r, b.int_list({2, 2, 2, 2, 2, 3, 4, 5})},
+                                    DType::F32, {2, 2, 2, 2, 2, 3, 4, 5});
+                 const int p = b.op("tern::permute", {v, b.int_list({0, 1, 5, 2, 6, 3, 7, 4})},
+                                    DType::F32, {2, 2, 3, 2, 4, 2, 5, 2});
+                 const int f = b.op("tern::view", {p, b.int_list({2, 2, 6, 8, 10})}, DType::F32,
+                                    {2, 2, 6, 8, 10});
+                 b.output(b.op("tern::tanh", {f}, DType::F32, {2, 2, 6, 8, 10}));
+                 const int y = b.input("y", DType::F32, {2, 3, 4, 5, 6, 7});
+                 const int e = b.op("tern::exp", {y}, DType::F32, {2, 3, 4, 5, 6, 7});
+                 const int u = b.op("tern::unsqueeze", {e, b.int_value(2)}, DType::F32,
+                                    {2, 3, 1, 4, 5, 6, 7});
+                 b.output(b.op("tern::permute", {u, b.int_list({6, 5, 4, 3, 2, 1, 0})},
+                               DType::F32, {7, 6, 5, 4, 1, 3, 2}));
+               }, kEw});
   c.push_back({"repeat", [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {2, 3, 4});
                  const int r = b.op("tern::relu", {x}, DType::F32, {2, 3, 4});

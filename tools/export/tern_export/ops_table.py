@@ -1382,6 +1382,10 @@ def _reflection_pad(L, n, a, real):
 
 @handles("repeat.default")
 def _repeat(L, n, a, real):
+    # A count of 0 (LTX-Video's causal pad of a kernel of 1 frame: x[:, :, :1].repeat(1, 1, 0,
+    # 1, 1)) makes an empty tensor: a constant, which the cat after it leaves out, as slice's.
+    if real.numel() == 0:
+        return Const(real.detach().clone())
     return L.emit("repeat", [L.tensor_id(a["self"]), L.mb.int_list(V(a["repeats"]))], real)
 
 
