@@ -85,15 +85,22 @@ class MethodMemory : public ::tern::MethodMemory {
   }
 };
 
-/// An f32 input view over caller data; `sizes` and `data` must outlive the view.
-inline TensorView f32_view(const std::vector<int64_t>& sizes, std::vector<float>& data) {
+/// An input view of `dtype` over caller data (elements of T: float, int64_t, uint8_t for
+/// bool); `sizes` and `data` must outlive the view.
+template <typename T>
+inline TensorView input_view(DType dtype, const std::vector<int64_t>& sizes, std::vector<T>& data) {
   TensorView v;
-  v.dtype = DType::F32;
+  v.dtype = dtype;
   v.rank = static_cast<uint32_t>(sizes.size());
   v.sizes = sizes.data();
   v.data = data.data();
-  v.nbytes = data.size() * sizeof(float);
+  v.nbytes = data.size() * sizeof(T);
   return v;
+}
+
+/// An f32 input view over caller data; `sizes` and `data` must outlive the view.
+inline TensorView f32_view(const std::vector<int64_t>& sizes, std::vector<float>& data) {
+  return input_view(DType::F32, sizes, data);
 }
 
 /// The elements of an f32 output.

@@ -961,18 +961,9 @@ TEST(VulkanConformanceCompare, ComparisonsLogicalOpsAndWhereOnAComputedCondition
     std::vector<float> ys{1.0f, 1.5f, 0.0f, -3.0f, 1.0f, nan, 0.75f, -2.0f, -1.0f, 0.125f, nan, 8.0f};
     std::vector<uint8_t> ms{1, 0, 0, 1, 1, 0, 2, 0, 0, 1, 0, 1};  // any nonzero byte is true
     std::vector<int64_t> sizes{n};
-    auto view = [&](DType dtype, void* data, size_t bytes) {
-      TensorView v;
-      v.dtype = dtype;
-      v.rank = 1;
-      v.sizes = sizes.data();
-      v.data = data;
-      v.nbytes = bytes;
-      return v;
-    };
-    ASSERT_EQ(method->set_input(0, view(DType::F32, xs.data(), 4 * n)), Error::Ok);
-    ASSERT_EQ(method->set_input(1, view(DType::F32, ys.data(), 4 * n)), Error::Ok);
-    ASSERT_EQ(method->set_input(2, view(DType::Bool, ms.data(), n)), Error::Ok);
+    ASSERT_EQ(method->set_input(0, testing::f32_view(sizes, xs)), Error::Ok);
+    ASSERT_EQ(method->set_input(1, testing::f32_view(sizes, ys)), Error::Ok);
+    ASSERT_EQ(method->set_input(2, testing::input_view(DType::Bool, sizes, ms)), Error::Ok);
     ASSERT_EQ(method->execute(), Error::Ok) << last_error_message();
     ASSERT_EQ(method->delegate_path(0).get(), DelegatePath::Backend);
     auto same = [](float a, float e) { return std::isnan(e) ? std::isnan(a) : a == e; };
@@ -1016,12 +1007,7 @@ TEST(VulkanConformanceEmbedding, GathersRowsAndRefusesAnOutOfRangeIndex) {
     auto method = lp.program().load_method("forward", memory.manager(), options);
     ASSERT_TRUE(method.ok()) << last_error_message();
     std::vector<int64_t> ids{0, 9, 3, 4, 4, 7}, sizes{2, 3};
-    TensorView view;
-    view.dtype = DType::I64;
-    view.rank = 2;
-    view.sizes = sizes.data();
-    view.data = ids.data();
-    view.nbytes = ids.size() * 8;
+    const TensorView view = testing::input_view(DType::I64, sizes, ids);
     ASSERT_EQ(method->set_input(0, view), Error::Ok) << last_error_message();
     ASSERT_EQ(method->execute(), Error::Ok) << last_error_message();
     const std::vector<float> got = testing::to_vector(*method->output(0).get());
@@ -1067,18 +1053,8 @@ TEST(VulkanConformanceEmbedding, IndexSelectByAnInputIndexAlongAnInnerDim) {
   std::vector<float> xs(24);
   for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(i) + 1.0f;
   std::vector<int64_t> x_sizes{2, 4, 3}, ids{3, 0, 0, 2, 1}, i_sizes{5};
-  TensorView xv;
-  xv.dtype = DType::F32;
-  xv.rank = 3;
-  xv.sizes = x_sizes.data();
-  xv.data = xs.data();
-  xv.nbytes = xs.size() * 4;
-  TensorView iv;
-  iv.dtype = DType::I64;
-  iv.rank = 1;
-  iv.sizes = i_sizes.data();
-  iv.data = ids.data();
-  iv.nbytes = ids.size() * 8;
+  const TensorView xv = testing::f32_view(x_sizes, xs);
+  const TensorView iv = testing::input_view(DType::I64, i_sizes, ids);
   ASSERT_EQ(method->set_input(0, xv), Error::Ok) << last_error_message();
   ASSERT_EQ(method->set_input(1, iv), Error::Ok) << last_error_message();
   ASSERT_EQ(method->execute(), Error::Ok) << last_error_message();
