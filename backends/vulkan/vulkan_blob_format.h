@@ -25,7 +25,8 @@ constexpr char kBlobMagic[4] = {'T', 'V', 'K', 'N'};
 /// i64 constants (embedding indices known at compile time: a constant index map), node op
 /// 11's params[3] (an outer count: index_select along an inner dim), cumsum (node op 20) and
 /// the reduce node's kind (params[0]: amax, amin), comparisons and logical and / or
-/// (elementwise kinds 7 to 14) and bool externals (value type 4): a runtime that reads an older version falls
+/// (elementwise kinds 7 to 14), bool externals (value type 4), argmax / argmin (reduce kinds 3
+/// and 4) and integers held as floats (value type 5, node op 11's params[4]): a runtime that reads an older version falls
 /// back instead of refusing it as malformed.
 constexpr uint32_t kBlobVersion = 10;
 /// Most dimensions of a value and of a strided iteration.
@@ -97,8 +98,20 @@ enum class ValueType : uint32_t {
   /// the device as the storage's 0.0 / 1.0, converted at the delegate's edges (a nonzero byte
   /// is 1; a nonzero float true, NaN too). Inside the delegate bool values are F32 of 0 / 1.
   Bool = 4,
+  /// (version 10) external inputs and outputs only: an int64 tensor held on the device as the
+  /// storage's float (exact up to kExactIntF32 / kExactIntF16), converted at the edges; an
+  /// input element beyond that fails the execute. Inside the delegate such integers (an
+  /// argmax's indices) are F32 values.
+  I64AsFloat = 5,
 };
-constexpr uint32_t kLastValueType = 4;
+constexpr uint32_t kLastValueType = 5;
+/// The largest integer magnitude every smaller one of which a float of the storage holds
+/// exactly: f32 2^24, f16 2^11.
+constexpr int64_t kExactIntF32 = int64_t{1} << 24;
+constexpr int64_t kExactIntF16 = int64_t{1} << 11;
+constexpr int64_t exact_int_limit(uint32_t storage) {
+  return storage == kStorageF16 ? kExactIntF16 : kExactIntF32;
+}
 
 /// One tensor value (80 bytes). Row-major (tern's layout), `rank` 0..kMaxDims.
 struct BlobValue {
@@ -123,7 +136,8 @@ enum class NodeOp : uint32_t {
   Pool2d = 8,          ///< in: x            (pool2d.comp: max, avg, adaptive avg)
   Copy = 9,            ///< in: x            (strided_copy.comp: views, permute, slice, cat, flip...)
   Reduce = 10,         ///< in: x            (reduce.comp: mean/sum over dims)
-  /// in: weight [O, V, D], indices (i64 [count], an input or a constant) (embedding.comp:
+  /// in: weight [O, V, D], indices (i64 [count], an input or a constant; or, params[4] = 1,
+  /// integers held as floats: an argmax's, an I64AsFloat input) (embedding.comp:
   /// out[o, c, :] = weight[o, idx[c], :]; index_select along any dim)
   Embedding = 11,
   Attention = 12,      ///< in: q, k, v, mask? (attention.comp)
@@ -198,8 +212,13 @@ enum class ReduceKind : int32_t {
   Sum = 0,  ///< times fparams[0] (mean: 1 / count)
   Max = 1,  ///< a NaN operand gives NaN (amax)
   Min = 2,  ///< (amin)
+  /// The index (row-major over the reduced dims) of the first maximum / minimum, a NaN counting
+  /// as both (ATen's argmax / argmin), written as a float: the reduced count at most the
+  /// storage's exact_int_limit.
+  ArgMax = 3,
+  ArgMin = 4,
 };
-constexpr int32_t kLastReduceKind = 2;
+constexpr int32_t kLastReduceKind = 4;
 
 /// Formats and scale granularity of a quantized weight (params[kQFormat], [kQGranularity] of
 /// ops 14, 15 and 18): runtime/kernels/util/quant_buffer_layout.h, shared with the cuda backend.

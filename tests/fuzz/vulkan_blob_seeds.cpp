@@ -191,7 +191,8 @@ Seed audio() {
 
 /// What blob version 10 added: an i64 constant (a replicate padding's index map, as a causal
 /// video VAE exports it) read by index_select, the embedding node with an outer count; cumsum
-/// (node op 20) and the reduce node's max kind.
+/// (node op 20), the reduce node's max and argmax kinds, and the argmax's indices held as floats
+/// (a codebook lookup with params[4] = 1, an output of value type 5).
 Seed index_map() {
   GraphBuilder b("forward");
   const int x = b.input("x", DType::F32, {2, 3, 4});
@@ -203,6 +204,10 @@ Seed index_map() {
   const int s = b.op("tern::index_select", {r, b.int_value(2), m}, DType::F32, {2, 3, 6});
   const int c = b.op("tern::cumsum", {s, b.int_value(1)}, DType::F32, {2, 3, 6});
   b.output(b.op("tern::amax", {c, b.int_list({2}), b.bool_value(true)}, DType::F32, {2, 3, 1}));
+  const int am = b.op("tern::argmax", {c, b.int_value(2), b.bool_value(false)}, DType::I64, {2, 3});
+  b.output(b.op("tern::embedding", {seed_constant(b, "book", {6, 4}, 36), am}, DType::F32,
+                {2, 3, 4}));
+  b.output(am);
   return blob_of("index_map", b);
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/vulkan/compile/device_integers.h"
 #include "runtime/kernels/util/float16_bits.h"
 
 namespace tern::compiler::vulkan_compile {
@@ -160,7 +161,8 @@ uint32_t BlobBuilder::input(int id, const float* bool_as) {
     ids_[id] = c;
     return c;
   }
-  if (v.dtype != DType::F32 && v.dtype != DType::Bool) {
+  const bool device_int = v.dtype == DType::I64 && device_integer_bound(graph_, id) > 0;
+  if (v.dtype != DType::F32 && v.dtype != DType::Bool && !device_int) {
     throw Unsupported("tensor '" + v.name + "' of dtype " + to_string(v.dtype));
   }
   if (v.dtype == DType::Bool && bool_as != nullptr) {
@@ -174,7 +176,10 @@ uint32_t BlobBuilder::input(int id, const float* bool_as) {
     arg = static_cast<uint32_t>(a);
   }
   const uint32_t b = add(ValueKind::ExternalInput,
-                         v.dtype == DType::Bool ? ValueType::Bool : ValueType::F32, v.sizes, arg);
+                         v.dtype == DType::Bool ? ValueType::Bool
+                         : device_int           ? ValueType::I64AsFloat
+                                                : ValueType::F32,
+                         v.sizes, arg);
   ids_[id] = b;
   return b;
 }
@@ -198,6 +203,9 @@ uint32_t BlobBuilder::integer_input(int id, bool allow_i32, const char* what) {
     return it->second;
   }
   const Value& v = tensor_value(graph_, id);
+  if (device_integer_bound(graph_, id) > 0) {  // held as floats: only where a node reads them so
+    throw Unsupported(std::string(what) + " '" + v.name + "': an argmax's indices");
+  }
   const bool i32 = v.dtype == DType::I32;
   if (v.is_constant && v.dtype == DType::I64 && !allow_i32) {
     // Indices known at compile time (a constant index map): raw int64 bytes in the blob.
@@ -230,8 +238,11 @@ uint32_t BlobBuilder::output(int id) {
   auto it = ids_.find(id);
   if (it != ids_.end()) throw Unsupported("value " + std::to_string(id) + " written twice");
   const Value& v = tensor_value(graph_, id);
-  if (v.is_constant || v.is_state || (v.dtype != DType::F32 && v.dtype != DType::Bool)) {
-    throw Unsupported("output '" + v.name + "' is not an f32 or bool activation");
+  const bool device_int = v.dtype == DType::I64 && device_integer_bound(graph_, id) > 0;
+  if (v.is_constant || v.is_state ||
+      (v.dtype != DType::F32 && v.dtype != DType::Bool && !device_int)) {
+    throw Unsupported("output '" + v.name + "' is not an f32 or bool activation, nor an argmax's "
+                      "indices");
   }
   ValueKind kind = ValueKind::Internal;
   uint32_t arg = vulkan::kNoValue;
@@ -243,8 +254,12 @@ uint32_t BlobBuilder::output(int id) {
     }
   }
   // A bool output leaving the delegate is converted to bytes at its edge; inside, 0 / 1 floats.
-  const bool bool_edge = kind == ValueKind::ExternalOutput && v.dtype == DType::Bool;
-  const uint32_t b = add(kind, bool_edge ? ValueType::Bool : ValueType::F32, v.sizes, arg);
+  // An argmax's indices leaving it: int64 at the edge, floats inside.
+  const bool edge = kind == ValueKind::ExternalOutput;
+  const ValueType type = edge && v.dtype == DType::Bool ? ValueType::Bool
+                         : edge && device_int         ? ValueType::I64AsFloat
+                                                      : ValueType::F32;
+  const uint32_t b = add(kind, type, v.sizes, arg);
   ids_[id] = b;
   return b;
 }

@@ -40,7 +40,9 @@ class BlobBuilder {
               uint32_t storage = vulkan::kStorageF32);
 
   const Graph& graph() const { return graph_; }
-  /// The blob value of graph tensor `id` read by a node: f32, or bool as 0 / 1 floats (a bool
+  uint32_t storage() const { return storage_; }
+  /// The blob value of graph tensor `id` read by a node: f32, an argmax's indices as floats
+  /// (device_integers.h), or bool as 0 / 1 floats (a bool
   /// constant as bool_as[0] / bool_as[1] when `bool_as` is given — then a bool made at run time
   /// is Unsupported).
   uint32_t input(int id, const float* bool_as = nullptr);

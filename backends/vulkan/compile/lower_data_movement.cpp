@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/vulkan/compile/device_integers.h"
 #include "backends/vulkan/compile/quant_weight.h"
 
 namespace tern::compiler::vulkan_compile {
@@ -258,6 +259,23 @@ static void check_constant_indices(const Graph& g, int id, int64_t size) {
   }
 }
 
+/// The indices of an embedding node over `rows` rows and its params[4]: an argmax's indices
+/// (device_integers.h: floats on the device, every one below their bound, which must not pass
+/// `rows`), else an i64 input or constant (checked against `rows` when constant).
+static std::pair<uint32_t, int32_t> node_indices(BlobBuilder& b, int id, int64_t rows) {
+  const int64_t bound = device_integer_bound(b.graph(), id);
+  if (bound > 0) {
+    if (bound > rows) {
+      throw Unsupported("indices from an argmax over " + std::to_string(bound) +
+                        " elements into " + std::to_string(rows) + " rows");
+    }
+    return {b.input(id), 1};
+  }
+  const uint32_t idx = b.index_input(id);
+  check_constant_indices(b.graph(), id, rows);
+  return {idx, 0};
+}
+
 void lower_embedding(BlobBuilder& b, const Node& n) {
   const Graph& g = b.graph();
   const Dims& ws = shape(g, arg(n, 0));
@@ -276,10 +294,9 @@ void lower_embedding(BlobBuilder& b, const Node& n) {
     return;
   }
   const uint32_t w = b.input(arg(n, 0));
-  const uint32_t idx = b.index_input(arg(n, 1));
-  check_constant_indices(g, arg(n, 1), ws[0]);
-  b.node(NodeOp::Embedding, {w, idx}, b.output(out_id(n)),
-         {param(ws[0], "V"), param(ws[1], "D"), param(numel(is), "count"), 1});
+  const auto idx = node_indices(b, arg(n, 1), ws[0]);
+  b.node(NodeOp::Embedding, {w, idx.first}, b.output(out_id(n)),
+         {param(ws[0], "V"), param(ws[1], "D"), param(numel(is), "count"), 1, idx.second});
 }
 
 void lower_index_select(BlobBuilder& b, const Node& n) {
@@ -298,11 +315,10 @@ void lower_index_select(BlobBuilder& b, const Node& n) {
   for (size_t d = 0; d < dim; ++d) outer *= xs[d];
   for (size_t d = dim + 1; d < xs.size(); ++d) inner *= xs[d];
   const uint32_t x = b.input(arg(n, 0));
-  const uint32_t idx = b.index_input(arg(n, 2));
-  check_constant_indices(g, arg(n, 2), xs[dim]);
-  b.node(NodeOp::Embedding, {x, idx}, b.output(out_id(n)),
+  const auto idx = node_indices(b, arg(n, 2), xs[dim]);
+  b.node(NodeOp::Embedding, {x, idx.first}, b.output(out_id(n)),
          {param(xs[dim], "size"), param(inner, "inner"), param(numel(is), "count"),
-          param(outer, "outer")});
+          param(outer, "outer"), idx.second});
 }
 
 }  // namespace tern::compiler::vulkan_compile

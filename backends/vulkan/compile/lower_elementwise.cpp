@@ -297,10 +297,12 @@ void lower_reduce(BlobBuilder& b, const Node& n, ReduceOp op) {
   const bool mean = op == ReduceOp::Mean;
   const Graph& g = b.graph();
   const Dims& xs = shape(g, arg(n, 0));
-  if (op != ReduceOp::Max && op != ReduceOp::Min && has_arg(n, 3) && !is_none(g, arg(n, 3))) {
+  const bool arg_reduce = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
+  if ((op == ReduceOp::Sum || op == ReduceOp::Mean) && has_arg(n, 3) && !is_none(g, arg(n, 3))) {
     throw Unsupported("reduce with a dtype");
   }
-  std::vector<int64_t> dims = ints_of(g, arg(n, 1));
+  // argmax / argmin: one dim, or None (the whole tensor); the others a list (empty: all).
+  std::vector<int64_t> dims = is_none(g, arg(n, 1)) ? std::vector<int64_t>{} : ints_of(g, arg(n, 1));
   std::vector<bool> reduced(xs.size(), dims.empty());
   for (int64_t d : dims) reduced[static_cast<size_t>(norm_dim(d, xs.size()))] = true;
   const Dims xst = contiguous_strides(xs);
@@ -317,12 +319,19 @@ void lower_reduce(BlobBuilder& b, const Node& n, ReduceOp op) {
     }
   }
   if (numel(kd) != numel(shape(g, out_id(n)))) throw Unsupported("reduce output shape");
+  if (arg_reduce && count > vulkan::exact_int_limit(b.storage())) {
+    throw Unsupported("argmax / argmin over " + std::to_string(count) +
+                      " elements: the indices are held as floats, exact up to " +
+                      std::to_string(vulkan::exact_int_limit(b.storage())));
+  }
   pad6(&kd, &ks);
   pad6(&rd, &rs);
   std::vector<int32_t> p(26, 0);
-  p[0] = static_cast<int32_t>(op == ReduceOp::Max   ? vulkan::ReduceKind::Max
-                              : op == ReduceOp::Min ? vulkan::ReduceKind::Min
-                                                    : vulkan::ReduceKind::Sum);
+  p[0] = static_cast<int32_t>(op == ReduceOp::Max      ? vulkan::ReduceKind::Max
+                              : op == ReduceOp::Min    ? vulkan::ReduceKind::Min
+                              : op == ReduceOp::ArgMax ? vulkan::ReduceKind::ArgMax
+                              : op == ReduceOp::ArgMin ? vulkan::ReduceKind::ArgMin
+                                                       : vulkan::ReduceKind::Sum);
   for (int i = 0; i < 6; ++i) {
     p[1 + i] = param(kd[static_cast<size_t>(i)], "dim");
     p[7 + i] = param(ks[static_cast<size_t>(i)], "stride");

@@ -35,8 +35,9 @@ void lower_layer_norm(BlobBuilder& b, const Node& n);
 void lower_rms_norm(BlobBuilder& b, const Node& n);
 void lower_group_norm(BlobBuilder& b, const Node& n);
 void lower_batch_norm(BlobBuilder& b, const Node& n);
-/// tern::sum, mean, amax, amin over a list of dims.
-enum class ReduceOp { Sum, Mean, Max, Min };
+/// tern::sum, mean, amax, amin over a list of dims; argmax, argmin over one dim or all (their
+/// indices held as floats: device_integers.h).
+enum class ReduceOp { Sum, Mean, Max, Min, ArgMax, ArgMin };
 void lower_reduce(BlobBuilder& b, const Node& n, ReduceOp op);
 /// tern::cumsum of an f32 tensor along one dim.
 void lower_cumsum(BlobBuilder& b, const Node& n);

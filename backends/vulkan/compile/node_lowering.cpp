@@ -98,6 +98,8 @@ const std::map<std::string, Lowering>& table() {
       {"tern::amax", [](BlobBuilder& b, const Node& n) { lower_reduce(b, n, ReduceOp::Max); }},
       {"tern::amin", [](BlobBuilder& b, const Node& n) { lower_reduce(b, n, ReduceOp::Min); }},
       {"tern::cumsum", lower_cumsum},
+      {"tern::argmax", [](BlobBuilder& b, const Node& n) { lower_reduce(b, n, ReduceOp::ArgMax); }},
+      {"tern::argmin", [](BlobBuilder& b, const Node& n) { lower_reduce(b, n, ReduceOp::ArgMin); }},
       {"tern::embedding", lower_embedding},
       {"tern::index_select", lower_index_select},
       {"tern::grouped_mm", [](BlobBuilder& b, const Node& n) { lower_grouped(b, n, false); }},

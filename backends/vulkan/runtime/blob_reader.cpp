@@ -400,6 +400,13 @@ struct NodeChecker {
       case NodeOp::Reduce: {
         TERN_RETURN_IF_ERROR(need_inputs(1, 1));
         if (p[0] < 0 || p[0] > kLastReduceKind) return fail("reduce kind", kLastReduceKind, static_cast<uint32_t>(p[0]));
+        if ((p[0] == static_cast<int32_t>(ReduceKind::ArgMax) ||
+             p[0] == static_cast<int32_t>(ReduceKind::ArgMin)) &&
+            product(p + 14, 6) > static_cast<uint64_t>(exact_int_limit(plan.header.storage))) {
+          return fail("argmax / argmin reduced elements (at most the storage's exact integers)",
+                      static_cast<uint64_t>(exact_int_limit(plan.header.storage)),
+                      product(p + 14, 6));
+        }
         TERN_RETURN_IF_ERROR(params_in(1, 6, 1));
         TERN_RETURN_IF_ERROR(params_in(7, 6, 0));
         TERN_RETURN_IF_ERROR(params_in(14, 6, 1));
@@ -425,13 +432,22 @@ struct NodeChecker {
         return out_numel(n);
       }
       case NodeOp::Embedding: {
-        // params [0] V, [1] D, [2] count, [3] outer (O): out[o, c, :] = weight[o, idx[c], :].
+        // params [0] V, [1] D, [2] count, [3] outer (O): out[o, c, :] = weight[o, idx[c], :];
+        // [4] 1: the indices are integers held as floats (the shader guards their range).
         TERN_RETURN_IF_ERROR(need_inputs(2, 2));
         TERN_RETURN_IF_ERROR(params_in(0, 4, 1));
-        TERN_RETURN_IF_ERROR(zeros(4, kNodeParams));
+        TERN_RETURN_IF_ERROR(flag(4));
+        TERN_RETURN_IF_ERROR(zeros(5, kNodeParams));
         const int32_t w_dims[3] = {p[3], p[0], p[1]};
         TERN_RETURN_IF_ERROR(reads_within(0, product(w_dims, 3), "weight"));
-        TERN_RETURN_IF_ERROR(indices(1, p[0], p[2]));
+        if (p[4] == 1) {
+          if (in(1).type == static_cast<uint32_t>(ValueType::I64)) {
+            return fail("float-held indices: type (not i64)", 0, in(1).type);
+          }
+          TERN_RETURN_IF_ERROR(reads_within(1, static_cast<uint64_t>(p[2]), "indices"));
+        } else {
+          TERN_RETURN_IF_ERROR(indices(1, p[0], p[2]));
+        }
         const int32_t o_dims[3] = {p[3], p[2], p[1]};
         return out_numel(product(o_dims, 3));
       }
@@ -611,7 +627,9 @@ uint64_t value_bytes(const BlobValue& v, uint32_t storage) {
 bool node_input_type_ok(uint32_t op, uint32_t slot, uint32_t type) {
   const ValueType t = static_cast<ValueType>(type);
   switch (static_cast<NodeOp>(op)) {
-    case NodeOp::Embedding: return t == (slot == 1 ? ValueType::I64 : ValueType::F32);
+    case NodeOp::Embedding:  // float-held indices: the node checker's params[4]
+      return slot == 1 ? t == ValueType::I64 || t == ValueType::F32 || t == ValueType::I64AsFloat
+                       : t == ValueType::F32;
     case NodeOp::QuantLinear: return t == (slot == 1 ? ValueType::Quant : ValueType::F32);
     case NodeOp::QuantEmbedding: return t == (slot == 0 ? ValueType::Quant : ValueType::I64);
     case NodeOp::GroupedMatmul:
@@ -621,7 +639,8 @@ bool node_input_type_ok(uint32_t op, uint32_t slot, uint32_t type) {
         return t == ValueType::Quant;
       }
       return t == ValueType::F32;
-    default: return t == ValueType::F32 || t == ValueType::Bool;  // bools are 0 / 1 floats
+    default:  // bools are 0 / 1 floats, integers held as floats floats
+      return t == ValueType::F32 || t == ValueType::Bool || t == ValueType::I64AsFloat;
   }
 }
 
@@ -648,6 +667,7 @@ static const char* value_type_name(uint32_t type) {
     case ValueType::Quant: return "quantized weight";
     case ValueType::I32: return "i32";
     case ValueType::Bool: return "bool";
+    case ValueType::I64AsFloat: return "i64 as floats";
   }
   return "?";
 }
@@ -751,7 +771,8 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
          v.kind != static_cast<uint32_t>(ValueKind::Constant)) ||
         (v.type == static_cast<uint32_t>(ValueType::I32) &&
          v.kind != static_cast<uint32_t>(ValueKind::ExternalInput)) ||
-        (v.type == static_cast<uint32_t>(ValueType::Bool) &&
+        ((v.type == static_cast<uint32_t>(ValueType::Bool) ||
+          v.type == static_cast<uint32_t>(ValueType::I64AsFloat)) &&
          v.kind != static_cast<uint32_t>(ValueKind::ExternalInput) &&
          v.kind != static_cast<uint32_t>(ValueKind::ExternalOutput)) ||
         (v.type == static_cast<uint32_t>(ValueType::Quant) &&
@@ -759,8 +780,8 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
           h.storage != kStorageF32))) {
       err = set_error_message(Error::InvalidProgram,
                               "vulkan blob: value %u (%s, rank %u): type %u, expected 0 (f32), 1 "
-                              "(i64), 3 (i32) or 4 (bool) for an external input, 0 or 4 for an "
-                              "external output, 0 for an internal value, 0, 1 or 2 (quantized: "
+                              "(i64), 3 (i32), 4 (bool) or 5 (i64 as floats) for an external "
+                              "input, 0, 4 or 5 for an external output, 0 for an internal value, 0, 1 or 2 (quantized: "
                               "rank 2, an f32-storage blob) for a constant (storage %u)", i,
                               kind_name(v.kind), v.rank, v.type, h.storage);
       break;

@@ -57,6 +57,10 @@ struct External {
   bool input = false;
   DType dtype = DType::F32;     ///< the argument's: f32, bool, or i64 / i32 (indices, ends)
   bool f16 = false;             ///< an f32 / bool argument held as f16 (an f16-storage blob)
+  /// An i64 argument held as the storage's floats (ValueType::I64AsFloat): converted at the
+  /// edges, an input beyond `exact` refused.
+  bool int_as_float = false;
+  int64_t exact = 0;
   uint64_t bytes = 0;           ///< the argument tensor's bytes
   uint64_t staging_bytes = 0;   ///< its bytes on the device and in `staging`
   uint64_t staging_offset = 0;
@@ -217,13 +221,18 @@ Error lay_out(VulkanDelegate* d, uint64_t* weights_bytes, uint64_t* arena_bytes,
     x.value = i;
     x.arg = v.arg;
     x.input = k == ValueKind::ExternalInput;
-    x.dtype = v.type == static_cast<uint32_t>(ValueType::I64)    ? DType::I64
-              : v.type == static_cast<uint32_t>(ValueType::I32)  ? DType::I32
-              : v.type == static_cast<uint32_t>(ValueType::Bool) ? DType::Bool
-                                                                 : DType::F32;
-    x.f16 = (x.dtype == DType::F32 || x.dtype == DType::Bool) && p.header.storage == kStorageF16;
-    // The argument's bytes (a bool: one per element; on the device a 0 / 1 float).
-    x.bytes = x.dtype == DType::Bool ? value_numel(v) : value_bytes(v, kStorageF32);
+    x.int_as_float = v.type == static_cast<uint32_t>(ValueType::I64AsFloat);
+    x.exact = exact_int_limit(p.header.storage);
+    x.dtype = v.type == static_cast<uint32_t>(ValueType::I64) || x.int_as_float ? DType::I64
+              : v.type == static_cast<uint32_t>(ValueType::I32)                ? DType::I32
+              : v.type == static_cast<uint32_t>(ValueType::Bool)               ? DType::Bool
+                                                                               : DType::F32;
+    x.f16 = (x.dtype == DType::F32 || x.dtype == DType::Bool || x.int_as_float) &&
+            p.header.storage == kStorageF16;
+    // The argument's bytes (a bool: one per element; an integer held as floats: 8).
+    x.bytes = x.dtype == DType::Bool ? value_numel(v)
+              : x.int_as_float       ? 8 * value_numel(v)
+                                     : value_bytes(v, kStorageF32);
     x.staging_bytes = value_bytes(v, p.header.storage);
     x.staging_offset = s;
     x.rank = v.rank;
@@ -539,7 +548,9 @@ Error build(VulkanContext& c, VulkanDelegate* d) {
       // at input 2, the rows S at params[0].
       const uint32_t checked = node.inputs[ends ? 2 : 1];
       for (uint32_t e = 0; e < d->num_externals; ++e) {
-        if (d->externals[e].value == checked) {
+        // An input's integers only (an argmax's indices leaving the delegate are an output
+        // that another node reads too: made on the device, within range by construction).
+        if (d->externals[e].value == checked && d->externals[e].input) {
           d->index_checks[d->num_index_checks++] = IndexCheck{e, n, node.params[0], ends};
         }
       }
@@ -634,6 +645,36 @@ void floats_to_bool(const uint8_t* src, uint64_t n, bool f16, uint8_t* dst) {
   }
   const float* f = reinterpret_cast<const float*>(src);
   for (uint64_t k = 0; k < n; ++k) dst[k] = f[k] != 0.0f || std::isnan(f[k]) ? 1 : 0;
+}
+
+/// An I64AsFloat input's integers as the device's floats; one beyond the storage's exact
+/// integers is InvalidArgument naming it.
+Error ints_to_floats(const External& x, const int64_t* src, uint8_t* dst) {
+  const uint64_t n = x.bytes / 8;
+  for (uint64_t k = 0; k < n; ++k) {
+    TERN_CHECK_OR_RETURN_ERROR(src[k] >= -x.exact && src[k] <= x.exact, InvalidArgument,
+                               "vulkan: argument %u: element %llu is %lld; this delegate holds "
+                               "the integers as %s floats, exact within +-%lld",
+                               x.arg, static_cast<unsigned long long>(k),
+                               static_cast<long long>(src[k]), x.f16 ? "f16" : "f32",
+                               static_cast<long long>(x.exact));
+    const float f = static_cast<float>(src[k]);
+    if (x.f16) {
+      reinterpret_cast<uint16_t*>(dst)[k] = portable::float_to_half(f);
+    } else {
+      reinterpret_cast<float*>(dst)[k] = f;
+    }
+  }
+  return Error::Ok;
+}
+
+/// The device's `n` integer-valued floats of an I64AsFloat output as int64.
+void floats_to_ints(const uint8_t* src, uint64_t n, bool f16, int64_t* dst) {
+  for (uint64_t k = 0; k < n; ++k) {
+    const float f = f16 ? portable::half_to_float(reinterpret_cast<const uint16_t*>(src)[k])
+                        : reinterpret_cast<const float*>(src)[k];
+    dst[k] = std::isfinite(f) ? static_cast<int64_t>(f) : 0;  // finite by construction
+  }
 }
 
 /// Integer `k` of an i64 / i32 argument.
@@ -771,6 +812,9 @@ class VulkanBackend final : public BackendInterface {
         if (x.dtype == DType::Bool) {
           bool_to_floats(static_cast<const uint8_t*>(src), x.bytes, x.f16,
                          staging + x.staging_offset);
+        } else if (x.int_as_float) {
+          TERN_RETURN_IF_ERROR(ints_to_floats(x, static_cast<const int64_t*>(src),
+                                              staging + x.staging_offset));
         } else if (x.f16) {
           const float* f = static_cast<const float*>(src);
           uint16_t* h = reinterpret_cast<uint16_t*>(staging + x.staging_offset);
@@ -794,6 +838,8 @@ class VulkanBackend final : public BackendInterface {
         void* dst = args[x.arg]->to_tensor().data;
         if (x.dtype == DType::Bool) {
           floats_to_bool(staging + x.staging_offset, x.bytes, x.f16, static_cast<uint8_t*>(dst));
+        } else if (x.int_as_float) {
+          floats_to_ints(staging + x.staging_offset, x.bytes / 8, x.f16, static_cast<int64_t*>(dst));
         } else if (x.f16) {
           const uint16_t* h = reinterpret_cast<const uint16_t*>(staging + x.staging_offset);
           float* f = static_cast<float*>(dst);

@@ -4,12 +4,15 @@
 // reader checked). An index outside [0, V) writes NaN to its row (the runtime checks an input's
 // indices on the host before the submit and refuses the call, as the portable kernel does, so
 // this is only a guard against an out-of-bounds read).
-// params: [0] V, [1] D, [2] count, [3] outer O (weight [O, V, D], out [O, count, D]).
+// params: [0] V, [1] D, [2] count, [3] outer O (weight [O, V, D], out [O, count, D]), [4] 1:
+// the indices are integer-valued floats of the storage type (an argmax's), read through the
+// same binding.
 #include "common.glsl"
 
 layout(std430, binding = 0) writeonly buffer Out { STORE_T y[]; };
 layout(std430, binding = 1) readonly buffer In0 { STORE_T w[]; };
 layout(std430, binding = 2) readonly buffer In1 { int idx[]; };
+layout(std430, binding = 2) readonly buffer In1F { STORE_T idxf[]; };
 
 void main() {
   uint i = flat_index();
@@ -18,7 +21,14 @@ void main() {
   if (i >= uint(pc.p[3]) * rows) return;
   uint o = i / rows, rest = i % rows;
   uint r = rest / D, d = rest % D;
-  int lo = idx[2 * r], hi = idx[2 * r + 1];
+  int lo, hi = 0;
+  if (pc.p[4] != 0) {
+    float f = float(idxf[r]);
+    lo = f >= 0.0 && f < float(V) ? int(f) : -1;  // NaN too: out of range
+  } else {
+    lo = idx[2 * r];
+    hi = idx[2 * r + 1];
+  }
   if (hi != 0 || lo < 0 || uint(lo) >= V) {
     y[i] = STORE_T(0.0 / 0.0);
     return;

@@ -798,12 +798,15 @@ TEST(VulkanBlob, ConstantIndicesAreCheckedAtParse) {
         << last_error_message();
     expect_node_refused(blob, node, n, [](BlobNode& m) { m.params[3] = 3; }, "weight reaches");
     expect_node_refused(blob, node, n, [](BlobNode& m) { m.params[3] = 0; }, "params[3] = 0");
-    expect_node_refused(blob, node, n, [](BlobNode& m) { m.params[4] = 1; }, "unused parameter");
+    expect_node_refused(blob, node, n, [](BlobNode& m) { m.params[5] = 1; }, "unused parameter");
+    // params[4] = 1 says the indices are floats: these are i64.
+    expect_node_refused(blob, node, n, [](BlobNode& m) { m.params[4] = 1; }, "float-held indices");
   }
 }
 
 // A cumsum node (version 10) reads and writes outer x size x inner elements, each count at
-// least 1, nothing after them; a reduce node's kind (version 10) is 0 (sum), 1 (max) or 2 (min).
+// least 1, nothing after them; a reduce node's kind (version 10) is 0 (sum), 1 (max), 2 (min),
+// 3 (argmax) or 4 (argmin).
 TEST(VulkanBlob, CumsumAndReduceKindAreChecked) {
   GraphBuilder b;
   const int x = b.input("x", DType::F32, {2, 5, 3});
@@ -826,7 +829,7 @@ TEST(VulkanBlob, CumsumAndReduceKindAreChecked) {
   std::memcpy(&red, d.blob.data() + reduce_at, sizeof(red));
   ASSERT_EQ(red.op, static_cast<uint32_t>(vulkan::NodeOp::Reduce));
   EXPECT_EQ(red.params[0], static_cast<int32_t>(vulkan::ReduceKind::Max));
-  expect_node_refused(d.blob, reduce_at, red, [](BlobNode& m) { m.params[0] = 3; }, "reduce kind");
+  expect_node_refused(d.blob, reduce_at, red, [](BlobNode& m) { m.params[0] = 5; }, "reduce kind");
   expect_node_refused(d.blob, reduce_at, red, [](BlobNode& m) { m.params[0] = -1; }, "reduce kind");
 }
 
@@ -872,6 +875,52 @@ TEST(VulkanBlob, BoolValuesOnlyAtTheEdges) {
     EXPECT_NE(std::string(last_error_message()).find("type 4"), std::string::npos)
         << last_error_message();
   }
+}
+
+// An argmax's indices (version 10): a reduce node of kind 3 writing floats, read by an
+// embedding node with params[4] = 1 and leaving as value type 5 (i64 as floats); the reduced
+// count is checked against the storage's exact integers, the float-index flag against the
+// indices' type, and type 5 is refused on an internal value.
+TEST(VulkanBlob, ArgmaxIndicesHeldAsFloatsAreChecked) {
+  GraphBuilder b;
+  const int x = b.input("x", DType::F32, {3, 6});
+  const int r = b.op("tern::relu", {x}, DType::F32, {3, 6});
+  const int am = b.op("tern::argmax", {r, b.int_value(1), b.bool_value(false)}, DType::I64, {3});
+  const int cb = b.constant_f32("cb", {6, 2}, std::vector<float>(12, 0.5f));
+  b.output(b.op("tern::embedding", {cb, am}, DType::F32, {3, 2}));
+  b.output(am);
+  const DelegatedNode d = delegated_node(b, 2, 1);
+  ASSERT_TRUE(d.parsed) << d.error;
+  BlobNode red = d.node;
+  ASSERT_EQ(red.op, static_cast<uint32_t>(vulkan::NodeOp::Reduce));
+  EXPECT_EQ(red.params[0], static_cast<int32_t>(vulkan::ReduceKind::ArgMax));
+  expect_node_refused(d.blob, d.offset, red, [](BlobNode& m) {
+    m.params[14 + 5] = (1 << 24) + 1;  // reduced count past f32's exact integers
+  }, "argmax / argmin reduced elements");
+  const size_t emb_at = node_offset(d.blob, 2);
+  BlobNode emb;
+  std::memcpy(&emb, d.blob.data() + emb_at, sizeof(emb));
+  ASSERT_EQ(emb.op, static_cast<uint32_t>(vulkan::NodeOp::Embedding));
+  EXPECT_EQ(emb.params[4], 1);
+  expect_node_refused(d.blob, emb_at, emb, [](BlobNode& m) { m.params[4] = 2; }, "flag parameter");
+  // Without the flag the reader wants i64 indices, and the argmax's are floats.
+  expect_node_refused(d.blob, emb_at, emb, [](BlobNode& m) { m.params[4] = 0; }, "indices");
+  AlignedBlob a(d.blob);
+  vulkan::BlobPlan plan;
+  ASSERT_EQ(vulkan::parse_blob(Span<const uint8_t>(a.data(), d.blob.size()), &plan), Error::Ok);
+  const uint32_t indices = plan.nodes[1].output;
+  const BlobValue v = plan.values[indices];
+  vulkan::free_blob_plan(&plan);
+  EXPECT_EQ(v.kind, static_cast<uint32_t>(vulkan::ValueKind::ExternalOutput));
+  EXPECT_EQ(v.type, static_cast<uint32_t>(vulkan::ValueType::I64AsFloat));
+  std::vector<uint8_t> bad = d.blob;
+  BlobValue iv = v;
+  iv.kind = static_cast<uint32_t>(vulkan::ValueKind::Internal);
+  iv.arg = vulkan::kNoValue;
+  std::memcpy(bad.data() + sizeof(BlobHeader) + indices * sizeof(BlobValue), &iv, sizeof(iv));
+  EXPECT_EQ(parse(bad), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("type 5"), std::string::npos)
+      << last_error_message();
 }
 
 }  // namespace

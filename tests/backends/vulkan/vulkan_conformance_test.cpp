@@ -987,6 +987,63 @@ TEST(VulkanConformanceCompare, ComparisonsLogicalOpsAndWhereOnAComputedCondition
   }
 }
 
+// argmax / argmin and a codebook lookup by their indices in one delegate (blob version 10:
+// the indices held as floats on the device, int64 at the edge): first index of ties, a NaN
+// counting as the maximum and the minimum (ATen), the whole tensor for dim None; expected
+// values by hand, in f32 and f16 storage.
+TEST(VulkanConformanceArgmax, NearestCodeLookupStaysInTheDelegate) {
+  register_all();
+  for (uint32_t storage : {vulkan::kStorageF32, vulkan::kStorageF16}) {
+    GraphBuilder b;
+    const int x = b.input("x", DType::F32, {4, 5});
+    const int y = b.input("y", DType::F32, {2, 3});
+    std::vector<float> book(15);
+    for (size_t i = 0; i < 15; ++i) book[i] = static_cast<float>(10 * (i / 3) + i % 3);
+    const int cb = b.constant_f32("codebook", {5, 3}, book);
+    const int r = b.op("tern::mul", {x, b.double_value(1.0)}, DType::F32, {4, 5});
+    const int amax = b.op("tern::argmax", {r, b.int_value(1), b.bool_value(false)}, DType::I64, {4});
+    const int amin = b.op("tern::argmin", {r, b.int_value(-1), b.bool_value(false)}, DType::I64, {4});
+    b.output(amax);                                                                    // 0
+    b.output(b.op("tern::embedding", {cb, amin}, DType::F32, {4, 3}));                 // 1
+    b.output(b.op("tern::index_select", {cb, b.int_value(0), amax}, DType::F32, {4, 3}));  // 2
+    const int ry = b.op("tern::mul", {y, b.double_value(1.0)}, DType::F32, {2, 3});
+    b.output(b.op("tern::argmax", {ry, b.none(), b.bool_value(false)}, DType::I64, {}));   // 3
+    for (size_t k = 0; k < b.num_nodes(); ++k) {
+      ASSERT_EQ(compiler::VulkanBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes[k]), "")
+          << b.graph().nodes[k].op;
+    }
+    delegate_vulkan(b, 0, static_cast<int>(b.num_nodes()) - 1, storage);
+    const compiler::Graph graph = b.build();
+    const std::vector<uint8_t> pte = testing::compile_graph(graph);
+    testing::LoadedProgram lp(pte);
+    testing::MethodMemory memory(lp.program().method_meta("forward").get(), -1, 0, 1 << 20);
+    auto method = lp.program().load_method("forward", memory.manager());
+    ASSERT_TRUE(method.ok()) << last_error_message();
+    const float nan = std::nanf("");
+    std::vector<float> xs{1, 3, 3, 0, 2,  nan, 5, nan, 1, 1,  2, -1, -1, 4, 4,  0, 0, 0, 0, 0};
+    std::vector<float> ys{1, 7, -2, 7, 0, 3};
+    std::vector<int64_t> x_sizes{4, 5}, y_sizes{2, 3};
+    ASSERT_EQ(method->set_input(0, testing::f32_view(x_sizes, xs)), Error::Ok);
+    ASSERT_EQ(method->set_input(1, testing::f32_view(y_sizes, ys)), Error::Ok);
+    ASSERT_EQ(method->execute(), Error::Ok) << last_error_message();
+    ASSERT_EQ(method->delegate_path(0).get(), DelegatePath::Backend);
+    ASSERT_EQ(method->output(0).get()->dtype, DType::I64);
+    const int64_t* o0 = static_cast<const int64_t*>(method->output(0).get()->data);
+    const float* o1 = static_cast<const float*>(method->output(1).get()->data);
+    const float* o2 = static_cast<const float*>(method->output(2).get()->data);
+    const int64_t* o3 = static_cast<const int64_t*>(method->output(3).get()->data);
+    const int64_t want_max[4] = {1, 0, 3, 0}, want_min[4] = {3, 0, 1, 0};
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(o0[i], want_max[i]) << storage << " argmax row " << i;
+      for (int j = 0; j < 3; ++j) {
+        EXPECT_EQ(o1[i * 3 + j], static_cast<float>(10 * want_min[i] + j)) << storage << " lookup " << i;
+        EXPECT_EQ(o2[i * 3 + j], static_cast<float>(10 * want_max[i] + j)) << storage << " select " << i;
+      }
+    }
+    EXPECT_EQ(o3[0], 1) << storage << " argmax of the whole tensor (first of the tied 7s)";
+  }
+}
+
 TEST(VulkanConformanceEmbedding, GathersRowsAndRefusesAnOutOfRangeIndex) {
   register_all();
   GraphBuilder b;

@@ -1,0 +1,19 @@
+// Integers the vulkan delegate makes on the device (internal to backends/vulkan/compile): an
+// argmax's / argmin's indices, and views and copies of them, are held as floats of the
+// storage type (blob version 10), so a codebook lookup after a nearest-code search (VQ
+// autoencoders, DAC's quantizers) stays in the delegate. Other integers (an int64 method
+// input, embedding ids) keep their int64 bytes.
+#pragma once
+
+#include <cstdint>
+
+#include "tools/compiler/graph.h"
+
+namespace tern::compiler::vulkan_compile {
+
+/// For an int64 graph tensor made by tern::argmax / argmin, or by data movement of such
+/// tensors only: one more than the largest value it can hold (the reduced element count).
+/// 0 for anything else.
+int64_t device_integer_bound(const Graph& g, int id);
+
+}  // namespace tern::compiler::vulkan_compile
