@@ -721,6 +721,37 @@ def test_window_permutes_of_eight_dims():
     _check_high_ranks_folded(result)
 
 
+def test_pixel_shuffle_3d_of_eight_dims():
+    # LTX-Video's VAE upsampler: a 3-D pixel shuffle through [B, C, 2, 2, 2, F, H, W] permuted
+    # (0, 1, 5, 2, 6, 3, 7, 4). Merging leaves seven dims ([C, 2, 2, 2, F, H, W] -> [C, F, 2,
+    # H, 2, W, 2]), so high_rank_dims.py splits it into two permutes of at most six merged dims
+    # each; no value has more than six dims and the cpu delegate takes it all. Expected values:
+    # PyTorch's.
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv3d(16, 16, 1)
+
+        def forward(self, x):
+            b, c, f, h, w = x.shape
+            y = self.conv(x).reshape(b, c // 8, 2, 2, 2, f, h, w)
+            y = y.permute(0, 1, 5, 2, 6, 3, 7, 4).flatten(6, 7).flatten(4, 5).flatten(2, 3)
+            return y + 1
+    torch.manual_seed(0)
+    m = M().eval()
+    x = torch.randn(1, 16, 3, 4, 5)
+    result, got = export_and_run(m, (x,), "pixel_shuffle_3d", backends=("cpu",))
+    assert_close(got[0], m(x), what="output")
+    if hasattr(torch, "export"):
+        with open(os.path.join(result.graph_dir, "graph.json")) as f:
+            values = json.load(f)["methods"][0]["values"]
+        ranks = [len(v.get("shape", [])) for v in values if v.get("type") == "tensor"]
+        assert max(ranks) <= 6, ranks
+        assert _cpu_delegate_calls(result.path) == 1, result.compile_report
+    assert tern_export.high_rank_dims.split_permute([2, 2, 2, 2, 3, 4, 5],
+                                                    [0, 4, 1, 5, 2, 6, 3]) is not None
+
+
 def test_instance_norm():
     # Instance norm (RAFT's feature encoder): torch.export gives batch norm by the batch's own
     # statistics over [1, N*C, H, W] (_native_batch_norm_legit.no_stats), the 1.13 line

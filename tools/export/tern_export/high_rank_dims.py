@@ -14,7 +14,9 @@ without changing a single element's place.
 
 fold_high_rank_permutes rewrites a permute of more than six dims (after composing it with the
 permutes before it), when every reader only reshapes it (a view or reshape, or a clone read only
-by those), into reshape -> permute -> (clone) over the merged dims. fold_high_rank_elementwise
+by those), into reshape -> permute -> (clone) over the merged dims; when more than six remain
+after merging (LTX-Video's 3-D pixel shuffle: [C, p, p, p, F, H, W] -> [C, F, p, H, p, W, p]),
+into two such permutes of at most six merged dims each (split_permute). fold_high_rank_elementwise
 rewrites a connected group of elementwise ops of more than six dims whose operands come from
 reshapes and whose readers outside the group are reshapes, to run on the merged dims. In both,
 the reshapes' own outputs are unchanged (the elements come in the same row-major order), so
@@ -55,6 +57,26 @@ def merged_permute(sizes, perm):
     return merged_sizes, [place[r] for r in range(len(runs))]
 
 
+def split_permute(sizes, perm):
+    """Two permutes composing to x.permute(perm), each of at most MAX_RANK dims after merging
+    (merged_permute): the first brings the sources of the output's first k dims to the front in
+    output order, the rest staying in input order; the second finishes, its first k dims already
+    in place. Returns (q1, sizes2, perm2) — x.permute(q1), of sizes2, permuted by perm2 — for
+    the smallest k that works, or None."""
+    r = len(sizes)
+    for k in range(1, r):
+        head = list(perm[:k])
+        q1 = head + [d for d in range(r) if d not in head]
+        if len(merged_permute(sizes, q1)[0]) > MAX_RANK:
+            continue
+        sizes2 = [sizes[d] for d in q1]
+        place = {d: i for i, d in enumerate(q1)}
+        perm2 = [place[d] for d in perm]
+        if len(merged_permute(sizes2, perm2)[0]) <= MAX_RANK:
+            return q1, sizes2, perm2
+    return None
+
+
 def _perm_arg(n):
     dims = n.args[1] if len(n.args) > 1 else n.kwargs.get("dims")
     return [int(d) for d in dims] if dims is not None else None
@@ -73,6 +95,16 @@ def _reshape_readers(p):
         else:
             return None
     return views, clones
+
+
+def _past_high_rank_views(v):
+    """The view that ends a chain of views starting at `v` whose outputs up to it have more
+    than MAX_RANK dims, each read only by the next (flatten(6, 7) then flatten(4, 5)...): it
+    reshapes the folded value itself, and the views before it are left without readers."""
+    while (_rank_of(v) is not None and _rank_of(v) > MAX_RANK and len(v.users) == 1 and
+           _is(next(iter(v.users)), _VIEWS) and next(iter(v.users)).args[0] is v):
+        v = next(iter(v.users))
+    return v
 
 
 def _meta_like(node, shape, like):
@@ -104,26 +136,37 @@ def fold_high_rank_permutes(gm):
         readers = _reshape_readers(p)
         if readers is None:
             continue
-        merged, mperm = merged_permute(sizes, perm)
-        if len(merged) > MAX_RANK:
-            continue
+        steps = [(sizes, perm)]
+        if len(merged_permute(sizes, perm)[0]) > MAX_RANK:
+            split = split_permute(sizes, perm)
+            if split is None:
+                continue
+            q1, sizes2, perm2 = split
+            steps = [(sizes, q1), (sizes2, perm2)]
         src = x
         while (_is(src, _RESHAPES) and len(src.users) == 1 and
                isinstance(src.args[0], torch.fx.Node) and _shape(src.args[0]) is not None):
             src = src.args[0]  # the views into many dims (unsqueezes too), skipped
-        permuted = [merged[d] for d in mperm]
+        q = src
         with graph.inserting_before(p):
-            r = graph.call_function(reshape, (src, merged))
-            _meta_like(r, merged, p)
-            q = graph.call_function(torch.ops.aten.permute.default, (r, mperm))
-            _meta_like(q, permuted, p)
+            for step_sizes, step_perm in steps:
+                merged, mperm = merged_permute(step_sizes, step_perm)
+                permuted = [merged[d] for d in mperm]
+                r = graph.call_function(reshape, (q, merged))
+                _meta_like(r, merged, p)
+                q = graph.call_function(torch.ops.aten.permute.default, (r, mperm))
+                _meta_like(q, permuted, p)
+        permuted = _shape(q)
         for c in readers[1]:
             with graph.inserting_before(c):
                 c2 = graph.call_function(torch.ops.aten.clone.default, (q,))
                 _meta_like(c2, permuted, c)
             for w in list(c.users):
+                w = _past_high_rank_views(w)
+                w.target = reshape
                 w.args = (c2,) + tuple(w.args[1:])
         for v in readers[0]:
+            v = _past_high_rank_views(v)
             # A view of the permuted (not contiguous) value: reshape, as PyTorch's view of it
             # was legal only for the strides it had.
             v.target = reshape
