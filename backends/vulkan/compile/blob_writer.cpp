@@ -136,6 +136,14 @@ static int arg_index(const std::vector<int>& list, int id) {
 }
 
 uint32_t BlobBuilder::input(int id, const float* bool_as) {
+  if (bool_as != nullptr && id >= 0 && static_cast<size_t>(id) < graph_.values.size()) {
+    const Value& m = graph_.values[static_cast<size_t>(id)];
+    if (m.is_tensor() && m.dtype == DType::Bool && !m.is_constant) {
+      // Made at run time (a comparison here, or an input): its 0 / 1 floats are not bool_as's.
+      throw Unsupported("a bool tensor '" + m.name + "' made at run time where this op takes "
+                        "only a constant one");
+    }
+  }
   auto it = ids_.find(id);
   if (it != ids_.end()) return it->second;
   const Value& v = tensor_value(graph_, id);
@@ -164,10 +172,6 @@ uint32_t BlobBuilder::input(int id, const float* bool_as) {
   const bool device_int = v.dtype == DType::I64 && device_integer_bound(graph_, id) > 0;
   if (v.dtype != DType::F32 && v.dtype != DType::Bool && !device_int) {
     throw Unsupported("tensor '" + v.name + "' of dtype " + to_string(v.dtype));
-  }
-  if (v.dtype == DType::Bool && bool_as != nullptr) {
-    throw Unsupported("a bool tensor '" + v.name + "' made at run time where this op takes "
-                      "only a constant one");
   }
   uint32_t arg = vulkan::kNoValue;
   if (region_ != nullptr) {

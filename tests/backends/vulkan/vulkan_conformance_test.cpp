@@ -1144,7 +1144,19 @@ TEST(VulkanSupport, RefusesWhatItDoesNotImplement) {
                 DType::F32, {2, 10}));                                        // replicate mode
   b.output(b.op("tern::pad", {x, b.int_list({8, 0}), b.string_value("reflect"), b.none()},
                 DType::F32, {2, 16}));                                        // reflect >= size
+  // Attention with a bool mask made at run time: the attention node adds a mask (bools as
+  // -inf / 0), which a comparison's 0 / 1 floats are not.
+  const int q = b.input("q", DType::F32, {1, 4, 8});
+  const int mask = b.op("tern::gt", {x, b.double_value(0.0)}, DType::Bool, {2, 8});
+  const int m4 = b.op("tern::view", {mask, b.int_list({1, 4, 4})}, DType::Bool, {1, 4, 4});
+  const size_t sdpa = b.num_nodes();
+  b.output(b.op("tern::scaled_dot_product_attention",
+                {q, q, q, m4, b.bool_value(false), b.none()}, DType::F32, {1, 4, 8}));
+  EXPECT_NE(compiler::VulkanBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes[sdpa])
+                .find("made at run time"),
+            std::string::npos);
   for (size_t n = 0; n < b.num_nodes(); ++n) {
+    if (n == sdpa - 2 || n == sdpa - 1) continue;  // the comparison and the view are taken
     EXPECT_NE(compiler::VulkanBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes[n]), "")
         << "node " << n;
   }
