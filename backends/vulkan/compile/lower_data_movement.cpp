@@ -195,6 +195,69 @@ void lower_cat(BlobBuilder& b, const Node& n) {
   if (offset != os[static_cast<size_t>(dim)]) throw Unsupported("cat sizes");
 }
 
+/// tern::index_copy(x, dim, index, source) with a constant index: out = x, then source's slice
+/// k copied to slice index[k] of dim — one strided copy when the index is a run start + k·step
+/// (YOLO's keypoint head: y[:, 2::3] = y[:, 2::3].sigmoid()), else one per index (at most
+/// kMaxIndexCopies). The later of two equal indices wins, as the portable kernel's order.
+void lower_index_copy(BlobBuilder& b, const Node& n) {
+  constexpr size_t kMaxIndexCopies = 64;
+  const Graph& g = b.graph();
+  const Dims& xs = shape(g, arg(n, 0));
+  const Value& index = val(g, arg(n, 2));
+  const Dims& ss = shape(g, arg(n, 3));
+  if (xs.empty()) throw Unsupported("index_copy of a 0-D tensor");
+  if (shape(g, out_id(n)) != xs) throw Unsupported("index_copy output shape");
+  if (!index.is_tensor() || !index.is_constant || index.sizes.size() > 1 ||
+      (index.dtype != DType::I64 && index.dtype != DType::I32)) {
+    throw Unsupported("index_copy: the index must be a constant 0-D or 1-D integer tensor");
+  }
+  const size_t dim = static_cast<size_t>(norm_dim(int_of(g, arg(n, 1)), xs.size()));
+  const size_t width = index.dtype == DType::I64 ? 8 : 4;
+  std::vector<int64_t> idx(index.data.size() / width);
+  for (size_t k = 0; k < idx.size(); ++k) {
+    if (width == 8) {
+      std::memcpy(&idx[k], index.data.data() + 8 * k, 8);
+    } else {
+      int32_t v = 0;
+      std::memcpy(&v, index.data.data() + 4 * k, 4);
+      idx[k] = v;
+    }
+    if (idx[k] < 0 || idx[k] >= xs[dim]) {
+      throw Unsupported("index_copy: constant index " + std::to_string(idx[k]) + " outside [0, " +
+                        std::to_string(xs[dim]) + ")");
+    }
+  }
+  Dims expect = xs;
+  expect[dim] = static_cast<int64_t>(idx.size());
+  if (idx.empty() || ss != expect) throw Unsupported("index_copy source shape");
+  const int64_t step = idx.size() > 1 ? idx[1] - idx[0] : 1;
+  bool run = step >= 1;
+  for (size_t k = 1; run && k < idx.size(); ++k) run = idx[k] - idx[k - 1] == step;
+  if (!run && idx.size() > kMaxIndexCopies) {
+    throw Unsupported("index_copy: " + std::to_string(idx.size()) +
+                      " indices that are not a run (at most " + std::to_string(kMaxIndexCopies) +
+                      " copies)");
+  }
+  const uint32_t x = b.input(arg(n, 0));
+  const uint32_t src = b.input(arg(n, 3));
+  const uint32_t out = b.output(out_id(n));
+  const Dims xst = contiguous_strides(xs);
+  copy_node(b, x, out, {numel(xs)}, {1}, 0, {1}, 0);
+  const Dims sst = contiguous_strides(ss);
+  if (run) {
+    Dims dst = xst;
+    dst[dim] *= step;
+    copy_node(b, src, out, ss, sst, 0, dst, idx[0] * xst[dim]);
+    return;
+  }
+  Dims slice = ss;
+  slice[dim] = 1;
+  for (size_t k = 0; k < idx.size(); ++k) {
+    copy_node(b, src, out, slice, sst, static_cast<int64_t>(k) * sst[dim], xst,
+              idx[k] * xst[dim]);
+  }
+}
+
 /// tern::pad(x, pad, mode, value): constant (negative pads crop) or reflect padding of the
 /// trailing dims, pads listed last dim first (torch.nn.functional.pad).
 void lower_pad(BlobBuilder& b, const Node& n) {

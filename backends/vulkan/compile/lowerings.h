@@ -61,5 +61,6 @@ void lower_cat(BlobBuilder& b, const Node& n);
 void lower_pad(BlobBuilder& b, const Node& n);
 void lower_embedding(BlobBuilder& b, const Node& n);
 void lower_index_select(BlobBuilder& b, const Node& n);
+void lower_index_copy(BlobBuilder& b, const Node& n);
 
 }  // namespace tern::compiler::vulkan_compile

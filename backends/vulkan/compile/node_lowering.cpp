@@ -102,6 +102,7 @@ const std::map<std::string, Lowering>& table() {
       {"tern::argmin", [](BlobBuilder& b, const Node& n) { lower_reduce(b, n, ReduceOp::ArgMin); }},
       {"tern::embedding", lower_embedding},
       {"tern::index_select", lower_index_select},
+      {"tern::index_copy", lower_index_copy},
       {"tern::grouped_mm", [](BlobBuilder& b, const Node& n) { lower_grouped(b, n, false); }},
       {"tern::grouped_linear", [](BlobBuilder& b, const Node& n) { lower_grouped(b, n, true); }},
       {"tern::scaled_dot_product_attention", lower_attention},

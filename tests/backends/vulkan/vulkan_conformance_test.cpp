@@ -519,6 +519,26 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::permute", {u, b.int_list({6, 5, 4, 3, 2, 1, 0})},
                                DType::F32, {7, 6, 5, 4, 1, 3, 2}));
                }, kEw});
+  // index_copy by constant indices: a run (YOLO's keypoint head, y[:, 2::3] = sigmoid(...))
+  // as one strided copy over a copy of x, and any other order one copy per index.
+  c.push_back({"index_copy_constant", [](GraphBuilder& b) {
+                 auto index = [&](const std::string& name, std::vector<int64_t> m) {
+                   std::vector<uint8_t> bytes(m.size() * 8);
+                   std::memcpy(bytes.data(), m.data(), bytes.size());
+                   return b.constant(name, DType::I64, {static_cast<int64_t>(m.size())}, bytes);
+                 };
+                 const int x = b.input("x", DType::F32, {2, 9, 4});
+                 const int r = b.op("tern::relu", {x}, DType::F32, {2, 9, 4});
+                 const int s = b.op("tern::slice", {r, b.int_value(1), b.int_value(2), b.int_value(9),
+                                                    b.int_value(3)}, DType::F32, {2, 3, 4});
+                 const int sg = b.op("tern::sigmoid", {s}, DType::F32, {2, 3, 4});
+                 b.output(b.op("tern::index_copy", {r, b.int_value(1), index("run", {2, 5, 8}), sg},
+                               DType::F32, {2, 9, 4}));
+                 const int y = b.input("y", DType::F32, {2, 3, 4});
+                 const int t = b.op("tern::tanh", {y}, DType::F32, {2, 3, 4});
+                 b.output(b.op("tern::index_copy", {r, b.int_value(-2), index("order", {7, 0, 3}), t},
+                               DType::F32, {2, 9, 4}));
+               }, kEw});
   c.push_back({"repeat", [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {2, 3, 4});
                  const int r = b.op("tern::relu", {x}, DType::F32, {2, 3, 4});
