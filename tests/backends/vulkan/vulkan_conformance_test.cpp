@@ -939,6 +939,21 @@ TEST(VulkanUnaryMath, CumsumMatchesADoubleAccumulator) {
   EXPECT_EQ(off, 0) << "outputs differing from the rounded double running sum";
 }
 
+/// The program of `b` with every node in one vulkan delegate of `storage` (empty, with a test
+/// failure, when a node is not taken).
+std::vector<uint8_t> whole_delegate_program(GraphBuilder& b, uint32_t storage) {
+  for (size_t k = 0; k < b.num_nodes(); ++k) {
+    const std::string why =
+        compiler::VulkanBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes[k]);
+    if (!why.empty()) {
+      ADD_FAILURE() << "node " << k << " (" << b.graph().nodes[k].op << "): " << why;
+      return {};
+    }
+  }
+  delegate_vulkan(b, 0, static_cast<int>(b.num_nodes()) - 1, storage);
+  return testing::compile_graph(b.build());
+}
+
 // Comparisons, logical ops and where on a computed condition (blob version 10): bools are
 // 0 / 1 floats inside the delegate, bytes at its edges (a bool input, a bool output). Inputs
 // hold equal pairs, NaN and the scalar itself; expected values by hand with C++'s comparisons
@@ -965,13 +980,8 @@ TEST(VulkanConformanceCompare, ComparisonsLogicalOpsAndWhereOnAComputedCondition
     b.output(b.op("tern::where", {lt, x, y}, DType::F32, {n}));                      // 3
     b.output(b.op("tern::where", {ge, x, y}, DType::F32, {n}));                      // 4
     b.output(b.op("tern::where", {m, x, y}, DType::F32, {n}));                       // 5
-    for (size_t k = 0; k < b.num_nodes(); ++k) {
-      ASSERT_EQ(compiler::VulkanBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes[k]), "")
-          << b.graph().nodes[k].op;
-    }
-    delegate_vulkan(b, 0, static_cast<int>(b.num_nodes()) - 1, storage);
-    const compiler::Graph graph = b.build();
-    const std::vector<uint8_t> pte = testing::compile_graph(graph);
+    const std::vector<uint8_t> pte = whole_delegate_program(b, storage);
+    ASSERT_FALSE(pte.empty());
     testing::LoadedProgram lp(pte);
     testing::MethodMemory memory(lp.program().method_meta("forward").get(), -1, 0, 1 << 20);
     auto method = lp.program().load_method("forward", memory.manager());
@@ -1028,13 +1038,8 @@ TEST(VulkanConformanceArgmax, NearestCodeLookupStaysInTheDelegate) {
     b.output(b.op("tern::index_select", {cb, b.int_value(0), amax}, DType::F32, {4, 3}));  // 2
     const int ry = b.op("tern::mul", {y, b.double_value(1.0)}, DType::F32, {2, 3});
     b.output(b.op("tern::argmax", {ry, b.none(), b.bool_value(false)}, DType::I64, {}));   // 3
-    for (size_t k = 0; k < b.num_nodes(); ++k) {
-      ASSERT_EQ(compiler::VulkanBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes[k]), "")
-          << b.graph().nodes[k].op;
-    }
-    delegate_vulkan(b, 0, static_cast<int>(b.num_nodes()) - 1, storage);
-    const compiler::Graph graph = b.build();
-    const std::vector<uint8_t> pte = testing::compile_graph(graph);
+    const std::vector<uint8_t> pte = whole_delegate_program(b, storage);
+    ASSERT_FALSE(pte.empty());
     testing::LoadedProgram lp(pte);
     testing::MethodMemory memory(lp.program().method_meta("forward").get(), -1, 0, 1 << 20);
     auto method = lp.program().load_method("forward", memory.manager());
