@@ -31,6 +31,13 @@ int constant(GraphBuilder& b, const std::string& name, std::vector<int64_t> size
   return b.constant_f32(name, std::move(sizes), random_floats(n, seed, -scale, scale));
 }
 
+/// A constant 1-D int64 tensor (an index map).
+int i64_constant(GraphBuilder& b, const std::string& name, const std::vector<int64_t>& values) {
+  std::vector<uint8_t> bytes(values.size() * 8);
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return b.constant(name, DType::I64, {static_cast<int64_t>(values.size())}, std::move(bytes));
+}
+
 OpCase unary(const std::string& name, const std::string& op, std::vector<int64_t> shape,
              std::function<std::vector<int>(GraphBuilder&)> attrs = nullptr) {
   return {name, [=](GraphBuilder& b) {
@@ -464,24 +471,17 @@ std::vector<OpCase> cases() {
                  b.output(b.op("tern::maximum", {x, y}, DType::F32, {3, 4, 5}));
                  b.output(b.op("tern::minimum", {y, x}, DType::F32, {3, 4, 5}));
                }, kEw});
-  // repeat (Dance Diffusion's UNet1D, LTX-Video's VAE): inner and outer dims, a leading new
-  // dim, and a 5-D input whose repeat merges to fewer than 6 copy dims.
   // index_select by constant index maps (blob version 10: i64 constants): along an inner dim
   // (outer 6), the last, the first, and a replicate-padding map over a flattened volume as the
   // causal video VAEs export (x.flatten()[m]: each output element one input element).
   c.push_back({"index_select_constant_maps", [](GraphBuilder& b) {
-                 auto index = [&](const std::string& name, std::vector<int64_t> m) {
-                   std::vector<uint8_t> bytes(m.size() * 8);
-                   std::memcpy(bytes.data(), m.data(), bytes.size());
-                   return b.constant(name, DType::I64, {static_cast<int64_t>(m.size())}, bytes);
-                 };
                  const int x = b.input("x", DType::F32, {2, 3, 5, 4});
                  const int r = b.op("tern::tanh", {x}, DType::F32, {2, 3, 5, 4});
-                 b.output(b.op("tern::index_select", {r, b.int_value(2), index("m2", {0, 0, 4, 2, 2, 1, 4})},
+                 b.output(b.op("tern::index_select", {r, b.int_value(2), i64_constant(b, "m2", {0, 0, 4, 2, 2, 1, 4})},
                                DType::F32, {2, 3, 7, 4}));
-                 b.output(b.op("tern::index_select", {r, b.int_value(-1), index("m3", {3, 0})},
+                 b.output(b.op("tern::index_select", {r, b.int_value(-1), i64_constant(b, "m3", {3, 0})},
                                DType::F32, {2, 3, 5, 2}));
-                 b.output(b.op("tern::index_select", {r, b.int_value(0), index("m0", {1, 1, 0})},
+                 b.output(b.op("tern::index_select", {r, b.int_value(0), i64_constant(b, "m0", {1, 1, 0})},
                                DType::F32, {3, 3, 5, 4}));
                  // Replicate padding of a [2, 3, 4] volume by 1 before each dim: [3, 4, 5].
                  std::vector<int64_t> pad;
@@ -495,7 +495,7 @@ std::vector<OpCase> cases() {
                  }
                  const int y = b.input("y", DType::F32, {24});
                  const int s = b.op("tern::sigmoid", {y}, DType::F32, {24});
-                 b.output(b.op("tern::index_select", {s, b.int_value(0), index("replicate", pad)},
+                 b.output(b.op("tern::index_select", {s, b.int_value(0), i64_constant(b, "replicate", pad)},
                                DType::F32, {60}));
                }, kEw});
   // A 3-D pixel shuffle through rank-8 values (LTX-Video's VAE upsampler: reshape to [B, C,
@@ -522,23 +522,20 @@ std::vector<OpCase> cases() {
   // index_copy by constant indices: a run (YOLO's keypoint head, y[:, 2::3] = sigmoid(...))
   // as one strided copy over a copy of x, and any other order one copy per index.
   c.push_back({"index_copy_constant", [](GraphBuilder& b) {
-                 auto index = [&](const std::string& name, std::vector<int64_t> m) {
-                   std::vector<uint8_t> bytes(m.size() * 8);
-                   std::memcpy(bytes.data(), m.data(), bytes.size());
-                   return b.constant(name, DType::I64, {static_cast<int64_t>(m.size())}, bytes);
-                 };
                  const int x = b.input("x", DType::F32, {2, 9, 4});
                  const int r = b.op("tern::relu", {x}, DType::F32, {2, 9, 4});
                  const int s = b.op("tern::slice", {r, b.int_value(1), b.int_value(2), b.int_value(9),
                                                     b.int_value(3)}, DType::F32, {2, 3, 4});
                  const int sg = b.op("tern::sigmoid", {s}, DType::F32, {2, 3, 4});
-                 b.output(b.op("tern::index_copy", {r, b.int_value(1), index("run", {2, 5, 8}), sg},
+                 b.output(b.op("tern::index_copy", {r, b.int_value(1), i64_constant(b, "run", {2, 5, 8}), sg},
                                DType::F32, {2, 9, 4}));
                  const int y = b.input("y", DType::F32, {2, 3, 4});
                  const int t = b.op("tern::tanh", {y}, DType::F32, {2, 3, 4});
-                 b.output(b.op("tern::index_copy", {r, b.int_value(-2), index("order", {7, 0, 3}), t},
+                 b.output(b.op("tern::index_copy", {r, b.int_value(-2), i64_constant(b, "order", {7, 0, 3}), t},
                                DType::F32, {2, 9, 4}));
                }, kEw});
+  // repeat (Dance Diffusion's UNet1D, LTX-Video's VAE): inner and outer dims, a leading new
+  // dim, and a 5-D input whose repeat merges to fewer than 6 copy dims.
   c.push_back({"repeat", [](GraphBuilder& b) {
                  const int x = b.input("x", DType::F32, {2, 3, 4});
                  const int r = b.op("tern::relu", {x}, DType::F32, {2, 3, 4});
