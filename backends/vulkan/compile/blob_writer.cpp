@@ -148,11 +148,7 @@ uint32_t BlobBuilder::input(int id, const float* bool_as) {
   if (it != ids_.end()) return it->second;
   const Value& v = tensor_value(graph_, id);
   if (v.is_constant) {
-    const size_t n = [&] {
-      size_t k = 1;
-      for (int64_t d : v.sizes) k *= static_cast<size_t>(d);
-      return k;
-    }();
+    const size_t n = static_cast<size_t>(numel_of(v.sizes));
     std::vector<float> data(n);
     if (v.dtype == DType::F32) {
       if (v.data.size() != 4 * n) throw Unsupported("constant '" + v.name + "' has no data");

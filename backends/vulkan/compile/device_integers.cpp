@@ -20,7 +20,7 @@ const Node* producer(const Graph& g, int id) {
 bool valid(const Graph& g, int id) { return id >= 0 && static_cast<size_t>(id) < g.values.size(); }
 
 int64_t bound_at(const Graph& g, int id, int depth) {
-  if (id < 0 || static_cast<size_t>(id) >= g.values.size() || depth > kMaxDepth) return 0;
+  if (!valid(g, id) || depth > kMaxDepth) return 0;
   const Value& v = g.values[static_cast<size_t>(id)];
   if (!v.is_tensor() || v.dtype != DType::I64 || v.is_constant || v.is_state) return 0;
   const Node* n = producer(g, id);
@@ -50,7 +50,6 @@ int64_t bound_at(const Graph& g, int id, int depth) {
   if (src.kind == Value::Kind::TensorList) {  // cat: every part a device integer
     int64_t b = 0;
     for (int t : src.tensors) {
-      if (!valid(g, t)) return 0;
       const int64_t part = bound_at(g, t, depth + 1);
       if (part == 0) return 0;
       b = std::max(b, part);

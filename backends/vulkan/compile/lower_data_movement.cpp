@@ -195,6 +195,22 @@ void lower_cat(BlobBuilder& b, const Node& n) {
   if (offset != os[static_cast<size_t>(dim)]) throw Unsupported("cat sizes");
 }
 
+/// The values of a constant int64 / int32 tensor.
+static std::vector<int64_t> constant_ints(const Value& v) {
+  const size_t width = v.dtype == DType::I64 ? 8 : 4;
+  std::vector<int64_t> out(v.data.size() / width);
+  for (size_t k = 0; k < out.size(); ++k) {
+    if (width == 8) {
+      std::memcpy(&out[k], v.data.data() + 8 * k, 8);
+    } else {
+      int32_t i = 0;
+      std::memcpy(&i, v.data.data() + 4 * k, 4);
+      out[k] = i;
+    }
+  }
+  return out;
+}
+
 /// tern::index_copy(x, dim, index, source) with a constant index: out = x, then source's slice
 /// k copied to slice index[k] of dim — one strided copy when the index is a run start + k·step
 /// (YOLO's keypoint head: y[:, 2::3] = y[:, 2::3].sigmoid()), else one per index (at most
@@ -212,18 +228,10 @@ void lower_index_copy(BlobBuilder& b, const Node& n) {
     throw Unsupported("index_copy: the index must be a constant 0-D or 1-D integer tensor");
   }
   const size_t dim = static_cast<size_t>(norm_dim(int_of(g, arg(n, 1)), xs.size()));
-  const size_t width = index.dtype == DType::I64 ? 8 : 4;
-  std::vector<int64_t> idx(index.data.size() / width);
-  for (size_t k = 0; k < idx.size(); ++k) {
-    if (width == 8) {
-      std::memcpy(&idx[k], index.data.data() + 8 * k, 8);
-    } else {
-      int32_t v = 0;
-      std::memcpy(&v, index.data.data() + 4 * k, 4);
-      idx[k] = v;
-    }
-    if (idx[k] < 0 || idx[k] >= xs[dim]) {
-      throw Unsupported("index_copy: constant index " + std::to_string(idx[k]) + " outside [0, " +
+  const std::vector<int64_t> idx = constant_ints(index);
+  for (int64_t i : idx) {
+    if (i < 0 || i >= xs[dim]) {
+      throw Unsupported("index_copy: constant index " + std::to_string(i) + " outside [0, " +
                         std::to_string(xs[dim]) + ")");
     }
   }
@@ -312,9 +320,7 @@ void lower_pad(BlobBuilder& b, const Node& n) {
 static void check_constant_indices(const Graph& g, int id, int64_t size) {
   const Value& v = val(g, id);
   if (!v.is_constant) return;
-  for (size_t k = 0; k + 8 <= v.data.size(); k += 8) {
-    int64_t i = 0;
-    std::memcpy(&i, v.data.data() + k, 8);
+  for (int64_t i : constant_ints(v)) {
     if (i < 0 || i >= size) {
       throw Unsupported("constant index " + std::to_string(i) + " outside [0, " +
                         std::to_string(size) + ")");

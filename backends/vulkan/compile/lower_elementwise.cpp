@@ -18,28 +18,24 @@ using vulkan::UnaryKind;
 
 // ---- elementwise ----
 
-void lower_binary(BlobBuilder& b, const Node& n, ElementwiseKind kind) {
+namespace {
+
+/// One elementwise node of `kind` on n's first argument and `other` (a tensor or a number of
+/// the graph; -1: the number `scalar`), broadcast to n's output; `alpha` scales b (add, sub).
+void binary_node(BlobBuilder& b, const Node& n, ElementwiseKind kind, int other, float scalar,
+                 double alpha) {
   const Graph& g = b.graph();
-  if (kind == ElementwiseKind::Div && has_arg(n, 2) && !is_none(g, arg(n, 2))) {
-    throw Unsupported("div with a rounding mode");
-  }
-  double alpha = 1.0;
-  if ((kind == ElementwiseKind::Add || kind == ElementwiseKind::Sub) && has_arg(n, 2)) {
-    alpha = num_of(g, arg(n, 2));
-  }
   const Value& av = val(g, arg(n, 0));
-  const Value& bv = val(g, arg(n, 1));
   if (!av.is_tensor()) throw Unsupported("scalar first operand");
   const Dims& os = shape(g, out_id(n));
   Dims dims = os, sa = broadcast_strides(av.sizes, os), sb(os.size(), 0), sc(os.size(), 0);
   std::vector<uint32_t> inputs{b.input(arg(n, 0))};
-  float scalar = 0.0f;
-  const bool has_b = bv.is_tensor();
+  const bool has_b = other >= 0 && val(g, other).is_tensor();
   if (has_b) {
-    sb = broadcast_strides(bv.sizes, os);
-    inputs.push_back(b.input(arg(n, 1)));
-  } else {
-    scalar = static_cast<float>(num_of(g, arg(n, 1)));
+    sb = broadcast_strides(val(g, other).sizes, os);
+    inputs.push_back(b.input(other));
+  } else if (other >= 0) {
+    scalar = static_cast<float>(num_of(g, other));
   }
   const uint32_t out = b.output(out_id(n));
   Dims d2 = dims, d3 = dims;
@@ -55,6 +51,20 @@ void lower_binary(BlobBuilder& b, const Node& n, ElementwiseKind kind) {
     p[14 + i] = param(sb[static_cast<size_t>(i)], "stride");
   }
   b.node(NodeOp::Elementwise, inputs, out, p, {static_cast<float>(alpha), scalar});
+}
+
+}  // namespace
+
+void lower_binary(BlobBuilder& b, const Node& n, ElementwiseKind kind) {
+  const Graph& g = b.graph();
+  if (kind == ElementwiseKind::Div && has_arg(n, 2) && !is_none(g, arg(n, 2))) {
+    throw Unsupported("div with a rounding mode");
+  }
+  double alpha = 1.0;
+  if ((kind == ElementwiseKind::Add || kind == ElementwiseKind::Sub) && has_arg(n, 2)) {
+    alpha = num_of(g, arg(n, 2));
+  }
+  binary_node(b, n, kind, arg(n, 1), 0.0f, alpha);
 }
 
 void lower_where(BlobBuilder& b, const Node& n) {
@@ -97,18 +107,10 @@ void lower_where(BlobBuilder& b, const Node& n) {
 
 void lower_logical_not(BlobBuilder& b, const Node& n) {
   // x == 0 (a bool's 0 / 1, or a number: NaN is true, so not NaN is false, as ATen).
-  const Dims& os = shape(b.graph(), out_id(n));
-  if (shape(b.graph(), arg(n, 0)) != os) throw Unsupported("logical_not output shape");
-  Dims dims = os, sa = contiguous_strides(os);
-  const uint32_t x = b.input(arg(n, 0));
-  pad6(&dims, &sa);
-  std::vector<int32_t> p(26, 0);
-  p[0] = static_cast<int32_t>(ElementwiseKind::Eq);
-  for (int i = 0; i < 6; ++i) {
-    p[2 + i] = param(dims[static_cast<size_t>(i)], "dim");
-    p[8 + i] = param(sa[static_cast<size_t>(i)], "stride");
+  if (shape(b.graph(), arg(n, 0)) != shape(b.graph(), out_id(n))) {
+    throw Unsupported("logical_not output shape");
   }
-  b.node(NodeOp::Elementwise, {x}, b.output(out_id(n)), p, {1.0f, 0.0f});
+  binary_node(b, n, ElementwiseKind::Eq, -1, 0.0f, 1.0);
 }
 
 void unary_node(BlobBuilder& b, const Node& n, UnaryKind kind, float lo, float hi) {

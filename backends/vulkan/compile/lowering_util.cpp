@@ -90,8 +90,6 @@ Dims broadcast_strides(const Dims& in, const Dims& out) {
   return r;
 }
 
-/// One strided copy node: `dims` index space, source strides/offset, destination
-/// strides/offset.
 namespace {
 
 /// Most copy nodes one copy may become when it has more than 6 dims after merging.

@@ -16,28 +16,36 @@ using vulkan::UnaryKind;
 
 using Lowering = std::function<void(BlobBuilder&, const Node&)>;
 
+Lowering binary(ElementwiseKind kind) {
+  return [kind](BlobBuilder& b, const Node& n) { lower_binary(b, n, kind); };
+}
+
+Lowering reduce(ReduceOp op) {
+  return [op](BlobBuilder& b, const Node& n) { lower_reduce(b, n, op); };
+}
+
 const std::map<std::string, Lowering>& table() {
   static const std::map<std::string, Lowering> t = {
       {"tern::linear", lower_linear},
       {"tern::addmm", lower_addmm},
       {"tern::matmul", [](BlobBuilder& b, const Node& n) { lower_matmul(b, n, false); }},
       {"tern::bmm", [](BlobBuilder& b, const Node& n) { lower_matmul(b, n, true); }},
-      {"tern::add", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Add); }},
-      {"tern::sub", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Sub); }},
-      {"tern::mul", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Mul); }},
-      {"tern::div", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Div); }},
+      {"tern::add", binary(ElementwiseKind::Add)},
+      {"tern::sub", binary(ElementwiseKind::Sub)},
+      {"tern::mul", binary(ElementwiseKind::Mul)},
+      {"tern::div", binary(ElementwiseKind::Div)},
       {"tern::where", lower_where},
-      {"tern::eq", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Eq); }},
-      {"tern::ne", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Ne); }},
-      {"tern::lt", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Lt); }},
-      {"tern::le", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Le); }},
-      {"tern::gt", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Gt); }},
-      {"tern::ge", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Ge); }},
-      {"tern::logical_and", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::LogicalAnd); }},
-      {"tern::logical_or", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::LogicalOr); }},
+      {"tern::eq", binary(ElementwiseKind::Eq)},
+      {"tern::ne", binary(ElementwiseKind::Ne)},
+      {"tern::lt", binary(ElementwiseKind::Lt)},
+      {"tern::le", binary(ElementwiseKind::Le)},
+      {"tern::gt", binary(ElementwiseKind::Gt)},
+      {"tern::ge", binary(ElementwiseKind::Ge)},
+      {"tern::logical_and", binary(ElementwiseKind::LogicalAnd)},
+      {"tern::logical_or", binary(ElementwiseKind::LogicalOr)},
       {"tern::logical_not", lower_logical_not},
-      {"tern::maximum", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Maximum); }},
-      {"tern::minimum", [](BlobBuilder& b, const Node& n) { lower_binary(b, n, ElementwiseKind::Minimum); }},
+      {"tern::maximum", binary(ElementwiseKind::Maximum)},
+      {"tern::minimum", binary(ElementwiseKind::Minimum)},
       {"tern::relu", [](BlobBuilder& b, const Node& n) { unary_node(b, n, UnaryKind::Clamp, 0.0f, kInf); }},
       {"tern::hardtanh", [](BlobBuilder& b, const Node& n) { lower_clamp(b, n, true); }},
       {"tern::clamp", [](BlobBuilder& b, const Node& n) { lower_clamp(b, n, false); }},
@@ -93,13 +101,13 @@ const std::map<std::string, Lowering>& table() {
       {"tern::split", lower_split},
       {"tern::cat", lower_cat},
       {"tern::pad", lower_pad},
-      {"tern::mean", [](BlobBuilder& b, const Node& n) { lower_reduce(b, n, ReduceOp::Mean); }},
-      {"tern::sum", [](BlobBuilder& b, const Node& n) { lower_reduce(b, n, ReduceOp::Sum); }},
-      {"tern::amax", [](BlobBuilder& b, const Node& n) { lower_reduce(b, n, ReduceOp::Max); }},
-      {"tern::amin", [](BlobBuilder& b, const Node& n) { lower_reduce(b, n, ReduceOp::Min); }},
+      {"tern::mean", reduce(ReduceOp::Mean)},
+      {"tern::sum", reduce(ReduceOp::Sum)},
+      {"tern::amax", reduce(ReduceOp::Max)},
+      {"tern::amin", reduce(ReduceOp::Min)},
       {"tern::cumsum", lower_cumsum},
-      {"tern::argmax", [](BlobBuilder& b, const Node& n) { lower_reduce(b, n, ReduceOp::ArgMax); }},
-      {"tern::argmin", [](BlobBuilder& b, const Node& n) { lower_reduce(b, n, ReduceOp::ArgMin); }},
+      {"tern::argmax", reduce(ReduceOp::ArgMax)},
+      {"tern::argmin", reduce(ReduceOp::ArgMin)},
       {"tern::embedding", lower_embedding},
       {"tern::index_select", lower_index_select},
       {"tern::index_copy", lower_index_copy},

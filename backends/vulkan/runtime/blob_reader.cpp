@@ -400,12 +400,12 @@ struct NodeChecker {
       case NodeOp::Reduce: {
         TERN_RETURN_IF_ERROR(need_inputs(1, 1));
         if (p[0] < 0 || p[0] > kLastReduceKind) return fail("reduce kind", kLastReduceKind, static_cast<uint32_t>(p[0]));
+        const uint64_t exact = static_cast<uint64_t>(exact_int_limit(plan.header.storage));
         if ((p[0] == static_cast<int32_t>(ReduceKind::ArgMax) ||
              p[0] == static_cast<int32_t>(ReduceKind::ArgMin)) &&
-            product(p + 14, 6) > static_cast<uint64_t>(exact_int_limit(plan.header.storage))) {
+            product(p + 14, 6) > exact) {
           return fail("argmax / argmin reduced elements (at most the storage's exact integers)",
-                      static_cast<uint64_t>(exact_int_limit(plan.header.storage)),
-                      product(p + 14, 6));
+                      exact, product(p + 14, 6));
         }
         TERN_RETURN_IF_ERROR(params_in(1, 6, 1));
         TERN_RETURN_IF_ERROR(params_in(7, 6, 0));
@@ -639,7 +639,7 @@ bool node_input_type_ok(uint32_t op, uint32_t slot, uint32_t type) {
         return t == ValueType::Quant;
       }
       return t == ValueType::F32;
-    default:  // bools are 0 / 1 floats, integers held as floats floats
+    default:  // bools are 0 / 1 floats, and an argmax's integers floats too
       return t == ValueType::F32 || t == ValueType::Bool || t == ValueType::I64AsFloat;
   }
 }
@@ -656,8 +656,26 @@ const char* node_input_type_text(uint32_t op, uint32_t slot) {
         return "quantized weight";
       }
       return "f32";
-    default: return "f32 or bool";
+    default: return "f32 (a bool or integers held as floats too)";
   }
+}
+
+/// Whether value `v`'s type may have its kind (the value record's rules, README): f32 any;
+/// i64 an input or a constant; i32 an input; bool and i64-as-floats an input or an output; a
+/// quantized weight a rank-2 constant of an f32-storage blob.
+static bool value_type_allowed(const BlobValue& v, uint32_t storage) {
+  const bool input = v.kind == static_cast<uint32_t>(ValueKind::ExternalInput);
+  const bool edge = input || v.kind == static_cast<uint32_t>(ValueKind::ExternalOutput);
+  const bool constant = v.kind == static_cast<uint32_t>(ValueKind::Constant);
+  switch (static_cast<ValueType>(v.type)) {
+    case ValueType::F32: return true;
+    case ValueType::I64: return input || constant;
+    case ValueType::I32: return input;
+    case ValueType::Bool:
+    case ValueType::I64AsFloat: return edge;
+    case ValueType::Quant: return constant && v.rank == 2 && storage == kStorageF32;
+  }
+  return false;  // past kLastValueType
 }
 
 static const char* value_type_name(uint32_t type) {
@@ -765,24 +783,13 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
       err = set_error_message(Error::InvalidProgram, "vulkan blob: value %u: kind %u, expected 0..3", i, v.kind);
       break;
     }
-    if (v.type > kLastValueType ||
-        (v.type == static_cast<uint32_t>(ValueType::I64) &&
-         v.kind != static_cast<uint32_t>(ValueKind::ExternalInput) &&
-         v.kind != static_cast<uint32_t>(ValueKind::Constant)) ||
-        (v.type == static_cast<uint32_t>(ValueType::I32) &&
-         v.kind != static_cast<uint32_t>(ValueKind::ExternalInput)) ||
-        ((v.type == static_cast<uint32_t>(ValueType::Bool) ||
-          v.type == static_cast<uint32_t>(ValueType::I64AsFloat)) &&
-         v.kind != static_cast<uint32_t>(ValueKind::ExternalInput) &&
-         v.kind != static_cast<uint32_t>(ValueKind::ExternalOutput)) ||
-        (v.type == static_cast<uint32_t>(ValueType::Quant) &&
-         (v.kind != static_cast<uint32_t>(ValueKind::Constant) || v.rank != 2 ||
-          h.storage != kStorageF32))) {
+    if (!value_type_allowed(v, h.storage)) {
       err = set_error_message(Error::InvalidProgram,
                               "vulkan blob: value %u (%s, rank %u): type %u, expected 0 (f32), 1 "
                               "(i64), 3 (i32), 4 (bool) or 5 (i64 as floats) for an external "
-                              "input, 0, 4 or 5 for an external output, 0 for an internal value, 0, 1 or 2 (quantized: "
-                              "rank 2, an f32-storage blob) for a constant (storage %u)", i,
+                              "input, 0, 4 or 5 for an external output, 0 for an internal "
+                              "value, 0, 1 or 2 (quantized: rank 2, an f32-storage blob) for a "
+                              "constant (storage %u)", i,
                               kind_name(v.kind), v.rank, v.type, h.storage);
       break;
     }

@@ -6,10 +6,9 @@
 // copies the inputs into the staging buffer, re-submits that command buffer, waits on a fence
 // and copies the outputs out: no host or Vulkan allocation. An f16-storage blob holds its f32
 // values as f16 on the device (the shaders' f16 variants); its f32 arguments are converted to
-// and from f16 in those staging copies.
+// and from f16 in those staging copies (delegate_args.h: every argument's form at the edges).
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +16,7 @@
 #include <new>
 
 #include "backends/vulkan/runtime/blob_reader.h"
+#include "backends/vulkan/runtime/delegate_args.h"
 #include "backends/vulkan/runtime/dispatch_plan.h"
 #include "backends/vulkan/runtime/register_vulkan_backend.h"
 #include "backends/vulkan/runtime/vulkan_api.h"
@@ -26,7 +26,6 @@
 #include "runtime/core/log.h"
 #include "runtime/core/platform.h"
 #include "runtime/core/tensor_view.h"
-#include "runtime/kernels/util/float16_bits.h"
 
 namespace tern {
 namespace vulkan {
@@ -49,23 +48,6 @@ struct Buffer {
   void* mapped = nullptr;
   uint64_t size = 0;
   uint64_t allocated = 0;  ///< bytes of `memory` (the driver's requirement: size or more)
-};
-
-struct External {
-  uint32_t value = 0;
-  uint32_t arg = 0;
-  bool input = false;
-  DType dtype = DType::F32;     ///< the argument's: f32, bool, or i64 / i32 (indices, ends)
-  bool f16 = false;             ///< an f32 / bool argument held as f16 (an f16-storage blob)
-  /// An i64 argument held as the storage's floats (ValueType::I64AsFloat): converted at the
-  /// edges, an input beyond `exact` refused.
-  bool int_as_float = false;
-  int64_t exact = 0;
-  uint64_t bytes = 0;           ///< the argument tensor's bytes
-  uint64_t staging_bytes = 0;   ///< its bytes on the device and in `staging`
-  uint64_t staging_offset = 0;
-  uint32_t rank = 0;
-  int64_t sizes[kMaxDims] = {};
 };
 
 /// An integer input the host checks before each submit, as the portable kernel checks it: an
@@ -218,25 +200,7 @@ Error lay_out(VulkanDelegate* d, uint64_t* weights_bytes, uint64_t* arena_bytes,
     if (k == ValueKind::Internal) continue;
     External& x = d->externals[d->num_externals++];
     new (&x) External();
-    x.value = i;
-    x.arg = v.arg;
-    x.input = k == ValueKind::ExternalInput;
-    x.int_as_float = v.type == static_cast<uint32_t>(ValueType::I64AsFloat);
-    x.exact = exact_int_limit(p.header.storage);
-    x.dtype = v.type == static_cast<uint32_t>(ValueType::I64) || x.int_as_float ? DType::I64
-              : v.type == static_cast<uint32_t>(ValueType::I32)                ? DType::I32
-              : v.type == static_cast<uint32_t>(ValueType::Bool)               ? DType::Bool
-                                                                               : DType::F32;
-    x.f16 = (x.dtype == DType::F32 || x.dtype == DType::Bool || x.int_as_float) &&
-            p.header.storage == kStorageF16;
-    // The argument's bytes (a bool: one per element; an integer held as floats: 8).
-    x.bytes = x.dtype == DType::Bool ? value_numel(v)
-              : x.int_as_float       ? 8 * value_numel(v)
-                                     : value_bytes(v, kStorageF32);
-    x.staging_bytes = value_bytes(v, p.header.storage);
-    x.staging_offset = s;
-    x.rank = v.rank;
-    for (uint32_t r = 0; r < v.rank; ++r) x.sizes[r] = static_cast<int64_t>(v.dims[r]);
+    describe_external(v, i, p.header.storage, s, &x);
     s += bytes;
   }
   *weights_bytes = w;
@@ -591,92 +555,6 @@ Error build(VulkanContext& c, VulkanDelegate* d) {
   return record(d);
 }
 
-/// Checks argument `x` of a call: a tensor of the blob's element type and sizes.
-Error check_arg(const External& x, Span<EValue*> args) {
-  TERN_CHECK_OR_RETURN_ERROR(x.arg < args.size() && args[x.arg] != nullptr &&
-                                 args[x.arg]->is_tensor(),
-                             InvalidArgument, "vulkan: argument %u: expected a tensor (of %zu)",
-                             x.arg, args.size());
-  const TensorView& t = args[x.arg]->to_tensor();
-  const DType want = x.dtype;
-  TERN_CHECK_OR_RETURN_ERROR(t.dtype == want, InvalidArgument,
-                             "vulkan: argument %u: dtype %s, expected %s", x.arg,
-                             to_string(t.dtype), to_string(want));
-  // An argument of rank above kMaxDims was recorded with its leading dims merged into the
-  // first (the compiler's rule): compared the same way.
-  const uint32_t merged = t.rank > kMaxDims && x.rank == kMaxDims ? t.rank - kMaxDims : 0;
-  bool same = (t.rank == x.rank || merged > 0) && t.is_contiguous() &&
-              (t.rank == 0 || t.sizes != nullptr);
-  if (same && t.rank > 0) {
-    int64_t first = t.sizes[0];
-    for (uint32_t r = 1; same && r <= merged; ++r) {
-      same = first >= 0 && t.sizes[r] >= 0 && (t.sizes[r] == 0 || first <= INT64_MAX / t.sizes[r]);
-      first = same ? first * t.sizes[r] : 0;
-    }
-    same = same && first == x.sizes[0];
-    for (uint32_t r = 1; same && r < x.rank; ++r) same = t.sizes[r + merged] == x.sizes[r];
-  }
-  TERN_CHECK_OR_RETURN_ERROR(same && t.nbytes >= x.bytes && t.data != nullptr, InvalidArgument,
-                             "vulkan: argument %u: a contiguous tensor of %u dims and %llu "
-                             "bytes expected (rank %u, %llu bytes)", x.arg, x.rank,
-                             static_cast<unsigned long long>(x.bytes), t.rank,
-                             static_cast<unsigned long long>(t.nbytes));
-  return Error::Ok;
-}
-
-/// A bool argument's `n` bytes as the device's 0 / 1 floats (f32, or f16 when `f16`).
-void bool_to_floats(const uint8_t* src, uint64_t n, bool f16, uint8_t* dst) {
-  if (f16) {
-    uint16_t* h = reinterpret_cast<uint16_t*>(dst);
-    for (uint64_t k = 0; k < n; ++k) h[k] = src[k] != 0 ? 0x3C00 : 0;  // binary16 1.0, 0.0
-    return;
-  }
-  float* f = reinterpret_cast<float*>(dst);
-  for (uint64_t k = 0; k < n; ++k) f[k] = src[k] != 0 ? 1.0f : 0.0f;
-}
-
-/// The device's `n` floats of a bool output as bytes: a nonzero float (NaN too) is true, as
-/// ATen's conversion to bool.
-void floats_to_bool(const uint8_t* src, uint64_t n, bool f16, uint8_t* dst) {
-  if (f16) {
-    const uint16_t* h = reinterpret_cast<const uint16_t*>(src);
-    for (uint64_t k = 0; k < n; ++k) dst[k] = (h[k] & 0x7FFF) != 0 ? 1 : 0;  // not +-0
-    return;
-  }
-  const float* f = reinterpret_cast<const float*>(src);
-  for (uint64_t k = 0; k < n; ++k) dst[k] = f[k] != 0.0f || std::isnan(f[k]) ? 1 : 0;
-}
-
-/// An I64AsFloat input's integers as the device's floats; one beyond the storage's exact
-/// integers is InvalidArgument naming it.
-Error ints_to_floats(const External& x, const int64_t* src, uint8_t* dst) {
-  const uint64_t n = x.bytes / 8;
-  for (uint64_t k = 0; k < n; ++k) {
-    TERN_CHECK_OR_RETURN_ERROR(src[k] >= -x.exact && src[k] <= x.exact, InvalidArgument,
-                               "vulkan: argument %u: element %llu is %lld; this delegate holds "
-                               "the integers as %s floats, exact within +-%lld",
-                               x.arg, static_cast<unsigned long long>(k),
-                               static_cast<long long>(src[k]), x.f16 ? "f16" : "f32",
-                               static_cast<long long>(x.exact));
-    const float f = static_cast<float>(src[k]);
-    if (x.f16) {
-      reinterpret_cast<uint16_t*>(dst)[k] = portable::float_to_half(f);
-    } else {
-      reinterpret_cast<float*>(dst)[k] = f;
-    }
-  }
-  return Error::Ok;
-}
-
-/// The device's `n` integer-valued floats of an I64AsFloat output as int64.
-void floats_to_ints(const uint8_t* src, uint64_t n, bool f16, int64_t* dst) {
-  for (uint64_t k = 0; k < n; ++k) {
-    const float f = f16 ? portable::half_to_float(reinterpret_cast<const uint16_t*>(src)[k])
-                        : reinterpret_cast<const float*>(src)[k];
-    dst[k] = std::isfinite(f) ? static_cast<int64_t>(f) : 0;  // finite by construction
-  }
-}
-
 /// Integer `k` of an i64 / i32 argument.
 int64_t integer_at(const External& x, const void* data, uint64_t k) {
   return x.dtype == DType::I64 ? static_cast<const int64_t*>(data)[k]
@@ -808,20 +686,7 @@ class VulkanBackend final : public BackendInterface {
       const External& x = d->externals[e];
       TERN_RETURN_IF_ERROR(check_arg(x, args));
       if (x.input) {
-        const void* src = args[x.arg]->to_tensor().data;
-        if (x.dtype == DType::Bool) {
-          bool_to_floats(static_cast<const uint8_t*>(src), x.bytes, x.f16,
-                         staging + x.staging_offset);
-        } else if (x.int_as_float) {
-          TERN_RETURN_IF_ERROR(ints_to_floats(x, static_cast<const int64_t*>(src),
-                                              staging + x.staging_offset));
-        } else if (x.f16) {
-          const float* f = static_cast<const float*>(src);
-          uint16_t* h = reinterpret_cast<uint16_t*>(staging + x.staging_offset);
-          for (uint64_t k = 0; k < x.bytes / 4; ++k) h[k] = portable::float_to_half(f[k]);
-        } else {
-          std::memcpy(staging + x.staging_offset, src, x.bytes);
-        }
+        TERN_RETURN_IF_ERROR(copy_in(x, args[x.arg]->to_tensor().data, staging));
       }
     }
     for (uint32_t i = 0; i < d->num_index_checks; ++i) {
@@ -834,20 +699,7 @@ class VulkanBackend final : public BackendInterface {
     if (timed) context.report_part(context.part_sink, "vulkan submit + wait", t1, t2);
     for (uint32_t e = 0; e < d->num_externals; ++e) {
       const External& x = d->externals[e];
-      if (!x.input) {
-        void* dst = args[x.arg]->to_tensor().data;
-        if (x.dtype == DType::Bool) {
-          floats_to_bool(staging + x.staging_offset, x.bytes, x.f16, static_cast<uint8_t*>(dst));
-        } else if (x.int_as_float) {
-          floats_to_ints(staging + x.staging_offset, x.bytes / 8, x.f16, static_cast<int64_t*>(dst));
-        } else if (x.f16) {
-          const uint16_t* h = reinterpret_cast<const uint16_t*>(staging + x.staging_offset);
-          float* f = static_cast<float*>(dst);
-          for (uint64_t k = 0; k < x.bytes / 4; ++k) f[k] = portable::half_to_float(h[k]);
-        } else {
-          std::memcpy(dst, staging + x.staging_offset, x.bytes);
-        }
-      }
+      if (!x.input) copy_out(x, staging, args[x.arg]->to_tensor().data);
     }
     if (timed) context.report_part(context.part_sink, "outputs out (staging copies)", t2, monotonic_ns());
     return Error::Ok;
