@@ -1121,10 +1121,8 @@ TEST(VulkanConformanceEmbedding, IndexSelectByAnInputIndexAlongAnInnerDim) {
   const int idx = b.input("idx", DType::I64, {5});
   const int r = b.op("tern::relu", {x}, DType::F32, {2, 4, 3});
   b.output(b.op("tern::index_select", {r, b.int_value(1), idx}, DType::F32, {2, 5, 3}));
-  ASSERT_EQ(compiler::VulkanBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes[1]), "");
-  delegate_vulkan(b, 0, 1);
-  const compiler::Graph graph = b.build();
-  const std::vector<uint8_t> pte = testing::compile_graph(graph);
+  const std::vector<uint8_t> pte = whole_delegate_program(b, vulkan::kStorageF32);
+  ASSERT_FALSE(pte.empty());
   testing::LoadedProgram lp(pte);
   testing::MethodMemory memory(lp.program().method_meta("forward").get(), -1, 0, 1 << 20);
   auto method = lp.program().load_method("forward", memory.manager());
