@@ -180,7 +180,7 @@ enum class UnaryKind : int32_t {
   Floor = 18,
   Ceil = 19,
   Round = 20,      ///< half to even
-  Sin = 21,        ///< (version 9) argument reduced by pi/2 in three parts with fma
+  Sin = 21,        ///< (version 9) argument reduced by pi/2 in three exact parts (no fma: unary.comp)
   Cos = 22,        ///< (version 9)
   Softplus = 23,   ///< (version 9) fparams[0] beta, [1] threshold: x beta > threshold ? x : log1p(e^(x beta)) / beta
 };
