@@ -45,5 +45,7 @@ const char* node_input_type_text(uint32_t op, uint32_t slot);
 
 /// The op's name as messages show it ("matmul"; "?" for an unknown op).
 const char* node_op_name(uint32_t op);
+/// A value kind's name as messages show it ("external input"; "?" for an unknown kind).
+const char* value_kind_name(uint32_t kind);
 
 }  // namespace tern::vulkan

@@ -229,4 +229,26 @@ inline std::map<int, std::vector<float>> run_guarded(const compiler::Graph& grap
   return outputs;
 }
 
+/// A constant f32 tensor of `sizes` with random values in [-scale, scale) from `seed`.
+inline int constant(GraphBuilder& b, const std::string& name, std::vector<int64_t> sizes,
+                    uint32_t seed, float scale = 0.5f) {
+  const size_t n = numel(sizes);
+  return b.constant_f32(name, std::move(sizes), random_floats(n, seed, -scale, scale));
+}
+
+/// The program of `b` with every node in one vulkan delegate of `storage` (empty, with a test
+/// failure, when a node is not taken).
+inline std::vector<uint8_t> whole_delegate_program(GraphBuilder& b, uint32_t storage) {
+  for (size_t k = 0; k < b.num_nodes(); ++k) {
+    const std::string why =
+        compiler::VulkanBackendCompiler::unsupported_reason(b.graph(), b.graph().nodes[k]);
+    if (!why.empty()) {
+      ADD_FAILURE() << "node " << k << " (" << b.graph().nodes[k].op << "): " << why;
+      return {};
+    }
+  }
+  delegate_vulkan(b, 0, static_cast<int>(b.num_nodes()) - 1, storage);
+  return testing::compile_graph(b.build());
+}
+
 }  // namespace tern::vulkan_test
