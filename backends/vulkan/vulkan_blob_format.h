@@ -1,4 +1,4 @@
-// The vulkan delegate blob, version 10: shared by the compile half (writer) and the runtime half
+// The vulkan delegate blob, version 11: shared by the compile half (writer) and the runtime half
 // (reader). Plain structs only (no STL): the runtime includes this file. The byte layout is
 // documented in backends/vulkan/README.md; all fields are little-endian.
 #pragma once
@@ -26,9 +26,10 @@ constexpr char kBlobMagic[4] = {'T', 'V', 'K', 'N'};
 /// 11's params[3] (an outer count: index_select along an inner dim), cumsum (node op 20) and
 /// the reduce node's kind (params[0]: amax, amin), comparisons and logical and / or
 /// (elementwise kinds 7 to 14), bool externals (value type 4), argmax / argmin (reduce kinds 3
-/// and 4) and integers held as floats (value type 5, node op 11's params[4]): a runtime that reads an older version falls
-/// back instead of refusing it as malformed.
-constexpr uint32_t kBlobVersion = 10;
+/// and 4) and integers held as floats (value type 5, node op 11's params[4]), version 10
+/// before int64 inputs read only by casts (value type 6): a runtime that reads an older
+/// version falls back instead of refusing it as malformed.
+constexpr uint32_t kBlobVersion = 11;
 /// Most dimensions of a value and of a strided iteration.
 constexpr uint32_t kMaxDims = 6;
 /// Most inputs of one node (attention: q, k, v, mask).
@@ -103,8 +104,13 @@ enum class ValueType : uint32_t {
   /// input element beyond that fails the execute. Inside the delegate such integers (an
   /// argmax's indices) are F32 values.
   I64AsFloat = 5,
+  /// (version 11) external inputs only: an int64 tensor the delegate reads only through casts
+  /// to float or bool, converted at the edge to the storage's float by rounding (ATen's int64
+  /// to float conversion; any value, nothing refused: a cast to bool sees zero as zero and
+  /// anything else as nonzero). Never an index.
+  I64CastToFloat = 6,
 };
-constexpr uint32_t kLastValueType = 5;
+constexpr uint32_t kLastValueType = 6;
 /// The largest integer magnitude every smaller one of which a float of the storage holds
 /// exactly: f32 2^24, f16 2^11.
 constexpr int64_t kExactIntF32 = int64_t{1} << 24;

@@ -212,13 +212,16 @@ Seed index_map() {
 }
 
 /// Version 10's comparisons, logical ops and where on a computed condition, with a bool input
-/// and a bool output (value type 4).
+/// and a bool output (value type 4); version 11's int64 input read only by a cast (type 6).
 Seed masks() {
   GraphBuilder b("forward");
   const int x = b.input("x", DType::F32, {3, 8});
   const int m = b.input("m", DType::Bool, {3, 8});
+  const int ids = b.input("attention_mask", DType::I64, {3, 8});
   const int gt = b.op("tern::gt", {x, b.double_value(0.25)}, DType::Bool, {3, 8});
-  const int both = b.op("tern::logical_and", {gt, m}, DType::Bool, {3, 8});
+  const int keep = b.op("tern::logical_and", {gt, m}, DType::Bool, {3, 8});
+  const int both = b.op("tern::logical_and",
+                        {keep, b.op("tern::cast", {ids}, DType::Bool, {3, 8})}, DType::Bool, {3, 8});
   b.output(b.op("tern::where", {both, x, b.double_value(-1.0)}, DType::F32, {3, 8}));
   b.output(b.op("tern::logical_not", {both}, DType::Bool, {3, 8}));
   return blob_of("masks", b);

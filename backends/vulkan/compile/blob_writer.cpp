@@ -166,7 +166,9 @@ uint32_t BlobBuilder::input(int id, const float* bool_as) {
     return c;
   }
   const bool device_int = v.dtype == DType::I64 && device_integer_bound(graph_, id) > 0;
-  if (v.dtype != DType::F32 && v.dtype != DType::Bool && !device_int) {
+  // An int64 value only casts read (an attention mask): floats rounded at the edge.
+  const bool cast_int = !device_int && read_only_by_casts(graph_, id);
+  if (v.dtype != DType::F32 && v.dtype != DType::Bool && !device_int && !cast_int) {
     throw Unsupported("tensor '" + v.name + "' of dtype " + to_string(v.dtype));
   }
   uint32_t arg = vulkan::kNoValue;
@@ -178,6 +180,7 @@ uint32_t BlobBuilder::input(int id, const float* bool_as) {
   const uint32_t b = add(ValueKind::ExternalInput,
                          v.dtype == DType::Bool ? ValueType::Bool
                          : device_int           ? ValueType::I64AsFloat
+                         : cast_int             ? ValueType::I64CastToFloat
                                                 : ValueType::F32,
                          v.sizes, arg);
   ids_[id] = b;

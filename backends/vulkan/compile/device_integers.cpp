@@ -19,6 +19,20 @@ const Node* producer(const Graph& g, int id) {
 
 bool valid(const Graph& g, int id) { return id >= 0 && static_cast<size_t>(id) < g.values.size(); }
 
+/// Whether node `n` reads `id`, directly or inside a tensor list argument.
+bool reads(const Graph& g, const Node& n, int id) {
+  for (int a : n.args) {
+    if (a == id) return true;
+    if (!valid(g, a)) continue;
+    const Value& l = g.values[static_cast<size_t>(a)];
+    if (l.kind == Value::Kind::TensorList &&
+        std::find(l.tensors.begin(), l.tensors.end(), id) != l.tensors.end()) {
+      return true;
+    }
+  }
+  return false;
+}
+
 int64_t bound_at(const Graph& g, int id, int depth) {
   if (!valid(g, id) || depth > kMaxDepth) return 0;
   const Value& v = g.values[static_cast<size_t>(id)];
@@ -62,5 +76,21 @@ int64_t bound_at(const Graph& g, int id, int depth) {
 }  // namespace
 
 int64_t device_integer_bound(const Graph& g, int id) { return bound_at(g, id, 0); }
+
+bool read_only_by_casts(const Graph& g, int id) {
+  if (!valid(g, id)) return false;
+  const Value& v = g.values[static_cast<size_t>(id)];
+  if (!v.is_tensor() || v.dtype != DType::I64 || v.is_constant || v.is_state) return false;
+  if (std::find(g.outputs.begin(), g.outputs.end(), id) != g.outputs.end()) return false;
+  bool read = false;
+  for (const Node& n : g.nodes) {
+    if (!reads(g, n, id)) continue;
+    if (n.op != "tern::cast" || n.outputs.size() != 1 || !valid(g, n.outputs[0])) return false;
+    const DType to = g.values[static_cast<size_t>(n.outputs[0])].dtype;
+    if (to != DType::F32 && to != DType::Bool) return false;
+    read = true;
+  }
+  return read;
+}
 
 }  // namespace tern::compiler::vulkan_compile

@@ -105,6 +105,22 @@ void lower_where(BlobBuilder& b, const Node& n) {
   b.node(NodeOp::Elementwise, {x, y, c}, b.output(out_id(n)), p, {1.0f, 0.0f});
 }
 
+void lower_cast(BlobBuilder& b, const Node& n) {
+  // Inside the delegate every value the backend takes is the storage's float (bools 0 / 1,
+  // integers held as floats), so a cast to f32 is a copy and a cast to bool is x != 0 (NaN is
+  // true, as ATen). Other target dtypes (integers, f16, bf16) are not taken: the output's
+  // checks refuse them.
+  const Dims& xs = shape(b.graph(), arg(n, 0));
+  if (xs != shape(b.graph(), out_id(n))) throw Unsupported("cast output shape");
+  if (val(b.graph(), out_id(n)).dtype == DType::Bool) {
+    binary_node(b, n, ElementwiseKind::Ne, -1, 0.0f, 1.0);
+    return;
+  }
+  const uint32_t x = b.input(arg(n, 0));
+  const int64_t count = numel(xs);
+  copy_node(b, x, b.output(out_id(n)), {count}, {1}, 0, {1}, 0);
+}
+
 void lower_logical_not(BlobBuilder& b, const Node& n) {
   // x == 0 (a bool's 0 / 1, or a number: NaN is true, so not NaN is false, as ATen).
   if (shape(b.graph(), arg(n, 0)) != shape(b.graph(), out_id(n))) {

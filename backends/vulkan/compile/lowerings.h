@@ -22,6 +22,8 @@ void lower_binary(BlobBuilder& b, const Node& n, vulkan::ElementwiseKind kind);
 void lower_where(BlobBuilder& b, const Node& n);
 /// logical_not(x): x == 0, a 0 / 1 float.
 void lower_logical_not(BlobBuilder& b, const Node& n);
+/// cast to f32 (a copy) or bool (x != 0); the input f32, bool or an int64 held as floats.
+void lower_cast(BlobBuilder& b, const Node& n);
 /// One unary node of `kind` (lo / hi: a clamp's bounds).
 void unary_node(BlobBuilder& b, const Node& n, vulkan::UnaryKind kind, float lo = 0,
                 float hi = 0);

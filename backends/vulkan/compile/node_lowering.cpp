@@ -44,6 +44,7 @@ const std::map<std::string, Lowering>& table() {
       {"tern::logical_and", binary(ElementwiseKind::LogicalAnd)},
       {"tern::logical_or", binary(ElementwiseKind::LogicalOr)},
       {"tern::logical_not", lower_logical_not},
+      {"tern::cast", lower_cast},
       {"tern::maximum", binary(ElementwiseKind::Maximum)},
       {"tern::minimum", binary(ElementwiseKind::Minimum)},
       {"tern::relu", [](BlobBuilder& b, const Node& n) { unary_node(b, n, UnaryKind::Clamp, 0.0f, kInf); }},
@@ -122,7 +123,7 @@ const std::map<std::string, Lowering>& table() {
 bool makes_bool(const std::string& op) {
   static const char* const kOps[] = {"tern::eq", "tern::ne", "tern::lt", "tern::le", "tern::gt",
                                      "tern::ge", "tern::logical_and", "tern::logical_or",
-                                     "tern::logical_not", "tern::where", "tern::repeat",
+                                     "tern::logical_not", "tern::where", "tern::repeat", "tern::cast",
                                      "tern::index_select"};
   for (const char* k : kOps) {
     if (op == k) return true;

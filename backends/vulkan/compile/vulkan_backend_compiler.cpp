@@ -26,8 +26,11 @@ bool VulkanBackendCompiler::supports(const Graph& graph, const Node& node) const
 
 bool VulkanBackendCompiler::accepts_region(const Graph& graph,
                                            const std::vector<int>& nodes) const {
+  // A region of only data movement and casts (copies, or one compare) is not worth a delegate
+  // call: the portable kernels do as much without the edge conversions.
   for (int n : nodes) {
-    if (!vulkan_compile::is_data_movement(graph.nodes[static_cast<size_t>(n)].op)) return true;
+    const std::string& op = graph.nodes[static_cast<size_t>(n)].op;
+    if (!vulkan_compile::is_data_movement(op) && op != "tern::cast") return true;
   }
   return false;
 }

@@ -78,8 +78,9 @@ bool node_input_type_ok(uint32_t op, uint32_t slot, uint32_t type) {
         return t == ValueType::Quant;
       }
       return t == ValueType::F32;
-    default:  // bools are 0 / 1 floats, and an argmax's integers floats too
-      return t == ValueType::F32 || t == ValueType::Bool || t == ValueType::I64AsFloat;
+    default:  // bools are 0 / 1 floats, an argmax's integers and a cast's int64 floats too
+      return t == ValueType::F32 || t == ValueType::Bool || t == ValueType::I64AsFloat ||
+             t == ValueType::I64CastToFloat;
   }
 }
 
@@ -100,8 +101,8 @@ const char* node_input_type_text(uint32_t op, uint32_t slot) {
 }
 
 /// Whether value `v`'s type may have its kind (the value record's rules, README): f32 any;
-/// i64 an input or a constant; i32 an input; bool and i64-as-floats an input or an output; a
-/// quantized weight a rank-2 constant of an f32-storage blob.
+/// i64 an input or a constant; i32 and i64-cast-to-floats an input; bool and i64-as-floats an
+/// input or an output; a quantized weight a rank-2 constant of an f32-storage blob.
 static bool value_type_allowed(const BlobValue& v, uint32_t storage) {
   const bool input = v.kind == static_cast<uint32_t>(ValueKind::ExternalInput);
   const bool edge = input || v.kind == static_cast<uint32_t>(ValueKind::ExternalOutput);
@@ -109,7 +110,8 @@ static bool value_type_allowed(const BlobValue& v, uint32_t storage) {
   switch (static_cast<ValueType>(v.type)) {
     case ValueType::F32: return true;
     case ValueType::I64: return input || constant;
-    case ValueType::I32: return input;
+    case ValueType::I32:
+    case ValueType::I64CastToFloat: return input;
     case ValueType::Bool:
     case ValueType::I64AsFloat: return edge;
     case ValueType::Quant: return constant && v.rank == 2 && storage == kStorageF32;
@@ -125,6 +127,7 @@ static const char* value_type_name(uint32_t type) {
     case ValueType::I32: return "i32";
     case ValueType::Bool: return "bool";
     case ValueType::I64AsFloat: return "i64 as floats";
+    case ValueType::I64CastToFloat: return "i64 cast to floats";
   }
   return "?";
 }
@@ -225,8 +228,8 @@ Error parse_blob(Span<const uint8_t> blob, BlobPlan* plan) {
     if (!value_type_allowed(v, h.storage)) {
       err = set_error_message(Error::InvalidProgram,
                               "vulkan blob: value %u (%s, rank %u): type %u, expected 0 (f32), 1 "
-                              "(i64), 3 (i32), 4 (bool) or 5 (i64 as floats) for an external "
-                              "input, 0, 4 or 5 for an external output, 0 for an internal "
+                              "(i64), 3 (i32), 4 (bool), 5 (i64 as floats) or 6 (i64 cast to "
+                              "floats) for an external input, 0, 4 or 5 for an external output, 0 for an internal "
                               "value, 0, 1 or 2 (quantized: rank 2, an f32-storage blob) for a "
                               "constant (storage %u)", i,
                               value_kind_name(v.kind), v.rank, v.type, h.storage);

@@ -34,11 +34,13 @@ void floats_to_bool(const uint8_t* src, uint64_t n, bool f16, uint8_t* dst) {
 }
 
 /// An I64AsFloat input's integers as the device's floats; one beyond the storage's exact
-/// integers is InvalidArgument naming it.
+/// integers is InvalidArgument naming it. An I64CastToFloat input's are rounded (the f32 of
+/// ATen's cast, then f16 in an f16-storage blob, as every f32 value entering it).
 Error ints_to_floats(const External& x, const int64_t* src, uint8_t* dst) {
   const uint64_t n = x.bytes / 8;
   for (uint64_t k = 0; k < n; ++k) {
-    TERN_CHECK_OR_RETURN_ERROR(src[k] >= -x.exact && src[k] <= x.exact, InvalidArgument,
+    TERN_CHECK_OR_RETURN_ERROR(x.rounded || (src[k] >= -x.exact && src[k] <= x.exact),
+                               InvalidArgument,
                                "vulkan: argument %u: element %llu is %lld; this delegate holds "
                                "the integers as %s floats, exact within +-%lld",
                                x.arg, static_cast<unsigned long long>(k),
@@ -70,7 +72,8 @@ void describe_external(const BlobValue& v, uint32_t index, uint32_t storage,
   x->value = index;
   x->arg = v.arg;
   x->input = v.kind == static_cast<uint32_t>(ValueKind::ExternalInput);
-  x->int_as_float = v.type == static_cast<uint32_t>(ValueType::I64AsFloat);
+  x->rounded = v.type == static_cast<uint32_t>(ValueType::I64CastToFloat);
+  x->int_as_float = v.type == static_cast<uint32_t>(ValueType::I64AsFloat) || x->rounded;
   x->exact = exact_int_limit(storage);
   x->dtype = v.type == static_cast<uint32_t>(ValueType::I64) || x->int_as_float ? DType::I64
              : v.type == static_cast<uint32_t>(ValueType::I32)                 ? DType::I32

@@ -21,9 +21,11 @@ struct External {
   bool input = false;
   DType dtype = DType::F32;     ///< the argument's: f32, bool, or i64 / i32 (indices, ends)
   bool f16 = false;             ///< an f32 / bool argument held as f16 (an f16-storage blob)
-  /// An i64 argument held as the storage's floats (ValueType::I64AsFloat): converted at the
-  /// edges, an input beyond `exact` refused.
+  /// An i64 argument held as the storage's floats (ValueType::I64AsFloat, I64CastToFloat):
+  /// converted at the edges; an input beyond `exact` refused unless `rounded` (an input read
+  /// only by casts: any value, rounded as ATen's cast rounds it).
   bool int_as_float = false;
+  bool rounded = false;
   int64_t exact = 0;
   uint64_t bytes = 0;           ///< the argument tensor's bytes
   uint64_t staging_bytes = 0;   ///< its bytes on the device and in `staging`

@@ -84,9 +84,9 @@ def _zoo(name):
 # name -> (factory, most vulkan delegates allowed). Every model of docs/models.md; the
 # torchvision classifiers at 64x64 (convnext_tiny is the zoo's, 64x64 too) to keep lavapipe
 # time down, the broader zoo at model_zoo.ZOO's sizes (64x64; inception_v3 75x75; maxvit_t
-# 224x224, its smallest). bert_tiny: its attention mask's int64 -> bool cast runs on the
-# portable kernels before the one delegate (the logical_and and the where on the computed
-# condition are the delegate's since blob version 10).
+# 224x224, its smallest). bert_tiny: one delegate holding every node since blob version 11
+# (its attention mask's int64 -> bool cast; the logical_and and the where on the computed
+# condition since version 10).
 MODELS = {
     "mlp": (_zoo("mlp"), 1),
     "gpt_block": (_zoo("gpt_block"), 1),

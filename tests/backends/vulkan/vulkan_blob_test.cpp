@@ -79,7 +79,7 @@ TEST(VulkanBlob, CorruptFieldsAreRefusedWithTheirName) {
       {patched<char>(blob, 0, 'X'), Error::InvalidProgram, "magic"},
       {patched<uint32_t>(blob, 4, 1), Error::DelegateInvalidCompatibility, "version 1"},
       {patched<uint32_t>(blob, 4, 2), Error::DelegateInvalidCompatibility,
-       "version 2, this runtime reads version 10"},
+       "version 2, this runtime reads version 11"},
       {patched<uint32_t>(blob, 4, 3), Error::DelegateInvalidCompatibility, "version 3"},
       {patched<uint32_t>(blob, 4, 4), Error::DelegateInvalidCompatibility, "version 4"},
       {patched<uint32_t>(blob, 4, 5), Error::DelegateInvalidCompatibility, "version 5"},
@@ -87,7 +87,8 @@ TEST(VulkanBlob, CorruptFieldsAreRefusedWithTheirName) {
       {patched<uint32_t>(blob, 4, 7), Error::DelegateInvalidCompatibility, "version 7"},
       {patched<uint32_t>(blob, 4, 8), Error::DelegateInvalidCompatibility, "version 8"},
       {patched<uint32_t>(blob, 4, 9), Error::DelegateInvalidCompatibility, "version 9"},
-      {patched<uint32_t>(blob, 4, 11), Error::DelegateInvalidCompatibility, "version 11"},
+      {patched<uint32_t>(blob, 4, 10), Error::DelegateInvalidCompatibility, "version 10"},
+      {patched<uint32_t>(blob, 4, 12), Error::DelegateInvalidCompatibility, "version 12"},
       {patched<uint32_t>(blob, offsetof(BlobHeader, storage), 2),
        Error::DelegateInvalidCompatibility, "storage type 2"},
       // An f32 blob read as f16: its constants hold 4 bytes per element, not 2 (w: 8 x 16).

@@ -269,7 +269,8 @@ TEST_F(VulkanGrouped, BlobReaderChecksGroupedNodes) {
         {patched<uint32_t>(blob, n0 + offsetof(BlobNode, inputs) + 8, first.inputs[0]),
          "is f32, expected i32 or i64 (group ends)"},
         {patched<uint32_t>(blob, ends_record + offsetof(vulkan::BlobValue, kind), 0),
-         "type 1, expected 0 (f32), 1 (i64), 3 (i32), 4 (bool) or 5 (i64 as floats) for an external"},
+         "type 1, expected 0 (f32), 1 (i64), 3 (i32), 4 (bool), 5 (i64 as floats) or 6 (i64 cast to "
+         "floats) for an external input"},
         {patched<int32_t>(blob, params + 4 * 1, kDim + 1), quant ? "expected [96, 41]" : "w elements (E K N): expected 3936, found 3840"},
     };
     if (!quant) {

@@ -424,6 +424,58 @@ TEST(VulkanBlob, BoolValuesOnlyAtTheEdges) {
   }
 }
 
+// An int64 input read only by casts (version 11): value type 6 on the external input, read by
+// the casts' copy and ne nodes; the type on an output, an internal value or a constant, or as
+// an embedding's indices, is refused.
+TEST(VulkanBlob, Int64ReadByCastsOnlyAsAnInput) {
+  GraphBuilder b;
+  const int m = b.input("m", DType::I64, {2, 4});
+  const int ids = b.input("ids", DType::I64, {3});
+  const int table = b.constant_f32("table", {5, 2}, random_floats(10, 3));
+  b.output(b.op("tern::cast", {m}, DType::F32, {2, 4}));
+  b.output(b.op("tern::cast", {m}, DType::Bool, {2, 4}));
+  b.output(b.op("tern::embedding", {table, ids}, DType::F32, {3, 2}));
+  delegate_vulkan(b, 0, 2);
+  const std::vector<uint8_t> blob = b.build().delegates.at(0).blob;
+  AlignedBlob a(blob);
+  vulkan::BlobPlan plan;
+  ASSERT_EQ(vulkan::parse_blob(Span<const uint8_t>(a.data(), blob.size()), &plan), Error::Ok)
+      << last_error_message();
+  const uint32_t kCast = static_cast<uint32_t>(vulkan::ValueType::I64CastToFloat);
+  size_t m_at = 0, ids_at = 0;
+  int found = 0;
+  for (uint32_t i = 0; i < plan.header.num_values; ++i) {
+    const BlobValue& v = plan.values[i];
+    if (v.kind != static_cast<uint32_t>(vulkan::ValueKind::ExternalInput)) continue;
+    if (v.type == kCast) m_at = i, ++found;
+    if (v.type == static_cast<uint32_t>(vulkan::ValueType::I64)) ids_at = i, ++found;
+  }
+  vulkan::free_blob_plan(&plan);
+  ASSERT_EQ(found, 2) << "m as i64 cast to floats, ids as i64";
+  // m as an output or an internal value or a constant: refused naming the type.
+  for (uint32_t kind : {0u, 2u, 3u}) {
+    std::vector<uint8_t> bad = blob;
+    const size_t at = sizeof(BlobHeader) + m_at * sizeof(BlobValue);
+    BlobValue v;
+    std::memcpy(&v, bad.data() + at, sizeof(v));
+    v.kind = kind;
+    std::memcpy(bad.data() + at, &v, sizeof(v));
+    EXPECT_EQ(parse(bad), Error::InvalidProgram) << kind;
+    EXPECT_NE(std::string(last_error_message()).find("type 6"), std::string::npos)
+        << last_error_message();
+  }
+  // The embedding's indices as type 6 (rounded floats are no indices): refused.
+  std::vector<uint8_t> bad = blob;
+  const size_t at = sizeof(BlobHeader) + ids_at * sizeof(BlobValue);
+  BlobValue v;
+  std::memcpy(&v, bad.data() + at, sizeof(v));
+  v.type = kCast;
+  std::memcpy(bad.data() + at, &v, sizeof(v));
+  EXPECT_EQ(parse(bad), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("embedding"), std::string::npos)
+      << last_error_message();
+}
+
 // An argmax's indices (version 10): a reduce node of kind 3 writing floats, read by an
 // embedding node with params[4] = 1 and leaving as value type 5 (i64 as floats); the reduced
 // count is checked against the storage's exact integers, the float-index flag against the

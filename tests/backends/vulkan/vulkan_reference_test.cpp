@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -235,6 +236,61 @@ TEST(VulkanConformanceCompare, ComparisonsLogicalOpsAndWhereOnAComputedCondition
   }
 }
 
+// Casts (blob version 11): an int64 input read only by casts (an attention mask's int64 ->
+// bool, then -> f32 through where; a timestep's int64 -> f32) enters the delegate as floats
+// rounded at its edge, any value accepted: int64 -> f32 is C++'s (and ATen's) rounding of the
+// int64, int64 -> bool is v != 0. f32 -> bool is x != 0 with NaN true, bool -> f32 0 / 1.
+// Expected values by hand; f32 storage, and f16 storage (there the f32 rounded to f16 as every
+// value entering the delegate: compared where the value is exact in f16, bools everywhere).
+TEST(VulkanConformanceCast, Int64ReadOnlyByCastsEntersAsRoundedFloats) {
+  register_all();
+  const int64_t big = (int64_t{1} << 40) + 1;
+  std::vector<int64_t> ms{0, 1, -1, (int64_t{1} << 24) + 1, big, INT64_MIN, INT64_MAX, -3, 7, 0,
+                          2048, 4096};
+  const int64_t n = static_cast<int64_t>(ms.size());
+  for (uint32_t storage : {vulkan::kStorageF32, vulkan::kStorageF16}) {
+    GraphBuilder b;
+    const int m = b.input("m", DType::I64, {n});
+    const int x = b.input("x", DType::F32, {n});
+    const int keep = b.op("tern::cast", {m}, DType::Bool, {n});
+    b.output(b.op("tern::where", {keep, x, b.double_value(-8.0)}, DType::F32, {n}));  // 0
+    b.output(b.op("tern::cast", {m}, DType::F32, {n}));                               // 1
+    const int xb = b.op("tern::cast", {x}, DType::Bool, {n});
+    b.output(xb);                                                                     // 2
+    b.output(b.op("tern::mul", {b.op("tern::cast", {xb}, DType::F32, {n}), x}, DType::F32,
+                  {n}));                                                              // 3
+    const std::vector<uint8_t> pte = whole_delegate_program(b, storage);
+    ASSERT_FALSE(pte.empty());
+    testing::LoadedProgram lp(pte);
+    testing::MethodMemory memory(lp.program().method_meta("forward").get(), -1, 0, 1 << 20);
+    auto method = lp.program().load_method("forward", memory.manager());
+    ASSERT_TRUE(method.ok()) << last_error_message();
+    const float nan = std::nanf("");
+    std::vector<float> xs{1.0f, 0.0f, -0.0f, nan, 2.5f, -1.0f, 3.0f, 0.0f, 0.25f, 5.0f, nan, 6.0f};
+    std::vector<int64_t> sizes{n};
+    ASSERT_EQ(method->set_input(0, testing::input_view(DType::I64, sizes, ms)), Error::Ok);
+    ASSERT_EQ(method->set_input(1, testing::f32_view(sizes, xs)), Error::Ok);
+    ASSERT_EQ(method->execute(), Error::Ok) << last_error_message();
+    ASSERT_EQ(method->delegate_path(0).get(), DelegatePath::Backend);
+    auto same = [](float a, float e) { return std::isnan(e) ? std::isnan(a) : a == e; };
+    const float* o0 = static_cast<const float*>(method->output(0).get()->data);
+    const float* o1 = static_cast<const float*>(method->output(1).get()->data);
+    const uint8_t* o2 = static_cast<const uint8_t*>(method->output(2).get()->data);
+    const float* o3 = static_cast<const float*>(method->output(3).get()->data);
+    for (size_t k = 0; k < static_cast<size_t>(n); ++k) {
+      const float as_f32 = static_cast<float>(ms[k]);
+      const bool exact_in_f16 = std::fabs(as_f32) <= 2048.0f || as_f32 == 4096.0f;
+      EXPECT_TRUE(same(o0[k], ms[k] != 0 ? xs[k] : -8.0f)) << storage << " mask " << k;
+      if (storage == vulkan::kStorageF32 || exact_in_f16) {
+        EXPECT_EQ(o1[k], as_f32) << storage << " int64 -> f32 " << k << " (" << ms[k] << ")";
+      }
+      const bool xt = xs[k] != 0.0f || std::isnan(xs[k]);
+      EXPECT_EQ(o2[k], xt ? 1 : 0) << storage << " f32 -> bool " << k;
+      EXPECT_TRUE(same(o3[k], xt ? xs[k] : 0.0f * xs[k])) << storage << " bool -> f32 " << k;
+    }
+  }
+}
+
 // argmax / argmin and a codebook lookup by their indices in one delegate (blob version 10:
 // the indices held as floats on the device, int64 at the edge): first index of ties, a NaN
 // counting as the maximum and the minimum (ATen), the whole tensor for dim None; expected
@@ -385,6 +441,14 @@ TEST(VulkanSupport, RefusesWhatItDoesNotImplement) {
                 DType::F32, {2, 10}));                                        // replicate mode
   b.output(b.op("tern::pad", {x, b.int_list({8, 0}), b.string_value("reflect"), b.none()},
                 DType::F32, {2, 16}));                                        // reflect >= size
+  // Casts to integers or f16; a cast of an int64 that an add reads too (its floats would be
+  // rounded for the add as well); a cast of an int32.
+  b.output(b.op("tern::cast", {x}, DType::I64, {2, 8}));
+  b.output(b.op("tern::cast", {x}, DType::F16, {2, 8}));
+  const int ids = b.input("ids", DType::I64, {2, 8});
+  b.output(b.op("tern::cast", {ids}, DType::F32, {2, 8}));
+  b.output(b.op("tern::add", {ids, ids}, DType::I64, {2, 8}));
+  b.output(b.op("tern::cast", {i}, DType::F32, {2, 8}));
   // Attention with a bool mask made at run time: the attention node adds a mask (bools as
   // -inf / 0), which a comparison's 0 / 1 floats are not.
   const int q = b.input("q", DType::F32, {1, 4, 8});
@@ -406,6 +470,12 @@ TEST(VulkanSupport, RefusesWhatItDoesNotImplement) {
   const int y = v.input("y", DType::F32, {2, 8});
   v.output(v.op("tern::view", {y, v.int_list({16})}, DType::F32, {16}));
   EXPECT_FALSE(compiler::VulkanBackendCompiler().accepts_region(v.graph(), {0}));
+  // Nor one of only casts and data movement.
+  const int yb = v.op("tern::cast", {y}, DType::Bool, {2, 8});
+  v.output(v.op("tern::view", {yb, v.int_list({16})}, DType::Bool, {16}));
+  EXPECT_FALSE(compiler::VulkanBackendCompiler().accepts_region(v.graph(), {1, 2}));
+  v.output(v.op("tern::relu", {y}, DType::F32, {2, 8}));
+  EXPECT_TRUE(compiler::VulkanBackendCompiler().accepts_region(v.graph(), {1, 2, 3}));
 }
 
 }  // namespace
