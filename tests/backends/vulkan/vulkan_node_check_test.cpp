@@ -380,6 +380,34 @@ TEST(VulkanBlob, CumsumAndReduceKindAreChecked) {
   expect_node_refused(d.blob, reduce_at, red, [](BlobNode& m) { m.params[0] = -1; }, "reduce kind");
 }
 
+/// The value records of `blob`, which must parse (a test failure, and none, if it does not).
+std::vector<BlobValue> values_of(const std::vector<uint8_t>& blob) {
+  AlignedBlob a(blob);
+  vulkan::BlobPlan plan;
+  if (vulkan::parse_blob(Span<const uint8_t>(a.data(), blob.size()), &plan) != Error::Ok) {
+    ADD_FAILURE() << last_error_message();
+    return {};
+  }
+  std::vector<BlobValue> values(plan.values, plan.values + plan.header.num_values);
+  vulkan::free_blob_plan(&plan);
+  return values;
+}
+
+/// `blob` with value record `i` changed by `edit` must be refused as InvalidProgram, the
+/// message holding `expected`.
+void expect_value_refused(const std::vector<uint8_t>& blob, size_t i,
+                          const std::function<void(BlobValue&)>& edit, const char* expected) {
+  std::vector<uint8_t> bad = blob;
+  const size_t at = sizeof(BlobHeader) + i * sizeof(BlobValue);
+  BlobValue v;
+  std::memcpy(&v, bad.data() + at, sizeof(v));
+  edit(v);
+  std::memcpy(bad.data() + at, &v, sizeof(v));
+  EXPECT_EQ(parse(bad), Error::InvalidProgram) << expected;
+  EXPECT_NE(std::string(last_error_message()).find(expected), std::string::npos)
+      << expected << ": " << last_error_message();
+}
+
 // Bool values (version 10): a bool input and a bool output are value type 4 at the edges,
 // bools inside are f32; type 4 on an internal value or a constant is refused.
 TEST(VulkanBlob, BoolValuesOnlyAtTheEdges) {
@@ -391,36 +419,25 @@ TEST(VulkanBlob, BoolValuesOnlyAtTheEdges) {
   b.output(b.op("tern::logical_not", {both}, DType::Bool, {2, 4}));
   delegate_vulkan(b, 0, 2);
   const std::vector<uint8_t> blob = b.build().delegates.at(0).blob;
-  AlignedBlob a(blob);
-  vulkan::BlobPlan plan;
-  ASSERT_EQ(vulkan::parse_blob(Span<const uint8_t>(a.data(), blob.size()), &plan), Error::Ok)
-      << last_error_message();
+  const std::vector<BlobValue> values = values_of(blob);
   std::vector<uint32_t> kinds_of_bool, internal_types;
   size_t internal = 0;  // the first internal value (gt's)
-  for (uint32_t i = 0; i < plan.header.num_values; ++i) {
-    const BlobValue& v = plan.values[i];
+  for (size_t i = 0; i < values.size(); ++i) {
+    const BlobValue& v = values[i];
     if (v.type == static_cast<uint32_t>(vulkan::ValueType::Bool)) kinds_of_bool.push_back(v.kind);
     if (v.kind == static_cast<uint32_t>(vulkan::ValueKind::Internal)) {
       if (internal_types.empty()) internal = i;
       internal_types.push_back(v.type);
     }
   }
-  vulkan::free_blob_plan(&plan);
   EXPECT_EQ(kinds_of_bool, (std::vector<uint32_t>{1, 2}));  // m in, the logical_not out
   EXPECT_EQ(internal_types, (std::vector<uint32_t>{0, 0}));  // gt, both: 0 / 1 floats
   // The internal value written by gt made bool, or a bool constant: refused.
   for (uint32_t kind : {0u, 3u}) {
-    std::vector<uint8_t> bad = blob;
-    const size_t at = sizeof(BlobHeader) + internal * sizeof(BlobValue);
-    BlobValue v;
-    std::memcpy(&v, bad.data() + at, sizeof(v));
-    ASSERT_EQ(v.kind, 0u);
-    v.type = static_cast<uint32_t>(vulkan::ValueType::Bool);
-    v.kind = kind;
-    std::memcpy(bad.data() + at, &v, sizeof(v));
-    EXPECT_EQ(parse(bad), Error::InvalidProgram);
-    EXPECT_NE(std::string(last_error_message()).find("type 4"), std::string::npos)
-        << last_error_message();
+    expect_value_refused(blob, internal, [kind](BlobValue& v) {
+      v.type = static_cast<uint32_t>(vulkan::ValueType::Bool);
+      v.kind = kind;
+    }, "type 4");
   }
 }
 
@@ -437,43 +454,22 @@ TEST(VulkanBlob, Int64ReadByCastsOnlyAsAnInput) {
   b.output(b.op("tern::embedding", {table, ids}, DType::F32, {3, 2}));
   delegate_vulkan(b, 0, 2);
   const std::vector<uint8_t> blob = b.build().delegates.at(0).blob;
-  AlignedBlob a(blob);
-  vulkan::BlobPlan plan;
-  ASSERT_EQ(vulkan::parse_blob(Span<const uint8_t>(a.data(), blob.size()), &plan), Error::Ok)
-      << last_error_message();
   const uint32_t kCast = static_cast<uint32_t>(vulkan::ValueType::I64CastToFloat);
+  const std::vector<BlobValue> values = values_of(blob);
   size_t m_at = 0, ids_at = 0;
   int found = 0;
-  for (uint32_t i = 0; i < plan.header.num_values; ++i) {
-    const BlobValue& v = plan.values[i];
-    if (v.kind != static_cast<uint32_t>(vulkan::ValueKind::ExternalInput)) continue;
-    if (v.type == kCast) m_at = i, ++found;
-    if (v.type == static_cast<uint32_t>(vulkan::ValueType::I64)) ids_at = i, ++found;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i].kind != static_cast<uint32_t>(vulkan::ValueKind::ExternalInput)) continue;
+    if (values[i].type == kCast) m_at = i, ++found;
+    if (values[i].type == static_cast<uint32_t>(vulkan::ValueType::I64)) ids_at = i, ++found;
   }
-  vulkan::free_blob_plan(&plan);
   ASSERT_EQ(found, 2) << "m as i64 cast to floats, ids as i64";
-  // m as an output or an internal value or a constant: refused naming the type.
+  // m as an internal value, an output or a constant: refused naming the type.
   for (uint32_t kind : {0u, 2u, 3u}) {
-    std::vector<uint8_t> bad = blob;
-    const size_t at = sizeof(BlobHeader) + m_at * sizeof(BlobValue);
-    BlobValue v;
-    std::memcpy(&v, bad.data() + at, sizeof(v));
-    v.kind = kind;
-    std::memcpy(bad.data() + at, &v, sizeof(v));
-    EXPECT_EQ(parse(bad), Error::InvalidProgram) << kind;
-    EXPECT_NE(std::string(last_error_message()).find("type 6"), std::string::npos)
-        << last_error_message();
+    expect_value_refused(blob, m_at, [kind](BlobValue& v) { v.kind = kind; }, "type 6");
   }
   // The embedding's indices as type 6 (rounded floats are no indices): refused.
-  std::vector<uint8_t> bad = blob;
-  const size_t at = sizeof(BlobHeader) + ids_at * sizeof(BlobValue);
-  BlobValue v;
-  std::memcpy(&v, bad.data() + at, sizeof(v));
-  v.type = kCast;
-  std::memcpy(bad.data() + at, &v, sizeof(v));
-  EXPECT_EQ(parse(bad), Error::InvalidProgram);
-  EXPECT_NE(std::string(last_error_message()).find("embedding"), std::string::npos)
-      << last_error_message();
+  expect_value_refused(blob, ids_at, [kCast](BlobValue& v) { v.type = kCast; }, "embedding");
 }
 
 // An argmax's indices (version 10): a reduce node of kind 3 writing floats, read by an
@@ -504,22 +500,15 @@ TEST(VulkanBlob, ArgmaxIndicesHeldAsFloatsAreChecked) {
   expect_node_refused(d.blob, emb_at, emb, [](BlobNode& m) { m.params[4] = 2; }, "flag parameter");
   // Without the flag the reader wants i64 indices, and the argmax's are floats.
   expect_node_refused(d.blob, emb_at, emb, [](BlobNode& m) { m.params[4] = 0; }, "indices");
-  AlignedBlob a(d.blob);
-  vulkan::BlobPlan plan;
-  ASSERT_EQ(vulkan::parse_blob(Span<const uint8_t>(a.data(), d.blob.size()), &plan), Error::Ok);
-  const uint32_t indices = plan.nodes[1].output;
-  const BlobValue v = plan.values[indices];
-  vulkan::free_blob_plan(&plan);
-  EXPECT_EQ(v.kind, static_cast<uint32_t>(vulkan::ValueKind::ExternalOutput));
-  EXPECT_EQ(v.type, static_cast<uint32_t>(vulkan::ValueType::I64AsFloat));
-  std::vector<uint8_t> bad = d.blob;
-  BlobValue iv = v;
-  iv.kind = static_cast<uint32_t>(vulkan::ValueKind::Internal);
-  iv.arg = vulkan::kNoValue;
-  std::memcpy(bad.data() + sizeof(BlobHeader) + indices * sizeof(BlobValue), &iv, sizeof(iv));
-  EXPECT_EQ(parse(bad), Error::InvalidProgram);
-  EXPECT_NE(std::string(last_error_message()).find("type 5"), std::string::npos)
-      << last_error_message();
+  const uint32_t indices = red.output;
+  const std::vector<BlobValue> values = values_of(d.blob);
+  ASSERT_LT(indices, values.size());
+  EXPECT_EQ(values[indices].kind, static_cast<uint32_t>(vulkan::ValueKind::ExternalOutput));
+  EXPECT_EQ(values[indices].type, static_cast<uint32_t>(vulkan::ValueType::I64AsFloat));
+  expect_value_refused(d.blob, indices, [](BlobValue& v) {
+    v.kind = static_cast<uint32_t>(vulkan::ValueKind::Internal);
+    v.arg = vulkan::kNoValue;
+  }, "type 5");
 }
 
 }  // namespace
