@@ -7,7 +7,7 @@
 #      off, -O2; the test programs' own code -O1) of what the tests below need, not the whole
 #      tree.
 #   3. ctest, every test binary run by qemu-aarch64-static (CMAKE_CROSSCOMPILING_EMULATOR): the
-#      unit tests of core, registry, executor, portable kernels, compiler, quantized formats and
+#      unit tests of core, registry, executor, portable kernels, quantized formats and
 #      C API (with its two examples), and the cpu backend's (its kernels against double
 #      references, its conformance against the portable kernels, blob, weights, zero-alloc).
 #   4. The op conformance suite (tests/ops, every family) against PyTorch on the host, with the
@@ -68,7 +68,10 @@ grep -q "tern: cpu backend on" "$build/configure.log" || {
 
 # The test binaries that run under qemu. Left out: the cli tests (they exec the aarch64 `tern`,
 # which a qemu guest cannot start without binfmt_misc), the fuzz regressions and hardening runs
-# (long, and target-independent), and everything Python-driven (run below instead).
+# (long, and target-independent), the compiler's unit tests (graph, partitioner, planner,
+# serializer, safetensors, graph.json: host tooling whose aarch64 build the op suite below
+# drives, `tern compile` on every case; left out since 2026-12-07 for CI time), and everything
+# Python-driven (run below instead).
 tests=(
   core_test registration_rule_test
   file_header_test data_loader_test program_test loader_contract_test method_test delegate_test
@@ -76,8 +79,6 @@ tests=(
   byte_flip_test bad_input_test
   portable_kernels_test reduction_kernels_test elementwise_kernels_test
   data_movement_kernels_test data_movement_alias_test linalg_kernels_test transformer_kernels_test
-  serializer_test compiler_graph_test memory_planner_test safetensors_test graph_json_test
-  compile_test partitioner_test
   quant_format_test quant_program_test quant_zero_alloc_test
   c_api_test tern_c_example tern_cpp_example
   cpu_conformance_test cpu_conformance_se_test cpu_conformance_cat_pool_test
