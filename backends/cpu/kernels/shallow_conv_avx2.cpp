@@ -8,7 +8,8 @@
 // out_c floats of a pixel of y or the residual is touched. Grouped convolutions (the narrow groups
 // of RegNet and ResNeXt, dispatched here on AVX2 and AVX-512 machines alike) run group by group:
 // the window reads the group's C/G input channels, the group's packed weight and its O/G
-// columns of y, one vector (NV = 1, blocks of 12 pixels) when a group has at most 8 columns.
+// columns of y, one vector (NV = 1, blocks of up to 12 pixels) when a group has at most 8
+// columns; a row's blocks are of as equal sizes as they can be (grouped_row).
 // Per-function target attributes: runs only when dispatch saw AVX2 and FMA.
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "backends/cpu/kernels/shallow_conv.h"
@@ -202,22 +203,35 @@ TERN_AVX2_TARGET inline void grouped_pixels(const Row& r, int64_t ox, int64_t in
   }
 }
 
-/// A whole row of a grouped conv with CG channels a group, in blocks of 12 / NV pixels, then
-/// 6 / NV, then (one vector) 3, then single pixels; border blocks read zeros outside the row.
+/// NP pixels from ox for a block size np (1 <= np <= NP) known at run time.
+template <int NV, int CG, int NP = 12 / NV>
+TERN_AVX2_TARGET inline void grouped_pixels_n(const Row& r, int np, int64_t ox, int64_t in0,
+                                              int64_t in1) {
+  if constexpr (NP > 1) {
+    if (np < NP) return grouped_pixels_n<NV, CG, NP - 1>(r, np, ox, in0, in1);
+  }
+  grouped_pixels<NP, NV, CG>(r, ox, in0, in1);
+}
+
+/// A whole row of a grouped conv with CG channels a group: as few blocks as the 12 accumulators
+/// allow (12 / NV pixels at most), their sizes as equal as possible — 14 pixels of two vectors
+/// are blocks of 5, 5 and 4, not 6, 6, 1 and 1. A block's accumulators are its independent FMA
+/// chains: with fewer than 8 (two FMA pipes, four cycles of latency) the block waits on the
+/// latency, a one-pixel block of one vector 8x longer per FMA than a full one. Border blocks
+/// read zeros outside the row.
 template <int NV, int CG>
 TERN_AVX2_TARGET void grouped_row(const Row& r, int64_t in0, int64_t in1) {
   constexpr int kBlock = 12 / NV;
   const int64_t out_w = r.p->out_w;
+  if (out_w <= 0) return;
+  const int64_t blocks = (out_w + kBlock - 1) / kBlock;
+  const int64_t base = out_w / blocks, extra = out_w % blocks;
   int64_t ox = 0;
-  for (; ox + kBlock <= out_w; ox += kBlock) grouped_pixels<kBlock, NV, CG>(r, ox, in0, in1);
-  if (ox + kBlock / 2 <= out_w) {
-    grouped_pixels<kBlock / 2, NV, CG>(r, ox, in0, in1);
-    ox += kBlock / 2;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int np = static_cast<int>(base + (b < extra ? 1 : 0));
+    grouped_pixels_n<NV, CG>(r, np, ox, in0, in1);
+    ox += np;
   }
-  if (NV == 1) {
-    for (; ox + 3 <= out_w; ox += 3) grouped_pixels<3, NV, CG>(r, ox, in0, in1);
-  }
-  for (; ox < out_w; ++ox) grouped_pixels<1, NV, CG>(r, ox, in0, in1);
 }
 
 /// One group of NV vectors over the row: blocks of 12 / NV pixels (12 accumulators), then a half

@@ -104,8 +104,8 @@ const Case kCases[] = {
     {"grouped 1x1 G=4", 1, 5, 6, 16, 24, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 4},
     {"grouped G=4 C/G=1 (window under the shallow size)", 1, 6, 5, 4, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1,
      1, 4},
-    // Rows wide enough for every block size of the direct grouped path (12, 6, 3, 1 pixels),
-    // with border blocks reading padding.
+    // Wide rows on the direct grouped path (several blocks a row; every block size:
+    // GroupedRowsOfEveryWidthAgainstDoubleReference), with border blocks reading padding.
     {"grouped width 8 wide row", 1, 4, 34, 24, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3},
     {"grouped width 16 wide row, batch 2", 2, 3, 23, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2},
     {"grouped width 4 wide row, stride 2, dilation 2", 1, 5, 57, 16, 16, 3, 3, 2, 2, 2, 2, 2, 2, 2,
@@ -283,6 +283,44 @@ void run_all_cases(const std::string& blocks) {
 }
 
 TEST_F(CpuConv, EveryIsaEveryShapeAgainstDoubleReference) { run_all_cases("(default blocks)"); }
+
+TEST_F(CpuConv, GroupedRowsOfEveryWidthAgainstDoubleReference) {
+  // The direct grouped path cuts each output row into blocks of as equal sizes as it can (AVX2:
+  // at most 12 pixels of one vector for groups of 4 or 8, 6 of two for groups of 16): rows of 1
+  // to 26 pixels give it every block size, alone and next to others, each with border blocks
+  // reading padding; with a residual and a ReLU, on two threads.
+  Pool two(2);
+  uint32_t seed = 7;
+  for (GemmIsa isa : supported_isas()) {
+    ASSERT_TRUE(packed_gemm_force_isa(isa));
+    for (int64_t width : {4, 8, 16}) {
+      for (int64_t out_w = 1; out_w <= 26; ++out_w) {
+        const std::string name =
+            "grouped width " + std::to_string(width) + ", " + std::to_string(out_w) + "-pixel rows";
+        //           name          N  H  W      C          O          kh kw sh sw dh dw pt pl pb pr G
+        const Case cs{name.c_str(), 1, 3, out_w, 2 * width, 2 * width, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1,
+                      2};
+        ASSERT_EQ(cs.out_w(), out_w);
+        const std::vector<float> x = random_floats(cs.x_floats(), seed);
+        const std::vector<float> w = random_floats(cs.weight_floats(), seed + 1);
+        const std::vector<float> bias = random_floats(cs.out_c, seed + 2);
+        const std::vector<float> residual = random_floats(cs.y_floats(), seed + 3);
+        ++seed;
+        const std::vector<float> packed = pack_groups(cs, w.data(), bias.data());
+        std::vector<float> y(cs.y_floats() + kGuardFloats, kGuard);
+        const ConvProblem p = make_problem(cs, x.data(), packed.data(), y.data(), 0.0f, kInf,
+                                           residual.data());
+        packed_conv_nhwc(p, two.pool);
+        const std::string what = describe(cs, isa, true, true, true, true);
+        check_against_reference(cs, x.data(), w.data(), bias.data(), 0.0f, kInf, y.data(), what,
+                                residual.data());
+        for (int64_t i = 0; i < kGuardFloats; ++i) {
+          ASSERT_EQ(y[cs.y_floats() + i], kGuard) << what << ": guard float " << i << " written";
+        }
+      }
+    }
+  }
+}
 
 TEST_F(CpuConv, ActivationFollowsTheClampOnEveryOutput) {
   // Hardswish after the clamp, on the shallow (direct) and the implicit-GEMM paths: equal to the
