@@ -159,23 +159,31 @@ TERN_AVX2_TARGET inline void grouped_block(const Row& r, int64_t ox) {
   __m256 acc[NP][NV];
   init<NP, NV>(r, acc);
   const int64_t pixel_step = p.stride_w * p.in_c;
+  constexpr bool kBases = !CHECK && NP > 6;
   for (int64_t ky = 0; ky < p.kernel_h; ++ky) {
     const int64_t iy = r.iy0 + ky * p.dilation_h;
     if (iy < 0 || iy >= p.in_h) continue;
     const float* xr = r.xn + iy * p.in_w * p.in_c;
     for (int64_t kx = 0; kx < p.kernel_w; ++kx) {
       const int64_t ix0 = ox * p.stride_w - p.pad_left + kx * p.dilation_w;
-      const float* xq[NP];  // border blocks: each pixel's input, or the zero pixel
-      const float* xb[4];   // interior blocks: pixels 0, 3, 6 and 9 of the block
-      if (CHECK) {
-#pragma GCC unroll 12
-        for (int q = 0; q < NP; ++q) {
-          const int64_t ix = ix0 + q * p.stride_w;
-          xq[q] = ix >= 0 && ix < p.in_w ? xr + ix * p.in_c : kZeroPixel;
-        }
-      } else {
+      // Each pixel's input (or the zero pixel) in xq; in interior blocks of more than 6 pixels
+      // (one vector: 12 pointers would not fit the general registers) pixel q is read at base
+      // q / 3 (pixels 0, 3, 6 and 9) plus q % 3 pixel steps instead, an addressing mode.
+      const float* xq[NP];
+      const float* xb[4];
+      if (kBases) {
 #pragma GCC unroll 4
         for (int b = 0; b < 4; ++b) xb[b] = xr + ix0 * p.in_c + 3 * b * pixel_step;
+      } else {
+#pragma GCC unroll 12
+        for (int q = 0; q < NP; ++q) {
+          if (CHECK) {
+            const int64_t ix = ix0 + q * p.stride_w;
+            xq[q] = ix >= 0 && ix < p.in_w ? xr + ix * p.in_c : kZeroPixel;
+          } else {
+            xq[q] = xr + ix0 * p.in_c + q * pixel_step;
+          }
+        }
       }
       const float* w = r.w[0] + kPanelWidth * (1 + (ky * p.kernel_w + kx) * CG);
 #pragma GCC unroll 16
@@ -185,10 +193,8 @@ TERN_AVX2_TARGET inline void grouped_block(const Row& r, int64_t ox) {
         for (int v = 0; v < NV; ++v) wv[v] = _mm256_loadu_ps(w + c * kPanelWidth + 8 * v);
 #pragma GCC unroll 12
         for (int q = 0; q < NP; ++q) {
-          // Interior pixel q: base q / 3 plus q % 3 pixel steps, an addressing mode (4 bases and
-          // the step; 12 pointers of a one-vector block would not fit the general registers).
           const __m256 xv = _mm256_broadcast_ss(
-              CHECK ? xq[q] + c : xb[q / 3] + (q % 3) * pixel_step + c);
+              kBases ? xb[q / 3] + (q % 3) * pixel_step + c : xq[q] + c);
 #pragma GCC unroll 2
           for (int v = 0; v < NV; ++v) acc[q][v] = _mm256_fmadd_ps(xv, wv[v], acc[q][v]);
         }
