@@ -103,7 +103,8 @@ step "unit and cpu backend tests under qemu (ctest, one process per program)"
 # blocks of 5 and 37 floats; the tap-skipping sweeps cut K at 37 with tiny B blocks and many
 # tasks too, through the same NEON microkernels: two fifths of those programs' qemu time).
 programs=$(IFS='|'; echo "${tests[*]}")
-GTEST_FILTER='-CpuConv.TinyBlocks*:CpuConv3d.TinyBlocks*' ctest --test-dir "$build" -R "^($programs|c_api_example|cpp_module_example)\$" -j "$jobs" \
+GTEST_FILTER='-CpuConv.TinyBlocks*:CpuConv3d.TinyBlocks*' \
+  ctest --test-dir "$build" -R "^($programs|c_api_example|cpp_module_example)\$" -j "$jobs" \
   --output-on-failure --timeout 900 > "$build/ctest.log" 2>&1 || status=$?
 grep -E "tests passed|tests failed|\*\*\*(Failed|Timeout|Exception)" "$build/ctest.log" || true
 if [ "${status:-0}" -ne 0 ]; then

@@ -171,7 +171,7 @@ TERN_AVX2_TARGET inline void grouped_block(const Row& r, int64_t ox) {
       // q / 3 (pixels 0, 3, 6 and 9) plus q % 3 pixel steps instead, an addressing mode.
       const float* xq[NP];
       const float* xb[4];
-      if (kBases) {
+      if constexpr (kBases) {
 #pragma GCC unroll 4
         for (int b = 0; b < 4; ++b) xb[b] = xr + ix0 * p.in_c + 3 * b * pixel_step;
       } else {

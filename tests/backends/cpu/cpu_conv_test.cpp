@@ -156,6 +156,17 @@ std::vector<float> pack_groups(const Case& cs, const float* w, const float* bias
   return packed;
 }
 
+/// Whether the kGuardFloats after case cs's output in y still hold kGuard (the first one
+/// written, named, when not).
+::testing::AssertionResult guard_intact(const Case& cs, const std::vector<float>& y) {
+  for (int64_t i = 0; i < kGuardFloats; ++i) {
+    if (y[cs.y_floats() + i] != kGuard) {
+      return ::testing::AssertionFailure() << "guard float " << i << " written";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 std::string describe(const Case& c, GemmIsa isa, bool bias, bool clamp, bool pool,
                      bool residual = false) {
   return std::string(c.name) + " [" + gemm_isa_name(isa) + (bias ? ", bias" : ", no bias") +
@@ -274,9 +285,7 @@ void run_all_cases(const std::string& blocks) {
             describe(cs, isa, with_bias, clamp, pooled, with_residual) + " " + blocks;
         check_against_reference(cs, x.data(), w.data(), with_bias ? bias.data() : nullptr, lo, hi,
                                 y.data(), what, res);
-        for (int64_t i = 0; i < kGuardFloats; ++i) {
-          ASSERT_EQ(y[cs.y_floats() + i], kGuard) << what << ": guard float " << i << " written";
-        }
+        ASSERT_TRUE(guard_intact(cs, y)) << what;
       }
     }
   }
@@ -314,9 +323,7 @@ TEST_F(CpuConv, GroupedRowsOfEveryWidthAgainstDoubleReference) {
         const std::string what = describe(cs, isa, true, true, true, true);
         check_against_reference(cs, x.data(), w.data(), bias.data(), 0.0f, kInf, y.data(), what,
                                 residual.data());
-        for (int64_t i = 0; i < kGuardFloats; ++i) {
-          ASSERT_EQ(y[cs.y_floats() + i], kGuard) << what << ": guard float " << i << " written";
-        }
+        ASSERT_TRUE(guard_intact(cs, y)) << what;
       }
     }
   }
@@ -414,9 +421,7 @@ TEST_F(CpuConv, ResNetLayerShapesAtReducedSize) {
           const std::string what = describe(cs, isa, true, true, pool != nullptr, res != nullptr);
           check_against_reference(cs, x.data(), w.data(), bias.data(), 0.0f, kInf, y.data(), what,
                                   res);
-          for (int64_t i = 0; i < kGuardFloats; ++i) {
-            ASSERT_EQ(y[cs.y_floats() + i], kGuard) << what << ": guard float " << i << " written";
-          }
+          ASSERT_TRUE(guard_intact(cs, y)) << what;
         }
       }
     }
